@@ -1,0 +1,2 @@
+// Public entry point of @syncline/apply: every export is named here.
+export {};

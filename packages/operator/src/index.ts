@@ -1,0 +1,2 @@
+// Public entry point of @syncline/operator: every export is named here.
+export {};

@@ -1,0 +1,2 @@
+// Public entry point of @syncline/render: every export is named here.
+export {};

@@ -1,0 +1,2 @@
+// Public entry point of @syncline/source-git: every export is named here.
+export {};

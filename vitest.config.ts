@@ -1,0 +1,29 @@
+import { defineConfig } from 'vitest/config';
+
+// Two projects: `unit` is pure and fast; `integration` runs against the real control plane (started once
+// by the global setup) and the real Git server. A file needs the cluster when it ends in `.int.test.ts`.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['packages/*/src/**/*.test.ts', 'test/**/*.test.ts', 'scripts/**/*.test.ts'],
+          exclude: ['**/*.int.test.ts', '**/node_modules/**'],
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['packages/*/src/**/*.int.test.ts', 'test/**/*.int.test.ts'],
+          exclude: ['**/node_modules/**'],
+          globalSetup: ['test/support/src/global-setup.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 240_000,
+          // Two cores: run integration files two at a time so the control plane keeps up.
+          maxWorkers: 2,
+        },
+      },
+    ],
+  },
+});
