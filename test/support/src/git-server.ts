@@ -1,0 +1,484 @@
+// A real Git server for tests: a Node HTTP server on 127.0.0.1 in front of `git http-backend` (CGI), serving
+// bare repos from a temp dir, so source-git is tested over the network exactly as users use it.
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export type GitServerAuth = { username: string; password: string } | { bearerToken: string };
+
+/** Fault injection. `only` limits it to one endpoint; `repo` to one repository. */
+export type GitServerBehavior = (
+  | { kind: 'hang' }
+  | { kind: 'slow'; chunkBytes?: number; intervalMs?: number }
+  | { kind: 'huge'; bytes: number }
+  | { kind: 'endless' }
+  | { kind: 'status'; status: number }
+  | { kind: 'redirect'; to: string }
+) & { only?: 'info/refs' | 'git-upload-pack'; repo?: string };
+
+export interface RequestCounts {
+  /** GET …/info/refs (ref advertisement: what a resolve costs) */
+  infoRefs: number;
+  /** POST …/git-upload-pack (what a fetch, or a protocol-v2 ls-refs, costs) */
+  uploadPack: number;
+}
+
+export interface LoggedRequest {
+  method: string;
+  path: string;
+  host: string;
+  repo: string | undefined;
+  hasAuthorization: boolean;
+  status: number;
+}
+
+export type TreeFile = string | Uint8Array | null | { symlink: string };
+
+export interface TestRepo {
+  readonly name: string;
+  /** Clone URL, e.g. http://127.0.0.1:1234/configs.git */
+  readonly url: string;
+  /** The bare repository on disk. */
+  readonly dir: string;
+  /** Commits on top of `branch` (default `main`; a new branch starts from `main`). `null` deletes a path. */
+  commit(files: Record<string, TreeFile>, opts?: { message?: string; branch?: string }): Promise<string>;
+  /**
+   * Commits a root tree whose entries carry arbitrary names (`..`, `.git`, `a\\b`), which the porcelain
+   * refuses to create: for testing that clients refuse them.
+   */
+  commitRawTree(entries: Array<{ name: string; content: string }>, opts?: { message?: string; branch?: string }): Promise<string>;
+  tag(name: string, ref: string, opts?: { annotated?: boolean }): Promise<void>;
+  setBranch(name: string, sha: string): Promise<void>;
+  resolve(ref: string): Promise<string>;
+  /** Runs git in the bare repo (escape hatch). */
+  git(args: string[], input?: string | Uint8Array): Promise<string>;
+}
+
+export interface GitServer extends AsyncDisposable {
+  /** Base URL, e.g. http://127.0.0.1:1234 (no trailing slash). */
+  readonly url: string;
+  createRepo(name: string): Promise<TestRepo>;
+  /** Requests seen so far, for one repo or all. */
+  requests(repo?: string): RequestCounts;
+  requestLog(): readonly LoggedRequest[];
+  resetRequests(): void;
+  setBehavior(behavior: GitServerBehavior | undefined): void;
+  close(): Promise<void>;
+}
+
+const identity = {
+  GIT_AUTHOR_NAME: 'Syncline Test',
+  GIT_AUTHOR_EMAIL: 'test@syncline.invalid',
+  GIT_COMMITTER_NAME: 'Syncline Test',
+  GIT_COMMITTER_EMAIL: 'test@syncline.invalid',
+};
+
+/** An environment for git that ignores the machine's and the user's config, so it works on a fresh machine. */
+export function gitEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_TERMINAL_PROMPT: '0',
+    LANG: 'C',
+    ...identity,
+    ...extra,
+  };
+}
+
+/** Runs git, resolving with stdout; rejects with stderr on a non-zero exit. */
+export function runGit(args: string[], opts: { cwd?: string; input?: string | Uint8Array; env?: Record<string, string> } = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('git', args, { cwd: opts.cwd, env: gitEnv(opts.env), stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (c: Buffer) => out.push(c));
+    child.stderr.on('data', (c: Buffer) => err.push(c));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code === 0) resolve(Buffer.concat(out).toString('utf8'));
+      else reject(new Error(`git ${args.join(' ')} exited ${String(code)}: ${Buffer.concat(err).toString('utf8').trim()}`));
+    });
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(opts.input ?? '');
+  });
+}
+
+const repoNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+export async function startGitServer(opts: { auth?: GitServerAuth } = {}): Promise<GitServer> {
+  const root = await mkdtemp(join(tmpdir(), 'syncline-git-'));
+  const counts = new Map<string, RequestCounts>();
+  const log: LoggedRequest[] = [];
+  const sockets = new Set<Socket>();
+  let behavior: GitServerBehavior | undefined;
+  const expectedAuth =
+    opts.auth === undefined
+      ? undefined
+      : 'bearerToken' in opts.auth
+        ? `Bearer ${opts.auth.bearerToken}`
+        : `Basic ${Buffer.from(`${opts.auth.username}:${opts.auth.password}`).toString('base64')}`;
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+      res.end(String(err));
+    });
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const baseUrl = `http://127.0.0.1:${port}`;
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://placeholder');
+    const match = /^\/([^/]+?)(?:\.git)?(\/.*)$/.exec(url.pathname);
+    const repo = match?.[1];
+    const rest = match?.[2] ?? '';
+    const endpoint = rest === '/info/refs' ? 'info/refs' : rest === '/git-upload-pack' ? 'git-upload-pack' : undefined;
+    const entry: LoggedRequest = {
+      method: req.method ?? 'GET',
+      path: url.pathname + url.search,
+      host: req.headers.host ?? '',
+      repo,
+      hasAuthorization: req.headers.authorization !== undefined,
+      status: 0,
+    };
+    log.push(entry);
+    res.on('finish', () => (entry.status = res.statusCode));
+    if (repo !== undefined && endpoint !== undefined) {
+      const c = counts.get(repo) ?? { infoRefs: 0, uploadPack: 0 };
+      if (endpoint === 'info/refs') c.infoRefs++;
+      else c.uploadPack++;
+      counts.set(repo, c);
+    }
+
+    if (expectedAuth !== undefined && req.headers.authorization !== expectedAuth) {
+      res.writeHead(401, { 'www-authenticate': 'Basic realm="syncline-test"', 'content-type': 'text/plain' });
+      res.end('authentication required\n');
+      return;
+    }
+    if (repo === undefined || !repoNamePattern.test(repo) || endpoint === undefined) {
+      // Only the read side of smart HTTP is served; no dumb HTTP, no push.
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      res.end('not found\n');
+      return;
+    }
+
+    const b = behavior;
+    const applies = b !== undefined && (b.only === undefined || b.only === endpoint) && (b.repo === undefined || b.repo === repo);
+    if (applies) {
+      switch (b.kind) {
+        case 'hang':
+          req.resume();
+          return; // never answer; close() destroys the socket
+        case 'status':
+          req.resume();
+          res.writeHead(b.status, { 'content-type': 'text/plain' });
+          res.end(`injected status ${b.status}\n`);
+          return;
+        case 'redirect':
+          req.resume();
+          res.writeHead(302, { location: b.to.replace(/\/$/, '') + url.pathname + url.search });
+          res.end();
+          return;
+        case 'huge':
+        case 'endless':
+          req.resume();
+          await sendJunk(res, endpoint, b.kind === 'huge' ? b.bytes : Infinity);
+          return;
+        case 'slow':
+          await serveBackend(req, res, url, { chunkBytes: b.chunkBytes ?? 64, intervalMs: b.intervalMs ?? 100 });
+          return;
+      }
+    }
+    await serveBackend(req, res, url, undefined);
+  }
+
+  async function serveBackend(req: IncomingMessage, res: ServerResponse, url: URL, slow: { chunkBytes: number; intervalMs: number } | undefined): Promise<void> {
+    const env = gitEnv({
+      GIT_PROJECT_ROOT: root,
+      GIT_HTTP_EXPORT_ALL: '1',
+      PATH_INFO: url.pathname,
+      QUERY_STRING: url.search.replace(/^\?/, ''),
+      REQUEST_METHOD: req.method ?? 'GET',
+      CONTENT_TYPE: req.headers['content-type'] ?? '',
+      REMOTE_USER: expectedAuth === undefined ? '' : 'test',
+      REMOTE_ADDR: req.socket.remoteAddress ?? '127.0.0.1',
+      SERVER_PROTOCOL: 'HTTP/1.1',
+      GATEWAY_INTERFACE: 'CGI/1.1',
+    });
+    // http-backend undoes gzip request bodies itself when told the encoding; the body passes through as is.
+    if (req.headers['content-length'] !== undefined) env['CONTENT_LENGTH'] = req.headers['content-length'];
+    const encoding = req.headers['content-encoding'];
+    if (encoding !== undefined) env['HTTP_CONTENT_ENCODING'] = encoding;
+    const protocol = req.headers['git-protocol'];
+    if (typeof protocol === 'string') env['HTTP_GIT_PROTOCOL'] = protocol;
+
+    const child = spawn('git', ['http-backend'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    child.stdin.on('error', () => undefined);
+    req.pipe(child.stdin);
+    const stderr: Buffer[] = [];
+    child.stderr.on('data', (c: Buffer) => stderr.push(c));
+    res.on('close', () => {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    });
+
+    let head = Buffer.alloc(0);
+    let headersDone = false;
+    for await (const chunk of child.stdout as AsyncIterable<Buffer>) {
+      if (headersDone) {
+        await write(res, chunk, slow);
+        continue;
+      }
+      head = Buffer.concat([head, chunk]);
+      const sep = findHeaderEnd(head);
+      if (sep === undefined) continue;
+      headersDone = true;
+      const headerText = head.subarray(0, sep.index).toString('latin1');
+      let status = 200;
+      const headers: Record<string, string> = {};
+      for (const line of headerText.split(/\r?\n/)) {
+        const i = line.indexOf(':');
+        if (i < 0) continue;
+        const key = line.slice(0, i).trim().toLowerCase();
+        const value = line.slice(i + 1).trim();
+        if (key === 'status') status = Number.parseInt(value, 10);
+        else headers[key] = value;
+      }
+      res.writeHead(status, headers);
+      await write(res, head.subarray(sep.index + sep.length), slow);
+    }
+    if (!headersDone) {
+      res.writeHead(500, { 'content-type': 'text/plain' });
+      res.end(`git http-backend failed: ${Buffer.concat(stderr).toString('utf8')}\n`);
+      return;
+    }
+    res.end();
+  }
+
+  const repos = new Map<string, TestRepo>();
+
+  const gitServer: GitServer = {
+    url: baseUrl,
+    async createRepo(name) {
+      if (!repoNamePattern.test(name) || name.endsWith('.git')) throw new Error(`invalid test repo name ${name}`);
+      if (repos.has(name)) throw new Error(`test repo ${name} exists`);
+      const dir = join(root, `${name}.git`);
+      await runGit(['init', '--quiet', '--bare', '--initial-branch=main', dir]);
+      // Fetching a commit that is not a branch tip (a pinned older SHA, a rollback) needs these; GitHub, GitLab
+      // and Gitea allow it too.
+      await runGit(['config', 'uploadpack.allowReachableSHA1InWant', 'true'], { cwd: dir });
+      await runGit(['config', 'uploadpack.allowAnySHA1InWant', 'true'], { cwd: dir });
+      await runGit(['config', 'http.receivepack', 'false'], { cwd: dir });
+      const repo = createTestRepo(name, dir, `${baseUrl}/${name}.git`);
+      repos.set(name, repo);
+      return repo;
+    },
+    requests(repo) {
+      if (repo !== undefined) return { ...(counts.get(repo) ?? { infoRefs: 0, uploadPack: 0 }) };
+      const total = { infoRefs: 0, uploadPack: 0 };
+      for (const c of counts.values()) {
+        total.infoRefs += c.infoRefs;
+        total.uploadPack += c.uploadPack;
+      }
+      return total;
+    },
+    requestLog: () => [...log],
+    resetRequests() {
+      counts.clear();
+      log.length = 0;
+    },
+    setBehavior(b) {
+      behavior = b;
+    },
+    async close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const s of sockets) s.destroy();
+      await closed;
+      await rm(root, { recursive: true, force: true });
+    },
+    [Symbol.asyncDispose]() {
+      return gitServer.close();
+    },
+  };
+  return gitServer;
+}
+
+function findHeaderEnd(buf: Buffer): { index: number; length: number } | undefined {
+  const crlf = buf.indexOf('\r\n\r\n');
+  const lf = buf.indexOf('\n\n');
+  if (crlf >= 0 && (lf < 0 || crlf < lf)) return { index: crlf, length: 4 };
+  if (lf >= 0) return { index: lf, length: 2 };
+  return undefined;
+}
+
+async function write(res: ServerResponse, chunk: Buffer, slow: { chunkBytes: number; intervalMs: number } | undefined): Promise<void> {
+  if (chunk.length === 0) return;
+  if (slow === undefined) {
+    if (!res.write(chunk)) await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
+    return;
+  }
+  for (let i = 0; i < chunk.length && !res.destroyed; i += slow.chunkBytes) {
+    res.write(chunk.subarray(i, i + slow.chunkBytes));
+    await new Promise((resolve) => setTimeout(resolve, slow.intervalMs));
+  }
+}
+
+/** A syntactically plausible response that never ends (or ends after `bytes`): pkt-line comments. */
+async function sendJunk(res: ServerResponse, endpoint: 'info/refs' | 'git-upload-pack', bytes: number): Promise<void> {
+  res.writeHead(200, {
+    'content-type': endpoint === 'info/refs' ? 'application/x-git-upload-pack-advertisement' : 'application/x-git-upload-pack-result',
+    'cache-control': 'no-cache',
+  });
+  const payload = 'junk '.repeat(12_000);
+  const line = Buffer.from((payload.length + 4).toString(16).padStart(4, '0') + payload);
+  let sent = 0;
+  while (sent < bytes && !res.destroyed) {
+    const piece = bytes - sent >= line.length ? line : line.subarray(0, bytes - sent);
+    sent += piece.length;
+    if (!res.write(piece)) await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
+  }
+  res.end();
+}
+
+function createTestRepo(name: string, dir: string, url: string): TestRepo {
+  const git = (args: string[], input?: string | Uint8Array): Promise<string> => runGit(args, { cwd: dir, ...(input === undefined ? {} : { input }) });
+
+  async function tip(ref: string): Promise<string | undefined> {
+    try {
+      return (await git(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`])).trim();
+    } catch {
+      return undefined;
+    }
+  }
+
+  // Serialized: fast-import and update-ref on one repo must not interleave.
+  let queue: Promise<unknown> = Promise.resolve();
+  function serial<T>(fn: () => Promise<T>): Promise<T> {
+    const next = queue.then(fn, fn);
+    queue = next.catch(() => undefined);
+    return next;
+  }
+
+  return {
+    name,
+    url,
+    dir,
+    commit(files, opts = {}) {
+      return serial(async () => {
+        const branch = opts.branch ?? 'main';
+        const parent = (await tip(`refs/heads/${branch}`)) ?? (await tip('refs/heads/main'));
+        const stream = fastImportStream(`refs/heads/${branch}`, opts.message ?? 'test commit', parent, files);
+        await git(['fast-import', '--quiet', '--force'], stream);
+        const sha = await tip(`refs/heads/${branch}`);
+        if (sha === undefined) throw new Error(`commit to ${branch} failed`);
+        return sha;
+      });
+    },
+    commitRawTree(entries, opts = {}) {
+      return serial(async () => {
+        const branch = opts.branch ?? 'main';
+        const lines: string[] = [];
+        for (const e of entries) {
+          const blob = (await git(['hash-object', '-w', '--stdin'], e.content)).trim();
+          lines.push(`100644 blob ${blob}\t${e.name}`);
+        }
+        // --missing skips mktree's object checks; git itself never validates entry names here.
+        const tree = (await git(['mktree', '--missing'], lines.join('\n') + '\n')).trim();
+        const parent = await tip(`refs/heads/${branch}`);
+        const args = ['commit-tree', tree, '-m', opts.message ?? 'raw tree'];
+        if (parent !== undefined) args.push('-p', parent);
+        const sha = (await git(args)).trim();
+        await git(['update-ref', `refs/heads/${branch}`, sha]);
+        return sha;
+      });
+    },
+    tag(tagName, ref, opts = {}) {
+      return serial(async () => {
+        const args = opts.annotated === true ? ['tag', '-f', '-a', '-m', `tag ${tagName}`, tagName, ref] : ['tag', '-f', tagName, ref];
+        await git(args);
+      });
+    },
+    setBranch(branch, sha) {
+      return serial(async () => {
+        await git(['update-ref', `refs/heads/${branch}`, sha]);
+      });
+    },
+    async resolve(ref) {
+      const sha = await tip(ref);
+      if (sha === undefined) throw new Error(`unknown ref ${ref} in test repo ${name}`);
+      return sha;
+    },
+    git,
+  };
+}
+
+/** A `git fast-import` stream for one commit: the fastest way to write many files without a work tree. */
+export function fastImportStream(ref: string, message: string, parent: string | undefined, files: Record<string, TreeFile>): Buffer {
+  const parts: Buffer[] = [];
+  const text = (s: string): void => void parts.push(Buffer.from(s, 'utf8'));
+  const data = (content: Uint8Array): void => {
+    text(`data ${content.byteLength}\n`);
+    parts.push(Buffer.from(content.buffer, content.byteOffset, content.byteLength));
+    text('\n');
+  };
+  const now = Math.floor(Date.now() / 1000);
+  text(`commit ${ref}\n`);
+  text(`committer ${identity.GIT_COMMITTER_NAME} <${identity.GIT_COMMITTER_EMAIL}> ${now} +0000\n`);
+  data(Buffer.from(message, 'utf8'));
+  if (parent !== undefined) text(`from ${parent}\n`);
+  for (const [path, content] of Object.entries(files)) {
+    const quoted = quotePath(path);
+    if (content === null) text(`D ${quoted}\n`);
+    else if (typeof content === 'string') {
+      text(`M 100644 inline ${quoted}\n`);
+      data(Buffer.from(content, 'utf8'));
+    } else if (content instanceof Uint8Array) {
+      text(`M 100644 inline ${quoted}\n`);
+      data(content);
+    } else {
+      text(`M 120000 inline ${quoted}\n`);
+      data(Buffer.from(content.symlink, 'utf8'));
+    }
+  }
+  text('\n');
+  return Buffer.concat(parts);
+}
+
+function quotePath(path: string): string {
+  return /^[A-Za-z0-9._\-/]+$/.test(path) ? path : JSON.stringify(path);
+}
+
+/**
+ * Writes one commit of `files` generated files of about `totalBytes` in all (YAML-like text, like a config
+ * repo) to `repo`, for benchmarks. Content is varied enough that it packs like real config, not like zeros.
+ */
+export async function generateRepo(repo: TestRepo, opts: { files: number; totalBytes: number; branch?: string; message?: string }): Promise<string> {
+  const perFile = Math.max(64, Math.floor(opts.totalBytes / opts.files));
+  const files: Record<string, string> = {};
+  let seed = 42;
+  const rand = (): number => {
+    seed = (seed * 1_103_515_245 + 12_345) & 0x7fffffff;
+    return seed;
+  };
+  for (let i = 0; i < opts.files; i++) {
+    const lines: string[] = [`apiVersion: v1`, `kind: ConfigMap`, `metadata:`, `  name: generated-${i}`, `data:`];
+    let size = lines.join('\n').length;
+    let k = 0;
+    while (size < perFile) {
+      const line = `  key${k++}: "${rand().toString(36)}${rand().toString(36)}${rand().toString(36)}"`;
+      lines.push(line);
+      size += line.length + 1;
+    }
+    files[`apps/team-${i % 50}/service-${i}/configmap.yaml`] = lines.join('\n') + '\n';
+  }
+  return repo.commit(files, { message: opts.message ?? `generated ${opts.files} files`, ...(opts.branch === undefined ? {} : { branch: opts.branch }) });
+}
