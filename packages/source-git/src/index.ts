@@ -1,2 +1,17 @@
 // Public entry point of @syncline/source-git: every export is named here.
-export {};
+export { createGitSource, authFromSecretData, defaultLimits } from './source.ts';
+export type {
+  GitSource,
+  GitSourceOptions,
+  GitSourceLimits,
+  GitAuth,
+  Clock,
+  ResolveRequest,
+  FetchRequest,
+  Snapshot,
+  SnapshotFile,
+} from './source.ts';
+export { GitSourceError, GitSourceErrorCode } from './errors.ts';
+export { fetchTransport } from './http.ts';
+export type { HttpTransport, HttpRequest, HttpResponse } from './http.ts';
+export { parseRequestPath } from './paths.ts';

@@ -1,0 +1,477 @@
+// resolveRevision, fetchSnapshot, readPath: the Git edge of Syncline. All I/O dependencies (transport, clock,
+// cache dir, limits) are injected through `createGitSource`; nothing here reads process.env.
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import git from 'isomorphic-git';
+import { SnapshotCache, directoryBytes } from './cache.ts';
+import { GitSourceError, GitSourceErrorCode, redact } from './errors.ts';
+import type { HttpTransport } from './http.ts';
+import { fetchTransport, guardedHttpClient } from './http.ts';
+import { ObjectType, PackReader, commitTree, parseTree } from './pack.ts';
+import type { TreeEntry } from './pack.ts';
+import { isSafeEntryName, parseRequestPath, resolveSymlinkTarget } from './paths.ts';
+import { parseRepoUrl } from './repo-url.ts';
+
+export type GitAuth = { username: string; password: string } | { bearerToken: string };
+
+export interface GitSourceLimits {
+  /** Bytes the server may send for one resolve or fetch (all responses together). */
+  maxResponseBytes: number;
+  /** Deadline of one resolve or fetch. */
+  timeoutMs: number;
+  /** A server silent for this long fails the operation. */
+  idleTimeoutMs: number;
+  /** Files one readPath may return. */
+  maxFiles: number;
+  /** Size of one file readPath may return. */
+  maxFileBytes: number;
+  /** Bytes one readPath may return in all. */
+  maxTotalBytes: number;
+}
+
+export const defaultLimits: Readonly<GitSourceLimits> = Object.freeze({
+  maxResponseBytes: 512 * 1024 * 1024,
+  timeoutMs: 5 * 60_000,
+  idleTimeoutMs: 60_000,
+  maxFiles: 20_000,
+  maxFileBytes: 16 * 1024 * 1024,
+  maxTotalBytes: 256 * 1024 * 1024,
+});
+
+export interface Clock {
+  now(): number;
+}
+
+export interface GitSourceOptions {
+  /** Where snapshots live; survives restarts. One process per directory. */
+  cacheDir: string;
+  /** Bound of the snapshot cache in bytes (least recently used snapshots go first). Default 2 GiB. */
+  cacheMaxBytes?: number;
+  transport?: HttpTransport;
+  clock?: Clock;
+  limits?: Partial<GitSourceLimits>;
+  /** Accept http:// repo URLs. For tests against a loopback server only. */
+  allowInsecureHttp?: boolean;
+}
+
+export interface ResolveRequest {
+  repo: string;
+  revision: string;
+  auth?: GitAuth | undefined;
+}
+
+export interface FetchRequest {
+  repo: string;
+  sha: string;
+  auth?: GitAuth | undefined;
+}
+
+/** A fetched commit, cached on disk. Read it with `readPath`. */
+export interface Snapshot {
+  /** The repo URL without credentials. */
+  readonly repo: string;
+  readonly sha: string;
+  /** The cache directory holding it (opaque: a pack, not a work tree). */
+  readonly dir: string;
+}
+
+/** One file of a snapshot, as render consumes it. */
+export interface SnapshotFile {
+  /** Repo-relative, '/'-separated. */
+  path: string;
+  content: Uint8Array;
+}
+
+export interface GitSource {
+  /** A branch, tag (annotated tags peel to their commit) or full SHA → full commit SHA. */
+  resolveRevision(req: ResolveRequest): Promise<string>;
+  /** The commit's snapshot, fetched (depth 1) once per (repo, SHA) and cached on disk. */
+  fetchSnapshot(req: FetchRequest): Promise<Snapshot>;
+  /** The files under `path` (a directory or one file), sorted by path. */
+  readPath(snapshot: Snapshot, path: string): Promise<SnapshotFile[]>;
+}
+
+const fullSha = /^[0-9a-f]{40}$/i;
+
+/** Turns a Kubernetes Secret's `data` (base64 values) into Git credentials. */
+export function authFromSecretData(data: Readonly<Record<string, string>> | undefined): GitAuth {
+  const decode = (key: string): string | undefined => {
+    const v = data?.[key];
+    return v === undefined ? undefined : Buffer.from(v, 'base64').toString('utf8');
+  };
+  const bearerToken = decode('bearerToken');
+  if (bearerToken !== undefined && bearerToken !== '') return { bearerToken };
+  const username = decode('username');
+  const password = decode('password');
+  if (username !== undefined && password !== undefined && username !== '' && password !== '') return { username, password };
+  throw new GitSourceError(GitSourceErrorCode.InvalidAuth, 'the auth Secret needs either a bearerToken key or both username and password keys');
+}
+
+interface Operation {
+  shownRepo: string;
+  url: string;
+  origin: string;
+  authorization: string | undefined;
+  secrets: string[];
+}
+
+export function createGitSource(options: GitSourceOptions): GitSource {
+  const limits: GitSourceLimits = { ...defaultLimits, ...options.limits };
+  const transport = options.transport ?? fetchTransport;
+  const clock = options.clock ?? { now: () => Date.now() };
+  const allowInsecureHttp = options.allowInsecureHttp ?? false;
+  const cache = new SnapshotCache({ dir: options.cacheDir, maxBytes: options.cacheMaxBytes ?? 2 * 1024 ** 3, now: () => clock.now() });
+  const inFlight = new Map<string, Promise<Snapshot>>();
+
+  function prepare(repo: string, auth: GitAuth | undefined): Operation {
+    const parsed = parseRepoUrl(repo, allowInsecureHttp);
+    const secrets: string[] = [];
+    let authorization: string | undefined;
+    const basic = auth !== undefined && 'bearerToken' in auth ? undefined : (auth ?? parsed.embedded);
+    if (auth !== undefined && 'bearerToken' in auth) {
+      authorization = `Bearer ${auth.bearerToken}`;
+      secrets.push(auth.bearerToken);
+    } else if (basic !== undefined) {
+      const pair = `${basic.username}:${basic.password}`;
+      const encoded = Buffer.from(pair).toString('base64');
+      authorization = `Basic ${encoded}`;
+      secrets.push(pair, encoded, basic.password);
+    }
+    if (parsed.embedded !== undefined) secrets.push(parsed.embedded.password, `${parsed.embedded.username}:${parsed.embedded.password}`);
+    return { shownRepo: parsed.url, url: parsed.url, origin: parsed.origin, authorization, secrets };
+  }
+
+  function http(op: Operation, signal: AbortSignal): ReturnType<typeof guardedHttpClient> {
+    return guardedHttpClient({
+      transport,
+      origin: op.origin,
+      authorization: op.authorization,
+      allowInsecureHttp,
+      maxResponseBytes: limits.maxResponseBytes,
+      signal,
+      idleTimeoutMs: limits.idleTimeoutMs,
+      shownRepo: op.shownRepo,
+    });
+  }
+
+  async function guarded<T>(repo: string, auth: GitAuth | undefined, what: string, fn: (op: Operation) => Promise<T>): Promise<T> {
+    let op: Operation | undefined;
+    try {
+      op = prepare(repo, auth);
+      return await fn(op);
+    } catch (err) {
+      throw toGitSourceError(err, op, what, auth);
+    }
+  }
+
+  function cacheKey(url: string, sha: string): string {
+    return `${createHash('sha256').update(url).digest('hex').slice(0, 16)}-${sha}`;
+  }
+
+  async function resolveRevision(req: ResolveRequest): Promise<string> {
+    return guarded(req.repo, req.auth, `resolving revision ${JSON.stringify(req.revision)}`, async (op) => {
+      const revision = req.revision.trim();
+      if (revision === '') throw new GitSourceError(GitSourceErrorCode.InvalidRevision, `${op.shownRepo}: the revision is empty; give a branch, a tag or a full commit SHA`);
+      if (fullSha.test(revision)) {
+        // A pin: it resolves to itself once we know the commit exists, which fetching it proves (and caches).
+        const snapshot = await fetchSnapshot({ repo: req.repo, sha: revision, auth: req.auth });
+        return snapshot.sha;
+      }
+      const refs = await git.listServerRefs({
+        http: http(op, AbortSignal.timeout(limits.timeoutMs)),
+        url: op.url,
+        protocolVersion: 1,
+        peelTags: true,
+        symrefs: true,
+      });
+      const byName = new Map(refs.map((r) => [r.ref, r]));
+      // Git's own order (git rev-parse): exact, then tags, then branches.
+      const candidates = revision === 'HEAD' || revision.startsWith('refs/') ? [revision] : [`refs/tags/${revision}`, `refs/heads/${revision}`];
+      for (const name of candidates) {
+        const ref = byName.get(name);
+        if (ref !== undefined) return ref.peeled ?? ref.oid;
+      }
+      if (/^[0-9a-f]{4,39}$/i.test(revision)) {
+        throw new GitSourceError(
+          GitSourceErrorCode.InvalidRevision,
+          `${op.shownRepo}: revision "${revision}" looks like a short commit SHA; give the full 40-character SHA, a branch or a tag`,
+        );
+      }
+      throw new GitSourceError(GitSourceErrorCode.RevisionNotFound, `${op.shownRepo}: no branch or tag named "${revision}"`);
+    });
+  }
+
+  async function fetchSnapshot(req: FetchRequest): Promise<Snapshot> {
+    return guarded(req.repo, req.auth, `fetching commit ${req.sha}`, async (op) => {
+      if (!fullSha.test(req.sha)) {
+        throw new GitSourceError(GitSourceErrorCode.InvalidRevision, `${op.shownRepo}: "${req.sha.slice(0, 64)}" is not a full 40-character commit SHA`);
+      }
+      const sha = req.sha.toLowerCase();
+      const key = cacheKey(op.url, sha);
+      const pending = inFlight.get(key);
+      if (pending !== undefined) return pending;
+      const work = (async (): Promise<Snapshot> => {
+        await cache.load();
+        const hit = await cache.touch(key);
+        if (hit !== undefined) return { repo: op.url, sha, dir: hit.dir };
+        const scratch = await cache.scratch();
+        try {
+          await fetchInto(op, sha, scratch);
+          const entry = await cache.commit(key, scratch, { repo: op.url, sha, bytes: await directoryBytes(scratch) });
+          return { repo: op.url, sha, dir: entry.dir };
+        } catch (err) {
+          await cache.discard(scratch);
+          throw err;
+        }
+      })();
+      inFlight.set(key, work);
+      try {
+        return await work;
+      } finally {
+        inFlight.delete(key);
+      }
+    });
+  }
+
+  async function fetchInto(op: Operation, sha: string, gitdir: string): Promise<void> {
+    await git.init({ fs, dir: gitdir, bare: true, defaultBranch: 'main' });
+    // fetch() insists on a configured remote with a refspec even when asked for one commit by id.
+    await git.addRemote({ fs, gitdir, remote: 'origin', url: op.url });
+    try {
+      await git.fetch({
+        fs,
+        http: http(op, AbortSignal.timeout(limits.timeoutMs)),
+        gitdir,
+        url: op.url,
+        ref: sha,
+        singleBranch: true,
+        depth: 1,
+        tags: false,
+      });
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      // upload-pack refuses a want it does not have ("not our ref"); isomorphic-git surfaces it in several shapes.
+      if (/not our ref|unadvertised object|upload-pack: not/i.test(message)) throw commitNotFound(op, sha);
+      throw err;
+    }
+    const reader = await openPack(gitdir);
+    if (reader === undefined) throw commitNotFound(op, sha);
+    try {
+      const commit = await reader.read(sha, { maxBytes: limits.maxFileBytes, onTooLarge: () => commitNotFound(op, sha) });
+      if (commit?.type !== ObjectType.commit) throw commitNotFound(op, sha);
+    } finally {
+      await reader.close();
+    }
+  }
+
+  async function readPath(snapshot: Snapshot, path: string): Promise<SnapshotFile[]> {
+    const shown = JSON.stringify(path);
+    try {
+      const segments = parseRequestPath(path);
+      const key = snapshot.dir.split(/[\\/]/).pop() ?? '';
+      await cache.load();
+      cache.pin(key);
+      try {
+        await cache.touch(key);
+        const reader = await openPack(snapshot.dir);
+        if (reader === undefined) {
+          throw new GitSourceError(GitSourceErrorCode.SnapshotUnavailable, `snapshot of ${snapshot.sha} in ${snapshot.repo} is no longer cached; fetch it again`);
+        }
+        try {
+          return await new TreeReader(reader, snapshot, limits).files(segments, shown);
+        } finally {
+          await reader.close();
+        }
+      } finally {
+        cache.unpin(key);
+      }
+    } catch (err) {
+      if (err instanceof GitSourceError) throw err;
+      throw new GitSourceError(GitSourceErrorCode.SnapshotUnavailable, `reading path ${shown} of ${snapshot.sha} in ${snapshot.repo} failed: ${errorText(err)}`);
+    }
+  }
+
+  return { resolveRevision, fetchSnapshot, readPath };
+}
+
+function commitNotFound(op: Operation, sha: string): GitSourceError {
+  return new GitSourceError(GitSourceErrorCode.CommitNotFound, `${op.shownRepo}: commit ${sha} does not exist on the server`);
+}
+
+async function openPack(gitdir: string): Promise<PackReader | undefined> {
+  let names: string[];
+  try {
+    names = await readdir(join(gitdir, 'objects', 'pack'));
+  } catch {
+    return undefined;
+  }
+  const pack = names.find((n) => n.endsWith('.pack'));
+  if (pack === undefined) return undefined;
+  const base = join(gitdir, 'objects', 'pack', pack.slice(0, -'.pack'.length));
+  return PackReader.open(`${base}.pack`, `${base}.idx`);
+}
+
+const symlinkMode = '120000';
+const treeMode = '40000';
+const gitlinkMode = '160000';
+const maxSymlinkHops = 40;
+
+type Located = { kind: 'tree'; oid: string } | { kind: 'blob'; oid: string };
+
+/** Walks the trees of one snapshot: lexical paths only, every entry name checked, symlinks kept inside. */
+class TreeReader {
+  readonly #pack: PackReader;
+  readonly #snapshot: Snapshot;
+  readonly #limits: GitSourceLimits;
+  readonly #trees = new Map<string, TreeEntry[]>();
+  #files = 0;
+  #bytes = 0;
+
+  constructor(pack: PackReader, snapshot: Snapshot, limits: GitSourceLimits) {
+    this.#pack = pack;
+    this.#snapshot = snapshot;
+    this.#limits = limits;
+  }
+
+  async files(segments: string[], shownPath: string): Promise<SnapshotFile[]> {
+    const located = await this.#locate(segments, shownPath);
+    const out: SnapshotFile[] = [];
+    if (located.kind === 'blob') {
+      out.push({ path: segments.join('/'), content: await this.#blob(located.oid, segments.join('/')) });
+    } else {
+      await this.#walk(located.oid, segments, out);
+    }
+    return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  }
+
+  async #object(oid: string, type: ObjectType, maxBytes: number, shownPath: string) {
+    const obj = await this.#pack.read(oid, {
+      maxBytes,
+      onTooLarge: (size) =>
+        new GitSourceError(GitSourceErrorCode.LimitExceeded, `${this.#where()}: ${shownPath} is ${size} bytes, over the limit of ${maxBytes} bytes per file`),
+    });
+    if (obj === undefined || obj.type !== type) {
+      throw new GitSourceError(GitSourceErrorCode.SnapshotUnavailable, `${this.#where()}: object for ${shownPath} is missing from the snapshot`);
+    }
+    return obj.data;
+  }
+
+  #where(): string {
+    return `${this.#snapshot.repo} at ${this.#snapshot.sha}`;
+  }
+
+  async #tree(oid: string, shownDir: string): Promise<TreeEntry[]> {
+    const cached = this.#trees.get(oid);
+    if (cached !== undefined) return cached;
+    const entries = parseTree(await this.#object(oid, ObjectType.tree, 64 * 1024 * 1024, shownDir || '/'));
+    for (const e of entries) {
+      if (!isSafeEntryName(e.name)) {
+        throw new GitSourceError(
+          GitSourceErrorCode.UnsafePath,
+          `${this.#where()}: tree entry ${JSON.stringify(e.name)} in ${shownDir === '' ? 'the repository root' : shownDir} is not allowed ('..', '.git' and names with '\\' are refused)`,
+        );
+      }
+    }
+    this.#trees.set(oid, entries);
+    return entries;
+  }
+
+  async #rootTree(): Promise<string> {
+    return commitTree(await this.#object(this.#snapshot.sha, ObjectType.commit, 64 * 1024 * 1024, 'the commit'));
+  }
+
+  /** Resolves a repo path to a tree or blob, following symlinks (only within the repository). */
+  async #locate(segments: readonly string[], shownPath: string): Promise<Located> {
+    let path = [...segments];
+    let hops = 0;
+    restart: for (;;) {
+      let current: Located = { kind: 'tree', oid: await this.#rootTree() };
+      for (let i = 0; i < path.length; i++) {
+        const name = path[i] ?? '';
+        if (current.kind !== 'tree') break;
+        const dir = path.slice(0, i);
+        const entry: TreeEntry | undefined = (await this.#tree(current.oid, dir.join('/'))).find((e) => e.name === name);
+        if (entry === undefined) break;
+        if (entry.mode === symlinkMode) {
+          if (++hops > maxSymlinkHops) throw new GitSourceError(GitSourceErrorCode.UnsafePath, `${this.#where()}: too many symlinks resolving ${shownPath}`);
+          const linkPath = [...dir, name].join('/');
+          const target = (await this.#object(entry.oid, ObjectType.blob, 4096, linkPath)).toString('utf8');
+          path = [...resolveSymlinkTarget(dir, target, linkPath), ...path.slice(i + 1)];
+          continue restart;
+        }
+        if (entry.mode === gitlinkMode) {
+          throw new GitSourceError(GitSourceErrorCode.UnsupportedEntry, `${this.#where()}: ${[...dir, name].join('/')} is a submodule; submodules are not supported`);
+        }
+        current = entry.mode === treeMode ? { kind: 'tree', oid: entry.oid } : { kind: 'blob', oid: entry.oid };
+        if (i === path.length - 1) return current;
+      }
+      if (path.length === 0) return current;
+      throw new GitSourceError(GitSourceErrorCode.PathNotFound, `${this.#where()}: path ${shownPath} does not exist`);
+    }
+  }
+
+  async #walk(treeOid: string, dir: string[], out: SnapshotFile[]): Promise<void> {
+    for (const entry of await this.#tree(treeOid, dir.join('/'))) {
+      const segments = [...dir, entry.name];
+      const path = segments.join('/');
+      switch (entry.mode) {
+        case treeMode:
+          await this.#walk(entry.oid, segments, out);
+          break;
+        case gitlinkMode:
+          // A submodule has no content in this repository; it renders as nothing.
+          break;
+        case symlinkMode: {
+          const located = await this.#locate(segments, JSON.stringify(path));
+          if (located.kind === 'tree') {
+            throw new GitSourceError(GitSourceErrorCode.UnsupportedEntry, `${this.#where()}: symlink ${path} points at a directory; only symlinks to files are supported`);
+          }
+          out.push({ path, content: await this.#blob(located.oid, path) });
+          break;
+        }
+        default:
+          out.push({ path, content: await this.#blob(entry.oid, path) });
+      }
+    }
+  }
+
+  async #blob(oid: string, path: string): Promise<Uint8Array> {
+    if (++this.#files > this.#limits.maxFiles) {
+      throw new GitSourceError(GitSourceErrorCode.LimitExceeded, `${this.#where()}: the path holds more than ${this.#limits.maxFiles} files`);
+    }
+    const data = await this.#object(oid, ObjectType.blob, this.#limits.maxFileBytes, path);
+    this.#bytes += data.length;
+    if (this.#bytes > this.#limits.maxTotalBytes) {
+      throw new GitSourceError(GitSourceErrorCode.LimitExceeded, `${this.#where()}: the path holds more than ${this.#limits.maxTotalBytes} bytes`);
+    }
+    return data;
+  }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Every error leaving the package: a GitSourceError with a code, naming the repo, credentials redacted. */
+function toGitSourceError(err: unknown, op: Operation | undefined, what: string, auth: GitAuth | undefined): GitSourceError {
+  const secrets = [...(op?.secrets ?? [])];
+  if (auth !== undefined) secrets.push(...('bearerToken' in auth ? [auth.bearerToken] : [auth.password]));
+  const shownRepo = op?.shownRepo ?? 'the repository';
+  const make = (code: GitSourceErrorCode, message: string): GitSourceError => new GitSourceError(code, redact(message, secrets));
+  if (err instanceof GitSourceError) return make(err.code, err.message);
+  const e = err as { code?: unknown; name?: unknown; data?: { statusCode?: unknown }; cause?: { code?: unknown } };
+  if (e.code === 'HttpError' && typeof e.data?.statusCode === 'number') {
+    const status = e.data.statusCode;
+    if (status === 401 || status === 403) return make(GitSourceErrorCode.AuthFailed, `${shownRepo}: ${what}: the server refused the credentials (HTTP ${status})`);
+    if (status === 404) return make(GitSourceErrorCode.RepoNotFound, `${shownRepo}: ${what}: repository not found (HTTP 404)`);
+    return make(GitSourceErrorCode.ServerError, `${shownRepo}: ${what}: the server answered HTTP ${status}`);
+  }
+  if (e.name === 'TimeoutError' || e.name === 'AbortError') return make(GitSourceErrorCode.Timeout, `${shownRepo}: ${what}: timed out`);
+  const netCode = typeof e.cause?.code === 'string' ? e.cause.code : typeof e.code === 'string' ? e.code : undefined;
+  if (netCode !== undefined && /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|EHOSTUNREACH|ENETUNREACH|UND_ERR_SOCKET|UND_ERR_CONNECT_TIMEOUT)$/.test(netCode)) {
+    return make(GitSourceErrorCode.Unreachable, `${shownRepo}: ${what}: cannot reach the server (${netCode})`);
+  }
+  return make(GitSourceErrorCode.ServerError, `${shownRepo}: ${what}: ${errorText(err)}`);
+}
