@@ -1,0 +1,203 @@
+// The ConfigSync API (group syncline.dev, version v1alpha1) as zod schemas. This module depends on zod
+// only: TypeScript types come from z.infer, crds/*.yaml and docs/api.md are generated from it, and
+// defaults live here.
+import { z } from 'zod';
+
+export const GROUP = 'syncline.dev';
+export const VERSION = 'v1alpha1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+
+/** Go-style duration as Kubernetes users write it: 30s, 5m, 1h30m. */
+export const Duration = z
+  .string()
+  .regex(/^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$/, 'a duration such as 30s, 5m or 1h30m')
+  .meta({ description: 'A duration such as 30s, 5m or 1h30m.' });
+
+const dnsLabel = z
+  .string()
+  .min(1)
+  .max(63)
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'a DNS label: lower-case letters, digits and dashes');
+
+const objectName = z.string().min(1).max(253);
+
+/** Free-form values for templates: any JSON object. */
+const Values = z.record(z.string(), z.unknown()).meta({ 'x-kubernetes-preserve-unknown-fields': true });
+
+export const LocalObjectReference = z.object({ name: objectName });
+
+export const GitSource = z
+  .object({
+    repo: z
+      .string()
+      .min(1)
+      .meta({ description: 'Repository URL. https only for now (no SSH).' }),
+    revision: z
+      .string()
+      .min(1)
+      .default('main')
+      .meta({ description: 'A branch, a tag or a full 40-hex commit SHA. A SHA pins the sync: that is how you roll back.' }),
+    path: z.string().default('').meta({ description: 'A directory of manifests/templates, or one file; empty = the repository root.' }),
+    secretRef: LocalObjectReference.optional().meta({
+      description: 'A Secret in the same namespace with username+password or bearerToken keys.',
+    }),
+  })
+  .meta({ 'x-kubernetes-validations': [{ rule: "self.repo.startsWith('https://')", message: 'repo must be an https:// URL (SSH and git:// are not supported)' }] });
+
+export const ValuesFromSource = z.object({
+  kind: z.enum(['ConfigMap', 'Secret']),
+  name: objectName,
+  key: z.string().min(1).default('values.yaml'),
+  optional: z.boolean().default(false),
+});
+
+export const TargetPatch = z.object({
+  target: z.object({ kind: z.string().min(1), name: objectName, apiVersion: z.string().optional(), namespace: z.string().optional() }),
+  patch: Values.meta({ description: 'A JSON merge patch applied to the rendered object.' }),
+});
+
+export const DataMode = z.object({
+  type: z.enum(['ConfigMap', 'Secret']),
+  name: objectName.meta({ description: 'Name of the ConfigMap or Secret to create from the file(s).' }),
+  key: z.string().min(1).optional().meta({ description: "Data key for a single file (default: the file's base name)." }),
+});
+
+export const Target = z.object({
+  name: dnsLabel.meta({ description: 'Stable id of the target, unique in the list.' }),
+  namespace: dnsLabel.optional().meta({ description: 'Namespace for namespaced objects that name none.' }),
+  cluster: LocalObjectReference.optional().meta({ description: 'A RemoteCluster in this namespace; omitted = this cluster.' }),
+  values: Values.optional(),
+  patches: z.array(TargetPatch).max(100).optional(),
+  data: DataMode.optional().meta({
+    description: 'Data mode: the file(s) at the path become one ConfigMap or Secret instead of manifests.',
+  }),
+});
+
+export const SyncPolicy = z.enum(['Sync', 'Keep', 'Adopt', 'Overwrite']);
+export const DriftPolicy = z.enum(['Correct', 'Report']);
+export const DeletionPolicy = z.enum(['Delete', 'Orphan']);
+
+export const ConfigSyncSpec = z.object({
+  source: z.object({ git: GitSource }),
+  refreshInterval: Duration.default('5m'),
+  suspend: z.boolean().default(false),
+  values: Values.optional(),
+  valuesFrom: z.array(ValuesFromSource).max(20).optional(),
+  targets: z
+    .array(Target)
+    .min(1)
+    .max(100)
+    .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] }),
+  prune: z.boolean().default(true),
+  policy: SyncPolicy.default('Sync'),
+  drift: DriftPolicy.default('Correct'),
+  deletionPolicy: DeletionPolicy.default('Delete'),
+  serviceAccountName: dnsLabel.optional().meta({ description: "Apply with this ServiceAccount's rights (multi-tenancy)." }),
+  historyLimit: z.number().int().min(1).max(100).default(10),
+  allowEmpty: z
+    .boolean()
+    .default(false)
+    .meta({ description: 'Allow a render that yields zero objects to prune everything this sync applied.' }),
+});
+
+export const ConditionType = z.enum(['Ready', 'Synced', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed']);
+
+export const Condition = z.object({
+  type: z.string(),
+  status: z.enum(['True', 'False', 'Unknown']),
+  observedGeneration: z.number().int().optional(),
+  lastTransitionTime: z.string(),
+  reason: z.string(),
+  message: z.string(),
+});
+
+export const TargetStatus = z.object({
+  name: z.string(),
+  cluster: z.string().optional(),
+  namespace: z.string().optional(),
+  phase: z.enum(['Synced', 'Failed', 'Pending']),
+  objects: z.number().int(),
+  message: z.string().optional(),
+  lastSyncedTime: z.string().optional(),
+});
+
+export const TargetInventory = z.object({
+  target: z.string(),
+  entries: z.array(z.string()).meta({ description: 'Compact object ids: group/Kind/namespace/name.' }),
+});
+
+export const HistoryEntry = z.object({
+  revision: z.string(),
+  appliedAt: z.string(),
+  objects: z.number().int(),
+  digest: z.string(),
+});
+
+export const ConfigSyncStatus = z.object({
+  observedGeneration: z.number().int().optional(),
+  lastSyncedTime: z.string().optional(),
+  sourceRevision: z.string().optional(),
+  appliedTargets: z.number().int().optional(),
+  conditions: z.array(Condition).optional(),
+  targets: z.array(TargetStatus).optional(),
+  inventory: z.array(TargetInventory).optional(),
+  history: z.array(HistoryEntry).optional(),
+});
+
+const ObjectMeta = z.object({
+  name: z.string(),
+  namespace: z.string().optional(),
+  uid: z.string().optional(),
+  generation: z.number().optional(),
+  resourceVersion: z.string().optional(),
+  deletionTimestamp: z.string().optional(),
+  finalizers: z.array(z.string()).optional(),
+  annotations: z.record(z.string(), z.string()).optional(),
+  labels: z.record(z.string(), z.string()).optional(),
+});
+
+export const ConfigSync = z.object({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal('ConfigSync'),
+  metadata: ObjectMeta,
+  spec: ConfigSyncSpec,
+  status: ConfigSyncStatus.optional(),
+});
+
+export type Duration = z.infer<typeof Duration>;
+export type GitSource = z.infer<typeof GitSource>;
+export type ValuesFromSource = z.infer<typeof ValuesFromSource>;
+export type TargetPatch = z.infer<typeof TargetPatch>;
+export type DataMode = z.infer<typeof DataMode>;
+export type Target = z.infer<typeof Target>;
+export type SyncPolicy = z.infer<typeof SyncPolicy>;
+export type DriftPolicy = z.infer<typeof DriftPolicy>;
+export type DeletionPolicy = z.infer<typeof DeletionPolicy>;
+export type ConfigSyncSpec = z.infer<typeof ConfigSyncSpec>;
+export type ConditionType = z.infer<typeof ConditionType>;
+export type Condition = z.infer<typeof Condition>;
+export type TargetStatus = z.infer<typeof TargetStatus>;
+export type TargetInventory = z.infer<typeof TargetInventory>;
+export type HistoryEntry = z.infer<typeof HistoryEntry>;
+export type ConfigSyncStatus = z.infer<typeof ConfigSyncStatus>;
+export type ConfigSync = z.infer<typeof ConfigSync>;
+
+/** The CRDs this module defines, for the generator: one entry per kind. */
+export const crdDefinitions = [
+  {
+    kind: 'ConfigSync',
+    plural: 'configsyncs',
+    singular: 'configsync',
+    // Not 'cs': kubectl resolves that to the built-in componentstatuses first.
+    shortNames: ['csync'],
+    scope: 'Namespaced',
+    spec: ConfigSyncSpec,
+    status: ConfigSyncStatus,
+    printerColumns: [
+      { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
+      { name: 'Revision', type: 'string', jsonPath: '.status.sourceRevision' },
+      { name: 'Status', type: 'string', priority: 1, jsonPath: ".status.conditions[?(@.type=='Ready')].message" },
+      { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+    ],
+  },
+] as const;
