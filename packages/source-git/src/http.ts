@@ -61,6 +61,11 @@ export interface GuardOptions {
   idleTimeoutMs: number;
   /** How the repo is named in messages (credentials removed). */
   shownRepo: string;
+  /**
+   * Told about every limit or timeout failure we raise: isomorphic-git does not always pass an error from the
+   * body stream on (a cut-off pack can look like an empty one), so the caller checks this afterwards.
+   */
+  onFailure: (err: GitSourceError) => void;
 }
 
 const redirectStatuses = new Set([301, 302, 303, 307, 308]);
@@ -73,8 +78,16 @@ export function guardedHttpClient(opts: GuardOptions): HttpClient {
   const guard = { signal, idleTimeoutMs: opts.idleTimeoutMs, shownRepo: opts.shownRepo, onTimeout: () => controller.abort() };
   const limitError = (): GitSourceError =>
     new GitSourceError(GitSourceErrorCode.LimitExceeded, `${opts.shownRepo}: the server sent more than ${opts.maxResponseBytes} bytes; refusing the rest`);
+  const report = (err: unknown): never => {
+    if (err instanceof GitSourceError) opts.onFailure(err);
+    throw err;
+  };
 
   async function request(req: GitHttpRequest): Promise<GitHttpResponse> {
+    return followRedirects(req).catch(report);
+  }
+
+  async function followRedirects(req: GitHttpRequest): Promise<GitHttpResponse> {
     let body: Uint8Array | undefined;
     if (req.body !== undefined) {
       const parts: Uint8Array[] = [];
@@ -132,6 +145,8 @@ export function guardedHttpClient(opts: GuardOptions): HttpClient {
         if (received > opts.maxResponseBytes) throw limitError();
         yield next.value;
       }
+    } catch (err) {
+      report(err);
     } finally {
       // Ending early (limit, timeout) must release the connection, not wait for a server that never stops.
       if (!completed) {

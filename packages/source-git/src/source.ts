@@ -115,6 +115,8 @@ interface Operation {
   origin: string;
   authorization: string | undefined;
   secrets: string[];
+  /** The first limit or timeout the transport guard raised, which wins over whatever isomorphic-git made of it. */
+  failure: GitSourceError | undefined;
 }
 
 export function createGitSource(options: GitSourceOptions): GitSource {
@@ -140,7 +142,7 @@ export function createGitSource(options: GitSourceOptions): GitSource {
       secrets.push(pair, encoded, basic.password);
     }
     if (parsed.embedded !== undefined) secrets.push(parsed.embedded.password, `${parsed.embedded.username}:${parsed.embedded.password}`);
-    return { shownRepo: parsed.url, url: parsed.url, origin: parsed.origin, authorization, secrets };
+    return { shownRepo: parsed.url, url: parsed.url, origin: parsed.origin, authorization, secrets, failure: undefined };
   }
 
   function http(op: Operation, signal: AbortSignal): ReturnType<typeof guardedHttpClient> {
@@ -153,6 +155,9 @@ export function createGitSource(options: GitSourceOptions): GitSource {
       signal,
       idleTimeoutMs: limits.idleTimeoutMs,
       shownRepo: op.shownRepo,
+      onFailure: (err) => {
+        op.failure ??= err;
+      },
     });
   }
 
@@ -160,9 +165,11 @@ export function createGitSource(options: GitSourceOptions): GitSource {
     let op: Operation | undefined;
     try {
       op = prepare(repo, auth);
-      return await fn(op);
+      const result = await fn(op);
+      if (op.failure !== undefined) throw op.failure;
+      return result;
     } catch (err) {
-      throw toGitSourceError(err, op, what, auth);
+      throw toGitSourceError(op?.failure ?? err, op, what, auth);
     }
   }
 
@@ -251,11 +258,13 @@ export function createGitSource(options: GitSourceOptions): GitSource {
         tags: false,
       });
     } catch (err) {
+      if (op.failure !== undefined) throw op.failure;
       const message = err instanceof Error ? err.message : String(err);
       // upload-pack refuses a want it does not have ("not our ref"); isomorphic-git surfaces it in several shapes.
       if (/not our ref|unadvertised object|upload-pack: not/i.test(message)) throw commitNotFound(op, sha);
       throw err;
     }
+    if (op.failure !== undefined) throw op.failure;
     const reader = await openPack(gitdir);
     if (reader === undefined) throw commitNotFound(op, sha);
     try {
@@ -473,5 +482,12 @@ function toGitSourceError(err: unknown, op: Operation | undefined, what: string,
   if (netCode !== undefined && /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|EHOSTUNREACH|ENETUNREACH|UND_ERR_SOCKET|UND_ERR_CONNECT_TIMEOUT)$/.test(netCode)) {
     return make(GitSourceErrorCode.Unreachable, `${shownRepo}: ${what}: cannot reach the server (${netCode})`);
   }
-  return make(GitSourceErrorCode.ServerError, `${shownRepo}: ${what}: ${errorText(err)}`);
+  if (typeof e.code === 'string' && protocolErrorCodes.has(e.code)) {
+    // Their messages quote what the server sent; say what went wrong instead.
+    return make(GitSourceErrorCode.ServerError, `${shownRepo}: ${what}: the server's answer is not valid Git smart HTTP (${e.code})`);
+  }
+  const detail = errorText(err);
+  return make(GitSourceErrorCode.ServerError, `${shownRepo}: ${what}: ${detail.length > 300 ? `${detail.slice(0, 300)}…` : detail}`);
 }
+
+const protocolErrorCodes: ReadonlySet<string> = new Set(['ParseError', 'SmartHttpError', 'EmptyServerResponseError', 'UnknownTransportError', 'InternalError', 'RemoteCapabilityError']);

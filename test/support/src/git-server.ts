@@ -323,7 +323,7 @@ function findHeaderEnd(buf: Buffer): { index: number; length: number } | undefin
 async function write(res: ServerResponse, chunk: Buffer, slow: { chunkBytes: number; intervalMs: number } | undefined): Promise<void> {
   if (chunk.length === 0) return;
   if (slow === undefined) {
-    if (!res.write(chunk)) await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
+    if (!res.write(chunk)) await drained(res);
     return;
   }
   for (let i = 0; i < chunk.length && !res.destroyed; i += slow.chunkBytes) {
@@ -332,21 +332,44 @@ async function write(res: ServerResponse, chunk: Buffer, slow: { chunkBytes: num
   }
 }
 
-/** A syntactically plausible response that never ends (or ends after `bytes`): pkt-line comments. */
+/**
+ * A response that looks like Git smart HTTP but never ends (or ends after `bytes`): an advertisement with
+ * ever more refs, or a side-band pack stream that keeps going. A client must give up on its own.
+ */
 async function sendJunk(res: ServerResponse, endpoint: 'info/refs' | 'git-upload-pack', bytes: number): Promise<void> {
+  const advertisement = endpoint === 'info/refs';
   res.writeHead(200, {
-    'content-type': endpoint === 'info/refs' ? 'application/x-git-upload-pack-advertisement' : 'application/x-git-upload-pack-result',
+    'content-type': advertisement ? 'application/x-git-upload-pack-advertisement' : 'application/x-git-upload-pack-result',
     'cache-control': 'no-cache',
   });
-  const payload = 'junk '.repeat(12_000);
-  const line = Buffer.from((payload.length + 4).toString(16).padStart(4, '0') + payload);
+  const pkt = (payload: Buffer): Buffer => Buffer.concat([Buffer.from((payload.length + 4).toString(16).padStart(4, '0')), payload]);
+  const head = advertisement
+    ? Buffer.concat([pkt(Buffer.from('# service=git-upload-pack\n')), Buffer.from('0000'), pkt(Buffer.from(`${'1'.repeat(40)} HEAD\0side-band-64k ofs-delta shallow\n`))])
+    : Buffer.concat([pkt(Buffer.from('NAK\n')), pkt(Buffer.concat([Buffer.from([1]), Buffer.from('PACK\0\0\0\x02\xff\xff\xff\xff', 'latin1')]))]);
+  const body = advertisement
+    ? Buffer.concat(Array.from({ length: 200 }, (_, i) => pkt(Buffer.from(`${'2'.repeat(40)} refs/heads/junk-${String(i).padStart(6, '0')}\n`))))
+    : pkt(Buffer.concat([Buffer.from([1]), Buffer.alloc(60_000, 0x78)]));
   let sent = 0;
+  let piece: Buffer = head;
   while (sent < bytes && !res.destroyed) {
-    const piece = bytes - sent >= line.length ? line : line.subarray(0, bytes - sent);
-    sent += piece.length;
-    if (!res.write(piece)) await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
+    const chunk = bytes - sent >= piece.length ? piece : piece.subarray(0, bytes - sent);
+    sent += chunk.length;
+    if (!res.write(chunk)) await drained(res);
+    piece = body;
   }
   res.end();
+}
+
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }
 
 function createTestRepo(name: string, dir: string, url: string): TestRepo {

@@ -1,0 +1,540 @@
+// source-git against the real Git server (git http-backend on loopback): no Kubernetes needed.
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { GitServer } from '@syncline/test-support';
+import { startGitServer } from '@syncline/test-support';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GitSourceError, createGitSource } from './index.ts';
+import type { GitSourceError as GitSourceErrorType, GitSourceOptions, Snapshot, SnapshotFile } from './index.ts';
+
+let server: GitServer;
+let scratch: string;
+let counter = 0;
+
+beforeAll(async () => {
+  server = await startGitServer();
+  scratch = await mkdtemp(join(tmpdir(), 'source-git-test-'));
+});
+afterAll(async () => {
+  await server.close();
+  await rm(scratch, { recursive: true, force: true });
+});
+
+async function newRepo(s: GitServer = server) {
+  return s.createRepo(`repo${++counter}`);
+}
+
+async function newSource(opts: Partial<GitSourceOptions> = {}) {
+  const cacheDir = opts.cacheDir ?? (await mkdtemp(join(scratch, 'cache-')));
+  return { cacheDir, source: createGitSource({ allowInsecureHttp: true, ...opts, cacheDir }) };
+}
+
+async function failure(p: Promise<unknown>): Promise<GitSourceErrorType> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(GitSourceError);
+    return err as GitSourceErrorType;
+  }
+  throw new Error('expected a failure');
+}
+
+const text = (files: SnapshotFile[]): Record<string, string> => Object.fromEntries(files.map((f) => [f.path, Buffer.from(f.content).toString('utf8')]));
+
+describe('resolveRevision', () => {
+  it('resolves branches, lightweight and annotated tags, refs/ names and full SHAs', async () => {
+    // given
+    const repo = await newRepo();
+    const first = await repo.commit({ 'a.yaml': 'a: 1\n' });
+    const second = await repo.commit({ 'a.yaml': 'a: 2\n' });
+    await repo.tag('light', first);
+    await repo.tag('v1.0.0', first, { annotated: true });
+    await repo.commit({ 'b.yaml': 'b' }, { branch: 'feature' });
+    const { source } = await newSource();
+    const resolve = (revision: string) => source.resolveRevision({ repo: repo.url, revision });
+
+    // when / then
+    expect(await resolve('main')).toBe(second);
+    expect(await resolve('refs/heads/main')).toBe(second);
+    expect(await resolve('light')).toBe(first);
+    expect(await resolve('v1.0.0')).toBe(first);
+    expect(await resolve('feature')).toBe(await repo.resolve('feature'));
+    expect(await resolve(first)).toBe(first);
+    expect(await resolve(first.toUpperCase())).toBe(first);
+  });
+
+  it('follows a branch that moves, and costs one small request and no fetch when nothing changed', async () => {
+    // given
+    const repo = await newRepo();
+    const first = await repo.commit({ 'a.yaml': 'a: 1\n' });
+    const { source } = await newSource();
+    expect(await source.resolveRevision({ repo: repo.url, revision: 'main' })).toBe(first);
+
+    // when
+    server.resetRequests();
+    const again = await source.resolveRevision({ repo: repo.url, revision: 'main' });
+    const unchanged = server.requests(repo.name);
+    const second = await repo.commit({ 'a.yaml': 'a: 2\n' });
+    const moved = await source.resolveRevision({ repo: repo.url, revision: 'main' });
+    await repo.setBranch('main', first);
+    const back = await source.resolveRevision({ repo: repo.url, revision: 'main' });
+
+    // then
+    expect(again).toBe(first);
+    expect(unchanged).toEqual({ infoRefs: 1, uploadPack: 0 });
+    expect(moved).toBe(second);
+    expect(back).toBe(first);
+  });
+
+  it.each([
+    ['', 'InvalidRevision', /revision is empty/],
+    ['  ', 'InvalidRevision', /revision is empty/],
+    ['abc1234', 'InvalidRevision', /short commit SHA.*full 40-character/],
+    ['no-such-branch', 'RevisionNotFound', /no branch or tag named "no-such-branch"/],
+    ['0123456789012345678901234567890123456789', 'CommitNotFound', /commit 0123456789012345678901234567890123456789 does not exist/],
+  ])('refuses revision %j with %s, naming repo and revision', async (revision, code, message) => {
+    // given
+    const repo = await newRepo();
+    await repo.commit({ 'a.yaml': 'a' });
+    const { source } = await newSource();
+
+    // when
+    const err = await failure(source.resolveRevision({ repo: repo.url, revision }));
+
+    // then
+    expect(err.code).toBe(code);
+    expect(err.message).toMatch(message);
+    expect(err.message).toContain(repo.url);
+    expect(err.retryable).toBe(false);
+  });
+});
+
+describe('fetchSnapshot and readPath', () => {
+  it('reads a directory, one file, and a pinned older commit that is no branch tip', async () => {
+    // given
+    const repo = await newRepo();
+    const old = await repo.commit({ 'apps/web/deploy.yaml': 'v: old\n', 'apps/web/svc.yaml': 'svc\n', 'apps/db/x.yaml': 'db\n', 'README.md': 'hi' });
+    const tip = await repo.commit({ 'apps/web/deploy.yaml': 'v: new\n', 'apps/web/svc.yaml': null, 'apps/web/nested/cm.yaml': 'cm\n' });
+    const { source } = await newSource();
+
+    // when
+    const now = await source.fetchSnapshot({ repo: repo.url, sha: tip });
+    const before = await source.fetchSnapshot({ repo: repo.url, sha: old });
+
+    // then
+    expect(text(await source.readPath(now, 'apps/web'))).toEqual({ 'apps/web/deploy.yaml': 'v: new\n', 'apps/web/nested/cm.yaml': 'cm\n' });
+    expect(text(await source.readPath(before, 'apps/web/'))).toEqual({ 'apps/web/deploy.yaml': 'v: old\n', 'apps/web/svc.yaml': 'svc\n' });
+    const single = await source.readPath(now, './apps/web/deploy.yaml');
+    expect(single).toHaveLength(1);
+    expect(single[0]?.path).toBe('apps/web/deploy.yaml');
+    expect(single[0]?.content).toBeInstanceOf(Uint8Array);
+    expect(Object.keys(text(await source.readPath(now, '')))).toEqual(['README.md', 'apps/db/x.yaml', 'apps/web/deploy.yaml', 'apps/web/nested/cm.yaml']);
+    expect(before.sha).toBe(old);
+  });
+
+  it('reads binary and large-ish files byte for byte', async () => {
+    // given
+    const repo = await newRepo();
+    const binary = new Uint8Array(300_000).map((_, i) => (i * 7919) % 256);
+    const sha = await repo.commit({ 'bin/data.bin': binary, 'bin/empty': '' });
+    const { source } = await newSource();
+
+    // when
+    const files = await source.readPath(await source.fetchSnapshot({ repo: repo.url, sha }), 'bin');
+
+    // then
+    expect(files.map((f) => f.path)).toEqual(['bin/data.bin', 'bin/empty']);
+    expect(Buffer.from(files[0]?.content ?? []).equals(Buffer.from(binary))).toBe(true);
+    expect(files[1]?.content.length).toBe(0);
+  });
+
+  it('follows symlinks inside the repository and refuses those that leave it, without quoting contents', async () => {
+    // given
+    const repo = await newRepo();
+    const sha = await repo.commit({
+      'shared/base.yaml': 'base: SECRET-CONTENT\n',
+      'apps/web/base.yaml': { symlink: '../../shared/base.yaml' },
+      'apps/dirlink': { symlink: '../shared' },
+      'evil/passwd': { symlink: '/etc/passwd' },
+      'evil2/up': { symlink: '../..' },
+      'evil3/up': { symlink: '../../../etc/passwd' },
+    });
+    const { source } = await newSource();
+    const snapshot = await source.fetchSnapshot({ repo: repo.url, sha });
+
+    // when / then
+    expect(text(await source.readPath(snapshot, 'apps/web'))).toEqual({ 'apps/web/base.yaml': 'base: SECRET-CONTENT\n' });
+    expect(text(await source.readPath(snapshot, 'apps/dirlink/base.yaml'))).toEqual({ 'apps/dirlink/base.yaml': 'base: SECRET-CONTENT\n' });
+    for (const path of ['evil', 'evil/passwd', 'evil2', 'evil3/up', 'evil2/up/etc/passwd']) {
+      const err = await failure(source.readPath(snapshot, path));
+      expect(err.code, path).toBe('UnsafePath');
+      expect(err.message).toMatch(/outside the repository/);
+      expect(err.message).not.toContain('root:');
+    }
+    const dirErr = await failure(source.readPath(snapshot, 'apps'));
+    expect(dirErr.code).toBe('UnsupportedEntry');
+    expect(dirErr.message).not.toContain('SECRET-CONTENT');
+  });
+
+  it.each([['..'], ['.git'], ['a\\b'], ['.GIT']])('refuses a tree entry named %j', async (name) => {
+    // given
+    const repo = await newRepo();
+    const sha = await repo.commitRawTree([
+      { name, content: 'hostile' },
+      { name: 'ok.yaml', content: 'ok' },
+    ]);
+    const { source } = await newSource();
+    const snapshot = await source.fetchSnapshot({ repo: repo.url, sha });
+
+    // when
+    const err = await failure(source.readPath(snapshot, ''));
+
+    // then
+    expect(err.code).toBe('UnsafePath');
+    expect(err.message).toContain(JSON.stringify(name));
+    expect(err.message).not.toContain('hostile');
+  });
+
+  it.each([['../x'], ['/etc/passwd'], ['apps/%2e%2e/%2e%2e/etc'], ['apps\\..\\x'], ['.git/config']])('refuses spec.path %j', async (path) => {
+    // given
+    const repo = await newRepo();
+    const sha = await repo.commit({ 'apps/a.yaml': 'a' });
+    const { source } = await newSource();
+    const snapshot = await source.fetchSnapshot({ repo: repo.url, sha });
+
+    // when
+    const err = await failure(source.readPath(snapshot, path));
+
+    // then
+    expect(err.code).toBe('UnsafePath');
+  });
+
+  it('says which path is missing', async () => {
+    // given
+    const repo = await newRepo();
+    const sha = await repo.commit({ 'apps/a.yaml': 'a' });
+    const { source } = await newSource();
+    const snapshot = await source.fetchSnapshot({ repo: repo.url, sha });
+
+    // when
+    const errs = await Promise.all(['apps/nope', 'apps/a.yaml/deeper', 'nope'].map((p) => failure(source.readPath(snapshot, p))));
+
+    // then
+    expect(errs.map((e) => e.code)).toEqual(['PathNotFound', 'PathNotFound', 'PathNotFound']);
+    expect(errs[0]?.message).toMatch(/path "apps\/nope" does not exist/);
+    expect(errs[0]?.message).toContain(sha);
+  });
+
+  it('enforces the file-count, single-file-size and total-size limits without quoting contents', async () => {
+    // given
+    const repo = await newRepo();
+    const files: Record<string, string> = { 'big/large.yaml': 'SECRET'.repeat(2000) };
+    for (let i = 0; i < 30; i++) files[`many/f${i}.yaml`] = `n: ${i}\n`;
+    const sha = await repo.commit(files);
+    const { cacheDir } = await newSource();
+    const limited = async (limits: Partial<GitSourceOptions['limits']>) => {
+      const { source } = await newSource({ cacheDir, limits });
+      return { source, snapshot: await source.fetchSnapshot({ repo: repo.url, sha }) };
+    };
+    const few = await limited({ maxFiles: 20 });
+    const small = await limited({ maxFileBytes: 10_000 });
+    const little = await limited({ maxTotalBytes: 100 });
+
+    // when
+    const tooMany = await failure(few.source.readPath(few.snapshot, 'many'));
+    const tooLarge = await failure(small.source.readPath(small.snapshot, 'big'));
+    const fits = await little.source.readPath(little.snapshot, 'many/f1.yaml');
+    const tooMuch = await failure(little.source.readPath(little.snapshot, 'many'));
+
+    // then
+    expect(tooMany.message).toMatch(/more than 20 files/);
+    expect(tooLarge.message).toMatch(/big\/large.yaml is 12000 bytes, over the limit of 10000/);
+    expect(tooMuch.message).toMatch(/more than 100 bytes/);
+    expect(text(fits)).toEqual({ 'many/f1.yaml': 'n: 1\n' });
+    for (const e of [tooMany, tooLarge, tooMuch]) {
+      expect(e.code).toBe('LimitExceeded');
+      expect(e.message).not.toContain('SECRET');
+    }
+  });
+
+  it('refuses a SHA that is not a full 40-hex id', async () => {
+    // given
+    const { source } = await newSource();
+    const repo = await newRepo();
+
+    // when
+    const err = await failure(source.fetchSnapshot({ repo: repo.url, sha: 'abc123' }));
+
+    // then
+    expect(err.code).toBe('InvalidRevision');
+    expect(server.requests(repo.name)).toEqual({ infoRefs: 0, uploadPack: 0 });
+  });
+});
+
+describe('the snapshot cache', () => {
+  it('serves 100 concurrent callers of one new SHA with exactly one fetch', async () => {
+    // given
+    const repo = await newRepo();
+    const sha = await repo.commit({ 'a.yaml': 'a' });
+    const { source } = await newSource();
+
+    // when
+    const snapshots = await Promise.all(Array.from({ length: 100 }, () => source.fetchSnapshot({ repo: repo.url, sha })));
+
+    // then
+    expect(server.requests(repo.name).uploadPack).toBe(1);
+    expect(new Set(snapshots.map((s) => s.dir)).size).toBe(1);
+  });
+
+  it('survives a restart, and never serves a half-written snapshot', async () => {
+    // given
+    const repo = await newRepo();
+    const sha = await repo.commit({ 'a.yaml': 'a: 1\n' });
+    const first = await newSource();
+    await first.source.fetchSnapshot({ repo: repo.url, sha });
+    // a crash mid-write leaves debris in tmp/, and a snapshot dir without its metadata
+    await mkdir(join(first.cacheDir, 'tmp', 'fetch-crashed', 'objects'), { recursive: true });
+    const other = await repo.commit({ 'b.yaml': 'b' });
+    await mkdir(join(first.cacheDir, 'snapshots', `x-${other}`), { recursive: true });
+    await writeFile(join(first.cacheDir, 'snapshots', `x-${other}`, 'junk'), 'partial');
+    server.resetRequests();
+
+    // when
+    const restarted = await newSource({ cacheDir: first.cacheDir });
+    const snapshot = await restarted.source.fetchSnapshot({ repo: repo.url, sha });
+    const files = await restarted.source.readPath(snapshot, '');
+
+    // then
+    expect(server.requests(repo.name)).toEqual({ infoRefs: 0, uploadPack: 0 });
+    expect(text(files)).toEqual({ 'a.yaml': 'a: 1\n' });
+    expect(await readdir(join(first.cacheDir, 'tmp'))).toEqual([]);
+    expect((await readdir(join(first.cacheDir, 'snapshots'))).some((d) => d.startsWith('x-'))).toBe(false);
+  });
+
+  it('evicts the least recently used snapshot under the byte bound', async () => {
+    // given: three commits of roughly equal size, a bound that holds two
+    const repo = await newRepo();
+    const noise = (n: number) => Array.from({ length: 4000 }, (_, i) => ((i * 2654435761 + n) >>> 0).toString(36)).join('\n');
+    const a = await repo.commit({ 'f.txt': noise(1) });
+    const b = await repo.commit({ 'f.txt': noise(2) });
+    const c = await repo.commit({ 'f.txt': noise(3) });
+    let now = 1_000_000;
+    const probe = await newSource();
+    const size = (await readdirSizes(probe.source, repo.url, a, probe.cacheDir)) * 2.5;
+    const { source, cacheDir } = await newSource({ cacheMaxBytes: size, clock: { now: () => (now += 1000) } });
+
+    // when
+    const snapA = await source.fetchSnapshot({ repo: repo.url, sha: a });
+    await source.fetchSnapshot({ repo: repo.url, sha: b });
+    await source.readPath(snapA, ''); // a is now more recently used than b
+    await source.fetchSnapshot({ repo: repo.url, sha: c });
+    server.resetRequests();
+    await source.fetchSnapshot({ repo: repo.url, sha: a });
+    await source.fetchSnapshot({ repo: repo.url, sha: c });
+    const afterKept = server.requests(repo.name).uploadPack;
+    await source.fetchSnapshot({ repo: repo.url, sha: b });
+
+    // then
+    expect(afterKept).toBe(0);
+    expect(server.requests(repo.name).uploadPack).toBe(1);
+    expect((await readdir(join(cacheDir, 'snapshots'))).length).toBe(2);
+  });
+});
+
+async function readdirSizes(source: { fetchSnapshot(r: { repo: string; sha: string }): Promise<Snapshot> }, repo: string, sha: string, cacheDir: string): Promise<number> {
+  await source.fetchSnapshot({ repo, sha });
+  const { stat } = await import('node:fs/promises');
+  let total = 0;
+  for (const e of await readdir(join(cacheDir, 'snapshots'), { recursive: true, withFileTypes: true })) {
+    if (e.isFile()) total += (await stat(join(e.parentPath, e.name))).size;
+  }
+  return total;
+}
+
+describe('repo URLs', () => {
+  it.each([
+    ['ssh://git@github.com/org/repo.git', /SSH is not supported/],
+    ['git@github.com:org/repo.git', /SSH is not supported/],
+    ['git://github.com/org/repo.git', /git protocol/],
+    ['file:///etc', /file protocol/],
+    ['ext::sh -c touch% /tmp/pwned', /ext:: transport/],
+    ['not a url', /not a URL/],
+  ])('refuses %s, saying https is supported', async (repo, message) => {
+    // given
+    const { source } = await newSource();
+
+    // when
+    const err = await failure(source.resolveRevision({ repo, revision: 'main' }));
+
+    // then
+    expect(err.code).toBe('InvalidRepoUrl');
+    expect(err.message).toMatch(message);
+    expect(err.message).toMatch(/only https:\/\/ repository URLs are supported/);
+  });
+
+  it('refuses plain http unless told otherwise (tests only)', async () => {
+    // given
+    const repo = await newRepo();
+    const source = createGitSource({ cacheDir: await mkdtemp(join(scratch, 'cache-')) });
+
+    // when
+    const err = await failure(source.resolveRevision({ repo: repo.url, revision: 'main' }));
+
+    // then
+    expect(err.code).toBe('InvalidRepoUrl');
+    expect(server.requests(repo.name)).toEqual({ infoRefs: 0, uploadPack: 0 });
+  });
+});
+
+describe('auth', () => {
+  let basic: GitServer;
+  let bearer: GitServer;
+  beforeAll(async () => {
+    basic = await startGitServer({ auth: { username: 'deploy', password: 'hunter2-pass' } });
+    bearer = await startGitServer({ auth: { bearerToken: 'tok-abcdef-123' } });
+  });
+  afterAll(async () => {
+    await basic.close();
+    await bearer.close();
+  });
+
+  it('sends basic and bearer credentials, also basic ones embedded in the URL', async () => {
+    // given
+    const repoB = await newRepo(basic);
+    const shaB = await repoB.commit({ 'a.yaml': 'a' });
+    const repoT = await newRepo(bearer);
+    const shaT = await repoT.commit({ 't.yaml': 't' });
+    const { source } = await newSource();
+    const embedded = repoB.url.replace('http://', 'http://deploy:hunter2-pass@');
+
+    // when / then
+    expect(await source.resolveRevision({ repo: repoB.url, revision: 'main', auth: { username: 'deploy', password: 'hunter2-pass' } })).toBe(shaB);
+    expect(await source.resolveRevision({ repo: embedded, revision: 'main' })).toBe(shaB);
+    const snapshot = await source.fetchSnapshot({ repo: repoT.url, sha: shaT, auth: { bearerToken: 'tok-abcdef-123' } });
+    expect(text(await source.readPath(snapshot, ''))).toEqual({ 't.yaml': 't' });
+    expect(snapshot.repo).not.toContain('hunter2');
+  });
+
+  it('fails with AuthFailed on 401, and no error carries the credentials', async () => {
+    // given
+    const repoB = await newRepo(basic);
+    const shaB = await repoB.commit({ 'a.yaml': 'a' });
+    const repoT = await newRepo(bearer);
+    const { source } = await newSource();
+
+    // when
+    const errors = [
+      await failure(source.resolveRevision({ repo: repoB.url, revision: 'main' })),
+      await failure(source.resolveRevision({ repo: repoB.url, revision: 'main', auth: { username: 'deploy', password: 'wrong-pass-xyz' } })),
+      await failure(source.fetchSnapshot({ repo: repoB.url.replace('http://', 'http://deploy:wrong-pass-xyz@'), sha: shaB })),
+      await failure(source.resolveRevision({ repo: repoT.url, revision: 'main', auth: { bearerToken: 'tok-wrong-999' } })),
+    ];
+
+    // then
+    for (const err of errors) {
+      expect(err.code).toBe('AuthFailed');
+      expect(err.message).toMatch(/HTTP 401/);
+      for (const secret of ['wrong-pass-xyz', 'tok-wrong-999', Buffer.from('deploy:wrong-pass-xyz').toString('base64')]) {
+        expect(err.message).not.toContain(secret);
+        expect(JSON.stringify(err)).not.toContain(secret);
+        expect(String(err.stack)).not.toContain(secret);
+      }
+    }
+  });
+
+  it('does not send credentials to another host after a redirect', async () => {
+    // given: the authenticated server redirects to another host holding a repo of the same name
+    await using elsewhere = await startGitServer();
+    const repo = await newRepo(basic);
+    await repo.commit({ 'a.yaml': 'a' });
+    const mirror = await elsewhere.createRepo(repo.name);
+    const mirrorSha = await mirror.commit({ 'm.yaml': 'm' });
+    basic.setBehavior({ kind: 'redirect', to: elsewhere.url.replace('127.0.0.1', 'localhost') });
+    const { source } = await newSource();
+
+    // when
+    const sha = await source.resolveRevision({ repo: repo.url, revision: 'main', auth: { username: 'deploy', password: 'hunter2-pass' } }).finally(() => basic.setBehavior(undefined));
+
+    // then
+    expect(sha).toBe(mirrorSha);
+    expect(basic.requestLog().some((r) => r.repo === repo.name && r.hasAuthorization)).toBe(true);
+    expect(elsewhere.requestLog().length).toBeGreaterThan(0);
+    expect(elsewhere.requestLog().every((r) => !r.hasAuthorization)).toBe(true);
+  });
+});
+
+describe('a misbehaving or missing server', () => {
+  it('reports an unreachable host as a transient error', async () => {
+    // given
+    const gone = await startGitServer();
+    const url = `${gone.url}/r.git`;
+    await gone.close();
+    const { source } = await newSource();
+
+    // when
+    const err = await failure(source.resolveRevision({ repo: url, revision: 'main' }));
+
+    // then
+    expect(err.code).toBe('Unreachable');
+    expect(err.retryable).toBe(true);
+  });
+
+  it('reports a missing repository and a 500', async () => {
+    // given
+    const repo = await newRepo();
+    await repo.commit({ 'a.yaml': 'a' });
+    const { source } = await newSource();
+
+    // when
+    const missing = await failure(source.resolveRevision({ repo: `${server.url}/nope.git`, revision: 'main' }));
+    server.setBehavior({ kind: 'status', status: 500, repo: repo.name });
+    const broken = await failure(source.resolveRevision({ repo: repo.url, revision: 'main' })).finally(() => server.setBehavior(undefined));
+
+    // then
+    expect(missing.code).toBe('RepoNotFound');
+    expect(broken.code).toBe('ServerError');
+    expect(broken.message).toMatch(/HTTP 500/);
+    expect(broken.retryable).toBe(true);
+  });
+
+  it.each([
+    [{ kind: 'hang' } as const, { idleTimeoutMs: 300 }, 'Timeout'],
+    [{ kind: 'slow', chunkBytes: 16, intervalMs: 50 } as const, { timeoutMs: 500, idleTimeoutMs: 5_000 }, 'Timeout'],
+    [{ kind: 'huge', bytes: 3_000_000 } as const, { maxResponseBytes: 1_000_000 }, 'LimitExceeded'],
+    [{ kind: 'endless' } as const, { maxResponseBytes: 1_000_000 }, 'LimitExceeded'],
+  ])('gives up on a server that misbehaves: %j', async (behavior, limits, code) => {
+    // given
+    const repo = await newRepo();
+    const sha = await repo.commit({ 'a.yaml': 'a' });
+    const { source } = await newSource({ limits });
+
+    // when
+    server.setBehavior({ ...behavior, repo: repo.name });
+    const started = Date.now();
+    const errs = await Promise.all([
+      failure(source.resolveRevision({ repo: repo.url, revision: 'main' })),
+      failure(source.fetchSnapshot({ repo: repo.url, sha })),
+    ]).finally(() => server.setBehavior(undefined));
+
+    // then
+    expect(errs.map((e) => e.code)).toEqual([code, code]);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('gives up on a fetch whose pack is larger than the byte limit', async () => {
+    // given
+    const repo = await newRepo();
+    const noise = Array.from({ length: 40_000 }, (_, i) => ((i * 2654435761) >>> 0).toString(36)).join('\n');
+    const sha = await repo.commit({ 'big.txt': noise });
+    const { source, cacheDir } = await newSource({ limits: { maxResponseBytes: 50_000 } });
+
+    // when
+    const err = await failure(source.fetchSnapshot({ repo: repo.url, sha }));
+
+    // then
+    expect(err.code).toBe('LimitExceeded');
+    expect(await readdir(join(cacheDir, 'snapshots'))).toEqual([]);
+    expect(await readdir(join(cacheDir, 'tmp'))).toEqual([]);
+  });
+});
