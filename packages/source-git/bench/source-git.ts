@@ -1,0 +1,137 @@
+// `pnpm bench source-git`: a generated 5,000-file / ~50 MB repo on the real test Git server.
+// Cold fetch vs native `git clone --depth 1` (same server, same run), peak memory of the fetch, reading the
+// snapshot, re-resolving an unchanged revision, and 100 concurrent callers of one new SHA.
+// The fetch runs in a child process so its peak RSS (getrusage maxrss) is the fetch's alone.
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generateRepo, startGitServer } from '@syncline/test-support';
+import { createGitSource } from '../src/index.ts';
+
+const MB = 1024 * 1024;
+const fmt = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
+
+interface ChildResult {
+  fetchMs: number;
+  readAllMs: number;
+  readAllFiles: number;
+  readAllBytes: number;
+  readDirMs: number;
+  readDirFiles: number;
+  /** Peak RSS of the child right after the fetch (getrusage maxrss). */
+  fetchRssMb: number;
+  maxRssMb: number;
+  heapUsedMb: number;
+  snapshotBytes: number;
+}
+
+if (process.argv[2] === '--child') {
+  // Child: one cold fetch into an empty cache, then reads.
+  const [, , , repo, sha, cacheDir] = process.argv;
+  if (repo === undefined || sha === undefined || cacheDir === undefined) throw new Error('usage: --child repo sha cacheDir');
+  const source = createGitSource({ cacheDir, allowInsecureHttp: true });
+  let t = performance.now();
+  const snapshot = await source.fetchSnapshot({ repo, sha });
+  const fetchMs = performance.now() - t;
+  const fetchRssMb = process.resourceUsage().maxRSS / 1024;
+  const { directoryBytes } = await import('../src/cache.ts');
+  t = performance.now();
+  const dir = await source.readPath(snapshot, 'apps/team-7');
+  const readDirMs = performance.now() - t;
+  t = performance.now();
+  const all = await source.readPath(snapshot, '');
+  const readAllMs = performance.now() - t;
+  const result: ChildResult = {
+    fetchMs,
+    readAllMs,
+    readAllFiles: all.length,
+    readAllBytes: all.reduce((n, f) => n + f.content.length, 0),
+    readDirMs,
+    readDirFiles: dir.length,
+    fetchRssMb,
+    maxRssMb: process.resourceUsage().maxRSS / 1024,
+    heapUsedMb: process.memoryUsage().heapUsed / MB,
+    snapshotBytes: await directoryBytes(snapshot.dir),
+  };
+  process.stdout.write(JSON.stringify(result));
+  process.exit(0);
+}
+
+function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ ms: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code === 0) resolve({ ms: performance.now() - started, stdout, stderr });
+      else reject(new Error(`${cmd} ${args.join(' ')} exited ${String(code)}: ${stderr}`));
+    });
+  });
+}
+
+const scratch = await mkdtemp(join(tmpdir(), 'bench-source-git-'));
+await using server = await startGitServer();
+try {
+  const repo = await server.createRepo('bench');
+  let t = performance.now();
+  const sha = await generateRepo(repo, { files: 5_000, totalBytes: 50 * MB });
+  const genMs = performance.now() - t;
+  const packed = await run('git', ['count-objects', '-v', '-H'], { ...process.env, GIT_DIR: repo.dir });
+  console.log(`generated 5,000 files in ${fmt(genMs)}; bare repo: ${packed.stdout.replace(/\n/g, ' ').trim()}`);
+
+  // Native git, same server, same run. Best of two (the first also warms the server's page cache).
+  const gitEnv = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' };
+  const timeV = ['-f', '%M', 'git', 'clone', '--quiet', '--depth', '1'];
+  const natives: Array<{ ms: number; rssMb: number }> = [];
+  for (let i = 0; i < 2; i++) {
+    const r = await run('/usr/bin/time', [...timeV, repo.url, join(scratch, `native-${i}`)], gitEnv);
+    natives.push({ ms: r.ms, rssMb: Number.parseInt(r.stderr.trim().split('\n').pop() ?? '0', 10) / 1024 });
+  }
+  const native = natives.reduce((a, b) => (b.ms < a.ms ? b : a));
+
+  // source-git cold fetch: best of two, each in a fresh process with an empty cache.
+  const colds: ChildResult[] = [];
+  for (let i = 0; i < 2; i++) {
+    const cacheDir = await mkdtemp(join(scratch, 'cache-'));
+    const r = await run(process.execPath, ['--expose-gc', import.meta.filename, '--child', repo.url, sha, cacheDir]);
+    colds.push(JSON.parse(r.stdout) as ChildResult);
+  }
+  const cold = colds.reduce((a, b) => (b.fetchMs < a.fetchMs ? b : a));
+
+  // In this process: a warm cache, then re-resolve and the thundering herd.
+  const source = createGitSource({ cacheDir: await mkdtemp(join(scratch, 'cache-')), allowInsecureHttp: true });
+  await source.resolveRevision({ repo: repo.url, revision: 'main' });
+  server.resetRequests();
+  t = performance.now();
+  const again = await source.resolveRevision({ repo: repo.url, revision: 'main' });
+  const resolveMs = performance.now() - t;
+  const resolveCounts = server.requests('bench');
+  if (again !== sha) throw new Error('re-resolve returned another SHA');
+
+  const next = await repo.commit({ 'apps/team-1/service-1/extra.yaml': 'extra: true\n' });
+  server.resetRequests();
+  t = performance.now();
+  const herd = await Promise.all(Array.from({ length: 100 }, () => source.fetchSnapshot({ repo: repo.url, sha: next })));
+  const herdMs = performance.now() - t;
+  const herdCounts = server.requests('bench');
+  if (new Set(herd.map((s) => s.dir)).size !== 1) throw new Error('callers got different snapshots');
+
+  const ratio = cold.fetchMs / native.ms;
+  console.log(`cold runs (fetch ms): ${colds.map((c) => c.fetchMs.toFixed(0)).join(', ')}; native runs (ms): ${natives.map((n) => n.ms.toFixed(0)).join(', ')}`);
+  console.log(`snapshot on disk: ${(cold.snapshotBytes / MB).toFixed(1)} MB; heap after reads: ${cold.heapUsedMb.toFixed(0)} MB`);
+  console.log('--- source-git benchmark (5,000 files / ~50 MB, loopback git http-backend) ---');
+  console.log(`native git clone --depth 1:        ${fmt(native.ms)}, peak RSS ${native.rssMb.toFixed(0)} MB`);
+  console.log(`source-git cold fetchSnapshot:     ${fmt(cold.fetchMs)}, peak RSS ${cold.fetchRssMb.toFixed(0)} MB (${cold.maxRssMb.toFixed(0)} MB after reading all files)`);
+  console.log(`ratio cold fetch / native clone:   ${ratio.toFixed(2)}x (target <= 2.0x)`);
+  console.log(`readPath 1 dir (${cold.readDirFiles} files):          ${cold.readDirMs.toFixed(0)} ms`);
+  console.log(`readPath all (${cold.readAllFiles} files, ${(cold.readAllBytes / MB).toFixed(1)} MB):  ${fmt(cold.readAllMs)}`);
+  console.log(`re-resolve unchanged revision:     ${resolveMs.toFixed(0)} ms, requests info/refs=${resolveCounts.infoRefs} upload-pack=${resolveCounts.uploadPack}`);
+  console.log(`100 concurrent callers of new SHA: ${fmt(herdMs)}, fetches (upload-pack POSTs)=${herdCounts.uploadPack}`);
+} finally {
+  await rm(scratch, { recursive: true, force: true });
+}
