@@ -1,2 +1,12 @@
 // Public entry point of @syncline/render: every export is named here.
-export {};
+export { renderTarget, defaultRenderLimits, DataType } from './render.ts';
+export type { RenderTargetOptions, RenderTarget, RenderSource, RenderLimits, DataModeSpec } from './render.ts';
+export { layerValues, parseValues } from './values.ts';
+export type { Values } from './values.ts';
+export { RenderError, RenderErrorReason, isRenderError } from './errors.ts';
+export type { RenderErrorInit } from './errors.ts';
+export { TemplateCache } from './template.ts';
+export { createStaticDiscovery } from './discovery.ts';
+export { mergePatch } from './objects.ts';
+export type { ApiDiscovery, KubernetesObject, ObjectMeta, TargetPatch } from './objects.ts';
+export type { SourceFile, SourceFiles } from './files.ts';

@@ -1,0 +1,614 @@
+// The Handlebars engine: compile (cached by snapshot and file), run with strict, prototype-free lookups and
+// YAML-safe interpolation, within limits, and turn every failure into a RenderError at file:line:column.
+import Handlebars from 'handlebars';
+import { RenderError, RenderErrorReason } from './errors.ts';
+import { createHelpers, helperNames } from './helpers.ts';
+import { slotToken } from './yaml.ts';
+
+const hb = Handlebars.create();
+hb.unregisterHelper('log');
+
+type Loc = { start: { line: number; column: number } } | null | undefined;
+
+// Handlebars' JavaScriptCompiler is designed to be subclassed per environment (its docs override nameLookup
+// this way). We replace two code paths:
+// - every path lookup becomes `helpers.__syncline.path(base, parts, strict, loc)`: own properties of plain data only
+//   (no prototype, no constructor, no `__proto__`), and a missing value in a `{{ }}` is an error that names
+//   the whole path; helper arguments (`{{#if values.x}}`, `{{default "a" values.x}}`) may be missing;
+// - every `{{ }}` output goes through `helpers.__syncline.scalar(value, loc)` instead of HTML escaping, which places a
+//   slot for the value (see yaml.ts), so a value can never add a key or a document.
+interface CompilerInternals {
+  popStack(): unknown;
+  push(expression: unknown): unknown;
+  pushSource(source: unknown): void;
+  appendToBuffer(source: unknown, location?: unknown, explicit?: boolean): unknown;
+  source: { currentLocation?: unknown };
+}
+const BaseCompiler = (hb as unknown as { JavaScriptCompiler: unknown }).JavaScriptCompiler as new () => CompilerInternals;
+
+class SynclineCompiler extends BaseCompiler {
+  resolvePath(type: string, parts: string[], startPartIndex: number, _falsy: boolean, strict: boolean): void {
+    const base = this.popStack();
+    const rest = parts.slice(startPartIndex);
+    const loc = JSON.stringify(this.source.currentLocation ?? null);
+    const prefix = type === 'data' ? '@' : '';
+    this.push(['helpers.__syncline.path(', base, ', ', JSON.stringify(rest), ', ', strict ? 'true' : 'false', ', ', loc, ', ', JSON.stringify(prefix), ')']);
+  }
+
+  appendEscaped(): void {
+    const loc = JSON.stringify(this.source.currentLocation ?? null);
+    this.pushSource(this.appendToBuffer(['helpers.__syncline.scalar(', this.popStack(), ', ', loc, ')']));
+  }
+}
+(SynclineCompiler.prototype as unknown as { compiler: unknown }).compiler = SynclineCompiler;
+(hb as unknown as { JavaScriptCompiler: unknown }).JavaScriptCompiler = SynclineCompiler;
+
+const builtinHelpers = ['if', 'unless', 'each', 'with', 'lookup'] as const;
+const compileOptions: CompileOptions = {
+  knownHelpers: {
+    ...Object.fromEntries([...builtinHelpers, ...helperNames].map((name) => [name, true])),
+    log: false,
+    helperMissing: false,
+    blockHelperMissing: false,
+  },
+  knownHelpersOnly: true,
+  strict: false,
+  data: true,
+};
+const runtimeSafety: RuntimeOptions = { allowProtoPropertiesByDefault: false, allowProtoMethodsByDefault: false };
+
+export interface PartialReference {
+  readonly name: string;
+  readonly line: number;
+  readonly column: number;
+}
+
+export interface CompiledTemplate {
+  readonly file: string;
+  readonly source: string;
+  readonly run: HandlebarsTemplateDelegate;
+  readonly partials: readonly PartialReference[];
+}
+
+/**
+ * Compiled templates by (snapshot SHA, file). The caller owns it (one per operator, shared across targets and
+ * syncs) so the second and later targets of a snapshot do not recompile. Least recently used entries go first.
+ * An entry is only reused when the file's text is the same, so a wrong snapshot key cannot serve a stale template.
+ */
+export class TemplateCache {
+  readonly #entries = new Map<string, CompiledTemplate>();
+  readonly #maxEntries: number;
+  #hits = 0;
+  #misses = 0;
+
+  constructor(options: { readonly maxEntries?: number } = {}) {
+    this.#maxEntries = options.maxEntries ?? 10_000;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** Lookups served from the cache and lookups that compiled, since creation. */
+  get stats(): { readonly hits: number; readonly misses: number } {
+    return { hits: this.#hits, misses: this.#misses };
+  }
+
+  clear(): void {
+    this.#entries.clear();
+  }
+
+  /** The compiled template for `file` at `snapshot`, compiling on a miss. */
+  compile(snapshot: string, file: string, source: string): CompiledTemplate {
+    const key = `${snapshot}\u0000${file}`;
+    const cached = this.#entries.get(key);
+    if (cached !== undefined && cached.source === source) {
+      this.#hits++;
+      this.#entries.delete(key);
+      this.#entries.set(key, cached);
+      return cached;
+    }
+    this.#misses++;
+    const compiled = compileTemplate(file, source);
+    this.#entries.delete(key);
+    this.#entries.set(key, compiled);
+    while (this.#entries.size > this.#maxEntries) {
+      const oldest = this.#entries.keys().next();
+      if (oldest.done === true) break;
+      this.#entries.delete(oldest.value);
+    }
+    return compiled;
+  }
+}
+
+export function compileTemplate(file: string, source: string): CompiledTemplate {
+  let ast: hbs.AST.Program;
+  try {
+    ast = hb.parse(source);
+  } catch (error) {
+    throw templateSyntaxError(file, source, error);
+  }
+  const partials = collectPartials(file, ast);
+  return { file, source, run: hb.compile(ast, compileOptions), partials };
+}
+
+type AstNode = { type?: unknown; loc?: Loc; [key: string]: unknown };
+
+function walkAst(node: unknown, visit: (node: AstNode) => void): void {
+  if (Array.isArray(node)) {
+    for (const child of node) walkAst(child, visit);
+    return;
+  }
+  if (node === null || typeof node !== 'object') return;
+  const n = node as AstNode;
+  if (typeof n.type === 'string') visit(n);
+  for (const key of Object.keys(n)) {
+    if (key !== 'loc') walkAst(n[key], visit);
+  }
+}
+
+function collectPartials(file: string, ast: hbs.AST.Program): PartialReference[] {
+  const found: PartialReference[] = [];
+  walkAst(ast, (node) => {
+    if (node.type !== 'PartialStatement' && node.type !== 'PartialBlockStatement') return;
+    const name = node.name as AstNode & { original?: unknown; data?: unknown };
+    const position = locPosition(node.loc);
+    if (name.type === 'PathExpression' && name.data === true) return; // {{> @partial-block}}
+    if ((name.type === 'PathExpression' || name.type === 'StringLiteral') && typeof name.original === 'string') {
+      found.push({ name: name.original, ...position });
+      return;
+    }
+    throw new RenderError({
+      reason: RenderErrorReason.MissingPartial,
+      file,
+      ...position,
+      detail: 'partial names must be written out ({{> name}}); dynamic partial names are not supported',
+    });
+  });
+  return found;
+}
+
+function locPosition(loc: Loc): { line: number; column: number } {
+  return loc ? { line: loc.start.line, column: loc.start.column + 1 } : { line: 1, column: 1 };
+}
+
+// --- syntax errors -----------------------------------------------------------------------------------------
+
+const tokenNames: Record<string, string> = {
+  CLOSE: "'}}'",
+  CLOSE_UNESCAPED: "'}}}'",
+  EOF: 'the end of the template',
+  OPEN_ENDBLOCK: "'{{/'",
+  INVALID: 'text that is not a name, string or number',
+  CLOSE_RAW_BLOCK: "'}}}}'",
+};
+
+function templateSyntaxError(file: string, source: string, error: unknown): RenderError {
+  const gotcha = findTripleCloseGotcha(source);
+  if (gotcha !== undefined) {
+    return new RenderError({
+      reason: RenderErrorReason.TemplateSyntax,
+      file,
+      line: gotcha.line,
+      column: gotcha.column,
+      detail:
+        `\`${gotcha.token}\` does not compile: Handlebars reads \`}}}\` as the end of a triple-stash \`{{{ }}}\`. ` +
+        `In a YAML flow mapping put spaces inside the braces: \`${gotcha.fix}\``,
+    });
+  }
+  // Handlebars' own message quotes the template around the error; we only keep its location and token.
+  if (error instanceof Error && typeof (error as { lineNumber?: unknown }).lineNumber === 'number') {
+    const e = error as Error & { lineNumber: number; column?: number };
+    return new RenderError({
+      reason: RenderErrorReason.TemplateSyntax,
+      file,
+      line: e.lineNumber,
+      column: (e.column ?? 0) + 1,
+      detail: stripLocationSuffix(firstLine(e.message)),
+    });
+  }
+  const detail = describeParseFailure(source);
+  if (detail.token === 'EOF') {
+    const open = findUnclosedBlock(source);
+    if (open !== undefined) {
+      return new RenderError({ reason: RenderErrorReason.TemplateSyntax, file, line: open.line, column: open.column, detail: `\`{{#${open.name}}}\` is never closed (add \`{{/${open.name}}}\`)` });
+    }
+  }
+  return new RenderError({
+    reason: RenderErrorReason.TemplateSyntax,
+    file,
+    line: detail.line,
+    column: detail.column,
+    detail: detail.token === undefined ? 'the template does not parse' : `unexpected ${tokenNames[detail.token] ?? detail.token}`,
+  });
+}
+
+/**
+ * Re-run the parser with our own error hook to learn where it stopped. We use a throw-away object whose
+ * prototype is Handlebars' parser, so the shared parser is never modified.
+ */
+function describeParseFailure(source: string): { line?: number; column?: number; token?: string } {
+  const shared = (hb as unknown as { Parser: unknown }).Parser as { yy: object; lexer: { yylloc?: { first_line: number; first_column: number } } };
+  const parser = Object.create(shared) as { yy: Record<string, unknown>; parse(input: string): unknown };
+  let found: { line?: number; column?: number; token?: string } = {};
+  parser.yy = Object.create(shared.yy) as Record<string, unknown>;
+  parser.yy.parseError = (_message: string, hash: { token?: unknown; line?: number }) => {
+    const where = shared.lexer.yylloc;
+    found = {
+      line: where === undefined ? (hash.line ?? 0) + 1 : where.first_line,
+      column: where === undefined ? 1 : where.first_column + 1,
+      ...(typeof hash.token === 'string' ? { token: hash.token } : {}),
+    };
+    throw new Error('parse failed');
+  };
+  try {
+    parser.parse(source);
+  } catch {
+    // expected: the hook throws
+  }
+  return found;
+}
+
+/** `{{name}}}`: a double-stash closed by `}}}` (usually `{app: {{name}}}`, a YAML flow mapping). */
+function findTripleCloseGotcha(source: string): { line: number; column: number; token: string; fix: string } | undefined {
+  const pattern = /(^|[^{])(\{\{[^{}]*\}\}\})/g;
+  for (let match = pattern.exec(source); match !== null; match = pattern.exec(source)) {
+    const token = match[2] ?? '';
+    const start = match.index + (match[1] ?? '').length;
+    const lineStart = source.lastIndexOf('\n', start - 1) + 1;
+    const line = source.slice(0, start).split('\n').length;
+    // The flow mapping that holds it: the last single `{` before the mustache on the same line.
+    const before = source.slice(lineStart, start);
+    const brace = before.lastIndexOf('{');
+    const inner = brace === -1 ? undefined : before.slice(brace + 1) + token.slice(0, -1);
+    const fix = inner === undefined ? `${token.slice(0, -1)} }` : `{ ${inner.trim()} }`;
+    const shown = inner === undefined ? token : `{${inner}}`;
+    return { line, column: (brace === -1 ? start - lineStart : brace) + 1, token: shown, fix };
+  }
+  return undefined;
+}
+
+function findUnclosedBlock(source: string): { name: string; line: number; column: number } | undefined {
+  const stack: { name: string; index: number }[] = [];
+  const pattern = /\{\{~?\s*([#^/])\s*(?:>\s*)?([^\s}~]+)/g;
+  for (let match = pattern.exec(source); match !== null; match = pattern.exec(source)) {
+    const [, sigil, name = ''] = match;
+    if (sigil === '/') stack.pop();
+    else stack.push({ name, index: match.index });
+  }
+  const open = stack.at(-1);
+  if (open === undefined) return undefined;
+  const lines = source.slice(0, open.index).split('\n');
+  return { name: open.name, line: lines.length, column: (lines.at(-1)?.length ?? 0) + 1 };
+}
+
+function firstLine(message: string): string {
+  const newline = message.indexOf('\n');
+  return newline === -1 ? message : message.slice(0, newline);
+}
+
+function stripLocationSuffix(message: string): string {
+  return message.replace(/ - \d+:\d+$/, '');
+}
+
+// --- running --------------------------------------------------------------------------------------------------
+
+export const OutputMode = {
+  /** Output is YAML: `{{ }}` values become slots, substituted after parsing. */
+  Yaml: 'Yaml',
+  /** Output is the data itself (data mode): `{{ }}` values are written as text. */
+  Text: 'Text',
+} as const;
+export type OutputMode = (typeof OutputMode)[keyof typeof OutputMode];
+
+export interface TemplateLimits {
+  /** Output a template may produce, in UTF-16 code units (loop, partial and helper output counted as it is made). */
+  readonly maxOutputBytes: number;
+  /** Helper calls, loop iterations and partial calls per template: a deterministic stand-in for a timeout. */
+  readonly maxOperations: number;
+  /** How deep partials may include partials. */
+  readonly maxPartialDepth: number;
+}
+
+export interface TemplateRun {
+  readonly text: string;
+  readonly slots: readonly unknown[];
+}
+
+export interface RunTemplateOptions {
+  readonly template: CompiledTemplate;
+  readonly context: object;
+  readonly mode: OutputMode;
+  readonly limits: TemplateLimits;
+  /** Compiled partial by name, or undefined when `_partials/` has none of that name. */
+  readonly partial: (name: string) => CompiledTemplate | undefined;
+  /** Source for the error path: rebuilds a template with line markers. Defaults to `template`. */
+  readonly markLines?: boolean;
+}
+
+const hasOwn = Object.prototype.hasOwnProperty;
+const markerOpen = '\uE002';
+const markerClose = '\uE003';
+
+class Session {
+  readonly files: string[];
+  readonly slots: unknown[] = [];
+  operations = 0;
+  output = 0;
+  depth = 0;
+  readonly options: RunTemplateOptions;
+
+  constructor(options: RunTemplateOptions) {
+    this.options = options;
+    this.files = [options.template.file];
+  }
+
+  get file(): string {
+    return this.files[this.files.length - 1] ?? this.options.template.file;
+  }
+
+  error(reason: RenderErrorReason, loc: Loc, detail: string): RenderError {
+    return new RenderError({ reason, file: this.file, ...locPosition(loc), detail });
+  }
+
+  tick(loc: Loc): void {
+    if (++this.operations > this.options.limits.maxOperations) {
+      throw this.error(RenderErrorReason.LimitExceeded, loc, `the template does more than ${this.options.limits.maxOperations} helper calls, loop iterations and partial calls`);
+    }
+  }
+
+  produced(length: number, loc: Loc): void {
+    this.output += length;
+    if (this.output > this.options.limits.maxOutputBytes) {
+      throw this.error(RenderErrorReason.LimitExceeded, loc, `the template produces more than ${this.options.limits.maxOutputBytes} bytes`);
+    }
+  }
+}
+
+function optionsLoc(options: unknown): Loc {
+  return options !== null && typeof options === 'object' ? (options as { loc?: Loc }).loc : undefined;
+}
+
+function unwrap(value: unknown): unknown {
+  return value instanceof hb.SafeString ? value.toString() : value;
+}
+
+function describePath(prefix: string, parts: readonly string[], upTo: number): string {
+  return prefix + parts.slice(0, upTo + 1).join('.');
+}
+
+function kindOf(value: unknown): string {
+  if (value === null || value === undefined) return 'not set';
+  if (Array.isArray(value)) return 'a list';
+  return typeof value === 'object' ? 'a mapping' : `a ${typeof value}`;
+}
+
+function sessionHelpers(session: Session): Record<string, unknown> {
+  const user = createHelpers({
+    raw: (text) => new hb.SafeString(text),
+    unwrap,
+    fail: (options, message) => {
+      throw session.error(RenderErrorReason.HelperFailed, optionsLoc(options), message);
+    },
+  });
+  const helpers: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+  for (const [name, helper] of Object.entries(user)) {
+    helpers[name] = (...args: unknown[]) => {
+      const loc = optionsLoc(args[args.length - 1]);
+      session.tick(loc);
+      const result = helper(...args);
+      if (typeof result === 'string' || result instanceof hb.SafeString) session.produced(result.toString().length, loc);
+      return result;
+    };
+  }
+  const builtinEach = hb.helpers.each as (this: unknown, context: unknown, options: Record<string, unknown>) => string;
+  helpers.each = function each(this: unknown, context: unknown, options: Record<string, unknown>) {
+    const loc = optionsLoc(options);
+    const fn = options.fn as (ctx: unknown, opts: unknown) => string;
+    const counting = Object.assign((ctx: unknown, opts: unknown) => {
+      session.tick(loc);
+      const out = fn(ctx, opts);
+      session.produced(out.length, loc);
+      return out;
+    }, fn);
+    return builtinEach.call(this, context, { ...options, fn: counting });
+  };
+  helpers.lookup = (object: unknown, field: unknown) => {
+    const key = String(unwrap(field) as string);
+    return object !== null && typeof object === 'object' && hasOwn.call(object, key) ? (object as Record<string, unknown>)[key] : undefined;
+  };
+  const path = (base: unknown, parts: readonly string[], strict: boolean, loc: Loc, prefix: string) => {
+    let current = base;
+    for (let i = 0; i < parts.length; i++) {
+      const part = parts[i] as string;
+      if (current !== null && typeof current === 'object' && hasOwn.call(current, part)) {
+        current = (current as Record<string, unknown>)[part];
+        continue;
+      }
+      if (!strict) return undefined;
+      const missing = describePath(prefix, parts, i);
+      const parent = i === 0 ? undefined : describePath(prefix, parts, i - 1);
+      const where = base === session.options.context || prefix !== '' ? '' : ' (looked up in the enclosing block, e.g. the current {{#each}} item)';
+      const why = parent !== undefined && !(current !== null && typeof current === 'object') ? ` (${parent} is ${kindOf(current)})` : '';
+      throw session.error(RenderErrorReason.MissingValue, loc, `missing value \`${missing}\`${why}${where}`);
+    }
+    return current;
+  };
+  const scalar = (value: unknown, loc: Loc): string => {
+    if (value instanceof hb.SafeString) return value.toString();
+    if (value !== null && typeof value === 'object') {
+      throw session.error(RenderErrorReason.NotAScalar, loc, `{{ }} got ${kindOf(value)}; write {{toYaml ...}} (with nindent) or {{toJson ...}} to emit structure`);
+    }
+    if (session.options.mode === OutputMode.Text) return value === null || value === undefined ? '' : String(value as string);
+    session.slots.push(value);
+    return slotToken(session.slots.length - 1);
+  };
+  // An object, not a function, so Handlebars does not wrap it as a helper (its wrapper writes into the last
+  // argument); templates cannot reach it because it is not a known helper.
+  helpers.__syncline = { path, scalar };
+  return helpers;
+}
+
+function sessionPartials(session: Session, compiledFor: (name: string) => CompiledTemplate | undefined): Record<string, unknown> {
+  const partials: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+  const seen = new Set<string>();
+  const addAll = (template: CompiledTemplate): void => {
+    for (const reference of template.partials) {
+      if (seen.has(reference.name)) continue;
+      const partial = compiledFor(reference.name);
+      if (partial === undefined) {
+        throw new RenderError({
+          reason: RenderErrorReason.MissingPartial,
+          file: template.file,
+          line: reference.line,
+          column: reference.column,
+          detail: `partial \`${reference.name}\` not found (partials live in _partials/, e.g. _partials/${reference.name}.hbs)`,
+        });
+      }
+      seen.add(reference.name);
+      partials[reference.name] = (context: unknown, options: unknown) => {
+        const loc = referenceLoc(session, reference.name);
+        if (session.depth >= session.options.limits.maxPartialDepth) {
+          throw new RenderError({
+            reason: RenderErrorReason.PartialDepth,
+            file: session.file,
+            ...(loc ?? {}),
+            detail: `partials nest deeper than ${session.options.limits.maxPartialDepth} levels at \`{{> ${reference.name}}}\` (does a partial include itself?)`,
+          });
+        }
+        session.tick(undefined);
+        session.depth++;
+        session.files.push(partial.file);
+        try {
+          const out = partial.run(context, options as RuntimeOptions);
+          session.produced(out.length, undefined);
+          return out;
+        } finally {
+          session.files.pop();
+          session.depth--;
+        }
+      };
+      addAll(partial);
+    }
+  };
+  addAll(session.options.template);
+  return partials;
+}
+
+function referenceLoc(session: Session, name: string): { line: number; column: number } | undefined {
+  const current = session.file;
+  const template = current === session.options.template.file ? session.options.template : undefined;
+  const reference = template?.partials.find((r) => r.name === name);
+  return reference === undefined ? undefined : { line: reference.line, column: reference.column };
+}
+
+/** Run a compiled template. Throws RenderError on any failure, with the file and position where it happened. */
+export function runTemplate(options: RunTemplateOptions): TemplateRun {
+  const session = new Session(options);
+  const partials = sessionPartials(session, options.partial);
+  const helpers = sessionHelpers(session);
+  let text: string;
+  try {
+    text = options.template.run(options.context, { ...runtimeSafety, helpers: helpers as RuntimeOptions['helpers'], partials: partials as RuntimeOptions['partials'] });
+  } catch (error) {
+    throw runtimeError(session, error);
+  }
+  if (text.length > options.limits.maxOutputBytes) {
+    throw new RenderError({ reason: RenderErrorReason.LimitExceeded, file: options.template.file, detail: `the template produces more than ${options.limits.maxOutputBytes} bytes` });
+  }
+  return { text, slots: session.slots };
+}
+
+function runtimeError(session: Session, error: unknown): RenderError {
+  if (error instanceof RenderError) return error;
+  if (error instanceof RangeError) {
+    return new RenderError({ reason: RenderErrorReason.LimitExceeded, file: session.file, detail: 'the template recurses too deeply' });
+  }
+  if (error instanceof Error && typeof (error as { lineNumber?: unknown }).lineNumber === 'number') {
+    const e = error as Error & { lineNumber: number; column?: number };
+    const message = stripLocationSuffix(firstLine(e.message));
+    const unknownHelper = /unknown helper (\S+)/.exec(message);
+    if (unknownHelper !== null) {
+      return new RenderError({
+        reason: RenderErrorReason.UnknownHelper,
+        file: session.file,
+        line: e.lineNumber,
+        column: (e.column ?? 0) + 1,
+        detail: `unknown helper \`${unknownHelper[1] ?? ''}\` (available: ${[...builtinHelpers, ...helperNames].join(', ')})`,
+      });
+    }
+    return new RenderError({ reason: RenderErrorReason.TemplateSyntax, file: session.file, line: e.lineNumber, column: (e.column ?? 0) + 1, detail: message });
+  }
+  // Handlebars' location-less messages name helpers and partials only; anything else may quote data, so we
+  // keep just its class.
+  if (error instanceof Error && error.constructor.name === 'Exception') {
+    return new RenderError({ reason: RenderErrorReason.TemplateSyntax, file: session.file, detail: firstLine(error.message) });
+  }
+  return new RenderError({ reason: RenderErrorReason.TemplateSyntax, file: session.file, detail: `the template failed (${error instanceof Error ? error.name : 'unknown error'})` });
+}
+
+// --- mapping output lines back to template lines (error path only) ---------------------------------------------
+
+/**
+ * Compile a template so that every line of its output ends with a marker naming the template file and line it
+ * came from. Used only after the output failed to parse, to point at the template line instead of the output
+ * line. Markers go before the line break so that partial indentation and trailing lines stay as they were.
+ */
+export function compileWithLineMarkers(file: string, source: string, fileIndex: number): CompiledTemplate {
+  const compiled = compileTemplate(file, source);
+  const ast = hb.parse(source);
+  walkAst(ast, (node) => {
+    if (node.type !== 'ContentStatement') return;
+    const value = node.value as string;
+    const original = (node.original as string | undefined) ?? value;
+    let offset = 0;
+    while (offset < original.length && !original.startsWith(value, offset) && /\s/.test(original[offset] ?? '')) offset++;
+    let line = (node.loc?.start.line ?? 1) + countNewlines(original, 0, offset);
+    let marked = '';
+    for (const c of value) {
+      if (c === '\n') {
+        marked += `${markerOpen}${fileIndex}:${line}${markerClose}`;
+        line++;
+      }
+      marked += c;
+    }
+    node.value = marked;
+  });
+  return { ...compiled, run: hb.compile(ast, compileOptions) };
+}
+
+function countNewlines(text: string, from: number, to: number): number {
+  let count = 0;
+  for (let i = from; i < to; i++) if (text.charCodeAt(i) === 10) count++;
+  return count;
+}
+
+export interface LineOrigin {
+  readonly fileIndex: number;
+  readonly line: number;
+}
+
+/**
+ * Strip line markers. A line's origin is the first marker on it or after it (a multi-line helper output belongs
+ * to the template line that called the helper); the last lines, without a marker after them, take the last one.
+ */
+export function readLineMarkers(marked: string): { text: string; origins: (LineOrigin | undefined)[] } {
+  const pattern = /\uE002(\d+):(\d+)\uE003/g;
+  const lines = marked.split('\n');
+  const firstMarker = lines.map((line): LineOrigin | undefined => {
+    const match = /\uE002(\d+):(\d+)\uE003/.exec(line);
+    return match === null ? undefined : { fileIndex: Number(match[1]), line: Number(match[2]) };
+  });
+  const origins: (LineOrigin | undefined)[] = new Array<LineOrigin | undefined>(lines.length + 1);
+  let next: LineOrigin | undefined;
+  for (let i = lines.length - 1; i >= 0; i--) {
+    next = firstMarker[i] ?? next;
+    origins[i + 1] = next;
+  }
+  let previous: LineOrigin | undefined;
+  for (let i = 1; i < origins.length; i++) {
+    if (origins[i] === undefined) origins[i] = previous;
+    previous = origins[i];
+  }
+  return { text: marked.replace(pattern, ''), origins };
+}

@@ -1,0 +1,115 @@
+// Values layering: spec.values, then each valuesFrom source in order, then the target's values. Mappings
+// deep-merge, everything else (lists included) replaces, and `null` removes a key (as in Helm), so an
+// environment can unset a default.
+import { RenderError, RenderErrorReason } from './errors.ts';
+import { parseYamlDocuments, yamlErrorPosition } from './yaml.ts';
+
+/** Plain data: what YAML or JSON can express. Objects handed to templates have no prototype. */
+export type Values = { [key: string]: unknown };
+
+const hasOwn = Object.prototype.hasOwnProperty;
+
+/**
+ * Parse one values document (the content of a valuesFrom ConfigMap/Secret key). `origin` names the source in
+ * errors, e.g. `valuesFrom[0] Secret/app-values key values.yaml`; the content itself never appears in one.
+ */
+export function parseValues(yamlText: string, origin: string): Values {
+  let documents: unknown[];
+  try {
+    documents = parseYamlDocuments(yamlText);
+  } catch (error) {
+    const position = yamlErrorPosition(yamlText, error);
+    throw new RenderError({
+      reason: RenderErrorReason.InvalidValues,
+      file: origin,
+      line: position.line,
+      column: position.column,
+      detail: `values are not valid YAML: ${position.reason}`,
+    });
+  }
+  const present = documents.filter((d) => d !== null && d !== undefined);
+  if (present.length > 1) {
+    throw new RenderError({ reason: RenderErrorReason.InvalidValues, file: origin, detail: 'values must be one YAML document' });
+  }
+  const [document] = present;
+  if (document === undefined) return Object.create(null) as Values;
+  if (!isPlainMapping(document)) {
+    throw new RenderError({ reason: RenderErrorReason.InvalidValues, file: origin, detail: `values must be a mapping, not ${describeKind(document)}` });
+  }
+  return toPlainValues(document, origin);
+}
+
+/**
+ * Deep-merge values layers, lowest precedence first. Returns a fresh prototype-free copy; inputs are not
+ * modified. `undefined` layers are skipped so optional sources can be passed as they are.
+ */
+export function layerValues(layers: readonly (Values | undefined)[]): Values {
+  let result: Values = Object.create(null) as Values;
+  layers.forEach((layer, index) => {
+    if (layer === undefined) return;
+    if (!isPlainMapping(layer)) {
+      throw new RenderError({ reason: RenderErrorReason.InvalidValues, file: `values layer ${index}`, detail: `values must be a mapping, not ${describeKind(layer)}` });
+    }
+    result = mergeMapping(result, toPlainValues(layer, `values layer ${index}`));
+  });
+  return result;
+}
+
+function mergeMapping(base: Values, over: Values): Values {
+  const out = Object.create(null) as Values;
+  for (const key of Object.keys(base)) defineValue(out, key, base[key]);
+  for (const key of Object.keys(over)) {
+    const value = over[key];
+    if (value === null) {
+      delete out[key];
+      continue;
+    }
+    const previous = hasOwn.call(out, key) ? out[key] : undefined;
+    defineValue(out, key, isPlainMapping(previous) && isPlainMapping(value) ? mergeMapping(previous, value) : value);
+  }
+  return out;
+}
+
+/** Copy plain data into prototype-free objects, refusing anything that is not data (functions, class instances). */
+export function toPlainValues(input: Values, origin: string): Values {
+  return copyPlain(input, origin, '', 0) as Values;
+}
+
+const maxValuesDepth = 200;
+
+function copyPlain(value: unknown, origin: string, path: string, depth: number): unknown {
+  if (depth > maxValuesDepth) {
+    throw new RenderError({ reason: RenderErrorReason.InvalidValues, file: origin, detail: `values nest deeper than ${maxValuesDepth} levels at ${path || '(root)'}` });
+  }
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value) && !Number.isNaN(value)) return value;
+    return value;
+  }
+  if (Array.isArray(value)) return value.map((item, i) => copyPlain(item, origin, `${path}[${i}]`, depth + 1));
+  if (isPlainMapping(value)) {
+    const out = Object.create(null) as Values;
+    for (const key of Object.keys(value)) defineValue(out, key, copyPlain(value[key], origin, path === '' ? key : `${path}.${key}`, depth + 1));
+    return out;
+  }
+  throw new RenderError({ reason: RenderErrorReason.InvalidValues, file: origin, detail: `value at ${path || '(root)'} is ${describeKind(value)}, not plain data` });
+}
+
+/** Sets own data properties, including a key named `__proto__`, without touching any prototype. */
+function defineValue(target: Values, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+export function isPlainMapping(value: unknown): value is Values {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === null || proto === Object.prototype;
+}
+
+export function describeKind(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (isPlainMapping(value)) return 'a mapping';
+  if (typeof value === 'object') return 'an object';
+  return `a ${typeof value}`;
+}

@@ -1,0 +1,208 @@
+// YAML in and out. Parsing is the render hot path (DESIGN.md: js-yaml `load` is ~11x faster than
+// `yaml.parse`), so documents are parsed with js-yaml, and only when that fails is the text parsed again with
+// the `yaml` package, whose positions and messages are precise.
+//
+// Template output is parsed in "slot" form: every `{{value}}` interpolation was written as a placeholder
+// (U+E000 index U+E001, private-use characters that carry no YAML meaning) and the value is put back into the
+// parsed scalar afterwards. A value can therefore never add a key or a document, whatever it contains; a plain
+// (unquoted) scalar is typed after substitution exactly as YAML would type the text (`replicas: {{n}}` is
+// an integer), a quoted or block scalar stays a string.
+import jsyaml from 'js-yaml';
+import { parseAllDocuments, visit } from 'yaml';
+
+const slotOpen = '\uE000';
+const slotPattern = /\uE000(\d+)\uE001/g;
+
+export function slotToken(index: number): string {
+  return `${slotOpen}${index}\uE001`;
+}
+
+/** A plain scalar that contains at least one slot; typed once the values are substituted. */
+class PlainSlotScalar {
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
+  // js-yaml turns mapping keys into strings with String(key).
+  toString(): string {
+    return this.text;
+  }
+}
+
+const jsyamlTypes = (jsyaml as unknown as { types: Record<'merge' | 'null' | 'bool' | 'int' | 'float', jsyaml.Type> }).types;
+
+const plainSlotType = new jsyaml.Type('tag:syncline.dev,2026:plain-slot', {
+  kind: 'scalar',
+  resolve: (data: unknown) => typeof data === 'string' && data.includes(slotOpen),
+  construct: (data: string) => new PlainSlotScalar(data),
+});
+
+// YAML 1.2 core schema (no timestamps turning into Dates, no !!binary), plus `<<` merge keys that Kubernetes'
+// own YAML decoder accepts, plus slot scalars.
+const schema = jsyaml.CORE_SCHEMA.extend({ implicit: [jsyamlTypes.merge, plainSlotType] });
+const coreImplicit = [jsyamlTypes.null, jsyamlTypes.bool, jsyamlTypes.int, jsyamlTypes.float];
+
+/** Parse every document of a YAML stream (fast path). Throws js-yaml's error on bad input. */
+export function parseYamlDocuments(text: string): unknown[] {
+  const documents: unknown[] = [];
+  jsyaml.loadAll(text, (doc) => documents.push(doc), { schema });
+  return documents;
+}
+
+export class NodeLimitError extends Error {
+  override readonly name = 'NodeLimitError';
+}
+
+/**
+ * Turn parsed documents into plain data: substitute slots, type plain slot scalars, and copy every node so that
+ * aliases do not leave shared objects behind. Counting nodes while copying bounds alias bombs (billion laughs):
+ * js-yaml shares aliased nodes, so the bomb only explodes here, where we stop it.
+ */
+export function materializeDocuments(documents: readonly unknown[], slots: readonly unknown[] | undefined, maxNodes: number): unknown[] {
+  const state = { nodes: 0, maxNodes, slots };
+  return documents.map((doc) => materialize(doc, state));
+}
+
+interface MaterializeState {
+  nodes: number;
+  readonly maxNodes: number;
+  readonly slots: readonly unknown[] | undefined;
+}
+
+function materialize(node: unknown, state: MaterializeState): unknown {
+  if (++state.nodes > state.maxNodes) throw new NodeLimitError(`more than ${state.maxNodes} YAML nodes`);
+  if (typeof node === 'string') return state.slots !== undefined && node.includes(slotOpen) ? substitute(node, state.slots) : node;
+  if (node === null || typeof node !== 'object') return node;
+  if (node instanceof PlainSlotScalar) return resolvePlainSlot(node.text, state.slots);
+  if (Array.isArray(node)) {
+    const out: unknown[] = new Array<unknown>(node.length);
+    for (let i = 0; i < node.length; i++) out[i] = materialize(node[i], state);
+    return out;
+  }
+  const out: Record<string, unknown> = {};
+  const source = node as Record<string, unknown>;
+  for (const rawKey of Object.keys(source)) {
+    const key = state.slots !== undefined && rawKey.includes(slotOpen) ? substitute(rawKey, state.slots) : rawKey;
+    if (Object.prototype.hasOwnProperty.call(out, key)) throw new DuplicateKeyError(key);
+    setOwn(out, key, materialize(source[rawKey], state));
+  }
+  return out;
+}
+
+/** Two keys that differ in the template became the same key once the values were substituted. */
+export class DuplicateKeyError extends Error {
+  override readonly name = 'DuplicateKeyError';
+  readonly key: string;
+  constructor(key: string) {
+    super('duplicated mapping key after substituting values');
+    this.key = key;
+  }
+}
+
+export function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  else target[key] = value;
+}
+
+function slotText(value: unknown): string {
+  return value === null || value === undefined ? '' : String(value as string);
+}
+
+function substitute(text: string, slots: readonly unknown[]): string {
+  return text.replace(slotPattern, (token, index: string) => {
+    const i = Number(index);
+    return i < slots.length ? slotText(slots[i]) : token;
+  });
+}
+
+function resolvePlainSlot(text: string, slots: readonly unknown[] | undefined): unknown {
+  if (slots === undefined) return text;
+  // A scalar that is exactly one slot keeps a number, boolean or null value as it is.
+  const whole = /^\uE000(\d+)\uE001$/.exec(text);
+  if (whole !== null) {
+    const i = Number(whole[1]);
+    if (i < slots.length) {
+      const value = slots[i];
+      if (value === null || value === undefined) return null;
+      if (typeof value === 'number' || typeof value === 'boolean') return value;
+    }
+  }
+  return resolvePlainScalar(substitute(text, slots));
+}
+
+/** Type a plain scalar's text with the YAML 1.2 core schema (null, bool, int, float, else string). */
+export function resolvePlainScalar(text: string): unknown {
+  for (const type of coreImplicit) {
+    if (type.resolve(text)) return type.construct(text);
+  }
+  return text;
+}
+
+export interface YamlErrorPosition {
+  readonly line: number | undefined;
+  readonly column: number | undefined;
+  /** A short reason without any of the text. */
+  readonly reason: string;
+}
+
+/** Where a YAML text is broken: re-parse with `yaml` (precise), fall back on js-yaml's mark. */
+export function yamlErrorPosition(text: string, fastError: unknown): YamlErrorPosition {
+  try {
+    for (const doc of parseAllDocuments(text, { prettyErrors: false, uniqueKeys: true, version: '1.2', merge: true })) {
+      const first = doc.errors[0];
+      if (first !== undefined) {
+        const { line, column } = offsetToPosition(text, first.pos[0]);
+        return { line, column, reason: firstLine(first.message) };
+      }
+    }
+  } catch {
+    // Fall through to the fast parser's own position.
+  }
+  if (fastError instanceof jsyaml.YAMLException) {
+    const mark = (fastError as { mark?: { line: number; column: number } }).mark;
+    return { line: mark === undefined ? undefined : mark.line + 1, column: mark === undefined ? undefined : mark.column + 1, reason: fastError.reason };
+  }
+  return { line: undefined, column: undefined, reason: 'unreadable YAML' };
+}
+
+/** Position of the first alias in a YAML text (to point at an alias bomb). */
+export function firstAliasPosition(text: string): { line: number; column: number } | undefined {
+  try {
+    for (const doc of parseAllDocuments(text, { prettyErrors: false })) {
+      let offset: number | undefined;
+      visit(doc, {
+        Alias(_key, node) {
+          offset = node.range?.[0];
+          return visit.BREAK;
+        },
+      });
+      if (offset !== undefined) return offsetToPosition(text, offset);
+    }
+  } catch {
+    return undefined;
+  }
+  return undefined;
+}
+
+export function offsetToPosition(text: string, offset: number): { line: number; column: number } {
+  let line = 1;
+  let lineStart = 0;
+  const end = Math.min(offset, text.length);
+  for (let i = 0; i < end; i++) {
+    if (text.charCodeAt(i) === 10) {
+      line++;
+      lineStart = i + 1;
+    }
+  }
+  return { line, column: end - lineStart + 1 };
+}
+
+function firstLine(message: string): string {
+  const newline = message.indexOf('\n');
+  return newline === -1 ? message : message.slice(0, newline);
+}
+
+/** YAML for `toYaml`: block style, no line folding, no anchors, trailing newline trimmed (as Helm does). */
+export function dumpYaml(value: unknown): string {
+  return jsyaml.dump(value, { lineWidth: -1, noRefs: true, schema: jsyaml.CORE_SCHEMA }).replace(/\n$/, '');
+}
