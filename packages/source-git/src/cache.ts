@@ -78,7 +78,13 @@ export class SnapshotCache {
     if (entry === undefined) return undefined;
     entry.lastUsed = this.#now();
     const t = new Date(entry.lastUsed);
-    await utimes(join(entry.dir, metaFile), t, t).catch(() => undefined);
+    try {
+      await utimes(join(entry.dir, metaFile), t, t);
+    } catch {
+      // Removed behind our back (someone cleaned the cache dir): forget it, so the next fetch restores it.
+      if (entry.pins === 0) this.#entries.delete(key);
+      return undefined;
+    }
     return entry;
   }
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { GitServer } from '@syncline/test-support';
 import { startGitServer } from '@syncline/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GitSourceError, createGitSource } from './index.ts';
+import { GitSourceError, authFromSecretData, createGitSource } from './index.ts';
 import type { GitSourceError as GitSourceErrorType, GitSourceOptions, Snapshot, SnapshotFile } from './index.ts';
 
 let server: GitServer;
@@ -536,5 +536,51 @@ describe('a misbehaving or missing server', () => {
     expect(err.code).toBe('LimitExceeded');
     expect(await readdir(join(cacheDir, 'snapshots'))).toEqual([]);
     expect(await readdir(join(cacheDir, 'tmp'))).toEqual([]);
+  });
+});
+
+describe('authFromSecretData', () => {
+  const b64 = (s: string) => Buffer.from(s).toString('base64');
+
+  it('reads bearerToken, or username and password, from base64 Secret data', () => {
+    expect(authFromSecretData({ bearerToken: b64('tok') })).toEqual({ bearerToken: 'tok' });
+    expect(authFromSecretData({ username: b64('u'), password: b64('p') })).toEqual({ username: 'u', password: 'p' });
+  });
+
+  it('refuses Secret data with neither, without echoing what it holds', () => {
+    // when
+    const err = (() => {
+      try {
+        return authFromSecretData({ password: b64('only-a-password') });
+      } catch (e) {
+        return e;
+      }
+    })();
+
+    // then
+    expect(err).toBeInstanceOf(GitSourceError);
+    expect((err as GitSourceErrorType).code).toBe('InvalidAuth');
+    expect((err as GitSourceErrorType).message).not.toContain('only-a-password');
+  });
+});
+
+describe('a snapshot that is gone', () => {
+  it('fails readPath with a retryable SnapshotUnavailable, and fetching again restores it', async () => {
+    // given
+    const repo = await newRepo();
+    const sha = await repo.commit({ 'a.yaml': 'a' });
+    const { source } = await newSource();
+    const snapshot = await source.fetchSnapshot({ repo: repo.url, sha });
+    await rm(snapshot.dir, { recursive: true, force: true });
+
+    // when
+    const err = await failure(source.readPath(snapshot, ''));
+
+    // then
+    expect(err.code).toBe('SnapshotUnavailable');
+    expect(err.retryable).toBe(true);
+    const restored = await source.fetchSnapshot({ repo: repo.url, sha });
+    expect(text(await source.readPath(restored, ''))).toEqual({ 'a.yaml': 'a' });
+    expect(server.requests(repo.name).uploadPack).toBe(2);
   });
 });

@@ -281,10 +281,10 @@ export function createGitSource(options: GitSourceOptions): GitSource {
       const segments = parseRequestPath(path);
       const key = snapshot.dir.split(/[\\/]/).pop() ?? '';
       await cache.load();
+      const known = await cache.touch(key);
       cache.pin(key);
       try {
-        await cache.touch(key);
-        const reader = await openPack(snapshot.dir);
+        const reader = known === undefined ? undefined : await openPack(snapshot.dir);
         if (reader === undefined) {
           throw new GitSourceError(GitSourceErrorCode.SnapshotUnavailable, `snapshot of ${snapshot.sha} in ${snapshot.repo} is no longer cached; fetch it again`);
         }
