@@ -1,2 +1,6 @@
-// Test-only helpers: the real control plane, per-test namespaces and a real Git server.
-export {};
+// Test-only helpers: the real control plane and a real Git server. Helpers that need the vitest run
+// (the shared cluster's kubeconfig, per-test namespaces) live in '@syncline/test-support/kube'.
+export { ensureControlPlaneBinary, startControlPlane, MissingGoError } from './control-plane.ts';
+export type { ControlPlane, ControlPlaneOptions } from './control-plane.ts';
+export { startGitServer, generateRepo } from './git-server.ts';
+export type { GitServer, TestRepo } from './git-server.ts';
