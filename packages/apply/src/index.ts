@@ -1,2 +1,33 @@
 // Public entry point of @syncline/apply: every export is named here.
-export {};
+//
+// Use: `const client = await createApplyClient(kc)`; `const live = await readLive({ client, desired, inventory })`;
+// `const plan = planApply({ desired, inventory, live, owner, policy, drift })` (pure);
+// `const changes = await executePlan(plan, { client })`; record `encodeInventory(changes.inventory)` in status
+// and `recordHistory(history, { revision, appliedAt, objects, digest: digestRendered(desired) }, limit)`.
+// Do not call planApply when fetch or render failed: the plan prunes whatever the desired set lacks.
+export {
+  objectId,
+  parseObjectId,
+  groupOf,
+  ownerHash,
+  ownedBy,
+  ownershipOf,
+  OWNER_LABEL,
+  OWNED_BY_ANNOTATION,
+  PRUNE_ANNOTATION,
+  APPLIED_DIGEST_ANNOTATION,
+  DEFAULT_FIELD_MANAGER,
+} from './identity.ts';
+export type { KubeObject, Owner, ObjectRef, Ownership } from './identity.ts';
+export { encodeInventory, decodeInventory, diffInventory } from './inventory.ts';
+export type { Inventory, InventoryEntry, EncodedInventory } from './inventory.ts';
+export { canonicalJson, digestOf } from './canonical.ts';
+export { differingPaths } from './compare.ts';
+export { planApply, planObject, planStale, withOwnership, tierOf, Policy, DriftMode } from './plan.ts';
+export type { Plan, PlanInput, PlanStep, PlanContext, LiveState, Tier } from './plan.ts';
+export { createApplyClient, ApiError } from './client.ts';
+export type { ApplyClient, Discovery, ResourceInfo } from './client.ts';
+export { executePlan, readLive, ChangeAction, DEFAULT_CONCURRENCY } from './execute.ts';
+export type { ChangeSet, ChangeSetEntry, ExecuteOptions } from './execute.ts';
+export { recordHistory, digestRendered, rollbackTarget } from './history.ts';
+export type { HistoryEntry } from './history.ts';

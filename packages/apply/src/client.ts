@@ -1,0 +1,322 @@
+// The I/O edge of apply: discovery, LIST, GET, server-side apply, DELETE and CRD waits over one keep-alive
+// HTTPS agent. The typed clients of @kubernetes/client-node cost a lot per call on this hot path and know
+// nothing of arbitrary kinds; the KubeConfig still supplies the server, TLS material and credentials.
+import type { KubeConfig } from '@kubernetes/client-node';
+import { request as httpRequest } from 'node:http';
+import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
+import { groupOf, parseObjectId, type KubeObject } from './identity.ts';
+
+/** An error answer of the API server (or a transport failure, status 0). */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly reason: string;
+  constructor(options: { status: number; reason: string; message: string }) {
+    super(options.message);
+    this.name = 'ApiError';
+    this.status = options.status;
+    this.reason = options.reason;
+  }
+}
+
+export type ResourceInfo = {
+  readonly group: string;
+  readonly version: string;
+  readonly kind: string;
+  /** The resource name in URLs, e.g. `deployments`. */
+  readonly plural: string;
+  readonly namespaced: boolean;
+};
+
+/** What the API server serves. `isNamespaced` is the shape the render package needs. */
+export type Discovery = {
+  isNamespaced(apiVersion: string, kind: string): boolean | undefined;
+  resource(apiVersion: string, kind: string): ResourceInfo | undefined;
+  /** The preferred served version of a group's kind. */
+  preferred(group: string, kind: string): ResourceInfo | undefined;
+};
+
+export type ApplyClient = {
+  /** Cached discovery; `refresh` reads it again (after a CRD was established). */
+  discovery(options?: { refresh?: boolean }): Promise<Discovery>;
+  /** All objects of a (group, Kind, namespace) scope, `namespace` '' for cluster-scoped kinds. */
+  list(scope: { group: string; kind: string; namespace: string }, signal?: AbortSignal): Promise<KubeObject[]>;
+  /** One object by id; undefined when it does not exist (or its kind is not served). */
+  get(id: string, signal?: AbortSignal): Promise<KubeObject | undefined>;
+  /** Server-side apply; returns the object as stored. */
+  apply(object: KubeObject, options: { fieldManager: string; force: boolean; signal?: AbortSignal }): Promise<KubeObject>;
+  /** Deletes with a uid precondition when given; 'absent' when it was already gone. */
+  delete(id: string, options: { apiVersion?: string; uid?: string; signal?: AbortSignal }): Promise<'deleted' | 'absent'>;
+  /** Resolves once the CRD reports Established and discovery serves its kind. */
+  waitEstablished(crdName: string, options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<void>;
+};
+
+type Request = { method: 'GET' | 'PATCH' | 'DELETE'; path: string; query?: Record<string, string>; body?: unknown; contentType?: string; accept?: string; signal?: AbortSignal | undefined };
+
+type Transport = <T>(req: Request) => Promise<T>;
+
+function statusError(status: number, text: string, what: string): ApiError {
+  try {
+    const parsed = JSON.parse(text) as { reason?: string; message?: string };
+    return new ApiError({ status, reason: parsed.reason ?? String(status), message: parsed.message ?? `${what}: HTTP ${status}` });
+  } catch {
+    return new ApiError({ status, reason: String(status), message: `${what}: HTTP ${status}` });
+  }
+}
+
+async function createTransport(kc: KubeConfig): Promise<Transport> {
+  const cluster = kc.getCurrentCluster();
+  if (cluster === null) throw new Error('the kubeconfig has no current cluster');
+  const server = cluster.server;
+  const isHttps = server.startsWith('https:');
+  const base: RequestOptions = {};
+  await kc.applyToHTTPSOptions(base);
+  const agent = new Agent({ keepAlive: true, maxSockets: 64, ca: base.ca, cert: base.cert, key: base.key, rejectUnauthorized: base.rejectUnauthorized, servername: base.servername });
+  // Credentials may rotate (exec plugins, projected tokens): read them again every half minute.
+  let headers = { ...(base.headers as Record<string, string> | undefined) };
+  let headersAt = Date.now();
+  const currentHeaders = async (): Promise<Record<string, string>> => {
+    if (Date.now() - headersAt > 30_000) {
+      const fresh: RequestOptions = {};
+      await kc.applyToHTTPSOptions(fresh);
+      headers = { ...(fresh.headers as Record<string, string> | undefined) };
+      headersAt = Date.now();
+    }
+    return headers;
+  };
+
+  return async <T>(req: Request): Promise<T> => {
+    const url = new URL(req.path, server);
+    for (const [k, v] of Object.entries(req.query ?? {})) url.searchParams.set(k, v);
+    const payload = req.body === undefined ? undefined : JSON.stringify(req.body);
+    const auth = await currentHeaders();
+    return new Promise<T>((resolve, reject) => {
+      const r = (isHttps ? httpsRequest : httpRequest)(
+        url,
+        {
+          method: req.method,
+          agent: isHttps ? agent : undefined,
+          auth: base.auth,
+          signal: req.signal,
+          headers: {
+            ...auth,
+            Accept: req.accept ?? 'application/json',
+            'User-Agent': 'syncline-apply',
+            ...(payload === undefined ? {} : { 'Content-Type': req.contentType ?? 'application/json', 'Content-Length': Buffer.byteLength(payload) }),
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', reject);
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            const status = res.statusCode ?? 0;
+            if (status >= 200 && status < 300) {
+              try {
+                resolve(JSON.parse(text) as T);
+              } catch {
+                reject(new ApiError({ status, reason: 'InvalidResponse', message: `${req.method} ${url.pathname}: the response is not JSON` }));
+              }
+            } else reject(statusError(status, text, `${req.method} ${url.pathname}`));
+          });
+        },
+      );
+      r.on('error', (error) => reject(error.name === 'AbortError' ? error : new ApiError({ status: 0, reason: 'TransportError', message: `${req.method} ${url.pathname}: ${error.message}` })));
+      r.end(payload);
+    });
+  };
+}
+
+type DiscoveredResource = { resource: string; responseKind?: { group?: string; version?: string; kind?: string }; scope: 'Namespaced' | 'Cluster' };
+type AggregatedList = { kind?: string; items?: { metadata?: { name?: string }; versions?: { version: string; resources?: DiscoveredResource[] }[] }[] };
+type LegacyResourceList = { resources: { name: string; kind: string; namespaced: boolean }[] };
+type LegacyGroupList = { groups: { name: string; versions: { groupVersion: string }[]; preferredVersion?: { groupVersion: string } }[] };
+
+const AGGREGATED = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
+
+function buildDiscovery(resources: ResourceInfo[], preferredOrder: ResourceInfo[]): Discovery {
+  const byVersion = new Map<string, ResourceInfo>();
+  for (const r of resources) byVersion.set(`${r.group}/${r.version}/${r.kind}`, r);
+  const preferred = new Map<string, ResourceInfo>();
+  for (const r of preferredOrder) if (!preferred.has(`${r.group}/${r.kind}`)) preferred.set(`${r.group}/${r.kind}`, r);
+  const resource = (apiVersion: string, kind: string): ResourceInfo | undefined => {
+    const version = apiVersion.includes('/') ? apiVersion.slice(apiVersion.indexOf('/') + 1) : apiVersion;
+    return byVersion.get(`${groupOf(apiVersion)}/${version}/${kind}`);
+  };
+  return {
+    resource,
+    isNamespaced: (apiVersion, kind) => resource(apiVersion, kind)?.namespaced,
+    preferred: (group, kind) => preferred.get(`${group}/${kind}`),
+  };
+}
+
+/** Aggregated discovery (two requests), falling back to the per-group documents of older servers. */
+async function discover(send: Transport): Promise<Discovery> {
+  const [core, groups] = await Promise.all([
+    send<AggregatedList>({ method: 'GET', path: '/api', accept: AGGREGATED }),
+    send<AggregatedList & LegacyGroupList>({ method: 'GET', path: '/apis', accept: AGGREGATED }),
+  ]);
+  const all: ResourceInfo[] = [];
+  if (core.kind === 'APIGroupDiscoveryList' && groups.kind === 'APIGroupDiscoveryList') {
+    for (const item of [...(core.items ?? []), ...(groups.items ?? [])]) {
+      const group = item.metadata?.name ?? '';
+      // versions are listed in preference order
+      for (const v of item.versions ?? []) {
+        for (const r of v.resources ?? []) {
+          if (r.responseKind?.kind === undefined || r.resource.includes('/')) continue;
+          all.push({ group, version: v.version, kind: r.responseKind.kind, plural: r.resource, namespaced: r.scope === 'Namespaced' });
+        }
+      }
+    }
+    return buildDiscovery(all, all);
+  }
+  const groupVersions = [{ group: '', version: 'v1', preferred: true }];
+  for (const g of groups.groups) {
+    for (const v of g.versions) groupVersions.push({ group: g.name, version: v.groupVersion.slice(g.name.length + 1), preferred: v.groupVersion === g.preferredVersion?.groupVersion });
+  }
+  const lists = await Promise.all(
+    groupVersions.map((gv) =>
+      send<LegacyResourceList>({ method: 'GET', path: gv.group === '' ? '/api/v1' : `/apis/${gv.group}/${gv.version}` }).catch(() => ({ resources: [] })),
+    ),
+  );
+  const preferredFirst: ResourceInfo[] = [];
+  lists.forEach((list, i) => {
+    const gv = groupVersions[i];
+    if (gv === undefined) return;
+    for (const r of list.resources) {
+      if (r.name.includes('/')) continue;
+      const info = { group: gv.group, version: gv.version, kind: r.kind, plural: r.name, namespaced: r.namespaced };
+      all.push(info);
+      if (gv.preferred) preferredFirst.push(info);
+    }
+  });
+  return buildDiscovery(all, [...preferredFirst, ...all]);
+}
+
+function resourcePath(info: ResourceInfo, namespace: string, name?: string): string {
+  const prefix = info.group === '' ? `/api/${info.version}` : `/apis/${info.group}/${info.version}`;
+  const ns = info.namespaced && namespace !== '' ? `/namespaces/${encodeURIComponent(namespace)}` : '';
+  return `${prefix}${ns}/${info.plural}${name === undefined ? '' : `/${encodeURIComponent(name)}`}`;
+}
+
+function notServed(what: string): ApiError {
+  return new ApiError({ status: 404, reason: 'NotServed', message: `the API server does not serve ${what}` });
+}
+
+const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve, reject) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(t);
+      reject(signal.reason as Error);
+    }, { once: true });
+  });
+
+/** An ApplyClient for the cluster and identity of `kubeConfig`'s current context. */
+export async function createApplyClient(kubeConfig: KubeConfig): Promise<ApplyClient> {
+  const send = await createTransport(kubeConfig);
+  let cached: Promise<Discovery> | undefined;
+  const discovery = (options: { refresh?: boolean } = {}): Promise<Discovery> => {
+    if (cached === undefined || options.refresh === true) {
+      const next = discover(send);
+      cached = next;
+      next.catch(() => {
+        if (cached === next) cached = undefined;
+      });
+    }
+    return cached;
+  };
+  const infoFor = async (group: string, kind: string, apiVersion?: string): Promise<ResourceInfo | undefined> => {
+    const d = await discovery();
+    return (apiVersion === undefined ? undefined : d.resource(apiVersion, kind)) ?? d.preferred(group, kind);
+  };
+
+  const client: ApplyClient = {
+    discovery,
+    async list({ group, kind, namespace }, signal) {
+      const info = await infoFor(group, kind);
+      if (info === undefined) throw notServed(`${group}/${kind}`);
+      if (info.namespaced && namespace === '') throw new ApiError({ status: 400, reason: 'BadRequest', message: `${group}/${kind} is namespaced and the object names no namespace` });
+      const apiVersion = info.group === '' ? info.version : `${info.group}/${info.version}`;
+      const items: KubeObject[] = [];
+      let cont: string | undefined;
+      do {
+        const page = await send<{ items: KubeObject[]; metadata?: { continue?: string } }>({
+          method: 'GET',
+          path: resourcePath(info, namespace),
+          query: { limit: '1000', ...(cont === undefined ? {} : { continue: cont }) },
+          signal,
+        });
+        // list items carry no apiVersion/kind
+        for (const item of page.items) items.push({ ...item, apiVersion, kind });
+        cont = page.metadata?.continue === '' ? undefined : page.metadata?.continue;
+      } while (cont !== undefined);
+      return items;
+    },
+    async get(id, signal) {
+      const ref = parseObjectId(id);
+      const info = await infoFor(ref.group, ref.kind);
+      if (info === undefined) return undefined;
+      try {
+        const obj = await send<KubeObject>({ method: 'GET', path: resourcePath(info, ref.namespace, ref.name), signal });
+        return obj;
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 404) return undefined;
+        throw error;
+      }
+    },
+    async apply(object, { fieldManager, force, signal }) {
+      let info = await infoFor(groupOf(object.apiVersion), object.kind, object.apiVersion);
+      // A kind from a CRD applied moments ago: read discovery again once.
+      if (info === undefined || info.version !== (object.apiVersion.split('/')[1] ?? object.apiVersion)) {
+        info = (await discovery({ refresh: true })).resource(object.apiVersion, object.kind);
+      }
+      if (info === undefined) throw notServed(`${object.apiVersion} ${object.kind}`);
+      return send<KubeObject>({
+        method: 'PATCH',
+        path: resourcePath(info, object.metadata.namespace ?? '', object.metadata.name),
+        query: { fieldManager, ...(force ? { force: 'true' } : {}) },
+        body: object,
+        contentType: 'application/apply-patch+yaml',
+        signal,
+      });
+    },
+    async delete(id, { apiVersion, uid, signal }) {
+      const ref = parseObjectId(id);
+      const info = await infoFor(ref.group, ref.kind, apiVersion);
+      if (info === undefined) return 'absent';
+      try {
+        await send({
+          method: 'DELETE',
+          path: resourcePath(info, ref.namespace, ref.name),
+          body: { apiVersion: 'v1', kind: 'DeleteOptions', propagationPolicy: 'Background', ...(uid === undefined ? {} : { preconditions: { uid } }) },
+          signal,
+        });
+        return 'deleted';
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 404) return 'absent';
+        throw error;
+      }
+    },
+    async waitEstablished(crdName, options = {}) {
+      const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+      for (;;) {
+        const crd = await send<{ spec?: { group?: string; names?: { kind?: string }; versions?: { name: string; served?: boolean }[] }; status?: { conditions?: { type: string; status: string }[] } }>({
+          method: 'GET',
+          path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${encodeURIComponent(crdName)}`,
+          signal: options.signal,
+        });
+        const established = crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true;
+        if (established) {
+          const version = crd.spec?.versions?.find((v) => v.served !== false)?.name ?? '';
+          const apiVersion = `${crd.spec?.group ?? ''}/${version}`;
+          const d = await discovery({ refresh: true });
+          if (d.resource(apiVersion, crd.spec?.names?.kind ?? '') !== undefined) return;
+        }
+        if (Date.now() > deadline) throw new ApiError({ status: 0, reason: 'Timeout', message: `the CRD ${crdName} was not established within ${(options.timeoutMs ?? 60_000) / 1000}s` });
+        await sleep(100, options.signal);
+      }
+    },
+  };
+  return client;
+}

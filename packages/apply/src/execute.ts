@@ -1,0 +1,227 @@
+// The I/O half of apply: reads live state with LISTs, runs a plan tier by tier with bounded parallelism and
+// turns every API error into a per-object result. Bookkeeping follows confirmed side effects only.
+import { ApiError, type ApplyClient } from './client.ts';
+import { DEFAULT_FIELD_MANAGER, objectId, parseObjectId, scopeOf, type KubeObject } from './identity.ts';
+import type { Inventory, InventoryEntry } from './inventory.ts';
+import { planObject, planStale, type LiveState, type Plan, type PlanStep } from './plan.ts';
+
+export const ChangeAction = {
+  created: 'created',
+  configured: 'configured',
+  unchanged: 'unchanged',
+  deleted: 'deleted',
+  skipped: 'skipped',
+  failed: 'failed',
+} as const;
+export type ChangeAction = (typeof ChangeAction)[keyof typeof ChangeAction];
+
+export type ChangeSetEntry = {
+  readonly id: string;
+  readonly action: ChangeAction;
+  /** Why: the conflicting manager, the API error, the drifted fields, the policy that held it back. */
+  readonly reason?: string;
+  /** Drifted field paths (drift Report, or corrected under Correct). */
+  readonly drift?: readonly string[];
+};
+
+export type ChangeSet = {
+  /** One entry per desired object and per stale inventory id, in execution order. */
+  readonly entries: readonly ChangeSetEntry[];
+  /** The inventory to record: applied objects, plus stale ones whose delete is not confirmed. */
+  readonly inventory: Inventory;
+  /** Set when the plan was refused (nothing was written, the inventory is the previous one). */
+  readonly blocked?: string;
+  /** Whether stale objects were pruned (false when an apply failed or the plan was blocked). */
+  readonly pruned: boolean;
+};
+
+export type ExecuteOptions = {
+  readonly client: ApplyClient;
+  /** Field manager for server-side apply; default `syncline`. */
+  readonly fieldManager?: string;
+  /** Requests in flight within a tier; default DEFAULT_CONCURRENCY. */
+  readonly concurrency?: number;
+  readonly signal?: AbortSignal;
+  /** How long to wait for an applied CRD to be Established; default 60 s. */
+  readonly crdTimeoutMs?: number;
+};
+
+/**
+ * Requests in flight per tier. Measured with `pnpm bench apply` on the 2-core test machine (1,000 objects):
+ * throughput rises steeply to 8 and flattens by 16; beyond that the API server is the bottleneck and only
+ * latency grows.
+ */
+export const DEFAULT_CONCURRENCY = 16;
+
+/** Runs `work` over `items` with at most `limit` in flight, preserving result order. */
+async function pool<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await work(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, () => worker()));
+  return results;
+}
+
+function describeError(error: unknown): string {
+  if (error instanceof ApiError) {
+    if (error.status === 409 && error.reason === 'Conflict') return `Conflict: ${error.message}`;
+    if (error.status === 403) return `Forbidden: ${error.message}`;
+    return `${error.reason}: ${error.message}`;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Live state for a set of objects: one LIST per (group, Kind, namespace) they live in. A scope that cannot be
+ * listed (forbidden, kind not served yet) is marked unknown and its objects are read one by one later.
+ */
+export async function readLive(options: {
+  client: ApplyClient;
+  desired: readonly KubeObject[];
+  inventory: Inventory;
+  concurrency?: number;
+  signal?: AbortSignal;
+}): Promise<LiveState> {
+  const scopes = new Set<string>([...options.desired.map((o) => scopeOf(objectId(o))), ...options.inventory.map((e) => scopeOf(e.id))]);
+  const objects = new Map<string, KubeObject>();
+  const unknownScopes = new Set<string>();
+  await pool([...scopes], options.concurrency ?? DEFAULT_CONCURRENCY, async (scope) => {
+    const [group = '', kind = '', namespace = ''] = scope.split('/');
+    try {
+      for (const obj of await options.client.list({ group, kind, namespace }, options.signal)) objects.set(objectId(obj), obj);
+    } catch (error) {
+      if (options.signal?.aborted === true) throw error;
+      unknownScopes.add(scope);
+    }
+  });
+  return { objects, unknownScopes };
+}
+
+type Outcome = { entry: ChangeSetEntry; inventory?: InventoryEntry };
+
+/** Runs a plan. Never throws for a per-object API error; throws only when `signal` aborts. */
+export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<ChangeSet> {
+  if (plan.blocked !== undefined) return { entries: [], inventory: plan.previous, blocked: plan.blocked, pruned: false };
+  const { client, signal } = options;
+  const fieldManager = options.fieldManager ?? DEFAULT_FIELD_MANAGER;
+  const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
+  const previous = new Map(plan.previous.map((e) => [e.id, e]));
+  const keepEntry = (id: string): InventoryEntry | undefined => previous.get(id);
+
+  const runApply = async (step: PlanStep): Promise<Outcome> => {
+    switch (step.type) {
+      case 'unchanged':
+        return { entry: { id: step.id, action: 'unchanged' }, inventory: keepEntry(step.id) ?? { id: step.id } };
+      case 'skip':
+        return { entry: { id: step.id, action: 'skipped', reason: step.reason, ...(step.drift === undefined ? {} : { drift: step.drift }) }, inventory: step.keep ? keepEntry(step.id) : undefined };
+      case 'resolve': {
+        let live: KubeObject | undefined;
+        try {
+          live = await client.get(step.id, signal);
+        } catch (error) {
+          if (signal?.aborted === true) throw error;
+          return { entry: { id: step.id, action: 'failed', reason: describeError(error) }, inventory: keepEntry(step.id) };
+        }
+        return runApply(planObject(step.desired, live, plan.context));
+      }
+      case 'apply': {
+        try {
+          await client.apply(step.object, { fieldManager, force: step.force, signal });
+        } catch (error) {
+          if (signal?.aborted === true) throw error;
+          return { entry: { id: step.id, action: 'failed', reason: describeError(error) }, inventory: keepEntry(step.id) };
+        }
+        const created = step.create || previous.get(step.id)?.created === true;
+        const isNamespace = step.id.startsWith('/Namespace/');
+        return {
+          entry: { id: step.id, action: step.create ? 'created' : 'configured', ...(step.reason === undefined ? {} : { reason: step.reason }) },
+          inventory: isNamespace && created ? { id: step.id, created: true } : { id: step.id },
+        };
+      }
+      case 'delete':
+      case 'resolveStale':
+      case 'forget':
+        throw new Error(`a ${step.type} step among the applies of ${step.id}`);
+    }
+  };
+
+  const runPrune = async (step: PlanStep): Promise<Outcome> => {
+    switch (step.type) {
+      case 'forget':
+        return { entry: { id: step.id, action: step.gone ? 'deleted' : 'skipped', reason: step.reason } };
+      case 'resolveStale': {
+        let live: KubeObject | undefined;
+        try {
+          live = await client.get(step.id, signal);
+        } catch (error) {
+          if (signal?.aborted === true) throw error;
+          return { entry: { id: step.id, action: 'failed', reason: `not pruned: ${describeError(error)}` }, inventory: keepEntry(step.id) };
+        }
+        return runPrune(planStale(step.id, live, plan.context));
+      }
+      case 'delete':
+        try {
+          const result = await client.delete(step.id, { apiVersion: step.apiVersion, uid: step.uid, signal });
+          return { entry: { id: step.id, action: 'deleted', ...(result === 'absent' ? { reason: 'already absent' } : {}) } };
+        } catch (error) {
+          if (signal?.aborted === true) throw error;
+          // The entry stays: the delete is retried on the next sync.
+          return { entry: { id: step.id, action: 'failed', reason: describeError(error) }, inventory: keepEntry(step.id) };
+        }
+      case 'apply':
+      case 'unchanged':
+      case 'skip':
+      case 'resolve':
+        throw new Error(`a ${step.type} step among the prunes of ${step.id}`);
+    }
+  };
+
+  const outcomes: Outcome[] = [];
+  for (const tier of [0, 1, 2, 3] as const) {
+    const steps = plan.apply.filter((s) => s.tier === tier);
+    if (steps.length === 0) continue;
+    const results = await pool(steps, concurrency, runApply);
+    outcomes.push(...results);
+    if (tier === 1) {
+      // Custom resources in later tiers need their CRDs served first.
+      const crds = results.filter((r) => r.entry.action === 'created' || r.entry.action === 'configured').map((r) => parseObjectId(r.entry.id).name);
+      await pool(crds, concurrency, async (name) => {
+        try {
+          await client.waitEstablished(name, { timeoutMs: options.crdTimeoutMs ?? 60_000, ...(signal === undefined ? {} : { signal }) });
+        } catch (error) {
+          if (signal?.aborted === true) throw error;
+          // Its custom resources fail on their own with a clear "not served" reason.
+        }
+      });
+    }
+  }
+
+  const applyFailed = outcomes.filter((o) => o.entry.action === 'failed').length;
+  const prunes: Outcome[] = [];
+  if (applyFailed > 0) {
+    for (const step of plan.prune) {
+      prunes.push({ entry: { id: step.id, action: 'skipped', reason: `not pruned: ${applyFailed} object(s) failed to apply` }, inventory: keepEntry(step.id) });
+    }
+  } else {
+    for (const tier of [3, 2, 1, 0] as const) {
+      const steps = plan.prune.filter((s) => s.tier === tier);
+      if (steps.length > 0) prunes.push(...(await pool(steps, concurrency, runPrune)));
+    }
+  }
+
+  const all = [...outcomes, ...prunes];
+  const inventory: InventoryEntry[] = [];
+  const inInventory = new Set<string>();
+  for (const o of all) {
+    if (o.inventory !== undefined && !inInventory.has(o.inventory.id)) {
+      inInventory.add(o.inventory.id);
+      inventory.push(o.inventory);
+    }
+  }
+  return { entries: all.map((o) => o.entry), inventory, pruned: applyFailed === 0 };
+}

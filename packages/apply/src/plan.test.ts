@@ -1,0 +1,136 @@
+import { describe, expect, it } from 'vitest';
+import { APPLIED_DIGEST_ANNOTATION, OWNED_BY_ANNOTATION, OWNER_LABEL, PRUNE_ANNOTATION, objectId, type KubeObject, type Owner } from './identity.ts';
+import type { Inventory } from './inventory.ts';
+import { planApply, withOwnership, type LiveState, type PlanInput, type PlanStep, type Policy } from './plan.ts';
+
+const owner: Owner = { namespace: 'team', name: 'web', target: 'prod' };
+const other: Owner = { namespace: 'team', name: 'api', target: 'prod' };
+const cm = (name: string, data: Record<string, string> = { k: 'v' }, namespace = 'app'): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace }, data });
+const ns = (name: string): KubeObject => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+
+/** What the API server would hold after we applied `obj` (plus server fields). */
+const stored = (obj: KubeObject, by: Owner = owner): KubeObject => {
+  const marked = withOwnership(obj, by);
+  return { ...marked, metadata: { ...marked.metadata, uid: `uid-${obj.metadata.name}`, resourceVersion: '1' } };
+};
+const liveOf = (...objects: KubeObject[]): LiveState => ({ objects: new Map(objects.map((o) => [objectId(o), o])) });
+const plan = (input: Partial<PlanInput> & Pick<PlanInput, 'desired'>) => planApply({ inventory: [], live: liveOf(), owner, ...input });
+const summary = (steps: readonly PlanStep[]) => steps.map((s) => `${s.type} ${s.id}${s.type === 'apply' ? (s.force ? ' force' : '') : ''}`);
+
+describe('planApply', () => {
+  it('creates missing objects in tier order: Namespaces, CRDs, cluster-scoped, namespaced', () => {
+    const crd: KubeObject = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'widgets.x.dev' } };
+    const role: KubeObject = { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'r' } };
+    const p = plan({ desired: [cm('a'), role, crd, ns('app')] });
+    expect(summary(p.apply)).toEqual([
+      'apply /Namespace//app',
+      'apply apiextensions.k8s.io/CustomResourceDefinition//widgets.x.dev',
+      'apply rbac.authorization.k8s.io/ClusterRole//r',
+      'apply /ConfigMap/app/a',
+    ]);
+    const first = p.apply[0];
+    expect(first?.type === 'apply' && first.object.metadata.labels?.[OWNER_LABEL]).toMatch(/^[0-9a-f]{40}$/);
+    expect(first?.type === 'apply' && first.object.metadata.annotations?.[OWNED_BY_ANNOTATION]).toBe('team/web/prod');
+  });
+
+  it('plans nothing to write when the live objects hold what we applied', () => {
+    const p = plan({ desired: [cm('a')], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(cm('a'))) });
+    expect(summary(p.apply)).toEqual(['unchanged /ConfigMap/app/a']);
+    expect(p.prune).toEqual([]);
+  });
+
+  it('re-applies a changed render, forced, since the object is ours', () => {
+    const p = plan({ desired: [cm('a', { k: 'new' })], live: liveOf(stored(cm('a'))) });
+    expect(summary(p.apply)).toEqual(['apply /ConfigMap/app/a force']);
+  });
+
+  it('sees a removed field as a change (the digest differs) although the live object still holds the rest', () => {
+    const p = plan({ desired: [cm('a', { k: 'v' })], live: liveOf(stored(cm('a', { k: 'v', extra: 'x' }))) });
+    expect(summary(p.apply)).toEqual(['apply /ConfigMap/app/a force']);
+  });
+
+  it('corrects drift or reports it, per drift mode', () => {
+    const drifted = stored(cm('a'));
+    drifted['data'] = { k: 'edited' };
+    const corrected = plan({ desired: [cm('a')], live: liveOf(drifted), drift: 'Correct' }).apply[0];
+    expect(corrected).toMatchObject({ type: 'apply', force: true, reason: 'drift corrected: data.k' });
+    const reported = plan({ desired: [cm('a')], live: liveOf(drifted), drift: 'Report' }).apply[0];
+    expect(reported).toMatchObject({ type: 'skip', keep: true, drift: ['data.k'] });
+  });
+
+  it.each<[Policy, string]>([
+    ['Sync', 'skip'],
+    ['Keep', 'skip'],
+    ['Adopt', 'apply'],
+    ['Overwrite', 'apply force'],
+  ])('policy %s on an existing object that is not ours: %s', (policy, expected) => {
+    const foreign: KubeObject = { ...cm('a', { k: 'theirs' }), metadata: { name: 'a', namespace: 'app', managedFields: [{ manager: 'kubectl' }] } };
+    const step = plan({ desired: [cm('a')], live: liveOf(foreign), policy }).apply[0];
+    expect(step === undefined ? '' : `${step.type}${step.type === 'apply' && step.force ? ' force' : ''}`).toBe(expected);
+    if (policy === 'Sync') expect(step).toMatchObject({ reason: expect.stringContaining('kubectl') as unknown });
+  });
+
+  it('never touches an object another sync owns, whatever the policy', () => {
+    for (const policy of ['Sync', 'Adopt', 'Overwrite', 'Keep'] as const) {
+      const step = plan({ desired: [cm('a')], live: liveOf(stored(cm('a'), other)), policy }).apply[0];
+      expect(step).toMatchObject({ type: 'skip', keep: false, reason: 'Conflict: the object is owned by team/api/prod' });
+    }
+  });
+
+  it('Keep creates a missing object but leaves a changed one of ours alone', () => {
+    expect(summary(plan({ desired: [cm('a')], policy: 'Keep' }).apply)).toEqual(['apply /ConfigMap/app/a']);
+    expect(plan({ desired: [cm('a', { k: 'new' })], live: liveOf(stored(cm('a'))), policy: 'Keep' }).apply[0]).toMatchObject({ type: 'skip', keep: true });
+  });
+
+  it('prunes only stale objects that carry our mark, in reverse tier order', () => {
+    const disabled = stored(cm('kept'));
+    disabled.metadata.annotations = { ...disabled.metadata.annotations, [PRUNE_ANNOTATION]: 'disabled' };
+    const inventory: Inventory = [
+      { id: '/Namespace//app', created: true },
+      { id: '/Namespace//adopted' },
+      { id: '/ConfigMap/app/stale' },
+      { id: '/ConfigMap/app/kept' },
+      { id: '/ConfigMap/app/taken' },
+      { id: '/ConfigMap/app/gone' },
+      { id: '/ConfigMap/locked/hidden' },
+    ];
+    const p = plan({
+      desired: [cm('other', {}, 'elsewhere')],
+      inventory,
+      live: { objects: liveOf(stored(ns('app')), stored(ns('adopted')), stored(cm('stale')), disabled, stored(cm('taken'), other)).objects, unknownScopes: new Set(['/ConfigMap/locked']) },
+    });
+    expect(p.prune.map((s) => [s.type, s.id, 'reason' in s ? s.reason : ''])).toEqual([
+      ['resolveStale', '/ConfigMap/locked/hidden', ''],
+      ['forget', '/ConfigMap/app/gone', 'already absent'],
+      ['forget', '/ConfigMap/app/taken', 'not pruned: now owned by team/api/prod'],
+      ['forget', '/ConfigMap/app/kept', 'not pruned: syncline.dev/prune is disabled'],
+      ['delete', '/ConfigMap/app/stale', ''],
+      ['forget', '/Namespace//adopted', 'not pruned: a Namespace this sync did not create'],
+      ['delete', '/Namespace//app', ''],
+    ]);
+    const del = p.prune[4];
+    expect(del?.type === 'delete' && del.uid).toBe('uid-stale');
+  });
+
+  it('refuses an empty render for a non-empty inventory unless allowed', () => {
+    const inventory: Inventory = [{ id: '/ConfigMap/app/a' }];
+    const refused = plan({ desired: [], inventory, live: liveOf(stored(cm('a'))) });
+    expect(refused.blocked).toMatch(/no objects/);
+    expect(refused.prune).toEqual([]);
+    const allowed = plan({ desired: [], inventory, live: liveOf(stored(cm('a'))), allowEmpty: true });
+    expect(allowed.blocked).toBeUndefined();
+    expect(summary(allowed.prune)).toEqual(['delete /ConfigMap/app/a']);
+  });
+
+  it('defers objects whose scope could not be listed to the executor, and reports duplicates', () => {
+    const p = plan({ desired: [cm('a'), cm('a')], live: { objects: new Map(), unknownScopes: new Set(['/ConfigMap/app']) } });
+    expect(p.apply.map((s) => s.type)).toEqual(['resolve', 'skip']);
+  });
+
+  it('writes a digest of the marked object that ignores a stale digest in the input', () => {
+    const once = withOwnership(cm('a'), owner);
+    const twice = withOwnership(once, owner);
+    expect(twice.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION]).toBe(once.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION]);
+    expect(withOwnership({ ...cm('a'), metadata: { ...cm('a').metadata, uid: 'x', managedFields: [] } }, owner)).toEqual(once);
+  });
+});

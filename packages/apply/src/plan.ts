@@ -1,0 +1,224 @@
+// The pure half of apply: desired objects + inventory + live state in, a plan out. No clock, no network.
+import { digestOf } from './canonical.ts';
+import { differingPaths } from './compare.ts';
+import {
+  APPLIED_DIGEST_ANNOTATION,
+  OWNED_BY_ANNOTATION,
+  OWNER_LABEL,
+  groupOf,
+  objectId,
+  ownedBy,
+  ownerHash,
+  ownershipOf,
+  pruneDisabled,
+  scopeOf,
+  type KubeObject,
+  type Owner,
+} from './identity.ts';
+import { diffInventory, type Inventory } from './inventory.ts';
+
+/** How to treat an object that exists and is not ours (names from the replicator design note). */
+export const Policy = {
+  /** Create missing objects and update ours; an existing object that is not ours is reported, never touched. */
+  Sync: 'Sync',
+  /** Take over an existing object that carries no owner mark; conflicting fields of other managers fail it. */
+  Adopt: 'Adopt',
+  /** Take over an existing object that carries no owner mark, forcing conflicting fields. */
+  Overwrite: 'Overwrite',
+  /** Create missing objects; never modify an existing one. */
+  Keep: 'Keep',
+} as const;
+export type Policy = (typeof Policy)[keyof typeof Policy];
+
+/** What to do when an object we applied was edited by someone else since. */
+export const DriftMode = {
+  /** Re-apply it (one forced write). */
+  Correct: 'Correct',
+  /** Leave it and list what drifted. */
+  Report: 'Report',
+} as const;
+export type DriftMode = (typeof DriftMode)[keyof typeof DriftMode];
+
+/**
+ * Live state of the objects a plan touches. `objects` is keyed by objectId; an id whose (group/Kind/namespace)
+ * scope is in `unknownScopes` could not be listed (forbidden, kind not served yet) and is read again by the
+ * executor. Any other id missing from `objects` does not exist.
+ */
+export type LiveState = {
+  readonly objects: ReadonlyMap<string, KubeObject>;
+  readonly unknownScopes?: ReadonlySet<string>;
+};
+
+/** Apply order: Namespaces, CRDs, other cluster-scoped objects, namespaced objects. Deletion runs in reverse. */
+export type Tier = 0 | 1 | 2 | 3;
+
+export type PlanStep =
+  /** Server-side apply `object`; `create` says whether it was absent when planned. */
+  | { readonly type: 'apply'; readonly id: string; readonly tier: Tier; readonly object: KubeObject; readonly force: boolean; readonly create: boolean; readonly reason?: string }
+  | { readonly type: 'unchanged'; readonly id: string; readonly tier: Tier }
+  /** Nothing to write; `keep` says whether the id stays in the inventory. */
+  | { readonly type: 'skip'; readonly id: string; readonly tier: Tier; readonly reason: string; readonly keep: boolean; readonly drift?: readonly string[] }
+  /** Live state unknown: the executor reads the object and plans it with planObject. */
+  | { readonly type: 'resolve'; readonly id: string; readonly tier: Tier; readonly desired: KubeObject }
+  /** Delete a stale object we own (uid precondition: exactly the object that was checked). */
+  | { readonly type: 'delete'; readonly id: string; readonly tier: Tier; readonly apiVersion: string; readonly uid: string | undefined }
+  /** A stale id whose live state is unknown: the executor reads it and plans it with planStale. */
+  | { readonly type: 'resolveStale'; readonly id: string; readonly tier: Tier }
+  /** A stale id that leaves the inventory without a delete (already gone, or not ours to delete). */
+  | { readonly type: 'forget'; readonly id: string; readonly tier: Tier; readonly gone: boolean; readonly reason: string };
+
+export type PlanContext = {
+  readonly owner: Owner;
+  readonly policy: Policy;
+  readonly drift: DriftMode;
+  /** Ids of Namespaces this sync created (from the inventory): only those may be deleted. */
+  readonly createdNamespaces: ReadonlySet<string>;
+  readonly prune: boolean;
+};
+
+export type Plan = {
+  readonly owner: Owner;
+  readonly previous: Inventory;
+  /** Apply steps in tier order. */
+  readonly apply: readonly PlanStep[];
+  /** Steps for stale ids, in reverse tier order; the executor holds them back when any apply failed. */
+  readonly prune: readonly PlanStep[];
+  /** Set when the plan refuses to run (an empty render for a non-empty inventory); nothing is written. */
+  readonly blocked?: string;
+  readonly context: PlanContext;
+};
+
+export type PlanInput = {
+  readonly desired: readonly KubeObject[];
+  readonly inventory: Inventory;
+  readonly live: LiveState;
+  readonly owner: Owner;
+  readonly policy?: Policy;
+  readonly drift?: DriftMode;
+  /** Delete stale objects (default true); false leaves them in place and drops them from the inventory. */
+  readonly prune?: boolean;
+  /** Allow a render of zero objects to prune a non-empty inventory. */
+  readonly allowEmpty?: boolean;
+};
+
+export function tierOf(id: string): Tier {
+  if (id.startsWith('/Namespace/')) return 0;
+  if (id.startsWith('apiextensions.k8s.io/CustomResourceDefinition/')) return 1;
+  return scopeOf(id).endsWith('/') ? 2 : 3;
+}
+
+const SERVER_METADATA = ['uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'managedFields', 'selfLink'];
+
+/** The object we send: the desired object, without server-set metadata, with our ownership mark and digest. */
+export function withOwnership(desired: KubeObject, owner: Owner): KubeObject {
+  const metadata: KubeObject['metadata'] = { ...desired.metadata };
+  for (const key of SERVER_METADATA) delete metadata[key];
+  metadata.labels = { ...desired.metadata.labels, [OWNER_LABEL]: ownerHash(owner) };
+  const annotations: Record<string, string> = { ...desired.metadata.annotations, [OWNED_BY_ANNOTATION]: ownedBy(owner) };
+  delete annotations[APPLIED_DIGEST_ANNOTATION];
+  const marked: KubeObject = { ...desired, metadata: { ...metadata, annotations } };
+  annotations[APPLIED_DIGEST_ANNOTATION] = digestOf(marked);
+  return marked;
+}
+
+function managersOf(live: KubeObject): string {
+  const names = [...new Set((live.metadata.managedFields ?? []).map((m) => m.manager).filter((m): m is string => m !== undefined))];
+  return names.length === 0 ? '' : ` (field managers: ${names.join(', ')})`;
+}
+
+/** Plans one desired object against its live state (undefined: it does not exist). */
+export function planObject(desired: KubeObject, live: KubeObject | undefined, context: PlanContext): PlanStep {
+  const id = objectId(desired);
+  const tier = tierOf(id);
+  const object = withOwnership(desired, context.owner);
+  if (live === undefined) return { type: 'apply', id, tier, object, force: false, create: true };
+
+  const ownership = ownershipOf(live, context.owner);
+  switch (ownership.kind) {
+    case 'other':
+      // Two syncs rendering the same object is a reported conflict, never a tug of war: no policy overrides it.
+      return { type: 'skip', id, tier, keep: false, reason: `Conflict: the object is owned by ${ownership.ownedBy}` };
+    case 'unmarked':
+      switch (context.policy) {
+        case 'Sync':
+          return { type: 'skip', id, tier, keep: false, reason: `Conflict: the object exists and is not managed by Syncline${managersOf(live)}; policy Sync leaves it (Adopt or Overwrite take it over)` };
+        case 'Keep':
+          return { type: 'skip', id, tier, keep: false, reason: 'the object exists; policy Keep never modifies it' };
+        case 'Adopt':
+          return { type: 'apply', id, tier, object, force: false, create: false, reason: 'adopted' };
+        case 'Overwrite':
+          return { type: 'apply', id, tier, object, force: true, create: false, reason: 'overwritten' };
+      }
+      break;
+    case 'ours':
+      break;
+  }
+
+  const changed = live.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION] !== object.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION];
+  const paths = differingPaths(object, live);
+  if (!changed && paths.length === 0) return { type: 'unchanged', id, tier };
+  if (context.policy === 'Keep') return { type: 'skip', id, tier, keep: true, reason: 'policy Keep never modifies an existing object' };
+  // Ours: force, as a controller should for the fields it manages (someone's kubectl edit took them over).
+  if (changed) return { type: 'apply', id, tier, object, force: true, create: false };
+  if (context.drift === 'Report') return { type: 'skip', id, tier, keep: true, reason: `drifted: ${paths.join(', ')}`, drift: paths };
+  return { type: 'apply', id, tier, object, force: true, create: false, reason: `drift corrected: ${paths.join(', ')}` };
+}
+
+/** Plans one stale inventory id against its live state (undefined: it does not exist). */
+export function planStale(id: string, live: KubeObject | undefined, context: PlanContext): PlanStep {
+  const tier = tierOf(id);
+  if (live === undefined) return { type: 'forget', id, tier, gone: true, reason: 'already absent' };
+  if (!context.prune) return { type: 'forget', id, tier, gone: false, reason: 'prune is off: left in place' };
+  const ownership = ownershipOf(live, context.owner);
+  if (ownership.kind === 'other') return { type: 'forget', id, tier, gone: false, reason: `not pruned: now owned by ${ownership.ownedBy}` };
+  if (ownership.kind === 'unmarked') return { type: 'forget', id, tier, gone: false, reason: 'not pruned: the object no longer carries our ownership mark' };
+  if (pruneDisabled(live)) return { type: 'forget', id, tier, gone: false, reason: 'not pruned: syncline.dev/prune is disabled' };
+  if (tier === 0 && !context.createdNamespaces.has(id)) return { type: 'forget', id, tier, gone: false, reason: 'not pruned: a Namespace this sync did not create' };
+  return { type: 'delete', id, tier, apiVersion: live.apiVersion, uid: live.metadata.uid };
+}
+
+function lookup(live: LiveState, id: string): KubeObject | undefined | 'unknown' {
+  const found = live.objects.get(id);
+  if (found !== undefined) return found;
+  return live.unknownScopes?.has(scopeOf(id)) === true ? 'unknown' : undefined;
+}
+
+/** Plans an apply: what to write, what is already there, what to prune. Pure. */
+export function planApply(input: PlanInput): Plan {
+  const context: PlanContext = {
+    owner: input.owner,
+    policy: input.policy ?? 'Sync',
+    drift: input.drift ?? 'Correct',
+    prune: input.prune ?? true,
+    createdNamespaces: new Set(input.inventory.filter((e) => e.created === true).map((e) => e.id)),
+  };
+  const base = { owner: input.owner, previous: input.inventory, context };
+  if (input.desired.length === 0 && input.inventory.length > 0 && input.allowEmpty !== true) {
+    return { ...base, apply: [], prune: [], blocked: `the render yielded no objects while ${input.inventory.length} are applied; refusing to prune them all (allowEmpty overrides)` };
+  }
+
+  const seen = new Set<string>();
+  const apply: PlanStep[] = [];
+  for (const desired of input.desired) {
+    const id = objectId(desired);
+    if (seen.has(id)) {
+      apply.push({ type: 'skip', id, tier: tierOf(id), keep: false, reason: 'duplicate: the render holds this object more than once' });
+      continue;
+    }
+    seen.add(id);
+    if (groupOf(desired.apiVersion) === '' && desired.kind === 'Namespace' && desired.metadata.namespace !== undefined) {
+      apply.push({ type: 'skip', id, tier: 0, keep: false, reason: 'a Namespace cannot have a namespace' });
+      continue;
+    }
+    const live = lookup(input.live, id);
+    apply.push(live === 'unknown' ? { type: 'resolve', id, tier: tierOf(id), desired } : planObject(desired, live, context));
+  }
+  apply.sort((a, b) => a.tier - b.tier);
+
+  const prune = diffInventory(input.inventory, [...seen]).map((id): PlanStep => {
+    const live = lookup(input.live, id);
+    return live === 'unknown' ? { type: 'resolveStale', id, tier: tierOf(id) } : planStale(id, live, context);
+  });
+  prune.sort((a, b) => b.tier - a.tier);
+  return { ...base, apply, prune };
+}
