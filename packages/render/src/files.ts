@@ -59,25 +59,30 @@ export function selectFiles(files: SourceFiles, path: string): Selection {
   const all = entries(files).map((file) => ({ path: normalizePath(file.path), content: file.content }));
   const exact = all.find((file) => file.path === root && root !== '');
   if (exact !== undefined) {
-    return { root, singleFile: true, files: [{ ...exact, relative: baseName(exact.path) }], partials: new Map() };
+    // One file: partials come from the `_partials/` beside it.
+    const directory = root.includes('/') ? `${root.slice(0, root.lastIndexOf('/'))}/` : '';
+    return { root, singleFile: true, files: [{ ...exact, relative: baseName(exact.path) }], partials: collectPartials(all, directory) };
   }
   const prefix = root === '' ? '' : `${root}/`;
   const under = all.filter((file) => file.path.startsWith(prefix)).map((file) => ({ ...file, relative: file.path.slice(prefix.length) }));
   if (under.length === 0) {
     throw new RenderError({ reason: RenderErrorReason.PathNotFound, file: root === '' ? '.' : root, detail: 'the source holds no file at this path' });
   }
-  const partials = new Map<string, SelectedFile>();
-  const rendered: SelectedFile[] = [];
-  for (const file of under) {
-    if (isHidden(file.relative)) continue;
-    if (file.relative.startsWith(`${partialsDirectory}/`)) {
-      if (file.relative.endsWith('.hbs')) partials.set(file.relative.slice(partialsDirectory.length + 1, -'.hbs'.length), file);
-      continue;
-    }
-    rendered.push(file);
-  }
+  const rendered = under.filter((file) => !isHidden(file.relative) && !file.relative.startsWith(`${partialsDirectory}/`));
   rendered.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  return { root, singleFile: false, files: rendered, partials };
+  return { root, singleFile: false, files: rendered, partials: collectPartials(all, prefix) };
+}
+
+function collectPartials(all: readonly SourceFile[], prefix: string): Map<string, SelectedFile> {
+  const partials = new Map<string, SelectedFile>();
+  const directory = `${prefix}${partialsDirectory}/`;
+  for (const file of all) {
+    if (!file.path.startsWith(directory) || !file.path.endsWith('.hbs')) continue;
+    const relative = file.path.slice(prefix.length);
+    if (isHidden(relative)) continue;
+    partials.set(file.path.slice(directory.length, -'.hbs'.length), { ...file, relative });
+  }
+  return partials;
 }
 
 /** Dot-files and dot-directories (`.github/`, `.gitkeep`) are never rendered. */

@@ -115,7 +115,7 @@ export function renderTarget(options: RenderTargetOptions): KubernetesObject[] {
 }
 
 function plain(fields: Record<string, unknown>): object {
-  return Object.assign(Object.create(null) as object, fields);
+  return { ...fields };
 }
 
 function renderManifests(state: RenderState): { document: unknown; origin: DocumentOrigin }[] {

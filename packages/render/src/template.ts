@@ -332,6 +332,8 @@ const markerClose = '\uE003';
 
 class Session {
   readonly files: string[];
+  /** Compiled templates by file (the main one and its partials), to locate partial calls. */
+  readonly templates = new Map<string, CompiledTemplate>();
   readonly slots: unknown[] = [];
   operations = 0;
   output = 0;
@@ -341,6 +343,7 @@ class Session {
   constructor(options: RunTemplateOptions) {
     this.options = options;
     this.files = [options.template.file];
+    this.templates.set(options.template.file, options.template);
   }
 
   get file(): string {
@@ -466,6 +469,7 @@ function sessionPartials(session: Session, compiledFor: (name: string) => Compil
         });
       }
       seen.add(reference.name);
+      session.templates.set(partial.file, partial);
       partials[reference.name] = (context: unknown, options: unknown) => {
         const loc = referenceLoc(session, reference.name);
         if (session.depth >= session.options.limits.maxPartialDepth) {
@@ -496,9 +500,7 @@ function sessionPartials(session: Session, compiledFor: (name: string) => Compil
 }
 
 function referenceLoc(session: Session, name: string): { line: number; column: number } | undefined {
-  const current = session.file;
-  const template = current === session.options.template.file ? session.options.template : undefined;
-  const reference = template?.partials.find((r) => r.name === name);
+  const reference = session.templates.get(session.file)?.partials.find((r) => r.name === name);
   return reference === undefined ? undefined : { line: reference.line, column: reference.column };
 }
 

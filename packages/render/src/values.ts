@@ -4,7 +4,10 @@
 import { RenderError, RenderErrorReason } from './errors.ts';
 import { parseYamlDocuments, yamlErrorPosition } from './yaml.ts';
 
-/** Plain data: what YAML or JSON can express. Objects handed to templates have no prototype. */
+/**
+ * Plain data: what YAML or JSON can express. Templates only ever read own properties (see template.ts), so the
+ * ordinary Object prototype is unreachable from them; a `__proto__` key is kept as an own data property.
+ */
 export type Values = { [key: string]: unknown };
 
 const hasOwn = Object.prototype.hasOwnProperty;
@@ -32,7 +35,7 @@ export function parseValues(yamlText: string, origin: string): Values {
     throw new RenderError({ reason: RenderErrorReason.InvalidValues, file: origin, detail: 'values must be one YAML document' });
   }
   const [document] = present;
-  if (document === undefined) return Object.create(null) as Values;
+  if (document === undefined) return {} as Values;
   if (!isPlainMapping(document)) {
     throw new RenderError({ reason: RenderErrorReason.InvalidValues, file: origin, detail: `values must be a mapping, not ${describeKind(document)}` });
   }
@@ -40,11 +43,11 @@ export function parseValues(yamlText: string, origin: string): Values {
 }
 
 /**
- * Deep-merge values layers, lowest precedence first. Returns a fresh prototype-free copy; inputs are not
+ * Deep-merge values layers, lowest precedence first. Returns a fresh copy of plain data; inputs are not
  * modified. `undefined` layers are skipped so optional sources can be passed as they are.
  */
 export function layerValues(layers: readonly (Values | undefined)[]): Values {
-  let result: Values = Object.create(null) as Values;
+  let result: Values = {} as Values;
   layers.forEach((layer, index) => {
     if (layer === undefined) return;
     if (!isPlainMapping(layer)) {
@@ -56,7 +59,7 @@ export function layerValues(layers: readonly (Values | undefined)[]): Values {
 }
 
 function mergeMapping(base: Values, over: Values): Values {
-  const out = Object.create(null) as Values;
+  const out = {} as Values;
   for (const key of Object.keys(base)) defineValue(out, key, base[key]);
   for (const key of Object.keys(over)) {
     const value = over[key];
@@ -70,7 +73,7 @@ function mergeMapping(base: Values, over: Values): Values {
   return out;
 }
 
-/** Copy plain data into prototype-free objects, refusing anything that is not data (functions, class instances). */
+/** Copy plain data into fresh ordinary objects, refusing anything that is not data (functions, class instances). */
 export function toPlainValues(input: Values, origin: string): Values {
   return copyPlain(input, origin, '', 0) as Values;
 }
@@ -82,13 +85,10 @@ function copyPlain(value: unknown, origin: string, path: string, depth: number):
     throw new RenderError({ reason: RenderErrorReason.InvalidValues, file: origin, detail: `values nest deeper than ${maxValuesDepth} levels at ${path || '(root)'}` });
   }
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value) && !Number.isNaN(value)) return value;
-    return value;
-  }
+  if (typeof value === 'number') return value;
   if (Array.isArray(value)) return value.map((item, i) => copyPlain(item, origin, `${path}[${i}]`, depth + 1));
   if (isPlainMapping(value)) {
-    const out = Object.create(null) as Values;
+    const out = {} as Values;
     for (const key of Object.keys(value)) defineValue(out, key, copyPlain(value[key], origin, path === '' ? key : `${path}.${key}`, depth + 1));
     return out;
   }
