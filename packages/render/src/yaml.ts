@@ -17,24 +17,16 @@ export function slotToken(index: number): string {
   return `${slotOpen}${index}\uE001`;
 }
 
-/** A plain scalar that contains at least one slot; typed once the values are substituted. */
-class PlainSlotScalar {
-  readonly text: string;
-  constructor(text: string) {
-    this.text = text;
-  }
-  // js-yaml turns mapping keys into strings with String(key).
-  toString(): string {
-    return this.text;
-  }
-}
+// A plain scalar that contains at least one slot is tagged with this prefix and typed once the values are
+// substituted. A string rather than an object, because js-yaml turns object keys into '[object Object]'.
+const plainMark = '\uE004';
 
 const jsyamlTypes = (jsyaml as unknown as { types: Record<'merge' | 'null' | 'bool' | 'int' | 'float', jsyaml.Type> }).types;
 
 const plainSlotType = new jsyaml.Type('tag:syncline.dev,2026:plain-slot', {
   kind: 'scalar',
   resolve: (data: unknown) => typeof data === 'string' && data.includes(slotOpen),
-  construct: (data: string) => new PlainSlotScalar(data),
+  construct: (data: string) => plainMark + data,
 });
 
 // YAML 1.2 core schema (no timestamps turning into Dates, no !!binary), plus `<<` merge keys that Kubernetes'
@@ -71,9 +63,11 @@ interface MaterializeState {
 
 function materialize(node: unknown, state: MaterializeState): unknown {
   if (++state.nodes > state.maxNodes) throw new NodeLimitError(`more than ${state.maxNodes} YAML nodes`);
-  if (typeof node === 'string') return state.slots !== undefined && node.includes(slotOpen) ? substitute(node, state.slots) : node;
+  if (typeof node === 'string') {
+    if (node.startsWith(plainMark)) return resolvePlainSlot(node.slice(1), state.slots);
+    return state.slots !== undefined && node.includes(slotOpen) ? substitute(node, state.slots) : node;
+  }
   if (node === null || typeof node !== 'object') return node;
-  if (node instanceof PlainSlotScalar) return resolvePlainSlot(node.text, state.slots);
   if (Array.isArray(node)) {
     const out: unknown[] = new Array<unknown>(node.length);
     for (let i = 0; i < node.length; i++) out[i] = materialize(node[i], state);
@@ -82,7 +76,8 @@ function materialize(node: unknown, state: MaterializeState): unknown {
   const out: Record<string, unknown> = {};
   const source = node as Record<string, unknown>;
   for (const rawKey of Object.keys(source)) {
-    const key = state.slots !== undefined && rawKey.includes(slotOpen) ? substitute(rawKey, state.slots) : rawKey;
+    const unmarked = rawKey.startsWith(plainMark) ? rawKey.slice(1) : rawKey;
+    const key = state.slots !== undefined && unmarked.includes(slotOpen) ? substitute(unmarked, state.slots) : unmarked;
     if (Object.prototype.hasOwnProperty.call(out, key)) throw new DuplicateKeyError(key);
     setOwn(out, key, materialize(source[rawKey], state));
   }
@@ -116,7 +111,7 @@ function substitute(text: string, slots: readonly unknown[]): string {
 }
 
 function resolvePlainSlot(text: string, slots: readonly unknown[] | undefined): unknown {
-  if (slots === undefined) return text;
+  if (slots === undefined) return resolvePlainScalar(text);
   // A scalar that is exactly one slot keeps a number, boolean or null value as it is.
   const whole = /^\uE000(\d+)\uE001$/.exec(text);
   if (whole !== null) {
@@ -132,6 +127,7 @@ function resolvePlainSlot(text: string, slots: readonly unknown[] | undefined): 
 
 /** Type a plain scalar's text with the YAML 1.2 core schema (null, bool, int, float, else string). */
 export function resolvePlainScalar(text: string): unknown {
+  if (text === '') return null;
   for (const type of coreImplicit) {
     if (type.resolve(text)) return type.construct(text);
   }
