@@ -1,0 +1,305 @@
+// planApply + executePlan against the real control plane: policies, drift, CRDs, prune safety, rollback, RBAC.
+import { CoreV1Api, RbacAuthorizationV1Api, ApiextensionsV1Api } from '@kubernetes/client-node';
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { RESTRICTED_USER, isNotFound, testKubeConfig, testNamespace } from '@syncline/test-support/kube';
+import {
+  ApiError,
+  PRUNE_ANNOTATION,
+  createApplyClient,
+  digestRendered,
+  executePlan,
+  planApply,
+  readLive,
+  recordHistory,
+  rollbackTarget,
+  type ApplyClient,
+  type ChangeSet,
+  type DriftMode,
+  type HistoryEntry,
+  type Inventory,
+  type KubeObject,
+  type Owner,
+  type Policy,
+} from './index.ts';
+
+const kc = testKubeConfig();
+const core = kc.makeApiClient(CoreV1Api);
+const admin = await createApplyClient(kc);
+
+const cm = (namespace: string, name: string, data: Record<string, string> = { k: 'v' }): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace }, data });
+const secret = (namespace: string, name: string): KubeObject => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace }, stringData: { password: 'hunter2' } });
+const deployment = (namespace: string, name: string, image = 'nginx:1.27'): KubeObject => ({
+  apiVersion: 'apps/v1',
+  kind: 'Deployment',
+  metadata: { name, namespace },
+  spec: {
+    replicas: 1,
+    selector: { matchLabels: { app: name } },
+    template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'web', image, resources: { limits: { cpu: 0.5, memory: '1024Mi' } }, ports: [{ containerPort: 80 }] }] } },
+  },
+});
+
+/** Counts the writes a client makes, and can fail deletes on demand. */
+function instrumented(inner: ApplyClient, options: { failDeletes?: boolean } = {}): ApplyClient & { writes: number } {
+  const counted = {
+    ...inner,
+    writes: 0,
+    apply: (...args: Parameters<ApplyClient['apply']>) => {
+      counted.writes++;
+      return inner.apply(...args);
+    },
+    delete: (...args: Parameters<ApplyClient['delete']>) => {
+      counted.writes++;
+      if (options.failDeletes === true) return Promise.reject(new ApiError({ status: 500, reason: 'InternalError', message: 'injected delete failure' }));
+      return inner.delete(...args);
+    },
+  };
+  return counted;
+}
+
+type SyncOptions = { owner: Owner; inventory?: Inventory; policy?: Policy; drift?: DriftMode; client?: ApplyClient; allowEmpty?: boolean };
+
+async function sync(desired: KubeObject[], options: SyncOptions): Promise<ChangeSet> {
+  const client = options.client ?? admin;
+  const inventory = options.inventory ?? [];
+  const live = await readLive({ client, desired, inventory });
+  const plan = planApply({ desired, inventory, live, owner: options.owner, ...(options.policy ? { policy: options.policy } : {}), ...(options.drift ? { drift: options.drift } : {}), ...(options.allowEmpty ? { allowEmpty: true } : {}) });
+  return executePlan(plan, { client });
+}
+
+const actions = (changes: ChangeSet): Record<string, string> => Object.fromEntries(changes.entries.map((e) => [e.id, e.action]));
+const ownerIn = (namespace: string, target = 'prod'): Owner => ({ namespace, name: 'web', target });
+const exists = async (namespace: string, name: string): Promise<boolean> =>
+  core.readNamespacedConfigMap({ name, namespace }).then(() => true, (error: unknown) => {
+    if (isNotFound(error)) return false;
+    throw error;
+  });
+
+describe('executePlan against the real API server', () => {
+  it('creates, then finds everything unchanged without a write, then configures what changed', async () => {
+    await using ns = await testNamespace();
+    const owner = ownerIn(ns.name);
+    const desired = [cm(ns.name, 'a'), secret(ns.name, 's'), deployment(ns.name, 'web')];
+    // given a first apply
+    const first = await sync(desired, { owner });
+    expect(actions(first)).toEqual({ [`/ConfigMap/${ns.name}/a`]: 'created', [`/Secret/${ns.name}/s`]: 'created', [`apps/Deployment/${ns.name}/web`]: 'created' });
+    const before = await core.readNamespacedConfigMap({ name: 'a', namespace: ns.name });
+
+    // when the same set is applied again, then nothing is written
+    const counting = instrumented(admin);
+    const again = await sync(desired, { owner, inventory: first.inventory, client: counting });
+    expect(new Set(again.entries.map((e) => e.action))).toEqual(new Set(['unchanged']));
+    expect(counting.writes).toBe(0);
+    expect((await core.readNamespacedConfigMap({ name: 'a', namespace: ns.name })).metadata?.resourceVersion).toBe(before.metadata?.resourceVersion);
+
+    // when one object changes, then only it is configured
+    const changed = await sync([cm(ns.name, 'a', { k: 'new' }), desired[1] as KubeObject, desired[2] as KubeObject], { owner, inventory: again.inventory });
+    expect(actions(changed)[`/ConfigMap/${ns.name}/a`]).toBe('configured');
+    expect(changed.entries.filter((e) => e.action === 'unchanged')).toHaveLength(2);
+    expect((await core.readNamespacedConfigMap({ name: 'a', namespace: ns.name })).data).toEqual({ k: 'new' });
+  });
+
+  it('applies each policy to an object that exists and is not ours; Adopt reports the conflicting field manager', async () => {
+    await using ns = await testNamespace();
+    const owner = ownerIn(ns.name);
+    // given objects someone else applied with their own field manager
+    for (const name of ['sync', 'keep', 'adopt', 'adopt-same', 'overwrite']) {
+      await admin.apply({ ...cm(ns.name, name, { k: name === 'adopt-same' ? 'v' : 'theirs' }) }, { fieldManager: 'someone', force: false });
+    }
+    const results: Record<string, ChangeSet> = {};
+    for (const [name, policy] of [['sync', 'Sync'], ['keep', 'Keep'], ['adopt', 'Adopt'], ['adopt-same', 'Adopt'], ['overwrite', 'Overwrite']] as const) {
+      results[name] = await sync([cm(ns.name, name)], { owner, policy });
+    }
+    const entry = (name: string) => results[name]?.entries[0];
+    expect(entry('sync')).toMatchObject({ action: 'skipped', reason: expect.stringContaining('someone') as unknown });
+    expect(entry('keep')).toMatchObject({ action: 'skipped' });
+    expect(entry('adopt')).toMatchObject({ action: 'failed', reason: expect.stringMatching(/Conflict.*someone/) as unknown });
+    expect(entry('adopt-same')).toMatchObject({ action: 'configured', reason: 'adopted' });
+    expect(entry('overwrite')).toMatchObject({ action: 'configured', reason: 'overwritten' });
+    // then only the taken-over objects are ours, and the others are untouched
+    expect(results['adopt-same']?.inventory.map((e) => e.id)).toEqual([`/ConfigMap/${ns.name}/adopt-same`]);
+    expect(results['sync']?.inventory).toEqual([]);
+    expect((await core.readNamespacedConfigMap({ name: 'sync', namespace: ns.name })).data).toEqual({ k: 'theirs' });
+    expect((await core.readNamespacedConfigMap({ name: 'keep', namespace: ns.name })).data).toEqual({ k: 'theirs' });
+    expect((await core.readNamespacedConfigMap({ name: 'overwrite', namespace: ns.name })).data).toEqual({ k: 'v' });
+    // and a second sync of another owner never takes ours over
+    const rival = await sync([cm(ns.name, 'overwrite')], { owner: ownerIn(ns.name, 'staging'), policy: 'Overwrite' });
+    expect(rival.entries[0]).toMatchObject({ action: 'skipped', reason: `Conflict: the object is owned by ${ns.name}/web/prod` });
+  });
+
+  it('reports drift under Report and corrects it with one write under Correct', async () => {
+    await using ns = await testNamespace();
+    const owner = ownerIn(ns.name);
+    const desired = [deployment(ns.name, 'web'), cm(ns.name, 'a')];
+    const first = await sync(desired, { owner });
+    // given someone edits a field we manage (an update, as kubectl edit does)
+    const live = await core.readNamespacedConfigMap({ name: 'a', namespace: ns.name });
+    await core.replaceNamespacedConfigMap({ name: 'a', namespace: ns.name, body: { ...live, data: { k: 'edited' } }, fieldManager: 'kubectl-edit' });
+
+    // when drift is Report, then it is listed and left
+    const reported = await sync(desired, { owner, inventory: first.inventory, drift: 'Report' });
+    expect(reported.entries.find((e) => e.id.endsWith('/a'))).toMatchObject({ action: 'skipped', drift: ['data.k'] });
+    expect(reported.inventory).toHaveLength(2);
+    expect((await core.readNamespacedConfigMap({ name: 'a', namespace: ns.name })).data).toEqual({ k: 'edited' });
+
+    // when drift is Correct, then exactly one write restores it
+    const counting = instrumented(admin);
+    const corrected = await sync(desired, { owner, inventory: reported.inventory, drift: 'Correct', client: counting });
+    expect(counting.writes).toBe(1);
+    expect(corrected.entries.find((e) => e.id.endsWith('/a'))).toMatchObject({ action: 'configured', reason: 'drift corrected: data.k' });
+    expect((await core.readNamespacedConfigMap({ name: 'a', namespace: ns.name })).data).toEqual({ k: 'v' });
+  });
+
+  it('applies a CRD and its custom resource in one apply, and prunes them in reverse order', async () => {
+    await using ns = await testNamespace();
+    const owner = ownerIn(ns.name);
+    const group = `apply${randomBytes(3).toString('hex')}.syncline.dev`;
+    const crd: KubeObject = {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: `gadgets.${group}` },
+      spec: {
+        group,
+        scope: 'Namespaced',
+        names: { plural: 'gadgets', singular: 'gadget', kind: 'Gadget', listKind: 'GadgetList' },
+        versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: { size: { type: 'integer' } } } } } } }],
+      },
+    };
+    const gadget: KubeObject = { apiVersion: `${group}/v1`, kind: 'Gadget', metadata: { name: 'g', namespace: ns.name }, spec: { size: 3 } };
+    try {
+      // when the custom resource comes first in the render, then the CRD is still applied and established first
+      const first = await sync([gadget, crd], { owner });
+      expect(first.entries.map((e) => [e.id, e.action])).toEqual([
+        [`apiextensions.k8s.io/CustomResourceDefinition//gadgets.${group}`, 'created'],
+        [`${group}/Gadget/${ns.name}/g`, 'created'],
+      ]);
+      const again = await sync([gadget, crd], { owner, inventory: first.inventory });
+      expect(again.entries.map((e) => e.action)).toEqual(['unchanged', 'unchanged']);
+      const pruned = await sync([cm(ns.name, 'only')], { owner, inventory: again.inventory });
+      expect(pruned.entries.map((e) => [e.id, e.action])).toEqual([
+        [`/ConfigMap/${ns.name}/only`, 'created'],
+        [`${group}/Gadget/${ns.name}/g`, 'deleted'],
+        [`apiextensions.k8s.io/CustomResourceDefinition//gadgets.${group}`, 'deleted'],
+      ]);
+    } finally {
+      await kc.makeApiClient(ApiextensionsV1Api).deleteCustomResourceDefinition({ name: `gadgets.${group}` }).catch(() => undefined);
+    }
+  });
+
+  it('prunes what left the render, but never an object marked prune-disabled or now owned by someone else', async () => {
+    await using ns = await testNamespace();
+    const owner = ownerIn(ns.name);
+    const first = await sync([cm(ns.name, 'keep'), cm(ns.name, 'removed'), cm(ns.name, 'disabled'), cm(ns.name, 'taken')], { owner });
+    // given one object opted out of pruning and one now marked by another owner
+    await core.patchNamespacedConfigMap({ name: 'disabled', namespace: ns.name, body: [{ op: 'add', path: `/metadata/annotations/${PRUNE_ANNOTATION.replace('/', '~1')}`, value: 'disabled' }] });
+    const taken = await core.readNamespacedConfigMap({ name: 'taken', namespace: ns.name });
+    await core.replaceNamespacedConfigMap({
+      name: 'taken', namespace: ns.name,
+      body: { ...taken, metadata: { ...taken.metadata, labels: { 'syncline.dev/owner': 'someone-else' }, annotations: { 'syncline.dev/owned-by': 'x/y/z' } } },
+    });
+
+    // when the render keeps only one object
+    const second = await sync([cm(ns.name, 'keep')], { owner, inventory: first.inventory });
+    expect(actions(second)).toEqual({
+      [`/ConfigMap/${ns.name}/keep`]: 'unchanged',
+      [`/ConfigMap/${ns.name}/removed`]: 'deleted',
+      [`/ConfigMap/${ns.name}/disabled`]: 'skipped',
+      [`/ConfigMap/${ns.name}/taken`]: 'skipped',
+    });
+    expect(second.entries.find((e) => e.id.endsWith('/taken'))?.reason).toBe('not pruned: now owned by x/y/z');
+    // then only the removed one is gone, and the inventory holds what is ours
+    expect(await exists(ns.name, 'removed')).toBe(false);
+    expect(await exists(ns.name, 'disabled')).toBe(true);
+    expect(await exists(ns.name, 'taken')).toBe(true);
+    expect(second.inventory.map((e) => e.id)).toEqual([`/ConfigMap/${ns.name}/keep`]);
+  });
+
+  it('keeps an inventory entry whose delete failed, refuses an empty render, and deletes only Namespaces it created', async () => {
+    await using ns = await testNamespace();
+    const owner = ownerIn(ns.name);
+    const created = `apply-ns-${randomBytes(3).toString('hex')}`;
+    const first = await sync([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: created } }, cm(ns.name, 'a'), cm(ns.name, 'b')], { owner });
+    expect(first.inventory).toContainEqual({ id: `/Namespace//${created}`, created: true });
+
+    // when the delete of a stale object fails, then it stays in the inventory and the object remains
+    const failing = await sync([cm(ns.name, 'a')], { owner, inventory: first.inventory, client: instrumented(admin, { failDeletes: true }) });
+    expect(failing.entries.find((e) => e.id.endsWith('/b'))).toMatchObject({ action: 'failed', reason: 'InternalError: injected delete failure' });
+    expect(failing.inventory.map((e) => e.id)).toContain(`/ConfigMap/${ns.name}/b`);
+    expect(await exists(ns.name, 'b')).toBe(true);
+
+    // when the render is suddenly empty, then nothing happens unless allowed
+    const refused = await sync([], { owner, inventory: failing.inventory });
+    expect(refused.blocked).toMatch(/refusing/);
+    expect(refused.inventory).toEqual(failing.inventory);
+    expect(await exists(ns.name, 'a')).toBe(true);
+
+    // when allowed, then everything goes, including the Namespace we created
+    const emptied = await sync([], { owner, inventory: failing.inventory, allowEmpty: true });
+    expect(new Set(emptied.entries.map((e) => e.action))).toEqual(new Set(['deleted']));
+    expect(emptied.inventory).toEqual([]);
+    const ours = await core.readNamespace({ name: created }).catch((error: unknown) => (isNotFound(error) ? undefined : Promise.reject(error as Error)));
+    expect(ours === undefined || ours.metadata?.deletionTimestamp !== undefined).toBe(true);
+
+    // and an adopted Namespace (not created by us) is never deleted
+    const adopted = await sync([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns.name } }], { owner, policy: 'Adopt' });
+    expect(adopted.inventory).toEqual([{ id: `/Namespace//${ns.name}` }]);
+    const dropped = await sync([cm(ns.name, 'z')], { owner, inventory: adopted.inventory });
+    expect(dropped.entries.find((e) => e.id === `/Namespace//${ns.name}`)).toMatchObject({ action: 'skipped', reason: 'not pruned: a Namespace this sync did not create' });
+    expect((await core.readNamespace({ name: ns.name })).metadata?.deletionTimestamp).toBeUndefined();
+  });
+
+  it('rolls back to an older revision by applying its render and pruning the newer objects', async () => {
+    await using ns = await testNamespace();
+    const owner = ownerIn(ns.name);
+    const renders: Record<string, KubeObject[]> = {
+      r1: [cm(ns.name, 'base', { v: '1' })],
+      r2: [cm(ns.name, 'base', { v: '2' }), cm(ns.name, 'feature')],
+    };
+    let history: HistoryEntry[] = [];
+    let inventory: Inventory = [];
+    for (const revision of ['r1', 'r2']) {
+      const desired = renders[revision] ?? [];
+      inventory = (await sync(desired, { owner, inventory })).inventory;
+      history = recordHistory(history, { revision, appliedAt: new Date().toISOString(), objects: desired.length, digest: digestRendered(desired) }, 10);
+    }
+    // when rolling back one step
+    const target = rollbackTarget(history, { steps: 1 });
+    expect(target?.revision).toBe('r1');
+    const rolledBack = await sync(renders[target?.revision ?? ''] ?? [], { owner, inventory });
+    // then the older content is back and the newer object is pruned
+    expect(actions(rolledBack)).toEqual({ [`/ConfigMap/${ns.name}/base`]: 'configured', [`/ConfigMap/${ns.name}/feature`]: 'deleted' });
+    expect((await core.readNamespacedConfigMap({ name: 'base', namespace: ns.name })).data).toEqual({ v: '1' });
+    expect(await exists(ns.name, 'feature')).toBe(false);
+    expect(digestRendered(renders['r1'] ?? [])).toBe(target?.digest);
+  });
+
+  it('gives a restricted identity a per-object Forbidden result while the rest applies, and holds back the prune', async () => {
+    await using ns = await testNamespace();
+    const owner = ownerIn(ns.name);
+    // given the restricted user may manage ConfigMaps, and nothing else, in this namespace
+    const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+    await rbac.createNamespacedRole({ namespace: ns.name, body: { metadata: { name: 'configmaps' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'patch', 'delete'] }] } });
+    await rbac.createNamespacedRoleBinding({
+      namespace: ns.name,
+      body: { metadata: { name: 'configmaps' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'configmaps' }, subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: RESTRICTED_USER }] },
+    });
+    const restricted = await createApplyClient(testKubeConfig('restricted'));
+    const stale = await sync([cm(ns.name, 'old')], { owner });
+    // RBAC takes effect asynchronously: wait until a LIST is allowed
+    for (let i = 0; i < 100; i++) {
+      if (await restricted.list({ group: '', kind: 'ConfigMap', namespace: ns.name }).then(() => true, () => false)) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+
+    // when it applies a ConfigMap and a Secret
+    const changes = await sync([cm(ns.name, 'a'), secret(ns.name, 's')], { owner, inventory: stale.inventory, client: restricted });
+    // then the ConfigMap is created and the Secret fails alone, naming the reason
+    expect(actions(changes)[`/ConfigMap/${ns.name}/a`]).toBe('created');
+    expect(changes.entries.find((e) => e.id === `/Secret/${ns.name}/s`)).toMatchObject({ action: 'failed', reason: expect.stringMatching(/^Forbidden: .*secrets/) as unknown });
+    // and nothing is pruned while an apply failed
+    expect(changes.pruned).toBe(false);
+    expect(await exists(ns.name, 'old')).toBe(true);
+    expect(changes.inventory.map((e) => e.id).sort()).toEqual([`/ConfigMap/${ns.name}/a`, `/ConfigMap/${ns.name}/old`]);
+  });
+});
