@@ -6,10 +6,10 @@ import { dumpYaml } from './yaml.ts';
 
 /** What helpers need from the engine: raw output, unwrapping, and a way to fail at the call site. */
 export interface HelperRuntime {
-  raw(text: string): unknown;
+  raw: (text: string) => unknown;
   /** A SafeString (or anything else) back to what the template meant. */
-  unwrap(value: unknown): unknown;
-  fail(options: unknown, message: string): never;
+  unwrap: (value: unknown) => unknown;
+  fail: (options: unknown, message: string) => never;
 }
 
 /** The names templates may use, besides Handlebars' if, unless, each, with and lookup. */
@@ -35,7 +35,7 @@ export function createHelpers(runtime: HelperRuntime): Record<(typeof helperName
   const text = (name: string, value: unknown, options: unknown): string => {
     if (value === null || value === undefined) return '';
     if (typeof value === 'object') fail(options, `${name} needs a string, got ${Array.isArray(value) ? 'a list' : 'a mapping'}`);
-    return String(value as string);
+    return `${value as string | number | boolean}`;
   };
   const indentLines = (width: unknown, value: unknown, options: unknown, name: string): string => {
     if (typeof width !== 'number' || !Number.isInteger(width) || width < 0 || width > 1000) fail(options, `${name} needs a width between 0 and 1000 first`);
@@ -73,7 +73,7 @@ export function createHelpers(runtime: HelperRuntime): Record<(typeof helperName
       const { params: [value], options } = arity('squote', args, 1);
       const s = text('squote', value, options);
       // A single-quoted YAML scalar cannot hold line breaks or non-printable characters faithfully.
-      return raw(/[\n\r\u0000-\u001f\u007f-\u009f]/.test(s) ? doubleQuoted(s) : `'${s.replaceAll("'", "''")}'`);
+      return raw(/[\p{Cc}]/u.test(s) ? doubleQuoted(s) : `'${s.replaceAll("'", "''")}'`);
     },
     default: (...args) => {
       const { params: [fallback, value] } = arity('default', args, 2);

@@ -5,8 +5,8 @@ import { FileKind, baseName, contentBytes, contentText, fileKind, selectFiles } 
 import type { Selection, SelectedFile, SourceFiles } from './files.ts';
 import { applyPatches, checkObject, expandLists, orderObjects, placeNamespaces, rejectDuplicates } from './objects.ts';
 import type { ApiDiscovery, DocumentOrigin, KubernetesObject, Locate, PlacedObject, TargetPatch } from './objects.ts';
-import { OutputMode, TemplateCache, compileTemplate, compileWithLineMarkers, readLineMarkers, runTemplate } from './template.ts';
-import type { CompiledTemplate, TemplateLimits } from './template.ts';
+import { OutputMode, compileTemplate, compileWithLineMarkers, readLineMarkers, runTemplate } from './template.ts';
+import type { CompiledTemplate, TemplateLimits , TemplateCache} from './template.ts';
 import { layerValues } from './values.ts';
 import type { Values } from './values.ts';
 import { DuplicateKeyError, NodeLimitError, firstAliasPosition, materializeDocuments, parseYamlDocuments, yamlErrorPosition } from './yaml.ts';

@@ -326,7 +326,6 @@ export interface RunTemplateOptions {
   readonly markLines?: boolean;
 }
 
-const hasOwn = Object.prototype.hasOwnProperty;
 const markerOpen = '\uE002';
 const markerClose = '\uE003';
 
@@ -417,14 +416,14 @@ function sessionHelpers(session: Session): Record<string, unknown> {
     return builtinEach.call(this, context, { ...options, fn: counting });
   };
   helpers.lookup = (object: unknown, field: unknown) => {
-    const key = String(unwrap(field) as string);
-    return object !== null && typeof object === 'object' && hasOwn.call(object, key) ? (object as Record<string, unknown>)[key] : undefined;
+    const key = String(unwrap(field));
+    return object !== null && typeof object === 'object' && Object.hasOwn(object, key) ? (object as Record<string, unknown>)[key] : undefined;
   };
   const path = (base: unknown, parts: readonly string[], strict: boolean, loc: Loc, prefix: string) => {
     let current = base;
     for (let i = 0; i < parts.length; i++) {
       const part = parts[i] as string;
-      if (current !== null && typeof current === 'object' && hasOwn.call(current, part)) {
+      if (current !== null && typeof current === 'object' && Object.hasOwn(current, part)) {
         current = (current as Record<string, unknown>)[part];
         continue;
       }
@@ -442,7 +441,7 @@ function sessionHelpers(session: Session): Record<string, unknown> {
     if (value !== null && typeof value === 'object') {
       throw session.error(RenderErrorReason.NotAScalar, loc, `{{ }} got ${kindOf(value)}; write {{toYaml ...}} (with nindent) or {{toJson ...}} to emit structure`);
     }
-    if (session.options.mode === OutputMode.Text) return value === null || value === undefined ? '' : String(value as string);
+    if (session.options.mode === OutputMode.Text) return value === null || value === undefined ? '' : `${value as string | number | boolean}`;
     session.slots.push(value);
     return slotToken(session.slots.length - 1);
   };

@@ -10,8 +10,6 @@ import { parseYamlDocuments, yamlErrorPosition } from './yaml.ts';
  */
 export type Values = { [key: string]: unknown };
 
-const hasOwn = Object.prototype.hasOwnProperty;
-
 /**
  * Parse one values document (the content of a valuesFrom ConfigMap/Secret key). `origin` names the source in
  * errors, e.g. `valuesFrom[0] Secret/app-values key values.yaml`; the content itself never appears in one.
@@ -35,7 +33,7 @@ export function parseValues(yamlText: string, origin: string): Values {
     throw new RenderError({ reason: RenderErrorReason.InvalidValues, file: origin, detail: 'values must be one YAML document' });
   }
   const [document] = present;
-  if (document === undefined) return {} as Values;
+  if (document === undefined) return {};
   if (!isPlainMapping(document)) {
     throw new RenderError({ reason: RenderErrorReason.InvalidValues, file: origin, detail: `values must be a mapping, not ${describeKind(document)}` });
   }
@@ -47,7 +45,7 @@ export function parseValues(yamlText: string, origin: string): Values {
  * modified. `undefined` layers are skipped so optional sources can be passed as they are.
  */
 export function layerValues(layers: readonly (Values | undefined)[]): Values {
-  let result: Values = {} as Values;
+  let result: Values = {};
   layers.forEach((layer, index) => {
     if (layer === undefined) return;
     if (!isPlainMapping(layer)) {
@@ -67,7 +65,7 @@ function mergeMapping(base: Values, over: Values): Values {
       delete out[key];
       continue;
     }
-    const previous = hasOwn.call(out, key) ? out[key] : undefined;
+    const previous = Object.hasOwn(out, key) ? out[key] : undefined;
     defineValue(out, key, isPlainMapping(previous) && isPlainMapping(value) ? mergeMapping(previous, value) : value);
   }
   return out;

@@ -100,7 +100,7 @@ export function setOwn(target: Record<string, unknown>, key: string, value: unkn
 }
 
 function slotText(value: unknown): string {
-  return value === null || value === undefined ? '' : String(value as string);
+  return value === null || value === undefined ? '' : `${value as string | number | boolean}`;
 }
 
 function substitute(text: string, slots: readonly unknown[]): string {
