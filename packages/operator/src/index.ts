@@ -1,2 +1,17 @@
 // Public entry point of @syncline/operator: every export is named here.
-export {};
+export {
+  API_VERSION,
+  GROUP,
+  VERSION,
+  ConfigSync,
+  ConfigSyncSpec,
+  ConfigSyncStatus,
+  Target,
+  GitSource,
+} from './api/v1alpha1.ts';
+export type { Condition, HistoryEntry, TargetStatus, SyncPolicy, DriftPolicy, DeletionPolicy } from './api/v1alpha1.ts';
+export { customResourceDefinitions } from './api/crd.ts';
+export { main } from './main.ts';
+export { FINALIZER, RECONCILE_REQUESTED_ANNOTATION } from './reconcile/configsync.ts';
+export { createKubeRest, KubeApiError } from './kube/rest.ts';
+export type { KubeRest, KubeRequest } from './kube/rest.ts';

@@ -54,6 +54,8 @@ export interface GitSourceOptions {
   limits?: Partial<GitSourceLimits>;
   /** Accept http:// repo URLs. For tests against a loopback server only. */
   allowInsecureHttp?: boolean;
+  /** Told about every snapshot request: served from the cache or fetched (for metrics). */
+  onFetch?: (event: { repo: string; sha: string; cached: boolean }) => void;
 }
 
 export interface ResolveRequest {
@@ -222,6 +224,7 @@ export function createGitSource(options: GitSourceOptions): GitSource {
       const work = (async (): Promise<Snapshot> => {
         await cache.load();
         const hit = await cache.touch(key);
+        options.onFetch?.({ repo: op.shownRepo, sha, cached: hit !== undefined });
         if (hit !== undefined) return { repo: op.url, sha, dir: hit.dir };
         const scratch = await cache.scratch();
         try {

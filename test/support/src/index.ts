@@ -4,3 +4,5 @@ export { ensureControlPlaneBinary, startControlPlane, MissingGoError } from './c
 export type { ControlPlane, ControlPlaneOptions } from './control-plane.ts';
 export { startGitServer, generateRepo } from './git-server.ts';
 export type { GitServer, TestRepo } from './git-server.ts';
+export { startOperator } from './operator.ts';
+export type { OperatorProcess } from './operator.ts';

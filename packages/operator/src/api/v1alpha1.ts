@@ -42,7 +42,9 @@ export const GitSource = z
       description: 'A Secret in the same namespace with username+password or bearerToken keys.',
     }),
   })
-  .meta({ 'x-kubernetes-validations': [{ rule: "self.repo.startsWith('https://')", message: 'repo must be an https:// URL (SSH and git:// are not supported)' }] });
+  // http:// passes the API so that an operator started with --allow-insecure-http (tests, the demo) can
+  // use it; the operator refuses it otherwise.
+  .meta({ 'x-kubernetes-validations': [{ rule: "self.repo.startsWith('https://') || self.repo.startsWith('http://')", message: 'repo must be an https:// URL (SSH, git://, file:// and ext:: are not supported)' }] });
 
 export const ValuesFromSource = z.object({
   kind: z.enum(['ConfigMap', 'Secret']),
@@ -136,7 +138,9 @@ export const HistoryEntry = z.object({
 export const ConfigSyncStatus = z.object({
   observedGeneration: z.number().int().optional(),
   lastSyncedTime: z.string().optional(),
-  sourceRevision: z.string().optional(),
+  sourceRevision: z.string().optional().meta({ description: 'The commit SHA last applied.' }),
+  lastAttemptedRevision: z.string().optional().meta({ description: 'The commit SHA last tried (differs from sourceRevision while it fails).' }),
+  lastHandledReconcileAt: z.string().optional().meta({ description: 'The value of the syncline.dev/reconcile-requested-at annotation last handled.' }),
   appliedTargets: z.number().int().optional(),
   conditions: z.array(Condition).optional(),
   targets: z.array(TargetStatus).optional(),

@@ -1,0 +1,216 @@
+// The `syncline` CLI besides `run`: render (local preview through the same code path), diff, status,
+// reconcile and rollback. Each command reads its flags here and prints; exit code 0 on success.
+import type { KubeConfig } from '@kubernetes/client-node';
+import { createApplyClient, decodeInventory, planApply, readLive, type KubeObject as ApplyObject } from '@syncline/apply';
+import { RenderError, TemplateCache, createStaticDiscovery, layerValues, parseValues, renderTarget, type SourceFile, type Values } from '@syncline/render';
+import { createGitSource } from '@syncline/source-git';
+import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative, sep } from 'node:path';
+import { parseArgs } from 'node:util';
+import { stringify } from 'yaml';
+import { ConfigSyncSpec, type ConfigSync } from './api/v1alpha1.ts';
+import { RECONCILE_REQUESTED_ANNOTATION } from './reconcile/configsync.ts';
+import { createKubeRest, type KubeRest } from './kube/rest.ts';
+
+export type CliContext = {
+  readonly env: NodeJS.ProcessEnv;
+  readonly loadKubeConfig: (path: string | undefined) => KubeConfig;
+  readonly out?: (text: string) => void;
+  readonly err?: (text: string) => void;
+};
+
+export async function runCli(command: string, args: readonly string[], context: CliContext): Promise<number> {
+  const out = context.out ?? ((text: string) => process.stdout.write(text));
+  const err = context.err ?? ((text: string) => process.stderr.write(text));
+  try {
+    switch (command) {
+      case 'render':
+        return await renderCommand(args, out);
+      case 'status':
+      case 'reconcile':
+      case 'rollback':
+      case 'diff':
+        return await clusterCommand(command, args, context, out);
+      default:
+        err(`unknown command "${command}"; see syncline --help\n`);
+        return 2;
+    }
+  } catch (error) {
+    err(`${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+}
+
+async function renderCommand(args: readonly string[], out: (text: string) => void): Promise<number> {
+  const { values: flags, positionals } = parseArgs({
+    args: [...args],
+    allowPositionals: true,
+    options: {
+      values: { type: 'string', multiple: true, short: 'f' },
+      set: { type: 'string', multiple: true },
+      target: { type: 'string', default: 'local' },
+      namespace: { type: 'string', default: 'default' },
+    },
+  });
+  const path = positionals[0];
+  if (path === undefined) throw new Error('usage: syncline render PATH [--values FILE]... [--set key=value]... [--target NAME] [--namespace NS]');
+  const layers: Values[] = [];
+  for (const file of flags.values ?? []) layers.push(parseValues(await readFile(file, 'utf8'), file));
+  for (const assignment of flags.set ?? []) layers.push(setValue(assignment));
+  const root = (await stat(path)).isDirectory() ? path : join(path, '..');
+  const files = await readLocalFiles(root);
+  const objects = renderTarget({
+    files,
+    path: relative(root, path).split(sep).join('/'),
+    values: layerValues(layers),
+    target: { name: flags.target, namespace: flags.namespace },
+    source: { repo: 'local', revision: 'local', path },
+    discovery: createStaticDiscovery(),
+    cache: new TemplateCache(),
+  });
+  out(objects.map((o) => stringify(o)).join('---\n'));
+  return 0;
+}
+
+/** `a.b.c=value` → { a: { b: { c: value } } }; the value is read as YAML (numbers, booleans). */
+function setValue(assignment: string): Values {
+  const eq = assignment.indexOf('=');
+  if (eq <= 0) throw new Error(`--set ${assignment}: expected key=value`);
+  const keys = assignment.slice(0, eq).split('.');
+  const parsed = parseValues(`v: ${assignment.slice(eq + 1)}`, `--set ${assignment}`);
+  let value: unknown = parsed['v'];
+  for (const key of keys.reverse()) value = { [key]: value };
+  return value as Values;
+}
+
+async function readLocalFiles(root: string): Promise<SourceFile[]> {
+  const files: SourceFile[] = [];
+  const walk = async (dir: string): Promise<void> => {
+    for (const entry of await readdir(dir, { withFileTypes: true })) {
+      if (entry.name === '.git') continue;
+      const full = join(dir, entry.name);
+      if (entry.isDirectory()) await walk(full);
+      else if (entry.isFile()) files.push({ path: relative(root, full).split(sep).join('/'), content: await readFile(full) });
+    }
+  };
+  await walk(root);
+  return files;
+}
+
+async function clusterCommand(command: 'status' | 'reconcile' | 'rollback' | 'diff', args: readonly string[], context: CliContext, out: (text: string) => void): Promise<number> {
+  const { values: flags, positionals } = parseArgs({
+    args: [...args],
+    allowPositionals: true,
+    options: {
+      namespace: { type: 'string', short: 'n' },
+      kubeconfig: { type: 'string' },
+      to: { type: 'string' },
+      steps: { type: 'string' },
+      'allow-insecure-http': { type: 'boolean', default: false },
+    },
+  });
+  const kc = context.loadKubeConfig(flags.kubeconfig);
+  const rest = await createKubeRest(kc, { userAgent: 'syncline-cli' });
+  const namespace = flags.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
+  const name = positionals[0];
+  const path = (n: string): string => `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs/${n}`;
+
+  if (command === 'status') {
+    const items = name !== undefined ? [await rest.request<ConfigSync>({ method: 'GET', path: path(name) })] : (await rest.request<{ items: ConfigSync[] }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs` })).items;
+    out(formatStatus(items));
+    return 0;
+  }
+  if (name === undefined) throw new Error(`usage: syncline ${command} NAME [-n NAMESPACE]`);
+  const object = await rest.request<ConfigSync>({ method: 'GET', path: path(name) });
+
+  if (command === 'reconcile') {
+    const at = new Date().toISOString();
+    await rest.request({ method: 'PATCH', path: path(name), contentType: 'application/merge-patch+json', body: { metadata: { annotations: { [RECONCILE_REQUESTED_ANNOTATION]: at } } } });
+    out(`requested a sync of ${namespace}/${name} at ${at}\n`);
+    return 0;
+  }
+  if (command === 'rollback') {
+    const revision = rollbackRevision(object, { to: flags.to, steps: flags.steps });
+    await rest.request({ method: 'PATCH', path: path(name), contentType: 'application/merge-patch+json', body: { spec: { source: { git: { revision } } } } });
+    out(`${namespace}/${name}: revision pinned to ${revision} (set it back to a branch to follow it again)\n`);
+    return 0;
+  }
+  return diffCommand({ object, rest, kc, out, allowInsecureHttp: flags['allow-insecure-http'] });
+}
+
+export function rollbackRevision(object: ConfigSync, options: { to?: string; steps?: string }): string {
+  if ((options.to === undefined) === (options.steps === undefined)) throw new Error('rollback needs exactly one of --to SHA or --steps N');
+  if (options.to !== undefined) {
+    if (!/^[0-9a-f]{40}$/i.test(options.to)) throw new Error(`--to ${options.to}: give a full 40-character commit SHA`);
+    return options.to.toLowerCase();
+  }
+  const steps = Number(options.steps);
+  const history = object.status?.history ?? [];
+  if (!Number.isInteger(steps) || steps < 1) throw new Error(`--steps ${options.steps}: give a positive whole number`);
+  const entry = history[steps];
+  if (entry === undefined) throw new Error(`${object.metadata.name} has ${history.length} revision(s) in its history; cannot go back ${steps}`);
+  return entry.revision;
+}
+
+export function formatStatus(items: readonly ConfigSync[]): string {
+  const rows = [['NAMESPACE', 'NAME', 'READY', 'REVISION', 'TARGETS', 'MESSAGE']];
+  for (const item of items) {
+    const ready = item.status?.conditions?.find((c) => c.type === 'Ready');
+    rows.push([
+      item.metadata.namespace ?? '',
+      item.metadata.name,
+      ready?.status ?? 'Unknown',
+      (item.status?.sourceRevision ?? '').slice(0, 12),
+      `${item.status?.appliedTargets ?? 0}/${item.spec.targets.length}`,
+      (ready?.message ?? '').slice(0, 80),
+    ]);
+  }
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
+  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
+}
+
+async function diffCommand(options: { object: ConfigSync; rest: KubeRest; kc: KubeConfig; out: (text: string) => void; allowInsecureHttp: boolean }): Promise<number> {
+  const { object, out } = options;
+  const spec = ConfigSyncSpec.parse(object.spec);
+  const namespace = object.metadata.namespace ?? 'default';
+  const cacheDir = await mkdtemp(join(tmpdir(), 'syncline-diff-'));
+  try {
+    if (spec.source.git.secretRef !== undefined) throw new Error('diff does not read Git credentials yet; run it against public repositories or use the operator');
+    const git = createGitSource({ cacheDir, allowInsecureHttp: options.allowInsecureHttp });
+    const revision = await git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision });
+    const files = await git.readPath(await git.fetchSnapshot({ repo: spec.source.git.repo, sha: revision }), spec.source.git.path);
+    const client = await createApplyClient(options.kc);
+    const discovery = await client.discovery();
+    let changes = 0;
+    for (const target of spec.targets) {
+      const desired = renderTarget({
+        files,
+        path: spec.source.git.path,
+        values: spec.values,
+        target: { name: target.name, namespace: target.namespace ?? namespace, values: target.values, patches: target.patches, data: target.data },
+        source: { repo: spec.source.git.repo, revision, path: spec.source.git.path },
+        discovery,
+      }) as ApplyObject[];
+      const inventory = decodeInventory(object.status?.inventory?.find((i) => i.target === target.name)?.entries);
+      const live = await readLive({ client, desired, inventory });
+      const plan = planApply({ desired, inventory, live, owner: { namespace, name: object.metadata.name, target: target.name }, policy: spec.policy, drift: spec.drift, prune: spec.prune, allowEmpty: spec.allowEmpty });
+      out(`# target ${target.name} @ ${revision.slice(0, 12)}\n`);
+      if (plan.blocked !== undefined) out(`! ${plan.blocked}\n`);
+      for (const step of [...plan.apply, ...plan.prune]) {
+        const mark = step.type === 'apply' ? (step.create ? '+' : '~') : step.type === 'delete' ? '-' : step.type === 'unchanged' ? '=' : '?';
+        if (mark !== '=') changes++;
+        out(`${mark} ${step.id}${'reason' in step && step.reason !== undefined ? `  (${step.reason})` : ''}\n`);
+      }
+    }
+    out(`${changes} change(s)\n`);
+    return 0;
+  } catch (error) {
+    if (error instanceof RenderError) throw new Error(`render failed: ${error.message}`);
+    throw error;
+  } finally {
+    await rm(cacheDir, { recursive: true, force: true });
+  }
+}
+
+

@@ -1,0 +1,167 @@
+// A list-watch cache for one resource path, hardened against the informer's known failure modes: a watch
+// that errors or ends is restarted from the last resourceVersion, a 410 Gone (expired version) re-lists,
+// and every failure backs off instead of stopping for good. `synced` and `healthy` feed /readyz.
+import type { KubeRest } from '../kube/rest.ts';
+import { KubeApiError } from '../kube/rest.ts';
+
+export type KubeObject = {
+  apiVersion?: string;
+  kind?: string;
+  metadata: { name: string; namespace?: string; resourceVersion?: string; [key: string]: unknown };
+  [key: string]: unknown;
+};
+
+export type InformerEvent = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+export type InformerOptions = {
+  readonly rest: KubeRest;
+  /** Collection path, e.g. /apis/syncline.dev/v1alpha1/configsyncs (all namespaces). */
+  readonly path: string;
+  readonly labelSelector?: string;
+  /** What to keep of each object in the cache (e.g. metadata only); default the whole object. */
+  readonly project?: (object: KubeObject) => KubeObject;
+  readonly onEvent: (type: InformerEvent, object: KubeObject) => void;
+  readonly onError?: (error: unknown) => void;
+  /** Upper bound of a single watch request; the server ends it and we continue from the last version. */
+  readonly watchTimeoutSeconds?: number;
+};
+
+export function objectKey(object: { metadata: { name: string; namespace?: string } }): string {
+  return object.metadata.namespace === undefined || object.metadata.namespace === '' ? object.metadata.name : `${object.metadata.namespace}/${object.metadata.name}`;
+}
+
+export class Informer {
+  readonly #options: InformerOptions;
+  readonly #cache = new Map<string, KubeObject>();
+  readonly #abort = new AbortController();
+  #synced = false;
+  #healthy = false;
+  #running: Promise<void> | undefined;
+
+  constructor(options: InformerOptions) {
+    this.#options = options;
+  }
+
+  get synced(): boolean {
+    return this.#synced;
+  }
+  /** False while the watch is down (between a failure and the next successful list or watch). */
+  get healthy(): boolean {
+    return this.#healthy;
+  }
+  get(key: string): KubeObject | undefined {
+    return this.#cache.get(key);
+  }
+  list(): KubeObject[] {
+    return [...this.#cache.values()];
+  }
+
+  start(): void {
+    this.#running ??= this.#loop();
+  }
+
+  async stop(): Promise<void> {
+    this.#abort.abort();
+    await this.#running;
+  }
+
+  async #loop(): Promise<void> {
+    const signal = this.#abort.signal;
+    let failures = 0;
+    let resourceVersion: string | undefined;
+    while (!signal.aborted) {
+      try {
+        if (resourceVersion === undefined) resourceVersion = await this.#relist(signal);
+        this.#healthy = true;
+        resourceVersion = await this.#watch(resourceVersion, signal);
+        failures = 0;
+      } catch (error) {
+        if (signal.aborted) break;
+        this.#healthy = false;
+        if (error instanceof KubeApiError && error.status === 410) {
+          resourceVersion = undefined; // expired: list again
+          continue;
+        }
+        if (error instanceof ExpiredError) {
+          resourceVersion = undefined;
+          continue;
+        }
+        this.#options.onError?.(error);
+        failures++;
+        const delay = Math.min(30_000, 250 * 2 ** Math.min(failures, 7)) * (0.5 + Math.random() / 2);
+        await sleep(delay, signal);
+        resourceVersion = undefined;
+      }
+    }
+  }
+
+  async #relist(signal: AbortSignal): Promise<string> {
+    const list = await this.#options.rest.request<{ apiVersion?: string; kind?: string; metadata: { resourceVersion: string }; items: KubeObject[] }>({
+      method: 'GET',
+      path: this.#options.path,
+      query: { labelSelector: this.#options.labelSelector },
+      signal,
+    });
+    const seen = new Set<string>();
+    const project = this.#options.project ?? ((o: KubeObject) => o);
+    for (const raw of list.items) {
+      // Items of a list carry no apiVersion/kind of their own.
+      raw.apiVersion ??= list.apiVersion;
+      raw.kind ??= list.kind?.replace(/List$/, '');
+      const item = project(raw);
+      const key = objectKey(item);
+      seen.add(key);
+      const previous = this.#cache.get(key);
+      this.#cache.set(key, item);
+      if (previous === undefined) this.#options.onEvent('ADDED', item);
+      else if (previous.metadata.resourceVersion !== item.metadata.resourceVersion) this.#options.onEvent('MODIFIED', item);
+    }
+    // Deletions missed while the watch was down.
+    for (const [key, object] of this.#cache) {
+      if (!seen.has(key)) {
+        this.#cache.delete(key);
+        this.#options.onEvent('DELETED', object);
+      }
+    }
+    this.#synced = true;
+    return list.metadata.resourceVersion;
+  }
+
+  async #watch(from: string, signal: AbortSignal): Promise<string> {
+    let resourceVersion = from;
+    await this.#options.rest.watch(
+      this.#options.path,
+      { resourceVersion: from, allowWatchBookmarks: true, labelSelector: this.#options.labelSelector, timeoutSeconds: this.#options.watchTimeoutSeconds ?? 300 },
+      (raw) => {
+        const event = raw as { type: string; object: KubeObject & { code?: number } };
+        const project = this.#options.project ?? ((o: KubeObject) => o);
+        if (event.type === 'ERROR') {
+          if (event.object.code === 410) throw new ExpiredError();
+          throw new Error(`watch ${this.#options.path}: ${JSON.stringify(event.object).slice(0, 300)}`);
+        }
+        const rv = event.object.metadata.resourceVersion;
+        if (rv !== undefined) resourceVersion = rv;
+        if (event.type === 'BOOKMARK') return;
+        const object = project(event.object);
+        const key = objectKey(object);
+        if (event.type === 'DELETED') this.#cache.delete(key);
+        else this.#cache.set(key, object);
+        this.#options.onEvent(event.type as InformerEvent, object);
+      },
+      signal,
+    );
+    return resourceVersion;
+  }
+}
+
+class ExpiredError extends Error {}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+}

@@ -1,0 +1,149 @@
+// The reconcile work queue: one entry per key however often it is added, never two workers on one key
+// (an add while it runs marks it dirty and it runs again after), delayed requeues where the earliest
+// wins, and per-key exponential backoff with jitter for transient failures (cockatiel).
+import { ExponentialBackoff, type IBackoff, type IBackoffFactory } from 'cockatiel';
+
+export type ReconcileOutcome =
+  /** Done; run again after the given delay (the refresh interval), or only on the next event. */
+  | { readonly kind: 'done'; readonly requeueAfterMs?: number }
+  /** A transient failure: retry with this key's exponential backoff. */
+  | { readonly kind: 'retry' }
+  /** Waiting on something with a known delay. */
+  | { readonly kind: 'wait'; readonly requeueAfterMs: number }
+  /** Bad spec or source: wait for a change event, never retry on a timer. */
+  | { readonly kind: 'stalled' };
+
+export type WorkQueueOptions = {
+  readonly concurrency: number;
+  readonly initialBackoffMs?: number;
+  readonly maxBackoffMs?: number;
+  readonly onDepthChange?: (depth: number) => void;
+  /** Backoff policy for transient failures; default cockatiel's exponential backoff with decorrelated jitter. */
+  readonly backoff?: IBackoffFactory<unknown>;
+};
+
+type BackoffState = { backoff: IBackoff<unknown> | undefined };
+
+export class WorkQueue {
+  readonly #options: WorkQueueOptions;
+  readonly #pending: string[] = [];
+  readonly #queued = new Set<string>();
+  readonly #running = new Set<string>();
+  readonly #dirty = new Set<string>();
+  readonly #timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  readonly #backoff = new Map<string, BackoffState>();
+  readonly #policy: IBackoffFactory<unknown>;
+  #handler: ((key: string) => Promise<ReconcileOutcome>) | undefined;
+  #stopped = false;
+  #idle: (() => void)[] = [];
+
+  constructor(options: WorkQueueOptions) {
+    this.#options = options;
+    this.#policy = options.backoff ?? new ExponentialBackoff({ initialDelay: options.initialBackoffMs ?? 500, maxDelay: options.maxBackoffMs ?? 5 * 60_000 });
+  }
+
+  get depth(): number {
+    return this.#pending.length;
+  }
+
+  start(handler: (key: string) => Promise<ReconcileOutcome>): void {
+    this.#handler = handler;
+    this.#pump();
+  }
+
+  /** Enqueue now; a no-op when the key is already waiting. */
+  add(key: string): void {
+    if (this.#stopped) return;
+    const timer = this.#timers.get(key);
+    if (timer !== undefined) {
+      clearTimeout(timer.timer);
+      this.#timers.delete(key);
+    }
+    if (this.#running.has(key)) {
+      this.#dirty.add(key);
+      return;
+    }
+    if (this.#queued.has(key)) return;
+    this.#queued.add(key);
+    this.#pending.push(key);
+    this.#options.onDepthChange?.(this.#pending.length);
+    this.#pump();
+  }
+
+  /** Enqueue after a delay; an earlier pending schedule for the key wins. */
+  addAfter(key: string, delayMs: number): void {
+    if (this.#stopped) return;
+    if (delayMs <= 0) {
+      this.add(key);
+      return;
+    }
+    const at = Date.now() + delayMs;
+    const existing = this.#timers.get(key);
+    if (existing !== undefined && existing.at <= at) return;
+    if (existing !== undefined) clearTimeout(existing.timer);
+    const timer = setTimeout(() => {
+      this.#timers.delete(key);
+      this.add(key);
+    }, delayMs);
+    timer.unref();
+    this.#timers.set(key, { at, timer });
+  }
+
+  /** Forget a key entirely (its object is gone). */
+  forget(key: string): void {
+    const timer = this.#timers.get(key);
+    if (timer !== undefined) clearTimeout(timer.timer);
+    this.#timers.delete(key);
+    this.#backoff.delete(key);
+  }
+
+  /** Stops taking work and waits for the running reconciles to finish. */
+  async shutdown(): Promise<void> {
+    this.#stopped = true;
+    for (const { timer } of this.#timers.values()) clearTimeout(timer);
+    this.#timers.clear();
+    if (this.#running.size === 0) return;
+    await new Promise<void>((resolve) => this.#idle.push(resolve));
+  }
+
+  #pump(): void {
+    const handler = this.#handler;
+    if (handler === undefined) return;
+    while (!this.#stopped && this.#running.size < this.#options.concurrency && this.#pending.length > 0) {
+      const key = this.#pending.shift() as string;
+      this.#queued.delete(key);
+      this.#options.onDepthChange?.(this.#pending.length);
+      this.#running.add(key);
+      void this.#run(key, handler);
+    }
+  }
+
+  async #run(key: string, handler: (key: string) => Promise<ReconcileOutcome>): Promise<void> {
+    let outcome: ReconcileOutcome;
+    try {
+      outcome = await handler(key);
+    } catch {
+      outcome = { kind: 'retry' };
+    }
+    this.#running.delete(key);
+    const state = this.#backoff.get(key) ?? { backoff: undefined };
+    switch (outcome.kind) {
+      case 'retry': {
+        state.backoff = (state.backoff ?? this.#policy).next(undefined);
+        this.#backoff.set(key, state);
+        this.addAfter(key, state.backoff.duration);
+        break;
+      }
+      case 'done':
+      case 'wait':
+      case 'stalled': {
+        this.#backoff.delete(key);
+        if (outcome.kind !== 'stalled' && outcome.requeueAfterMs !== undefined) this.addAfter(key, outcome.requeueAfterMs);
+        break;
+      }
+    }
+    if (this.#dirty.delete(key)) this.add(key);
+    if (this.#stopped && this.#running.size === 0) for (const resolve of this.#idle.splice(0)) resolve();
+    this.#pump();
+  }
+}

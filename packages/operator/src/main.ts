@@ -1,0 +1,152 @@
+#!/usr/bin/env node
+// The composition root: reads flags and environment once, builds { kube, git, clock, logger, metrics }
+// and hands them to the command. Nothing deeper reads process.env.
+import { KubeConfig } from '@kubernetes/client-node';
+import { TemplateCache } from '@syncline/render';
+import { createGitSource } from '@syncline/source-git';
+import { hostname, homedir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { runCli } from './cli.ts';
+import { createEventRecorder } from './kube/events.ts';
+import { createApplyClients } from './kube/identity.ts';
+import { createKubeRest } from './kube/rest.ts';
+import { startManager } from './manager.ts';
+import { createMetrics } from './metrics.ts';
+import { startProbeServer } from './server.ts';
+
+const usage = `syncline — keeps Kubernetes clusters equal to what Git says
+
+Usage:
+  syncline run [flags]                          run the operator
+  syncline render PATH [--values F]... [--target NAME] [--namespace NS] [--set k=v]...
+                                                render templates locally (no cluster)
+  syncline diff NAME [-n NS]                    what a sync would change, without writing
+  syncline status [NAME] [-n NS]                status of ConfigSyncs
+  syncline reconcile NAME [-n NS]               request an immediate sync
+  syncline rollback NAME [-n NS] (--to SHA | --steps N)
+                                                pin the revision to an earlier commit
+
+Flags of run:
+  --kubeconfig PATH           default $KUBECONFIG, then in-cluster, then ~/.kube/config
+  --namespace NS              watch ConfigSyncs in one namespace only (default: all)
+  --leader-elect              elect a leader on a Lease (default true when --replicas > 1 in the chart)
+  --leader-election-namespace NS   default: the pod's namespace or "default"
+  --probe-addr HOST:PORT      /healthz, /readyz, /metrics (default 0.0.0.0:8080)
+  --cache-dir DIR             git snapshot cache (default ~/.cache/syncline/snapshots)
+  --cache-max-bytes N         snapshot cache bound (default 2 GiB)
+  --concurrency N             ConfigSyncs reconciled at once (default 4)
+  --default-service-account NAME   apply as this ServiceAccount when a sync names none
+  --allow-insecure-http       accept http:// repositories (tests and demos only)
+  --log-level LEVEL           debug, info, warn, error (default info)
+`;
+
+export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const [command, ...args] = argv;
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(usage);
+    return command === undefined ? 2 : 0;
+  }
+  if (command !== 'run') return runCli(command, args, { env, loadKubeConfig: (path) => loadKubeConfig(path, env) });
+
+  const { values: flags } = parseArgs({
+    args: [...args],
+    options: {
+      kubeconfig: { type: 'string' },
+      namespace: { type: 'string' },
+      'leader-elect': { type: 'boolean', default: false },
+      'leader-election-namespace': { type: 'string' },
+      'leader-election-id': { type: 'string', default: 'syncline-leader' },
+      'probe-addr': { type: 'string', default: '0.0.0.0:8080' },
+      'cache-dir': { type: 'string' },
+      'cache-max-bytes': { type: 'string' },
+      concurrency: { type: 'string', default: '4' },
+      'default-service-account': { type: 'string' },
+      'allow-insecure-http': { type: 'boolean', default: false },
+      'log-level': { type: 'string', default: 'info' },
+      'lease-duration': { type: 'string', default: '15' },
+    },
+    strict: true,
+  });
+
+  const logger = pino({
+    level: flags['log-level'],
+    base: { pid: process.pid },
+    // Belt and braces: no credential-shaped field ever reaches a log line.
+    redact: { paths: ['*.password', '*.token', '*.bearerToken', '*.authorization', '*.data', 'auth'], censor: '[redacted]' },
+  });
+  const kubeConfig = loadKubeConfig(flags.kubeconfig, env);
+  const rest = await createKubeRest(kubeConfig, { userAgent: 'syncline-operator' });
+  const clock = { now: () => new Date() };
+  const metrics = createMetrics();
+  const git = createGitSource({
+    cacheDir: flags['cache-dir'] ?? join(env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'syncline', 'snapshots'),
+    cacheMaxBytes: flags['cache-max-bytes'] !== undefined ? Number(flags['cache-max-bytes']) : undefined,
+    allowInsecureHttp: flags['allow-insecure-http'],
+    onFetch: (event) => metrics.gitCacheHits.inc({ outcome: event.cached ? 'hit' : 'miss' }),
+  });
+  const identity = `${hostname()}-${process.pid}`;
+  const podNamespace = env['POD_NAMESPACE'];
+
+  const shutdown = new AbortController();
+  const manager = startManager({
+    rest,
+    git,
+    applyClient: createApplyClients({ kubeConfig, rest, clock }),
+    templates: new TemplateCache(),
+    clock,
+    logger,
+    metrics,
+    events: createEventRecorder({ rest, component: 'syncline', host: identity, clock, onError: (error) => logger.debug({ err: String(error) }, 'could not record an event') }),
+    defaultServiceAccount: flags['default-service-account'],
+    concurrency: Number(flags.concurrency),
+    watchNamespace: flags.namespace,
+    leaderElection: flags['leader-elect']
+      ? {
+          namespace: flags['leader-election-namespace'] ?? podNamespace ?? 'default',
+          name: flags['leader-election-id'],
+          identity,
+          leaseDurationMs: Number(flags['lease-duration']) * 1000,
+        }
+      : undefined,
+    onLostLeadership: () => {
+      // Like controller-runtime: a replica that lost the lease exits and restarts as a follower.
+      logger.error('lost leadership; exiting');
+      shutdown.abort();
+      process.exitCode = 1;
+    },
+  });
+  const probes = await startProbeServer({ address: flags['probe-addr'], metrics, ready: () => manager.ready(), logger });
+  logger.info({ probes: probes.address, identity, leaderElection: flags['leader-elect'] }, 'syncline started');
+
+  await new Promise<void>((resolve) => {
+    const stop = (): void => resolve();
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+    shutdown.signal.addEventListener('abort', stop, { once: true });
+  });
+  logger.info('shutting down');
+  await manager.stop();
+  await probes.close();
+  logger.info('stopped');
+  return typeof process.exitCode === 'number' ? process.exitCode : 0;
+}
+
+function loadKubeConfig(path: string | undefined, env: NodeJS.ProcessEnv): KubeConfig {
+  const kc = new KubeConfig();
+  if (path !== undefined) kc.loadFromFile(path);
+  else if (env['KUBECONFIG'] !== undefined && env['KUBECONFIG'] !== '') kc.loadFromFile(env['KUBECONFIG']);
+  else kc.loadFromDefault();
+  return kc;
+}
+
+if (import.meta.main) {
+  main(process.argv.slice(2), process.env).then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      console.error(error instanceof Error ? error.message : error);
+      process.exit(1);
+    },
+  );
+}

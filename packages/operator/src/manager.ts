@@ -1,0 +1,181 @@
+// The controller manager: informers for ConfigSyncs, the Secrets/ConfigMaps they reference and the
+// objects they manage; the work queue; leader election (only the leader reconciles, so only the leader
+// writes); and the readiness the health server reports.
+import { OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, parseObjectId, type ApplyClient } from '@syncline/apply';
+import type { ConfigSync } from './api/v1alpha1.ts';
+import { Informer, objectKey, type KubeObject } from './controller/informer.ts';
+import { WorkQueue } from './controller/queue.ts';
+import { runLeaderElection } from './leader.ts';
+import { createConfigSyncReconciler, type ConfigSyncReconcilerDeps } from './reconcile/configsync.ts';
+
+export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get'> & {
+  readonly concurrency: number;
+  /** Watch ConfigSyncs in this namespace only; undefined = all namespaces. */
+  readonly watchNamespace?: string;
+  readonly leaderElection?: { readonly namespace: string; readonly name: string; readonly identity: string; readonly leaseDurationMs?: number };
+  /** Re-list every informer this often even when watches look healthy (missed events cannot stall a sync). */
+  readonly resyncMs?: number;
+  readonly onLostLeadership: () => void;
+};
+
+export type Manager = {
+  /** Caches synced and watches alive. */
+  ready(): boolean;
+  isLeader(): boolean;
+  /** Enqueue a ConfigSync now (webhooks, the CLI's reconcile request). */
+  enqueue(key: string): void;
+  configSyncs(): ConfigSync[];
+  stop(): Promise<void>;
+};
+
+export function startManager(options: ManagerOptions): Manager {
+  const { rest, logger, metrics } = options;
+  const abort = new AbortController();
+  const queue = new WorkQueue({ concurrency: options.concurrency, onDepthChange: (depth) => metrics.queueDepth.set(depth) });
+  const ns = options.watchNamespace;
+  const collection = (group: string, version: string, plural: string): string =>
+    `${group === '' ? '/api' : `/apis/${group}`}/${version}${ns !== undefined ? `/namespaces/${ns}` : ''}/${plural}`;
+
+  // Referenced Secrets/ConfigMaps: `namespace/kind/name` → ConfigSync keys.
+  const references = new Map<string, Set<string>>();
+  const indexReferences = (object: ConfigSync, remove: boolean): void => {
+    const key = objectKey(object);
+    for (const set of references.values()) set.delete(key);
+    if (remove) return;
+    const namespace = object.metadata.namespace ?? 'default';
+    const refs = [
+      ...(object.spec.source.git.secretRef !== undefined ? [`${namespace}/Secret/${object.spec.source.git.secretRef.name}`] : []),
+      ...(object.spec.valuesFrom ?? []).map((v) => `${namespace}/${v.kind}/${v.name}`),
+    ];
+    for (const ref of refs) {
+      const set = references.get(ref) ?? new Set<string>();
+      set.add(key);
+      references.set(ref, set);
+    }
+  };
+
+  const configSyncs = new Informer({
+    rest,
+    path: collection('syncline.dev', 'v1alpha1', 'configsyncs'),
+    onEvent: (type, object) => {
+      const cs = object as unknown as ConfigSync;
+      indexReferences(cs, type === 'DELETED');
+      if (type === 'DELETED') queue.forget(objectKey(object));
+      else queue.add(objectKey(object));
+    },
+    onError: (error) => logger.warn({ err: errorMessage(error) }, 'ConfigSync watch failed; restarting'),
+  });
+
+  const referenceInformer = (kind: 'Secret' | 'ConfigMap', plural: string): Informer =>
+    new Informer({
+      rest,
+      path: collection('', 'v1', plural),
+      // Metadata only: Secret data never sits in this process's cache.
+      project: (object) => ({ apiVersion: object.apiVersion, kind, metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion } }),
+      onEvent: (_type, object) => {
+        for (const key of references.get(`${object.metadata.namespace ?? ''}/${kind}/${object.metadata.name}`) ?? []) queue.add(key);
+      },
+      onError: (error) => logger.warn({ err: errorMessage(error) }, `${kind} watch failed; restarting`),
+    });
+  const secrets = referenceInformer('Secret', 'secrets');
+  const configMaps = referenceInformer('ConfigMap', 'configmaps');
+
+  // Managed objects: one label-selected informer per kind we have applied, started on first sight.
+  const managed = new Map<string, Informer>();
+  const watchManaged = async (client: ApplyClient, ids: readonly string[]): Promise<void> => {
+    const discovery = await client.discovery();
+    for (const id of ids) {
+      const { group, kind } = parseObjectId(id);
+      const scope = `${group}/${kind}`;
+      if (managed.has(scope)) continue;
+      const info = discovery.preferred(group, kind);
+      if (info === undefined) continue;
+      const informer = new Informer({
+        rest,
+        path: `${group === '' ? '/api' : `/apis/${group}`}/${info.version}/${info.plural}`,
+        labelSelector: OWNER_LABEL,
+        project: (object) => ({ apiVersion: object.apiVersion, kind: object.kind, metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion, annotations: pickOwner(object) } }),
+        onEvent: (type, object) => {
+          // Someone edited or deleted an object we manage: reconcile its owner (drift).
+          const owner = (object.metadata['annotations'] as Record<string, string> | undefined)?.[OWNED_BY_ANNOTATION];
+          if (owner === undefined || type === 'ADDED') return;
+          const [ownerNamespace, ownerName] = owner.split('/');
+          if (ownerNamespace !== undefined && ownerName !== undefined) queue.add(`${ownerNamespace}/${ownerName}`);
+        },
+        onError: (error) => logger.debug({ err: errorMessage(error), scope }, 'managed-object watch failed; restarting'),
+      });
+      managed.set(scope, informer);
+      informer.start();
+    }
+  };
+
+  const reconcile = createConfigSyncReconciler({ ...options, get: (key) => configSyncs.get(key) as ConfigSync | undefined });
+  const reconcileAndWatch = async (key: string): ReturnType<typeof reconcile> => {
+    const outcome = await reconcile(key);
+    const object = configSyncs.get(key) as ConfigSync | undefined;
+    const ids = (object?.status?.inventory ?? []).flatMap((i) => decodeInventory(i.entries).map((e) => e.id));
+    if (ids.length > 0) await watchManaged(await options.applyClient(undefined), ids).catch((error: unknown) => logger.debug({ err: errorMessage(error) }, 'could not watch managed objects'));
+    return outcome;
+  };
+
+  let leader = options.leaderElection === undefined;
+  const startWork = (): void => {
+    metrics.leader.set(1);
+    queue.start(reconcileAndWatch);
+    for (const object of configSyncs.list()) queue.add(objectKey(object));
+  };
+
+  for (const informer of [configSyncs, secrets, configMaps]) informer.start();
+  if (options.leaderElection === undefined) {
+    startWork();
+  } else {
+    const election = options.leaderElection;
+    void runLeaderElection(
+      {
+        rest,
+        ...election,
+        onStartedLeading: () => {
+          leader = true;
+          logger.info({ identity: election.identity }, 'became leader');
+          startWork();
+        },
+        onStoppedLeading: () => {
+          leader = false;
+          metrics.leader.set(0);
+          logger.warn({ identity: election.identity }, 'lost leadership');
+          options.onLostLeadership();
+        },
+        onError: (error) => logger.warn({ err: errorMessage(error) }, 'leader election: could not reach the lease'),
+      },
+      abort.signal,
+    );
+  }
+
+  // Periodic resync: enqueue everything, so a missed event is repaired within resyncMs at worst.
+  const resync = setInterval(() => {
+    if (leader) for (const object of configSyncs.list()) queue.add(objectKey(object));
+  }, options.resyncMs ?? 10 * 60_000);
+  resync.unref();
+
+  return {
+    ready: () => [configSyncs, secrets, configMaps].every((i) => i.synced && i.healthy),
+    isLeader: () => leader,
+    enqueue: (key) => queue.add(key),
+    configSyncs: () => configSyncs.list() as unknown as ConfigSync[],
+    async stop() {
+      clearInterval(resync);
+      abort.abort();
+      await queue.shutdown();
+      await Promise.all([configSyncs, secrets, configMaps, ...managed.values()].map((i) => i.stop()));
+    },
+  };
+}
+
+function pickOwner(object: KubeObject): Record<string, string> {
+  const owner = (object.metadata['annotations'] as Record<string, string> | undefined)?.[OWNED_BY_ANNOTATION];
+  return owner === undefined ? {} : { [OWNED_BY_ANNOTATION]: owner };
+}
+
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,52 @@
+// Standard metav1 Conditions, pure: a condition's lastTransitionTime moves only when its status does,
+// so a no-op resync produces an identical status and therefore no write.
+import type { Condition, ConditionType } from '../api/v1alpha1.ts';
+
+export const Reason = {
+  Succeeded: 'ReconciliationSucceeded',
+  Progressing: 'Progressing',
+  FetchFailed: 'FetchFailed',
+  RenderFailed: 'RenderFailed',
+  InvalidSpec: 'InvalidSpec',
+  ApplyFailed: 'ApplyFailed',
+  PruneFailed: 'PruneFailed',
+  EmptyRenderRefused: 'EmptyRenderRefused',
+  Suspended: 'Suspended',
+  DriftDetected: 'DriftDetected',
+} as const;
+export type Reason = (typeof Reason)[keyof typeof Reason];
+
+export type ConditionInput = {
+  readonly type: ConditionType;
+  readonly status: 'True' | 'False' | 'Unknown';
+  readonly reason: Reason;
+  readonly message: string;
+};
+
+export function setCondition(conditions: readonly Condition[], input: ConditionInput, at: { generation: number | undefined; now: string }): Condition[] {
+  const existing = conditions.find((c) => c.type === input.type);
+  const next: Condition = {
+    type: input.type,
+    status: input.status,
+    observedGeneration: at.generation,
+    lastTransitionTime: existing !== undefined && existing.status === input.status ? existing.lastTransitionTime : at.now,
+    reason: input.reason,
+    message: input.message,
+  };
+  const others = conditions.filter((c) => c.type !== input.type);
+  return [...others, next].sort((a, b) => conditionOrder(a.type) - conditionOrder(b.type));
+}
+
+export function removeCondition(conditions: readonly Condition[], type: ConditionType): Condition[] {
+  return conditions.filter((c) => c.type !== type);
+}
+
+export function findCondition(conditions: readonly Condition[] | undefined, type: ConditionType): Condition | undefined {
+  return conditions?.find((c) => c.type === type);
+}
+
+const order: readonly string[] = ['Ready', 'Synced', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed'];
+function conditionOrder(type: string): number {
+  const i = order.indexOf(type);
+  return i === -1 ? order.length : i;
+}

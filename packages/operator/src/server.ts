@@ -1,0 +1,49 @@
+// /healthz (the process answers), /readyz (caches synced and watches alive), /metrics (prom-client).
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import type { Metrics } from './metrics.ts';
+
+export type ProbeServer = { address: string; close(): Promise<void> };
+
+export function parseAddress(address: string): { host: string; port: number } {
+  const colon = address.lastIndexOf(':');
+  const host = colon <= 0 ? '0.0.0.0' : address.slice(0, colon);
+  const port = Number(address.slice(colon + 1));
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`"${address}" is not HOST:PORT`);
+  return { host, port };
+}
+
+export async function listen(server: Server, address: string): Promise<string> {
+  const { host, port } = parseAddress(address);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const bound = server.address() as AddressInfo;
+  return `${bound.address}:${bound.port}`;
+}
+
+export async function startProbeServer(options: { address: string; metrics: Metrics; ready: () => boolean; logger: Logger }): Promise<ProbeServer> {
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/healthz') {
+      res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok');
+    } else if (path === '/readyz') {
+      const ready = options.ready();
+      res.writeHead(ready ? 200 : 503, { 'Content-Type': 'text/plain' }).end(ready ? 'ok' : 'caches not synced or watches down');
+    } else if (path === '/metrics') {
+      options.metrics.registry.metrics().then(
+        (text) => res.writeHead(200, { 'Content-Type': options.metrics.registry.contentType }).end(text),
+        (error: unknown) => {
+          options.logger.warn({ err: String(error) }, 'metrics failed');
+          res.writeHead(500).end();
+        },
+      );
+    } else {
+      res.writeHead(404).end();
+    }
+  });
+  const address = await listen(server, options.address);
+  return { address, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}

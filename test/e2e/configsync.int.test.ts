@@ -1,0 +1,93 @@
+// End to end: the real operator process, the real control plane and a real Git server.
+import { startGitServer, startOperator, type GitServer, type OperatorProcess, type TestRepo } from '@syncline/test-support';
+import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyConfigSync, condition, configMapData, configSync, eventually, installCrds, patchConfigSync, readConfigSync, waitForReady } from './harness.ts';
+
+const cm = (name: string, body: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n${body}\n`;
+
+describe('ConfigSync end to end', () => {
+  let git: GitServer;
+  let repo: TestRepo;
+  let ns: TestNamespace;
+  let operator: OperatorProcess;
+
+  beforeAll(async () => {
+    await installCrds();
+    git = await startGitServer();
+    repo = await git.createRepo('configs');
+    ns = await testNamespace({ prefix: 'e2e' });
+    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', ns.name] });
+  });
+  afterAll(async () => {
+    await operator.stop();
+    await ns[Symbol.asyncDispose]();
+    await git.close();
+  });
+
+  it('applies, updates, creates, prunes, rolls back, and survives a broken template', async () => {
+    // given a repo with a template and a plain manifest
+    const first = await repo.commit({
+      'app/settings.yaml.hbs': cm('settings', '  greeting: {{ values.greeting }}\n  env: {{ target.name }}'),
+      'app/plain.yaml': cm('plain', '  alert: "{{ not a template }}"'),
+    });
+    await applyConfigSync(
+      configSync(ns.name, 'app', {
+        source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+        refreshInterval: '1s',
+        values: { greeting: 'hello' },
+        targets: [{ name: 'dev', namespace: ns.name }],
+      }),
+    );
+
+    // then both objects are applied and Ready names the commit
+    let cs = await waitForReady(ns.name, 'app', (c) => c.status?.sourceRevision === first);
+    expect(await configMapData(ns.name, 'settings')).toEqual({ greeting: 'hello', env: 'dev' });
+    expect(await configMapData(ns.name, 'plain')).toEqual({ alert: '{{ not a template }}' });
+    expect(cs.status?.targets).toMatchObject([{ name: 'dev', phase: 'Synced', objects: 2 }]);
+
+    // when a file changes, then the object is updated
+    const second = await repo.commit({ 'app/settings.yaml.hbs': cm('settings', '  greeting: {{ values.greeting }}!\n  env: {{ target.name }}') });
+    await eventually(async () => ((await configMapData(ns.name, 'settings'))?.['greeting'] === 'hello!' ? true : undefined), 'the update');
+
+    // when a file is added, then its object is created
+    const third = await repo.commit({ 'app/extra.yaml': cm('extra', '  n: "3"') });
+    await eventually(async () => ((await configMapData(ns.name, 'extra')) !== undefined ? true : undefined), 'the new object');
+    cs = await waitForReady(ns.name, 'app', (c) => c.status?.sourceRevision === third);
+    expect(cs.status?.history?.map((h) => h.revision).slice(0, 3)).toEqual([third, second, first]);
+
+    // when a file is removed, then its object is pruned
+    await repo.commit({ 'app/plain.yaml': null });
+    await eventually(async () => ((await configMapData(ns.name, 'plain')) === undefined ? true : undefined), 'the prune');
+
+    // when the revision is pinned to the first commit, then it rolls back and prunes what is newer
+    await patchConfigSync(ns.name, 'app', { spec: { source: { git: { revision: first } } } });
+    cs = await waitForReady(ns.name, 'app', (c) => c.status?.sourceRevision === first);
+    expect(condition(cs, 'Ready')?.message).toContain(first);
+    expect(await configMapData(ns.name, 'extra')).toBeUndefined();
+    expect(await configMapData(ns.name, 'plain')).toEqual({ alert: '{{ not a template }}' });
+    expect(await configMapData(ns.name, 'settings')).toEqual({ greeting: 'hello', env: 'dev' });
+
+    // when it follows main again and main gets a broken template, then InvalidSource and nothing is touched
+    const broken = await repo.commit({ 'app/settings.yaml.hbs': cm('settings', '  greeting: {{#if values.greeting}}unclosed') });
+    await patchConfigSync(ns.name, 'app', { spec: { source: { git: { revision: 'main' } } } });
+    cs = await eventually(async () => {
+      const c = await readConfigSync(ns.name, 'app');
+      return condition(c, 'InvalidSource')?.status === 'True' && c.status?.lastAttemptedRevision === broken ? c : undefined;
+    }, 'InvalidSource');
+    expect(condition(cs, 'Ready')).toMatchObject({ status: 'False', reason: 'RenderFailed' });
+    expect(condition(cs, 'Ready')?.message).toContain('settings.yaml.hbs');
+    expect(await configMapData(ns.name, 'settings')).toEqual({ greeting: 'hello', env: 'dev' });
+    // main no longer has plain.yaml, but a failed render prunes nothing
+    expect(await configMapData(ns.name, 'plain')).toEqual({ alert: '{{ not a template }}' });
+    expect(cs.status?.sourceRevision).toBe(first);
+
+    // when the template is fixed, then Ready again
+    const fixed = await repo.commit({ 'app/settings.yaml.hbs': cm('settings', '  greeting: fixed') });
+    cs = await waitForReady(ns.name, 'app', (c) => c.status?.sourceRevision === fixed);
+    expect(condition(cs, 'InvalidSource')).toBeUndefined();
+    expect(await configMapData(ns.name, 'settings')).toEqual({ greeting: 'fixed' });
+    expect(await configMapData(ns.name, 'extra')).toEqual({ n: '3' });
+    expect(await configMapData(ns.name, 'plain')).toBeUndefined();
+  }, 120_000);
+});

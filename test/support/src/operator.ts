@@ -1,0 +1,66 @@
+// Runs the real operator process (`syncline run`) against a kubeconfig, for end-to-end tests and the demo.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+const mainPath = join(import.meta.dirname, '..', '..', '..', 'packages', 'operator', 'src', 'main.ts');
+
+export type OperatorProcess = {
+  readonly pid: number;
+  /** HOST:PORT of /healthz, /readyz and /metrics. */
+  readonly probeAddress: string;
+  /** Log lines so far (pino JSON, parsed). */
+  readonly logs: Record<string, unknown>[];
+  readonly exited: Promise<number | null>;
+  /** SIGTERM and wait. */
+  stop(): Promise<void>;
+  /** SIGKILL: a crash. */
+  kill(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+};
+
+export async function startOperator(options: { kubeconfig: string; args?: readonly string[]; cacheDir?: string; echo?: boolean }): Promise<OperatorProcess> {
+  const cacheDir = options.cacheDir ?? (await mkdtemp(join(tmpdir(), 'syncline-op-')));
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [mainPath, 'run', '--kubeconfig', options.kubeconfig, '--probe-addr', '127.0.0.1:0', '--cache-dir', cacheDir, '--allow-insecure-http', ...(options.args ?? [])],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const logs: Record<string, unknown>[] = [];
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const stderr: string[] = [];
+  child.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk.toString()));
+  const probeAddress = await new Promise<string>((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+    lines.on('line', (line) => {
+      if (options.echo === true) console.log(line);
+      try {
+        const entry = JSON.parse(line) as Record<string, unknown>;
+        logs.push(entry);
+        if (entry['msg'] === 'syncline started') resolve(String(entry['probes']));
+      } catch {
+        logs.push({ msg: line });
+      }
+    });
+    void exited.then((code) => reject(new Error(`the operator exited (code ${code}) before it started: ${stderr.join('').slice(-2000)}`)));
+  });
+  const signal = async (name: NodeJS.Signals): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(name);
+    await exited;
+  };
+  const stop = async (): Promise<void> => {
+    await signal('SIGTERM');
+    if (options.cacheDir === undefined) await rm(cacheDir, { recursive: true, force: true });
+  };
+  return {
+    pid: child.pid ?? -1,
+    probeAddress,
+    logs,
+    exited,
+    stop,
+    kill: () => signal('SIGKILL'),
+    [Symbol.asyncDispose]: stop,
+  };
+}
