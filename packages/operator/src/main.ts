@@ -15,6 +15,9 @@ import { createKubeRest } from './kube/rest.ts';
 import { startManager } from './manager.ts';
 import { createMetrics } from './metrics.ts';
 import { startProbeServer } from './server.ts';
+import { startWebhookServer, type WebhookServer } from './webhook/receiver.ts';
+import { createWebhookSecrets, parseSecretRef } from './webhook/secrets.ts';
+import { createWaker } from './webhook/wake.ts';
 
 const usage = `syncline — keeps Kubernetes clusters equal to what Git says
 
@@ -40,6 +43,18 @@ Flags of run:
   --default-service-account NAME   apply as this ServiceAccount when a sync names none
   --allow-insecure-http       accept http:// repositories (tests and demos only)
   --log-level LEVEL           debug, info, warn, error (default info)
+  --webhook-addr HOST:PORT    Git push webhook receiver (default 0.0.0.0:9292; "off" disables). Endpoints:
+                              POST /hooks/github  (X-Hub-Signature-256)   POST /hooks/gitlab (X-Gitlab-Token)
+                              POST /hooks/gitea   (X-Gitea-Signature; also /hooks/forgejo)
+                              POST /hooks/bitbucket (Cloud and Data Center, X-Hub-Signature: sha256=)
+                              POST /hooks/generic {"repo": URL, "ref": "refs/heads/main"}
+                                   (X-Syncline-Signature: sha256=HMAC-SHA256(body), X-Syncline-Delivery: ID)
+  --webhook-secret [NS/]NAME  the Secret holding webhook secrets, one key per provider: github, gitlab,
+                              gitea, bitbucket, generic (several values in one key, one per line, for
+                              rotation). A provider without a key refuses every delivery (401). Re-read
+                              every minute and when a signature fails. Default NS: the pod's namespace.
+  --webhook-max-body-bytes N  larger deliveries are refused while streaming (default 1048576)
+  --webhook-read-timeout S    seconds a sender has to deliver headers and body (default 10)
 `;
 
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
@@ -66,6 +81,10 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       'allow-insecure-http': { type: 'boolean', default: false },
       'log-level': { type: 'string', default: 'info' },
       'lease-duration': { type: 'string', default: '15' },
+      'webhook-addr': { type: 'string', default: '0.0.0.0:9292' },
+      'webhook-secret': { type: 'string' },
+      'webhook-max-body-bytes': { type: 'string', default: String(1024 * 1024) },
+      'webhook-read-timeout': { type: 'string', default: '10' },
     },
     strict: true,
   });
@@ -118,7 +137,22 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     },
   });
   const probes = await startProbeServer({ address: flags['probe-addr'], metrics, ready: () => manager.ready(), logger });
-  logger.info({ probes: probes.address, identity, leaderElection: flags['leader-elect'] }, 'syncline started');
+  let webhooks: WebhookServer | undefined;
+  if (flags['webhook-addr'] !== 'off') {
+    const ref = flags['webhook-secret'] === undefined ? undefined : parseSecretRef(flags['webhook-secret'], podNamespace ?? 'default');
+    webhooks = await startWebhookServer({
+      address: flags['webhook-addr'],
+      // Without --webhook-secret no provider is configured and every delivery is refused.
+      secrets: ref === undefined ? { get: () => Promise.resolve([]) } : createWebhookSecrets({ rest, ...ref }),
+      configSyncs: () => manager.configSyncs(),
+      wake: createWaker({ rest, isLeader: () => manager.isLeader(), enqueue: (key) => manager.enqueue(key), logger }),
+      logger,
+      metrics,
+      maxBodyBytes: Number(flags['webhook-max-body-bytes']),
+      readTimeoutMs: Number(flags['webhook-read-timeout']) * 1000,
+    });
+  }
+  logger.info({ probes: probes.address, webhooks: webhooks?.address ?? 'off', identity, leaderElection: flags['leader-elect'] }, 'syncline started');
 
   await new Promise<void>((resolve) => {
     const stop = (): void => resolve();
@@ -127,6 +161,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     shutdown.signal.addEventListener('abort', stop, { once: true });
   });
   logger.info('shutting down');
+  await webhooks?.close();
   await manager.stop();
   await probes.close();
   logger.info('stopped');

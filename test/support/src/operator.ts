@@ -11,6 +11,8 @@ export type OperatorProcess = {
   readonly pid: number;
   /** HOST:PORT of /healthz, /readyz and /metrics. */
   readonly probeAddress: string;
+  /** HOST:PORT of the webhook receiver (POST /hooks/<provider>); undefined when started with --webhook-addr off. */
+  readonly webhookAddress: string | undefined;
   /** Log lines so far (pino JSON, parsed). */
   readonly logs: Record<string, unknown>[];
   readonly exited: Promise<number | null>;
@@ -25,27 +27,29 @@ export async function startOperator(options: { kubeconfig: string; args?: readon
   const cacheDir = options.cacheDir ?? (await mkdtemp(join(tmpdir(), 'syncline-op-')));
   const child: ChildProcess = spawn(
     process.execPath,
-    [mainPath, 'run', '--kubeconfig', options.kubeconfig, '--probe-addr', '127.0.0.1:0', '--cache-dir', cacheDir, '--allow-insecure-http', ...(options.args ?? [])],
+    [mainPath, 'run', '--kubeconfig', options.kubeconfig, '--probe-addr', '127.0.0.1:0', '--cache-dir', cacheDir, '--allow-insecure-http', '--webhook-addr', '127.0.0.1:0', ...(options.args ?? [])],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const logs: Record<string, unknown>[] = [];
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const stderr: string[] = [];
   child.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk.toString()));
-  const probeAddress = await new Promise<string>((resolve, reject) => {
+  const started = await new Promise<Record<string, unknown>>((resolve, reject) => {
     const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
     lines.on('line', (line) => {
       if (options.echo === true) console.log(line);
       try {
         const entry = JSON.parse(line) as Record<string, unknown>;
         logs.push(entry);
-        if (entry['msg'] === 'syncline started') resolve(String(entry['probes']));
+        if (entry['msg'] === 'syncline started') resolve(entry);
       } catch {
         logs.push({ msg: line });
       }
     });
     void exited.then((code) => reject(new Error(`the operator exited (code ${code}) before it started: ${stderr.join('').slice(-2000)}`)));
   });
+  const probeAddress = String(started['probes']);
+  const webhookAddress = typeof started['webhooks'] === 'string' && started['webhooks'] !== 'off' ? started['webhooks'] : undefined;
   const signal = async (name: NodeJS.Signals): Promise<void> => {
     if (child.exitCode === null && child.signalCode === null) child.kill(name);
     await exited;
@@ -57,6 +61,7 @@ export async function startOperator(options: { kubeconfig: string; args?: readon
   return {
     pid: child.pid ?? -1,
     probeAddress,
+    webhookAddress,
     logs,
     exited,
     stop,
