@@ -12,6 +12,7 @@ import { followersOf } from './match.ts';
 import { PayloadError, providerSpecs, providers, type Delivery, type Provider } from './providers.ts';
 import { DeliveryLog } from './replay.ts';
 import type { WebhookSecrets } from './secrets.ts';
+import { createCoalescer } from './wake.ts';
 
 export const WebhookResult = {
   /** A push that woke at least one ConfigSync. */
@@ -48,6 +49,8 @@ export type WebhookServerOptions = {
   readonly maxBodyBytes?: number;
   /** Headers and body must arrive within this (default 10 s). */
   readonly readTimeoutMs?: number;
+  /** Pushes to one repository are passed on once it has been quiet this long (default 150 ms); see createCoalescer. */
+  readonly coalesceMs?: number;
 };
 
 export type WebhookServer = { readonly address: string; close(): Promise<void> };
@@ -61,6 +64,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   const deliveries = new DeliveryLog();
   const log = options.logger.child({ component: 'webhooks' });
   const warnedUnconfigured = new Map<Provider, number>();
+  const coalescer = createCoalescer({ wake: options.wake, ...(options.coalesceMs === undefined ? {} : { quietMs: options.coalesceMs }) });
 
   const answer = (res: ServerResponse, provider: string, result: WebhookResult, status: number, body: Record<string, unknown>, close = false): void => {
     options.metrics.webhookDeliveries.inc({ provider, result });
@@ -157,7 +161,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
         return;
       case 'push': {
         const keys = followersOf(delivery, options.configSyncs());
-        for (const key of keys) options.wake(key);
+        coalescer.add(delivery.repos[0] ?? delivery.repoSuffixes[0] ?? '', keys);
         log.info({ provider, delivery: deliveryId, repo: delivery.repos[0] ?? delivery.repoSuffixes[0], refs: delivery.refs.slice(0, 10), woken: keys.length }, 'webhook push');
         answer(res, provider, keys.length > 0 ? WebhookResult.accepted : WebhookResult.unfollowed, 202, { result: keys.length > 0 ? 'accepted' : 'unfollowed', woken: keys.length });
         return;
@@ -181,6 +185,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     address,
     close: () =>
       new Promise((resolve) => {
+        coalescer.flush();
         server.close(() => resolve());
         server.closeIdleConnections();
       }),
