@@ -1,0 +1,82 @@
+{{- define "syncline.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "syncline.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "syncline.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "syncline.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "syncline.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "syncline.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "syncline.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "syncline.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The namespace the operator watches: "" = all (cluster scope only). */}}
+{{- define "syncline.watchNamespace" -}}
+{{- if eq .Values.rbac.scope "namespace" }}
+{{- default .Release.Namespace .Values.operator.watchNamespace }}
+{{- else if eq .Values.rbac.scope "cluster" }}
+{{- .Values.operator.watchNamespace }}
+{{- else }}
+{{- fail (printf "rbac.scope must be cluster or namespace, not %q" .Values.rbac.scope) }}
+{{- end }}
+{{- end }}
+
+{{- define "syncline.leaderElect" -}}
+{{- if kindIs "invalid" .Values.leaderElection.enabled }}
+{{- if gt (int .Values.replicaCount) 1 }}true{{ else }}false{{ end }}
+{{- else }}
+{{- if .Values.leaderElection.enabled }}true{{ else }}false{{ end }}
+{{- end }}
+{{- end }}
+
+{{- define "syncline.leaseNamespace" -}}
+{{- default .Release.Namespace .Values.leaderElection.namespace }}
+{{- end }}
+
+{{/* Rules the operator needs for its own API, the Secrets/ConfigMaps ConfigSyncs reference, events and
+     ServiceAccount tokens (spec.serviceAccountName). */}}
+{{- define "syncline.coreRules" -}}
+- apiGroups: ["syncline.dev"]
+  resources: ["configsyncs"]
+  verbs: ["get", "list", "watch", "patch", "update"]
+- apiGroups: ["syncline.dev"]
+  resources: ["configsyncs/status"]
+  verbs: ["get", "patch", "update"]
+- apiGroups: ["syncline.dev"]
+  resources: ["configsyncs/finalizers"]
+  verbs: ["update"]
+- apiGroups: [""]
+  resources: ["secrets", "configmaps"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+- apiGroups: [""]
+  resources: ["serviceaccounts/token"]
+  verbs: ["create"]
+{{- end }}

@@ -1,0 +1,248 @@
+// The Helm chart renders in both RBAC modes, passes `helm lint --strict`, passes the operator flags the
+// operator accepts, and the test control plane accepts every object it renders (server-side dry run, after
+// the CRDs are installed).
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { KubeApiError, createKubeRest, type KubeRest } from '@syncline/operator';
+import { testNamespace, type TestNamespace } from '@syncline/test-support/kube';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { installCrds, kc } from '../e2e/harness.ts';
+import { ensureHelm, runHelm } from './helm.ts';
+
+const root = join(import.meta.dirname, '..', '..');
+const chartDir = join(root, 'charts', 'syncline');
+const mainPath = join(root, 'packages', 'operator', 'src', 'main.ts');
+
+type Rendered = KubernetesObject & Record<string, unknown>;
+type Rule = { apiGroups?: string[]; resources?: string[]; resourceNames?: string[]; verbs?: string[] };
+type Container = { args: string[]; securityContext: Record<string, unknown>; livenessProbe: { httpGet: { path: string } }; readinessProbe: { httpGet: { path: string } }; resources: { requests?: Record<string, string> }; volumeMounts: { name: string; mountPath: string }[]; ports: { name: string; containerPort: number }[] };
+type DeploymentShape = { spec: { replicas: number; template: { spec: { containers: Container[]; volumes: { name: string; emptyDir?: object }[]; securityContext: Record<string, unknown>; serviceAccountName: string } } } };
+
+/** Every value the chart has, switched on, for the case that exercises every template branch. */
+const everything = (namespace: string): string[] => [
+  '--set', 'metrics.serviceMonitor.enabled=true',
+  '--set', 'webhook.secretName=git-webhooks',
+  '--set', 'operator.kubeconfigSecret=remote-kubeconfig',
+  '--set', 'operator.defaultServiceAccount=deployer',
+  '--set', 'operator.allowInsecureHttp=true',
+  '--set', `operator.watchNamespace=${namespace}`,
+  '--set', 'operator.logLevel=debug',
+  '--set', `leaderElection.namespace=${namespace}`,
+  '--set', 'imagePullSecrets[0].name=registry',
+  '--set', 'podDisruptionBudget.minAvailable=2',
+  '--set', 'replicaCount=3',
+];
+
+describe('charts/syncline', () => {
+  let helm: string;
+  let helmHome: string;
+  let ns: TestNamespace;
+  let rest: KubeRest;
+
+  beforeAll(async () => {
+    helm = await ensureHelm({ onProgress: (line) => console.log(`[helm] ${line}`) });
+    helmHome = await mkdtemp(join(tmpdir(), 'syncline-helm-'));
+    rest = await createKubeRest(kc, { userAgent: 'syncline-chart-test' });
+    await installCrds();
+    await installServiceMonitorStandIn(rest);
+    ns = await testNamespace({ prefix: 'chart' });
+  }, 20 * 60_000);
+  afterAll(async () => {
+    await ns?.[Symbol.asyncDispose]();
+    if (helmHome !== undefined) await rm(helmHome, { recursive: true, force: true });
+  });
+
+  const template = (...args: string[]): Rendered[] => {
+    const result = runHelm(helm, ['template', 'syncline', chartDir, '--namespace', ns.name, '--include-crds', ...args], helmHome);
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    return (parseYamlDocuments(result.stdout) as (Rendered | null)[]).filter((o): o is Rendered => o !== null);
+  };
+  const find = (objects: Rendered[], kind: string, name?: string): Rendered[] => objects.filter((o) => o.kind === kind && (name === undefined || o.metadata?.name === name));
+  const container = (objects: Rendered[]): Container => {
+    const [deployment] = find(objects, 'Deployment') as unknown as DeploymentShape[];
+    const first = deployment?.spec.template.spec.containers[0];
+    if (first === undefined) throw new Error('no Deployment container rendered');
+    return first;
+  };
+  const rulesOf = (objects: Rendered[], kind: 'Role' | 'ClusterRole'): Rule[] => find(objects, kind).flatMap((o) => (o['rules'] as Rule[] | undefined) ?? []);
+
+  it('lints clean with --strict in both RBAC modes', () => {
+    for (const args of [[], ['--set', 'rbac.scope=namespace'], everything(ns.name)]) {
+      const result = runHelm(helm, ['lint', '--strict', chartDir, ...args], helmHome);
+      expect(result.stdout + result.stderr, args.join(' ')).toContain('1 chart(s) linted, 0 chart(s) failed');
+      expect(result.status).toBe(0);
+    }
+  });
+
+  it('ships the generated CRDs unchanged', async () => {
+    const generated = (await readdir(join(root, 'crds'))).sort();
+    expect((await readdir(join(chartDir, 'crds'))).sort()).toEqual(generated);
+    for (const file of generated) {
+      expect(await readFile(join(chartDir, 'crds', file), 'utf8'), `charts/syncline/crds/${file} is stale: cp crds/*.yaml charts/syncline/crds/`).toBe(await readFile(join(root, 'crds', file), 'utf8'));
+    }
+  });
+
+  it('renders two leader-electing, non-root, read-only replicas with probes, requests and a writable cache', () => {
+    const objects = template();
+    const [deployment] = find(objects, 'Deployment') as unknown as DeploymentShape[];
+    expect(deployment?.spec.replicas).toBe(2);
+    const c = container(objects);
+    expect(c.args).toEqual(expect.arrayContaining(['run', '--leader-elect', `--leader-election-namespace=${ns.name}`, '--probe-addr=0.0.0.0:8080', '--cache-dir=/var/cache/syncline']));
+    expect(c.args.some((a) => a.startsWith('--namespace'))).toBe(false);
+    expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+    expect(deployment?.spec.template.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000 });
+    expect([c.livenessProbe.httpGet.path, c.readinessProbe.httpGet.path]).toEqual(['/healthz', '/readyz']);
+    expect(c.ports).toEqual([
+      { name: 'probes', containerPort: 8080, protocol: 'TCP' },
+      { name: 'webhooks', containerPort: 9292, protocol: 'TCP' },
+    ]);
+    expect(Object.keys(c.resources.requests ?? {}).sort()).toEqual(['cpu', 'memory']);
+    const cacheVolume = deployment?.spec.template.spec.volumes.find((v) => v.name === 'cache');
+    expect(cacheVolume?.emptyDir).toBeDefined();
+    expect(c.volumeMounts).toContainEqual({ name: 'cache', mountPath: '/var/cache/syncline' });
+    const ports = (name: string): unknown => (find(objects, 'Service', name)[0]?.['spec'] as { ports?: unknown } | undefined)?.ports;
+    expect(ports('syncline-metrics')).toEqual([{ name: 'metrics', port: 8080, targetPort: 'probes', protocol: 'TCP' }]);
+    expect(ports('syncline-webhooks')).toEqual([{ name: 'webhooks', port: 9292, targetPort: 'webhooks', protocol: 'TCP' }]);
+    expect(find(objects, 'CustomResourceDefinition').map((s) => s.metadata?.name)).toEqual(['configsyncs.syncline.dev']);
+  });
+
+  it('turns the webhook receiver off with its port and Service', () => {
+    const objects = template('--set', 'webhook.enabled=false');
+    expect(container(objects).args).toContain('--webhook-addr=off');
+    expect(container(objects).ports.map((p) => p.name)).toEqual(['probes']);
+    expect(find(objects, 'Service').map((s) => s.metadata?.name)).toEqual(['syncline-metrics']);
+  });
+
+  it('cluster mode: ClusterRoles for the operator and for what it syncs, the Lease in a Role', () => {
+    const objects = template();
+    expect(find(objects, 'ClusterRole').map((o) => o.metadata?.name).sort()).toEqual(['syncline', 'syncline-manage']);
+    expect(find(objects, 'Role').map((o) => o.metadata?.name)).toEqual(['syncline-leader-election']);
+    const own = find(objects, 'ClusterRole', 'syncline').flatMap((o) => o['rules'] as Rule[]);
+    expect(own).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['configsyncs/status'], verbs: ['get', 'patch', 'update'] });
+    expect(own).toContainEqual({ apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'] });
+    // least privilege: the operator's own role writes nothing but its API, events and tokens
+    for (const rule of own) if (rule.apiGroups?.includes('') === true && rule.resources?.includes('secrets') === true) expect(rule.verbs).toEqual(['get', 'list', 'watch']);
+    expect(rulesOf(objects, 'Role')).toContainEqual({ apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['syncline-leader'], verbs: ['get', 'update', 'patch'] });
+
+    // restricting what it may sync: the manage role follows rbac.manage.rules, and none at all is allowed
+    const narrowed = template('--set', 'rbac.manage.rules[0].apiGroups[0]=apps', '--set', 'rbac.manage.rules[0].resources[0]=deployments', '--set', 'rbac.manage.rules[0].verbs[0]=patch');
+    expect(find(narrowed, 'ClusterRole', 'syncline-manage')[0]?.['rules']).toEqual([{ apiGroups: ['apps'], resources: ['deployments'], verbs: ['patch'] }]);
+    const none = template('--set', 'rbac.manage.rules=null');
+    expect(find(none, 'ClusterRole').map((o) => o.metadata?.name)).toEqual(['syncline']);
+    expect(find(none, 'ClusterRoleBinding').map((o) => o.metadata?.name)).toEqual(['syncline']);
+  });
+
+  it('namespace mode: no cluster-wide rights, and the operator watches its namespace only', () => {
+    const objects = template('--set', 'rbac.scope=namespace');
+    expect(find(objects, 'ClusterRole')).toEqual([]);
+    expect(find(objects, 'ClusterRoleBinding')).toEqual([]);
+    expect(find(objects, 'Role').map((o) => [o.metadata?.name, o.metadata?.namespace]).sort()).toEqual([
+      ['syncline', ns.name],
+      ['syncline-leader-election', ns.name],
+    ]);
+    expect(rulesOf(objects, 'Role')).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['configsyncs'], verbs: ['get', 'list', 'watch', 'patch', 'update'] });
+    expect(container(objects).args).toContain(`--namespace=${ns.name}`);
+    expect(() => template('--set', 'rbac.scope=everywhere')).toThrow();
+  });
+
+  it('has a value for every flag of `syncline run`, and passes only flags the operator knows', () => {
+    const usage = spawnSync(process.execPath, [mainPath, '--help'], { encoding: 'utf8' }).stdout;
+    const runFlags = [...usage.slice(usage.indexOf('Flags of run:')).matchAll(/^ {2}(--[a-z-]+)/gm)].map((m) => m[1] ?? '');
+    expect(runFlags.length).toBeGreaterThan(8);
+    const args = container(template(...everything(ns.name))).args;
+    for (const flag of runFlags) expect(args.some((a) => a === flag || a.startsWith(`${flag}=`)), `no value passes ${flag}`).toBe(true);
+
+    // given the default and namespace-mode args, when the real CLI parses them, then it accepts them (it
+    // gets as far as reading the kubeconfig we point at nothing)
+    for (const objects of [template(), template('--set', 'rbac.scope=namespace')]) {
+      const rendered = container(objects).args;
+      const run = spawnSync(process.execPath, [mainPath, ...rendered, '--kubeconfig', join(helmHome, 'no-such-kubeconfig')], { encoding: 'utf8', timeout: 30_000 });
+      expect(run.stderr).not.toMatch(/Unknown option|ERR_PARSE_ARGS/);
+      expect(run.stderr).toContain('no-such-kubeconfig');
+    }
+  });
+
+  for (const [name, args] of [
+    ['default values (cluster mode)', (): string[] => []],
+    ['namespace mode', (): string[] => ['--set', 'rbac.scope=namespace']],
+    ['every option on', (): string[] => everything(ns.name)],
+    ['every option on, namespace mode', (): string[] => [...everything(ns.name), '--set', 'rbac.scope=namespace']],
+  ] as const) {
+    it(`the control plane accepts everything it renders: ${name}`, async () => {
+      const objects = template(...args());
+      expect(objects.length).toBeGreaterThan(5);
+      const rejected: string[] = [];
+      for (const object of objects) {
+        const error = await dryRunApply(rest, object, ns.name);
+        if (error !== undefined) rejected.push(`${object.kind}/${object.metadata?.name}: ${error}`);
+      }
+      expect(rejected).toEqual([]);
+    });
+  }
+});
+
+/** Server-side apply with dryRun=All: validation, defaulting and admission run, nothing is stored. */
+async function dryRunApply(rest: KubeRest, object: Rendered, defaultNamespace: string): Promise<string | undefined> {
+  const apiVersion = object.apiVersion ?? '';
+  const [group, version] = apiVersion.includes('/') ? apiVersion.split('/') : ['', apiVersion];
+  const base = group === '' ? `/api/${version}` : `/apis/${group}/${version}`;
+  const list = await rest.request<{ resources: { name: string; kind: string; namespaced: boolean }[] }>({ method: 'GET', path: base });
+  const resource = list.resources.find((r) => r.kind === object.kind && !r.name.includes('/'));
+  if (resource === undefined) return `the API server does not serve ${apiVersion} ${object.kind}`;
+  const namespace = object.metadata?.namespace ?? defaultNamespace;
+  const path = `${base}${resource.namespaced ? `/namespaces/${namespace}` : ''}/${resource.name}/${object.metadata?.name ?? ''}`;
+  try {
+    await rest.request({ method: 'PATCH', path, query: { dryRun: 'All', fieldManager: 'helm', force: true, fieldValidation: 'Strict' }, contentType: 'application/apply-patch+yaml', body: object });
+    return undefined;
+  } catch (error) {
+    if (error instanceof KubeApiError) return error.message;
+    throw error;
+  }
+}
+
+/**
+ * The test control plane has no Prometheus Operator: a stand-in ServiceMonitor CRD (same group, version and
+ * kind, open schema) lets the dry run check the rest of the object. Left installed: other runs share it.
+ */
+async function installServiceMonitorStandIn(rest: KubeRest): Promise<void> {
+  await rest.request({
+    method: 'PATCH',
+    path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/servicemonitors.monitoring.coreos.com',
+    query: { fieldManager: 'syncline-chart-test', force: true },
+    contentType: 'application/apply-patch+yaml',
+    body: {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'servicemonitors.monitoring.coreos.com' },
+      spec: {
+        group: 'monitoring.coreos.com',
+        scope: 'Namespaced',
+        names: { kind: 'ServiceMonitor', listKind: 'ServiceMonitorList', plural: 'servicemonitors', singular: 'servicemonitor' },
+        versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+      },
+    },
+  });
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      await rest.request({ method: 'GET', path: '/apis/monitoring.coreos.com/v1/servicemonitors' });
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 150));
+    }
+  }
+}
+
+/** Plain objects, keys as written (client-node's loadAllYaml renames keys such as `default` to fit its models). */
+function parseYamlDocuments(text: string): unknown[] {
+  return parseAllDocuments(text).map((document) => {
+    if (document.errors.length > 0) throw new Error(document.errors.map((e) => e.message).join('; '));
+    return document.toJS() as unknown;
+  });
+}
