@@ -6,7 +6,7 @@ import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyConfigSync, configMapData, configSync, core, eventually, installCrds, waitForReady } from '../e2e/harness.ts';
-import { hmac, providerHeaders, pushDelivery, send, type Provider } from './deliveries.ts';
+import { providerHeaders, pushDelivery, send, type Provider } from './deliveries.ts';
 
 const secrets: Record<Provider, string> = {
   github: 'gh-3f9c1a7e5b',
@@ -273,6 +273,8 @@ describe('webhook receiver', () => {
     // then the last commit is applied and the repository was fetched at most twice
     await updated(value, 'v50', 20_000);
     await sleep(1_000);
-    expect(git.requests('burst-repo').uploadPack).toBeLessThanOrEqual(2);
+    const fetches = git.requests('burst-repo').uploadPack;
+    expect(fetches).toBeGreaterThanOrEqual(1);
+    expect(fetches).toBeLessThanOrEqual(2);
   });
 });
