@@ -2,15 +2,17 @@
 // operator accepts, and the test control plane accepts every object it renders (server-side dry run, after
 // the CRDs are installed).
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 import { KubeApiError, createKubeRest, type KubeRest } from '@syncline/operator';
-import { testNamespace, type TestNamespace } from '@syncline/test-support/kube';
+import { startGitServer, startOperator } from '@syncline/test-support';
+import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { installCrds, kc } from '../e2e/harness.ts';
+import { applyConfigSync, configMapData, configSync, installCrds, kc, waitForReady } from '../e2e/harness.ts';
 import { ensureHelm, runHelm } from './helm.ts';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -167,6 +169,45 @@ describe('charts/syncline', () => {
     }
   });
 
+  it('namespace mode grants enough: the operator, as the chart\'s ServiceAccount, syncs a ConfigSync', async () => {
+    // given the chart's ServiceAccount and namespace-mode RBAC applied for real (the Deployment itself needs
+    // a kubelet, which the test control plane has not: the operator runs here, with the pod's rights)
+    await using tenant = await testNamespace({ prefix: 'chart-rbac' });
+    const objects = template('--namespace', tenant.name, '--set', 'rbac.scope=namespace');
+    for (const object of objects.filter((o) => ['ServiceAccount', 'Role', 'RoleBinding'].includes(o.kind ?? ''))) {
+      await serverSideApply(rest, object, tenant.name);
+    }
+    const token = (await rest.request<{ status: { token: string } }>({
+      method: 'POST',
+      path: `/api/v1/namespaces/${tenant.name}/serviceaccounts/syncline/token`,
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+    })).status.token;
+    const kubeconfig = join(helmHome, `${tenant.name}.kubeconfig`);
+    await writeFile(kubeconfig, serviceAccountKubeconfig(token));
+    await using git = await startGitServer();
+    const repo = await git.createRepo('rbac');
+    const sha = await repo.commit({ 'app/cm.yaml.hbs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-git\ndata:\n  greeting: {{values.greeting}}\n' });
+    await rest.request({ method: 'POST', path: `/api/v1/namespaces/${tenant.name}/configmaps`, body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'values' }, data: { 'values.yaml': 'greeting: hello' } } });
+
+    // when the operator runs with the flags the chart gives it (except ports and paths, which the test picks)
+    const args = container(objects).args.filter((a) => /^--(namespace|leader-elect|leader-election-namespace|leader-election-id|lease-duration|concurrency|log-level)\b/.test(a));
+    await using operator = await startOperator({ kubeconfig, args: [...args, '--webhook-addr=off'] });
+    await applyConfigSync(configSync(tenant.name, 'app', {
+      source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+      valuesFrom: [{ kind: 'ConfigMap', name: 'values' }],
+      targets: [{ name: 'here', namespace: tenant.name }],
+    }));
+
+    // then it takes the Lease, syncs and records events, all within its namespace's Role
+    await waitForReady(tenant.name, 'app', (cs) => cs.status?.sourceRevision === sha, 45_000);
+    expect(await configMapData(tenant.name, 'from-git')).toEqual({ greeting: 'hello' });
+    const lease = await rest.request<{ spec?: { holderIdentity?: string } }>({ method: 'GET', path: `/apis/coordination.k8s.io/v1/namespaces/${tenant.name}/leases/syncline-leader` });
+    expect(lease.spec?.holderIdentity).toBeTruthy();
+    const events = await rest.request<{ items: { involvedObject: { name: string } }[] }>({ method: 'GET', path: `/api/v1/namespaces/${tenant.name}/events` });
+    expect(events.items.some((e) => e.involvedObject.name === 'app')).toBe(true);
+    expect(operator.logs.filter((l) => /forbidden/i.test(JSON.stringify(l)))).toEqual([]);
+  }, 90_000);
+
   for (const [name, args] of [
     ['default values (cluster mode)', (): string[] => []],
     ['namespace mode', (): string[] => ['--set', 'rbac.scope=namespace']],
@@ -186,8 +227,28 @@ describe('charts/syncline', () => {
   }
 });
 
-/** Server-side apply with dryRun=All: validation, defaulting and admission run, nothing is stored. */
+/** A kubeconfig for the test cluster that authenticates with a ServiceAccount token. */
+function serviceAccountKubeconfig(token: string): string {
+  const admin = new KubeConfig();
+  admin.loadFromFile(testKubeconfigPath());
+  const cluster = admin.getCurrentCluster();
+  if (cluster === null) throw new Error('the test kubeconfig has no current cluster');
+  const sa = new KubeConfig();
+  sa.loadFromOptions({ clusters: [cluster], users: [{ name: 'syncline', token }], contexts: [{ name: 'syncline', cluster: cluster.name, user: 'syncline' }], currentContext: 'syncline' });
+  return sa.exportConfig();
+}
+
+async function serverSideApply(rest: KubeRest, object: Rendered, namespace: string): Promise<void> {
+  const error = await applyObject(rest, object, namespace, false);
+  if (error !== undefined) throw new Error(`${object.kind}/${object.metadata?.name}: ${error}`);
+}
+
 async function dryRunApply(rest: KubeRest, object: Rendered, defaultNamespace: string): Promise<string | undefined> {
+  return applyObject(rest, object, defaultNamespace, true);
+}
+
+/** Server-side apply; with dryRun=All validation, defaulting and admission run and nothing is stored. */
+async function applyObject(rest: KubeRest, object: Rendered, defaultNamespace: string, dryRun: boolean): Promise<string | undefined> {
   const apiVersion = object.apiVersion ?? '';
   const [group, version] = apiVersion.includes('/') ? apiVersion.split('/') : ['', apiVersion];
   const base = group === '' ? `/api/${version}` : `/apis/${group}/${version}`;
@@ -197,7 +258,7 @@ async function dryRunApply(rest: KubeRest, object: Rendered, defaultNamespace: s
   const namespace = object.metadata?.namespace ?? defaultNamespace;
   const path = `${base}${resource.namespaced ? `/namespaces/${namespace}` : ''}/${resource.name}/${object.metadata?.name ?? ''}`;
   try {
-    await rest.request({ method: 'PATCH', path, query: { dryRun: 'All', fieldManager: 'helm', force: true, fieldValidation: 'Strict' }, contentType: 'application/apply-patch+yaml', body: object });
+    await rest.request({ method: 'PATCH', path, query: { ...(dryRun ? { dryRun: 'All' } : {}), fieldManager: 'helm', force: true, fieldValidation: 'Strict' }, contentType: 'application/apply-patch+yaml', body: object });
     return undefined;
   } catch (error) {
     if (error instanceof KubeApiError) return error.message;
