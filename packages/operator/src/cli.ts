@@ -58,8 +58,10 @@ async function renderCommand(args: readonly string[], out: (text: string) => voi
   const layers: Values[] = [];
   for (const file of flags.values ?? []) layers.push(parseValues(await readFile(file, 'utf8'), file));
   for (const assignment of flags.set ?? []) layers.push(setValue(assignment));
-  const root = (await stat(path)).isDirectory() ? path : join(path, '..');
-  const files = await readLocalFiles(root);
+  const isDirectory = (await stat(path)).isDirectory();
+  const root = isDirectory ? path : join(path, '..');
+  // A file renders with the partials beside it; a directory with everything under it.
+  const files = isDirectory ? await readLocalFiles(root, root) : [{ path: relative(root, path).split(sep).join('/'), content: await readFile(path) }, ...(await readLocalFiles(root, join(root, '_partials')).catch(() => []))];
   const objects = renderTarget({
     files,
     path: relative(root, path).split(sep).join('/'),
@@ -84,17 +86,17 @@ function setValue(assignment: string): Values {
   return value as Values;
 }
 
-async function readLocalFiles(root: string): Promise<SourceFile[]> {
+async function readLocalFiles(root: string, start: string): Promise<SourceFile[]> {
   const files: SourceFile[] = [];
   const walk = async (dir: string): Promise<void> => {
     for (const entry of await readdir(dir, { withFileTypes: true })) {
-      if (entry.name === '.git') continue;
+      if (entry.name.startsWith('.') || entry.name === 'node_modules') continue;
       const full = join(dir, entry.name);
       if (entry.isDirectory()) await walk(full);
       else if (entry.isFile()) files.push({ path: relative(root, full).split(sep).join('/'), content: await readFile(full) });
     }
   };
-  await walk(root);
+  await walk(start);
   return files;
 }
 

@@ -36,6 +36,8 @@ Flags of run:
   --namespace NS              watch ConfigSyncs in one namespace only (default: all)
   --leader-elect              elect a leader on a Lease (default true when --replicas > 1 in the chart)
   --leader-election-namespace NS   default: the pod's namespace or "default"
+  --leader-election-id NAME   the Lease's name (default syncline-leader)
+  --lease-duration SECONDS    how long a lease holds without renewal (default 15)
   --probe-addr HOST:PORT      /healthz, /readyz, /metrics (default 0.0.0.0:8080)
   --cache-dir DIR             git snapshot cache (default ~/.cache/syncline/snapshots)
   --cache-max-bytes N         snapshot cache bound (default 2 GiB)

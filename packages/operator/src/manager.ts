@@ -92,7 +92,8 @@ export function startManager(options: ManagerOptions): Manager {
       if (info === undefined) continue;
       const informer = new Informer({
         rest,
-        path: `${group === '' ? '/api' : `/apis/${group}`}/${info.version}/${info.plural}`,
+        // Namespaced kinds are watched in the watched namespace only (namespace-scoped RBAC allows no more).
+        path: info.namespaced ? collection(group, info.version, info.plural) : `${group === '' ? '/api' : `/apis/${group}`}/${info.version}/${info.plural}`,
         labelSelector: OWNER_LABEL,
         project: (object) => ({ apiVersion: object.apiVersion, kind: object.kind, metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion, annotations: pickOwner(object) } }),
         onEvent: (type, object) => {

@@ -1,0 +1,163 @@
+// `pnpm bench operator [--syncs 200] [--steady 600]`: N ConfigSyncs × 5 objects on one repo against the
+// real control plane and the real operator process. Prints time until all Ready, git fetches per new
+// commit, operator peak RSS, and for the steady state (nothing changing, refreshInterval 30s) the write
+// requests the API server counted (by verb, leases apart) and the operator's CPU time.
+import { KubeConfig } from '@kubernetes/client-node';
+import { createKubeRest, customResourceDefinitions, type ConfigSync, type KubeRest } from '@syncline/operator';
+import { startControlPlane, startGitServer, startOperator } from '@syncline/test-support';
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+
+const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' } } });
+const SYNCS = Number(flags.syncs);
+const STEADY_SECONDS = Number(flags.steady);
+const namespace = 'bench';
+
+await using controlPlane = await startControlPlane({ onProgress: (line) => console.error(`[control-plane] ${line}`) });
+await using git = await startGitServer();
+const kc = new KubeConfig();
+kc.loadFromFile(controlPlane.kubeconfigPath);
+const rest = await createKubeRest(kc);
+
+for (const crd of customResourceDefinitions()) {
+  await rest.request({ method: 'PATCH', path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${(crd['metadata'] as { name: string }).name}`, query: { fieldManager: 'bench', force: true }, contentType: 'application/apply-patch+yaml', body: crd });
+}
+await rest.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: namespace } } });
+await waitFor(async () => rest.request({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs` }).then(() => true, () => false));
+
+const repo = await git.createRepo('configs');
+const template = (i: number, rev: string): string =>
+  `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "{{ target.name }}-${i}"\ndata:\n  revision: "${rev}"\n  target: "{{ target.name }}"\n`;
+const commitAll = (rev: string): Promise<string> => repo.commit(Object.fromEntries([1, 2, 3, 4, 5].map((i) => [`app/cm-${i}.yaml.hbs`, template(i, rev)])));
+const first = await commitAll('one');
+
+await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', namespace] }); // info level: startOperator waits for the 'syncline started' line
+
+const progress = (line: string): void => console.error(`[bench] ${line}`);
+progress(`control plane, Git server and operator up; creating ${SYNCS} ConfigSyncs`);
+// Phase 1: N ConfigSyncs created at once → all Ready.
+const started = Date.now();
+git.resetRequests();
+await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
+  rest.request({
+    method: 'POST',
+    path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs`,
+    body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: `s${i}` }, spec: { source: { git: { repo: repo.url, path: 'app' } }, refreshInterval: '30s', targets: [{ name: `s${i}`, namespace }] } },
+  }),
+);
+await waitForAll(first);
+const allReadyMs = Date.now() - started;
+const initialFetches = git.requests('configs').uploadPack;
+
+progress(`all Ready in ${allReadyMs} ms; committing a change`);
+// Phase 2: a new commit, every sync asked to reconcile now → fetches for that commit.
+const second = await commitAll('two');
+git.resetRequests();
+const commitStarted = Date.now();
+const at = new Date().toISOString();
+await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
+  rest.request({ method: 'PATCH', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs/s${i}`, contentType: 'application/merge-patch+json', body: { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': at } } } }),
+);
+await waitForAll(second);
+const newCommitMs = Date.now() - commitStarted;
+const fetchesPerCommit = git.requests('configs').uploadPack;
+const peakRssMb = peakRss(operator.pid);
+
+progress(`new commit applied everywhere in ${newCommitMs} ms; steady state for ${STEADY_SECONDS} s`);
+// Phase 3: steady state — nothing changes; resyncs every 30 s must write nothing.
+await sleep(3000); // let the status writes of phase 2 land
+git.resetRequests();
+const writesBefore = await writeRequests(rest);
+const cpuBefore = cpuSeconds(operator.pid);
+const steadyStarted = Date.now();
+await sleep(STEADY_SECONDS * 1000);
+const steadyElapsed = (Date.now() - steadyStarted) / 1000;
+const cpuUsed = cpuSeconds(operator.pid) - cpuBefore;
+const writesAfter = await writeRequests(rest);
+const writes = diff(writesAfter, writesBefore);
+const resolvesDuringSteady = git.requests('configs').infoRefs;
+
+console.log(`operator bench: ${SYNCS} ConfigSyncs × 5 objects, one repo, Node ${process.versions.node}`);
+console.log(`time until all ${SYNCS} Ready (from creation):      ${(allReadyMs / 1000).toFixed(2)} s  (${initialFetches} fetch(es) of the first commit)`);
+console.log(`new commit → all Ready (reconcile requested):      ${(newCommitMs / 1000).toFixed(2)} s`);
+console.log(`git fetches for the new commit:                    ${fetchesPerCommit}  (target: 1)`);
+console.log(`operator peak RSS:                                 ${peakRssMb.toFixed(0)} MB`);
+console.log(`steady state ${steadyElapsed.toFixed(0)} s (refreshInterval 30s, ~${Math.round((steadyElapsed / 30) * SYNCS)} resyncs, ${resolvesDuringSteady} ref lookups):`);
+console.log(`  write requests to the API server (non-lease):    ${writes.total}${writes.total > 0 ? `  ${JSON.stringify(writes.byVerbResource)}` : ''}  (target: 0)`);
+console.log(`  operator CPU:                                    ${cpuUsed.toFixed(2)} s (${((cpuUsed / steadyElapsed) * 100).toFixed(1)}% of one core)`);
+
+async function waitForAll(revision: string): Promise<void> {
+  let lastReport = Date.now();
+  await waitFor(async () => {
+    const list = await rest.request<{ items: ConfigSync[] }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs` });
+    const ready = list.items.filter((cs) => cs.status?.sourceRevision === revision && cs.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+    if (Date.now() - lastReport > 10_000) {
+      lastReport = Date.now();
+      const sample = list.items.find((cs) => !ready.includes(cs));
+      progress(`${ready.length}/${SYNCS} Ready at ${revision.slice(0, 8)}; e.g. ${sample?.metadata.name}: ${JSON.stringify(sample?.status?.conditions?.[0] ?? null)}`);
+    }
+    return ready.length === SYNCS;
+  }, 600_000);
+}
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await sleep(250);
+  }
+}
+
+async function writeRequests(client: KubeRest): Promise<Map<string, number>> {
+  const text = await client.request<string>({ method: 'GET', path: '/metrics' }).catch(async () => {
+    throw new Error('cannot read the API server metrics');
+  });
+  const counts = new Map<string, number>();
+  const raw = typeof text === 'string' ? text : '';
+  for (const line of raw.split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const verb = /verb="([A-Z]+)"/.exec(line)?.[1] ?? '';
+    const resource = /resource="([^"]*)"/.exec(line)?.[1] ?? '';
+    if (!['POST', 'PUT', 'PATCH', 'DELETE', 'APPLY', 'CREATE', 'UPDATE'].includes(verb) || resource === 'leases') continue;
+    const key = `${verb} ${resource}`;
+    counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
+  }
+  return counts;
+}
+
+function diff(after: Map<string, number>, before: Map<string, number>): { total: number; byVerbResource: Record<string, number> } {
+  const byVerbResource: Record<string, number> = {};
+  let total = 0;
+  for (const [key, value] of after) {
+    const d = value - (before.get(key) ?? 0);
+    if (d > 0) {
+      byVerbResource[key] = d;
+      total += d;
+    }
+  }
+  return { total, byVerbResource };
+}
+
+function peakRss(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime in clock ticks (100 Hz)
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function pool<T>(items: readonly T[], width: number, run: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await run(item);
+    }
+  }));
+}
