@@ -109,11 +109,9 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs = 60_000): Promi
 }
 
 async function writeRequests(client: KubeRest): Promise<Map<string, number>> {
-  const text = await client.request<string>({ method: 'GET', path: '/metrics' }).catch(async () => {
-    throw new Error('cannot read the API server metrics');
-  });
+  const raw = await client.request<string>({ method: 'GET', path: '/metrics', text: true });
   const counts = new Map<string, number>();
-  const raw = typeof text === 'string' ? text : '';
+  if (!raw.includes('apiserver_request_total')) throw new Error('the API server metrics have no apiserver_request_total');
   for (const line of raw.split('\n')) {
     if (!line.startsWith('apiserver_request_total{')) continue;
     const verb = /verb="([A-Z]+)"/.exec(line)?.[1] ?? '';

@@ -24,6 +24,8 @@ export type KubeRequest = {
   readonly contentType?: string;
   readonly signal?: AbortSignal;
   readonly timeoutMs?: number;
+  /** Resolve with the response text instead of parsed JSON (e.g. /metrics). */
+  readonly text?: boolean;
 };
 
 export type KubeRest = {
@@ -88,7 +90,7 @@ export async function createKubeRest(kc: KubeConfig, options: { userAgent?: stri
                 parsed = undefined;
               }
               if (status >= 200 && status < 300) {
-                resolve(parsed as T);
+                resolve((req.text === true ? text : parsed) as T);
                 return;
               }
               const st = parsed as { reason?: string; message?: string } | undefined;
