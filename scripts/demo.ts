@@ -1,0 +1,248 @@
+// `pnpm demo [--once]`: Syncline on this machine, nothing else needed. Starts the real test control
+// plane, a local Git server holding a repo made from examples/repo, and the operator; applies the example
+// ConfigSyncs; then walks through a change, a rollback with prune, a broken template and its fix, showing
+// what is synced as it goes. --once runs the walkthrough non-interactively, checks every step and exits
+// non-zero on the first failure (CI runs it). Without --once it keeps the live status table up after the
+// walkthrough until Ctrl-C.
+import { KubeConfig } from '@kubernetes/client-node';
+import { createKubeRest, customResourceDefinitions, formatStatus, type ConfigSync, type KubeRest } from '@syncline/operator';
+import { startControlPlane, startGitServer, startOperator, type TestRepo } from '@syncline/test-support';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+
+const once = process.argv.includes('--once');
+const root = join(import.meta.dirname, '..');
+const tty = process.stdout.isTTY && !once;
+const home = 'platform';
+const started = Date.now();
+
+const dim = (s: string): string => (tty ? `\x1b[2m${s}\x1b[0m` : s);
+const bold = (s: string): string => (tty ? `\x1b[1m${s}\x1b[0m` : s);
+const green = (s: string): string => (tty ? `\x1b[32m${s}\x1b[0m` : s);
+const red = (s: string): string => (tty ? `\x1b[31m${s}\x1b[0m` : s);
+const elapsed = (): string => `${((Date.now() - started) / 1000).toFixed(1)}s`;
+
+let spinnerTimer: NodeJS.Timeout | undefined;
+function spin(label: string): void {
+  if (!tty) {
+    console.log(`… ${label}`);
+    return;
+  }
+  const frames = '⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏';
+  let i = 0;
+  clearInterval(spinnerTimer);
+  spinnerTimer = setInterval(() => process.stdout.write(`\r${frames[i++ % frames.length] ?? ''} ${label} ${dim(elapsed())}\x1b[K`), 100);
+}
+function done(label: string): void {
+  clearInterval(spinnerTimer);
+  process.stdout.write(tty ? `\r${green('✓')} ${label} ${dim(elapsed())}\x1b[K\n` : `✓ ${label} (${elapsed()})\n`);
+}
+
+async function step<T>(label: string, run: () => Promise<T>): Promise<T> {
+  spin(label);
+  try {
+    const value = await run();
+    done(label);
+    return value;
+  } catch (error) {
+    clearInterval(spinnerTimer);
+    process.stdout.write(`${tty ? '\r' : ''}${red('✗')} ${label}: ${error instanceof Error ? error.message : String(error)}\n`);
+    throw error;
+  }
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000}s waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+function readTree(dir: string): Record<string, string> {
+  const files: Record<string, string> = {};
+  const walk = (d: string): void => {
+    for (const name of readdirSync(d)) {
+      const full = join(d, name);
+      if (statSync(full).isDirectory()) walk(full);
+      else if (!name.endsWith('.md')) files[relative(dir, full).split(sep).join('/')] = readFileSync(full, 'utf8');
+    }
+  };
+  walk(dir);
+  return files;
+}
+
+let exitCode = 0;
+let cleanup: (() => Promise<void>)[] = [];
+try {
+  const controlPlane = await step('starting a real Kubernetes control plane (etcd + kube-apiserver + kube-controller-manager)', () =>
+    startControlPlane({ onProgress: (line) => (tty ? undefined : console.log(dim(`  ${line}`))) }),
+  );
+  cleanup.push(() => controlPlane.stop());
+  const kc = new KubeConfig();
+  kc.loadFromFile(controlPlane.kubeconfigPath);
+  const rest = await createKubeRest(kc);
+
+  const git = await startGitServer();
+  cleanup.push(() => git.close());
+  const repo: TestRepo = await git.createRepo('configs');
+  const first = await step('committing examples/repo to a local Git server', () => repo.commit(readTree(join(root, 'examples', 'repo')), { message: 'Import the examples' }));
+
+  await step('installing the ConfigSync CRD and the example namespaces', async () => {
+    for (const crd of customResourceDefinitions()) {
+      await rest.request({ method: 'PATCH', path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${(crd['metadata'] as { name: string }).name}`, query: { fieldManager: 'syncline-demo', force: true }, contentType: 'application/apply-patch+yaml', body: crd });
+    }
+    for (const name of [home, 'web-dev', 'web-staging', 'web-prod']) {
+      await rest.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name } } });
+    }
+    await until('the CRD to be served', () => rest.request({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${home}/configsyncs` }));
+  });
+
+  const operator = await step('starting the operator (syncline run)', () => startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', home] }));
+  cleanup = [() => operator.stop(), ...cleanup];
+
+  await step('applying examples/configsyncs (the Git URL pointed at the local server)', async () => {
+    for (const file of readdirSync(join(root, 'examples', 'configsyncs')).filter((f) => f.endsWith('.yaml'))) {
+      for (const doc of parseAllDocuments(readFileSync(join(root, 'examples', 'configsyncs', file), 'utf8'))) {
+        const object = doc.toJS() as { apiVersion: string; kind: string; metadata: { name: string }; spec?: { source?: { git?: { repo: string } } } };
+        if (object.spec?.source?.git !== undefined) object.spec.source.git.repo = repo.url;
+        const base = object.apiVersion === 'v1' ? '/api/v1' : `/apis/${object.apiVersion}`;
+        const plural = `${object.kind.toLowerCase()}s`;
+        await rest.request({ method: 'PATCH', path: `${base}/namespaces/${home}/${plural}/${object.metadata.name}`, query: { fieldManager: 'syncline-demo', force: true }, contentType: 'application/apply-patch+yaml', body: object });
+      }
+    }
+  });
+
+  const table = showStatus(rest);
+  await step('every example ConfigSync is Ready at the imported commit', () => allReady(rest, first));
+  await table.print();
+
+  // 1. A change in Git is applied.
+  const second = await repo.commit({
+    'apps/web/feature-flags.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-feature-flags\ndata:\n  checkout: "new"\n',
+  }, { message: 'Add feature flags' });
+  await step(`commit ${second.slice(0, 7)} adds apps/web/feature-flags.yaml → created in all three environments`, async () => {
+    await requestReconcile(rest, 'web');
+    await requestReconcile(rest, 'web-settings');
+    await allReady(rest, second);
+    for (const ns of ['web-dev', 'web-staging', 'web-prod']) await until(`web-feature-flags in ${ns}`, () => rest.request({ method: 'GET', path: `/api/v1/namespaces/${ns}/configmaps/web-feature-flags` }));
+  });
+  await table.print();
+
+  // 2. Pin the revision to the previous commit: rollback, and the newer object is pruned.
+  await step(`pin revision to ${first.slice(0, 7)} (rollback) → feature flags pruned, Ready shows the pinned SHA`, async () => {
+    await patch(rest, 'web', { spec: { source: { git: { revision: first } } } });
+    await allReady(rest, first, ['web']);
+    for (const ns of ['web-dev', 'web-staging', 'web-prod']) await until(`web-feature-flags to be pruned from ${ns}`, () => gone(rest, `/api/v1/namespaces/${ns}/configmaps/web-feature-flags`));
+  });
+  await table.print();
+
+  // 3. Follow main again, and push a broken template: InvalidSource, nothing deleted.
+  const broken = await repo.commit({ 'apps/web/service.yaml.hbs': 'apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  ports:\n  {{#each values.ports}}\n    - port: {{ this }}\n' }, { message: 'Break the service template' });
+  await step(`follow main again; commit ${broken.slice(0, 7)} breaks service.yaml.hbs → InvalidSource, nothing deleted`, async () => {
+    await patch(rest, 'web', { spec: { source: { git: { revision: 'main' } } } });
+    const cs = await until('InvalidSource', async () => {
+      const c = await get(rest, 'web');
+      return c.status?.conditions?.some((x) => x.type === 'InvalidSource' && x.status === 'True') === true && c.status.lastAttemptedRevision === broken ? c : undefined;
+    });
+    const message = cs.status?.conditions?.find((c) => c.type === 'Ready')?.message ?? '';
+    if (!message.includes('service.yaml.hbs')) throw new Error(`the condition does not name the file: ${message}`);
+    console.log(dim(`    Ready=False: ${message}`));
+    for (const ns of ['web-dev', 'web-staging', 'web-prod']) await rest.request({ method: 'GET', path: `/api/v1/namespaces/${ns}/services/web` });
+    // main also still holds feature-flags.yaml, but a failed render applies and prunes nothing
+    for (const ns of ['web-dev', 'web-staging', 'web-prod']) if ((await gone(rest, `/api/v1/namespaces/${ns}/configmaps/web-feature-flags`)) !== true) throw new Error('a broken render applied something');
+  });
+  await table.print();
+
+  // 4. Fix it: Ready again.
+  const fixed = await repo.commit({ 'apps/web/service.yaml.hbs': readTree(join(root, 'examples', 'repo'))['apps/web/service.yaml.hbs'] ?? '' }, { message: 'Fix the service template' });
+  await step(`commit ${fixed.slice(0, 7)} fixes it → Ready again, feature flags applied`, async () => {
+    await requestReconcile(rest, 'web');
+    await requestReconcile(rest, 'web-settings');
+    await allReady(rest, fixed);
+    for (const ns of ['web-dev', 'web-staging', 'web-prod']) await until(`web-feature-flags in ${ns}`, () => rest.request({ method: 'GET', path: `/api/v1/namespaces/${ns}/configmaps/web-feature-flags` }));
+  });
+  await table.print();
+
+  console.log(bold(`\nWalkthrough complete in ${elapsed()}.`));
+  if (!once) {
+    console.log(`
+  export KUBECONFIG=${controlPlane.kubeconfigPath}
+  kubectl get csync -n ${home}                  # the ConfigSyncs
+  kubectl get deploy,svc,cm -n web-prod          # what they applied
+  node packages/operator/src/main.ts status -n ${home}
+  Git repo: ${repo.url}  (clone it, push a change, then: node packages/operator/src/main.ts reconcile web -n ${home})
+
+  The status below refreshes every 2 s. Ctrl-C stops everything.`);
+    await table.live();
+  }
+} catch (error) {
+  exitCode = 1;
+  if (!(error instanceof Error)) console.error(error);
+} finally {
+  clearInterval(spinnerTimer);
+  for (const stop of cleanup) await stop().catch(() => undefined);
+}
+process.exit(exitCode);
+
+async function get(rest: KubeRest, name: string): Promise<ConfigSync> {
+  return rest.request<ConfigSync>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${home}/configsyncs/${name}` });
+}
+
+async function patch(rest: KubeRest, name: string, body: object): Promise<void> {
+  await rest.request({ method: 'PATCH', path: `/apis/syncline.dev/v1alpha1/namespaces/${home}/configsyncs/${name}`, contentType: 'application/merge-patch+json', body });
+}
+
+/** What `syncline reconcile NAME` does: the annotation asks for an immediate sync. */
+async function requestReconcile(rest: KubeRest, name: string): Promise<void> {
+  await patch(rest, name, { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': new Date().toISOString() } } });
+}
+
+async function gone(rest: KubeRest, path: string): Promise<true | undefined> {
+  try {
+    await rest.request({ method: 'GET', path });
+    return undefined;
+  } catch (error) {
+    return (error as { status?: number }).status === 404 ? true : undefined;
+  }
+}
+
+async function allReady(rest: KubeRest, revision: string, names?: string[]): Promise<void> {
+  await until(`Ready at ${revision.slice(0, 7)}`, async () => {
+    const list = await rest.request<{ items: ConfigSync[] }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${home}/configsyncs` });
+    const wanted = list.items.filter((cs) => names === undefined || names.includes(cs.metadata.name));
+    return wanted.length > 0 &&
+      wanted.every((cs) => cs.status?.sourceRevision === revision && cs.status.observedGeneration === cs.metadata.generation && cs.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
+      ? true
+      : undefined;
+  });
+}
+
+function showStatus(rest: KubeRest): { print(): Promise<void>; live(): Promise<void> } {
+  let last = '';
+  const render = async (): Promise<string> => {
+    const list = await rest.request<{ items: ConfigSync[] }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${home}/configsyncs` });
+    return formatStatus(list.items);
+  };
+  const indent = (text: string): string => text.split('\n').filter((l) => l !== '').map((l) => `    ${l}`).join('\n');
+  return {
+    async print() {
+      last = await render();
+      console.log(dim(indent(last)));
+    },
+    async live() {
+      let lines = 0;
+      for (;;) {
+        const text = await render().catch(() => last);
+        if (tty && lines > 0) process.stdout.write(`\x1b[${lines}A\x1b[J`);
+        const shown = `${indent(text)}\n${dim(`    updated ${new Date().toLocaleTimeString()}`)}`;
+        console.log(shown);
+        lines = shown.split('\n').length;
+        await new Promise((resolve) => setTimeout(resolve, 2000));
+      }
+    },
+  };
+}
