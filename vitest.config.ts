@@ -8,6 +8,8 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
+          // Unit tests first, then the integration project with its own worker count.
+          sequence: { groupOrder: 0 },
           include: ['packages/*/src/**/*.test.ts', 'test/**/*.test.ts', 'scripts/**/*.test.ts'],
           exclude: ['**/*.int.test.ts', '**/node_modules/**'],
         },
@@ -15,6 +17,7 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
+          sequence: { groupOrder: 1 },
           include: ['packages/*/src/**/*.int.test.ts', 'test/**/*.int.test.ts'],
           exclude: ['**/node_modules/**'],
           globalSetup: ['test/support/src/global-setup.ts'],

@@ -57,11 +57,12 @@ export function startManager(options: ManagerOptions): Manager {
   const configSyncs = new Informer({
     rest,
     path: collection('syncline.dev', 'v1alpha1', 'configsyncs'),
-    onEvent: (type, object) => {
+    onEvent: (type, object, previous) => {
       const cs = object as unknown as ConfigSync;
       indexReferences(cs, type === 'DELETED');
       if (type === 'DELETED') queue.forget(objectKey(object));
-      else queue.add(objectKey(object));
+      // Our own status writes come back as MODIFIED: they change nothing to act on.
+      else if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous as unknown as ConfigSync, cs)) queue.add(objectKey(object));
     },
     onError: (error) => logger.warn({ err: errorMessage(error) }, 'ConfigSync watch failed; restarting'),
   });
@@ -170,6 +171,13 @@ export function startManager(options: ManagerOptions): Manager {
       await Promise.all([configSyncs, secrets, configMaps, ...managed.values()].map((i) => i.stop()));
     },
   };
+}
+
+/** True when an update touched nothing but status (spec changes bump generation; metadata is compared). */
+export function onlyStatusChanged(before: ConfigSync, after: ConfigSync): boolean {
+  const relevant = (cs: ConfigSync): string =>
+    JSON.stringify([cs.metadata.generation, cs.metadata.annotations ?? {}, cs.metadata.labels ?? {}, cs.metadata.finalizers ?? [], cs.metadata.deletionTimestamp ?? null]);
+  return relevant(before) === relevant(after);
 }
 
 function pickOwner(object: KubeObject): Record<string, string> {

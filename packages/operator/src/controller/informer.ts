@@ -20,7 +20,8 @@ export type InformerOptions = {
   readonly labelSelector?: string;
   /** What to keep of each object in the cache (e.g. metadata only); default the whole object. */
   readonly project?: (object: KubeObject) => KubeObject;
-  readonly onEvent: (type: InformerEvent, object: KubeObject) => void;
+  /** `previous` is the cached object a MODIFIED replaces (undefined after a re-list found it new). */
+  readonly onEvent: (type: InformerEvent, object: KubeObject, previous?: KubeObject) => void;
   readonly onError?: (error: unknown) => void;
   /** Upper bound of a single watch request; the server ends it and we continue from the last version. */
   readonly watchTimeoutSeconds?: number;
@@ -114,7 +115,7 @@ export class Informer {
       const previous = this.#cache.get(key);
       this.#cache.set(key, item);
       if (previous === undefined) this.#options.onEvent('ADDED', item);
-      else if (previous.metadata.resourceVersion !== item.metadata.resourceVersion) this.#options.onEvent('MODIFIED', item);
+      else if (previous.metadata.resourceVersion !== item.metadata.resourceVersion) this.#options.onEvent('MODIFIED', item, previous);
     }
     // Deletions missed while the watch was down.
     for (const [key, object] of this.#cache) {
@@ -144,9 +145,10 @@ export class Informer {
         if (event.type === 'BOOKMARK') return;
         const object = project(event.object);
         const key = objectKey(object);
+        const previous = this.#cache.get(key);
         if (event.type === 'DELETED') this.#cache.delete(key);
         else this.#cache.set(key, object);
-        this.#options.onEvent(event.type as InformerEvent, object);
+        this.#options.onEvent(event.type as InformerEvent, object, previous);
       },
       signal,
     );

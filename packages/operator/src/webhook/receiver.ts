@@ -58,6 +58,19 @@ export type WebhookServer = { readonly address: string; close(): Promise<void> }
 const routes = new Map<string, Provider>(providers.map((p) => [`/hooks/${p}`, p]));
 routes.set('/hooks/forgejo', 'gitea');
 
+/**
+ * After an early answer to a sender that is still sending, keep reading (and discarding) for a moment
+ * before closing: closing at once makes the kernel reset the connection, and the sender may lose the
+ * answer it has not read yet (the "lingering close" of RFC 9112 section 9.6). Bounded in time, and the
+ * bytes are dropped, never buffered.
+ */
+function lingerThenClose(req: IncomingMessage): void {
+  req.resume();
+  const timer = setTimeout(() => req.socket.destroy(), 1000);
+  timer.unref();
+  req.socket.once('close', () => clearTimeout(timer));
+}
+
 export async function startWebhookServer(options: WebhookServerOptions): Promise<WebhookServer> {
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
   const readTimeoutMs = options.readTimeoutMs ?? 10_000;
@@ -95,7 +108,9 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       if (!(error instanceof BodyError)) throw error;
       switch (error.code) {
         case 'too_large':
-          answer(res, provider, WebhookResult.tooLarge, 413, { error: `the body is over the ${maxBodyBytes}-byte limit` }, true);
+          // No `Connection: close` here: Node would destroy the socket as soon as the answer is written.
+          answer(res, provider, WebhookResult.tooLarge, 413, { error: `the body is over the ${maxBodyBytes}-byte limit` });
+          lingerThenClose(req);
           return;
         case 'timeout':
           answer(res, provider, WebhookResult.timeout, 408, { error: 'the body took too long' }, true);
