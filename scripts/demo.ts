@@ -5,7 +5,7 @@
 // non-zero on the first failure (CI runs it). Without --once it keeps the live status table up after the
 // walkthrough until Ctrl-C.
 import { KubeConfig } from '@kubernetes/client-node';
-import { createKubeRest, customResourceDefinitions, formatStatus, type ConfigSync, type KubeRest } from '@syncline/operator';
+import { createKubeRest, installCrds, formatStatus, type ConfigSync, type KubeRest } from '@syncline/operator';
 import { startControlPlane, startGitServer, startOperator, type TestRepo } from '@syncline/test-support';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
@@ -92,13 +92,10 @@ try {
   const first = await step('committing examples/repo to a local Git server', () => repo.commit(readTree(join(root, 'examples', 'repo')), { message: 'Import the examples' }));
 
   await step('installing the ConfigSync CRD and the example namespaces', async () => {
-    for (const crd of customResourceDefinitions()) {
-      await rest.request({ method: 'PATCH', path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${(crd['metadata'] as { name: string }).name}`, query: { fieldManager: 'syncline-demo', force: true }, contentType: 'application/apply-patch+yaml', body: crd });
-    }
+    await installCrds(rest, { fieldManager: 'syncline-demo' });
     for (const name of [home, 'web-dev', 'web-staging', 'web-prod']) {
       await rest.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name } } });
     }
-    await until('the CRD to be served', () => rest.request({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${home}/configsyncs` }));
   });
 
   const operator = await step('starting the operator (syncline run)', () => startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', home] }));

@@ -1,35 +1,17 @@
 // Shared pieces of the end-to-end tests: CRDs installed once, typed access to ConfigSyncs, polling.
-import { CoreV1Api, KubernetesObjectApi, type KubernetesObject } from '@kubernetes/client-node';
-import { createKubeRest, customResourceDefinitions, type ConfigSync } from '@syncline/operator';
+import { CoreV1Api, type KubernetesObject } from '@kubernetes/client-node';
+import { createKubeRest, installCrds as installOperatorCrds, type ConfigSync } from '@syncline/operator';
 import { testKubeConfig } from '@syncline/test-support/kube';
 
 export const kc = testKubeConfig();
 export const core = kc.makeApiClient(CoreV1Api);
-const objects = KubernetesObjectApi.makeApiClient(kc);
 // client-node's typed serializer drops what its models do not know (x-kubernetes-* keys of a CRD schema,
 // so the API server would then prune spec.values): CRDs and ConfigSyncs go through a plain REST client.
 const rest = await createKubeRest(kc);
 const csPath = (namespace: string, name: string): string => `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs/${name}`;
 
 export async function installCrds(): Promise<void> {
-  for (const crd of customResourceDefinitions()) {
-    const name = (crd['metadata'] as { name: string }).name;
-    await rest.request({
-      method: 'PATCH',
-      path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`,
-      query: { fieldManager: 'syncline-tests', force: true },
-      contentType: 'application/apply-patch+yaml',
-      body: crd,
-    });
-  }
-  await eventually(async () => {
-    try {
-      await objects.list('syncline.dev/v1alpha1', 'ConfigSync', 'default');
-      return true;
-    } catch {
-      return undefined;
-    }
-  }, 'the ConfigSync CRD to be served');
+  await installOperatorCrds(rest, { fieldManager: 'syncline-tests' });
 }
 
 export async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {

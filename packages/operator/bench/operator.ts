@@ -3,7 +3,7 @@
 // commit, operator peak RSS, and for the steady state (nothing changing, refreshInterval 30s) the write
 // requests the API server counted (by verb, leases apart) and the operator's CPU time.
 import { KubeConfig } from '@kubernetes/client-node';
-import { createKubeRest, customResourceDefinitions, type ConfigSync, type KubeRest } from '@syncline/operator';
+import { createKubeRest, installCrds, type ConfigSync, type KubeRest } from '@syncline/operator';
 import { startControlPlane, startGitServer, startOperator } from '@syncline/test-support';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -19,11 +19,8 @@ const kc = new KubeConfig();
 kc.loadFromFile(controlPlane.kubeconfigPath);
 const rest = await createKubeRest(kc);
 
-for (const crd of customResourceDefinitions()) {
-  await rest.request({ method: 'PATCH', path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${(crd['metadata'] as { name: string }).name}`, query: { fieldManager: 'bench', force: true }, contentType: 'application/apply-patch+yaml', body: crd });
-}
+await installCrds(rest, { fieldManager: 'bench' });
 await rest.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: namespace } } });
-await waitFor(async () => rest.request({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs` }).then(() => true, () => false));
 
 const repo = await git.createRepo('configs');
 const template = (i: number, rev: string): string =>

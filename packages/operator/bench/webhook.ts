@@ -4,7 +4,7 @@
 // watch has seen all 10 with the new value. In the same run, the same change on a second repository that
 // nobody sends webhooks for, waiting for its 10 s refresh interval. Figures on the last lines.
 import { KubeConfig } from '@kubernetes/client-node';
-import { createKubeRest, customResourceDefinitions, type KubeRest } from '@syncline/operator';
+import { createKubeRest, installCrds, type KubeRest } from '@syncline/operator';
 import { startControlPlane, startGitServer, startOperator, type TestRepo } from '@syncline/test-support';
 import { createHmac, randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -22,13 +22,9 @@ const kc = new KubeConfig();
 kc.loadFromFile(controlPlane.kubeconfigPath);
 const rest = await createKubeRest(kc);
 
-// CRDs through raw REST: client-node's typed serializer drops the x-kubernetes-* schema keys.
-for (const crd of customResourceDefinitions()) {
-  await rest.request({ method: 'PATCH', path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${(crd['metadata'] as { name: string }).name}`, query: { fieldManager: 'bench', force: true }, contentType: 'application/apply-patch+yaml', body: crd });
-}
+await installCrds(rest, { fieldManager: 'bench' });
 await rest.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: namespace } } });
 await rest.request({ method: 'POST', path: `/api/v1/namespaces/${namespace}/secrets`, body: { metadata: { name: 'webhooks' }, stringData: { github: secret } } });
-await waitFor(() => rest.request({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs` }).then(() => true, () => false));
 
 // Latest `revision` value per ConfigMap name, kept current by one watch.
 const seen = new Map<string, string>();
@@ -159,14 +155,6 @@ async function watchConfigMaps(client: KubeRest, signal: AbortSignal): Promise<v
 function percentile(values: readonly number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
-}
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await sleep(200);
-  }
 }
 
 function sleep(ms: number): Promise<void> {

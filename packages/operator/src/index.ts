@@ -16,3 +16,4 @@ export { formatStatus, rollbackRevision } from './cli.ts';
 export { FINALIZER, RECONCILE_REQUESTED_ANNOTATION } from './reconcile/configsync.ts';
 export { createKubeRest, KubeApiError } from './kube/rest.ts';
 export type { KubeRest, KubeRequest } from './kube/rest.ts';
+export { installCrds } from './kube/crds.ts';

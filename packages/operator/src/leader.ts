@@ -2,6 +2,7 @@
 // expired, renew every retry period, and give up leadership (the caller exits) when renewals fail for
 // longer than the renew deadline, so two replicas never write at once for long.
 import { KubeApiError, type KubeRest } from './kube/rest.ts';
+import { sleep } from './controller/sleep.ts';
 
 export type LeaderElectionOptions = {
   readonly rest: KubeRest;
@@ -103,14 +104,4 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
       .request({ method: 'PATCH', path, contentType: 'application/merge-patch+json', body: { spec: { holderIdentity: null, renewTime: null } } })
       .catch(() => undefined);
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
-  });
 }

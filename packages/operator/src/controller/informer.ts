@@ -3,6 +3,7 @@
 // and every failure backs off instead of stopping for good. `synced` and `healthy` feed /readyz.
 import type { KubeRest } from '../kube/rest.ts';
 import { KubeApiError } from '../kube/rest.ts';
+import { sleep } from './sleep.ts';
 
 export type KubeObject = {
   apiVersion?: string;
@@ -157,13 +158,3 @@ export class Informer {
 }
 
 class ExpiredError extends Error {}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
-  });
-}

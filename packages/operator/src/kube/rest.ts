@@ -4,17 +4,10 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import { createInterface } from 'node:readline';
+import { ApiError as KubeApiError } from '@syncline/apply';
 
-export class KubeApiError extends Error {
-  readonly status: number;
-  readonly reason: string;
-  constructor(options: { status: number; reason: string; message: string }) {
-    super(options.message);
-    this.name = 'KubeApiError';
-    this.status = options.status;
-    this.reason = options.reason;
-  }
-}
+/** The API server answered with an error status: the same class apply's client throws. */
+export { ApiError as KubeApiError } from '@syncline/apply';
 
 export type KubeRequest = {
   readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
