@@ -78,8 +78,12 @@ function readTree(dir: string): Record<string, string> {
 let exitCode = 0;
 let cleanup: (() => Promise<void>)[] = [];
 try {
-  const controlPlane = await step('starting a real Kubernetes control plane (etcd + kube-apiserver + kube-controller-manager)', () =>
-    startControlPlane({ onProgress: (line) => (tty ? undefined : console.log(dim(`  ${line}`))) }),
+  const startLabel = 'starting a real Kubernetes control plane (etcd + kube-apiserver + kube-controller-manager)';
+  const controlPlane = await step(startLabel, () =>
+    startControlPlane({
+      // The first run on a machine builds it from the Kubernetes Go modules: say so while it takes minutes.
+      onProgress: (line) => (tty ? spin(`${startLabel}: ${line.slice(0, 60)}`) : console.log(dim(`  ${line}`))),
+    }),
   );
   cleanup.push(() => controlPlane.stop());
   const kc = new KubeConfig();

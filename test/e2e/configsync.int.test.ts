@@ -2,7 +2,7 @@
 import { startGitServer, startOperator, type GitServer, type OperatorProcess, type TestRepo } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyConfigSync, condition, configMapData, configSync, eventually, installCrds, patchConfigSync, readConfigSync, waitForReady } from './harness.ts';
+import { applyConfigSync, condition, configMapData, configSync, core, eventually, installCrds, patchConfigSync, readConfigSync, waitForReady } from './harness.ts';
 
 const cm = (name: string, body: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n${body}\n`;
 
@@ -45,6 +45,11 @@ describe('ConfigSync end to end', () => {
     expect(await configMapData(ns.name, 'settings')).toEqual({ greeting: 'hello', env: 'dev' });
     expect(await configMapData(ns.name, 'plain')).toEqual({ alert: '{{ not a template }}' });
     expect(cs.status?.targets).toMatchObject([{ name: 'dev', phase: 'Synced', objects: 2 }]);
+    const events = await eventually(async () => {
+      const list = await core.listNamespacedEvent({ namespace: ns.name, fieldSelector: 'involvedObject.name=app' });
+      return list.items.some((e) => e.reason === 'Synced') ? list.items : undefined;
+    }, 'a Synced event');
+    expect(events.find((e) => e.reason === 'Synced')?.message).toContain('2 created');
 
     // when a file changes, then the object is updated
     const second = await repo.commit({ 'app/settings.yaml.hbs': cm('settings', '  greeting: {{ values.greeting }}!\n  env: {{ target.name }}') });
@@ -89,5 +94,12 @@ describe('ConfigSync end to end', () => {
     expect(await configMapData(ns.name, 'settings')).toEqual({ greeting: 'fixed' });
     expect(await configMapData(ns.name, 'extra')).toEqual({ n: '3' });
     expect(await configMapData(ns.name, 'plain')).toBeUndefined();
+
+    // when nothing changes, then resyncs (every second here) write no status and record no event
+    const before = await readConfigSync(ns.name, 'app');
+    const eventsBefore = (await core.listNamespacedEvent({ namespace: ns.name, fieldSelector: 'involvedObject.name=app' })).items.length;
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    expect((await readConfigSync(ns.name, 'app')).metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+    expect((await core.listNamespacedEvent({ namespace: ns.name, fieldSelector: 'involvedObject.name=app' })).items).toHaveLength(eventsBefore);
   }, 120_000);
 });
