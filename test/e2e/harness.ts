@@ -7,7 +7,7 @@ export const kc = testKubeConfig();
 export const core = kc.makeApiClient(CoreV1Api);
 // client-node's typed serializer drops what its models do not know (x-kubernetes-* keys of a CRD schema,
 // so the API server would then prune spec.values): CRDs and ConfigSyncs go through a plain REST client.
-const rest = await createKubeRest(kc);
+export const rest = await createKubeRest(kc);
 const csPath = (namespace: string, name: string): string => `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs/${name}`;
 
 export async function installCrds(): Promise<void> {

@@ -16,6 +16,7 @@ import {
   kc,
   patchConfigSync,
   readConfigSync,
+  rest,
   waitForReady,
 } from './harness.ts';
 
@@ -132,6 +133,37 @@ describe('ConfigSync lifecycle', () => {
     expect(condition(cs, 'Ready')).toMatchObject({ status: 'False', reason: 'ApplyFailed' });
     expect(await configMapData(ns.name, 'tenant-a')).toEqual({ v: '1' });
     await expect(core.readNamespacedSecret({ name: 'tenant-secret', namespace: ns.name })).rejects.toMatchObject({ code: 404 });
+  });
+
+  it('renders a kind whose CRD was installed after the operator cached discovery', async () => {
+    // given an operator that has already synced (discovery cached) and a CRD installed only now
+    const group = `late${ns.name.slice(-8)}.example.com`;
+    await rest.request({
+      method: 'POST',
+      path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+      body: {
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: { name: `widgets.${group}` },
+        spec: {
+          group,
+          scope: 'Namespaced',
+          names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
+          versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+        },
+      },
+    });
+    try {
+      await eventually(() => rest.request({ method: 'GET', path: `/apis/${group}/v1/widgets` }), 'the Widget kind to be served');
+      const { repo, sha } = await repoWith('late-crd', { 'app/w.yaml': `apiVersion: ${group}/v1\nkind: Widget\nmetadata:\n  name: w\nsize: 3\n` });
+      // when a sync renders a Widget, then it is applied (not stalled as an unknown kind)
+      await applyConfigSync(configSync(ns.name, 'late-crd', spec(repo)));
+      await waitForReady(ns.name, 'late-crd', (c) => c.status?.sourceRevision === sha);
+      expect(await rest.request<{ size: number }>({ method: 'GET', path: `/apis/${group}/v1/namespaces/${ns.name}/widgets/w` })).toMatchObject({ size: 3 });
+    } finally {
+      await deleteConfigSync(ns.name, 'late-crd').catch(() => undefined);
+      await rest.request({ method: 'DELETE', path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.${group}` });
+    }
   });
 
   it('backs off while the Git server fails, says why, and recovers', async () => {

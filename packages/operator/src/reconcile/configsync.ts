@@ -15,7 +15,7 @@ import {
   type Discovery,
   type KubeObject as ApplyObject,
 } from '@syncline/apply';
-import { RenderError, layerValues, parseValues, renderTarget, type TemplateCache, type KubernetesObject, type Values } from '@syncline/render';
+import { RenderError, RenderErrorReason, layerValues, parseValues, renderTarget, type TemplateCache, type KubernetesObject, type Values } from '@syncline/render';
 import { GitSourceError, authFromSecretData, type GitAuth, type GitSource } from '@syncline/source-git';
 import type { Logger } from 'pino';
 import { ConfigSyncSpec, type Condition, type ConfigSync, type ConfigSyncStatus, type HistoryEntry, type TargetStatus } from '../api/v1alpha1.ts';
@@ -132,24 +132,33 @@ async function sync(deps: ConfigSyncReconcilerDeps, object: ConfigSync, spec: Co
   let values: Values;
   const rendered = new Map<string, KubernetesObject[]>();
   const defaultClient = await deps.applyClient(undefined);
-  let discovery: Discovery;
   try {
     values = await readValues(deps.rest, namespace, spec);
-    discovery = await defaultClient.discovery();
-    for (const target of spec.targets) {
-      if (target.cluster !== undefined) continue;
-      rendered.set(
-        target.name,
-        renderTarget({
-          files,
-          path: spec.source.git.path,
-          values,
-          target: { name: target.name, namespace: target.namespace ?? namespace, values: target.values, patches: target.patches, data: target.data },
-          source: { repo: spec.source.git.repo, revision, path: spec.source.git.path },
-          discovery,
-          cache: deps.templates,
-        }),
-      );
+    const renderAll = (discovery: Discovery): void => {
+      rendered.clear();
+      for (const target of spec.targets) {
+        if (target.cluster !== undefined) continue;
+        rendered.set(
+          target.name,
+          renderTarget({
+            files,
+            path: spec.source.git.path,
+            values,
+            target: { name: target.name, namespace: target.namespace ?? namespace, values: target.values, patches: target.patches, data: target.data },
+            source: { repo: spec.source.git.repo, revision, path: spec.source.git.path },
+            discovery,
+            cache: deps.templates,
+          }),
+        );
+      }
+    };
+    try {
+      renderAll(await defaultClient.discovery());
+    } catch (error) {
+      // A kind the cached discovery does not know may have been installed since (a CRD applied by
+      // someone else): read discovery again once before calling the source invalid.
+      if (!(error instanceof RenderError && error.reason === RenderErrorReason.UnknownKind)) throw error;
+      renderAll(await defaultClient.discovery({ refresh: true }));
     }
   } catch (error) {
     if (error instanceof RenderError) return stalled(deps, object, Reason.RenderFailed, error.message, refreshMs, revision);
