@@ -2,25 +2,19 @@
 // real control plane and the real operator process. Prints time until all Ready, git fetches per new
 // commit, operator peak RSS, and for the steady state (nothing changing, refreshInterval 30s) the write
 // requests the API server counted (by verb, leases apart) and the operator's CPU time.
-import { KubeConfig } from '@kubernetes/client-node';
-import { createKubeRest, installCrds, type ConfigSync, type KubeRest } from '@syncline/operator';
-import { startControlPlane, startGitServer, startOperator } from '@syncline/test-support';
+import type { ConfigSync, KubeRest } from '@syncline/operator';
+import { startOperator } from '@syncline/test-support';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { benchEnvironment } from './_environment.ts';
 
 const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' } } });
 const SYNCS = Number(flags.syncs);
 const STEADY_SECONDS = Number(flags.steady);
 const namespace = 'bench';
 
-await using controlPlane = await startControlPlane({ onProgress: (line) => console.error(`[control-plane] ${line}`) });
-await using git = await startGitServer();
-const kc = new KubeConfig();
-kc.loadFromFile(controlPlane.kubeconfigPath);
-const rest = await createKubeRest(kc);
-
-await installCrds(rest, { fieldManager: 'bench' });
-await rest.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: namespace } } });
+await using environment = await benchEnvironment(namespace);
+const { controlPlane, git, rest } = environment;
 
 const repo = await git.createRepo('configs');
 const template = (i: number, rev: string): string =>

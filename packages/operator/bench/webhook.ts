@@ -3,11 +3,11 @@
 // changes all 10 ConfigMaps plus a GitHub-signed push delivery to the receiver; the clock stops when a
 // watch has seen all 10 with the new value. In the same run, the same change on a second repository that
 // nobody sends webhooks for, waiting for its 10 s refresh interval. Figures on the last lines.
-import { KubeConfig } from '@kubernetes/client-node';
-import { createKubeRest, installCrds, type KubeRest } from '@syncline/operator';
-import { startControlPlane, startGitServer, startOperator, type TestRepo } from '@syncline/test-support';
+import type { KubeRest } from '@syncline/operator';
+import { startOperator, type TestRepo } from '@syncline/test-support';
 import { createHmac, randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { benchEnvironment } from './_environment.ts';
 
 const { values: flags } = parseArgs({ options: { pushes: { type: 'string', default: '50' }, polls: { type: 'string', default: '10' } } });
 const PUSHES = Number(flags.pushes);
@@ -16,14 +16,8 @@ const OBJECTS = 10;
 const namespace = 'bench-webhook';
 const secret = 'bench-github-secret';
 
-await using controlPlane = await startControlPlane({ onProgress: (line) => console.error(`[control-plane] ${line}`) });
-await using git = await startGitServer();
-const kc = new KubeConfig();
-kc.loadFromFile(controlPlane.kubeconfigPath);
-const rest = await createKubeRest(kc);
-
-await installCrds(rest, { fieldManager: 'bench' });
-await rest.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: namespace } } });
+await using environment = await benchEnvironment(namespace);
+const { controlPlane, git, rest } = environment;
 await rest.request({ method: 'POST', path: `/api/v1/namespaces/${namespace}/secrets`, body: { metadata: { name: 'webhooks' }, stringData: { github: secret } } });
 
 // Latest `revision` value per ConfigMap name, kept current by one watch.
