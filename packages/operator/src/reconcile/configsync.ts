@@ -93,8 +93,9 @@ export function createConfigSyncReconciler(deps: ConfigSyncReconcilerDeps): (key
       }
       const outcome = await sync(deps, object, spec, log);
       label = outcome.result.kind === 'done' ? 'success' : outcome.result.kind;
-      if (outcome.event?.type === 'Warning') log.info({ reason: outcome.event.reason, message: outcome.event.message }, 'sync did not succeed');
       const wrote = await writeStatus(deps, object, outcome.status);
+      // A failure is news once: repeats of an unchanged failure go to debug.
+      if (outcome.event?.type === 'Warning') log[wrote ? 'info' : 'debug']({ reason: outcome.event.reason, message: outcome.event.message }, 'sync did not succeed');
       if (outcome.event !== undefined && wrote) await deps.events.record(object, outcome.event);
       return outcome.result;
     } catch (error) {
