@@ -58,8 +58,17 @@ export function scopeOf(id: string): string {
  * `namespace/name/target` and the annotation holds the readable form.
  */
 export function ownerHash(owner: Owner): string {
-  return createHash('sha256').update(ownedBy(owner)).digest('hex').slice(0, 40);
+  const key = ownedBy(owner);
+  let hash = ownerHashes.get(key);
+  if (hash === undefined) {
+    hash = createHash('sha256').update(key).digest('hex').slice(0, 40);
+    // Planning asks for the same few owners once per object: remember them (bounded, a pure memo).
+    if (ownerHashes.size >= 10_000) ownerHashes.clear();
+    ownerHashes.set(key, hash);
+  }
+  return hash;
 }
+const ownerHashes = new Map<string, string>();
 
 export function ownedBy(owner: Owner): string {
   return `${owner.namespace}/${owner.name}/${owner.target}`;
