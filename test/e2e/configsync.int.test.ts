@@ -2,9 +2,9 @@
 import { startGitServer, startOperator, type GitServer, type OperatorProcess, type TestRepo } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyConfigSync, condition, configMapData, configSync, core, eventually, installCrds, patchConfigSync, readConfigSync, waitForReady } from './harness.ts';
+import { configMapYaml, applyConfigSync, condition, configMapData, configSync, core, eventually, installCrds, patchConfigSync, readConfigSync, waitForReady } from './harness.ts';
 
-const cm = (name: string, body: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n${body}\n`;
+const cm = configMapYaml;
 
 describe('ConfigSync end to end', () => {
   let git: GitServer;

@@ -81,3 +81,8 @@ export async function configMapData(namespace: string, name: string): Promise<Re
     throw error;
   }
 }
+
+/** A ConfigMap manifest as it would sit in a repo; `data` is its indented data lines, template text allowed. */
+export function configMapYaml(name: string, data: string): string {
+  return `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n${data}\n`;
+}

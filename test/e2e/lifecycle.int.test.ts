@@ -5,6 +5,7 @@ import { startGitServer, startOperator, type GitServer, type OperatorProcess, ty
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  configMapYaml,
   applyConfigSync,
   condition,
   configMapData,
@@ -20,7 +21,7 @@ import {
   waitForReady,
 } from './harness.ts';
 
-const cm = (name: string, body: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n${body}\n`;
+const cm = configMapYaml;
 
 describe('ConfigSync lifecycle', () => {
   let git: GitServer;

@@ -4,9 +4,9 @@ import { CoordinationV1Api } from '@kubernetes/client-node';
 import { startGitServer, startOperator, type GitServer, type OperatorProcess } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyConfigSync, configMapData, configSync, core, eventually, installCrds, kc, waitForReady } from './harness.ts';
+import { configMapYaml, applyConfigSync, configMapData, configSync, core, eventually, installCrds, kc, waitForReady } from './harness.ts';
 
-const cm = (name: string, value: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n  v: "${value}"\n`;
+const cm = (name: string, value: string): string => configMapYaml(name, `  v: "${value}"`);
 
 describe('operator replicas', () => {
   let git: GitServer;

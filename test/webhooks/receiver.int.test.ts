@@ -5,7 +5,7 @@ import { startGitServer, startOperator, type GitServer, type OperatorProcess, ty
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyConfigSync, configMapData, configSync, core, eventually, installCrds, waitForReady } from '../e2e/harness.ts';
+import { configMapYaml, applyConfigSync, configMapData, configSync, core, eventually, installCrds, waitForReady } from '../e2e/harness.ts';
 import { providerHeaders, pushDelivery, send, type Provider } from './deliveries.ts';
 
 const secrets: Record<Provider, string> = {
@@ -15,7 +15,7 @@ const secrets: Record<Provider, string> = {
   bitbucket: 'bb-0a2c4e6g8i',
   generic: 'generic-5k7m9o1q3s',
 };
-const cm = (name: string, value: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n  value: "${value}"\n`;
+const cm = (name: string, value: string): string => configMapYaml(name, `  value: "${value}"`);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('webhook receiver', () => {
