@@ -68,6 +68,10 @@ async function sync(desired: KubeObject[], options: SyncOptions): Promise<Change
   return executePlan(plan, { client });
 }
 
+const parseId = (id: string): { kind: string; name: string } => {
+  const [, kind = '', , name = ''] = id.split('/');
+  return { kind, name };
+};
 const actions = (changes: ChangeSet): Record<string, string> => Object.fromEntries(changes.entries.map((e) => [e.id, e.action]));
 const ownerIn = (namespace: string, target = 'prod'): Owner => ({ namespace, name: 'web', target });
 const exists = async (namespace: string, name: string): Promise<boolean> =>
@@ -247,6 +251,84 @@ describe('executePlan against the real API server', () => {
     const dropped = await sync([cm(ns.name, 'z')], { owner, inventory: adopted.inventory });
     expect(dropped.entries.find((e) => e.id === `/Namespace//${ns.name}`)).toMatchObject({ action: 'skipped', reason: 'not pruned: a Namespace this sync did not create' });
     expect((await core.readNamespace({ name: ns.name })).metadata?.deletionTimestamp).toBeUndefined();
+  });
+
+  describe('a Namespace this sync created is deleted only when nothing but its own stale objects is in it', () => {
+    const namespaceObject = (name: string): KubeObject => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+    const alive = async (name: string): Promise<boolean> => {
+      const found = await core.readNamespace({ name }).catch((error: unknown) => (isNotFound(error) ? undefined : Promise.reject(error as Error)));
+      return found !== undefined && found.metadata?.deletionTimestamp === undefined;
+    };
+
+    // Each variant: a sync creates a Namespace with one ConfigMap of its own, then something else appears in
+    // it, then the sync drops the Namespace from its render (or is deleted: allowEmpty).
+    const variants: { name: string; intrude: (namespace: string, home: string) => Promise<string | undefined>; keepConfigMap?: boolean; empty?: boolean }[] = [
+      { name: 'nothing else: deleted', intrude: () => Promise.resolve(undefined) },
+      { name: 'nothing else, and the sync is emptied (deletion): deleted', intrude: () => Promise.resolve(undefined), empty: true },
+      {
+        name: "someone's hand-made ConfigMap: kept",
+        intrude: async (namespace) => {
+          await core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'hand-made' }, data: { keep: 'me' } } });
+          return `/ConfigMap/${namespace}/hand-made`;
+        },
+      },
+      {
+        name: "someone's Secret while the sync is emptied (deletion): kept",
+        intrude: async (namespace) => {
+          await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'hand-made' }, stringData: { keep: 'me' } } });
+          return `/Secret/${namespace}/hand-made`;
+        },
+        empty: true,
+      },
+      {
+        name: "another sync's object: kept",
+        intrude: async (namespace, home) => {
+          await sync([cm(namespace, 'theirs')], { owner: { namespace: home, name: 'other', target: 'prod' } });
+          return `/ConfigMap/${namespace}/theirs`;
+        },
+      },
+      {
+        name: 'another target of the same sync: kept',
+        intrude: async (namespace, home) => {
+          await sync([cm(namespace, 'sibling')], { owner: { namespace: home, name: 'web', target: 'staging' } });
+          return `/ConfigMap/${namespace}/sibling`;
+        },
+      },
+      { name: 'its own object it still renders: kept', intrude: () => Promise.resolve(undefined), keepConfigMap: true },
+    ];
+
+    it.each(variants)('$name', async ({ intrude, keepConfigMap, empty }) => {
+      await using home = await testNamespace();
+      const owner = ownerIn(home.name);
+      const created = `apply-ns-${randomBytes(3).toString('hex')}`;
+      const first = await sync([namespaceObject(created), cm(created, 'mine')], { owner });
+      expect(first.inventory).toContainEqual({ id: `/Namespace//${created}`, created: true });
+      try {
+        const foreign = await intrude(created, home.name);
+
+        const next = empty === true ? [] : keepConfigMap === true ? [cm(created, 'mine')] : [cm(home.name, 'elsewhere')];
+        const changes = await sync(next, { owner, inventory: first.inventory, allowEmpty: empty === true });
+        const entry = changes.entries.find((e) => e.id === `/Namespace//${created}`);
+        const expectKept = foreign !== undefined || keepConfigMap === true;
+        if (expectKept) {
+          expect(entry).toMatchObject({ action: 'skipped' });
+          expect(entry?.reason).toMatch(/^NamespaceOrphaned: not pruned: it holds objects that are not this sync's/);
+          if (foreign !== undefined) expect(entry?.reason).toContain(foreign);
+          expect(await alive(created)).toBe(true);
+          // orphaned: it leaves the inventory, so a later sync never deletes it behind anyone's back
+          expect(changes.inventory.map((e) => e.id)).not.toContain(`/Namespace//${created}`);
+          if (foreign !== undefined) {
+            const { group, kind, name } = { group: '', ...parseId(foreign) };
+            expect(await admin.get(`${group}/${kind}/${created}/${name}`)).toBeDefined();
+          }
+        } else {
+          expect(entry).toMatchObject({ action: 'deleted' });
+          expect(await alive(created)).toBe(false);
+        }
+      } finally {
+        await core.deleteNamespace({ name: created }).catch(() => undefined);
+      }
+    });
   });
 
   it('rolls back to an older revision by applying its render and pruning the newer objects', async () => {

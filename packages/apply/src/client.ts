@@ -26,6 +26,8 @@ export type ResourceInfo = {
   /** The resource name in URLs, e.g. `deployments`. */
   readonly plural: string;
   readonly namespaced: boolean;
+  /** The verbs the server allows on it (list, watch, …); undefined when discovery did not say. */
+  readonly verbs?: readonly string[];
 };
 
 /** What the API server serves. `isNamespaced` is the shape the render package needs. */
@@ -34,6 +36,8 @@ export type Discovery = {
   resource(apiVersion: string, kind: string): ResourceInfo | undefined;
   /** The preferred served version of a group's kind. */
   preferred(group: string, kind: string): ResourceInfo | undefined;
+  /** Every served kind, once each, at its preferred version. */
+  kinds(): readonly ResourceInfo[];
 };
 
 export type ApplyClient = {
@@ -132,9 +136,9 @@ async function createTransport(kc: KubeConfig): Promise<Transport> {
   };
 }
 
-type DiscoveredResource = { resource: string; responseKind?: { group?: string; version?: string; kind?: string }; scope: 'Namespaced' | 'Cluster' };
+type DiscoveredResource = { resource: string; responseKind?: { group?: string; version?: string; kind?: string }; scope: 'Namespaced' | 'Cluster'; verbs?: string[] };
 type AggregatedList = { kind?: string; items?: { metadata?: { name?: string }; versions?: { version: string; resources?: DiscoveredResource[] }[] }[] };
-type LegacyResourceList = { resources: { name: string; kind: string; namespaced: boolean }[] };
+type LegacyResourceList = { resources: { name: string; kind: string; namespaced: boolean; verbs?: string[] }[] };
 type LegacyGroupList = { groups: { name: string; versions: { groupVersion: string }[]; preferredVersion?: { groupVersion: string } }[] };
 
 const AGGREGATED = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
@@ -152,6 +156,7 @@ function buildDiscovery(resources: ResourceInfo[], preferredOrder: ResourceInfo[
     resource,
     isNamespaced: (apiVersion, kind) => resource(apiVersion, kind)?.namespaced,
     preferred: (group, kind) => preferred.get(`${group}/${kind}`),
+    kinds: () => [...preferred.values()],
   };
 }
 
@@ -169,7 +174,7 @@ async function discover(send: Transport): Promise<Discovery> {
       for (const v of item.versions ?? []) {
         for (const r of v.resources ?? []) {
           if (r.responseKind?.kind === undefined || r.resource.includes('/')) continue;
-          all.push({ group, version: v.version, kind: r.responseKind.kind, plural: r.resource, namespaced: r.scope === 'Namespaced' });
+          all.push({ group, version: v.version, kind: r.responseKind.kind, plural: r.resource, namespaced: r.scope === 'Namespaced', ...(r.verbs === undefined ? {} : { verbs: r.verbs }) });
         }
       }
     }
@@ -190,7 +195,7 @@ async function discover(send: Transport): Promise<Discovery> {
     if (gv === undefined) return;
     for (const r of list.resources) {
       if (r.name.includes('/')) continue;
-      const info = { group: gv.group, version: gv.version, kind: r.kind, plural: r.name, namespaced: r.namespaced };
+      const info = { group: gv.group, version: gv.version, kind: r.kind, plural: r.name, namespaced: r.namespaced, ...(r.verbs === undefined ? {} : { verbs: r.verbs }) };
       all.push(info);
       if (gv.preferred) preferredFirst.push(info);
     }

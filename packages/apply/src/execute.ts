@@ -1,7 +1,7 @@
 // The I/O half of apply: reads live state with LISTs, runs a plan tier by tier with bounded parallelism and
 // turns every API error into a per-object result. Bookkeeping follows confirmed side effects only.
 import { ApiError, type ApplyClient } from './client.ts';
-import { DEFAULT_FIELD_MANAGER, objectId, parseObjectId, scopeOf, type KubeObject } from './identity.ts';
+import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, ownedBy, objectId, parseObjectId, scopeOf, type KubeObject } from './identity.ts';
 import type { Inventory, InventoryEntry } from './inventory.ts';
 import { planObject, planStale, type LiveState, type Plan, type PlanStep } from './plan.ts';
 
@@ -44,6 +44,11 @@ export type ExecuteOptions = {
   readonly signal?: AbortSignal;
   /** How long to wait for an applied CRD to be Established; default 60 s. */
   readonly crdTimeoutMs?: number;
+  /**
+   * Whose objects may sit in a Namespace this plan deletes: `target` (default) only this owner's stale
+   * objects; `sync` those of every target of the same sync (the whole sync is being deleted).
+   */
+  readonly pruneScope?: 'target' | 'sync';
 };
 
 /**
@@ -165,6 +170,10 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
         return runPrune(planStale(step.id, live, plan.context));
       }
       case 'delete':
+        if (step.tier === 0) {
+          const held = await namespaceHeld(parseObjectId(step.id).name);
+          if (held !== undefined) return held.retry ? { entry: { id: step.id, action: 'failed', reason: held.reason }, inventory: keepEntry(step.id) } : { entry: { id: step.id, action: 'skipped', reason: held.reason } };
+        }
         try {
           const result = await client.delete(step.id, { apiVersion: step.apiVersion, uid: step.uid, signal });
           return { entry: { id: step.id, action: 'deleted', ...(result === 'absent' ? { reason: 'already absent' } : {}) } };
@@ -179,6 +188,30 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
       case 'resolve':
         throw new Error(`a ${step.type} step among the prunes of ${step.id}`);
     }
+  };
+
+  // Deleting a Namespace deletes everything in it: only when nothing but our own stale objects is left.
+  const desiredIds = new Set(plan.apply.map((s) => s.id));
+  const ours = (object: KubeObject): boolean => {
+    const mark = object.metadata.annotations?.[OWNED_BY_ANNOTATION];
+    const owned = options.pruneScope === 'sync' ? mark?.startsWith(`${plan.owner.namespace}/${plan.owner.name}/`) === true : mark === ownedBy(plan.owner);
+    return owned && !desiredIds.has(objectId(object));
+  };
+  const namespaceHeld = async (namespace: string): Promise<{ reason: string; retry: boolean } | undefined> => {
+    let contents: NamespaceContents;
+    try {
+      contents = await foreignObjectsIn({ client, namespace, ours, concurrency, signal });
+    } catch (error) {
+      if (signal?.aborted === true) throw error;
+      return { reason: `not pruned: could not check what the Namespace holds: ${describeError(error)}`, retry: true };
+    }
+    if (contents.foreign.length === 0 && contents.unreadable.length === 0) return undefined;
+    const shown = contents.foreign.slice(0, 5).join(', ') + (contents.foreign.length > 5 ? ` and ${contents.foreign.length - 5} more` : '');
+    const why =
+      contents.foreign.length > 0
+        ? `it holds objects that are not this sync's (${shown})`
+        : `its contents cannot all be read (${contents.unreadable.slice(0, 5).join(', ')}), so it may hold objects that are not this sync's`;
+    return { reason: `NamespaceOrphaned: not pruned: ${why}; the Namespace is left in place`, retry: false };
   };
 
   const outcomes: Outcome[] = [];
@@ -224,4 +257,48 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
     }
   }
   return { entries: all.map((o) => o.entry), inventory, pruned: applyFailed === 0 };
+}
+
+type NamespaceContents = { readonly foreign: readonly string[]; readonly unreadable: readonly string[] };
+
+/**
+ * Kinds that live in every namespace or are derived from other objects: they never make a Namespace
+ * "someone else's". Objects with an ownerReference are accounted to their owner, which is listed too.
+ */
+function incidental(object: KubeObject, group: string): boolean {
+  const { kind, metadata } = object;
+  if (Array.isArray(metadata['ownerReferences']) && metadata['ownerReferences'].length > 0) return true;
+  if (metadata['deletionTimestamp'] !== undefined) return true;
+  if (kind === 'Event' && (group === '' || group === 'events.k8s.io')) return true;
+  if (group === '' && kind === 'Endpoints') return true;
+  if (group === '' && kind === 'ConfigMap' && metadata.name === 'kube-root-ca.crt') return true;
+  if (group === '' && kind === 'ServiceAccount' && metadata.name === 'default') return true;
+  if (group === '' && kind === 'Secret' && object['type'] === 'kubernetes.io/service-account-token' && metadata.annotations?.['kubernetes.io/service-account.name'] === 'default') return true;
+  return false;
+}
+
+/**
+ * What a Namespace holds besides `ours`: one LIST per listable namespaced kind. A kind that cannot be listed
+ * (forbidden) is `unreadable`; a transport or server failure throws, so the caller retries.
+ */
+async function foreignObjectsIn(options: { client: ApplyClient; namespace: string; ours: (object: KubeObject) => boolean; concurrency: number; signal: AbortSignal | undefined }): Promise<NamespaceContents> {
+  const kinds = (await options.client.discovery()).kinds().filter((k) => k.namespaced && (k.verbs === undefined || k.verbs.includes('list')));
+  const foreign: string[] = [];
+  const unreadable: string[] = [];
+  await pool(kinds, options.concurrency, async (info) => {
+    let objects: KubeObject[];
+    try {
+      objects = await options.client.list({ group: info.group, kind: info.kind, namespace: options.namespace }, options.signal);
+    } catch (error) {
+      if (options.signal?.aborted === true) throw error;
+      if (error instanceof ApiError && error.status === 404) return; // no longer served
+      if (error instanceof ApiError && (error.status === 403 || error.status === 401 || error.status === 405)) {
+        unreadable.push(`${info.group}/${info.kind}`);
+        return;
+      }
+      throw error;
+    }
+    for (const object of objects) if (!incidental(object, info.group) && !options.ours(object)) foreign.push(objectId(object));
+  });
+  return { foreign: foreign.sort(), unreadable: unreadable.sort() };
 }
