@@ -13,6 +13,8 @@ import { createEventRecorder } from './kube/events.ts';
 import { createApplyClients } from './kube/identity.ts';
 import { createKubeRest } from './kube/rest.ts';
 import { startManager } from './manager.ts';
+import { DEFAULT_INTERVAL_BOUNDS } from './reconcile/configsync.ts';
+import { parseDuration } from './reconcile/duration.ts';
 import { createMetrics } from './metrics.ts';
 import { startProbeServer } from './server.ts';
 import { startWebhookServer, type WebhookServer } from './webhook/receiver.ts';
@@ -42,6 +44,8 @@ Flags of run:
   --cache-dir DIR             git snapshot cache (default ~/.cache/syncline/snapshots)
   --cache-max-bytes N         snapshot cache bound (default 2 GiB)
   --concurrency N             ConfigSyncs reconciled at once (default 4)
+  --min-refresh-interval D    shorter refresh intervals are raised to this, with an IntervalClamped
+                              condition (default 10s; the API admits 1s to 168h)
   --default-service-account NAME   apply as this ServiceAccount when a sync names none
   --allow-insecure-http       accept http:// repositories (tests and demos only)
   --log-level LEVEL           debug, info, warn, error (default info)
@@ -79,6 +83,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       'cache-dir': { type: 'string' },
       'cache-max-bytes': { type: 'string' },
       concurrency: { type: 'string', default: '4' },
+      'min-refresh-interval': { type: 'string', default: '10s' },
       'default-service-account': { type: 'string' },
       'allow-insecure-http': { type: 'boolean', default: false },
       'log-level': { type: 'string', default: 'info' },
@@ -122,6 +127,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     events: createEventRecorder({ rest, component: 'syncline', host: identity, clock, onError: (error) => logger.debug({ err: String(error) }, 'could not record an event') }),
     defaultServiceAccount: flags['default-service-account'],
     concurrency: Number(flags.concurrency),
+    intervalBounds: { ...DEFAULT_INTERVAL_BOUNDS, minMs: parseDuration(flags['min-refresh-interval']) },
     watchNamespace: flags.namespace,
     leaderElection: flags['leader-elect']
       ? {

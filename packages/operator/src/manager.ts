@@ -8,7 +8,10 @@ import { WorkQueue } from './controller/queue.ts';
 import { runLeaderElection } from './leader.ts';
 import { createConfigSyncReconciler, type ConfigSyncReconcilerDeps } from './reconcile/configsync.ts';
 
-export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get'> & {
+/** How long an apply waits for a new managed-kind watch to list before it writes anyway. */
+const MANAGED_WATCH_SYNC_MS = 10_000;
+
+export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply'> & {
   readonly concurrency: number;
   /** Watch ConfigSyncs in this namespace only; undefined = all namespaces. */
   readonly watchNamespace?: string;
@@ -81,16 +84,20 @@ export function startManager(options: ManagerOptions): Manager {
   const secrets = referenceInformer('Secret', 'secrets');
   const configMaps = referenceInformer('ConfigMap', 'configmaps');
 
-  // Managed objects: one label-selected informer per kind we have applied, started on first sight.
+  // Managed objects: one label-selected informer per kind we apply, started before the first object of that
+  // kind is written, so an edit made right after the first apply is already seen as drift.
   const managed = new Map<string, Informer>();
   const watchManaged = async (client: ApplyClient, ids: readonly string[]): Promise<void> => {
     const discovery = await client.discovery();
+    const started: Informer[] = [];
     for (const id of ids) {
       const { group, kind } = parseObjectId(id);
       const scope = `${group}/${kind}`;
+      // Only a new watch is waited for: one that cannot list (403 for a cluster-scoped kind in namespace
+      // mode) must not delay every later apply.
       if (managed.has(scope)) continue;
       const info = discovery.preferred(group, kind);
-      if (info === undefined) continue;
+      if (info === undefined) continue; // a kind served only once its CRD is applied: watched after this sync
       const informer = new Informer({
         rest,
         // Namespaced kinds are watched in the watched namespace only (namespace-scoped RBAC allows no more).
@@ -98,7 +105,8 @@ export function startManager(options: ManagerOptions): Manager {
         labelSelector: OWNER_LABEL,
         project: (object) => ({ apiVersion: object.apiVersion, kind: object.kind, metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion, annotations: pickOwner(object) } }),
         onEvent: (type, object) => {
-          // Someone edited or deleted an object we manage: reconcile its owner (drift).
+          // Someone edited or deleted an object we manage: reconcile its owner (drift). ADDED is the initial
+          // list or our own create: the apply that follows (or just ran) already covers it.
           const owner = (object.metadata['annotations'] as Record<string, string> | undefined)?.[OWNED_BY_ANNOTATION];
           if (owner === undefined || type === 'ADDED') return;
           const [ownerNamespace, ownerName] = owner.split('/');
@@ -108,10 +116,23 @@ export function startManager(options: ManagerOptions): Manager {
       });
       managed.set(scope, informer);
       informer.start();
+      started.push(informer);
     }
+    // Bounded: a kind we may not watch (403) must not hold the apply back; its drift waits for the next resync.
+    await Promise.all(started.map((informer) => informer.waitSynced(MANAGED_WATCH_SYNC_MS)));
   };
 
-  const reconcile = createConfigSyncReconciler({ ...options, get: (key) => configSyncs.get(key) as ConfigSync | undefined });
+  const reconcile = createConfigSyncReconciler({
+    ...options,
+    get: (key) => configSyncs.get(key) as ConfigSync | undefined,
+    beforeApply: async (ids) => {
+      try {
+        await watchManaged(await options.applyClient(undefined), ids);
+      } catch (error) {
+        logger.debug({ err: errorMessage(error) }, 'could not watch managed objects');
+      }
+    },
+  });
   const reconcileAndWatch = async (key: string): ReturnType<typeof reconcile> => {
     const outcome = await reconcile(key);
     const object = configSyncs.get(key) as ConfigSync | undefined;

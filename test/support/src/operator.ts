@@ -27,7 +27,7 @@ export async function startOperator(options: { kubeconfig: string; args?: readon
   const cacheDir = options.cacheDir ?? (await mkdtemp(join(tmpdir(), 'syncline-op-')));
   const child: ChildProcess = spawn(
     process.execPath,
-    [mainPath, 'run', '--kubeconfig', options.kubeconfig, '--probe-addr', '127.0.0.1:0', '--cache-dir', cacheDir, '--allow-insecure-http', '--webhook-addr', '127.0.0.1:0', ...(options.args ?? [])],
+    [mainPath, 'run', '--kubeconfig', options.kubeconfig, '--probe-addr', '127.0.0.1:0', '--cache-dir', cacheDir, '--allow-insecure-http', '--webhook-addr', '127.0.0.1:0', '--min-refresh-interval', '1s', ...(options.args ?? [])],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const logs: Record<string, unknown>[] = [];

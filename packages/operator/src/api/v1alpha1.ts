@@ -10,8 +10,28 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
 /** Go-style duration as Kubernetes users write it: 30s, 5m, 1h30m. */
 export const Duration = z
   .string()
+  .max(32)
   .regex(/^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$/, 'a duration such as 30s, 5m or 1h30m')
   .meta({ description: 'A duration such as 30s, 5m or 1h30m.' });
+
+/**
+ * Bounds of every interval field of every kind. The floor stops one object from driving a hot loop against
+ * the Git host or the API server (`0s` requeued at once); the ceiling keeps a delay inside what a Node
+ * timer can hold (2^31-1 ms, ~596 h; above it the timer fires after 1 ms). The operator clamps again,
+ * for objects stored before these rules existed.
+ */
+export const INTERVAL_BOUNDS = { min: '1s', max: '168h' } as const;
+
+/** An interval (refresh, resync): a Duration between INTERVAL_BOUNDS.min and .max, checked at admission. */
+export const Interval = Duration.meta({
+  description: `A duration such as 30s, 5m or 1h30m, from ${INTERVAL_BOUNDS.min} to ${INTERVAL_BOUNDS.max}.`,
+  'x-kubernetes-validations': [
+    {
+      rule: `duration(self) >= duration('${INTERVAL_BOUNDS.min}') && duration(self) <= duration('${INTERVAL_BOUNDS.max}')`,
+      message: `must be between ${INTERVAL_BOUNDS.min} and ${INTERVAL_BOUNDS.max}`,
+    },
+  ],
+});
 
 const dnsLabel = z
   .string()
@@ -81,7 +101,7 @@ export const DeletionPolicy = z.enum(['Delete', 'Orphan']);
 
 export const ConfigSyncSpec = z.object({
   source: z.object({ git: GitSource }),
-  refreshInterval: Duration.default('5m'),
+  refreshInterval: Interval.default('5m'),
   suspend: z.boolean().default(false),
   values: Values.optional(),
   valuesFrom: z.array(ValuesFromSource).max(20).optional(),
@@ -102,7 +122,7 @@ export const ConfigSyncSpec = z.object({
     .meta({ description: 'Allow a render that yields zero objects to prune everything this sync applied.' }),
 });
 
-export const ConditionType = z.enum(['Ready', 'Synced', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed']);
+export const ConditionType = z.enum(['Ready', 'Synced', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed', 'IntervalClamped']);
 
 export const Condition = z.object({
   type: z.string(),

@@ -38,6 +38,7 @@ export class Informer {
   readonly #abort = new AbortController();
   #synced = false;
   #healthy = false;
+  readonly #firstSync = Promise.withResolvers<void>();
   #running: Promise<void> | undefined;
 
   constructor(options: InformerOptions) {
@@ -60,6 +61,20 @@ export class Informer {
 
   start(): void {
     this.#running ??= this.#loop();
+  }
+
+  /** Resolves true once the first list is in the cache, false when `timeoutMs` passes first. */
+  async waitSynced(timeoutMs: number): Promise<boolean> {
+    if (this.#synced) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    try {
+      return await Promise.race([this.#firstSync.promise.then(() => true), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async stop(): Promise<void> {
@@ -126,6 +141,7 @@ export class Informer {
       }
     }
     this.#synced = true;
+    this.#firstSync.resolve();
     return list.metadata.resourceVersion;
   }
 

@@ -106,4 +106,18 @@ describe('WorkQueue', () => {
     await new Promise((r) => setTimeout(r, 20));
     expect(runs).toHaveLength(1);
   });
+
+  it.each([1000 * 3_600_000, 2 ** 31, Number.POSITIVE_INFINITY])('holds a delay of %d ms instead of letting the timer overflow to 1 ms', async (delay) => {
+    const queue = new WorkQueue({ concurrency: 1 });
+    let runs = 0;
+    queue.start(() => {
+      runs++;
+      return Promise.resolve({ kind: 'done' });
+    });
+    queue.addAfter('k', delay);
+    // An overflowing timer fires after 1 ms; give it ample time to show.
+    await new Promise((r) => setTimeout(r, 100));
+    expect(runs).toBe(0);
+    await queue.shutdown();
+  });
 });

@@ -2,6 +2,7 @@
 // (an add while it runs marks it dirty and it runs again after), delayed requeues where the earliest
 // wins, and per-key exponential backoff with jitter for transient failures (cockatiel).
 import { ExponentialBackoff, type IBackoff, type IBackoffFactory } from 'cockatiel';
+import { MAX_TIMER_MS } from '../reconcile/duration.ts';
 
 export type ReconcileOutcome =
   /** Done; run again after the given delay (the refresh interval), or only on the next event. */
@@ -71,8 +72,10 @@ export class WorkQueue {
   }
 
   /** Enqueue after a delay; an earlier pending schedule for the key wins. */
-  addAfter(key: string, delayMs: number): void {
+  addAfter(key: string, requestedMs: number): void {
     if (this.#stopped) return;
+    // Never hand a timer a delay it cannot hold: above 2^31-1 ms Node fires it after 1 ms (a hot loop).
+    const delayMs = Number.isFinite(requestedMs) ? Math.min(requestedMs, MAX_TIMER_MS) : MAX_TIMER_MS;
     if (delayMs <= 0) {
       this.add(key);
       return;

@@ -13,6 +13,12 @@ export const Reason = {
   EmptyRenderRefused: 'EmptyRenderRefused',
   Suspended: 'Suspended',
   DriftDetected: 'DriftDetected',
+  /** An object the sync renders is owned by another sync or by nobody we may take it from. */
+  Conflict: 'Conflict',
+  /** A Namespace the sync created was left in place because it holds objects that are not the sync's. */
+  NamespaceOrphaned: 'NamespaceOrphaned',
+  /** An interval field was outside the operator's bounds and was clamped. */
+  IntervalClamped: 'IntervalClamped',
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 
@@ -45,7 +51,7 @@ export function findCondition(conditions: readonly Condition[] | undefined, type
   return conditions?.find((c) => c.type === type);
 }
 
-const order: readonly string[] = ['Ready', 'Synced', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed'];
+const order: readonly string[] = ['Ready', 'Synced', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed', 'IntervalClamped'];
 function conditionOrder(type: string): number {
   const i = order.indexOf(type);
   return i === -1 ? order.length : i;

@@ -2,30 +2,19 @@
 // metrics at the end) around step functions that each return early when there is nothing to do:
 // resolve revision → fetch snapshot → render every target → plan → apply → prune → status.
 // It reconciles from current state, never from the event that woke it, so running it twice changes nothing.
-import {
-  decodeInventory,
-  digestRendered,
-  encodeInventory,
-  executePlan,
-  planApply,
-  readLive,
-  recordHistory,
-  type ApplyClient,
-  type ChangeSet,
-  type Discovery,
-  type KubeObject as ApplyObject,
-} from '@syncline/apply';
+import { digestRendered, recordHistory, type ApplyClient, type Discovery } from '@syncline/apply';
 import { RenderError, RenderErrorReason, layerValues, parseValues, renderTarget, type TemplateCache, type KubernetesObject, type Values } from '@syncline/render';
 import { GitSourceError, authFromSecretData, type GitAuth, type GitSource } from '@syncline/source-git';
 import type { Logger } from 'pino';
-import { ConfigSyncSpec, type Condition, type ConfigSync, type ConfigSyncStatus, type HistoryEntry, type TargetStatus } from '../api/v1alpha1.ts';
+import { ConfigSyncSpec, INTERVAL_BOUNDS, type Condition, type ConfigSync, type ConfigSyncStatus, type HistoryEntry } from '../api/v1alpha1.ts';
 import type { ReconcileOutcome } from '../controller/queue.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import { ServiceAccountError } from '../kube/errors.ts';
 import { KubeApiError, type KubeRest } from '../kube/rest.ts';
 import type { Metrics } from '../metrics.ts';
 import { Reason, removeCondition, setCondition, type ConditionInput } from './conditions.ts';
-import { parseDuration } from './duration.ts';
+import { MAX_TIMER_MS, boundedInterval, parseDuration, type IntervalBounds } from './duration.ts';
+import { applyTarget, combineTargets, emptyCounts, truncate, type TargetOutcome } from './target.ts';
 
 export const FINALIZER = 'syncline.dev/finalizer';
 export const RECONCILE_REQUESTED_ANNOTATION = 'syncline.dev/reconcile-requested-at';
@@ -48,7 +37,17 @@ export type ConfigSyncReconcilerDeps = {
   readonly defaultServiceAccount?: string;
   /** 0..1 source of jitter for the refresh interval. */
   readonly random?: () => number;
+  /** Where refresh intervals are clamped (default: DEFAULT_INTERVAL_BOUNDS). */
+  readonly intervalBounds?: IntervalBounds;
+  /** Runs before a target writes anything, with the ids it will apply: the manager starts drift watches here. */
+  readonly beforeApply?: (ids: readonly string[]) => Promise<void>;
 };
+
+/**
+ * The operator's default interval bounds: a 10 s floor (the API admits 1 s; `--min-refresh-interval`
+ * lowers the operator's floor for tests and demos) and the API's ceiling.
+ */
+export const DEFAULT_INTERVAL_BOUNDS: IntervalBounds = { minMs: 10_000, maxMs: parseDuration(INTERVAL_BOUNDS.max) };
 
 /** An error that a spec or source change must fix: no backoff, the sync waits for that change. */
 class StallError extends Error {
@@ -59,10 +58,30 @@ class StallError extends Error {
   }
 }
 
+type SyncEvent = { type: 'Normal' | 'Warning'; reason: string; message: string };
+
 type Outcome = {
   status: ConfigSyncStatus;
   result: ReconcileOutcome;
-  event?: { type: 'Normal' | 'Warning'; reason: string; message: string };
+  /** Recorded only when the status changed, so a repeated finding is news once. */
+  events: SyncEvent[];
+};
+
+/** A step either hands its value to the next one or ends the sync with an outcome. */
+type Step<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly outcome: Outcome };
+
+/** What every step of one sync run reads. */
+type SyncRun = {
+  readonly deps: ConfigSyncReconcilerDeps;
+  readonly object: ConfigSync;
+  readonly spec: ConfigSyncSpec;
+  readonly namespace: string;
+  readonly log: Logger;
+  /** The refresh interval to requeue after, bounded and jittered. */
+  readonly refreshMs: number;
+  /** Set when spec.refreshInterval was clamped: the IntervalClamped condition says so. */
+  readonly refreshAdjusted: string | undefined;
+  readonly now: string;
 };
 
 const configSyncPath = (namespace: string, name: string): string => `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs/${name}`;
@@ -91,12 +110,16 @@ export function createConfigSyncReconciler(deps: ConfigSyncReconcilerDeps): (key
         label = 'suspended';
         return { kind: 'done' };
       }
-      const outcome = await sync(deps, object, spec, log);
+      const outcome = await sync(startRun(deps, object, spec, log));
       label = outcome.result.kind === 'done' ? 'success' : outcome.result.kind;
       const wrote = await writeStatus(deps, object, outcome.status);
-      // A failure is news once: repeats of an unchanged failure go to debug.
-      if (outcome.event?.type === 'Warning') log[wrote ? 'info' : 'debug']({ reason: outcome.event.reason, message: outcome.event.message }, 'sync did not succeed');
-      if (outcome.event !== undefined && wrote) await deps.events.record(object, outcome.event);
+      // A failure is news once: while the conditions say the same, repeats go to debug and record no Event
+      // (a status write for another reason, such as a handled reconcile request, is not news of it).
+      const news = wrote && conditionsDiffer(object.status?.conditions, outcome.status.conditions);
+      for (const event of outcome.events) {
+        if (event.type === 'Warning') log[news ? 'info' : 'debug']({ reason: event.reason, message: event.message }, 'sync did not succeed');
+        if (event.type === 'Warning' ? news : wrote) await deps.events.record(object, event);
+      }
       return outcome.result;
     } catch (error) {
       label = 'error';
@@ -109,32 +132,57 @@ export function createConfigSyncReconciler(deps: ConfigSyncReconcilerDeps): (key
   };
 }
 
-async function sync(deps: ConfigSyncReconcilerDeps, object: ConfigSync, spec: ConfigSyncSpec, log: Logger): Promise<Outcome> {
-  const namespace = object.metadata.namespace ?? 'default';
-  const refreshMs = jittered(parseDuration(spec.refreshInterval), deps.random ?? Math.random);
-  const previous = object.status ?? {};
+function startRun(deps: ConfigSyncReconcilerDeps, object: ConfigSync, spec: ConfigSyncSpec, log: Logger): SyncRun {
+  const refresh = boundedInterval('refreshInterval', spec.refreshInterval, deps.intervalBounds ?? DEFAULT_INTERVAL_BOUNDS);
+  return {
+    deps,
+    object,
+    spec,
+    namespace: object.metadata.namespace ?? 'default',
+    log,
+    refreshMs: Math.min(jittered(refresh.ms, deps.random ?? Math.random), MAX_TIMER_MS),
+    refreshAdjusted: refresh.adjusted,
+    now: deps.clock.now().toISOString(),
+  };
+}
 
-  // Step 1: the source. A failure here never touches the cluster.
-  let revision: string;
-  let files: Awaited<ReturnType<GitSource['readPath']>>;
+/** source → render → apply every target → status. Each step returns early with an outcome when it cannot go on. */
+async function sync(run: SyncRun): Promise<Outcome> {
+  const source = await reconcileSource(run);
+  if (!source.ok) return source.outcome;
+  const rendered = await reconcileRender(run, source.value);
+  if (!rendered.ok) return rendered.outcome;
+  const client = await applyClientFor(run, source.value.revision);
+  if (!client.ok) return client.outcome;
+  const targets = await reconcileTargets(run, client.value, rendered.value);
+  return syncedOutcome(run, source.value.revision, targets, [...rendered.value.values()].flat());
+}
+
+type Source = { revision: string; files: Awaited<ReturnType<GitSource['readPath']>> };
+
+/** Resolve the revision and read the path from its snapshot. A failure here never touches the cluster. */
+async function reconcileSource(run: SyncRun): Promise<Step<Source>> {
+  const { deps, spec } = run;
   try {
-    const auth = await readGitAuth(deps.rest, namespace, spec.source.git.secretRef?.name);
-    revision = await timed(deps, 'resolve', () => deps.git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision, auth }));
+    const auth = await readGitAuth(deps.rest, run.namespace, spec.source.git.secretRef?.name);
+    const revision = await timed(deps, 'resolve', () => deps.git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision, auth }));
     const snapshot = await timed(deps, 'fetch', () => deps.git.fetchSnapshot({ repo: spec.source.git.repo, sha: revision, auth }));
-    files = await deps.git.readPath(snapshot, spec.source.git.path);
+    return { ok: true, value: { revision, files: await deps.git.readPath(snapshot, spec.source.git.path) } };
   } catch (error) {
-    if (error instanceof StallError) return stalled(deps, object, error.reason, error.message, refreshMs);
-    if (error instanceof GitSourceError && !error.retryable) return stalled(deps, object, Reason.FetchFailed, error.message, refreshMs);
+    if (error instanceof StallError) return { ok: false, outcome: stalled(run, error.reason, error.message) };
+    if (error instanceof GitSourceError && !error.retryable) return { ok: false, outcome: stalled(run, Reason.FetchFailed, error.message) };
     const message = error instanceof GitSourceError ? error.message : `fetching the source failed: ${safeError(error).message}`;
-    return failed(deps, object, Reason.FetchFailed, message, { kind: 'retry' });
+    return { ok: false, outcome: failed(run, Reason.FetchFailed, message, { kind: 'retry' }) };
   }
+}
 
-  // Step 2: render every target before applying any, so a bad template never half-applies.
-  let values: Values;
+/** Render every local target before applying any, so a bad template never half-applies. */
+async function reconcileRender(run: SyncRun, source: Source): Promise<Step<Map<string, KubernetesObject[]>>> {
+  const { deps, spec } = run;
   const rendered = new Map<string, KubernetesObject[]>();
-  const defaultClient = await deps.applyClient(undefined);
   try {
-    values = await readValues(deps.rest, namespace, spec);
+    const values = await readValues(deps.rest, run.namespace, spec);
+    const defaultClient = await deps.applyClient(undefined);
     const renderAll = (discovery: Discovery): void => {
       rendered.clear();
       for (const target of spec.targets) {
@@ -142,11 +190,11 @@ async function sync(deps: ConfigSyncReconcilerDeps, object: ConfigSync, spec: Co
         rendered.set(
           target.name,
           renderTarget({
-            files,
+            files: source.files,
             path: spec.source.git.path,
             values,
-            target: { name: target.name, namespace: target.namespace ?? namespace, values: target.values, patches: target.patches, data: target.data },
-            source: { repo: spec.source.git.repo, revision, path: spec.source.git.path },
+            target: { name: target.name, namespace: target.namespace ?? run.namespace, values: target.values, patches: target.patches, data: target.data },
+            source: { repo: spec.source.git.repo, revision: source.revision, path: spec.source.git.path },
             discovery,
             cache: deps.templates,
           }),
@@ -162,154 +210,155 @@ async function sync(deps: ConfigSyncReconcilerDeps, object: ConfigSync, spec: Co
       renderAll(await defaultClient.discovery({ refresh: true }));
     }
   } catch (error) {
-    if (error instanceof RenderError) return stalled(deps, object, Reason.RenderFailed, error.message, refreshMs, revision);
-    if (error instanceof StallError) return stalled(deps, object, error.reason, error.message, refreshMs, revision);
-    return failed(deps, object, Reason.RenderFailed, `rendering failed: ${safeError(error).message}`, { kind: 'retry' });
+    if (error instanceof RenderError) return { ok: false, outcome: stalled(run, Reason.RenderFailed, error.message, source.revision) };
+    if (error instanceof StallError) return { ok: false, outcome: stalled(run, error.reason, error.message, source.revision) };
+    return { ok: false, outcome: failed(run, Reason.RenderFailed, `rendering failed: ${safeError(error).message}`, { kind: 'retry' }) };
   }
+  return { ok: true, value: rendered };
+}
 
-  // Step 3: plan, apply and prune per target.
-  const identity: ApplyIdentity =
-    spec.serviceAccountName !== undefined
-      ? { namespace, serviceAccountName: spec.serviceAccountName }
-      : deps.defaultServiceAccount !== undefined
-        ? { namespace, serviceAccountName: deps.defaultServiceAccount }
-        : undefined;
-  let client: ApplyClient;
+function identityOf(deps: ConfigSyncReconcilerDeps, namespace: string, spec: ConfigSyncSpec | undefined): ApplyIdentity {
+  const serviceAccountName = spec?.serviceAccountName ?? deps.defaultServiceAccount;
+  return serviceAccountName === undefined ? undefined : { namespace, serviceAccountName };
+}
+
+/** The client that applies with the sync's identity (its ServiceAccount's rights, or the operator's). */
+async function applyClientFor(run: SyncRun, revision: string): Promise<Step<ApplyClient>> {
   try {
-    client = identity === undefined ? defaultClient : await deps.applyClient(identity);
+    return { ok: true, value: await run.deps.applyClient(identityOf(run.deps, run.namespace, run.spec)) };
   } catch (error) {
-    if (error instanceof ServiceAccountError) return stalled(deps, object, Reason.ApplyFailed, error.message, refreshMs, revision);
+    if (error instanceof ServiceAccountError) return { ok: false, outcome: stalled(run, Reason.ApplyFailed, error.message, revision) };
     throw error;
   }
-  const now = deps.clock.now().toISOString();
+}
+
+/** Plan, apply and prune each target; a target that fails fails alone. */
+async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: ReadonlyMap<string, KubernetesObject[]>): Promise<TargetOutcome[]> {
+  const previous = run.object.status ?? {};
   const previousInventory = new Map((previous.inventory ?? []).map((i) => [i.target, i.entries]));
   const previousTargets = new Map((previous.targets ?? []).map((t) => [t.name, t]));
-  const inventory: { target: string; entries: string[] }[] = [];
-  const targets: TargetStatus[] = [];
-  const counts = { created: 0, configured: 0, deleted: 0, failed: 0, drifted: 0 };
-  const failures: string[] = [];
-  const driftReports: string[] = [];
-  let allDesired: ApplyObject[] = [];
-
-  for (const target of spec.targets) {
+  const outcomes: TargetOutcome[] = [];
+  for (const target of run.spec.targets) {
     const desired = rendered.get(target.name);
-    const targetInventory = decodeInventory(previousInventory.get(target.name));
     if (desired === undefined) {
-      // A remote cluster: RemoteCluster support is not built yet; say so instead of pretending.
-      targets.push({ name: target.name, cluster: target.cluster?.name, namespace: target.namespace, phase: 'Failed', objects: 0, message: 'remote clusters (RemoteCluster) are not supported yet' });
-      failures.push(`${target.name}: remote clusters are not supported yet`);
-      inventory.push({ target: target.name, entries: encodeInventory(targetInventory) });
+      outcomes.push(unsupportedTarget(target.name, target.namespace, target.cluster?.name, previousInventory.get(target.name)));
       continue;
     }
-    allDesired = allDesired.concat(desired);
-    const owner = { namespace, name: object.metadata.name, target: target.name };
-    let changes: ChangeSet;
-    try {
-      const live = await readLive({ client, desired, inventory: targetInventory });
-      const plan = planApply({ desired, inventory: targetInventory, live, owner, policy: spec.policy, drift: spec.drift, prune: spec.prune, allowEmpty: spec.allowEmpty });
-      changes = await executePlan(plan, { client });
-    } catch (error) {
-      const message = `${target.name}: ${safeError(error).message}`;
-      failures.push(message);
-      targets.push({ name: target.name, namespace: target.namespace, phase: 'Failed', objects: targetInventory.length, message, lastSyncedTime: previousTargets.get(target.name)?.lastSyncedTime });
-      inventory.push({ target: target.name, entries: encodeInventory(targetInventory) });
-      continue;
-    }
-    inventory.push({ target: target.name, entries: encodeInventory(changes.inventory) });
-    const targetFailures: string[] = [];
-    if (changes.blocked !== undefined) targetFailures.push(changes.blocked);
-    for (const entry of changes.entries) {
-      if (entry.action === 'created') counts.created++;
-      if (entry.action === 'configured') counts.configured++;
-      if (entry.action === 'deleted') counts.deleted++;
-      if (entry.action === 'failed') {
-        counts.failed++;
-        targetFailures.push(`${entry.id}: ${entry.reason ?? 'failed'}`);
-      }
-      if (entry.drift !== undefined && entry.drift.length > 0 && entry.action !== 'configured') {
-        counts.drifted++;
-        driftReports.push(`${entry.id} (${entry.drift.slice(0, 3).join(', ')})`);
-      }
-      if (entry.action !== 'unchanged') deps.metrics.objectsApplied.inc({ action: entry.action });
-    }
-    if (targetFailures.length > 0) deps.metrics.targetFailures.inc({ configsync: `${namespace}/${object.metadata.name}`, target: target.name });
-    const ok = targetFailures.length === 0;
-    const changed = changes.entries.some((e) => e.action !== 'unchanged');
-    const before = previousTargets.get(target.name);
-    targets.push({
-      name: target.name,
-      namespace: target.namespace,
-      phase: ok ? 'Synced' : 'Failed',
-      objects: changes.inventory.length,
-      message: ok ? undefined : truncate(targetFailures.join('; ')),
-      lastSyncedTime: ok && (changed || before?.phase !== 'Synced' || before.lastSyncedTime === undefined) ? now : before?.lastSyncedTime,
-    });
-    failures.push(...targetFailures.map((f) => `${target.name}: ${f}`));
+    outcomes.push(
+      await applyTarget({
+        client,
+        target: { name: target.name, ...(target.namespace === undefined ? {} : { namespace: target.namespace }) },
+        desired,
+        inventory: previousInventory.get(target.name),
+        owner: { namespace: run.namespace, name: run.object.metadata.name, target: target.name },
+        policy: run.spec.policy,
+        drift: run.spec.drift,
+        prune: run.spec.prune,
+        allowEmpty: run.spec.allowEmpty,
+        previous: previousTargets.get(target.name),
+        now: run.now,
+        ...(run.deps.beforeApply === undefined ? {} : { beforeApply: run.deps.beforeApply }),
+        metrics: run.deps.metrics,
+        syncKey: `${run.namespace}/${run.object.metadata.name}`,
+      }),
+    );
   }
+  return outcomes;
+}
 
-  deps.metrics.managedObjects.set({ configsync: `${namespace}/${object.metadata.name}` }, inventory.reduce((n, i) => n + decodeInventory(i.entries).length, 0));
-  const applied = targets.filter((t) => t.phase === 'Synced').length;
-  const changed = counts.created + counts.configured + counts.deleted > 0;
-  const history: HistoryEntry[] =
-    failures.length === 0
-      ? recordHistory(previous.history ?? [], { revision, appliedAt: now, objects: allDesired.length, digest: digestRendered(allDesired) }, spec.historyLimit)
-      : (previous.history ?? []);
+/** A remote cluster: RemoteCluster support is not built yet; say so instead of pretending. */
+function unsupportedTarget(name: string, namespace: string | undefined, cluster: string | undefined, inventory: readonly string[] | undefined): TargetOutcome {
+  const message = `${name}: remote clusters (RemoteCluster) are not supported yet`;
+  return {
+    status: { name, ...(cluster === undefined ? {} : { cluster }), ...(namespace === undefined ? {} : { namespace }), phase: 'Failed', objects: 0, message: 'remote clusters (RemoteCluster) are not supported yet' },
+    inventory: { target: name, entries: [...(inventory ?? [])] },
+    counts: { ...emptyCounts(), failed: 0 },
+    failures: [message],
+    conflicts: [],
+    drift: [],
+    orphaned: [],
+    changed: false,
+  };
+}
+
+/** The status, requeue and events of a sync that got as far as applying. */
+function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetOutcome[], allDesired: readonly KubernetesObject[]): Outcome {
+  const { deps, object, spec, log, now } = run;
+  const previous = object.status ?? {};
+  const { counts, failures, conflicts, drift, orphaned, changed } = combineTargets(targets);
+  deps.metrics.managedObjects.set({ configsync: `${run.namespace}/${object.metadata.name}` }, targets.reduce((n, t) => n + t.status.objects, 0));
+  const applied = targets.filter((t) => t.status.phase === 'Synced').length;
+  const ok = failures.length === 0 && conflicts.length === 0;
+  const history: HistoryEntry[] = ok
+    ? recordHistory(previous.history ?? [], { revision, appliedAt: now, objects: allDesired.length, digest: digestRendered(allDesired) }, spec.historyLimit)
+    : (previous.history ?? []);
   const summary = `${counts.created} created, ${counts.configured} configured, ${counts.deleted} deleted`;
-  let conditions = previous.conditions ?? [];
   const at = { generation: object.metadata.generation, now };
-  conditions = removeCondition(removeCondition(conditions, 'Stalled'), 'InvalidSource');
+  let conditions = baseConditions(run, previous.conditions ?? []);
   conditions = removeCondition(conditions, 'Reconciling');
-  if (failures.length === 0) {
+  if (ok) {
     conditions = setCondition(conditions, { type: 'Ready', status: 'True', reason: Reason.Succeeded, message: `Applied revision ${revision}` }, at);
     conditions = setCondition(conditions, { type: 'Synced', status: 'True', reason: Reason.Succeeded, message: `${applied} target(s) synced` }, at);
     conditions = removeCondition(conditions, 'Failed');
   } else {
-    const message = truncate(failures.join('; '));
-    conditions = setCondition(conditions, { type: 'Ready', status: 'False', reason: Reason.ApplyFailed, message }, at);
-    conditions = setCondition(conditions, { type: 'Synced', status: 'False', reason: Reason.ApplyFailed, message: `${applied} of ${spec.targets.length} target(s) synced` }, at);
-    conditions = setCondition(conditions, { type: 'Failed', status: 'True', reason: Reason.ApplyFailed, message }, at);
+    // Another owner's object is a conflict, not an apply failure: name the owner, so a person can decide.
+    const reason = failures.length === 0 ? Reason.Conflict : Reason.ApplyFailed;
+    const message = truncate([...failures, ...conflicts].join('; '));
+    conditions = setCondition(conditions, { type: 'Ready', status: 'False', reason, message }, at);
+    conditions = setCondition(conditions, { type: 'Synced', status: 'False', reason, message: truncate(`${applied} of ${spec.targets.length} target(s) synced: ${message}`) }, at);
+    conditions = setCondition(conditions, { type: 'Failed', status: 'True', reason, message }, at);
   }
-  if (driftReports.length > 0) {
-    conditions = setCondition(conditions, { type: 'Synced', status: 'False', reason: Reason.DriftDetected, message: truncate(`drifted: ${driftReports.join('; ')}`) }, at);
+  if (drift.length > 0 && ok) {
+    conditions = setCondition(conditions, { type: 'Synced', status: 'False', reason: Reason.DriftDetected, message: truncate(`drifted: ${drift.join('; ')}`) }, at);
   }
 
   const revisionChanged = previous.sourceRevision !== revision;
   const status: ConfigSyncStatus = {
     ...previous,
     observedGeneration: object.metadata.generation,
-    lastSyncedTime: failures.length === 0 && (changed || revisionChanged || previous.lastSyncedTime === undefined) ? now : previous.lastSyncedTime,
-    sourceRevision: failures.length === 0 ? revision : previous.sourceRevision,
+    lastSyncedTime: ok && (changed || revisionChanged || previous.lastSyncedTime === undefined) ? now : previous.lastSyncedTime,
+    sourceRevision: ok ? revision : previous.sourceRevision,
     lastAttemptedRevision: revision,
     appliedTargets: applied,
     conditions,
-    targets,
-    inventory,
+    targets: targets.map((t) => t.status),
+    inventory: targets.map((t) => t.inventory),
     history,
     lastHandledReconcileAt: object.metadata.annotations?.[RECONCILE_REQUESTED_ANNOTATION] ?? previous.lastHandledReconcileAt,
   };
-  if (failures.length > 0) {
-    log.info({ failures: failures.length }, 'sync finished with failures');
-    const onlyForbidden = failures.every((f) => /forbidden/i.test(f));
-    return {
-      status,
-      // Forbidden needs an RBAC change, not hammering: wait for the refresh interval.
-      result: onlyForbidden ? { kind: 'wait', requeueAfterMs: refreshMs } : { kind: 'retry' },
-      event: { type: 'Warning', reason: Reason.ApplyFailed, message: truncate(`${summary}, ${counts.failed} failed: ${failures.join('; ')}`) },
-    };
+  const events: SyncEvent[] = orphaned.map((o) => ({ type: 'Warning', reason: Reason.NamespaceOrphaned, message: truncate(o) }));
+  if (!ok) {
+    log.info({ failures: failures.length, conflicts: conflicts.length }, 'sync finished with failures');
+    // Forbidden needs an RBAC change and a conflict a person's decision, not hammering: wait for the refresh interval.
+    const waitForPerson = failures.every((f) => /forbidden/i.test(f));
+    if (conflicts.length > 0) events.push({ type: 'Warning', reason: Reason.Conflict, message: truncate(`${conflicts.length} object(s) not applied: ${conflicts.join('; ')}`) });
+    if (failures.length > 0) events.push({ type: 'Warning', reason: Reason.ApplyFailed, message: truncate(`${summary}, ${counts.failed} failed: ${failures.join('; ')}`) });
+    return { status, result: waitForPerson ? { kind: 'wait', requeueAfterMs: run.refreshMs } : { kind: 'retry' }, events };
   }
   if (changed || revisionChanged) log.info({ revision, ...counts }, 'synced');
   else log.debug({ revision }, 'no changes');
-  return {
-    status,
-    result: { kind: 'done', requeueAfterMs: refreshMs },
-    event: changed || revisionChanged ? { type: 'Normal', reason: 'Synced', message: `revision ${revision.slice(0, 12)}: ${summary}` } : undefined,
-  };
+  if (changed || revisionChanged) events.push({ type: 'Normal', reason: 'Synced', message: `revision ${revision.slice(0, 12)}: ${summary}` });
+  return { status, result: { kind: 'done', requeueAfterMs: run.refreshMs }, events };
 }
 
-function stalled(deps: ConfigSyncReconcilerDeps, object: ConfigSync, reason: Reason, message: string, refreshMs: number, revision?: string): Outcome {
-  const status = stalledStatus(deps, object, reason, message, revision);
+/** Conditions every outcome that got past the source carries: the clamp notice, and none of a previous stall. */
+function baseConditions(run: SyncRun, conditions: readonly Condition[]): Condition[] {
+  return clampNotice(run, removeCondition(removeCondition(conditions, 'Stalled'), 'InvalidSource'));
+}
+
+/** IntervalClamped says when the operator does not use spec.refreshInterval as written. */
+function clampNotice(run: SyncRun, conditions: readonly Condition[]): Condition[] {
+  const at = { generation: run.object.metadata.generation, now: run.now };
+  return run.refreshAdjusted === undefined
+    ? removeCondition(conditions, 'IntervalClamped')
+    : setCondition(conditions, { type: 'IntervalClamped', status: 'True', reason: Reason.IntervalClamped, message: run.refreshAdjusted }, at);
+}
+
+function stalled(run: SyncRun, reason: Reason, message: string, revision?: string): Outcome {
+  const status = stalledStatus(run.deps, run.object, reason, message, revision);
+  status.conditions = clampNotice(run, status.conditions ?? []);
   // Re-check at the refresh interval (the source may change: a push, a fixed template), never in a hot loop.
-  return { status, result: { kind: 'wait', requeueAfterMs: refreshMs }, event: { type: 'Warning', reason, message: truncate(message) } };
+  return { status, result: { kind: 'wait', requeueAfterMs: run.refreshMs }, events: [{ type: 'Warning', reason, message: truncate(message) }] };
 }
 
 function stalledStatus(deps: ConfigSyncReconcilerDeps, object: ConfigSync, reason: Reason, message: string, revision?: string): ConfigSyncStatus {
@@ -320,21 +369,22 @@ function stalledStatus(deps: ConfigSyncReconcilerDeps, object: ConfigSync, reaso
   conditions = removeCondition(conditions, 'Reconciling');
   conditions = setCondition(conditions, { type: 'Ready', status: 'False', reason, message: short }, at);
   conditions = setCondition(conditions, { type: 'Stalled', status: 'True', reason, message: short }, at);
-  if (reason === Reason.RenderFailed || reason === Reason.FetchFailed) {
-    conditions = setCondition(conditions, { type: 'InvalidSource', status: 'True', reason, message: short }, at);
-  }
+  conditions =
+    reason === Reason.RenderFailed || reason === Reason.FetchFailed
+      ? setCondition(conditions, { type: 'InvalidSource', status: 'True', reason, message: short }, at)
+      : removeCondition(conditions, 'InvalidSource');
   return { ...previous, observedGeneration: object.metadata.generation, conditions, ...(revision !== undefined ? { lastAttemptedRevision: revision } : {}) };
 }
 
-function failed(deps: ConfigSyncReconcilerDeps, object: ConfigSync, reason: Reason, message: string, result: ReconcileOutcome): Outcome {
-  const previous = object.status ?? {};
-  const at = { generation: object.metadata.generation, now: deps.clock.now().toISOString() };
+function failed(run: SyncRun, reason: Reason, message: string, result: ReconcileOutcome): Outcome {
+  const previous = run.object.status ?? {};
+  const at = { generation: run.object.metadata.generation, now: run.now };
   const short = truncate(message);
-  let conditions: Condition[] = removeCondition(removeCondition(previous.conditions ?? [], 'Stalled'), 'InvalidSource');
+  let conditions: Condition[] = baseConditions(run, previous.conditions ?? []);
   const input: ConditionInput = { type: 'Ready', status: 'False', reason, message: short };
   conditions = setCondition(conditions, input, at);
   conditions = setCondition(conditions, { ...input, type: 'Failed', status: 'True' }, at);
-  return { status: { ...previous, observedGeneration: object.metadata.generation, conditions }, result, event: { type: 'Warning', reason, message: short } };
+  return { status: { ...previous, observedGeneration: run.object.metadata.generation, conditions }, result, events: [{ type: 'Warning', reason, message: short }] };
 }
 
 /** Deletion: prune everything this sync applied (deletionPolicy Delete) or leave it (Orphan), then let go. */
@@ -344,18 +394,25 @@ async function finalize(deps: ConfigSyncReconcilerDeps, object: ConfigSync, log:
   const deletionPolicy = parsed.success ? parsed.data.deletionPolicy : 'Orphan';
   if (deletionPolicy === 'Delete') {
     const namespace = object.metadata.namespace ?? 'default';
-    const spec = parsed.success ? parsed.data : undefined;
-    const identity: ApplyIdentity = spec?.serviceAccountName !== undefined ? { namespace, serviceAccountName: spec.serviceAccountName } : deps.defaultServiceAccount !== undefined ? { namespace, serviceAccountName: deps.defaultServiceAccount } : undefined;
-    const client = await deps.applyClient(identity);
+    const client = await deps.applyClient(identityOf(deps, namespace, parsed.success ? parsed.data : undefined));
     for (const { target, entries } of object.status?.inventory ?? []) {
-      const inventory = decodeInventory(entries);
-      if (inventory.length === 0) continue;
-      const live = await readLive({ client, desired: [], inventory });
-      const plan = planApply({ desired: [], inventory, live, owner: { namespace, name: object.metadata.name, target }, prune: true, allowEmpty: true });
-      const changes = await executePlan(plan, { client });
-      const failedEntries = changes.entries.filter((e) => e.action === 'failed');
-      if (failedEntries.length > 0) {
-        log.warn({ target, failed: failedEntries.length }, 'could not delete every object; retrying');
+      if (entries.length === 0) continue;
+      const outcome = await applyTarget({
+        client,
+        target: { name: target },
+        desired: [],
+        inventory: entries,
+        owner: { namespace, name: object.metadata.name, target },
+        prune: true,
+        allowEmpty: true,
+        // Every target of this sync goes: a Namespace holding only this sync's objects may go with them.
+        pruneScope: 'sync',
+        now: deps.clock.now().toISOString(),
+        syncKey: `${namespace}/${object.metadata.name}`,
+      });
+      for (const orphan of outcome.orphaned) await deps.events.record(object, { type: 'Warning', reason: Reason.NamespaceOrphaned, message: truncate(orphan) });
+      if (outcome.failures.length > 0) {
+        log.warn({ target, failed: outcome.failures.length }, 'could not delete every object; retrying');
         return { kind: 'retry' };
       }
     }
@@ -391,6 +448,12 @@ async function writeStatus(deps: ConfigSyncReconcilerDeps, object: ConfigSync, s
     throw error;
   }
   return true;
+}
+
+/** Whether two condition lists say something different (times and generations aside). */
+function conditionsDiffer(before: readonly Condition[] | undefined, after: readonly Condition[] | undefined): boolean {
+  const said = (conditions: readonly Condition[] | undefined): string => canonical((conditions ?? []).map((c) => [c.type, c.status, c.reason, c.message]));
+  return said(before) !== said(after);
 }
 
 /** Merge patch deletes a field only when told to: null out what the new status no longer has. */
@@ -460,9 +523,6 @@ function jittered(ms: number, random: () => number): number {
   return Math.round(ms * (0.9 + random() * 0.2));
 }
 
-function truncate(text: string, max = 1024): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
-}
 
 /** Errors that may carry request details are reduced to their message; source-git and render redact theirs. */
 export function safeError(error: unknown): { message: string; name?: string } {

@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import type { ChangeSet } from '@syncline/apply';
+import { combineTargets, summarizeChanges } from './target.ts';
+
+const input = { target: { name: 'prod', namespace: 'shop' }, now: '2026-11-22T10:00:00Z', syncKey: 'ops/web' };
+const changes = (entries: ChangeSet['entries'], extra: Partial<ChangeSet> = {}): ChangeSet => ({ entries, inventory: entries.filter((e) => e.action !== 'deleted').map((e) => ({ id: e.id })), pruned: true, ...extra });
+
+describe('summarizeChanges', () => {
+  it('given only unchanged objects, when summarized, then the target is Synced, unchanged and keeps its last sync time', () => {
+    const outcome = summarizeChanges({ ...input, previous: { name: 'prod', phase: 'Synced', objects: 1, lastSyncedTime: 'earlier' } }, changes([{ id: '/ConfigMap/shop/a', action: 'unchanged' }]));
+    expect(outcome.status).toEqual({ name: 'prod', namespace: 'shop', phase: 'Synced', objects: 1, lastSyncedTime: 'earlier' });
+    expect(outcome.changed).toBe(false);
+  });
+
+  it.each([
+    ['another sync owns it', 'Conflict: the object is owned by ops/api/prod'],
+    ['nobody we may take it from owns it', 'Conflict: the object exists and is not managed by Syncline (field managers: kubectl); policy Sync leaves it (Adopt or Overwrite take it over)'],
+  ])('given a skipped object because %s, then it is a conflict naming the owner, not a silent success', (_why, reason) => {
+    const outcome = summarizeChanges(input, changes([{ id: '/ConfigMap/shop/a', action: 'skipped', reason }, { id: '/ConfigMap/shop/b', action: 'created' }]));
+    expect(outcome.conflicts).toEqual([`/ConfigMap/shop/a: ${reason}`]);
+    expect(outcome.status.phase).toBe('Failed');
+    expect(outcome.status.message).toContain(reason);
+    expect(outcome.failures).toEqual([]);
+    expect(outcome.counts.created).toBe(1);
+  });
+
+  it('given a skip that is a policy choice (Keep), then it is neither a conflict nor a failure', () => {
+    const outcome = summarizeChanges(input, changes([{ id: '/ConfigMap/shop/a', action: 'skipped', reason: 'the object exists; policy Keep never modifies it' }]));
+    expect(outcome.conflicts).toEqual([]);
+    expect(outcome.status.phase).toBe('Synced');
+  });
+
+  it('given an orphaned Namespace, then it is reported without failing the target', () => {
+    const outcome = summarizeChanges(input, changes([{ id: '/Namespace//team', action: 'skipped', reason: "NamespaceOrphaned: not pruned: it holds objects that are not this sync's (/ConfigMap/team/x); the Namespace is left in place" }]));
+    expect(outcome.orphaned).toEqual(["/Namespace//team: not pruned: it holds objects that are not this sync's (/ConfigMap/team/x); the Namespace is left in place"]);
+    expect(outcome.status.phase).toBe('Synced');
+  });
+
+  it('given a refused plan and a failed object, then both are failures and the counts say so', () => {
+    const outcome = summarizeChanges(input, changes([{ id: '/ConfigMap/shop/a', action: 'failed', reason: 'Forbidden: no' }], { blocked: 'refusing to prune' }));
+    expect(outcome.failures).toEqual(['refusing to prune', '/ConfigMap/shop/a: Forbidden: no']);
+    expect(outcome.counts.failed).toBe(1);
+  });
+});
+
+describe('combineTargets', () => {
+  it('prefixes each finding with its target once and adds the counts up', () => {
+    const a = summarizeChanges(input, changes([{ id: '/ConfigMap/shop/a', action: 'created' }, { id: '/ConfigMap/shop/x', action: 'skipped', reason: 'Conflict: the object is owned by ops/api/prod' }]));
+    const b = summarizeChanges({ ...input, target: { name: 'dev', namespace: 'dev' } }, changes([{ id: '/ConfigMap/dev/a', action: 'configured' }]));
+    const combined = combineTargets([a, b]);
+    expect(combined.counts).toMatchObject({ created: 1, configured: 1 });
+    expect(combined.conflicts).toEqual(['prod: /ConfigMap/shop/x: Conflict: the object is owned by ops/api/prod']);
+    expect(combined.changed).toBe(true);
+  });
+});

@@ -1,0 +1,175 @@
+// "Apply to a target and summarize it": the step every reconciler shares (ConfigSync today; ManifestSync,
+// mirroring and DR next). The desired objects come from wherever the reconciler got them (a render, a
+// copy, a DR transform); this reads live state, plans, executes and prunes through the one apply engine,
+// then turns the change set into the target's status line and the findings the sync reports.
+import {
+  decodeInventory,
+  encodeInventory,
+  executePlan,
+  planApply,
+  readLive,
+  type ApplyClient,
+  type ChangeSet,
+  type ChangeSetEntry,
+  type KubeObject,
+  type Owner,
+  type Policy,
+  type DriftMode,
+} from '@syncline/apply';
+import type { TargetInventory, TargetStatus } from '../api/v1alpha1.ts';
+import type { Metrics } from '../metrics.ts';
+
+export type TargetApplyInput = {
+  readonly client: ApplyClient;
+  /** The target's status line: its id, and where it applies. */
+  readonly target: { readonly name: string; readonly namespace?: string; readonly cluster?: string };
+  readonly desired: readonly KubeObject[];
+  /** The target's recorded inventory (encoded), the source of truth for pruning. */
+  readonly inventory: readonly string[] | undefined;
+  readonly owner: Owner;
+  readonly policy?: Policy;
+  readonly drift?: DriftMode;
+  readonly prune?: boolean;
+  readonly allowEmpty?: boolean;
+  /** Whose objects may remain in a Namespace this target deletes (see executePlan). */
+  readonly pruneScope?: 'target' | 'sync';
+  /** The target's previous status line: lastSyncedTime moves only when something changed. */
+  readonly previous?: TargetStatus;
+  readonly now: string;
+  /** Runs before anything is written, with the ids about to be applied (drift watches start here). */
+  readonly beforeApply?: (ids: readonly string[]) => Promise<void>;
+  readonly metrics?: Pick<Metrics, 'objectsApplied' | 'targetFailures'>;
+  /** `namespace/name` of the sync, for metric labels. */
+  readonly syncKey: string;
+};
+
+export type Counts = { created: number; configured: number; deleted: number; failed: number; drifted: number };
+
+export type TargetOutcome = {
+  readonly status: TargetStatus;
+  readonly inventory: TargetInventory;
+  readonly counts: Counts;
+  /** `id: reason` of objects that failed (and a refused plan). */
+  readonly failures: readonly string[];
+  /** `id: reason` of objects held back because someone else owns them. */
+  readonly conflicts: readonly string[];
+  /** `id (paths)` of objects that drifted and were left (drift Report). */
+  readonly drift: readonly string[];
+  /** `id: reason` of Namespaces left in place because they hold objects that are not ours. */
+  readonly orphaned: readonly string[];
+  /** Whether anything was written. */
+  readonly changed: boolean;
+};
+
+export const emptyCounts = (): Counts => ({ created: 0, configured: 0, deleted: 0, failed: 0, drifted: 0 });
+
+const isConflict = (entry: ChangeSetEntry): boolean => entry.action === 'skipped' && entry.reason?.startsWith('Conflict:') === true;
+const isOrphaned = (entry: ChangeSetEntry): boolean => entry.action === 'skipped' && entry.reason?.startsWith('NamespaceOrphaned:') === true;
+
+/** Never throws for the cluster's answers: a failure to read or write becomes the target's Failed status. */
+export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcome> {
+  const previousInventory = decodeInventory(input.inventory);
+  let changes: ChangeSet;
+  try {
+    const live = await readLive({ client: input.client, desired: input.desired, inventory: previousInventory });
+    const plan = planApply({
+      desired: input.desired,
+      inventory: previousInventory,
+      live,
+      owner: input.owner,
+      policy: input.policy,
+      drift: input.drift,
+      prune: input.prune,
+      allowEmpty: input.allowEmpty,
+    });
+    await input.beforeApply?.(plan.apply.map((s) => s.id));
+    changes = await executePlan(plan, { client: input.client, ...(input.pruneScope === undefined ? {} : { pruneScope: input.pruneScope }) });
+  } catch (error) {
+    const message = `${input.target.name}: ${error instanceof Error ? error.message : String(error)}`;
+    input.metrics?.targetFailures.inc({ configsync: input.syncKey, target: input.target.name });
+    return {
+      status: { ...statusBase(input), phase: 'Failed', objects: previousInventory.length, message, lastSyncedTime: input.previous?.lastSyncedTime },
+      inventory: { target: input.target.name, entries: encodeInventory(previousInventory) },
+      counts: { ...emptyCounts(), failed: 1 },
+      failures: [message],
+      conflicts: [],
+      drift: [],
+      orphaned: [],
+      changed: false,
+    };
+  }
+  return summarizeChanges(input, changes);
+}
+
+/** Pure: a change set → the target's status line and findings. */
+export function summarizeChanges(input: Pick<TargetApplyInput, 'target' | 'previous' | 'now' | 'metrics' | 'syncKey'>, changes: ChangeSet): TargetOutcome {
+  const counts = emptyCounts();
+  const failures: string[] = changes.blocked === undefined ? [] : [changes.blocked];
+  const conflicts: string[] = [];
+  const drift: string[] = [];
+  const orphaned: string[] = [];
+  for (const entry of changes.entries) {
+    if (entry.action === 'created') counts.created++;
+    if (entry.action === 'configured') counts.configured++;
+    if (entry.action === 'deleted') counts.deleted++;
+    if (entry.action === 'failed') {
+      counts.failed++;
+      failures.push(`${entry.id}: ${entry.reason ?? 'failed'}`);
+    }
+    if (isConflict(entry)) conflicts.push(`${entry.id}: ${entry.reason ?? 'conflict'}`);
+    if (isOrphaned(entry)) orphaned.push(`${entry.id}: ${(entry.reason ?? '').replace(/^NamespaceOrphaned: /, '')}`);
+    if (entry.drift !== undefined && entry.drift.length > 0 && entry.action !== 'configured') {
+      counts.drifted++;
+      drift.push(`${entry.id} (${entry.drift.slice(0, 3).join(', ')})`);
+    }
+    if (entry.action !== 'unchanged') input.metrics?.objectsApplied.inc({ action: entry.action });
+  }
+  const problems = [...failures, ...conflicts];
+  if (problems.length > 0) input.metrics?.targetFailures.inc({ configsync: input.syncKey, target: input.target.name });
+  const ok = problems.length === 0;
+  const changed = changes.entries.some((e) => e.action === 'created' || e.action === 'configured' || e.action === 'deleted');
+  const before = input.previous;
+  return {
+    status: {
+      ...statusBase(input),
+      phase: ok ? 'Synced' : 'Failed',
+      objects: changes.inventory.length,
+      ...(ok ? {} : { message: truncate(problems.join('; ')) }),
+      lastSyncedTime: ok && (changed || before?.phase !== 'Synced' || before.lastSyncedTime === undefined) ? input.now : before?.lastSyncedTime,
+    },
+    inventory: { target: input.target.name, entries: encodeInventory(changes.inventory) },
+    counts,
+    failures,
+    conflicts,
+    drift,
+    orphaned,
+    changed,
+  };
+}
+
+function statusBase(input: Pick<TargetApplyInput, 'target'>): Pick<TargetStatus, 'name' | 'namespace' | 'cluster'> {
+  return {
+    name: input.target.name,
+    ...(input.target.namespace === undefined ? {} : { namespace: input.target.namespace }),
+    ...(input.target.cluster === undefined ? {} : { cluster: input.target.cluster }),
+  };
+}
+
+/** The findings of several targets, prefixed with their target's name. */
+export function combineTargets(outcomes: readonly TargetOutcome[]): { counts: Counts; failures: string[]; conflicts: string[]; drift: string[]; orphaned: string[]; changed: boolean } {
+  const counts = emptyCounts();
+  const prefixed = (pick: (o: TargetOutcome) => readonly string[]): string[] => outcomes.flatMap((o) => pick(o).map((f) => (f.startsWith(`${o.status.name}: `) ? f : `${o.status.name}: ${f}`)));
+  for (const o of outcomes) for (const key of Object.keys(counts) as (keyof Counts)[]) counts[key] += o.counts[key];
+  return {
+    counts,
+    failures: prefixed((o) => o.failures),
+    conflicts: prefixed((o) => o.conflicts),
+    drift: outcomes.flatMap((o) => o.drift),
+    orphaned: outcomes.flatMap((o) => o.orphaned),
+    changed: outcomes.some((o) => o.changed),
+  };
+}
+
+export function truncate(text: string, max = 1024): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
