@@ -25,7 +25,10 @@ export const RenderErrorReason = {
   InvalidYaml: 'InvalidYaml',
   /** A `.json` manifest does not parse. */
   InvalidJson: 'InvalidJson',
-  /** A document is not a Kubernetes object (no apiVersion, kind or metadata.name, not a mapping). */
+  /**
+   * A document is not a Kubernetes object (no apiVersion, kind or metadata.name, not a mapping), or a Secret's
+   * or ConfigMap's data is not what the API server decodes (see data-fields.ts).
+   */
   InvalidObject: 'InvalidObject',
   /** API discovery does not know the kind, so we cannot tell whether it is namespaced. */
   UnknownKind: 'UnknownKind',

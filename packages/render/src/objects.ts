@@ -30,11 +30,15 @@ export interface DocumentOrigin {
   readonly file: string;
   /** 0-based index of the document in its file. */
   readonly document: number;
+  /** 0-based index in the document's `items` when the document is a `kind: List`. */
+  readonly item?: number;
 }
 
 export interface PlacedObject {
   object: KubernetesObject;
   readonly origin: DocumentOrigin;
+  /** A target patch changed it: its fields may no longer be on any line of its file. */
+  patched?: boolean;
 }
 
 export interface TargetPatch {
@@ -44,7 +48,8 @@ export interface TargetPatch {
   readonly patch: Record<string, unknown>;
 }
 
-export type Locate = (origin: DocumentOrigin) => { file: string; line?: number; column?: number };
+/** Where a document is; with `path` (e.g. `['data', 'password']`), where that key is when it can be found. */
+export type Locate = (origin: DocumentOrigin, path?: readonly (string | number)[]) => { file: string; line?: number; column?: number };
 
 function isMapping(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
@@ -139,6 +144,7 @@ export function applyPatches(objects: PlacedObject[], patches: readonly TargetPa
       if (patch.target.namespace !== undefined && object.metadata.namespace !== patch.target.namespace) continue;
       if (patch.target.apiVersion !== undefined && object.apiVersion !== patch.target.apiVersion) continue;
       matched++;
+      placed.patched = true;
       placed.object = checkObject(mergePatch(object, patch.patch), placed.origin, (origin) => ({ ...locate(origin), file: `${locate(origin).file} after ${where}` }));
     }
     if (matched === 0) throw new RenderError({ reason: RenderErrorReason.InvalidPatch, detail: `${where} matches no rendered object` });

@@ -1,5 +1,6 @@
 // renderTarget: the files at a snapshot path + values + one target → the target's Kubernetes objects, or one
 // RenderError. Pure: no network, clock or cluster; API discovery and the template cache come from the caller.
+import { checkDataFields, dataKeyProblem } from './data-fields.ts';
 import { RenderError, RenderErrorReason } from './errors.ts';
 import { FileKind, baseName, contentBytes, contentText, fileKind, selectFiles } from './files.ts';
 import type { Selection, SelectedFile, SourceFiles } from './files.ts';
@@ -9,7 +10,7 @@ import { OutputMode, compileTemplate, compileWithLineMarkers, readLineMarkers, r
 import type { CompiledTemplate, TemplateLimits , TemplateCache} from './template.ts';
 import { layerValues } from './values.ts';
 import type { Values } from './values.ts';
-import { DuplicateKeyError, NodeLimitError, firstAliasPosition, materializeDocuments, parseYamlDocuments, yamlErrorPosition } from './yaml.ts';
+import { DuplicateKeyError, NodeLimitError, firstAliasPosition, materializeDocuments, nodePosition, parseYamlDocuments, yamlErrorPosition } from './yaml.ts';
 
 export const DataType = { ConfigMap: 'ConfigMap', Secret: 'Secret' } as const;
 export type DataType = (typeof DataType)[keyof typeof DataType];
@@ -101,17 +102,22 @@ export function renderTarget(options: RenderTargetOptions): KubernetesObject[] {
     compile: cache === undefined ? compileTemplate : (file, source) => cache.compile(options.source.revision, file, source),
     outputs: new Map(),
   };
-  const locate: Locate = (origin) => locateDocument(state, origin);
-  let placed: PlacedObject[];
-  if (options.target.data !== undefined) {
-    placed = [{ object: renderData(state, options.target.data), origin: { file: selection.root, document: 0 } }];
-  } else {
-    placed = renderManifests(state).map(({ document, origin }) => ({ object: checkObject(document, origin, locate), origin }));
-    placeNamespaces(placed, { discovery: options.discovery, namespace: options.target.namespace, locate });
+  const locate: Locate = (origin, path) => locateDocument(state, origin, path);
+  try {
+    let placed: PlacedObject[];
+    if (options.target.data !== undefined) {
+      placed = [{ object: renderData(state, options.target.data), origin: { file: selection.root, document: 0 } }];
+    } else {
+      placed = renderManifests(state).map(({ document, origin }) => ({ object: checkObject(document, origin, locate), origin }));
+      placeNamespaces(placed, { discovery: options.discovery, namespace: options.target.namespace, locate });
+    }
+    if (options.target.patches !== undefined && options.target.patches.length > 0) applyPatches(placed, options.target.patches, locate);
+    checkDataFields(placed, locate);
+    rejectDuplicates(placed, locate);
+    return orderObjects(placed).map(({ object }) => object);
+  } catch (error) {
+    throw withRawOutputNote(state, error);
   }
-  if (options.target.patches !== undefined && options.target.patches.length > 0) applyPatches(placed, options.target.patches, locate);
-  rejectDuplicates(placed, locate);
-  return orderObjects(placed).map(({ object }) => object);
 }
 
 function plain(fields: Record<string, unknown>): object {
@@ -131,7 +137,9 @@ function renderManifests(state: RenderState): { document: unknown; origin: Docum
   for (const file of renderable) {
     let index = 0;
     for (const document of readManifestFile(state, file)) {
-      for (const item of expandLists(document)) out.push({ document: item, origin: { file: file.path, document: index } });
+      const items = expandLists(document);
+      const listed = items.length !== 1 || items[0] !== document;
+      items.forEach((item, i) => out.push({ document: item, origin: { file: file.path, document: index, ...(listed ? { item: i } : {}) } }));
       index++;
     }
   }
@@ -250,12 +258,67 @@ function mapOutputLine(state: RenderState, path: string, line: number, column: n
   }
 }
 
-/** file:line of a document, computed on the error path only. */
-function locateDocument(state: RenderState, origin: DocumentOrigin): { file: string; line?: number; column?: number } {
+/** file:line of a document (or of the key at `path` in it, when it can be found), computed on the error path only. */
+function locateDocument(state: RenderState, origin: DocumentOrigin, path: readonly (string | number)[] = []): { file: string; line?: number; column?: number } {
   const output = state.outputs.get(origin.file);
   if (output === undefined) return { file: origin.file };
+  const inDocument = origin.item === undefined ? path : ['items', origin.item, ...path];
+  const at = inDocument.length === 0 ? undefined : (nodePosition(output.text, origin.document, inDocument) ?? (origin.item === undefined ? undefined : nodePosition(output.text, origin.document, ['items', origin.item])));
+  if (at !== undefined) return mapOutputLine(state, origin.file, at.line, at.column);
   const line = documentStartLine(output.text, origin.document);
   return line === undefined ? { file: origin.file } : mapOutputLine(state, origin.file, line, 1);
+}
+
+// Errors about the shape of the output: what a raw `{{{ }}}` value can cause.
+const outputShapeReasons: ReadonlySet<RenderErrorReason> = new Set([
+  RenderErrorReason.InvalidYaml,
+  RenderErrorReason.InvalidObject,
+  RenderErrorReason.UnknownKind,
+  RenderErrorReason.NamespaceMismatch,
+  RenderErrorReason.DuplicateObject,
+]);
+
+/**
+ * `{{{ }}}` writes a value's text raw, so the value can add keys or documents or break the YAML (README,
+ * "Templates and values"). When the output of a template that does so is malformed, say where it does: the
+ * template line the error points at may be innocent. Positions only, never the value.
+ */
+function withRawOutputNote(state: RenderState, error: unknown): unknown {
+  if (!(error instanceof RenderError) || error.file === undefined || !outputShapeReasons.has(error.reason)) return error;
+  const file = error.file.split(' after ')[0] ?? error.file;
+  for (const [path, output] of state.outputs) {
+    if (output.template === undefined) continue;
+    const { files, raw } = rawWrites(state, output.template);
+    if (path !== file && !files.has(file)) continue;
+    const first = raw[0];
+    if (first === undefined) continue;
+    const more = raw.length > 1 ? ` (and ${raw.length - 1} more)` : '';
+    return new RenderError({
+      reason: error.reason,
+      file: error.file,
+      line: error.line,
+      column: error.column,
+      detail: `${error.detail}; note: ${first.file}:${first.line}:${first.column}${more} writes a value raw with {{{ }}}, which can change the YAML structure ({{ }} keeps a value one scalar)`,
+    });
+  }
+  return error;
+}
+
+/** The `{{{ }}}` of a template and of the partials it includes, and the files involved. */
+function rawWrites(state: RenderState, template: CompiledTemplate): { files: Set<string>; raw: { file: string; line: number; column: number }[] } {
+  const files = new Set<string>();
+  const raw: { file: string; line: number; column: number }[] = [];
+  const visit = (t: CompiledTemplate): void => {
+    if (files.has(t.file)) return;
+    files.add(t.file);
+    for (const at of t.raw) raw.push({ file: t.file, ...at });
+    for (const reference of t.partials) {
+      const partial = compiledPartial(state, reference.name);
+      if (partial !== undefined) visit(partial);
+    }
+  };
+  visit(template);
+  return { files, raw };
 }
 
 function documentStartLine(text: string, index: number): number | undefined {
@@ -290,8 +353,6 @@ function documentStartLine(text: string, index: number): number | undefined {
 
 // --- data mode ---------------------------------------------------------------------------------------------------
 
-const dataKeyPattern = /^[-._a-zA-Z0-9]+$/;
-
 function renderData(state: RenderState, spec: DataModeSpec): KubernetesObject {
   const { selection, options } = state;
   const namespace = options.target.namespace;
@@ -307,7 +368,8 @@ function renderData(state: RenderState, spec: DataModeSpec): KubernetesObject {
   const binary = new Map<string, string>();
   for (const file of selection.files) {
     const key = spec.key ?? baseName(file.path).replace(/\.hbs$/, '');
-    if (!dataKeyPattern.test(key) || key.length > 253) fail(`\`${key}\` is not a valid data key (letters, digits, '-', '_', '.')`);
+    const badKey = dataKeyProblem(key);
+    if (badKey !== undefined) fail(`\`${key}\` is not a valid data key: it ${badKey}`);
     if (text.has(key) || binary.has(key)) fail(`two files give the data key \`${key}\``);
     let content: Uint8Array | string = file.content;
     if (fileKind(file.path) === FileKind.Template) {

@@ -17,6 +17,8 @@ type Loc = { start: { line: number; column: number } } | null | undefined;
 //   the whole path; helper arguments (`{{#if values.x}}`, `{{default "a" values.x}}`) may be missing;
 // - every `{{ }}` output goes through `helpers.__syncline.scalar(value, loc)` instead of HTML escaping, which places a
 //   slot for the value (see yaml.ts), so a value can never add a key or a document.
+// `{{{ }}}` (and `{{& }}`) stay Handlebars' raw output on purpose: the documented escape hatch for trusted text,
+// as in Helm. compileTemplate records where they are, so that a malformed output can point at them (render.ts).
 interface CompilerInternals {
   popStack(): unknown;
   push(expression: unknown): unknown;
@@ -68,6 +70,8 @@ export interface CompiledTemplate {
   readonly source: string;
   readonly run: HandlebarsTemplateDelegate;
   readonly partials: readonly PartialReference[];
+  /** Where the template writes a value raw (`{{{ }}}` or `{{& }}`), for the hint on a malformed output. */
+  readonly raw: readonly { readonly line: number; readonly column: number }[];
 }
 
 /**
@@ -129,7 +133,7 @@ export function compileTemplate(file: string, source: string): CompiledTemplate 
     throw templateSyntaxError(file, source, error);
   }
   const partials = collectPartials(file, ast);
-  return { file, source, run: hb.compile(ast, compileOptions), partials };
+  return { file, source, run: hb.compile(ast, compileOptions), partials, raw: collectRawWrites(ast) };
 }
 
 type AstNode = { type?: unknown; loc?: Loc; [key: string]: unknown };
@@ -164,6 +168,14 @@ function collectPartials(file: string, ast: hbs.AST.Program): PartialReference[]
       ...position,
       detail: 'partial names must be written out ({{> name}}); dynamic partial names are not supported',
     });
+  });
+  return found;
+}
+
+function collectRawWrites(ast: hbs.AST.Program): { line: number; column: number }[] {
+  const found: { line: number; column: number }[] = [];
+  walkAst(ast, (node) => {
+    if (node.type === 'MustacheStatement' && node.escaped === false) found.push(locPosition(node.loc));
   });
   return found;
 }

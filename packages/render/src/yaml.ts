@@ -8,7 +8,7 @@
 // (unquoted) scalar is typed after substitution exactly as YAML would type the text (`replicas: {{n}}` is
 // an integer), a quoted or block scalar stays a string.
 import jsyaml from 'js-yaml';
-import { parseAllDocuments, visit } from 'yaml';
+import { isMap, isScalar, isSeq, parseAllDocuments, visit } from 'yaml';
 
 const slotOpen = '\uE000';
 const slotPattern = /\uE000(\d+)\uE001/g;
@@ -173,6 +173,42 @@ export function firstAliasPosition(text: string): { line: number; column: number
         },
       });
       if (offset !== undefined) return offsetToPosition(text, offset);
+    }
+  } catch {
+    return undefined;
+  }
+  return undefined;
+}
+
+/**
+ * Where the node at `path` starts (for a mapping key: the key) in the `index`-th non-empty document of a YAML
+ * stream, or undefined when it cannot be found (a key from a merge, an alias or a substituted value). Error
+ * path only: it parses the text again with the precise parser.
+ */
+export function nodePosition(text: string, index: number, path: readonly (string | number)[]): { line: number; column: number } | undefined {
+  try {
+    let current = -1;
+    for (const doc of parseAllDocuments(text, { prettyErrors: false, version: '1.2', merge: true })) {
+      const contents = doc.contents;
+      // Empty and null documents are dropped when rendering, so they do not count (see renderManifests).
+      if (contents === null || (isScalar(contents) && contents.value === null)) continue;
+      if (++current !== index) continue;
+      let node: unknown = contents;
+      let offset: number | undefined = contents.range?.[0];
+      for (const part of path) {
+        if (isMap(node)) {
+          const pair = node.items.find((p) => isScalar(p.key) && String(p.key.value) === String(part));
+          if (pair === undefined || !isScalar(pair.key)) return undefined;
+          offset = pair.key.range?.[0];
+          node = pair.value;
+        } else if (isSeq(node) && typeof part === 'number') {
+          node = node.items[part];
+          offset = (node as { range?: [number, number, number] } | undefined)?.range?.[0];
+        } else {
+          return undefined;
+        }
+      }
+      return offset === undefined ? undefined : offsetToPosition(text, offset);
     }
   } catch {
     return undefined;
