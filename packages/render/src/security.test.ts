@@ -96,3 +96,51 @@ describe('secrets never appear in errors', () => {
     expect(error.message).toMatch(/^app\/cm\.yaml\.hbs(:\d+:\d+)?: /);
   });
 });
+
+describe('{{ }} is structure-safe; {{{ }}} is raw by design (README, "Templates and values")', () => {
+  const extraDocument = '\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: pwned\n';
+  const page = (mustache: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  x: ${mustache}\n`;
+
+  it.each(['{{values.v}}', '"{{values.v}}"', '{{quote values.v}}', '{{squote values.v}}', '{{nindent 4 (toYaml values.v)}}', '{{toJson values.v}}'])('%s cannot add a document or a key', (mustache) => {
+    for (const v of [extraDocument, 'a\nextra: key', '...\n---\nkind: Secret']) {
+      const objects = render({ files: { 'app/cm.yaml.hbs': page(mustache) }, values: { v } });
+      expect(objects).toHaveLength(1);
+      expect(objects[0]?.data).toEqual({ x: v });
+    }
+  });
+
+  it('{{{ }}} writes the value raw: a value can add a document through it', () => {
+    // given a template that uses the documented raw escape hatch on a value
+    // when the value holds a document separator
+    const objects = render({ files: { 'app/cm.yaml.hbs': page('{{{values.v}}}') }, values: { v: `ok${extraDocument}` } });
+    // then the value's text became YAML structure: that is what {{{ }}} is for, so it is only for trusted text
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual(['ConfigMap/web', 'ClusterRoleBinding/pwned']);
+  });
+
+  it('a render error in a template that uses {{{ }}} points at it, without the value', () => {
+    const error = renderError({ files: { 'app/cm.yaml.hbs': page('{{{values.v}}}') }, values: { v: 'ok\n s3cr3t: [' } });
+    expect(error.reason).toBe('InvalidYaml');
+    expect(error.message).toContain('note: app/cm.yaml.hbs:6:6 writes a value raw with {{{ }}}');
+    expect(error.message).not.toContain('s3cr3t');
+  });
+
+  it('the note names a {{{ }}} in a partial, and counts the others', () => {
+    const error = renderError({
+      files: {
+        'app/cm.yaml.hbs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  {{> body}}\n',
+        'app/_partials/body.hbs': 'a: {{{values.a}}}\nb: {{&values.b}}\n',
+      },
+      values: { a: 'x', b: 'y: [' },
+    });
+    expect(error.message).toContain('note: app/_partials/body.hbs:1:4 (and 1 more) writes a value raw');
+  });
+
+  it('an object made invalid by a raw value gets the note too; a template without {{{ }}} does not', () => {
+    const raw = renderError({ files: { 'app/cm.yaml.hbs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  {{{values.v}}}\n' }, values: { v: 'labels: {}' } });
+    expect(raw.reason).toBe('InvalidObject');
+    expect(raw.message).toContain('writes a value raw with {{{ }}}');
+    const escaped = renderError({ files: { 'app/cm.yaml.hbs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels: {{values.v}}\n' }, values: { v: 'x' } });
+    expect(escaped.reason).toBe('InvalidObject');
+    expect(escaped.message).not.toContain('note:');
+  });
+});
