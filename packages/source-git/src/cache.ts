@@ -17,7 +17,12 @@ export interface SnapshotMeta {
   repo: string;
   sha: string;
   bytes: number;
+  /** `snapshotFormat` when written; older snapshots were cached without verifying the pack and are dropped. */
+  format?: number;
 }
+
+/** 2: the pack was verified (trailer, object count, reachability) before it was cached (issue 15). */
+export const snapshotFormat = 2;
 
 const metaFile = 'snapshot.json';
 
@@ -52,6 +57,7 @@ export class SnapshotCache {
         const dir = join(this.#snapshots, key);
         try {
           const meta = JSON.parse(await readFile(join(dir, metaFile), 'utf8')) as SnapshotMeta;
+          if (meta.format !== snapshotFormat) throw new Error('snapshot cached before packs were verified');
           const { mtimeMs } = await stat(join(dir, metaFile));
           this.#entries.set(key, { key, dir, bytes: meta.bytes, lastUsed: mtimeMs, pins: 0 });
         } catch {
@@ -129,6 +135,25 @@ export class SnapshotCache {
     return entry;
   }
 
+  /** Drops an entry found inconsistent, pinned or not: readers holding its files open keep them. */
+  async remove(key: string): Promise<void> {
+    const entry = this.#entries.get(key);
+    if (entry === undefined) return;
+    this.#entries.delete(key);
+    await this.#discardDir(entry.dir);
+  }
+
+  /** Out of snapshots/ first (atomic), then delete at leisure: a reader never sees half a snapshot. */
+  async #discardDir(dir: string): Promise<void> {
+    const doomed = join(this.#tmp, `evicted-${randomBytes(8).toString('hex')}`);
+    try {
+      await rename(dir, doomed);
+      await rm(doomed, { recursive: true, force: true });
+    } catch {
+      // already gone
+    }
+  }
+
   async #evict(keep: string): Promise<void> {
     let total = this.totalBytes;
     if (total <= this.#maxBytes) return;
@@ -137,14 +162,7 @@ export class SnapshotCache {
       if (total <= this.#maxBytes) break;
       this.#entries.delete(victim.key);
       total -= victim.bytes;
-      // Out of snapshots/ first (atomic), then delete at leisure: a reader never sees half a snapshot.
-      const doomed = join(this.#tmp, `evicted-${randomBytes(8).toString('hex')}`);
-      try {
-        await rename(victim.dir, doomed);
-        await rm(doomed, { recursive: true, force: true });
-      } catch {
-        // already gone
-      }
+      await this.#discardDir(victim.dir);
     }
   }
 }

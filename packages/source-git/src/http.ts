@@ -1,6 +1,9 @@
 // The HTTP edge: an injected transport (default: Node's fetch, never following redirects by itself) wrapped
 // so that credentials go only to the origin they were given for, redirects are followed by us (at most 5,
-// https only), every response body counts against a byte budget, and a silent server times out.
+// https only), every response body counts against a byte budget, a silent server times out, and an
+// idempotent request that meets a transient failure (429/5xx, reset, timeout) is retried on its own with
+// backoff: a server that fails one request in three must not fail every sync (issue 15), so no request's
+// fate may depend on the outcome of the others in its operation.
 import type { GitHttpRequest, GitHttpResponse, HttpClient } from 'isomorphic-git';
 import { GitSourceError, GitSourceErrorCode } from './errors.ts';
 
@@ -47,55 +50,153 @@ export const fetchTransport: HttpTransport = {
   },
 };
 
-export interface GuardOptions {
+/** How one request is retried. Every request source-git sends is idempotent (GET info/refs, POST upload-pack). */
+export interface RetryPolicy {
+  /** Tries per request, the first included. 1 disables retries. */
+  attempts: number;
+  /** Wait before the first retry; doubles per retry, with jitter (50–100% of the value). */
+  baseDelayMs: number;
+  /** Cap on one wait, a server's Retry-After included. */
+  maxDelayMs: number;
+}
+
+export const defaultRetryPolicy: Readonly<RetryPolicy> = Object.freeze({ attempts: 4, baseDelayMs: 200, maxDelayMs: 30_000 });
+
+/** Statuses that say "try again": rate limited, or a server or gateway in trouble. Never 401/403/404. */
+const retryableStatuses: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
+
+/** Network failures worth another try (undici reports them as `cause.code`, Node's net as `code`). */
+const retryableNetworkCodes: ReadonlySet<string> = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CLOSED',
+]);
+
+/** A response status the caller has to turn into an error (after any retries). */
+export class HttpStatusError extends Error {
+  readonly statusCode: number;
+  constructor(statusCode: number, message: string) {
+    super(message);
+    this.statusCode = statusCode;
+  }
+}
+
+export interface SessionOptions {
   transport: HttpTransport;
   /** Origin (scheme://host:port) the credentials were given for. */
   origin: string;
   authorization: string | undefined;
   allowInsecureHttp: boolean;
-  /** Byte budget shared by all responses of one operation. */
+  /** Byte budget shared by all responses of one operation (a retried response's bytes are given back). */
   maxResponseBytes: number;
-  /** Deadline of the whole operation. */
-  signal: AbortSignal;
-  /** No byte from the server for this long fails the operation. */
+  /** Deadline of the whole operation, in ms. */
+  timeoutMs: number;
+  /** No byte from the server for this long fails the attempt. */
   idleTimeoutMs: number;
+  retry: RetryPolicy;
+  /** Jitter source, [0, 1). */
+  random: () => number;
   /** How the repo is named in messages (credentials removed). */
   shownRepo: string;
   /**
    * Told about every limit or timeout failure we raise: isomorphic-git does not always pass an error from the
-   * body stream on (a cut-off pack can look like an empty one), so the caller checks this afterwards.
+   * body stream on, so the caller checks this afterwards.
    */
   onFailure: (err: GitSourceError) => void;
 }
 
+export interface SessionRequest {
+  url: string;
+  method: 'GET' | 'POST';
+  headers: Record<string, string>;
+  body?: Uint8Array | undefined;
+}
+
+/** A response whose body is guarded (byte budget, idle timeout) and belongs to one attempt. */
+export interface SessionResponse {
+  /** The URL that answered, after redirects. */
+  url: string;
+  statusCode: number;
+  statusMessage: string;
+  headers: Record<string, string>;
+  body: AsyncIterable<Uint8Array>;
+}
+
+export interface HttpSession {
+  /**
+   * Sends an idempotent request and hands the response to `consume`, retrying the whole exchange when the
+   * status is transient (429/5xx: `consume` sees only the last such response), the connection fails, or the
+   * body breaks off with a network error or an idle timeout. Errors `consume` raises itself are final.
+   */
+  exchange<T>(req: SessionRequest, consume: (res: SessionResponse) => Promise<T>): Promise<T>;
+  /** The same, shaped as isomorphic-git's client; bodies are read whole inside the attempt (refs only). */
+  readonly client: HttpClient;
+  /** Aborted when the operation's deadline passes. */
+  readonly signal: AbortSignal;
+}
+
 const redirectStatuses = new Set([301, 302, 303, 307, 308]);
 
-export function guardedHttpClient(opts: GuardOptions): HttpClient {
+export function createHttpSession(opts: SessionOptions): HttpSession {
+  const deadline = performance.now() + opts.timeoutMs;
+  const signal = AbortSignal.timeout(opts.timeoutMs);
   let received = 0;
-  // Aborted by an idle timeout too, so a hung connection is torn down rather than left open.
-  const controller = new AbortController();
-  const signal = AbortSignal.any([opts.signal, controller.signal]);
-  const guard = { signal, idleTimeoutMs: opts.idleTimeoutMs, shownRepo: opts.shownRepo, onTimeout: () => controller.abort() };
-  const limitError = (): GitSourceError =>
-    new GitSourceError(GitSourceErrorCode.LimitExceeded, `${opts.shownRepo}: the server sent more than ${opts.maxResponseBytes} bytes; refusing the rest`);
+  const timeoutError = (what: string): GitSourceError => new GitSourceError(GitSourceErrorCode.Timeout, `${opts.shownRepo}: ${what}`);
   const report = (err: unknown): never => {
     if (err instanceof GitSourceError) opts.onFailure(err);
     throw err;
   };
 
-  async function request(req: GitHttpRequest): Promise<GitHttpResponse> {
-    return followRedirects(req).catch(report);
+  async function exchange<T>(req: SessionRequest, consume: (res: SessionResponse) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const tries = new Attempt(signal);
+      try {
+        const res = await send(req, tries);
+        if (retryableStatuses.has(res.statusCode) && attempt < opts.retry.attempts) {
+          const wait = delayBefore(attempt + 1, res.headers['retry-after']);
+          if (performance.now() + wait < deadline) {
+            await drain(res.body).catch(() => undefined);
+            tries.end();
+            received -= tries.bytes;
+            await sleep(wait, signal).catch(() => report(timeoutError('the operation timed out')));
+            continue;
+          }
+        }
+        return await consume(res);
+      } catch (err) {
+        tries.end();
+        if (signal.aborted && !(err instanceof GitSourceError && err.code !== GitSourceErrorCode.Timeout)) report(timeoutError('the operation timed out'));
+        if (attempt >= opts.retry.attempts || !isTransient(err)) report(err);
+        const wait = delayBefore(attempt + 1, undefined);
+        if (performance.now() + wait >= deadline) report(err);
+        received -= tries.bytes;
+        await sleep(wait, signal).catch(() => report(timeoutError('the operation timed out')));
+      } finally {
+        tries.end();
+      }
+    }
   }
 
-  async function followRedirects(req: GitHttpRequest): Promise<GitHttpResponse> {
-    let body: Uint8Array | undefined;
-    if (req.body !== undefined) {
-      const parts: Uint8Array[] = [];
-      for await (const part of req.body) parts.push(part);
-      body = Buffer.concat(parts);
-    }
+  /** Backoff before try `attempt` (2, 3, …): exponential with jitter, at least what Retry-After asks, capped. */
+  function delayBefore(attempt: number, retryAfter: string | undefined): number {
+    const exponential = Math.min(opts.retry.maxDelayMs, opts.retry.baseDelayMs * 2 ** (attempt - 2));
+    const jittered = exponential * (0.5 + opts.random() / 2);
+    const asked = parseRetryAfter(retryAfter, Date.now());
+    return Math.min(opts.retry.maxDelayMs, Math.max(jittered, asked ?? 0));
+  }
+
+  async function send(req: SessionRequest, tries: Attempt): Promise<SessionResponse> {
     let url = req.url;
-    const method = req.method ?? 'GET';
     for (let hop = 0; ; hop++) {
       const target = new URL(url);
       if (target.protocol !== 'https:' && !(opts.allowInsecureHttp && target.protocol === 'http:')) {
@@ -104,14 +205,14 @@ export function guardedHttpClient(opts: GuardOptions): HttpClient {
       target.username = '';
       target.password = '';
       const headers: Record<string, string> = {};
-      for (const [key, value] of Object.entries(req.headers ?? {})) {
+      for (const [key, value] of Object.entries(req.headers)) {
         if (key.toLowerCase() !== 'authorization') headers[key] = value;
       }
       // Credentials only ever go to the origin they were given for, never to a host a redirect names.
       if (opts.authorization !== undefined && target.origin === opts.origin) headers['Authorization'] = opts.authorization;
       const res = await withIdleTimeout(
-        () => opts.transport.request({ url: target.href, method, headers, body, signal }),
-        guard,
+        () => opts.transport.request({ url: target.href, method: req.method, headers, body: req.body, signal: tries.signal }),
+        tries,
       );
       const location = res.headers['location'];
       if (redirectStatuses.has(res.statusCode) && location !== undefined) {
@@ -120,43 +221,152 @@ export function guardedHttpClient(opts: GuardOptions): HttpClient {
         url = new URL(location, target).href;
         continue;
       }
-      return {
-        url: target.href,
-        method,
-        statusCode: res.statusCode,
-        statusMessage: res.statusMessage,
-        headers: res.headers,
-        body: limitBody(res.body),
-      };
+      return { url: target.href, statusCode: res.statusCode, statusMessage: res.statusMessage, headers: res.headers, body: limitBody(res.body, tries) };
     }
   }
 
-  async function* limitBody(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+  async function* limitBody(source: AsyncIterable<Uint8Array>, tries: Attempt): AsyncGenerator<Uint8Array> {
     const it = source[Symbol.asyncIterator]();
     let completed = false;
     try {
       for (;;) {
-        const next = await withIdleTimeout(() => it.next(), guard);
+        const next = await withIdleTimeout(() => it.next(), tries);
         if (next.done === true) {
           completed = true;
           return;
         }
         received += next.value.byteLength;
-        if (received > opts.maxResponseBytes) throw limitError();
+        tries.bytes += next.value.byteLength;
+        if (received > opts.maxResponseBytes) {
+          throw new GitSourceError(GitSourceErrorCode.LimitExceeded, `${opts.shownRepo}: the server sent more than ${opts.maxResponseBytes} bytes; refusing the rest`);
+        }
         yield next.value;
       }
-    } catch (err) {
-      report(err);
     } finally {
-      // Ending early (limit, timeout) must release the connection, not wait for a server that never stops.
+      // Ending early (limit, timeout, a consumer that stopped) must release the connection, not wait for a
+      // server that never stops.
       if (!completed) {
-        controller.abort();
+        tries.end();
         await it.return?.().catch(() => undefined);
       }
     }
   }
 
-  return { request };
+  /** Runs `step`, failing with a Timeout when the server stays silent for the idle timeout or the deadline passes. */
+  async function withIdleTimeout<T>(step: () => Promise<T>, tries: Attempt): Promise<T> {
+    if (signal.aborted) throw timeoutError('the operation timed out');
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    try {
+      return await Promise.race([
+        step(),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => {
+            reject(timeoutError(`no response from the server for ${opts.idleTimeoutMs} ms`));
+            // Torn down rather than left open: the transport sees the attempt's signal abort.
+            tries.end();
+          }, opts.idleTimeoutMs);
+          onAbort = () => reject(timeoutError('the operation timed out'));
+          signal.addEventListener('abort', onAbort, { once: true });
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+      if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  const client: HttpClient = {
+    async request(req: GitHttpRequest): Promise<GitHttpResponse> {
+      let body: Uint8Array | undefined;
+      if (req.body !== undefined) {
+        const parts: Uint8Array[] = [];
+        for await (const part of req.body) parts.push(part);
+        body = Buffer.concat(parts);
+      }
+      const method = req.method === 'POST' ? 'POST' : 'GET';
+      return exchange({ url: req.url, method, headers: req.headers ?? {}, body }, async (res) => {
+        const parts: Uint8Array[] = [];
+        for await (const part of res.body) parts.push(part);
+        const whole = Buffer.concat(parts);
+        return {
+          url: res.url,
+          method,
+          statusCode: res.statusCode,
+          statusMessage: res.statusMessage,
+          headers: res.headers,
+          body: once(whole),
+        };
+      }).catch(report);
+    },
+  };
+
+  return { exchange, client, signal };
+}
+
+/** One try of a request: its own abort (an idle timeout tears down this attempt only) and its bytes. */
+class Attempt {
+  readonly #controller = new AbortController();
+  readonly signal: AbortSignal;
+  bytes = 0;
+  constructor(operation: AbortSignal) {
+    this.signal = AbortSignal.any([operation, this.#controller.signal]);
+  }
+  end(): void {
+    this.#controller.abort();
+  }
+}
+
+/** Worth another try: a reset or refused connection, or an idle timeout (the deadline is checked apart). */
+export function isTransient(err: unknown): boolean {
+  if (err instanceof GitSourceError) return err.code === GitSourceErrorCode.Timeout;
+  for (let e: unknown = err, depth = 0; typeof e === 'object' && e !== null && depth < 4; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && (code.startsWith('E') || code.startsWith('UND_ERR'))) return retryableNetworkCodes.has(code);
+    e = (e as { cause?: unknown }).cause;
+  }
+  // undici without a code: a body cut off by the peer is "TypeError: terminated".
+  return err instanceof TypeError && /^(terminated|fetch failed)$/.test(err.message);
+}
+
+/** Retry-After as milliseconds from `now`: delta-seconds or an HTTP-date; undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
+  if (value === undefined) return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number.parseInt(text, 10) * 1000;
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(new Error('aborted'));
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(new Error('aborted'));
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function once(chunk: Uint8Array): AsyncIterableIterator<Uint8Array> {
+  let done = false;
+  const it: AsyncIterableIterator<Uint8Array> = {
+    next: () => {
+      const result: IteratorResult<Uint8Array> = done ? { done: true, value: undefined } : { done: false, value: chunk };
+      done = true;
+      return Promise.resolve(result);
+    },
+    [Symbol.asyncIterator]: () => it,
+  };
+  return it;
 }
 
 async function drain(body: AsyncIterable<Uint8Array>): Promise<void> {
@@ -164,29 +374,5 @@ async function drain(body: AsyncIterable<Uint8Array>): Promise<void> {
   for await (const chunk of body) {
     n += chunk.byteLength;
     if (n > 64 * 1024) break;
-  }
-}
-
-/** Runs `step`, failing with a Timeout when it takes longer than the idle timeout or the deadline passes. */
-async function withIdleTimeout<T>(step: () => Promise<T>, opts: { signal: AbortSignal; idleTimeoutMs: number; shownRepo: string; onTimeout: () => void }): Promise<T> {
-  const timeout = (what: string): GitSourceError => new GitSourceError(GitSourceErrorCode.Timeout, `${opts.shownRepo}: ${what}`);
-  if (opts.signal.aborted) throw timeout('the operation timed out');
-  let timer: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
-  try {
-    return await Promise.race([
-      step(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          reject(timeout(`no response from the server for ${opts.idleTimeoutMs} ms`));
-          opts.onTimeout();
-        }, opts.idleTimeoutMs);
-        onAbort = () => reject(timeout('the operation timed out'));
-        opts.signal.addEventListener('abort', onAbort, { once: true });
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-    if (onAbort !== undefined) opts.signal.removeEventListener('abort', onAbort);
   }
 }

@@ -1,15 +1,18 @@
 // Reads objects out of a packfile + its v2 index with Node's native zlib. isomorphic-git's own reader inflates
 // with pure-JS pako and, per DESIGN.md's measurements, reading 5,000 blobs that way costs more than the
 // fetch; a pack from a depth-1 fetch is self-contained (no thin-pack bases), so this small reader suffices.
+// The same decoding serves the indexer (index-pack.ts), which walks a freshly fetched pack object by object.
 import type { FileHandle } from 'node:fs/promises';
-import { open } from 'node:fs/promises';
+import { open, readFile } from 'node:fs/promises';
 import { inflateSync } from 'node:zlib';
 
 export const ObjectType = { commit: 1, tree: 2, blob: 3, tag: 4 } as const;
 export type ObjectType = (typeof ObjectType)[keyof typeof ObjectType];
 
-const OFS_DELTA = 6;
-const REF_DELTA = 7;
+export const OFS_DELTA = 6;
+export const REF_DELTA = 7;
+
+export const objectTypeNames: Readonly<Record<ObjectType, string>> = { 1: 'commit', 2: 'tree', 3: 'blob', 4: 'tag' };
 
 export interface PackObject {
   type: ObjectType;
@@ -22,38 +25,204 @@ export interface PackReadOptions {
   onTooLarge: (size: number) => Error;
 }
 
+/** Damage in a pack or its index: the bytes are not what Git wrote. Callers decide whom to blame. */
+export class PackError extends Error {
+  override readonly name = 'PackError';
+}
+
+/** The header of one packed object: `type`, inflated `size`, and where its zlib data starts. */
+export interface EntryHeader {
+  type: number;
+  size: number;
+  /** OFS_DELTA: the base's pack offset. */
+  baseOffset?: number;
+  /** REF_DELTA: the base's object id. */
+  baseOid?: Buffer;
+  dataStart: number;
+}
+
+/** Parses the entry header at `offset`; `raw` holds the pack bytes from `offset` on (at least the header). */
+export function parseEntryHeader(raw: Buffer, offset: number): EntryHeader {
+  let pos = 0;
+  const next = (): number => {
+    if (pos >= raw.length) throw new PackError(`object header at ${offset} runs past the end of the pack`);
+    return raw[pos++] ?? 0;
+  };
+  let byte = next();
+  const type = (byte >> 4) & 7;
+  let size = byte & 15;
+  let shift = 4;
+  while (byte & 0x80) {
+    byte = next();
+    size += (byte & 0x7f) * 2 ** shift;
+    shift += 7;
+    if (shift > 53) throw new PackError(`object size at ${offset} is out of range`);
+  }
+  if (type === OFS_DELTA) {
+    byte = next();
+    let rel = byte & 0x7f;
+    while (byte & 0x80) {
+      byte = next();
+      rel = (rel + 1) * 128 + (byte & 0x7f);
+    }
+    if (rel <= 0 || rel > offset - 12) throw new PackError(`delta at ${offset} names a base outside the pack`);
+    return { type, size, baseOffset: offset - rel, dataStart: offset + pos };
+  }
+  if (type === REF_DELTA) {
+    if (pos + 20 > raw.length) throw new PackError(`object header at ${offset} runs past the end of the pack`);
+    const baseOid = Buffer.from(raw.subarray(pos, pos + 20));
+    return { type, size, baseOid, dataStart: offset + pos + 20 };
+  }
+  if (type < 1 || type > 4) throw new PackError(`unknown pack object type ${type} at ${offset}`);
+  return { type, size, dataStart: offset + pos };
+}
+
+/**
+ * Inflates one zlib stream of `size` bytes into a buffer of its own. zlib's output is a view of a 16 KiB
+ * chunk (and small Buffers come from a shared pool): kept as is, every tiny file would pin 16 KiB (issue 15:
+ * 20,000 small files cost ~800 MiB), so anything not already exactly its own allocation is copied out.
+ * Returns the bytes of `input` the stream used, which tells the indexer where the next object starts.
+ */
+export function inflateExact(input: Buffer, size: number): { data: Buffer; consumed: number } {
+  // A chunk of the whole size inflates in one piece instead of 16 KiB pieces concatenated afterwards.
+  const chunkSize = size > 16 * 1024 ? size + 64 : undefined;
+  const result = inflateSync(input, { info: true, maxOutputLength: Math.max(size, 1), ...(chunkSize === undefined ? {} : { chunkSize }) }) as unknown as {
+    buffer: Buffer;
+    engine: { bytesWritten: number };
+  };
+  const out = result.buffer;
+  if (out.length !== size) throw new PackError(`object inflates to ${out.length} bytes, its header says ${size}`);
+  return { data: ownBuffer(out), consumed: result.engine.bytesWritten };
+}
+
+/** `b` itself when it is the whole of its own allocation, else a copy that is. */
+export function ownBuffer(b: Buffer): Buffer {
+  if (b.byteOffset === 0 && b.buffer.byteLength === b.byteLength) return b;
+  const copy = Buffer.from(new ArrayBuffer(b.byteLength));
+  b.copy(copy);
+  return copy;
+}
+
+/** Finds objects in a pack: by id (an index) and by extent (sorted offsets). */
+export interface PackLocator {
+  /** The pack offset of a 20-byte object id; undefined when the pack does not hold it. */
+  offsetOf(oid: Buffer): number | undefined;
+  /** Where the object starting at `offset` ends: the next object's offset, or the trailer. */
+  endOf(offset: number): number;
+}
+
+const baseCacheBytes = 32 * 1024 * 1024;
+const baseCacheEntries = 8192;
+
+/** Reads objects of a pack file at known offsets, resolving delta chains through a bounded base cache. */
+export class PackObjects {
+  readonly #pack: FileHandle;
+  readonly #locator: PackLocator;
+  /** Recently used objects by offset, least recent first; counted by the bytes they pin. */
+  readonly #cache = new Map<number, PackObject>();
+  #cachedBytes = 0;
+
+  constructor(pack: FileHandle, locator: PackLocator) {
+    this.#pack = pack;
+    this.#locator = locator;
+  }
+
+  /** Keeps an object (a likely delta base) for later reads; bounded, least recently used goes first. */
+  remember(offset: number, obj: PackObject): void {
+    if (obj.data.length > 4 * 1024 * 1024 || this.#cache.has(offset)) return;
+    this.#cache.set(offset, obj);
+    this.#cachedBytes += obj.data.buffer.byteLength + 64;
+    for (const [key, value] of this.#cache) {
+      if (this.#cachedBytes <= baseCacheBytes && this.#cache.size <= baseCacheEntries) break;
+      this.#cache.delete(key);
+      this.#cachedBytes -= value.data.buffer.byteLength + 64;
+    }
+  }
+
+  async readAt(offset: number, opts: PackReadOptions, depth = 0): Promise<PackObject> {
+    if (depth > 64) throw new PackError('delta chain too deep');
+    const cached = this.#cache.get(offset);
+    if (cached !== undefined) {
+      this.#cache.delete(offset);
+      this.#cache.set(offset, cached);
+      return cached;
+    }
+    const end = this.#locator.endOf(offset);
+    const raw = Buffer.allocUnsafe(end - offset);
+    const { bytesRead } = await this.#pack.read(raw, 0, raw.length, offset);
+    if (bytesRead !== raw.length) throw new PackError('short read from pack');
+    const head = parseEntryHeader(raw, offset);
+    const zdata = raw.subarray(head.dataStart - offset);
+    if (head.type === OFS_DELTA || head.type === REF_DELTA) {
+      let baseOffset = head.baseOffset;
+      if (head.baseOid !== undefined) {
+        baseOffset = this.#locator.offsetOf(head.baseOid);
+        if (baseOffset === undefined) throw new PackError('delta base missing from pack');
+      }
+      const base = await this.#readBase(baseOffset ?? 0, opts, depth);
+      const delta = inflateSync(zdata, { maxOutputLength: Math.max(head.size, 1) });
+      if (delta.length !== head.size) throw new PackError('delta size mismatch');
+      return { type: base.type, data: applyDelta(base.data, delta, opts) };
+    }
+    if (head.size > opts.maxBytes) throw opts.onTooLarge(head.size);
+    const data = head.size === 0 ? Buffer.alloc(0) : inflateExact(zdata, head.size).data;
+    return { type: head.type as ObjectType, data };
+  }
+
+  /** Applies a delta whose data is already inflated to its base at `baseOffset`. */
+  async resolveDelta(baseOffset: number, delta: Buffer, opts: PackReadOptions): Promise<PackObject> {
+    const base = await this.#readBase(baseOffset, opts, 0);
+    return { type: base.type, data: applyDelta(base.data, delta, opts) };
+  }
+
+  async #readBase(offset: number, opts: PackReadOptions, depth: number): Promise<PackObject> {
+    const base = await this.readAt(offset, { maxBytes: Number.MAX_SAFE_INTEGER, onTooLarge: opts.onTooLarge }, depth + 1);
+    this.remember(offset, base);
+    return base;
+  }
+}
+
+/** Reads objects out of a pack with its v2 index (what a verified fetch leaves in the cache). */
 export class PackReader {
   readonly #pack: FileHandle;
-  readonly #packSize: number;
+  readonly #objects: PackObjects;
   readonly #shas: Buffer;
   readonly #offsets: Float64Array;
   readonly #fanout: Uint32Array;
-  /** Offsets sorted ascending: an object ends where the next one starts. */
-  readonly #sortedOffsets: Float64Array;
-  /** Resolved delta bases (trees and blobs that other objects are deltas against), bounded. */
-  readonly #baseCache = new Map<number, PackObject>();
-  #baseCacheBytes = 0;
 
   private constructor(pack: FileHandle, packSize: number, fanout: Uint32Array, shas: Buffer, offsets: Float64Array) {
     this.#pack = pack;
-    this.#packSize = packSize;
     this.#fanout = fanout;
     this.#shas = shas;
     this.#offsets = offsets;
-    this.#sortedOffsets = Float64Array.from(offsets).sort();
+    // Offsets sorted ascending: an object ends where the next one starts.
+    const sorted = Float64Array.from(offsets).sort();
+    this.#objects = new PackObjects(pack, {
+      offsetOf: (oid) => this.#find(oid),
+      endOf: (offset) => {
+        let lo = 0;
+        let hi = sorted.length;
+        while (lo < hi) {
+          const mid = (lo + hi) >>> 1;
+          if ((sorted[mid] ?? 0) <= offset) lo = mid + 1;
+          else hi = mid;
+        }
+        return lo < sorted.length ? (sorted[lo] ?? packSize - 20) : packSize - 20;
+      },
+    });
   }
 
   static async open(packPath: string, idxPath: string): Promise<PackReader> {
-    const { readFile } = await import('node:fs/promises');
     const idx = await readFile(idxPath);
-    if (idx.readUInt32BE(0) !== 0xff744f63 || idx.readUInt32BE(4) !== 2) throw new Error('unsupported pack index version');
+    if (idx.length < 8 + 256 * 4 || idx.readUInt32BE(0) !== 0xff744f63 || idx.readUInt32BE(4) !== 2) throw new PackError('unsupported pack index version');
     const fanout = new Uint32Array(256);
     for (let i = 0; i < 256; i++) fanout[i] = idx.readUInt32BE(8 + i * 4);
     const count = fanout[255] ?? 0;
     const shaStart = 8 + 256 * 4;
-    const shas = idx.subarray(shaStart, shaStart + count * 20);
     const offStart = shaStart + count * 20 + count * 4;
     const largeStart = offStart + count * 4;
+    if (idx.length < largeStart + 40) throw new PackError('truncated pack index');
+    const shas = Buffer.from(idx.subarray(shaStart, shaStart + count * 20));
     const offsets = new Float64Array(count);
     for (let i = 0; i < count; i++) {
       const v = idx.readUInt32BE(offStart + i * 4);
@@ -74,12 +243,11 @@ export class PackReader {
   }
 
   has(oid: string): boolean {
-    return this.#find(oid) !== undefined;
+    const key = Buffer.from(oid, 'hex');
+    return key.length === 20 && this.#find(key) !== undefined;
   }
 
-  #find(oid: string): number | undefined {
-    const key = Buffer.from(oid, 'hex');
-    if (key.length !== 20) return undefined;
+  #find(key: Buffer): number | undefined {
     const first = key[0] ?? 0;
     let lo = first === 0 ? 0 : (this.#fanout[first - 1] ?? 0);
     let hi = this.#fanout[first] ?? 0;
@@ -95,80 +263,9 @@ export class PackReader {
 
   /** Reads an object by id; undefined when the pack does not hold it. */
   async read(oid: string, opts: PackReadOptions): Promise<PackObject | undefined> {
-    const offset = this.#find(oid);
-    return offset === undefined ? undefined : this.#readAt(offset, opts, 0);
-  }
-
-  #endOf(offset: number): number {
-    const s = this.#sortedOffsets;
-    let lo = 0;
-    let hi = s.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if ((s[mid] ?? 0) <= offset) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo < s.length ? (s[lo] ?? this.#packSize - 20) : this.#packSize - 20;
-  }
-
-  async #readAt(offset: number, opts: PackReadOptions, depth: number): Promise<PackObject> {
-    if (depth > 64) throw new Error('delta chain too deep');
-    const cached = this.#baseCache.get(offset);
-    if (cached !== undefined) return cached;
-    const end = this.#endOf(offset);
-    const raw = Buffer.allocUnsafe(end - offset);
-    const { bytesRead } = await this.#pack.read(raw, 0, raw.length, offset);
-    if (bytesRead !== raw.length) throw new Error('short read from pack');
-
-    let pos = 0;
-    let byte = raw[pos++] ?? 0;
-    const type = (byte >> 4) & 7;
-    let size = byte & 15;
-    let shift = 4;
-    while (byte & 0x80) {
-      byte = raw[pos++] ?? 0;
-      size += (byte & 0x7f) * 2 ** shift;
-      shift += 7;
-    }
-    if (type === OFS_DELTA || type === REF_DELTA) {
-      let base: PackObject;
-      if (type === OFS_DELTA) {
-        byte = raw[pos++] ?? 0;
-        let rel = byte & 0x7f;
-        while (byte & 0x80) {
-          byte = raw[pos++] ?? 0;
-          rel = (rel + 1) * 128 + (byte & 0x7f);
-        }
-        base = await this.#readBase(offset - rel, opts, depth);
-      } else {
-        const baseOid = raw.subarray(pos, pos + 20).toString('hex');
-        pos += 20;
-        const baseOffset = this.#find(baseOid);
-        if (baseOffset === undefined) throw new Error('delta base missing from pack');
-        base = await this.#readBase(baseOffset, opts, depth);
-      }
-      const delta = inflateSync(raw.subarray(pos), { maxOutputLength: Math.max(size, 1) });
-      return { type: base.type, data: applyDelta(base.data, delta, opts) };
-    }
-    if (type < 1 || type > 4) throw new Error(`unknown pack object type ${type}`);
-    if (size > opts.maxBytes) throw opts.onTooLarge(size);
-    const data = size === 0 ? Buffer.alloc(0) : inflateSync(raw.subarray(pos), { maxOutputLength: size });
-    if (data.length !== size) throw new Error('pack object size mismatch');
-    return { type: type as ObjectType, data };
-  }
-
-  async #readBase(offset: number, opts: PackReadOptions, depth: number): Promise<PackObject> {
-    const base = await this.#readAt(offset, { maxBytes: Number.MAX_SAFE_INTEGER, onTooLarge: opts.onTooLarge }, depth + 1);
-    if (!this.#baseCache.has(offset) && base.data.length < 4 * 1024 * 1024) {
-      this.#baseCache.set(offset, base);
-      this.#baseCacheBytes += base.data.length;
-      for (const [key, value] of this.#baseCache) {
-        if (this.#baseCacheBytes <= 32 * 1024 * 1024) break;
-        this.#baseCache.delete(key);
-        this.#baseCacheBytes -= value.data.length;
-      }
-    }
-    return base;
+    const key = Buffer.from(oid, 'hex');
+    const offset = key.length === 20 ? this.#find(key) : undefined;
+    return offset === undefined ? undefined : this.#objects.readAt(offset, opts);
   }
 }
 
@@ -188,10 +285,11 @@ function readVarint(buf: Buffer, start: number): [value: number, next: number] {
 /** Applies a Git delta (copy/insert instructions) to `base`. */
 export function applyDelta(base: Buffer, delta: Buffer, opts: PackReadOptions): Buffer {
   const [baseSize, afterBase] = readVarint(delta, 0);
-  if (baseSize !== base.length) throw new Error('delta base size mismatch');
+  if (baseSize !== base.length) throw new PackError('delta base size mismatch');
   const [resultSize, start] = readVarint(delta, afterBase);
   if (resultSize > opts.maxBytes) throw opts.onTooLarge(resultSize);
-  const out = Buffer.allocUnsafe(resultSize);
+  // Not from the shared pool: the result may be handed out as a file and must pin only its own bytes.
+  const out = Buffer.allocUnsafeSlow(resultSize);
   let pos = start;
   let written = 0;
   while (pos < delta.length) {
@@ -207,19 +305,19 @@ export function applyDelta(base: Buffer, delta: Buffer, opts: PackReadOptions): 
       if (op & 0x20) copySize |= (delta[pos++] ?? 0) << 8;
       if (op & 0x40) copySize |= (delta[pos++] ?? 0) << 16;
       if (copySize === 0) copySize = 0x10000;
-      if (copyOffset + copySize > base.length || written + copySize > resultSize) throw new Error('delta copy out of range');
+      if (copyOffset + copySize > base.length || written + copySize > resultSize) throw new PackError('delta copy out of range');
       base.copy(out, written, copyOffset, copyOffset + copySize);
       written += copySize;
     } else if (op !== 0) {
-      if (pos + op > delta.length || written + op > resultSize) throw new Error('delta insert out of range');
+      if (pos + op > delta.length || written + op > resultSize) throw new PackError('delta insert out of range');
       delta.copy(out, written, pos, pos + op);
       pos += op;
       written += op;
     } else {
-      throw new Error('invalid delta opcode 0');
+      throw new PackError('invalid delta opcode 0');
     }
   }
-  if (written !== resultSize) throw new Error('delta result size mismatch');
+  if (written !== resultSize) throw new PackError('delta result size mismatch');
   return out;
 }
 
@@ -236,7 +334,7 @@ export function parseTree(data: Buffer): TreeEntry[] {
   while (pos < data.length) {
     const space = data.indexOf(0x20, pos);
     const nul = data.indexOf(0, space + 1);
-    if (space < 0 || nul < 0 || nul + 21 > data.length) throw new Error('malformed tree object');
+    if (space < 0 || nul < 0 || nul + 21 > data.length) throw new PackError('malformed tree object');
     entries.push({
       mode: data.toString('latin1', pos, space),
       name: data.toString('utf8', space + 1, nul),
@@ -250,6 +348,6 @@ export function parseTree(data: Buffer): TreeEntry[] {
 /** The tree id of a commit object. */
 export function commitTree(data: Buffer): string {
   const m = /^tree ([0-9a-f]{40})\n/.exec(data.toString('latin1', 0, 46));
-  if (m?.[1] === undefined) throw new Error('malformed commit object');
+  if (m?.[1] === undefined) throw new PackError('malformed commit object');
   return m[1];
 }

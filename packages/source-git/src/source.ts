@@ -1,16 +1,17 @@
 // resolveRevision, fetchSnapshot, readPath: the Git edge of Syncline. All I/O dependencies (transport, clock,
 // cache dir, limits) are injected through `createGitSource`; nothing here reads process.env.
 import { createHash } from 'node:crypto';
-import fs from 'node:fs';
-import { readdir } from 'node:fs/promises';
+import { mkdir, readdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import git from 'isomorphic-git';
-import { SnapshotCache, directoryBytes } from './cache.ts';
+import { SnapshotCache, directoryBytes, snapshotFormat } from './cache.ts';
 import { GitSourceError, GitSourceErrorCode, redact } from './errors.ts';
-import type { HttpTransport } from './http.ts';
-import { fetchTransport, guardedHttpClient } from './http.ts';
-import { ObjectType, PackReader, commitTree, parseTree } from './pack.ts';
+import type { HttpSession, HttpTransport, RetryPolicy } from './http.ts';
+import { HttpStatusError, createHttpSession, defaultRetryPolicy, fetchTransport } from './http.ts';
+import { indexPack, verifyReachable } from './index-pack.ts';
+import { ObjectType, PackError, PackReader, commitTree, ownBuffer, parseTree } from './pack.ts';
 import type { TreeEntry } from './pack.ts';
+import { fetchPack } from './upload-pack.ts';
 import { isSafeEntryName, parseRequestPath, resolveSymlinkTarget } from './paths.ts';
 import { parseRepoUrl } from './repo-url.ts';
 
@@ -52,6 +53,10 @@ export interface GitSourceOptions {
   transport?: HttpTransport;
   clock?: Clock;
   limits?: Partial<GitSourceLimits>;
+  /** How each HTTP request is retried on 429/5xx, resets and timeouts (defaults: 4 tries, 200 ms doubling, 30 s cap). */
+  retry?: Partial<RetryPolicy>;
+  /** Jitter source for retry backoff, [0, 1). Default Math.random. */
+  random?: () => number;
   /** Accept http:// repo URLs. For tests against a loopback server only. */
   allowInsecureHttp?: boolean;
   /** Told about every snapshot request: served from the cache or fetched (for metrics). */
@@ -126,6 +131,8 @@ export function createGitSource(options: GitSourceOptions): GitSource {
   const transport = options.transport ?? fetchTransport;
   const clock = options.clock ?? { now: () => Date.now() };
   const allowInsecureHttp = options.allowInsecureHttp ?? false;
+  const retry: RetryPolicy = { ...defaultRetryPolicy, ...options.retry };
+  const random = options.random ?? Math.random;
   const cache = new SnapshotCache({ dir: options.cacheDir, maxBytes: options.cacheMaxBytes ?? 2 * 1024 ** 3, now: () => clock.now() });
   const inFlight = new Map<string, Promise<Snapshot>>();
 
@@ -147,15 +154,18 @@ export function createGitSource(options: GitSourceOptions): GitSource {
     return { shownRepo: parsed.url, url: parsed.url, origin: parsed.origin, authorization, secrets, failure: undefined };
   }
 
-  function http(op: Operation, signal: AbortSignal): ReturnType<typeof guardedHttpClient> {
-    return guardedHttpClient({
+  /** One resolve's or fetch's HTTP: its deadline, byte budget and retry policy. */
+  function session(op: Operation): HttpSession {
+    return createHttpSession({
       transport,
       origin: op.origin,
       authorization: op.authorization,
       allowInsecureHttp,
       maxResponseBytes: limits.maxResponseBytes,
-      signal,
+      timeoutMs: limits.timeoutMs,
       idleTimeoutMs: limits.idleTimeoutMs,
+      retry,
+      random,
       shownRepo: op.shownRepo,
       onFailure: (err) => {
         op.failure ??= err;
@@ -189,7 +199,7 @@ export function createGitSource(options: GitSourceOptions): GitSource {
         return snapshot.sha;
       }
       const refs = await git.listServerRefs({
-        http: http(op, AbortSignal.timeout(limits.timeoutMs)),
+        http: session(op).client,
         url: op.url,
         protocolVersion: 1,
         peelTags: true,
@@ -229,7 +239,7 @@ export function createGitSource(options: GitSourceOptions): GitSource {
         const scratch = await cache.scratch();
         try {
           await fetchInto(op, sha, scratch);
-          const entry = await cache.commit(key, scratch, { repo: op.url, sha, bytes: await directoryBytes(scratch) });
+          const entry = await cache.commit(key, scratch, { repo: op.url, sha, bytes: await directoryBytes(scratch), format: snapshotFormat });
           return { repo: op.url, sha, dir: entry.dir };
         } catch (err) {
           await cache.discard(scratch);
@@ -245,49 +255,50 @@ export function createGitSource(options: GitSourceOptions): GitSource {
     });
   }
 
-  async function fetchInto(op: Operation, sha: string, gitdir: string): Promise<void> {
-    await git.init({ fs, dir: gitdir, bare: true, defaultBranch: 'main' });
-    // fetch() insists on a configured remote with a refspec even when asked for one commit by id.
-    await git.addRemote({ fs, gitdir, remote: 'origin', url: op.url });
+  /**
+   * Fetches `sha` into `dir` and proves the result complete before the caller may cache it: the pack is
+   * checked and indexed by us (index-pack.ts) and every tree and blob the commit reaches must be in it.
+   * A pack that fails any check is the server's fault and transient (ServerError): nothing is cached, and
+   * the next fetch asks again.
+   */
+  async function fetchInto(op: Operation, sha: string, dir: string): Promise<void> {
+    const packDir = join(dir, 'objects', 'pack');
+    await mkdir(packDir, { recursive: true });
+    const incoming = join(packDir, 'incoming.pack');
+    const incomplete = (err: unknown): GitSourceError =>
+      new GitSourceError(GitSourceErrorCode.ServerError, `${op.shownRepo}: the pack the server sent for ${sha} is incomplete or damaged: ${errorText(err)}`);
     try {
-      await git.fetch({
-        fs,
-        http: http(op, AbortSignal.timeout(limits.timeoutMs)),
-        gitdir,
-        url: op.url,
-        ref: sha,
-        singleBranch: true,
-        depth: 1,
-        tags: false,
-      });
+      await fetchPack({ session: session(op), url: op.url, sha, packPath: incoming, shownRepo: op.shownRepo });
+      const tooLarge = (size: number): GitSourceError =>
+        new GitSourceError(GitSourceErrorCode.LimitExceeded, `${op.shownRepo}: commit ${sha} holds an object of ${size} bytes, over the limit of ${limits.maxResponseBytes} bytes`);
+      const incomingIdx = join(packDir, 'incoming.idx');
+      const index = await indexPack(incoming, incomingIdx, { maxObjectBytes: limits.maxResponseBytes, onTooLarge: tooLarge });
+      const name = `pack-${index.checksum.toString('hex')}`;
+      await rename(incoming, join(packDir, `${name}.pack`));
+      await rename(incomingIdx, join(packDir, `${name}.idx`));
+      const reader = await PackReader.open(join(packDir, `${name}.pack`), join(packDir, `${name}.idx`));
+      try {
+        await verifyReachable(reader, index, sha);
+      } finally {
+        await reader.close();
+      }
     } catch (err) {
-      if (op.failure !== undefined) throw op.failure;
-      const message = err instanceof Error ? err.message : String(err);
-      // upload-pack refuses a want it does not have ("not our ref"); isomorphic-git surfaces it in several shapes.
-      if (/not our ref|unadvertised object|upload-pack: not/i.test(message)) throw commitNotFound(op, sha);
+      if (err instanceof PackError) throw incomplete(err);
       throw err;
-    }
-    if (op.failure !== undefined) throw op.failure;
-    const reader = await openPack(gitdir);
-    if (reader === undefined) throw commitNotFound(op, sha);
-    try {
-      const commit = await reader.read(sha, { maxBytes: limits.maxFileBytes, onTooLarge: () => commitNotFound(op, sha) });
-      if (commit?.type !== ObjectType.commit) throw commitNotFound(op, sha);
-    } finally {
-      await reader.close();
     }
   }
 
   async function readPath(snapshot: Snapshot, path: string): Promise<SnapshotFile[]> {
     const shown = JSON.stringify(path);
+    const key = snapshot.dir.split(/[\\/]/).pop() ?? '';
+    let known = false;
     try {
       const segments = parseRequestPath(path);
-      const key = snapshot.dir.split(/[\\/]/).pop() ?? '';
       await cache.load();
-      const known = await cache.touch(key);
+      known = (await cache.touch(key)) !== undefined;
       cache.pin(key);
       try {
-        const reader = known === undefined ? undefined : await openPack(snapshot.dir);
+        const reader = known ? await openPack(snapshot.dir) : undefined;
         if (reader === undefined) {
           throw new GitSourceError(GitSourceErrorCode.SnapshotUnavailable, `snapshot of ${snapshot.sha} in ${snapshot.repo} is no longer cached; fetch it again`);
         }
@@ -300,16 +311,18 @@ export function createGitSource(options: GitSourceOptions): GitSource {
         cache.unpin(key);
       }
     } catch (err) {
-      if (err instanceof GitSourceError) throw err;
-      throw new GitSourceError(GitSourceErrorCode.SnapshotUnavailable, `reading path ${shown} of ${snapshot.sha} in ${snapshot.repo} failed: ${errorText(err)}`);
+      const error =
+        err instanceof GitSourceError
+          ? err
+          : new GitSourceError(GitSourceErrorCode.SnapshotUnavailable, `reading path ${shown} of ${snapshot.sha} in ${snapshot.repo} failed: ${errorText(err)}`);
+      // A snapshot that turns out inconsistent (an object missing or damaged) must not stay a cache hit that
+      // fails every read: drop it, so the retry this error asks for really fetches again (issue 15).
+      if (error.code === GitSourceErrorCode.SnapshotUnavailable && known) await cache.remove(key);
+      throw error;
     }
   }
 
   return { resolveRevision, fetchSnapshot, readPath };
-}
-
-function commitNotFound(op: Operation, sha: string): GitSourceError {
-  return new GitSourceError(GitSourceErrorCode.CommitNotFound, `${op.shownRepo}: commit ${sha} does not exist on the server`);
 }
 
 async function openPack(gitdir: string): Promise<PackReader | undefined> {
@@ -365,7 +378,10 @@ class TreeReader {
         new GitSourceError(GitSourceErrorCode.LimitExceeded, `${this.#where()}: ${shownPath} is ${size} bytes, over the limit of ${maxBytes} bytes per file`),
     });
     if (obj === undefined || obj.type !== type) {
-      throw new GitSourceError(GitSourceErrorCode.SnapshotUnavailable, `${this.#where()}: object for ${shownPath} is missing from the snapshot`);
+      throw new GitSourceError(
+        GitSourceErrorCode.SnapshotUnavailable,
+        `${this.#where()}: object for ${shownPath} is missing from the cached snapshot; it was dropped, fetch it again`,
+      );
     }
     return obj.data;
   }
@@ -453,7 +469,8 @@ class TreeReader {
     if (++this.#files > this.#limits.maxFiles) {
       throw new GitSourceError(GitSourceErrorCode.LimitExceeded, `${this.#where()}: the path holds more than ${this.#limits.maxFiles} files`);
     }
-    const data = await this.#object(oid, ObjectType.blob, this.#limits.maxFileBytes, path);
+    // Each file pins only its own bytes (pack.ts copies zlib's output out of its 16 KiB chunks).
+    const data = ownBuffer(await this.#object(oid, ObjectType.blob, this.#limits.maxFileBytes, path));
     this.#bytes += data.length;
     if (this.#bytes > this.#limits.maxTotalBytes) {
       throw new GitSourceError(GitSourceErrorCode.LimitExceeded, `${this.#where()}: the path holds more than ${this.#limits.maxTotalBytes} bytes`);
@@ -472,14 +489,15 @@ function toGitSourceError(err: unknown, op: Operation | undefined, what: string,
   if (auth !== undefined) secrets.push(...('bearerToken' in auth ? [auth.bearerToken] : [auth.password]));
   const shownRepo = op?.shownRepo ?? 'the repository';
   const make = (code: GitSourceErrorCode, message: string): GitSourceError => new GitSourceError(code, redact(message, secrets));
-  if (err instanceof GitSourceError) return make(err.code, err.message);
-  const e = err as { code?: unknown; name?: unknown; data?: { statusCode?: unknown }; cause?: { code?: unknown } };
-  if (e.code === 'HttpError' && typeof e.data?.statusCode === 'number') {
-    const status = e.data.statusCode;
+  const fromStatus = (status: number): GitSourceError => {
     if (status === 401 || status === 403) return make(GitSourceErrorCode.AuthFailed, `${shownRepo}: ${what}: the server refused the credentials (HTTP ${status})`);
     if (status === 404) return make(GitSourceErrorCode.RepoNotFound, `${shownRepo}: ${what}: repository not found (HTTP 404)`);
     return make(GitSourceErrorCode.ServerError, `${shownRepo}: ${what}: the server answered HTTP ${status}`);
-  }
+  };
+  if (err instanceof GitSourceError) return make(err.code, err.message);
+  if (err instanceof HttpStatusError) return fromStatus(err.statusCode);
+  const e = err as { code?: unknown; name?: unknown; data?: { statusCode?: unknown }; cause?: { code?: unknown } };
+  if (e.code === 'HttpError' && typeof e.data?.statusCode === 'number') return fromStatus(e.data.statusCode);
   if (e.name === 'TimeoutError' || e.name === 'AbortError') return make(GitSourceErrorCode.Timeout, `${shownRepo}: ${what}: timed out`);
   const netCode = typeof e.cause?.code === 'string' ? e.cause.code : typeof e.code === 'string' ? e.code : undefined;
   if (netCode !== undefined && /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|EHOSTUNREACH|ENETUNREACH|UND_ERR_SOCKET|UND_ERR_CONNECT_TIMEOUT)$/.test(netCode)) {

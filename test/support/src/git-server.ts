@@ -10,15 +10,30 @@ import { join } from 'node:path';
 
 export type GitServerAuth = { username: string; password: string } | { bearerToken: string };
 
-/** Fault injection. `only` limits it to one endpoint; `repo` to one repository. */
+/**
+ * Fault injection. `only` limits it to one endpoint; `repo` to one repository. Of the requests that match,
+ * `every: n` hits every n-th (counted from setBehavior), `times: n` only the first n hits, and
+ * `probability` (with `seed`, a deterministic RNG) a random share; all of them combine.
+ */
 export type GitServerBehavior = (
   | { kind: 'hang' }
   | { kind: 'slow'; chunkBytes?: number; intervalMs?: number }
   | { kind: 'huge'; bytes: number }
   | { kind: 'endless' }
-  | { kind: 'status'; status: number }
+  /** An error status; `retryAfter` is sent as the Retry-After header (seconds or an HTTP-date). */
+  | { kind: 'status'; status: number; retryAfter?: string }
   | { kind: 'redirect'; to: string }
-) & { only?: 'info/refs' | 'git-upload-pack'; repo?: string };
+  /** The connection is destroyed: before any response, or after `afterBytes` bytes of the real body. */
+  | { kind: 'reset'; afterBytes?: number }
+  /**
+   * The real response, cut cleanly at a pkt-line boundary: the first `packets` pkt-lines (negative: all but
+   * the last |packets|), or the first `fraction` of them; then the response ends, with a 0000 flush when
+   * `flush` is true. Whatever cannot be parsed as pkt-lines is dropped.
+   */
+  | { kind: 'truncate'; packets?: number; fraction?: number; flush?: boolean }
+  /** The upload-pack response with its pack rewritten (demultiplexed from, and put back into, side-band 1). */
+  | { kind: 'pack'; transform: (pack: Buffer) => Buffer | Promise<Buffer> }
+) & { only?: 'info/refs' | 'git-upload-pack'; repo?: string; every?: number; times?: number; probability?: number; seed?: number };
 
 export interface RequestCounts {
   /** GET …/info/refs (ref advertisement: what a resolve costs) */
@@ -34,6 +49,10 @@ export interface LoggedRequest {
   repo: string | undefined;
   hasAuthorization: boolean;
   status: number;
+  /** When the request arrived (performance.now() of the test process). */
+  at: number;
+  /** Whether a fault of the behavior was injected into it. */
+  faulted: boolean;
 }
 
 export type TreeFile = string | Uint8Array | null | { symlink: string };
@@ -116,6 +135,10 @@ export async function startGitServer(opts: { auth?: GitServerAuth } = {}): Promi
   const log: LoggedRequest[] = [];
   const sockets = new Set<Socket>();
   let behavior: GitServerBehavior | undefined;
+  /** Matching requests and injected faults since setBehavior, and its RNG. */
+  let matched = 0;
+  let hits = 0;
+  let rng: () => number = Math.random;
   const expectedAuth =
     opts.auth === undefined
       ? undefined
@@ -150,6 +173,8 @@ export async function startGitServer(opts: { auth?: GitServerAuth } = {}): Promi
       repo,
       hasAuthorization: req.headers.authorization !== undefined,
       status: 0,
+      at: performance.now(),
+      faulted: false,
     };
     log.push(entry);
     res.on('finish', () => (entry.status = res.statusCode));
@@ -173,7 +198,8 @@ export async function startGitServer(opts: { auth?: GitServerAuth } = {}): Promi
     }
 
     const b = behavior;
-    const applies = b !== undefined && (b.only === undefined || b.only === endpoint) && (b.repo === undefined || b.repo === repo);
+    const applies = b !== undefined && (b.only === undefined || b.only === endpoint) && (b.repo === undefined || b.repo === repo) && fires(b);
+    entry.faulted = applies;
     if (applies) {
       switch (b.kind) {
         case 'hang':
@@ -181,8 +207,22 @@ export async function startGitServer(opts: { auth?: GitServerAuth } = {}): Promi
           return; // never answer; close() destroys the socket
         case 'status':
           req.resume();
-          res.writeHead(b.status, { 'content-type': 'text/plain' });
+          res.writeHead(b.status, { 'content-type': 'text/plain', ...(b.retryAfter === undefined ? {} : { 'retry-after': b.retryAfter }) });
           res.end(`injected status ${b.status}\n`);
+          return;
+        case 'reset':
+          if (b.afterBytes === undefined) {
+            req.resume();
+            req.socket.destroy();
+            return;
+          }
+          await serveBackend(req, res, url, undefined, (body) => body.subarray(0, b.afterBytes), { destroyAfter: true });
+          return;
+        case 'truncate':
+          await serveBackend(req, res, url, undefined, (body) => truncatePackets(body, b));
+          return;
+        case 'pack':
+          await serveBackend(req, res, url, undefined, (body) => rewritePack(body, b.transform));
           return;
         case 'redirect':
           req.resume();
@@ -202,7 +242,29 @@ export async function startGitServer(opts: { auth?: GitServerAuth } = {}): Promi
     await serveBackend(req, res, url, undefined);
   }
 
-  async function serveBackend(req: IncomingMessage, res: ServerResponse, url: URL, slow: { chunkBytes: number; intervalMs: number } | undefined): Promise<void> {
+  /** Whether a matching request gets the fault (see GitServerBehavior: every, times, probability). */
+  function fires(b: GitServerBehavior): boolean {
+    matched++;
+    if (b.every !== undefined && matched % b.every !== 0) return false;
+    if (b.probability !== undefined && rng() >= b.probability) return false;
+    if (b.times !== undefined && hits >= b.times) return false;
+    hits++;
+    return true;
+  }
+
+  /**
+   * Runs git http-backend for the request. With `rewrite`, the body is collected whole and replaced by what
+   * it returns (headers as the backend sent them, minus any content-length); `destroyAfter` then destroys the
+   * connection instead of ending the response cleanly.
+   */
+  async function serveBackend(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    slow: { chunkBytes: number; intervalMs: number } | undefined,
+    rewrite?: (body: Buffer) => Buffer | Promise<Buffer>,
+    rewriteOpts: { destroyAfter?: boolean } = {},
+  ): Promise<void> {
     const env = gitEnv({
       GIT_PROJECT_ROOT: root,
       GIT_HTTP_EXPORT_ALL: '1',
@@ -233,9 +295,14 @@ export async function startGitServer(opts: { auth?: GitServerAuth } = {}): Promi
 
     let head = Buffer.alloc(0);
     let headersDone = false;
+    const collected: Buffer[] = [];
+    const emit = async (chunk: Buffer): Promise<void> => {
+      if (rewrite === undefined) await write(res, chunk, slow);
+      else collected.push(chunk);
+    };
     for await (const chunk of child.stdout as AsyncIterable<Buffer>) {
       if (headersDone) {
-        await write(res, chunk, slow);
+        await emit(chunk);
         continue;
       }
       head = Buffer.concat([head, chunk]);
@@ -251,15 +318,24 @@ export async function startGitServer(opts: { auth?: GitServerAuth } = {}): Promi
         const key = line.slice(0, i).trim().toLowerCase();
         const value = line.slice(i + 1).trim();
         if (key === 'status') status = Number.parseInt(value, 10);
-        else headers[key] = value;
+        else if (!(rewrite !== undefined && key === 'content-length')) headers[key] = value;
       }
       res.writeHead(status, headers);
-      await write(res, head.subarray(sep.index + sep.length), slow);
+      await emit(head.subarray(sep.index + sep.length));
     }
     if (!headersDone) {
       res.writeHead(500, { 'content-type': 'text/plain' });
       res.end(`git http-backend failed: ${Buffer.concat(stderr).toString('utf8')}\n`);
       return;
+    }
+    if (rewrite !== undefined) {
+      await write(res, await rewrite(Buffer.concat(collected)), undefined);
+      if (rewriteOpts.destroyAfter === true) {
+        // Let the bytes go out first, then cut the connection without ending the chunked body.
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        req.socket.destroy();
+        return;
+      }
     }
     res.end();
   }
@@ -298,6 +374,9 @@ export async function startGitServer(opts: { auth?: GitServerAuth } = {}): Promi
     },
     setBehavior(b) {
       behavior = b;
+      matched = 0;
+      hits = 0;
+      rng = b?.seed !== undefined ? seededRandom(b.seed) : Math.random;
     },
     async close() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -358,6 +437,73 @@ async function sendJunk(res: ServerResponse, endpoint: 'info/refs' | 'git-upload
     piece = body;
   }
   res.end();
+}
+
+/** mulberry32: a small deterministic RNG for reproducible random faults. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Splits a body into whole pkt-lines (each with its 4-byte length); stops where the framing ends. */
+export function splitPktLines(body: Buffer): Buffer[] {
+  const packets: Buffer[] = [];
+  let pos = 0;
+  while (pos + 4 <= body.length) {
+    const hex = body.toString('latin1', pos, pos + 4);
+    if (!/^[0-9a-f]{4}$/.test(hex)) break;
+    const len = Number.parseInt(hex, 16);
+    const size = len < 4 ? 4 : len;
+    if (pos + size > body.length) break;
+    packets.push(body.subarray(pos, pos + size));
+    pos += size;
+  }
+  return packets;
+}
+
+function truncatePackets(body: Buffer, b: { packets?: number; fraction?: number; flush?: boolean }): Buffer {
+  const packets = splitPktLines(body);
+  const keep =
+    b.fraction !== undefined
+      ? Math.floor(packets.length * b.fraction)
+      : b.packets === undefined
+        ? packets.length
+        : b.packets < 0
+          ? Math.max(0, packets.length + b.packets)
+          : Math.min(b.packets, packets.length);
+  return Buffer.concat([...packets.slice(0, keep), ...(b.flush === true ? [Buffer.from('0000')] : [])]);
+}
+
+/** Demultiplexes the pack out of an upload-pack response (side-band), transforms it, and puts it back. */
+async function rewritePack(body: Buffer, transform: (pack: Buffer) => Buffer | Promise<Buffer>): Promise<Buffer> {
+  const packets = splitPktLines(body);
+  const prefix: Buffer[] = [];
+  const pack: Buffer[] = [];
+  let inPack = false;
+  for (const p of packets) {
+    const payload = p.subarray(4);
+    if (!inPack) {
+      prefix.push(p);
+      if (/^(NAK|ACK )/.test(payload.toString('latin1', 0, 4))) inPack = true;
+    } else if (payload[0] === 1) {
+      pack.push(payload.subarray(1));
+    }
+  }
+  if (!inPack) return body;
+  const rewritten = await transform(Buffer.concat(pack));
+  const out = [...prefix];
+  for (let i = 0; i < rewritten.length; i += 65_515) {
+    const chunk = rewritten.subarray(i, i + 65_515);
+    out.push(Buffer.from((chunk.length + 5).toString(16).padStart(4, '0'), 'latin1'), Buffer.from([1]), chunk);
+  }
+  out.push(Buffer.from('0000'));
+  return Buffer.concat(out);
 }
 
 function drained(res: ServerResponse): Promise<void> {
