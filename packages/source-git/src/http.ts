@@ -334,7 +334,8 @@ export function parseRetryAfter(value: string | undefined, now: number): number 
   if (value === undefined) return undefined;
   const text = value.trim();
   if (/^\d+$/.test(text)) return Number.parseInt(text, 10) * 1000;
-  const at = Date.parse(text);
+  // An HTTP-date names a weekday and month; Date.parse alone would also take "-5" or "2026".
+  const at = /[a-z]{3}/i.test(text) ? Date.parse(text) : Number.NaN;
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
