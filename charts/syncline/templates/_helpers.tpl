@@ -58,17 +58,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default .Release.Namespace .Values.leaderElection.namespace }}
 {{- end }}
 
-{{/* Rules the operator needs for its own API, the Secrets/ConfigMaps ConfigSyncs reference, events and
+{{/* Rules the operator needs for its own API, the Secrets/ConfigMaps ConfigSyncs reference (and mirrors), events and
      ServiceAccount tokens (spec.serviceAccountName). */}}
 {{- define "syncline.coreRules" -}}
 - apiGroups: ["syncline.dev"]
-  resources: ["configsyncs"]
+  resources: ["configsyncs", "manifestsyncs"]
   verbs: ["get", "list", "watch", "patch", "update"]
 - apiGroups: ["syncline.dev"]
-  resources: ["configsyncs/status"]
+  resources: ["configsyncs/status", "manifestsyncs/status"]
   verbs: ["get", "patch", "update"]
 - apiGroups: ["syncline.dev"]
-  resources: ["configsyncs/finalizers"]
+  resources: ["configsyncs/finalizers", "manifestsyncs/finalizers"]
   verbs: ["update"]
 - apiGroups: [""]
   resources: ["secrets", "configmaps"]

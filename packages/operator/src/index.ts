@@ -8,6 +8,9 @@ export {
   ConfigSyncStatus,
   Target,
   GitSource,
+  ManifestSync,
+  ManifestSyncSpec,
+  ManifestSyncStatus,
 } from './api/v1alpha1.ts';
 export type { Condition, HistoryEntry, TargetStatus, SyncPolicy, DriftPolicy, DeletionPolicy } from './api/v1alpha1.ts';
 export { customResourceDefinitions } from './api/crd.ts';

@@ -13,6 +13,7 @@ import { createEventRecorder } from './kube/events.ts';
 import { createApplyClients } from './kube/identity.ts';
 import { createKubeRest } from './kube/rest.ts';
 import { startManager } from './manager.ts';
+import { DEFAULT_MIRROR_PREFIX, mirrorKeys } from './mirror/index.ts';
 import { DEFAULT_INTERVAL_BOUNDS } from './reconcile/configsync.ts';
 import { parseDuration } from './reconcile/duration.ts';
 import { createMetrics } from './metrics.ts';
@@ -44,6 +45,10 @@ Flags of run:
   --cache-dir DIR             git snapshot cache (default ~/.cache/syncline/snapshots)
   --cache-max-bytes N         snapshot cache bound (default 2 GiB)
   --concurrency N             ConfigSyncs reconciled at once (default 4)
+  --operator-namespace NS     the operator's own namespace (default: $POD_NAMESPACE): a ManifestSync there
+                              may copy a source from any namespace
+  --mirror-prefix PREFIX      label/annotation prefix of mirroring (default syncline.dev; e.g.
+                              mirrorverse.dev for objects labelled for Mirrorverse)
   --min-refresh-interval D    shorter refresh intervals are raised to this, with an IntervalClamped
                               condition (default 10s; the API admits 1s to 168h)
   --default-service-account NAME   apply as this ServiceAccount when a sync names none
@@ -84,6 +89,8 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       'cache-max-bytes': { type: 'string' },
       concurrency: { type: 'string', default: '4' },
       'min-refresh-interval': { type: 'string', default: '10s' },
+      'mirror-prefix': { type: 'string', default: DEFAULT_MIRROR_PREFIX },
+      'operator-namespace': { type: 'string' },
       'default-service-account': { type: 'string' },
       'allow-insecure-http': { type: 'boolean', default: false },
       'log-level': { type: 'string', default: 'info' },
@@ -128,6 +135,8 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     defaultServiceAccount: flags['default-service-account'],
     concurrency: Number(flags.concurrency),
     intervalBounds: { ...DEFAULT_INTERVAL_BOUNDS, minMs: parseDuration(flags['min-refresh-interval']) },
+    mirrorKeys: mirrorKeys(flags['mirror-prefix']),
+    operatorNamespace: flags['operator-namespace'] ?? podNamespace,
     watchNamespace: flags.namespace,
     leaderElection: flags['leader-elect']
       ? {

@@ -2,16 +2,21 @@
 // objects they manage; the work queue; leader election (only the leader reconciles, so only the leader
 // writes); and the readiness the health server reports.
 import { OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, parseObjectId, type ApplyClient } from '@syncline/apply';
-import type { ConfigSync } from './api/v1alpha1.ts';
+import type { ConfigSync, ManifestSync } from './api/v1alpha1.ts';
 import { Informer, objectKey, type KubeObject } from './controller/informer.ts';
 import { WorkQueue } from './controller/queue.ts';
 import { runLeaderElection } from './leader.ts';
-import { createConfigSyncReconciler, type ConfigSyncReconcilerDeps } from './reconcile/configsync.ts';
+import type { MirrorKeys, MirrorNamespace } from './mirror/index.ts';
+import { DEFAULT_INTERVAL_BOUNDS, createConfigSyncReconciler, type ConfigSyncReconcilerDeps } from './reconcile/configsync.ts';
+import { MANIFESTSYNC_KEY_PREFIX, createManifestSyncReconciler } from './reconcile/manifestsync.ts';
 
 /** How long an apply waits for a new managed-kind watch to list before it writes anyway. */
 const MANAGED_WATCH_SYNC_MS = 10_000;
 
 export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply'> & {
+  /** The operator's own namespace: ManifestSyncs there may read sources in any namespace. */
+  readonly operatorNamespace?: string;
+  readonly mirrorKeys: MirrorKeys;
   readonly concurrency: number;
   /** Watch ConfigSyncs in this namespace only; undefined = all namespaces. */
   readonly watchNamespace?: string;
@@ -109,8 +114,8 @@ export function startManager(options: ManagerOptions): Manager {
           // list or our own create: the apply that follows (or just ran) already covers it.
           const owner = (object.metadata['annotations'] as Record<string, string> | undefined)?.[OWNED_BY_ANNOTATION];
           if (owner === undefined || type === 'ADDED') return;
-          const [ownerNamespace, ownerName] = owner.split('/');
-          if (ownerNamespace !== undefined && ownerName !== undefined) queue.add(`${ownerNamespace}/${ownerName}`);
+          const key = queueKeyOfOwner(owner);
+          if (key !== undefined) queue.add(key);
         },
         onError: (error) => logger.debug({ err: errorMessage(error), scope }, 'managed-object watch failed; restarting'),
       });
@@ -121,6 +126,102 @@ export function startManager(options: ManagerOptions): Manager {
     // Bounded: a kind we may not watch (403) must not hold the apply back; its drift waits for the next resync.
     await Promise.all(started.map((informer) => informer.waitSynced(MANAGED_WATCH_SYNC_MS)));
   };
+
+  // ManifestSyncs, their source objects (one single-object watch per source in Immediate mode) and the
+  // namespaces their selectors match.
+  const manifestKey = (object: { metadata: { name: string; namespace?: string } }): string => `${MANIFESTSYNC_KEY_PREFIX}${objectKey(object)}`;
+  const sourceWatches = new Map<string, { informer: Informer; subscribers: Set<string> }>();
+  const subscriptions = new Map<string, string>(); // ManifestSync key → source watch key
+  const unsubscribe = (key: string): void => {
+    const watched = subscriptions.get(key);
+    subscriptions.delete(key);
+    const entry = watched === undefined ? undefined : sourceWatches.get(watched);
+    if (watched === undefined || entry === undefined) return;
+    entry.subscribers.delete(key);
+    if (entry.subscribers.size === 0) {
+      sourceWatches.delete(watched);
+      void entry.informer.stop();
+    }
+  };
+  const watchSource = async (ms: ManifestSync): Promise<void> => {
+    const key = manifestKey(ms);
+    const ref = ms.spec.sourceRef as ManifestSync['spec']['sourceRef'] | undefined;
+    if (ms.spec.syncPolicy?.mode === 'Interval' || ref === undefined || ms.metadata.deletionTimestamp !== undefined) {
+      unsubscribe(key);
+      return;
+    }
+    const namespace = ref.namespace ?? ms.metadata.namespace ?? 'default';
+    const info = (await (await options.applyClient(undefined)).discovery()).resource(ref.apiVersion, ref.kind);
+    if (info === undefined || !info.namespaced) return unsubscribe(key);
+    const watchKey = `${ref.apiVersion}/${ref.kind}/${namespace}/${ref.name}`;
+    if (subscriptions.get(key) === watchKey) return;
+    unsubscribe(key);
+    subscriptions.set(key, watchKey);
+    let entry = sourceWatches.get(watchKey);
+    if (entry === undefined) {
+      const subscribers = new Set<string>();
+      const informer = new Informer({
+        rest,
+        path: `${info.group === '' ? '/api' : `/apis/${info.group}`}/${info.version}/namespaces/${namespace}/${info.plural}`,
+        fieldSelector: `metadata.name=${ref.name}`,
+        // Metadata only: a Secret's data is read when a copy is made, never kept here.
+        project: (object) => ({ apiVersion: object.apiVersion, kind: object.kind, metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion } }),
+        onEvent: () => {
+          for (const subscriber of subscribers) queue.add(subscriber);
+        },
+        onError: (error) => logger.debug({ err: errorMessage(error), source: watchKey }, 'source watch failed; restarting'),
+      });
+      entry = { informer, subscribers };
+      sourceWatches.set(watchKey, entry);
+      informer.start();
+    }
+    entry.subscribers.add(key);
+  };
+
+  const manifestSyncs = new Informer({
+    rest,
+    path: collection('syncline.dev', 'v1alpha1', 'manifestsyncs'),
+    onEvent: (type, object, previous) => {
+      const ms = object as unknown as ManifestSync;
+      const key = manifestKey(ms);
+      if (type === 'DELETED') {
+        unsubscribe(key);
+        queue.forget(key);
+        return;
+      }
+      void watchSource(ms).catch((error: unknown) => logger.debug({ err: errorMessage(error), manifestsync: key }, 'could not watch the source'));
+      if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous as unknown as ConfigSync, object as unknown as ConfigSync)) queue.add(key);
+    },
+    onError: (error) => logger.warn({ err: errorMessage(error) }, 'ManifestSync watch failed; restarting'),
+  });
+
+  const namespaces = new Informer({
+    rest,
+    path: '/api/v1/namespaces',
+    project: (object) => ({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: object.metadata.name, resourceVersion: object.metadata.resourceVersion, labels: object.metadata['labels'], deletionTimestamp: object.metadata['deletionTimestamp'] },
+      status: { phase: (object['status'] as { phase?: string } | undefined)?.phase },
+    }),
+    onEvent: (type, object, previous) => {
+      // A namespace appeared, left, or changed its labels: selectors may now match differently.
+      if (type === 'MODIFIED' && JSON.stringify(previous?.metadata['labels']) === JSON.stringify(object.metadata['labels']) && previous?.metadata['deletionTimestamp'] === object.metadata['deletionTimestamp']) return;
+      for (const ms of manifestSyncs.list() as unknown as ManifestSync[]) {
+        if ((ms.spec.targets as ManifestSync['spec']['targets'] | undefined)?.some((t) => t.namespaceSelector !== undefined) === true) queue.add(manifestKey(ms));
+      }
+    },
+    onError: (error) => logger.debug({ err: errorMessage(error) }, 'Namespace watch failed; restarting'),
+  });
+  const namespaceList = (): MirrorNamespace[] | undefined =>
+    namespaces.synced
+      ? namespaces.list().map((n) => ({
+          name: n.metadata.name,
+          labels: n.metadata['labels'] as Record<string, string> | undefined,
+          deletionTimestamp: n.metadata['deletionTimestamp'] as string | undefined,
+          phase: (n['status'] as { phase?: string } | undefined)?.phase,
+        }))
+      : undefined;
 
   const reconcile = createConfigSyncReconciler({
     ...options,
@@ -133,7 +234,21 @@ export function startManager(options: ManagerOptions): Manager {
       }
     },
   });
+  const reconcileManifest = createManifestSyncReconciler({
+    ...options,
+    intervalBounds: options.intervalBounds ?? DEFAULT_INTERVAL_BOUNDS,
+    get: (key) => manifestSyncs.get(key) as ManifestSync | undefined,
+    namespaces: namespaceList,
+    beforeApply: async (ids) => {
+      try {
+        await watchManaged(await options.applyClient(undefined), ids);
+      } catch (error) {
+        logger.debug({ err: errorMessage(error) }, 'could not watch managed objects');
+      }
+    },
+  });
   const reconcileAndWatch = async (key: string): ReturnType<typeof reconcile> => {
+    if (key.startsWith(MANIFESTSYNC_KEY_PREFIX)) return reconcileManifest(key.slice(MANIFESTSYNC_KEY_PREFIX.length));
     const outcome = await reconcile(key);
     const object = configSyncs.get(key) as ConfigSync | undefined;
     const ids = (object?.status?.inventory ?? []).flatMap((i) => decodeInventory(i.entries).map((e) => e.id));
@@ -146,9 +261,10 @@ export function startManager(options: ManagerOptions): Manager {
     metrics.leader.set(1);
     queue.start(reconcileAndWatch);
     for (const object of configSyncs.list()) queue.add(objectKey(object));
+    for (const object of manifestSyncs.list()) queue.add(manifestKey(object));
   };
 
-  for (const informer of [configSyncs, secrets, configMaps]) informer.start();
+  for (const informer of [configSyncs, secrets, configMaps, manifestSyncs, namespaces]) informer.start();
   if (options.leaderElection === undefined) {
     startWork();
   } else {
@@ -176,12 +292,15 @@ export function startManager(options: ManagerOptions): Manager {
 
   // Periodic resync: enqueue everything, so a missed event is repaired within resyncMs at worst.
   const resync = setInterval(() => {
-    if (leader) for (const object of configSyncs.list()) queue.add(objectKey(object));
+    if (!leader) return;
+    for (const object of configSyncs.list()) queue.add(objectKey(object));
+    for (const object of manifestSyncs.list()) queue.add(manifestKey(object));
   }, options.resyncMs ?? 10 * 60_000);
   resync.unref();
 
   return {
-    ready: () => [configSyncs, secrets, configMaps].every((i) => i.synced && i.healthy),
+    // The namespace watch is left out: a namespace-scoped operator may not list namespaces at all.
+    ready: () => [configSyncs, secrets, configMaps, manifestSyncs].every((i) => i.synced && i.healthy),
     isLeader: () => leader,
     enqueue: (key) => queue.add(key),
     configSyncs: () => configSyncs.list() as unknown as ConfigSync[],
@@ -189,7 +308,7 @@ export function startManager(options: ManagerOptions): Manager {
       clearInterval(resync);
       abort.abort();
       await queue.shutdown();
-      await Promise.all([configSyncs, secrets, configMaps, ...managed.values()].map((i) => i.stop()));
+      await Promise.all([configSyncs, secrets, configMaps, manifestSyncs, namespaces, ...managed.values(), ...[...sourceWatches.values()].map((w) => w.informer)].map((i) => i.stop()));
     },
   };
 }
@@ -199,6 +318,17 @@ export function onlyStatusChanged(before: ConfigSync, after: ConfigSync): boolea
   const relevant = (cs: ConfigSync): string =>
     JSON.stringify([cs.metadata.generation, cs.metadata.annotations ?? {}, cs.metadata.labels ?? {}, cs.metadata.finalizers ?? [], cs.metadata.deletionTimestamp ?? null]);
   return relevant(before) === relevant(after);
+}
+
+/**
+ * The queue key of the sync an owned-by annotation names: `namespace/name/target` for a ConfigSync,
+ * `namespace/ManifestSync:name/target` for a ManifestSync (see manifestSyncOwner).
+ */
+export function queueKeyOfOwner(ownedBy: string): string | undefined {
+  const [namespace, name] = ownedBy.split('/');
+  if (namespace === undefined || name === undefined || namespace === '' || name === '') return undefined;
+  if (name.startsWith('ManifestSync:')) return `${MANIFESTSYNC_KEY_PREFIX}${namespace}/${name.slice('ManifestSync:'.length)}`;
+  return `${namespace}/${name}`;
 }
 
 function pickOwner(object: KubeObject): Record<string, string> {

@@ -188,6 +188,92 @@ export const ConfigSync = z.object({
   status: ConfigSyncStatus.optional(),
 });
 
+// ManifestSync: an object that lives in the cluster, copied to other namespaces (any kind).
+
+export const LabelSelector = z
+  .object({
+    matchLabels: z.record(z.string(), z.string()).optional(),
+    matchExpressions: z
+      .array(
+        z.object({
+          key: z.string().min(1),
+          operator: z.enum(['In', 'NotIn', 'Exists', 'DoesNotExist']),
+          values: z.array(z.string()).optional(),
+        }),
+      )
+      .max(20)
+      .optional(),
+  })
+  .meta({ description: 'A Kubernetes label selector: matchLabels and matchExpressions, all of which must match.' });
+
+export const SourceObjectReference = z.object({
+  apiVersion: z.string().min(1).meta({ description: 'apiVersion of the source object, e.g. v1 or rbac.authorization.k8s.io/v1.' }),
+  kind: z.string().min(1).meta({ description: 'Kind of the source object, e.g. Secret.' }),
+  namespace: dnsLabel.optional().meta({
+    description:
+      "Namespace of the source object; default: the ManifestSync's own. Another namespace is read with serviceAccountName's rights, or only by a ManifestSync in the operator's own namespace.",
+  }),
+  name: objectName.meta({ description: 'Name of the source object.' }),
+});
+
+export const ManifestTarget = z
+  .object({
+    namespace: dnsLabel.optional().meta({ description: 'Copy into this namespace.' }),
+    namespaceSelector: LabelSelector.optional().meta({ description: 'Copy into every namespace whose labels match (namespaces created later too).' }),
+    cluster: LocalObjectReference.optional().meta({ description: 'A RemoteCluster in this namespace; omitted = this cluster. Not supported yet.' }),
+    name: objectName.optional().meta({ description: "Name of the copy; default: the source's name." }),
+    patch: Values.optional().meta({ description: "A JSON merge patch applied to this target's copy, after spec.patch." }),
+  })
+  .meta({ 'x-kubernetes-validations': [{ rule: 'has(self.__namespace__) != has(self.namespaceSelector)', message: 'a target names exactly one of namespace and namespaceSelector' }] });
+
+export const ManifestSyncSpec = z.object({
+  sourceRef: SourceObjectReference.meta({ description: 'The object to copy.' }),
+  targets: z.array(ManifestTarget).min(1).max(100).meta({ description: 'Where copies go.' }),
+  syncPolicy: z
+    .object({
+      mode: z.enum(['Immediate', 'Interval']).default('Immediate').meta({ description: 'Immediate: a watch on the source updates every copy at once. Interval: copies are refreshed every interval.' }),
+      interval: Interval.default('10m').meta({ description: 'Resync period (both modes; the only trigger in Interval mode besides spec changes), from 1s to 168h.' }),
+    })
+    .prefault({})
+    .meta({ description: 'When copies are refreshed.' }),
+  patch: Values.optional().meta({ description: 'A JSON merge patch applied to every copy.' }),
+  prune: z.boolean().default(true).meta({ description: 'Delete copies in targets that leave the list or the selector.' }),
+  resourceManagementPolicy: SyncPolicy.default('Sync').meta({
+    description: 'An existing object of the same name that is not a copy of this ManifestSync: Sync and Keep leave it (reported), Adopt takes it over, Overwrite forces.',
+  }),
+  drift: DriftPolicy.default('Correct').meta({ description: 'Correct: a copy edited by hand is restored; Report: a condition only.' }),
+  deletionPolicy: DeletionPolicy.default('Delete').meta({ description: 'Delete: copies are deleted with the ManifestSync; Orphan: they stay.' }),
+  serviceAccountName: dnsLabel.optional().meta({ description: "Read the source and write the copies with this ServiceAccount's rights (multi-tenancy)." }),
+  suspend: z.boolean().default(false).meta({ description: 'Stop copying; copies stay as they are.' }),
+});
+
+export const ManifestTargetStatus = z.object({
+  name: z.string().meta({ description: 'The namespace (and cluster) this line is about.' }),
+  namespace: z.string().optional(),
+  cluster: z.string().optional(),
+  phase: z.enum(['Synced', 'Failed', 'Pending']),
+  objects: z.number().int(),
+  message: z.string().optional(),
+  lastSuccessfulSyncTime: z.string().optional(),
+});
+
+export const ManifestSyncStatus = z.object({
+  observedGeneration: z.number().int().optional(),
+  sourceResourceVersion: z.string().optional().meta({ description: 'resourceVersion of the source object last copied.' }),
+  lastSyncedTime: z.string().optional(),
+  conditions: z.array(Condition).optional(),
+  targets: z.array(ManifestTargetStatus).optional(),
+  inventory: z.array(TargetInventory).optional().meta({ description: 'The copies applied, per target namespace: the source of truth for pruning.' }),
+});
+
+export const ManifestSync = z.object({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal('ManifestSync'),
+  metadata: ObjectMeta,
+  spec: ManifestSyncSpec,
+  status: ManifestSyncStatus.optional(),
+});
+
 export type Duration = z.infer<typeof Duration>;
 export type GitSource = z.infer<typeof GitSource>;
 export type ValuesFromSource = z.infer<typeof ValuesFromSource>;
@@ -205,6 +291,13 @@ export type TargetInventory = z.infer<typeof TargetInventory>;
 export type HistoryEntry = z.infer<typeof HistoryEntry>;
 export type ConfigSyncStatus = z.infer<typeof ConfigSyncStatus>;
 export type ConfigSync = z.infer<typeof ConfigSync>;
+export type LabelSelector = z.infer<typeof LabelSelector>;
+export type SourceObjectReference = z.infer<typeof SourceObjectReference>;
+export type ManifestTarget = z.infer<typeof ManifestTarget>;
+export type ManifestSyncSpec = z.infer<typeof ManifestSyncSpec>;
+export type ManifestTargetStatus = z.infer<typeof ManifestTargetStatus>;
+export type ManifestSyncStatus = z.infer<typeof ManifestSyncStatus>;
+export type ManifestSync = z.infer<typeof ManifestSync>;
 
 /** The CRDs this module defines, for the generator: one entry per kind. */
 export const crdDefinitions = [
@@ -220,6 +313,22 @@ export const crdDefinitions = [
     printerColumns: [
       { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
       { name: 'Revision', type: 'string', jsonPath: '.status.sourceRevision' },
+      { name: 'Status', type: 'string', priority: 1, jsonPath: ".status.conditions[?(@.type=='Ready')].message" },
+      { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+    ],
+  },
+  {
+    kind: 'ManifestSync',
+    plural: 'manifestsyncs',
+    singular: 'manifestsync',
+    shortNames: ['msync'],
+    scope: 'Namespaced',
+    spec: ManifestSyncSpec,
+    status: ManifestSyncStatus,
+    printerColumns: [
+      { name: 'Source', type: 'string', jsonPath: '.spec.sourceRef.name' },
+      { name: 'Kind', type: 'string', jsonPath: '.spec.sourceRef.kind' },
+      { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
       { name: 'Status', type: 'string', priority: 1, jsonPath: ".status.conditions[?(@.type=='Ready')].message" },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
     ],

@@ -19,6 +19,8 @@ export type InformerOptions = {
   /** Collection path, e.g. /apis/syncline.dev/v1alpha1/configsyncs (all namespaces). */
   readonly path: string;
   readonly labelSelector?: string;
+  /** E.g. `metadata.name=db`: watch one object of a collection. */
+  readonly fieldSelector?: string;
   /** What to keep of each object in the cache (e.g. metadata only); default the whole object. */
   readonly project?: (object: KubeObject) => KubeObject;
   /** `previous` is the cached object a MODIFIED replaces (undefined after a re-list found it new). */
@@ -116,7 +118,7 @@ export class Informer {
     const list = await this.#options.rest.request<{ apiVersion?: string; kind?: string; metadata: { resourceVersion: string }; items: KubeObject[] }>({
       method: 'GET',
       path: this.#options.path,
-      query: { labelSelector: this.#options.labelSelector },
+      query: { labelSelector: this.#options.labelSelector, fieldSelector: this.#options.fieldSelector },
       signal,
     });
     const seen = new Set<string>();
@@ -149,7 +151,7 @@ export class Informer {
     let resourceVersion = from;
     await this.#options.rest.watch(
       this.#options.path,
-      { resourceVersion: from, allowWatchBookmarks: true, labelSelector: this.#options.labelSelector, timeoutSeconds: this.#options.watchTimeoutSeconds ?? 300 },
+      { resourceVersion: from, allowWatchBookmarks: true, labelSelector: this.#options.labelSelector, fieldSelector: this.#options.fieldSelector, timeoutSeconds: this.#options.watchTimeoutSeconds ?? 300 },
       (raw) => {
         const event = raw as { type: string; object: KubeObject & { code?: number } };
         const project = this.#options.project ?? ((o: KubeObject) => o);

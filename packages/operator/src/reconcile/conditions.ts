@@ -19,6 +19,12 @@ export const Reason = {
   NamespaceOrphaned: 'NamespaceOrphaned',
   /** An interval field was outside the operator's bounds and was clamped. */
   IntervalClamped: 'IntervalClamped',
+  /** A ManifestSync's source object does not exist (copies are left as they are). */
+  SourceNotFound: 'SourceNotFound',
+  /** A ManifestSync's source may not be read with its identity. */
+  SourceForbidden: 'SourceForbidden',
+  /** A ManifestSync names a source in another namespace without the rights to say so. */
+  SourceNotAllowed: 'SourceNotAllowed',
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 

@@ -14,7 +14,8 @@ import { KubeApiError, type KubeRest } from '../kube/rest.ts';
 import type { Metrics } from '../metrics.ts';
 import { Reason, removeCondition, setCondition, type ConditionInput } from './conditions.ts';
 import { MAX_TIMER_MS, boundedInterval, parseDuration, type IntervalBounds } from './duration.ts';
-import { applyTarget, combineTargets, emptyCounts, truncate, type TargetOutcome } from './target.ts';
+import { conditionsDiffer, objectPath, patchFinalizers, writeStatus } from './object-status.ts';
+import { appliedConditions, applyTarget, combineTargets, emptyCounts, truncate, type TargetOutcome } from './target.ts';
 
 export const FINALIZER = 'syncline.dev/finalizer';
 export const RECONCILE_REQUESTED_ANNOTATION = 'syncline.dev/reconcile-requested-at';
@@ -84,7 +85,7 @@ type SyncRun = {
   readonly now: string;
 };
 
-const configSyncPath = (namespace: string, name: string): string => `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs/${name}`;
+const pathOf = (object: ConfigSync): string => objectPath('configsyncs', object.metadata.namespace ?? 'default', object.metadata.name);
 
 export function createConfigSyncReconciler(deps: ConfigSyncReconcilerDeps): (key: string) => Promise<ReconcileOutcome> {
   return async (key) => {
@@ -96,13 +97,13 @@ export function createConfigSyncReconciler(deps: ConfigSyncReconcilerDeps): (key
     try {
       if (object.metadata.deletionTimestamp !== undefined) return await finalize(deps, object, log);
       if (!(object.metadata.finalizers ?? []).includes(FINALIZER)) {
-        await patchFinalizers(deps.rest, object, [...(object.metadata.finalizers ?? []), FINALIZER]);
+        await patchFinalizers(deps.rest, pathOf(object), object, [...(object.metadata.finalizers ?? []), FINALIZER]);
         return { kind: 'done' }; // the update event brings us back with a fresh object
       }
       const parsed = ConfigSyncSpec.safeParse(object.spec);
       if (!parsed.success) {
         label = 'stalled';
-        await writeStatus(deps, object, stalledStatus(deps, object, Reason.InvalidSpec, `invalid spec: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`));
+        await writeStatus(deps.rest, pathOf(object), object, stalledStatus(deps, object, Reason.InvalidSpec, `invalid spec: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`));
         return { kind: 'stalled' };
       }
       const spec = parsed.data;
@@ -112,7 +113,7 @@ export function createConfigSyncReconciler(deps: ConfigSyncReconcilerDeps): (key
       }
       const outcome = await sync(startRun(deps, object, spec, log));
       label = outcome.result.kind === 'done' ? 'success' : outcome.result.kind;
-      const wrote = await writeStatus(deps, object, outcome.status);
+      const wrote = await writeStatus(deps.rest, pathOf(object), object, outcome.status);
       // A failure is news once: while the conditions say the same, repeats go to debug and record no Event
       // (a status write for another reason, such as a handled reconcile request, is not news of it).
       const news = wrote && conditionsDiffer(object.status?.conditions, outcome.status.conditions);
@@ -294,23 +295,7 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
     : (previous.history ?? []);
   const summary = `${counts.created} created, ${counts.configured} configured, ${counts.deleted} deleted`;
   const at = { generation: object.metadata.generation, now };
-  let conditions = baseConditions(run, previous.conditions ?? []);
-  conditions = removeCondition(conditions, 'Reconciling');
-  if (ok) {
-    conditions = setCondition(conditions, { type: 'Ready', status: 'True', reason: Reason.Succeeded, message: `Applied revision ${revision}` }, at);
-    conditions = setCondition(conditions, { type: 'Synced', status: 'True', reason: Reason.Succeeded, message: `${applied} target(s) synced` }, at);
-    conditions = removeCondition(conditions, 'Failed');
-  } else {
-    // Another owner's object is a conflict, not an apply failure: name the owner, so a person can decide.
-    const reason = failures.length === 0 ? Reason.Conflict : Reason.ApplyFailed;
-    const message = truncate([...failures, ...conflicts].join('; '));
-    conditions = setCondition(conditions, { type: 'Ready', status: 'False', reason, message }, at);
-    conditions = setCondition(conditions, { type: 'Synced', status: 'False', reason, message: truncate(`${applied} of ${spec.targets.length} target(s) synced: ${message}`) }, at);
-    conditions = setCondition(conditions, { type: 'Failed', status: 'True', reason, message }, at);
-  }
-  if (drift.length > 0 && ok) {
-    conditions = setCondition(conditions, { type: 'Synced', status: 'False', reason: Reason.DriftDetected, message: truncate(`drifted: ${drift.join('; ')}`) }, at);
-  }
+  const conditions = clampNotice(run, appliedConditions(previous.conditions ?? [], { failures, conflicts, drift }, { readyMessage: `Applied revision ${revision}`, applied, total: spec.targets.length, at }));
 
   const revisionChanged = previous.sourceRevision !== revision;
   const status: ConfigSyncStatus = {
@@ -417,56 +402,9 @@ async function finalize(deps: ConfigSyncReconcilerDeps, object: ConfigSync, log:
       }
     }
   }
-  await patchFinalizers(deps.rest, object, (object.metadata.finalizers ?? []).filter((f) => f !== FINALIZER));
+  await patchFinalizers(deps.rest, pathOf(object), object, (object.metadata.finalizers ?? []).filter((f) => f !== FINALIZER));
   log.info({ deletionPolicy }, 'finalized');
   return { kind: 'done' };
-}
-
-async function patchFinalizers(rest: KubeRest, object: ConfigSync, finalizers: string[]): Promise<void> {
-  await rest.request({
-    method: 'PATCH',
-    path: configSyncPath(object.metadata.namespace ?? 'default', object.metadata.name),
-    contentType: 'application/merge-patch+json',
-    // resourceVersion makes this an optimistic update: a concurrent change fails it and we retry fresh.
-    body: { metadata: { finalizers, resourceVersion: object.metadata.resourceVersion } },
-  });
-}
-
-/** Writes status only when it differs from what is stored: a no-op resync writes nothing. */
-async function writeStatus(deps: ConfigSyncReconcilerDeps, object: ConfigSync, status: ConfigSyncStatus): Promise<boolean> {
-  const clean = JSON.parse(JSON.stringify(status)) as ConfigSyncStatus;
-  if (canonical(clean) === canonical(object.status ?? {})) return false;
-  try {
-    await deps.rest.request({
-      method: 'PATCH',
-      path: `${configSyncPath(object.metadata.namespace ?? 'default', object.metadata.name)}/status`,
-      contentType: 'application/merge-patch+json',
-      body: { status: { ...nullOut(object.status ?? {}, clean), ...clean } },
-    });
-  } catch (error) {
-    if (error instanceof KubeApiError && error.status === 404) return false;
-    throw error;
-  }
-  return true;
-}
-
-/** Whether two condition lists say something different (times and generations aside). */
-function conditionsDiffer(before: readonly Condition[] | undefined, after: readonly Condition[] | undefined): boolean {
-  const said = (conditions: readonly Condition[] | undefined): string => canonical((conditions ?? []).map((c) => [c.type, c.status, c.reason, c.message]));
-  return said(before) !== said(after);
-}
-
-/** Merge patch deletes a field only when told to: null out what the new status no longer has. */
-function nullOut(before: object, after: object): Record<string, null> {
-  const out: Record<string, null> = {};
-  for (const key of Object.keys(before)) if (!(key in after)) out[key] = null;
-  return out;
-}
-
-function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1))) : v,
-  );
 }
 
 async function readGitAuth(rest: KubeRest, namespace: string, secretName: string | undefined): Promise<GitAuth | undefined> {

@@ -16,8 +16,9 @@ import {
   type Policy,
   type DriftMode,
 } from '@syncline/apply';
-import type { TargetInventory, TargetStatus } from '../api/v1alpha1.ts';
+import type { Condition, TargetInventory, TargetStatus } from '../api/v1alpha1.ts';
 import type { Metrics } from '../metrics.ts';
+import { Reason, removeCondition, setCondition } from './conditions.ts';
 
 export type TargetApplyInput = {
   readonly client: ApplyClient;
@@ -172,4 +173,30 @@ export function combineTargets(outcomes: readonly TargetOutcome[]): { counts: Co
 
 export function truncate(text: string, max = 1024): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+/**
+ * Ready/Synced/Failed after the targets were applied. A conflict (another owner's object) is named as
+ * such, not as an apply failure; drift under Report leaves Synced False with the drifted objects.
+ */
+export function appliedConditions(
+  conditions: readonly Condition[],
+  combined: Pick<ReturnType<typeof combineTargets>, 'failures' | 'conflicts' | 'drift'>,
+  options: { readyMessage: string; applied: number; total: number; at: { generation: number | undefined; now: string } },
+): Condition[] {
+  const { failures, conflicts, drift } = combined;
+  const { at } = options;
+  let next = removeCondition(removeCondition(removeCondition(conditions, 'Reconciling'), 'Stalled'), 'InvalidSource');
+  if (failures.length === 0 && conflicts.length === 0) {
+    next = setCondition(next, { type: 'Ready', status: 'True', reason: Reason.Succeeded, message: options.readyMessage }, at);
+    next = setCondition(next, { type: 'Synced', status: 'True', reason: Reason.Succeeded, message: `${options.applied} target(s) synced` }, at);
+    next = removeCondition(next, 'Failed');
+    if (drift.length > 0) next = setCondition(next, { type: 'Synced', status: 'False', reason: Reason.DriftDetected, message: truncate(`drifted: ${drift.join('; ')}`) }, at);
+    return next;
+  }
+  const reason = failures.length === 0 ? Reason.Conflict : Reason.ApplyFailed;
+  const message = truncate([...failures, ...conflicts].join('; '));
+  next = setCondition(next, { type: 'Ready', status: 'False', reason, message }, at);
+  next = setCondition(next, { type: 'Synced', status: 'False', reason, message: truncate(`${options.applied} of ${options.total} target(s) synced: ${message}`) }, at);
+  return setCondition(next, { type: 'Failed', status: 'True', reason, message }, at);
 }

@@ -1,0 +1,275 @@
+// The ManifestSync reconciler: a thin shell around three steps: read the source object → turn it into one
+// desired copy per target namespace (pure: mirror/copy.ts) → apply each namespace through the shared
+// applyTarget (SSA, inventory, guarded prune, policies, drift) → status. A source that cannot be read
+// never prunes: copies stay as they are until the source is back.
+import { objectId, type ApplyClient, type KubeObject } from '@syncline/apply';
+import type { Logger } from 'pino';
+import { ManifestSyncSpec, type Condition, type ManifestSync, type ManifestSyncStatus, type ManifestTargetStatus } from '../api/v1alpha1.ts';
+import type { ReconcileOutcome } from '../controller/queue.ts';
+import type { EventRecorder } from '../kube/events.ts';
+import { ServiceAccountError } from '../kube/errors.ts';
+import type { KubeRest } from '../kube/rest.ts';
+import type { Metrics } from '../metrics.ts';
+import { expandCopyTargets, isMirrorError, makeCopy, type MirrorKeys, type MirrorNamespace } from '../mirror/index.ts';
+import { Reason, removeCondition, setCondition } from './conditions.ts';
+import type { ApplyIdentity } from './configsync.ts';
+import { MAX_TIMER_MS, boundedInterval, type IntervalBounds } from './duration.ts';
+import { conditionsDiffer, objectPath, patchFinalizers, writeStatus } from './object-status.ts';
+import { appliedConditions, applyTarget, combineTargets, truncate, type TargetOutcome } from './target.ts';
+
+export const MANIFESTSYNC_FINALIZER = 'syncline.dev/finalizer';
+
+/** Queue keys of ManifestSyncs carry their kind: ConfigSync keys are plain `namespace/name`. */
+export const MANIFESTSYNC_KEY_PREFIX = 'ManifestSync/';
+
+/**
+ * The owner a ManifestSync's copies are marked with. Its name carries the kind, so the drift watch
+ * (which reads only the owned-by annotation) can tell whose queue an edited copy belongs to.
+ */
+export function manifestSyncOwner(namespace: string, name: string, target: string): { namespace: string; name: string; target: string } {
+  return { namespace, name: `ManifestSync:${name}`, target };
+}
+
+export type ManifestSyncReconcilerDeps = {
+  readonly rest: KubeRest;
+  readonly applyClient: (identity: ApplyIdentity) => Promise<ApplyClient>;
+  readonly clock: { now(): Date };
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly events: EventRecorder;
+  /** The informer cache, by `namespace/name`. */
+  readonly get: (key: string) => ManifestSync | undefined;
+  /** Namespaces as the namespace informer knows them; undefined while it cannot list them. */
+  readonly namespaces: () => readonly MirrorNamespace[] | undefined;
+  /** The operator's own namespace: a ManifestSync there may read sources in any namespace. */
+  readonly operatorNamespace?: string;
+  readonly defaultServiceAccount?: string;
+  readonly intervalBounds: IntervalBounds;
+  readonly mirrorKeys: MirrorKeys;
+  readonly beforeApply?: (ids: readonly string[]) => Promise<void>;
+  readonly random?: () => number;
+};
+
+type SyncEvent = { type: 'Normal' | 'Warning'; reason: string; message: string };
+type Outcome = { status: ManifestSyncStatus; result: ReconcileOutcome; events: SyncEvent[] };
+
+const pathOf = (object: ManifestSync): string => objectPath('manifestsyncs', object.metadata.namespace ?? 'default', object.metadata.name);
+
+export function createManifestSyncReconciler(deps: ManifestSyncReconcilerDeps): (key: string) => Promise<ReconcileOutcome> {
+  return async (key) => {
+    const object = deps.get(key);
+    if (object === undefined) return { kind: 'done' };
+    const log = deps.logger.child({ manifestsync: key });
+    const started = performance.now();
+    let label = 'success';
+    try {
+      if (object.metadata.deletionTimestamp !== undefined) return await finalize(deps, object, log);
+      if (!(object.metadata.finalizers ?? []).includes(MANIFESTSYNC_FINALIZER)) {
+        await patchFinalizers(deps.rest, pathOf(object), object, [...(object.metadata.finalizers ?? []), MANIFESTSYNC_FINALIZER]);
+        return { kind: 'done' };
+      }
+      const parsed = ManifestSyncSpec.safeParse(object.spec);
+      if (!parsed.success) {
+        label = 'stalled';
+        const message = `invalid spec: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`;
+        await writeStatus(deps.rest, pathOf(object), object, stalledStatus(object, Reason.InvalidSpec, message, deps.clock.now().toISOString()));
+        return { kind: 'stalled' };
+      }
+      if (parsed.data.suspend) {
+        label = 'suspended';
+        return { kind: 'done' };
+      }
+      const outcome = await sync(deps, object, parsed.data, log);
+      label = outcome.result.kind === 'done' ? 'success' : outcome.result.kind;
+      const wrote = await writeStatus(deps.rest, pathOf(object), object, outcome.status);
+      const news = wrote && conditionsDiffer(object.status?.conditions, outcome.status.conditions);
+      for (const event of outcome.events) {
+        if (event.type === 'Warning') log[news ? 'info' : 'debug']({ reason: event.reason, message: event.message }, 'copy did not succeed');
+        if (event.type === 'Warning' ? news : wrote) await deps.events.record(object, event);
+      }
+      return outcome.result;
+    } catch (error) {
+      label = 'error';
+      log.warn({ err: error instanceof Error ? error.message : String(error) }, 'reconcile failed');
+      return { kind: 'retry' };
+    } finally {
+      deps.metrics.reconcileDuration.observe({ result: label }, (performance.now() - started) / 1000);
+      deps.metrics.reconcileTotal.inc({ result: label });
+    }
+  };
+}
+
+function identityOf(deps: ManifestSyncReconcilerDeps, namespace: string, spec: ManifestSyncSpec | undefined): ApplyIdentity {
+  const serviceAccountName = spec?.serviceAccountName ?? deps.defaultServiceAccount;
+  return serviceAccountName === undefined ? undefined : { namespace, serviceAccountName };
+}
+
+async function sync(deps: ManifestSyncReconcilerDeps, object: ManifestSync, spec: ManifestSyncSpec, log: Logger): Promise<Outcome> {
+  const namespace = object.metadata.namespace ?? 'default';
+  const now = deps.clock.now().toISOString();
+  const interval = boundedInterval('syncPolicy.interval', spec.syncPolicy.interval, deps.intervalBounds);
+  const requeueAfterMs = Math.min(Math.round(interval.ms * (0.9 + (deps.random ?? Math.random)() * 0.2)), MAX_TIMER_MS);
+  const stall = (reason: Reason, message: string): Outcome => ({
+    status: stalledStatus(object, reason, message, now),
+    result: { kind: 'wait', requeueAfterMs },
+    events: [{ type: 'Warning', reason, message: truncate(message) }],
+  });
+
+  // Step 1: the source, read with the identity that will write the copies.
+  const sourceNamespace = spec.sourceRef.namespace ?? namespace;
+  if (sourceNamespace !== namespace && spec.serviceAccountName === undefined && namespace !== deps.operatorNamespace) {
+    return stall(
+      Reason.SourceNotAllowed,
+      `spec.sourceRef names namespace ${sourceNamespace}: a ManifestSync reads another namespace only with spec.serviceAccountName (whose RBAC decides) or from the operator's namespace`,
+    );
+  }
+  let client: ApplyClient;
+  try {
+    client = await deps.applyClient(identityOf(deps, namespace, spec));
+  } catch (error) {
+    if (error instanceof ServiceAccountError) return stall(Reason.ApplyFailed, error.message);
+    throw error;
+  }
+  const discovery = await client.discovery();
+  const info = discovery.resource(spec.sourceRef.apiVersion, spec.sourceRef.kind);
+  if (info === undefined) return stall(Reason.SourceNotFound, `the API server does not serve ${spec.sourceRef.apiVersion} ${spec.sourceRef.kind}`);
+  if (!info.namespaced) return stall(Reason.InvalidSpec, `${spec.sourceRef.kind} is cluster-scoped: a ManifestSync copies namespaced objects into namespaces`);
+  const sourceId = objectId({ apiVersion: spec.sourceRef.apiVersion, kind: spec.sourceRef.kind, metadata: { name: spec.sourceRef.name, namespace: sourceNamespace } });
+  let source: KubeObject | undefined;
+  try {
+    source = await client.get(sourceId);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    if (/forbidden/i.test(message)) return stall(Reason.SourceForbidden, `reading the source ${sourceNamespace}/${spec.sourceRef.name}: ${message}`);
+    throw error;
+  }
+  if (source === undefined) return stall(Reason.SourceNotFound, `the source ${spec.sourceRef.kind} ${sourceNamespace}/${spec.sourceRef.name} does not exist; copies are left as they are`);
+
+  // Step 2: one copy per target namespace (pure).
+  const namespaces = deps.namespaces();
+  const desired = new Map<string, KubeObject[]>();
+  const unresolved: string[] = [];
+  if (namespaces === undefined && spec.targets.some((t) => t.namespaceSelector !== undefined)) unresolved.push('namespaceSelector: the operator cannot list namespaces');
+  try {
+    const { targets } = expandCopyTargets({ source: { namespace: sourceNamespace, name: spec.sourceRef.name }, targets: spec.targets, namespaces: namespaces ?? [], keys: deps.mirrorKeys });
+    for (const target of targets) {
+      if (target.cluster !== undefined) {
+        unresolved.push(`cluster ${target.cluster.name}: remote clusters (RemoteCluster) are not supported yet`);
+        continue;
+      }
+      const copy = makeCopy({ source, target: { namespace: target.namespace, name: target.name, patch: target.patch }, patch: spec.patch, keys: deps.mirrorKeys });
+      desired.set(target.namespace, [...(desired.get(target.namespace) ?? []), copy]);
+    }
+  } catch (error) {
+    if (isMirrorError(error)) return stall(Reason.InvalidSpec, error.message);
+    throw error;
+  }
+
+  // Step 3: apply per target namespace; namespaces that left the list are pruned (their desired set is empty).
+  const previous = object.status ?? {};
+  const previousInventory = new Map((previous.inventory ?? []).map((i) => [i.target, i.entries]));
+  const previousTargets = new Map((previous.targets ?? []).map((t) => [t.name, t]));
+  const outcomes: TargetOutcome[] = [];
+  for (const ns of [...new Set([...desired.keys(), ...previousInventory.keys()])].sort()) {
+    const before = previousTargets.get(ns);
+    outcomes.push(
+      await applyTarget({
+        client,
+        target: { name: ns, namespace: ns },
+        desired: desired.get(ns) ?? [],
+        inventory: previousInventory.get(ns),
+        owner: manifestSyncOwner(namespace, object.metadata.name, ns),
+        policy: spec.resourceManagementPolicy,
+        drift: spec.drift,
+        prune: spec.prune,
+        allowEmpty: true,
+        ...(before === undefined ? {} : { previous: { ...before, lastSyncedTime: before.lastSuccessfulSyncTime } }),
+        now,
+        ...(deps.beforeApply === undefined ? {} : { beforeApply: deps.beforeApply }),
+        metrics: deps.metrics,
+        syncKey: `${namespace}/${object.metadata.name}`,
+      }),
+    );
+  }
+
+  // Step 4: status.
+  const combined = combineTargets(outcomes);
+  const failures = [...unresolved, ...combined.failures];
+  const live = outcomes.filter((o) => desired.has(o.status.name) || o.inventory.entries.length > 0);
+  const applied = live.filter((o) => o.status.phase === 'Synced').length;
+  const at = { generation: object.metadata.generation, now };
+  const conditions = appliedConditions(previous.conditions ?? [], { failures, conflicts: combined.conflicts, drift: combined.drift }, {
+    readyMessage: `Copied ${spec.sourceRef.kind} ${sourceNamespace}/${spec.sourceRef.name} into ${applied} namespace(s)`,
+    applied,
+    total: live.length + unresolved.length,
+    at,
+  });
+  const ok = failures.length === 0 && combined.conflicts.length === 0;
+  const changed = combined.changed || previous.sourceResourceVersion !== source.metadata.resourceVersion;
+  const status: ManifestSyncStatus = {
+    ...previous,
+    observedGeneration: object.metadata.generation,
+    sourceResourceVersion: source.metadata.resourceVersion,
+    lastSyncedTime: ok && (combined.changed || previous.lastSyncedTime === undefined) ? now : previous.lastSyncedTime,
+    conditions,
+    targets: live.map(toManifestTargetStatus),
+    inventory: outcomes.filter((o) => o.inventory.entries.length > 0).map((o) => o.inventory),
+  };
+  const summary = `${combined.counts.created} created, ${combined.counts.configured} configured, ${combined.counts.deleted} deleted`;
+  const events: SyncEvent[] = combined.orphaned.map((o) => ({ type: 'Warning', reason: Reason.NamespaceOrphaned, message: truncate(o) }));
+  if (combined.conflicts.length > 0) events.push({ type: 'Warning', reason: Reason.Conflict, message: truncate(`${combined.conflicts.length} copy(ies) not written: ${combined.conflicts.join('; ')}`) });
+  if (failures.length > 0) events.push({ type: 'Warning', reason: Reason.ApplyFailed, message: truncate(`${summary}; ${failures.join('; ')}`) });
+  if (ok && combined.changed) {
+    events.push({ type: 'Normal', reason: 'Synced', message: summary });
+    log.info(combined.counts, 'copied');
+  }
+  const onlyWaiting = failures.every((f) => /forbidden|not supported yet|cannot list namespaces/i.test(f));
+  return { status, result: ok || onlyWaiting ? { kind: 'done', requeueAfterMs } : { kind: 'retry' }, events: changed || !ok ? events : [] };
+}
+
+function toManifestTargetStatus(outcome: TargetOutcome): ManifestTargetStatus {
+  const { lastSyncedTime, ...rest } = outcome.status;
+  return { ...rest, ...(lastSyncedTime === undefined ? {} : { lastSuccessfulSyncTime: lastSyncedTime }) };
+}
+
+function stalledStatus(object: ManifestSync, reason: Reason, message: string, now: string): ManifestSyncStatus {
+  const previous = object.status ?? {};
+  const at = { generation: object.metadata.generation, now };
+  const short = truncate(message);
+  let conditions: Condition[] = removeCondition(previous.conditions ?? [], 'Reconciling');
+  conditions = setCondition(conditions, { type: 'Ready', status: 'False', reason, message: short }, at);
+  conditions = setCondition(conditions, { type: 'Stalled', status: 'True', reason, message: short }, at);
+  return { ...previous, observedGeneration: object.metadata.generation, conditions };
+}
+
+/** Deletion: delete the copies (deletionPolicy Delete) or leave them (Orphan), then let go. */
+async function finalize(deps: ManifestSyncReconcilerDeps, object: ManifestSync, log: Logger): Promise<ReconcileOutcome> {
+  if (!(object.metadata.finalizers ?? []).includes(MANIFESTSYNC_FINALIZER)) return { kind: 'done' };
+  const parsed = ManifestSyncSpec.safeParse(object.spec);
+  const deletionPolicy = parsed.success ? parsed.data.deletionPolicy : 'Orphan';
+  if (deletionPolicy === 'Delete') {
+    const namespace = object.metadata.namespace ?? 'default';
+    const client = await deps.applyClient(identityOf(deps, namespace, parsed.success ? parsed.data : undefined));
+    for (const { target, entries } of object.status?.inventory ?? []) {
+      if (entries.length === 0) continue;
+      const outcome = await applyTarget({
+        client,
+        target: { name: target },
+        desired: [],
+        inventory: entries,
+        owner: manifestSyncOwner(namespace, object.metadata.name, target),
+        prune: true,
+        allowEmpty: true,
+        now: deps.clock.now().toISOString(),
+        syncKey: `${namespace}/${object.metadata.name}`,
+      });
+      if (outcome.failures.length > 0) {
+        log.warn({ target, failed: outcome.failures.length }, 'could not delete every copy; retrying');
+        return { kind: 'retry' };
+      }
+    }
+  }
+  await patchFinalizers(deps.rest, pathOf(object), object, (object.metadata.finalizers ?? []).filter((f) => f !== MANIFESTSYNC_FINALIZER));
+  log.info({ deletionPolicy }, 'finalized');
+  return { kind: 'done' };
+}

@@ -1,0 +1,60 @@
+// What every reconciler does to its own object, whatever the kind: the finalizer, a status written only
+// when it changed, and Events that are news once.
+import type { Condition } from '../api/v1alpha1.ts';
+import { KubeApiError, type KubeRest } from '../kube/rest.ts';
+
+/** A Syncline object as the reconcilers read it: enough to patch it and its status. */
+export type OwnObject = {
+  readonly metadata: { readonly name: string; readonly namespace?: string; readonly resourceVersion?: string; readonly finalizers?: readonly string[] };
+  readonly status?: object;
+};
+
+/** The REST path of a namespaced syncline.dev object. */
+export const objectPath = (plural: string, namespace: string, name: string): string => `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/${plural}/${name}`;
+
+export async function patchFinalizers(rest: KubeRest, path: string, object: OwnObject, finalizers: readonly string[]): Promise<void> {
+  await rest.request({
+    method: 'PATCH',
+    path,
+    contentType: 'application/merge-patch+json',
+    // resourceVersion makes this an optimistic update: a concurrent change fails it and we retry fresh.
+    body: { metadata: { finalizers, resourceVersion: object.metadata.resourceVersion } },
+  });
+}
+
+/** Writes status only when it differs from what is stored: a no-op resync writes nothing. */
+export async function writeStatus(rest: KubeRest, path: string, object: OwnObject, status: object): Promise<boolean> {
+  const clean = JSON.parse(JSON.stringify(status)) as object;
+  if (canonical(clean) === canonical(object.status ?? {})) return false;
+  try {
+    await rest.request({
+      method: 'PATCH',
+      path: `${path}/status`,
+      contentType: 'application/merge-patch+json',
+      body: { status: { ...nullOut(object.status ?? {}, clean), ...clean } },
+    });
+  } catch (error) {
+    if (error instanceof KubeApiError && error.status === 404) return false;
+    throw error;
+  }
+  return true;
+}
+
+/** Whether two condition lists say something different (times and generations aside). */
+export function conditionsDiffer(before: readonly Condition[] | undefined, after: readonly Condition[] | undefined): boolean {
+  const said = (conditions: readonly Condition[] | undefined): string => canonical((conditions ?? []).map((c) => [c.type, c.status, c.reason, c.message]));
+  return said(before) !== said(after);
+}
+
+/** Merge patch deletes a field only when told to: null out what the new status no longer has. */
+function nullOut(before: object, after: object): Record<string, null> {
+  const out: Record<string, null> = {};
+  for (const key of Object.keys(before)) if (!(key in after)) out[key] = null;
+  return out;
+}
+
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1))) : v,
+  );
+}
