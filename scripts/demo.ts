@@ -168,11 +168,38 @@ try {
   });
   await table.print();
 
+  // 5. Copy an object that lives in the cluster: a ManifestSync puts a Secret into every web namespace.
+  await step('a ManifestSync copies the registry Secret into every namespace labelled team=web', async () => {
+    for (const ns of ['web-dev', 'web-staging', 'web-prod']) {
+      await rest.request({ method: 'PATCH', path: `/api/v1/namespaces/${ns}`, contentType: 'application/merge-patch+json', body: { metadata: { labels: { team: 'web' } } } });
+    }
+    await rest.request({ method: 'POST', path: `/api/v1/namespaces/${home}/secrets`, body: { metadata: { name: 'registry-credentials' }, stringData: { token: 'first' } } });
+    await rest.request({
+      method: 'PATCH',
+      path: `/apis/syncline.dev/v1alpha1/namespaces/${home}/manifestsyncs/registry-credentials`,
+      query: { fieldManager: 'syncline-demo', force: true },
+      contentType: 'application/apply-patch+yaml',
+      body: {
+        apiVersion: 'syncline.dev/v1alpha1',
+        kind: 'ManifestSync',
+        metadata: { name: 'registry-credentials', namespace: home },
+        spec: { sourceRef: { apiVersion: 'v1', kind: 'Secret', name: 'registry-credentials' }, targets: [{ namespaceSelector: { matchLabels: { team: 'web' } } }] },
+      },
+    });
+    for (const ns of ['web-dev', 'web-staging', 'web-prod']) await until(`the copy in ${ns}`, () => secretToken(rest, ns, 'first'));
+  });
+  await step('the source Secret changes → every copy follows at once (the source is watched)', async () => {
+    await rest.request({ method: 'PATCH', path: `/api/v1/namespaces/${home}/secrets/registry-credentials`, contentType: 'application/merge-patch+json', body: { stringData: { token: 'rotated' } } });
+    for (const ns of ['web-dev', 'web-staging', 'web-prod']) await until(`the rotated copy in ${ns}`, () => secretToken(rest, ns, 'rotated'));
+    const ms = await rest.request<{ status?: { targets?: { name: string; phase: string }[] } }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${home}/manifestsyncs/registry-credentials` });
+    console.log(dim(`    ManifestSync registry-credentials: ${(ms.status?.targets ?? []).map((t) => `${t.name} ${t.phase}`).join(', ')}`));
+  });
+
   console.log(bold(`\nWalkthrough complete in ${elapsed()}.`));
   if (!once) {
     console.log(`
   export KUBECONFIG=${controlPlane.kubeconfigPath}
-  kubectl get csync -n ${home}                  # the ConfigSyncs
+  kubectl get csync,msync -n ${home}            # the ConfigSyncs and the ManifestSync
   kubectl get deploy,svc,cm -n web-prod          # what they applied
   node packages/operator/src/main.ts status -n ${home}
   Git repo: ${repo.url}  (clone it, push a change, then: node packages/operator/src/main.ts reconcile web -n ${home})
@@ -200,6 +227,12 @@ async function patch(rest: KubeRest, name: string, body: object): Promise<void> 
 /** What `syncline reconcile NAME` does: the annotation asks for an immediate sync. */
 async function requestReconcile(rest: KubeRest, name: string): Promise<void> {
   await patch(rest, name, { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': new Date().toISOString() } } });
+}
+
+/** True once the Secret's `token` key holds `want` (never printed: it stands in for a credential). */
+async function secretToken(rest: KubeRest, namespace: string, want: string): Promise<true | undefined> {
+  const secret = await rest.request<{ data?: Record<string, string> }>({ method: 'GET', path: `/api/v1/namespaces/${namespace}/secrets/registry-credentials` });
+  return Buffer.from(secret.data?.['token'] ?? '', 'base64').toString() === want ? true : undefined;
 }
 
 async function gone(rest: KubeRest, path: string): Promise<true | undefined> {
