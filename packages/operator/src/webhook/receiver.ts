@@ -77,7 +77,12 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   const deliveries = new DeliveryLog();
   const log = options.logger.child({ component: 'webhooks' });
   const warnedUnconfigured = new Map<Provider, number>();
-  const coalescer = createCoalescer({ wake: options.wake, ...(options.coalesceMs === undefined ? {} : { quietMs: options.coalesceMs }) });
+  const coalescer = createCoalescer({
+    wake: options.wake,
+    // One line per wake (not per push): what a burst cost, and the receiver-side timing tests measure.
+    onWake: (wake) => log.info(wake, 'webhook wake'),
+    ...(options.coalesceMs === undefined ? {} : { quietMs: options.coalesceMs }),
+  });
 
   const answer = (res: ServerResponse, provider: string, result: WebhookResult, status: number, body: Record<string, unknown>, close = false): void => {
     options.metrics.webhookDeliveries.inc({ provider, result });

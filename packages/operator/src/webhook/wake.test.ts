@@ -1,6 +1,7 @@
+import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DeliveryLog } from './replay.ts';
-import { createCoalescer } from './wake.ts';
+import { coalescingWindows, createCoalescer, type CoalescedWake } from './wake.ts';
 
 describe('createCoalescer', () => {
   beforeEach(() => void vi.useFakeTimers());
@@ -30,12 +31,96 @@ describe('createCoalescer', () => {
     expect(woken.length).toBeLessThanOrEqual(2);
   });
 
+  it('a push after a quiet gap starts a new window; a window never outlasts the ceiling', () => {
+    // given a coalescer on a fake clock
+    const wakes: CoalescedWake[] = [];
+    const coalescer = createCoalescer({ wake: () => undefined, onWake: (wake) => wakes.push(wake), quietMs: 150, maxWaitMs: 2_000 });
+
+    // when two pushes come 149 ms apart, then 150 ms of quiet passes, then one more push comes
+    coalescer.add('r', ['ns/a']);
+    vi.advanceTimersByTime(149);
+    coalescer.add('r', ['ns/a']);
+    vi.advanceTimersByTime(150);
+    coalescer.add('r', ['ns/a']);
+    vi.advanceTimersByTime(150);
+
+    // then the first two were one wake, held 149 + 150 ms, and the third another
+    expect(wakes).toEqual([
+      { repo: 'r', syncs: 1, pushes: 2, heldMs: 299 },
+      { repo: 'r', syncs: 1, pushes: 1, heldMs: 150 },
+    ]);
+
+    // when pushes come every 149 ms for 5 s, then a wake fires exactly every 2 s
+    wakes.length = 0;
+    const fired: number[] = [];
+    const started = Date.now();
+    const timed = createCoalescer({ wake: () => fired.push(Date.now() - started), quietMs: 150, maxWaitMs: 2_000 });
+    for (let t = 0; t < 5_000; t += 149) {
+      timed.add('r', ['ns/a']);
+      vi.advanceTimersByTime(149);
+    }
+    vi.advanceTimersByTime(150);
+    expect(fired.slice(0, 2)).toEqual([2_000, 4_086]);
+    expect(fired).toHaveLength(3);
+  });
+
+  it('repositories coalesce independently', () => {
+    const woken: string[] = [];
+    const coalescer = createCoalescer({ wake: (key) => woken.push(key) });
+    for (let i = 0; i < 10; i++) {
+      coalescer.add('one', ['ns/a']);
+      coalescer.add('two', ['ns/b', 'ns/c']);
+      vi.advanceTimersByTime(50);
+    }
+    vi.advanceTimersByTime(150);
+    expect(woken.sort()).toEqual(['ns/a', 'ns/b', 'ns/c']);
+  });
+
+  it('wakes exactly once per window coalescingWindows counts, for any arrival pattern', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 2_500 }), { minLength: 1, maxLength: 60 }), fc.integer({ min: 1, max: 300 }), fc.integer({ min: 1, max: 3_000 }), (gaps, quietMs, maxWaitMs) => {
+        // given pushes to one repository arriving `gaps` ms apart (the first at once)
+        const wakes: CoalescedWake[] = [];
+        const coalescer = createCoalescer({ wake: () => undefined, onWake: (wake) => wakes.push(wake), quietMs, maxWaitMs });
+        const times: number[] = [];
+        let now = 0;
+        for (const [index, gap] of gaps.entries()) {
+          if (index > 0) {
+            vi.advanceTimersByTime(gap);
+            now += gap;
+          }
+          times.push(now);
+          coalescer.add('r', ['ns/a']);
+        }
+        vi.advanceTimersByTime(maxWaitMs + quietMs);
+        // then it woke once per window, every push was passed on, and none was held past the ceiling
+        expect(wakes).toHaveLength(coalescingWindows(times, { quietMs, maxWaitMs }));
+        expect(wakes.reduce((sum, wake) => sum + wake.pushes, 0)).toBe(gaps.length);
+        for (const wake of wakes) expect(wake.heldMs).toBeLessThanOrEqual(maxWaitMs);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('flush wakes what is held at once', () => {
     const woken: string[] = [];
     const coalescer = createCoalescer({ wake: (key) => woken.push(key) });
     coalescer.add('r', ['ns/a']);
     coalescer.flush();
     expect(woken).toEqual(['ns/a']);
+  });
+});
+
+describe('coalescingWindows', () => {
+  it('counts a window per quiet gap and per ceiling', () => {
+    expect(coalescingWindows([])).toBe(0);
+    // 50 pushes in a second: one window
+    expect(coalescingWindows(Array.from({ length: 50 }, (_, i) => i * 20))).toBe(1);
+    // the same 50 spread over 5 s (100 ms apart): the 2 s ceiling cuts it in three
+    expect(coalescingWindows(Array.from({ length: 50 }, (_, i) => i * 100))).toBe(3);
+    // 200 ms apart: every push is its own window
+    expect(coalescingWindows(Array.from({ length: 50 }, (_, i) => i * 200))).toBe(50);
+    expect(coalescingWindows([0, 149, 298, 448], { quietMs: 150 })).toBe(2);
   });
 });
 

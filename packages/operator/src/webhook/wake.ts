@@ -33,38 +33,76 @@ export function createWaker(options: {
   };
 }
 
+export type CoalescingOptions = {
+  /** A repository's held pushes are passed on once it has had no push for this long (default 150 ms). */
+  readonly quietMs?: number;
+  /** ... and at the latest this long after its first held push, so a never-ending stream still syncs (default 2 s). */
+  readonly maxWaitMs?: number;
+};
+
+/** What one wake passed on: the syncs, how many pushes it held, and how long it held the first. */
+export type CoalescedWake = { readonly repo: string; readonly syncs: number; readonly pushes: number; readonly heldMs: number };
+
 /**
  * Coalesces the wakes of one repository: a push is passed on once the repository has been quiet for
- * `quietMs` (or `maxWaitMs` after the first held push, so a never-ending stream still syncs). Why not wake
- * at once: every status write of a sync re-runs it (its watch event), and each re-run resolves the branch
- * again, so during a burst a sync woken on the first push would chase the branch tip and fetch every few
- * commits. Woken once after the burst, it fetches once: 50 pushes in a second cost one or two fetches.
+ * `quietMs` (or `maxWaitMs` after the first held push). Why not wake at once: every write a sync makes
+ * re-runs it (its watch events), and each run resolves the branch again, so during a burst a sync woken on
+ * the first push would chase the branch tip and fetch every few commits. Woken once after the burst, it
+ * fetches once: 50 pushes in a second cost one fetch, or two when the burst outlasts `maxWaitMs`. How many
+ * wakes a given arrival pattern costs at most is `coalescingWindows`.
  */
-export function createCoalescer(options: { wake: (key: string) => void; quietMs?: number; maxWaitMs?: number }): { add(repo: string, keys: readonly string[]): void; flush(): void } {
+export function createCoalescer(options: CoalescingOptions & { wake: (key: string) => void; onWake?: (wake: CoalescedWake) => void; now?: () => number }): {
+  add(repo: string, keys: readonly string[]): void;
+  flush(): void;
+} {
   const quietMs = options.quietMs ?? 150;
   const maxWaitMs = options.maxWaitMs ?? 2_000;
-  const held = new Map<string, { keys: Set<string>; firstAt: number; timer: NodeJS.Timeout }>();
+  const now = options.now ?? Date.now;
+  const held = new Map<string, { keys: Set<string>; firstAt: number; pushes: number; timer: NodeJS.Timeout }>();
   const fire = (repo: string): void => {
     const entry = held.get(repo);
     if (entry === undefined) return;
     clearTimeout(entry.timer);
     held.delete(repo);
+    options.onWake?.({ repo, syncs: entry.keys.size, pushes: entry.pushes, heldMs: now() - entry.firstAt });
     for (const key of entry.keys) options.wake(key);
   };
   return {
     add(repo, keys) {
       if (keys.length === 0) return;
-      const now = Date.now();
+      const at = now();
       const entry = held.get(repo);
       if (entry !== undefined) clearTimeout(entry.timer);
-      const firstAt = entry?.firstAt ?? now;
+      const firstAt = entry?.firstAt ?? at;
       const set = entry?.keys ?? new Set<string>();
       for (const key of keys) set.add(key);
-      const timer = setTimeout(() => fire(repo), Math.max(0, Math.min(quietMs, firstAt + maxWaitMs - now)));
-      held.set(repo, { keys: set, firstAt, timer });
+      const timer = setTimeout(() => fire(repo), Math.max(0, Math.min(quietMs, firstAt + maxWaitMs - at)));
+      held.set(repo, { keys: set, firstAt, pushes: (entry?.pushes ?? 0) + 1, timer });
     },
     flush() {
       for (const repo of [...held.keys()]) fire(repo);
     },
   };
+}
+
+/**
+ * The most wakes pushes to one repository arriving at `times` (ms, ascending) can cost: a window holds every
+ * push that comes less than `quietMs` after the previous one, for at most `maxWaitMs` after its first push.
+ * The coalescer wakes once per window; late timers only merge windows, never split them. This is the
+ * design's promise in a form a test can check against arrivals it measured, however slow the machine was.
+ */
+export function coalescingWindows(times: readonly number[], options: CoalescingOptions = {}): number {
+  const quietMs = options.quietMs ?? 150;
+  const maxWaitMs = options.maxWaitMs ?? 2_000;
+  let windows = 0;
+  let firstAt = Number.NEGATIVE_INFINITY;
+  let lastAt = Number.NEGATIVE_INFINITY;
+  for (const at of times) {
+    if (at - lastAt >= quietMs || at - firstAt >= maxWaitMs) {
+      windows++;
+      firstAt = at;
+    }
+    lastAt = at;
+  }
+  return windows;
 }
