@@ -68,7 +68,7 @@ function statusError(status: number, text: string, what: string): ApiError {
   }
 }
 
-async function createTransport(kc: KubeConfig): Promise<Transport> {
+async function createTransport(kc: KubeConfig, options: ClientOptions): Promise<Transport> {
   const cluster = kc.getCurrentCluster();
   if (cluster === null) throw new Error('the kubeconfig has no current cluster');
   const server = cluster.server;
@@ -94,6 +94,8 @@ async function createTransport(kc: KubeConfig): Promise<Transport> {
     for (const [k, v] of Object.entries(req.query ?? {})) url.searchParams.set(k, v);
     const payload = req.body === undefined ? undefined : JSON.stringify(req.body);
     const auth = await currentHeaders();
+    // A cluster that accepts and never answers must not hold a request (or a cached discovery) forever.
+    const signal = options.requestTimeoutMs === undefined ? req.signal : req.signal === undefined ? AbortSignal.timeout(options.requestTimeoutMs) : AbortSignal.any([req.signal, AbortSignal.timeout(options.requestTimeoutMs)]);
     return new Promise<T>((resolve, reject) => {
       const r = (isHttps ? httpsRequest : httpRequest)(
         url,
@@ -101,7 +103,7 @@ async function createTransport(kc: KubeConfig): Promise<Transport> {
           method: req.method,
           agent: isHttps ? agent : undefined,
           auth: base.auth,
-          signal: req.signal,
+          signal,
           headers: {
             ...auth,
             Accept: req.accept ?? 'application/json',
@@ -130,7 +132,11 @@ async function createTransport(kc: KubeConfig): Promise<Transport> {
           });
         },
       );
-      r.on('error', (error) => reject(error.name === 'AbortError' ? error : new ApiError({ status: 0, reason: 'TransportError', message: `${req.method} ${url.pathname}: ${error.message}` })));
+      r.on('error', (error) => {
+        if (error.name === 'AbortError' && req.signal?.aborted === true) reject(error);
+        else if (error.name === 'AbortError' || error.name === 'TimeoutError') reject(new ApiError({ status: 0, reason: 'Timeout', message: `${req.method} ${url.pathname}: no answer within ${(options.requestTimeoutMs ?? 0) / 1000}s` }));
+        else reject(new ApiError({ status: 0, reason: 'TransportError', message: `${req.method} ${url.pathname}: ${error.message}` }));
+      });
       r.end(payload);
     });
   };
@@ -222,9 +228,14 @@ const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
     }, { once: true });
   });
 
+export type ClientOptions = {
+  /** Every request (discovery, LIST, apply, delete) fails after this long without an answer. */
+  readonly requestTimeoutMs?: number;
+};
+
 /** An ApplyClient for the cluster and identity of `kubeConfig`'s current context. */
-export async function createApplyClient(kubeConfig: KubeConfig): Promise<ApplyClient> {
-  const send = await createTransport(kubeConfig);
+export async function createApplyClient(kubeConfig: KubeConfig, options: ClientOptions = {}): Promise<ApplyClient> {
+  const send = await createTransport(kubeConfig, options);
   let cached: Promise<Discovery> | undefined;
   const discovery = (options: { refresh?: boolean } = {}): Promise<Discovery> => {
     if (cached === undefined || options.refresh === true) {

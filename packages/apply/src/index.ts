@@ -26,7 +26,7 @@ export { differingPaths } from './compare.ts';
 export { planApply, planObject, planStale, withOwnership, tierOf, Policy, DriftMode } from './plan.ts';
 export type { Plan, PlanInput, PlanStep, PlanContext, LiveState, Tier } from './plan.ts';
 export { createApplyClient, ApiError } from './client.ts';
-export type { ApplyClient, Discovery, ResourceInfo } from './client.ts';
+export type { ApplyClient, ClientOptions, Discovery, ResourceInfo } from './client.ts';
 export { executePlan, readLive, ChangeAction, DEFAULT_CONCURRENCY } from './execute.ts';
 export type { ChangeSet, ChangeSetEntry, ExecuteOptions } from './execute.ts';
 export { recordHistory, digestRendered, rollbackTarget } from './history.ts';

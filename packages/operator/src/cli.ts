@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import { ConfigSyncSpec, type ConfigSync } from './api/v1alpha1.ts';
+import { ConfigSyncSpec, type ConfigSync, type RemoteCluster, type TargetStatus } from './api/v1alpha1.ts';
 import { RECONCILE_REQUESTED_ANNOTATION } from './reconcile/configsync.ts';
 import { createKubeRest, type KubeRest } from './kube/rest.ts';
 
@@ -27,6 +27,7 @@ export async function runCli(command: string, args: readonly string[], context: 
     switch (command) {
       case 'render':
         return await renderCommand(args, out);
+      case 'clusters':
       case 'status':
       case 'reconcile':
       case 'rollback':
@@ -100,7 +101,7 @@ async function readLocalFiles(root: string, start: string): Promise<SourceFile[]
   return files;
 }
 
-async function clusterCommand(command: 'status' | 'reconcile' | 'rollback' | 'diff', args: readonly string[], context: CliContext, out: (text: string) => void): Promise<number> {
+async function clusterCommand(command: 'clusters' | 'status' | 'reconcile' | 'rollback' | 'diff', args: readonly string[], context: CliContext, out: (text: string) => void): Promise<number> {
   const { values: flags, positionals } = parseArgs({
     args: [...args],
     allowPositionals: true,
@@ -118,9 +119,15 @@ async function clusterCommand(command: 'status' | 'reconcile' | 'rollback' | 'di
   const name = positionals[0];
   const path = (n: string): string => `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs/${n}`;
 
+  if (command === 'clusters') {
+    const list = await rest.request<{ items: RemoteCluster[] }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/remoteclusters` });
+    out(list.items.length === 0 ? `No RemoteClusters found in ${namespace} namespace.\n` : formatClusters(list.items));
+    return 0;
+  }
   if (command === 'status') {
     const items = name !== undefined ? [await rest.request<ConfigSync>({ method: 'GET', path: path(name) })] : (await rest.request<{ items: ConfigSync[] }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs` })).items;
     out(formatStatus(items));
+    if (name !== undefined) out(formatTargets(items[0]?.status?.targets ?? []));
     return 0;
   }
   if (name === undefined) throw new Error(`usage: syncline ${command} NAME [-n NAMESPACE]`);
@@ -168,6 +175,28 @@ export function formatStatus(items: readonly ConfigSync[]): string {
       (ready?.message ?? '').slice(0, 80),
     ]);
   }
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
+  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
+}
+
+/** Per target: where it applies (cluster, namespace), its phase and why. */
+export function formatTargets(targets: readonly TargetStatus[]): string {
+  if (targets.length === 0) return '';
+  return `\n${table([['TARGET', 'CLUSTER', 'NAMESPACE', 'PHASE', 'OBJECTS', 'MESSAGE'], ...targets.map((t) => [t.name, t.cluster ?? '(local)', t.namespace ?? '', t.phase, String(t.objects), (t.message ?? '').slice(0, 80)])])}`;
+}
+
+/** RemoteClusters with reachability and version, as `syncline clusters` prints them. */
+export function formatClusters(items: readonly RemoteCluster[]): string {
+  return table([
+    ['NAMESPACE', 'NAME', 'READY', 'REASON', 'VERSION', 'SERVER', 'LAST PROBE'],
+    ...items.map((rc) => {
+      const ready = rc.status?.conditions?.find((c) => c.type === 'Ready');
+      return [rc.metadata.namespace ?? '', rc.metadata.name, ready?.status ?? 'Unknown', ready?.reason ?? '', rc.status?.serverVersion ?? '', rc.status?.server ?? '', rc.status?.lastProbeTime ?? ''];
+    }),
+  ]);
+}
+
+function table(rows: readonly (readonly string[])[]): string {
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
   return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
 }

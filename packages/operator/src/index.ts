@@ -11,6 +11,9 @@ export {
   ManifestSync,
   ManifestSyncSpec,
   ManifestSyncStatus,
+  RemoteCluster,
+  RemoteClusterSpec,
+  RemoteClusterStatus,
 } from './api/v1alpha1.ts';
 export type { Condition, HistoryEntry, TargetStatus, SyncPolicy, DriftPolicy, DeletionPolicy } from './api/v1alpha1.ts';
 export { customResourceDefinitions } from './api/crd.ts';

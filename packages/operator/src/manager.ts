@@ -2,7 +2,10 @@
 // objects they manage; the work queue; leader election (only the leader reconciles, so only the leader
 // writes); and the readiness the health server reports.
 import { OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, parseObjectId, type ApplyClient } from '@syncline/apply';
-import type { ConfigSync, ManifestSync } from './api/v1alpha1.ts';
+import type { ConfigSync, ManifestSync, RemoteCluster } from './api/v1alpha1.ts';
+import { createRemoteClusters, type RemoteClients } from './remote/clusters.ts';
+import { createTargetBackoff } from './remote/backoff.ts';
+import { REMOTECLUSTER_KEY_PREFIX, createRemoteClusterReconciler } from './reconcile/remotecluster.ts';
 import { Informer, objectKey, type KubeObject } from './controller/informer.ts';
 import { WorkQueue } from './controller/queue.ts';
 import { runLeaderElection } from './leader.ts';
@@ -13,7 +16,9 @@ import { MANIFESTSYNC_KEY_PREFIX, createManifestSyncReconciler } from './reconci
 /** How long an apply waits for a new managed-kind watch to list before it writes anyway. */
 const MANAGED_WATCH_SYNC_MS = 10_000;
 
-export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply'> & {
+export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply' | 'remote' | 'targetBackoff'> & {
+  /** Admit RemoteClusters with http:// servers or insecure-skip-tls-verify (tests only). */
+  readonly allowInsecureRemote?: boolean;
   /** The operator's own namespace: ManifestSyncs there may read sources in any namespace. */
   readonly operatorNamespace?: string;
   readonly mirrorKeys: MirrorKeys;
@@ -47,14 +52,15 @@ export function startManager(options: ManagerOptions): Manager {
   // Referenced Secrets/ConfigMaps: `namespace/kind/name` → ConfigSync keys.
   const references = new Map<string, Set<string>>();
   const indexReferences = (object: ConfigSync, remove: boolean): void => {
-    const key = objectKey(object);
-    for (const set of references.values()) set.delete(key);
-    if (remove) return;
     const namespace = object.metadata.namespace ?? 'default';
-    const refs = [
+    index(objectKey(object), remove ? [] : [
       ...(object.spec.source.git.secretRef !== undefined ? [`${namespace}/Secret/${object.spec.source.git.secretRef.name}`] : []),
       ...(object.spec.valuesFrom ?? []).map((v) => `${namespace}/${v.kind}/${v.name}`),
-    ];
+    ]);
+  };
+  /** `key` is woken when any of `refs` (`namespace/Kind/name`) changes. */
+  const index = (key: string, refs: readonly string[]): void => {
+    for (const set of references.values()) set.delete(key);
     for (const ref of refs) {
       const set = references.get(ref) ?? new Set<string>();
       set.add(key);
@@ -92,21 +98,24 @@ export function startManager(options: ManagerOptions): Manager {
   // Managed objects: one label-selected informer per kind we apply, started before the first object of that
   // kind is written, so an edit made right after the first apply is already seen as drift.
   const managed = new Map<string, Informer>();
-  const watchManaged = async (client: ApplyClient, ids: readonly string[]): Promise<void> => {
-    const discovery = await client.discovery();
+  const watchManaged = async (client: ApplyClient, ids: readonly string[], remote?: RemoteClients): Promise<void> => {
+    const discovery = await (remote?.apply ?? client).discovery();
+    if (remote !== undefined) stopStaleClusterWatches(remote);
     const started: Informer[] = [];
     for (const id of ids) {
       const { group, kind } = parseObjectId(id);
-      const scope = `${group}/${kind}`;
+      // Remote clusters' watches are keyed by cluster and credentials version: a rotated token starts anew.
+      const scope = `${remote === undefined ? '' : `${remote.key}|`}${group}/${kind}`;
       // Only a new watch is waited for: one that cannot list (403 for a cluster-scoped kind in namespace
       // mode) must not delay every later apply.
       if (managed.has(scope)) continue;
       const info = discovery.preferred(group, kind);
       if (info === undefined) continue; // a kind served only once its CRD is applied: watched after this sync
       const informer = new Informer({
-        rest,
-        // Namespaced kinds are watched in the watched namespace only (namespace-scoped RBAC allows no more).
-        path: info.namespaced ? collection(group, info.version, info.plural) : `${group === '' ? '/api' : `/apis/${group}`}/${info.version}/${info.plural}`,
+        rest: remote?.rest ?? rest,
+        // Namespaced kinds are watched in the watched namespace only (namespace-scoped RBAC allows no more);
+        // in a remote cluster, everywhere (its credentials are the identity).
+        path: info.namespaced && remote === undefined ? collection(group, info.version, info.plural) : `${group === '' ? '/api' : `/apis/${group}`}/${info.version}/${info.plural}`,
         labelSelector: OWNER_LABEL,
         project: (object) => ({ apiVersion: object.apiVersion, kind: object.kind, metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion, annotations: pickOwner(object) } }),
         onEvent: (type, object) => {
@@ -126,6 +135,59 @@ export function startManager(options: ManagerOptions): Manager {
     // Bounded: a kind we may not watch (403) must not hold the apply back; its drift waits for the next resync.
     await Promise.all(started.map((informer) => informer.waitSynced(MANAGED_WATCH_SYNC_MS)));
   };
+  const clusterWatchKeys = new Map<string, string>(); // cluster → the credentials version its watches use
+  const stopStaleClusterWatches = (remote: RemoteClients): void => {
+    const before = clusterWatchKeys.get(remote.cluster);
+    clusterWatchKeys.set(remote.cluster, remote.key);
+    if (before === undefined || before === remote.key) return;
+    for (const [scope, informer] of managed) {
+      if (scope.startsWith(`${before}|`)) {
+        managed.delete(scope);
+        void informer.stop();
+      }
+    }
+  };
+
+  // RemoteClusters: probed on an interval and whenever a Secret they read changes; their clients are cached
+  // per credentials version (remote/clusters.ts).
+  const remoteKey = (object: { metadata: { name: string; namespace?: string } }): string => `${REMOTECLUSTER_KEY_PREFIX}${objectKey(object)}`;
+  const remoteClusters = new Informer({
+    rest,
+    path: collection('syncline.dev', 'v1alpha1', 'remoteclusters'),
+    onEvent: (type, object, previous) => {
+      const rc = object as unknown as RemoteCluster;
+      const key = remoteKey(rc);
+      const namespace = rc.metadata.namespace ?? 'default';
+      index(key, type === 'DELETED' ? [] : remote.secretsOf(rc.spec).map((name) => `${namespace}/Secret/${name}`));
+      if (type === 'DELETED') queue.forget(key);
+      else if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous as unknown as ConfigSync, object as unknown as ConfigSync)) queue.add(key);
+      // Reachable again (or no longer): the syncs with targets there run now rather than at their next retry.
+      const ready = (o: KubeObject | undefined): string | undefined => (o as RemoteCluster | undefined)?.status?.conditions?.find((c) => c.type === 'Ready')?.status;
+      if (type !== 'ADDED' && ready(previous) !== ready(object)) {
+        for (const cs of configSyncs.list() as unknown as ConfigSync[]) {
+          if (cs.metadata.namespace === namespace && cs.spec.targets.some((t) => t.cluster?.name === rc.metadata.name)) queue.add(objectKey(cs));
+        }
+      }
+    },
+    onError: (error) => logger.warn({ err: errorMessage(error) }, 'RemoteCluster watch failed; restarting'),
+  });
+  const remote = createRemoteClusters({
+    rest,
+    getRemoteCluster: (key) => remoteClusters.get(key) as RemoteCluster | undefined,
+    secretVersion: (namespace, name) => secrets.get(`${namespace}/${name}`)?.metadata.resourceVersion,
+    allowInsecureHttp: options.allowInsecureRemote === true,
+    allowInsecureTLS: options.allowInsecureRemote === true,
+  });
+  const reconcileRemote = createRemoteClusterReconciler({
+    rest,
+    remote,
+    clock: options.clock,
+    logger,
+    events: options.events,
+    get: (key) => remoteClusters.get(key) as RemoteCluster | undefined,
+    intervalBounds: options.intervalBounds ?? DEFAULT_INTERVAL_BOUNDS,
+  });
+  const targetBackoff = createTargetBackoff();
 
   // ManifestSyncs, their source objects (one single-object watch per source in Immediate mode) and the
   // namespaces their selectors match.
@@ -225,10 +287,12 @@ export function startManager(options: ManagerOptions): Manager {
 
   const reconcile = createConfigSyncReconciler({
     ...options,
+    remote,
+    targetBackoff,
     get: (key) => configSyncs.get(key) as ConfigSync | undefined,
-    beforeApply: async (ids) => {
+    beforeApply: async (ids, cluster) => {
       try {
-        await watchManaged(await options.applyClient(undefined), ids);
+        await watchManaged(await options.applyClient(undefined), ids, cluster);
       } catch (error) {
         logger.debug({ err: errorMessage(error) }, 'could not watch managed objects');
       }
@@ -239,9 +303,10 @@ export function startManager(options: ManagerOptions): Manager {
     intervalBounds: options.intervalBounds ?? DEFAULT_INTERVAL_BOUNDS,
     get: (key) => manifestSyncs.get(key) as ManifestSync | undefined,
     namespaces: namespaceList,
-    beforeApply: async (ids) => {
+    remote,
+    beforeApply: async (ids, cluster) => {
       try {
-        await watchManaged(await options.applyClient(undefined), ids);
+        await watchManaged(await options.applyClient(undefined), ids, cluster);
       } catch (error) {
         logger.debug({ err: errorMessage(error) }, 'could not watch managed objects');
       }
@@ -249,6 +314,7 @@ export function startManager(options: ManagerOptions): Manager {
   });
   const reconcileAndWatch = async (key: string): ReturnType<typeof reconcile> => {
     if (key.startsWith(MANIFESTSYNC_KEY_PREFIX)) return reconcileManifest(key.slice(MANIFESTSYNC_KEY_PREFIX.length));
+    if (key.startsWith(REMOTECLUSTER_KEY_PREFIX)) return reconcileRemote(key.slice(REMOTECLUSTER_KEY_PREFIX.length));
     const outcome = await reconcile(key);
     const object = configSyncs.get(key) as ConfigSync | undefined;
     const ids = (object?.status?.inventory ?? []).flatMap((i) => decodeInventory(i.entries).map((e) => e.id));
@@ -262,9 +328,10 @@ export function startManager(options: ManagerOptions): Manager {
     queue.start(reconcileAndWatch);
     for (const object of configSyncs.list()) queue.add(objectKey(object));
     for (const object of manifestSyncs.list()) queue.add(manifestKey(object));
+    for (const object of remoteClusters.list()) queue.add(remoteKey(object));
   };
 
-  for (const informer of [configSyncs, secrets, configMaps, manifestSyncs, namespaces]) informer.start();
+  for (const informer of [configSyncs, secrets, configMaps, manifestSyncs, namespaces, remoteClusters]) informer.start();
   if (options.leaderElection === undefined) {
     startWork();
   } else {
@@ -300,7 +367,7 @@ export function startManager(options: ManagerOptions): Manager {
 
   return {
     // The namespace watch is left out: a namespace-scoped operator may not list namespaces at all.
-    ready: () => [configSyncs, secrets, configMaps, manifestSyncs].every((i) => i.synced && i.healthy),
+    ready: () => [configSyncs, secrets, configMaps, manifestSyncs, remoteClusters].every((i) => i.synced && i.healthy),
     isLeader: () => leader,
     enqueue: (key) => queue.add(key),
     configSyncs: () => configSyncs.list() as unknown as ConfigSync[],
@@ -308,7 +375,7 @@ export function startManager(options: ManagerOptions): Manager {
       clearInterval(resync);
       abort.abort();
       await queue.shutdown();
-      await Promise.all([configSyncs, secrets, configMaps, manifestSyncs, namespaces, ...managed.values(), ...[...sourceWatches.values()].map((w) => w.informer)].map((i) => i.stop()));
+      await Promise.all([configSyncs, secrets, configMaps, manifestSyncs, namespaces, remoteClusters, ...managed.values(), ...[...sourceWatches.values()].map((w) => w.informer)].map((i) => i.stop()));
     },
   };
 }
@@ -322,11 +389,13 @@ export function onlyStatusChanged(before: ConfigSync, after: ConfigSync): boolea
 
 /**
  * The queue key of the sync an owned-by annotation names: `namespace/name/target` for a ConfigSync,
- * `namespace/ManifestSync:name/target` for a ManifestSync (see manifestSyncOwner).
+ * `namespace/ManifestSync:name/target` for a ManifestSync (see manifestSyncOwner); none for a mirroring replica.
  */
 export function queueKeyOfOwner(ownedBy: string): string | undefined {
   const [namespace, name] = ownedBy.split('/');
   if (namespace === undefined || name === undefined || namespace === '' || name === '') return undefined;
+  // Mirroring replicas (`Mirror:Kind:name`): the mirror controller's own replica watch handles their edits.
+  if (name.startsWith('Mirror:')) return undefined;
   if (name.startsWith('ManifestSync:')) return `${MANIFESTSYNC_KEY_PREFIX}${namespace}/${name.slice('ManifestSync:'.length)}`;
   return `${namespace}/${name}`;
 }

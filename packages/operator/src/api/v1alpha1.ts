@@ -145,6 +145,7 @@ export const TargetStatus = z.object({
 
 export const TargetInventory = z.object({
   target: z.string(),
+  cluster: z.string().optional().meta({ description: 'The RemoteCluster the target applied to; absent = this cluster.' }),
   entries: z.array(z.string()).meta({ description: 'Compact object ids: group/Kind/namespace/name.' }),
 });
 
@@ -274,6 +275,47 @@ export const ManifestSync = z.object({
   status: ManifestSyncStatus.optional(),
 });
 
+// RemoteCluster: credentials for another cluster, named by targets in the same namespace.
+
+export const SecretKeyReference = z.object({
+  name: objectName.meta({ description: 'A Secret in the same namespace.' }),
+  key: z.string().min(1).meta({ description: 'The key within the Secret.' }),
+});
+
+export const RemoteClusterSpec = z
+  .object({
+    kubeconfigSecretRef: SecretKeyReference.optional().meta({
+      description:
+        'A kubeconfig in a Secret of this namespace. Refused, never run: exec and auth-provider users, file references, insecure-skip-tls-verify (unless the operator allows it), several contexts without current-context.',
+    }),
+    server: z.string().regex(/^https:\/\//, 'an https:// URL').optional().meta({ description: 'The API server URL (with caSecretRef and tokenSecretRef, instead of a kubeconfig).' }),
+    caSecretRef: SecretKeyReference.optional().meta({ description: "The server's CA certificate (PEM) in a Secret of this namespace." }),
+    tokenSecretRef: SecretKeyReference.optional().meta({ description: 'A bearer token in a Secret of this namespace: the identity every target in that cluster writes with.' }),
+    probeInterval: Interval.default('1m').meta({ description: 'How often the cluster is probed (and when its Secret changes), from 1s to 168h.' }),
+  })
+  .meta({
+    'x-kubernetes-validations': [
+      { rule: 'has(self.kubeconfigSecretRef) != (has(self.server) || has(self.tokenSecretRef))', message: 'give either kubeconfigSecretRef or server + tokenSecretRef (+ caSecretRef)' },
+      { rule: '!has(self.server) || has(self.tokenSecretRef)', message: 'server needs tokenSecretRef' },
+    ],
+  });
+
+export const RemoteClusterStatus = z.object({
+  observedGeneration: z.number().int().optional(),
+  conditions: z.array(Condition).optional(),
+  serverVersion: z.string().optional().meta({ description: 'The version the API server reported at the last successful probe.' }),
+  server: z.string().optional().meta({ description: 'The API server URL in use.' }),
+  lastProbeTime: z.string().optional().meta({ description: 'When the cluster was last probed.' }),
+});
+
+export const RemoteCluster = z.object({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal('RemoteCluster'),
+  metadata: ObjectMeta,
+  spec: RemoteClusterSpec,
+  status: RemoteClusterStatus.optional(),
+});
+
 export type Duration = z.infer<typeof Duration>;
 export type GitSource = z.infer<typeof GitSource>;
 export type ValuesFromSource = z.infer<typeof ValuesFromSource>;
@@ -298,6 +340,10 @@ export type ManifestSyncSpec = z.infer<typeof ManifestSyncSpec>;
 export type ManifestTargetStatus = z.infer<typeof ManifestTargetStatus>;
 export type ManifestSyncStatus = z.infer<typeof ManifestSyncStatus>;
 export type ManifestSync = z.infer<typeof ManifestSync>;
+export type SecretKeyReference = z.infer<typeof SecretKeyReference>;
+export type RemoteClusterSpec = z.infer<typeof RemoteClusterSpec>;
+export type RemoteClusterStatus = z.infer<typeof RemoteClusterStatus>;
+export type RemoteCluster = z.infer<typeof RemoteCluster>;
 
 /** The CRDs this module defines, for the generator: one entry per kind. */
 export const crdDefinitions = [
@@ -330,6 +376,23 @@ export const crdDefinitions = [
       { name: 'Kind', type: 'string', jsonPath: '.spec.sourceRef.kind' },
       { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
       { name: 'Status', type: 'string', priority: 1, jsonPath: ".status.conditions[?(@.type=='Ready')].message" },
+      { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+    ],
+  },
+  {
+    kind: 'RemoteCluster',
+    plural: 'remoteclusters',
+    singular: 'remotecluster',
+    shortNames: ['rcluster'],
+    scope: 'Namespaced',
+    spec: RemoteClusterSpec,
+    status: RemoteClusterStatus,
+    printerColumns: [
+      { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
+      { name: 'Reason', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].reason" },
+      { name: 'Version', type: 'string', jsonPath: '.status.serverVersion' },
+      { name: 'Server', type: 'string', priority: 1, jsonPath: '.status.server' },
+      { name: 'Last Probe', type: 'date', jsonPath: '.status.lastProbeTime' },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
     ],
   },

@@ -25,6 +25,13 @@ export const Reason = {
   SourceForbidden: 'SourceForbidden',
   /** A ManifestSync names a source in another namespace without the rights to say so. */
   SourceNotAllowed: 'SourceNotAllowed',
+  // RemoteCluster (remote/clusters.ts RemoteClusterReason uses the same words)
+  Connected: 'Connected',
+  RemoteClusterNotFound: 'RemoteClusterNotFound',
+  SecretNotFound: 'SecretNotFound',
+  InvalidKubeconfig: 'InvalidKubeconfig',
+  Unreachable: 'Unreachable',
+  Unauthorized: 'Unauthorized',
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 

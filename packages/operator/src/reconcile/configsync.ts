@@ -2,18 +2,20 @@
 // metrics at the end) around step functions that each return early when there is nothing to do:
 // resolve revision → fetch snapshot → render every target → plan → apply → prune → status.
 // It reconciles from current state, never from the event that woke it, so running it twice changes nothing.
-import { digestRendered, recordHistory, type ApplyClient, type Discovery } from '@syncline/apply';
+import { digestRendered, recordHistory, type ApplyClient } from '@syncline/apply';
 import { RenderError, RenderErrorReason, layerValues, parseValues, renderTarget, type TemplateCache, type KubernetesObject, type Values } from '@syncline/render';
 import { GitSourceError, authFromSecretData, type GitAuth, type GitSource } from '@syncline/source-git';
 import type { Logger } from 'pino';
-import { ConfigSyncSpec, INTERVAL_BOUNDS, type Condition, type ConfigSync, type ConfigSyncStatus, type HistoryEntry } from '../api/v1alpha1.ts';
+import { ConfigSyncSpec, INTERVAL_BOUNDS, type Condition, type ConfigSync, type ConfigSyncStatus, type HistoryEntry, type TargetInventory, type TargetStatus } from '../api/v1alpha1.ts';
+import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
+import type { TargetBackoff } from '../remote/backoff.ts';
 import type { ReconcileOutcome } from '../controller/queue.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import { ServiceAccountError } from '../kube/errors.ts';
 import { KubeApiError, type KubeRest } from '../kube/rest.ts';
 import type { Metrics } from '../metrics.ts';
 import { Reason, removeCondition, setCondition, type ConditionInput } from './conditions.ts';
-import { MAX_TIMER_MS, boundedInterval, parseDuration, type IntervalBounds } from './duration.ts';
+import { MAX_TIMER_MS, boundedInterval, formatDuration, parseDuration, type IntervalBounds } from './duration.ts';
 import { conditionsDiffer, objectPath, patchFinalizers, writeStatus } from './object-status.ts';
 import { appliedConditions, applyTarget, combineTargets, emptyCounts, truncate, type TargetOutcome } from './target.ts';
 
@@ -40,8 +42,12 @@ export type ConfigSyncReconcilerDeps = {
   readonly random?: () => number;
   /** Where refresh intervals are clamped (default: DEFAULT_INTERVAL_BOUNDS). */
   readonly intervalBounds?: IntervalBounds;
-  /** Runs before a target writes anything, with the ids it will apply: the manager starts drift watches here. */
-  readonly beforeApply?: (ids: readonly string[]) => Promise<void>;
+  /** Runs before a target writes anything, with the ids it will apply (and the remote cluster's clients): the manager starts drift watches here. */
+  readonly beforeApply?: (ids: readonly string[], remote?: RemoteClients) => Promise<void>;
+  /** Clients of RemoteClusters, for targets with `cluster`. */
+  readonly remote?: RemoteClusters;
+  /** Per-target backoff of remote targets whose cluster failed: the other targets are not held back. */
+  readonly targetBackoff?: TargetBackoff;
 };
 
 /**
@@ -151,12 +157,18 @@ function startRun(deps: ConfigSyncReconcilerDeps, object: ConfigSync, spec: Conf
 async function sync(run: SyncRun): Promise<Outcome> {
   const source = await reconcileSource(run);
   if (!source.ok) return source.outcome;
-  const rendered = await reconcileRender(run, source.value);
+  const clusters = await resolveClusters(run);
+  const rendered = await reconcileRender(run, source.value, clusters);
   if (!rendered.ok) return rendered.outcome;
   const client = await applyClientFor(run, source.value.revision);
   if (!client.ok) return client.outcome;
-  const targets = await reconcileTargets(run, client.value, rendered.value);
-  return syncedOutcome(run, source.value.revision, targets, [...rendered.value.values()].flat());
+  const targets = await reconcileTargets(run, client.value, rendered.value, clusters);
+  const desired = [...rendered.value.values()].flat();
+  const outcome = syncedOutcome(run, source.value.revision, targets, desired);
+  // A target waiting out its backoff asks to run again when that ends, not at the next refresh.
+  const retryAt = Math.min(...run.spec.targets.map((t) => run.deps.targetBackoff?.retryInMs(backoffKey(run, t.name)) ?? Infinity));
+  if (Number.isFinite(retryAt) && outcome.result.kind === 'done') return { ...outcome, result: { kind: 'done', requeueAfterMs: Math.min(outcome.result.requeueAfterMs ?? retryAt, Math.max(retryAt, 1000)) } };
+  return outcome;
 }
 
 type Source = { revision: string; files: Awaited<ReturnType<GitSource['readPath']>> };
@@ -177,38 +189,74 @@ async function reconcileSource(run: SyncRun): Promise<Step<Source>> {
   }
 }
 
-/** Render every local target before applying any, so a bad template never half-applies. */
-async function reconcileRender(run: SyncRun, source: Source): Promise<Step<Map<string, KubernetesObject[]>>> {
+/** Remote targets' clusters: clients, or why a target cannot reach its cluster now (that target fails alone). */
+type ClusterAccess = ReadonlyMap<string, { clients: RemoteClients } | { unavailable: string }>;
+
+const backoffKey = (run: SyncRun, target: string): string => `${run.namespace}/${run.object.metadata.name}/${target}`;
+
+async function resolveClusters(run: SyncRun): Promise<ClusterAccess> {
+  const access = new Map<string, { clients: RemoteClients } | { unavailable: string }>();
+  await Promise.all(
+    run.spec.targets.map(async (target) => {
+      if (target.cluster === undefined) return;
+      const waiting = run.deps.targetBackoff?.retryInMs(backoffKey(run, target.name));
+      if (waiting !== undefined) {
+        access.set(target.name, { unavailable: `cluster ${target.cluster.name} failed recently; next attempt in ${formatDuration(waiting)}` });
+        return;
+      }
+      if (run.deps.remote === undefined) {
+        access.set(target.name, { unavailable: 'remote clusters (RemoteCluster) are not enabled in this operator' });
+        return;
+      }
+      try {
+        const clients = await run.deps.remote.clients(run.namespace, target.cluster.name);
+        // Discovery is what render needs from the cluster: reading it now also tells whether it answers.
+        await clients.apply.discovery();
+        access.set(target.name, { clients });
+      } catch (error) {
+        run.deps.targetBackoff?.failed(backoffKey(run, target.name));
+        access.set(target.name, { unavailable: safeError(error).message });
+      }
+    }),
+  );
+  return access;
+}
+
+/** Render every target before applying any, so a bad template never half-applies. */
+async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAccess): Promise<Step<Map<string, KubernetesObject[]>>> {
   const { deps, spec } = run;
   const rendered = new Map<string, KubernetesObject[]>();
   try {
     const values = await readValues(deps.rest, run.namespace, spec);
     const defaultClient = await deps.applyClient(undefined);
-    const renderAll = (discovery: Discovery): void => {
+    const renderAll = async (refresh: boolean): Promise<void> => {
       rendered.clear();
       for (const target of spec.targets) {
-        if (target.cluster !== undefined) continue;
+        const access = clusters.get(target.name);
+        if (access !== undefined && 'unavailable' in access) continue;
+        // Each cluster's own discovery says which kinds it serves and which are namespaced.
+        const client = access === undefined ? defaultClient : access.clients.apply;
         rendered.set(
           target.name,
           renderTarget({
             files: source.files,
             path: spec.source.git.path,
             values,
-            target: { name: target.name, namespace: target.namespace ?? run.namespace, values: target.values, patches: target.patches, data: target.data },
+            target: { name: target.name, namespace: target.namespace ?? run.namespace, values: target.values, patches: target.patches, data: target.data, ...(target.cluster === undefined ? {} : { cluster: target.cluster.name }) },
             source: { repo: spec.source.git.repo, revision: source.revision, path: spec.source.git.path },
-            discovery,
+            discovery: await client.discovery(refresh ? { refresh: true } : {}),
             cache: deps.templates,
           }),
         );
       }
     };
     try {
-      renderAll(await defaultClient.discovery());
+      await renderAll(false);
     } catch (error) {
       // A kind the cached discovery does not know may have been installed since (a CRD applied by
       // someone else): read discovery again once before calling the source invalid.
       if (!(error instanceof RenderError && error.reason === RenderErrorReason.UnknownKind)) throw error;
-      renderAll(await defaultClient.discovery({ refresh: true }));
+      await renderAll(true);
     }
   } catch (error) {
     if (error instanceof RenderError) return { ok: false, outcome: stalled(run, Reason.RenderFailed, error.message, source.revision) };
@@ -233,47 +281,88 @@ async function applyClientFor(run: SyncRun, revision: string): Promise<Step<Appl
   }
 }
 
-/** Plan, apply and prune each target; a target that fails fails alone. */
-async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: ReadonlyMap<string, KubernetesObject[]>): Promise<TargetOutcome[]> {
+/**
+ * Plan, apply and prune every target at once (clusters in parallel); a target that fails fails alone. A
+ * target removed from the spec is pruned where its inventory says it was applied.
+ */
+async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: ReadonlyMap<string, KubernetesObject[]>, clusters: ClusterAccess): Promise<TargetOutcome[]> {
   const previous = run.object.status ?? {};
-  const previousInventory = new Map((previous.inventory ?? []).map((i) => [i.target, i.entries]));
+  const previousInventory = new Map((previous.inventory ?? []).map((i) => [i.target, i]));
   const previousTargets = new Map((previous.targets ?? []).map((t) => [t.name, t]));
-  const outcomes: TargetOutcome[] = [];
-  for (const target of run.spec.targets) {
+  const specNames = new Set(run.spec.targets.map((t) => t.name));
+  const common = (name: string) => ({
+    owner: { namespace: run.namespace, name: run.object.metadata.name, target: name },
+    previous: previousTargets.get(name),
+    now: run.now,
+    metrics: run.deps.metrics,
+    syncKey: `${run.namespace}/${run.object.metadata.name}`,
+  });
+  const applyOne = async (target: ConfigSyncSpec['targets'][number]): Promise<TargetOutcome> => {
+    const cluster = target.cluster?.name;
+    const inventory = previousInventory.get(target.name)?.entries;
+    const access = clusters.get(target.name);
     const desired = rendered.get(target.name);
-    if (desired === undefined) {
-      outcomes.push(unsupportedTarget(target.name, target.namespace, target.cluster?.name, previousInventory.get(target.name)));
-      continue;
+    if (desired === undefined || (access !== undefined && 'unavailable' in access)) {
+      return unavailableTarget({ name: target.name, namespace: target.namespace, cluster }, access !== undefined && 'unavailable' in access ? access.unavailable : 'not rendered', inventory, previousTargets.get(target.name));
     }
-    outcomes.push(
-      await applyTarget({
-        client,
-        target: { name: target.name, ...(target.namespace === undefined ? {} : { namespace: target.namespace }) },
-        desired,
-        inventory: previousInventory.get(target.name),
-        owner: { namespace: run.namespace, name: run.object.metadata.name, target: target.name },
-        policy: run.spec.policy,
-        drift: run.spec.drift,
-        prune: run.spec.prune,
-        allowEmpty: run.spec.allowEmpty,
-        previous: previousTargets.get(target.name),
-        now: run.now,
-        ...(run.deps.beforeApply === undefined ? {} : { beforeApply: run.deps.beforeApply }),
-        metrics: run.deps.metrics,
-        syncKey: `${run.namespace}/${run.object.metadata.name}`,
-      }),
-    );
-  }
-  return outcomes;
+    const remote = access?.clients;
+    const outcome = await applyTarget({
+      client: remote?.apply ?? client,
+      target: { name: target.name, ...(target.namespace === undefined ? {} : { namespace: target.namespace }), ...(cluster === undefined ? {} : { cluster }) },
+      desired,
+      inventory,
+      policy: run.spec.policy,
+      drift: run.spec.drift,
+      prune: run.spec.prune,
+      allowEmpty: run.spec.allowEmpty,
+      ...(run.deps.beforeApply === undefined ? {} : { beforeApply: (ids: readonly string[]) => run.deps.beforeApply?.(ids, remote) ?? Promise.resolve() }),
+      ...common(target.name),
+    });
+    if (remote !== undefined) {
+      if (outcome.failures.some((f) => /Timeout|TransportError/.test(f))) run.deps.targetBackoff?.failed(backoffKey(run, target.name));
+      else run.deps.targetBackoff?.succeeded(backoffKey(run, target.name));
+    }
+    return withCluster(outcome, cluster);
+  };
+  const removed = async (entry: TargetInventory): Promise<TargetOutcome> => {
+    let targetClient = client;
+    if (entry.cluster !== undefined) {
+      try {
+        if (run.deps.remote === undefined) throw new Error('remote clusters are not enabled');
+        targetClient = (await run.deps.remote.clients(run.namespace, entry.cluster)).apply;
+      } catch (error) {
+        return unavailableTarget({ name: entry.target, cluster: entry.cluster }, `removed from the spec; not pruned yet: ${safeError(error).message}`, entry.entries, previousTargets.get(entry.target));
+      }
+    }
+    const outcome = await applyTarget({ client: targetClient, target: { name: entry.target, ...(entry.cluster === undefined ? {} : { cluster: entry.cluster }) }, desired: [], inventory: entry.entries, prune: run.spec.prune, allowEmpty: true, ...common(entry.target) });
+    return withCluster(outcome, entry.cluster);
+  };
+  return Promise.all([
+    ...run.spec.targets.map(applyOne),
+    ...[...previousInventory.values()].filter((entry) => !specNames.has(entry.target) && entry.entries.length > 0).map(removed),
+  ]);
 }
 
-/** A remote cluster: RemoteCluster support is not built yet; say so instead of pretending. */
-function unsupportedTarget(name: string, namespace: string | undefined, cluster: string | undefined, inventory: readonly string[] | undefined): TargetOutcome {
-  const message = `${name}: remote clusters (RemoteCluster) are not supported yet`;
+/** Records the cluster with the inventory, so deletion and a removed target prune where they applied. */
+function withCluster(outcome: TargetOutcome, cluster: string | undefined): TargetOutcome {
+  return cluster === undefined ? outcome : { ...outcome, inventory: { ...outcome.inventory, cluster } };
+}
+
+/** A target that could not be tried: it keeps its inventory and last sync time, and says why. */
+function unavailableTarget(target: { name: string; namespace?: string | undefined; cluster?: string | undefined }, why: string, inventory: readonly string[] | undefined, previous: TargetStatus | undefined): TargetOutcome {
+  const message = `${target.name}: ${why}`;
   return {
-    status: { name, ...(cluster === undefined ? {} : { cluster }), ...(namespace === undefined ? {} : { namespace }), phase: 'Failed', objects: 0, message: 'remote clusters (RemoteCluster) are not supported yet' },
-    inventory: { target: name, entries: [...(inventory ?? [])] },
-    counts: { ...emptyCounts(), failed: 0 },
+    status: {
+      name: target.name,
+      ...(target.cluster === undefined ? {} : { cluster: target.cluster }),
+      ...(target.namespace === undefined ? {} : { namespace: target.namespace }),
+      phase: 'Failed',
+      objects: inventory?.length ?? 0,
+      message: truncate(why),
+      ...(previous?.lastSyncedTime === undefined ? {} : { lastSyncedTime: previous.lastSyncedTime }),
+    },
+    inventory: { target: target.name, entries: [...(inventory ?? [])], ...(target.cluster === undefined ? {} : { cluster: target.cluster }) },
+    counts: emptyCounts(),
     failures: [message],
     conflicts: [],
     drift: [],
@@ -380,10 +469,21 @@ async function finalize(deps: ConfigSyncReconcilerDeps, object: ConfigSync, log:
   if (deletionPolicy === 'Delete') {
     const namespace = object.metadata.namespace ?? 'default';
     const client = await deps.applyClient(identityOf(deps, namespace, parsed.success ? parsed.data : undefined));
-    for (const { target, entries } of object.status?.inventory ?? []) {
+    const blocked: string[] = [];
+    for (const { target, entries, cluster } of object.status?.inventory ?? []) {
       if (entries.length === 0) continue;
+      let targetClient = client;
+      if (cluster !== undefined) {
+        try {
+          if (deps.remote === undefined) throw new Error('remote clusters are not enabled in this operator');
+          targetClient = (await deps.remote.clients(namespace, cluster)).apply;
+        } catch (error) {
+          blocked.push(`${target}: cluster ${cluster}: ${safeError(error).message}`);
+          continue;
+        }
+      }
       const outcome = await applyTarget({
-        client,
+        client: targetClient,
         target: { name: target },
         desired: [],
         inventory: entries,
@@ -396,10 +496,16 @@ async function finalize(deps: ConfigSyncReconcilerDeps, object: ConfigSync, log:
         syncKey: `${namespace}/${object.metadata.name}`,
       });
       for (const orphan of outcome.orphaned) await deps.events.record(object, { type: 'Warning', reason: Reason.NamespaceOrphaned, message: truncate(orphan) });
-      if (outcome.failures.length > 0) {
-        log.warn({ target, failed: outcome.failures.length }, 'could not delete every object; retrying');
-        return { kind: 'retry' };
-      }
+      if (outcome.failures.length > 0) blocked.push(...outcome.failures);
+    }
+    if (blocked.length > 0) {
+      // The finalizer holds until every cluster has pruned (deletionPolicy Orphan releases it): say why.
+      const message = truncate(`deletion waits: could not prune every target (deletionPolicy Orphan releases the objects): ${blocked.join('; ')}`);
+      const at = { generation: object.metadata.generation, now: deps.clock.now().toISOString() };
+      const conditions = setCondition(object.status?.conditions ?? [], { type: 'Ready', status: 'False', reason: Reason.PruneFailed, message }, at);
+      if (await writeStatus(deps.rest, pathOf(object), object, { ...object.status, conditions })) await deps.events.record(object, { type: 'Warning', reason: Reason.PruneFailed, message });
+      log.warn({ blocked: blocked.length }, 'could not delete every object; retrying');
+      return { kind: 'retry' };
     }
   }
   await patchFinalizers(deps.rest, pathOf(object), object, (object.metadata.finalizers ?? []).filter((f) => f !== FINALIZER));

@@ -15,7 +15,8 @@ import { Reason, removeCondition, setCondition } from './conditions.ts';
 import type { ApplyIdentity } from './configsync.ts';
 import { MAX_TIMER_MS, boundedInterval, type IntervalBounds } from './duration.ts';
 import { conditionsDiffer, objectPath, patchFinalizers, writeStatus } from './object-status.ts';
-import { appliedConditions, applyTarget, combineTargets, truncate, type TargetOutcome } from './target.ts';
+import { appliedConditions, applyTarget, combineTargets, emptyCounts, truncate, type TargetOutcome } from './target.ts';
+import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
 
 export const MANIFESTSYNC_FINALIZER = 'syncline.dev/finalizer';
 
@@ -46,9 +47,28 @@ export type ManifestSyncReconcilerDeps = {
   readonly defaultServiceAccount?: string;
   readonly intervalBounds: IntervalBounds;
   readonly mirrorKeys: MirrorKeys;
-  readonly beforeApply?: (ids: readonly string[]) => Promise<void>;
+  readonly beforeApply?: (ids: readonly string[], remote?: RemoteClients) => Promise<void>;
+  /** Clients of RemoteClusters, for targets with `cluster`. */
+  readonly remote?: RemoteClusters;
   readonly random?: () => number;
 };
+
+/** Target namespaces applied at once: each is a handful of requests; the API server is the limit. */
+const TARGET_CONCURRENCY = 16;
+
+/** `work` over `items`, at most `limit` at once, results in order. */
+async function mapBounded<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await work(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, () => worker()));
+  return results;
+}
 
 type SyncEvent = { type: 'Normal' | 'Warning'; reason: string; message: string };
 type Outcome = { status: ManifestSyncStatus; result: ReconcileOutcome; events: SyncEvent[] };
@@ -145,57 +165,85 @@ async function sync(deps: ManifestSyncReconcilerDeps, object: ManifestSync, spec
   }
   if (source === undefined) return stall(Reason.SourceNotFound, `the source ${spec.sourceRef.kind} ${sourceNamespace}/${spec.sourceRef.name} does not exist; copies are left as they are`);
 
-  // Step 2: one copy per target namespace (pure).
+  // Step 2: one copy per target namespace (pure). A target in another cluster is keyed `cluster/namespace`.
   const namespaces = deps.namespaces();
-  const desired = new Map<string, KubeObject[]>();
+  const desired = new Map<string, { namespace: string; cluster?: string; objects: KubeObject[] }>();
   const unresolved: string[] = [];
-  if (namespaces === undefined && spec.targets.some((t) => t.namespaceSelector !== undefined)) unresolved.push('namespaceSelector: the operator cannot list namespaces');
+  if (namespaces === undefined && spec.targets.some((t) => t.namespaceSelector !== undefined && t.cluster === undefined)) unresolved.push('namespaceSelector: the operator cannot list namespaces');
+  for (const target of spec.targets) {
+    if (target.cluster !== undefined && target.namespaceSelector !== undefined) unresolved.push(`cluster ${target.cluster.name}: a namespaceSelector in another cluster is not supported yet; name the namespace`);
+  }
   try {
     const { targets } = expandCopyTargets({ source: { namespace: sourceNamespace, name: spec.sourceRef.name }, targets: spec.targets, namespaces: namespaces ?? [], keys: deps.mirrorKeys });
     for (const target of targets) {
-      if (target.cluster !== undefined) {
-        unresolved.push(`cluster ${target.cluster.name}: remote clusters (RemoteCluster) are not supported yet`);
-        continue;
-      }
+      const id = target.cluster === undefined ? target.namespace : `${target.cluster.name}/${target.namespace}`;
       const copy = makeCopy({ source, target: { namespace: target.namespace, name: target.name, patch: target.patch }, patch: spec.patch, keys: deps.mirrorKeys });
-      desired.set(target.namespace, [...(desired.get(target.namespace) ?? []), copy]);
+      const entry = desired.get(id) ?? { namespace: target.namespace, ...(target.cluster === undefined ? {} : { cluster: target.cluster.name }), objects: [] };
+      entry.objects.push(copy);
+      desired.set(id, entry);
     }
   } catch (error) {
     if (isMirrorError(error)) return stall(Reason.InvalidSpec, error.message);
     throw error;
   }
 
-  // Step 3: apply per target namespace; namespaces that left the list are pruned (their desired set is empty).
+  // Step 3: apply per target namespace, a bounded number at once; namespaces that left the list are pruned
+  // (their desired set is empty), in whichever cluster their inventory says.
   const previous = object.status ?? {};
-  const previousInventory = new Map((previous.inventory ?? []).map((i) => [i.target, i.entries]));
+  const previousInventory = new Map((previous.inventory ?? []).map((i) => [i.target, i]));
   const previousTargets = new Map((previous.targets ?? []).map((t) => [t.name, t]));
-  const outcomes: TargetOutcome[] = [];
-  for (const ns of [...new Set([...desired.keys(), ...previousInventory.keys()])].sort()) {
-    const before = previousTargets.get(ns);
-    outcomes.push(
-      await applyTarget({
-        client,
-        target: { name: ns, namespace: ns },
-        desired: desired.get(ns) ?? [],
-        inventory: previousInventory.get(ns),
-        owner: manifestSyncOwner(namespace, object.metadata.name, ns),
-        policy: spec.resourceManagementPolicy,
-        drift: spec.drift,
-        prune: spec.prune,
-        allowEmpty: true,
-        ...(before === undefined ? {} : { previous: { ...before, lastSyncedTime: before.lastSuccessfulSyncTime } }),
-        now,
-        ...(deps.beforeApply === undefined ? {} : { beforeApply: deps.beforeApply }),
-        metrics: deps.metrics,
-        syncKey: `${namespace}/${object.metadata.name}`,
-      }),
-    );
-  }
+  const ids = [...new Set([...desired.keys(), ...previousInventory.keys()])].sort();
+  const applyOne = async (id: string): Promise<TargetOutcome> => {
+    const want = desired.get(id);
+    const recorded = previousInventory.get(id);
+    const cluster = want?.cluster ?? recorded?.cluster;
+    const targetNamespace = want?.namespace ?? id.slice(id.lastIndexOf('/') + 1);
+    const before = previousTargets.get(id);
+    let targetClient = client;
+    let remote: RemoteClients | undefined;
+    if (cluster !== undefined) {
+      try {
+        if (deps.remote === undefined) throw new Error('remote clusters are not enabled in this operator');
+        remote = await deps.remote.clients(namespace, cluster);
+        targetClient = remote.apply;
+      } catch (error) {
+        const message = `${id}: ${error instanceof Error ? error.message : String(error)}`;
+        return {
+          status: { name: id, namespace: targetNamespace, cluster, phase: 'Failed', objects: recorded?.entries.length ?? 0, message: truncate(message), ...(before?.lastSuccessfulSyncTime === undefined ? {} : { lastSyncedTime: before.lastSuccessfulSyncTime }) },
+          inventory: { target: id, cluster, entries: [...(recorded?.entries ?? [])] },
+          counts: emptyCounts(),
+          failures: [message],
+          conflicts: [],
+          drift: [],
+          orphaned: [],
+          changed: false,
+        };
+      }
+    }
+    const outcome = await applyTarget({
+      client: targetClient,
+      target: { name: id, namespace: targetNamespace, ...(cluster === undefined ? {} : { cluster }) },
+      desired: want?.objects ?? [],
+      inventory: recorded?.entries,
+      owner: manifestSyncOwner(namespace, object.metadata.name, id),
+      policy: spec.resourceManagementPolicy,
+      drift: spec.drift,
+      prune: spec.prune,
+      allowEmpty: true,
+      ...(before === undefined ? {} : { previous: { ...before, lastSyncedTime: before.lastSuccessfulSyncTime } }),
+      now,
+      ...(deps.beforeApply === undefined ? {} : { beforeApply: (applied: readonly string[]) => deps.beforeApply?.(applied, remote) ?? Promise.resolve() }),
+      metrics: deps.metrics,
+      syncKey: `${namespace}/${object.metadata.name}`,
+    });
+    return cluster === undefined ? outcome : { ...outcome, inventory: { ...outcome.inventory, cluster } };
+  };
+  const outcomes = await mapBounded(ids, TARGET_CONCURRENCY, applyOne);
 
   // Step 4: status.
   const combined = combineTargets(outcomes);
   const failures = [...unresolved, ...combined.failures];
-  const live = outcomes.filter((o) => desired.has(o.status.name) || o.inventory.entries.length > 0);
+  const live = outcomes.filter((o) => desired.has(o.status.name) || o.inventory.entries.length > 0 || o.status.phase === 'Failed');
   const applied = live.filter((o) => o.status.phase === 'Synced').length;
   const at = { generation: object.metadata.generation, now };
   const conditions = appliedConditions(previous.conditions ?? [], { failures, conflicts: combined.conflicts, drift: combined.drift }, {
@@ -223,7 +271,7 @@ async function sync(deps: ManifestSyncReconcilerDeps, object: ManifestSync, spec
     events.push({ type: 'Normal', reason: 'Synced', message: summary });
     log.info(combined.counts, 'copied');
   }
-  const onlyWaiting = failures.every((f) => /forbidden|not supported yet|cannot list namespaces/i.test(f));
+  const onlyWaiting = failures.every((f) => /forbidden|not supported yet|cannot list namespaces|RemoteCluster/i.test(f));
   return { status, result: ok || onlyWaiting ? { kind: 'done', requeueAfterMs } : { kind: 'retry' }, events: changed || !ok ? events : [] };
 }
 
@@ -250,10 +298,21 @@ async function finalize(deps: ManifestSyncReconcilerDeps, object: ManifestSync, 
   if (deletionPolicy === 'Delete') {
     const namespace = object.metadata.namespace ?? 'default';
     const client = await deps.applyClient(identityOf(deps, namespace, parsed.success ? parsed.data : undefined));
-    for (const { target, entries } of object.status?.inventory ?? []) {
+    for (const { target, entries, cluster } of object.status?.inventory ?? []) {
       if (entries.length === 0) continue;
+      let targetClient = client;
+      if (cluster !== undefined) {
+        try {
+          if (deps.remote === undefined) throw new Error('remote clusters are not enabled in this operator');
+          targetClient = (await deps.remote.clients(namespace, cluster)).apply;
+        } catch (error) {
+          // The finalizer holds until that cluster answers (deletionPolicy Orphan releases it).
+          log.warn({ target, cluster, err: error instanceof Error ? error.message : String(error) }, 'cannot reach the cluster to delete copies; retrying');
+          return { kind: 'retry' };
+        }
+      }
       const outcome = await applyTarget({
-        client,
+        client: targetClient,
         target: { name: target },
         desired: [],
         inventory: entries,
