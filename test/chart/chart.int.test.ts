@@ -110,7 +110,7 @@ describe('charts/syncline', () => {
     const ports = (name: string): unknown => (find(objects, 'Service', name)[0]?.['spec'] as { ports?: unknown } | undefined)?.ports;
     expect(ports('syncline-metrics')).toEqual([{ name: 'metrics', port: 8080, targetPort: 'probes', protocol: 'TCP' }]);
     expect(ports('syncline-webhooks')).toEqual([{ name: 'webhooks', port: 9292, targetPort: 'webhooks', protocol: 'TCP' }]);
-    expect(find(objects, 'CustomResourceDefinition').map((s) => s.metadata?.name)).toEqual(['configsyncs.syncline.dev', 'manifestsyncs.syncline.dev']);
+    expect(find(objects, 'CustomResourceDefinition').map((s) => s.metadata?.name)).toEqual(['configsyncs.syncline.dev', 'manifestsyncs.syncline.dev', 'remoteclusters.syncline.dev']);
   });
 
   it('turns the webhook receiver off with its port and Service', () => {
@@ -125,7 +125,7 @@ describe('charts/syncline', () => {
     expect(find(objects, 'ClusterRole').map((o) => o.metadata?.name).sort()).toEqual(['syncline', 'syncline-manage']);
     expect(find(objects, 'Role').map((o) => o.metadata?.name)).toEqual(['syncline-leader-election']);
     const own = find(objects, 'ClusterRole', 'syncline').flatMap((o) => o['rules'] as Rule[]);
-    expect(own).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['configsyncs/status', 'manifestsyncs/status'], verbs: ['get', 'patch', 'update'] });
+    expect(own).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['configsyncs/status', 'manifestsyncs/status', 'remoteclusters/status'], verbs: ['get', 'patch', 'update'] });
     expect(own).toContainEqual({ apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'] });
     // least privilege: the operator's own role writes nothing but its API, events and tokens
     for (const rule of own) if (rule.apiGroups?.includes('') === true && rule.resources?.includes('secrets') === true) expect(rule.verbs).toEqual(['get', 'list', 'watch']);
@@ -147,7 +147,7 @@ describe('charts/syncline', () => {
       ['syncline', ns.name],
       ['syncline-leader-election', ns.name],
     ]);
-    expect(rulesOf(objects, 'Role')).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['configsyncs', 'manifestsyncs'], verbs: ['get', 'list', 'watch', 'patch', 'update'] });
+    expect(rulesOf(objects, 'Role')).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['configsyncs', 'manifestsyncs', 'remoteclusters'], verbs: ['get', 'list', 'watch', 'patch', 'update'] });
     expect(container(objects).args).toContain(`--namespace=${ns.name}`);
     expect(() => template('--set', 'rbac.scope=everywhere')).toThrow();
   });
@@ -190,7 +190,7 @@ describe('charts/syncline', () => {
     await rest.request({ method: 'POST', path: `/api/v1/namespaces/${tenant.name}/configmaps`, body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'values' }, data: { 'values.yaml': 'greeting: hello' } } });
 
     // when the operator runs with the flags the chart gives it (except ports and paths, which the test picks)
-    const args = container(objects).args.filter((a) => /^--(namespace|leader-elect|leader-election-namespace|leader-election-id|lease-duration|concurrency|log-level)\b/.test(a));
+    const args = container(objects).args.filter((a) => /^--(namespace|leader-elect|leader-election-namespace|leader-election-id|lease-duration|concurrency|log-level|mirror)\b/.test(a));
     await using operator = await startOperator({ kubeconfig, args: [...args, '--webhook-addr=off'] });
     await applyConfigSync(configSync(tenant.name, 'app', {
       source: { git: { repo: repo.url, revision: 'main', path: 'app' } },

@@ -13,7 +13,8 @@ import { createEventRecorder } from './kube/events.ts';
 import { createApplyClients } from './kube/identity.ts';
 import { createKubeRest } from './kube/rest.ts';
 import { startManager } from './manager.ts';
-import { DEFAULT_MIRROR_PREFIX, mirrorKeys } from './mirror/index.ts';
+import { startMirrorController } from './mirror/controller.ts';
+import { DEFAULT_MIRROR_PREFIX, StalePolicy, mirrorKeys, parseMirrorSourceNamespaces } from './mirror/index.ts';
 import { DEFAULT_INTERVAL_BOUNDS } from './reconcile/configsync.ts';
 import { parseDuration } from './reconcile/duration.ts';
 import { createMetrics } from './metrics.ts';
@@ -29,7 +30,8 @@ Usage:
   syncline render PATH [--values F]... [--target NAME] [--namespace NS] [--set k=v]...
                                                 render templates locally (no cluster)
   syncline diff NAME [-n NS]                    what a sync would change, without writing
-  syncline status [NAME] [-n NS]                status of ConfigSyncs
+  syncline status [NAME] [-n NS]                status of ConfigSyncs (with NAME: each target and its cluster)
+  syncline clusters [-n NS]                     RemoteClusters: reachability, version, last probe
   syncline reconcile NAME [-n NS]               request an immediate sync
   syncline rollback NAME [-n NS] (--to SHA | --steps N)
                                                 pin the revision to an earlier commit
@@ -49,6 +51,15 @@ Flags of run:
                               may copy a source from any namespace
   --mirror-prefix PREFIX      label/annotation prefix of mirroring (default syncline.dev; e.g.
                               mirrorverse.dev for objects labelled for Mirrorverse)
+  --mirror on|off             label-driven mirroring of Secrets/ConfigMaps (default on). Its watches are
+                              cluster-wide: --namespace scopes the ConfigSync/ManifestSync watches only
+  --mirror-source-namespaces GLOBS   comma-separated names/globs of namespaces whose objects may be
+                              mirroring sources (default: all)
+  --mirror-stale delete|mark  replicas whose source is gone: deleted (default), or labelled
+                              <prefix>/stale with a stale-since time and left
+  --mirror-stale-ttl D        with --mirror-stale mark: delete stale replicas after this long (e.g. 24h;
+                              empty: keep them)
+  --mirror-resync D           reconcile every mirroring source this often even without events (default 10m)
   --min-refresh-interval D    shorter refresh intervals are raised to this, with an IntervalClamped
                               condition (default 10s; the API admits 1s to 168h)
   --default-service-account NAME   apply as this ServiceAccount when a sync names none
@@ -91,6 +102,11 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       'min-refresh-interval': { type: 'string', default: '10s' },
       'mirror-prefix': { type: 'string', default: DEFAULT_MIRROR_PREFIX },
       'operator-namespace': { type: 'string' },
+      mirror: { type: 'string', default: 'on' },
+      'mirror-source-namespaces': { type: 'string', default: '' },
+      'mirror-stale': { type: 'string', default: 'delete' },
+      'mirror-stale-ttl': { type: 'string' },
+      'mirror-resync': { type: 'string', default: '10m' },
       'default-service-account': { type: 'string' },
       'allow-insecure-http': { type: 'boolean', default: false },
       'log-level': { type: 'string', default: 'info' },
@@ -122,20 +138,28 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   const identity = `${hostname()}-${process.pid}`;
   const podNamespace = env['POD_NAMESPACE'];
 
+  if (flags.mirror !== 'on' && flags.mirror !== 'off') throw new Error(`--mirror ${flags.mirror}: expected on or off`);
+  if (flags['mirror-stale'] !== 'delete' && flags['mirror-stale'] !== 'mark') throw new Error(`--mirror-stale ${flags['mirror-stale']}: expected delete or mark`);
+  const keys = mirrorKeys(flags['mirror-prefix']);
+  const sourceNamespaces = parseMirrorSourceNamespaces(flags['mirror-source-namespaces']);
+  const staleTtlMs = flags['mirror-stale-ttl'] === undefined || flags['mirror-stale-ttl'] === '' ? undefined : parseDuration(flags['mirror-stale-ttl']);
+  const applyClient = createApplyClients({ kubeConfig, rest, clock });
+  const events = createEventRecorder({ rest, component: 'syncline', host: identity, clock, onError: (error) => logger.debug({ err: String(error) }, 'could not record an event') });
+
   const shutdown = new AbortController();
   const manager = startManager({
     rest,
     git,
-    applyClient: createApplyClients({ kubeConfig, rest, clock }),
+    applyClient,
     templates: new TemplateCache(),
     clock,
     logger,
     metrics,
-    events: createEventRecorder({ rest, component: 'syncline', host: identity, clock, onError: (error) => logger.debug({ err: String(error) }, 'could not record an event') }),
+    events,
     defaultServiceAccount: flags['default-service-account'],
     concurrency: Number(flags.concurrency),
     intervalBounds: { ...DEFAULT_INTERVAL_BOUNDS, minMs: parseDuration(flags['min-refresh-interval']) },
-    mirrorKeys: mirrorKeys(flags['mirror-prefix']),
+    mirrorKeys: keys,
     operatorNamespace: flags['operator-namespace'] ?? podNamespace,
     watchNamespace: flags.namespace,
     leaderElection: flags['leader-elect']
@@ -153,7 +177,26 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       process.exitCode = 1;
     },
   });
-  const probes = await startProbeServer({ address: flags['probe-addr'], metrics, ready: () => manager.ready(), logger });
+  // Mirroring works only while this replica leads (the manager's election); its watches run regardless, so
+  // a follower is ready to take over and /readyz reports them.
+  const mirror =
+    flags.mirror === 'on'
+      ? startMirrorController({
+          rest,
+          applyClient: () => applyClient(undefined),
+          clock,
+          logger,
+          metrics,
+          events,
+          keys,
+          sourceNamespaces,
+          staleMode: flags['mirror-stale'] === 'mark' ? StalePolicy.Mark : StalePolicy.Delete,
+          staleTtlMs,
+          isLeader: () => manager.isLeader(),
+          resyncMs: parseDuration(flags['mirror-resync']),
+        })
+      : undefined;
+  const probes = await startProbeServer({ address: flags['probe-addr'], metrics, ready: () => manager.ready() && (mirror?.ready() ?? true), logger });
   let webhooks: WebhookServer | undefined;
   if (flags['webhook-addr'] !== 'off') {
     const ref = flags['webhook-secret'] === undefined ? undefined : parseSecretRef(flags['webhook-secret'], podNamespace ?? 'default');
@@ -179,6 +222,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   });
   logger.info('shutting down');
   await webhooks?.close();
+  await mirror?.stop();
   await manager.stop();
   await probes.close();
   logger.info('stopped');

@@ -1,0 +1,262 @@
+// The label-driven mirroring controller: label-selected watches of sources and replicas (Secrets and
+// ConfigMaps, never the unrelated ones), a metadata-only Namespace watch, and a work queue of sources that
+// only the leader works. Mirroring is cluster-wide by nature: `--namespace` scopes the CR watches only.
+// /readyz fails while any of these watches is down (reflector's silent stop is the failure to beat).
+import type { ApplyClient } from '@syncline/apply';
+import type { Logger } from 'pino';
+import { Gauge } from 'prom-client';
+import { Informer, type KubeObject as InformerObject } from '../controller/informer.ts';
+import { WorkQueue } from '../controller/queue.ts';
+import type { EventRecorder } from '../kube/events.ts';
+import type { KubeRest } from '../kube/rest.ts';
+import type { Metrics } from '../metrics.ts';
+import { truncate } from '../reconcile/target.ts';
+import { projectMirrorObject, type MirrorCacheObject } from './cache.ts';
+import type { NamePattern } from './glob.ts';
+import { formatSourceRef, parseSourceRef, replicaSelector, sourceSelector, type MirrorKeys, type SourceRef } from './labels.ts';
+import { createMirrorReconciler, mirrorQueueKey } from './reconciler.ts';
+import { MirrorKind } from './spec.ts';
+import type { StalePolicy } from './stale.ts';
+import { MirrorState, compareRows, resolveSource, type MirrorRow } from './status.ts';
+import type { MirrorNamespace } from './targets.ts';
+
+export type MirrorControllerOptions = {
+  readonly rest: KubeRest;
+  /** The operator's own apply client (mirroring writes with the operator's identity). */
+  readonly applyClient: () => Promise<ApplyClient>;
+  readonly clock: { now(): Date };
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly events: EventRecorder;
+  readonly keys: MirrorKeys;
+  /** `--mirror-source-namespaces`: empty = every namespace may hold sources. */
+  readonly sourceNamespaces: readonly NamePattern[];
+  readonly staleMode: StalePolicy;
+  readonly staleTtlMs?: number | undefined;
+  readonly isLeader: () => boolean;
+  /** Enqueue every source this often (a missed event is repaired within it at worst). */
+  readonly resyncMs: number;
+  /** Sources reconciled at once (default 4). */
+  readonly concurrency?: number;
+  /** Target namespaces written at once per source (default 16, the apply engine's own). */
+  readonly namespaceConcurrency?: number;
+};
+
+export type MirrorController = {
+  /** Every mirroring watch listed and alive. */
+  ready(): boolean;
+  /** Sources → replicas with their state, as this process last saw them (`syncline status --mirrors` reads the cluster). */
+  mirrors(): MirrorRow[];
+  stop(): Promise<void>;
+};
+
+const KINDS = [MirrorKind.Secret, MirrorKind.ConfigMap] as const;
+const PLURAL = { Secret: 'secrets', ConfigMap: 'configmaps' } as const;
+
+export function startMirrorController(options: MirrorControllerOptions): MirrorController {
+  const { rest, logger, keys } = options;
+  const log = logger.child({ controller: 'mirror' });
+  const queue = new WorkQueue({ concurrency: options.concurrency ?? 4 });
+  const conflictsGauge =
+    (options.metrics.registry.getSingleMetric('syncline_mirror_conflicts') as Gauge | undefined) ??
+    new Gauge({ name: 'syncline_mirror_conflicts', help: 'Replicas a mirroring source could not write because another object holds the name.', labelNames: ['kind', 'source'], registers: [options.metrics.registry] });
+
+  // The fingerprint each replica will have once our write lands: its watch event is our own echo.
+  const expected = new Map<string, string>();
+  const rows = new Map<string, Map<string, MirrorRow>>(); // source key → target namespace ('' = the source) → row
+  const noted = new Map<string, string>();
+  const isNews = (key: string, signature: string): boolean => {
+    if ((noted.get(key) ?? '') === signature) return false;
+    if (signature === '') noted.delete(key);
+    else noted.set(key, signature);
+    return true;
+  };
+
+  const sourceInformers = new Map<MirrorKind, Informer>();
+  const replicaInformers = new Map<MirrorKind, Informer>();
+  for (const kind of KINDS) {
+    const project = (object: InformerObject): InformerObject => projectMirrorObject({ ...object, apiVersion: object.apiVersion ?? 'v1', kind }, keys);
+    sourceInformers.set(
+      kind,
+      new Informer({
+        rest,
+        path: `/api/v1/${PLURAL[kind]}`,
+        labelSelector: sourceSelector(keys),
+        project,
+        onEvent: (_type, object) => queue.add(mirrorQueueKey(kind, refOf(object))),
+        onError: (error) => log.warn({ err: errorMessage(error), kind }, 'mirroring source watch failed; restarting'),
+      }),
+    );
+    const replicas: Informer = new Informer({
+      rest,
+      path: `/api/v1/${PLURAL[kind]}`,
+      labelSelector: replicaSelector(keys),
+      project,
+      onEvent: (type, object) => {
+        const source = parseSourceRef((object.metadata['annotations'] as Record<string, string> | undefined)?.[keys.source]);
+        if (source === undefined) return;
+        const id = `/${kind}/${object.metadata.namespace ?? ''}/${object.metadata.name}`;
+        if (type !== 'DELETED' && expected.get(id) === (object as unknown as MirrorCacheObject).fingerprint) return;
+        // The first list: one reconcile per source (which sees all its replicas), not one per replica.
+        queue.add(replicas.synced ? mirrorQueueKey(kind, source, object.metadata.namespace) : mirrorQueueKey(kind, source));
+      },
+      onError: (error) => log.warn({ err: errorMessage(error), kind }, 'mirroring replica watch failed; restarting'),
+    });
+    replicaInformers.set(kind, replicas);
+  }
+
+  const namespaceInformer = new Informer({
+    rest,
+    path: '/api/v1/namespaces',
+    project: (object) => ({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: object.metadata.name, resourceVersion: object.metadata.resourceVersion, labels: object.metadata['labels'], deletionTimestamp: object.metadata['deletionTimestamp'] },
+      status: { phase: (object['status'] as { phase?: string } | undefined)?.phase },
+    }),
+    onEvent: (type, object, previous) => {
+      if (!namespaceInformer.synced || type === 'DELETED') return; // the first list: every source is reconciled anyway
+      const name = object.metadata.name;
+      if (type === 'MODIFIED' && JSON.stringify(previous?.metadata['labels']) === JSON.stringify(object.metadata['labels']) && previous?.metadata['deletionTimestamp'] === object.metadata['deletionTimestamp']) return;
+      // Only the sources this namespace now matches, or that have a replica in it.
+      const all = namespaceList() ?? [];
+      for (const kind of KINDS) {
+        const inNamespace = new Set(
+          (replicaInformers.get(kind)?.list() ?? []).filter((r) => r.metadata.namespace === name).map((r) => (r.metadata['annotations'] as Record<string, string> | undefined)?.[keys.source]),
+        );
+        for (const source of sourceList(kind) ?? []) {
+          const ref = refOf(source);
+          const resolved = resolveSource({ source, namespaces: all, keys, sourceNamespaces: options.sourceNamespaces });
+          if (inNamespace.has(formatSourceRef(ref)) || ('resolution' in resolved && resolved.resolution.namespaces.includes(name))) queue.add(mirrorQueueKey(kind, ref, name));
+        }
+      }
+    },
+    onError: (error) => log.warn({ err: errorMessage(error) }, 'mirroring namespace watch failed; restarting'),
+  });
+  const namespaceList = (): MirrorNamespace[] | undefined =>
+    namespaceInformer.synced
+      ? namespaceInformer.list().map((n) => ({
+          name: n.metadata.name,
+          labels: n.metadata['labels'] as Record<string, string> | undefined,
+          deletionTimestamp: n.metadata['deletionTimestamp'] as string | undefined,
+          phase: (n['status'] as { phase?: string } | undefined)?.phase,
+        }))
+      : undefined;
+  const sourceList = (kind: MirrorKind): MirrorCacheObject[] | undefined => {
+    const informer = sourceInformers.get(kind);
+    return informer?.synced === true ? (informer.list() as unknown as MirrorCacheObject[]) : undefined;
+  };
+  const allInformers = [...sourceInformers.values(), ...replicaInformers.values(), namespaceInformer];
+
+  const report = (key: { kind: MirrorKind; source: SourceRef; only?: string }, next: readonly MirrorRow[] | undefined): void => {
+    const sourceKey = mirrorQueueKey(key.kind, key.source);
+    if (next === undefined) {
+      rows.delete(sourceKey);
+      conflictsGauge.remove({ kind: key.kind, source: formatSourceRef(key.source) });
+      isNews(`${sourceKey}#conflicts`, '');
+      return;
+    }
+    let byNamespace = rows.get(sourceKey);
+    if (byNamespace === undefined || key.only === undefined) {
+      byNamespace = new Map();
+      rows.set(sourceKey, byNamespace);
+    }
+    if (key.only !== undefined) byNamespace.delete(key.only);
+    for (const row of next) byNamespace.set(row.namespace, row);
+    const conflicts = [...byNamespace.values()].filter((r) => r.state === MirrorState.Conflict).sort(compareRows);
+    conflictsGauge.set({ kind: key.kind, source: formatSourceRef(key.source) }, conflicts.length);
+    const signature = conflicts.map((r) => `${r.namespace}: ${r.message ?? ''}`).join('\n');
+    if (!isNews(`${sourceKey}#conflicts`, signature) || conflicts.length === 0) return;
+    const source = sourceInformers.get(key.kind)?.get(`${key.source.namespace}/${key.source.name}`);
+    if (source === undefined) return;
+    const message = truncate(`${conflicts.length} replica(s) not written, another object holds the name: ${conflicts.map((r) => r.message ?? r.namespace).join('; ')}`);
+    log.warn({ source: sourceKey, conflicts: conflicts.length }, 'mirroring conflict');
+    void options.events.record({ apiVersion: 'v1', kind: key.kind, metadata: { name: source.metadata.name, namespace: source.metadata.namespace ?? '', uid: source.metadata['uid'] as string | undefined } }, { type: 'Warning', reason: 'Conflict', message });
+  };
+
+  const reconcile = createMirrorReconciler({
+    rest,
+    client: options.applyClient,
+    clock: options.clock,
+    logger: log,
+    metrics: options.metrics,
+    events: options.events,
+    keys,
+    sourceNamespaces: options.sourceNamespaces,
+    stalePolicy: options.staleMode,
+    staleTtlMs: options.staleTtlMs,
+    namespaceConcurrency: options.namespaceConcurrency ?? 16,
+    sources: sourceList,
+    replicasOf: (kind, source, only) => {
+      const text = formatSourceRef(source);
+      const informer = replicaInformers.get(kind);
+      const candidates = only === undefined ? (informer?.list() ?? []) : [informer?.get(`${only}/${source.name}`)].filter((r) => r !== undefined);
+      return (candidates as unknown as MirrorCacheObject[]).filter((r) => r.metadata.annotations?.[keys.source] === text);
+    },
+    namespaces: namespaceList,
+    expect: (id, fingerprint) => {
+      expected.set(id, fingerprint);
+    },
+    report,
+    isNews,
+  });
+
+  const enqueueAll = (): void => {
+    for (const kind of KINDS) {
+      for (const source of sourceInformers.get(kind)?.list() ?? []) queue.add(mirrorQueueKey(kind, refOf(source)));
+      // Replicas whose source is gone are reconciled through their source's key (cleanup).
+      for (const replica of replicaInformers.get(kind)?.list() ?? []) {
+        const source = parseSourceRef((replica.metadata['annotations'] as Record<string, string> | undefined)?.[keys.source]);
+        if (source !== undefined) queue.add(mirrorQueueKey(kind, source));
+      }
+    }
+  };
+
+  for (const informer of allInformers) informer.start();
+  let working = false;
+  const startWork = (): void => {
+    if (working || !options.isLeader()) return;
+    working = true;
+    log.info('mirroring started');
+    queue.start(reconcile);
+    enqueueAll();
+  };
+  startWork();
+  const leaderPoll = setInterval(startWork, 500);
+  leaderPoll.unref();
+  const resync = setInterval(() => {
+    if (working) enqueueAll();
+  }, options.resyncMs);
+  resync.unref();
+
+  return {
+    ready: () => allInformers.every((i) => i.synced && i.healthy),
+    mirrors: () => {
+      const out = [...rows.values()].flatMap((m) => [...m.values()]);
+      const listed = new Set(out.map((r) => `${r.kind}/${r.namespace}/${r.source.split('/')[1] ?? ''}`));
+      for (const kind of KINDS) {
+        for (const replica of (replicaInformers.get(kind)?.list() ?? []) as unknown as MirrorCacheObject[]) {
+          if (listed.has(`${kind}/${replica.metadata.namespace ?? ''}/${replica.metadata.name}`)) continue;
+          const stale = replica.metadata.labels?.[keys.stale] === 'true';
+          out.push({ kind, source: replica.metadata.annotations?.[keys.source] ?? '?', namespace: replica.metadata.namespace ?? '', state: MirrorState.Stale, ...(stale ? { message: `source gone since ${replica.metadata.annotations?.[keys.staleSince] ?? '?'}` } : {}) });
+        }
+      }
+      return out.sort(compareRows);
+    },
+    async stop() {
+      clearInterval(leaderPoll);
+      clearInterval(resync);
+      await queue.shutdown();
+      await Promise.all(allInformers.map((i) => i.stop()));
+    },
+  };
+}
+
+function refOf(object: { metadata: { name: string; namespace?: string } }): SourceRef {
+  return { namespace: object.metadata.namespace ?? '', name: object.metadata.name };
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
