@@ -4,6 +4,7 @@
 // Mirroring watches are cluster-wide; a mirror prefix unique to this file keeps other test files' objects
 // (and their operators) out of it, and every target here is one of this file's namespaces (or kube-public
 // by exact name), never `*`, so no other test file sees a replica appear.
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
@@ -16,6 +17,7 @@ import { core, eventually, installCrds, rest } from './harness.ts';
 
 type Obj = { apiVersion?: string; kind?: string; metadata: { name: string; namespace?: string; uid?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; data?: Record<string, string>; type?: string; immutable?: boolean };
 
+const MAIN = join(import.meta.dirname, '..', '..', 'packages', 'operator', 'src', 'main.ts');
 const ID = randomBytes(2).toString('hex');
 const FILE_PREFIX = `mirror-${ID}.test`;
 /** Namespace prefixes unique to this file, so a glob here never matches another file's namespaces. */
@@ -257,6 +259,12 @@ describe('label-driven mirroring', () => {
     await sleep(8000);
     expect((await eventsOf(src.name, 'shared')).filter((e) => e.reason === 'Conflict')).toHaveLength(1);
     expect((await read('Secret', a, 'shared'))?.metadata.resourceVersion).toBe(foreign.metadata.resourceVersion);
+    // syncline status --mirrors reads the same from the cluster
+    const cli = spawnSync(process.execPath, [MAIN, 'status', '--mirrors', '--mirror-prefix', FILE_PREFIX, '-n', src.name, '--kubeconfig', testKubeconfigPath()], { encoding: 'utf8', timeout: 30_000 });
+    expect(cli.status, cli.stderr).toBe(0);
+    const lines = cli.stdout.split('\n').filter((l) => l.includes(`${src.name}/shared`));
+    expect(lines.find((l) => l.includes(a))).toMatch(/conflict\s+a Secret of that name exists and is not a replica/);
+    expect(lines.find((l) => l.includes(b))).toMatch(/synced/);
     const metrics = await (await fetch(`http://${operator.probeAddress}/metrics`)).text();
     expect(metrics).toMatch(new RegExp(`syncline_mirror_conflicts\\{kind="Secret",source="${src.name}/shared"\\} 1`));
     await remove('Secret', src.name, 'shared');

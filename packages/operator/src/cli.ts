@@ -12,6 +12,8 @@ import { stringify } from 'yaml';
 import { ConfigSyncSpec, type ConfigSync, type RemoteCluster, type TargetStatus } from './api/v1alpha1.ts';
 import { RECONCILE_REQUESTED_ANNOTATION } from './reconcile/configsync.ts';
 import { createKubeRest, type KubeRest } from './kube/rest.ts';
+import { DEFAULT_MIRROR_PREFIX, mirrorKeys, parseMirrorSourceNamespaces, replicaSelector, sourceSelector, type MirrorKeys, type MirrorNamespace, type NamePattern } from './mirror/index.ts';
+import { formatMirrorRows, mirrorStatusRows, resolveSource, type MirrorRow } from './mirror/status.ts';
 
 export type CliContext = {
   readonly env: NodeJS.ProcessEnv;
@@ -111,10 +113,17 @@ async function clusterCommand(command: 'clusters' | 'status' | 'reconcile' | 'ro
       to: { type: 'string' },
       steps: { type: 'string' },
       'allow-insecure-http': { type: 'boolean', default: false },
+      mirrors: { type: 'boolean', default: false },
+      'mirror-prefix': { type: 'string', default: DEFAULT_MIRROR_PREFIX },
+      'mirror-source-namespaces': { type: 'string', default: '' },
     },
   });
   const kc = context.loadKubeConfig(flags.kubeconfig);
   const rest = await createKubeRest(kc, { userAgent: 'syncline-cli' });
+  if (command === 'status' && flags.mirrors) {
+    out(formatMirrorRows(await mirrorRows({ rest, keys: mirrorKeys(flags['mirror-prefix']), sourceNamespaces: parseMirrorSourceNamespaces(flags['mirror-source-namespaces']), namespace: flags.namespace })));
+    return 0;
+  }
   const namespace = flags.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
   const name = positionals[0];
   const path = (n: string): string => `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs/${n}`;
@@ -245,3 +254,54 @@ async function diffCommand(options: { object: ConfigSync; rest: KubeRest; kc: Ku
 }
 
 
+
+/**
+ * `syncline status --mirrors`: sources → replicas with their state, from the live objects' labels and
+ * annotations (no operator involved). Targets without a replica of their source are read one by one to tell
+ * a conflict (another object holds the name) from a replica not written yet.
+ */
+async function mirrorRows(input: { rest: KubeRest; keys: MirrorKeys; sourceNamespaces: readonly NamePattern[]; namespace?: string | undefined }): Promise<MirrorRow[]> {
+  const { rest, keys } = input;
+  type Listed = { apiVersion?: string; kind?: string; items: ApplyObject[] };
+  const list = async (kind: 'Secret' | 'ConfigMap', selector: string): Promise<ApplyObject[]> => {
+    const path = input.namespace === undefined ? `/api/v1/${kind === 'Secret' ? 'secrets' : 'configmaps'}` : `/api/v1/namespaces/${input.namespace}/${kind === 'Secret' ? 'secrets' : 'configmaps'}`;
+    return (await rest.request<Listed>({ method: 'GET', path, query: { labelSelector: selector } })).items.map((item) => ({ ...item, apiVersion: 'v1', kind }));
+  };
+  const [secretSources, configMapSources, secretReplicas, configMapReplicas, namespaceList] = await Promise.all([
+    list('Secret', sourceSelector(keys)),
+    list('ConfigMap', sourceSelector(keys)),
+    rest.request<Listed>({ method: 'GET', path: '/api/v1/secrets', query: { labelSelector: replicaSelector(keys) } }).then((l) => l.items.map((i) => ({ ...i, apiVersion: 'v1', kind: 'Secret' }))),
+    rest.request<Listed>({ method: 'GET', path: '/api/v1/configmaps', query: { labelSelector: replicaSelector(keys) } }).then((l) => l.items.map((i) => ({ ...i, apiVersion: 'v1', kind: 'ConfigMap' }))),
+    rest.request<Listed>({ method: 'GET', path: '/api/v1/namespaces' }),
+  ]);
+  const namespaces: MirrorNamespace[] = namespaceList.items.map((n) => ({
+    name: n.metadata.name,
+    labels: n.metadata.labels,
+    deletionTimestamp: n.metadata['deletionTimestamp'] as string | undefined,
+    phase: (n['status'] as { phase?: string } | undefined)?.phase,
+  }));
+  const sources = [...secretSources, ...configMapSources];
+  const replicas = [...secretReplicas, ...configMapReplicas].filter((r) => input.namespace === undefined || r.metadata.annotations?.[keys.source]?.startsWith(`${input.namespace}/`) === true);
+  const have = new Set(replicas.map((r) => `${r.kind}/${r.metadata.namespace ?? ''}/${r.metadata.name}`));
+  const occupied = new Map<string, ApplyObject>();
+  for (const source of sources) {
+    const resolved = resolveSource({ source, namespaces, keys, sourceNamespaces: input.sourceNamespaces });
+    if ('invalid' in resolved) continue;
+    for (const namespace of resolved.resolution.namespaces) {
+      const key = `${source.kind}/${namespace}/${source.metadata.name}`;
+      if (have.has(key) || occupied.has(key)) continue;
+      const found = await readMirrorObject(rest, source.kind, namespace, source.metadata.name);
+      if (found !== undefined) occupied.set(key, { ...found, apiVersion: 'v1', kind: source.kind });
+    }
+  }
+  return mirrorStatusRows({ sources, replicas, namespaces, occupied, keys, sourceNamespaces: input.sourceNamespaces });
+}
+
+async function readMirrorObject(rest: KubeRest, kind: string, namespace: string, name: string): Promise<ApplyObject | undefined> {
+  try {
+    return await rest.request<ApplyObject>({ method: 'GET', path: `/api/v1/namespaces/${namespace}/${kind === 'Secret' ? 'secrets' : 'configmaps'}/${name}` });
+  } catch (error) {
+    if ((error as { status?: number }).status === 404) return undefined;
+    throw error;
+  }
+}

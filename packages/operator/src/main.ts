@@ -31,6 +31,8 @@ Usage:
                                                 render templates locally (no cluster)
   syncline diff NAME [-n NS]                    what a sync would change, without writing
   syncline status [NAME] [-n NS]                status of ConfigSyncs (with NAME: each target and its cluster)
+  syncline status --mirrors [-n NS] [--mirror-prefix P] [--mirror-source-namespaces GLOBS]
+                                                mirroring sources → replicas (synced, stale, conflict, missing)
   syncline clusters [-n NS]                     RemoteClusters: reachability, version, last probe
   syncline reconcile NAME [-n NS]               request an immediate sync
   syncline rollback NAME [-n NS] (--to SHA | --steps N)
