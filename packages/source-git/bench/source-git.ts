@@ -2,6 +2,7 @@
 // Cold fetch vs native `git clone --depth 1` (same server, same run), peak memory of the fetch, reading the
 // snapshot, re-resolving an unchanged revision, and 100 concurrent callers of one new SHA.
 // The fetch runs in a child process so its peak RSS (getrusage maxrss) is the fetch's alone.
+// Then 60,000 tiny files (issue 15): the fetch's peak RSS, and what reading them all keeps in buffers.
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -24,13 +25,22 @@ interface ChildResult {
   maxRssMb: number;
   heapUsedMb: number;
   snapshotBytes: number;
+  /** RSS of the child before the fetch (Node + the modules loaded). */
+  startRssMb: number;
+  /** Growth of external memory (ArrayBuffers included) and of ArrayBuffers alone while holding all files read. */
+  readAllExternalMb: number;
+  readAllArrayBuffersMb: number;
+  /** Sum of the ArrayBuffers behind the returned contents. */
+  readAllPinnedBytes: number;
 }
 
 if (process.argv[2] === '--child') {
   // Child: one cold fetch into an empty cache, then reads.
-  const [, , , repo, sha, cacheDir] = process.argv;
-  if (repo === undefined || sha === undefined || cacheDir === undefined) throw new Error('usage: --child repo sha cacheDir');
-  const source = createGitSource({ cacheDir, allowInsecureHttp: true });
+  const [, , , repo, sha, cacheDir, maxFiles] = process.argv;
+  if (repo === undefined || sha === undefined || cacheDir === undefined) throw new Error('usage: --child repo sha cacheDir [maxFiles]');
+  const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
+  const startRssMb = process.memoryUsage().rss / MB;
+  const source = createGitSource({ cacheDir, allowInsecureHttp: true, limits: { maxFiles: Number(maxFiles ?? 20_000) } });
   let t = performance.now();
   const snapshot = await source.fetchSnapshot({ repo, sha });
   const fetchMs = performance.now() - t;
@@ -39,9 +49,13 @@ if (process.argv[2] === '--child') {
   t = performance.now();
   const dir = await source.readPath(snapshot, 'apps/team-7');
   const readDirMs = performance.now() - t;
+  gc();
+  const before = process.memoryUsage();
   t = performance.now();
   const all = await source.readPath(snapshot, '');
   const readAllMs = performance.now() - t;
+  gc();
+  const after = process.memoryUsage();
   const result: ChildResult = {
     fetchMs,
     readAllMs,
@@ -53,6 +67,10 @@ if (process.argv[2] === '--child') {
     maxRssMb: process.resourceUsage().maxRSS / 1024,
     heapUsedMb: process.memoryUsage().heapUsed / MB,
     snapshotBytes: await directoryBytes(snapshot.dir),
+    startRssMb,
+    readAllExternalMb: (after.external - before.external) / MB,
+    readAllArrayBuffersMb: (after.arrayBuffers - before.arrayBuffers) / MB,
+    readAllPinnedBytes: all.reduce((n, f) => n + f.content.buffer.byteLength, 0),
   };
   process.stdout.write(JSON.stringify(result));
   process.exit(0);
@@ -121,6 +139,13 @@ try {
   const herdCounts = server.requests('bench');
   if (new Set(herd.map((s) => s.dir)).size !== 1) throw new Error('callers got different snapshots');
 
+  // 60,000 tiny files, each in its own directory: 120,000 objects in a pack of a few MB.
+  const tinyRepo = await server.createRepo('tiny');
+  const tinySha = await generateRepo(tinyRepo, { files: 60_000, totalBytes: 60_000 * 40 });
+  const tinyCache = await mkdtemp(join(scratch, 'cache-'));
+  const tinyRun = await run(process.execPath, ['--expose-gc', import.meta.filename, '--child', tinyRepo.url, tinySha, tinyCache, '60000']);
+  const tiny = JSON.parse(tinyRun.stdout) as ChildResult;
+
   const ratio = cold.fetchMs / native.ms;
   console.log(`cold runs (fetch ms): ${colds.map((c) => c.fetchMs.toFixed(0)).join(', ')}; native runs (ms): ${natives.map((n) => n.ms.toFixed(0)).join(', ')}`);
   console.log(`snapshot on disk: ${(cold.snapshotBytes / MB).toFixed(1)} MB; heap after reads: ${cold.heapUsedMb.toFixed(0)} MB`);
@@ -132,6 +157,15 @@ try {
   console.log(`readPath all (${cold.readAllFiles} files, ${(cold.readAllBytes / MB).toFixed(1)} MB):  ${fmt(cold.readAllMs)}`);
   console.log(`re-resolve unchanged revision:     ${resolveMs.toFixed(0)} ms, requests info/refs=${resolveCounts.infoRefs} upload-pack=${resolveCounts.uploadPack}`);
   console.log(`100 concurrent callers of new SHA: ${fmt(herdMs)}, fetches (upload-pack POSTs)=${herdCounts.uploadPack}`);
+  console.log(
+    `60,000 tiny files: fetch ${fmt(tiny.fetchMs)}, peak RSS ${tiny.fetchRssMb.toFixed(0)} MB (process at start ${tiny.startRssMb.toFixed(0)} MB; ` +
+      `was 562 MB before issue 15), target <= ${(tiny.startRssMb + 200).toFixed(0)} MB (start + 200)`,
+  );
+  console.log(
+    `60,000 tiny files: readPath all (${tiny.readAllFiles} files, ${(tiny.readAllBytes / MB).toFixed(1)} MB) in ${fmt(tiny.readAllMs)}: ` +
+      `external+arrayBuffers +${tiny.readAllExternalMb.toFixed(1)} MB, buffers pinned ${(tiny.readAllPinnedBytes / MB).toFixed(1)} MB ` +
+      `(was 64 KiB a file, 3.9 GB), target <= ${((2 * tiny.readAllBytes) / MB).toFixed(1)} MB (2x the bytes)`,
+  );
 } finally {
   await rm(scratch, { recursive: true, force: true });
 }

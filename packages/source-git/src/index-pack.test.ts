@@ -78,7 +78,7 @@ describe('indexPack', () => {
     ['announcing one object fewer, resealed', (p) => reseal(withCount(p, -1))],
     ['announcing four billion objects, resealed', (p) => reseal(withCount(p, 0xffffffff - p.readUInt32BE(8)))],
     ['with junk between the last object and the trailer, resealed', (p) => reseal(Buffer.concat([p.subarray(0, -20), Buffer.from('junk')]))],
-    ['with a damaged object, resealed', (p, ends) => reseal(p.subarray(0, -20).map((b, i) => (i === (ends[3] ?? 0) - 3 ? b ^ 0xff : b)))],
+    ['with a damaged object, resealed', (p, ends) => reseal(Buffer.from(p.subarray(0, -20).map((b, i) => (i === (ends[3] ?? 0) - 3 ? b ^ 0xff : b))))],
   ])('refuses a pack %s', async (name, damage) => {
     // given
     const pack = git(['pack-objects', '--stdout', '-q', '--delta-base-offset'], objects);

@@ -5,14 +5,14 @@
 // objects that parse and they must end exactly at the trailer, every object must inflate to its stated size
 // (and its id is computed from its content), every delta must find its base, and `verifyReachable` then walks
 // the commit's trees. Memory stays proportional to the object count (ids, offsets, CRCs), not the pack:
-// the pack is read from disk through a window, and delta bases come through PackObjects' bounded cache.
+// the pack is read from disk through a window, and deltas are resolved one chain at a time.
 import { createHash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
 import { open, writeFile } from 'node:fs/promises';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { crc32 } from 'node:zlib';
-import type { PackReadOptions, PackReader } from './pack.ts';
-import { OFS_DELTA, ObjectType, PackError, PackObjects, REF_DELTA, commitTree, inflateExact, objectTypeNames, parseEntryHeader, parseTree } from './pack.ts';
+import type { PackReadOptions } from './pack.ts';
+import { OFS_DELTA, ObjectType, PackError, PackReader, REF_DELTA, applyDelta, commitTree, inflateExact, objectTypeNames, parseEntryHeader, parseTree, readRange } from './pack.ts';
 
 export interface PackIndex {
   /** The pack's trailer (SHA-1 of all bytes before it), which also names the pack. */
@@ -26,7 +26,14 @@ export interface PackIndex {
   crcs: Uint32Array;
   /** Type of each object (deltas resolved), by sorted position. */
   types: Uint8Array;
+  /** What each tree (by id) names: 21-byte records, a kind byte (`entryKind`) then the 20-byte id. */
+  trees: Map<string, Buffer>;
+  /** The root tree of each commit, by commit id. */
+  commitTrees: Map<string, string>;
 }
+
+/** Kinds of tree entries as `PackIndex.trees` records them. */
+export const entryKind = { tree: 1, blob: 2, submodule: 3 } as const;
 
 export interface IndexPackOptions {
   /** Largest object (inflated) the pack may hold; a bigger one is refused before it is inflated. */
@@ -94,7 +101,7 @@ export async function indexPack(packPath: string, idxPath: string, opts: IndexPa
     // and must not make us allocate for it.
     if (count > (limit - 12) / 9) throw new PackError(`the pack header announces ${count} objects, more than its ${size} bytes can hold`);
     const scanned = await scan(file, limit, count, opts);
-    return { checksum, count, ...(await writeIndex(idxPath, checksum, scanned)) };
+    return { checksum, count, ...(await writeIndex(idxPath, checksum, scanned)), trees: scanned.trees, commitTrees: scanned.commitTrees };
   } finally {
     await file.close();
   }
@@ -122,9 +129,26 @@ interface Scanned {
   offsets: Float64Array;
   crcs: Uint32Array;
   types: Uint8Array;
+  trees: Map<string, Buffer>;
+  commitTrees: Map<string, string>;
 }
 
-/** Walks every object in pack order, computing its id; deltas are resolved as their bases become known. */
+/** A tree's entries as 21-byte records (kind, id): what the reachability check needs, in a fraction of the bytes. */
+function treeEdges(data: Buffer): Buffer {
+  const entries = parseTree(data);
+  const out = Buffer.allocUnsafeSlow(entries.length * 21);
+  entries.forEach((e, k) => {
+    out[k * 21] = e.mode === '40000' ? entryKind.tree : e.mode === '160000' ? entryKind.submodule : entryKind.blob;
+    out.write(e.oid, k * 21 + 1, 'hex');
+  });
+  return out;
+}
+
+/**
+ * Walks every object in pack order, computing the id of each whole object; then resolves deltas as git's
+ * index-pack does, depth first from each base through its children, so memory is one delta chain, not a
+ * cache of bases (a bounded cache of tiny config objects either thrashes or costs more than the pack).
+ */
 async function scan(file: FileHandle, limit: number, count: number, opts: IndexPackOptions): Promise<Scanned> {
   const offsets = new Float64Array(count);
   const ends = new Float64Array(count);
@@ -132,11 +156,11 @@ async function scan(file: FileHandle, limit: number, count: number, opts: IndexP
   const types = new Uint8Array(count);
   const oids = Buffer.alloc(count * 20);
   const resolved = new Uint8Array(count);
-  /** REF_DELTA base ids by object position (rare: a server that knows ofs-delta uses it). */
-  const refBases = new Map<number, Buffer>();
-  /** OFS_DELTA base offsets of deltas whose base was itself not yet resolved when they were scanned. */
-  const ofsBases = new Map<number, number>();
-  const pending: number[] = [];
+  /** OFS_DELTA: the base's position; -1 otherwise. */
+  const ofsBase = new Int32Array(count).fill(-1);
+  /** REF_DELTA: positions of the deltas waiting for each base id (rare: a server that knows ofs-delta uses it). */
+  const refChildren = new Map<string, number[]>();
+  let deltas = 0;
   let known = 0;
   const positionOf = (offset: number): number | undefined => {
     let lo = 0;
@@ -150,26 +174,20 @@ async function scan(file: FileHandle, limit: number, count: number, opts: IndexP
     }
     return undefined;
   };
-  let byId: Map<string, number> | undefined;
-  const objects = new PackObjects(file, {
-    offsetOf: (oid) => byId?.get(oid.toString('hex')),
-    endOf: (offset) => {
-      const i = positionOf(offset);
-      if (i === undefined) throw new PackError(`no object starts at ${offset}`);
-      return ends[i] ?? limit;
-    },
-  });
-  const unlimited: PackReadOptions = { maxBytes: opts.maxObjectBytes, onTooLarge: opts.onTooLarge };
+  const trees = new Map<string, Buffer>();
+  const commitTrees = new Map<string, string>();
   const settle = (i: number, type: ObjectType, data: Buffer): void => {
     types[i] = type;
-    objectId(type, data).copy(oids, i * 20);
+    const id = objectId(type, data);
+    id.copy(oids, i * 20);
     resolved[i] = 1;
-    objects.remember(offsets[i] ?? 0, { type, data });
+    if (type === ObjectType.tree) trees.set(id.toString('hex'), treeEdges(data));
+    else if (type === ObjectType.commit) commitTrees.set(id.toString('hex'), commitTree(data));
   };
+  const yielder = new Yielder();
 
   const window = new FileWindow(file, limit);
   let pos = 12;
-  let lastYield = performance.now();
   for (let i = 0; i < count; i++) {
     if (pos >= limit) throw new PackError(`the pack ends after ${i} of the ${count} objects its header announces`);
     const head = parseEntryHeader(await window.view(pos, headerMaxBytes), pos);
@@ -198,55 +216,84 @@ async function scan(file: FileHandle, limit: number, count: number, opts: IndexP
     if (head.type === OFS_DELTA) {
       const base = positionOf(head.baseOffset ?? -1);
       if (base === undefined) throw new PackError(`delta at offset ${pos} names no object as its base`);
-      if (resolved[base] === 1) {
-        const obj = await objects.resolveDelta(head.baseOffset ?? 0, inflated.data, unlimited);
-        settle(i, obj.type, obj.data);
-      } else {
-        ofsBases.set(i, head.baseOffset ?? 0);
-        pending.push(i);
-      }
+      ofsBase[i] = base;
+      deltas++;
     } else if (head.type === REF_DELTA) {
-      refBases.set(i, head.baseOid ?? Buffer.alloc(20));
-      pending.push(i);
+      const key = (head.baseOid ?? Buffer.alloc(20)).toString('hex');
+      const waiting = refChildren.get(key);
+      if (waiting === undefined) refChildren.set(key, [i]);
+      else waiting.push(i);
+      deltas++;
     } else {
       settle(i, head.type as ObjectType, inflated.data);
     }
     pos = end;
-    // Thousands of small objects inflate and hash without awaiting I/O; let the operator's other work run.
-    if (performance.now() - lastYield > 20) {
-      await nextTurn();
-      lastYield = performance.now();
-    }
+    await yielder.maybe();
   }
   if (pos !== limit) throw new PackError(`the pack holds more data than the ${count} objects its header announces`);
+  if (deltas === 0) return { count, oids, offsets, crcs, types, trees, commitTrees };
 
-  if (pending.length > 0) {
-    // Deltas whose base comes later in the pack, or is named by id: resolve in rounds until nothing moves.
-    byId = new Map();
-    for (let i = 0; i < count; i++) if (resolved[i] === 1) byId.set(oids.toString('hex', i * 20, i * 20 + 20), offsets[i] ?? 0);
-    let left = pending;
-    while (left.length > 0) {
-      const next: number[] = [];
-      for (const i of left) {
-        const ref = refBases.get(i);
-        const ready = ref !== undefined ? byId.has(ref.toString('hex')) : resolved[positionOf(ofsBases.get(i) ?? -1) ?? -1] === 1;
-        if (!ready) {
-          next.push(i);
-          continue;
-        }
-        const obj = await objects.readAt(offsets[i] ?? 0, unlimited);
-        settle(i, obj.type, obj.data);
-        byId.set(oids.toString('hex', i * 20, i * 20 + 20), offsets[i] ?? 0);
-      }
-      if (next.length === left.length) throw new PackError(`${next.length} deltas name bases the pack does not hold`);
-      left = next;
-    }
+  // Children of each base by position (compressed rows: firstChild[b] .. firstChild[b + 1] in children).
+  const firstChild = new Int32Array(count + 1);
+  for (let i = 0; i < count; i++) {
+    const b = ofsBase[i] ?? -1;
+    if (b >= 0) firstChild[b + 1] = (firstChild[b + 1] ?? 0) + 1;
   }
-  return { count, oids, offsets, crcs, types };
+  for (let b = 0; b < count; b++) firstChild[b + 1] = (firstChild[b + 1] ?? 0) + (firstChild[b] ?? 0);
+  const children = new Int32Array(firstChild[count] ?? 0);
+  const fill = Int32Array.from(firstChild);
+  for (let i = 0; i < count; i++) {
+    const b = ofsBase[i] ?? -1;
+    if (b < 0) continue;
+    const at = fill[b] ?? 0;
+    children[at] = i;
+    fill[b] = at + 1;
+  }
+
+  const readEntry = async (i: number): Promise<{ type: number; data: Buffer }> => {
+    const start = offsets[i] ?? 0;
+    const raw = await readRange(file, start, (ends[i] ?? 0) - start);
+    const head = parseEntryHeader(raw, start);
+    return { type: head.type, data: inflateExact(raw.subarray(head.dataStart - start), head.size).data };
+  };
+  const limits: PackReadOptions = { maxBytes: opts.maxObjectBytes, onTooLarge: opts.onTooLarge };
+  let settled = 0;
+  const descend = async (base: number, type: ObjectType, data: Buffer): Promise<void> => {
+    const kids = [...children.subarray(firstChild[base] ?? 0, firstChild[base + 1] ?? 0)];
+    if (refChildren.size > 0) kids.push(...(refChildren.get(oids.toString('hex', base * 20, base * 20 + 20)) ?? []));
+    for (const kid of kids) {
+      if (resolved[kid] === 1) continue;
+      const out = applyDelta(data, (await readEntry(kid)).data, limits);
+      settle(kid, type, out);
+      settled++;
+      await yielder.maybe();
+      await descend(kid, type, out);
+    }
+  };
+  for (let root = 0; root < count; root++) {
+    if ((types[root] ?? 0) === 0 || (ofsBase[root] ?? -1) >= 0) continue;
+    const hasKids = (firstChild[root + 1] ?? 0) > (firstChild[root] ?? 0) || refChildren.has(oids.toString('hex', root * 20, root * 20 + 20));
+    if (!hasKids) continue;
+    const whole = await readEntry(root);
+    if (whole.type === REF_DELTA) continue;
+    await descend(root, whole.type as ObjectType, whole.data);
+  }
+  if (settled !== deltas) throw new PackError(`${deltas - settled} deltas name bases the pack does not hold`);
+  return { count, oids, offsets, crcs, types, trees, commitTrees };
+}
+
+/** Lets the event loop run every 20 ms: thousands of small objects inflate and hash without awaiting I/O. */
+class Yielder {
+  #last = performance.now();
+  async maybe(): Promise<void> {
+    if (performance.now() - this.#last < 20) return;
+    await nextTurn();
+    this.#last = performance.now();
+  }
 }
 
 /** Writes a v2 pack index (what `git index-pack` writes): fanout, sorted ids, CRCs, offsets, checksums. */
-async function writeIndex(idxPath: string, checksum: Buffer, s: Scanned): Promise<Omit<PackIndex, 'checksum' | 'count'>> {
+async function writeIndex(idxPath: string, checksum: Buffer, s: Scanned): Promise<Omit<PackIndex, 'checksum' | 'count' | 'trees' | 'commitTrees'>> {
   const n = s.count;
   const order = new Uint32Array(n);
   for (let i = 0; i < n; i++) order[i] = i;
@@ -313,32 +360,85 @@ export function typeIn(index: PackIndex, oid: string): number | undefined {
 /**
  * Checks that `commit`, its root tree and every tree and blob below it are in the pack with the right types,
  * which is everything a snapshot's reader may be asked for (submodule entries name commits of other
- * repositories and are skipped). Throws PackError naming what is missing.
+ * repositories and are skipped). The walk uses the edges the scan recorded; the commit and its root tree are
+ * also read back through `reader`, the very reader readPath will use. Throws PackError naming what is missing.
  */
 export async function verifyReachable(reader: PackReader, index: PackIndex, commit: string): Promise<void> {
   const big: PackReadOptions = { maxBytes: Number.MAX_SAFE_INTEGER, onTooLarge: () => new PackError('object too large') };
+  const root = index.commitTrees.get(commit);
   const commitObject = await reader.read(commit, big);
-  if (commitObject?.type !== ObjectType.commit) throw new PackError(`commit ${commit} is not in the pack`);
+  if (root === undefined || commitObject?.type !== ObjectType.commit || commitTree(commitObject.data) !== root) {
+    throw new PackError(`commit ${commit} is not in the pack`);
+  }
+  if ((await reader.read(root, big))?.type !== ObjectType.tree) throw new PackError(`the root tree (${root}) is not in the pack`);
   const seen = new Set<string>();
-  const stack = [{ oid: commitTree(commitObject.data), path: '' }];
-  let lastYield = performance.now();
-  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
-    if (seen.has(item.oid)) continue;
-    seen.add(item.oid);
-    const shown = item.path === '' ? 'the root tree' : `tree ${item.path}`;
-    if (typeIn(index, item.oid) !== ObjectType.tree) throw new PackError(`${shown} (${item.oid}) is not in the pack`);
-    const tree = await reader.read(item.oid, big);
-    if (tree === undefined) throw new PackError(`${shown} (${item.oid}) is not in the pack`);
+  const stack = [root];
+  const yielder = new Yielder();
+  for (let oid = stack.pop(); oid !== undefined; oid = stack.pop()) {
+    if (seen.has(oid)) continue;
+    seen.add(oid);
+    const edges = index.trees.get(oid);
+    if (edges === undefined || typeIn(index, oid) !== ObjectType.tree) throw new PackError(`tree ${await pathOf(reader, root, oid)} (${oid}) is not in the pack`);
+    for (let at = 0; at < edges.length; at += 21) {
+      const kind = edges[at];
+      const entry = edges.toString('hex', at + 1, at + 21);
+      if (kind === entryKind.tree) stack.push(entry);
+      else if (kind === entryKind.blob && typeIn(index, entry) !== ObjectType.blob) throw new PackError(`blob ${await pathOf(reader, root, entry)} (${entry}) is not in the pack`);
+    }
+    await yielder.maybe();
+  }
+}
+
+/** Where `oid` sits below `root`, for the message of a failed check (only then are the trees read again). */
+async function pathOf(reader: PackReader, root: string, oid: string): Promise<string> {
+  const big: PackReadOptions = { maxBytes: Number.MAX_SAFE_INTEGER, onTooLarge: () => new PackError('object too large') };
+  if (oid === root) return '(the root tree)';
+  const queue = [{ tree: root, path: '' }];
+  for (let item = queue.shift(); item !== undefined; item = queue.shift()) {
+    const tree = await reader.read(item.tree, big).catch(() => undefined);
+    if (tree?.type !== ObjectType.tree) continue;
     for (const entry of parseTree(tree.data)) {
       const path = item.path === '' ? entry.name : `${item.path}/${entry.name}`;
-      if (entry.mode === '40000') stack.push({ oid: entry.oid, path });
-      else if (entry.mode !== '160000' && typeIn(index, entry.oid) !== ObjectType.blob) {
-        throw new PackError(`blob ${JSON.stringify(path)} (${entry.oid}) is not in the pack`);
-      }
+      if (entry.oid === oid) return JSON.stringify(path);
+      if (entry.mode === '40000') queue.push({ tree: entry.oid, path });
     }
-    if (performance.now() - lastYield > 20) {
-      await nextTurn();
-      lastYield = performance.now();
+  }
+  return '(unknown path)';
+}
+
+export interface IndexJob {
+  packPath: string;
+  idxPath: string;
+  /** The commit the pack must hold, with everything it reaches. */
+  commit: string;
+  maxObjectBytes: number;
+}
+
+/** What the indexer reports: the pack's checksum, or why it refused the pack. */
+export type IndexOutcome = { ok: true; checksum: string } | { ok: false; kind: 'damaged'; message: string } | { ok: false; kind: 'tooLarge'; size: number };
+
+class TooLarge extends Error {
+  readonly size: number;
+  constructor(size: number) {
+    super(`object of ${size} bytes`);
+    this.size = size;
+  }
+}
+
+/** Indexes the pack and checks it holds `commit` whole. Errors other than damage or size are thrown. */
+export async function indexAndVerify(job: IndexJob): Promise<IndexOutcome> {
+  try {
+    const index = await indexPack(job.packPath, job.idxPath, { maxObjectBytes: job.maxObjectBytes, onTooLarge: (size) => new TooLarge(size) });
+    const reader = await PackReader.open(job.packPath, job.idxPath);
+    try {
+      await verifyReachable(reader, index, job.commit);
+    } finally {
+      await reader.close();
     }
+    return { ok: true, checksum: index.checksum.toString('hex') };
+  } catch (err) {
+    if (err instanceof TooLarge) return { ok: false, kind: 'tooLarge', size: err.size };
+    if (err instanceof PackError) return { ok: false, kind: 'damaged', message: err.message };
+    throw err;
   }
 }

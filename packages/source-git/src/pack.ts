@@ -1,8 +1,9 @@
 // Reads objects out of a packfile + its v2 index with Node's native zlib. isomorphic-git's own reader inflates
 // with pure-JS pako and, per DESIGN.md's measurements, reading 5,000 blobs that way costs more than the
 // fetch; a pack from a depth-1 fetch is self-contained (no thin-pack bases), so this small reader suffices.
-// The same decoding serves the indexer (index-pack.ts), which walks a freshly fetched pack object by object.
+// The entry decoding is shared with the indexer (index-pack.ts), which walks a freshly fetched pack.
 import type { FileHandle } from 'node:fs/promises';
+import { readSync } from 'node:fs';
 import { open, readFile } from 'node:fs/promises';
 import { inflateSync } from 'node:zlib';
 
@@ -84,19 +85,28 @@ export function parseEntryHeader(raw: Buffer, offset: number): EntryHeader {
  * Returns the bytes of `input` the stream used, which tells the indexer where the next object starts.
  */
 export function inflateExact(input: Buffer, size: number): { data: Buffer; consumed: number } {
-  // A chunk of the whole size inflates in one piece instead of 16 KiB pieces concatenated afterwards.
-  const chunkSize = size > 16 * 1024 ? size + 64 : undefined;
-  const result = inflateSync(input, { info: true, maxOutputLength: Math.max(size, 1), ...(chunkSize === undefined ? {} : { chunkSize }) }) as unknown as {
+  const { out, consumed } = inflateSized(input, size);
+  return { data: ownBuffer(out), consumed };
+}
+
+/**
+ * Inflates a zlib stream whose size is known into one chunk of that size (plus slack, so zlib sees the end
+ * of the stream in the same call): by default every call would allocate a 16 KiB chunk, 250 times the size
+ * of a typical small config object, and a fetch of 60,000 of them churned through gigabytes.
+ */
+function inflateSized(input: Buffer, size: number): { out: Buffer; consumed: number } {
+  const result = inflateSync(input, { info: true, maxOutputLength: Math.max(size, 1), chunkSize: Math.max(64, size + 64) }) as unknown as {
     buffer: Buffer;
     engine: { bytesWritten: number };
   };
   const out = result.buffer;
   if (out.length !== size) throw new PackError(`object inflates to ${out.length} bytes, its header says ${size}`);
-  return { data: ownBuffer(out), consumed: result.engine.bytesWritten };
+  return { out, consumed: result.engine.bytesWritten };
 }
 
-/** `b` itself when it is the whole of its own allocation, else a copy that is. */
+/** `b` itself when it is (nearly) the whole of its own allocation, else a copy that is exactly that. */
 export function ownBuffer(b: Buffer): Buffer {
+  if (b.byteOffset === 0 && b.buffer.byteLength - b.byteLength <= 64 && b.byteLength >= 4096) return b;
   if (b.byteOffset === 0 && b.buffer.byteLength === b.byteLength) return b;
   const copy = Buffer.from(new ArrayBuffer(b.byteLength));
   b.copy(copy);
@@ -111,14 +121,36 @@ export interface PackLocator {
   endOf(offset: number): number;
 }
 
+/** Bytes the base cache may pin; each entry is counted with its bookkeeping, so tiny objects are not free. */
+/**
+ * `length` bytes of `file` from `position`. Small ranges are read synchronously: a snapshot read is tens of
+ * thousands of small objects, nearly always in the page cache, where a pread takes microseconds and a trip
+ * through libuv's thread pool many times that (reading 20,000 files spent most of its time there).
+ */
+export async function readRange(file: FileHandle, position: number, length: number): Promise<Buffer> {
+  const raw = Buffer.allocUnsafe(length);
+  let filled = 0;
+  while (filled < length) {
+    const bytesRead =
+      length <= 64 * 1024 ? readSync(file.fd, raw, filled, length - filled, position + filled) : (await file.read(raw, filled, length - filled, position + filled)).bytesRead;
+    if (bytesRead === 0) throw new PackError('short read from pack');
+    filled += bytesRead;
+  }
+  return raw;
+}
+
 const baseCacheBytes = 32 * 1024 * 1024;
-const baseCacheEntries = 8192;
+const entryOverhead = 320;
 
 /** Reads objects of a pack file at known offsets, resolving delta chains through a bounded base cache. */
 export class PackObjects {
   readonly #pack: FileHandle;
   readonly #locator: PackLocator;
-  /** Recently used objects by offset, least recent first; counted by the bytes they pin. */
+  /**
+   * Recently used objects by offset, least recent first. Sized by bytes, not entries: a config repo's
+   * blobs are small and deltified in long chains, and a cache that cannot hold them all re-reads whole chains
+   * per file (issue 15: reading 20,000 such files took over a minute).
+   */
   readonly #cache = new Map<number, PackObject>();
   #cachedBytes = 0;
 
@@ -131,11 +163,14 @@ export class PackObjects {
   remember(offset: number, obj: PackObject): void {
     if (obj.data.length > 4 * 1024 * 1024 || this.#cache.has(offset)) return;
     this.#cache.set(offset, obj);
-    this.#cachedBytes += obj.data.buffer.byteLength + 64;
+    this.#cachedBytes += obj.data.buffer.byteLength + entryOverhead;
+    if (this.#cachedBytes <= baseCacheBytes) return;
+    // Evict down to three quarters in one pass: a Map iterator starts at its oldest slot and walks past the
+    // slots of deleted entries, so evicting one entry per insert would walk them again every time.
     for (const [key, value] of this.#cache) {
-      if (this.#cachedBytes <= baseCacheBytes && this.#cache.size <= baseCacheEntries) break;
+      if (this.#cachedBytes <= (baseCacheBytes * 3) / 4) break;
       this.#cache.delete(key);
-      this.#cachedBytes -= value.data.buffer.byteLength + 64;
+      this.#cachedBytes -= value.data.buffer.byteLength + entryOverhead;
     }
   }
 
@@ -147,10 +182,7 @@ export class PackObjects {
       this.#cache.set(offset, cached);
       return cached;
     }
-    const end = this.#locator.endOf(offset);
-    const raw = Buffer.allocUnsafe(end - offset);
-    const { bytesRead } = await this.#pack.read(raw, 0, raw.length, offset);
-    if (bytesRead !== raw.length) throw new PackError('short read from pack');
+    const raw = await readRange(this.#pack, offset, this.#locator.endOf(offset) - offset);
     const head = parseEntryHeader(raw, offset);
     const zdata = raw.subarray(head.dataStart - offset);
     if (head.type === OFS_DELTA || head.type === REF_DELTA) {
@@ -160,19 +192,12 @@ export class PackObjects {
         if (baseOffset === undefined) throw new PackError('delta base missing from pack');
       }
       const base = await this.#readBase(baseOffset ?? 0, opts, depth);
-      const delta = inflateSync(zdata, { maxOutputLength: Math.max(head.size, 1) });
-      if (delta.length !== head.size) throw new PackError('delta size mismatch');
+      const delta = inflateSized(zdata, head.size).out;
       return { type: base.type, data: applyDelta(base.data, delta, opts) };
     }
     if (head.size > opts.maxBytes) throw opts.onTooLarge(head.size);
     const data = head.size === 0 ? Buffer.alloc(0) : inflateExact(zdata, head.size).data;
     return { type: head.type as ObjectType, data };
-  }
-
-  /** Applies a delta whose data is already inflated to its base at `baseOffset`. */
-  async resolveDelta(baseOffset: number, delta: Buffer, opts: PackReadOptions): Promise<PackObject> {
-    const base = await this.#readBase(baseOffset, opts, 0);
-    return { type: base.type, data: applyDelta(base.data, delta, opts) };
   }
 
   async #readBase(offset: number, opts: PackReadOptions, depth: number): Promise<PackObject> {

@@ -93,7 +93,7 @@ describe('a request that fails transiently is retried on its own', () => {
     const log = server.requestLog().filter((r) => r.repo === repo.name);
     expect(log.filter((r) => r.faulted).length).toBe(Math.floor(log.length / 3));
     expect(log.filter((r) => r.status === 503).length).toBe(Math.floor(log.length / 3));
-  });
+  }, 30_000);
 
   it('every pack POST fails twice before it works: one fetch, three POSTs', async () => {
     // given
@@ -130,7 +130,7 @@ describe('a request that fails transiently is retried on its own', () => {
     const faults = log.filter((r) => r.faulted).length;
     expect(faults).toBeGreaterThan(0);
     expect(log.length).toBe(5 * 3 + faults);
-  });
+  }, 30_000);
 
   it('retries a connection reset before the response, and one in the middle of the pack', async () => {
     // given
@@ -210,7 +210,7 @@ describe('Retry-After', () => {
     // within a millisecond or two; the client waits by Date.now(), so allow that much)
     const [, second] = server.requestLog().filter((r) => r.repo === repo.name);
     expect(performance.timeOrigin + (second?.at ?? 0)).toBeGreaterThanOrEqual(until - 5);
-  });
+  }, 30_000);
 
   it('caps an absurd Retry-After at the policy maximum instead of waiting an hour', async () => {
     // given

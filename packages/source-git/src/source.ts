@@ -3,12 +3,13 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import git from 'isomorphic-git';
 import { SnapshotCache, directoryBytes, snapshotFormat } from './cache.ts';
 import { GitSourceError, GitSourceErrorCode, redact } from './errors.ts';
 import type { HttpSession, HttpTransport, RetryPolicy } from './http.ts';
 import { HttpStatusError, createHttpSession, defaultRetryPolicy, fetchTransport } from './http.ts';
-import { indexPack, verifyReachable } from './index-pack.ts';
+import { indexInWorker } from './index-pack-worker.ts';
 import { ObjectType, PackError, PackReader, commitTree, ownBuffer, parseTree } from './pack.ts';
 import type { TreeEntry } from './pack.ts';
 import { fetchPack } from './upload-pack.ts';
@@ -268,20 +269,24 @@ export function createGitSource(options: GitSourceOptions): GitSource {
     const incomplete = (err: unknown): GitSourceError =>
       new GitSourceError(GitSourceErrorCode.ServerError, `${op.shownRepo}: the pack the server sent for ${sha} is incomplete or damaged: ${errorText(err)}`);
     try {
-      await fetchPack({ session: session(op), url: op.url, sha, packPath: incoming, shownRepo: op.shownRepo });
-      const tooLarge = (size: number): GitSourceError =>
-        new GitSourceError(GitSourceErrorCode.LimitExceeded, `${op.shownRepo}: commit ${sha} holds an object of ${size} bytes, over the limit of ${limits.maxResponseBytes} bytes`);
+      const http = session(op);
+      await fetchPack({ session: http, url: op.url, sha, packPath: incoming, shownRepo: op.shownRepo });
       const incomingIdx = join(packDir, 'incoming.idx');
-      const index = await indexPack(incoming, incomingIdx, { maxObjectBytes: limits.maxResponseBytes, onTooLarge: tooLarge });
-      const name = `pack-${index.checksum.toString('hex')}`;
+      const outcome = await indexInWorker({ packPath: incoming, idxPath: incomingIdx, commit: sha, maxObjectBytes: limits.maxResponseBytes }, http.signal).catch((err: unknown) => {
+        throw http.signal.aborted ? new GitSourceError(GitSourceErrorCode.Timeout, `${op.shownRepo}: the operation timed out`) : err;
+      });
+      if (!outcome.ok) {
+        if (outcome.kind === 'tooLarge') {
+          throw new GitSourceError(
+            GitSourceErrorCode.LimitExceeded,
+            `${op.shownRepo}: commit ${sha} holds an object of ${outcome.size} bytes, over the limit of ${limits.maxResponseBytes} bytes`,
+          );
+        }
+        throw new PackError(outcome.message);
+      }
+      const name = `pack-${outcome.checksum}`;
       await rename(incoming, join(packDir, `${name}.pack`));
       await rename(incomingIdx, join(packDir, `${name}.idx`));
-      const reader = await PackReader.open(join(packDir, `${name}.pack`), join(packDir, `${name}.idx`));
-      try {
-        await verifyReachable(reader, index, sha);
-      } finally {
-        await reader.close();
-      }
     } catch (err) {
       if (err instanceof PackError) throw incomplete(err);
       throw err;
@@ -353,6 +358,7 @@ class TreeReader {
   readonly #trees = new Map<string, TreeEntry[]>();
   #files = 0;
   #bytes = 0;
+  #lastYield = performance.now();
 
   constructor(pack: PackReader, snapshot: Snapshot, limits: GitSourceLimits) {
     this.#pack = pack;
@@ -442,6 +448,11 @@ class TreeReader {
 
   async #walk(treeOid: string, dir: string[], out: SnapshotFile[]): Promise<void> {
     for (const entry of await this.#tree(treeOid, dir.join('/'))) {
+      // Reads of small objects are synchronous (pack.ts readRange): let the operator's other work in now and then.
+      if (performance.now() - this.#lastYield > 20) {
+        await nextTurn();
+        this.#lastYield = performance.now();
+      }
       const segments = [...dir, entry.name];
       const path = segments.join('/');
       switch (entry.mode) {

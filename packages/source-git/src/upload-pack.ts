@@ -109,7 +109,11 @@ async function receivePack(reader: PktReader, file: FileHandle, sideband: boolea
     // A flush ends the stream, early or not; whether the pack is whole is for the indexer to say. A stream
     // that stops without one was cut off (git's own client: "the remote end hung up unexpectedly").
     if (packet === 'eof') throw new PackError('the response ended without the flush that closes the pack stream');
-    if (packet === 'flush') break;
+    if (packet === 'flush') {
+      // Read to the end rather than drop the connection on a server still finishing its response.
+      for await (const _ of reader.rest());
+      break;
+    }
     if (packet === 'delim') throw protocolError(opts.shownRepo, 'unexpected delimiter in the pack stream');
     const band = packet[0];
     if (band === 1) await sink.write(packet.subarray(1));
