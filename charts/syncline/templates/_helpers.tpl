@@ -62,10 +62,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
      ServiceAccount tokens (spec.serviceAccountName). */}}
 {{- define "syncline.coreRules" -}}
 - apiGroups: ["syncline.dev"]
-  resources: ["configsyncs", "manifestsyncs", "remoteclusters"]
+  resources: ["configsyncs", "manifestsyncs", "remoteclusters", "namespacereplications"]
   verbs: ["get", "list", "watch", "patch", "update"]
 - apiGroups: ["syncline.dev"]
-  resources: ["configsyncs/status", "manifestsyncs/status", "remoteclusters/status"]
+  resources: ["configsyncs/status", "manifestsyncs/status", "remoteclusters/status", "namespacereplications/status"]
   verbs: ["get", "patch", "update"]
 - apiGroups: ["syncline.dev"]
   resources: ["configsyncs/finalizers", "manifestsyncs/finalizers"]

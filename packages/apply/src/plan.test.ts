@@ -112,6 +112,19 @@ describe('planApply', () => {
     expect(del?.type === 'delete' && del.uid).toBe('uid-stale');
   });
 
+  it('prunes an object with our exact mark that never reached the inventory (a lost status write), and nothing else unrecorded', () => {
+    // given: the render no longer has `lost`; it carries our mark but the inventory never recorded it
+    const lost = stored(cm('lost'));
+    const theirs = stored(cm('theirs'), other);
+    const otherTarget = stored(cm('sibling'), { ...owner, target: 'staging' });
+    const unmarked: KubeObject = { ...cm('hand-made'), metadata: { ...cm('hand-made').metadata, uid: 'u' } };
+    const p = plan({ desired: [cm('a')], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(cm('a')), lost, theirs, otherTarget, unmarked) });
+    expect(summary(p.prune)).toEqual(['delete /ConfigMap/app/lost']);
+    // and with prune off, it is only forgotten
+    const kept = plan({ desired: [cm('a')], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(cm('a')), lost), prune: false });
+    expect(summary(kept.prune)).toEqual(['forget /ConfigMap/app/lost']);
+  });
+
   it('refuses an empty render for a non-empty inventory unless allowed', () => {
     const inventory: Inventory = [{ id: '/ConfigMap/app/a' }];
     const refused = plan({ desired: [], inventory, live: liveOf(stored(cm('a'))) });

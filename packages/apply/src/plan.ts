@@ -217,7 +217,14 @@ export function planApply(input: PlanInput): Plan {
   }
   apply.sort((a, b) => a.tier - b.tier);
 
-  const prune = diffInventory(input.inventory, [...seen]).map((id): PlanStep => {
+  // Stale: what the inventory lists and the render no longer has, plus objects in the listed scopes that carry
+  // this owner's exact mark but never reached the inventory (applied by a run whose status write was lost, a
+  // crash or an API outage between apply and status): without this they would be orphaned for good.
+  const inInventory = new Set(input.inventory.map((e) => e.id));
+  const unrecorded = [...input.live.objects]
+    .filter(([id, object]) => !seen.has(id) && !inInventory.has(id) && ownershipOf(object, input.owner).kind === 'ours')
+    .map(([id]) => id);
+  const prune = [...diffInventory(input.inventory, [...seen]), ...unrecorded].map((id): PlanStep => {
     const live = lookup(input.live, id);
     return live === 'unknown' ? { type: 'resolveStale', id, tier: tierOf(id) } : planStale(id, live, context);
   });

@@ -29,6 +29,9 @@ export async function runCli(command: string, args: readonly string[], context: 
     switch (command) {
       case 'render':
         return await renderCommand(args, out);
+      case 'failover':
+      case 'failback':
+        return await failoverCommand(command, args, context, out);
       case 'clusters':
       case 'status':
       case 'reconcile':
@@ -186,6 +189,42 @@ export function formatStatus(items: readonly ConfigSync[]): string {
   }
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
   return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
+}
+
+/**
+ * `syncline failover NAME` / `failback NAME`: sets spec.failover of a NamespaceReplication (so Git can drive
+ * it too) and, with --wait, waits until the operator reports it done. Idempotent: safe to run again.
+ */
+async function failoverCommand(command: 'failover' | 'failback', args: readonly string[], context: CliContext, out: (text: string) => void): Promise<number> {
+  const { values: flags, positionals } = parseArgs({
+    args: [...args],
+    allowPositionals: true,
+    options: { namespace: { type: 'string', short: 'n' }, kubeconfig: { type: 'string' }, wait: { type: 'boolean', default: false }, timeout: { type: 'string', default: '60' } },
+  });
+  const name = positionals[0];
+  if (name === undefined) throw new Error(`usage: syncline ${command} NAME [-n NAMESPACE] [--wait] [--timeout SECONDS]`);
+  const kc = context.loadKubeConfig(flags.kubeconfig);
+  const rest = await createKubeRest(kc, { userAgent: 'syncline-cli' });
+  const namespace = flags.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
+  const path = `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/namespacereplications/${name}`;
+  const failover = command === 'failover';
+  await rest.request({ method: 'PATCH', path, contentType: 'application/merge-patch+json', body: { spec: { failover } } });
+  if (!flags.wait) {
+    out(`${namespace}/${name}: ${failover ? 'failover' : 'failback'} requested\n`);
+    return 0;
+  }
+  const deadline = Date.now() + Number(flags.timeout) * 1000;
+  for (;;) {
+    const nr = await rest.request<{ metadata: { generation?: number }; status?: { observedGeneration?: number; conditions?: { type: string; status: string; message: string }[] } }>({ method: 'GET', path });
+    const failedOver = nr.status?.conditions?.find((c) => c.type === 'FailedOver');
+    const ready = nr.status?.conditions?.find((c) => c.type === 'Ready');
+    if (nr.status?.observedGeneration === nr.metadata.generation && ready?.status === 'True' && (failedOver?.status === 'True') === failover) {
+      out(`${namespace}/${name}: ${failedOver?.message ?? ready.message}\n`);
+      return 0;
+    }
+    if (Date.now() > deadline) throw new Error(`${namespace}/${name}: not ${failover ? 'failed over' : 'failed back'} within ${flags.timeout}s: ${ready?.message ?? 'no status yet'}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }
 
 /** Per target: where it applies (cluster, namespace), its phase and why. */

@@ -14,6 +14,9 @@ export {
   RemoteCluster,
   RemoteClusterSpec,
   RemoteClusterStatus,
+  NamespaceReplication,
+  NamespaceReplicationSpec,
+  NamespaceReplicationStatus,
 } from './api/v1alpha1.ts';
 export type { Condition, HistoryEntry, TargetStatus, SyncPolicy, DriftPolicy, DeletionPolicy } from './api/v1alpha1.ts';
 export { customResourceDefinitions } from './api/crd.ts';

@@ -34,6 +34,8 @@ Usage:
   syncline status --mirrors [-n NS] [--mirror-prefix P] [--mirror-source-namespaces GLOBS]
                                                 mirroring sources → replicas (synced, stale, conflict, missing)
   syncline clusters [-n NS]                     RemoteClusters: reachability, version, last probe
+  syncline failover NAME [-n NS] [--wait]       promote a NamespaceReplication's standby (workloads up)
+  syncline failback NAME [-n NS] [--wait]       back to replicating, standby workloads at zero
   syncline reconcile NAME [-n NS]               request an immediate sync
   syncline rollback NAME [-n NS] (--to SHA | --steps N)
                                                 pin the revision to an earlier commit

@@ -2,7 +2,10 @@
 // objects they manage; the work queue; leader election (only the leader reconciles, so only the leader
 // writes); and the readiness the health server reports.
 import { OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, parseObjectId, type ApplyClient } from '@syncline/apply';
-import type { ConfigSync, ManifestSync, RemoteCluster } from './api/v1alpha1.ts';
+import type { ConfigSync, ManifestSync, NamespaceReplication, RemoteCluster } from './api/v1alpha1.ts';
+import { SharedWatches } from './controller/shared-watches.ts';
+import { DEFAULT_RESOURCE_TYPES, parseResourceType } from './dr/transform.ts';
+import { NAMESPACEREPLICATION_KEY_PREFIX, createNamespaceReplicationReconciler } from './reconcile/namespacereplication.ts';
 import { createRemoteClusters, type RemoteClients } from './remote/clusters.ts';
 import { createTargetBackoff } from './remote/backoff.ts';
 import { REMOTECLUSTER_KEY_PREFIX, createRemoteClusterReconciler } from './reconcile/remotecluster.ts';
@@ -189,6 +192,75 @@ export function startManager(options: ManagerOptions): Manager {
   });
   const targetBackoff = createTargetBackoff();
 
+  // NamespaceReplications: Continuous mode watches every replicated kind in the source namespace (metadata
+  // only); the first change not yet replicated starts the lag clock.
+  const replicationKey = (object: { metadata: { name: string; namespace?: string } }): string => `${NAMESPACEREPLICATION_KEY_PREFIX}${objectKey(object)}`;
+  const pendingSince = new Map<string, number>();
+  const drWatches = new SharedWatches({
+    rest,
+    wake: (key) => {
+      if (!pendingSince.has(key)) pendingSince.set(key, Date.now());
+      queue.add(key);
+    },
+    onError: (error, watch) => logger.debug({ err: errorMessage(error), watch }, 'replication source watch failed; restarting'),
+  });
+  const watchReplicationSource = async (nr: NamespaceReplication): Promise<void> => {
+    const key = replicationKey(nr);
+    const spec = nr.spec as NamespaceReplication['spec'] | undefined;
+    if (spec === undefined || spec.mode === 'Interval' || spec.suspend === true || spec.failover === true) return drWatches.set(key, []);
+    const sourceNamespace = spec.sourceNamespace ?? nr.metadata.namespace ?? 'default';
+    const discovery = await (await options.applyClient(undefined)).discovery();
+    const types = spec.resourceTypes === undefined ? DEFAULT_RESOURCE_TYPES : spec.resourceTypes.map(parseResourceType);
+    drWatches.set(
+      key,
+      types.flatMap((type) => {
+        const info = discovery.preferred(type.group, type.kind);
+        if (info === undefined || !info.namespaced) return [];
+        return [{
+          path: `${info.group === '' ? '/api' : `/apis/${info.group}`}/${info.version}/namespaces/${sourceNamespace}/${info.plural}`,
+          project: (object: KubeObject) => ({ apiVersion: object.apiVersion, kind: object.kind, metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion } }),
+        }];
+      }),
+    );
+  };
+  const namespaceReplications = new Informer({
+    rest,
+    path: collection('syncline.dev', 'v1alpha1', 'namespacereplications'),
+    onEvent: (type, object, previous) => {
+      const nr = object as unknown as NamespaceReplication;
+      const key = replicationKey(nr);
+      if (type === 'DELETED') {
+        drWatches.set(key, []);
+        queue.forget(key);
+        return;
+      }
+      void watchReplicationSource(nr).catch((error: unknown) => logger.debug({ err: errorMessage(error), namespacereplication: key }, 'could not watch the source namespace'));
+      if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous as unknown as ConfigSync, object as unknown as ConfigSync)) queue.add(key);
+    },
+    onError: (error) => logger.warn({ err: errorMessage(error) }, 'NamespaceReplication watch failed; restarting'),
+  });
+  const reconcileReplication = createNamespaceReplicationReconciler({
+    rest,
+    applyClient: options.applyClient,
+    remote,
+    clock: options.clock,
+    logger,
+    metrics,
+    events: options.events,
+    get: (key) => namespaceReplications.get(key) as NamespaceReplication | undefined,
+    ...(options.operatorNamespace === undefined ? {} : { operatorNamespace: options.operatorNamespace }),
+    intervalBounds: options.intervalBounds ?? DEFAULT_INTERVAL_BOUNDS,
+    mirrorKeys: options.mirrorKeys,
+    pendingSince: (key) => pendingSince.get(`${NAMESPACEREPLICATION_KEY_PREFIX}${key}`),
+    beforeApply: async (ids, cluster) => {
+      try {
+        await watchManaged(await options.applyClient(undefined), ids, cluster);
+      } catch (error) {
+        logger.debug({ err: errorMessage(error) }, 'could not watch managed objects');
+      }
+    },
+  });
+
   // ManifestSyncs, their source objects (one single-object watch per source in Immediate mode) and the
   // namespaces their selectors match.
   const manifestKey = (object: { metadata: { name: string; namespace?: string } }): string => `${MANIFESTSYNC_KEY_PREFIX}${objectKey(object)}`;
@@ -315,6 +387,13 @@ export function startManager(options: ManagerOptions): Manager {
   const reconcileAndWatch = async (key: string): ReturnType<typeof reconcile> => {
     if (key.startsWith(MANIFESTSYNC_KEY_PREFIX)) return reconcileManifest(key.slice(MANIFESTSYNC_KEY_PREFIX.length));
     if (key.startsWith(REMOTECLUSTER_KEY_PREFIX)) return reconcileRemote(key.slice(REMOTECLUSTER_KEY_PREFIX.length));
+    if (key.startsWith(NAMESPACEREPLICATION_KEY_PREFIX)) {
+      // The lag clock restarts with the changes seen from here on.
+      const since = pendingSince.get(key);
+      const outcome = await reconcileReplication(key.slice(NAMESPACEREPLICATION_KEY_PREFIX.length));
+      if (outcome.kind === 'done' && pendingSince.get(key) === since) pendingSince.delete(key);
+      return outcome;
+    }
     const outcome = await reconcile(key);
     const object = configSyncs.get(key) as ConfigSync | undefined;
     const ids = (object?.status?.inventory ?? []).flatMap((i) => decodeInventory(i.entries).map((e) => e.id));
@@ -329,9 +408,10 @@ export function startManager(options: ManagerOptions): Manager {
     for (const object of configSyncs.list()) queue.add(objectKey(object));
     for (const object of manifestSyncs.list()) queue.add(manifestKey(object));
     for (const object of remoteClusters.list()) queue.add(remoteKey(object));
+    for (const object of namespaceReplications.list()) queue.add(replicationKey(object));
   };
 
-  for (const informer of [configSyncs, secrets, configMaps, manifestSyncs, namespaces, remoteClusters]) informer.start();
+  for (const informer of [configSyncs, secrets, configMaps, manifestSyncs, namespaces, remoteClusters, namespaceReplications]) informer.start();
   if (options.leaderElection === undefined) {
     startWork();
   } else {
@@ -367,7 +447,7 @@ export function startManager(options: ManagerOptions): Manager {
 
   return {
     // The namespace watch is left out: a namespace-scoped operator may not list namespaces at all.
-    ready: () => [configSyncs, secrets, configMaps, manifestSyncs, remoteClusters].every((i) => i.synced && i.healthy),
+    ready: () => [configSyncs, secrets, configMaps, manifestSyncs, remoteClusters, namespaceReplications].every((i) => i.synced && i.healthy),
     isLeader: () => leader,
     enqueue: (key) => queue.add(key),
     configSyncs: () => configSyncs.list() as unknown as ConfigSync[],
@@ -375,7 +455,8 @@ export function startManager(options: ManagerOptions): Manager {
       clearInterval(resync);
       abort.abort();
       await queue.shutdown();
-      await Promise.all([configSyncs, secrets, configMaps, manifestSyncs, namespaces, remoteClusters, ...managed.values(), ...[...sourceWatches.values()].map((w) => w.informer)].map((i) => i.stop()));
+      await drWatches.stop();
+      await Promise.all([configSyncs, secrets, configMaps, manifestSyncs, namespaces, remoteClusters, namespaceReplications, ...managed.values(), ...[...sourceWatches.values()].map((w) => w.informer)].map((i) => i.stop()));
     },
   };
 }
@@ -397,6 +478,7 @@ export function queueKeyOfOwner(ownedBy: string): string | undefined {
   // Mirroring replicas (`Mirror:Kind:name`): the mirror controller's own replica watch handles their edits.
   if (name.startsWith('Mirror:')) return undefined;
   if (name.startsWith('ManifestSync:')) return `${MANIFESTSYNC_KEY_PREFIX}${namespace}/${name.slice('ManifestSync:'.length)}`;
+  if (name.startsWith('NamespaceReplication:')) return `${NAMESPACEREPLICATION_KEY_PREFIX}${namespace}/${name.slice('NamespaceReplication:'.length)}`;
   return `${namespace}/${name}`;
 }
 

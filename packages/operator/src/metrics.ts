@@ -18,6 +18,8 @@ export function createMetrics() {
     queueDepth: new Gauge({ name: 'syncline_workqueue_depth', help: 'ConfigSyncs waiting to be reconciled.', registers }),
     managedObjects: new Gauge({ name: 'syncline_managed_objects', help: 'Objects in the inventory of each ConfigSync.', labelNames: ['configsync'], registers }),
     webhookDeliveries: new Counter({ name: 'syncline_webhook_deliveries_total', help: 'Webhook deliveries by provider and result.', labelNames: ['provider', 'result'], registers }),
+    drLag: new Gauge({ name: 'syncline_dr_replication_lag_seconds', help: 'NamespaceReplication: from the first source change not yet replicated to its replication.', labelNames: ['namespacereplication'], registers }),
+    drObjects: new Gauge({ name: 'syncline_dr_objects', help: 'NamespaceReplication: objects by kind and result (replicated, failed, skipped).', labelNames: ['namespacereplication', 'kind', 'result'], registers }),
     leader: new Gauge({ name: 'syncline_leader', help: '1 while this replica holds the leader lease.', registers }),
   };
 }

@@ -122,7 +122,7 @@ export const ConfigSyncSpec = z.object({
     .meta({ description: 'Allow a render that yields zero objects to prune everything this sync applied.' }),
 });
 
-export const ConditionType = z.enum(['Ready', 'Synced', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed', 'IntervalClamped']);
+export const ConditionType = z.enum(['Ready', 'Synced', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed', 'IntervalClamped', 'FailedOver']);
 
 export const Condition = z.object({
   type: z.string(),
@@ -316,6 +316,64 @@ export const RemoteCluster = z.object({
   status: RemoteClusterStatus.optional(),
 });
 
+// NamespaceReplication: a whole namespace kept warm in a standby cluster, with failover and failback.
+
+export const NamespaceReplicationSpec = z.object({
+  sourceNamespace: dnsLabel.optional().meta({
+    description: "The namespace to replicate; default: the NamespaceReplication's own. Another namespace only from the operator's own namespace.",
+  }),
+  destination: z
+    .object({
+      cluster: LocalObjectReference.optional().meta({ description: 'A RemoteCluster in this namespace (the standby); omitted = this cluster.' }),
+      namespace: dnsLabel.optional().meta({ description: 'The namespace in the standby; default: the source namespace name.' }),
+    })
+    .meta({ description: 'Where the standby copy lives.' }),
+  resourceTypes: z
+    .array(z.string().min(1).max(253))
+    .max(100)
+    .optional()
+    .meta({ description: 'Kinds to replicate as Kind.group (Deployment.apps, ConfigMap, Widget.example.com); default: workloads, config, network and RBAC kinds.' }),
+  exclude: z
+    .array(z.object({ kind: z.string().min(1), name: objectName.optional() }))
+    .max(100)
+    .optional()
+    .meta({ description: 'Objects never replicated: a kind, or a kind and name. Objects labelled syncline.dev/dr: exclude are never replicated either.' }),
+  mode: z.enum(['Continuous', 'Interval']).default('Continuous').meta({ description: 'Continuous: watches the source namespace, a change reaches the standby within about a second. Interval: relists every interval.' }),
+  interval: Interval.default('5m').meta({ description: 'Relist period (the only trigger in Interval mode; a safety net in Continuous mode), from 1s to 168h.' }),
+  prune: z.boolean().default(true).meta({ description: 'Delete from the standby what was deleted in the source (guarded like every prune: an emptied source namespace is refused).' }),
+  workloads: z
+    .object({ replicas: z.enum(['Zero', 'Keep']).default('Zero').meta({ description: 'Zero: Deployments and StatefulSets land with 0 replicas (count in syncline.dev/original-replicas). Keep: as in the source.' }) })
+    .prefault({})
+    .meta({ description: 'How workloads land in the standby.' }),
+  storageClassMap: z.record(z.string(), z.string()).optional().meta({ description: 'PersistentVolumeClaim storage classes renamed in the standby (source class → standby class).' }),
+  services: z
+    .object({ nodePorts: z.enum(['Drop', 'Keep']).default('Drop').meta({ description: "Drop: Services land without nodePorts (they may collide with the standby's own)." }) })
+    .prefault({})
+    .meta({ description: 'How Services land in the standby.' }),
+  failover: z.boolean().default(false).meta({
+    description: 'true: stop replicating, scale the standby workloads to their recorded counts and resume CronJobs (syncline failover). false again: replicate, workloads back at zero (syncline failback).',
+  }),
+  suspend: z.boolean().default(false).meta({ description: 'Stop replicating; the standby stays as it is.' }),
+});
+
+export const NamespaceReplicationStatus = z.object({
+  observedGeneration: z.number().int().optional(),
+  conditions: z.array(Condition).optional(),
+  lastSyncedTime: z.string().optional().meta({ description: 'When the standby last changed to match the source.' }),
+  failedOverAt: z.string().optional().meta({ description: 'When the standby was promoted (spec.failover); cleared by failback.' }),
+  kinds: z.array(z.object({ kind: z.string(), objects: z.number().int() })).optional().meta({ description: 'Objects replicated, by kind.' }),
+  failed: z.array(z.object({ id: z.string(), reason: z.string() })).optional().meta({ description: 'Objects that could not be replicated, with the reason (at most 20).' }),
+  inventory: z.array(TargetInventory).optional().meta({ description: 'What is applied in the standby: the source of truth for pruning.' }),
+});
+
+export const NamespaceReplication = z.object({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal('NamespaceReplication'),
+  metadata: ObjectMeta,
+  spec: NamespaceReplicationSpec,
+  status: NamespaceReplicationStatus.optional(),
+});
+
 export type Duration = z.infer<typeof Duration>;
 export type GitSource = z.infer<typeof GitSource>;
 export type ValuesFromSource = z.infer<typeof ValuesFromSource>;
@@ -344,6 +402,9 @@ export type SecretKeyReference = z.infer<typeof SecretKeyReference>;
 export type RemoteClusterSpec = z.infer<typeof RemoteClusterSpec>;
 export type RemoteClusterStatus = z.infer<typeof RemoteClusterStatus>;
 export type RemoteCluster = z.infer<typeof RemoteCluster>;
+export type NamespaceReplicationSpec = z.infer<typeof NamespaceReplicationSpec>;
+export type NamespaceReplicationStatus = z.infer<typeof NamespaceReplicationStatus>;
+export type NamespaceReplication = z.infer<typeof NamespaceReplication>;
 
 /** The CRDs this module defines, for the generator: one entry per kind. */
 export const crdDefinitions = [
@@ -393,6 +454,25 @@ export const crdDefinitions = [
       { name: 'Version', type: 'string', jsonPath: '.status.serverVersion' },
       { name: 'Server', type: 'string', priority: 1, jsonPath: '.status.server' },
       { name: 'Last Probe', type: 'date', jsonPath: '.status.lastProbeTime' },
+      { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+    ],
+  },
+  {
+    kind: 'NamespaceReplication',
+    plural: 'namespacereplications',
+    singular: 'namespacereplication',
+    shortNames: ['nsrepl'],
+    scope: 'Namespaced',
+    spec: NamespaceReplicationSpec,
+    status: NamespaceReplicationStatus,
+    printerColumns: [
+      { name: 'Source', type: 'string', jsonPath: '.spec.sourceNamespace' },
+      { name: 'Cluster', type: 'string', jsonPath: '.spec.destination.cluster.name' },
+      { name: 'Mode', type: 'string', jsonPath: '.spec.mode' },
+      { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
+      { name: 'Failed Over', type: 'string', jsonPath: ".status.conditions[?(@.type=='FailedOver')].status" },
+      { name: 'Last Sync', type: 'date', jsonPath: '.status.lastSyncedTime' },
+      { name: 'Status', type: 'string', priority: 1, jsonPath: ".status.conditions[?(@.type=='Ready')].message" },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
     ],
   },

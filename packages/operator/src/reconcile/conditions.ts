@@ -32,6 +32,10 @@ export const Reason = {
   InvalidKubeconfig: 'InvalidKubeconfig',
   Unreachable: 'Unreachable',
   Unauthorized: 'Unauthorized',
+  // NamespaceReplication
+  Replicated: 'Replicated',
+  FailedOver: 'FailedOver',
+  FailedBack: 'FailedBack',
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 

@@ -1,0 +1,245 @@
+// The NamespaceReplication reconciler: a warm standby of one namespace in another cluster. A thin shell around
+// read the source namespace → the standby copies (pure: dr/transform.ts) → applyTarget into the standby
+// (SSA, inventory, guarded prune) → status. With spec.failover the standby is promoted instead: replication
+// stops overwriting it and its workloads go to their recorded counts, read from the standby's own objects.
+import { decodeInventory, type ApplyClient, type KubeObject } from '@syncline/apply';
+import type { Logger } from 'pino';
+import { NamespaceReplicationSpec, type Condition, type NamespaceReplication, type NamespaceReplicationStatus } from '../api/v1alpha1.ts';
+import type { ReconcileOutcome } from '../controller/queue.ts';
+import { DEFAULT_RESOURCE_TYPES, parseResourceType, promoted, skipReason, standbyCopy, type ResourceType } from '../dr/transform.ts';
+import type { EventRecorder } from '../kube/events.ts';
+import type { KubeRest } from '../kube/rest.ts';
+import type { Metrics } from '../metrics.ts';
+import type { MirrorKeys } from '../mirror/index.ts';
+import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
+import { Reason, removeCondition, setCondition } from './conditions.ts';
+import type { ApplyIdentity } from './configsync.ts';
+import { MAX_TIMER_MS, boundedInterval, type IntervalBounds } from './duration.ts';
+import { conditionsDiffer, objectPath, writeStatus } from './object-status.ts';
+import { applyTarget, truncate } from './target.ts';
+
+export const NAMESPACEREPLICATION_KEY_PREFIX = 'NamespaceReplication/';
+const STANDBY_TARGET = 'standby';
+
+/** The owner the standby's objects are marked with (its name carries the kind, see queueKeyOfOwner). */
+export function namespaceReplicationOwner(namespace: string, name: string): { namespace: string; name: string; target: string } {
+  return { namespace, name: `NamespaceReplication:${name}`, target: STANDBY_TARGET };
+}
+
+export type NamespaceReplicationReconcilerDeps = {
+  readonly rest: KubeRest;
+  readonly applyClient: (identity: ApplyIdentity) => Promise<ApplyClient>;
+  readonly remote: RemoteClusters;
+  readonly clock: { now(): Date };
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly events: EventRecorder;
+  readonly get: (key: string) => NamespaceReplication | undefined;
+  readonly operatorNamespace?: string;
+  readonly intervalBounds: IntervalBounds;
+  readonly mirrorKeys: MirrorKeys;
+  readonly beforeApply?: (ids: readonly string[], remote?: RemoteClients) => Promise<void>;
+  /** When the oldest source change not yet replicated was seen (for the lag metric); cleared after a sync. */
+  readonly pendingSince?: (key: string) => number | undefined;
+};
+
+type Event = { type: 'Normal' | 'Warning'; reason: string; message: string };
+
+export function createNamespaceReplicationReconciler(deps: NamespaceReplicationReconcilerDeps): (key: string) => Promise<ReconcileOutcome> {
+  return async (key) => {
+    const object = deps.get(key);
+    if (object === undefined || object.metadata.deletionTimestamp !== undefined) return { kind: 'done' };
+    const log = deps.logger.child({ namespacereplication: key });
+    const started = performance.now();
+    let label = 'success';
+    try {
+      const parsed = NamespaceReplicationSpec.safeParse(object.spec);
+      const now = deps.clock.now().toISOString();
+      if (!parsed.success) {
+        label = 'stalled';
+        await finish(deps, object, stalled(object, Reason.InvalidSpec, `invalid spec: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, now), log);
+        return { kind: 'stalled' };
+      }
+      const spec = parsed.data;
+      if (spec.suspend) {
+        label = 'suspended';
+        return { kind: 'done' };
+      }
+      const requeueAfterMs = Math.min(boundedInterval('interval', spec.interval, deps.intervalBounds).ms, MAX_TIMER_MS);
+      const result = await replicate(deps, object, spec, now, key);
+      label = result.ok ? 'success' : 'retry';
+      await finish(deps, object, result, log);
+      return result.ok ? { kind: 'done', requeueAfterMs } : result.stall ? { kind: 'wait', requeueAfterMs } : { kind: 'retry' };
+    } catch (error) {
+      label = 'error';
+      log.warn({ err: error instanceof Error ? error.message : String(error) }, 'reconcile failed');
+      return { kind: 'retry' };
+    } finally {
+      deps.metrics.reconcileDuration.observe({ result: label }, (performance.now() - started) / 1000);
+      deps.metrics.reconcileTotal.inc({ result: label });
+    }
+  };
+}
+
+type Result = { ok: boolean; stall?: boolean; status: NamespaceReplicationStatus; events: Event[] };
+
+async function finish(deps: NamespaceReplicationReconcilerDeps, object: NamespaceReplication, result: Result, log: Logger): Promise<void> {
+  const wrote = await writeStatus(deps.rest, objectPath('namespacereplications', object.metadata.namespace ?? 'default', object.metadata.name), object, result.status);
+  const news = wrote && conditionsDiffer(object.status?.conditions, result.status.conditions);
+  for (const event of result.events) {
+    if (event.type === 'Warning' ? !news : !wrote) continue;
+    log[event.type === 'Warning' ? 'warn' : 'info']({ reason: event.reason, message: event.message }, 'namespace replication');
+    await deps.events.record(object, event);
+  }
+}
+
+function stalled(object: NamespaceReplication, reason: Reason, message: string, now: string): Result {
+  const at = { generation: object.metadata.generation, now };
+  const short = truncate(message);
+  let conditions: Condition[] = setCondition(object.status?.conditions ?? [], { type: 'Ready', status: 'False', reason, message: short }, at);
+  conditions = setCondition(conditions, { type: 'Stalled', status: 'True', reason, message: short }, at);
+  return { ok: false, stall: true, status: { ...object.status, observedGeneration: object.metadata.generation, conditions }, events: [{ type: 'Warning', reason, message: short }] };
+}
+
+async function replicate(deps: NamespaceReplicationReconcilerDeps, object: NamespaceReplication, spec: NamespaceReplicationSpec, now: string, key: string): Promise<Result> {
+  const namespace = object.metadata.namespace ?? 'default';
+  const sourceNamespace = spec.sourceNamespace ?? namespace;
+  const destinationNamespace = spec.destination.namespace ?? sourceNamespace;
+  const cluster = spec.destination.cluster?.name;
+  const at = { generation: object.metadata.generation, now };
+  const previous = object.status ?? {};
+  const metricKey = `${namespace}/${object.metadata.name}`;
+
+  // Tenancy: copying another namespace (to a cluster the tenant controls) is for the operator's namespace only.
+  if (sourceNamespace !== namespace && namespace !== deps.operatorNamespace) {
+    return stalled(object, Reason.SourceNotAllowed, `spec.sourceNamespace ${sourceNamespace}: only a NamespaceReplication in the operator's namespace may replicate another namespace`, now);
+  }
+  if (cluster === undefined && destinationNamespace === sourceNamespace) {
+    return stalled(object, Reason.InvalidSpec, 'the standby would be the source itself: name destination.cluster or another destination.namespace', now);
+  }
+  const source = await deps.applyClient(undefined);
+  let remote: RemoteClients | undefined;
+  try {
+    remote = cluster === undefined ? undefined : await deps.remote.clients(namespace, cluster);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const conditions = setCondition(previous.conditions ?? [], { type: 'Ready', status: 'False', reason: Reason.Unreachable, message: truncate(message) }, at);
+    return { ok: false, status: { ...previous, observedGeneration: object.metadata.generation, conditions }, events: [{ type: 'Warning', reason: Reason.Unreachable, message: truncate(message) }] };
+  }
+  const standby = remote?.apply ?? source;
+  const owner = namespaceReplicationOwner(namespace, object.metadata.name);
+  const inventory = previous.inventory?.find((i) => i.target === STANDBY_TARGET)?.entries;
+
+  if (spec.failover) return promote(deps, object, { standby, remote, owner, inventory, now, previous });
+
+  // Replicate: every object of the chosen kinds in the source namespace, as it lands in the standby.
+  const types: readonly ResourceType[] = spec.resourceTypes === undefined ? DEFAULT_RESOURCE_TYPES : spec.resourceTypes.map(parseResourceType);
+  const discovery = await source.discovery();
+  const desired: KubeObject[] = [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: destinationNamespace } }];
+  const skipped = new Map<string, number>();
+  const unserved: string[] = [];
+  const lists = await Promise.all(
+    types.map(async (type) => {
+      if (discovery.preferred(type.group, type.kind) === undefined) {
+        unserved.push(`${type.kind}${type.group === '' ? '' : `.${type.group}`}`);
+        return [];
+      }
+      return source.list({ group: type.group, kind: type.kind, namespace: sourceNamespace });
+    }),
+  );
+  for (const item of lists.flat()) {
+    const why = skipReason(item, spec.exclude ?? []);
+    if (why !== undefined) {
+      skipped.set(item.kind, (skipped.get(item.kind) ?? 0) + 1);
+      continue;
+    }
+    desired.push(
+      standbyCopy(item, { namespace: destinationNamespace, workloads: spec.workloads.replicas, storageClassMap: spec.storageClassMap, keepNodePorts: spec.services.nodePorts === 'Keep', keys: deps.mirrorKeys }),
+    );
+  }
+  const outcome = await applyTarget({
+    client: standby,
+    target: { name: STANDBY_TARGET, namespace: destinationNamespace, ...(cluster === undefined ? {} : { cluster }) },
+    desired,
+    inventory,
+    owner,
+    // The standby namespace belongs to the replication: an unmarked object of the same name is taken over
+    // (never forced: a field another manager owns is a conflict).
+    policy: 'Adopt',
+    drift: 'Correct',
+    prune: spec.prune,
+    now,
+    ...(deps.beforeApply === undefined ? {} : { beforeApply: (ids: readonly string[]) => deps.beforeApply?.(ids, remote) ?? Promise.resolve() }),
+    metrics: deps.metrics,
+    syncKey: metricKey,
+  });
+
+  const byKind = new Map<string, number>();
+  for (const d of desired.slice(1)) byKind.set(d.kind, (byKind.get(d.kind) ?? 0) + 1);
+  for (const [kind, count] of byKind) deps.metrics.drObjects.set({ namespacereplication: metricKey, kind, result: 'replicated' }, count);
+  for (const [kind, count] of skipped) deps.metrics.drObjects.set({ namespacereplication: metricKey, kind, result: 'skipped' }, count);
+  const failed = [...outcome.failures, ...outcome.conflicts].map((f) => {
+    const [id = '', ...rest] = f.split(': ');
+    return { id, reason: truncate(rest.join(': '), 300) };
+  });
+  deps.metrics.drObjects.set({ namespacereplication: metricKey, kind: '*', result: 'failed' }, failed.length);
+  const ok = failed.length === 0;
+  let conditions = removeCondition(previous.conditions ?? [], 'Stalled');
+  const wasFailedOver = previous.conditions?.some((c) => c.type === 'FailedOver' && c.status === 'True') === true;
+  conditions = ok
+    ? setCondition(conditions, { type: 'Ready', status: 'True', reason: Reason.Replicated, message: `${desired.length - 1} object(s) replicated to ${cluster ?? 'this cluster'}/${destinationNamespace}${unserved.length > 0 ? ` (not served here: ${unserved.join(', ')})` : ''}` }, at)
+    : setCondition(conditions, { type: 'Ready', status: 'False', reason: Reason.ApplyFailed, message: truncate(`${failed.length} object(s) not replicated: ${failed.map((f) => `${f.id}: ${f.reason}`).join('; ')}`) }, at);
+  conditions = setCondition(conditions, { type: 'FailedOver', status: 'False', reason: Reason.Replicated, message: 'the standby follows the source; workloads at zero' }, at);
+  if (ok && (outcome.changed || previous.lastSyncedTime === undefined)) {
+    const since = deps.pendingSince?.(key);
+    if (since !== undefined) deps.metrics.drLag.set({ namespacereplication: metricKey }, (Date.now() - since) / 1000);
+  }
+  const status: NamespaceReplicationStatus = {
+    ...previous,
+    observedGeneration: object.metadata.generation,
+    conditions,
+    lastSyncedTime: ok && (outcome.changed || previous.lastSyncedTime === undefined) ? now : previous.lastSyncedTime,
+    kinds: [...byKind].sort(([a], [b]) => (a < b ? -1 : 1)).map(([kind, objects]) => ({ kind, objects })),
+    failed: failed.slice(0, 20),
+    inventory: [{ ...outcome.inventory, ...(cluster === undefined ? {} : { cluster }) }],
+  };
+  delete status.failedOverAt;
+  const summary = `${outcome.counts.created} created, ${outcome.counts.configured} configured, ${outcome.counts.deleted} deleted`;
+  const events: Event[] = [];
+  if (wasFailedOver) events.push({ type: 'Normal', reason: Reason.FailedBack, message: `failed back: replicating again, workloads in ${destinationNamespace} at zero` });
+  if (!ok) events.push({ type: 'Warning', reason: Reason.ApplyFailed, message: truncate(`${summary}; ${failed.length} failed: ${failed.map((f) => `${f.id}: ${f.reason}`).join('; ')}`) });
+  else if (outcome.changed) events.push({ type: 'Normal', reason: Reason.Replicated, message: summary });
+  return { ok, status, events };
+}
+
+/** Failover: the standby's workloads to their recorded counts, CronJobs resumed; nothing else is touched. */
+async function promote(
+  deps: NamespaceReplicationReconcilerDeps,
+  object: NamespaceReplication,
+  context: { standby: ApplyClient; remote: RemoteClients | undefined; owner: ReturnType<typeof namespaceReplicationOwner>; inventory: readonly string[] | undefined; now: string; previous: NamespaceReplicationStatus },
+): Promise<Result> {
+  const { standby, owner, inventory, now, previous } = context;
+  const at = { generation: object.metadata.generation, now };
+  const ids = decodeInventory(inventory).map((e) => e.id).filter((id) => /^(apps\/(Deployment|StatefulSet)|batch\/CronJob)\//.test(id));
+  const live = (await Promise.all(ids.map((id) => standby.get(id)))).filter((o): o is KubeObject => o !== undefined);
+  const desired = live.map((o) => promoted(o, deps.mirrorKeys)).filter((o): o is KubeObject => o !== undefined);
+  // Only the promoted objects are planned (their own inventory): nothing else is applied or pruned.
+  const outcome = await applyTarget({
+    client: standby,
+    target: { name: STANDBY_TARGET },
+    desired,
+    inventory: desired.map((d) => `${d.apiVersion.includes('/') ? d.apiVersion.slice(0, d.apiVersion.indexOf('/')) : ''}/${d.kind}/${d.metadata.namespace ?? ''}/${d.metadata.name}`),
+    owner,
+    policy: 'Sync',
+    prune: false,
+    now,
+    syncKey: `${object.metadata.namespace ?? 'default'}/${object.metadata.name}`,
+  });
+  const ok = outcome.failures.length === 0 && outcome.conflicts.length === 0;
+  const message = ok ? `failed over at ${previous.failedOverAt ?? now}: ${desired.length} workload(s) restored to their recorded counts, replication stopped` : truncate(`failover incomplete: ${[...outcome.failures, ...outcome.conflicts].join('; ')}`);
+  let conditions = setCondition(previous.conditions ?? [], { type: 'FailedOver', status: ok ? 'True' : 'False', reason: ok ? Reason.FailedOver : Reason.ApplyFailed, message }, at);
+  conditions = setCondition(conditions, { type: 'Ready', status: ok ? 'True' : 'False', reason: ok ? Reason.FailedOver : Reason.ApplyFailed, message }, at);
+  const status: NamespaceReplicationStatus = { ...previous, observedGeneration: object.metadata.generation, conditions, ...(ok ? { failedOverAt: previous.failedOverAt ?? now } : {}) };
+  const events: Event[] = ok ? (outcome.changed ? [{ type: 'Normal', reason: Reason.FailedOver, message }] : []) : [{ type: 'Warning', reason: Reason.ApplyFailed, message }];
+  return { ok, status, events };
+}
