@@ -9,7 +9,7 @@ import { createKubeRest, installCrds, formatStatus, type ConfigSync, type KubeRe
 import { startControlPlane, startGitServer, startOperator, type TestRepo } from '@syncline/test-support';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 
 const once = process.argv.includes('--once');
 const root = join(import.meta.dirname, '..');
@@ -102,7 +102,7 @@ try {
     }
   });
 
-  const operator = await step('starting the operator (syncline run)', () => startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', home] }));
+  const operator = await step('starting the operator (syncline run)', () => startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', home, '--operator-namespace', home] }));
   cleanup = [() => operator.stop(), ...cleanup];
 
   await step('applying examples/configsyncs (the Git URL pointed at the local server)', async () => {
@@ -195,6 +195,51 @@ try {
     console.log(dim(`    ManifestSync registry-credentials: ${(ms.status?.targets ?? []).map((t) => `${t.name} ${t.phase}`).join(', ')}`));
   });
 
+  // 6. Label-driven mirroring: no CR, a label and an annotation on the object itself.
+  await step('a ConfigMap labelled syncline.dev/sync-source is mirrored into every web-* namespace', async () => {
+    await rest.request({
+      method: 'POST',
+      path: `/api/v1/namespaces/${home}/configmaps`,
+      body: { metadata: { name: 'feature-defaults', labels: { 'syncline.dev/sync-source': 'true' }, annotations: { 'syncline.dev/targets': 'web-*' } }, data: { banner: 'on' } },
+    });
+    for (const ns of ['web-dev', 'web-staging', 'web-prod']) {
+      await until(`the replica in ${ns}`, async () => {
+        const cm = await rest.request<{ data?: Record<string, string>; metadata: { labels?: Record<string, string> } }>({ method: 'GET', path: `/api/v1/namespaces/${ns}/configmaps/feature-defaults` });
+        return cm.data?.['banner'] === 'on' && cm.metadata.labels?.['syncline.dev/sync-replica'] === 'true' ? true : undefined;
+      });
+    }
+  });
+
+  // 7. Disaster recovery: web-prod kept warm in a standby cluster, then a failover.
+  const standby = await step('starting a second control plane as the DR standby cluster', () => startControlPlane({}));
+  cleanup = [() => standby.stop(), ...cleanup];
+  await step('a NamespaceReplication keeps web-prod warm in the standby: Deployments at 0 replicas', async () => {
+    await rest.request({ method: 'POST', path: `/api/v1/namespaces/${home}/secrets`, body: { metadata: { name: 'standby-kubeconfig' }, stringData: { kubeconfig: adminOnly(readFileSync(standby.kubeconfigPath, 'utf8')) } } });
+    await rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${home}/remoteclusters`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'RemoteCluster', metadata: { name: 'standby' }, spec: { kubeconfigSecretRef: { name: 'standby-kubeconfig', key: 'kubeconfig' } } } });
+    await rest.request({
+      method: 'POST',
+      path: `/apis/syncline.dev/v1alpha1/namespaces/${home}/namespacereplications`,
+      body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'NamespaceReplication', metadata: { name: 'web-prod' }, spec: { sourceNamespace: 'web-prod', destination: { cluster: { name: 'standby' } } } },
+    });
+    const standbyKc = new KubeConfig();
+    standbyKc.loadFromFile(standby.kubeconfigPath);
+    const standbyRest = await createKubeRest(standbyKc);
+    const web = await until('web in the standby', () => standbyRest.request<{ spec?: { replicas?: number }; metadata: { annotations?: Record<string, string> } }>({ method: 'GET', path: '/apis/apps/v1/namespaces/web-prod/deployments/web' }));
+    console.log(dim(`    standby web-prod/web: replicas ${web.spec?.replicas}, syncline.dev/original-replicas ${web.metadata.annotations?.['syncline.dev/original-replicas']}`));
+    if (web.spec?.replicas !== 0) throw new Error('the standby Deployment is not at 0 replicas');
+  });
+  await step('failover (spec.failover: true, what `syncline failover web-prod` sets) → the standby runs the recorded replicas', async () => {
+    await rest.request({ method: 'PATCH', path: `/apis/syncline.dev/v1alpha1/namespaces/${home}/namespacereplications/web-prod`, contentType: 'application/merge-patch+json', body: { spec: { failover: true } } });
+    const standbyKc = new KubeConfig();
+    standbyKc.loadFromFile(standby.kubeconfigPath);
+    const standbyRest = await createKubeRest(standbyKc);
+    const web = await until('web scaled up in the standby', async () => {
+      const d = await standbyRest.request<{ spec?: { replicas?: number }; metadata: { annotations?: Record<string, string> } }>({ method: 'GET', path: '/apis/apps/v1/namespaces/web-prod/deployments/web' });
+      return d.spec?.replicas !== 0 && String(d.spec?.replicas) === d.metadata.annotations?.['syncline.dev/original-replicas'] ? d : undefined;
+    });
+    console.log(dim(`    standby web-prod/web: replicas ${web.spec?.replicas} (failed over)`));
+  });
+
   console.log(bold(`\nWalkthrough complete in ${elapsed()}.`));
   if (!once) {
     console.log(`
@@ -227,6 +272,12 @@ async function patch(rest: KubeRest, name: string, body: object): Promise<void> 
 /** What `syncline reconcile NAME` does: the annotation asks for an immediate sync. */
 async function requestReconcile(rest: KubeRest, name: string): Promise<void> {
   await patch(rest, name, { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': new Date().toISOString() } } });
+}
+
+/** A control plane's kubeconfig with only its admin context (a RemoteCluster refuses an ambiguous one). */
+function adminOnly(text: string): string {
+  const config = parse(text) as { users: { name: string }[]; contexts: { name: string }[] };
+  return stringify({ ...config, users: config.users.filter((u) => u.name === 'admin'), contexts: config.contexts.filter((c) => c.name === 'admin'), 'current-context': 'admin' });
 }
 
 /** True once the Secret's `token` key holds `want` (never printed: it stands in for a credential). */
