@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DeliveryLog } from './replay.ts';
-import { coalescingWindows, createCoalescer, type CoalescedWake } from './wake.ts';
+import { coalescingWindows, createCoalescer, createWaker, type CoalescedWake } from './wake.ts';
 
 describe('createCoalescer', () => {
   beforeEach(() => void vi.useFakeTimers());
@@ -137,5 +137,42 @@ describe('DeliveryLog', () => {
     // the oldest fell out of the bounded log
     expect(log.firstSighting('github', 'b')).toBe(true);
     expect(log.firstSighting('github', 'e')).toBe(false);
+  });
+});
+
+describe('createWaker on a follower', () => {
+  const logger = { warn: () => undefined } as unknown as Parameters<typeof createWaker>[0]['logger'];
+  const flush = async (): Promise<void> => {
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+  };
+
+  it('retries asking the leader through an API outage, so an acknowledged push is not lost', async () => {
+    // given a REST client that fails twice (the API server cut), then answers
+    let calls = 0;
+    const rest = { request: () => (++calls <= 2 ? Promise.reject(new Error('connect ECONNREFUSED')) : Promise.resolve(undefined)) } as unknown as Parameters<typeof createWaker>[0]['rest'];
+    const wake = createWaker({ rest, isLeader: () => false, enqueue: () => undefined, logger, retryDelaysMs: [1, 1, 1] });
+    // when a push wakes a sync
+    wake('ns/web');
+    // then the request is tried until it lands
+    for (let i = 0; i < 50 && calls < 3; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(calls).toBe(3);
+  });
+
+  it('gives up after its bounded tries, and enqueues itself when it became the leader meanwhile', async () => {
+    let calls = 0;
+    let leader = false;
+    const enqueued: string[] = [];
+    const rest = { request: () => { calls++; leader = true; return Promise.reject(new Error('503')); } } as unknown as Parameters<typeof createWaker>[0]['rest'];
+    createWaker({ rest, isLeader: () => leader, enqueue: (key) => enqueued.push(key), logger, retryDelaysMs: [1] })('ns/web');
+    for (let i = 0; i < 50 && enqueued.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    await flush();
+    expect([calls, enqueued]).toEqual([1, ['ns/web']]);
+
+    let tries = 0;
+    const down = { request: () => { tries++; return Promise.reject(new Error('connect ECONNREFUSED')); } } as unknown as Parameters<typeof createWaker>[0]['rest'];
+    createWaker({ rest: down, isLeader: () => false, enqueue: () => undefined, logger, retryDelaysMs: [1, 1] })('ns/web');
+    for (let i = 0; i < 400 && tries < 3; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(tries).toBe(3);
   });
 });

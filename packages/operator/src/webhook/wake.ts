@@ -12,8 +12,11 @@ export function createWaker(options: {
   enqueue: (key: string) => void;
   logger: Logger;
   now?: () => Date;
+  /** Waits between tries of the follower's request (the sender already got its 202); default 0.5, 1, 2, 4, 8 s. */
+  retryDelaysMs?: readonly number[];
 }): (key: string) => void {
   const now = options.now ?? (() => new Date());
+  const delays = options.retryDelaysMs ?? [500, 1_000, 2_000, 4_000, 8_000];
   return (key) => {
     if (options.isLeader()) {
       options.enqueue(key);
@@ -21,15 +24,35 @@ export function createWaker(options: {
     }
     const [namespace, name] = key.split('/');
     if (namespace === undefined || name === undefined) return;
-    options.rest
-      .request({
-        method: 'PATCH',
-        path: `/apis/syncline.dev/v1alpha1/namespaces/${encodeURIComponent(namespace)}/configsyncs/${encodeURIComponent(name)}`,
-        contentType: 'application/merge-patch+json',
-        body: { metadata: { annotations: { [RECONCILE_REQUESTED_ANNOTATION]: now().toISOString() } } },
-        timeoutMs: 10_000,
-      })
-      .catch((error: unknown) => options.logger.warn({ configsync: key, err: error instanceof Error ? error.message : String(error) }, 'could not ask the leader to reconcile'));
+    // A push acknowledged with 202 must not be lost to a short API outage: retry with backoff (bounded), and
+    // become the leader's own enqueue if this replica took over meanwhile.
+    const ask = async (): Promise<void> => {
+      for (let attempt = 0; ; attempt++) {
+        if (options.isLeader()) {
+          options.enqueue(key);
+          return;
+        }
+        try {
+          await options.rest.request({
+            method: 'PATCH',
+            path: `/apis/syncline.dev/v1alpha1/namespaces/${encodeURIComponent(namespace)}/configsyncs/${encodeURIComponent(name)}`,
+            contentType: 'application/merge-patch+json',
+            body: { metadata: { annotations: { [RECONCILE_REQUESTED_ANNOTATION]: now().toISOString() } } },
+            timeoutMs: 10_000,
+          });
+          return;
+        } catch (error) {
+          const delay = delays[attempt];
+          const message = error instanceof Error ? error.message : String(error);
+          if (delay === undefined || /\b404\b/.test(message)) {
+            options.logger.warn({ configsync: key, err: message, attempts: attempt + 1 }, 'could not ask the leader to reconcile; the refresh interval will');
+            return;
+          }
+          await new Promise((resolve) => setTimeout(resolve, delay));
+        }
+      }
+    };
+    void ask();
   };
 }
 
