@@ -4,13 +4,13 @@
 // to copy another namespace.
 import { AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, NetworkingV1Api } from '@kubernetes/client-node';
 import { readFile } from 'node:fs/promises';
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { startControlPlane, startOperator, type ControlPlane, type OperatorProcess } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { createKubeRest, type NamespaceReplication } from '@syncline/operator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { core, eventually, installCrds, kc, rest } from './harness.ts';
+import { startClusterProxy, type ClusterProxy } from './proxy.ts';
 
 const widgetCrd = {
   apiVersion: 'apiextensions.k8s.io/v1',
@@ -24,46 +24,11 @@ const widgetCrd = {
   },
 };
 
-/** A TCP proxy in front of the DR cluster: forwards, or hangs (accepts and never answers). */
-async function startProxy(target: number): Promise<{ port: number; setHang(hang: boolean): void; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  let hang = false;
-  const track = (socket: Socket): void => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => socket.destroy());
-  };
-  const server: Server = createServer((client) => {
-    track(client);
-    if (hang) return;
-    const upstream = connect(target, '127.0.0.1');
-    track(upstream);
-    upstream.on('close', () => client.destroy());
-    client.on('close', () => upstream.destroy());
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const cut = (): void => {
-    for (const socket of sockets) socket.destroy();
-  };
-  return {
-    port: (server.address() as { port: number }).port,
-    setHang(next) {
-      hang = next;
-      cut();
-    },
-    close: () => {
-      cut();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
 describe('disaster recovery (NamespaceReplication)', () => {
   let shop: TestNamespace;
   let operator: OperatorProcess;
   let dr: ControlPlane;
-  let proxy: Awaited<ReturnType<typeof startProxy>>;
+  let proxy: ClusterProxy;
   let drKc: KubeConfig;
   const nrPath = (namespace: string, name: string): string => `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/namespacereplications/${name}`;
   const applyNr = async (namespace: string, name: string, spec: Record<string, unknown>): Promise<void> => {
@@ -85,7 +50,7 @@ describe('disaster recovery (NamespaceReplication)', () => {
     dr = await startControlPlane();
     drKc = new KubeConfig();
     drKc.loadFromFile(dr.kubeconfigPath);
-    proxy = await startProxy(Number(new URL(dr.server).port));
+    proxy = await startClusterProxy(Number(new URL(dr.server).port));
     // Raw REST: client-node's typed serializer drops x-kubernetes-* schema keys (and the API server would then
     // prune the Widget's spec).
     for (const client of [rest, await createKubeRest(drKc)]) {

@@ -6,7 +6,6 @@ import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/clien
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startControlPlane, startGitServer, startOperator, type ControlPlane, type GitServer, type OperatorProcess, type TestRepo } from '@syncline/test-support';
@@ -14,47 +13,8 @@ import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline
 import type { RemoteCluster } from '@syncline/operator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
+import { startClusterProxy, type ClusterProxy } from './proxy.ts';
 import { applyConfigSync, condition, configMapData, configSync, core, deleteConfigSync, eventually, installCrds, readConfigSync, rest, waitForReady } from './harness.ts';
-
-/** A TCP proxy in front of a cluster: forwards, or hangs (accepts and never answers). */
-type Proxy = { readonly port: number; mode: 'forward' | 'hang'; close(): Promise<void>; /** Cuts every open connection (kept-alive ones too). */ cut(): void };
-async function startProxy(target: number): Promise<Proxy> {
-  const sockets = new Set<Socket>();
-  const track = (socket: Socket): void => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => socket.destroy());
-  };
-  let mode: Proxy['mode'] = 'forward';
-  const server: Server = createServer((client) => {
-    track(client);
-    if (mode === 'hang') return;
-    const upstream = connect(target, '127.0.0.1');
-    track(upstream);
-    upstream.on('close', () => client.destroy());
-    client.on('close', () => upstream.destroy());
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const cut = (): void => {
-    for (const socket of sockets) socket.destroy();
-  };
-  return {
-    port: (server.address() as { port: number }).port,
-    get mode() {
-      return mode;
-    },
-    set mode(next) {
-      mode = next;
-      cut();
-    },
-    cut,
-    close: () => {
-      cut();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
 
 type Kubeconfig = { clusters: { cluster: { server: string; 'certificate-authority-data': string } }[]; users: { name: string; user: { token: string } }[] };
 
@@ -64,7 +24,7 @@ describe('multi-cluster', () => {
   let operator: OperatorProcess;
   let east: ControlPlane;
   let west: ControlPlane;
-  let westProxy: Proxy;
+  let westProxy: ClusterProxy;
   let eastConfig: Kubeconfig;
   let westConfig: Kubeconfig;
 
@@ -101,7 +61,7 @@ describe('multi-cluster', () => {
     [east, west] = await Promise.all([startControlPlane(), startControlPlane()]);
     eastConfig = parse(await readFile(east.kubeconfigPath, 'utf8')) as Kubeconfig;
     westConfig = parse(await readFile(west.kubeconfigPath, 'utf8')) as Kubeconfig;
-    westProxy = await startProxy(Number(new URL(west.server).port));
+    westProxy = await startClusterProxy(Number(new URL(west.server).port));
     for (const plane of [east, west]) await coreOf(plane).createNamespace({ body: { metadata: { name: 'apps' } } });
     operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', home.name] });
 
@@ -166,7 +126,7 @@ describe('multi-cluster', () => {
   });
 
   it('a remote cluster that hangs fails only its own target; the others keep syncing; back, it converges', async () => {
-    westProxy.mode = 'hang';
+    westProxy.setHang(true);
     const three = await repo.commit({ 'app/fleet.yaml.hbs': template.replace('{{ values.commit }}', 'three') });
     await eventually(async () => ((await configMapData(home.name, 'fleet'))?.['commit'] === 'three' && (await remoteData(east, 'apps', 'fleet'))?.['commit'] === 'three' ? true : undefined), 'local and east at commit three', 60_000);
     const partial = await eventually(async () => {
@@ -178,7 +138,7 @@ describe('multi-cluster', () => {
     expect(partial.status?.targets?.find((t) => t.name === 'local')?.phase).toBe('Synced');
     expect((await remoteData(west, 'apps', 'fleet'))?.['commit']).toBe('two');
 
-    westProxy.mode = 'forward';
+    westProxy.setHang(false);
     await waitForReady(home.name, 'fleet', (c) => c.status?.sourceRevision === three && c.status.appliedTargets === 3, 120_000);
     expect((await remoteData(west, 'apps', 'fleet'))?.['commit']).toBe('three');
   });

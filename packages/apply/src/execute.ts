@@ -59,7 +59,7 @@ export type ExecuteOptions = {
 export const DEFAULT_CONCURRENCY = 16;
 
 /** Runs `work` over `items` with at most `limit` in flight, preserving result order. */
-async function pool<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+export async function pool<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
   const results = new Array<R>(items.length);
   let next = 0;
   const worker = async (): Promise<void> => {

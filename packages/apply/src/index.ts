@@ -27,7 +27,7 @@ export { planApply, planObject, planStale, withOwnership, tierOf, Policy, DriftM
 export type { Plan, PlanInput, PlanStep, PlanContext, LiveState, Tier } from './plan.ts';
 export { createApplyClient, ApiError } from './client.ts';
 export type { ApplyClient, ClientOptions, Discovery, ResourceInfo } from './client.ts';
-export { executePlan, readLive, ChangeAction, DEFAULT_CONCURRENCY } from './execute.ts';
+export { executePlan, readLive, pool, ChangeAction, DEFAULT_CONCURRENCY } from './execute.ts';
 export type { ChangeSet, ChangeSetEntry, ExecuteOptions } from './execute.ts';
 export { recordHistory, digestRendered, rollbackTarget } from './history.ts';
 export type { HistoryEntry } from './history.ts';

@@ -9,6 +9,7 @@ import {
   encodeInventory,
   objectId,
   ownedBy,
+  pool,
   withOwnership,
   type ApplyClient,
   type KubeObject,
@@ -78,20 +79,6 @@ export type MirrorReconcilerDeps = {
   /** True when `signature` differs from the last one noted under `key` (an Event once per change, not per resync). */
   readonly isNews: (key: string, signature: string) => boolean;
 };
-
-/** Runs `work` over `items` with at most `limit` in flight. */
-async function pool<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await work(items[i] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, () => worker()));
-  return results;
-}
 
 /** `group/Kind/namespace` of an object id: the unit readLive lists. */
 const scopeOf = (id: string): string => id.slice(0, id.lastIndexOf('/'));

@@ -2,7 +2,7 @@
 // desired copy per target namespace (pure: mirror/copy.ts) → apply each namespace through the shared
 // applyTarget (SSA, inventory, guarded prune, policies, drift) → status. A source that cannot be read
 // never prunes: copies stay as they are until the source is back.
-import { objectId, type ApplyClient, type KubeObject } from '@syncline/apply';
+import { objectId, pool, type ApplyClient, type KubeObject } from '@syncline/apply';
 import type { Logger } from 'pino';
 import { ManifestSyncSpec, type Condition, type ManifestSync, type ManifestSyncStatus, type ManifestTargetStatus } from '../api/v1alpha1.ts';
 import type { ReconcileOutcome } from '../controller/queue.ts';
@@ -56,19 +56,6 @@ export type ManifestSyncReconcilerDeps = {
 /** Target namespaces applied at once: each is a handful of requests; the API server is the limit. */
 const TARGET_CONCURRENCY = 16;
 
-/** `work` over `items`, at most `limit` at once, results in order. */
-async function mapBounded<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await work(items[i] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, () => worker()));
-  return results;
-}
 
 type SyncEvent = { type: 'Normal' | 'Warning'; reason: string; message: string };
 type Outcome = { status: ManifestSyncStatus; result: ReconcileOutcome; events: SyncEvent[] };
@@ -238,7 +225,7 @@ async function sync(deps: ManifestSyncReconcilerDeps, object: ManifestSync, spec
     });
     return cluster === undefined ? outcome : { ...outcome, inventory: { ...outcome.inventory, cluster } };
   };
-  const outcomes = await mapBounded(ids, TARGET_CONCURRENCY, applyOne);
+  const outcomes = await pool(ids, TARGET_CONCURRENCY, applyOne);
 
   // Step 4: status.
   const combined = combineTargets(outcomes);
