@@ -200,6 +200,30 @@ describe('multi-cluster', () => {
     expect(existsSync(marker)).toBe(false);
   });
 
+  it('a cluster whose objects may be written but not watched: the target says drift is checked at the refresh interval', async () => {
+    // given an identity in east that may read and write ConfigMaps in apps, but not watch them
+    const eastKc = new KubeConfig();
+    eastKc.loadFromFile(east.kubeconfigPath);
+    const eastCore = coreOf(east);
+    const rbac = eastKc.makeApiClient(RbacAuthorizationV1Api);
+    await eastCore.createNamespacedServiceAccount({ namespace: 'apps', body: { metadata: { name: 'no-watch' } } });
+    await rbac.createNamespacedRole({ namespace: 'apps', body: { metadata: { name: 'no-watch' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'patch', 'update', 'delete'] }] } });
+    await rbac.createNamespacedRoleBinding({ namespace: 'apps', body: { metadata: { name: 'no-watch' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'no-watch' }, subjects: [{ kind: 'ServiceAccount', name: 'no-watch', namespace: 'apps' }] } });
+    const token = (await eastCore.createNamespacedServiceAccountToken({ name: 'no-watch', namespace: 'apps', body: { spec: { expirationSeconds: 3600 } } })).status?.token ?? '';
+    await putSecret('east-no-watch', { token });
+    await putSecret('east-ca', { 'ca.crt': Buffer.from(eastConfig.clusters[0]?.cluster['certificate-authority-data'] ?? '', 'base64').toString() });
+    await applyRemoteCluster('east-no-watch', { server: east.server, caSecretRef: { name: 'east-ca', key: 'ca.crt' }, tokenSecretRef: { name: 'east-no-watch', key: 'token' } });
+    const blind = await git.createRepo('blind');
+    const sha = await blind.commit({ 'app/blind.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: blind\ndata:\n  v: "1"\n' });
+    // when a sync applies there, then it applies and says how drift is watched instead
+    await applyConfigSync(configSync(home.name, 'blind', { source: { git: { repo: blind.url, revision: 'main', path: 'app' } }, refreshInterval: '1m', targets: [{ name: 'east', namespace: 'apps', cluster: { name: 'east-no-watch' } }] }));
+    const cs = await waitForReady(home.name, 'blind', (c) => c.status?.sourceRevision === sha && (c.status.targets?.[0]?.message ?? '').includes('cannot watch'), 60_000);
+    expect(cs.status?.targets?.[0]).toMatchObject({ phase: 'Synced', cluster: 'east-no-watch' });
+    expect(cs.status?.targets?.[0]?.message).toMatch(/cannot watch cluster .*east-no-watch for drift; checked every/);
+    expect(await remoteData(east, 'apps', 'blind')).toEqual({ v: '1' });
+    await deleteConfigSync(home.name, 'blind');
+  });
+
   it('copies a Secret into a namespace of a remote cluster with a ManifestSync', async () => {
     await putSecret('shared-credentials', { password: 'remote-copy' });
     await rest.request({

@@ -19,7 +19,7 @@ import { MANIFESTSYNC_KEY_PREFIX, createManifestSyncReconciler } from './reconci
 /** How long an apply waits for a new managed-kind watch to list before it writes anyway. */
 const MANAGED_WATCH_SYNC_MS = 10_000;
 
-export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply' | 'remote' | 'targetBackoff'> & {
+export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply' | 'remote' | 'targetBackoff' | 'remoteWatchesHealthy'> & {
   /** Admit RemoteClusters with http:// servers or insecure-skip-tls-verify (tests only). */
   readonly allowInsecureRemote?: boolean;
   /** The operator's own namespace: ManifestSyncs there may read sources in any namespace. */
@@ -361,6 +361,7 @@ export function startManager(options: ManagerOptions): Manager {
     ...options,
     remote,
     targetBackoff,
+    remoteWatchesHealthy: (cluster) => [...managed].filter(([scope]) => scope.startsWith(`${cluster.key}|`)).every(([, informer]) => informer.synced && informer.healthy),
     get: (key) => configSyncs.get(key) as ConfigSync | undefined,
     beforeApply: async (ids, cluster) => {
       try {

@@ -48,6 +48,8 @@ export type ConfigSyncReconcilerDeps = {
   readonly remote?: RemoteClusters;
   /** Per-target backoff of remote targets whose cluster failed: the other targets are not held back. */
   readonly targetBackoff?: TargetBackoff;
+  /** Whether the drift watches in a remote cluster are listed and healthy (undefined: not known). */
+  readonly remoteWatchesHealthy?: (remote: RemoteClients) => boolean;
 };
 
 /**
@@ -321,6 +323,10 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
     if (remote !== undefined) {
       if (outcome.failures.some((f) => /Timeout|TransportError/.test(f))) run.deps.targetBackoff?.failed(backoffKey(run, target.name));
       else run.deps.targetBackoff?.succeeded(backoffKey(run, target.name));
+      // Drift there is seen by watches in that cluster; when it cannot be watched, the refresh interval stands in.
+      if (outcome.status.phase === 'Synced' && run.deps.remoteWatchesHealthy?.(remote) === false) {
+        return withCluster({ ...outcome, status: { ...outcome.status, message: `cannot watch cluster ${remote.cluster} for drift; checked every ${formatDuration(run.refreshMs)} instead` } }, cluster);
+      }
     }
     return withCluster(outcome, cluster);
   };
