@@ -1,11 +1,15 @@
 // End to end, one operator for the file: the classes of failure the acceptance run found. Interval bounds
 // at admission and in the operator, Namespaces that hold others' objects, two syncs rendering one object,
 // and drift right after the first apply of a kind.
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import { startGitServer, startOperator, type GitServer, type OperatorProcess, type TestRepo } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyConfigSync, condition, configMapData, configMapYaml, configSync, core, deleteConfigSync, eventually, installCrds, patchConfigSync, readConfigSync, waitForReady } from './harness.ts';
+
+const mainPath = join(import.meta.dirname, '..', '..', 'packages', 'operator', 'src', 'main.ts');
 
 describe('hardening', () => {
   let git: GitServer;
@@ -147,6 +151,24 @@ describe('hardening', () => {
     const events = await eventsOf('second', 'Conflict');
     expect(events).toHaveLength(1);
     expect(events[0]?.message).toContain(`${ns.name}/first/main`);
+  });
+
+  it('shows suspension (a Suspended condition and column, observedGeneration current), and reconcile refuses it', async () => {
+    const { repo, sha } = await repoWith({ 'app/a.yaml': configMapYaml('paused', '  v: "1"') });
+    await applyConfigSync(configSync(ns.name, 'paused', spec(repo, { suspend: true })));
+    const cs = await eventually(async () => {
+      const c = await readConfigSync(ns.name, 'paused');
+      return condition(c, 'Suspended')?.status === 'True' && c.status?.observedGeneration === c.metadata.generation ? c : undefined;
+    }, 'the Suspended condition');
+    expect(condition(cs, 'Suspended')?.message).toMatch(/nothing is fetched, applied or pruned/);
+    expect(await configMapData(ns.name, 'paused')).toBeUndefined();
+    const cli = spawnSync(process.execPath, [mainPath, 'reconcile', 'paused', '-n', ns.name, '--kubeconfig', testKubeconfigPath()], { encoding: 'utf8' });
+    expect(cli.status).toBe(1);
+    expect(cli.stderr).toMatch(/is suspended \(spec.suspend: true\)/);
+
+    await applyConfigSync(configSync(ns.name, 'paused', spec(repo, { suspend: false })));
+    const resumed = await waitForReady(ns.name, 'paused', (c) => c.status?.sourceRevision === sha);
+    expect(condition(resumed, 'Suspended')).toBeUndefined();
   });
 
   describe('drift is corrected from the first apply of a kind on', () => {

@@ -137,7 +137,9 @@ describe('examples', () => {
       expect(env['DATABASE_HOST'], want.env).toBe(want.dbHost);
       expect(env['FEATURE_FLAGS'], want.env).toBe(want.flags);
       expect(web.metadata?.labels, want.env).toMatchObject({ 'app.kubernetes.io/instance': `web-${want.env}`, environment: want.env });
-      expect(web.spec?.template.metadata?.annotations?.['syncline.dev/source-revision'], want.env).toBe(await repo.resolve('main'));
+      expect(web.metadata?.annotations?.['syncline.dev/source-revision'], want.env).toBe(await repo.resolve('main'));
+      // the pod template changes only with the app's own inputs, never with an unrelated commit
+      expect(Object.keys(web.spec?.template.metadata?.annotations ?? {}), want.env).toEqual(['checksum/secret']);
 
       const service = await core.readNamespacedService({ name: 'web', namespace });
       expect(service.spec?.selector, want.env).toEqual({ 'app.kubernetes.io/name': 'web', 'app.kubernetes.io/instance': `web-${want.env}` });

@@ -3,7 +3,7 @@ import type { ConfigSync } from './api/v1alpha1.ts';
 import { formatStatus, rollbackRevision } from './cli.ts';
 
 const sha = (c: string): string => c.repeat(40);
-const sync = (history: string[]): ConfigSync =>
+const sync = (history: string[], digests?: string[]): ConfigSync =>
   ({
     apiVersion: 'syncline.dev/v1alpha1',
     kind: 'ConfigSync',
@@ -13,13 +13,24 @@ const sync = (history: string[]): ConfigSync =>
       sourceRevision: history[0],
       appliedTargets: 2,
       conditions: [{ type: 'Ready', status: 'True', reason: 'ReconciliationSucceeded', message: 'Applied', lastTransitionTime: 't' }],
-      history: history.map((revision) => ({ revision, appliedAt: 't', objects: 1, digest: 'd' })),
+      history: history.map((revision, i) => ({ revision, appliedAt: 't', objects: 1, digest: digests?.[i] ?? `d-${revision}` })),
     },
   }) as unknown as ConfigSync;
 
 describe('rollbackRevision', () => {
   it('goes back N applied revisions through status.history', () => {
     expect(rollbackRevision(sync([sha('c'), sha('b'), sha('a')]), { steps: '2' })).toBe(sha('a'));
+  });
+
+  it('steps over history entries whose render did not change (commits that changed nothing for this sync)', () => {
+    // newest first: e and d rendered the same as c; b and a differ
+    const history = [sha('e'), sha('d'), sha('c'), sha('b'), sha('a')];
+    const digests = ['x', 'x', 'x', 'y', 'z'];
+    expect(rollbackRevision(sync(history, digests), { steps: '1' })).toBe(sha('b'));
+    expect(rollbackRevision(sync(history, digests), { steps: '2' })).toBe(sha('a'));
+    expect(() => rollbackRevision(sync(history, digests), { steps: '3' })).toThrow(/has 3 distinct deploy\(s\)/);
+    // the same render coming back later is a step again (a deploy of other content came between)
+    expect(rollbackRevision(sync([sha('c'), sha('b'), sha('a')], ['x', 'y', 'x']), { steps: '2' })).toBe(sha('a'));
   });
 
   it('takes a full SHA as given, lower-cased', () => {
@@ -31,7 +42,7 @@ describe('rollbackRevision', () => {
     [{ to: sha('a'), steps: '1' }, /exactly one/],
     [{ to: 'abc123' }, /full 40-character/],
     [{ steps: '0' }, /positive/],
-    [{ steps: '5' }, /has 2 revision\(s\)/],
+    [{ steps: '5' }, /has 2 distinct deploy\(s\)/],
   ])('refuses %j', (options, message) => {
     expect(() => rollbackRevision(sync([sha('b'), sha('a')]), options)).toThrow(message);
   });

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import { ConfigSyncSpec, type ConfigSync, type RemoteCluster, type TargetStatus } from './api/v1alpha1.ts';
+import { ConfigSyncSpec, type ConfigSync, type HistoryEntry, type RemoteCluster, type TargetStatus } from './api/v1alpha1.ts';
 import { RECONCILE_REQUESTED_ANNOTATION } from './reconcile/configsync.ts';
 import { createKubeRest, type KubeRest } from './kube/rest.ts';
 import { DEFAULT_MIRROR_PREFIX, mirrorKeys, parseMirrorSourceNamespaces, replicaSelector, sourceSelector, type MirrorKeys, type MirrorNamespace, type NamePattern } from './mirror/index.ts';
@@ -146,6 +146,9 @@ async function clusterCommand(command: 'clusters' | 'status' | 'reconcile' | 'ro
   const object = await rest.request<ConfigSync>({ method: 'GET', path: path(name) });
 
   if (command === 'reconcile') {
+    if (object.spec.suspend === true) {
+      throw new Error(`${namespace}/${name} is suspended (spec.suspend: true): a reconcile request would do nothing; resume it first: kubectl patch csync ${name} -n ${namespace} --type merge -p '{"spec":{"suspend":false}}'`);
+    }
     const at = new Date().toISOString();
     await rest.request({ method: 'PATCH', path: path(name), contentType: 'application/merge-patch+json', body: { metadata: { annotations: { [RECONCILE_REQUESTED_ANNOTATION]: at } } } });
     out(`requested a sync of ${namespace}/${name} at ${at}\n`);
@@ -167,10 +170,13 @@ export function rollbackRevision(object: ConfigSync, options: { to?: string; ste
     return options.to.toLowerCase();
   }
   const steps = Number(options.steps);
-  const history = object.status?.history ?? [];
   if (!Number.isInteger(steps) || steps < 1) throw new Error(`--steps ${options.steps}: give a positive whole number`);
-  const entry = history[steps];
-  if (entry === undefined) throw new Error(`${object.metadata.name} has ${history.length} revision(s) in its history; cannot go back ${steps}`);
+  // "The previous deploy" is the previous revision whose render differed: history entries of commits that
+  // changed nothing for this sync (the same digest) are not steps.
+  const deploys: HistoryEntry[] = [];
+  for (const entry of object.status?.history ?? []) if (deploys.at(-1)?.digest !== entry.digest) deploys.push(entry);
+  const entry = deploys[steps];
+  if (entry === undefined) throw new Error(`${object.metadata.name} has ${deploys.length} distinct deploy(s) in its history; cannot go back ${steps}`);
   return entry.revision;
 }
 

@@ -122,7 +122,7 @@ export const ConfigSyncSpec = z.object({
     .meta({ description: 'Allow a render that yields zero objects to prune everything this sync applied.' }),
 });
 
-export const ConditionType = z.enum(['Ready', 'Synced', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed', 'IntervalClamped', 'FailedOver']);
+export const ConditionType = z.enum(['Ready', 'Synced', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed', 'IntervalClamped', 'FailedOver', 'Suspended']);
 
 export const Condition = z.object({
   type: z.string(),
@@ -419,6 +419,7 @@ export const crdDefinitions = [
     status: ConfigSyncStatus,
     printerColumns: [
       { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
+      { name: 'Suspended', type: 'boolean', jsonPath: '.spec.suspend' },
       { name: 'Revision', type: 'string', jsonPath: '.status.sourceRevision' },
       { name: 'Status', type: 'string', priority: 1, jsonPath: ".status.conditions[?(@.type=='Ready')].message" },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },

@@ -68,7 +68,7 @@ export function findCondition(conditions: readonly Condition[] | undefined, type
   return conditions?.find((c) => c.type === type);
 }
 
-const order: readonly string[] = ['Ready', 'Synced', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed', 'IntervalClamped'];
+const order: readonly string[] = ['Ready', 'Synced', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed', 'Suspended', 'IntervalClamped'];
 function conditionOrder(type: string): number {
   const i = order.indexOf(type);
   return i === -1 ? order.length : i;

@@ -117,6 +117,10 @@ export function createConfigSyncReconciler(deps: ConfigSyncReconcilerDeps): (key
       const spec = parsed.data;
       if (spec.suspend) {
         label = 'suspended';
+        // Visible, not silent: a Suspended condition (and column) for the generation that asked for it.
+        const at = { generation: object.metadata.generation, now: deps.clock.now().toISOString() };
+        const conditions = setCondition(object.status?.conditions ?? [], { type: 'Suspended', status: 'True', reason: Reason.Suspended, message: 'spec.suspend is true: nothing is fetched, applied or pruned until it is false' }, at);
+        await writeStatus(deps.rest, pathOf(object), object, { ...object.status, observedGeneration: object.metadata.generation, conditions });
         return { kind: 'done' };
       }
       const outcome = await sync(startRun(deps, object, spec, log));
@@ -426,9 +430,10 @@ function baseConditions(run: SyncRun, conditions: readonly Condition[]): Conditi
   return clampNotice(run, removeCondition(removeCondition(conditions, 'Stalled'), 'InvalidSource'));
 }
 
-/** IntervalClamped says when the operator does not use spec.refreshInterval as written. */
+/** IntervalClamped says when the operator does not use spec.refreshInterval as written (and a resumed sync is no longer Suspended). */
 function clampNotice(run: SyncRun, conditions: readonly Condition[]): Condition[] {
   const at = { generation: run.object.metadata.generation, now: run.now };
+  conditions = removeCondition(conditions, 'Suspended');
   return run.refreshAdjusted === undefined
     ? removeCondition(conditions, 'IntervalClamped')
     : setCondition(conditions, { type: 'IntervalClamped', status: 'True', reason: Reason.IntervalClamped, message: run.refreshAdjusted }, at);
