@@ -5,7 +5,8 @@ import { AppsV1Api, type KubernetesObject, type V1Deployment } from '@kubernetes
 import type { ConfigSync } from '@syncline/operator';
 import { startGitServer, startOperator, type GitServer, type OperatorProcess, type TestRepo } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { readFile, readdir } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -187,6 +188,16 @@ describe('examples', () => {
     }
   });
 
+  it('syncline diff renders what the operator renders for the web example (valuesFrom included): nothing to change', async () => {
+    await waitForReady(home.name, 'web');
+    // Not spawnSync: the Git server the CLI fetches from runs in this process and must keep answering.
+    const result = await run(process.execPath, [join(root, 'packages/operator/src/main.ts'), 'diff', 'web', '-n', home.name, '--kubeconfig', testKubeconfigPath(), '--allow-insecure-http'], { cwd: root });
+    expect(result.stderr).toBe('');
+    expect(result.stdout).toMatch(/^0 change\(s\)$/m);
+    // and the database Secret came from valuesFrom, or it would show as a change
+    expect(result.stdout).not.toMatch(/^[~+-] \/Secret\//m);
+  });
+
   it('previews locally with the command examples/README.md shows', () => {
     // given the preview values file, when `syncline render` runs, then it prints the same objects
     const result = spawnSync(
@@ -205,6 +216,8 @@ describe('examples', () => {
     ]);
   });
 });
+
+const run = promisify(execFile);
 
 /** Plain objects, keys as written (client-node's loadAllYaml renames keys such as `default` to fit its models). */
 function parseYamlDocuments(text: string): unknown[] {

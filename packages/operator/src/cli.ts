@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { ConfigSyncSpec, type ConfigSync, type HistoryEntry, type RemoteCluster, type TargetStatus } from './api/v1alpha1.ts';
 import { RECONCILE_REQUESTED_ANNOTATION } from './reconcile/configsync.ts';
+import { StallError, readGitAuth, readValues } from './reconcile/inputs.ts';
 import { createKubeRest, type KubeRest } from './kube/rest.ts';
 import { DEFAULT_MIRROR_PREFIX, mirrorKeys, parseMirrorSourceNamespaces, replicaSelector, sourceSelector, type MirrorKeys, type MirrorNamespace, type NamePattern } from './mirror/index.ts';
 import { formatMirrorRows, mirrorStatusRows, resolveSource, type MirrorRow } from './mirror/status.ts';
@@ -261,18 +262,25 @@ async function diffCommand(options: { object: ConfigSync; rest: KubeRest; kc: Ku
   const namespace = object.metadata.namespace ?? 'default';
   const cacheDir = await mkdtemp(join(tmpdir(), 'syncline-diff-'));
   try {
-    if (spec.source.git.secretRef !== undefined) throw new Error('diff does not read Git credentials yet; run it against public repositories or use the operator');
+    // The operator's own inputs, read the operator's way: Git credentials from secretRef, values layered from
+    // spec.values and every valuesFrom (so diff renders exactly what the operator would).
+    const auth = await readGitAuth(options.rest, namespace, spec.source.git.secretRef?.name);
+    const values = await readValues(options.rest, namespace, spec);
     const git = createGitSource({ cacheDir, allowInsecureHttp: options.allowInsecureHttp });
-    const revision = await git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision });
-    const files = await git.readPath(await git.fetchSnapshot({ repo: spec.source.git.repo, sha: revision }), spec.source.git.path);
+    const revision = await git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision, auth });
+    const files = await git.readPath(await git.fetchSnapshot({ repo: spec.source.git.repo, sha: revision, auth }), spec.source.git.path);
     const client = await createApplyClient(options.kc);
     const discovery = await client.discovery();
     let changes = 0;
     for (const target of spec.targets) {
+      if (target.cluster !== undefined) {
+        out(`# target ${target.name} (cluster ${target.cluster.name}): not diffed (diff reads this cluster only)\n`);
+        continue;
+      }
       const desired = renderTarget({
         files,
         path: spec.source.git.path,
-        values: spec.values,
+        values,
         target: { name: target.name, namespace: target.namespace ?? namespace, values: target.values, patches: target.patches, data: target.data },
         source: { repo: spec.source.git.repo, revision, path: spec.source.git.path },
         discovery,
@@ -292,6 +300,7 @@ async function diffCommand(options: { object: ConfigSync; rest: KubeRest; kc: Ku
     return 0;
   } catch (error) {
     if (error instanceof RenderError) throw new Error(`render failed: ${error.message}`);
+    if (error instanceof StallError) throw new Error(error.message);
     throw error;
   } finally {
     await rm(cacheDir, { recursive: true, force: true });

@@ -3,8 +3,8 @@
 // resolve revision → fetch snapshot → render every target → plan → apply → prune → status.
 // It reconciles from current state, never from the event that woke it, so running it twice changes nothing.
 import { digestRendered, recordHistory, type ApplyClient } from '@syncline/apply';
-import { RenderError, RenderErrorReason, layerValues, parseValues, renderTarget, type TemplateCache, type KubernetesObject, type Values } from '@syncline/render';
-import { GitSourceError, authFromSecretData, type GitAuth, type GitSource } from '@syncline/source-git';
+import { RenderError, RenderErrorReason, renderTarget, type TemplateCache, type KubernetesObject } from '@syncline/render';
+import { GitSourceError, type GitSource } from '@syncline/source-git';
 import type { Logger } from 'pino';
 import { ConfigSyncSpec, INTERVAL_BOUNDS, type Condition, type ConfigSync, type ConfigSyncStatus, type HistoryEntry, type TargetInventory, type TargetStatus } from '../api/v1alpha1.ts';
 import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
@@ -12,11 +12,12 @@ import type { TargetBackoff } from '../remote/backoff.ts';
 import type { ReconcileOutcome } from '../controller/queue.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import { ServiceAccountError } from '../kube/errors.ts';
-import { KubeApiError, type KubeRest } from '../kube/rest.ts';
+import type { KubeRest } from '../kube/rest.ts';
 import type { Metrics } from '../metrics.ts';
 import { Reason, removeCondition, setCondition, type ConditionInput } from './conditions.ts';
 import { MAX_TIMER_MS, boundedInterval, formatDuration, parseDuration, type IntervalBounds } from './duration.ts';
 import { conditionsDiffer, objectPath, patchFinalizers, writeStatus } from './object-status.ts';
+import { StallError, readGitAuth, readValues } from './inputs.ts';
 import { appliedConditions, applyTarget, combineTargets, emptyCounts, truncate, type TargetOutcome } from './target.ts';
 
 export const FINALIZER = 'syncline.dev/finalizer';
@@ -58,14 +59,6 @@ export type ConfigSyncReconcilerDeps = {
  */
 export const DEFAULT_INTERVAL_BOUNDS: IntervalBounds = { minMs: 10_000, maxMs: parseDuration(INTERVAL_BOUNDS.max) };
 
-/** An error that a spec or source change must fix: no backoff, the sync waits for that change. */
-class StallError extends Error {
-  readonly reason: (typeof Reason)[keyof typeof Reason];
-  constructor(reason: (typeof Reason)[keyof typeof Reason], message: string) {
-    super(message);
-    this.reason = reason;
-  }
-}
 
 type SyncEvent = { type: 'Normal' | 'Warning'; reason: string; message: string };
 
@@ -524,46 +517,6 @@ async function finalize(deps: ConfigSyncReconcilerDeps, object: ConfigSync, log:
   return { kind: 'done' };
 }
 
-async function readGitAuth(rest: KubeRest, namespace: string, secretName: string | undefined): Promise<GitAuth | undefined> {
-  if (secretName === undefined) return undefined;
-  const secret = await readObject<{ data?: Record<string, string> }>(rest, `/api/v1/namespaces/${namespace}/secrets/${secretName}`);
-  if (secret === undefined) throw new StallError(Reason.FetchFailed, `the Secret ${namespace}/${secretName} named in spec.source.git.secretRef does not exist`);
-  try {
-    return authFromSecretData(decodeData(secret.data));
-  } catch (error) {
-    throw new StallError(Reason.FetchFailed, `the Secret ${namespace}/${secretName}: ${safeError(error).message}`);
-  }
-}
-
-async function readValues(rest: KubeRest, namespace: string, spec: ConfigSyncSpec): Promise<Values> {
-  const layers: (Values | undefined)[] = [spec.values];
-  for (const source of spec.valuesFrom ?? []) {
-    const path = `/api/v1/namespaces/${namespace}/${source.kind === 'Secret' ? 'secrets' : 'configmaps'}/${source.name}`;
-    const found = await readObject<{ data?: Record<string, string> }>(rest, path);
-    const data = found === undefined ? undefined : source.kind === 'Secret' ? decodeData(found.data) : found.data;
-    const text = data?.[source.key];
-    const origin = `${source.kind} ${namespace}/${source.name} key ${source.key}`;
-    if (text === undefined) {
-      if (source.optional) continue;
-      throw new StallError(Reason.RenderFailed, `valuesFrom: ${origin} does not exist`);
-    }
-    layers.push(parseValues(text, origin));
-  }
-  return layerValues(layers);
-}
-
-async function readObject<T>(rest: KubeRest, path: string): Promise<T | undefined> {
-  try {
-    return await rest.request<T>({ method: 'GET', path });
-  } catch (error) {
-    if (error instanceof KubeApiError && error.status === 404) return undefined;
-    throw error;
-  }
-}
-
-function decodeData(data: Record<string, string> | undefined): Record<string, string> {
-  return Object.fromEntries(Object.entries(data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
-}
 
 async function timed<T>(deps: ConfigSyncReconcilerDeps, operation: 'resolve' | 'fetch', run: () => Promise<T>): Promise<T> {
   const started = performance.now();
