@@ -151,7 +151,8 @@ describe('disaster recovery (NamespaceReplication)', () => {
     await eventually(async () => ((await readNr('shop')).status?.conditions?.find((c) => c.type === 'Ready')?.status === 'False' ? true : undefined), 'the outage to show', 90_000);
     proxy.setHang(false);
     await eventually(async () => ((await drCore().readNamespacedConfigMap({ name: 'settings', namespace: 'shop' })).data?.['mode'] === 'during-outage' ? true : undefined), 'the standby to converge', 120_000);
-  });
+    // waits out request timeouts and backoff on purpose: far longer than the default test timeout
+  }, 300_000);
 
   it('fails over (counts restored, CronJobs resumed, replication stopped) and back (zero again), idempotently', async () => {
     await applyNr(shop.name, 'shop', { destination: { cluster: { name: 'dr' }, namespace: 'shop' }, resourceTypes, storageClassMap: { fast: 'dr-fast' }, failover: true });

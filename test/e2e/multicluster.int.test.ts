@@ -141,7 +141,8 @@ describe('multi-cluster', () => {
     westProxy.setHang(false);
     await waitForReady(home.name, 'fleet', (c) => c.status?.sourceRevision === three && c.status.appliedTargets === 3, 120_000);
     expect((await remoteData(west, 'apps', 'fleet'))?.['commit']).toBe('three');
-  });
+    // waits out request timeouts and backoff on purpose: far longer than the default test timeout
+  }, 300_000);
 
   it('keeps working when the token in the Secret is rotated', async () => {
     // a ServiceAccount with rights in east; its token replaces the admin's, then the first account goes
