@@ -19,7 +19,7 @@ import { MANIFESTSYNC_KEY_PREFIX, createManifestSyncReconciler } from './reconci
 /** How long an apply waits for a new managed-kind watch to list before it writes anyway. */
 const MANAGED_WATCH_SYNC_MS = 10_000;
 
-export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply' | 'remote' | 'targetBackoff' | 'remoteWatchesHealthy'> & {
+export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply' | 'remote' | 'targetBackoff' | 'remoteWatchesHealthy' | 'takeFreshRequest'> & {
   /** Admit RemoteClusters with http:// servers or insecure-skip-tls-verify (tests only). */
   readonly allowInsecureRemote?: boolean;
   /** The operator's own namespace: ManifestSyncs there may read sources in any namespace. */
@@ -357,8 +357,10 @@ export function startManager(options: ManagerOptions): Manager {
         }))
       : undefined;
 
+  const freshRequests = new Set<string>();
   const reconcile = createConfigSyncReconciler({
     ...options,
+    takeFreshRequest: (key) => freshRequests.delete(key),
     remote,
     targetBackoff,
     remoteWatchesHealthy: (cluster) => [...managed].filter(([scope]) => scope.startsWith(`${cluster.key}|`)).every(([, informer]) => informer.synced && informer.healthy),
@@ -450,7 +452,11 @@ export function startManager(options: ManagerOptions): Manager {
     // The namespace watch is left out: a namespace-scoped operator may not list namespaces at all.
     ready: () => [configSyncs, secrets, configMaps, manifestSyncs, remoteClusters, namespaceReplications].every((i) => i.synced && i.healthy),
     isLeader: () => leader,
-    enqueue: (key) => queue.add(key),
+    enqueue: (key) => {
+      // A push: this run must see the branch as it is now, not a shared listing from before the push.
+      freshRequests.add(key);
+      queue.add(key);
+    },
     configSyncs: () => configSyncs.list() as unknown as ConfigSync[],
     async stop() {
       clearInterval(resync);

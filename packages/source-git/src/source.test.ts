@@ -87,6 +87,36 @@ describe('resolveRevision', () => {
     expect(back).toBe(first);
   });
 
+  it('shares one ref listing per repository: concurrent callers wait for one request, a recent one serves callers that accept its age, a fresh call lists again', async () => {
+    // given a source on a clock the test moves
+    const repo = await newRepo();
+    const first = await repo.commit({ 'a.yaml': 'a: 1\n' });
+    let now = 1_000_000;
+    const { source } = await newSource({ clock: { now: () => now } });
+    server.resetRequests();
+
+    // when 100 syncs of the repository resolve at once, then one ref listing serves them all
+    const shas = await Promise.all(Array.from({ length: 100 }, () => source.resolveRevision({ repo: repo.url, revision: 'main', maxAgeMs: 15_000 })));
+    expect(new Set(shas)).toEqual(new Set([first]));
+    expect(server.requests(repo.name).infoRefs).toBe(1);
+
+    // when the branch moves but the listing is younger than callers accept, then they get the listing's answer
+    const second = await repo.commit({ 'a.yaml': 'a: 2\n' });
+    now += 10_000;
+    expect(await source.resolveRevision({ repo: repo.url, revision: 'main', maxAgeMs: 15_000 })).toBe(first);
+    expect(server.requests(repo.name).infoRefs).toBe(1);
+
+    // when a caller asks fresh (a webhook), or the listing has aged past what callers accept, then it lists again
+    expect(await source.resolveRevision({ repo: repo.url, revision: 'main', maxAgeMs: 0 })).toBe(second);
+    expect(server.requests(repo.name).infoRefs).toBe(2);
+    now += 16_000;
+    await source.resolveRevision({ repo: repo.url, revision: 'main', maxAgeMs: 15_000 });
+    expect(server.requests(repo.name).infoRefs).toBe(3);
+    // and no age accepted (the default) always lists
+    await source.resolveRevision({ repo: repo.url, revision: 'main' });
+    expect(server.requests(repo.name).infoRefs).toBe(4);
+  });
+
   it.each([
     ['', 'InvalidRevision', /revision is empty/],
     ['  ', 'InvalidRevision', /revision is empty/],

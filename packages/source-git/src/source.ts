@@ -68,6 +68,11 @@ export interface ResolveRequest {
   repo: string;
   revision: string;
   auth?: GitAuth | undefined;
+  /**
+   * Accept the repository's ref listing if it is at most this old (shared by every caller of the same repo
+   * and credentials). Omitted or 0: list the refs now. Concurrent callers always share one request.
+   */
+  maxAgeMs?: number | undefined;
 }
 
 export interface FetchRequest {
@@ -190,6 +195,31 @@ export function createGitSource(options: GitSourceOptions): GitSource {
     return `${createHash('sha256').update(url).digest('hex').slice(0, 16)}-${sha}`;
   }
 
+  /** `at` of a listing still in flight: every caller shares it, whatever age it accepts. */
+  const LISTING_IN_FLIGHT = -1;
+  // One ref listing per (repository, credentials), shared: concurrent callers wait for the same request, and
+  // a caller that accepts an age (the operator: half its refresh interval) reuses a recent one. A webhook or a
+  // reconcile request asks for a fresh one (maxAgeMs 0).
+  const listings = new Map<string, { at: number; refs: Promise<Awaited<ReturnType<typeof git.listServerRefs>>> }>();
+  const listRefs = (op: Operation, req: ResolveRequest): Promise<Awaited<ReturnType<typeof git.listServerRefs>>> => {
+    const key = createHash('sha256').update(op.url).update('\0').update(JSON.stringify(req.auth ?? null)).digest('hex');
+    const now = clock.now();
+    const known = listings.get(key);
+    if (known !== undefined && (now - known.at < (req.maxAgeMs ?? 0) || known.at === LISTING_IN_FLIGHT)) return known.refs;
+    const entry = { at: LISTING_IN_FLIGHT, refs: git.listServerRefs({ http: session(op).client, url: op.url, protocolVersion: 1, peelTags: true, symrefs: true }) };
+    listings.set(key, entry);
+    entry.refs.then(
+      () => {
+        entry.at = clock.now();
+      },
+      () => {
+        if (listings.get(key) === entry) listings.delete(key);
+      },
+    );
+    if (listings.size > 1_000) listings.delete(listings.keys().next().value ?? '');
+    return entry.refs;
+  };
+
   async function resolveRevision(req: ResolveRequest): Promise<string> {
     return guarded(req.repo, req.auth, `resolving revision ${JSON.stringify(req.revision)}`, async (op) => {
       const revision = req.revision.trim();
@@ -199,13 +229,7 @@ export function createGitSource(options: GitSourceOptions): GitSource {
         const snapshot = await fetchSnapshot({ repo: req.repo, sha: revision, auth: req.auth });
         return snapshot.sha;
       }
-      const refs = await git.listServerRefs({
-        http: session(op).client,
-        url: op.url,
-        protocolVersion: 1,
-        peelTags: true,
-        symrefs: true,
-      });
+      const refs = await listRefs(op, req);
       const byName = new Map(refs.map((r) => [r.ref, r]));
       // Git's own order (git rev-parse): exact, then tags, then branches.
       const candidates = revision === 'HEAD' || revision.startsWith('refs/') ? [revision] : [`refs/tags/${revision}`, `refs/heads/${revision}`];

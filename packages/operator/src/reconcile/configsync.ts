@@ -49,6 +49,8 @@ export type ConfigSyncReconcilerDeps = {
   readonly remote?: RemoteClusters;
   /** Per-target backoff of remote targets whose cluster failed: the other targets are not held back. */
   readonly targetBackoff?: TargetBackoff;
+  /** True once per webhook wake of `namespace/name`: that run resolves the branch afresh. */
+  readonly takeFreshRequest?: (key: string) => boolean;
   /** Whether the drift watches in a remote cluster are listed and healthy (undefined: not known). */
   readonly remoteWatchesHealthy?: (remote: RemoteClients) => boolean;
 };
@@ -81,11 +83,17 @@ type SyncRun = {
   readonly log: Logger;
   /** The refresh interval to requeue after, bounded and jittered. */
   readonly refreshMs: number;
+  /**
+   * How old a shared ref listing of the repository may be (half the refresh interval), or 0 when this run must
+   * see the branch as it is now: a webhook, a reconcile request or a spec change woke it.
+   */
+  readonly refAgeMs: number;
   /** Set when spec.refreshInterval was clamped: the IntervalClamped condition says so. */
   readonly refreshAdjusted: string | undefined;
   readonly now: string;
 };
 
+const objectKeyOf = (object: ConfigSync): string => `${object.metadata.namespace ?? 'default'}/${object.metadata.name}`;
 const pathOf = (object: ConfigSync): string => objectPath('configsyncs', object.metadata.namespace ?? 'default', object.metadata.name);
 
 export function createConfigSyncReconciler(deps: ConfigSyncReconcilerDeps): (key: string) => Promise<ReconcileOutcome> {
@@ -147,6 +155,12 @@ function startRun(deps: ConfigSyncReconcilerDeps, object: ConfigSync, spec: Conf
     namespace: object.metadata.namespace ?? 'default',
     log,
     refreshMs: Math.min(jittered(refresh.ms, deps.random ?? Math.random), MAX_TIMER_MS),
+    refAgeMs:
+      deps.takeFreshRequest?.(objectKeyOf(object)) === true ||
+      object.status?.observedGeneration !== object.metadata.generation ||
+      (object.metadata.annotations?.[RECONCILE_REQUESTED_ANNOTATION] ?? object.status?.lastHandledReconcileAt) !== object.status?.lastHandledReconcileAt
+        ? 0
+        : Math.floor(refresh.ms / 2),
     refreshAdjusted: refresh.adjusted,
     now: deps.clock.now().toISOString(),
   };
@@ -177,7 +191,7 @@ async function reconcileSource(run: SyncRun): Promise<Step<Source>> {
   const { deps, spec } = run;
   try {
     const auth = await readGitAuth(deps.rest, run.namespace, spec.source.git.secretRef?.name);
-    const revision = await timed(deps, 'resolve', () => deps.git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision, auth }));
+    const revision = await timed(deps, 'resolve', () => deps.git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision, auth, maxAgeMs: run.refAgeMs }));
     const snapshot = await timed(deps, 'fetch', () => deps.git.fetchSnapshot({ repo: spec.source.git.repo, sha: revision, auth }));
     return { ok: true, value: { revision, files: await deps.git.readPath(snapshot, spec.source.git.path) } };
   } catch (error) {
