@@ -4,11 +4,10 @@
 // a source update until all N carry it and until the first does (p50 of several updates), a new namespace
 // until its replica exists, write requests in a steady state (with resyncs every 10 s, so no-op reconciles
 // run), and operator RSS before and after 10,000 unrelated 10 KB Secrets.
-import type { KubeRest } from '@syncline/operator';
 import { startOperator } from '@syncline/test-support';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { benchEnvironment } from './_environment.ts';
+import { benchEnvironment, diff, writeRequests } from './_environment.ts';
 
 const { values: flags } = parseArgs({ options: { namespaces: { type: 'string', default: '500' }, steady: { type: 'string', default: '60' }, noise: { type: 'string', default: '10000' }, updates: { type: 'string', default: '7' } } });
 const N = Number(flags.namespaces);
@@ -177,32 +176,7 @@ async function waitUntil(check: () => boolean | Promise<boolean>, timeoutMs: num
   }
 }
 
-async function writeRequests(client: KubeRest): Promise<Map<string, number>> {
-  const raw = await client.request<string>({ method: 'GET', path: '/metrics', text: true });
-  const counts = new Map<string, number>();
-  for (const line of raw.split('\n')) {
-    if (!line.startsWith('apiserver_request_total{')) continue;
-    const verb = /verb="([A-Z]+)"/.exec(line)?.[1] ?? '';
-    const resource = /resource="([^"]*)"/.exec(line)?.[1] ?? '';
-    if (!['POST', 'PUT', 'PATCH', 'DELETE', 'APPLY', 'CREATE', 'UPDATE'].includes(verb) || resource === 'leases') continue;
-    const key = `${verb} ${resource}`;
-    counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
-  }
-  return counts;
-}
 
-function diff(after: Map<string, number>, before: Map<string, number>): { total: number; byVerbResource: Record<string, number> } {
-  const byVerbResource: Record<string, number> = {};
-  let total = 0;
-  for (const [key, value] of after) {
-    const d = value - (before.get(key) ?? 0);
-    if (d > 0) {
-      byVerbResource[key] = d;
-      total += d;
-    }
-  }
-  return { total, byVerbResource };
-}
 
 function rss(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');

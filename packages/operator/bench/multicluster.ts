@@ -5,12 +5,10 @@
 // commit-to-applied time for the three live clusters while the fourth is stopped (unchanged).
 import { KubeConfig } from '@kubernetes/client-node';
 import type { ConfigSync, KubeRest } from '@syncline/operator';
-import { startControlPlane, startOperator, type ControlPlane } from '@syncline/test-support';
-import { readFile } from 'node:fs/promises';
+import { startControlPlane, startOperator } from '@syncline/test-support';
 import { parseArgs } from 'node:util';
-import { parse, stringify } from 'yaml';
 import { createKubeRest } from '@syncline/operator';
-import { benchEnvironment } from './_environment.ts';
+import { adminKubeconfig, benchEnvironment } from './_environment.ts';
 
 const { values: flags } = parseArgs({ options: { objects: { type: 'string', default: '200' } } });
 const OBJECTS = Number(flags.objects);
@@ -105,11 +103,6 @@ async function requestReconcile(client: KubeRest, name: string): Promise<void> {
   await client.request({ method: 'PATCH', path: csPath(name), contentType: 'application/merge-patch+json', body: { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': new Date().toISOString() } } } });
 }
 
-/** The admin context of a control plane's kubeconfig, alone (the refusal of ambiguous kubeconfigs applies). */
-async function adminKubeconfig(plane: ControlPlane): Promise<string> {
-  const config = parse(await readFile(plane.kubeconfigPath, 'utf8')) as { clusters: unknown[]; users: { name: string }[]; contexts: { name: string }[] };
-  return stringify({ ...config, users: config.users.filter((u) => u.name === 'admin'), contexts: config.contexts.filter((c) => c.name === 'admin'), 'current-context': 'admin' });
-}
 
 async function waitFor(client: KubeRest, name: string, sha: string, targets: number): Promise<void> {
   const deadline = Date.now() + 300_000;

@@ -2,11 +2,11 @@
 // real control plane and the real operator process. Prints time until all Ready, git fetches per new
 // commit, operator peak RSS, and for the steady state (nothing changing, refreshInterval 30s) the write
 // requests the API server counted (by verb, leases apart) and the operator's CPU time.
-import type { ConfigSync, KubeRest } from '@syncline/operator';
+import type { ConfigSync } from '@syncline/operator';
 import { startOperator } from '@syncline/test-support';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { benchEnvironment } from './_environment.ts';
+import { benchEnvironment, diff, writeRequests } from './_environment.ts';
 
 const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' } } });
 const SYNCS = Number(flags.syncs);
@@ -99,33 +99,7 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs = 60_000): Promi
   }
 }
 
-async function writeRequests(client: KubeRest): Promise<Map<string, number>> {
-  const raw = await client.request<string>({ method: 'GET', path: '/metrics', text: true });
-  const counts = new Map<string, number>();
-  if (!raw.includes('apiserver_request_total')) throw new Error('the API server metrics have no apiserver_request_total');
-  for (const line of raw.split('\n')) {
-    if (!line.startsWith('apiserver_request_total{')) continue;
-    const verb = /verb="([A-Z]+)"/.exec(line)?.[1] ?? '';
-    const resource = /resource="([^"]*)"/.exec(line)?.[1] ?? '';
-    if (!['POST', 'PUT', 'PATCH', 'DELETE', 'APPLY', 'CREATE', 'UPDATE'].includes(verb) || resource === 'leases') continue;
-    const key = `${verb} ${resource}`;
-    counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
-  }
-  return counts;
-}
 
-function diff(after: Map<string, number>, before: Map<string, number>): { total: number; byVerbResource: Record<string, number> } {
-  const byVerbResource: Record<string, number> = {};
-  let total = 0;
-  for (const [key, value] of after) {
-    const d = value - (before.get(key) ?? 0);
-    if (d > 0) {
-      byVerbResource[key] = d;
-      total += d;
-    }
-  }
-  return { total, byVerbResource };
-}
 
 function peakRss(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');

@@ -305,7 +305,7 @@ export const RemoteClusterStatus = z.object({
   conditions: z.array(Condition).optional(),
   serverVersion: z.string().optional().meta({ description: 'The version the API server reported at the last successful probe.' }),
   server: z.string().optional().meta({ description: 'The API server URL in use.' }),
-  lastProbeTime: z.string().optional().meta({ description: 'When the cluster was last probed.' }),
+  lastProbeTime: z.string().optional().meta({ description: 'When a probe last found something new (reachability, version, server); an unchanged probe writes nothing. Probes run every probeInterval.' }),
 });
 
 export const RemoteCluster = z.object({

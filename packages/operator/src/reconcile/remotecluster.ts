@@ -57,6 +57,10 @@ export function createRemoteClusterReconciler(deps: RemoteClusterReconcilerDeps)
       status = { ...previous, observedGeneration: object.metadata.generation, conditions, lastProbeTime: now };
       event = { type: 'Warning', reason, message };
     }
+    // An unchanged probe writes nothing (zero writes at steady state): lastProbeTime is the last probe that
+    // found something new, and the next probe is at most probeInterval away.
+    const unchanged = !conditionsDiffer(previous.conditions, conditions) && status.serverVersion === previous.serverVersion && status.server === previous.server && previous.lastProbeTime !== undefined;
+    if (unchanged) status = { ...status, lastProbeTime: previous.lastProbeTime };
     const wrote = await writeStatus(deps.rest, objectPath('remoteclusters', namespace, object.metadata.name), object, status);
     if (wrote && conditionsDiffer(previous.conditions, conditions)) {
       deps.logger[event.type === 'Warning' ? 'warn' : 'info']({ remotecluster: key, reason: event.reason, message: event.message }, 'remote cluster');
