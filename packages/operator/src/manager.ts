@@ -151,6 +151,15 @@ export function startManager(options: ManagerOptions): Manager {
     }
   };
 
+  /** Every reconciler's beforeApply: the kinds it is about to write are watched (drift) before it writes. */
+  const watchBeforeApply = async (ids: readonly string[], cluster?: RemoteClients): Promise<void> => {
+    try {
+      await watchManaged(await options.applyClient(undefined), ids, cluster);
+    } catch (error) {
+      logger.debug({ err: errorMessage(error) }, 'could not watch managed objects');
+    }
+  };
+
   // RemoteClusters: probed on an interval and whenever a Secret they read changes; their clients are cached
   // per credentials version (remote/clusters.ts).
   const remoteKey = (object: { metadata: { name: string; namespace?: string } }): string => `${REMOTECLUSTER_KEY_PREFIX}${objectKey(object)}`;
@@ -252,13 +261,7 @@ export function startManager(options: ManagerOptions): Manager {
     intervalBounds: options.intervalBounds ?? DEFAULT_INTERVAL_BOUNDS,
     mirrorKeys: options.mirrorKeys,
     pendingSince: (key) => pendingSince.get(`${NAMESPACEREPLICATION_KEY_PREFIX}${key}`),
-    beforeApply: async (ids, cluster) => {
-      try {
-        await watchManaged(await options.applyClient(undefined), ids, cluster);
-      } catch (error) {
-        logger.debug({ err: errorMessage(error) }, 'could not watch managed objects');
-      }
-    },
+    beforeApply: watchBeforeApply,
   });
 
   // ManifestSyncs, their source objects (one single-object watch per source in Immediate mode) and the
@@ -365,13 +368,7 @@ export function startManager(options: ManagerOptions): Manager {
     targetBackoff,
     remoteWatchesHealthy: (cluster) => [...managed].filter(([scope]) => scope.startsWith(`${cluster.key}|`)).every(([, informer]) => informer.synced && informer.healthy),
     get: (key) => configSyncs.get(key) as ConfigSync | undefined,
-    beforeApply: async (ids, cluster) => {
-      try {
-        await watchManaged(await options.applyClient(undefined), ids, cluster);
-      } catch (error) {
-        logger.debug({ err: errorMessage(error) }, 'could not watch managed objects');
-      }
-    },
+    beforeApply: watchBeforeApply,
   });
   const reconcileManifest = createManifestSyncReconciler({
     ...options,
@@ -379,13 +376,7 @@ export function startManager(options: ManagerOptions): Manager {
     get: (key) => manifestSyncs.get(key) as ManifestSync | undefined,
     namespaces: namespaceList,
     remote,
-    beforeApply: async (ids, cluster) => {
-      try {
-        await watchManaged(await options.applyClient(undefined), ids, cluster);
-      } catch (error) {
-        logger.debug({ err: errorMessage(error) }, 'could not watch managed objects');
-      }
-    },
+    beforeApply: watchBeforeApply,
   });
   const reconcileAndWatch = async (key: string): ReturnType<typeof reconcile> => {
     if (key.startsWith(MANIFESTSYNC_KEY_PREFIX)) return reconcileManifest(key.slice(MANIFESTSYNC_KEY_PREFIX.length));
