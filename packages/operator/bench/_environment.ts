@@ -3,6 +3,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { createKubeRest, installCrds, type KubeRest } from '@syncline/operator';
 import { startControlPlane, startGitServer, type ControlPlane, type GitServer } from '@syncline/test-support';
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { parse, stringify } from 'yaml';
 
@@ -32,8 +33,10 @@ export async function benchEnvironment(namespace: string): Promise<BenchEnvironm
   };
 }
 
-/** Write requests the API server counted so far (apiserver_request_total), by `VERB resource`, leases apart. */
-export async function writeRequests(client: KubeRest): Promise<Map<string, number>> {
+const WRITE_VERBS = ['POST', 'PUT', 'PATCH', 'DELETE', 'APPLY', 'CREATE', 'UPDATE'];
+
+/** Requests the API server counted so far (apiserver_request_total), by `VERB resource`, for the verbs and resources `keep` accepts. */
+export async function requestCounts(client: KubeRest, keep: (verb: string, resource: string) => boolean): Promise<Map<string, number>> {
   const raw = await client.request<string>({ method: 'GET', path: '/metrics', text: true });
   const counts = new Map<string, number>();
   if (!raw.includes('apiserver_request_total')) throw new Error('the API server metrics have no apiserver_request_total');
@@ -41,11 +44,16 @@ export async function writeRequests(client: KubeRest): Promise<Map<string, numbe
     if (!line.startsWith('apiserver_request_total{')) continue;
     const verb = /verb="([A-Z]+)"/.exec(line)?.[1] ?? '';
     const resource = /resource="([^"]*)"/.exec(line)?.[1] ?? '';
-    if (!['POST', 'PUT', 'PATCH', 'DELETE', 'APPLY', 'CREATE', 'UPDATE'].includes(verb) || resource === 'leases') continue;
+    if (!keep(verb, resource)) continue;
     const key = `${verb} ${resource}`;
     counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
   }
   return counts;
+}
+
+/** Write requests the API server counted so far, by `VERB resource`, leases apart. */
+export function writeRequests(client: KubeRest): Promise<Map<string, number>> {
+  return requestCounts(client, (verb, resource) => WRITE_VERBS.includes(verb) && resource !== 'leases');
 }
 
 /** What `after` counted beyond `before`. */
@@ -66,4 +74,44 @@ export function diff(after: Map<string, number>, before: Map<string, number>): {
 export async function adminKubeconfig(plane: ControlPlane): Promise<string> {
   const config = parse(await readFile(plane.kubeconfigPath, 'utf8')) as { clusters: unknown[]; users: { name: string }[]; contexts: { name: string }[] };
   return stringify({ ...config, users: config.users.filter((u) => u.name === 'admin'), contexts: config.contexts.filter((c) => c.name === 'admin'), 'current-context': 'admin' });
+}
+
+/** Peak resident set size of a process, in MB. */
+export function peakRss(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+/** CPU time a process used so far (user + system), in seconds. */
+export function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime in clock ticks (100 Hz)
+}
+
+/** The `p`th percentile of `values` (nearest rank). */
+export function percentile(values: readonly number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Runs `run` over `items`, at most `width` at a time. */
+export async function pool<T>(items: readonly T[], width: number, run: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (next < items.length) await run(items[next++] as T);
+  }));
+}
+
+/** The sum over all series of one metric on a Prometheus endpoint (the operator's /metrics at HOST:PORT). */
+export async function metricSum(address: string, name: string): Promise<number> {
+  const text = await (await fetch(`http://${address}/metrics`)).text();
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (line.startsWith(`${name}{`) || line.startsWith(`${name} `)) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return sum;
 }

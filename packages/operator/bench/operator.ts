@@ -4,9 +4,8 @@
 // requests the API server counted (by verb, leases apart) and the operator's CPU time.
 import type { ConfigSync } from '@syncline/operator';
 import { startOperator } from '@syncline/test-support';
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { benchEnvironment, diff, writeRequests } from './_environment.ts';
+import { benchEnvironment, cpuSeconds, diff, peakRss, pool, sleep, writeRequests } from './_environment.ts';
 
 const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' } } });
 const SYNCS = Number(flags.syncs);
@@ -99,28 +98,3 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs = 60_000): Promi
   }
 }
 
-
-
-function peakRss(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
-}
-
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime in clock ticks (100 Hz)
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-async function pool<T>(items: readonly T[], width: number, run: (item: T) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await run(item);
-    }
-  }));
-}

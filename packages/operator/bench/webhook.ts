@@ -7,7 +7,7 @@ import type { KubeRest } from '@syncline/operator';
 import { startOperator, type TestRepo } from '@syncline/test-support';
 import { createHmac, randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { benchEnvironment } from './_environment.ts';
+import { benchEnvironment, percentile, sleep } from './_environment.ts';
 
 const { values: flags } = parseArgs({ options: { pushes: { type: 'string', default: '50' }, polls: { type: 'string', default: '10' } } });
 const PUSHES = Number(flags.pushes);
@@ -144,13 +144,4 @@ async function watchConfigMaps(client: KubeRest, signal: AbortSignal): Promise<v
       if (!signal.aborted) console.error(`[bench] configmap watch: ${error instanceof Error ? error.message : String(error)}; restarting`);
     }
   }
-}
-
-function percentile(values: readonly number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
