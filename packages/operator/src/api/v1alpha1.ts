@@ -51,7 +51,7 @@ export const GitSource = z
     repo: z
       .string()
       .min(1)
-      .meta({ description: 'Repository URL. https only for now (no SSH).' }),
+      .meta({ description: 'Repository URL: https://host/path, ssh://[user@]host[:port]/path or the scp-like user@host:path (SSH needs secretRef with identity and known_hosts).' }),
     revision: z
       .string()
       .min(1)
@@ -59,12 +59,12 @@ export const GitSource = z
       .meta({ description: 'A branch, a tag or a full 40-hex commit SHA. A SHA pins the sync: that is how you roll back.' }),
     path: z.string().default('').meta({ description: 'A directory of manifests/templates, or one file; empty = the repository root.' }),
     secretRef: LocalObjectReference.optional().meta({
-      description: 'A Secret in the same namespace with username+password or bearerToken keys.',
+      description: 'A Secret in the same namespace: username+password or bearerToken keys for https; identity (a private key) and known_hosts for SSH.',
     }),
   })
   // http:// passes the API so that an operator started with --allow-insecure-http (tests, the demo) can
   // use it; the operator refuses it otherwise.
-  .meta({ 'x-kubernetes-validations': [{ rule: "self.repo.startsWith('https://') || self.repo.startsWith('http://')", message: 'repo must be an https:// URL (SSH, git://, file:// and ext:: are not supported)' }] });
+  .meta({ 'x-kubernetes-validations': [{ rule: "self.repo.startsWith('https://') || self.repo.startsWith('http://') || self.repo.startsWith('ssh://') || self.repo.matches('^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]')", message: 'repo must be an https:// URL, an ssh:// URL or user@host:path (git://, file:// and ext:: are not supported)' }] });
 
 export const ValuesFromSource = z.object({
   kind: z.enum(['ConfigMap', 'Secret']),
@@ -99,6 +99,10 @@ export const SyncPolicy = z.enum(['Sync', 'Keep', 'Adopt', 'Overwrite']);
 export const DriftPolicy = z.enum(['Correct', 'Report']);
 export const DeletionPolicy = z.enum(['Delete', 'Orphan']);
 
+export const DependsOn = z.object({
+  name: objectName.meta({ description: 'A ConfigSync in the same namespace that must be Ready at its current revision first.' }),
+});
+
 export const ConfigSyncSpec = z.object({
   source: z.object({ git: GitSource }),
   refreshInterval: Interval.default('5m'),
@@ -120,6 +124,16 @@ export const ConfigSyncSpec = z.object({
     .boolean()
     .default(false)
     .meta({ description: 'Allow a render that yields zero objects to prune everything this sync applied.' }),
+  wait: z
+    .boolean()
+    .default(false)
+    .meta({ description: 'Ready waits until every applied object is healthy (kstatus rules), up to timeout; otherwise Ready=False with reason HealthCheckFailed. Without wait, health is still reported (the Healthy condition).' }),
+  timeout: Duration.optional().meta({ description: 'How long wait may take before the sync is HealthCheckFailed (default: 5m).' }),
+  dependsOn: z
+    .array(DependsOn)
+    .max(50)
+    .optional()
+    .meta({ description: 'ConfigSyncs in this namespace that must be Ready at their current revision before this one applies (e.g. CRDs before apps). A cycle is refused with a condition.' }),
 });
 
 export const ConditionType = z.enum(['Ready', 'Synced', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed', 'IntervalClamped', 'FailedOver', 'Suspended']);
