@@ -37,9 +37,29 @@ function defaultCacheDir(): string {
   return join(xdg !== undefined && xdg !== '' ? xdg : join(homedir(), '.cache'), 'syncline');
 }
 
-/** The cache key: the hash of go.sum plus the sources, so an edit to main.go rebuilds too. */
+/** The Kubernetes version the control plane is built from (go.mod's k8s.io/kubernetes), e.g. `v1.36.3`. */
+function kubernetesVersion(): string {
+  const match = /^\s*k8s\.io\/kubernetes (v\d+\.\d+\.\d+)\s*$/mu.exec(readFileSync(join(moduleDir, 'go.mod'), 'utf8'));
+  if (match?.[1] === undefined) throw new Error('test/control-plane/go.mod does not require k8s.io/kubernetes at a release version');
+  return match[1];
+}
+
+/**
+ * Linker flags stamping the real version into k8s.io/component-base/version, as Kubernetes' own build
+ * does: without them the API server reports v0.0.0-master, `kubectl version` warns and Helm refuses
+ * charts whose kubeVersion is a real range.
+ */
+function versionLdflags(): string {
+  const version = kubernetesVersion();
+  const [major, minor] = version.slice(1).split('.');
+  const pkg = 'k8s.io/component-base/version';
+  return [`-X ${pkg}.gitVersion=${version}`, `-X ${pkg}.gitMajor=${major}`, `-X ${pkg}.gitMinor=${minor}`, `-X ${pkg}.gitTreeState=clean`].join(' ');
+}
+
+/** The cache key: the hash of go.sum plus the sources and the linker flags, so an edit to either rebuilds. */
 function buildKey(): string {
   const hash = createHash('sha256');
+  hash.update(versionLdflags());
   for (const file of ['go.mod', 'go.sum', 'main.go', 'apiserver.go', 'controllermanager.go', 'etcd.go', 'kubeconfig.go', 'pki.go']) {
     hash.update(file).update(readFileSync(join(moduleDir, file)));
   }
@@ -73,7 +93,7 @@ export async function ensureControlPlaneBinary(options: Pick<ControlPlaneOptions
   options.onProgress?.(`building the test control plane (first run on this machine; a few minutes) with ${go.stdout.trim()}`);
   const started = Date.now();
   await new Promise<void>((resolve, reject) => {
-    const child = spawn('go', ['build', '-trimpath', '-ldflags=-s -w', '-o', aside, '.'], {
+    const child = spawn('go', ['build', '-trimpath', `-ldflags=-s -w ${versionLdflags()}`, '-o', aside, '.'], {
       cwd: moduleDir,
       env: { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' },
       stdio: ['ignore', 'pipe', 'pipe'],
