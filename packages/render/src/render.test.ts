@@ -131,13 +131,31 @@ describe('TemplateCache', () => {
     expect(cache.size).toBe(1);
   });
 
-  it('recompiles when the snapshot or the text changes, and evicts the least recently used', () => {
-    const cache = new TemplateCache({ maxEntries: 1 });
+  it('reuses a template across commits while its text is the same, and recompiles when the text changes', () => {
+    const cache = new TemplateCache();
     render({ files, cache });
     render({ files, cache, source: { repo: 'r', revision: 'other' } });
-    render({ files: { ...files, 'app/cm.yaml.hbs': cm('data:\n  changed: "1"\n') }, cache, source: { repo: 'r', revision: 'other' } });
-    expect(cache.stats).toEqual({ hits: 0, misses: 3 });
+    expect(cache.stats).toEqual({ hits: 1, misses: 1 });
+    const changed = { ...files, 'app/cm.yaml.hbs': cm('data:\n  changed: "1"\n') };
+    expect(render({ files: changed, cache, source: { repo: 'r', revision: 'third' } })[0]).toMatchObject({ data: { changed: '1' } });
+    expect(cache.stats).toEqual({ hits: 1, misses: 2 });
+    // Both versions stay: a sync pinned to the old commit does not evict the new one.
+    render({ files, cache });
+    render({ files: changed, cache });
+    expect(cache.stats).toEqual({ hits: 3, misses: 2 });
+    expect(cache.size).toBe(2);
+  });
+
+  it('evicts the least recently used file first and bounds the versions of one file', () => {
+    const cache = new TemplateCache({ maxEntries: 1 });
+    render({ files, cache });
+    render({ files: { 'app/other.yaml.hbs': cm('data:\n  o: "1"\n') }, cache });
     expect(cache.size).toBe(1);
+    render({ files, cache });
+    expect(cache.stats).toEqual({ hits: 0, misses: 3 });
+    const versions = new TemplateCache();
+    for (let i = 0; i < 10; i++) render({ files: { 'app/cm.yaml.hbs': cm(`data:\n  v: "${i}"\n`) }, cache: versions });
+    expect(versions.size).toBeLessThanOrEqual(4);
     cache.clear();
     expect(cache.size).toBe(0);
   });

@@ -41,7 +41,7 @@ export interface RenderTarget {
 
 export interface RenderSource {
   readonly repo: string;
-  /** The resolved commit SHA: also the template cache key. */
+  /** The resolved commit SHA, shown to templates as `source.revision`. */
   readonly revision: string;
   /** Shown to templates as `source.path`; defaults to the rendered path. */
   readonly path?: string;
@@ -69,7 +69,7 @@ export interface RenderTargetOptions {
   readonly target: RenderTarget;
   readonly source: RenderSource;
   readonly discovery: ApiDiscovery;
-  /** Compiled templates by (revision, file); without one every call compiles. */
+  /** Compiled templates by file and text; without one every call compiles. */
   readonly cache?: TemplateCache;
   readonly limits?: Partial<RenderLimits>;
 }
@@ -99,7 +99,7 @@ export function renderTarget(options: RenderTargetOptions): KubernetesObject[] {
       target: plain({ name: options.target.name, namespace: options.target.namespace ?? '', cluster: options.target.cluster ?? '' }),
       source: plain({ repo: options.source.repo, revision: options.source.revision, path: options.source.path ?? selection.root }),
     }),
-    compile: cache === undefined ? compileTemplate : (file, source) => cache.compile(options.source.revision, file, source),
+    compile: cache === undefined ? compileTemplate : (file, source) => cache.compile(file, source),
     outputs: new Map(),
   };
   const locate: Locate = (origin, path) => locateDocument(state, origin, path);

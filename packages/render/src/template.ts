@@ -32,14 +32,18 @@ class SynclineCompiler extends BaseCompiler {
   resolvePath(type: string, parts: string[], startPartIndex: number, _falsy: boolean, strict: boolean): void {
     const base = this.popStack();
     const rest = parts.slice(startPartIndex);
-    const loc = JSON.stringify(this.source.currentLocation ?? null);
     const prefix = type === 'data' ? '@' : '';
-    this.push(['helpers.__syncline.path(', base, ', ', JSON.stringify(rest), ', ', strict ? 'true' : 'false', ', ', loc, ', ', JSON.stringify(prefix), ')']);
+    this.push(['helpers.__syncline.path(', base, ', ', JSON.stringify(rest), ', ', strict ? 'true' : 'false', ', ', this.position(), ', ', JSON.stringify(prefix), ')']);
   }
 
   appendEscaped(): void {
-    const loc = JSON.stringify(this.source.currentLocation ?? null);
-    this.pushSource(this.appendToBuffer(['helpers.__syncline.scalar(', this.popStack(), ', ', loc, ')']));
+    this.pushSource(this.appendToBuffer(['helpers.__syncline.scalar(', this.popStack(), ', ', this.position(), ')']));
+  }
+
+  /** The position of the statement being compiled as one number (line * 2^16 + column): no object per call. */
+  position(): string {
+    const loc = this.source.currentLocation as Loc;
+    return loc ? String(packPosition(loc.start.line, loc.start.column)) : '0';
   }
 }
 (SynclineCompiler.prototype as unknown as { compiler: unknown }).compiler = SynclineCompiler;
@@ -75,13 +79,16 @@ export interface CompiledTemplate {
 }
 
 /**
- * Compiled templates by (snapshot SHA, file). The caller owns it (one per operator, shared across targets and
- * syncs) so the second and later targets of a snapshot do not recompile. Least recently used entries go first.
- * An entry is only reused when the file's text is the same, so a wrong snapshot key cannot serve a stale template.
+ * Compiled templates by file and text. The caller owns it (one per operator, shared across targets, syncs and
+ * commits): the second and later targets of a snapshot do not recompile, and neither does a new commit for the
+ * files it did not change. Keyed by content, not by commit, so a stale entry can never be served; a file keeps
+ * a few versions (two syncs pinned to different commits of one repo do not evict each other). Least recently
+ * used files go first.
  */
 export class TemplateCache {
-  readonly #entries = new Map<string, CompiledTemplate>();
+  readonly #files = new Map<string, CompiledTemplate[]>();
   readonly #maxEntries: number;
+  #size = 0;
   #hits = 0;
   #misses = 0;
 
@@ -89,8 +96,9 @@ export class TemplateCache {
     this.#maxEntries = options.maxEntries ?? 10_000;
   }
 
+  /** Compiled templates held (all versions of all files). */
   get size(): number {
-    return this.#entries.size;
+    return this.#size;
   }
 
   /** Lookups served from the cache and lookups that compiled, since creation. */
@@ -99,31 +107,36 @@ export class TemplateCache {
   }
 
   clear(): void {
-    this.#entries.clear();
+    this.#files.clear();
+    this.#size = 0;
   }
 
-  /** The compiled template for `file` at `snapshot`, compiling on a miss. */
-  compile(snapshot: string, file: string, source: string): CompiledTemplate {
-    const key = `${snapshot}\u0000${file}`;
-    const cached = this.#entries.get(key);
-    if (cached !== undefined && cached.source === source) {
+  /** The compiled template for `file` with this text, compiling on a miss. */
+  compile(file: string, source: string): CompiledTemplate {
+    const versions = this.#files.get(file);
+    const cached = versions?.find((v) => v.source === source);
+    if (versions !== undefined) this.#files.delete(file); // re-inserted below: most recently used last
+    if (cached !== undefined) {
       this.#hits++;
-      this.#entries.delete(key);
-      this.#entries.set(key, cached);
+      this.#files.set(file, versions ?? [cached]);
       return cached;
     }
     this.#misses++;
     const compiled = compileTemplate(file, source);
-    this.#entries.delete(key);
-    this.#entries.set(key, compiled);
-    while (this.#entries.size > this.#maxEntries) {
-      const oldest = this.#entries.keys().next();
-      if (oldest.done === true) break;
-      this.#entries.delete(oldest.value);
+    const kept = [compiled, ...(versions ?? [])].slice(0, VERSIONS_PER_FILE);
+    this.#size += kept.length - (versions?.length ?? 0);
+    this.#files.set(file, kept);
+    for (const [oldest, dropped] of this.#files) {
+      if (this.#size <= this.#maxEntries) break;
+      this.#files.delete(oldest);
+      this.#size -= dropped.length;
     }
     return compiled;
   }
 }
+
+/** Versions of one file kept at once: the current commit, the previous one, and pinned syncs'. */
+const VERSIONS_PER_FILE = 4;
 
 export function compileTemplate(file: string, source: string): CompiledTemplate {
   let ast: hbs.AST.Program;
@@ -178,6 +191,17 @@ function collectRawWrites(ast: hbs.AST.Program): { line: number; column: number 
     if (node.type === 'MustacheStatement' && node.escaped === false) found.push(locPosition(node.loc));
   });
   return found;
+}
+
+const POSITION_BASE = 65_536;
+
+function packPosition(line: number, column: number): number {
+  return line * POSITION_BASE + Math.min(column, POSITION_BASE - 1);
+}
+
+/** A packed position (see SynclineCompiler.position) back to the Loc shape errors take. */
+function unpackPosition(packed: number): Loc {
+  return packed === 0 ? undefined : { start: { line: Math.floor(packed / POSITION_BASE), column: packed % POSITION_BASE } };
 }
 
 function locPosition(loc: Loc): { line: number; column: number } {
@@ -397,32 +421,46 @@ function kindOf(value: unknown): string {
   return typeof value === 'object' ? 'a mapping' : `a ${typeof value}`;
 }
 
-function sessionHelpers(session: Session): Record<string, unknown> {
+/**
+ * The run in progress. Templates run synchronously and one at a time, so the helpers (built once, below) find
+ * their session here instead of being rebuilt for every run: a render calls runTemplate once per file and
+ * target, and rebuilding ~30 closures each time was a measurable share of a 10,000-object render.
+ */
+let active: Session | undefined;
+
+function activeSession(): Session {
+  if (active === undefined) throw new Error('a template helper ran outside a template run');
+  return active;
+}
+
+function buildHelpers(): Record<string, unknown> {
   const user = createHelpers({
     raw: (text) => new hb.SafeString(text),
     unwrap,
     fail: (options, message) => {
-      throw session.error(RenderErrorReason.HelperFailed, optionsLoc(options), message);
+      throw activeSession().error(RenderErrorReason.HelperFailed, optionsLoc(options), message);
     },
   });
   const helpers: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
   for (const [name, helper] of Object.entries(user)) {
     helpers[name] = (...args: unknown[]) => {
       const loc = optionsLoc(args[args.length - 1]);
-      session.tick(loc);
+      const current = activeSession();
+      current.tick(loc);
       const result = helper(...args);
-      if (typeof result === 'string' || result instanceof hb.SafeString) session.produced(result.toString().length, loc);
+      if (typeof result === 'string' || result instanceof hb.SafeString) current.produced(result.toString().length, loc);
       return result;
     };
   }
   const builtinEach = hb.helpers.each as (this: unknown, context: unknown, options: Record<string, unknown>) => string;
   helpers.each = function each(this: unknown, context: unknown, options: Record<string, unknown>) {
     const loc = optionsLoc(options);
+    const current = activeSession();
     const fn = options.fn as (ctx: unknown, opts: unknown) => string;
     const counting = Object.assign((ctx: unknown, opts: unknown) => {
-      session.tick(loc);
+      current.tick(loc);
       const out = fn(ctx, opts);
-      session.produced(out.length, loc);
+      current.produced(out.length, loc);
       return out;
     }, fn);
     return builtinEach.call(this, context, { ...options, fn: counting });
@@ -431,7 +469,7 @@ function sessionHelpers(session: Session): Record<string, unknown> {
     const key = String(unwrap(field));
     return object !== null && typeof object === 'object' && Object.hasOwn(object, key) ? (object as Record<string, unknown>)[key] : undefined;
   };
-  const path = (base: unknown, parts: readonly string[], strict: boolean, loc: Loc, prefix: string) => {
+  const path = (base: unknown, parts: readonly string[], strict: boolean, position: number, prefix: string) => {
     let current = base;
     for (let i = 0; i < parts.length; i++) {
       const part = parts[i] as string;
@@ -442,26 +480,29 @@ function sessionHelpers(session: Session): Record<string, unknown> {
       if (!strict) return undefined;
       const missing = describePath(prefix, parts, i);
       const parent = i === 0 ? undefined : describePath(prefix, parts, i - 1);
-      const where = base === session.options.context || prefix !== '' ? '' : ' (looked up in the enclosing block, e.g. the current {{#each}} item)';
+      const where = base === activeSession().options.context || prefix !== '' ? '' : ' (looked up in the enclosing block, e.g. the current {{#each}} item)';
       const why = parent !== undefined && !(current !== null && typeof current === 'object') ? ` (${parent} is ${kindOf(current)})` : '';
-      throw session.error(RenderErrorReason.MissingValue, loc, `missing value \`${missing}\`${why}${where}`);
+      throw activeSession().error(RenderErrorReason.MissingValue, unpackPosition(position), `missing value \`${missing}\`${why}${where}`);
     }
     return current;
   };
-  const scalar = (value: unknown, loc: Loc): string => {
+  const scalar = (value: unknown, position: number): string => {
     if (value instanceof hb.SafeString) return value.toString();
+    const current = activeSession();
     if (value !== null && typeof value === 'object') {
-      throw session.error(RenderErrorReason.NotAScalar, loc, `{{ }} got ${kindOf(value)}; write {{toYaml ...}} (with nindent) or {{toJson ...}} to emit structure`);
+      throw current.error(RenderErrorReason.NotAScalar, unpackPosition(position), `{{ }} got ${kindOf(value)}; write {{toYaml ...}} (with nindent) or {{toJson ...}} to emit structure`);
     }
-    if (session.options.mode === OutputMode.Text) return value === null || value === undefined ? '' : `${value as string | number | boolean}`;
-    session.slots.push(value);
-    return slotToken(session.slots.length - 1);
+    if (current.options.mode === OutputMode.Text) return value === null || value === undefined ? '' : `${value as string | number | boolean}`;
+    current.slots.push(value);
+    return slotToken(current.slots.length - 1);
   };
   // An object, not a function, so Handlebars does not wrap it as a helper (its wrapper writes into the last
   // argument); templates cannot reach it because it is not a known helper.
   helpers.__syncline = { path, scalar };
   return helpers;
 }
+
+const sharedHelpers = buildHelpers();
 
 function sessionPartials(session: Session, compiledFor: (name: string) => CompiledTemplate | undefined): Record<string, unknown> {
   const partials: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
@@ -519,12 +560,15 @@ function referenceLoc(session: Session, name: string): { line: number; column: n
 export function runTemplate(options: RunTemplateOptions): TemplateRun {
   const session = new Session(options);
   const partials = sessionPartials(session, options.partial);
-  const helpers = sessionHelpers(session);
+  const outer = active;
+  active = session;
   let text: string;
   try {
-    text = options.template.run(options.context, { ...runtimeSafety, helpers: helpers as RuntimeOptions['helpers'], partials: partials as RuntimeOptions['partials'] });
+    text = options.template.run(options.context, { ...runtimeSafety, helpers: sharedHelpers as RuntimeOptions['helpers'], partials: partials as RuntimeOptions['partials'] });
   } catch (error) {
     throw runtimeError(session, error);
+  } finally {
+    active = outer;
   }
   if (text.length > options.limits.maxOutputBytes) {
     throw new RenderError({ reason: RenderErrorReason.LimitExceeded, file: options.template.file, detail: `the template produces more than ${options.limits.maxOutputBytes} bytes` });

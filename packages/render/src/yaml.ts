@@ -29,10 +29,31 @@ const plainSlotType = new jsyaml.Type('tag:syncline.dev,2026:plain-slot', {
   construct: (data: string) => plainMark + data,
 });
 
+/**
+ * js-yaml tries every implicit type on every plain scalar and key (`apiVersion`, `app`, `nginx:1.27`), and
+ * its float test is a regular expression: a tenth of a large render. A type only resolves text that starts
+ * with one of a few characters, so the same type behind a first-character check resolves exactly as before.
+ */
+function startingWith(type: jsyaml.Type, first: string): jsyaml.Type {
+  const original = type as unknown as { tag: string; resolve: (data: unknown) => boolean; construct: (data: unknown) => unknown };
+  const starts = new Uint8Array(128);
+  for (const c of first) starts[c.charCodeAt(0)] = 1;
+  return new jsyaml.Type(original.tag, {
+    kind: 'scalar',
+    resolve: (data: unknown) => (typeof data !== 'string' || data === '' || starts[data.charCodeAt(0)] === 1) && original.resolve(data),
+    construct: (data: unknown) => original.construct(data),
+  });
+}
+
 // YAML 1.2 core schema (no timestamps turning into Dates, no !!binary), plus `<<` merge keys that Kubernetes'
 // own YAML decoder accepts, plus slot scalars.
-const schema = jsyaml.CORE_SCHEMA.extend({ implicit: [jsyamlTypes.merge, plainSlotType] });
-const coreImplicit = [jsyamlTypes.null, jsyamlTypes.bool, jsyamlTypes.int, jsyamlTypes.float];
+const coreImplicit = [
+  startingWith(jsyamlTypes.null, '~nN'),
+  startingWith(jsyamlTypes.bool, 'tTfF'),
+  startingWith(jsyamlTypes.int, '-+0123456789'),
+  startingWith(jsyamlTypes.float, '-+.0123456789'),
+];
+const schema = jsyaml.FAILSAFE_SCHEMA.extend({ implicit: [...coreImplicit, startingWith(jsyamlTypes.merge, '<'), plainSlotType] });
 
 /** Parse every document of a YAML stream (fast path). Throws js-yaml's error on bad input. */
 export function parseYamlDocuments(text: string): unknown[] {
