@@ -30,4 +30,6 @@ export type { ApplyClient, ClientOptions, Discovery, ResourceInfo } from './clie
 export { executePlan, readLive, pool, ChangeAction, DEFAULT_CONCURRENCY } from './execute.ts';
 export type { ChangeSet, ChangeSetEntry, ExecuteOptions } from './execute.ts';
 export { recordHistory, digestRendered, rollbackTarget } from './history.ts';
+export { applyFingerprint, recordNoop, stillUnchanged, unchangedChangeSet } from './unchanged.ts';
+export type { NoopRecord, WatchedVersion, FingerprintInput } from './unchanged.ts';
 export type { HistoryEntry } from './history.ts';

@@ -5,7 +5,7 @@
 import type { ConfigSync } from '@syncline/operator';
 import { startOperator } from '@syncline/test-support';
 import { parseArgs } from 'node:util';
-import { benchEnvironment, cpuSeconds, diff, peakRss, pool, sleep, writeRequests } from './_environment.ts';
+import { benchEnvironment, cpuSeconds, diff, peakRss, pool, requestCounts, sleep, writeRequests } from './_environment.ts';
 
 const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' } } });
 const SYNCS = Number(flags.syncs);
@@ -58,6 +58,9 @@ progress(`new commit applied everywhere in ${newCommitMs} ms; steady state for $
 await sleep(3000); // let the status writes of phase 2 land
 git.resetRequests();
 const writesBefore = await writeRequests(rest);
+// Reads other than watches: GET and LIST of resources (leases apart; `resource` is empty for /metrics itself).
+const readRequests = (): ReturnType<typeof requestCounts> => requestCounts(rest, (verb, resource) => (verb === 'GET' || verb === 'LIST') && resource !== '' && resource !== 'leases');
+const readsBefore = await readRequests();
 const cpuBefore = cpuSeconds(operator.pid);
 const steadyStarted = Date.now();
 await sleep(STEADY_SECONDS * 1000);
@@ -65,16 +68,25 @@ const steadyElapsed = (Date.now() - steadyStarted) / 1000;
 const cpuUsed = cpuSeconds(operator.pid) - cpuBefore;
 const writesAfter = await writeRequests(rest);
 const writes = diff(writesAfter, writesBefore);
+const reads = diff(await readRequests(), readsBefore);
 const resolvesDuringSteady = git.requests('configs').infoRefs;
 
+// Targets (issue 16): 200 syncs: Ready ≤ 5 s, new commit ≤ 2 s; 1,000 syncs: ≤ 20 s and ≤ 10 s, CPU ≤ 10%.
+const large = SYNCS >= 1000;
+const readyTarget = large ? 20 : 5;
+const commitTarget = large ? 10 : 2;
+const refreshes = steadyElapsed / 30;
+const verdict = (ok: boolean): string => (ok ? 'met' : 'NOT met');
 console.log(`operator bench: ${SYNCS} ConfigSyncs × 5 objects, one repo, Node ${process.versions.node}`);
-console.log(`time until all ${SYNCS} Ready (from creation):      ${(allReadyMs / 1000).toFixed(2)} s  (${initialFetches} fetch(es) of the first commit)`);
-console.log(`new commit → all Ready (reconcile requested):      ${(newCommitMs / 1000).toFixed(2)} s`);
+console.log(`time until all ${SYNCS} Ready (from creation):      ${(allReadyMs / 1000).toFixed(2)} s  (${initialFetches} fetch(es) of the first commit)  (target ≤ ${readyTarget} s: ${verdict(allReadyMs <= readyTarget * 1000)})`);
+console.log(`new commit → all Ready (reconcile requested):      ${(newCommitMs / 1000).toFixed(2)} s  (target ≤ ${commitTarget} s: ${verdict(newCommitMs <= commitTarget * 1000)})`);
 console.log(`git fetches for the new commit:                    ${fetchesPerCommit}  (target: 1)`);
-console.log(`operator peak RSS:                                 ${peakRssMb.toFixed(0)} MB`);
-console.log(`steady state ${steadyElapsed.toFixed(0)} s (refreshInterval 30s, ~${Math.round((steadyElapsed / 30) * SYNCS)} resyncs, ${resolvesDuringSteady} ref lookups):`);
+console.log(`operator peak RSS:                                 ${peakRssMb.toFixed(0)} MB  (target ≤ 200 MB: ${verdict(peakRssMb <= 200)})`);
+console.log(`steady state ${steadyElapsed.toFixed(0)} s (refreshInterval 30s, ~${Math.round(refreshes * SYNCS)} resyncs):`);
 console.log(`  write requests to the API server (non-lease):    ${writes.total}${writes.total > 0 ? `  ${JSON.stringify(writes.byVerbResource)}` : ''}  (target: 0)`);
-console.log(`  operator CPU:                                    ${cpuUsed.toFixed(2)} s (${((cpuUsed / steadyElapsed) * 100).toFixed(1)}% of one core)`);
+console.log(`  reads other than watches (GET/LIST, non-lease):  ${reads.total}${reads.total > 0 ? `  ${JSON.stringify(reads.byVerbResource)}` : ''}  (target: 0)`);
+console.log(`  Git ref lookups:                                 ${resolvesDuringSteady} (${(resolvesDuringSteady / Math.max(1, refreshes)).toFixed(1)} per refresh interval; target ≤ 2)`);
+console.log(`  operator CPU:                                    ${cpuUsed.toFixed(2)} s (${((cpuUsed / steadyElapsed) * 100).toFixed(1)}% of one core${large ? `; target ≤ 10%: ${verdict(cpuUsed / steadyElapsed <= 0.1)}` : ''})`);
 
 async function waitForAll(revision: string): Promise<void> {
   let lastReport = Date.now();

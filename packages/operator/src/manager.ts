@@ -1,7 +1,7 @@
 // The controller manager: informers for ConfigSyncs, the Secrets/ConfigMaps they reference and the
 // objects they manage; the work queue; leader election (only the leader reconciles, so only the leader
 // writes); and the readiness the health server reports.
-import { OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, parseObjectId, type ApplyClient } from '@syncline/apply';
+import { OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, parseObjectId, type ApplyClient, type NoopRecord } from '@syncline/apply';
 import type { ConfigSync, ManifestSync, NamespaceReplication, RemoteCluster } from './api/v1alpha1.ts';
 import { SharedWatches } from './controller/shared-watches.ts';
 import { DEFAULT_RESOURCE_TYPES, parseResourceType } from './dr/transform.ts';
@@ -19,7 +19,7 @@ import { MANIFESTSYNC_KEY_PREFIX, createManifestSyncReconciler } from './reconci
 /** How long an apply waits for a new managed-kind watch to list before it writes anyway. */
 const MANAGED_WATCH_SYNC_MS = 10_000;
 
-export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply' | 'remote' | 'targetBackoff' | 'remoteWatchesHealthy' | 'takeFreshRequest'> & {
+export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply' | 'remote' | 'targetBackoff' | 'remoteWatchesHealthy' | 'takeFreshRequest' | 'noop'> & {
   /** Admit RemoteClusters with http:// servers or insecure-skip-tls-verify (tests only). */
   readonly allowInsecureRemote?: boolean;
   /** The operator's own namespace: ManifestSyncs there may read sources in any namespace. */
@@ -77,7 +77,10 @@ export function startManager(options: ManagerOptions): Manager {
     onEvent: (type, object, previous) => {
       const cs = object as unknown as ConfigSync;
       indexReferences(cs, type === 'DELETED');
-      if (type === 'DELETED') queue.forget(objectKey(object));
+      if (type === 'DELETED') {
+        queue.forget(objectKey(object));
+        forgetNoops(objectKey(object));
+      }
       // Our own status writes come back as MODIFIED: they change nothing to act on.
       else if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous as unknown as ConfigSync, cs)) queue.add(objectKey(object));
     },
@@ -149,6 +152,22 @@ export function startManager(options: ManagerOptions): Manager {
         void informer.stop();
       }
     }
+  };
+
+  /**
+   * What the drift watches know of a managed object: its resourceVersion, null when a synced, healthy watch
+   * does not hold it, undefined when no such watch covers its kind (see @syncline/apply's unchanged.ts).
+   */
+  const watchedVersion = (id: string, remote?: RemoteClients): string | null | undefined => {
+    const { group, kind, namespace, name } = parseObjectId(id);
+    const informer = managed.get(`${remote === undefined ? '' : `${remote.key}|`}${group}/${kind}`);
+    if (informer === undefined || !informer.synced || !informer.healthy) return undefined;
+    return informer.get(namespace === '' ? name : `${namespace}/${name}`)?.metadata.resourceVersion ?? null;
+  };
+  /** The last clean no-op of each ConfigSync target, by `namespace/name/target`; dropped with the sync. */
+  const noopRecords = new Map<string, NoopRecord>();
+  const forgetNoops = (key: string): void => {
+    for (const record of noopRecords.keys()) if (record.startsWith(`${key}/`)) noopRecords.delete(record);
   };
 
   /** Every reconciler's beforeApply: the kinds it is about to write are watched (drift) before it writes. */
@@ -369,6 +388,7 @@ export function startManager(options: ManagerOptions): Manager {
     remoteWatchesHealthy: (cluster) => [...managed].filter(([scope]) => scope.startsWith(`${cluster.key}|`)).every(([, informer]) => informer.synced && informer.healthy),
     get: (key) => configSyncs.get(key) as ConfigSync | undefined,
     beforeApply: watchBeforeApply,
+    noop: { records: noopRecords, watched: watchedVersion },
   });
   const reconcileManifest = createManifestSyncReconciler({
     ...options,

@@ -2,7 +2,7 @@
 // metrics at the end) around step functions that each return early when there is nothing to do:
 // resolve revision → fetch snapshot → render every target → plan → apply → prune → status.
 // It reconciles from current state, never from the event that woke it, so running it twice changes nothing.
-import { digestRendered, recordHistory, type ApplyClient } from '@syncline/apply';
+import { digestRendered, recordHistory, type ApplyClient, type NoopRecord } from '@syncline/apply';
 import { RenderError, RenderErrorReason, renderTarget, type TemplateCache, type KubernetesObject } from '@syncline/render';
 import { GitSourceError, type GitSource } from '@syncline/source-git';
 import type { Logger } from 'pino';
@@ -53,6 +53,11 @@ export type ConfigSyncReconcilerDeps = {
   readonly takeFreshRequest?: (key: string) => boolean;
   /** Whether the drift watches in a remote cluster are listed and healthy (undefined: not known). */
   readonly remoteWatchesHealthy?: (remote: RemoteClients) => boolean;
+  /**
+   * No-op resyncs without requests: the last clean no-op per target (keys start with `namespace/name/`) and
+   * what the drift watches know of an object (see applyTarget's `noop`).
+   */
+  readonly noop?: { readonly records: Map<string, NoopRecord>; readonly watched: (id: string, remote?: RemoteClients) => string | null | undefined };
 };
 
 /**
@@ -310,6 +315,7 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
     metrics: run.deps.metrics,
     syncKey: `${run.namespace}/${run.object.metadata.name}`,
   });
+  const { noop } = run.deps;
   const applyOne = async (target: ConfigSyncSpec['targets'][number]): Promise<TargetOutcome> => {
     const cluster = target.cluster?.name;
     const inventory = previousInventory.get(target.name)?.entries;
@@ -329,6 +335,7 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
       prune: run.spec.prune,
       allowEmpty: run.spec.allowEmpty,
       ...(run.deps.beforeApply === undefined ? {} : { beforeApply: (ids: readonly string[]) => run.deps.beforeApply?.(ids, remote) ?? Promise.resolve() }),
+      ...(noop === undefined ? {} : { noop: { records: noop.records, key: `${run.namespace}/${run.object.metadata.name}/${target.name}@${cluster ?? ''}`, watched: (id: string) => noop.watched(id, remote) } }),
       ...common(target.name),
     });
     if (remote !== undefined) {

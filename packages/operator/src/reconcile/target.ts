@@ -3,11 +3,17 @@
 // copy, a DR transform); this reads live state, plans, executes and prunes through the one apply engine,
 // then turns the change set into the target's status line and the findings the sync reports.
 import {
+  applyFingerprint,
   decodeInventory,
   encodeInventory,
   executePlan,
   planApply,
   readLive,
+  recordNoop,
+  stillUnchanged,
+  unchangedChangeSet,
+  type NoopRecord,
+  type WatchedVersion,
   type ApplyClient,
   type ChangeSet,
   type ChangeSetEntry,
@@ -42,6 +48,12 @@ export type TargetApplyInput = {
   readonly metrics?: Pick<Metrics, 'objectsApplied' | 'targetFailures'>;
   /** `namespace/name` of the sync, for metric labels. */
   readonly syncKey: string;
+  /**
+   * Skips a resync that would change nothing, without a request: the last clean no-op of this target (kept in
+   * `records` under `key`) still holds when the inputs are the same and the watch cache still has the versions
+   * it read (see @syncline/apply's unchanged.ts). Without it every apply reads the live objects.
+   */
+  readonly noop?: { readonly records: Map<string, NoopRecord>; readonly key: string; readonly watched: WatchedVersion };
 };
 
 export type Counts = { created: number; configured: number; deleted: number; failed: number; drifted: number };
@@ -70,6 +82,20 @@ const isOrphaned = (entry: ChangeSetEntry): boolean => entry.action === 'skipped
 /** Never throws for the cluster's answers: a failure to read or write becomes the target's Failed status. */
 export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcome> {
   const previousInventory = decodeInventory(input.inventory);
+  const { noop } = input;
+  const fingerprint =
+    noop === undefined
+      ? undefined
+      : applyFingerprint({
+          desired: input.desired,
+          inventory: input.inventory,
+          owner: input.owner,
+          options: { policy: input.policy, drift: input.drift, prune: input.prune, allowEmpty: input.allowEmpty, pruneScope: input.pruneScope },
+        });
+  if (noop !== undefined && fingerprint !== undefined && stillUnchanged(noop.records.get(noop.key), fingerprint, noop.watched)) {
+    return summarizeChanges(input, unchangedChangeSet(input.desired, previousInventory));
+  }
+  noop?.records.delete(noop.key);
   let changes: ChangeSet;
   try {
     const live = await readLive({ client: input.client, desired: input.desired, inventory: previousInventory });
@@ -85,6 +111,8 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
     });
     await input.beforeApply?.(plan.apply.map((s) => s.id));
     changes = await executePlan(plan, { client: input.client, ...(input.pruneScope === undefined ? {} : { pruneScope: input.pruneScope }) });
+    const record = noop === undefined || fingerprint === undefined ? undefined : recordNoop(fingerprint, { desired: input.desired, inventory: previousInventory, live, changes });
+    if (noop !== undefined && record !== undefined) noop.records.set(noop.key, record);
   } catch (error) {
     const message = `${input.target.name}: ${error instanceof Error ? error.message : String(error)}`;
     input.metrics?.targetFailures.inc({ configsync: input.syncKey, target: input.target.name });

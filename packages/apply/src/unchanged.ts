@@ -1,0 +1,76 @@
+// A no-op resync without a single API request. After an apply that found every object as desired (nothing
+// written, nothing pruned, nothing held back), we remember what it was given (a fingerprint of the desired
+// objects, the inventory and the options) and the resourceVersion of every object it read. The next time the
+// same target is applied with the same fingerprint, a watch cache that still holds those very versions proves
+// nobody touched the objects since: the apply would plan "unchanged" for all of them, so it is skipped. Any
+// edit, delete or label removal changes (or drops) a version in the watch and the next apply is a full one;
+// so does a watch that is not synced or not healthy, or an object no watch covers.
+import { digestOf } from './canonical.ts';
+import type { ChangeSet } from './execute.ts';
+import { objectId, type KubeObject, type Owner } from './identity.ts';
+import type { Inventory } from './inventory.ts';
+import type { LiveState } from './plan.ts';
+
+/** What a clean no-op apply saw. */
+export type NoopRecord = {
+  readonly fingerprint: string;
+  /** resourceVersion of every desired object, by object id. */
+  readonly versions: ReadonlyMap<string, string>;
+};
+
+/**
+ * A watch cache's view of one object id: its resourceVersion; `null` when the watch is synced and healthy and
+ * the object is not there; `undefined` when no synced, healthy watch covers it (then nothing can be proven).
+ */
+export type WatchedVersion = (id: string) => string | null | undefined;
+
+/** Everything an apply's plan depends on besides the live objects. */
+export type FingerprintInput = {
+  readonly desired: readonly KubeObject[];
+  readonly inventory: readonly string[] | undefined;
+  readonly owner: Owner;
+  readonly options: Readonly<Record<string, string | boolean | undefined>>;
+};
+
+export function applyFingerprint(input: FingerprintInput): string {
+  return digestOf({ desired: input.desired, inventory: input.inventory ?? [], owner: input.owner, options: input.options });
+}
+
+/**
+ * The record to keep after a full apply, or undefined when the apply was not a clean no-op (something was
+ * written, pruned, skipped or failed, the inventory moved, or a live object had no resourceVersion).
+ */
+export function recordNoop(fingerprint: string, input: { desired: readonly KubeObject[]; inventory: Inventory; live: LiveState; changes: ChangeSet }): NoopRecord | undefined {
+  const { changes } = input;
+  if (changes.blocked !== undefined || (input.live.unknownScopes?.size ?? 0) > 0) return undefined;
+  if (changes.entries.length !== input.desired.length || changes.entries.some((e) => e.action !== 'unchanged')) return undefined;
+  if (!sameInventory(changes.inventory, input.inventory)) return undefined;
+  const versions = new Map<string, string>();
+  for (const object of input.desired) {
+    const id = objectId(object);
+    const version = input.live.objects.get(id)?.metadata.resourceVersion;
+    if (typeof version !== 'string' || version === '') return undefined;
+    versions.set(id, version);
+  }
+  return { fingerprint, versions };
+}
+
+function sameInventory(a: Inventory, b: Inventory): boolean {
+  if (a.length !== b.length) return false;
+  const before = new Map(b.map((e) => [e.id, e.created === true]));
+  return a.every((e) => before.get(e.id) === (e.created === true));
+}
+
+/** Whether the recorded no-op still holds: same inputs, and the watch cache holds exactly the recorded versions. */
+export function stillUnchanged(record: NoopRecord | undefined, fingerprint: string, watched: WatchedVersion): boolean {
+  if (record === undefined || record.fingerprint !== fingerprint) return false;
+  for (const [id, version] of record.versions) {
+    if (watched(id) !== version) return false;
+  }
+  return true;
+}
+
+/** The change set a full apply would have produced for a target whose no-op still holds. */
+export function unchangedChangeSet(desired: readonly KubeObject[], inventory: Inventory): ChangeSet {
+  return { entries: desired.map((object) => ({ id: objectId(object), action: 'unchanged' as const })), inventory, pruned: true };
+}

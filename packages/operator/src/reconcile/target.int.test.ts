@@ -1,0 +1,129 @@
+// applyTarget's no-op shortcut against the real control plane: a resync that would change nothing makes no
+// request once a clean no-op was recorded and the drift watch holds the versions it read; any edit, delete
+// or watch outage brings the full apply (and its correction) back.
+import { CoreV1Api } from '@kubernetes/client-node';
+import { OWNER_LABEL, createApplyClient, type ApplyClient, type KubeObject, type NoopRecord } from '@syncline/apply';
+import { testKubeConfig, testNamespace } from '@syncline/test-support/kube';
+import { describe, expect, it } from 'vitest';
+import { Informer, objectKey } from '../controller/informer.ts';
+import { createKubeRest } from '../kube/rest.ts';
+import { applyTarget, type TargetApplyInput } from './target.ts';
+
+const kc = testKubeConfig();
+const core = kc.makeApiClient(CoreV1Api);
+const rest = await createKubeRest(kc);
+const admin = await createApplyClient(kc);
+
+/** Every call the apply engine makes, by method. */
+function counting(inner: ApplyClient): ApplyClient & { calls: () => number } {
+  let calls = 0;
+  return {
+    ...inner,
+    list: (...args) => (calls++, inner.list(...args)),
+    get: (...args) => (calls++, inner.get(...args)),
+    apply: (...args) => (calls++, inner.apply(...args)),
+    delete: (...args) => (calls++, inner.delete(...args)),
+    calls: () => calls,
+  };
+}
+
+async function eventually<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe('applyTarget skips a no-op resync without requests', () => {
+  it('skips while the watch holds the recorded versions, and applies again after an edit, a delete or a watch outage', async () => {
+    await using ns = await testNamespace({ prefix: 'noop' });
+    const namespace = ns.name;
+    const desired: KubeObject[] = ['a', 'b'].map((name) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace }, data: { k: name } }));
+    const watch = new Informer({ rest, path: `/api/v1/namespaces/${namespace}/configmaps`, labelSelector: OWNER_LABEL, onEvent: () => undefined });
+    watch.start();
+    let watchUsable = true;
+    try {
+      expect(await watch.waitSynced(60_000)).toBe(true);
+      const records = new Map<string, NoopRecord>();
+      const client = counting(admin);
+      let inventory: readonly string[] | undefined;
+      const sync = async (): Promise<ReturnType<typeof applyTarget>> => {
+        const input: TargetApplyInput = {
+          client,
+          target: { name: 'main', namespace },
+          desired,
+          inventory,
+          owner: { namespace, name: 'noop', target: 'main' },
+          now: new Date().toISOString(),
+          syncKey: `${namespace}/noop`,
+          noop: {
+            records,
+            key: `${namespace}/noop/main@`,
+            watched: (id) => {
+              if (!watchUsable || !watch.synced) return undefined;
+              const [, , objectNamespace = '', name = ''] = id.split('/');
+              return watch.get(`${objectNamespace}/${name}`)?.metadata.resourceVersion ?? null;
+            },
+          },
+        };
+        const outcome = await applyTarget(input);
+        inventory = outcome.inventory.entries;
+        return outcome;
+      };
+      const versionsSeen = (): boolean => desired.every((o) => watch.get(objectKey(o)) !== undefined);
+
+      // First apply creates; the second (a full no-op: it lists) records the versions; the third is free.
+      expect((await sync()).counts.created).toBe(2);
+      await eventually(() => (versionsSeen() ? true : undefined), 'the watch to see both ConfigMaps');
+      await sync();
+      expect(records.size).toBe(1);
+      const before = client.calls();
+      const skipped = await sync();
+      expect(client.calls()).toBe(before);
+      expect(skipped.status.phase).toBe('Synced');
+      expect(skipped.changed).toBe(false);
+      expect(skipped.status.objects).toBe(2);
+
+      // Someone edits `a`: once the watch has the new version, the next resync applies and corrects it.
+      const edited = await core.patchNamespacedConfigMap({ name: 'a', namespace, body: [{ op: 'replace', path: '/data/k', value: 'edited' }] });
+      await eventually(() => (watch.get(`${namespace}/a`)?.metadata.resourceVersion === edited.metadata?.resourceVersion ? true : undefined), 'the watch to see the edit');
+      const corrected = await sync();
+      expect(client.calls()).toBeGreaterThan(before);
+      expect(corrected.counts.configured).toBe(1);
+      expect((await core.readNamespacedConfigMap({ name: 'a', namespace })).data).toEqual({ k: 'a' });
+
+      // Someone deletes `b`: recreated by the next full apply.
+      await eventually(async () => {
+        await sync();
+        return records.size === 1 ? true : undefined;
+      }, 'a clean no-op to be recorded again');
+      await core.deleteNamespacedConfigMap({ name: 'b', namespace });
+      await eventually(() => (watch.get(`${namespace}/b`) === undefined ? true : undefined), 'the watch to see the delete');
+      expect((await sync()).counts.created).toBe(1);
+      await core.readNamespacedConfigMap({ name: 'b', namespace });
+
+      // A watch that cannot vouch (down or not synced) means a full apply, never a skip.
+      await eventually(() => (versionsSeen() ? true : undefined), 'the watch to see b again');
+      await sync();
+      watchUsable = false;
+      const beforeOutage = client.calls();
+      await sync();
+      expect(client.calls()).toBeGreaterThan(beforeOutage);
+      watchUsable = true;
+
+      // Other inputs (here the desired data) never reuse a record made for different inputs.
+      await eventually(async () => {
+        await sync();
+        return records.size === 1 ? true : undefined;
+      }, 'a clean no-op to be recorded again');
+      desired[0] = { ...desired[0], data: { k: 'changed' } } as KubeObject;
+      expect((await sync()).counts.configured).toBe(1);
+      expect((await core.readNamespacedConfigMap({ name: 'a', namespace })).data).toEqual({ k: 'changed' });
+    } finally {
+      await watch.stop();
+    }
+  });
+});
