@@ -29,5 +29,7 @@ export { createApplyClient, ApiError } from './client.ts';
 export type { ApplyClient, ClientOptions, Discovery, ResourceInfo } from './client.ts';
 export { executePlan, readLive, pool, ChangeAction, DEFAULT_CONCURRENCY } from './execute.ts';
 export type { ChangeSet, ChangeSetEntry, ExecuteOptions } from './execute.ts';
+export { healthOf, healthNeedsLiveObject, HealthStatus } from './health.ts';
+export type { Health } from './health.ts';
 export { recordHistory, digestRendered, rollbackTarget } from './history.ts';
 export type { HistoryEntry } from './history.ts';
