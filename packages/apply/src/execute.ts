@@ -3,6 +3,7 @@
 import { ApiError, type ApplyClient } from './client.ts';
 import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, ownedBy, objectId, parseObjectId, scopeOf, type KubeObject } from './identity.ts';
 import type { Inventory, InventoryEntry } from './inventory.ts';
+import { healthNeedsLiveObject, healthOf, type Health } from './health.ts';
 import { planObject, planStale, type LiveState, type Plan, type PlanStep } from './plan.ts';
 
 export const ChangeAction = {
@@ -331,4 +332,43 @@ async function foreignObjectsIn(options: { client: ApplyClient; namespace: strin
     for (const object of objects) if (!incidental(object, info.group) && !options.ours(object)) foreign.push(objectId(object));
   });
   return { foreign: foreign.sort(), unreadable: unreadable.sort() };
+}
+
+/**
+ * Health of what a change set applied (created, configured or unchanged; skipped and failed objects are not
+ * ours to judge). Unchanged objects are judged from `live`, the state read before the apply; written ones
+ * are read back, unless their kind has no status to wait for. At steady state (nothing written) this reads
+ * nothing.
+ */
+export async function readHealth(options: {
+  client: ApplyClient;
+  entries: readonly ChangeSetEntry[];
+  desired: readonly KubeObject[];
+  live: LiveState;
+  concurrency?: number;
+  signal?: AbortSignal;
+}): Promise<Map<string, Health>> {
+  const desired = new Map(options.desired.map((o) => [objectId(o), o]));
+  const judged = options.entries.filter((e) => e.action === 'created' || e.action === 'configured' || e.action === 'unchanged');
+  const health = new Map<string, Health>();
+  await pool(judged, options.concurrency ?? DEFAULT_CONCURRENCY, async (entry) => {
+    const wanted = desired.get(entry.id);
+    const written = entry.action !== 'unchanged';
+    if (written && wanted !== undefined && !healthNeedsLiveObject(wanted)) {
+      health.set(entry.id, { status: 'Current', message: 'applied' });
+      return;
+    }
+    let live = written ? undefined : options.live.objects.get(entry.id);
+    if (live === undefined) {
+      try {
+        live = await options.client.get(entry.id, options.signal);
+      } catch (error) {
+        if (options.signal?.aborted === true) throw error;
+        health.set(entry.id, { status: 'Unknown', reason: 'ReadFailed', message: describeError(error) });
+        return;
+      }
+    }
+    health.set(entry.id, live === undefined ? { status: 'Unknown', reason: 'NotFound', message: 'not found' } : healthOf(live));
+  });
+  return health;
 }

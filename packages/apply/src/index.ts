@@ -28,7 +28,7 @@ export { planApply, planObject, planStale, withOwnership, tierOf, waveOf, Policy
 export type { Plan, PlanInput, PlanStep, PlanContext, LiveState, Tier } from './plan.ts';
 export { createApplyClient, ApiError } from './client.ts';
 export type { ApplyClient, ClientOptions, Discovery, ResourceInfo } from './client.ts';
-export { executePlan, readLive, pool, ChangeAction, DEFAULT_CONCURRENCY } from './execute.ts';
+export { executePlan, readLive, readHealth, pool, ChangeAction, DEFAULT_CONCURRENCY } from './execute.ts';
 export type { ChangeSet, ChangeSetEntry, ExecuteOptions, WaveResult } from './execute.ts';
 export { healthOf, healthNeedsLiveObject, HealthStatus } from './health.ts';
 export type { Health } from './health.ts';

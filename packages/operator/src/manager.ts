@@ -1,7 +1,8 @@
 // The controller manager: informers for ConfigSyncs, the Secrets/ConfigMaps they reference and the
 // objects they manage; the work queue; leader election (only the leader reconciles, so only the leader
 // writes); and the readiness the health server reports.
-import { OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, parseObjectId, type ApplyClient } from '@syncline/apply';
+import { createHash } from 'node:crypto';
+import { OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, healthOf, parseObjectId, type ApplyClient, type KubeObject as ApplyObject } from '@syncline/apply';
 import type { ConfigSync, ManifestSync, NamespaceReplication, RemoteCluster } from './api/v1alpha1.ts';
 import { SharedWatches } from './controller/shared-watches.ts';
 import { DEFAULT_RESOURCE_TYPES, parseResourceType } from './dr/transform.ts';
@@ -80,6 +81,13 @@ export function startManager(options: ManagerOptions): Manager {
       if (type === 'DELETED') queue.forget(objectKey(object));
       // Our own status writes come back as MODIFIED: they change nothing to act on.
       else if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous as unknown as ConfigSync, cs)) queue.add(objectKey(object));
+      // spec.dependsOn: a dependency that became Ready (or stopped being Ready, or left) wakes its dependents.
+      if (type !== 'MODIFIED' || previous === undefined || readiness(previous as unknown as ConfigSync) !== readiness(cs)) {
+        const namespace = cs.metadata.namespace ?? 'default';
+        for (const other of configSyncs.list() as unknown as ConfigSync[]) {
+          if (other.metadata.namespace === namespace && (other.spec.dependsOn ?? []).some((d) => d.name === cs.metadata.name)) queue.add(objectKey(other));
+        }
+      }
     },
     onError: (error) => logger.warn({ err: errorMessage(error) }, 'ConfigSync watch failed; restarting'),
   });
@@ -120,12 +128,14 @@ export function startManager(options: ManagerOptions): Manager {
         // in a remote cluster, everywhere (its credentials are the identity).
         path: info.namespaced && remote === undefined ? collection(group, info.version, info.plural) : `${group === '' ? '/api' : `/apis/${group}`}/${info.version}/${info.plural}`,
         labelSelector: OWNER_LABEL,
-        project: (object) => ({ apiVersion: object.apiVersion, kind: object.kind, metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion, annotations: pickOwner(object) } }),
-        onEvent: (type, object) => {
+        project: projectManaged,
+        onEvent: (type, object, previous) => {
           // Someone edited or deleted an object we manage: reconcile its owner (drift). ADDED is the initial
-          // list or our own create: the apply that follows (or just ran) already covers it.
+          // list or our own create: the apply that follows (or just ran) already covers it. A status-only
+          // change (a controller's progress) matters only when it changes the object's health.
           const owner = (object.metadata['annotations'] as Record<string, string> | undefined)?.[OWNED_BY_ANNOTATION];
           if (owner === undefined || type === 'ADDED') return;
+          if (type === 'MODIFIED' && previous !== undefined && sameButStatus(previous, object) && previous['health'] === object['health']) return;
           const key = queueKeyOfOwner(owner);
           if (key !== undefined) queue.add(key);
         },
@@ -478,6 +488,39 @@ export function queueKeyOfOwner(ownedBy: string): string | undefined {
   if (name.startsWith('ManifestSync:')) return `${MANIFESTSYNC_KEY_PREFIX}${namespace}/${name.slice('ManifestSync:'.length)}`;
   if (name.startsWith('NamespaceReplication:')) return `${NAMESPACEREPLICATION_KEY_PREFIX}${namespace}/${name.slice('NamespaceReplication:'.length)}`;
   return `${namespace}/${name}`;
+}
+
+/**
+ * What a managed-object watch keeps: identity, the owner mark, the generation and a digest of labels and
+ * annotations (a change to either is drift), and the object's health in one line (kstatus).
+ */
+function projectManaged(object: KubeObject): KubeObject {
+  const metadata = object.metadata as Record<string, unknown>;
+  const marks = JSON.stringify([metadata['labels'] ?? {}, metadata['annotations'] ?? {}]);
+  const health = healthOf(object as ApplyObject);
+  return {
+    apiVersion: object.apiVersion,
+    kind: object.kind,
+    metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion, annotations: pickOwner(object), generation: metadata['generation'] },
+    marks: createHash('sha256').update(marks).digest('base64url').slice(0, 22),
+    health: `${health.status}|${health.reason ?? ''}|${health.message}`,
+  };
+}
+
+/**
+ * Whether two versions of a managed object differ in status only: the generation (bumped by every spec or
+ * data change of kinds that keep one) and the labels and annotations are the same. Kinds without a
+ * generation (ConfigMaps, Secrets, Services) never count as status-only: every change of theirs is looked at.
+ */
+export function sameButStatus(before: KubeObject, after: KubeObject): boolean {
+  const generation = after.metadata['generation'];
+  return typeof generation === 'number' && before.metadata['generation'] === generation && before['marks'] === after['marks'];
+}
+
+/** What dependents of a ConfigSync look at (see dependencyNotReady): a change wakes them. */
+function readiness(cs: ConfigSync): string {
+  const ready = cs.status?.conditions?.find((c) => c.type === 'Ready');
+  return JSON.stringify([cs.metadata.generation, cs.status?.observedGeneration, ready?.status, ready?.reason, ready?.observedGeneration, cs.status?.sourceRevision, cs.status?.lastAttemptedRevision, cs.metadata.deletionTimestamp ?? null]);
 }
 
 function pickOwner(object: KubeObject): Record<string, string> {

@@ -7,7 +7,10 @@ import {
   encodeInventory,
   executePlan,
   planApply,
+  readHealth,
   readLive,
+  type LiveState,
+  type WaveResult,
   type ApplyClient,
   type ChangeSet,
   type ChangeSetEntry,
@@ -19,6 +22,7 @@ import {
 import type { Condition, TargetInventory, TargetStatus } from '../api/v1alpha1.ts';
 import type { Metrics } from '../metrics.ts';
 import { Reason, removeCondition, setCondition } from './conditions.ts';
+import { summarizeHealth, type HealthReport } from './health.ts';
 
 export type TargetApplyInput = {
   readonly client: ApplyClient;
@@ -42,6 +46,11 @@ export type TargetApplyInput = {
   readonly metrics?: Pick<Metrics, 'objectsApplied' | 'targetFailures'>;
   /** `namespace/name` of the sync, for metric labels. */
   readonly syncKey: string;
+  /**
+   * Judge the health of what was applied (kstatus); with `wait`, each apply wave must be healthy before the
+   * next one is applied (the later ones wait for the next run, woken by the objects' status changes).
+   */
+  readonly health?: { readonly wait: boolean };
 };
 
 export type Counts = { created: number; configured: number; deleted: number; failed: number; drifted: number };
@@ -60,6 +69,8 @@ export type TargetOutcome = {
   readonly orphaned: readonly string[];
   /** Whether anything was written. */
   readonly changed: boolean;
+  /** The health of the applied objects, when asked for. */
+  readonly health?: HealthReport;
 };
 
 export const emptyCounts = (): Counts => ({ created: 0, configured: 0, deleted: 0, failed: 0, drifted: 0 });
@@ -71,8 +82,9 @@ const isOrphaned = (entry: ChangeSetEntry): boolean => entry.action === 'skipped
 export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcome> {
   const previousInventory = decodeInventory(input.inventory);
   let changes: ChangeSet;
+  let live: LiveState;
   try {
-    const live = await readLive({ client: input.client, desired: input.desired, inventory: previousInventory });
+    live = await readLive({ client: input.client, desired: input.desired, inventory: previousInventory });
     const plan = planApply({
       desired: input.desired,
       inventory: previousInventory,
@@ -84,7 +96,16 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
       allowEmpty: input.allowEmpty,
     });
     await input.beforeApply?.(plan.apply.map((s) => s.id));
-    changes = await executePlan(plan, { client: input.client, ...(input.pruneScope === undefined ? {} : { pruneScope: input.pruneScope }) });
+    const observed = live;
+    const waveGate =
+      input.health?.wait === true
+        ? async ({ wave, entries }: WaveResult): Promise<string | undefined> => {
+            const report = summarizeHealth(await readHealth({ client: input.client, entries, desired: input.desired, live: observed }));
+            const waiting = [...report.failed, ...report.progressing];
+            return waiting.length === 0 ? undefined : `wave ${wave} is not healthy yet (${waiting.slice(0, 3).join('; ')}${waiting.length > 3 ? '; …' : ''})`;
+          }
+        : undefined;
+    changes = await executePlan(plan, { client: input.client, ...(input.pruneScope === undefined ? {} : { pruneScope: input.pruneScope }), ...(waveGate === undefined ? {} : { waveGate }) });
   } catch (error) {
     const message = `${input.target.name}: ${error instanceof Error ? error.message : String(error)}`;
     input.metrics?.targetFailures.inc({ configsync: input.syncKey, target: input.target.name });
@@ -99,7 +120,11 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
       changed: false,
     };
   }
-  return summarizeChanges(input, changes);
+  const outcome = summarizeChanges(input, changes);
+  if (input.health === undefined) return outcome;
+  const heldBack = changes.heldBack === undefined ? [] : changes.entries.filter((e) => e.action === 'skipped' && e.reason?.startsWith('not applied yet: ') === true).map((e) => e.id);
+  const health = summarizeHealth(await readHealth({ client: input.client, entries: changes.entries, desired: input.desired, live }), heldBack);
+  return { ...outcome, status: { ...outcome.status, health: health.counts }, health };
 }
 
 /** Pure: a change set → the target's status line and findings. */
@@ -133,9 +158,10 @@ export function summarizeChanges(input: Pick<TargetApplyInput, 'target' | 'previ
   return {
     status: {
       ...statusBase(input),
-      phase: ok ? 'Synced' : 'Failed',
+      // Later apply waves held back (waiting for an earlier wave's health): applied so far, not done.
+      phase: ok ? (changes.heldBack === undefined ? 'Synced' : 'Pending') : 'Failed',
       objects: changes.inventory.length,
-      ...(ok ? {} : { message: truncate(problems.join('; ')) }),
+      ...(ok ? (changes.heldBack === undefined ? {} : { message: truncate(`later apply waves wait: ${changes.heldBack}`) }) : { message: truncate(problems.join('; ')) }),
       lastSyncedTime: ok && (changed || before?.phase !== 'Synced' || before.lastSyncedTime === undefined) ? input.now : before?.lastSyncedTime,
     },
     inventory: { target: input.target.name, entries: encodeInventory(changes.inventory) },
