@@ -494,7 +494,7 @@ export function queueKeyOfOwner(ownedBy: string): string | undefined {
  * What a managed-object watch keeps: identity, the owner mark, the generation and a digest of labels and
  * annotations (a change to either is drift), and the object's health in one line (kstatus).
  */
-function projectManaged(object: KubeObject): KubeObject {
+export function projectManaged(object: KubeObject): KubeObject {
   const metadata = object.metadata as Record<string, unknown>;
   const marks = JSON.stringify([metadata['labels'] ?? {}, metadata['annotations'] ?? {}]);
   const health = healthOf(object as ApplyObject);
