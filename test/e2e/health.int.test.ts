@@ -86,6 +86,7 @@ describe('health, waves and dependencies end to end', () => {
       'waves/db.yaml': deploymentYaml('db'),
       'waves/after.yaml': `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: after-db\n  annotations:\n    syncline.dev/apply-wave: "1"\ndata: {b: "2"}\n`,
       'base/base.yaml': configMapYaml('base', '  c: "3"'),
+      'slow/deployment.yaml': deploymentYaml('slow'),
       'app/app.yaml': configMapYaml('app', '  d: "4"'),
     });
     ns = await testNamespace({ prefix: 'health' });
@@ -131,6 +132,14 @@ describe('health, waves and dependencies end to end', () => {
     expect(condition(cs, 'Healthy')).toMatchObject({ status: 'False', reason: 'HealthCheckFailed' });
     expect(cs.status?.targets?.[0]?.health).toMatchObject({ failed: 1 });
   }, 180_000);
+
+  it('timeout: a rollout that never becomes healthy turns HealthCheckFailed when the timeout expires, with no event to wake it', async () => {
+    await applyConfigSync(sync('slow', 'slow', { wait: true, timeout: '3s' }));
+    const cs = await until('slow', (c) => condition(c, 'Ready')?.reason === 'HealthCheckFailed', 'HealthCheckFailed after the timeout');
+    expect(condition(cs, 'Ready')?.message).toContain('not healthy within 3s');
+    expect(condition(cs, 'Ready')?.message).toContain('Deployment/slow');
+    expect(condition(cs, 'Healthy')).toMatchObject({ status: 'False', reason: 'HealthCheckFailed' });
+  }, 120_000);
 
   it('without wait: Ready is about the apply, and the Healthy condition and counts report the rollout', async () => {
     await applyConfigSync(sync('api', 'api'));
