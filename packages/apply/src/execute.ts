@@ -3,6 +3,7 @@
 import { ApiError, type ApplyClient } from './client.ts';
 import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, ownedBy, objectId, parseObjectId, scopeOf, type KubeObject } from './identity.ts';
 import type { Inventory, InventoryEntry } from './inventory.ts';
+import { healthNeedsLiveObject, healthOf, type Health } from './health.ts';
 import { planObject, planStale, type LiveState, type Plan, type PlanStep } from './plan.ts';
 
 export const ChangeAction = {
@@ -31,9 +32,14 @@ export type ChangeSet = {
   readonly inventory: Inventory;
   /** Set when the plan was refused (nothing was written, the inventory is the previous one). */
   readonly blocked?: string;
-  /** Whether stale objects were pruned (false when an apply failed or the plan was blocked). */
+  /** Whether stale objects were pruned (false when an apply failed, the plan was blocked or waves were held back). */
   readonly pruned: boolean;
+  /** Set when waveGate held later waves back: why (their objects are `skipped`, nothing was pruned). */
+  readonly heldBack?: string;
 };
+
+/** What waveGate is told after a wave ran: its number and its entries. */
+export type WaveResult = { readonly wave: number; readonly entries: readonly ChangeSetEntry[] };
 
 export type ExecuteOptions = {
   readonly client: ApplyClient;
@@ -49,6 +55,12 @@ export type ExecuteOptions = {
    * objects; `sync` those of every target of the same sync (the whole sync is being deleted).
    */
   readonly pruneScope?: 'target' | 'sync';
+  /**
+   * Runs after each apply wave that has a later one (`syncline.dev/apply-wave`): a returned reason holds the
+   * later waves back (not applied, kept in the inventory, nothing pruned), e.g. until this wave is healthy.
+   * Not called after a wave in which an object failed: later waves then wait anyway.
+   */
+  readonly waveGate?: (wave: WaveResult) => Promise<string | undefined>;
 };
 
 /**
@@ -124,6 +136,8 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
         return { entry: { id: step.id, action: 'unchanged' }, inventory: keepEntry(step.id) ?? { id: step.id } };
       case 'skip':
         return { entry: { id: step.id, action: 'skipped', reason: step.reason, ...(step.drift === undefined ? {} : { drift: step.drift }) }, inventory: step.keep ? keepEntry(step.id) : undefined };
+      case 'invalid':
+        return { entry: { id: step.id, action: 'failed', reason: step.reason }, inventory: keepEntry(step.id) };
       case 'resolve': {
         let live: KubeObject | undefined;
         try {
@@ -185,6 +199,7 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
       case 'apply':
       case 'unchanged':
       case 'skip':
+      case 'invalid':
       case 'resolve':
         throw new Error(`a ${step.type} step among the prunes of ${step.id}`);
     }
@@ -215,30 +230,46 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
   };
 
   const outcomes: Outcome[] = [];
-  for (const tier of [0, 1, 2, 3] as const) {
-    const steps = plan.apply.filter((s) => s.tier === tier);
-    if (steps.length === 0) continue;
-    const results = await pool(steps, concurrency, runApply);
-    outcomes.push(...results);
-    if (tier === 1) {
-      // Custom resources in later tiers need their CRDs served first.
-      const crds = results.filter((r) => r.entry.action === 'created' || r.entry.action === 'configured').map((r) => parseObjectId(r.entry.id).name);
-      await pool(crds, concurrency, async (name) => {
-        try {
-          await client.waitEstablished(name, { timeoutMs: options.crdTimeoutMs ?? 60_000, ...(signal === undefined ? {} : { signal }) });
-        } catch (error) {
-          if (signal?.aborted === true) throw error;
-          // Its custom resources fail on their own with a clear "not served" reason.
-        }
-      });
+  const waves = [...new Set(plan.apply.map((s) => s.wave ?? 0))].sort((a, b) => a - b);
+  let heldBack: string | undefined;
+  for (const [index, wave] of waves.entries()) {
+    const inWave = plan.apply.filter((s) => (s.wave ?? 0) === wave);
+    if (heldBack !== undefined) {
+      for (const step of inWave) outcomes.push({ entry: { id: step.id, action: 'skipped', reason: `not applied yet: ${heldBack}` }, inventory: keepEntry(step.id) });
+      continue;
     }
+    const results: Outcome[] = [];
+    for (const tier of [0, 1, 2, 3] as const) {
+      const steps = inWave.filter((s) => s.tier === tier);
+      if (steps.length === 0) continue;
+      const tierResults = await pool(steps, concurrency, runApply);
+      results.push(...tierResults);
+      if (tier === 1) {
+        // Custom resources in later tiers need their CRDs served first.
+        const crds = tierResults.filter((r) => r.entry.action === 'created' || r.entry.action === 'configured').map((r) => parseObjectId(r.entry.id).name);
+        await pool(crds, concurrency, async (name) => {
+          try {
+            await client.waitEstablished(name, { timeoutMs: options.crdTimeoutMs ?? 60_000, ...(signal === undefined ? {} : { signal }) });
+          } catch (error) {
+            if (signal?.aborted === true) throw error;
+            // Its custom resources fail on their own with a clear "not served" reason.
+          }
+        });
+      }
+    }
+    outcomes.push(...results);
+    if (index === waves.length - 1) break;
+    const entries = results.map((r) => r.entry);
+    const failedHere = entries.filter((e) => e.action === 'failed').length;
+    heldBack = failedHere > 0 ? `${failedHere} object(s) of wave ${wave} failed to apply` : await options.waveGate?.({ wave, entries });
   }
 
   const applyFailed = outcomes.filter((o) => o.entry.action === 'failed').length;
   const prunes: Outcome[] = [];
-  if (applyFailed > 0) {
+  if (applyFailed > 0 || heldBack !== undefined) {
+    const why = applyFailed > 0 ? `${applyFailed} object(s) failed to apply` : `later waves are not applied yet (${heldBack ?? ''})`;
     for (const step of plan.prune) {
-      prunes.push({ entry: { id: step.id, action: 'skipped', reason: `not pruned: ${applyFailed} object(s) failed to apply` }, inventory: keepEntry(step.id) });
+      prunes.push({ entry: { id: step.id, action: 'skipped', reason: `not pruned: ${why}` }, inventory: keepEntry(step.id) });
     }
   } else {
     for (const tier of [3, 2, 1, 0] as const) {
@@ -256,7 +287,7 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
       inventory.push(o.inventory);
     }
   }
-  return { entries: all.map((o) => o.entry), inventory, pruned: applyFailed === 0 };
+  return { entries: all.map((o) => o.entry), inventory, pruned: applyFailed === 0 && heldBack === undefined, ...(heldBack === undefined || applyFailed > 0 ? {} : { heldBack }) };
 }
 
 type NamespaceContents = { readonly foreign: readonly string[]; readonly unreadable: readonly string[] };
@@ -301,4 +332,43 @@ async function foreignObjectsIn(options: { client: ApplyClient; namespace: strin
     for (const object of objects) if (!incidental(object, info.group) && !options.ours(object)) foreign.push(objectId(object));
   });
   return { foreign: foreign.sort(), unreadable: unreadable.sort() };
+}
+
+/**
+ * Health of what a change set applied (created, configured or unchanged; skipped and failed objects are not
+ * ours to judge). Unchanged objects are judged from `live`, the state read before the apply; written ones
+ * are read back, unless their kind has no status to wait for. At steady state (nothing written) this reads
+ * nothing.
+ */
+export async function readHealth(options: {
+  client: ApplyClient;
+  entries: readonly ChangeSetEntry[];
+  desired: readonly KubeObject[];
+  live: LiveState;
+  concurrency?: number;
+  signal?: AbortSignal;
+}): Promise<Map<string, Health>> {
+  const desired = new Map(options.desired.map((o) => [objectId(o), o]));
+  const judged = options.entries.filter((e) => e.action === 'created' || e.action === 'configured' || e.action === 'unchanged');
+  const health = new Map<string, Health>();
+  await pool(judged, options.concurrency ?? DEFAULT_CONCURRENCY, async (entry) => {
+    const wanted = desired.get(entry.id);
+    const written = entry.action !== 'unchanged';
+    if (written && wanted !== undefined && !healthNeedsLiveObject(wanted)) {
+      health.set(entry.id, { status: 'Current', message: 'applied' });
+      return;
+    }
+    let live = written ? undefined : options.live.objects.get(entry.id);
+    if (live === undefined) {
+      try {
+        live = await options.client.get(entry.id, options.signal);
+      } catch (error) {
+        if (options.signal?.aborted === true) throw error;
+        health.set(entry.id, { status: 'Unknown', reason: 'ReadFailed', message: describeError(error) });
+        return;
+      }
+    }
+    health.set(entry.id, live === undefined ? { status: 'Unknown', reason: 'NotFound', message: 'not found' } : healthOf(live));
+  });
+  return health;
 }

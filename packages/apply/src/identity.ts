@@ -27,6 +27,8 @@ export const PRUNE_ANNOTATION = 'syncline.dev/prune';
 /** Digest of the configuration we last applied: a changed render is told apart from drift without a write. */
 export const APPLIED_DIGEST_ANNOTATION = 'syncline.dev/applied-digest';
 export const DEFAULT_FIELD_MANAGER = 'syncline';
+/** An integer: lower waves are applied first (and, with wait, are healthy before the next starts); default 0. */
+export const APPLY_WAVE_ANNOTATION = 'syncline.dev/apply-wave';
 
 /** The API group of an apiVersion: '' for the core group (`v1`). */
 export function groupOf(apiVersion: string): string {

@@ -17,18 +17,21 @@ export {
   PRUNE_ANNOTATION,
   APPLIED_DIGEST_ANNOTATION,
   DEFAULT_FIELD_MANAGER,
+  APPLY_WAVE_ANNOTATION,
 } from './identity.ts';
 export type { KubeObject, Owner, ObjectRef, Ownership } from './identity.ts';
 export { encodeInventory, decodeInventory, diffInventory } from './inventory.ts';
 export type { Inventory, InventoryEntry, EncodedInventory } from './inventory.ts';
 export { canonicalJson, digestOf } from './canonical.ts';
 export { differingPaths } from './compare.ts';
-export { planApply, planObject, planStale, withOwnership, tierOf, Policy, DriftMode } from './plan.ts';
+export { planApply, planObject, planStale, withOwnership, tierOf, waveOf, Policy, DriftMode } from './plan.ts';
 export type { Plan, PlanInput, PlanStep, PlanContext, LiveState, Tier } from './plan.ts';
 export { createApplyClient, ApiError } from './client.ts';
 export type { ApplyClient, ClientOptions, Discovery, ResourceInfo } from './client.ts';
-export { executePlan, readLive, pool, ChangeAction, DEFAULT_CONCURRENCY } from './execute.ts';
-export type { ChangeSet, ChangeSetEntry, ExecuteOptions } from './execute.ts';
+export { executePlan, readLive, readHealth, pool, ChangeAction, DEFAULT_CONCURRENCY } from './execute.ts';
+export type { ChangeSet, ChangeSetEntry, ExecuteOptions, WaveResult } from './execute.ts';
+export { healthOf, healthNeedsLiveObject, HealthStatus } from './health.ts';
+export type { Health } from './health.ts';
 export { recordHistory, digestRendered, rollbackTarget } from './history.ts';
 export { applyFingerprint, recordNoop, stillUnchanged, unchangedChangeSet } from './unchanged.ts';
 export type { NoopRecord, WatchedVersion, FingerprintInput } from './unchanged.ts';

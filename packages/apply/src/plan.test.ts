@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { APPLIED_DIGEST_ANNOTATION, OWNED_BY_ANNOTATION, OWNER_LABEL, PRUNE_ANNOTATION, objectId, type KubeObject, type Owner } from './identity.ts';
 import type { Inventory } from './inventory.ts';
-import { planApply, withOwnership, type LiveState, type PlanInput, type PlanStep, type Policy } from './plan.ts';
+import { planApply, waveOf, withOwnership, type LiveState, type PlanInput, type PlanStep, type Policy } from './plan.ts';
 
 const owner: Owner = { namespace: 'team', name: 'web', target: 'prod' };
 const other: Owner = { namespace: 'team', name: 'api', target: 'prod' };
@@ -145,5 +145,37 @@ describe('planApply', () => {
     const twice = withOwnership(once, owner);
     expect(twice.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION]).toBe(once.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION]);
     expect(withOwnership({ ...cm('a'), metadata: { ...cm('a').metadata, uid: 'x', managedFields: [] } }, owner)).toEqual(once);
+  });
+});
+
+describe('apply waves', () => {
+  const waved = (object: KubeObject, wave: string): KubeObject => ({ ...object, metadata: { ...object.metadata, annotations: { 'syncline.dev/apply-wave': wave } } });
+  const crd: KubeObject = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'widgets.x.dev' } };
+
+  it('orders by wave (default 0, negative first), then by tier within a wave', () => {
+    const p = plan({ desired: [waved(cm('late'), '2'), cm('a'), waved(crd, '1'), waved(cm('early'), '-1'), ns('app'), waved(cm('b'), '1')] });
+    expect(p.apply.map((s) => `${s.wave ?? 0} ${s.id}`)).toEqual([
+      '-1 /ConfigMap/app/early',
+      '0 /Namespace//app',
+      '0 /ConfigMap/app/a',
+      '1 apiextensions.k8s.io/CustomResourceDefinition//widgets.x.dev',
+      '1 /ConfigMap/app/b',
+      '2 /ConfigMap/app/late',
+    ]);
+  });
+
+  it('keeps the wave on objects that are already applied', () => {
+    const desired = waved(cm('a'), '3');
+    const p = plan({ desired: [desired], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(desired)) });
+    expect(p.apply).toEqual([{ type: 'unchanged', id: '/ConfigMap/app/a', tier: 3, wave: 3 }]);
+  });
+
+  it('refuses a wave that is not an integer, naming the object', () => {
+    for (const bad of ['one', '1.5', '', '99999999999']) {
+      const p = plan({ desired: [waved(cm('a'), bad)] });
+      expect(p.apply[0]).toMatchObject({ type: 'invalid', id: '/ConfigMap/app/a' });
+      expect(p.apply[0]?.type === 'invalid' && p.apply[0].reason).toContain('ConfigMap/a: annotation syncline.dev/apply-wave must be an integer');
+    }
+    expect(waveOf(waved(cm('a'), ' -2 '))).toEqual({ wave: -2 });
   });
 });

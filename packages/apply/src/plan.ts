@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { differingPaths } from './compare.ts';
 import {
   APPLIED_DIGEST_ANNOTATION,
+  APPLY_WAVE_ANNOTATION,
   OWNED_BY_ANNOTATION,
   OWNER_LABEL,
   groupOf,
@@ -52,20 +53,26 @@ export type LiveState = {
 /** Apply order: Namespaces, CRDs, other cluster-scoped objects, namespaced objects. Deletion runs in reverse. */
 export type Tier = 0 | 1 | 2 | 3;
 
+/**
+ * Apply steps carry their wave (`syncline.dev/apply-wave`, default 0): waves run in ascending order, each in
+ * tier order; prune steps have none.
+ */
 export type PlanStep =
   /** Server-side apply `object`; `create` says whether it was absent when planned. */
-  | { readonly type: 'apply'; readonly id: string; readonly tier: Tier; readonly object: KubeObject; readonly force: boolean; readonly create: boolean; readonly reason?: string }
-  | { readonly type: 'unchanged'; readonly id: string; readonly tier: Tier }
+  | { readonly type: 'apply'; readonly id: string; readonly tier: Tier; readonly wave?: number; readonly object: KubeObject; readonly force: boolean; readonly create: boolean; readonly reason?: string }
+  | { readonly type: 'unchanged'; readonly id: string; readonly tier: Tier; readonly wave?: number }
   /** Nothing to write; `keep` says whether the id stays in the inventory. */
-  | { readonly type: 'skip'; readonly id: string; readonly tier: Tier; readonly reason: string; readonly keep: boolean; readonly drift?: readonly string[] }
+  | { readonly type: 'skip'; readonly id: string; readonly tier: Tier; readonly wave?: number; readonly reason: string; readonly keep: boolean; readonly drift?: readonly string[] }
+  /** The desired object cannot be applied as written (an invalid apply-wave): it fails, and holds back pruning. */
+  | { readonly type: 'invalid'; readonly id: string; readonly tier: Tier; readonly wave?: number; readonly reason: string }
   /** Live state unknown: the executor reads the object and plans it with planObject. */
-  | { readonly type: 'resolve'; readonly id: string; readonly tier: Tier; readonly desired: KubeObject }
+  | { readonly type: 'resolve'; readonly id: string; readonly tier: Tier; readonly wave?: number; readonly desired: KubeObject }
   /** Delete a stale object we own (uid precondition: exactly the object that was checked). */
-  | { readonly type: 'delete'; readonly id: string; readonly tier: Tier; readonly apiVersion: string; readonly uid: string | undefined }
+  | { readonly type: 'delete'; readonly id: string; readonly tier: Tier; readonly wave?: undefined; readonly apiVersion: string; readonly uid: string | undefined }
   /** A stale id whose live state is unknown: the executor reads it and plans it with planStale. */
-  | { readonly type: 'resolveStale'; readonly id: string; readonly tier: Tier }
+  | { readonly type: 'resolveStale'; readonly id: string; readonly tier: Tier; readonly wave?: undefined }
   /** A stale id that leaves the inventory without a delete (already gone, or not ours to delete). */
-  | { readonly type: 'forget'; readonly id: string; readonly tier: Tier; readonly gone: boolean; readonly reason: string };
+  | { readonly type: 'forget'; readonly id: string; readonly tier: Tier; readonly wave?: undefined; readonly gone: boolean; readonly reason: string };
 
 export type PlanContext = {
   readonly owner: Owner;
@@ -79,7 +86,7 @@ export type PlanContext = {
 export type Plan = {
   readonly owner: Owner;
   readonly previous: Inventory;
-  /** Apply steps in tier order. */
+  /** Apply steps in wave order, each wave in tier order. */
   readonly apply: readonly PlanStep[];
   /** Steps for stale ids, in reverse tier order; the executor holds them back when any apply failed. */
   readonly prune: readonly PlanStep[];
@@ -100,6 +107,18 @@ export type PlanInput = {
   /** Allow a render of zero objects to prune a non-empty inventory. */
   readonly allowEmpty?: boolean;
 };
+
+/** The apply wave of a desired object: an integer annotation, default 0; negative waves go first. */
+export function waveOf(object: KubeObject): { readonly wave: number } | { readonly error: string } {
+  const value = object.metadata.annotations?.[APPLY_WAVE_ANNOTATION];
+  if (value === undefined) return { wave: 0 };
+  const trimmed = value.trim();
+  const wave = Number(trimmed);
+  if (!/^[-+]?[0-9]{1,9}$/.test(trimmed) || !Number.isSafeInteger(wave)) {
+    return { error: `${object.kind}/${object.metadata.name}: annotation ${APPLY_WAVE_ANNOTATION} must be an integer such as "1" or "-1", not ${JSON.stringify(value)}` };
+  }
+  return { wave };
+}
 
 export function tierOf(id: string): Tier {
   if (id.startsWith('/Namespace/')) return 0;
@@ -212,10 +231,16 @@ export function planApply(input: PlanInput): Plan {
       apply.push({ type: 'skip', id, tier: 0, keep: false, reason: 'a Namespace cannot have a namespace' });
       continue;
     }
+    const wave = waveOf(desired);
+    if ('error' in wave) {
+      apply.push({ type: 'invalid', id, tier: tierOf(id), reason: wave.error });
+      continue;
+    }
     const live = lookup(input.live, id);
-    apply.push(live === 'unknown' ? { type: 'resolve', id, tier: tierOf(id), desired } : planObject(desired, live, context));
+    const step: PlanStep = live === 'unknown' ? { type: 'resolve', id, tier: tierOf(id), desired } : planObject(desired, live, context);
+    apply.push(wave.wave === 0 || step.type === 'delete' || step.type === 'resolveStale' || step.type === 'forget' ? step : { ...step, wave: wave.wave });
   }
-  apply.sort((a, b) => a.tier - b.tier);
+  apply.sort((a, b) => (a.wave ?? 0) - (b.wave ?? 0) || a.tier - b.tier);
 
   // Stale: what the inventory lists and the render no longer has, plus objects in the listed scopes that carry
   // this owner's exact mark but never reached the inventory (applied by a run whose status write was lost, a

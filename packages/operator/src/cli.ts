@@ -293,7 +293,7 @@ async function diffCommand(options: { object: ConfigSync; rest: KubeRest; kc: Ku
       for (const step of [...plan.apply, ...plan.prune]) {
         const mark = step.type === 'apply' ? (step.create ? '+' : '~') : step.type === 'delete' ? '-' : step.type === 'unchanged' ? '=' : '?';
         if (mark !== '=') changes++;
-        out(`${mark} ${step.id}${'reason' in step && step.reason !== undefined ? `  (${step.reason})` : ''}\n`);
+        out(`${mark} ${step.id}${step.wave === undefined || step.wave === 0 ? '' : `  [wave ${step.wave}]`}${'reason' in step && step.reason !== undefined ? `  (${step.reason})` : ''}\n`);
       }
     }
     out(`${changes} change(s)\n`);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ConfigSync } from './api/v1alpha1.ts';
-import { onlyStatusChanged } from './manager.ts';
+import { onlyStatusChanged, projectManaged, sameButStatus } from './manager.ts';
 
 const base = (patch: Partial<ConfigSync['metadata']> = {}, status: ConfigSync['status'] = {}): ConfigSync =>
   ({ apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: 'a', namespace: 'n', generation: 1, resourceVersion: '1', ...patch }, spec: {}, status }) as unknown as ConfigSync;
@@ -17,5 +17,32 @@ describe('onlyStatusChanged', () => {
     ['a deletion', { deletionTimestamp: '2026-01-01T00:00:00Z' }],
   ])('acts on %s', (_what, patch) => {
     expect(onlyStatusChanged(base(), base(patch))).toBe(false);
+  });
+});
+
+describe('managed-object watches: status-only changes', () => {
+  const deployment = (generation: number, readyReplicas: number, labels: Record<string, string> = {}) =>
+    projectManaged({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web', namespace: 'shop', resourceVersion: String(generation * 100 + readyReplicas), generation, labels, annotations: { 'syncline.dev/owned-by': 'ops/web/prod' } },
+      spec: { replicas: 2 },
+      status: { observedGeneration: generation, replicas: 2, updatedReplicas: 2, readyReplicas, availableReplicas: readyReplicas, conditions: [{ type: 'Available', status: 'True' }] },
+    });
+
+  it('sees a status-only change, and tells whether it changed the health', () => {
+    expect(sameButStatus(deployment(1, 1), deployment(1, 2))).toBe(true);
+    expect(deployment(1, 1)['health']).not.toBe(deployment(1, 2)['health']);
+    expect(deployment(1, 2)['health']).toBe(deployment(1, 2)['health']);
+  });
+
+  it('treats a spec change (generation) or a label change as more than status: drift is looked at', () => {
+    expect(sameButStatus(deployment(1, 2), deployment(2, 2))).toBe(false);
+    expect(sameButStatus(deployment(1, 2), deployment(1, 2, { team: 'x' }))).toBe(false);
+  });
+
+  it('never treats a change of a kind without a generation as status-only', () => {
+    const cm = (data: string) => projectManaged({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'shop', resourceVersion: data }, data: { k: data } });
+    expect(sameButStatus(cm('1'), cm('2'))).toBe(false);
   });
 });

@@ -1,7 +1,8 @@
 // The controller manager: informers for ConfigSyncs, the Secrets/ConfigMaps they reference and the
 // objects they manage; the work queue; leader election (only the leader reconciles, so only the leader
 // writes); and the readiness the health server reports.
-import { OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, parseObjectId, type ApplyClient, type NoopRecord } from '@syncline/apply';
+import { createHash } from 'node:crypto';
+import { OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, healthOf, parseObjectId, type ApplyClient, type KubeObject as ApplyObject } from '@syncline/apply';
 import type { ConfigSync, ManifestSync, NamespaceReplication, RemoteCluster } from './api/v1alpha1.ts';
 import { SharedWatches } from './controller/shared-watches.ts';
 import { DEFAULT_RESOURCE_TYPES, parseResourceType } from './dr/transform.ts';
@@ -14,6 +15,7 @@ import { WorkQueue } from './controller/queue.ts';
 import { runLeaderElection } from './leader.ts';
 import type { MirrorKeys, MirrorNamespace } from './mirror/index.ts';
 import { DEFAULT_INTERVAL_BOUNDS, createConfigSyncReconciler, type ConfigSyncReconcilerDeps } from './reconcile/configsync.ts';
+import type { TargetNoop } from './reconcile/target.ts';
 import { MANIFESTSYNC_KEY_PREFIX, createManifestSyncReconciler } from './reconcile/manifestsync.ts';
 
 /** How long an apply waits for a new managed-kind watch to list before it writes anyway. */
@@ -83,6 +85,13 @@ export function startManager(options: ManagerOptions): Manager {
       }
       // Our own status writes come back as MODIFIED: they change nothing to act on.
       else if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous as unknown as ConfigSync, cs)) queue.add(objectKey(object));
+      // spec.dependsOn: a dependency that became Ready (or stopped being Ready, or left) wakes its dependents.
+      if (type !== 'MODIFIED' || previous === undefined || readiness(previous as unknown as ConfigSync) !== readiness(cs)) {
+        const namespace = cs.metadata.namespace ?? 'default';
+        for (const other of configSyncs.list() as unknown as ConfigSync[]) {
+          if (other.metadata.namespace === namespace && (other.spec.dependsOn ?? []).some((d) => d.name === cs.metadata.name)) queue.add(objectKey(other));
+        }
+      }
     },
     onError: (error) => logger.warn({ err: errorMessage(error) }, 'ConfigSync watch failed; restarting'),
   });
@@ -123,12 +132,14 @@ export function startManager(options: ManagerOptions): Manager {
         // in a remote cluster, everywhere (its credentials are the identity).
         path: info.namespaced && remote === undefined ? collection(group, info.version, info.plural) : `${group === '' ? '/api' : `/apis/${group}`}/${info.version}/${info.plural}`,
         labelSelector: OWNER_LABEL,
-        project: (object) => ({ apiVersion: object.apiVersion, kind: object.kind, metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion, annotations: pickOwner(object) } }),
-        onEvent: (type, object) => {
+        project: projectManaged,
+        onEvent: (type, object, previous) => {
           // Someone edited or deleted an object we manage: reconcile its owner (drift). ADDED is the initial
-          // list or our own create: the apply that follows (or just ran) already covers it.
+          // list or our own create: the apply that follows (or just ran) already covers it. A status-only
+          // change (a controller's progress) matters only when it changes the object's health.
           const owner = (object.metadata['annotations'] as Record<string, string> | undefined)?.[OWNED_BY_ANNOTATION];
           if (owner === undefined || type === 'ADDED') return;
+          if (type === 'MODIFIED' && previous !== undefined && sameButStatus(previous, object) && previous['health'] === object['health']) return;
           const key = queueKeyOfOwner(owner);
           if (key !== undefined) queue.add(key);
         },
@@ -165,7 +176,7 @@ export function startManager(options: ManagerOptions): Manager {
     return informer.get(namespace === '' ? name : `${namespace}/${name}`)?.metadata.resourceVersion ?? null;
   };
   /** The last clean no-op of each ConfigSync target, by `namespace/name/target`; dropped with the sync. */
-  const noopRecords = new Map<string, NoopRecord>();
+  const noopRecords = new Map<string, TargetNoop>();
   const forgetNoops = (key: string): void => {
     for (const record of noopRecords.keys()) if (record.startsWith(`${key}/`)) noopRecords.delete(record);
   };
@@ -498,6 +509,39 @@ export function queueKeyOfOwner(ownedBy: string): string | undefined {
   if (name.startsWith('ManifestSync:')) return `${MANIFESTSYNC_KEY_PREFIX}${namespace}/${name.slice('ManifestSync:'.length)}`;
   if (name.startsWith('NamespaceReplication:')) return `${NAMESPACEREPLICATION_KEY_PREFIX}${namespace}/${name.slice('NamespaceReplication:'.length)}`;
   return `${namespace}/${name}`;
+}
+
+/**
+ * What a managed-object watch keeps: identity, the owner mark, the generation and a digest of labels and
+ * annotations (a change to either is drift), and the object's health in one line (kstatus).
+ */
+export function projectManaged(object: KubeObject): KubeObject {
+  const metadata = object.metadata as Record<string, unknown>;
+  const marks = JSON.stringify([metadata['labels'] ?? {}, metadata['annotations'] ?? {}]);
+  const health = healthOf(object as ApplyObject);
+  return {
+    apiVersion: object.apiVersion,
+    kind: object.kind,
+    metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion, annotations: pickOwner(object), generation: metadata['generation'] },
+    marks: createHash('sha256').update(marks).digest('base64url').slice(0, 22),
+    health: `${health.status}|${health.reason ?? ''}|${health.message}`,
+  };
+}
+
+/**
+ * Whether two versions of a managed object differ in status only: the generation (bumped by every spec or
+ * data change of kinds that keep one) and the labels and annotations are the same. Kinds without a
+ * generation (ConfigMaps, Secrets, Services) never count as status-only: every change of theirs is looked at.
+ */
+export function sameButStatus(before: KubeObject, after: KubeObject): boolean {
+  const generation = after.metadata['generation'];
+  return typeof generation === 'number' && before.metadata['generation'] === generation && before['marks'] === after['marks'];
+}
+
+/** What dependents of a ConfigSync look at (see dependencyNotReady): a change wakes them. */
+function readiness(cs: ConfigSync): string {
+  const ready = cs.status?.conditions?.find((c) => c.type === 'Ready');
+  return JSON.stringify([cs.metadata.generation, cs.status?.observedGeneration, ready?.status, ready?.reason, ready?.observedGeneration, cs.status?.sourceRevision, cs.status?.lastAttemptedRevision, cs.metadata.deletionTimestamp ?? null]);
 }
 
 function pickOwner(object: KubeObject): Record<string, string> {

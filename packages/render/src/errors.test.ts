@@ -42,6 +42,7 @@ const cases: readonly Case[] = [
   // lookup cannot reach the prototype either: it finds nothing, so the object has no name.
   { fixture: 'lookup-proto.yaml.hbs', reason: RenderErrorReason.InvalidObject, at: 'bad/lookup-proto.yaml.hbs:1:1', says: ['has no metadata.name'] },
   { fixture: 'too-much-work.yaml.hbs', reason: RenderErrorReason.LimitExceeded, at: 'bad/too-much-work.yaml.hbs:7:3', says: ['more than 10000 helper calls'], limits: { maxOperations: 10_000 } },
+  { fixture: 'bad-wave.yaml', reason: RenderErrorReason.InvalidObject, at: 'bad/bad-wave.yaml:1:1', says: ['ConfigMap/web: annotation syncline.dev/apply-wave must be an integer', '"first"'] },
   { fixture: 'unknown-kind.yaml', reason: RenderErrorReason.UnknownKind, at: 'bad/unknown-kind.yaml:1:1', says: ['Widget/w', 'CustomResourceDefinition'] },
 ];
 

@@ -51,6 +51,8 @@ export interface TargetPatch {
 /** Where a document is; with `path` (e.g. `['data', 'password']`), where that key is when it can be found. */
 export type Locate = (origin: DocumentOrigin, path?: readonly (string | number)[]) => { file: string; line?: number; column?: number };
 
+const APPLY_WAVE = 'syncline.dev/apply-wave';
+
 function isMapping(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
@@ -68,6 +70,11 @@ export function checkObject(document: unknown, origin: DocumentOrigin, locate: L
   if (typeof metadata.name !== 'string' || metadata.name === '') return fail(`${document.kind} has no metadata.name`);
   if (metadata.namespace !== undefined && (typeof metadata.namespace !== 'string' || metadata.namespace === '')) {
     return fail(`${document.kind}/${metadata.name} has an invalid metadata.namespace`);
+  }
+  // The apply order annotation (see @syncline/apply waveOf): refused here too, where the file is known.
+  const wave = isMapping(metadata.annotations) ? metadata.annotations[APPLY_WAVE] : undefined;
+  if (wave !== undefined && (typeof wave !== 'string' || !/^\s*[-+]?[0-9]{1,9}\s*$/.test(wave))) {
+    return fail(`${document.kind}/${metadata.name}: annotation ${APPLY_WAVE} must be an integer such as "1" or "-1", not ${JSON.stringify(wave)}`);
   }
   return document as KubernetesObject;
 }

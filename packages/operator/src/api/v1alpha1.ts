@@ -93,6 +93,7 @@ export const Target = z.object({
   data: DataMode.optional().meta({
     description: 'Data mode: the file(s) at the path become one ConfigMap or Secret instead of manifests.',
   }),
+  wait: z.boolean().optional().meta({ description: "Overrides spec.wait for this target: whether Ready (and the next apply wave) waits for this target's objects to be healthy." }),
 });
 
 export const SyncPolicy = z.enum(['Sync', 'Keep', 'Adopt', 'Overwrite']);
@@ -136,7 +137,7 @@ export const ConfigSyncSpec = z.object({
     .meta({ description: 'ConfigSyncs in this namespace that must be Ready at their current revision before this one applies (e.g. CRDs before apps). A cycle is refused with a condition.' }),
 });
 
-export const ConditionType = z.enum(['Ready', 'Synced', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed', 'IntervalClamped', 'FailedOver', 'Suspended']);
+export const ConditionType = z.enum(['Ready', 'Synced', 'Healthy', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed', 'IntervalClamped', 'FailedOver', 'Suspended']);
 
 export const Condition = z.object({
   type: z.string(),
@@ -147,6 +148,15 @@ export const Condition = z.object({
   message: z.string(),
 });
 
+export const TargetHealth = z
+  .object({
+    healthy: z.number().int().meta({ description: 'Applied objects that are Current (rolled out, complete, bound, established, Ready).' }),
+    progressing: z.number().int().meta({ description: 'Objects still converging, and objects of later apply waves not applied yet.' }),
+    failed: z.number().int().meta({ description: 'Objects that failed (e.g. ProgressDeadlineExceeded, a failed Job, Stalled=True).' }),
+    unknown: z.number().int().meta({ description: 'Objects whose live state could not be read.' }),
+  })
+  .meta({ description: "Health of the target's applied objects, by the kstatus rules." });
+
 export const TargetStatus = z.object({
   name: z.string(),
   cluster: z.string().optional(),
@@ -155,6 +165,7 @@ export const TargetStatus = z.object({
   objects: z.number().int(),
   message: z.string().optional(),
   lastSyncedTime: z.string().optional(),
+  health: TargetHealth.optional(),
 });
 
 export const TargetInventory = z.object({
@@ -400,6 +411,7 @@ export type DeletionPolicy = z.infer<typeof DeletionPolicy>;
 export type ConfigSyncSpec = z.infer<typeof ConfigSyncSpec>;
 export type ConditionType = z.infer<typeof ConditionType>;
 export type Condition = z.infer<typeof Condition>;
+export type TargetHealth = z.infer<typeof TargetHealth>;
 export type TargetStatus = z.infer<typeof TargetStatus>;
 export type TargetInventory = z.infer<typeof TargetInventory>;
 export type HistoryEntry = z.infer<typeof HistoryEntry>;
@@ -434,6 +446,7 @@ export const crdDefinitions = [
     printerColumns: [
       { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
       { name: 'Suspended', type: 'boolean', jsonPath: '.spec.suspend' },
+      { name: 'Health', type: 'string', jsonPath: ".status.conditions[?(@.type=='Healthy')].reason" },
       { name: 'Revision', type: 'string', jsonPath: '.status.sourceRevision' },
       { name: 'Status', type: 'string', priority: 1, jsonPath: ".status.conditions[?(@.type=='Ready')].message" },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Reason, findCondition, removeCondition, setCondition } from './conditions.ts';
+import { Reason, findCondition, keepTransitions, removeCondition, setCondition } from './conditions.ts';
 
 describe('setCondition', () => {
   const at = (now: string) => ({ generation: 3, now });
@@ -24,5 +24,15 @@ describe('setCondition', () => {
     conditions = setCondition(conditions, { type: 'Ready', status: 'False', reason: Reason.RenderFailed, message: 'x' }, at('t'));
     expect(conditions.map((c) => c.type)).toEqual(['Ready', 'Stalled']);
     expect(removeCondition(conditions, 'Stalled').map((c) => c.type)).toEqual(['Ready']);
+  });
+});
+
+describe('keepTransitions', () => {
+  it('keeps the earlier transition time of a condition that ends the run with the status it started with', () => {
+    const before = setCondition([], { type: 'Ready', status: 'False', reason: Reason.Progressing, message: 'waiting' }, { generation: 1, now: 't1' });
+    // the apply sets Ready True at t2, then the health check sets it False again
+    const flipped = setCondition(setCondition(before, { type: 'Ready', status: 'True', reason: Reason.Succeeded, message: 'ok' }, { generation: 1, now: 't2' }), { type: 'Ready', status: 'False', reason: Reason.Progressing, message: 'waiting' }, { generation: 1, now: 't2' });
+    expect(findCondition(flipped, 'Ready')?.lastTransitionTime).toBe('t2');
+    expect(findCondition(keepTransitions(before, flipped), 'Ready')?.lastTransitionTime).toBe('t1');
   });
 });

@@ -17,6 +17,14 @@ export const Reason = {
   Conflict: 'Conflict',
   /** A Namespace the sync created was left in place because it holds objects that are not the sync's. */
   NamespaceOrphaned: 'NamespaceOrphaned',
+  /** Every applied object is healthy (kstatus Current). */
+  Healthy: 'Healthy',
+  /** An applied object failed (ProgressDeadlineExceeded, a failed Job, ...) or did not become healthy within spec.timeout. */
+  HealthCheckFailed: 'HealthCheckFailed',
+  /** A ConfigSync in spec.dependsOn is missing or not Ready at its current revision. */
+  DependencyNotReady: 'DependencyNotReady',
+  /** spec.dependsOn leads back to this ConfigSync. */
+  DependencyCycle: 'DependencyCycle',
   /** An interval field was outside the operator's bounds and was clamped. */
   IntervalClamped: 'IntervalClamped',
   /** A ManifestSync's source object does not exist (copies are left as they are). */
@@ -60,6 +68,17 @@ export function setCondition(conditions: readonly Condition[], input: ConditionI
   return [...others, next].sort((a, b) => conditionOrder(a.type) - conditionOrder(b.type));
 }
 
+/**
+ * Conditions built in steps (Ready set True by the apply, then False by the health check) keep the
+ * lastTransitionTime they had before this run when their status ends up where it was: no write for nothing.
+ */
+export function keepTransitions(previous: readonly Condition[] | undefined, next: readonly Condition[]): Condition[] {
+  return next.map((c) => {
+    const before = previous?.find((p) => p.type === c.type);
+    return before !== undefined && before.status === c.status ? { ...c, lastTransitionTime: before.lastTransitionTime } : c;
+  });
+}
+
 export function removeCondition(conditions: readonly Condition[], type: ConditionType): Condition[] {
   return conditions.filter((c) => c.type !== type);
 }
@@ -68,7 +87,7 @@ export function findCondition(conditions: readonly Condition[] | undefined, type
   return conditions?.find((c) => c.type === type);
 }
 
-const order: readonly string[] = ['Ready', 'Synced', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed', 'Suspended', 'IntervalClamped'];
+const order: readonly string[] = ['Ready', 'Synced', 'Healthy', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed', 'Suspended', 'IntervalClamped'];
 function conditionOrder(type: string): number {
   const i = order.indexOf(type);
   return i === -1 ? order.length : i;

@@ -2,7 +2,7 @@
 // metrics at the end) around step functions that each return early when there is nothing to do:
 // resolve revision → fetch snapshot → render every target → plan → apply → prune → status.
 // It reconciles from current state, never from the event that woke it, so running it twice changes nothing.
-import { digestRendered, recordHistory, type ApplyClient, type NoopRecord } from '@syncline/apply';
+import { digestRendered, recordHistory, type ApplyClient } from '@syncline/apply';
 import { RenderError, RenderErrorReason, renderTarget, type TemplateCache, type KubernetesObject } from '@syncline/render';
 import { GitSourceError, type GitSource } from '@syncline/source-git';
 import type { Logger } from 'pino';
@@ -14,11 +14,18 @@ import type { EventRecorder } from '../kube/events.ts';
 import { ServiceAccountError } from '../kube/errors.ts';
 import type { KubeRest } from '../kube/rest.ts';
 import type { Metrics } from '../metrics.ts';
-import { Reason, removeCondition, setCondition, type ConditionInput } from './conditions.ts';
+import { Reason, keepTransitions, removeCondition, setCondition, type ConditionInput } from './conditions.ts';
 import { MAX_TIMER_MS, boundedInterval, formatDuration, parseDuration, type IntervalBounds } from './duration.ts';
 import { conditionsDiffer, objectPath, patchFinalizers, writeStatus } from './object-status.ts';
 import { StallError, readGitAuth, readValues } from './inputs.ts';
-import { appliedConditions, applyTarget, combineTargets, emptyCounts, truncate, type TargetOutcome } from './target.ts';
+import { appliedConditions, applyTarget, combineTargets, emptyCounts, truncate, type TargetNoop, type TargetOutcome } from './target.ts';
+import { dependencyNotReady, findCycle } from './dependencies.ts';
+import { healthConditions } from './health.ts';
+
+/** How long a sync waits for spec.timeout when it sets none (Flux's default for wait is its interval; 5m here). */
+export const DEFAULT_HEALTH_TIMEOUT = '5m';
+/** A sync whose dependencies are not Ready looks again after this at the latest (their status changes wake it sooner). */
+const DEPENDENCY_RETRY_MS = 30_000;
 
 export const FINALIZER = 'syncline.dev/finalizer';
 export const RECONCILE_REQUESTED_ANNOTATION = 'syncline.dev/reconcile-requested-at';
@@ -57,7 +64,7 @@ export type ConfigSyncReconcilerDeps = {
    * No-op resyncs without requests: the last clean no-op per target (keys start with `namespace/name/`) and
    * what the drift watches know of an object (see applyTarget's `noop`).
    */
-  readonly noop?: { readonly records: Map<string, NoopRecord>; readonly watched: (id: string, remote?: RemoteClients) => string | null | undefined };
+  readonly noop?: { readonly records: Map<string, TargetNoop>; readonly watched: (id: string, remote?: RemoteClients) => string | null | undefined };
 };
 
 /**
@@ -173,6 +180,8 @@ function startRun(deps: ConfigSyncReconcilerDeps, object: ConfigSync, spec: Conf
 
 /** source → render → apply every target → status. Each step returns early with an outcome when it cannot go on. */
 async function sync(run: SyncRun): Promise<Outcome> {
+  const dependencies = reconcileDependencies(run);
+  if (!dependencies.ok) return dependencies.outcome;
   const source = await reconcileSource(run);
   if (!source.ok) return source.outcome;
   const clusters = await resolveClusters(run);
@@ -187,6 +196,32 @@ async function sync(run: SyncRun): Promise<Outcome> {
   const retryAt = Math.min(...run.spec.targets.map((t) => run.deps.targetBackoff?.retryInMs(backoffKey(run, t.name)) ?? Infinity));
   if (Number.isFinite(retryAt) && outcome.result.kind === 'done') return { ...outcome, result: { kind: 'done', requeueAfterMs: Math.min(outcome.result.requeueAfterMs ?? retryAt, Math.max(retryAt, 1000)) } };
   return outcome;
+}
+
+/**
+ * spec.dependsOn: every dependency (same namespace, from the informer cache) Ready at its current revision,
+ * or nothing is fetched or applied. A cycle through this sync is refused (Stalled) instead of waited on.
+ */
+function reconcileDependencies(run: SyncRun): Step<undefined> {
+  const names = [...new Set((run.spec.dependsOn ?? []).map((d) => d.name))];
+  if (names.length === 0) return { ok: true, value: undefined };
+  const self = run.object.metadata.name;
+  const lookup = (name: string): ConfigSync | undefined => run.deps.get(`${run.namespace}/${name}`);
+  const cycle = findCycle(self, (name) => (name === self ? names : (lookup(name)?.spec.dependsOn ?? []).map((d) => d.name)));
+  if (cycle !== undefined) {
+    return { ok: false, outcome: stalled(run, Reason.DependencyCycle, `spec.dependsOn forms a cycle: ${cycle.join(' → ')}; nothing is applied until one of them drops the dependency`) };
+  }
+  const waiting = names.flatMap((name) => {
+    const why = dependencyNotReady(lookup(name));
+    return why === undefined ? [] : [`${name} (${why})`];
+  });
+  if (waiting.length === 0) return { ok: true, value: undefined };
+  const previous = run.object.status ?? {};
+  const at = { generation: run.object.metadata.generation, now: run.now };
+  const message = truncate(`waiting for ${waiting.length === 1 ? 'dependency' : 'dependencies'} ${waiting.join(', ')}`);
+  const conditions = setCondition(baseConditions(run, previous.conditions ?? []), { type: 'Ready', status: 'False', reason: Reason.DependencyNotReady, message }, at);
+  // Their status changes wake this sync (manager); the retry bounds a missed event.
+  return { ok: false, outcome: { status: { ...previous, observedGeneration: run.object.metadata.generation, conditions }, result: { kind: 'wait', requeueAfterMs: Math.min(DEPENDENCY_RETRY_MS, run.refreshMs) }, events: [] } };
 }
 
 type Source = { revision: string; files: Awaited<ReturnType<GitSource['readPath']>> };
@@ -336,6 +371,7 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
       allowEmpty: run.spec.allowEmpty,
       ...(run.deps.beforeApply === undefined ? {} : { beforeApply: (ids: readonly string[]) => run.deps.beforeApply?.(ids, remote) ?? Promise.resolve() }),
       ...(noop === undefined ? {} : { noop: { records: noop.records, key: `${run.namespace}/${run.object.metadata.name}/${target.name}@${cluster ?? ''}`, watched: (id: string) => noop.watched(id, remote) } }),
+      health: { wait: target.wait ?? run.spec.wait },
       ...common(target.name),
     });
     if (remote !== undefined) {
@@ -403,19 +439,28 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   deps.metrics.managedObjects.set({ configsync: `${run.namespace}/${object.metadata.name}` }, targets.reduce((n, t) => n + t.status.objects, 0));
   const applied = targets.filter((t) => t.status.phase === 'Synced').length;
   const ok = failures.length === 0 && conflicts.length === 0;
-  const history: HistoryEntry[] = ok
+  // Later apply waves held back: the revision is not fully applied yet (not recorded as applied, no history).
+  const complete = ok && targets.every((t) => t.status.phase !== 'Pending');
+  const history: HistoryEntry[] = complete
     ? recordHistory(previous.history ?? [], { revision, appliedAt: now, objects: allDesired.length, digest: digestRendered(allDesired) }, spec.historyLimit)
     : (previous.history ?? []);
   const summary = `${counts.created} created, ${counts.configured} configured, ${counts.deleted} deleted`;
   const at = { generation: object.metadata.generation, now };
-  const conditions = clampNotice(run, appliedConditions(previous.conditions ?? [], { failures, conflicts, drift }, { readyMessage: `Applied revision ${revision}`, applied, total: spec.targets.length, at }));
+  // A revision whose later waves were held back last time is not new when this run goes on with it.
+  const continuing = previous.lastAttemptedRevision === revision && (previous.targets ?? []).some((t) => t.phase === 'Pending');
+  const revisionChanged = previous.sourceRevision !== revision && !continuing;
+  const lastSyncedTime = ok && (changed || revisionChanged || previous.lastSyncedTime === undefined) ? now : previous.lastSyncedTime;
+  let conditions = clampNotice(run, appliedConditions(previous.conditions ?? [], { failures, conflicts, drift }, { readyMessage: `Applied revision ${revision}`, applied, total: spec.targets.length, at }));
+  const waitOf = new Map(spec.targets.map((t) => [t.name, t.wait ?? spec.wait]));
+  const judged = targets.flatMap((t) => (t.health === undefined ? [] : [{ name: t.status.name, wait: waitOf.get(t.status.name) ?? false, report: t.health }]));
+  const health = judged.length === 0 ? undefined : healthConditions({ conditions, targets: judged, lastSyncedTime, timeoutMs: parseDuration(spec.timeout ?? DEFAULT_HEALTH_TIMEOUT), at });
+  if (health !== undefined) conditions = keepTransitions(previous.conditions, health.conditions);
 
-  const revisionChanged = previous.sourceRevision !== revision;
   const status: ConfigSyncStatus = {
     ...previous,
     observedGeneration: object.metadata.generation,
-    lastSyncedTime: ok && (changed || revisionChanged || previous.lastSyncedTime === undefined) ? now : previous.lastSyncedTime,
-    sourceRevision: ok ? revision : previous.sourceRevision,
+    lastSyncedTime,
+    sourceRevision: complete ? revision : previous.sourceRevision,
     lastAttemptedRevision: revision,
     appliedTargets: applied,
     conditions,
@@ -436,7 +481,9 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   if (changed || revisionChanged) log.info({ revision, ...counts }, 'synced');
   else log.debug({ revision }, 'no changes');
   if (changed || revisionChanged) events.push({ type: 'Normal', reason: 'Synced', message: `revision ${revision.slice(0, 12)}: ${summary}` });
-  return { status, result: { kind: 'done', requeueAfterMs: run.refreshMs }, events };
+  if (health?.failure !== undefined) events.push({ type: 'Warning', reason: Reason.HealthCheckFailed, message: health.failure });
+  // Still converging: the objects' status changes wake this sync; the timeout's expiry is the latest re-check.
+  return { status, result: { kind: 'done', requeueAfterMs: Math.min(run.refreshMs, health?.requeueAfterMs ?? Infinity) }, events };
 }
 
 /** Conditions every outcome that got past the source carries: the clamp notice, and none of a previous stall. */

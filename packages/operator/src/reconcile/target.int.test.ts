@@ -2,12 +2,12 @@
 // request once a clean no-op was recorded and the drift watch holds the versions it read; any edit, delete
 // or watch outage brings the full apply (and its correction) back.
 import { CoreV1Api } from '@kubernetes/client-node';
-import { OWNER_LABEL, createApplyClient, type ApplyClient, type KubeObject, type NoopRecord } from '@syncline/apply';
+import { OWNER_LABEL, createApplyClient, type ApplyClient, type KubeObject } from '@syncline/apply';
 import { testKubeConfig, testNamespace } from '@syncline/test-support/kube';
 import { describe, expect, it } from 'vitest';
 import { Informer, objectKey } from '../controller/informer.ts';
 import { createKubeRest } from '../kube/rest.ts';
-import { applyTarget, type TargetApplyInput } from './target.ts';
+import { applyTarget, type TargetApplyInput, type TargetNoop } from './target.ts';
 
 const kc = testKubeConfig();
 const core = kc.makeApiClient(CoreV1Api);
@@ -47,7 +47,7 @@ describe('applyTarget skips a no-op resync without requests', () => {
     let watchUsable = true;
     try {
       expect(await watch.waitSynced(60_000)).toBe(true);
-      const records = new Map<string, NoopRecord>();
+      const records = new Map<string, TargetNoop>();
       const client = counting(admin);
       let inventory: readonly string[] | undefined;
       const sync = async (): Promise<ReturnType<typeof applyTarget>> => {
@@ -59,6 +59,7 @@ describe('applyTarget skips a no-op resync without requests', () => {
           owner: { namespace, name: 'noop', target: 'main' },
           now: new Date().toISOString(),
           syncKey: `${namespace}/noop`,
+          health: { wait: false },
           noop: {
             records,
             key: `${namespace}/noop/main@`,
@@ -86,6 +87,9 @@ describe('applyTarget skips a no-op resync without requests', () => {
       expect(skipped.status.phase).toBe('Synced');
       expect(skipped.changed).toBe(false);
       expect(skipped.status.objects).toBe(2);
+      // The health judged at the recorded no-op stands: the same versions are the same objects.
+      expect(skipped.status.health).toEqual((await sync()).status.health);
+      expect(skipped.health?.counts).toBeDefined();
 
       // Someone edits `a`: once the watch has the new version, the next resync applies and corrects it.
       const edited = await core.patchNamespacedConfigMap({ name: 'a', namespace, body: [{ op: 'replace', path: '/data/k', value: 'edited' }] });

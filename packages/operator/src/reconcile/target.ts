@@ -8,12 +8,15 @@ import {
   encodeInventory,
   executePlan,
   planApply,
+  readHealth,
   readLive,
   recordNoop,
   stillUnchanged,
   unchangedChangeSet,
+  type LiveState,
   type NoopRecord,
   type WatchedVersion,
+  type WaveResult,
   type ApplyClient,
   type ChangeSet,
   type ChangeSetEntry,
@@ -25,6 +28,7 @@ import {
 import type { Condition, TargetInventory, TargetStatus } from '../api/v1alpha1.ts';
 import type { Metrics } from '../metrics.ts';
 import { Reason, removeCondition, setCondition } from './conditions.ts';
+import { summarizeHealth, type HealthReport } from './health.ts';
 
 export type TargetApplyInput = {
   readonly client: ApplyClient;
@@ -49,12 +53,20 @@ export type TargetApplyInput = {
   /** `namespace/name` of the sync, for metric labels. */
   readonly syncKey: string;
   /**
+   * Judge the health of what was applied (kstatus); with `wait`, each apply wave must be healthy before the
+   * next one is applied (the later ones wait for the next run, woken by the objects' status changes).
+   */
+  readonly health?: { readonly wait: boolean };
+  /**
    * Skips a resync that would change nothing, without a request: the last clean no-op of this target (kept in
    * `records` under `key`) still holds when the inputs are the same and the watch cache still has the versions
    * it read (see @syncline/apply's unchanged.ts). Without it every apply reads the live objects.
    */
-  readonly noop?: { readonly records: Map<string, NoopRecord>; readonly key: string; readonly watched: WatchedVersion };
+  readonly noop?: { readonly records: Map<string, TargetNoop>; readonly key: string; readonly watched: WatchedVersion };
 };
+
+/** A target's last clean no-op, and the health judged then: the same versions mean the same health. */
+export type TargetNoop = { readonly record: NoopRecord; readonly health?: HealthReport };
 
 export type Counts = { created: number; configured: number; deleted: number; failed: number; drifted: number };
 
@@ -72,6 +84,8 @@ export type TargetOutcome = {
   readonly orphaned: readonly string[];
   /** Whether anything was written. */
   readonly changed: boolean;
+  /** The health of the applied objects, when asked for. */
+  readonly health?: HealthReport;
 };
 
 export const emptyCounts = (): Counts => ({ created: 0, configured: 0, deleted: 0, failed: 0, drifted: 0 });
@@ -90,15 +104,18 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
           desired: input.desired,
           inventory: input.inventory,
           owner: input.owner,
-          options: { policy: input.policy, drift: input.drift, prune: input.prune, allowEmpty: input.allowEmpty, pruneScope: input.pruneScope },
+          options: { policy: input.policy, drift: input.drift, prune: input.prune, allowEmpty: input.allowEmpty, pruneScope: input.pruneScope, wait: input.health?.wait },
         });
-  if (noop !== undefined && fingerprint !== undefined && stillUnchanged(noop.records.get(noop.key), fingerprint, noop.watched)) {
-    return summarizeChanges(input, unchangedChangeSet(input.desired, previousInventory));
+  const last = noop?.records.get(noop.key);
+  if (fingerprint !== undefined && noop !== undefined && last !== undefined && (input.health === undefined || last.health !== undefined) && stillUnchanged(last.record, fingerprint, noop.watched)) {
+    const outcome = summarizeChanges(input, unchangedChangeSet(input.desired, previousInventory));
+    return last.health === undefined ? outcome : { ...outcome, status: { ...outcome.status, health: last.health.counts }, health: last.health };
   }
   noop?.records.delete(noop.key);
   let changes: ChangeSet;
+  let live: LiveState;
   try {
-    const live = await readLive({ client: input.client, desired: input.desired, inventory: previousInventory });
+    live = await readLive({ client: input.client, desired: input.desired, inventory: previousInventory });
     const plan = planApply({
       desired: input.desired,
       inventory: previousInventory,
@@ -110,9 +127,16 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
       allowEmpty: input.allowEmpty,
     });
     await input.beforeApply?.(plan.apply.map((s) => s.id));
-    changes = await executePlan(plan, { client: input.client, ...(input.pruneScope === undefined ? {} : { pruneScope: input.pruneScope }) });
-    const record = noop === undefined || fingerprint === undefined ? undefined : recordNoop(fingerprint, { desired: input.desired, inventory: previousInventory, live, changes });
-    if (noop !== undefined && record !== undefined) noop.records.set(noop.key, record);
+    const observed = live;
+    const waveGate =
+      input.health?.wait === true
+        ? async ({ wave, entries }: WaveResult): Promise<string | undefined> => {
+            const report = summarizeHealth(await readHealth({ client: input.client, entries, desired: input.desired, live: observed }));
+            const waiting = [...report.failed, ...report.progressing];
+            return waiting.length === 0 ? undefined : `wave ${wave} is not healthy yet (${waiting.slice(0, 3).join('; ')}${waiting.length > 3 ? '; …' : ''})`;
+          }
+        : undefined;
+    changes = await executePlan(plan, { client: input.client, ...(input.pruneScope === undefined ? {} : { pruneScope: input.pruneScope }), ...(waveGate === undefined ? {} : { waveGate }) });
   } catch (error) {
     const message = `${input.target.name}: ${error instanceof Error ? error.message : String(error)}`;
     input.metrics?.targetFailures.inc({ configsync: input.syncKey, target: input.target.name });
@@ -127,7 +151,16 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
       changed: false,
     };
   }
-  return summarizeChanges(input, changes);
+  const outcome = summarizeChanges(input, changes);
+  const record = noop === undefined || fingerprint === undefined ? undefined : recordNoop(fingerprint, { desired: input.desired, inventory: previousInventory, live, changes });
+  if (input.health === undefined) {
+    if (noop !== undefined && record !== undefined) noop.records.set(noop.key, { record });
+    return outcome;
+  }
+  const heldBack = changes.heldBack === undefined ? [] : changes.entries.filter((e) => e.action === 'skipped' && e.reason?.startsWith('not applied yet: ') === true).map((e) => e.id);
+  const health = summarizeHealth(await readHealth({ client: input.client, entries: changes.entries, desired: input.desired, live }), heldBack);
+  if (noop !== undefined && record !== undefined) noop.records.set(noop.key, { record, health });
+  return { ...outcome, status: { ...outcome.status, health: health.counts }, health };
 }
 
 /** Pure: a change set → the target's status line and findings. */
@@ -161,9 +194,10 @@ export function summarizeChanges(input: Pick<TargetApplyInput, 'target' | 'previ
   return {
     status: {
       ...statusBase(input),
-      phase: ok ? 'Synced' : 'Failed',
+      // Later apply waves held back (waiting for an earlier wave's health): applied so far, not done.
+      phase: ok ? (changes.heldBack === undefined ? 'Synced' : 'Pending') : 'Failed',
       objects: changes.inventory.length,
-      ...(ok ? {} : { message: truncate(problems.join('; ')) }),
+      ...(ok ? (changes.heldBack === undefined ? {} : { message: truncate(`later apply waves wait: ${changes.heldBack}`) }) : { message: truncate(problems.join('; ')) }),
       lastSyncedTime: ok && (changed || before?.phase !== 'Synced' || before.lastSyncedTime === undefined) ? input.now : before?.lastSyncedTime,
     },
     inventory: { target: input.target.name, entries: encodeInventory(changes.inventory) },

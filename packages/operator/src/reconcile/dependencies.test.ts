@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import type { ConfigSync } from '../api/v1alpha1.ts';
+import { dependencyNotReady, findCycle } from './dependencies.ts';
+
+const graph = (edges: Record<string, string[]>) => (name: string) => edges[name];
+
+describe('findCycle', () => {
+  it('finds nothing in a chain or a diamond', () => {
+    expect(findCycle('app', graph({ app: ['db', 'crds'], db: ['crds'], crds: [] }))).toBeUndefined();
+  });
+
+  it('finds a cycle through the start, naming it in order', () => {
+    expect(findCycle('a', graph({ a: ['b'], b: ['c'], c: ['a'] }))).toEqual(['a', 'b', 'c', 'a']);
+  });
+
+  it('finds a sync that depends on itself', () => {
+    expect(findCycle('a', graph({ a: ['a'] }))).toEqual(['a', 'a']);
+  });
+
+  it('leaves a cycle that does not pass through the start to its members, and terminates', () => {
+    expect(findCycle('app', graph({ app: ['b'], b: ['c'], c: ['b'] }))).toBeUndefined();
+  });
+
+  it('treats unknown (missing) dependencies as leaves', () => {
+    expect(findCycle('a', graph({ a: ['missing'] }))).toBeUndefined();
+  });
+});
+
+describe('dependencyNotReady', () => {
+  const sync = (status: ConfigSync['status'], generation = 2): ConfigSync =>
+    ({ apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: 'crds', namespace: 'ops', generation }, spec: {} as ConfigSync['spec'], status });
+  const ready = (status: 'True' | 'False', observedGeneration = 2) => ({ type: 'Ready', status, observedGeneration, lastTransitionTime: 't', reason: status === 'True' ? 'ReconciliationSucceeded' : 'Progressing', message: 'm' });
+
+  it('is ready when Ready=True at the current generation and the attempted revision is applied', () => {
+    expect(dependencyNotReady(sync({ observedGeneration: 2, sourceRevision: 'abc', lastAttemptedRevision: 'abc', conditions: [ready('True')] }))).toBeUndefined();
+  });
+
+  it('says why not: missing, not reconciled, stale generation, not Ready, revision pending', () => {
+    expect(dependencyNotReady(undefined)).toBe('not found');
+    expect(dependencyNotReady(sync(undefined))).toBe('not reconciled yet');
+    expect(dependencyNotReady(sync({ observedGeneration: 1, conditions: [ready('True', 1)] }))).toBe('its latest spec is not reconciled yet');
+    expect(dependencyNotReady(sync({ observedGeneration: 2, conditions: [ready('False')] }))).toBe('not Ready (Progressing: m)');
+    expect(dependencyNotReady(sync({ observedGeneration: 2, sourceRevision: 'old', lastAttemptedRevision: 'newrevision1234', conditions: [ready('True')] }))).toBe('revision newrevision1 is not applied yet');
+  });
+});
