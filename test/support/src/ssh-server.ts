@@ -186,6 +186,7 @@ export async function startSshGitServer(opts: { root: string }): Promise<SshGitS
       'esac',
       'case "$p" in *..*) echo "bad path" >&2; exit 1 ;; esac',
       `cd '${opts.root}' || exit 1`,
+      `[ -d "$p" ] || { echo "fatal: '$p' does not appear to be a git repository" >&2; exit 128; }`,
       'exec git-upload-pack --strict -- "$p"',
       '',
     ].join('\n'),
