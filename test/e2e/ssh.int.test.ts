@@ -32,20 +32,20 @@ describe('ConfigSync from Git over SSH', () => {
   it('syncs with the deploy key from a Secret, and says clearly when the server refuses a key, without showing it', async () => {
     // given a repo served over SSH and Secrets with the right and a wrong key
     const repo = await git.createRepo('configs');
-    const sha = await repo.commit({ 'app/settings.yaml': configMapYaml('over-ssh', '  transport: ssh') });
+    const sha = await repo.commit({ 'app/settings.yaml': configMapYaml('over-ssh', '  transport: ssh'), 'other/settings.yaml': configMapYaml('after-fix', '  fixed: "yes"') });
     const secret = (name: string, identity: string) =>
       core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name }, stringData: { identity, known_hosts: `${ssh.knownHosts}\n` } } });
     await secret('git-auth', ssh.userKey.privateKey);
     await secret('git-wrong', stranger.privateKey);
-    const spec = (secretName: string) => ({
-      source: { git: { repo: ssh.url('configs'), revision: 'main', path: 'app', secretRef: { name: secretName } } },
+    const spec = (secretName: string, path: string) => ({
+      source: { git: { repo: ssh.url('configs'), revision: 'main', path, secretRef: { name: secretName } } },
       refreshInterval: '1s',
       targets: [{ name: 'dev', namespace: ns.name }],
     });
 
     // when
-    await applyConfigSync(configSync(ns.name, 'good', spec('git-auth')));
-    await applyConfigSync(configSync(ns.name, 'denied', spec('git-wrong')));
+    await applyConfigSync(configSync(ns.name, 'good', spec('git-auth', 'app')));
+    await applyConfigSync(configSync(ns.name, 'denied', spec('git-wrong', 'other')));
 
     // then the right key syncs
     const good = await waitForReady(ns.name, 'good', (c) => c.status?.sourceRevision === sha, 60_000);
@@ -73,5 +73,35 @@ describe('ConfigSync from Git over SSH', () => {
         expect(everything).not.toContain(part);
       }
     }
+
+    // when the Secret gets the right key, then the stalled sync recovers on its own
+    await core.patchNamespacedSecret({
+      namespace: ns.name,
+      name: 'git-wrong',
+      body: [{ op: 'replace', path: '/data/identity', value: Buffer.from(ssh.userKey.privateKey).toString('base64') }],
+    });
+    await waitForReady(ns.name, 'denied', (c) => c.status?.sourceRevision === sha, 60_000);
+    expect(await configMapData(ns.name, 'after-fix')).toEqual({ fixed: 'yes' });
+  }, 120_000);
+
+  it('reads https credentials from a Secret too (each value decoded once)', async () => {
+    // given a server that wants basic auth, and the Secret with its credentials
+    await using authed = await startGitServer({ auth: { username: 'deploy', password: 's3cr:t/+=' } });
+    const repo = await authed.createRepo('private');
+    const sha = await repo.commit({ 'app/a.yaml': configMapYaml('over-https', '  transport: https') });
+    await core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: 'https-auth' }, stringData: { username: 'deploy', password: 's3cr:t/+=' } } });
+
+    // when
+    await applyConfigSync(
+      configSync(ns.name, 'https', {
+        source: { git: { repo: repo.url, revision: 'main', path: 'app', secretRef: { name: 'https-auth' } } },
+        refreshInterval: '1s',
+        targets: [{ name: 'dev', namespace: ns.name }],
+      }),
+    );
+
+    // then
+    await waitForReady(ns.name, 'https', (c) => c.status?.sourceRevision === sha, 60_000);
+    expect(await configMapData(ns.name, 'over-https')).toEqual({ transport: 'https' });
   }, 120_000);
 });
