@@ -160,7 +160,7 @@ interface Operation {
   ssh: SshCredentials | undefined;
   authorization: string | undefined;
   secrets: string[];
-  /** The first limit or timeout the transport guard raised, which wins over whatever isomorphic-git made of it. */
+  /** The first limit or timeout the transport guard raised, which wins over whatever the protocol code made of it. */
   failure: GitSourceError | undefined;
 }
 
@@ -592,19 +592,12 @@ function toGitSourceError(err: unknown, op: Operation | undefined, what: string,
   };
   if (err instanceof GitSourceError) return make(err.code, err.message);
   if (err instanceof HttpStatusError) return fromStatus(err.statusCode);
-  const e = err as { code?: unknown; name?: unknown; data?: { statusCode?: unknown }; cause?: { code?: unknown } };
-  if (e.code === 'HttpError' && typeof e.data?.statusCode === 'number') return fromStatus(e.data.statusCode);
+  const e = err as { code?: unknown; name?: unknown; cause?: { code?: unknown } };
   if (e.name === 'TimeoutError' || e.name === 'AbortError') return make(GitSourceErrorCode.Timeout, `${shownRepo}: ${what}: timed out`);
   const netCode = typeof e.cause?.code === 'string' ? e.cause.code : typeof e.code === 'string' ? e.code : undefined;
   if (netCode !== undefined && /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|EHOSTUNREACH|ENETUNREACH|UND_ERR_SOCKET|UND_ERR_CONNECT_TIMEOUT)$/.test(netCode)) {
     return make(GitSourceErrorCode.Unreachable, `${shownRepo}: ${what}: cannot reach the server (${netCode})`);
   }
-  if (typeof e.code === 'string' && protocolErrorCodes.has(e.code)) {
-    // Their messages quote what the server sent; say what went wrong instead.
-    return make(GitSourceErrorCode.ServerError, `${shownRepo}: ${what}: the server's answer is not valid Git smart HTTP (${e.code})`);
-  }
   const detail = errorText(err);
   return make(GitSourceErrorCode.ServerError, `${shownRepo}: ${what}: ${detail.length > 300 ? `${detail.slice(0, 300)}…` : detail}`);
 }
-
-const protocolErrorCodes: ReadonlySet<string> = new Set(['ParseError', 'SmartHttpError', 'EmptyServerResponseError', 'UnknownTransportError', 'InternalError', 'RemoteCapabilityError']);
