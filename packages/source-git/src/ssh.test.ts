@@ -126,6 +126,16 @@ describe('Git over SSH', { timeout: 60_000 }, () => {
     expect(await source.resolveRevision({ repo: url, revision: 'main', auth: auth({ knownHosts: hashed }) })).toBe(sha);
   });
 
+  it.each(['ecdsa-sha2-nistp256', 'ssh-rsa'] as const)('negotiates the host key known_hosts lists when it has only the %s one', async (type) => {
+    // given a server offering ed25519, ecdsa and rsa host keys, and known_hosts with one of them
+    const { repo, url } = await newRepo();
+    const sha = await repo.commit({ 'a.yaml': 'a' });
+    const source = await newSource();
+
+    // when / then
+    expect(await source.resolveRevision({ repo: url, revision: 'main', auth: auth({ knownHosts: `${ssh.knownHostsByType[type]}\n` }) })).toBe(sha);
+  });
+
   it('refuses a server whose host key known_hosts does not list, naming fingerprints only', async () => {
     // given
     const { repo, url } = await newRepo();

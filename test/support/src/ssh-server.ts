@@ -27,8 +27,10 @@ export interface SshGitServer extends AsyncDisposable {
   readonly user: string;
   /** ssh://user@127.0.0.1:port/<name>.git: the repo `<name>.git` under the served directory. */
   url(repoName: string): string;
-  /** The known_hosts line for this server: `[127.0.0.1]:port ssh-ed25519 AAAA…`. */
+  /** The known_hosts line for this server's ed25519 host key: `[127.0.0.1]:port ssh-ed25519 AAAA…`. */
   readonly knownHosts: string;
+  /** The known_hosts line for each of its host keys (it offers ed25519, ecdsa and rsa), by key type. */
+  readonly knownHostsByType: Readonly<Record<'ssh-ed25519' | 'ecdsa-sha2-nistp256' | 'ssh-rsa', string>>;
   /** The key pair the server accepts. */
   readonly userKey: SshKeyPair;
   /** sshd's log so far (LogLevel VERBOSE). */
@@ -169,9 +171,17 @@ export async function startSshGitServer(opts: { root: string }): Promise<SshGitS
   await ensurePrivsep();
   const dir = await mkdtemp(join(tmpdir(), 'syncline-sshd-'));
   await chmod(dir, 0o755);
-  const hostKeyFile = join(dir, 'host_ed25519');
-  await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'syncline-test-host', '-f', hostKeyFile]);
-  const hostPublic = (await readFile(`${hostKeyFile}.pub`, 'utf8')).trim().split(' ').slice(0, 2).join(' ');
+  // Several host keys, as real servers have: a client must check the one it negotiates.
+  const hostKeys = { 'ssh-ed25519': ['-t', 'ed25519'], 'ecdsa-sha2-nistp256': ['-t', 'ecdsa', '-b', '256'], 'ssh-rsa': ['-t', 'rsa', '-b', '3072'] } as const;
+  const hostKeyFiles: string[] = [];
+  const knownHostsByType = {} as Record<keyof typeof hostKeys, string>;
+  for (const [type, args] of Object.entries(hostKeys) as Array<[keyof typeof hostKeys, readonly string[]]>) {
+    const file = join(dir, `host_${type}`);
+    await run('ssh-keygen', ['-q', ...args, '-N', '', '-C', 'syncline-test-host', '-f', file]);
+    hostKeyFiles.push(file);
+    const publicKey = (await readFile(`${file}.pub`, 'utf8')).trim().split(' ').slice(0, 2).join(' ');
+    knownHostsByType[type] = `[127.0.0.1]:PORT ${publicKey}`;
+  }
   const userKey = await generateSshKey('syncline-test-user');
   const serve = join(dir, 'serve.sh');
   // Only `git-upload-pack '<path>'` runs; the path is taken relative to the served directory.
@@ -202,7 +212,7 @@ export async function startSshGitServer(opts: { root: string }): Promise<SshGitS
     [
       'ListenAddress 127.0.0.1',
       `Port ${port}`,
-      `HostKey ${hostKeyFile}`,
+      ...hostKeyFiles.map((f) => `HostKey ${f}`),
       `AuthorizedKeysFile ${authorizedKeys}`,
       'StrictModes no',
       'PidFile none',
@@ -258,7 +268,8 @@ export async function startSshGitServer(opts: { root: string }): Promise<SshGitS
     port,
     user,
     url: (name) => `ssh://${user}@127.0.0.1:${port}/${name}.git`,
-    knownHosts: `[127.0.0.1]:${port} ${hostPublic}`,
+    knownHosts: knownHostsByType['ssh-ed25519'].replace('PORT', String(port)),
+    knownHostsByType: Object.fromEntries(Object.entries(knownHostsByType).map(([type, line]) => [type, line.replace('PORT', String(port))])) as Record<keyof typeof hostKeys, string>,
     userKey,
     log: () => log,
     close,
