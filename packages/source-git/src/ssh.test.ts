@@ -185,6 +185,25 @@ describe('Git over SSH', { timeout: 60_000 }, () => {
     for (const part of keyParts(stranger)) expect(everything).not.toContain(part);
   });
 
+  it('uses an encrypted key with its passphrase, and says so when the passphrase is missing', async () => {
+    // given
+    const { repo, url } = await newRepo();
+    const sha = await repo.commit({ 'a.yaml': 'a' });
+    const locked = await generateSshKey('encrypted', 'correct horse battery');
+    await ssh.authorize(locked.publicKey);
+    const source = await newSource();
+
+    // when
+    const resolved = await source.resolveRevision({ repo: url, revision: 'main', auth: auth({ identity: locked.privateKey, passphrase: 'correct horse battery' }) });
+    const without = await failure(source.resolveRevision({ repo: url, revision: 'main', auth: auth({ identity: locked.privateKey }) }));
+
+    // then
+    expect(resolved).toBe(sha);
+    expect(without.code).toBe('InvalidAuth');
+    expect(without.message).toMatch(/the identity in Secret ns\/git-auth is not a usable private key \(.*passphrase/i);
+    for (const part of keyParts(locked)) expect(without.message).not.toContain(part);
+  });
+
   it('refuses an identity that is not a private key without quoting it', async () => {
     // given
     const { repo, url } = await newRepo();

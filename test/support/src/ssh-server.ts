@@ -4,7 +4,7 @@
 // is fetched with `apt-get download` and unpacked (not installed) into ~/.cache/syncline/openssh/<version>.
 import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { access, chmod, mkdir, mkdtemp, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { access, appendFile, chmod, mkdir, mkdtemp, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { homedir, tmpdir, userInfo } from 'node:os';
@@ -33,17 +33,19 @@ export interface SshGitServer extends AsyncDisposable {
   readonly knownHostsByType: Readonly<Record<'ssh-ed25519' | 'ecdsa-sha2-nistp256' | 'ssh-rsa', string>>;
   /** The key pair the server accepts. */
   readonly userKey: SshKeyPair;
+  /** Lets one more public key in (`ssh-ed25519 AAAA…`). */
+  authorize(publicKey: string): Promise<void>;
   /** sshd's log so far (LogLevel VERBOSE). */
   log(): string;
   close(): Promise<void>;
 }
 
-/** Generates an ed25519 key pair with ssh-keygen (no passphrase). */
-export async function generateSshKey(comment = 'syncline-test'): Promise<SshKeyPair> {
+/** Generates an ed25519 key pair with ssh-keygen (encrypted when given a passphrase). */
+export async function generateSshKey(comment = 'syncline-test', passphrase = ''): Promise<SshKeyPair> {
   const dir = await mkdtemp(join(tmpdir(), 'syncline-sshkey-'));
   try {
     const file = join(dir, 'key');
-    await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', comment, '-f', file]);
+    await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', passphrase, '-C', comment, '-f', file]);
     return { privateKey: await readFile(file, 'utf8'), publicKey: (await readFile(`${file}.pub`, 'utf8')).trim() };
   } finally {
     await rm(dir, { recursive: true, force: true });
@@ -203,7 +205,8 @@ export async function startSshGitServer(opts: { root: string }): Promise<SshGitS
     { mode: 0o755 },
   );
   const authorizedKeys = join(dir, 'authorized_keys');
-  await writeFile(authorizedKeys, `command="${serve}",no-pty,no-port-forwarding,no-agent-forwarding,no-X11-forwarding ${userKey.publicKey}\n`, { mode: 0o644 });
+  const authorizedLine = (publicKey: string): string => `command="${serve}",no-pty,no-port-forwarding,no-agent-forwarding,no-X11-forwarding ${publicKey}\n`;
+  await writeFile(authorizedKeys, authorizedLine(userKey.publicKey), { mode: 0o644 });
   const port = await freePort();
   const user = process.getuid?.() === 0 ? 'root' : userInfo().username;
   const configFile = join(dir, 'sshd_config');
@@ -271,6 +274,7 @@ export async function startSshGitServer(opts: { root: string }): Promise<SshGitS
     knownHosts: knownHostsByType['ssh-ed25519'].replace('PORT', String(port)),
     knownHostsByType: Object.fromEntries(Object.entries(knownHostsByType).map(([type, line]) => [type, line.replace('PORT', String(port))])) as Record<keyof typeof hostKeys, string>,
     userKey,
+    authorize: (publicKey) => appendFile(authorizedKeys, authorizedLine(publicKey)),
     log: () => log,
     close,
     [Symbol.asyncDispose]: close,
