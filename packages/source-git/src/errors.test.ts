@@ -13,3 +13,11 @@ describe('redact', () => {
     expect(new GitSourceError('AuthFailed', 'x').retryable).toBe(false);
   });
 });
+
+describe('redact and SSH URLs', () => {
+  it('keeps the user name of an ssh:// URL, which is no credential, but not a password beside it', () => {
+    expect(redact('ssh://git@host:2222/r.git failed', [])).toBe('ssh://git@host:2222/r.git failed');
+    expect(redact('ssh://git:pw@host/r.git', [])).toBe('ssh://***@host/r.git');
+    expect(redact('https://git@host/r.git', [])).toBe('https://***@host/r.git');
+  });
+});

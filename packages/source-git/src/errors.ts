@@ -55,7 +55,7 @@ export class GitSourceError extends Error {
   }
 }
 
-/** Replaces each secret, and any `scheme://user:pass@` userinfo, with `***`. */
+/** Replaces each secret, and any `scheme://user:pass@` userinfo (but an ssh:// user name), with `***`. */
 export function redact(text: string, secrets: readonly string[]): string {
   let out = text;
   for (const secret of secrets) {
@@ -64,5 +64,8 @@ export function redact(text: string, secrets: readonly string[]): string {
     const encoded = encodeURIComponent(secret);
     if (encoded !== secret) out = out.split(encoded).join('***');
   }
-  return out.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/gi, '$1***@');
+  // An SSH URL's user name (ssh://git@host/…) is no credential; a password beside it would be.
+  return out.replace(/([a-z][a-z0-9+.-]*:\/\/)([^/@\s]*)@/gi, (all: string, scheme: string, info: string) =>
+    /^(ssh|git\+ssh|ssh\+git):\/\/$/i.test(scheme) && !info.includes(':') ? all : `${scheme}***@`,
+  );
 }

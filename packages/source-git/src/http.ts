@@ -4,7 +4,6 @@
 // idempotent request that meets a transient failure (429/5xx, reset, timeout) is retried on its own with
 // backoff: a server that fails one request in three must not fail every sync (issue 15), so no request's
 // fate may depend on the outcome of the others in its operation.
-import type { GitHttpRequest, GitHttpResponse, HttpClient } from 'isomorphic-git';
 import { GitSourceError, GitSourceErrorCode } from './errors.ts';
 
 export interface HttpRequest {
@@ -108,10 +107,7 @@ export interface SessionOptions {
   random: () => number;
   /** How the repo is named in messages (credentials removed). */
   shownRepo: string;
-  /**
-   * Told about every limit or timeout failure we raise: isomorphic-git does not always pass an error from the
-   * body stream on, so the caller checks this afterwards.
-   */
+  /** Told about every limit or timeout failure we raise, which wins over whatever a consumer made of it. */
   onFailure: (err: GitSourceError) => void;
 }
 
@@ -139,8 +135,6 @@ export interface HttpSession {
    * body breaks off with a network error or an idle timeout. Errors `consume` raises itself are final.
    */
   exchange<T>(req: SessionRequest, consume: (res: SessionResponse) => Promise<T>): Promise<T>;
-  /** The same, shaped as isomorphic-git's client; bodies are read whole inside the attempt (refs only). */
-  readonly client: HttpClient;
   /** Aborted when the operation's deadline passes. */
   readonly signal: AbortSignal;
 }
@@ -276,32 +270,7 @@ export function createHttpSession(opts: SessionOptions): HttpSession {
     }
   }
 
-  const client: HttpClient = {
-    async request(req: GitHttpRequest): Promise<GitHttpResponse> {
-      let body: Uint8Array | undefined;
-      if (req.body !== undefined) {
-        const parts: Uint8Array[] = [];
-        for await (const part of req.body) parts.push(part);
-        body = Buffer.concat(parts);
-      }
-      const method = req.method === 'POST' ? 'POST' : 'GET';
-      return exchange({ url: req.url, method, headers: req.headers ?? {}, body }, async (res) => {
-        const parts: Uint8Array[] = [];
-        for await (const part of res.body) parts.push(part);
-        const whole = Buffer.concat(parts);
-        return {
-          url: res.url,
-          method,
-          statusCode: res.statusCode,
-          statusMessage: res.statusMessage,
-          headers: res.headers,
-          body: once(whole),
-        };
-      }).catch(report);
-    },
-  };
-
-  return { exchange, client, signal };
+  return { exchange, signal };
 }
 
 /** One try of a request: its own abort (an idle timeout tears down this attempt only) and its bytes. */
@@ -355,19 +324,6 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     }, ms);
     signal.addEventListener('abort', onAbort, { once: true });
   });
-}
-
-function once(chunk: Uint8Array): AsyncIterableIterator<Uint8Array> {
-  let done = false;
-  const it: AsyncIterableIterator<Uint8Array> = {
-    next: () => {
-      const result: IteratorResult<Uint8Array> = done ? { done: true, value: undefined } : { done: false, value: chunk };
-      done = true;
-      return Promise.resolve(result);
-    },
-    [Symbol.asyncIterator]: () => it,
-  };
-  return it;
 }
 
 async function drain(body: AsyncIterable<Uint8Array>): Promise<void> {

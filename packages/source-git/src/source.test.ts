@@ -384,13 +384,11 @@ async function readdirSizes(source: { fetchSnapshot(r: { repo: string; sha: stri
 
 describe('repo URLs', () => {
   it.each([
-    ['ssh://git@github.com/org/repo.git', /SSH is not supported/],
-    ['git@github.com:org/repo.git', /SSH is not supported/],
     ['git://github.com/org/repo.git', /git protocol/],
     ['file:///etc', /file protocol/],
     ['ext::sh -c touch% /tmp/pwned', /ext:: transport/],
-    ['not a url', /not a URL/],
-  ])('refuses %s, saying https is supported', async (repo, message) => {
+    ['not a url', /whitespace/],
+  ])('refuses %s, saying what is supported', async (repo, message) => {
     // given
     const { source } = await newSource();
 
@@ -400,7 +398,23 @@ describe('repo URLs', () => {
     // then
     expect(err.code).toBe('InvalidRepoUrl');
     expect(err.message).toMatch(message);
-    expect(err.message).toMatch(/only https:\/\/ repository URLs are supported/);
+    expect(err.message).toMatch(/supported are https:\/\/ and ssh:\/\/ URLs and the scp-like user@host:path/);
+  });
+
+  it.each(['ssh://git@github.com/org/repo.git', 'git@github.com:org/repo.git'])('asks for an SSH Secret for %s rather than trusting anything', async (repo) => {
+    // given
+    const { source } = await newSource();
+
+    // when
+    const without = await failure(source.resolveRevision({ repo, revision: 'main' }));
+    const https = await failure(source.resolveRevision({ repo, revision: 'main', auth: { username: 'u', password: 'hunter2' } }));
+
+    // then
+    expect(without.code).toBe('InvalidAuth');
+    expect(without.message).toMatch(/needs spec\.source\.git\.secretRef naming a Secret with identity \(a private key\) and known_hosts keys/);
+    expect(https.code).toBe('InvalidAuth');
+    expect(https.message).toMatch(/the Secret holds https credentials/);
+    expect(https.message).not.toContain('hunter2');
   });
 
   it('refuses plain http unless told otherwise (tests only)', async () => {
@@ -575,6 +589,28 @@ describe('authFromSecretData', () => {
   it('reads bearerToken, or username and password, from base64 Secret data', () => {
     expect(authFromSecretData({ bearerToken: b64('tok') })).toEqual({ bearerToken: 'tok' });
     expect(authFromSecretData({ username: b64('u'), password: b64('p') })).toEqual({ username: 'u', password: 'p' });
+  });
+
+  it('reads identity and known_hosts (with password as the passphrase, as in Flux) for SSH', () => {
+    expect(authFromSecretData({ identity: b64('KEY'), known_hosts: b64('h ssh-ed25519 AAAA') }, 'Secret ns/git-auth')).toEqual({
+      identity: 'KEY',
+      knownHosts: 'h ssh-ed25519 AAAA',
+      from: 'Secret ns/git-auth',
+    });
+    expect(authFromSecretData({ identity: b64('KEY'), known_hosts: b64('h'), password: b64('pw') })).toEqual({ identity: 'KEY', knownHosts: 'h', passphrase: 'pw' });
+  });
+
+  it('refuses an identity without known_hosts: no trust on first use', () => {
+    const err = (() => {
+      try {
+        return authFromSecretData({ identity: b64('-----BEGIN OPENSSH PRIVATE KEY-----\nsecretmaterial\n') });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect((err as GitSourceErrorType).code).toBe('InvalidAuth');
+    expect((err as GitSourceErrorType).message).toMatch(/no known_hosts key.*never trusted on first use/);
+    expect((err as GitSourceErrorType).message).not.toContain('secretmaterial');
   });
 
   it('refuses Secret data with neither, without echoing what it holds', () => {

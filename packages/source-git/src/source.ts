@@ -4,19 +4,34 @@ import { createHash } from 'node:crypto';
 import { mkdir, readdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import git from 'isomorphic-git';
 import { SnapshotCache, directoryBytes, snapshotFormat } from './cache.ts';
 import { GitSourceError, GitSourceErrorCode, redact } from './errors.ts';
-import type { HttpSession, HttpTransport, RetryPolicy } from './http.ts';
+import type { HttpTransport, RetryPolicy } from './http.ts';
 import { HttpStatusError, createHttpSession, defaultRetryPolicy, fetchTransport } from './http.ts';
 import { indexInWorker } from './index-pack-worker.ts';
 import { ObjectType, PackError, PackReader, commitTree, ownBuffer, parseTree } from './pack.ts';
 import type { TreeEntry } from './pack.ts';
-import { fetchPack } from './upload-pack.ts';
+import { fetchPack, httpUploadPack, listRefs as listAdvertisedRefs } from './upload-pack.ts';
+import type { AdvertisedRef, UploadPackTransport } from './upload-pack.ts';
 import { isSafeEntryName, parseRequestPath, resolveSymlinkTarget } from './paths.ts';
 import { parseRepoUrl } from './repo-url.ts';
+import type { RepoUrl } from './repo-url.ts';
+import { sshSecrets, sshUploadPack } from './ssh.ts';
+import type { SshCredentials } from './ssh.ts';
 
-export type GitAuth = { username: string; password: string } | { bearerToken: string };
+/** Credentials: https basic or bearer, or an SSH key with the known_hosts that vouch for the server. */
+export type GitAuth = { username: string; password: string } | { bearerToken: string } | SshAuth;
+
+export interface SshAuth {
+  /** The private key (OpenSSH or PEM). */
+  identity: string;
+  /** known_hosts lines for the server; its host key must be listed (no trust on first use). */
+  knownHosts: string;
+  /** The key's passphrase, if it is encrypted. */
+  passphrase?: string | undefined;
+  /** Where the key came from, for messages (e.g. `Secret team-a/git-auth`). */
+  from?: string | undefined;
+}
 
 export interface GitSourceLimits {
   /** Bytes the server may send for one resolve or fetch (all responses together). */
@@ -108,27 +123,44 @@ export interface GitSource {
 
 const fullSha = /^[0-9a-f]{40}$/i;
 
-/** Turns a Kubernetes Secret's `data` (base64 values) into Git credentials. */
-export function authFromSecretData(data: Readonly<Record<string, string>> | undefined): GitAuth {
+/**
+ * Turns a Kubernetes Secret's `data` (base64 values) into Git credentials: `identity` + `known_hosts` (and
+ * `password` as the key's passphrase, as in Flux) for SSH, else `bearerToken`, else `username` + `password`.
+ * `from` names the Secret in messages.
+ */
+export function authFromSecretData(data: Readonly<Record<string, string>> | undefined, from?: string): GitAuth {
   const decode = (key: string): string | undefined => {
     const v = data?.[key];
     return v === undefined ? undefined : Buffer.from(v, 'base64').toString('utf8');
   };
+  const identity = decode('identity');
+  if (identity !== undefined && identity.trim() !== '') {
+    const knownHosts = decode('known_hosts');
+    if (knownHosts === undefined || knownHosts.trim() === '') {
+      throw new GitSourceError(
+        GitSourceErrorCode.InvalidAuth,
+        "the auth Secret has an identity but no known_hosts key; add the server's host key (e.g. from ssh-keyscan, checked out of band): host keys are never trusted on first use",
+      );
+    }
+    const passphrase = decode('password');
+    return { identity, knownHosts, ...(passphrase === undefined || passphrase === '' ? {} : { passphrase }), ...(from === undefined ? {} : { from }) };
+  }
   const bearerToken = decode('bearerToken');
   if (bearerToken !== undefined && bearerToken !== '') return { bearerToken };
   const username = decode('username');
   const password = decode('password');
   if (username !== undefined && password !== undefined && username !== '' && password !== '') return { username, password };
-  throw new GitSourceError(GitSourceErrorCode.InvalidAuth, 'the auth Secret needs either a bearerToken key or both username and password keys');
+  throw new GitSourceError(GitSourceErrorCode.InvalidAuth, 'the auth Secret needs identity and known_hosts keys (SSH), a bearerToken key, or both username and password keys');
 }
 
 interface Operation {
   shownRepo: string;
   url: string;
-  origin: string;
+  target: RepoUrl;
+  ssh: SshCredentials | undefined;
   authorization: string | undefined;
   secrets: string[];
-  /** The first limit or timeout the transport guard raised, which wins over whatever isomorphic-git made of it. */
+  /** The first limit or timeout the transport guard raised, which wins over whatever the protocol code made of it. */
   failure: GitSourceError | undefined;
 }
 
@@ -145,6 +177,19 @@ export function createGitSource(options: GitSourceOptions): GitSource {
   function prepare(repo: string, auth: GitAuth | undefined): Operation {
     const parsed = parseRepoUrl(repo, allowInsecureHttp);
     const secrets: string[] = [];
+    if (parsed.kind === 'ssh') {
+      if (auth === undefined || !('identity' in auth)) {
+        throw new GitSourceError(
+          GitSourceErrorCode.InvalidAuth,
+          `${parsed.url}: an SSH repo needs spec.source.git.secretRef naming a Secret with identity (a private key) and known_hosts keys${auth === undefined ? '' : '; the Secret holds https credentials'}`,
+        );
+      }
+      secrets.push(...sshSecrets(auth));
+      return { shownRepo: parsed.url, url: parsed.url, target: parsed, ssh: auth, authorization: undefined, secrets, failure: undefined };
+    }
+    if (auth !== undefined && 'identity' in auth) {
+      throw new GitSourceError(GitSourceErrorCode.InvalidAuth, `${parsed.url}: the auth Secret holds an SSH identity, but the repo is an https URL; use its ssh:// or user@host:path address`);
+    }
     let authorization: string | undefined;
     const basic = auth !== undefined && 'bearerToken' in auth ? undefined : (auth ?? parsed.embedded);
     if (auth !== undefined && 'bearerToken' in auth) {
@@ -157,14 +202,31 @@ export function createGitSource(options: GitSourceOptions): GitSource {
       secrets.push(pair, encoded, basic.password);
     }
     if (parsed.embedded !== undefined) secrets.push(parsed.embedded.password, `${parsed.embedded.username}:${parsed.embedded.password}`);
-    return { shownRepo: parsed.url, url: parsed.url, origin: parsed.origin, authorization, secrets, failure: undefined };
+    return { shownRepo: parsed.url, url: parsed.url, target: parsed, ssh: undefined, authorization, secrets, failure: undefined };
   }
 
-  /** One resolve's or fetch's HTTP: its deadline, byte budget and retry policy. */
-  function session(op: Operation): HttpSession {
-    return createHttpSession({
+  /** One resolve's or fetch's way to git-upload-pack, chosen by the URL's scheme: its deadline, byte budget and retries. */
+  function uploadPack(op: Operation): UploadPackTransport {
+    const onFailure = (err: GitSourceError): void => {
+      op.failure ??= err;
+    };
+    if (op.target.kind === 'ssh') {
+      if (op.ssh === undefined) throw new GitSourceError(GitSourceErrorCode.InvalidAuth, `${op.shownRepo}: no SSH credentials`);
+      return sshUploadPack({
+        target: op.target,
+        credentials: op.ssh,
+        maxResponseBytes: limits.maxResponseBytes,
+        timeoutMs: limits.timeoutMs,
+        idleTimeoutMs: limits.idleTimeoutMs,
+        retry,
+        random,
+        shownRepo: op.shownRepo,
+        onFailure,
+      });
+    }
+    const session = createHttpSession({
       transport,
-      origin: op.origin,
+      origin: op.target.origin,
       authorization: op.authorization,
       allowInsecureHttp,
       maxResponseBytes: limits.maxResponseBytes,
@@ -173,10 +235,9 @@ export function createGitSource(options: GitSourceOptions): GitSource {
       retry,
       random,
       shownRepo: op.shownRepo,
-      onFailure: (err) => {
-        op.failure ??= err;
-      },
+      onFailure,
     });
+    return httpUploadPack(session, op.url, op.shownRepo);
   }
 
   async function guarded<T>(repo: string, auth: GitAuth | undefined, what: string, fn: (op: Operation) => Promise<T>): Promise<T> {
@@ -200,13 +261,13 @@ export function createGitSource(options: GitSourceOptions): GitSource {
   // One ref listing per (repository, credentials), shared: concurrent callers wait for the same request, and
   // a caller that accepts an age (the operator: half its refresh interval) reuses a recent one. A webhook or a
   // reconcile request asks for a fresh one (maxAgeMs 0).
-  const listings = new Map<string, { at: number; refs: Promise<Awaited<ReturnType<typeof git.listServerRefs>>> }>();
-  const listRefs = (op: Operation, req: ResolveRequest): Promise<Awaited<ReturnType<typeof git.listServerRefs>>> => {
+  const listings = new Map<string, { at: number; refs: Promise<AdvertisedRef[]> }>();
+  const listRefs = (op: Operation, req: ResolveRequest): Promise<AdvertisedRef[]> => {
     const key = createHash('sha256').update(op.url).update('\0').update(JSON.stringify(req.auth ?? null)).digest('hex');
     const now = clock.now();
     const known = listings.get(key);
     if (known !== undefined && (now - known.at < (req.maxAgeMs ?? 0) || known.at === LISTING_IN_FLIGHT)) return known.refs;
-    const entry = { at: LISTING_IN_FLIGHT, refs: git.listServerRefs({ http: session(op).client, url: op.url, protocolVersion: 1, peelTags: true, symrefs: true }) };
+    const entry = { at: LISTING_IN_FLIGHT, refs: listAdvertisedRefs(uploadPack(op)) };
     listings.set(key, entry);
     entry.refs.then(
       () => {
@@ -293,8 +354,8 @@ export function createGitSource(options: GitSourceOptions): GitSource {
     const incomplete = (err: unknown): GitSourceError =>
       new GitSourceError(GitSourceErrorCode.ServerError, `${op.shownRepo}: the pack the server sent for ${sha} is incomplete or damaged: ${errorText(err)}`);
     try {
-      const http = session(op);
-      await fetchPack({ session: http, url: op.url, sha, packPath: incoming, shownRepo: op.shownRepo });
+      const http = uploadPack(op);
+      await fetchPack({ transport: http, sha, packPath: incoming, shownRepo: op.shownRepo });
       const incomingIdx = join(packDir, 'incoming.idx');
       const outcome = await indexInWorker({ packPath: incoming, idxPath: incomingIdx, commit: sha, maxObjectBytes: limits.maxResponseBytes }, http.signal).catch((err: unknown) => {
         throw http.signal.aborted ? new GitSourceError(GitSourceErrorCode.Timeout, `${op.shownRepo}: the operation timed out`) : err;
@@ -521,7 +582,7 @@ function errorText(err: unknown): string {
 /** Every error leaving the package: a GitSourceError with a code, naming the repo, credentials redacted. */
 function toGitSourceError(err: unknown, op: Operation | undefined, what: string, auth: GitAuth | undefined): GitSourceError {
   const secrets = [...(op?.secrets ?? [])];
-  if (auth !== undefined) secrets.push(...('bearerToken' in auth ? [auth.bearerToken] : [auth.password]));
+  if (auth !== undefined) secrets.push(...('bearerToken' in auth ? [auth.bearerToken] : 'identity' in auth ? sshSecrets(auth) : [auth.password]));
   const shownRepo = op?.shownRepo ?? 'the repository';
   const make = (code: GitSourceErrorCode, message: string): GitSourceError => new GitSourceError(code, redact(message, secrets));
   const fromStatus = (status: number): GitSourceError => {
@@ -531,19 +592,12 @@ function toGitSourceError(err: unknown, op: Operation | undefined, what: string,
   };
   if (err instanceof GitSourceError) return make(err.code, err.message);
   if (err instanceof HttpStatusError) return fromStatus(err.statusCode);
-  const e = err as { code?: unknown; name?: unknown; data?: { statusCode?: unknown }; cause?: { code?: unknown } };
-  if (e.code === 'HttpError' && typeof e.data?.statusCode === 'number') return fromStatus(e.data.statusCode);
+  const e = err as { code?: unknown; name?: unknown; cause?: { code?: unknown } };
   if (e.name === 'TimeoutError' || e.name === 'AbortError') return make(GitSourceErrorCode.Timeout, `${shownRepo}: ${what}: timed out`);
   const netCode = typeof e.cause?.code === 'string' ? e.cause.code : typeof e.code === 'string' ? e.code : undefined;
   if (netCode !== undefined && /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|EHOSTUNREACH|ENETUNREACH|UND_ERR_SOCKET|UND_ERR_CONNECT_TIMEOUT)$/.test(netCode)) {
     return make(GitSourceErrorCode.Unreachable, `${shownRepo}: ${what}: cannot reach the server (${netCode})`);
   }
-  if (typeof e.code === 'string' && protocolErrorCodes.has(e.code)) {
-    // Their messages quote what the server sent; say what went wrong instead.
-    return make(GitSourceErrorCode.ServerError, `${shownRepo}: ${what}: the server's answer is not valid Git smart HTTP (${e.code})`);
-  }
   const detail = errorText(err);
   return make(GitSourceErrorCode.ServerError, `${shownRepo}: ${what}: ${detail.length > 300 ? `${detail.slice(0, 300)}…` : detail}`);
 }
-
-const protocolErrorCodes: ReadonlySet<string> = new Set(['ParseError', 'SmartHttpError', 'EmptyServerResponseError', 'UnknownTransportError', 'InternalError', 'RemoteCapabilityError']);

@@ -1,8 +1,10 @@
-// Fetches one commit (depth 1) over Git smart HTTP, protocol v0/v1: GET info/refs for the server's
-// capabilities, then POST git-upload-pack with one want, streaming the pack out of the side-band into a file
-// as it arrives. The pack never sits in memory (isomorphic-git collected it whole and then indexed it with
-// per-object structures: ~320 MiB for a 2.5 MB pack of 60,000 objects, issue 15), and nothing here trusts
-// the stream to be complete: index-pack.ts verifies what was written.
+// The Git pack protocol (v0) as git-upload-pack speaks it, over any transport: the ref advertisement, then
+// one request with one want (depth 1), streaming the pack out of the side-band into a file as it arrives.
+// Smart HTTP (http.ts: GET info/refs, then POST git-upload-pack) and SSH (ssh.ts: one exec channel running
+// git-upload-pack) only carry the bytes; listing refs and fetching a commit are the same code for both.
+// The pack never sits in memory (isomorphic-git collected it whole and then indexed it with per-object
+// structures: ~320 MiB for a 2.5 MB pack of 60,000 objects, issue 15), and nothing here trusts the stream to
+// be complete: index-pack.ts verifies what was written.
 import type { FileHandle } from 'node:fs/promises';
 import { open } from 'node:fs/promises';
 import { GitSourceError, GitSourceErrorCode } from './errors.ts';
@@ -10,76 +12,174 @@ import type { HttpSession, SessionResponse } from './http.ts';
 import { HttpStatusError } from './http.ts';
 import { PackError } from './pack.ts';
 
+/** One ref of the advertisement; annotated tags carry the commit they peel to. */
+export interface AdvertisedRef {
+  ref: string;
+  oid: string;
+  peeled?: string | undefined;
+  /** For a symbolic ref (HEAD): the ref it points at. */
+  target?: string | undefined;
+}
+
+export interface Advertisement {
+  refs: AdvertisedRef[];
+  capabilities: Set<string>;
+}
+
+/** One conversation with git-upload-pack: its ref advertisement, then at most one request. */
+export interface UploadPackConversation {
+  readonly advertisement: Advertisement;
+  /**
+   * Sends a request (wants, then done) and hands the response's pkt-lines to `consume`. A transport may call
+   * `consume` more than once (HTTP retries a transient failure); each call starts from the response's start.
+   */
+  request<T>(body: Buffer, consume: (reader: PktReader) => Promise<T>): Promise<T>;
+  /** Ends the conversation (SSH: tells upload-pack we are done and closes the channel). */
+  close(): Promise<void>;
+}
+
+/** Opens conversations with one repository's git-upload-pack. */
+export interface UploadPackTransport {
+  open(): Promise<UploadPackConversation>;
+  /** Aborted when the operation's deadline passes. */
+  readonly signal: AbortSignal;
+}
+
 export interface FetchPackOptions {
-  session: HttpSession;
-  /** The repo URL, without credentials. */
-  url: string;
+  transport: UploadPackTransport;
   sha: string;
   /** Where the pack is written (replaced by each attempt). */
   packPath: string;
   shownRepo: string;
 }
 
-const userAgent = 'git/syncline';
+export const userAgent = 'git/syncline';
+
+/** The repository's refs (branches, tags peeled, HEAD and its target). */
+export async function listRefs(transport: UploadPackTransport): Promise<AdvertisedRef[]> {
+  const conversation = await transport.open();
+  await conversation.close();
+  return conversation.advertisement.refs;
+}
 
 /** Fetches `sha` into `packPath`. Returns the bytes written. */
 export async function fetchPack(opts: FetchPackOptions): Promise<number> {
-  const caps = await advertisedCapabilities(opts);
-  if (caps.has('object-format=sha256')) {
-    throw new GitSourceError(GitSourceErrorCode.ServerError, `${opts.shownRepo}: SHA-256 repositories are not supported`);
-  }
-  const sideband = caps.has('side-band-64k') ? 'side-band-64k' : caps.has('side-band') ? 'side-band' : undefined;
-  const wanted = [sideband, 'ofs-delta', 'shallow', 'no-progress'].filter((c): c is string => c !== undefined && caps.has(c));
-  const body = Buffer.concat([
-    pktLine(`want ${opts.sha} ${[...wanted, `agent=${userAgent}`].join(' ')}\n`),
-    ...(caps.has('shallow') ? [pktLine('deepen 1\n')] : []),
-    Buffer.from('0000'),
-    pktLine('done\n'),
-  ]);
-  return opts.session.exchange(
-    {
-      url: `${opts.url}/git-upload-pack`,
-      method: 'POST',
-      headers: {
-        'content-type': 'application/x-git-upload-pack-request',
-        accept: 'application/x-git-upload-pack-result',
-        'user-agent': userAgent,
-      },
-      body,
-    },
-    async (res) => {
-      expectGit(res, 'application/x-git-upload-pack-result', opts.shownRepo);
+  const conversation = await opts.transport.open();
+  try {
+    const caps = conversation.advertisement.capabilities;
+    if (caps.has('object-format=sha256')) {
+      throw new GitSourceError(GitSourceErrorCode.ServerError, `${opts.shownRepo}: SHA-256 repositories are not supported`);
+    }
+    const sideband = caps.has('side-band-64k') ? 'side-band-64k' : caps.has('side-band') ? 'side-band' : undefined;
+    const wanted = [sideband, 'ofs-delta', 'shallow', 'no-progress'].filter((c): c is string => c !== undefined && caps.has(c));
+    const body = Buffer.concat([
+      pktLine(`want ${opts.sha} ${[...wanted, `agent=${userAgent}`].join(' ')}\n`),
+      ...(caps.has('shallow') ? [pktLine('deepen 1\n')] : []),
+      Buffer.from('0000'),
+      pktLine('done\n'),
+    ]);
+    return await conversation.request(body, async (reader) => {
       const file = await open(opts.packPath, 'w');
       try {
-        return await receivePack(new PktReader(res.body), file, sideband !== undefined, opts);
+        return await receivePack(reader, file, sideband !== undefined, opts);
       } finally {
         await file.close();
       }
-    },
-  );
+    });
+  } finally {
+    await conversation.close();
+  }
 }
 
-async function advertisedCapabilities(opts: FetchPackOptions): Promise<Set<string>> {
-  return opts.session.exchange(
-    { url: `${opts.url}/info/refs?service=git-upload-pack`, method: 'GET', headers: { accept: '*/*', 'user-agent': userAgent } },
-    async (res) => {
-      expectGit(res, 'application/x-git-upload-pack-advertisement', opts.shownRepo);
-      const reader = new PktReader(res.body);
-      let line = await reader.read();
-      if (Buffer.isBuffer(line) && line.toString('latin1').startsWith('# service=')) {
-        line = await reader.read();
-        if (line === 'flush') line = await reader.read();
-      }
-      if (!Buffer.isBuffer(line)) throw protocolError(opts.shownRepo, 'the ref advertisement is empty');
-      const text = line.toString('utf8');
-      if (text.startsWith('ERR ')) throw serverSaid(opts.shownRepo, text.slice(4));
-      const nul = line.indexOf(0);
-      const caps = nul < 0 ? '' : line.toString('latin1', nul + 1).trim();
-      // The rest (the refs) is not needed to fetch by id; read it so the connection is reusable.
-      for (let next = await reader.read(); next !== 'eof'; next = await reader.read());
-      return new Set(caps.split(' ').filter((c) => c !== ''));
+/**
+ * Reads a v0 ref advertisement up to its flush: `<oid> <ref>\0<capabilities>` first, then `<oid> <ref>`,
+ * with `<ref>^{}` lines peeling annotated tags. An empty repository sends `capabilities^{}` or nothing.
+ */
+export async function readAdvertisement(reader: PktReader, shownRepo: string): Promise<Advertisement> {
+  const refs: AdvertisedRef[] = [];
+  const byName = new Map<string, AdvertisedRef>();
+  let capabilities = new Set<string>();
+  let first = true;
+  for (;;) {
+    const line = await reader.read();
+    if (line === 'flush' || line === 'eof') {
+      if (line === 'eof' && first) throw protocolError(shownRepo, 'the ref advertisement is empty');
+      break;
+    }
+    if (line === 'delim') throw protocolError(shownRepo, 'unexpected delimiter in the ref advertisement');
+    const text = line.toString('utf8');
+    if (text.startsWith('ERR ')) throw serverSaid(shownRepo, text.slice(4));
+    if (first && /^version 1\n?$/.test(text)) continue;
+    if (first && text.startsWith('version 2')) throw protocolError(shownRepo, 'the server answered with protocol v2, which was not asked for');
+    const nul = line.indexOf(0);
+    const head = (nul < 0 ? text : line.toString('utf8', 0, nul)).replace(/\n$/, '');
+    if (first && nul >= 0) capabilities = new Set(line.toString('latin1', nul + 1).trim().split(' ').filter((c) => c !== ''));
+    first = false;
+    const m = /^([0-9a-f]{40}) (\S+)$/.exec(head);
+    if (m === null) throw protocolError(shownRepo, 'a ref line is malformed');
+    const [, oid = '', name = ''] = m;
+    if (name === 'capabilities^{}') continue;
+    if (name.endsWith('^{}')) {
+      const tag = byName.get(name.slice(0, -3));
+      if (tag !== undefined) tag.peeled = oid;
+      continue;
+    }
+    const ref: AdvertisedRef = { ref: name, oid };
+    refs.push(ref);
+    byName.set(name, ref);
+  }
+  for (const cap of capabilities) {
+    const m = /^symref=([^:]+):(.+)$/.exec(cap);
+    const ref = m === null ? undefined : byName.get(m[1] ?? '');
+    if (ref !== undefined) ref.target = m?.[2];
+  }
+  return { refs, capabilities };
+}
+
+/** Smart HTTP: GET info/refs for the advertisement, then POST git-upload-pack with the request. */
+export function httpUploadPack(session: HttpSession, url: string, shownRepo: string): UploadPackTransport {
+  return {
+    signal: session.signal,
+    async open() {
+      const advertisement = await session.exchange(
+        { url: `${url}/info/refs?service=git-upload-pack`, method: 'GET', headers: { accept: '*/*', 'user-agent': userAgent } },
+        async (res) => {
+          expectGit(res, 'application/x-git-upload-pack-advertisement', shownRepo);
+          const reader = new PktReader(res.body);
+          const line = await reader.peek();
+          if (Buffer.isBuffer(line) && line.toString('latin1').startsWith('# service=')) {
+            await reader.read();
+            if ((await reader.peek()) === 'flush') await reader.read();
+          }
+          const adv = await readAdvertisement(reader, shownRepo);
+          // Read to the end so the connection is reusable.
+          for await (const _ of reader.rest());
+          return adv;
+        },
+      );
+      return {
+        advertisement,
+        request: (body, consume) =>
+          session.exchange(
+            {
+              url: `${url}/git-upload-pack`,
+              method: 'POST',
+              headers: {
+                'content-type': 'application/x-git-upload-pack-request',
+                accept: 'application/x-git-upload-pack-result',
+                'user-agent': userAgent,
+              },
+              body,
+            },
+            async (res) => {
+              expectGit(res, 'application/x-git-upload-pack-result', shownRepo);
+              return consume(new PktReader(res.body));
+            },
+          ),
+        close: () => Promise.resolve(),
+      };
     },
-  );
+  };
 }
 
 async function receivePack(reader: PktReader, file: FileHandle, sideband: boolean, opts: FetchPackOptions): Promise<number> {
@@ -179,8 +279,21 @@ export class PktReader {
     return this.#buf.length >= n;
   }
 
+  #peeked: Buffer | 'flush' | 'delim' | 'eof' | undefined;
+
+  /** The next packet, left to be read again. */
+  async peek(): Promise<Buffer | 'flush' | 'delim' | 'eof'> {
+    this.#peeked ??= await this.read();
+    return this.#peeked;
+  }
+
   /** The next packet's payload, 'flush' (0000), 'delim' (0001), or 'eof' at a clean end of the stream. */
   async read(): Promise<Buffer | 'flush' | 'delim' | 'eof'> {
+    if (this.#peeked !== undefined) {
+      const packet = this.#peeked;
+      this.#peeked = undefined;
+      return packet;
+    }
     if (!(await this.#fill(4))) {
       if (this.#buf.length === 0) return 'eof';
       throw new PackError('the response breaks off inside a packet length');
@@ -201,6 +314,7 @@ export class PktReader {
 
   /** Whatever follows, unframed (a pack sent without side-band). */
   async *rest(): AsyncGenerator<Uint8Array> {
+    if (this.#peeked !== undefined) throw new Error('PktReader.rest after peek');
     if (this.#buf.length > 0) yield this.#buf;
     this.#buf = Buffer.alloc(0);
     for (let next = await this.#it.next(); next.done !== true; next = await this.#it.next()) yield next.value;
@@ -219,7 +333,7 @@ function expectGit(res: SessionResponse, contentType: string, shownRepo: string)
 }
 
 function protocolError(shownRepo: string, detail: string): GitSourceError {
-  return new GitSourceError(GitSourceErrorCode.ServerError, `${shownRepo}: the server's answer is not valid Git smart HTTP (${detail})`);
+  return new GitSourceError(GitSourceErrorCode.ServerError, `${shownRepo}: the server's answer is not valid Git upload-pack protocol (${detail})`);
 }
 
 function serverSaid(shownRepo: string, message: string): GitSourceError {

@@ -80,6 +80,8 @@ export interface TestRepo {
 export interface GitServer extends AsyncDisposable {
   /** Base URL, e.g. http://127.0.0.1:1234 (no trailing slash). */
   readonly url: string;
+  /** The directory holding the bare repos (`<name>.git`), e.g. for serving them over SSH too. */
+  readonly root: string;
   createRepo(name: string): Promise<TestRepo>;
   /** Requests seen so far, for one repo or all. */
   requests(repo?: string): RequestCounts;
@@ -344,6 +346,7 @@ export async function startGitServer(opts: { auth?: GitServerAuth } = {}): Promi
 
   const gitServer: GitServer = {
     url: baseUrl,
+    root,
     async createRepo(name) {
       if (!repoNamePattern.test(name) || name.endsWith('.git')) throw new Error(`invalid test repo name ${name}`);
       if (repos.has(name)) throw new Error(`test repo ${name} exists`);

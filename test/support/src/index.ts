@@ -6,3 +6,5 @@ export { startGitServer, generateRepo } from './git-server.ts';
 export type { GitServer, TestRepo } from './git-server.ts';
 export { startOperator } from './operator.ts';
 export type { OperatorProcess } from './operator.ts';
+export { startSshGitServer, generateSshKey, ensureSshd } from './ssh-server.ts';
+export type { SshGitServer, SshKeyPair } from './ssh-server.ts';

@@ -20,7 +20,8 @@ export async function readGitAuth(rest: KubeRest, namespace: string, secretName:
   const secret = await readObject<{ data?: Record<string, string> }>(rest, `/api/v1/namespaces/${namespace}/secrets/${secretName}`);
   if (secret === undefined) throw new StallError(Reason.FetchFailed, `the Secret ${namespace}/${secretName} named in spec.source.git.secretRef does not exist`);
   try {
-    return authFromSecretData(decodeData(secret.data));
+    // authFromSecretData decodes the base64 itself (decoding here too would garble every credential).
+    return authFromSecretData(secret.data, `Secret ${namespace}/${secretName}`);
   } catch (error) {
     throw new StallError(Reason.FetchFailed, `the Secret ${namespace}/${secretName}: ${error instanceof Error ? error.message : String(error)}`);
   }
