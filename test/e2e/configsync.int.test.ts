@@ -45,6 +45,8 @@ describe('ConfigSync end to end', () => {
     expect(await configMapData(ns.name, 'settings')).toEqual({ greeting: 'hello', env: 'dev' });
     expect(await configMapData(ns.name, 'plain')).toEqual({ alert: '{{ not a template }}' });
     expect(cs.status?.targets).toMatchObject([{ name: 'dev', phase: 'Synced', objects: 2 }]);
+    // the Ref and Revision columns read these
+    expect(cs.status).toMatchObject({ followedRef: 'main', shortRevision: first.slice(0, 7) });
     const events = await eventually(async () => {
       const list = await core.listNamespacedEvent({ namespace: ns.name, fieldSelector: 'involvedObject.name=app' });
       return list.items.some((e) => e.reason === 'Synced') ? list.items : undefined;
@@ -69,6 +71,7 @@ describe('ConfigSync end to end', () => {
     await patchConfigSync(ns.name, 'app', { spec: { source: { git: { revision: first } } } });
     cs = await waitForReady(ns.name, 'app', (c) => c.status?.sourceRevision === first);
     expect(condition(cs, 'Ready')?.message).toContain(first);
+    expect(cs.status).toMatchObject({ followedRef: 'pinned', shortRevision: first.slice(0, 7) });
     expect(await configMapData(ns.name, 'extra')).toBeUndefined();
     expect(await configMapData(ns.name, 'plain')).toEqual({ alert: '{{ not a template }}' });
     expect(await configMapData(ns.name, 'settings')).toEqual({ greeting: 'hello', env: 'dev' });

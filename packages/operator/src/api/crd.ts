@@ -59,13 +59,14 @@ export function customResourceDefinitions(): JsonSchema[] {
           schema: {
             openAPIV3Schema: {
               type: 'object',
+              description: def.description,
               required: ['spec'],
               properties: {
-                apiVersion: { type: 'string' },
-                kind: { type: 'string' },
-                metadata: { type: 'object' },
-                spec: structuralSchema(def.spec),
-                status: structuralSchema(def.status),
+                apiVersion: { type: 'string', description: `APIVersion defines the versioned schema of this representation of an object: ${GROUP}/${VERSION}.` },
+                kind: { type: 'string', description: `Kind is the REST resource this object represents: ${def.kind}.` },
+                metadata: { type: 'object', description: 'Standard object metadata (name, namespace, labels, annotations, ...).' },
+                spec: { ...structuralSchema(def.spec), description: def.specDescription },
+                status: { ...structuralSchema(def.status), description: def.statusDescription },
               },
             },
           },

@@ -409,6 +409,9 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
     observedGeneration: object.metadata.generation,
     lastSyncedTime: ok && (changed || revisionChanged || previous.lastSyncedTime === undefined) ? now : previous.lastSyncedTime,
     sourceRevision: ok ? revision : previous.sourceRevision,
+    // The Ref and Revision columns: a printer column cannot shorten a string or test it for a SHA.
+    shortRevision: ok ? revision.slice(0, 7) : previous.shortRevision,
+    followedRef: ok ? followedRef(spec.source.git.revision) : previous.followedRef,
     lastAttemptedRevision: revision,
     appliedTargets: applied,
     conditions,
@@ -430,6 +433,11 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   else log.debug({ revision }, 'no changes');
   if (changed || revisionChanged) events.push({ type: 'Normal', reason: 'Synced', message: `revision ${revision.slice(0, 12)}: ${summary}` });
   return { status, result: { kind: 'done', requeueAfterMs: run.refreshMs }, events };
+}
+
+/** The ref a revision was resolved from, or "pinned" when the spec names a commit SHA. */
+export function followedRef(revision: string): string {
+  return /^[0-9a-f]{40}$/i.test(revision) ? 'pinned' : revision;
 }
 
 /** Conditions every outcome that got past the source carries: the clamp notice, and none of a previous stall. */
