@@ -47,6 +47,9 @@ describe('ConfigSync end to end', () => {
     expect(cs.status?.targets).toMatchObject([{ name: 'dev', phase: 'Synced', objects: 2 }]);
     // the Ref and Revision columns read these
     expect(cs.status).toMatchObject({ followedRef: 'main', shortRevision: first.slice(0, 7) });
+    // and the applied objects are selectable by their sync (kubectl get all -l syncline.dev/name=app,...)
+    const selected = await core.listNamespacedConfigMap({ namespace: ns.name, labelSelector: `syncline.dev/name=app,syncline.dev/namespace=${ns.name},syncline.dev/kind=ConfigSync` });
+    expect(selected.items.map((c) => c.metadata?.name).sort()).toEqual(['plain', 'settings']);
     const events = await eventually(async () => {
       const list = await core.listNamespacedEvent({ namespace: ns.name, fieldSelector: 'involvedObject.name=app' });
       return list.items.some((e) => e.reason === 'Synced') ? list.items : undefined;

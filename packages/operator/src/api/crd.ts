@@ -64,7 +64,9 @@ export function customResourceDefinitions(): JsonSchema[] {
               properties: {
                 apiVersion: { type: 'string', description: `APIVersion defines the versioned schema of this representation of an object: ${GROUP}/${VERSION}.` },
                 kind: { type: 'string', description: `Kind is the REST resource this object represents: ${def.kind}.` },
-                metadata: { type: 'object', description: 'Standard object metadata (name, namespace, labels, annotations, ...).' },
+                // The API server forbids anything but name/generateName under metadata (a description included);
+                // kubectl explain shows ObjectMeta's own documentation there.
+                metadata: { type: 'object' },
                 spec: { ...structuralSchema(def.spec), description: def.specDescription },
                 status: { ...structuralSchema(def.status), description: def.statusDescription },
               },
