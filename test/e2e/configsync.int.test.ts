@@ -54,7 +54,12 @@ describe('ConfigSync end to end', () => {
       const list = await core.listNamespacedEvent({ namespace: ns.name, fieldSelector: 'involvedObject.name=app' });
       return list.items.some((e) => e.reason === 'Synced') ? list.items : undefined;
     }, 'a Synced event');
-    expect(events.find((e) => e.reason === 'Synced')?.message).toContain('2 created');
+    const synced = events.filter((e) => e.reason === 'Synced');
+    // once, naming what changed
+    expect(synced).toHaveLength(1);
+    expect(synced[0]?.message).toContain('2 created');
+    expect(synced[0]?.message).toContain(`ConfigMap/${ns.name}/settings created`);
+    expect(synced[0]?.message).toContain(`ConfigMap/${ns.name}/plain created`);
 
     // when a file changes, then the object is updated
     const second = await repo.commit({ 'app/settings.yaml.hbs': cm('settings', '  greeting: {{ values.greeting }}!\n  env: {{ target.name }}') });

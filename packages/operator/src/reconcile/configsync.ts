@@ -18,7 +18,7 @@ import { Reason, removeCondition, setCondition, type ConditionInput } from './co
 import { MAX_TIMER_MS, boundedInterval, formatDuration, parseDuration, type IntervalBounds } from './duration.ts';
 import { conditionsDiffer, objectPath, patchFinalizers, writeStatus } from './object-status.ts';
 import { StallError, readGitAuth, readValues } from './inputs.ts';
-import { appliedConditions, applyTarget, combineTargets, emptyCounts, truncate, type TargetOutcome } from './target.ts';
+import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, truncate, type TargetOutcome } from './target.ts';
 
 export const FINALIZER = 'syncline.dev/finalizer';
 export const RECONCILE_REQUESTED_ANNOTATION = 'syncline.dev/reconcile-requested-at';
@@ -385,6 +385,7 @@ function unavailableTarget(target: { name: string; namespace?: string | undefine
     drift: [],
     orphaned: [],
     changed: false,
+    changes: [],
   };
 }
 
@@ -392,7 +393,7 @@ function unavailableTarget(target: { name: string; namespace?: string | undefine
 function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetOutcome[], allDesired: readonly KubernetesObject[]): Outcome {
   const { deps, object, spec, log, now } = run;
   const previous = object.status ?? {};
-  const { counts, failures, conflicts, drift, orphaned, changed } = combineTargets(targets);
+  const { counts, failures, conflicts, drift, orphaned, changed, changes } = combineTargets(targets);
   deps.metrics.managedObjects.set({ configsync: `${run.namespace}/${object.metadata.name}` }, targets.reduce((n, t) => n + t.status.objects, 0));
   const applied = targets.filter((t) => t.status.phase === 'Synced').length;
   const ok = failures.length === 0 && conflicts.length === 0;
@@ -431,7 +432,8 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   }
   if (changed || revisionChanged) log.info({ revision, ...counts }, 'synced');
   else log.debug({ revision }, 'no changes');
-  if (changed || revisionChanged) events.push({ type: 'Normal', reason: 'Synced', message: `revision ${revision.slice(0, 12)}: ${summary}` });
+  // Once per change (the event is recorded only with the status write it explains), naming what changed.
+  if (changed || revisionChanged) events.push({ type: 'Normal', reason: 'Synced', message: truncate(`revision ${revision.slice(0, 12)}: ${summary}${changes.length === 0 ? '' : `: ${describeChanges(changes)}`}`) });
   return { status, result: { kind: 'done', requeueAfterMs: run.refreshMs }, events };
 }
 
