@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { applyConfigSync, configMapData, configSync, installCrds, kc, waitForReady } from '../e2e/harness.ts';
+import { applyConfigSync, configMapData, configSync, eventually, installCrds, kc, readConfigSync, waitForReady } from '../e2e/harness.ts';
 import { ensureHelm, runHelm } from './helm.ts';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -267,6 +267,65 @@ describe('charts/syncline', () => {
     expect(operator.logs.filter((l) => /forbidden/i.test(JSON.stringify(l)))).toEqual([]);
   }, 90_000);
 
+  it("secretAccess=namespaced grants enough and no more: as the chart's ServiceAccount (cluster mode, manage narrowed to ConfigMaps), Secrets are read where granted only", async () => {
+    // given the chart's cluster-mode RBAC with Secret rights in one tenant namespace only, applied for real
+    await using tenant = await testNamespace({ prefix: 'chart-sec' });
+    await using outside = await testNamespace({ prefix: 'chart-nosec' });
+    const release = `sec-${tenant.name.slice(-8)}`;
+    const rendered = runHelm(helm, ['template', release, chartDir, '--namespace', tenant.name,
+      '--set', 'operator.secretAccess=namespaced', '--set', `operator.secretNamespaces[0]=${tenant.name}`,
+      '--set', 'rbac.manage.rules[0].apiGroups[0]=', '--set', 'rbac.manage.rules[0].resources[0]=configmaps',
+      '--set', 'rbac.manage.rules[0].verbs={get,list,watch,create,update,patch,delete}'], helmHome);
+    expect(rendered.status, rendered.stderr).toBe(0);
+    const objects = (parseYamlDocuments(rendered.stdout) as (Rendered | null)[]).filter((o): o is Rendered => o !== null);
+    const rbac = objects.filter((o) => ['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind ?? ''));
+    for (const object of rbac) await serverSideApply(rest, object, tenant.name);
+    try {
+      const token = (await rest.request<{ status: { token: string } }>({
+        method: 'POST',
+        path: `/api/v1/namespaces/${tenant.name}/serviceaccounts/${release}-syncline/token`,
+        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+      })).status.token;
+      const kubeconfig = join(helmHome, `${tenant.name}.kubeconfig`);
+      await writeFile(kubeconfig, serviceAccountKubeconfig(token));
+      await using git = await startGitServer();
+      const repo = await git.createRepo('secrets');
+      const sha = await repo.commit({ 'app/cm.yaml.hbs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-git\ndata:\n  greeting: {{values.greeting}}\n' });
+      for (const namespace of [tenant.name, outside.name]) {
+        await rest.request({ method: 'POST', path: `/api/v1/namespaces/${namespace}/secrets`, body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'values' }, stringData: { 'values.yaml': `greeting: hello ${namespace}` } } });
+      }
+
+      // when the operator runs with the chart's flags (one Secret watch per granted namespace)
+      const args = container(objects).args.filter((a) => /^--(secret-namespaces|mirror|concurrency|log-level)\b/.test(a));
+      expect(args).toContain(`--secret-namespaces=${tenant.name}`);
+      await using operator = await startOperator({ kubeconfig, args: [...args, '--webhook-addr=off'] });
+      for (const namespace of [tenant.name, outside.name]) {
+        await applyConfigSync(configSync(namespace, 'app', {
+          source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+          valuesFrom: [{ kind: 'Secret', name: 'values' }],
+          targets: [{ name: 'here', namespace }],
+        }));
+      }
+
+      // then the sync whose Secret it may read applies, and it is ready (its Secret watch works) ...
+      await waitForReady(tenant.name, 'app', (cs) => cs.status?.sourceRevision === sha, 45_000);
+      expect(await configMapData(tenant.name, 'from-git')).toEqual({ greeting: `hello ${tenant.name}` });
+      expect((await fetch(`http://${operator.probeAddress}/readyz`)).status).toBe(200);
+      // ... and the one elsewhere is refused by the API server, and says so
+      const refused = await eventually(async () => {
+        const cs = await readConfigSync(outside.name, 'app');
+        const ready = cs?.status?.conditions?.find((c) => c.type === 'Ready');
+        return ready?.status === 'False' ? ready : undefined;
+      }, 'the outside sync to fail', 45_000);
+      expect(refused.message).toMatch(/forbidden/i);
+      expect(await configMapData(outside.name, 'from-git')).toBeUndefined();
+    } finally {
+      for (const object of rbac.filter((o) => o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding')) {
+        await rest.request({ method: 'DELETE', path: `/apis/rbac.authorization.k8s.io/v1/${clusterPlural(object.kind ?? '')}/${object.metadata?.name ?? ''}` });
+      }
+    }
+  }, 120_000);
+
   it('installs for real with helm on the control plane, which reports its real version (kubeVersion is checked)', async () => {
     // given a control plane that says which Kubernetes it is (kubectl version, Helm's kubeVersion check)
     const version = await rest.request<{ gitVersion: string; major: string; minor: string }>({ method: 'GET', path: '/version' });
@@ -323,6 +382,10 @@ describe('charts/syncline', () => {
     });
   }
 });
+
+function clusterPlural(kind: string): string {
+  return kind === 'ClusterRole' ? 'clusterroles' : 'clusterrolebindings';
+}
 
 /** A kubeconfig for the test cluster that authenticates with a ServiceAccount token. */
 function serviceAccountKubeconfig(token: string): string {
