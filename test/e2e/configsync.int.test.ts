@@ -1,8 +1,9 @@
 // End to end: the real operator process, the real control plane and a real Git server.
 import { startGitServer, startOperator, type GitServer, type OperatorProcess, type TestRepo } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
+import { request } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configMapYaml, applyConfigSync, condition, configMapData, configSync, core, eventually, installCrds, patchConfigSync, readConfigSync, waitForReady } from './harness.ts';
+import { configMapYaml, applyConfigSync, condition, configMapData, configSync, core, eventually, installCrds, kc, patchConfigSync, readConfigSync, waitForReady } from './harness.ts';
 
 const cm = configMapYaml;
 
@@ -80,6 +81,8 @@ describe('ConfigSync end to end', () => {
     cs = await waitForReady(ns.name, 'app', (c) => c.status?.sourceRevision === first);
     expect(condition(cs, 'Ready')?.message).toContain(first);
     expect(cs.status).toMatchObject({ followedRef: 'pinned', shortRevision: first.slice(0, 7) });
+    // and `kubectl get csync` (the server's Table) shows them in its columns
+    expect(await printedRow(ns.name, 'app')).toMatchObject({ Ready: 'True', Ref: 'pinned', Revision: first.slice(0, 7), Suspended: false });
     expect(await configMapData(ns.name, 'extra')).toBeUndefined();
     expect(await configMapData(ns.name, 'plain')).toEqual({ alert: '{{ not a template }}' });
     expect(await configMapData(ns.name, 'settings')).toEqual({ greeting: 'hello', env: 'dev' });
@@ -114,3 +117,21 @@ describe('ConfigSync end to end', () => {
     expect((await core.listNamespacedEvent({ namespace: ns.name, fieldSelector: 'involvedObject.name=app' })).items).toHaveLength(eventsBefore);
   }, 120_000);
 });
+
+/** One ConfigSync as `kubectl get` prints it: the API server's Table, column name → cell. */
+async function printedRow(namespace: string, name: string): Promise<Record<string, unknown>> {
+  const server = kc.getCurrentCluster()?.server ?? '';
+  const options: Parameters<typeof request>[1] = { method: 'GET', headers: { Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' } };
+  await kc.applyToHTTPSOptions(options);
+  const body = await new Promise<string>((resolve, reject) => {
+    const req = request(new URL(`/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs/${name}`, server), options, (res) => {
+      let text = '';
+      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      res.on('end', () => resolve(text));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  const table = JSON.parse(body) as { columnDefinitions: { name: string }[]; rows: { cells: unknown[] }[] };
+  return Object.fromEntries(table.columnDefinitions.map((c, i) => [c.name, table.rows[0]?.cells[i]]));
+}
