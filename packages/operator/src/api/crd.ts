@@ -107,7 +107,7 @@ export function apiReference(): string {
 function describeType(node: JsonSchema): string {
   if (Array.isArray(node['enum'])) return (node['enum'] as unknown[]).map((v) => `\`${String(v)}\``).join(' \\| ');
   if (node['type'] === 'array') return `[]${describeType((node['items'] as JsonSchema | undefined) ?? {})}`;
-  if (typeof node['type'] === 'string') return node['type'];
+  if (typeof node['type'] === 'string') return typeof node['format'] === 'string' ? `${node['type']} (${node['format']})` : node['type'];
   return 'any';
 }
 
