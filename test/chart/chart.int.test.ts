@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { applyConfigSync, configMapData, configSync, installCrds, kc, waitForReady } from '../e2e/harness.ts';
+import { applyConfigSync, configMapData, configSync, eventually, installCrds, kc, readConfigSync, waitForReady } from '../e2e/harness.ts';
 import { ensureHelm, runHelm } from './helm.ts';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -37,6 +37,15 @@ const everything = (namespace: string): string[] => [
   '--set', 'imagePullSecrets[0].name=registry',
   '--set', 'podDisruptionBudget.minAvailable=2',
   '--set', 'replicaCount=3',
+  '--set', 'webhook.bindAddress=::',
+  '--set', 'operator.secretAccess=namespaced',
+  '--set', 'operator.secretNamespaces[0]=default',
+  '--set', 'networkPolicy.enabled=true',
+  '--set', 'networkPolicy.metrics.from[0].namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=monitoring',
+  '--set', 'networkPolicy.webhook.from[0].podSelector.matchLabels.app\\.kubernetes\\.io/name=ingress-nginx',
+  '--set', 'networkPolicy.egress.apiServer.cidrs[0]=10.0.0.1/32',
+  '--set', 'networkPolicy.egress.git.cidrs[0]=140.82.112.0/20',
+  '--set', 'networkPolicy.egress.extra[0].ports[0].port=8443',
 ];
 
 describe('charts/syncline', () => {
@@ -113,6 +122,56 @@ describe('charts/syncline', () => {
     expect(find(objects, 'CustomResourceDefinition').map((s) => s.metadata?.name)).toEqual(['configsyncs.syncline.dev', 'manifestsyncs.syncline.dev', 'namespacereplications.syncline.dev', 'remoteclusters.syncline.dev']);
   });
 
+  it('values.schema.json: a wrong type, a bad enum value or an unknown key fails helm template', () => {
+    for (const [args, error] of [
+      [['--set', 'replicaCount=two'], "at '/replicaCount': got string, want integer"],
+      [['--set', 'webhook.prot=9000'], "at '/webhook': additional properties 'prot' not allowed"],
+      [['--set', 'operator.logLevel=loud'], "at '/operator/logLevel'"],
+      [['--set', 'networkPolicy.egress.git.ports[0]=ssh'], "at '/networkPolicy/egress/git/ports/0'"],
+      [['--set', 'replicas=2'], "additional properties 'replicas' not allowed"],
+    ] as const) {
+      const result = runHelm(helm, ['template', 'syncline', chartDir, ...args], helmHome);
+      expect(result.status, args.join(' ')).not.toBe(0);
+      expect(result.stderr, args.join(' ')).toContain(error);
+    }
+  });
+
+  it('binds the webhook receiver where webhook.bindAddress says (IPv6 in brackets)', () => {
+    expect(container(template('--set', 'webhook.bindAddress=10.1.2.3')).args).toContain('--webhook-addr=10.1.2.3:9292');
+    expect(container(template('--set', 'webhook.bindAddress=::')).args).toContain('--webhook-addr=[::]:9292');
+  });
+
+  it('networkPolicy: ingress to the metrics and webhook ports from their peers, egress to the API server, Git and DNS', () => {
+    expect(find(template(), 'NetworkPolicy')).toEqual([]);
+    const [policy] = find(template(...everything(ns.name)), 'NetworkPolicy');
+    const spec = policy?.['spec'] as { policyTypes: string[]; ingress: { ports: { port: number }[]; from?: unknown[] }[]; egress: { ports: { port: number; protocol: string }[]; to?: unknown[] }[] };
+    expect(spec.policyTypes).toEqual(['Ingress', 'Egress']);
+    expect(spec.ingress).toEqual([
+      { ports: [{ port: 8080, protocol: 'TCP' }], from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }] },
+      { ports: [{ port: 9292, protocol: 'TCP' }], from: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'ingress-nginx' } } }] },
+    ]);
+    expect(spec.egress.map((e) => [e.ports.map((p) => `${p.port}/${p.protocol}`), e.to])).toEqual([
+      [['443/TCP', '6443/TCP'], [{ ipBlock: { cidr: '10.0.0.1/32' } }]],
+      [['443/TCP', '22/TCP'], [{ ipBlock: { cidr: '140.82.112.0/20' } }]],
+      [['53/UDP', '53/TCP'], [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } }, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }]],
+      [['8443/undefined'], undefined],
+    ]);
+  });
+
+  it('operator.secretAccess=namespaced: no cluster-wide Secret rights, a Role per namespace, one Secret watch per namespace, mirroring off', () => {
+    const objects = template('--set', 'operator.secretAccess=namespaced', '--set', 'operator.secretNamespaces[0]=team-a', '--set', 'operator.secretNamespaces[1]=team-b');
+    const own = find(objects, 'ClusterRole', 'syncline').flatMap((o) => o['rules'] as Rule[]);
+    expect(own.filter((rule) => rule.resources?.includes('secrets') === true)).toEqual([]);
+    expect(own).toContainEqual({ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] });
+    const secretRoles = find(objects, 'Role', 'syncline-secrets');
+    expect(secretRoles.map((o) => o.metadata?.namespace).sort()).toEqual([ns.name, 'team-a', 'team-b'].sort());
+    for (const role of secretRoles) expect(role['rules']).toEqual([{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] }]);
+    expect(find(objects, 'RoleBinding', 'syncline-secrets')).toHaveLength(3);
+    expect(container(objects).args).toEqual(expect.arrayContaining([`--secret-namespaces=${[ns.name, 'team-a', 'team-b'].sort().join(',')}`, '--mirror=off']));
+    // the default keeps cluster-wide Secret reads (mirroring needs them)
+    expect(container(template()).args.some((a) => a.startsWith('--secret-namespaces'))).toBe(false);
+  });
+
   it('turns the webhook receiver off with its port and Service', () => {
     const objects = template('--set', 'webhook.enabled=false');
     expect(container(objects).args).toContain('--webhook-addr=off');
@@ -161,7 +220,7 @@ describe('charts/syncline', () => {
 
     // given the default and namespace-mode args, when the real CLI parses them, then it accepts them (it
     // gets as far as reading the kubeconfig we point at nothing)
-    for (const objects of [template(), template('--set', 'rbac.scope=namespace')]) {
+    for (const objects of [template(), template('--set', 'rbac.scope=namespace'), template('--set', 'operator.secretAccess=namespaced')]) {
       const rendered = container(objects).args;
       const run = spawnSync(process.execPath, [mainPath, ...rendered, '--kubeconfig', join(helmHome, 'no-such-kubeconfig')], { encoding: 'utf8', timeout: 30_000 });
       expect(run.stderr).not.toMatch(/Unknown option|ERR_PARSE_ARGS/);
@@ -208,6 +267,103 @@ describe('charts/syncline', () => {
     expect(operator.logs.filter((l) => /forbidden/i.test(JSON.stringify(l)))).toEqual([]);
   }, 90_000);
 
+  it("secretAccess=namespaced grants enough and no more: as the chart's ServiceAccount (cluster mode, manage narrowed to ConfigMaps), Secrets are read where granted only", async () => {
+    // given the chart's cluster-mode RBAC with Secret rights in one tenant namespace only, applied for real
+    await using tenant = await testNamespace({ prefix: 'chart-sec' });
+    await using outside = await testNamespace({ prefix: 'chart-nosec' });
+    const release = `sec-${tenant.name.slice(-8)}`;
+    const rendered = runHelm(helm, ['template', release, chartDir, '--namespace', tenant.name,
+      '--set', 'operator.secretAccess=namespaced', '--set', `operator.secretNamespaces[0]=${tenant.name}`,
+      '--set', 'rbac.manage.rules[0].apiGroups[0]=', '--set', 'rbac.manage.rules[0].resources[0]=configmaps',
+      '--set', 'rbac.manage.rules[0].verbs={get,list,watch,create,update,patch,delete}'], helmHome);
+    expect(rendered.status, rendered.stderr).toBe(0);
+    const objects = (parseYamlDocuments(rendered.stdout) as (Rendered | null)[]).filter((o): o is Rendered => o !== null);
+    const rbac = objects.filter((o) => ['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind ?? ''));
+    for (const object of rbac) await serverSideApply(rest, object, tenant.name);
+    try {
+      const token = (await rest.request<{ status: { token: string } }>({
+        method: 'POST',
+        path: `/api/v1/namespaces/${tenant.name}/serviceaccounts/${release}-syncline/token`,
+        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+      })).status.token;
+      const kubeconfig = join(helmHome, `${tenant.name}.kubeconfig`);
+      await writeFile(kubeconfig, serviceAccountKubeconfig(token));
+      await using git = await startGitServer();
+      const repo = await git.createRepo('secrets');
+      const sha = await repo.commit({ 'app/cm.yaml.hbs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-git\ndata:\n  greeting: {{values.greeting}}\n' });
+      for (const namespace of [tenant.name, outside.name]) {
+        await rest.request({ method: 'POST', path: `/api/v1/namespaces/${namespace}/secrets`, body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'values' }, stringData: { 'values.yaml': `greeting: hello ${namespace}` } } });
+      }
+
+      // when the operator runs with the chart's flags (one Secret watch per granted namespace)
+      const args = container(objects).args.filter((a) => /^--(secret-namespaces|mirror|concurrency|log-level)\b/.test(a));
+      expect(args).toContain(`--secret-namespaces=${tenant.name}`);
+      await using operator = await startOperator({ kubeconfig, args: [...args, '--webhook-addr=off'] });
+      for (const namespace of [tenant.name, outside.name]) {
+        await applyConfigSync(configSync(namespace, 'app', {
+          source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+          valuesFrom: [{ kind: 'Secret', name: 'values' }],
+          targets: [{ name: 'here', namespace }],
+        }));
+      }
+
+      // then the sync whose Secret it may read applies, and it is ready (its Secret watch works) ...
+      await waitForReady(tenant.name, 'app', (cs) => cs.status?.sourceRevision === sha, 45_000);
+      expect(await configMapData(tenant.name, 'from-git')).toEqual({ greeting: `hello ${tenant.name}` });
+      expect((await fetch(`http://${operator.probeAddress}/readyz`)).status).toBe(200);
+      // ... and the one elsewhere is refused by the API server, and says so
+      const refused = await eventually(async () => {
+        const cs = await readConfigSync(outside.name, 'app');
+        const ready = cs?.status?.conditions?.find((c) => c.type === 'Ready');
+        return ready?.status === 'False' ? ready : undefined;
+      }, 'the outside sync to fail', 45_000);
+      expect(refused.message).toMatch(/forbidden/i);
+      expect(await configMapData(outside.name, 'from-git')).toBeUndefined();
+    } finally {
+      for (const object of rbac.filter((o) => o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding')) {
+        await rest.request({ method: 'DELETE', path: `/apis/rbac.authorization.k8s.io/v1/${clusterPlural(object.kind ?? '')}/${object.metadata?.name ?? ''}` });
+      }
+    }
+  }, 120_000);
+
+  it('installs for real with helm on the control plane, which reports its real version (kubeVersion is checked)', async () => {
+    // given a control plane that says which Kubernetes it is (kubectl version, Helm's kubeVersion check)
+    const version = await rest.request<{ gitVersion: string; major: string; minor: string }>({ method: 'GET', path: '/version' });
+    expect(version.gitVersion).toMatch(/^v1\.\d+\.\d+$/);
+    expect(Number(version.minor)).toBeGreaterThanOrEqual(28);
+    await using target = await testNamespace({ prefix: 'chart-install' });
+    const release = `it-${target.name.slice(-8)}`;
+    const kubeconfig = ['--kubeconfig', testKubeconfigPath(), '--namespace', target.name];
+
+    // when helm installs it (first as a server-side dry run, then for real; no kubelet, so pods never start)
+    const dry = runHelm(helm, ['install', release, chartDir, ...kubeconfig, '--dry-run=server'], helmHome);
+    expect(dry.stderr).toBe('');
+    expect(dry.status).toBe(0);
+    const install = runHelm(helm, ['install', release, chartDir, ...kubeconfig], helmHome);
+    try {
+      expect(install.stderr).toBe('');
+      expect(install.status).toBe(0);
+      expect(install.stdout).toContain('STATUS: deployed');
+
+      // then its objects exist: the Deployment, Services, ServiceAccount, RBAC and the CRDs
+      const fullname = `${release}-syncline`;
+      const get = (path: string): Promise<{ metadata: { name: string; labels?: Record<string, string> } }> => rest.request({ method: 'GET', path });
+      const deployment = await get(`/apis/apps/v1/namespaces/${target.name}/deployments/${fullname}`);
+      expect(deployment.metadata.labels?.['app.kubernetes.io/managed-by']).toBe('Helm');
+      await get(`/api/v1/namespaces/${target.name}/services/${fullname}-webhooks`);
+      await get(`/api/v1/namespaces/${target.name}/serviceaccounts/${fullname}`);
+      await get(`/apis/rbac.authorization.k8s.io/v1/clusterroles/${fullname}`);
+      await get(`/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${fullname}-manage`);
+      await get(`/apis/rbac.authorization.k8s.io/v1/namespaces/${target.name}/roles/${fullname}-leader-election`);
+      for (const crd of ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications']) await get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd}.syncline.dev`);
+    } finally {
+      // and it uninstalls cleanly (the cluster-scoped RBAC goes with it)
+      const uninstall = runHelm(helm, ['uninstall', release, ...kubeconfig, '--wait', '--timeout', '60s'], helmHome);
+      expect(uninstall.status, uninstall.stderr).toBe(0);
+    }
+    await expect(rest.request({ method: 'GET', path: `/apis/rbac.authorization.k8s.io/v1/clusterroles/${release}-syncline` })).rejects.toThrow(/404|not found/i);
+  }, 120_000);
+
   for (const [name, args] of [
     ['default values (cluster mode)', (): string[] => []],
     ['namespace mode', (): string[] => ['--set', 'rbac.scope=namespace']],
@@ -226,6 +382,10 @@ describe('charts/syncline', () => {
     });
   }
 });
+
+function clusterPlural(kind: string): string {
+  return kind === 'ClusterRole' ? 'clusterroles' : 'clusterrolebindings';
+}
 
 /** A kubeconfig for the test cluster that authenticates with a ServiceAccount token. */
 function serviceAccountKubeconfig(token: string): string {

@@ -1,8 +1,9 @@
 // End to end: the real operator process, the real control plane and a real Git server.
 import { startGitServer, startOperator, type GitServer, type OperatorProcess, type TestRepo } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
+import { request } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configMapYaml, applyConfigSync, condition, configMapData, configSync, core, eventually, installCrds, patchConfigSync, readConfigSync, waitForReady } from './harness.ts';
+import { configMapYaml, applyConfigSync, condition, configMapData, configSync, core, eventually, installCrds, kc, patchConfigSync, readConfigSync, waitForReady } from './harness.ts';
 
 const cm = configMapYaml;
 
@@ -45,11 +46,21 @@ describe('ConfigSync end to end', () => {
     expect(await configMapData(ns.name, 'settings')).toEqual({ greeting: 'hello', env: 'dev' });
     expect(await configMapData(ns.name, 'plain')).toEqual({ alert: '{{ not a template }}' });
     expect(cs.status?.targets).toMatchObject([{ name: 'dev', phase: 'Synced', objects: 2 }]);
+    // the Ref and Revision columns read these
+    expect(cs.status).toMatchObject({ followedRef: 'main', shortRevision: first.slice(0, 7) });
+    // and the applied objects are selectable by their sync (kubectl get all -l syncline.dev/name=app,...)
+    const selected = await core.listNamespacedConfigMap({ namespace: ns.name, labelSelector: `syncline.dev/name=app,syncline.dev/namespace=${ns.name},syncline.dev/kind=ConfigSync` });
+    expect(selected.items.map((c) => c.metadata?.name).sort()).toEqual(['plain', 'settings']);
     const events = await eventually(async () => {
       const list = await core.listNamespacedEvent({ namespace: ns.name, fieldSelector: 'involvedObject.name=app' });
       return list.items.some((e) => e.reason === 'Synced') ? list.items : undefined;
     }, 'a Synced event');
-    expect(events.find((e) => e.reason === 'Synced')?.message).toContain('2 created');
+    const synced = events.filter((e) => e.reason === 'Synced');
+    // once, naming what changed
+    expect(synced).toHaveLength(1);
+    expect(synced[0]?.message).toContain('2 created');
+    expect(synced[0]?.message).toContain(`ConfigMap/${ns.name}/settings created`);
+    expect(synced[0]?.message).toContain(`ConfigMap/${ns.name}/plain created`);
 
     // when a file changes, then the object is updated
     const second = await repo.commit({ 'app/settings.yaml.hbs': cm('settings', '  greeting: {{ values.greeting }}!\n  env: {{ target.name }}') });
@@ -69,6 +80,9 @@ describe('ConfigSync end to end', () => {
     await patchConfigSync(ns.name, 'app', { spec: { source: { git: { revision: first } } } });
     cs = await waitForReady(ns.name, 'app', (c) => c.status?.sourceRevision === first);
     expect(condition(cs, 'Ready')?.message).toContain(first);
+    expect(cs.status).toMatchObject({ followedRef: 'pinned', shortRevision: first.slice(0, 7) });
+    // and `kubectl get csync` (the server's Table) shows them in its columns
+    expect(await printedRow(ns.name, 'app')).toMatchObject({ Ready: 'True', Ref: 'pinned', Revision: first.slice(0, 7), Suspended: false });
     expect(await configMapData(ns.name, 'extra')).toBeUndefined();
     expect(await configMapData(ns.name, 'plain')).toEqual({ alert: '{{ not a template }}' });
     expect(await configMapData(ns.name, 'settings')).toEqual({ greeting: 'hello', env: 'dev' });
@@ -103,3 +117,21 @@ describe('ConfigSync end to end', () => {
     expect((await core.listNamespacedEvent({ namespace: ns.name, fieldSelector: 'involvedObject.name=app' })).items).toHaveLength(eventsBefore);
   }, 120_000);
 });
+
+/** One ConfigSync as `kubectl get` prints it: the API server's Table, column name → cell. */
+async function printedRow(namespace: string, name: string): Promise<Record<string, unknown>> {
+  const server = kc.getCurrentCluster()?.server ?? '';
+  const options: Parameters<typeof request>[1] = { method: 'GET', headers: { Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' } };
+  await kc.applyToHTTPSOptions(options);
+  const body = await new Promise<string>((resolve, reject) => {
+    const req = request(new URL(`/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs/${name}`, server), options, (res) => {
+      let text = '';
+      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      res.on('end', () => resolve(text));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  const table = JSON.parse(body) as { columnDefinitions: { name: string }[]; rows: { cells: unknown[] }[] };
+  return Object.fromEntries(table.columnDefinitions.map((c, i) => [c.name, table.rows[0]?.cells[i]]));
+}

@@ -44,7 +44,9 @@ export function providerHeaders(provider: Provider, body: Buffer, secret: string
         'Content-Type': 'application/json',
         'User-Agent': 'GitLab/17.5.0',
         'X-Gitlab-Event': options.event ?? 'Push Hook',
-        'X-Gitlab-Event-UUID': id,
+        'Idempotency-Key': id,
+        // Shared by a chain of recursive hooks: not a delivery id.
+        'X-Gitlab-Event-UUID': 'a0b1c2d3-e4f5-4a6b-8c7d-9e0f1a2b3c4d',
         'X-Gitlab-Webhook-UUID': '2dc1a8b5-7b1e-4c4e-9f0a-8b1a2c3d4e5f',
         'X-Gitlab-Instance': 'https://gitlab.example.com',
         ...signed('X-Gitlab-Token', secret),

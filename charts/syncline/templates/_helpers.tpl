@@ -70,9 +70,15 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: ["syncline.dev"]
   resources: ["configsyncs/finalizers", "manifestsyncs/finalizers"]
   verbs: ["update"]
+{{- if or (eq .Values.rbac.scope "namespace") (eq .Values.operator.secretAccess "cluster") }}
 - apiGroups: [""]
   resources: ["secrets", "configmaps"]
   verbs: ["get", "list", "watch"]
+{{- else }}
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
 - apiGroups: [""]
   resources: ["namespaces"]
   verbs: ["get", "list", "watch"]
@@ -82,4 +88,18 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: ["serviceaccounts/token"]
   verbs: ["create"]
+{{- end }}
+
+{{/* HOST:PORT for a listen flag; an IPv6 host gets brackets. Argument: (list host port). */}}
+{{- define "syncline.hostPort" -}}
+{{- $host := index . 0 }}{{- $port := index . 1 }}
+{{- if and (contains ":" $host) (not (hasPrefix "[" $host)) }}[{{ $host }}]:{{ $port }}{{ else }}{{ $host }}:{{ $port }}{{ end }}
+{{- end }}
+
+{{/* secretAccess=namespaced: the namespaces whose Secrets the operator reads (comma-separated, sorted, unique):
+     secretNamespaces, the release namespace (webhook Secret) and the watched namespace. */}}
+{{- define "syncline.secretNamespaces" -}}
+{{- $all := concat (list .Release.Namespace) .Values.operator.secretNamespaces }}
+{{- with .Values.operator.watchNamespace }}{{ $all = append $all . }}{{ end }}
+{{- $all | uniq | sortAlpha | join "," }}
 {{- end }}

@@ -22,6 +22,17 @@ export type KubeObject = {
 export type Owner = { readonly namespace: string; readonly name: string; readonly target: string };
 
 export const OWNER_LABEL = 'syncline.dev/owner';
+/**
+ * Readable, selectable ownership (like Flux's kustomize.toolkit.fluxcd.io/name|namespace):
+ * `kubectl get all -A -l syncline.dev/name=web,syncline.dev/namespace=apps`. Informational: OWNER_LABEL and
+ * OWNED_BY_ANNOTATION stay the only ownership test (prune, conflicts).
+ */
+export const OWNER_NAME_LABEL = 'syncline.dev/name';
+export const OWNER_NAMESPACE_LABEL = 'syncline.dev/namespace';
+/** The kind of the owning object: ConfigSync, ManifestSync, NamespaceReplication or Mirror. */
+export const OWNER_KIND_LABEL = 'syncline.dev/kind';
+/** Every label withOwnership sets: copies of an applied object drop them, the engine adds the copy's own. */
+export const OWNERSHIP_LABELS: readonly string[] = [OWNER_LABEL, OWNER_NAME_LABEL, OWNER_NAMESPACE_LABEL, OWNER_KIND_LABEL];
 export const OWNED_BY_ANNOTATION = 'syncline.dev/owned-by';
 export const PRUNE_ANNOTATION = 'syncline.dev/prune';
 /** Digest of the configuration we last applied: a changed render is told apart from drift without a write. */
@@ -71,6 +82,27 @@ export function ownerHash(owner: Owner): string {
   return hash;
 }
 const ownerHashes = new Map<string, string>();
+
+/**
+ * The readable labels of an owner. Owner names other than a ConfigSync's carry their kind
+ * (`ManifestSync:web`, `Mirror:Secret:db`): the kind and the object's own name go to separate labels. A value
+ * longer than a label value may be (63 characters; names may have up to 253) is left out rather than cut, so a
+ * selector never matches a truncated name of another sync: such objects are found by the hash label alone.
+ */
+export function readableOwnerLabels(owner: Owner): Record<string, string> {
+  const parts = owner.name.split(':');
+  const kind = parts.length === 1 ? 'ConfigSync' : (parts[0] ?? '');
+  const name = parts.at(-1) ?? owner.name;
+  const labels: Record<string, string> = {};
+  for (const [key, value] of [[OWNER_NAME_LABEL, name], [OWNER_NAMESPACE_LABEL, owner.namespace], [OWNER_KIND_LABEL, kind]] as const) {
+    if (isLabelValue(value)) labels[key] = value;
+  }
+  return labels;
+}
+
+function isLabelValue(value: string): boolean {
+  return value.length <= 63 && /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/.test(value) && value !== '';
+}
 
 export function ownedBy(owner: Owner): string {
   return `${owner.namespace}/${owner.name}/${owner.target}`;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { APPLIED_DIGEST_ANNOTATION, OWNED_BY_ANNOTATION, OWNER_LABEL, PRUNE_ANNOTATION, objectId, type KubeObject, type Owner } from './identity.ts';
+import { APPLIED_DIGEST_ANNOTATION, OWNED_BY_ANNOTATION, OWNER_LABEL, PRUNE_ANNOTATION, objectId, ownerHash, type KubeObject, type Owner } from './identity.ts';
 import type { Inventory } from './inventory.ts';
 import { planApply, waveOf, withOwnership, type LiveState, type PlanInput, type PlanStep, type Policy } from './plan.ts';
 
@@ -145,6 +145,34 @@ describe('planApply', () => {
     const twice = withOwnership(once, owner);
     expect(twice.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION]).toBe(once.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION]);
     expect(withOwnership({ ...cm('a'), metadata: { ...cm('a').metadata, uid: 'x', managedFields: [] } }, owner)).toEqual(once);
+  });
+
+  it('labels applied objects with the readable owner (name, namespace, kind) beside the hash', () => {
+    // given objects of a ConfigSync, a ManifestSync, and a copy that carries its source's marks
+    const configSync = withOwnership(cm('a'), owner);
+    const manifestSync = withOwnership(cm('b'), { namespace: 'team', name: 'ManifestSync:db', target: 'prod' });
+    const copied = withOwnership(manifestSync, { namespace: 'dr', name: 'NamespaceReplication:standby', target: 'standby' });
+
+    // then each carries its own owner's labels, and the hash stays
+    expect(configSync.metadata.labels).toEqual({ [OWNER_LABEL]: ownerHash(owner), 'syncline.dev/name': 'web', 'syncline.dev/namespace': 'team', 'syncline.dev/kind': 'ConfigSync' });
+    expect(manifestSync.metadata.labels).toMatchObject({ 'syncline.dev/name': 'db', 'syncline.dev/namespace': 'team', 'syncline.dev/kind': 'ManifestSync' });
+    expect(copied.metadata.labels).toMatchObject({ 'syncline.dev/name': 'standby', 'syncline.dev/namespace': 'dr', 'syncline.dev/kind': 'NamespaceReplication' });
+    expect(withOwnership(cm('c'), { namespace: 'team', name: 'Mirror:Secret:db', target: 'prod' }).metadata.labels).toMatchObject({ 'syncline.dev/name': 'db', 'syncline.dev/kind': 'Mirror' });
+  });
+
+  it('leaves the readable name out when it is longer than a label value may be (the hash still marks it)', () => {
+    const long = 'a'.repeat(64);
+    const labels = withOwnership({ ...cm('a'), metadata: { name: 'a', namespace: 'app', labels: { 'syncline.dev/name': 'someone-else' } } }, { namespace: 'team', name: long, target: 'prod' }).metadata.labels;
+    expect(labels).not.toHaveProperty('syncline.dev/name');
+    expect(labels).toMatchObject({ 'syncline.dev/namespace': 'team', [OWNER_LABEL]: ownerHash({ namespace: 'team', name: long, target: 'prod' }) });
+    expect(withOwnership(cm('a'), { namespace: 'team', name: 'a'.repeat(63), target: 'prod' }).metadata.labels).toHaveProperty('syncline.dev/name', 'a'.repeat(63));
+  });
+
+  it('an object applied before the readable labels existed is re-applied once (its digest differs), then unchanged', () => {
+    const before = stored(cm('a'));
+    const old: KubeObject = { ...before, metadata: { ...before.metadata, labels: { [OWNER_LABEL]: before.metadata.labels?.[OWNER_LABEL] ?? '' }, annotations: { ...before.metadata.annotations, [APPLIED_DIGEST_ANNOTATION]: 'sha256:old' } } };
+    expect(summary(plan({ desired: [cm('a')], inventory: [{ id: objectId(cm('a')) }], live: liveOf(old) }).apply)).toEqual(['apply /ConfigMap/app/a force']);
+    expect(summary(plan({ desired: [cm('a')], inventory: [{ id: objectId(cm('a')) }], live: liveOf(stored(cm('a'))) }).apply)).toEqual(['unchanged /ConfigMap/app/a']);
   });
 });
 

@@ -6,12 +6,14 @@ import {
   APPLY_WAVE_ANNOTATION,
   OWNED_BY_ANNOTATION,
   OWNER_LABEL,
+  OWNERSHIP_LABELS,
   groupOf,
   objectId,
   ownedBy,
   ownerHash,
   ownershipOf,
   pruneDisabled,
+  readableOwnerLabels,
   scopeOf,
   type KubeObject,
   type Owner,
@@ -132,7 +134,10 @@ const SERVER_METADATA = ['uid', 'resourceVersion', 'generation', 'creationTimest
 export function withOwnership(desired: KubeObject, owner: Owner): KubeObject {
   const metadata: KubeObject['metadata'] = { ...desired.metadata };
   for (const key of SERVER_METADATA) delete metadata[key];
-  metadata.labels = { ...desired.metadata.labels, [OWNER_LABEL]: ownerHash(owner) };
+  const labels: Record<string, string> = { ...desired.metadata.labels };
+  // A copied object (ManifestSync, DR) may carry its source's marks: only this owner's go out.
+  for (const key of OWNERSHIP_LABELS) delete labels[key];
+  metadata.labels = { ...labels, ...readableOwnerLabels(owner), [OWNER_LABEL]: ownerHash(owner) };
   const annotations: Record<string, string> = { ...desired.metadata.annotations, [OWNED_BY_ANNOTATION]: ownedBy(owner) };
   delete annotations[APPLIED_DIGEST_ANNOTATION];
   const marked: KubeObject = { ...desired, metadata: { ...metadata, annotations } };

@@ -43,6 +43,8 @@ Usage:
 Flags of run:
   --kubeconfig PATH           default $KUBECONFIG, then in-cluster, then ~/.kube/config
   --namespace NS              watch ConfigSyncs in one namespace only (default: all)
+  --secret-namespaces NS,...  watch Secrets in these namespaces only, one watch each (for an operator
+                              without cluster-wide Secret rights; needs --mirror off). Default: all
   --leader-elect              elect a leader on a Lease (default true when --replicas > 1 in the chart)
   --leader-election-namespace NS   default: the pod's namespace or "default"
   --leader-election-id NAME   the Lease's name (default syncline-leader)
@@ -96,6 +98,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     options: {
       kubeconfig: { type: 'string' },
       namespace: { type: 'string' },
+      'secret-namespaces': { type: 'string' },
       'leader-elect': { type: 'boolean', default: false },
       'leader-election-namespace': { type: 'string' },
       'leader-election-id': { type: 'string', default: 'syncline-leader' },
@@ -143,6 +146,9 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   const podNamespace = env['POD_NAMESPACE'];
 
   if (flags.mirror !== 'on' && flags.mirror !== 'off') throw new Error(`--mirror ${flags.mirror}: expected on or off`);
+  const secretNamespaces = flags['secret-namespaces']?.split(',').map((n) => n.trim()).filter((n) => n !== '');
+  // Mirroring watches Secrets in every namespace: it cannot run on per-namespace Secret rights.
+  if (secretNamespaces !== undefined && flags.mirror === 'on') throw new Error('--secret-namespaces needs --mirror off (mirroring watches Secrets in every namespace)');
   if (flags['mirror-stale'] !== 'delete' && flags['mirror-stale'] !== 'mark') throw new Error(`--mirror-stale ${flags['mirror-stale']}: expected delete or mark`);
   const keys = mirrorKeys(flags['mirror-prefix']);
   const sourceNamespaces = parseMirrorSourceNamespaces(flags['mirror-source-namespaces']);
@@ -166,6 +172,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     mirrorKeys: keys,
     operatorNamespace: flags['operator-namespace'] ?? podNamespace,
     watchNamespace: flags.namespace,
+    ...(secretNamespaces === undefined ? {} : { secretNamespaces }),
     leaderElection: flags['leader-elect']
       ? {
           namespace: flags['leader-election-namespace'] ?? podNamespace ?? 'default',

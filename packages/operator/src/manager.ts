@@ -30,6 +30,11 @@ export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply
   readonly concurrency: number;
   /** Watch ConfigSyncs in this namespace only; undefined = all namespaces. */
   readonly watchNamespace?: string;
+  /**
+   * Watch Secrets in these namespaces only (one watch each), for an operator without cluster-wide Secret
+   * rights (--secret-namespaces); undefined = one watch over all namespaces (or watchNamespace).
+   */
+  readonly secretNamespaces?: readonly string[];
   readonly leaderElection?: { readonly namespace: string; readonly name: string; readonly identity: string; readonly leaseDurationMs?: number };
   /** Re-list every informer this often even when watches look healthy (missed events cannot stall a sync). */
   readonly resyncMs?: number;
@@ -96,10 +101,10 @@ export function startManager(options: ManagerOptions): Manager {
     onError: (error) => logger.warn({ err: errorMessage(error) }, 'ConfigSync watch failed; restarting'),
   });
 
-  const referenceInformer = (kind: 'Secret' | 'ConfigMap', plural: string): Informer =>
+  const referenceInformer = (kind: 'Secret' | 'ConfigMap', plural: string, namespace?: string): Informer =>
     new Informer({
       rest,
-      path: collection('', 'v1', plural),
+      path: namespace === undefined ? collection('', 'v1', plural) : `/api/v1/namespaces/${namespace}/${plural}`,
       // Metadata only: Secret data never sits in this process's cache.
       project: (object) => ({ apiVersion: object.apiVersion, kind, metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion } }),
       onEvent: (_type, object) => {
@@ -107,7 +112,11 @@ export function startManager(options: ManagerOptions): Manager {
       },
       onError: (error) => logger.warn({ err: errorMessage(error) }, `${kind} watch failed; restarting`),
     });
-  const secrets = referenceInformer('Secret', 'secrets');
+  // One cluster-wide (or watchNamespace) watch, or one per namespace the operator may read Secrets in.
+  const secretInformers = new Map<string, Informer>(
+    options.secretNamespaces === undefined ? [['', referenceInformer('Secret', 'secrets')]] : options.secretNamespaces.map((n) => [n, referenceInformer('Secret', 'secrets', n)]),
+  );
+  const secretMeta = (namespace: string, name: string): KubeObject | undefined => (secretInformers.get(namespace) ?? secretInformers.get(''))?.get(`${namespace}/${name}`);
   const configMaps = referenceInformer('ConfigMap', 'configmaps');
 
   // Managed objects: one label-selected informer per kind we apply, started before the first object of that
@@ -216,7 +225,7 @@ export function startManager(options: ManagerOptions): Manager {
   const remote = createRemoteClusters({
     rest,
     getRemoteCluster: (key) => remoteClusters.get(key) as RemoteCluster | undefined,
-    secretVersion: (namespace, name) => secrets.get(`${namespace}/${name}`)?.metadata.resourceVersion,
+    secretVersion: (namespace, name) => secretMeta(namespace, name)?.metadata.resourceVersion,
     allowInsecureHttp: options.allowInsecureRemote === true,
     allowInsecureTLS: options.allowInsecureRemote === true,
   });
@@ -436,7 +445,7 @@ export function startManager(options: ManagerOptions): Manager {
     for (const object of namespaceReplications.list()) queue.add(replicationKey(object));
   };
 
-  for (const informer of [configSyncs, secrets, configMaps, manifestSyncs, namespaces, remoteClusters, namespaceReplications]) informer.start();
+  for (const informer of [configSyncs, ...secretInformers.values(), configMaps, manifestSyncs, namespaces, remoteClusters, namespaceReplications]) informer.start();
   if (options.leaderElection === undefined) {
     startWork();
   } else {
@@ -472,7 +481,7 @@ export function startManager(options: ManagerOptions): Manager {
 
   return {
     // The namespace watch is left out: a namespace-scoped operator may not list namespaces at all.
-    ready: () => [configSyncs, secrets, configMaps, manifestSyncs, remoteClusters, namespaceReplications].every((i) => i.synced && i.healthy),
+    ready: () => [configSyncs, ...secretInformers.values(), configMaps, manifestSyncs, remoteClusters, namespaceReplications].every((i) => i.synced && i.healthy),
     isLeader: () => leader,
     enqueue: (key) => {
       // A push: this run must see the branch as it is now, not a shared listing from before the push.
@@ -485,7 +494,7 @@ export function startManager(options: ManagerOptions): Manager {
       abort.abort();
       await queue.shutdown();
       await drWatches.stop();
-      await Promise.all([configSyncs, secrets, configMaps, manifestSyncs, namespaces, remoteClusters, namespaceReplications, ...managed.values(), ...[...sourceWatches.values()].map((w) => w.informer)].map((i) => i.stop()));
+      await Promise.all([configSyncs, ...secretInformers.values(), configMaps, manifestSyncs, namespaces, remoteClusters, namespaceReplications, ...managed.values(), ...[...sourceWatches.values()].map((w) => w.informer)].map((i) => i.stop()));
     },
   };
 }

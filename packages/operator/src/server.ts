@@ -8,7 +8,9 @@ export type ProbeServer = { address: string; close(): Promise<void> };
 
 export function parseAddress(address: string): { host: string; port: number } {
   const colon = address.lastIndexOf(':');
-  const host = colon <= 0 ? '0.0.0.0' : address.slice(0, colon);
+  const raw = colon <= 0 ? '0.0.0.0' : address.slice(0, colon);
+  // [::]:9292 and [fd00::1]:9292: an IPv6 host is written in brackets.
+  const host = raw.startsWith('[') && raw.endsWith(']') ? raw.slice(1, -1) : raw;
   const port = Number(address.slice(colon + 1));
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`"${address}" is not HOST:PORT`);
   return { host, port };

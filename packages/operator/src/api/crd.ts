@@ -59,13 +59,16 @@ export function customResourceDefinitions(): JsonSchema[] {
           schema: {
             openAPIV3Schema: {
               type: 'object',
+              description: def.description,
               required: ['spec'],
               properties: {
-                apiVersion: { type: 'string' },
-                kind: { type: 'string' },
+                apiVersion: { type: 'string', description: `APIVersion defines the versioned schema of this representation of an object: ${GROUP}/${VERSION}.` },
+                kind: { type: 'string', description: `Kind is the REST resource this object represents: ${def.kind}.` },
+                // The API server forbids anything but name/generateName under metadata (a description included);
+                // kubectl explain shows ObjectMeta's own documentation there.
                 metadata: { type: 'object' },
-                spec: structuralSchema(def.spec),
-                status: structuralSchema(def.status),
+                spec: { ...structuralSchema(def.spec), description: def.specDescription },
+                status: { ...structuralSchema(def.status), description: def.statusDescription },
               },
             },
           },
@@ -104,7 +107,7 @@ export function apiReference(): string {
 function describeType(node: JsonSchema): string {
   if (Array.isArray(node['enum'])) return (node['enum'] as unknown[]).map((v) => `\`${String(v)}\``).join(' \\| ');
   if (node['type'] === 'array') return `[]${describeType((node['items'] as JsonSchema | undefined) ?? {})}`;
-  if (typeof node['type'] === 'string') return node['type'];
+  if (typeof node['type'] === 'string') return typeof node['format'] === 'string' ? `${node['type']} (${node['format']})` : node['type'];
   return 'any';
 }
 

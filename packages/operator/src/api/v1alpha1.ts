@@ -41,10 +41,16 @@ const dnsLabel = z
 
 const objectName = z.string().min(1).max(253);
 
+/** A point in time written by the operator (RFC 3339, UTC), so clients and `kubectl explain` know it is one. */
+const Timestamp = (description: string) => z.string().meta({ format: 'date-time', description });
+
+/** Adds a description to a JSON schema node without touching the zod type. */
+const describe = <T extends z.ZodType>(schema: T, description: string): T => schema.meta({ description });
+
 /** Free-form values for templates: any JSON object. */
 const Values = z.record(z.string(), z.unknown()).meta({ 'x-kubernetes-preserve-unknown-fields': true });
 
-export const LocalObjectReference = z.object({ name: objectName });
+export const LocalObjectReference = z.object({ name: describe(objectName, 'Name of the object, in the same namespace.') });
 
 export const GitSource = z
   .object({
@@ -64,22 +70,37 @@ export const GitSource = z
   })
   // http:// passes the API so that an operator started with --allow-insecure-http (tests, the demo) can
   // use it; the operator refuses it otherwise.
-  .meta({ 'x-kubernetes-validations': [{ rule: "self.repo.startsWith('https://') || self.repo.startsWith('http://') || self.repo.startsWith('ssh://') || self.repo.matches('^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]')", message: 'repo must be an https:// URL, an ssh:// URL or user@host:path (git://, file:// and ext:: are not supported)' }] });
+  .meta({
+    description: 'A Git repository, the revision to follow and the path within it.',
+    'x-kubernetes-validations': [
+      {
+        rule: "self.repo.startsWith('https://') || self.repo.startsWith('http://') || self.repo.startsWith('ssh://') || self.repo.matches('^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]')",
+        message: 'repo must start with https://, http:// (refused by the operator unless --allow-insecure-http) or ssh://, or be user@host:path; git://, file:// and ext:: are not supported',
+      },
+    ],
+  });
 
 export const ValuesFromSource = z.object({
-  kind: z.enum(['ConfigMap', 'Secret']),
-  name: objectName,
-  key: z.string().min(1).default('values.yaml'),
-  optional: z.boolean().default(false),
+  kind: describe(z.enum(['ConfigMap', 'Secret']), 'Kind of the object holding the values.'),
+  name: describe(objectName, 'Name of the ConfigMap or Secret, in the same namespace.'),
+  key: describe(z.string().min(1), 'The data key holding a YAML or JSON object of values.').default('values.yaml'),
+  optional: describe(z.boolean(), 'true: a missing object or key is skipped; false: it stops the sync (Stalled) until it exists.').default(false),
 });
 
 export const TargetPatch = z.object({
-  target: z.object({ kind: z.string().min(1), name: objectName, apiVersion: z.string().optional(), namespace: z.string().optional() }),
+  target: z
+    .object({
+      kind: describe(z.string().min(1), 'Kind of the rendered object to patch.'),
+      name: describe(objectName, 'Name of the rendered object to patch.'),
+      apiVersion: describe(z.string(), 'apiVersion of the object to patch; omitted = any.').optional(),
+      namespace: describe(z.string(), 'Namespace of the object to patch; omitted = any.').optional(),
+    })
+    .meta({ description: 'Which rendered object the patch applies to.' }),
   patch: Values.meta({ description: 'A JSON merge patch applied to the rendered object.' }),
 });
 
 export const DataMode = z.object({
-  type: z.enum(['ConfigMap', 'Secret']),
+  type: describe(z.enum(['ConfigMap', 'Secret']), 'Kind of the object the file(s) become.'),
   name: objectName.meta({ description: 'Name of the ConfigMap or Secret to create from the file(s).' }),
   key: z.string().min(1).optional().meta({ description: "Data key for a single file (default: the file's base name)." }),
 });
@@ -88,8 +109,8 @@ export const Target = z.object({
   name: dnsLabel.meta({ description: 'Stable id of the target, unique in the list.' }),
   namespace: dnsLabel.optional().meta({ description: 'Namespace for namespaced objects that name none.' }),
   cluster: LocalObjectReference.optional().meta({ description: 'A RemoteCluster in this namespace; omitted = this cluster.' }),
-  values: Values.optional(),
-  patches: z.array(TargetPatch).max(100).optional(),
+  values: Values.optional().meta({ description: 'Values for this target, deep-merged over spec.values (arrays replace).' }),
+  patches: z.array(TargetPatch).max(100).optional().meta({ description: 'JSON merge patches applied to rendered objects of this target, in order.' }),
   data: DataMode.optional().meta({
     description: 'Data mode: the file(s) at the path become one ConfigMap or Secret instead of manifests.',
   }),
@@ -105,22 +126,24 @@ export const DependsOn = z.object({
 });
 
 export const ConfigSyncSpec = z.object({
-  source: z.object({ git: GitSource }),
-  refreshInterval: Interval.default('5m'),
-  suspend: z.boolean().default(false),
-  values: Values.optional(),
-  valuesFrom: z.array(ValuesFromSource).max(20).optional(),
+  source: z.object({ git: GitSource }).meta({ description: 'Where the manifests and templates come from.' }),
+  refreshInterval: Interval.default('5m').meta({ description: 'How often the revision is resolved again and drift re-checked (webhooks make a push immediate), from 1s to 168h.' }),
+  suspend: z.boolean().default(false).meta({ description: 'Stop fetching, applying and pruning; applied objects stay as they are.' }),
+  values: Values.optional().meta({ description: 'Template values for every target (Handlebars context `values`).' }),
+  valuesFrom: z.array(ValuesFromSource).max(20).optional().meta({ description: 'ConfigMaps or Secrets in this namespace holding values, deep-merged in order over spec.values (a later one wins).' }),
   targets: z
     .array(Target)
     .min(1)
     .max(100)
-    .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] }),
-  prune: z.boolean().default(true),
-  policy: SyncPolicy.default('Sync'),
-  drift: DriftPolicy.default('Correct'),
-  deletionPolicy: DeletionPolicy.default('Delete'),
+    .meta({ description: 'Where the rendered objects are applied: one entry per namespace and/or cluster.', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] }),
+  prune: z.boolean().default(true).meta({ description: 'Delete objects this sync applied earlier and no longer renders.' }),
+  policy: SyncPolicy.default('Sync').meta({
+    description: 'An existing object that is not this sync\'s: Sync and Keep leave it (reported as a conflict), Adopt takes it over, Overwrite forces.',
+  }),
+  drift: DriftPolicy.default('Correct').meta({ description: 'Correct: a managed object edited by hand is re-applied; Report: a condition only.' }),
+  deletionPolicy: DeletionPolicy.default('Delete').meta({ description: 'Delete: applied objects are deleted with the ConfigSync; Orphan: they stay.' }),
   serviceAccountName: dnsLabel.optional().meta({ description: "Apply with this ServiceAccount's rights (multi-tenancy)." }),
-  historyLimit: z.number().int().min(1).max(100).default(10),
+  historyLimit: z.number().int().min(1).max(100).default(10).meta({ description: 'How many applied revisions status.history keeps (for rollback).' }),
   allowEmpty: z
     .boolean()
     .default(false)
@@ -140,13 +163,21 @@ export const ConfigSyncSpec = z.object({
 export const ConditionType = z.enum(['Ready', 'Synced', 'Healthy', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed', 'IntervalClamped', 'FailedOver', 'Suspended']);
 
 export const Condition = z.object({
-  type: z.string(),
-  status: z.enum(['True', 'False', 'Unknown']),
-  observedGeneration: z.number().int().optional(),
-  lastTransitionTime: z.string(),
-  reason: z.string(),
-  message: z.string(),
+  type: describe(z.string(), 'Type of the condition: Ready, Reconciling, Stalled, ... (one entry per type).'),
+  status: describe(z.enum(['True', 'False', 'Unknown']), 'Status of the condition.'),
+  observedGeneration: describe(z.number().int(), 'The metadata.generation the condition was set for.').optional(),
+  lastTransitionTime: Timestamp('When the status last changed.'),
+  reason: describe(z.string(), 'A CamelCase reason for the status, for machines.'),
+  message: describe(z.string(), 'What happened, for people.'),
 });
+
+/** Standard conditions: one entry per type, merged by type (a server-side apply list-map). */
+const Conditions = z
+  .array(Condition)
+  .meta({ description: 'Standard conditions (Ready, Reconciling, Stalled, ...), one per type.', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] });
+
+/** The generation the status was written for. */
+const ObservedGeneration = describe(z.number().int(), 'The metadata.generation the status was last written for.');
 
 export const TargetHealth = z
   .object({
@@ -158,40 +189,42 @@ export const TargetHealth = z
   .meta({ description: "Health of the target's applied objects, by the kstatus rules." });
 
 export const TargetStatus = z.object({
-  name: z.string(),
-  cluster: z.string().optional(),
-  namespace: z.string().optional(),
-  phase: z.enum(['Synced', 'Failed', 'Pending']),
-  objects: z.number().int(),
-  message: z.string().optional(),
-  lastSyncedTime: z.string().optional(),
+  name: describe(z.string(), 'The target (spec.targets[].name).'),
+  cluster: describe(z.string(), 'The RemoteCluster of the target; absent = this cluster.').optional(),
+  namespace: describe(z.string(), 'The default namespace of the target.').optional(),
+  phase: describe(z.enum(['Synced', 'Failed', 'Pending']), 'Synced: every object applied; Failed: see message; Pending: not tried yet.'),
+  objects: describe(z.number().int(), 'How many objects the target holds.'),
+  message: describe(z.string(), 'Why the target failed, or a notice.').optional(),
+  lastSyncedTime: Timestamp('When the target last changed something in the cluster (or first synced).').optional(),
   health: TargetHealth.optional(),
 });
 
 export const TargetInventory = z.object({
-  target: z.string(),
+  target: describe(z.string(), 'The target (or namespace) the entries were applied for.'),
   cluster: z.string().optional().meta({ description: 'The RemoteCluster the target applied to; absent = this cluster.' }),
   entries: z.array(z.string()).meta({ description: 'Compact object ids: group/Kind/namespace/name.' }),
 });
 
 export const HistoryEntry = z.object({
-  revision: z.string(),
-  appliedAt: z.string(),
-  objects: z.number().int(),
-  digest: z.string(),
+  revision: describe(z.string(), 'The commit SHA applied.'),
+  appliedAt: Timestamp('When it was first applied.'),
+  objects: describe(z.number().int(), 'How many objects it rendered.'),
+  digest: describe(z.string(), 'Digest of the rendered objects: two entries with the same digest deployed the same thing.'),
 });
 
 export const ConfigSyncStatus = z.object({
-  observedGeneration: z.number().int().optional(),
-  lastSyncedTime: z.string().optional(),
+  observedGeneration: ObservedGeneration.optional(),
+  lastSyncedTime: Timestamp('When the sync last changed something in the cluster or applied a new revision.').optional(),
   sourceRevision: z.string().optional().meta({ description: 'The commit SHA last applied.' }),
+  shortRevision: z.string().optional().meta({ description: 'sourceRevision shortened to 7 characters, for the Revision column.' }),
+  followedRef: z.string().optional().meta({ description: 'The branch or tag sourceRevision was resolved from, or "pinned" when spec.source.git.revision is a commit SHA (the Ref column).' }),
   lastAttemptedRevision: z.string().optional().meta({ description: 'The commit SHA last tried (differs from sourceRevision while it fails).' }),
   lastHandledReconcileAt: z.string().optional().meta({ description: 'The value of the syncline.dev/reconcile-requested-at annotation last handled.' }),
-  appliedTargets: z.number().int().optional(),
-  conditions: z.array(Condition).optional(),
-  targets: z.array(TargetStatus).optional(),
-  inventory: z.array(TargetInventory).optional(),
-  history: z.array(HistoryEntry).optional(),
+  appliedTargets: describe(z.number().int(), 'How many targets are Synced.').optional(),
+  conditions: Conditions.optional(),
+  targets: z.array(TargetStatus).optional().meta({ description: 'One line per target.' }),
+  inventory: z.array(TargetInventory).optional().meta({ description: 'What is applied, per target: the source of truth for pruning.' }),
+  history: z.array(HistoryEntry).optional().meta({ description: 'Revisions applied, newest first, historyLimit long (syncline rollback reads it).' }),
 });
 
 const ObjectMeta = z.object({
@@ -218,17 +251,18 @@ export const ConfigSync = z.object({
 
 export const LabelSelector = z
   .object({
-    matchLabels: z.record(z.string(), z.string()).optional(),
+    matchLabels: describe(z.record(z.string(), z.string()), 'Labels that must all be present with these values.').optional(),
     matchExpressions: z
       .array(
         z.object({
-          key: z.string().min(1),
-          operator: z.enum(['In', 'NotIn', 'Exists', 'DoesNotExist']),
-          values: z.array(z.string()).optional(),
+          key: describe(z.string().min(1), 'The label key.'),
+          operator: describe(z.enum(['In', 'NotIn', 'Exists', 'DoesNotExist']), 'How the label value is compared with values.'),
+          values: describe(z.array(z.string()), 'Values for In and NotIn; empty for Exists and DoesNotExist.').optional(),
         }),
       )
       .max(20)
-      .optional(),
+      .optional()
+      .meta({ description: 'Label requirements that must all hold.' }),
   })
   .meta({ description: 'A Kubernetes label selector: matchLabels and matchExpressions, all of which must match.' });
 
@@ -275,20 +309,20 @@ export const ManifestSyncSpec = z.object({
 
 export const ManifestTargetStatus = z.object({
   name: z.string().meta({ description: 'The namespace (and cluster) this line is about.' }),
-  namespace: z.string().optional(),
-  cluster: z.string().optional(),
-  phase: z.enum(['Synced', 'Failed', 'Pending']),
-  objects: z.number().int(),
-  message: z.string().optional(),
-  lastSuccessfulSyncTime: z.string().optional(),
+  namespace: describe(z.string(), 'The namespace the copy is in.').optional(),
+  cluster: describe(z.string(), 'The RemoteCluster of the copy; absent = this cluster.').optional(),
+  phase: describe(z.enum(['Synced', 'Failed', 'Pending']), 'Synced: the copy is current; Failed: see message; Pending: not tried yet.'),
+  objects: describe(z.number().int(), 'How many objects the target holds (0 or 1).'),
+  message: describe(z.string(), 'Why the copy failed, or a notice.').optional(),
+  lastSuccessfulSyncTime: Timestamp('When the copy was last written or found current.').optional(),
 });
 
 export const ManifestSyncStatus = z.object({
-  observedGeneration: z.number().int().optional(),
+  observedGeneration: ObservedGeneration.optional(),
   sourceResourceVersion: z.string().optional().meta({ description: 'resourceVersion of the source object last copied.' }),
-  lastSyncedTime: z.string().optional(),
-  conditions: z.array(Condition).optional(),
-  targets: z.array(ManifestTargetStatus).optional(),
+  lastSyncedTime: Timestamp('When a copy last changed.').optional(),
+  conditions: Conditions.optional(),
+  targets: z.array(ManifestTargetStatus).optional().meta({ description: 'One line per target namespace (and cluster).' }),
   inventory: z.array(TargetInventory).optional().meta({ description: 'The copies applied, per target namespace: the source of truth for pruning.' }),
 });
 
@@ -320,17 +354,17 @@ export const RemoteClusterSpec = z
   })
   .meta({
     'x-kubernetes-validations': [
-      { rule: 'has(self.kubeconfigSecretRef) != (has(self.server) || has(self.tokenSecretRef))', message: 'give either kubeconfigSecretRef or server + tokenSecretRef (+ caSecretRef)' },
+      { rule: 'has(self.kubeconfigSecretRef) != (has(self.server) || has(self.tokenSecretRef))', message: 'set exactly one of kubeconfigSecretRef and server/tokenSecretRef, not both and not neither' },
       { rule: '!has(self.server) || has(self.tokenSecretRef)', message: 'server needs tokenSecretRef' },
     ],
   });
 
 export const RemoteClusterStatus = z.object({
-  observedGeneration: z.number().int().optional(),
-  conditions: z.array(Condition).optional(),
+  observedGeneration: ObservedGeneration.optional(),
+  conditions: Conditions.optional(),
   serverVersion: z.string().optional().meta({ description: 'The version the API server reported at the last successful probe.' }),
   server: z.string().optional().meta({ description: 'The API server URL in use.' }),
-  lastProbeTime: z.string().optional().meta({ description: 'When a probe last found something new (reachability, version, server); an unchanged probe writes nothing. Probes run every probeInterval.' }),
+  lastProbeTime: Timestamp('When a probe last found something new (reachability, version, server); an unchanged probe writes nothing. Probes run every probeInterval.').optional(),
 });
 
 export const RemoteCluster = z.object({
@@ -359,7 +393,7 @@ export const NamespaceReplicationSpec = z.object({
     .optional()
     .meta({ description: 'Kinds to replicate as Kind.group (Deployment.apps, ConfigMap, Widget.example.com); default: workloads, config, network and RBAC kinds.' }),
   exclude: z
-    .array(z.object({ kind: z.string().min(1), name: objectName.optional() }))
+    .array(z.object({ kind: describe(z.string().min(1), 'Kind (Kind or Kind.group) of the objects to skip.'), name: describe(objectName, 'Name of the object to skip; omitted = every object of the kind.').optional() }))
     .max(100)
     .optional()
     .meta({ description: 'Objects never replicated: a kind, or a kind and name. Objects labelled syncline.dev/dr: exclude are never replicated either.' }),
@@ -382,12 +416,18 @@ export const NamespaceReplicationSpec = z.object({
 });
 
 export const NamespaceReplicationStatus = z.object({
-  observedGeneration: z.number().int().optional(),
-  conditions: z.array(Condition).optional(),
-  lastSyncedTime: z.string().optional().meta({ description: 'When the standby last changed to match the source.' }),
-  failedOverAt: z.string().optional().meta({ description: 'When the standby was promoted (spec.failover); cleared by failback.' }),
-  kinds: z.array(z.object({ kind: z.string(), objects: z.number().int() })).optional().meta({ description: 'Objects replicated, by kind.' }),
-  failed: z.array(z.object({ id: z.string(), reason: z.string() })).optional().meta({ description: 'Objects that could not be replicated, with the reason (at most 20).' }),
+  observedGeneration: ObservedGeneration.optional(),
+  conditions: Conditions.optional(),
+  lastSyncedTime: Timestamp('When the standby last changed to match the source.').optional(),
+  failedOverAt: Timestamp('When the standby was promoted (spec.failover); cleared by failback.').optional(),
+  kinds: z
+    .array(z.object({ kind: describe(z.string(), 'Kind (Kind.group) of the objects.'), objects: describe(z.number().int(), 'How many are in the standby.') }))
+    .optional()
+    .meta({ description: 'Objects replicated, by kind.' }),
+  failed: z
+    .array(z.object({ id: describe(z.string(), 'The object: group/Kind/namespace/name.'), reason: describe(z.string(), 'Why it could not be replicated.') }))
+    .optional()
+    .meta({ description: 'Objects that could not be replicated, with the reason (at most 20).' }),
   inventory: z.array(TargetInventory).optional().meta({ description: 'What is applied in the standby: the source of truth for pruning.' }),
 });
 
@@ -441,14 +481,19 @@ export const crdDefinitions = [
     // Not 'cs': kubectl resolves that to the built-in componentstatuses first.
     shortNames: ['csync'],
     scope: 'Namespaced',
+    description: 'Keeps objects rendered from a Git repository applied to one or more namespaces and clusters.',
+    specDescription: 'The repository, path and revision to follow, where to apply what it renders, and how.',
+    statusDescription: 'What was applied (revision, inventory, history) and how it went (conditions, per-target lines).',
     spec: ConfigSyncSpec,
     status: ConfigSyncStatus,
     printerColumns: [
       { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
+      { name: 'Ref', type: 'string', description: 'The branch or tag followed, or "pinned" for a commit SHA.', jsonPath: '.status.followedRef' },
+      { name: 'Revision', type: 'string', description: 'The commit applied (short).', jsonPath: '.status.shortRevision' },
       { name: 'Suspended', type: 'boolean', jsonPath: '.spec.suspend' },
-      { name: 'Health', type: 'string', jsonPath: ".status.conditions[?(@.type=='Healthy')].reason" },
-      { name: 'Revision', type: 'string', jsonPath: '.status.sourceRevision' },
+      { name: 'Health', type: 'string', description: 'The Healthy condition\'s reason (kstatus health of what was applied).', jsonPath: ".status.conditions[?(@.type=='Healthy')].reason" },
       { name: 'Status', type: 'string', priority: 1, jsonPath: ".status.conditions[?(@.type=='Ready')].message" },
+      { name: 'Full Revision', type: 'string', priority: 1, jsonPath: '.status.sourceRevision' },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
     ],
   },
@@ -458,6 +503,9 @@ export const crdDefinitions = [
     singular: 'manifestsync',
     shortNames: ['msync'],
     scope: 'Namespaced',
+    description: 'Copies one object of the cluster (any kind) into other namespaces, and keeps the copies current.',
+    specDescription: 'The object to copy, where the copies go, and how they are kept.',
+    statusDescription: 'The copies made, per target namespace, and how it went.',
     spec: ManifestSyncSpec,
     status: ManifestSyncStatus,
     printerColumns: [
@@ -474,6 +522,9 @@ export const crdDefinitions = [
     singular: 'remotecluster',
     shortNames: ['rcluster'],
     scope: 'Namespaced',
+    description: 'Credentials for another cluster, which ConfigSync and ManifestSync targets in this namespace name with cluster.name.',
+    specDescription: 'How to reach the cluster: a kubeconfig Secret, or a server URL with token and CA Secrets.',
+    statusDescription: 'Whether the cluster answers, and its version.',
     spec: RemoteClusterSpec,
     status: RemoteClusterStatus,
     printerColumns: [
@@ -491,6 +542,9 @@ export const crdDefinitions = [
     singular: 'namespacereplication',
     shortNames: ['nsrepl'],
     scope: 'Namespaced',
+    description: 'Keeps a warm standby of a namespace in another cluster, with failover and failback.',
+    specDescription: 'The namespace to replicate, the standby, what is replicated and how it lands.',
+    statusDescription: 'What the standby holds and when it last changed.',
     spec: NamespaceReplicationSpec,
     status: NamespaceReplicationStatus,
     printerColumns: [

@@ -2,7 +2,7 @@
 // mirroring and ownership marks, and a fingerprint of the rest. Never a data value: sources are read with
 // a GET when they are reconciled, replicas when they are written, so Secret data does not sit in memory.
 import { createHash } from 'node:crypto';
-import { APPLIED_DIGEST_ANNOTATION, OWNED_BY_ANNOTATION, OWNER_LABEL, type KubeObject } from '@syncline/apply';
+import { APPLIED_DIGEST_ANNOTATION, OWNED_BY_ANNOTATION, OWNERSHIP_LABELS, type KubeObject } from '@syncline/apply';
 import type { MirrorKeys } from './labels.ts';
 
 /** A cached source or replica: metadata (only the keys mirroring reads) and a fingerprint of its content. */
@@ -47,7 +47,7 @@ export function contentFingerprint(object: KubeObject): string {
 export function projectMirrorObject(object: KubeObject, keys: MirrorKeys): MirrorCacheObject {
   const mine = (key: string): boolean => key.startsWith(`${keys.prefix}/`);
   const { metadata } = object;
-  const labels = pick(metadata.labels, (key) => mine(key) || key === OWNER_LABEL);
+  const labels = pick(metadata.labels, (key) => mine(key) || OWNERSHIP_LABELS.includes(key));
   const annotations = pick(metadata.annotations, (key) => mine(key) || key === OWNED_BY_ANNOTATION || key === APPLIED_DIGEST_ANNOTATION);
   return {
     apiVersion: object.apiVersion,

@@ -1,7 +1,7 @@
 // Turning a live object into a desired copy: sanitize (a table of kinds), then for label-driven mirroring the
 // replica marks and the override/patch strategies, and for a ManifestSync the rename and merge patches.
 // Pure: the input is never modified; the output is a plain object planApply takes as desired.
-import { APPLIED_DIGEST_ANNOTATION, OWNED_BY_ANNOTATION, OWNER_LABEL, PRUNE_ANNOTATION, type KubeObject } from '@syncline/apply';
+import { APPLIED_DIGEST_ANNOTATION, OWNED_BY_ANNOTATION, OWNERSHIP_LABELS, PRUNE_ANNOTATION, type KubeObject } from '@syncline/apply';
 import { mergePatch } from '@syncline/render';
 import { classifyExisting } from './conflicts.ts';
 import { MirrorError, MirrorErrorReason, describeObject } from './errors.ts';
@@ -61,7 +61,7 @@ export const COMMON_COPY_RULES: readonly CopyRule[] = [
   },
   {
     why: "kubectl's last-applied configuration and Syncline's own ownership marks (the apply engine adds the copy's own)",
-    dropLabels: [OWNER_LABEL],
+    dropLabels: [...OWNERSHIP_LABELS],
     dropAnnotations: ['kubectl.kubernetes.io/last-applied-configuration', OWNED_BY_ANNOTATION, APPLIED_DIGEST_ANNOTATION, PRUNE_ANNOTATION],
   },
 ];

@@ -18,7 +18,7 @@ import { Reason, keepTransitions, removeCondition, setCondition, type ConditionI
 import { MAX_TIMER_MS, boundedInterval, formatDuration, parseDuration, type IntervalBounds } from './duration.ts';
 import { conditionsDiffer, objectPath, patchFinalizers, writeStatus } from './object-status.ts';
 import { StallError, readGitAuth, readValues } from './inputs.ts';
-import { appliedConditions, applyTarget, combineTargets, emptyCounts, truncate, type TargetNoop, type TargetOutcome } from './target.ts';
+import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, truncate, type TargetNoop, type TargetOutcome } from './target.ts';
 import { dependencyNotReady, findCycle } from './dependencies.ts';
 import { healthConditions } from './health.ts';
 
@@ -428,6 +428,7 @@ function unavailableTarget(target: { name: string; namespace?: string | undefine
     drift: [],
     orphaned: [],
     changed: false,
+    changes: [],
   };
 }
 
@@ -435,7 +436,7 @@ function unavailableTarget(target: { name: string; namespace?: string | undefine
 function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetOutcome[], allDesired: readonly KubernetesObject[]): Outcome {
   const { deps, object, spec, log, now } = run;
   const previous = object.status ?? {};
-  const { counts, failures, conflicts, drift, orphaned, changed } = combineTargets(targets);
+  const { counts, failures, conflicts, drift, orphaned, changed, changes } = combineTargets(targets);
   deps.metrics.managedObjects.set({ configsync: `${run.namespace}/${object.metadata.name}` }, targets.reduce((n, t) => n + t.status.objects, 0));
   const applied = targets.filter((t) => t.status.phase === 'Synced').length;
   const ok = failures.length === 0 && conflicts.length === 0;
@@ -461,6 +462,9 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
     observedGeneration: object.metadata.generation,
     lastSyncedTime,
     sourceRevision: complete ? revision : previous.sourceRevision,
+    // The Ref and Revision columns: a printer column cannot shorten a string or test it for a SHA.
+    shortRevision: complete ? revision.slice(0, 7) : previous.shortRevision,
+    followedRef: complete ? followedRef(spec.source.git.revision) : previous.followedRef,
     lastAttemptedRevision: revision,
     appliedTargets: applied,
     conditions,
@@ -480,10 +484,16 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   }
   if (changed || revisionChanged) log.info({ revision, ...counts }, 'synced');
   else log.debug({ revision }, 'no changes');
-  if (changed || revisionChanged) events.push({ type: 'Normal', reason: 'Synced', message: `revision ${revision.slice(0, 12)}: ${summary}` });
+  // Once per change (the event is recorded only with the status write it explains), naming what changed.
+  if (changed || revisionChanged) events.push({ type: 'Normal', reason: 'Synced', message: truncate(`revision ${revision.slice(0, 12)}: ${summary}${changes.length === 0 ? '' : `: ${describeChanges(changes)}`}`) });
   if (health?.failure !== undefined) events.push({ type: 'Warning', reason: Reason.HealthCheckFailed, message: health.failure });
   // Still converging: the objects' status changes wake this sync; the timeout's expiry is the latest re-check.
   return { status, result: { kind: 'done', requeueAfterMs: Math.min(run.refreshMs, health?.requeueAfterMs ?? Infinity) }, events };
+}
+
+/** The ref a revision was resolved from, or "pinned" when the spec names a commit SHA. */
+export function followedRef(revision: string): string {
+  return /^[0-9a-f]{40}$/i.test(revision) ? 'pinned' : revision;
 }
 
 /** Conditions every outcome that got past the source carries: the clamp notice, and none of a previous stall. */

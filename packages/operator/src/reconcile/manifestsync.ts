@@ -15,7 +15,7 @@ import { Reason, removeCondition, setCondition } from './conditions.ts';
 import type { ApplyIdentity } from './configsync.ts';
 import { MAX_TIMER_MS, boundedInterval, type IntervalBounds } from './duration.ts';
 import { conditionsDiffer, objectPath, patchFinalizers, writeStatus } from './object-status.ts';
-import { appliedConditions, applyTarget, combineTargets, emptyCounts, truncate, type TargetOutcome } from './target.ts';
+import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, truncate, type TargetOutcome } from './target.ts';
 import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
 
 export const MANIFESTSYNC_FINALIZER = 'syncline.dev/finalizer';
@@ -204,6 +204,7 @@ async function sync(deps: ManifestSyncReconcilerDeps, object: ManifestSync, spec
           drift: [],
           orphaned: [],
           changed: false,
+          changes: [],
         };
       }
     }
@@ -255,7 +256,7 @@ async function sync(deps: ManifestSyncReconcilerDeps, object: ManifestSync, spec
   if (combined.conflicts.length > 0) events.push({ type: 'Warning', reason: Reason.Conflict, message: truncate(`${combined.conflicts.length} copy(ies) not written: ${combined.conflicts.join('; ')}`) });
   if (failures.length > 0) events.push({ type: 'Warning', reason: Reason.ApplyFailed, message: truncate(`${summary}; ${failures.join('; ')}`) });
   if (ok && combined.changed) {
-    events.push({ type: 'Normal', reason: 'Synced', message: summary });
+    events.push({ type: 'Normal', reason: 'Synced', message: truncate(`${summary}: ${describeChanges(combined.changes)}`) });
     log.info(combined.counts, 'copied');
   }
   const onlyWaiting = failures.every((f) => /forbidden|not supported yet|cannot list namespaces|RemoteCluster/i.test(f));

@@ -16,7 +16,7 @@ import { Reason, removeCondition, setCondition } from './conditions.ts';
 import type { ApplyIdentity } from './configsync.ts';
 import { MAX_TIMER_MS, boundedInterval, type IntervalBounds } from './duration.ts';
 import { conditionsDiffer, objectPath, writeStatus } from './object-status.ts';
-import { applyTarget, truncate } from './target.ts';
+import { applyTarget, describeChanges, truncate } from './target.ts';
 
 export const NAMESPACEREPLICATION_KEY_PREFIX = 'NamespaceReplication/';
 const STANDBY_TARGET = 'standby';
@@ -208,7 +208,7 @@ async function replicate(deps: NamespaceReplicationReconcilerDeps, object: Names
   const events: Event[] = [];
   if (wasFailedOver) events.push({ type: 'Normal', reason: Reason.FailedBack, message: `failed back: replicating again, workloads in ${destinationNamespace} at zero` });
   if (!ok) events.push({ type: 'Warning', reason: Reason.ApplyFailed, message: truncate(`${summary}; ${failed.length} failed: ${failed.map((f) => `${f.id}: ${f.reason}`).join('; ')}`) });
-  else if (outcome.changed) events.push({ type: 'Normal', reason: Reason.Replicated, message: summary });
+  else if (outcome.changed) events.push({ type: 'Normal', reason: Reason.Replicated, message: truncate(`${summary}: ${describeChanges(outcome.changes)}`) });
   return { ok, status, events };
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ChangeSet } from '@syncline/apply';
-import { combineTargets, summarizeChanges } from './target.ts';
+import { combineTargets, describeChanges, summarizeChanges } from './target.ts';
 
 const input = { target: { name: 'prod', namespace: 'shop' }, now: '2026-11-22T10:00:00Z', syncKey: 'ops/web' };
 const changes = (entries: ChangeSet['entries'], extra: Partial<ChangeSet> = {}): ChangeSet => ({ entries, inventory: entries.filter((e) => e.action !== 'deleted').map((e) => ({ id: e.id })), pruned: true, ...extra });
@@ -51,5 +51,32 @@ describe('combineTargets', () => {
     expect(combined.counts).toMatchObject({ created: 1, configured: 1 });
     expect(combined.conflicts).toEqual(['prod: /ConfigMap/shop/x: Conflict: the object is owned by ops/api/prod']);
     expect(combined.changed).toBe(true);
+  });
+});
+
+describe('what changed, for the Event', () => {
+  it('given created, configured, deleted and unchanged objects, then the written ones are named like Flux names them', () => {
+    const outcome = summarizeChanges(input, changes([
+      { id: 'apps/Deployment/shop/web', action: 'configured' },
+      { id: '/ConfigMap/shop/a', action: 'unchanged' },
+      { id: '/ConfigMap/shop/b', action: 'created' },
+      { id: 'rbac.authorization.k8s.io/ClusterRole//reader', action: 'deleted' },
+      { id: '/Secret/shop/s', action: 'skipped', reason: 'the object exists; policy Keep never modifies it' },
+    ]));
+    expect(outcome.changes).toEqual(['Deployment/shop/web configured', 'ConfigMap/shop/b created', 'ClusterRole/reader deleted']);
+  });
+
+  it('given a no-op, then nothing changed and there is nothing to name', () => {
+    const outcome = summarizeChanges(input, changes([{ id: '/ConfigMap/shop/a', action: 'unchanged' }]));
+    expect([outcome.changed, outcome.changes]).toEqual([false, []]);
+  });
+
+  it('names the first ten and counts the rest; a target in another cluster says which', () => {
+    const many = Array.from({ length: 22 }, (_, i) => `ConfigMap/shop/c${i} created`);
+    expect(describeChanges(many)).toBe(`${many.slice(0, 10).join(', ')} and 12 more`);
+    expect(describeChanges(many.slice(0, 10))).toBe(many.slice(0, 10).join(', '));
+    const east = summarizeChanges({ ...input, target: { name: 'east', namespace: 'shop', cluster: 'east' } }, changes([{ id: '/ConfigMap/shop/a', action: 'created' }]));
+    const here = summarizeChanges(input, changes([{ id: '/ConfigMap/shop/a', action: 'created' }]));
+    expect(combineTargets([here, { ...east, inventory: { ...east.inventory, cluster: 'east' } }]).changes).toEqual(['ConfigMap/shop/a created', 'ConfigMap/shop/a created in cluster east']);
   });
 });

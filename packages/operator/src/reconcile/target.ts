@@ -6,6 +6,7 @@ import {
   applyFingerprint,
   decodeInventory,
   encodeInventory,
+  parseObjectId,
   executePlan,
   planApply,
   readHealth,
@@ -86,6 +87,8 @@ export type TargetOutcome = {
   readonly changed: boolean;
   /** The health of the applied objects, when asked for. */
   readonly health?: HealthReport;
+  /** What was written, in execution order: `Kind/namespace/name created|configured|deleted` (for the Event). */
+  readonly changes: readonly string[];
 };
 
 export const emptyCounts = (): Counts => ({ created: 0, configured: 0, deleted: 0, failed: 0, drifted: 0 });
@@ -149,6 +152,7 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
       drift: [],
       orphaned: [],
       changed: false,
+      changes: [],
     };
   }
   const outcome = summarizeChanges(input, changes);
@@ -189,7 +193,8 @@ export function summarizeChanges(input: Pick<TargetApplyInput, 'target' | 'previ
   const problems = [...failures, ...conflicts];
   if (problems.length > 0) input.metrics?.targetFailures.inc({ configsync: input.syncKey, target: input.target.name });
   const ok = problems.length === 0;
-  const changed = changes.entries.some((e) => e.action === 'created' || e.action === 'configured' || e.action === 'deleted');
+  const written = changes.entries.filter((e) => e.action === 'created' || e.action === 'configured' || e.action === 'deleted');
+  const changed = written.length > 0;
   const before = input.previous;
   return {
     status: {
@@ -207,7 +212,24 @@ export function summarizeChanges(input: Pick<TargetApplyInput, 'target' | 'previ
     drift,
     orphaned,
     changed,
+    changes: written.map((e) => `${readableId(e.id)} ${e.action}`),
   };
+}
+
+/** `Kind/namespace/name` (`Kind/name` when cluster-scoped), as Flux and kubectl name objects in their output. */
+export function readableId(id: string): string {
+  try {
+    const { kind, namespace, name } = parseObjectId(id);
+    return namespace === '' ? `${kind}/${name}` : `${kind}/${namespace}/${name}`;
+  } catch {
+    return id;
+  }
+}
+
+/** The changed objects for an Event message: the first `max`, then how many more. */
+export function describeChanges(changes: readonly string[], max = 10): string {
+  if (changes.length <= max) return changes.join(', ');
+  return `${changes.slice(0, max).join(', ')} and ${changes.length - max} more`;
 }
 
 function statusBase(input: Pick<TargetApplyInput, 'target'>): Pick<TargetStatus, 'name' | 'namespace' | 'cluster'> {
@@ -219,7 +241,7 @@ function statusBase(input: Pick<TargetApplyInput, 'target'>): Pick<TargetStatus,
 }
 
 /** The findings of several targets, prefixed with their target's name. */
-export function combineTargets(outcomes: readonly TargetOutcome[]): { counts: Counts; failures: string[]; conflicts: string[]; drift: string[]; orphaned: string[]; changed: boolean } {
+export function combineTargets(outcomes: readonly TargetOutcome[]): { counts: Counts; failures: string[]; conflicts: string[]; drift: string[]; orphaned: string[]; changed: boolean; changes: string[] } {
   const counts = emptyCounts();
   const prefixed = (pick: (o: TargetOutcome) => readonly string[]): string[] => outcomes.flatMap((o) => pick(o).map((f) => (f.startsWith(`${o.status.name}: `) ? f : `${o.status.name}: ${f}`)));
   for (const o of outcomes) for (const key of Object.keys(counts) as (keyof Counts)[]) counts[key] += o.counts[key];
@@ -230,6 +252,8 @@ export function combineTargets(outcomes: readonly TargetOutcome[]): { counts: Co
     drift: outcomes.flatMap((o) => o.drift),
     orphaned: outcomes.flatMap((o) => o.orphaned),
     changed: outcomes.some((o) => o.changed),
+    // Targets in other clusters may hold the same Kind/namespace/name: name their cluster.
+    changes: outcomes.flatMap((o) => o.changes.map((c) => (o.inventory.cluster === undefined ? c : `${c} in cluster ${o.inventory.cluster}`))),
   };
 }
 

@@ -148,3 +148,15 @@ describe('push payloads', () => {
     for (const provider of ['github', 'gitlab', 'gitea', 'bitbucket'] as const) expect(() => parse(provider, {}, '{}'), provider).toThrow(PayloadError);
   });
 });
+
+describe('delivery ids', () => {
+  it("GitLab's is Idempotency-Key (same across retries), never the recursion-detection X-Gitlab-Event-UUID", () => {
+    const uuid = 'f3b6a8c2-0d1e-4f5a-9b7c-2e4d6f8a0b1c';
+    expect(providerSpecs.gitlab.deliveryId({ 'idempotency-key': 'b4d2-17', 'x-gitlab-event-uuid': uuid })).toBe('b4d2-17');
+    expect(providerSpecs.gitlab.deliveryId({ 'x-gitlab-event-uuid': uuid })).toBeUndefined();
+  });
+
+  it("GitHub's is X-GitHub-Delivery (a redelivery keeps it: the receiver processes it after its short window)", () => {
+    expect(providerSpecs.github.deliveryId({ 'x-github-delivery': '72d3162e-cc78-11e3-81ab-4c9367dc0958' })).toBe('72d3162e-cc78-11e3-81ab-4c9367dc0958');
+  });
+});

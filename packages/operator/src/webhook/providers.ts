@@ -149,7 +149,10 @@ const GitLabPush = z.object({
 
 const gitlab: ProviderSpec = {
   verify: (headers, _body, secrets) => verifyToken(header(headers, 'x-gitlab-token'), secrets),
-  deliveryId: (headers) => cleanId(header(headers, 'x-gitlab-event-uuid')),
+  // Idempotency-Key (GitLab 17.4+) is the same across retries of one delivery. X-Gitlab-Event-UUID is not a
+  // delivery id: recursive webhooks (a hook whose handler triggers another) share it, so deduplicating on it
+  // would drop distinct deliveries. Older GitLab sends no key: nothing is deduplicated, the coalescer merges.
+  deliveryId: (headers) => cleanId(header(headers, 'idempotency-key')),
   parse(headers, body) {
     const event = header(headers, 'x-gitlab-event');
     if (event === undefined || event === '') throw new PayloadError('no X-Gitlab-Event header');

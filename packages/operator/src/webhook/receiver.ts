@@ -165,11 +165,13 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       answer(res, provider, WebhookResult.invalid, 400, { error: error.message });
       return;
     }
-    if (deliveryId !== undefined && !deliveries.firstSighting(provider, deliveryId)) {
-      log.info({ provider, delivery: deliveryId }, 'webhook delivery already seen; ignored');
+    const sighting = deliveryId === undefined ? undefined : deliveries.sight(provider, deliveryId);
+    if (sighting?.kind === 'duplicate') {
+      log.info({ provider, delivery: deliveryId, agoMs: sighting.agoMs }, 'webhook delivery arrived twice within seconds; the first one wakes the syncs');
       answer(res, provider, WebhookResult.duplicate, 200, { result: 'duplicate' });
       return;
     }
+    if (sighting?.kind === 'redelivery') log.info({ provider, delivery: deliveryId, agoS: Math.round(sighting.agoMs / 1000) }, 'webhook redelivery; processed like a new delivery');
     switch (delivery.kind) {
       case 'ping':
         log.info({ provider, delivery: deliveryId }, 'webhook ping');

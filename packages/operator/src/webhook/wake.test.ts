@@ -125,18 +125,29 @@ describe('coalescingWindows', () => {
 });
 
 describe('DeliveryLog', () => {
-  it('recognizes a replay per provider, forgets after the TTL and stays bounded', () => {
+  it('drops a duplicate within the window, per provider; a later redelivery (same id) is processed and recognised', () => {
     let now = 0;
-    const log = new DeliveryLog({ maxEntries: 3, ttlMs: 1_000, now: () => now });
-    expect(log.firstSighting('github', 'a')).toBe(true);
-    expect(log.firstSighting('github', 'a')).toBe(false);
-    expect(log.firstSighting('gitea', 'a')).toBe(true);
-    now = 1_000;
-    expect(log.firstSighting('github', 'a')).toBe(true);
-    for (const id of ['b', 'c', 'd', 'e']) expect(log.firstSighting('github', id)).toBe(true);
-    // the oldest fell out of the bounded log
-    expect(log.firstSighting('github', 'b')).toBe(true);
-    expect(log.firstSighting('github', 'e')).toBe(false);
+    const log = new DeliveryLog({ windowMs: 1_000, now: () => now });
+    expect(log.sight('github', 'a')).toEqual({ kind: 'first' });
+    now = 400;
+    expect(log.sight('github', 'a')).toEqual({ kind: 'duplicate', agoMs: 400 });
+    expect(log.sight('gitea', 'a')).toEqual({ kind: 'first' });
+    // GitHub's "Redeliver" an hour later keeps X-GitHub-Delivery: it must act
+    now = 3_600_000;
+    expect(log.sight('github', 'a')).toEqual({ kind: 'redelivery', agoMs: 3_600_000 });
+    expect(log.sight('github', 'a')).toEqual({ kind: 'duplicate', agoMs: 0 });
+  });
+
+  it('stays bounded in count and forgets after its memory', () => {
+    let now = 0;
+    const log = new DeliveryLog({ maxEntries: 3, windowMs: 10, memoryMs: 1_000, now: () => now });
+    for (const id of ['b', 'c', 'd', 'e']) expect(log.sight('github', id)).toEqual({ kind: 'first' });
+    now = 20;
+    // the oldest fell out of the bounded log; the others are remembered as redeliveries
+    expect(log.sight('github', 'b')).toEqual({ kind: 'first' });
+    expect(log.sight('github', 'e')).toEqual({ kind: 'redelivery', agoMs: 20 });
+    now = 5_000;
+    expect(log.sight('github', 'e')).toEqual({ kind: 'first' });
   });
 });
 
