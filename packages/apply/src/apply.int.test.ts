@@ -10,6 +10,7 @@ import {
   digestRendered,
   executePlan,
   planApply,
+  readHealth,
   readLive,
   recordHistory,
   rollbackTarget,
@@ -383,5 +384,47 @@ describe('executePlan against the real API server', () => {
     expect(changes.pruned).toBe(false);
     expect(await exists(ns.name, 'old')).toBe(true);
     expect(changes.inventory.map((e) => e.id).sort()).toEqual([`/ConfigMap/${ns.name}/a`, `/ConfigMap/${ns.name}/old`]);
+  });
+
+  it('judges health after an apply: written objects read back (a LIST for several of a kind), unchanged ones from the live state, waves gated', async () => {
+    await using ns = await testNamespace();
+    const owner = ownerIn(ns.name);
+    const later = { ...cm(ns.name, 'later'), metadata: { name: 'later', namespace: ns.name, annotations: { 'syncline.dev/apply-wave': '1' } } };
+    const desired = [cm(ns.name, 'a'), deployment(ns.name, 'd1'), deployment(ns.name, 'd2'), deployment(ns.name, 'd3'), later];
+    // given a gate that holds wave 1 back while wave 0 is not healthy
+    let live = await readLive({ client: admin, desired, inventory: [] });
+    const gated = await executePlan(planApply({ desired, inventory: [], live, owner }), {
+      client: admin,
+      waveGate: async ({ wave, entries }) => {
+        const health = await readHealth({ client: admin, entries, desired, live });
+        return [...health.values()].every((h) => h.status === 'Current') ? undefined : `wave ${wave} is not healthy`;
+      },
+    });
+    // then wave 0 is applied, wave 1 is not, and nothing is pruned
+    expect(gated.heldBack).toBe('wave 0 is not healthy');
+    expect(actions(gated)[`/ConfigMap/${ns.name}/later`]).toBe('skipped');
+    expect(await exists(ns.name, 'later')).toBe(false);
+    expect(gated.pruned).toBe(false);
+    expect(gated.inventory.map((e) => e.id)).not.toContain(`/ConfigMap/${ns.name}/later`);
+
+    // when health is read for what was written: the Deployments (no controller here) are in progress, the ConfigMap is healthy as applied
+    const readBack: string[] = [];
+    const observing: ApplyClient = { ...admin, get: (id, signal) => (readBack.push(id), admin.get(id, signal)), list: (scope, signal) => (readBack.push(`${scope.kind} list`), admin.list(scope, signal)) };
+    const written = await readHealth({ client: observing, entries: gated.entries, desired, live });
+    expect(readBack).toEqual(['Deployment list']);
+    expect(written.get(`/ConfigMap/${ns.name}/a`)).toMatchObject({ status: 'Current' });
+    for (const name of ['d1', 'd2', 'd3']) expect(written.get(`apps/Deployment/${ns.name}/${name}`)).toMatchObject({ status: 'InProgress' });
+    expect(written.has(`/ConfigMap/${ns.name}/later`)).toBe(false);
+
+    // when applied again without a gate, everything unchanged is judged from the LIST the plan read
+    live = await readLive({ client: admin, desired, inventory: gated.inventory });
+    const full = await executePlan(planApply({ desired, inventory: gated.inventory, live, owner }), { client: admin });
+    expect(actions(full)[`/ConfigMap/${ns.name}/later`]).toBe('created');
+    const counting = instrumented(admin);
+    const reads: string[] = [];
+    const watched: ApplyClient = { ...counting, get: (id, signal) => (reads.push(id), counting.get(id, signal)), list: (scope, signal) => (reads.push(JSON.stringify(scope)), counting.list(scope, signal)) };
+    const unchanged = full.entries.filter((e) => e.action === 'unchanged');
+    await readHealth({ client: watched, entries: unchanged, desired, live });
+    expect(reads).toEqual([]);
   });
 });

@@ -349,26 +349,48 @@ export async function readHealth(options: {
   signal?: AbortSignal;
 }): Promise<Map<string, Health>> {
   const desired = new Map(options.desired.map((o) => [objectId(o), o]));
-  const judged = options.entries.filter((e) => e.action === 'created' || e.action === 'configured' || e.action === 'unchanged');
   const health = new Map<string, Health>();
-  await pool(judged, options.concurrency ?? DEFAULT_CONCURRENCY, async (entry) => {
+  const toRead: string[] = [];
+  for (const entry of options.entries) {
+    if (entry.action !== 'created' && entry.action !== 'configured' && entry.action !== 'unchanged') continue;
     const wanted = desired.get(entry.id);
     const written = entry.action !== 'unchanged';
-    if (written && wanted !== undefined && !healthNeedsLiveObject(wanted)) {
-      health.set(entry.id, { status: 'Current', message: 'applied' });
+    const live = written ? undefined : options.live.objects.get(entry.id);
+    if (live !== undefined) health.set(entry.id, healthOf(live));
+    else if (written && wanted !== undefined && !healthNeedsLiveObject(wanted)) health.set(entry.id, { status: 'Current', message: 'applied' });
+    else toRead.push(entry.id);
+  }
+  // Read back: one LIST for a scope with several objects to read, a GET for one or two.
+  const byScope = new Map<string, string[]>();
+  for (const id of toRead) byScope.set(scopeOf(id), [...(byScope.get(scopeOf(id)) ?? []), id]);
+  const unknown = (id: string, error: unknown): void => {
+    health.set(id, { status: 'Unknown', reason: 'ReadFailed', message: describeError(error) });
+  };
+  const judge = (id: string, live: KubeObject | undefined): void => {
+    health.set(id, live === undefined ? { status: 'Unknown', reason: 'NotFound', message: 'not found' } : healthOf(live));
+  };
+  const singles: string[] = [];
+  await pool([...byScope], options.concurrency ?? DEFAULT_CONCURRENCY, async ([scope, ids]) => {
+    if (ids.length < 3) {
+      singles.push(...ids);
       return;
     }
-    let live = written ? undefined : options.live.objects.get(entry.id);
-    if (live === undefined) {
-      try {
-        live = await options.client.get(entry.id, options.signal);
-      } catch (error) {
-        if (options.signal?.aborted === true) throw error;
-        health.set(entry.id, { status: 'Unknown', reason: 'ReadFailed', message: describeError(error) });
-        return;
-      }
+    const [group = '', kind = '', namespace = ''] = scope.split('/');
+    try {
+      const listed = new Map((await options.client.list({ group, kind, namespace }, options.signal)).map((o) => [objectId(o), o]));
+      for (const id of ids) judge(id, listed.get(id));
+    } catch (error) {
+      if (options.signal?.aborted === true) throw error;
+      singles.push(...ids);
     }
-    health.set(entry.id, live === undefined ? { status: 'Unknown', reason: 'NotFound', message: 'not found' } : healthOf(live));
+  });
+  await pool(singles, options.concurrency ?? DEFAULT_CONCURRENCY, async (id) => {
+    try {
+      judge(id, await options.client.get(id, options.signal));
+    } catch (error) {
+      if (options.signal?.aborted === true) throw error;
+      unknown(id, error);
+    }
   });
   return health;
 }

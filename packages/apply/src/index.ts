@@ -5,6 +5,9 @@
 // `const changes = await executePlan(plan, { client })`; record `encodeInventory(changes.inventory)` in status
 // and `recordHistory(history, { revision, appliedAt, objects, digest: digestRendered(desired) }, limit)`.
 // Do not call planApply when fetch or render failed: the plan prunes whatever the desired set lacks.
+// Health: `readHealth({ client, entries: changes.entries, desired, live })` judges what was applied (kstatus,
+// `healthOf`); objects annotated `syncline.dev/apply-wave` run in waves, and `executePlan`'s `waveGate` may hold
+// later waves back (e.g. until the earlier one is healthy).
 export {
   objectId,
   parseObjectId,

@@ -49,10 +49,10 @@ describe('rollbackRevision', () => {
 });
 
 describe('formatStatus', () => {
-  it('prints one aligned row per ConfigSync with Ready, short revision and targets', () => {
+  it('prints one aligned row per ConfigSync with Ready, health, short revision and targets', () => {
     const text = formatStatus([sync([sha('b')])]);
     const [header, row] = text.trimEnd().split('\n');
-    expect(header).toMatch(/^NAMESPACE\s+NAME\s+READY\s+REVISION\s+TARGETS\s+MESSAGE$/);
-    expect(row).toMatch(/^platform\s+web\s+True\s+bbbbbbbbbbbb\s+2\/2\s+Applied$/);
+    expect(header).toMatch(/^NAMESPACE\s+NAME\s+READY\s+HEALTH\s+REVISION\s+TARGETS\s+MESSAGE$/);
+    expect(row).toMatch(/^platform\s+web\s+True\s+-\s+bbbbbbbbbbbb\s+2\/2\s+Applied$/);
   });
 });

@@ -182,13 +182,14 @@ export function rollbackRevision(object: ConfigSync, options: { to?: string; ste
 }
 
 export function formatStatus(items: readonly ConfigSync[]): string {
-  const rows = [['NAMESPACE', 'NAME', 'READY', 'REVISION', 'TARGETS', 'MESSAGE']];
+  const rows = [['NAMESPACE', 'NAME', 'READY', 'HEALTH', 'REVISION', 'TARGETS', 'MESSAGE']];
   for (const item of items) {
     const ready = item.status?.conditions?.find((c) => c.type === 'Ready');
     rows.push([
       item.metadata.namespace ?? '',
       item.metadata.name,
       ready?.status ?? 'Unknown',
+      item.status?.conditions?.find((c) => c.type === 'Healthy')?.reason ?? '-',
       (item.status?.sourceRevision ?? '').slice(0, 12),
       `${item.status?.appliedTargets ?? 0}/${item.spec.targets.length}`,
       (ready?.message ?? '').slice(0, 80),

@@ -151,8 +151,8 @@ export const ConfigSyncSpec = z.object({
   wait: z
     .boolean()
     .default(false)
-    .meta({ description: 'Ready waits until every applied object is healthy (kstatus rules), up to timeout; otherwise Ready=False with reason HealthCheckFailed. Without wait, health is still reported (the Healthy condition).' }),
-  timeout: Duration.optional().meta({ description: 'How long wait may take before the sync is HealthCheckFailed (default: 5m).' }),
+    .meta({ description: 'Ready waits until every applied object is healthy (kstatus rules), up to timeout; otherwise Ready=False with reason HealthCheckFailed. Objects annotated syncline.dev/apply-wave are applied a wave at a time, each once the previous one is healthy. Without wait, health is still reported (the Healthy condition, targets[].health).' }),
+  timeout: Duration.optional().meta({ description: 'How long objects may take to become healthy, from the last apply (or from when health was lost), before the sync is HealthCheckFailed (default: 5m).' }),
   dependsOn: z
     .array(DependsOn)
     .max(50)

@@ -498,7 +498,8 @@ export function followedRef(revision: string): string {
 
 /** Conditions every outcome that got past the source carries: the clamp notice, and none of a previous stall. */
 function baseConditions(run: SyncRun, conditions: readonly Condition[]): Condition[] {
-  return clampNotice(run, removeCondition(removeCondition(conditions, 'Stalled'), 'InvalidSource'));
+  // Reconciling (set while waiting for health) ends with any outcome that did not get as far as the apply.
+  return clampNotice(run, removeCondition(removeCondition(removeCondition(conditions, 'Stalled'), 'InvalidSource'), 'Reconciling'));
 }
 
 /** IntervalClamped says when the operator does not use spec.refreshInterval as written (and a resumed sync is no longer Suspended). */

@@ -40,7 +40,7 @@ describe('healthConditions', () => {
     expect(findCondition(verdict.conditions, 'Ready')?.message).toContain('Deployment/web: LessReady: ready: 0/1');
     expect(findCondition(verdict.conditions, 'Reconciling')?.status).toBe('True');
     expect(findCondition(verdict.conditions, 'Healthy')).toMatchObject({ status: 'Unknown', reason: 'Progressing' });
-    expect(verdict.requeueAfterMs).toBe(4 * 60_000 + 500);
+    expect(verdict.requeueAfterMs).toBe(FIVE_MIN + 500);
   });
 
   it('without wait, in progress: Ready stays True and Healthy says so', () => {

@@ -96,7 +96,7 @@ export function healthConditions(input: {
   else if (previous?.status === 'False') {
     start = lastSynced > since ? lastSynced : since;
     expired = !(lastSynced > since) && previous.reason === Reason.HealthCheckFailed;
-  } else start = previous === undefined && !Number.isNaN(lastSynced) ? Math.min(lastSynced, now) : now;
+  } else start = now; // health was True (or never judged, e.g. a sync from before health existed): a fresh window
   if (Number.isNaN(start)) start = now;
   const left = start + timeoutMs - now;
   const timedOut = expired || left <= 0;
