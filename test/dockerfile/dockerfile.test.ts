@@ -85,7 +85,7 @@ describe('Dockerfile', () => {
   });
 
   it('builds from a context with sources and manifests only', () => {
-    expect(context).toEqual(expect.arrayContaining(['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', 'scripts/install-production.sh', 'packages/operator/src/main.ts']));
+    expect(context).toEqual(expect.arrayContaining(['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', 'scripts/install-production.sh', 'packages/operator/src/main.ts', 'packages/operator/bin/syncline.js']));
     const unwanted = context.filter((p) => /(^|\/)node_modules\//.test(p) || /^(\.git|\.toolchain|test|docs|examples|charts)\//.test(p));
     expect(unwanted).toEqual([]);
   });
@@ -96,7 +96,8 @@ describe('Dockerfile', () => {
     expect(dockerfile).toMatch(/^ARG NODE_VERSION=24\./m);
     expect(dockerfile).toMatch(/^RUN scripts\/install-production\.sh \/app/m);
     expect(dockerfile).toMatch(/^USER 1000:1000$/m);
-    expect(dockerfile).toMatch(/^ENTRYPOINT \["node", "\/app\/packages\/operator\/src\/main\.ts"\]$/m);
+    expect(dockerfile).toMatch(/^RUN ln -s \/app\/packages\/operator\/bin\/syncline\.js \/usr\/local\/bin\/syncline$/m);
+    expect(dockerfile).toMatch(/^ENTRYPOINT \["syncline"\]$/m);
     expect(dockerfile).toMatch(/^CMD \["run"/m);
     expect(install.stderr).not.toMatch(/ERR_PNPM/);
     expect(install.status).toBe(0);
@@ -104,10 +105,10 @@ describe('Dockerfile', () => {
 
   it('runs the CLI from the installed tree', () => {
     // given the installed tree, when `syncline --help` runs from it, then it prints the usage
-    const help = spawnSync(process.execPath, ['packages/operator/src/main.ts', '--help'], { cwd: work, encoding: 'utf8' });
+    const help = spawnSync(process.execPath, ['packages/operator/bin/syncline.js', '--help'], { cwd: work, encoding: 'utf8' });
     expect(help.stderr).toBe('');
     expect(help.status).toBe(0);
-    expect(help.stdout).toContain('syncline run [flags]');
+    expect(help.stdout).toMatch(/^ {2}run \[options\]\s+run the operator$/m);
   });
 
   it('renders templates from the installed tree (Handlebars and YAML load at runtime)', async () => {
