@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { stringify } from 'yaml';
 import { ConfigSyncSpec, type ConfigSync, type HistoryEntry, type RemoteCluster, type TargetStatus } from './api/v1alpha1.ts';
-import { diffYaml, maskSecrets, projectLive, unifiedDiff } from './cli/diff.ts';
+import { diffYaml, maskSecrets, normalizeSecret, projectLive, unifiedDiff } from './cli/diff.ts';
 import { createKubeRest, type KubeRest } from './kube/rest.ts';
 import { loadKubeConfig } from './kube/kubeconfig.ts';
 import { DEFAULT_MIRROR_PREFIX, mirrorKeys, parseMirrorSourceNamespaces, replicaSelector, sourceSelector, type MirrorKeys, type MirrorNamespace, type NamePattern } from './mirror/index.ts';
@@ -550,8 +550,9 @@ export function stepDiff(step: PlanStep, live: ApplyObject | undefined): { diff:
   const label = `${group === '' ? 'core' : group}/${kind}/${ns === '' ? '' : `${ns}/`}${name}`;
   switch (step.type) {
     case 'apply': {
-      const projected = live === undefined ? undefined : projectLive(live, step.object);
-      const masked = maskSecrets(projected, step.object);
+      const desired = normalizeSecret(step.object);
+      const projected = live === undefined ? undefined : projectLive(live, desired);
+      const masked = maskSecrets(projected, desired);
       const diff = unifiedDiff(diffYaml(masked.live), diffYaml(masked.desired), { from: live === undefined ? '/dev/null' : `live/${label}`, to: `desired/${label}` });
       return step.reason === undefined ? { diff } : { diff, note: step.reason };
     }

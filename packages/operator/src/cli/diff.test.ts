@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MASK, MASK_CHANGED, diffYaml, maskSecrets, projectLive, unifiedDiff } from './diff.ts';
+import { MASK, MASK_CHANGED, diffYaml, maskSecrets, normalizeSecret, projectLive, unifiedDiff } from './diff.ts';
 
 describe('unifiedDiff', () => {
   it('is empty for equal texts', () => {
@@ -52,6 +52,12 @@ describe('maskSecrets', () => {
     const text = unifiedDiff(diffYaml(masked.live), diffYaml(masked.desired), { from: 'l', to: 'd' });
     expect(text).not.toMatch(/hunter2|aHVudGVyMg|correct horse|admin|YWRtaW4/);
     expect(text).toContain('-  password: "***"\n+  password: "*** (changed)"\n+  token: "***"\n');
+  });
+
+  it('folds stringData into data as the API server stores it, so the live data projects onto it', () => {
+    const desired = normalizeSecret({ kind: 'Secret', data: { a: 'eA==', b: 'eA==' }, stringData: { b: 'y' } });
+    expect(desired).toEqual({ kind: 'Secret', data: { a: 'eA==', b: 'eQ==' } });
+    expect(projectLive({ kind: 'Secret', data: { a: 'eA==', b: 'eA==', c: 'eg==' }, type: 'Opaque' }, desired)).toEqual({ kind: 'Secret', data: { a: 'eA==', b: 'eA==' } });
   });
 
   it('passes other kinds through', () => {

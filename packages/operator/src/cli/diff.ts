@@ -78,6 +78,18 @@ export function maskSecrets(live: unknown, desired: unknown): { live: unknown; d
   return { live: masked(live, 'live'), desired: masked(desired, 'desired') };
 }
 
+/**
+ * A Secret as the API server stores it: stringData folded into data (base64; stringData wins), so desired and
+ * live compare key by key. Anything else is returned as it is.
+ */
+export function normalizeSecret(object: unknown): unknown {
+  if (!isObject(object) || object['kind'] !== 'Secret' || !isObject(object['stringData'])) return object;
+  const { stringData, ...rest } = object;
+  const data: JsonObject = isObject(rest['data']) ? { ...rest['data'] } : {};
+  for (const [key, value] of Object.entries(stringData)) data[key] = Buffer.from(scalar(value)).toString('base64');
+  return { ...rest, data };
+}
+
 /** YAML of an object for diffing: keys in a stable order, so only real differences show. */
 export function diffYaml(object: unknown): string {
   if (object === undefined) return '';
