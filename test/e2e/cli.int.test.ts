@@ -94,6 +94,24 @@ describe('syncline CLI', () => {
       expect(result.stdout).toMatch(/Exit codes:[\s\S]*diff: differences found/);
     });
 
+    it('runs every syncline command README.md and examples/README.md print: each names a real subcommand and real flags', async () => {
+      const texts = await Promise.all(['README.md', 'examples/README.md'].map((file) => readFile(join(root, file), 'utf8')));
+      const commands = texts.flatMap((text) => [...text.matchAll(/(?<=^|`|\.\/pnpm exec )syncline ([a-z][^`\n]*)/gm)].map((m) => (m[1] ?? '').trim()));
+      expect(commands.length).toBeGreaterThan(10);
+      const helps = new Map<string, string>();
+      for (const command of commands) {
+        const [sub = '', ...rest] = command.split(/\s+/);
+        if (!helps.has(sub)) {
+          const help = await syncline([sub, '--help']);
+          expect(help.code, `syncline ${sub} --help (from "${command}")`).toBe(0);
+          helps.set(sub, help.stdout);
+        }
+        for (const flag of rest.filter((token) => /^--?[a-zA-Z]/.test(token)).map((token) => token.replace(/=.*$/, ''))) {
+          expect(helps.get(sub), `"syncline ${command}": ${flag}`).toMatch(new RegExp(`(^|[ ,])${flag}[ ,<\\n]`, 'm'));
+        }
+      }
+    });
+
     it('refuses an unknown flag by name, exit 1 (diff: 2), and suggests a close one', async () => {
       const status = await syncline(['status', '--bogus']);
       expect(status.code).toBe(1);
