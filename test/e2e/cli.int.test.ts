@@ -94,7 +94,7 @@ describe('syncline CLI', () => {
       expect(result.stdout).toMatch(/Exit codes:[\s\S]*diff: differences found/);
     });
 
-    it('runs every syncline command README.md and examples/README.md print: each names a real subcommand and real flags', async () => {
+    it('every syncline command README.md and examples/README.md print names a real subcommand and flags it has', async () => {
       const texts = await Promise.all(['README.md', 'examples/README.md'].map((file) => readFile(join(root, file), 'utf8')));
       const commands = texts.flatMap((text) => [...text.matchAll(/(?<=^|`|\.\/pnpm exec )syncline ([a-z][^`\n]*)/gm)].map((m) => (m[1] ?? '').trim()));
       expect(commands.length).toBeGreaterThan(10);

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ConfigSync } from './api/v1alpha1.ts';
 import { ApiError } from '@syncline/apply';
-import { formatError, formatStatus, revisionText, rollbackRevision } from './cli.ts';
+import { formatError } from './cli.ts';
+import { formatStatus, revisionText, rollbackRevision } from './cli/commands.ts';
 
 const sha = (c: string): string => c.repeat(40);
 const sync = (history: string[], digests?: string[]): ConfigSync =>

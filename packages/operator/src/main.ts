@@ -27,7 +27,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
 }
 
 /** `syncline run`: the operator, until SIGTERM/SIGINT or lost leadership. */
-async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Promise<number> {
+export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Promise<number> {
   const logger = pino({
     level: flags.logLevel,
     base: { pid: process.pid },

@@ -45,6 +45,10 @@ describe('loadKubeConfig', () => {
     expect(() => loadKubeConfig({ kubeconfig: b, context: 'nope', env: {} })).toThrow('context "nope" does not exist');
   });
 
+  it('says how to give one when there is no kubeconfig at all (and this is not a pod)', () => {
+    expect(() => loadKubeConfig({ env: { HOME: dir } })).toThrow(/^no kubeconfig: set KUBECONFIG, pass --kubeconfig FILE, or create ~\/.kube\/config/);
+  });
+
   it('says so when no file in KUBECONFIG exists', () => {
     expect(() => loadKubeConfig({ env: { KUBECONFIG: join(dir, 'missing.yaml') } })).toThrow(/none of the files in KUBECONFIG exist/);
   });

@@ -1,8 +1,12 @@
 // Which cluster the CLI and the operator talk to, chosen the way kubectl chooses it: --kubeconfig FILE, else
-// every file in $KUBECONFIG (a:b, merged), else ~/.kube/config, else in-cluster; then --context.
+// every file in $KUBECONFIG (a:b, merged), else ~/.kube/config, else in-cluster (a pod's ServiceAccount);
+// then --context.
 import { KubeConfig } from '@kubernetes/client-node';
 import { existsSync } from 'node:fs';
-import { delimiter } from 'node:path';
+import { homedir } from 'node:os';
+import { delimiter, join } from 'node:path';
+
+const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
 export type KubeConfigOptions = {
   /** --kubeconfig: this file only (KUBECONFIG is ignored), as in kubectl. */
@@ -22,8 +26,10 @@ export function loadKubeConfig(options: KubeConfigOptions): KubeConfig {
     kc = mergeKubeConfigFiles(list.split(delimiter));
   } else {
     kc = new KubeConfig();
-    // ~/.kube/config, then the in-cluster ServiceAccount (client-node's own order).
-    kc.loadFromDefault();
+    const home = join(options.env['HOME'] ?? homedir(), '.kube', 'config');
+    if (existsSync(home)) kc.loadFromFile(home);
+    else if (options.env['KUBERNETES_SERVICE_HOST'] !== undefined && existsSync(SERVICE_ACCOUNT_TOKEN)) kc.loadFromCluster();
+    else throw new Error('no kubeconfig: set KUBECONFIG, pass --kubeconfig FILE, or create ~/.kube/config (in a pod, the ServiceAccount is used)');
   }
   if (options.context !== undefined && options.context !== '') {
     if (kc.getContextObject(options.context) === null) throw new Error(`context "${options.context}" does not exist`);
