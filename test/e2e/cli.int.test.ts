@@ -83,7 +83,7 @@ describe('syncline CLI', () => {
         expect(result.stdout).toMatch(new RegExp(`^Usage: syncline ${command} `));
         expect(result.stdout).toContain('-h, --help');
         if (command !== 'render') for (const kubeFlag of ['--context <name>', '--kubeconfig <file>']) expect(result.stdout).toContain(kubeFlag);
-        if (command !== 'render' && command !== 'run') expect(result.stdout).toContain('-n, --namespace <ns>');
+        expect(result.stdout).toContain('-n, --namespace <ns>');
       }
     });
 

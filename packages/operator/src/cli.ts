@@ -212,7 +212,7 @@ function addRunCommand(program: Command, context: CliContext, done: (code: numbe
     .description('run the operator')
     .option('--kubeconfig <file>', 'default $KUBECONFIG (several files merged), then ~/.kube/config, then in-cluster')
     .option('--context <name>', 'the kubeconfig context to use')
-    .option('--namespace <ns>', 'watch ConfigSyncs in one namespace only (default: all)')
+    .option('-n, --namespace <ns>', 'watch ConfigSyncs in one namespace only (default: all)')
     .option('--leader-elect', 'elect a leader on a Lease (the chart sets it when replicas > 1)')
     .option('--leader-election-namespace <ns>', 'the Lease\'s namespace (default: the pod\'s namespace or "default")')
     .option('--leader-election-id <name>', "the Lease's name", 'syncline-leader')
