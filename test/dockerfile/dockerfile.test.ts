@@ -2,10 +2,10 @@
 // build context is copied aside, scripts/install-production.sh (the script the Dockerfile RUNs) installs
 // into it, and the CLI must start from it with production dependencies only.
 import { spawnSync } from 'node:child_process';
-import { cp, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative, sep } from 'node:path';
+import { delimiter, dirname, join, relative, sep } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -109,6 +109,17 @@ describe('Dockerfile', () => {
     expect(help.stderr).toBe('');
     expect(help.status).toBe(0);
     expect(help.stdout).toMatch(/^ {2}run \[options\]\s+run the operator$/m);
+  });
+
+  it('runs `syncline` from PATH through the link the Dockerfile makes (the image\'s ENTRYPOINT)', async () => {
+    // given the Dockerfile's link on a PATH, when `syncline --version` runs, then the bin answers
+    const bin = join(work, 'usr-local-bin');
+    await mkdir(bin);
+    await symlink(join(work, 'packages/operator/bin/syncline.js'), join(bin, 'syncline'));
+    const version = spawnSync('syncline', ['--version'], { cwd: tmpdir(), encoding: 'utf8', env: { ...process.env, PATH: [bin, dirname(process.execPath), process.env['PATH'] ?? ''].join(delimiter) } });
+    expect(version.stderr).toBe('');
+    expect(version.status).toBe(0);
+    expect(version.stdout).toMatch(/^syncline \d+\.\d+\.\d+/);
   });
 
   it('renders templates from the installed tree (Handlebars and YAML load at runtime)', async () => {
