@@ -234,6 +234,20 @@ describe('syncline CLI', () => {
       expect(after.stdout).not.toMatch(/^(---|\+\+\+) /m);
     });
 
+    it('diff shows an object a sync would create against /dev/null, and one it would prune the other way round (Secret still masked)', async () => {
+      await repo.commit({ 'app/extra.yaml': configMapYaml('extra', '  new: "yes"'), 'app/db.yaml': null });
+      const result = await syncline(['diff', 'web', '-n', ns.name, '--kubeconfig', kubeconfig(), '--allow-insecure-http']);
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(1);
+      expect(result.stdout).toContain(`--- /dev/null\n+++ desired/core/ConfigMap/${ns.name}/extra\n@@ -0,0 +1,`);
+      expect(result.stdout).toMatch(/^\+ {2}new: yes$/m);
+      expect(result.stdout).toContain(`# core/Secret/${ns.name}/db: pruned\n--- live/core/Secret/${ns.name}/db\n+++ /dev/null\n`);
+      expect(result.stdout).toMatch(/^- {2}password: "\*\*\*"$/m);
+      expect(result.stdout).not.toContain('hunter2-second');
+      expect(result.stdout).not.toContain(Buffer.from('hunter2-second').toString('base64'));
+      expect(result.stdout).toMatch(/^# 2 object\(s\) differ$/m);
+    });
+
     it('diff exits 2 on an error, with kubectl\'s wording', async () => {
       const result = await syncline(['diff', 'nope', '-n', ns.name, '--kubeconfig', kubeconfig()]);
       expect(result).toEqual({ code: 2, stdout: '', stderr: 'Error from server (NotFound): configsyncs.syncline.dev "nope" not found\n' });

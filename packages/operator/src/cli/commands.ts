@@ -236,7 +236,7 @@ export async function diffCommand(options: Kube & { name: string; out: Out; err:
       for (const step of [...plan.apply, ...plan.prune]) {
         const text = stepDiff(step, live.objects.get(step.id));
         if (text.diff !== '') changed++;
-        out(text.note === undefined ? '' : `# ${step.id}: ${text.note}\n`);
+        out(text.note === undefined ? '' : `# ${objectLabel(step.id)}: ${text.note}\n`);
         out(text.diff);
       }
     }
@@ -252,9 +252,14 @@ export async function diffCommand(options: Kube & { name: string; out: Out; err:
 }
 
 /** One plan step as diff prints it: the unified diff of what would change, or a note on what is left. */
+/** An object id (group/Kind/namespace/name) as diff names it: `core/Secret/ns/db`, `apps/Deployment/ns/web`. */
+export function objectLabel(id: string): string {
+  const [group, kind, ns, name] = id.split('/');
+  return `${group === '' ? 'core' : group}/${kind}/${ns === '' ? '' : `${ns}/`}${name}`;
+}
+
 export function stepDiff(step: PlanStep, live: ApplyObject | undefined): { diff: string; note?: string } {
-  const [group, kind, ns, name] = step.id.split('/');
-  const label = `${group === '' ? 'core' : group}/${kind}/${ns === '' ? '' : `${ns}/`}${name}`;
+  const label = objectLabel(step.id);
   switch (step.type) {
     case 'apply': {
       const desired = normalizeSecret(step.object);
