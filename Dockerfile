@@ -23,5 +23,7 @@ RUN mkdir -p /var/cache/syncline && chown 1000:1000 /var/cache/syncline
 # The node image's unprivileged `node` user, numerically so runAsNonRoot can verify it.
 USER 1000:1000
 EXPOSE 8080 9292
-ENTRYPOINT ["node", "/app/packages/operator/src/main.ts"]
+# `syncline` on PATH is the package's bin (packages/operator/bin/syncline.js): `docker run IMAGE status -A`.
+RUN ln -s /app/packages/operator/bin/syncline.js /usr/local/bin/syncline
+ENTRYPOINT ["syncline"]
 CMD ["run", "--cache-dir=/var/cache/syncline"]

@@ -246,8 +246,8 @@ try {
   export KUBECONFIG=${controlPlane.kubeconfigPath}
   kubectl get csync,msync -n ${home}            # the ConfigSyncs and the ManifestSync
   kubectl get deploy,svc,cm -n web-prod          # what they applied
-  node packages/operator/src/main.ts status -n ${home}
-  Git repo: ${repo.url}  (clone it, push a change, then: node packages/operator/src/main.ts reconcile web -n ${home})
+  ./pnpm exec syncline status -n ${home}
+  Git repo: ${repo.url}  (clone it, push a change, then: ./pnpm exec syncline reconcile web -n ${home} --wait)
 
   The status below refreshes every 2 s. Ctrl-C stops everything.`);
     await table.live();

@@ -18,4 +18,4 @@ find packages -name node_modules -prune -o \
   \( -type d \( -name bench -o -name testdata \) -prune -print0 \) -o \
   \( -type f \( -name '*.test.ts' -o -name test-support.ts \) -print0 \) | xargs -0 rm -rf
 
-node packages/operator/src/main.ts --help >/dev/null
+node packages/operator/bin/syncline.js --help >/dev/null

@@ -503,8 +503,9 @@ function memoryFigures(incarnations: readonly Incarnation[]): { summary: string;
 /** The operator's refresh-interval floor, when this version has one: the soak's syncs refresh every 5–30 s. */
 function minRefreshIntervalArgs(): string[] {
   const main = join(import.meta.dirname, '..', 'packages', 'operator', 'src', 'main.ts');
-  const help = spawnSync(process.execPath, [main, '--help'], { encoding: 'utf8' });
-  return help.stdout.includes('--min-refresh-interval') ? ['--min-refresh-interval', '5s'] : [];
+  // `run --help` lists the flags of run; versions before the commander CLI listed them in `--help`.
+  const help = [['run', '--help'], ['--help']].map((args) => spawnSync(process.execPath, [main, ...args], { encoding: 'utf8' }).stdout).join('');
+  return help.includes('--min-refresh-interval') ? ['--min-refresh-interval', '5s'] : [];
 }
 
 /** Waits `ms`; false when `signal` aborted first. */

@@ -212,8 +212,10 @@ describe('charts/syncline', () => {
   });
 
   it('has a value for every flag of `syncline run`, and passes only flags the operator knows', () => {
-    const usage = spawnSync(process.execPath, [mainPath, '--help'], { encoding: 'utf8' }).stdout;
-    const runFlags = [...usage.slice(usage.indexOf('Flags of run:')).matchAll(/^ {2}(--[a-z-]+)/gm)].map((m) => m[1] ?? '');
+    const usage = spawnSync(process.execPath, [mainPath, 'run', '--help'], { encoding: 'utf8' }).stdout;
+    // --context picks a context of a kubeconfig for a person at a terminal; the chart's kubeconfig Secret
+    // (operator.kubeconfigSecret) names its cluster by its current-context.
+    const runFlags = [...usage.slice(usage.indexOf('Options:')).matchAll(/^ {2}(?:-[a-zA-Z], )?(--[a-z-]+)/gm)].map((m) => m[1] ?? '').filter((flag) => !['--help', '--context'].includes(flag));
     expect(runFlags.length).toBeGreaterThan(8);
     const args = container(template(...everything(ns.name))).args;
     for (const flag of runFlags) expect(args.some((a) => a === flag || a.startsWith(`${flag}=`)), `no value passes ${flag}`).toBe(true);
@@ -223,7 +225,7 @@ describe('charts/syncline', () => {
     for (const objects of [template(), template('--set', 'rbac.scope=namespace'), template('--set', 'operator.secretAccess=namespaced')]) {
       const rendered = container(objects).args;
       const run = spawnSync(process.execPath, [mainPath, ...rendered, '--kubeconfig', join(helmHome, 'no-such-kubeconfig')], { encoding: 'utf8', timeout: 30_000 });
-      expect(run.stderr).not.toMatch(/Unknown option|ERR_PARSE_ARGS/);
+      expect(run.stderr).not.toMatch(/unknown option|ERR_PARSE_ARGS/i);
       expect(run.stderr).toContain('no-such-kubeconfig');
     }
   });

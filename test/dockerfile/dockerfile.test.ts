@@ -2,10 +2,10 @@
 // build context is copied aside, scripts/install-production.sh (the script the Dockerfile RUNs) installs
 // into it, and the CLI must start from it with production dependencies only.
 import { spawnSync } from 'node:child_process';
-import { cp, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative, sep } from 'node:path';
+import { delimiter, dirname, join, relative, sep } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -85,7 +85,7 @@ describe('Dockerfile', () => {
   });
 
   it('builds from a context with sources and manifests only', () => {
-    expect(context).toEqual(expect.arrayContaining(['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', 'scripts/install-production.sh', 'packages/operator/src/main.ts']));
+    expect(context).toEqual(expect.arrayContaining(['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', 'scripts/install-production.sh', 'packages/operator/src/main.ts', 'packages/operator/bin/syncline.js']));
     const unwanted = context.filter((p) => /(^|\/)node_modules\//.test(p) || /^(\.git|\.toolchain|test|docs|examples|charts)\//.test(p));
     expect(unwanted).toEqual([]);
   });
@@ -96,7 +96,8 @@ describe('Dockerfile', () => {
     expect(dockerfile).toMatch(/^ARG NODE_VERSION=24\./m);
     expect(dockerfile).toMatch(/^RUN scripts\/install-production\.sh \/app/m);
     expect(dockerfile).toMatch(/^USER 1000:1000$/m);
-    expect(dockerfile).toMatch(/^ENTRYPOINT \["node", "\/app\/packages\/operator\/src\/main\.ts"\]$/m);
+    expect(dockerfile).toMatch(/^RUN ln -s \/app\/packages\/operator\/bin\/syncline\.js \/usr\/local\/bin\/syncline$/m);
+    expect(dockerfile).toMatch(/^ENTRYPOINT \["syncline"\]$/m);
     expect(dockerfile).toMatch(/^CMD \["run"/m);
     expect(install.stderr).not.toMatch(/ERR_PNPM/);
     expect(install.status).toBe(0);
@@ -104,10 +105,21 @@ describe('Dockerfile', () => {
 
   it('runs the CLI from the installed tree', () => {
     // given the installed tree, when `syncline --help` runs from it, then it prints the usage
-    const help = spawnSync(process.execPath, ['packages/operator/src/main.ts', '--help'], { cwd: work, encoding: 'utf8' });
+    const help = spawnSync(process.execPath, ['packages/operator/bin/syncline.js', '--help'], { cwd: work, encoding: 'utf8' });
     expect(help.stderr).toBe('');
     expect(help.status).toBe(0);
-    expect(help.stdout).toContain('syncline run [flags]');
+    expect(help.stdout).toMatch(/^ {2}run \[options\]\s+run the operator$/m);
+  });
+
+  it('runs `syncline` from PATH through the link the Dockerfile makes (the image\'s ENTRYPOINT)', async () => {
+    // given the Dockerfile's link on a PATH, when `syncline --version` runs, then the bin answers
+    const bin = join(work, 'usr-local-bin');
+    await mkdir(bin);
+    await symlink(join(work, 'packages/operator/bin/syncline.js'), join(bin, 'syncline'));
+    const version = spawnSync('syncline', ['--version'], { cwd: tmpdir(), encoding: 'utf8', env: { ...process.env, PATH: [bin, dirname(process.execPath), process.env['PATH'] ?? ''].join(delimiter) } });
+    expect(version.stderr).toBe('');
+    expect(version.status).toBe(0);
+    expect(version.stdout).toMatch(/^syncline \d+\.\d+\.\d+/);
   });
 
   it('renders templates from the installed tree (Handlebars and YAML load at runtime)', async () => {

@@ -1,362 +1,319 @@
-// The `syncline` CLI besides `run`: render (local preview through the same code path), diff, status,
-// reconcile and rollback. Each command reads its flags here and prints; exit code 0 on success.
-import type { KubeConfig } from '@kubernetes/client-node';
-import { createApplyClient, decodeInventory, planApply, readLive, type KubeObject as ApplyObject } from '@syncline/apply';
-import { RenderError, TemplateCache, createStaticDiscovery, layerValues, parseValues, renderTarget, type SourceFile, type Values } from '@syncline/render';
-import { createGitSource } from '@syncline/source-git';
-import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join, relative, sep } from 'node:path';
-import { parseArgs } from 'node:util';
-import { stringify } from 'yaml';
-import { ConfigSyncSpec, type ConfigSync, type HistoryEntry, type RemoteCluster, type TargetStatus } from './api/v1alpha1.ts';
-import { RECONCILE_REQUESTED_ANNOTATION } from './reconcile/configsync.ts';
-import { StallError, readGitAuth, readValues } from './reconcile/inputs.ts';
-import { createKubeRest, type KubeRest } from './kube/rest.ts';
-import { DEFAULT_MIRROR_PREFIX, mirrorKeys, parseMirrorSourceNamespaces, replicaSelector, sourceSelector, type MirrorKeys, type MirrorNamespace, type NamePattern } from './mirror/index.ts';
-import { formatMirrorRows, mirrorStatusRows, resolveSource, type MirrorRow } from './mirror/status.ts';
+// The `syncline` command line: every subcommand (run, render, diff, status, clusters, reconcile, rollback,
+// failover, failback) parsed by commander with kubectl's conventions: -h/--help, --version, -n/--namespace,
+// -A/--all-namespaces, --context, --kubeconfig (and KUBECONFIG=a:b merged), -o table|json|yaml, "No
+// resources found", errors as kubectl words them (no REST paths).
+//
+// Exit codes: 0 success; 1 error (a usage error, the API server refused, a wait that failed or timed out);
+// diff: 0 no differences, 1 differences, 2 error (as kubectl diff and flux diff).
+import { Command, CommanderError, Option } from 'commander';
+import type * as Commands from './cli/commands.ts';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { DEFAULT_MIRROR_PREFIX } from './mirror/labels.ts';
+
+/** The flags of `syncline run`, as commander hands them over (camelCase). */
+export type RunOptions = {
+  kubeconfig?: string;
+  context?: string;
+  namespace?: string;
+  secretNamespaces?: string;
+  leaderElect?: boolean;
+  leaderElectionNamespace?: string;
+  leaderElectionId: string;
+  leaseDuration: string;
+  probeAddr: string;
+  cacheDir?: string;
+  cacheMaxBytes?: string;
+  concurrency: string;
+  operatorNamespace?: string;
+  mirrorPrefix: string;
+  mirror: 'on' | 'off';
+  mirrorSourceNamespaces?: string;
+  mirrorStale: 'delete' | 'mark';
+  mirrorStaleTtl?: string;
+  mirrorResync: string;
+  minRefreshInterval: string;
+  defaultServiceAccount?: string;
+  allowInsecureHttp?: boolean;
+  logLevel: string;
+  webhookAddr: string;
+  webhookSecret?: string;
+  webhookMaxBodyBytes: string;
+  webhookReadTimeout: string;
+};
 
 export type CliContext = {
   readonly env: NodeJS.ProcessEnv;
-  readonly loadKubeConfig: (path: string | undefined) => KubeConfig;
+  /** `syncline run`: the operator (main.ts); resolves with the exit code when it stops. */
+  readonly runOperator: (options: RunOptions) => Promise<number>;
   readonly out?: (text: string) => void;
   readonly err?: (text: string) => void;
 };
 
-export async function runCli(command: string, args: readonly string[], context: CliContext): Promise<number> {
+export type Out = (text: string) => void;
+export type KubeFlags = { namespace?: string; context?: string; kubeconfig?: string };
+export type ListFlags = KubeFlags & { allNamespaces?: boolean; output: 'table' | 'json' | 'yaml' };
+
+/** The subcommands' code, loaded when a command runs. */
+const commands = (): Promise<typeof Commands> => import('./cli/commands.ts');
+
+const EXIT_CODES = `
+Exit codes:
+  0  success (diff: no differences)
+  1  error: bad usage, the API server refused, a --wait that failed or timed out (diff: differences found)
+  2  diff only: an error (diff could not tell)
+`;
+
+/** Runs the command line `argv` (without node and the script) and resolves with the exit code. */
+export async function runCli(argv: readonly string[], context: CliContext): Promise<number> {
   const out = context.out ?? ((text: string) => process.stdout.write(text));
   const err = context.err ?? ((text: string) => process.stderr.write(text));
+  let code = 0;
+  let active = '';
+  const program = new Command('syncline')
+    .description('Keeps Kubernetes clusters equal to what Git says.')
+    .version(`syncline ${versionText()}`, '--version', 'print the version and exit')
+    .helpOption('-h, --help', 'show help for a command')
+    .helpCommand('help [command]', 'show help for a command')
+    .exitOverride()
+    .configureOutput({ writeOut: out, writeErr: err })
+    .showSuggestionAfterError(true)
+    .showHelpAfterError('(run with --help for usage)')
+    .addHelpText('after', `${EXIT_CODES}\nRun "syncline COMMAND --help" for a command's flags.\n`);
+  program.hook('preSubcommand', (_program, sub) => {
+    active = sub.name();
+  });
+
+  addRunCommand(program, context, (c) => (code = c));
+
+  program
+    .command('render')
+    .description('render templates locally, as the operator would (no cluster)')
+    .argument('<path>', 'a template file or a directory of templates')
+    .option('-f, --values <file>', 'a values file (repeatable; later files win)', collect, [])
+    .option('--set <key=value>', 'a value, e.g. image.tag=v2 (repeatable; wins over --values)', collect, [])
+    .option('--target <name>', 'the target name templates see', 'local')
+    .option('-n, --namespace <ns>', 'the target namespace templates see', 'default')
+    .action(async (path: string, flags: { values: string[]; set: string[]; target: string; namespace: string }) => {
+      code = await (await commands()).renderCommand(path, flags, out);
+    });
+
+  kubeFlags(
+    program
+      .command('diff')
+      .description('show what a sync of a ConfigSync would change: a unified YAML diff of live vs desired per object (Secret values masked)')
+      .argument('<name>', 'the ConfigSync')
+      .option('--allow-insecure-http', 'accept an http:// repository (tests and demos only)'),
+  ).action(async (name: string, flags: KubeFlags & { allowInsecureHttp?: boolean }) => {
+    const c = await commands();
+    const kube = await c.connect(flags, context.env);
+    code = await c.diffCommand({ ...kube, name, out, err, allowInsecureHttp: flags.allowInsecureHttp === true });
+  });
+
+  listFlags(
+    kubeFlags(
+      program
+        .command('status')
+        .description('status of ConfigSyncs (with NAME: each target and its cluster)')
+        .argument('[name]', 'one ConfigSync')
+        .option('--mirrors', 'mirroring sources and their replicas (synced, stale, conflict, missing) instead')
+        .option('--mirror-prefix <prefix>', 'label/annotation prefix of mirroring', DEFAULT_MIRROR_PREFIX)
+        .option('--mirror-source-namespaces <globs>', 'namespaces whose objects may be mirroring sources (comma-separated globs)'),
+    ),
+  ).action(async (name: string | undefined, flags: ListFlags & { mirrors?: boolean; mirrorPrefix: string; mirrorSourceNamespaces?: string }) => {
+    const c = await commands();
+    const kube = await c.connect(flags, context.env);
+    code = flags.mirrors === true ? await c.mirrorsCommand(kube, flags, out, err) : await c.statusCommand(kube, name, flags, out, err);
+  });
+
+  listFlags(kubeFlags(program.command('clusters').description('RemoteClusters: reachability, server version, last probe'))).action(async (flags: ListFlags) => {
+    const c = await commands();
+    const kube = await c.connect(flags, context.env);
+    code = await c.clustersCommand(kube, flags, out, err);
+  });
+
+  kubeFlags(
+    program
+      .command('reconcile')
+      .description('request an immediate sync of a ConfigSync; with --wait, wait for it and print the applied revision')
+      .argument('<name>', 'the ConfigSync')
+      .option('--wait', 'wait until the operator handled the request')
+      .option('--timeout <duration>', 'how long --wait waits, e.g. 30s, 2m', '2m'),
+  ).action(async (name: string, flags: KubeFlags & { wait?: boolean; timeout: string }) => {
+    const c = await commands();
+    const kube = await c.connect(flags, context.env);
+    code = await c.reconcileCommand(kube, name, flags, out, err);
+  });
+
+  kubeFlags(
+    program
+      .command('rollback')
+      .description('pin a ConfigSync to an earlier commit (set the revision back to a branch to follow it again)')
+      .argument('<name>', 'the ConfigSync')
+      .option('--to <sha>', 'this commit (full 40-character SHA)')
+      .option('--steps <n>', 'N deploys back in status.history (deploys that rendered the same count once)'),
+  ).action(async (name: string, flags: KubeFlags & { to?: string; steps?: string }) => {
+    const c = await commands();
+    const kube = await c.connect(flags, context.env);
+    const object = await c.getConfigSync(kube, name);
+    const revision = c.rollbackRevision(object, { to: flags.to, steps: flags.steps });
+    await kube.rest.request({ method: 'PATCH', path: c.configSyncPath(kube.namespace, name), contentType: 'application/merge-patch+json', body: { spec: { source: { git: { revision } } } } });
+    out(`${kube.namespace}/${name}: revision pinned to ${revision} (set it back to a branch to follow it again)\n`);
+  });
+
+  for (const command of ['failover', 'failback'] as const) {
+    kubeFlags(
+      program
+        .command(command)
+        .description(command === 'failover' ? "promote a NamespaceReplication's standby: stop replicating, scale workloads up" : 'back to replicating, standby workloads at zero')
+        .argument('<name>', 'the NamespaceReplication')
+        .option('--wait', 'wait until the operator reports it done')
+        .option('--timeout <duration>', 'how long --wait waits (e.g. 60s, 5m)', '60s'),
+    ).action(async (name: string, flags: KubeFlags & { wait?: boolean; timeout: string }) => {
+      const c = await commands();
+    const kube = await c.connect(flags, context.env);
+      code = await c.failoverCommand(command, kube, name, flags, out);
+    });
+  }
+
   try {
-    switch (command) {
-      case 'render':
-        return await renderCommand(args, out);
-      case 'failover':
-      case 'failback':
-        return await failoverCommand(command, args, context, out);
-      case 'clusters':
-      case 'status':
-      case 'reconcile':
-      case 'rollback':
-      case 'diff':
-        return await clusterCommand(command, args, context, out);
-      default:
-        err(`unknown command "${command}"; see syncline --help\n`);
-        return 2;
-    }
+    await program.parseAsync([...argv], { from: 'user' });
+    return code;
   } catch (error) {
-    err(`${error instanceof Error ? error.message : String(error)}\n`);
-    return 1;
-  }
-}
-
-async function renderCommand(args: readonly string[], out: (text: string) => void): Promise<number> {
-  const { values: flags, positionals } = parseArgs({
-    args: [...args],
-    allowPositionals: true,
-    options: {
-      values: { type: 'string', multiple: true, short: 'f' },
-      set: { type: 'string', multiple: true },
-      target: { type: 'string', default: 'local' },
-      namespace: { type: 'string', default: 'default' },
-    },
-  });
-  const path = positionals[0];
-  if (path === undefined) throw new Error('usage: syncline render PATH [--values FILE]... [--set key=value]... [--target NAME] [--namespace NS]');
-  const layers: Values[] = [];
-  for (const file of flags.values ?? []) layers.push(parseValues(await readFile(file, 'utf8'), file));
-  for (const assignment of flags.set ?? []) layers.push(setValue(assignment));
-  const isDirectory = (await stat(path)).isDirectory();
-  const root = isDirectory ? path : join(path, '..');
-  // A file renders with the partials beside it; a directory with everything under it.
-  const files = isDirectory ? await readLocalFiles(root, root) : [{ path: relative(root, path).split(sep).join('/'), content: await readFile(path) }, ...(await readLocalFiles(root, join(root, '_partials')).catch(() => []))];
-  const objects = renderTarget({
-    files,
-    path: relative(root, path).split(sep).join('/'),
-    values: layerValues(layers),
-    target: { name: flags.target, namespace: flags.namespace },
-    source: { repo: 'local', revision: 'local', path },
-    discovery: createStaticDiscovery(),
-    cache: new TemplateCache(),
-  });
-  out(objects.map((o) => stringify(o)).join('---\n'));
-  return 0;
-}
-
-/** `a.b.c=value` → { a: { b: { c: value } } }; the value is read as YAML (numbers, booleans). */
-function setValue(assignment: string): Values {
-  const eq = assignment.indexOf('=');
-  if (eq <= 0) throw new Error(`--set ${assignment}: expected key=value`);
-  const keys = assignment.slice(0, eq).split('.');
-  const parsed = parseValues(`v: ${assignment.slice(eq + 1)}`, `--set ${assignment}`);
-  let value: unknown = parsed['v'];
-  for (const key of keys.reverse()) value = { [key]: value };
-  return value as Values;
-}
-
-async function readLocalFiles(root: string, start: string): Promise<SourceFile[]> {
-  const files: SourceFile[] = [];
-  const walk = async (dir: string): Promise<void> => {
-    for (const entry of await readdir(dir, { withFileTypes: true })) {
-      if (entry.name.startsWith('.') || entry.name === 'node_modules') continue;
-      const full = join(dir, entry.name);
-      if (entry.isDirectory()) await walk(full);
-      else if (entry.isFile()) files.push({ path: relative(root, full).split(sep).join('/'), content: await readFile(full) });
+    const isDiff = active === 'diff';
+    if (error instanceof CommanderError) {
+      // Help and --version exit 0; commander has printed the usage error already.
+      if (error.exitCode === 0) return 0;
+      if (error.code === 'commander.help' || error.code === 'commander.executeSubCommandAsync') return 1;
+      return isDiff ? 2 : 1;
     }
-  };
-  await walk(start);
-  return files;
-}
-
-async function clusterCommand(command: 'clusters' | 'status' | 'reconcile' | 'rollback' | 'diff', args: readonly string[], context: CliContext, out: (text: string) => void): Promise<number> {
-  const { values: flags, positionals } = parseArgs({
-    args: [...args],
-    allowPositionals: true,
-    options: {
-      namespace: { type: 'string', short: 'n' },
-      kubeconfig: { type: 'string' },
-      to: { type: 'string' },
-      steps: { type: 'string' },
-      'allow-insecure-http': { type: 'boolean', default: false },
-      mirrors: { type: 'boolean', default: false },
-      'mirror-prefix': { type: 'string', default: DEFAULT_MIRROR_PREFIX },
-      'mirror-source-namespaces': { type: 'string', default: '' },
-    },
-  });
-  const kc = context.loadKubeConfig(flags.kubeconfig);
-  const rest = await createKubeRest(kc, { userAgent: 'syncline-cli' });
-  if (command === 'status' && flags.mirrors) {
-    out(formatMirrorRows(await mirrorRows({ rest, keys: mirrorKeys(flags['mirror-prefix']), sourceNamespaces: parseMirrorSourceNamespaces(flags['mirror-source-namespaces']), namespace: flags.namespace })));
-    return 0;
-  }
-  const namespace = flags.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
-  const name = positionals[0];
-  const path = (n: string): string => `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs/${n}`;
-
-  if (command === 'clusters') {
-    const list = await rest.request<{ items: RemoteCluster[] }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/remoteclusters` });
-    out(list.items.length === 0 ? `No RemoteClusters found in ${namespace} namespace.\n` : formatClusters(list.items));
-    return 0;
-  }
-  if (command === 'status') {
-    const items = name !== undefined ? [await rest.request<ConfigSync>({ method: 'GET', path: path(name) })] : (await rest.request<{ items: ConfigSync[] }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs` })).items;
-    out(formatStatus(items));
-    if (name !== undefined) out(formatTargets(items[0]?.status?.targets ?? []));
-    return 0;
-  }
-  if (name === undefined) throw new Error(`usage: syncline ${command} NAME [-n NAMESPACE]`);
-  const object = await rest.request<ConfigSync>({ method: 'GET', path: path(name) });
-
-  if (command === 'reconcile') {
-    if (object.spec.suspend === true) {
-      throw new Error(`${namespace}/${name} is suspended (spec.suspend: true): a reconcile request would do nothing; resume it first: kubectl patch csync ${name} -n ${namespace} --type merge -p '{"spec":{"suspend":false}}'`);
-    }
-    const at = new Date().toISOString();
-    await rest.request({ method: 'PATCH', path: path(name), contentType: 'application/merge-patch+json', body: { metadata: { annotations: { [RECONCILE_REQUESTED_ANNOTATION]: at } } } });
-    out(`requested a sync of ${namespace}/${name} at ${at}\n`);
-    return 0;
-  }
-  if (command === 'rollback') {
-    const revision = rollbackRevision(object, { to: flags.to, steps: flags.steps });
-    await rest.request({ method: 'PATCH', path: path(name), contentType: 'application/merge-patch+json', body: { spec: { source: { git: { revision } } } } });
-    out(`${namespace}/${name}: revision pinned to ${revision} (set it back to a branch to follow it again)\n`);
-    return 0;
-  }
-  return diffCommand({ object, rest, kc, out, allowInsecureHttp: flags['allow-insecure-http'] });
-}
-
-export function rollbackRevision(object: ConfigSync, options: { to?: string; steps?: string }): string {
-  if ((options.to === undefined) === (options.steps === undefined)) throw new Error('rollback needs exactly one of --to SHA or --steps N');
-  if (options.to !== undefined) {
-    if (!/^[0-9a-f]{40}$/i.test(options.to)) throw new Error(`--to ${options.to}: give a full 40-character commit SHA`);
-    return options.to.toLowerCase();
-  }
-  const steps = Number(options.steps);
-  if (!Number.isInteger(steps) || steps < 1) throw new Error(`--steps ${options.steps}: give a positive whole number`);
-  // "The previous deploy" is the previous revision whose render differed: history entries of commits that
-  // changed nothing for this sync (the same digest) are not steps.
-  const deploys: HistoryEntry[] = [];
-  for (const entry of object.status?.history ?? []) if (deploys.at(-1)?.digest !== entry.digest) deploys.push(entry);
-  const entry = deploys[steps];
-  if (entry === undefined) throw new Error(`${object.metadata.name} has ${deploys.length} distinct deploy(s) in its history; cannot go back ${steps}`);
-  return entry.revision;
-}
-
-export function formatStatus(items: readonly ConfigSync[]): string {
-  const rows = [['NAMESPACE', 'NAME', 'READY', 'HEALTH', 'REVISION', 'TARGETS', 'MESSAGE']];
-  for (const item of items) {
-    const ready = item.status?.conditions?.find((c) => c.type === 'Ready');
-    rows.push([
-      item.metadata.namespace ?? '',
-      item.metadata.name,
-      ready?.status ?? 'Unknown',
-      item.status?.conditions?.find((c) => c.type === 'Healthy')?.reason ?? '-',
-      (item.status?.sourceRevision ?? '').slice(0, 12),
-      `${item.status?.appliedTargets ?? 0}/${item.spec.targets.length}`,
-      (ready?.message ?? '').slice(0, 80),
-    ]);
-  }
-  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
-  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
-}
-
-/**
- * `syncline failover NAME` / `failback NAME`: sets spec.failover of a NamespaceReplication (so Git can drive
- * it too) and, with --wait, waits until the operator reports it done. Idempotent: safe to run again.
- */
-async function failoverCommand(command: 'failover' | 'failback', args: readonly string[], context: CliContext, out: (text: string) => void): Promise<number> {
-  const { values: flags, positionals } = parseArgs({
-    args: [...args],
-    allowPositionals: true,
-    options: { namespace: { type: 'string', short: 'n' }, kubeconfig: { type: 'string' }, wait: { type: 'boolean', default: false }, timeout: { type: 'string', default: '60' } },
-  });
-  const name = positionals[0];
-  if (name === undefined) throw new Error(`usage: syncline ${command} NAME [-n NAMESPACE] [--wait] [--timeout SECONDS]`);
-  const kc = context.loadKubeConfig(flags.kubeconfig);
-  const rest = await createKubeRest(kc, { userAgent: 'syncline-cli' });
-  const namespace = flags.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
-  const path = `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/namespacereplications/${name}`;
-  const failover = command === 'failover';
-  await rest.request({ method: 'PATCH', path, contentType: 'application/merge-patch+json', body: { spec: { failover } } });
-  if (!flags.wait) {
-    out(`${namespace}/${name}: ${failover ? 'failover' : 'failback'} requested\n`);
-    return 0;
-  }
-  const deadline = Date.now() + Number(flags.timeout) * 1000;
-  for (;;) {
-    const nr = await rest.request<{ metadata: { generation?: number }; status?: { observedGeneration?: number; conditions?: { type: string; status: string; message: string }[] } }>({ method: 'GET', path });
-    const failedOver = nr.status?.conditions?.find((c) => c.type === 'FailedOver');
-    const ready = nr.status?.conditions?.find((c) => c.type === 'Ready');
-    if (nr.status?.observedGeneration === nr.metadata.generation && ready?.status === 'True' && (failedOver?.status === 'True') === failover) {
-      out(`${namespace}/${name}: ${failedOver?.message ?? ready.message}\n`);
-      return 0;
-    }
-    if (Date.now() > deadline) throw new Error(`${namespace}/${name}: not ${failover ? 'failed over' : 'failed back'} within ${flags.timeout}s: ${ready?.message ?? 'no status yet'}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    err(`${formatError(error)}\n`);
+    return isDiff ? 2 : 1;
   }
 }
 
-/** Per target: where it applies (cluster, namespace), its phase and why. */
-export function formatTargets(targets: readonly TargetStatus[]): string {
-  if (targets.length === 0) return '';
-  return `\n${table([['TARGET', 'CLUSTER', 'NAMESPACE', 'PHASE', 'OBJECTS', 'MESSAGE'], ...targets.map((t) => [t.name, t.cluster ?? '(local)', t.namespace ?? '', t.phase, String(t.objects), (t.message ?? '').slice(0, 80)])])}`;
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
 }
 
-/** RemoteClusters with reachability and version, as `syncline clusters` prints them. */
-export function formatClusters(items: readonly RemoteCluster[]): string {
-  return table([
-    ['NAMESPACE', 'NAME', 'READY', 'REASON', 'VERSION', 'SERVER', 'LAST PROBE'],
-    ...items.map((rc) => {
-      const ready = rc.status?.conditions?.find((c) => c.type === 'Ready');
-      return [rc.metadata.namespace ?? '', rc.metadata.name, ready?.status ?? 'Unknown', ready?.reason ?? '', rc.status?.serverVersion ?? '', rc.status?.server ?? '', rc.status?.lastProbeTime ?? ''];
-    }),
-  ]);
+function kubeFlags(command: Command): Command {
+  return command
+    .option('-n, --namespace <ns>', "the namespace (default: the context's namespace, else default)")
+    .option('--context <name>', 'the kubeconfig context to use')
+    .option('--kubeconfig <file>', 'the kubeconfig file (default: $KUBECONFIG, several files merged as kubectl does, then ~/.kube/config, then in-cluster)');
 }
 
-function table(rows: readonly (readonly string[])[]): string {
-  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
-  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
+function listFlags(command: Command): Command {
+  return command.option('-A, --all-namespaces', 'list across all namespaces').addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json', 'yaml']).default('table'));
 }
 
-async function diffCommand(options: { object: ConfigSync; rest: KubeRest; kc: KubeConfig; out: (text: string) => void; allowInsecureHttp: boolean }): Promise<number> {
-  const { object, out } = options;
-  const spec = ConfigSyncSpec.parse(object.spec);
-  const namespace = object.metadata.namespace ?? 'default';
-  const cacheDir = await mkdtemp(join(tmpdir(), 'syncline-diff-'));
-  try {
-    // The operator's own inputs, read the operator's way: Git credentials from secretRef, values layered from
-    // spec.values and every valuesFrom (so diff renders exactly what the operator would).
-    const auth = await readGitAuth(options.rest, namespace, spec.source.git.secretRef?.name);
-    const values = await readValues(options.rest, namespace, spec);
-    const git = createGitSource({ cacheDir, allowInsecureHttp: options.allowInsecureHttp });
-    const revision = await git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision, auth });
-    const files = await git.readPath(await git.fetchSnapshot({ repo: spec.source.git.repo, sha: revision, auth }), spec.source.git.path);
-    const client = await createApplyClient(options.kc);
-    const discovery = await client.discovery();
-    let changes = 0;
-    for (const target of spec.targets) {
-      if (target.cluster !== undefined) {
-        out(`# target ${target.name} (cluster ${target.cluster.name}): not diffed (diff reads this cluster only)\n`);
-        continue;
-      }
-      const desired = renderTarget({
-        files,
-        path: spec.source.git.path,
-        values,
-        target: { name: target.name, namespace: target.namespace ?? namespace, values: target.values, patches: target.patches, data: target.data },
-        source: { repo: spec.source.git.repo, revision, path: spec.source.git.path },
-        discovery,
-      }) as ApplyObject[];
-      const inventory = decodeInventory(object.status?.inventory?.find((i) => i.target === target.name)?.entries);
-      const live = await readLive({ client, desired, inventory });
-      const plan = planApply({ desired, inventory, live, owner: { namespace, name: object.metadata.name, target: target.name }, policy: spec.policy, drift: spec.drift, prune: spec.prune, allowEmpty: spec.allowEmpty });
-      out(`# target ${target.name} @ ${revision.slice(0, 12)}\n`);
-      if (plan.blocked !== undefined) out(`! ${plan.blocked}\n`);
-      for (const step of [...plan.apply, ...plan.prune]) {
-        const mark = step.type === 'apply' ? (step.create ? '+' : '~') : step.type === 'delete' ? '-' : step.type === 'unchanged' ? '=' : '?';
-        if (mark !== '=') changes++;
-        out(`${mark} ${step.id}${step.wave === undefined || step.wave === 0 ? '' : `  [wave ${step.wave}]`}${'reason' in step && step.reason !== undefined ? `  (${step.reason})` : ''}\n`);
-      }
-    }
-    out(`${changes} change(s)\n`);
-    return 0;
-  } catch (error) {
-    if (error instanceof RenderError) throw new Error(`render failed: ${error.message}`);
-    if (error instanceof StallError) throw new Error(error.message);
-    throw error;
-  } finally {
-    await rm(cacheDir, { recursive: true, force: true });
-  }
+function addRunCommand(program: Command, context: CliContext, done: (code: number) => void): void {
+  program
+    .command('run')
+    .description('run the operator')
+    .option('--kubeconfig <file>', 'default $KUBECONFIG (several files merged), then ~/.kube/config, then in-cluster')
+    .option('--context <name>', 'the kubeconfig context to use')
+    .option('-n, --namespace <ns>', 'watch ConfigSyncs in one namespace only (default: all)')
+    .option('--secret-namespaces <ns,...>', 'watch Secrets in these namespaces only, one watch each (for an operator without cluster-wide Secret rights; needs --mirror off; default: all)')
+    .option('--leader-elect', 'elect a leader on a Lease (the chart sets it when replicas > 1)')
+    .option('--leader-election-namespace <ns>', 'the Lease\'s namespace (default: the pod\'s namespace or "default")')
+    .option('--leader-election-id <name>', "the Lease's name", 'syncline-leader')
+    .option('--lease-duration <seconds>', 'how long a lease holds without renewal', '15')
+    .option('--probe-addr <host:port>', '/healthz, /readyz, /metrics', '0.0.0.0:8080')
+    .option('--cache-dir <dir>', 'Git snapshot cache (default ~/.cache/syncline/snapshots)')
+    .option('--cache-max-bytes <n>', 'snapshot cache bound (default 2 GiB)')
+    .option('--concurrency <n>', 'ConfigSyncs reconciled at once', '4')
+    .option('--operator-namespace <ns>', "the operator's own namespace (default: $POD_NAMESPACE): a ManifestSync there may copy a source from any namespace")
+    .option('--mirror-prefix <prefix>', 'label/annotation prefix of mirroring (e.g. mirrorverse.dev for objects labelled for Mirrorverse)', DEFAULT_MIRROR_PREFIX)
+    .addOption(new Option('--mirror <on|off>', 'label-driven mirroring of Secrets/ConfigMaps; its watches are cluster-wide (--namespace scopes the ConfigSync/ManifestSync watches only)').choices(['on', 'off']).default('on'))
+    .option('--mirror-source-namespaces <globs>', 'comma-separated names/globs of namespaces whose objects may be mirroring sources (default: all)')
+    .addOption(new Option('--mirror-stale <policy>', 'replicas whose source is gone: deleted, or labelled <prefix>/stale with a stale-since time and left').choices(['delete', 'mark']).default('delete'))
+    .option('--mirror-stale-ttl <duration>', 'with --mirror-stale mark: delete stale replicas after this long (e.g. 24h; empty: keep them)')
+    .option('--mirror-resync <duration>', 'reconcile every mirroring source this often even without events', '10m')
+    .option('--min-refresh-interval <duration>', 'shorter refresh intervals are raised to this, with an IntervalClamped condition (the API admits 1s to 168h)', '10s')
+    .option('--default-service-account <name>', 'apply as this ServiceAccount when a sync names none')
+    .option('--allow-insecure-http', 'accept http:// repositories (tests and demos only)')
+    .option('--log-level <level>', 'debug, info, warn, error', 'info')
+    .option(
+      '--webhook-addr <host:port>',
+      'Git push webhook receiver ("off" disables): POST /hooks/github (X-Hub-Signature-256), /hooks/gitlab (X-Gitlab-Token), /hooks/gitea (X-Gitea-Signature; also /hooks/forgejo), /hooks/bitbucket (X-Hub-Signature: sha256=), /hooks/generic {"repo": URL, "ref": "refs/heads/main"} (X-Syncline-Signature: sha256=HMAC-SHA256(body), X-Syncline-Delivery: ID)',
+      '0.0.0.0:9292',
+    )
+    .option(
+      '--webhook-secret <[ns/]name>',
+      "the Secret holding webhook secrets, one key per provider: github, gitlab, gitea, bitbucket, generic (several values in one key, one per line, for rotation). A provider without a key refuses every delivery (401). Re-read every minute and when a signature fails. Default namespace: the pod's",
+    )
+    .option('--webhook-max-body-bytes <n>', 'larger deliveries are refused while streaming', String(1024 * 1024))
+    .option('--webhook-read-timeout <seconds>', 'seconds a sender has to deliver headers and body', '10')
+    .action(async (flags: RunOptions) => {
+      done(await context.runOperator(flags));
+    });
 }
-
 
 
 /**
- * `syncline status --mirrors`: sources → replicas with their state, from the live objects' labels and
- * annotations (no operator involved). Targets without a replica of their source are read one by one to tell
- * a conflict (another object holds the name) from a replica not written yet.
+ * An error as kubectl words it: `Error from server (NotFound): configsyncs.syncline.dev "web" not found`
+ * for an API answer, `Unable to connect to the server: ...` when there was none, `error: ...` otherwise.
+ * REST paths and HTTP details stay out.
  */
-async function mirrorRows(input: { rest: KubeRest; keys: MirrorKeys; sourceNamespaces: readonly NamePattern[]; namespace?: string | undefined }): Promise<MirrorRow[]> {
-  const { rest, keys } = input;
-  type Listed = { apiVersion?: string; kind?: string; items: ApplyObject[] };
-  const list = async (kind: 'Secret' | 'ConfigMap', selector: string): Promise<ApplyObject[]> => {
-    const path = input.namespace === undefined ? `/api/v1/${kind === 'Secret' ? 'secrets' : 'configmaps'}` : `/api/v1/namespaces/${input.namespace}/${kind === 'Secret' ? 'secrets' : 'configmaps'}`;
-    return (await rest.request<Listed>({ method: 'GET', path, query: { labelSelector: selector } })).items.map((item) => ({ ...item, apiVersion: 'v1', kind }));
-  };
-  const [secretSources, configMapSources, secretReplicas, configMapReplicas, namespaceList] = await Promise.all([
-    list('Secret', sourceSelector(keys)),
-    list('ConfigMap', sourceSelector(keys)),
-    rest.request<Listed>({ method: 'GET', path: '/api/v1/secrets', query: { labelSelector: replicaSelector(keys) } }).then((l) => l.items.map((i) => ({ ...i, apiVersion: 'v1', kind: 'Secret' }))),
-    rest.request<Listed>({ method: 'GET', path: '/api/v1/configmaps', query: { labelSelector: replicaSelector(keys) } }).then((l) => l.items.map((i) => ({ ...i, apiVersion: 'v1', kind: 'ConfigMap' }))),
-    rest.request<Listed>({ method: 'GET', path: '/api/v1/namespaces' }),
-  ]);
-  const namespaces: MirrorNamespace[] = namespaceList.items.map((n) => ({
-    name: n.metadata.name,
-    labels: n.metadata.labels,
-    deletionTimestamp: n.metadata['deletionTimestamp'] as string | undefined,
-    phase: (n['status'] as { phase?: string } | undefined)?.phase,
-  }));
-  const sources = [...secretSources, ...configMapSources];
-  const replicas = [...secretReplicas, ...configMapReplicas].filter((r) => input.namespace === undefined || r.metadata.annotations?.[keys.source]?.startsWith(`${input.namespace}/`) === true);
-  const have = new Set(replicas.map((r) => `${r.kind}/${r.metadata.namespace ?? ''}/${r.metadata.name}`));
-  const occupied = new Map<string, ApplyObject>();
-  for (const source of sources) {
-    const resolved = resolveSource({ source, namespaces, keys, sourceNamespaces: input.sourceNamespaces });
-    if ('invalid' in resolved) continue;
-    for (const namespace of resolved.resolution.namespaces) {
-      const key = `${source.kind}/${namespace}/${source.metadata.name}`;
-      if (have.has(key) || occupied.has(key)) continue;
-      const found = await readMirrorObject(rest, source.kind, namespace, source.metadata.name);
-      if (found !== undefined) occupied.set(key, { ...found, apiVersion: 'v1', kind: source.kind });
-    }
+export function formatError(error: unknown): string {
+  const message = stripRequest(error instanceof Error ? error.message : String(error));
+  const api = asApiError(error);
+  if (api !== undefined) {
+    if (api.status === 0) return `Unable to connect to the server: ${message}`;
+    return `Error from server (${api.reason === 'Unknown' || /^[0-9]+$/.test(api.reason) ? httpReason(api.status) : api.reason}): ${message}`;
   }
-  return mirrorStatusRows({ sources, replicas, namespaces, occupied, keys, sourceNamespaces: input.sourceNamespaces });
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EHOSTUNREACH|ETIMEDOUT|EAI_AGAIN|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_)/.test(code)) return `Unable to connect to the server: ${message}`;
+  return `error: ${message}`;
 }
 
-async function readMirrorObject(rest: KubeRest, kind: string, namespace: string, name: string): Promise<ApplyObject | undefined> {
+/** @syncline/apply's ApiError, recognised by shape (importing apply here would slow every --help). */
+function asApiError(error: unknown): { status: number; reason: string } | undefined {
+  if (!(error instanceof Error) || error.name !== 'ApiError') return undefined;
+  const { status, reason } = error as Error & { status?: unknown; reason?: unknown };
+  return typeof status === 'number' && typeof reason === 'string' ? { status, reason } : undefined;
+}
+
+/** Drops a leading `GET /apis/…: 404 ` (the REST request) from a message. */
+function stripRequest(message: string): string {
+  return message.replace(/(?:^|(?<=: ))(?:watch|GET|PUT|POST|PATCH|DELETE|HEAD) \/\S*: (?:[0-9]{3} )?/g, '');
+}
+
+function httpReason(status: number): string {
+  const reasons: Record<number, string> = { 400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 409: 'Conflict', 410: 'Gone', 422: 'Invalid', 429: 'TooManyRequests', 500: 'InternalError', 503: 'ServiceUnavailable', 504: 'Timeout' };
+  return reasons[status] ?? `HTTP ${status}`;
+}
+
+/** `0.1.0 (commit abc123def456)` — the commit when this runs from a Git checkout. */
+export function versionText(): string {
+  const packageDir = join(import.meta.dirname, '..');
+  const { version } = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8')) as { version: string };
+  const commit = gitCommit(join(packageDir, '..', '..'));
+  return commit === undefined ? version : `${version} (commit ${commit.slice(0, 12)})`;
+}
+
+/** HEAD's commit read from .git (a worktree's .git file too), without running git; undefined if unknown. */
+function gitCommit(root: string): string | undefined {
   try {
-    return await rest.request<ApplyObject>({ method: 'GET', path: `/api/v1/namespaces/${namespace}/${kind === 'Secret' ? 'secrets' : 'configmaps'}/${name}` });
-  } catch (error) {
-    if ((error as { status?: number }).status === 404) return undefined;
-    throw error;
+    let gitDir = join(root, '.git');
+    if (!existsSync(gitDir)) return undefined;
+    const asFile = (() => {
+      try {
+        return readFileSync(gitDir, 'utf8');
+      } catch {
+        return undefined;
+      }
+    })();
+    if (asFile?.startsWith('gitdir:') === true) gitDir = resolve(root, asFile.slice('gitdir:'.length).trim());
+    const head = readFileSync(join(gitDir, 'HEAD'), 'utf8').trim();
+    if (!head.startsWith('ref:')) return /^[0-9a-f]{40,64}$/.test(head) ? head : undefined;
+    const ref = head.slice('ref:'.length).trim();
+    const common = existsSync(join(gitDir, 'commondir')) ? resolve(gitDir, readFileSync(join(gitDir, 'commondir'), 'utf8').trim()) : gitDir;
+    for (const dir of [gitDir, common]) if (existsSync(join(dir, ref))) return readFileSync(join(dir, ref), 'utf8').trim();
+    const packed = existsSync(join(common, 'packed-refs')) ? readFileSync(join(common, 'packed-refs'), 'utf8') : '';
+    return packed.split('\n').find((line) => line.endsWith(` ${ref}`))?.split(' ')[0];
+  } catch {
+    return undefined;
   }
 }

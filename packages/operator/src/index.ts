@@ -21,7 +21,7 @@ export {
 export type { Condition, HistoryEntry, TargetStatus, SyncPolicy, DriftPolicy, DeletionPolicy } from './api/v1alpha1.ts';
 export { customResourceDefinitions } from './api/crd.ts';
 export { main } from './main.ts';
-export { formatStatus, rollbackRevision } from './cli.ts';
+export { formatStatus, rollbackRevision } from './cli/commands.ts';
 export { FINALIZER, RECONCILE_REQUESTED_ANNOTATION } from './reconcile/configsync.ts';
 export { createKubeRest, KubeApiError } from './kube/rest.ts';
 export type { KubeRest, KubeRequest } from './kube/rest.ts';

@@ -530,7 +530,7 @@ function stalledStatus(deps: ConfigSyncReconcilerDeps, object: ConfigSync, reaso
     reason === Reason.RenderFailed || reason === Reason.FetchFailed
       ? setCondition(conditions, { type: 'InvalidSource', status: 'True', reason, message: short }, at)
       : removeCondition(conditions, 'InvalidSource');
-  return { ...previous, observedGeneration: object.metadata.generation, conditions, ...(revision !== undefined ? { lastAttemptedRevision: revision } : {}) };
+  return { ...previous, observedGeneration: object.metadata.generation, conditions, lastHandledReconcileAt: handledRequest(object), ...(revision !== undefined ? { lastAttemptedRevision: revision } : {}) };
 }
 
 function failed(run: SyncRun, reason: Reason, message: string, result: ReconcileOutcome): Outcome {
@@ -541,7 +541,12 @@ function failed(run: SyncRun, reason: Reason, message: string, result: Reconcile
   const input: ConditionInput = { type: 'Ready', status: 'False', reason, message: short };
   conditions = setCondition(conditions, input, at);
   conditions = setCondition(conditions, { ...input, type: 'Failed', status: 'True' }, at);
-  return { status: { ...previous, observedGeneration: run.object.metadata.generation, conditions }, result, events: [{ type: 'Warning', reason, message: short }] };
+  return { status: { ...previous, observedGeneration: run.object.metadata.generation, conditions, lastHandledReconcileAt: handledRequest(run.object) }, result, events: [{ type: 'Warning', reason, message: short }] };
+}
+
+/** A failed or stalled attempt handled the reconcile request too (as Flux records it): `syncline reconcile --wait` stops waiting. */
+function handledRequest(object: ConfigSync): string | undefined {
+  return object.metadata.annotations?.[RECONCILE_REQUESTED_ANNOTATION] ?? object.status?.lastHandledReconcileAt;
 }
 
 /** Deletion: prune everything this sync applied (deletionPolicy Delete) or leave it (Orphan), then let go. */

@@ -1,0 +1,423 @@
+// What the `syncline` subcommands do (src/cli.ts parses the command line and loads this module only when
+// a command needs a cluster or the render code, so --help and --version start fast).
+import type { KubeConfig } from '@kubernetes/client-node';
+import { createApplyClient, decodeInventory, planApply, readLive, type KubeObject as ApplyObject, type PlanStep } from '@syncline/apply';
+import { RenderError, TemplateCache, createStaticDiscovery, layerValues, parseValues, renderTarget, type SourceFile, type Values } from '@syncline/render';
+import { createGitSource } from '@syncline/source-git';
+import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, sep } from 'node:path';
+import { stringify } from 'yaml';
+import { ConfigSyncSpec, type ConfigSync, type HistoryEntry, type RemoteCluster, type TargetStatus } from '../api/v1alpha1.ts';
+import { loadKubeConfig } from '../kube/kubeconfig.ts';
+import { createKubeRest, type KubeRest } from '../kube/rest.ts';
+import { mirrorKeys, parseMirrorSourceNamespaces, replicaSelector, sourceSelector, type MirrorKeys, type MirrorNamespace, type NamePattern } from '../mirror/index.ts';
+import { formatMirrorRows, mirrorStatusRows, resolveSource, type MirrorRow } from '../mirror/status.ts';
+import { RECONCILE_REQUESTED_ANNOTATION } from '../reconcile/configsync.ts';
+import { parseDuration } from '../reconcile/duration.ts';
+import { StallError, readGitAuth, readValues } from '../reconcile/inputs.ts';
+import type { KubeFlags, ListFlags, Out } from '../cli.ts';
+import { diffYaml, maskSecrets, normalizeSecret, projectLive, unifiedDiff } from './diff.ts';
+
+export type Kube = { kc: KubeConfig; rest: KubeRest; namespace: string; allNamespaces: boolean };
+
+export async function connect(flags: KubeFlags & { allNamespaces?: boolean }, env: NodeJS.ProcessEnv): Promise<Kube> {
+  const kc = loadKubeConfig({ kubeconfig: flags.kubeconfig, context: flags.context, env });
+  const rest = await createKubeRest(kc, { userAgent: 'syncline-cli' });
+  const namespace = flags.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
+  return { kc, rest, namespace, allNamespaces: flags.allNamespaces === true };
+}
+
+const API = '/apis/syncline.dev/v1alpha1';
+export const configSyncPath = (namespace: string, name: string): string => `${API}/namespaces/${namespace}/configsyncs/${name}`;
+
+export async function getConfigSync(kube: Kube, name: string): Promise<ConfigSync> {
+  return kube.rest.request<ConfigSync>({ method: 'GET', path: configSyncPath(kube.namespace, name) });
+}
+
+/** kubectl's line for an empty list: on stderr, so -o json/yaml output stays parseable. */
+function noResources(kube: Kube): string {
+  return kube.allNamespaces ? 'No resources found\n' : `No resources found in ${kube.namespace} namespace.\n`;
+}
+
+/** -o json|yaml: one object as it is, a list as a v1 List; managedFields left out (as kubectl does). */
+function printObjects(format: 'json' | 'yaml', items: readonly { metadata: object }[], single: boolean): string {
+  const clean = items.map((item) => {
+    const { managedFields: _managedFields, ...metadata } = item.metadata as Record<string, unknown>;
+    return { ...item, metadata };
+  });
+  const value = single ? clean[0] : { apiVersion: 'v1', kind: 'List', items: clean, metadata: { resourceVersion: '' } };
+  return format === 'json' ? `${JSON.stringify(value, null, 4)}\n` : stringify(value);
+}
+
+export async function statusCommand(kube: Kube, name: string | undefined, flags: ListFlags, out: Out, err: Out): Promise<number> {
+  if (name !== undefined && kube.allNamespaces) throw new Error('a resource cannot be retrieved by name across all namespaces');
+  const items =
+    name !== undefined
+      ? [await getConfigSync(kube, name)]
+      : (await kube.rest.request<{ items: ConfigSync[] }>({ method: 'GET', path: kube.allNamespaces ? `${API}/configsyncs` : `${API}/namespaces/${kube.namespace}/configsyncs` })).items;
+  if (flags.output !== 'table') {
+    out(printObjects(flags.output, items, name !== undefined));
+    return 0;
+  }
+  if (items.length === 0) {
+    err(noResources(kube));
+    return 0;
+  }
+  out(formatStatus(items));
+  if (name !== undefined) out(formatTargets(items[0]?.status?.targets ?? []));
+  return 0;
+}
+
+export async function clustersCommand(kube: Kube, flags: ListFlags, out: Out, err: Out): Promise<number> {
+  const list = await kube.rest.request<{ items: RemoteCluster[] }>({ method: 'GET', path: kube.allNamespaces ? `${API}/remoteclusters` : `${API}/namespaces/${kube.namespace}/remoteclusters` });
+  if (flags.output !== 'table') out(printObjects(flags.output, list.items, false));
+  else if (list.items.length === 0) err(noResources(kube));
+  else out(formatClusters(list.items));
+  return 0;
+}
+
+export async function mirrorsCommand(kube: Kube, flags: ListFlags & { mirrorPrefix: string; mirrorSourceNamespaces?: string }, out: Out, err: Out): Promise<number> {
+  const rows = await mirrorRows({ rest: kube.rest, keys: mirrorKeys(flags.mirrorPrefix), sourceNamespaces: parseMirrorSourceNamespaces(flags.mirrorSourceNamespaces ?? ''), namespace: kube.allNamespaces ? undefined : kube.namespace });
+  if (flags.output === 'json') out(`${JSON.stringify({ items: rows }, null, 4)}\n`);
+  else if (flags.output === 'yaml') out(stringify({ items: rows }));
+  else if (rows.length === 0) err(noResources(kube));
+  else out(formatMirrorRows(rows));
+  return 0;
+}
+
+/**
+ * `reconcile NAME`: sets the request annotation (a new token each time). With --wait it waits until the
+ * operator recorded that token in status.lastHandledReconcileAt, then reports Ready: the applied revision
+ * (exit 0) or the failure (exit 1), like `flux reconcile`.
+ */
+export async function reconcileCommand(kube: Kube, name: string, flags: { wait?: boolean; timeout: string }, out: Out, err: Out): Promise<number> {
+  const timeoutMs = durationFlag('--timeout', flags.timeout);
+  const object = await getConfigSync(kube, name);
+  const id = `${kube.namespace}/${name}`;
+  if (object.spec.suspend === true) {
+    throw new Error(`${id} is suspended (spec.suspend: true): a reconcile request would do nothing; resume it first: kubectl patch csync ${name} -n ${kube.namespace} --type merge -p '{"spec":{"suspend":false}}'`);
+  }
+  const at = new Date().toISOString();
+  await kube.rest.request({ method: 'PATCH', path: configSyncPath(kube.namespace, name), contentType: 'application/merge-patch+json', body: { metadata: { annotations: { [RECONCILE_REQUESTED_ANNOTATION]: at } } } });
+  out(`requested a sync of ${id} at ${at}\n`);
+  if (flags.wait !== true) return 0;
+  out(`waiting for ${id} (timeout ${flags.timeout})\n`);
+  const deadline = Date.now() + timeoutMs;
+  let delay = 250;
+  for (;;) {
+    const current = await getConfigSync(kube, name);
+    const ready = current.status?.conditions?.find((c) => c.type === 'Ready');
+    if (current.status?.lastHandledReconcileAt === at) {
+      if (ready?.status === 'True') {
+        out(`applied revision ${revisionText(current.spec.source.git.revision, current.status.sourceRevision ?? '')}\n`);
+        return 0;
+      }
+      err(`error: ${id} is not ready (${ready?.reason ?? 'Unknown'}): ${ready?.message ?? 'no Ready condition'}\n`);
+      return 1;
+    }
+    if (Date.now() + delay > deadline) {
+      err(`error: timed out after ${flags.timeout} waiting for ${id} to handle the request (is the operator running?)${ready === undefined ? '' : `; Ready=${ready.status}: ${ready.message}`}\n`);
+      return 1;
+    }
+    await new Promise((done) => setTimeout(done, delay));
+    delay = Math.min(delay * 2, 2000);
+  }
+}
+
+/** Flux's wording of a revision: `main@sha1:<sha>` (a SHA pinned as the revision: `sha1:<sha>`). */
+export function revisionText(ref: string, sha: string): string {
+  const algo = sha.length === 64 ? 'sha256' : 'sha1';
+  return ref === '' || ref.toLowerCase() === sha.toLowerCase() ? `${algo}:${sha}` : `${ref}@${algo}:${sha}`;
+}
+
+function durationFlag(flag: string, text: string): number {
+  // A plain number is seconds (what --timeout of failover took before).
+  if (/^[0-9]+$/.test(text)) return Number(text) * 1000;
+  try {
+    return parseDuration(text);
+  } catch (error) {
+    throw new Error(`${flag} ${(error as Error).message}`);
+  }
+}
+
+export async function renderCommand(path: string, flags: { values: string[]; set: string[]; target: string; namespace: string }, out: Out): Promise<number> {
+  const layers: Values[] = [];
+  for (const file of flags.values) layers.push(parseValues(await readFile(file, 'utf8'), file));
+  for (const assignment of flags.set) layers.push(setValue(assignment));
+  const isDirectory = (await stat(path)).isDirectory();
+  const root = isDirectory ? path : dirname(path);
+  // A file renders with the partials beside it; a directory with everything under it.
+  const files = isDirectory ? await readLocalFiles(root, root) : [{ path: relative(root, path).split(sep).join('/'), content: await readFile(path) }, ...(await readLocalFiles(root, join(root, '_partials')).catch(() => []))];
+  const objects = renderTarget({
+    files,
+    path: relative(root, path).split(sep).join('/'),
+    values: layerValues(layers),
+    target: { name: flags.target, namespace: flags.namespace },
+    source: { repo: 'local', revision: 'local', path },
+    discovery: createStaticDiscovery(),
+    cache: new TemplateCache(),
+  });
+  out(objects.map((o) => stringify(o)).join('---\n'));
+  return 0;
+}
+
+/**
+ * `syncline failover NAME` / `failback NAME`: sets spec.failover of a NamespaceReplication (so Git can drive
+ * it too) and, with --wait, waits until the operator reports it done. Idempotent: safe to run again.
+ */
+export async function failoverCommand(command: 'failover' | 'failback', kube: Kube, name: string, flags: { wait?: boolean; timeout: string }, out: Out): Promise<number> {
+  const timeoutMs = durationFlag('--timeout', flags.timeout);
+  const { rest, namespace } = kube;
+  const path = `${API}/namespaces/${namespace}/namespacereplications/${name}`;
+  const failover = command === 'failover';
+  await rest.request({ method: 'PATCH', path, contentType: 'application/merge-patch+json', body: { spec: { failover } } });
+  if (flags.wait !== true) {
+    out(`${namespace}/${name}: ${failover ? 'failover' : 'failback'} requested\n`);
+    return 0;
+  }
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const nr = await rest.request<{ metadata: { generation?: number }; status?: { observedGeneration?: number; conditions?: { type: string; status: string; message: string }[] } }>({ method: 'GET', path });
+    const failedOver = nr.status?.conditions?.find((c) => c.type === 'FailedOver');
+    const ready = nr.status?.conditions?.find((c) => c.type === 'Ready');
+    if (nr.status?.observedGeneration === nr.metadata.generation && ready?.status === 'True' && (failedOver?.status === 'True') === failover) {
+      out(`${namespace}/${name}: ${failedOver?.message ?? ready.message}\n`);
+      return 0;
+    }
+    if (Date.now() > deadline) throw new Error(`${namespace}/${name}: not ${failover ? 'failed over' : 'failed back'} within ${flags.timeout}: ${ready?.message ?? 'no status yet'}`);
+    await new Promise((done) => setTimeout(done, 250));
+  }
+}
+
+/**
+ * `syncline diff NAME`: renders what the operator would (its Git credentials, values and valuesFrom), plans
+ * the apply, and prints per object a unified diff of live vs desired limited to the fields Syncline writes.
+ * Exit 0: no differences; 1: differences; 2: error.
+ */
+export async function diffCommand(options: Kube & { name: string; out: Out; err: Out; allowInsecureHttp: boolean }): Promise<number> {
+  const { out, err } = options;
+  const object = await getConfigSync(options, options.name);
+  const spec = ConfigSyncSpec.parse(object.spec);
+  const namespace = object.metadata.namespace ?? 'default';
+  const cacheDir = await mkdtemp(join(tmpdir(), 'syncline-diff-'));
+  try {
+    // The operator's own inputs, read the operator's way: Git credentials from secretRef, values layered from
+    // spec.values and every valuesFrom (so diff renders exactly what the operator would).
+    const auth = await readGitAuth(options.rest, namespace, spec.source.git.secretRef?.name);
+    const values = await readValues(options.rest, namespace, spec);
+    const git = createGitSource({ cacheDir, allowInsecureHttp: options.allowInsecureHttp });
+    const revision = await git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision, auth });
+    const files = await git.readPath(await git.fetchSnapshot({ repo: spec.source.git.repo, sha: revision, auth }), spec.source.git.path);
+    const client = await createApplyClient(options.kc);
+    const discovery = await client.discovery();
+    let changed = 0;
+    for (const target of spec.targets) {
+      if (target.cluster !== undefined) {
+        err(`# target ${target.name} (cluster ${target.cluster.name}): not diffed (diff reads this cluster only)\n`);
+        continue;
+      }
+      const desired = renderTarget({
+        files,
+        path: spec.source.git.path,
+        values,
+        target: { name: target.name, namespace: target.namespace ?? namespace, values: target.values, patches: target.patches, data: target.data },
+        source: { repo: spec.source.git.repo, revision, path: spec.source.git.path },
+        discovery,
+      }) as ApplyObject[];
+      const inventory = decodeInventory(object.status?.inventory?.find((i) => i.target === target.name)?.entries);
+      const live = await readLive({ client, desired, inventory });
+      const plan = planApply({ desired, inventory, live, owner: { namespace, name: object.metadata.name, target: target.name }, policy: spec.policy, drift: spec.drift, prune: spec.prune, allowEmpty: spec.allowEmpty });
+      out(`# target ${target.name} @ ${revisionText(spec.source.git.revision, revision)}\n`);
+      if (plan.blocked !== undefined) {
+        out(`# blocked: ${plan.blocked}\n`);
+        changed++;
+      }
+      for (const step of [...plan.apply, ...plan.prune]) {
+        const text = stepDiff(step, live.objects.get(step.id));
+        if (text.diff !== '') changed++;
+        out(text.note === undefined ? '' : `# ${objectLabel(step.id)}: ${text.note}\n`);
+        out(text.diff);
+      }
+    }
+    out(`# ${changed} object(s) differ\n`);
+    return changed === 0 ? 0 : 1;
+  } catch (error) {
+    if (error instanceof RenderError) throw new Error(`render failed: ${error.message}`);
+    if (error instanceof StallError) throw new Error(error.message);
+    throw error;
+  } finally {
+    await rm(cacheDir, { recursive: true, force: true });
+  }
+}
+
+/** One plan step as diff prints it: the unified diff of what would change, or a note on what is left. */
+/** An object id (group/Kind/namespace/name) as diff names it: `core/Secret/ns/db`, `apps/Deployment/ns/web`. */
+export function objectLabel(id: string): string {
+  const [group, kind, ns, name] = id.split('/');
+  return `${group === '' ? 'core' : group}/${kind}/${ns === '' ? '' : `${ns}/`}${name}`;
+}
+
+export function stepDiff(step: PlanStep, live: ApplyObject | undefined): { diff: string; note?: string } {
+  const label = objectLabel(step.id);
+  switch (step.type) {
+    case 'apply': {
+      const desired = normalizeSecret(step.object);
+      const projected = live === undefined ? undefined : projectLive(live, desired);
+      const masked = maskSecrets(projected, desired);
+      const diff = unifiedDiff(diffYaml(masked.live), diffYaml(masked.desired), { from: live === undefined ? '/dev/null' : `live/${label}`, to: `desired/${label}` });
+      return step.reason === undefined ? { diff } : { diff, note: step.reason };
+    }
+    case 'delete': {
+      if (live === undefined) return { diff: '' };
+      const { metadata, apiVersion, kind: liveKind } = live;
+      const shown = { ...live, metadata: { name: metadata.name, namespace: metadata.namespace, labels: metadata.labels, annotations: metadata.annotations }, status: undefined, apiVersion, kind: liveKind };
+      const masked = maskSecrets(shown, undefined);
+      return { diff: unifiedDiff(diffYaml(masked.live), '', { from: `live/${label}`, to: '/dev/null' }), note: 'pruned' };
+    }
+    case 'unchanged':
+      return { diff: '' };
+    case 'skip':
+      return { diff: '', note: `not applied: ${step.reason}` };
+    case 'invalid':
+      return { diff: '', note: `cannot be applied: ${step.reason}` };
+    case 'forget':
+      return { diff: '', note: step.reason };
+    case 'resolve':
+    case 'resolveStale':
+      return { diff: '', note: 'could not read the live object (its API is not served or not readable)' };
+  }
+}
+
+export function rollbackRevision(object: ConfigSync, options: { to?: string; steps?: string }): string {
+  if ((options.to === undefined) === (options.steps === undefined)) throw new Error('rollback needs exactly one of --to SHA or --steps N');
+  if (options.to !== undefined) {
+    if (!/^[0-9a-f]{40}$/i.test(options.to)) throw new Error(`--to ${options.to}: give a full 40-character commit SHA`);
+    return options.to.toLowerCase();
+  }
+  const steps = Number(options.steps);
+  if (!Number.isInteger(steps) || steps < 1) throw new Error(`--steps ${options.steps}: give a positive whole number`);
+  // "The previous deploy" is the previous revision whose render differed: history entries of commits that
+  // changed nothing for this sync (the same digest) are not steps.
+  const deploys: HistoryEntry[] = [];
+  for (const entry of object.status?.history ?? []) if (deploys.at(-1)?.digest !== entry.digest) deploys.push(entry);
+  const entry = deploys[steps];
+  if (entry === undefined) throw new Error(`${object.metadata.name} has ${deploys.length} distinct deploy(s) in its history; cannot go back ${steps}`);
+  return entry.revision;
+}
+
+export function formatStatus(items: readonly ConfigSync[]): string {
+  const rows = [['NAMESPACE', 'NAME', 'READY', 'HEALTH', 'REVISION', 'TARGETS', 'MESSAGE']];
+  for (const item of items) {
+    const ready = item.status?.conditions?.find((c) => c.type === 'Ready');
+    rows.push([
+      item.metadata.namespace ?? '',
+      item.metadata.name,
+      ready?.status ?? 'Unknown',
+      item.status?.conditions?.find((c) => c.type === 'Healthy')?.reason ?? '-',
+      (item.status?.sourceRevision ?? '').slice(0, 12),
+      `${item.status?.appliedTargets ?? 0}/${item.spec.targets.length}`,
+      (ready?.message ?? '').slice(0, 80),
+    ]);
+  }
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
+  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
+}
+
+/** Per target: where it applies (cluster, namespace), its phase and why. */
+export function formatTargets(targets: readonly TargetStatus[]): string {
+  if (targets.length === 0) return '';
+  return `\n${table([['TARGET', 'CLUSTER', 'NAMESPACE', 'PHASE', 'OBJECTS', 'MESSAGE'], ...targets.map((t) => [t.name, t.cluster ?? '(local)', t.namespace ?? '', t.phase, String(t.objects), (t.message ?? '').slice(0, 80)])])}`;
+}
+
+/** RemoteClusters with reachability and version, as `syncline clusters` prints them. */
+export function formatClusters(items: readonly RemoteCluster[]): string {
+  return table([
+    ['NAMESPACE', 'NAME', 'READY', 'REASON', 'VERSION', 'SERVER', 'LAST PROBE'],
+    ...items.map((rc) => {
+      const ready = rc.status?.conditions?.find((c) => c.type === 'Ready');
+      return [rc.metadata.namespace ?? '', rc.metadata.name, ready?.status ?? 'Unknown', ready?.reason ?? '', rc.status?.serverVersion ?? '', rc.status?.server ?? '', rc.status?.lastProbeTime ?? ''];
+    }),
+  ]);
+}
+
+function table(rows: readonly (readonly string[])[]): string {
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
+  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
+}
+
+/** `a.b.c=value` → { a: { b: { c: value } } }; the value is read as YAML (numbers, booleans). */
+function setValue(assignment: string): Values {
+  const eq = assignment.indexOf('=');
+  if (eq <= 0) throw new Error(`--set ${assignment}: expected key=value`);
+  const keys = assignment.slice(0, eq).split('.');
+  const parsed = parseValues(`v: ${assignment.slice(eq + 1)}`, `--set ${assignment}`);
+  let value: unknown = parsed['v'];
+  for (const key of keys.reverse()) value = { [key]: value };
+  return value as Values;
+}
+
+async function readLocalFiles(root: string, start: string): Promise<SourceFile[]> {
+  const files: SourceFile[] = [];
+  const walk = async (dir: string): Promise<void> => {
+    for (const entry of await readdir(dir, { withFileTypes: true })) {
+      if (entry.name.startsWith('.') || entry.name === 'node_modules') continue;
+      const full = join(dir, entry.name);
+      if (entry.isDirectory()) await walk(full);
+      else if (entry.isFile()) files.push({ path: relative(root, full).split(sep).join('/'), content: await readFile(full) });
+    }
+  };
+  await walk(start);
+  return files;
+}
+
+/**
+ * `syncline status --mirrors`: sources → replicas with their state, from the live objects' labels and
+ * annotations (no operator involved). Targets without a replica of their source are read one by one to tell
+ * a conflict (another object holds the name) from a replica not written yet.
+ */
+async function mirrorRows(input: { rest: KubeRest; keys: MirrorKeys; sourceNamespaces: readonly NamePattern[]; namespace?: string | undefined }): Promise<MirrorRow[]> {
+  const { rest, keys } = input;
+  type Listed = { apiVersion?: string; kind?: string; items: ApplyObject[] };
+  const list = async (kind: 'Secret' | 'ConfigMap', selector: string): Promise<ApplyObject[]> => {
+    const path = input.namespace === undefined ? `/api/v1/${kind === 'Secret' ? 'secrets' : 'configmaps'}` : `/api/v1/namespaces/${input.namespace}/${kind === 'Secret' ? 'secrets' : 'configmaps'}`;
+    return (await rest.request<Listed>({ method: 'GET', path, query: { labelSelector: selector } })).items.map((item) => ({ ...item, apiVersion: 'v1', kind }));
+  };
+  const [secretSources, configMapSources, secretReplicas, configMapReplicas, namespaceList] = await Promise.all([
+    list('Secret', sourceSelector(keys)),
+    list('ConfigMap', sourceSelector(keys)),
+    rest.request<Listed>({ method: 'GET', path: '/api/v1/secrets', query: { labelSelector: replicaSelector(keys) } }).then((l) => l.items.map((i) => ({ ...i, apiVersion: 'v1', kind: 'Secret' }))),
+    rest.request<Listed>({ method: 'GET', path: '/api/v1/configmaps', query: { labelSelector: replicaSelector(keys) } }).then((l) => l.items.map((i) => ({ ...i, apiVersion: 'v1', kind: 'ConfigMap' }))),
+    rest.request<Listed>({ method: 'GET', path: '/api/v1/namespaces' }),
+  ]);
+  const namespaces: MirrorNamespace[] = namespaceList.items.map((n) => ({
+    name: n.metadata.name,
+    labels: n.metadata.labels,
+    deletionTimestamp: n.metadata['deletionTimestamp'] as string | undefined,
+    phase: (n['status'] as { phase?: string } | undefined)?.phase,
+  }));
+  const sources = [...secretSources, ...configMapSources];
+  const replicas = [...secretReplicas, ...configMapReplicas].filter((r) => input.namespace === undefined || r.metadata.annotations?.[keys.source]?.startsWith(`${input.namespace}/`) === true);
+  const have = new Set(replicas.map((r) => `${r.kind}/${r.metadata.namespace ?? ''}/${r.metadata.name}`));
+  const occupied = new Map<string, ApplyObject>();
+  for (const source of sources) {
+    const resolved = resolveSource({ source, namespaces, keys, sourceNamespaces: input.sourceNamespaces });
+    if ('invalid' in resolved) continue;
+    for (const namespace of resolved.resolution.namespaces) {
+      const key = `${source.kind}/${namespace}/${source.metadata.name}`;
+      if (have.has(key) || occupied.has(key)) continue;
+      const found = await readMirrorObject(rest, source.kind, namespace, source.metadata.name);
+      if (found !== undefined) occupied.set(key, { ...found, apiVersion: 'v1', kind: source.kind });
+    }
+  }
+  return mirrorStatusRows({ sources, replicas, namespaces, occupied, keys, sourceNamespaces: input.sourceNamespaces });
+}
+
+async function readMirrorObject(rest: KubeRest, kind: string, namespace: string, name: string): Promise<ApplyObject | undefined> {
+  try {
+    return await rest.request<ApplyObject>({ method: 'GET', path: `/api/v1/namespaces/${namespace}/${kind === 'Secret' ? 'secrets' : 'configmaps'}/${name}` });
+  } catch (error) {
+    if ((error as { status?: number }).status === 404) return undefined;
+    throw error;
+  }
+}
