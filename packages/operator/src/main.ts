@@ -19,6 +19,7 @@ import { DEFAULT_INTERVAL_BOUNDS } from './reconcile/configsync.ts';
 import { parseDuration } from './reconcile/duration.ts';
 import { createMetrics } from './metrics.ts';
 import { startProbeServer } from './server.ts';
+import { parseShard, shardLeaseName } from './shard.ts';
 import { startWebhookServer, type WebhookServer } from './webhook/receiver.ts';
 import { createWebhookSecrets, parseSecretRef } from './webhook/secrets.ts';
 import { createWaker } from './webhook/wake.ts';
@@ -45,7 +46,10 @@ Flags of run:
   --namespace NS              watch ConfigSyncs in one namespace only (default: all)
   --leader-elect              elect a leader on a Lease (default true when --replicas > 1 in the chart)
   --leader-election-namespace NS   default: the pod's namespace or "default"
-  --leader-election-id NAME   the Lease's name (default syncline-leader)
+  --leader-election-id NAME   the Lease's name (default syncline-leader; with --shard S: syncline-leader-S)
+  --shard NAME                run one shard: only the ConfigSyncs, ManifestSyncs, NamespaceReplications and
+                              RemoteClusters labelled syncline.dev/shard=NAME (default: the default shard,
+                              which takes the unlabelled ones). A named shard runs no mirroring
   --lease-duration SECONDS    how long a lease holds without renewal (default 15)
   --probe-addr HOST:PORT      /healthz, /readyz, /metrics (default 0.0.0.0:8080)
   --cache-dir DIR             git snapshot cache (default ~/.cache/syncline/snapshots)
@@ -99,6 +103,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       'leader-elect': { type: 'boolean', default: false },
       'leader-election-namespace': { type: 'string' },
       'leader-election-id': { type: 'string', default: 'syncline-leader' },
+      shard: { type: 'string' },
       'probe-addr': { type: 'string', default: '0.0.0.0:8080' },
       'cache-dir': { type: 'string' },
       'cache-max-bytes': { type: 'string' },
@@ -123,9 +128,10 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     strict: true,
   });
 
+  const shard = parseShard(flags.shard);
   const logger = pino({
     level: flags['log-level'],
-    base: { pid: process.pid },
+    base: { pid: process.pid, shard: shard ?? 'default' },
     // Belt and braces: no credential-shaped field ever reaches a log line.
     redact: { paths: ['*.password', '*.token', '*.bearerToken', '*.authorization', '*.data', 'auth'], censor: '[redacted]' },
   });
@@ -133,6 +139,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   const rest = await createKubeRest(kubeConfig, { userAgent: 'syncline-operator' });
   const clock = { now: () => new Date() };
   const metrics = createMetrics();
+  metrics.registry.setDefaultLabels({ shard: shard ?? 'default' });
   const git = createGitSource({
     cacheDir: flags['cache-dir'] ?? join(env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'syncline', 'snapshots'),
     cacheMaxBytes: flags['cache-max-bytes'] !== undefined ? Number(flags['cache-max-bytes']) : undefined,
@@ -166,10 +173,11 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     mirrorKeys: keys,
     operatorNamespace: flags['operator-namespace'] ?? podNamespace,
     watchNamespace: flags.namespace,
+    ...(shard === undefined ? {} : { shard }),
     leaderElection: flags['leader-elect']
       ? {
           namespace: flags['leader-election-namespace'] ?? podNamespace ?? 'default',
-          name: flags['leader-election-id'],
+          name: shardLeaseName(flags['leader-election-id'], shard),
           identity,
           leaseDurationMs: Number(flags['lease-duration']) * 1000,
         }
@@ -183,8 +191,9 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   });
   // Mirroring works only while this replica leads (the manager's election); its watches run regardless, so
   // a follower is ready to take over and /readyz reports them.
+  // Label-driven mirroring has no shard label of its own: the default shard runs it, named shards never do.
   const mirror =
-    flags.mirror === 'on'
+    flags.mirror === 'on' && shard === undefined
       ? startMirrorController({
           rest,
           applyClient: () => applyClient(undefined),
