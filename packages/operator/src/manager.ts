@@ -19,6 +19,9 @@ import type { TargetNoop } from './reconcile/target.ts';
 import { MANIFESTSYNC_KEY_PREFIX, createManifestSyncReconciler } from './reconcile/manifestsync.ts';
 import { inShard, shardSelector } from './shard.ts';
 
+/** Logged when a sync leaves this operator's view: deleted, or relabelled to another shard (see shard.ts). */
+export const LEFT_SHARD_MESSAGE = 'left this shard (deleted, or relabelled to another shard); forgotten, nothing pruned';
+
 /** How long an apply waits for a new managed-kind watch to list before it writes anyway. */
 const MANAGED_WATCH_SYNC_MS = 10_000;
 
@@ -60,7 +63,7 @@ export function startManager(options: ManagerOptions): Manager {
   // The sync kinds are watched through the shard's label selector: the others' syncs never reach this cache.
   const shardLabelSelector = shardSelector(options.shard);
   /** A sync left this shard's view: deleted, or relabelled to another shard. Forgotten, never finalized here. */
-  const leftShard = (kind: string, key: string): void => logger.debug({ [kind]: key }, 'no longer in this shard (deleted or relabelled); forgotten');
+  const leftShard = (kind: string, key: string): void => logger.info({ [kind]: key }, LEFT_SHARD_MESSAGE);
   const collection = (group: string, version: string, plural: string): string =>
     `${group === '' ? '/api' : `/apis/${group}`}/${version}${ns !== undefined ? `/namespaces/${ns}` : ''}/${plural}`;
 
