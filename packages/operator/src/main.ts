@@ -19,7 +19,7 @@ import { DEFAULT_INTERVAL_BOUNDS } from './reconcile/configsync.ts';
 import { parseDuration } from './reconcile/duration.ts';
 import { createMetrics } from './metrics.ts';
 import { startProbeServer } from './server.ts';
-import { parseShard, shardLeaseName } from './shard.ts';
+import { parseShard, shardLeaseName, shardedWaker } from './shard.ts';
 import { startWebhookServer, type WebhookServer } from './webhook/receiver.ts';
 import { createWebhookSecrets, parseSecretRef } from './webhook/secrets.ts';
 import { createWaker } from './webhook/wake.ts';
@@ -217,8 +217,13 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       address: flags['webhook-addr'],
       // Without --webhook-secret no provider is configured and every delivery is refused.
       secrets: ref === undefined ? { get: () => Promise.resolve([]) } : createWebhookSecrets({ rest, ...ref }),
-      configSyncs: () => manager.configSyncs(),
-      wake: createWaker({ rest, isLeader: () => manager.isLeader(), enqueue: (key) => manager.enqueue(key), logger }),
+      // Every shard's ConfigSyncs: another shard's are woken through the API (the reconcile-request annotation).
+      configSyncs: () => [...manager.configSyncs(), ...manager.otherShardConfigSyncs()],
+      wake: shardedWaker(
+        (key) => manager.inOtherShard(key),
+        createWaker({ rest, isLeader: () => manager.isLeader(), enqueue: (key) => manager.enqueue(key), logger }),
+        createWaker({ rest, isLeader: () => false, enqueue: () => undefined, logger }),
+      ),
       logger,
       metrics,
       maxBodyBytes: Number(flags['webhook-max-body-bytes']),

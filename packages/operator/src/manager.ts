@@ -17,7 +17,7 @@ import type { MirrorKeys, MirrorNamespace } from './mirror/index.ts';
 import { DEFAULT_INTERVAL_BOUNDS, createConfigSyncReconciler, type ConfigSyncReconcilerDeps } from './reconcile/configsync.ts';
 import type { TargetNoop } from './reconcile/target.ts';
 import { MANIFESTSYNC_KEY_PREFIX, createManifestSyncReconciler } from './reconcile/manifestsync.ts';
-import { inShard, shardSelector } from './shard.ts';
+import { inShard, otherShardsSelector, shardSelector } from './shard.ts';
 
 /** Logged when a sync leaves this operator's view: deleted, or relabelled to another shard (see shard.ts). */
 export const LEFT_SHARD_MESSAGE = 'left this shard (deleted, or relabelled to another shard); forgotten, nothing pruned';
@@ -52,6 +52,13 @@ export type Manager = {
   /** Enqueue a ConfigSync now (webhooks, the CLI's reconcile request). */
   enqueue(key: string): void;
   configSyncs(): ConfigSync[];
+  /**
+   * The other shards' ConfigSyncs, metadata and spec.source.git only: a push delivered to this shard's
+   * webhook receiver wakes them through the reconcile-request annotation their own shard watches.
+   */
+  otherShardConfigSyncs(): ConfigSync[];
+  /** Whether a ConfigSync key belongs to another shard (as far as this operator's watch knows). */
+  inOtherShard(key: string): boolean;
   stop(): Promise<void>;
 };
 
@@ -111,6 +118,23 @@ export function startManager(options: ManagerOptions): Manager {
       }
     },
     onError: (error) => logger.warn({ err: errorMessage(error) }, 'ConfigSync watch failed; restarting'),
+  });
+
+  const otherShards = new Informer({
+    rest,
+    path: collection('syncline.dev', 'v1alpha1', 'configsyncs'),
+    labelSelector: otherShardsSelector(options.shard),
+    project: (object) => {
+      const git = (object['spec'] as ConfigSync['spec'] | undefined)?.source?.git;
+      return {
+        apiVersion: object.apiVersion,
+        kind: object.kind,
+        metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion },
+        spec: { source: { git: { repo: git?.repo, revision: git?.revision } } },
+      };
+    },
+    onEvent: () => undefined,
+    onError: (error) => logger.debug({ err: errorMessage(error) }, "other shards' ConfigSync watch failed; restarting"),
   });
 
   const referenceInformer = (kind: 'Secret' | 'ConfigMap', plural: string): Informer =>
@@ -465,7 +489,7 @@ export function startManager(options: ManagerOptions): Manager {
     for (const object of namespaceReplications.list()) queue.add(replicationKey(object));
   };
 
-  for (const informer of [configSyncs, secrets, configMaps, manifestSyncs, namespaces, remoteClusters, namespaceReplications]) informer.start();
+  for (const informer of [configSyncs, otherShards, secrets, configMaps, manifestSyncs, namespaces, remoteClusters, namespaceReplications]) informer.start();
   if (options.leaderElection === undefined) {
     startWork();
   } else {
@@ -509,12 +533,14 @@ export function startManager(options: ManagerOptions): Manager {
       queue.add(key);
     },
     configSyncs: () => configSyncs.list() as unknown as ConfigSync[],
+    otherShardConfigSyncs: () => otherShards.list() as unknown as ConfigSync[],
+    inOtherShard: (key) => otherShards.get(key) !== undefined,
     async stop() {
       clearInterval(resync);
       abort.abort();
       await queue.shutdown();
       await drWatches.stop();
-      await Promise.all([configSyncs, secrets, configMaps, manifestSyncs, namespaces, remoteClusters, namespaceReplications, ...managed.values(), ...[...sourceWatches.values()].map((w) => w.informer)].map((i) => i.stop()));
+      await Promise.all([configSyncs, otherShards, secrets, configMaps, manifestSyncs, namespaces, remoteClusters, namespaceReplications, ...managed.values(), ...[...sourceWatches.values()].map((w) => w.informer)].map((i) => i.stop()));
     },
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SHARD_LABEL, inShard, parseShard, shardLeaseName, shardSelector } from './shard.ts';
+import { SHARD_LABEL, inShard, otherShardsSelector, parseShard, shardLeaseName, shardSelector, shardedWaker } from './shard.ts';
 
 describe('shards', () => {
   it('accepts DNS-label shard names and refuses the rest with a clear error', () => {
@@ -14,6 +14,9 @@ describe('shards', () => {
   it('selects its own label, or (the default shard) the unlabelled objects', () => {
     expect(shardSelector('a')).toBe(`${SHARD_LABEL}=a`);
     expect(shardSelector(undefined)).toBe(`!${SHARD_LABEL}`);
+    // and the complement (`!=` matches the unlabelled objects too)
+    expect(otherShardsSelector('a')).toBe(`${SHARD_LABEL}!=a`);
+    expect(otherShardsSelector(undefined)).toBe(SHARD_LABEL);
   });
 
   it('places every object in exactly one shard', () => {
@@ -29,5 +32,14 @@ describe('shards', () => {
   it('gives each shard its own Lease', () => {
     expect(shardLeaseName('syncline-leader', undefined)).toBe('syncline-leader');
     expect(shardLeaseName('syncline-leader', 'a')).toBe('syncline-leader-a');
+  });
+
+  it("wakes its own syncs itself and another shard's through the other waker", () => {
+    const own: string[] = [];
+    const other: string[] = [];
+    const wake = shardedWaker((key) => key.endsWith('/theirs'), (key) => own.push(key), (key) => other.push(key));
+    for (const key of ['ns/mine', 'ns/theirs', 'ns/unknown']) wake(key);
+    expect(own).toEqual(['ns/mine', 'ns/unknown']);
+    expect(other).toEqual(['ns/theirs']);
   });
 });

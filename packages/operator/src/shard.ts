@@ -23,6 +23,11 @@ export function shardSelector(shard: string | undefined): string {
   return shard === undefined ? `!${SHARD_LABEL}` : `${SHARD_LABEL}=${shard}`;
 }
 
+/** The label selector of every other shard's objects (the webhook receiver wakes them through the API). */
+export function otherShardsSelector(shard: string | undefined): string {
+  return shard === undefined ? SHARD_LABEL : `${SHARD_LABEL}!=${shard}`;
+}
+
 /** Whether an object belongs to a shard (the selector, applied in memory). */
 export function inShard(shard: string | undefined, labels: Readonly<Record<string, string>> | undefined): boolean {
   const value = labels?.[SHARD_LABEL];
@@ -32,4 +37,9 @@ export function inShard(shard: string | undefined, labels: Readonly<Record<strin
 /** Each shard elects its own leader: the Lease name gets the shard as a suffix. */
 export function shardLeaseName(name: string, shard: string | undefined): string {
   return shard === undefined ? name : `${name}-${shard}`;
+}
+
+/** A push's wake-up: this shard's own syncs as usual, another shard's through the API (its own watch sees it). */
+export function shardedWaker(inOtherShard: (key: string) => boolean, own: (key: string) => void, other: (key: string) => void): (key: string) => void {
+  return (key) => (inOtherShard(key) ? other(key) : own(key));
 }
