@@ -5,10 +5,12 @@ import { CoordinationV1Api } from '@kubernetes/client-node';
 import { startGitServer, startOperator, type GitServer, type OperatorProcess, type TestRepo } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyConfigSync, configMapData, configMapYaml, configSync, eventually, installCrds, kc, patchConfigSync, readConfigSync, waitForReady } from './harness.ts';
+import { pushDelivery, send } from '../webhooks/deliveries.ts';
+import { applyConfigSync, configMapData, configMapYaml, configSync, core, eventually, installCrds, kc, patchConfigSync, readConfigSync, waitForReady } from './harness.ts';
 
 const SHARD_LABEL = 'syncline.dev/shard';
 const LEFT = 'left this shard (deleted, or relabelled to another shard); forgotten, nothing pruned';
+const WEBHOOK_SECRET = 'generic-sharded-4h6j8k';
 const cm = (name: string, value: string): string => configMapYaml(name, `  v: "${value}"`);
 
 describe('sharding', () => {
@@ -24,9 +26,10 @@ describe('sharding', () => {
     git = await startGitServer();
     repo = await git.createRepo('sharded');
     ns = await testNamespace({ prefix: 'shard' });
+    await core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: 'syncline-webhooks' }, stringData: { generic: WEBHOOK_SECRET } } });
     const election = ['--namespace', ns.name, '--leader-elect', '--leader-election-namespace', ns.name, '--leader-election-id', lease(), '--lease-duration', '5'];
     shardA = await startOperator({ kubeconfig: testKubeconfigPath(), args: [...election, '--shard', 'a'] });
-    shardDefault = await startOperator({ kubeconfig: testKubeconfigPath(), args: election });
+    shardDefault = await startOperator({ kubeconfig: testKubeconfigPath(), args: [...election, '--webhook-secret', `${ns.name}/syncline-webhooks`] });
   }, 120_000);
   afterAll(async () => {
     await Promise.all([shardA?.stop(), shardDefault?.stop()]);
@@ -38,8 +41,8 @@ describe('sharding', () => {
   const mentions = (operator: OperatorProcess, name: string, from = 0): Record<string, unknown>[] =>
     operator.logs.slice(from).filter((l) => l['configsync'] === `${ns.name}/${name}`);
   const synced = (operator: OperatorProcess, name: string, from = 0): Record<string, unknown>[] => mentions(operator, name, from).filter((l) => l['msg'] === 'synced');
-  const sync = (name: string, path: string, labels?: Record<string, string>): Parameters<typeof applyConfigSync>[0] => {
-    const object = configSync(ns.name, name, { source: { git: { repo: repo.url, revision: 'main', path } }, refreshInterval: '1s', targets: [{ name: 'main', namespace: ns.name }] });
+  const sync = (name: string, path: string, labels?: Record<string, string>, refreshInterval = '1s', source = repo): Parameters<typeof applyConfigSync>[0] => {
+    const object = configSync(ns.name, name, { source: { git: { repo: source.url, revision: 'main', path } }, refreshInterval, targets: [{ name: 'main', namespace: ns.name }] });
     if (labels !== undefined) object.metadata = { ...object.metadata, labels };
     return object;
   };
@@ -103,4 +106,24 @@ describe('sharding', () => {
     expect(synced(shardA, 'in-a', fromA).length).toBeGreaterThan(0);
     expect(synced(shardDefault, 'in-default', fromDefault).length).toBeGreaterThan(0);
   }, 300_000);
+
+  it("wakes another shard's sync on a push delivered to the default shard's webhook receiver", async () => {
+    // given a shard-a sync that refreshes only hourly, synced once
+    const hooked = await git.createRepo('hooked');
+    const first = await hooked.commit({ 'app/cm.yaml': cm('hooked', '1') });
+    await applyConfigSync(sync('hooked', 'app', { [SHARD_LABEL]: 'a' }, '1h', hooked));
+    await waitForReady(ns.name, 'hooked', (c) => c.status?.sourceRevision === first, 90_000);
+
+    // when a push is delivered to the default shard (the chart's webhook Service selects its pods)
+    const fromA = shardA.logs.length;
+    await hooked.commit({ 'app/cm.yaml': cm('hooked', '2') });
+    const address = shardDefault.webhookAddress;
+    if (address === undefined) throw new Error('the default shard runs no webhook receiver');
+    expect(await send(address, pushDelivery('generic', hooked.url, WEBHOOK_SECRET))).toEqual({ status: 202, body: { result: 'accepted', woken: 1 } });
+
+    // then shard a syncs it long before its interval, and the default shard never reconciled it
+    await eventually(async () => ((await configMapData(ns.name, 'hooked'))?.['v'] === '2' ? true : undefined), 'the pushed change applied by shard a', 60_000);
+    await eventually(() => Promise.resolve(synced(shardA, 'hooked', fromA).length > 0 ? true : undefined), 'shard a logging the pushed sync', 30_000);
+    expect(mentions(shardDefault, 'hooked')).toEqual([]);
+  }, 180_000);
 });
