@@ -67,6 +67,8 @@ describe('sharding', () => {
     expect(synced(shardDefault, 'in-default')[0]?.['shard']).toBe('default');
     const metrics = await (await fetch(`http://${shardA.probeAddress}/metrics`)).text();
     expect(metrics).toMatch(/syncline_reconcile_total\{[^}]*shard="a"/);
+    // the default shard's series are unchanged (a single operator is the default shard)
+    expect(await (await fetch(`http://${shardDefault.probeAddress}/metrics`)).text()).not.toMatch(/shard="/);
 
     // and each shard has its own Lease and leader: the default shard's as named, shard a's with a suffix
     const leases = kc.makeApiClient(CoordinationV1Api);

@@ -139,7 +139,8 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   const rest = await createKubeRest(kubeConfig, { userAgent: 'syncline-operator' });
   const clock = { now: () => new Date() };
   const metrics = createMetrics();
-  metrics.registry.setDefaultLabels({ shard: shard ?? 'default' });
+  // A named shard's series carry its name; the default shard's stay as they are (one operator = no label).
+  if (shard !== undefined) metrics.registry.setDefaultLabels({ shard });
   const git = createGitSource({
     cacheDir: flags['cache-dir'] ?? join(env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'syncline', 'snapshots'),
     cacheMaxBytes: flags['cache-max-bytes'] !== undefined ? Number(flags['cache-max-bytes']) : undefined,
