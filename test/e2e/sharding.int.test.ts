@@ -6,7 +6,7 @@ import { startGitServer, startOperator, type GitServer, type OperatorProcess, ty
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pushDelivery, send } from '../webhooks/deliveries.ts';
-import { applyConfigSync, configMapData, configMapYaml, configSync, core, eventually, installCrds, kc, patchConfigSync, readConfigSync, waitForReady } from './harness.ts';
+import { applyConfigSync, configMapData, configMapYaml, configSync, core, eventually, installCrds, kc, patchConfigSync, readConfigSync, rest, waitForReady } from './harness.ts';
 
 const SHARD_LABEL = 'syncline.dev/shard';
 const LEFT = 'left this shard (deleted, or relabelled to another shard); forgotten, nothing pruned';
@@ -127,5 +127,44 @@ describe('sharding', () => {
     await eventually(async () => ((await configMapData(ns.name, 'hooked'))?.['v'] === '2' ? true : undefined), 'the pushed change applied by shard a', 60_000);
     await eventually(() => Promise.resolve(synced(shardA, 'hooked', fromA).length > 0 ? true : undefined), 'shard a logging the pushed sync', 30_000);
     expect(mentions(shardDefault, 'hooked')).toEqual([]);
+  }, 180_000);
+
+  it('shards ManifestSyncs the same way, and unlabelling hands one back to the default shard', async () => {
+    // given a ManifestSync labelled for shard a that copies a ConfigMap to another namespace
+    await using other = await testNamespace({ prefix: 'shard-copy' });
+    await core.createNamespacedConfigMap({ namespace: ns.name, body: { metadata: { name: 'settings' }, data: { v: '1' } } });
+    const msPath = `/apis/syncline.dev/v1alpha1/namespaces/${ns.name}/manifestsyncs/copier`;
+    await rest.request({
+      method: 'PATCH',
+      path: msPath,
+      query: { fieldManager: 'syncline-tests', force: true },
+      contentType: 'application/apply-patch+yaml',
+      body: {
+        apiVersion: 'syncline.dev/v1alpha1',
+        kind: 'ManifestSync',
+        metadata: { name: 'copier', namespace: ns.name, labels: { [SHARD_LABEL]: 'a' } },
+        spec: { sourceRef: { apiVersion: 'v1', kind: 'ConfigMap', name: 'settings' }, targets: [{ namespace: other.name }] },
+      },
+    });
+    const copy = async (): Promise<string | undefined> => (await configMapData(other.name, 'settings'))?.['v'];
+    await eventually(async () => ((await copy()) === '1' ? true : undefined), 'the copy', 60_000);
+    const named = (operator: OperatorProcess, from = 0): Record<string, unknown>[] => operator.logs.slice(from).filter((l) => l['manifestsync'] === `${ns.name}/copier`);
+
+    // then shard a made it and the default shard never looked at it
+    await eventually(() => Promise.resolve(named(shardA).some((l) => l['msg'] === 'copied') ? true : undefined), 'shard a logging the copy', 30_000);
+    expect(named(shardDefault)).toEqual([]);
+
+    // when the label is removed, then shard a lets it go and the default shard adopts it: a source change is
+    // copied by the default shard, and the copy was never deleted on the way
+    const fromA = shardA.logs.length;
+    const fromDefault = shardDefault.logs.length;
+    await rest.request({ method: 'PATCH', path: msPath, contentType: 'application/merge-patch+json', body: { metadata: { labels: { [SHARD_LABEL]: null } } } });
+    await eventually(() => Promise.resolve(named(shardA, fromA).some((l) => l['msg'] === LEFT) ? true : undefined), 'shard a letting it go', 30_000);
+    const settled = shardA.logs.length;
+    await core.replaceNamespacedConfigMap({ name: 'settings', namespace: ns.name, body: { metadata: { name: 'settings' }, data: { v: '2' } } });
+    await eventually(async () => ((await copy()) === '2' ? true : undefined), 'the change copied by the default shard', 60_000);
+    await eventually(() => Promise.resolve(named(shardDefault, fromDefault).some((l) => l['msg'] === 'copied') ? true : undefined), 'the default shard logging the copy', 30_000);
+    expect(named(shardA, settled)).toEqual([]);
+    expect([...shardA.logs, ...shardDefault.logs].filter((l) => l['manifestsync'] === `${ns.name}/copier` && l['msg'] === 'finalized')).toEqual([]);
   }, 180_000);
 });

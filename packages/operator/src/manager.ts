@@ -316,7 +316,7 @@ export function startManager(options: ManagerOptions): Manager {
       if (type === 'DELETED') {
         drWatches.set(key, []);
         queue.forget(key);
-        leftShard('namespacereplication', key);
+        leftShard('namespacereplication', objectKey(nr));
         return;
       }
       void watchReplicationSource(nr).catch((error: unknown) => logger.debug({ err: errorMessage(error), namespacereplication: key }, 'could not watch the source namespace'));
@@ -401,7 +401,7 @@ export function startManager(options: ManagerOptions): Manager {
       if (type === 'DELETED') {
         unsubscribe(key);
         queue.forget(key);
-        leftShard('manifestsync', key);
+        leftShard('manifestsync', objectKey(ms));
         return;
       }
       void watchSource(ms).catch((error: unknown) => logger.debug({ err: errorMessage(error), manifestsync: key }, 'could not watch the source'));
