@@ -9,6 +9,7 @@ describe('shards', () => {
     for (const bad of ['', 'A', 'a_b', '-a', 'a-', 'a.b', 'a=b', '!a', 'x'.repeat(64)]) {
       expect(() => parseShard(bad)).toThrow(/--shard .*expected a DNS label/);
     }
+    expect(() => parseShard('default')).toThrow(/the default shard is the operator without --shard/);
   });
 
   it('selects its own label, or (the default shard) the unlabelled objects', () => {
