@@ -46,6 +46,7 @@ const everything = (namespace: string): string[] => [
   '--set', 'networkPolicy.egress.apiServer.cidrs[0]=10.0.0.1/32',
   '--set', 'networkPolicy.egress.git.cidrs[0]=140.82.112.0/20',
   '--set', 'networkPolicy.egress.extra[0].ports[0].port=8443',
+  '--set', 'shards={a,b}',
 ];
 
 describe('charts/syncline', () => {
@@ -179,6 +180,40 @@ describe('charts/syncline', () => {
     expect(find(objects, 'Service').map((s) => s.metadata?.name)).toEqual(['syncline-metrics']);
   });
 
+  it('renders one Deployment per shard: its own --shard, pods, Lease, metrics Service and PDB; the main one stays the default shard', () => {
+    const objects = template('--set', 'shards={a,b}');
+    const rendered = find(objects, 'Deployment');
+    const deployments = rendered as unknown as DeploymentShape[];
+    expect(rendered.map((d) => d.metadata?.name)).toEqual(['syncline', 'syncline-shard-a', 'syncline-shard-b']);
+    const argsOf = (d: DeploymentShape): string[] => d.spec.template.spec.containers[0]?.args ?? [];
+    const [main, a, b] = deployments;
+    expect(argsOf(main as DeploymentShape).filter((arg) => arg.startsWith('--shard'))).toEqual([]);
+    expect(argsOf(main as DeploymentShape)).toContain('--mirror=on');
+    expect(argsOf(a as DeploymentShape)).toEqual(expect.arrayContaining(['--shard=a', '--leader-elect', '--leader-election-id=syncline-leader', '--mirror=off']));
+    expect(argsOf(b as DeploymentShape)).toContain('--shard=b');
+    // the same pod spec otherwise
+    const withoutShard = (d: DeploymentShape): string[] => argsOf(d).filter((arg) => !arg.startsWith('--shard') && !arg.startsWith('--mirror='));
+    expect(withoutShard(a as DeploymentShape)).toEqual(withoutShard(main as DeploymentShape));
+    expect((a as DeploymentShape).spec.replicas).toBe((main as DeploymentShape).spec.replicas);
+    // no two Deployments' selectors overlap (each selector's labels are its own pods' labels)
+    const selectors = rendered.map((d) => (d['spec'] as { selector: { matchLabels: Record<string, string> } }).selector.matchLabels);
+    const podLabels = rendered.map((d) => (d['spec'] as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels);
+    selectors.forEach((selector, i) =>
+      podLabels.forEach((labels, j) => expect(Object.entries(selector).every(([k, v]) => labels[k] === v), `Deployment ${i} selects the pods of ${j}`).toBe(i === j)),
+    );
+    // each shard's Lease (the flag suffixes the id) is one the Role lets it write
+    expect(rulesOf(objects, 'Role')).toContainEqual({ apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['syncline-leader', 'syncline-leader-a', 'syncline-leader-b'], verbs: ['get', 'update', 'patch'] });
+    expect(find(objects, 'Service').map((s) => s.metadata?.name)).toEqual(['syncline-metrics', 'syncline-shard-a-metrics', 'syncline-shard-b-metrics', 'syncline-webhooks']);
+    expect(find(objects, 'PodDisruptionBudget').map((s) => s.metadata?.name)).toEqual(['syncline', 'syncline-shard-a', 'syncline-shard-b']);
+
+    // a shard name that cannot be a label value, Lease or Deployment name suffix is refused
+    for (const bad of ['Shard1', 'default']) {
+      const result = runHelm(helm, ['template', 'syncline', chartDir, '--set', `shards={${bad}}`], helmHome);
+      expect(result.status).not.toBe(0);
+      expect(result.stderr).toMatch(/shards/);
+    }
+  });
+
   it('cluster mode: ClusterRoles for the operator and for what it syncs, the Lease in a Role', () => {
     const objects = template();
     expect(find(objects, 'ClusterRole').map((o) => o.metadata?.name).sort()).toEqual(['syncline', 'syncline-manage']);
@@ -217,12 +252,14 @@ describe('charts/syncline', () => {
     // (operator.kubeconfigSecret) names its cluster by its current-context.
     const runFlags = [...usage.slice(usage.indexOf('Options:')).matchAll(/^ {2}(?:-[a-zA-Z], )?(--[a-z-]+)/gm)].map((m) => m[1] ?? '').filter((flag) => !['--help', '--context'].includes(flag));
     expect(runFlags.length).toBeGreaterThan(8);
-    const args = container(template(...everything(ns.name))).args;
+    // every Deployment's flags: --shard is passed by the named shards' Deployments only
+    const args = (find(template(...everything(ns.name)), 'Deployment') as unknown as DeploymentShape[]).flatMap((d) => d.spec.template.spec.containers[0]?.args ?? []);
     for (const flag of runFlags) expect(args.some((a) => a === flag || a.startsWith(`${flag}=`)), `no value passes ${flag}`).toBe(true);
 
     // given the default and namespace-mode args, when the real CLI parses them, then it accepts them (it
     // gets as far as reading the kubeconfig we point at nothing)
-    for (const objects of [template(), template('--set', 'rbac.scope=namespace'), template('--set', 'operator.secretAccess=namespaced')]) {
+    const shardDeployment = find(template('--set', 'shards={a}'), 'Deployment', 'syncline-shard-a') as unknown as DeploymentShape[];
+    for (const objects of [template(), template('--set', 'rbac.scope=namespace'), template('--set', 'operator.secretAccess=namespaced'), shardDeployment as unknown as Rendered[]]) {
       const rendered = container(objects).args;
       const run = spawnSync(process.execPath, [mainPath, ...rendered, '--kubeconfig', join(helmHome, 'no-such-kubeconfig')], { encoding: 'utf8', timeout: 30_000 });
       expect(run.stderr).not.toMatch(/unknown option|ERR_PARSE_ARGS/i);

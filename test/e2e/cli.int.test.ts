@@ -139,7 +139,7 @@ describe('syncline CLI', () => {
     it('prints a table by default, the object with -o json|yaml (no managedFields), and every namespace with -A', async () => {
       const table = await syncline(['status', '-n', ns.name, '--kubeconfig', kubeconfig()]);
       expect(table.code).toBe(0);
-      expect(table.stdout).toMatch(new RegExp(`^${ns.name}\\s+web\\s+True\\s+[0-9a-f]{12}\\s+1/1`, 'm'));
+      expect(table.stdout).toMatch(new RegExp(`^${ns.name}\\s+web\\s+True\\s+\\S+\\s+[0-9a-f]{12}\\s+1/1`, 'm'));
 
       const json = await syncline(['status', 'web', '-n', ns.name, '-o', 'json', '--kubeconfig', kubeconfig()]);
       const object = JSON.parse(json.stdout) as { kind: string; metadata: Record<string, unknown>; status: { sourceRevision: string } };

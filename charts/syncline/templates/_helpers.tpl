@@ -103,3 +103,39 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- with .Values.operator.watchNamespace }}{{ $all = append $all . }}{{ end }}
 {{- $all | uniq | sortAlpha | join "," }}
 {{- end }}
+
+{{/* The named shards (values `shards`), validated: DNS labels, no duplicates, not "default". As JSON. */}}
+{{- define "syncline.shards" -}}
+{{- $shards := .Values.shards | default list }}
+{{- range $shards }}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" (toString .)) }}
+{{- fail (printf "shards: %q is not a DNS label (lower-case letters, digits and '-')" (toString .)) }}
+{{- end }}
+{{- if eq (toString .) "default" }}
+{{- fail "shards: \"default\" is the shard of the unlabelled syncs (the main Deployment); name the others" }}
+{{- end }}
+{{- end }}
+{{- if ne (len (uniq $shards)) (len $shards) }}
+{{- fail "shards: a shard is named twice" }}
+{{- end }}
+{{- toJson $shards }}
+{{- end }}
+
+{{/* A shard's Deployment (and Service, PDB) name: the release's, with -shard-<name> for a named shard. */}}
+{{- define "syncline.shardFullname" -}}
+{{- include "syncline.fullname" .root }}{{ with .shard }}-shard-{{ . }}{{ end }}
+{{- end }}
+
+{{/*
+The pods of a shard. The default shard keeps the chart's selector labels; a named shard's differ in
+app.kubernetes.io/name, so no two Deployments' selectors overlap (as in Flux's sharding setup).
+*/}}
+{{- define "syncline.shardSelectorLabels" -}}
+{{- if .shard -}}
+app.kubernetes.io/name: {{ include "syncline.name" .root }}-shard
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+syncline.dev/shard: {{ .shard }}
+{{- else -}}
+{{ include "syncline.selectorLabels" .root }}
+{{- end }}
+{{- end }}

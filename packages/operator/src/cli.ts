@@ -20,6 +20,7 @@ export type RunOptions = {
   leaderElect?: boolean;
   leaderElectionNamespace?: string;
   leaderElectionId: string;
+  shard?: string;
   leaseDuration: string;
   probeAddr: string;
   cacheDir?: string;
@@ -217,7 +218,8 @@ function addRunCommand(program: Command, context: CliContext, done: (code: numbe
     .option('--secret-namespaces <ns,...>', 'watch Secrets in these namespaces only, one watch each (for an operator without cluster-wide Secret rights; needs --mirror off; default: all)')
     .option('--leader-elect', 'elect a leader on a Lease (the chart sets it when replicas > 1)')
     .option('--leader-election-namespace <ns>', 'the Lease\'s namespace (default: the pod\'s namespace or "default")')
-    .option('--leader-election-id <name>', "the Lease's name", 'syncline-leader')
+    .option('--leader-election-id <name>', "the Lease's name (with --shard S: <name>-S)", 'syncline-leader')
+    .option('--shard <name>', 'run one shard: only the ConfigSyncs, ManifestSyncs, NamespaceReplications and RemoteClusters labelled syncline.dev/shard=NAME (default: the default shard, which takes the unlabelled ones); a named shard runs no mirroring')
     .option('--lease-duration <seconds>', 'how long a lease holds without renewal', '15')
     .option('--probe-addr <host:port>', '/healthz, /readyz, /metrics', '0.0.0.0:8080')
     .option('--cache-dir <dir>', 'Git snapshot cache (default ~/.cache/syncline/snapshots)')

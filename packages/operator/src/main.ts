@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The composition root: reads flags and environment once, builds { kube, git, clock, logger, metrics }
 // and hands them to the command. Nothing deeper reads process.env.
+import { parseShard, shardLeaseName, shardedWaker } from './shard.ts';
 import { TemplateCache } from '@syncline/render';
 import { createGitSource } from '@syncline/source-git';
 import { hostname, homedir } from 'node:os';
@@ -28,9 +29,10 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
 
 /** `syncline run`: the operator, until SIGTERM/SIGINT or lost leadership. */
 export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Promise<number> {
+  const shard = parseShard(flags.shard);
   const logger = pino({
     level: flags.logLevel,
-    base: { pid: process.pid },
+    base: { pid: process.pid, shard: shard ?? 'default' },
     // Belt and braces: no credential-shaped field ever reaches a log line.
     redact: { paths: ['*.password', '*.token', '*.bearerToken', '*.authorization', '*.data', 'auth'], censor: '[redacted]' },
   });
@@ -38,6 +40,8 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   const rest = await createKubeRest(kubeConfig, { userAgent: 'syncline-operator' });
   const clock = { now: () => new Date() };
   const metrics = createMetrics();
+  // A named shard's series carry its name; the default shard's stay as they are (one operator = no label).
+  if (shard !== undefined) metrics.registry.setDefaultLabels({ shard });
   const git = createGitSource({
     cacheDir: flags.cacheDir ?? join(env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'syncline', 'snapshots'),
     cacheMaxBytes: flags.cacheMaxBytes !== undefined ? Number(flags.cacheMaxBytes) : undefined,
@@ -73,10 +77,11 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     operatorNamespace: flags.operatorNamespace ?? podNamespace,
     watchNamespace: flags.namespace,
     ...(secretNamespaces === undefined ? {} : { secretNamespaces }),
+    ...(shard === undefined ? {} : { shard }),
     leaderElection: flags.leaderElect === true
       ? {
           namespace: flags.leaderElectionNamespace ?? podNamespace ?? 'default',
-          name: flags.leaderElectionId,
+          name: shardLeaseName(flags.leaderElectionId, shard),
           identity,
           leaseDurationMs: Number(flags.leaseDuration) * 1000,
         }
@@ -90,8 +95,9 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   });
   // Mirroring works only while this replica leads (the manager's election); its watches run regardless, so
   // a follower is ready to take over and /readyz reports them.
+  // Label-driven mirroring has no shard label of its own: the default shard runs it, named shards never do.
   const mirror =
-    flags.mirror === 'on'
+    flags.mirror === 'on' && shard === undefined
       ? startMirrorController({
           rest,
           applyClient: () => applyClient(undefined),
@@ -115,8 +121,13 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
       address: flags.webhookAddr,
       // Without --webhook-secret no provider is configured and every delivery is refused.
       secrets: ref === undefined ? { get: () => Promise.resolve([]) } : createWebhookSecrets({ rest, ...ref }),
-      configSyncs: () => manager.configSyncs(),
-      wake: createWaker({ rest, isLeader: () => manager.isLeader(), enqueue: (key) => manager.enqueue(key), logger }),
+      // Every shard's ConfigSyncs: another shard's are woken through the API (the reconcile-request annotation).
+      configSyncs: () => [...manager.configSyncs(), ...manager.otherShardConfigSyncs()],
+      wake: shardedWaker(
+        (key) => manager.inOtherShard(key),
+        createWaker({ rest, isLeader: () => manager.isLeader(), enqueue: (key) => manager.enqueue(key), logger }),
+        createWaker({ rest, isLeader: () => false, enqueue: () => undefined, logger }),
+      ),
       logger,
       metrics,
       maxBodyBytes: Number(flags.webhookMaxBodyBytes),

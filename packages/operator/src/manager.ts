@@ -17,6 +17,10 @@ import type { MirrorKeys, MirrorNamespace } from './mirror/index.ts';
 import { DEFAULT_INTERVAL_BOUNDS, createConfigSyncReconciler, type ConfigSyncReconcilerDeps } from './reconcile/configsync.ts';
 import type { TargetNoop } from './reconcile/target.ts';
 import { MANIFESTSYNC_KEY_PREFIX, createManifestSyncReconciler } from './reconcile/manifestsync.ts';
+import { inShard, otherShardsSelector, shardSelector } from './shard.ts';
+
+/** Logged when a sync leaves this operator's view: deleted, or relabelled to another shard (see shard.ts). */
+export const LEFT_SHARD_MESSAGE = 'left this shard (deleted, or relabelled to another shard); forgotten, nothing pruned';
 
 /** How long an apply waits for a new managed-kind watch to list before it writes anyway. */
 const MANAGED_WATCH_SYNC_MS = 10_000;
@@ -35,6 +39,11 @@ export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply
    * rights (--secret-namespaces); undefined = one watch over all namespaces (or watchNamespace).
    */
   readonly secretNamespaces?: readonly string[];
+  /**
+   * The shard this operator runs (--shard): it watches the syncs labelled syncline.dev/shard=<shard>;
+   * undefined = the default shard, which takes the unlabelled ones. See shard.ts.
+   */
+  readonly shard?: string;
   readonly leaderElection?: { readonly namespace: string; readonly name: string; readonly identity: string; readonly leaseDurationMs?: number };
   /** Re-list every informer this often even when watches look healthy (missed events cannot stall a sync). */
   readonly resyncMs?: number;
@@ -48,6 +57,13 @@ export type Manager = {
   /** Enqueue a ConfigSync now (webhooks, the CLI's reconcile request). */
   enqueue(key: string): void;
   configSyncs(): ConfigSync[];
+  /**
+   * The other shards' ConfigSyncs, metadata and spec.source.git only: a push delivered to this shard's
+   * webhook receiver wakes them through the reconcile-request annotation their own shard watches.
+   */
+  otherShardConfigSyncs(): ConfigSync[];
+  /** Whether a ConfigSync key belongs to another shard (as far as this operator's watch knows). */
+  inOtherShard(key: string): boolean;
   stop(): Promise<void>;
 };
 
@@ -56,6 +72,10 @@ export function startManager(options: ManagerOptions): Manager {
   const abort = new AbortController();
   const queue = new WorkQueue({ concurrency: options.concurrency, onDepthChange: (depth) => metrics.queueDepth.set(depth) });
   const ns = options.watchNamespace;
+  // The sync kinds are watched through the shard's label selector: the others' syncs never reach this cache.
+  const shardLabelSelector = shardSelector(options.shard);
+  /** A sync left this shard's view: deleted, or relabelled to another shard. Forgotten, never finalized here. */
+  const leftShard = (kind: string, key: string): void => logger.info({ [kind]: key }, LEFT_SHARD_MESSAGE);
   const collection = (group: string, version: string, plural: string): string =>
     `${group === '' ? '/api' : `/apis/${group}`}/${version}${ns !== undefined ? `/namespaces/${ns}` : ''}/${plural}`;
 
@@ -81,12 +101,16 @@ export function startManager(options: ManagerOptions): Manager {
   const configSyncs = new Informer({
     rest,
     path: collection('syncline.dev', 'v1alpha1', 'configsyncs'),
+    labelSelector: shardLabelSelector,
     onEvent: (type, object, previous) => {
       const cs = object as unknown as ConfigSync;
       indexReferences(cs, type === 'DELETED');
       if (type === 'DELETED') {
+        // Deleted (the finalizer already ran, on a MODIFIED with a deletionTimestamp) or relabelled to another
+        // shard (no deletionTimestamp: nothing is pruned, the new shard adopts the inventory as it stands).
         queue.forget(objectKey(object));
         forgetNoops(objectKey(object));
+        leftShard('configsync', objectKey(object));
       }
       // Our own status writes come back as MODIFIED: they change nothing to act on.
       else if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous as unknown as ConfigSync, cs)) queue.add(objectKey(object));
@@ -99,6 +123,23 @@ export function startManager(options: ManagerOptions): Manager {
       }
     },
     onError: (error) => logger.warn({ err: errorMessage(error) }, 'ConfigSync watch failed; restarting'),
+  });
+
+  const otherShards = new Informer({
+    rest,
+    path: collection('syncline.dev', 'v1alpha1', 'configsyncs'),
+    labelSelector: otherShardsSelector(options.shard),
+    project: (object) => {
+      const git = (object['spec'] as ConfigSync['spec'] | undefined)?.source?.git;
+      return {
+        apiVersion: object.apiVersion,
+        kind: object.kind,
+        metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion },
+        spec: { source: { git: { repo: git?.repo, revision: git?.revision } } },
+      };
+    },
+    onEvent: () => undefined,
+    onError: (error) => logger.debug({ err: errorMessage(error) }, "other shards' ConfigSync watch failed; restarting"),
   });
 
   const referenceInformer = (kind: 'Secret' | 'ConfigMap', plural: string, namespace?: string): Informer =>
@@ -202,6 +243,9 @@ export function startManager(options: ManagerOptions): Manager {
   // RemoteClusters: probed on an interval and whenever a Secret they read changes; their clients are cached
   // per credentials version (remote/clusters.ts).
   const remoteKey = (object: { metadata: { name: string; namespace?: string } }): string => `${REMOTECLUSTER_KEY_PREFIX}${objectKey(object)}`;
+  // Every shard watches every RemoteCluster (the syncs of any shard may target it), but only the shard its
+  // label selects probes it and writes its status: one writer per object, as with the syncs.
+  const probedHere = (rc: RemoteCluster): boolean => inShard(options.shard, rc.metadata.labels);
   const remoteClusters = new Informer({
     rest,
     path: collection('syncline.dev', 'v1alpha1', 'remoteclusters'),
@@ -210,7 +254,7 @@ export function startManager(options: ManagerOptions): Manager {
       const key = remoteKey(rc);
       const namespace = rc.metadata.namespace ?? 'default';
       index(key, type === 'DELETED' ? [] : remote.secretsOf(rc.spec).map((name) => `${namespace}/Secret/${name}`));
-      if (type === 'DELETED') queue.forget(key);
+      if (type === 'DELETED' || !probedHere(rc)) queue.forget(key);
       else if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous as unknown as ConfigSync, object as unknown as ConfigSync)) queue.add(key);
       // Reachable again (or no longer): the syncs with targets there run now rather than at their next retry.
       const ready = (o: KubeObject | undefined): string | undefined => (o as RemoteCluster | undefined)?.status?.conditions?.find((c) => c.type === 'Ready')?.status;
@@ -274,12 +318,14 @@ export function startManager(options: ManagerOptions): Manager {
   const namespaceReplications = new Informer({
     rest,
     path: collection('syncline.dev', 'v1alpha1', 'namespacereplications'),
+    labelSelector: shardLabelSelector,
     onEvent: (type, object, previous) => {
       const nr = object as unknown as NamespaceReplication;
       const key = replicationKey(nr);
       if (type === 'DELETED') {
         drWatches.set(key, []);
         queue.forget(key);
+        leftShard('namespacereplication', objectKey(nr));
         return;
       }
       void watchReplicationSource(nr).catch((error: unknown) => logger.debug({ err: errorMessage(error), namespacereplication: key }, 'could not watch the source namespace'));
@@ -357,12 +403,14 @@ export function startManager(options: ManagerOptions): Manager {
   const manifestSyncs = new Informer({
     rest,
     path: collection('syncline.dev', 'v1alpha1', 'manifestsyncs'),
+    labelSelector: shardLabelSelector,
     onEvent: (type, object, previous) => {
       const ms = object as unknown as ManifestSync;
       const key = manifestKey(ms);
       if (type === 'DELETED') {
         unsubscribe(key);
         queue.forget(key);
+        leftShard('manifestsync', objectKey(ms));
         return;
       }
       void watchSource(ms).catch((error: unknown) => logger.debug({ err: errorMessage(error), manifestsync: key }, 'could not watch the source'));
@@ -420,7 +468,12 @@ export function startManager(options: ManagerOptions): Manager {
   });
   const reconcileAndWatch = async (key: string): ReturnType<typeof reconcile> => {
     if (key.startsWith(MANIFESTSYNC_KEY_PREFIX)) return reconcileManifest(key.slice(MANIFESTSYNC_KEY_PREFIX.length));
-    if (key.startsWith(REMOTECLUSTER_KEY_PREFIX)) return reconcileRemote(key.slice(REMOTECLUSTER_KEY_PREFIX.length));
+    if (key.startsWith(REMOTECLUSTER_KEY_PREFIX)) {
+      // A Secret it reads changed, but another shard probes it: that shard's own Secret watch wakes it.
+      const rc = remoteClusters.get(key.slice(REMOTECLUSTER_KEY_PREFIX.length)) as RemoteCluster | undefined;
+      if (rc !== undefined && !probedHere(rc)) return { kind: 'done' };
+      return reconcileRemote(key.slice(REMOTECLUSTER_KEY_PREFIX.length));
+    }
     if (key.startsWith(NAMESPACEREPLICATION_KEY_PREFIX)) {
       // The lag clock restarts with the changes seen from here on.
       const since = pendingSince.get(key);
@@ -441,11 +494,11 @@ export function startManager(options: ManagerOptions): Manager {
     queue.start(reconcileAndWatch);
     for (const object of configSyncs.list()) queue.add(objectKey(object));
     for (const object of manifestSyncs.list()) queue.add(manifestKey(object));
-    for (const object of remoteClusters.list()) queue.add(remoteKey(object));
+    for (const object of remoteClusters.list() as unknown as RemoteCluster[]) if (probedHere(object)) queue.add(remoteKey(object));
     for (const object of namespaceReplications.list()) queue.add(replicationKey(object));
   };
 
-  for (const informer of [configSyncs, ...secretInformers.values(), configMaps, manifestSyncs, namespaces, remoteClusters, namespaceReplications]) informer.start();
+  for (const informer of [configSyncs, otherShards, ...secretInformers.values(), configMaps, manifestSyncs, namespaces, remoteClusters, namespaceReplications]) informer.start();
   if (options.leaderElection === undefined) {
     startWork();
   } else {
@@ -489,12 +542,14 @@ export function startManager(options: ManagerOptions): Manager {
       queue.add(key);
     },
     configSyncs: () => configSyncs.list() as unknown as ConfigSync[],
+    otherShardConfigSyncs: () => otherShards.list() as unknown as ConfigSync[],
+    inOtherShard: (key) => otherShards.get(key) !== undefined,
     async stop() {
       clearInterval(resync);
       abort.abort();
       await queue.shutdown();
       await drWatches.stop();
-      await Promise.all([configSyncs, ...secretInformers.values(), configMaps, manifestSyncs, namespaces, remoteClusters, namespaceReplications, ...managed.values(), ...[...sourceWatches.values()].map((w) => w.informer)].map((i) => i.stop()));
+      await Promise.all([configSyncs, otherShards, ...secretInformers.values(), configMaps, manifestSyncs, namespaces, remoteClusters, namespaceReplications, ...managed.values(), ...[...sourceWatches.values()].map((w) => w.informer)].map((i) => i.stop()));
     },
   };
 }
