@@ -75,6 +75,16 @@ describe('ConfigSync lifecycle', () => {
     await eventually(async () => ((await configMapData(ns.name, 'drift-a'))?.['v'] === 'git' ? true : undefined), 'the drift to be corrected', 20_000);
   });
 
+  it('corrects a removed field and a removed label without waiting for the interval (no managedFields entry of the editor)', async () => {
+    // Removing a field leaves the editor no managedFields entry, so our own entry stays the newest: the
+    // watch must still tell this edit from our own write (the time of our entry did not move).
+    const { repo, sha } = await repoWith('drift-remove', { 'app/a.yaml': cm('drift-r', '  v: "git"\n  w: "also"') });
+    await applyConfigSync(configSync(ns.name, 'drift-remove', spec(repo)));
+    await waitForReady(ns.name, 'drift-remove', (c) => c.status?.sourceRevision === sha);
+    await core.patchNamespacedConfigMap({ name: 'drift-r', namespace: ns.name, body: [{ op: 'remove', path: '/data/w' }] });
+    await eventually(async () => ((await configMapData(ns.name, 'drift-r'))?.['w'] === 'also' ? true : undefined), 'the removed field to be restored', 30_000);
+  });
+
   it('reports drift and leaves the edit in place (drift: Report)', async () => {
     const { repo, sha } = await repoWith('report', { 'app/a.yaml': cm('report-a', '  v: "git"') });
     await applyConfigSync(configSync(ns.name, 'report', spec(repo, { drift: 'Report' })));

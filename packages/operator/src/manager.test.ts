@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ConfigSync } from './api/v1alpha1.ts';
-import { onlyStatusChanged, projectManaged, sameButStatus } from './manager.ts';
+import { onlyStatusChanged, projectManaged, sameButStatus, writtenLastBy } from './manager.ts';
 
 const base = (patch: Partial<ConfigSync['metadata']> = {}, status: ConfigSync['status'] = {}): ConfigSync =>
   ({ apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: 'a', namespace: 'n', generation: 1, resourceVersion: '1', ...patch }, spec: {}, status }) as unknown as ConfigSync;
@@ -44,5 +44,22 @@ describe('managed-object watches: status-only changes', () => {
   it('never treats a change of a kind without a generation as status-only', () => {
     const cm = (data: string) => projectManaged({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'shop', resourceVersion: data }, data: { k: data } });
     expect(sameButStatus(cm('1'), cm('2'))).toBe(false);
+  });
+});
+
+describe('writtenLastBy', () => {
+  const object = (fields: unknown) => ({ metadata: { name: 'x', managedFields: fields } });
+  const entry = (manager: string, time: string, subresource?: string) => ({ manager, operation: 'Apply', time, ...(subresource === undefined ? {} : { subresource }) });
+
+  it('is the time of our apply when it is the latest write, alone', () => {
+    expect(writtenLastBy(object([entry('kubectl-edit', '2026-01-01T00:00:00Z'), entry('syncline', '2026-01-01T00:00:05Z')]), 'syncline')).toBe('2026-01-01T00:00:05Z');
+  });
+
+  it('is undefined after someone else wrote, in the same second, to status, or without managedFields', () => {
+    expect(writtenLastBy(object([entry('syncline', '2026-01-01T00:00:00Z'), entry('kubectl-edit', '2026-01-01T00:00:05Z')]), 'syncline')).toBeUndefined();
+    expect(writtenLastBy(object([entry('syncline', '2026-01-01T00:00:05Z'), entry('kubectl-edit', '2026-01-01T00:00:05Z')]), 'syncline')).toBeUndefined();
+    expect(writtenLastBy(object([entry('kubectl-edit', '2026-01-01T00:00:05Z'), entry('syncline', '2026-01-01T00:00:05Z')]), 'syncline')).toBeUndefined();
+    expect(writtenLastBy(object([entry('syncline', '2026-01-01T00:00:00Z'), entry('syncline', '2026-01-01T00:00:09Z', 'status')]), 'syncline')).toBeUndefined();
+    expect(writtenLastBy(object(undefined), 'syncline')).toBeUndefined();
   });
 });

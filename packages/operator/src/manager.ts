@@ -2,7 +2,7 @@
 // objects they manage; the work queue; leader election (only the leader reconciles, so only the leader
 // writes); and the readiness the health server reports.
 import { createHash } from 'node:crypto';
-import { OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, healthOf, parseObjectId, type ApplyClient, type KubeObject as ApplyObject } from '@syncline/apply';
+import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, healthOf, parseObjectId, type ApplyClient, type KubeObject as ApplyObject } from '@syncline/apply';
 import type { ConfigSync, ManifestSync, NamespaceReplication, RemoteCluster } from './api/v1alpha1.ts';
 import { SharedWatches } from './controller/shared-watches.ts';
 import { DEFAULT_RESOURCE_TYPES, parseResourceType } from './dr/transform.ts';
@@ -190,6 +190,9 @@ export function startManager(options: ManagerOptions): Manager {
           const owner = (object.metadata['annotations'] as Record<string, string> | undefined)?.[OWNED_BY_ANNOTATION];
           if (owner === undefined || type === 'ADDED') return;
           if (type === 'MODIFIED' && previous !== undefined && sameButStatus(previous, object) && previous['health'] === object['health']) return;
+          // Our own apply's write comes back as MODIFIED: the run that wrote it already judged it (and a drift
+          // requeue per written object would double the work of every new commit).
+          if (type === 'MODIFIED' && previous !== undefined && object['ownWriteAt'] !== undefined && object['ownWriteAt'] !== previous['ownWriteAt']) return;
           const key = queueKeyOfOwner(owner);
           if (key !== undefined) queue.add(key);
         },
@@ -589,7 +592,32 @@ export function projectManaged(object: KubeObject): KubeObject {
     metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion, annotations: pickOwner(object), generation: metadata['generation'] },
     marks: createHash('sha256').update(marks).digest('base64url').slice(0, 22),
     health: `${health.status}|${health.reason ?? ''}|${health.message}`,
+    ownWriteAt: writtenLastBy(object, DEFAULT_FIELD_MANAGER),
   };
+}
+
+/**
+ * The time of `manager`'s entry when it is the one, alone, with the latest time in the object's managedFields,
+ * else undefined. An event whose object has a new such time was that manager's own write (our apply); one with
+ * the same time as before was someone else's (e.g. removing a field of ours leaves them no entry). A tie
+ * (another manager wrote within the same second) or an object without managedFields counts as someone else's.
+ */
+export function writtenLastBy(object: KubeObject, manager: string): string | undefined {
+  const fields = (object.metadata as Record<string, unknown>)['managedFields'];
+  if (!Array.isArray(fields)) return undefined;
+  let latest = '';
+  let latestIsOurs = false;
+  for (const entry of fields as { manager?: unknown; time?: unknown; subresource?: unknown }[]) {
+    const time = typeof entry.time === 'string' ? entry.time : '';
+    const ours = entry.manager === manager && entry.subresource === undefined;
+    if (time > latest) {
+      latest = time;
+      latestIsOurs = ours;
+    } else if (time === latest && !ours) {
+      latestIsOurs = false;
+    }
+  }
+  return latest !== '' && latestIsOurs ? latest : undefined;
 }
 
 /**
