@@ -151,7 +151,7 @@ try {
   console.log(`snapshot on disk: ${(cold.snapshotBytes / MB).toFixed(1)} MB; heap after reads: ${cold.heapUsedMb.toFixed(0)} MB`);
   console.log('--- source-git benchmark (5,000 files / ~50 MB, loopback git http-backend) ---');
   console.log(`native git clone --depth 1:        ${fmt(native.ms)}, peak RSS ${native.rssMb.toFixed(0)} MB`);
-  console.log(`source-git cold fetchSnapshot:     ${fmt(cold.fetchMs)}, peak RSS ${cold.fetchRssMb.toFixed(0)} MB (${cold.maxRssMb.toFixed(0)} MB after reading all files)`);
+  console.log(`source-git cold fetchSnapshot:     ${fmt(cold.fetchMs)}, peak RSS ${cold.fetchRssMb.toFixed(0)} MB (target ≤ 150 MB: ${cold.fetchRssMb <= 150 ? 'met' : 'NOT met'}; ${cold.maxRssMb.toFixed(0)} MB after reading all files)`);
   console.log(`ratio cold fetch / native clone:   ${ratio.toFixed(2)}x (target <= 2.0x)`);
   console.log(`readPath 1 dir (${cold.readDirFiles} files):          ${cold.readDirMs.toFixed(0)} ms`);
   console.log(`readPath all (${cold.readAllFiles} files, ${(cold.readAllBytes / MB).toFixed(1)} MB):  ${fmt(cold.readAllMs)}`);
