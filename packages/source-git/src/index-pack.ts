@@ -44,10 +44,15 @@ export interface IndexPackOptions {
 const windowBytes = 1024 * 1024;
 const headerMaxBytes = 32;
 
-/** Reads the pack file through one window of at least 1 MiB, never past `limit` (the trailer). */
+/**
+ * Reads the pack file through one window of at least 1 MiB, never past `limit` (the trailer). The window's
+ * memory is reused as it moves (a new one per MiB was a pack's worth of garbage, issue 16), so a view is valid
+ * only until the next call.
+ */
 class FileWindow {
   readonly #file: FileHandle;
   readonly #limit: number;
+  #memory = Buffer.alloc(0);
   #buf = Buffer.alloc(0);
   #start = 0;
 
@@ -61,7 +66,8 @@ class FileWindow {
     const end = Math.min(pos + len, this.#limit);
     if (pos >= this.#start && end <= this.#start + this.#buf.length) return this.#buf.subarray(pos - this.#start, end - this.#start);
     const size = Math.min(this.#limit - pos, Math.max(end - pos, windowBytes));
-    const buf = Buffer.allocUnsafeSlow(size);
+    if (this.#memory.length < size) this.#memory = Buffer.allocUnsafeSlow(Math.max(size, windowBytes));
+    const buf = this.#memory.subarray(0, size);
     let filled = 0;
     while (filled < size) {
       const { bytesRead } = await this.#file.read(buf, filled, size - filled, pos + filled);
