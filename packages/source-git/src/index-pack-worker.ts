@@ -61,7 +61,7 @@ function strippedEntry(): URL | undefined {
   const strip = (nodeModule as { stripTypeScriptTypes?: (code: string) => string }).stripTypeScriptTypes;
   if (strip === undefined || !import.meta.url.startsWith('file:')) return undefined;
   // It warns that it is experimental (once per process); what it does here is what loading a .ts file does.
-  const emitWarning = process.emitWarning;
+  const emitWarning: typeof process.emitWarning = Reflect.get(process, 'emitWarning');
   process.emitWarning = () => undefined;
   try {
     const asData = (name: string, imports: Record<string, string>): string => {
