@@ -1,19 +1,22 @@
 // Runs indexAndVerify in a worker thread: indexing tens of thousands of objects allocates (and leaves for the
 // collector) far more than it keeps, and DESIGN.md asks to keep a fetch's peak off the operator's long-lived
 // heap. The worker's heap is gone when it exits; its young generation is kept small so garbage does not pile
-// up before a scavenge. The network stays on the main thread (the transport is injected and cannot move).
+// up before a scavenge, and it runs a full collection after every few MiB it inflates (index-pack.ts). The
+// network stays on the main thread (the transport is injected and cannot move).
 // The worker runs these modules as JavaScript the main thread has already stripped of types (issue 16):
 // loading .ts in the worker made Node instantiate its TypeScript stripper there too, ~30 MB of the fetch's peak.
 import { readFileSync } from 'node:fs';
 import * as nodeModule from 'node:module';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import type { IndexJob, IndexOutcome } from './index-pack.ts';
+import { garbageCollector } from './gc.ts';
 import { indexAndVerify } from './index-pack.ts';
 
 if (!isMainThread && parentPort !== null && (workerData as { syncline?: unknown } | null)?.syncline === 'index-pack') {
   const port = parentPort;
   const { job } = workerData as { job: IndexJob };
-  indexAndVerify(job).then(
+  const gc = garbageCollector();
+  indexAndVerify(job, gc === undefined ? undefined : () => gc({ type: 'major' })).then(
     (outcome) => port.postMessage({ outcome }),
     (err: unknown) => port.postMessage({ failure: err instanceof Error ? err.message : String(err) }),
   );
@@ -49,7 +52,7 @@ export function indexInWorker(job: IndexJob, signal: AbortSignal): Promise<Index
 let entry: URL | undefined;
 
 /**
- * This module and what it imports (index-pack.ts, pack.ts: Node built-ins only) as `data:` URLs of JavaScript,
+ * This module and what it imports (index-pack.ts, pack.ts, gc.ts: Node built-ins only) as `data:` URLs of JavaScript,
  * stripped once per process; where that is not possible (no `stripTypeScriptTypes`), this file itself.
  */
 function workerEntry(): URL {
@@ -71,7 +74,8 @@ function strippedEntry(): URL | undefined {
     };
     const pack = asData('./pack.ts', {});
     const indexPack = asData('./index-pack.ts', { './pack.ts': pack });
-    return new URL(asData('./index-pack-worker.ts', { './index-pack.ts': indexPack }));
+    const gc = asData('./gc.ts', {});
+    return new URL(asData('./index-pack-worker.ts', { './index-pack.ts': indexPack, './gc.ts': gc }));
   } catch {
     return undefined;
   } finally {
