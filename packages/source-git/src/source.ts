@@ -361,7 +361,7 @@ export function createGitSource(options: GitSourceOptions): GitSource {
       // or so, frees them before the indexer's worker adds its own peak (issue 16).
       garbageCollector()?.({ type: 'minor' });
       const incomingIdx = join(packDir, 'incoming.idx');
-      const outcome = await (process.env.GITMEM_INLINE === '1' ? (j: Parameters<typeof indexInWorker>[0]) => import('./index-pack.ts').then((m) => m.indexAndVerify(j)) : indexInWorker)({ packPath: incoming, idxPath: incomingIdx, commit: sha, maxObjectBytes: limits.maxResponseBytes }, http.signal).catch((err: unknown) => {
+      const outcome = await indexInWorker({ packPath: incoming, idxPath: incomingIdx, commit: sha, maxObjectBytes: limits.maxResponseBytes }, http.signal).catch((err: unknown) => {
         throw http.signal.aborted ? new GitSourceError(GitSourceErrorCode.Timeout, `${op.shownRepo}: the operation timed out`) : err;
       });
       if (!outcome.ok) {
