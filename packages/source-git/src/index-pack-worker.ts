@@ -1,15 +1,22 @@
 // Runs indexAndVerify in a worker thread: indexing tens of thousands of objects allocates (and leaves for the
 // collector) far more than it keeps, and DESIGN.md asks to keep a fetch's peak off the operator's long-lived
 // heap. The worker's heap is gone when it exits; its young generation is kept small so garbage does not pile
-// up before a scavenge. The network stays on the main thread (the transport is injected and cannot move).
+// up before a scavenge, and it runs a full collection after every few MiB it inflates (index-pack.ts). The
+// network stays on the main thread (the transport is injected and cannot move).
+// The worker runs these modules as JavaScript the main thread has already stripped of types (issue 16):
+// loading .ts in the worker made Node instantiate its TypeScript stripper there too, ~30 MB of the fetch's peak.
+import { readFileSync } from 'node:fs';
+import * as nodeModule from 'node:module';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import type { IndexJob, IndexOutcome } from './index-pack.ts';
+import { garbageCollector } from './gc.ts';
 import { indexAndVerify } from './index-pack.ts';
 
 if (!isMainThread && parentPort !== null && (workerData as { syncline?: unknown } | null)?.syncline === 'index-pack') {
   const port = parentPort;
   const { job } = workerData as { job: IndexJob };
-  indexAndVerify(job).then(
+  const gc = garbageCollector();
+  indexAndVerify(job, gc === undefined ? undefined : () => gc({ type: 'major' })).then(
     (outcome) => port.postMessage({ outcome }),
     (err: unknown) => port.postMessage({ failure: err instanceof Error ? err.message : String(err) }),
   );
@@ -18,7 +25,7 @@ if (!isMainThread && parentPort !== null && (workerData as { syncline?: unknown 
 /** Indexes and verifies a pack in a worker thread; aborting `signal` terminates it. */
 export function indexInWorker(job: IndexJob, signal: AbortSignal): Promise<IndexOutcome> {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(new URL(import.meta.url), {
+    const worker = new Worker(workerEntry(), {
       workerData: { syncline: 'index-pack', job },
       resourceLimits: { maxYoungGenerationSizeMb: 8 },
       stdout: false,
@@ -40,4 +47,38 @@ export function indexInWorker(job: IndexJob, signal: AbortSignal): Promise<Index
     worker.on('error', (err: unknown) => finish(() => reject(err instanceof Error ? err : new Error(String(err)))));
     worker.on('exit', (code) => finish(() => reject(new Error(`the pack indexer exited with code ${code}`))));
   });
+}
+
+let entry: URL | undefined;
+
+/**
+ * This module and what it imports (index-pack.ts, pack.ts, gc.ts: Node built-ins only) as `data:` URLs of JavaScript,
+ * stripped once per process; where that is not possible (no `stripTypeScriptTypes`), this file itself.
+ */
+function workerEntry(): URL {
+  entry ??= strippedEntry() ?? new URL(import.meta.url);
+  return entry;
+}
+
+function strippedEntry(): URL | undefined {
+  const strip = (nodeModule as { stripTypeScriptTypes?: (code: string) => string }).stripTypeScriptTypes;
+  if (strip === undefined || !import.meta.url.startsWith('file:')) return undefined;
+  // It warns that it is experimental (once per process); what it does here is what loading a .ts file does.
+  const emitWarning: typeof process.emitWarning = Reflect.get(process, 'emitWarning');
+  process.emitWarning = () => undefined;
+  try {
+    const asData = (name: string, imports: Record<string, string>): string => {
+      let code = strip(readFileSync(new URL(name, import.meta.url), 'utf8'));
+      for (const [from, to] of Object.entries(imports)) code = code.replaceAll(`from '${from}'`, `from '${to}'`);
+      return `data:text/javascript;base64,${Buffer.from(code).toString('base64')}`;
+    };
+    const pack = asData('./pack.ts', {});
+    const indexPack = asData('./index-pack.ts', { './pack.ts': pack });
+    const gc = asData('./gc.ts', {});
+    return new URL(asData('./index-pack-worker.ts', { './index-pack.ts': indexPack, './gc.ts': gc }));
+  } catch {
+    return undefined;
+  } finally {
+    process.emitWarning = emitWarning;
+  }
 }

@@ -39,15 +39,27 @@ export interface IndexPackOptions {
   /** Largest object (inflated) the pack may hold; a bigger one is refused before it is inflated. */
   maxObjectBytes: number;
   onTooLarge: (size: number) => Error;
+  /**
+   * Runs the garbage collector. Every object inflated is garbage a moment later, and V8 lets tens of MiB of such
+   * buffers pile up before it collects them (issue 16: most of a fetch's peak); given this, the indexer has
+   * them collected after every 4 MiB it inflates. Only the index worker passes it: its heap is small, so a full
+   * collection takes a few milliseconds (in all ~8% of the 50 MB bench's fetch time, for ~30 MB less peak).
+   */
+  collect?: (() => void) | undefined;
 }
 
 const windowBytes = 1024 * 1024;
 const headerMaxBytes = 32;
 
-/** Reads the pack file through one window of at least 1 MiB, never past `limit` (the trailer). */
+/**
+ * Reads the pack file through one window of at least 1 MiB, never past `limit` (the trailer). The window's
+ * memory is reused as it moves (a new one per MiB was a pack's worth of garbage, issue 16), so a view is valid
+ * only until the next call.
+ */
 class FileWindow {
   readonly #file: FileHandle;
   readonly #limit: number;
+  #memory = Buffer.alloc(0);
   #buf = Buffer.alloc(0);
   #start = 0;
 
@@ -61,7 +73,8 @@ class FileWindow {
     const end = Math.min(pos + len, this.#limit);
     if (pos >= this.#start && end <= this.#start + this.#buf.length) return this.#buf.subarray(pos - this.#start, end - this.#start);
     const size = Math.min(this.#limit - pos, Math.max(end - pos, windowBytes));
-    const buf = Buffer.allocUnsafeSlow(size);
+    if (this.#memory.length < size) this.#memory = Buffer.allocUnsafeSlow(Math.max(size, windowBytes));
+    const buf = this.#memory.subarray(0, size);
     let filled = 0;
     while (filled < size) {
       const { bytesRead } = await this.#file.read(buf, filled, size - filled, pos + filled);
@@ -176,7 +189,13 @@ async function scan(file: FileHandle, limit: number, count: number, opts: IndexP
   };
   const trees = new Map<string, Buffer>();
   const commitTrees = new Map<string, string>();
+  let churned = 0;
   const settle = (i: number, type: ObjectType, data: Buffer): void => {
+    churned += data.length;
+    if (churned >= collectEveryBytes && opts.collect !== undefined) {
+      opts.collect();
+      churned = 0;
+    }
     types[i] = type;
     const id = objectId(type, data);
     id.copy(oids, i * 20);
@@ -281,6 +300,9 @@ async function scan(file: FileHandle, limit: number, count: number, opts: IndexP
   if (settled !== deltas) throw new PackError(`${deltas - settled} deltas name bases the pack does not hold`);
   return { count, oids, offsets, crcs, types, trees, commitTrees };
 }
+
+/** How much inflated data the indexer leaves to the collector before it asks it to run (`IndexPackOptions.collect`). */
+const collectEveryBytes = 4 * 1024 * 1024;
 
 /** Lets the event loop run every 20 ms: thousands of small objects inflate and hash without awaiting I/O. */
 class Yielder {
@@ -426,9 +448,9 @@ class TooLarge extends Error {
 }
 
 /** Indexes the pack and checks it holds `commit` whole. Errors other than damage or size are thrown. */
-export async function indexAndVerify(job: IndexJob): Promise<IndexOutcome> {
+export async function indexAndVerify(job: IndexJob, collect?: () => void): Promise<IndexOutcome> {
   try {
-    const index = await indexPack(job.packPath, job.idxPath, { maxObjectBytes: job.maxObjectBytes, onTooLarge: (size) => new TooLarge(size) });
+    const index = await indexPack(job.packPath, job.idxPath, { maxObjectBytes: job.maxObjectBytes, onTooLarge: (size) => new TooLarge(size), collect });
     const reader = await PackReader.open(job.packPath, job.idxPath);
     try {
       await verifyReachable(reader, index, job.commit);

@@ -8,6 +8,7 @@ import type { GitServer } from '@syncline/test-support';
 import { startGitServer } from '@syncline/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGitSource } from './index.ts';
+import { PktReader } from './upload-pack.ts';
 
 let server: GitServer;
 let scratch: string;
@@ -45,4 +46,38 @@ describe('memory of a read snapshot', () => {
     expect(pinned).toBeLessThanOrEqual(2 * held);
     for (const f of read) expect(f.content.buffer.byteLength, f.path).toBeLessThanOrEqual(2 * f.content.byteLength + 64);
   }, 60_000);
+});
+
+describe('memory of a fetch', () => {
+  it('side-band pack data reaches the sink as views of the response chunks, never copied into packets', async () => {
+    // given: three 64 KiB band-1 packets, a progress packet and a flush, cut into chunks across packet bounds
+    const packets = [0, 1, 2].map((k) => Buffer.concat([Buffer.from('fff4\u0001', 'latin1'), Buffer.alloc(0xfff4 - 5, k + 1)]));
+    const progress = Buffer.from('000a\u0002hello', 'latin1');
+    const stream = Buffer.concat([...packets, progress, Buffer.from('0000', 'latin1')]);
+    const chunks: Buffer[] = [];
+    for (let at = 0; at < stream.length; at += 40_000) chunks.push(Buffer.from(stream.subarray(at, at + 40_000)));
+    const reader = new PktReader(
+      (async function* body() {
+        for (const chunk of chunks) yield await Promise.resolve(chunk);
+      })(),
+    );
+    const pieces: Buffer[] = [];
+
+    // when
+    const seen: Array<string> = [];
+    for (;;) {
+      const packet = await reader.readStreaming(1, (piece) => {
+        pieces.push(piece);
+        return Promise.resolve();
+      });
+      if (packet === 'flush') break;
+      seen.push(packet === 'streamed' ? 'streamed' : Buffer.isBuffer(packet) ? packet.toString('latin1') : packet);
+    }
+
+    // then: the data is whole and in order, and every piece is a view of a chunk the body yielded
+    expect(seen).toEqual(['streamed', 'streamed', 'streamed', '\u0002hello']);
+    expect(Buffer.concat(pieces)).toEqual(Buffer.concat(packets.map((p) => p.subarray(5))));
+    const chunkMemory = new Set(chunks.map((c) => c.buffer));
+    for (const piece of pieces) expect(chunkMemory.has(piece.buffer)).toBe(true);
+  });
 });

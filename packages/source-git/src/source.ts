@@ -8,6 +8,7 @@ import { SnapshotCache, directoryBytes, snapshotFormat } from './cache.ts';
 import { GitSourceError, GitSourceErrorCode, redact } from './errors.ts';
 import type { HttpTransport, RetryPolicy } from './http.ts';
 import { HttpStatusError, createHttpSession, defaultRetryPolicy, fetchTransport } from './http.ts';
+import { garbageCollector } from './gc.ts';
 import { indexInWorker } from './index-pack-worker.ts';
 import { ObjectType, PackError, PackReader, commitTree, ownBuffer, parseTree } from './pack.ts';
 import type { TreeEntry } from './pack.ts';
@@ -356,6 +357,9 @@ export function createGitSource(options: GitSourceOptions): GitSource {
     try {
       const http = uploadPack(op);
       await fetchPack({ transport: http, sha, packPath: incoming, shownRepo: op.shownRepo });
+      // The response's chunks (a pack's worth) are garbage now; a young-generation collection, a millisecond
+      // or so, frees them before the indexer's worker adds its own peak (issue 16).
+      garbageCollector()?.({ type: 'minor' });
       const incomingIdx = join(packDir, 'incoming.idx');
       const outcome = await indexInWorker({ packPath: incoming, idxPath: incomingIdx, commit: sha, maxObjectBytes: limits.maxResponseBytes }, http.signal).catch((err: unknown) => {
         throw http.signal.aborted ? new GitSourceError(GitSourceErrorCode.Timeout, `${op.shownRepo}: the operation timed out`) : err;
