@@ -1,18 +1,44 @@
 // Kubernetes Events for changes and failures (never for no-op resyncs: the reconciler only records when
 // the status changed). Messages come from source-git, render and apply, which redact credentials.
-import type { KubeRest } from './rest.ts';
+import { KubeApiError, type KubeRest } from './rest.ts';
 
 export type EventRecorder = {
   record(object: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; uid?: string } }, event: { type: 'Normal' | 'Warning'; reason: string; message: string }): Promise<void>;
 };
 
+/** How long an identical event (same object, type, reason, message) counts up the earlier one, as kubectl shows it. */
+const AGGREGATE_MS = 10 * 60_000;
+/** Events remembered for that; the oldest go first. */
+const REMEMBERED = 2_000;
+
+/**
+ * Records Events; an identical one within AGGREGATE_MS (two reconciles that both saw the same news, e.g. from
+ * a cache that had not yet caught up with the first one's status write) raises the first one's count and
+ * lastTimestamp instead of adding a second Event, as Kubernetes' own recorder does.
+ */
 export function createEventRecorder(options: { rest: KubeRest; component: string; host: string; clock: { now(): Date }; onError?: (error: unknown) => void }): EventRecorder {
+  const recent = new Map<string, { name: string; count: number; at: number }>();
   return {
     async record(object, event) {
       const namespace = object.metadata.namespace ?? 'default';
-      const now = options.clock.now().toISOString();
+      const at = options.clock.now();
+      const now = at.toISOString();
+      const message = event.message.slice(0, 1024);
+      const key = JSON.stringify([namespace, object.kind, object.metadata.name, object.metadata.uid ?? '', event.type, event.reason, message]);
+      const earlier = recent.get(key);
       try {
-        await options.rest.request({
+        if (earlier !== undefined && at.getTime() - earlier.at < AGGREGATE_MS) {
+          const count = earlier.count + 1;
+          try {
+            await options.rest.request({ method: 'PATCH', path: `/api/v1/namespaces/${namespace}/events/${earlier.name}`, contentType: 'application/merge-patch+json', body: { count, lastTimestamp: now } });
+            recent.set(key, { ...earlier, count });
+            return;
+          } catch (error) {
+            if (!(error instanceof KubeApiError && error.status === 404)) throw error;
+            // The earlier Event expired: record a new one.
+          }
+        }
+        const created = await options.rest.request<{ metadata?: { name?: string } }>({
           method: 'POST',
           path: `/api/v1/namespaces/${namespace}/events`,
           body: {
@@ -20,7 +46,7 @@ export function createEventRecorder(options: { rest: KubeRest; component: string
             involvedObject: { apiVersion: object.apiVersion, kind: object.kind, name: object.metadata.name, namespace, uid: object.metadata.uid },
             type: event.type,
             reason: event.reason,
-            message: event.message.slice(0, 1024),
+            message,
             source: { component: options.component, host: options.host },
             reportingComponent: options.component,
             reportingInstance: options.host,
@@ -29,6 +55,15 @@ export function createEventRecorder(options: { rest: KubeRest; component: string
             count: 1,
           },
         });
+        const name = created.metadata?.name;
+        if (name !== undefined) {
+          recent.delete(key);
+          recent.set(key, { name, count: 1, at: at.getTime() });
+          for (const oldest of recent.keys()) {
+            if (recent.size <= REMEMBERED) break;
+            recent.delete(oldest);
+          }
+        }
       } catch (error) {
         // An event is best effort: losing one must not fail the reconcile.
         options.onError?.(error);
