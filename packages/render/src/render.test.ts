@@ -146,7 +146,7 @@ describe('TemplateCache', () => {
     expect(cache.size).toBe(2);
   });
 
-  it('evicts the least recently used file first and bounds the versions of one file', () => {
+  it('evicts the least recently compiled file first and bounds the versions of one file', () => {
     const cache = new TemplateCache({ maxEntries: 1 });
     render({ files, cache });
     render({ files: { 'app/other.yaml.hbs': cm('data:\n  o: "1"\n') }, cache });

@@ -204,7 +204,8 @@ function parseYaml(state: RenderState, path: string, text: string, slots: readon
     throw new RenderError({ reason: RenderErrorReason.InvalidYaml, ...where, detail: `invalid YAML${outputNote(state, path, where)}: ${position.reason}` });
   }
   try {
-    return materializeDocuments(documents, slots, state.limits.maxYamlNodes).filter((d) => d !== null && d !== undefined);
+    // Without an anchor (`&`) in the text there is no alias, so no node is shared and the documents can be filled in place.
+    return materializeDocuments(documents, slots, state.limits.maxYamlNodes, { aliasFree: !text.includes('&') }).filter((d) => d !== null && d !== undefined);
   } catch (error) {
     if (error instanceof NodeLimitError) {
       const alias = firstAliasPosition(text);

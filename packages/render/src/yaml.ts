@@ -71,8 +71,8 @@ export class NodeLimitError extends Error {
  * aliases do not leave shared objects behind. Counting nodes while copying bounds alias bombs (billion laughs):
  * js-yaml shares aliased nodes, so the bomb only explodes here, where we stop it.
  */
-export function materializeDocuments(documents: readonly unknown[], slots: readonly unknown[] | undefined, maxNodes: number): unknown[] {
-  const state = { nodes: 0, maxNodes, slots };
+export function materializeDocuments(documents: readonly unknown[], slots: readonly unknown[] | undefined, maxNodes: number, options: { readonly aliasFree?: boolean } = {}): unknown[] {
+  const state = { nodes: 0, maxNodes, slots, inPlace: options.aliasFree === true };
   return documents.map((doc) => materialize(doc, state));
 }
 
@@ -80,6 +80,11 @@ interface MaterializeState {
   nodes: number;
   readonly maxNodes: number;
   readonly slots: readonly unknown[] | undefined;
+  /**
+   * The text has no anchors, so every node is js-yaml's own fresh object: values are substituted in place
+   * instead of copying every node (a large share of a render's garbage). Nodes are still counted.
+   */
+  readonly inPlace: boolean;
 }
 
 function materialize(node: unknown, state: MaterializeState): unknown {
@@ -90,12 +95,20 @@ function materialize(node: unknown, state: MaterializeState): unknown {
   }
   if (node === null || typeof node !== 'object') return node;
   if (Array.isArray(node)) {
-    const out: unknown[] = new Array<unknown>(node.length);
+    const out: unknown[] = state.inPlace ? node : new Array<unknown>(node.length);
     for (let i = 0; i < node.length; i++) out[i] = materialize(node[i], state);
     return out;
   }
-  const out: Record<string, unknown> = {};
   const source = node as Record<string, unknown>;
+  if (state.inPlace && Object.keys(source).every((key) => !key.startsWith(plainMark) && !key.includes(slotOpen))) {
+    for (const key of Object.keys(source)) {
+      const value = source[key];
+      const next = materialize(value, state);
+      if (next !== value) setOwn(source, key, next);
+    }
+    return source;
+  }
+  const out: Record<string, unknown> = {};
   for (const rawKey of Object.keys(source)) {
     const unmarked = rawKey.startsWith(plainMark) ? rawKey.slice(1) : rawKey;
     const key = state.slots !== undefined && unmarked.includes(slotOpen) ? substitute(unmarked, state.slots) : unmarked;
