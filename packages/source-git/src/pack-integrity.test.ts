@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import type { GitServer, TestRepo } from '@syncline/test-support';
 import { startGitServer } from '@syncline/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GitSourceError, createGitSource } from './index.ts';
-import type { GitSourceError as GitSourceErrorType, SnapshotFile } from './index.ts';
+import { createGitSource } from './index.ts';
+import { failure, text } from './test-support.ts';
 
 type Behavior = NonNullable<Parameters<GitServer['setBehavior']>[0]>;
 
@@ -32,17 +32,6 @@ async function newSource() {
   return { cacheDir, source: createGitSource({ cacheDir, allowInsecureHttp: true, retry: { baseDelayMs: 5 } }) };
 }
 
-async function failure(p: Promise<unknown>): Promise<GitSourceErrorType> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(GitSourceError);
-    return err as GitSourceErrorType;
-  }
-  throw new Error('expected a failure');
-}
-
-const text = (files: SnapshotFile[]): Record<string, string> => Object.fromEntries(files.map((f) => [f.path, Buffer.from(f.content).toString('utf8')]));
 
 /** A commit big enough that its pack spans some twenty side-band packets (git sends ~8 KiB at a time). */
 async function repoWithPack(): Promise<{ repo: TestRepo; sha: string; files: Record<string, string> }> {

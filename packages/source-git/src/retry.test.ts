@@ -9,7 +9,8 @@ import { startGitServer } from '@syncline/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isTransient, parseRetryAfter } from './http.ts';
 import { GitSourceError, createGitSource } from './index.ts';
-import type { GitSourceError as GitSourceErrorType, GitSourceOptions, SnapshotFile } from './index.ts';
+import type { GitSourceOptions } from './index.ts';
+import { failure, text } from './test-support.ts';
 
 let server: GitServer;
 let scratch: string;
@@ -33,17 +34,6 @@ async function newSource(opts: Partial<GitSourceOptions> = {}) {
   return createGitSource({ cacheDir: await mkdtemp(join(scratch, 'cache-')), allowInsecureHttp: true, ...opts, retry: { baseDelayMs: 5, ...opts.retry } });
 }
 
-async function failure(p: Promise<unknown>): Promise<GitSourceErrorType> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(GitSourceError);
-    return err as GitSourceErrorType;
-  }
-  throw new Error('expected a failure');
-}
-
-const text = (files: SnapshotFile[]): Record<string, string> => Object.fromEntries(files.map((f) => [f.path, Buffer.from(f.content).toString('utf8')]));
 
 /** The repo's requests as `METHOD endpoint status`, in arrival order. */
 function trace(repo: string): string[] {

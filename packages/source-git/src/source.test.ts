@@ -6,7 +6,8 @@ import type { GitServer } from '@syncline/test-support';
 import { startGitServer } from '@syncline/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GitSourceError, authFromSecretData, createGitSource } from './index.ts';
-import type { GitSourceError as GitSourceErrorType, GitSourceOptions, Snapshot, SnapshotFile } from './index.ts';
+import type { GitSourceError as GitSourceErrorType, GitSourceOptions, Snapshot } from './index.ts';
+import { failure, text } from './test-support.ts';
 
 let server: GitServer;
 let scratch: string;
@@ -30,17 +31,6 @@ async function newSource(opts: Partial<GitSourceOptions> = {}) {
   return { cacheDir, source: createGitSource({ allowInsecureHttp: true, ...opts, cacheDir }) };
 }
 
-async function failure(p: Promise<unknown>): Promise<GitSourceErrorType> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(GitSourceError);
-    return err as GitSourceErrorType;
-  }
-  throw new Error('expected a failure');
-}
-
-const text = (files: SnapshotFile[]): Record<string, string> => Object.fromEntries(files.map((f) => [f.path, Buffer.from(f.content).toString('utf8')]));
 
 describe('resolveRevision', () => {
   it('resolves branches, lightweight and annotated tags, refs/ names and full SHAs', async () => {

@@ -8,8 +8,9 @@ import { promisify } from 'node:util';
 import type { GitServer, SshGitServer, SshKeyPair } from '@syncline/test-support';
 import { generateSshKey, startGitServer, startSshGitServer } from '@syncline/test-support';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { GitSourceError, createGitSource } from './index.ts';
-import type { GitAuth, GitSourceError as GitSourceErrorType, GitSourceOptions, SnapshotFile } from './index.ts';
+import { createGitSource } from './index.ts';
+import type { GitAuth, GitSourceError as GitSourceErrorType, GitSourceOptions } from './index.ts';
+import { failure, text } from './test-support.ts';
 
 const run = promisify(execFile);
 
@@ -48,17 +49,6 @@ const auth = (over: Partial<Extract<GitAuth, { identity: string }>> = {}): GitAu
   ...over,
 });
 
-async function failure(p: Promise<unknown>): Promise<GitSourceErrorType> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(GitSourceError);
-    return err as GitSourceErrorType;
-  }
-  throw new Error('expected a failure');
-}
-
-const text = (files: SnapshotFile[]): Record<string, string> => Object.fromEntries(files.map((f) => [f.path, Buffer.from(f.content).toString('utf8')]));
 const connections = (): number => ssh.log().split('\n').filter((l) => l.includes('Accepted publickey')).length;
 
 /** Every string of a private key that must never show up anywhere. */
