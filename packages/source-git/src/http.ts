@@ -90,12 +90,16 @@ export class HttpStatusError extends Error {
   }
 }
 
-export interface SessionOptions {
+export interface SessionOptions extends TransportLimits {
   transport: HttpTransport;
   /** Origin (scheme://host:port) the credentials were given for. */
   origin: string;
   authorization: string | undefined;
   allowInsecureHttp: boolean;
+}
+
+/** What every transport (smart HTTP, SSH) of one operation is bounded and told by. */
+export interface TransportLimits {
   /** Byte budget shared by all responses of one operation (a retried response's bytes are given back). */
   maxResponseBytes: number;
   /** Deadline of the whole operation, in ms. */

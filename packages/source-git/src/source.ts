@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { SnapshotCache, directoryBytes, snapshotFormat } from './cache.ts';
 import { GitSourceError, GitSourceErrorCode, redact } from './errors.ts';
-import type { HttpTransport, RetryPolicy } from './http.ts';
+import type { HttpTransport, RetryPolicy, TransportLimits } from './http.ts';
 import { HttpStatusError, createHttpSession, defaultRetryPolicy, fetchTransport } from './http.ts';
 import { garbageCollector } from './gc.ts';
 import { indexInWorker } from './index-pack-worker.ts';
@@ -211,33 +211,12 @@ export function createGitSource(options: GitSourceOptions): GitSource {
     const onFailure = (err: GitSourceError): void => {
       op.failure ??= err;
     };
+    const bounds: TransportLimits = { maxResponseBytes: limits.maxResponseBytes, timeoutMs: limits.timeoutMs, idleTimeoutMs: limits.idleTimeoutMs, retry, random, shownRepo: op.shownRepo, onFailure };
     if (op.target.kind === 'ssh') {
       if (op.ssh === undefined) throw new GitSourceError(GitSourceErrorCode.InvalidAuth, `${op.shownRepo}: no SSH credentials`);
-      return sshUploadPack({
-        target: op.target,
-        credentials: op.ssh,
-        maxResponseBytes: limits.maxResponseBytes,
-        timeoutMs: limits.timeoutMs,
-        idleTimeoutMs: limits.idleTimeoutMs,
-        retry,
-        random,
-        shownRepo: op.shownRepo,
-        onFailure,
-      });
+      return sshUploadPack({ target: op.target, credentials: op.ssh, ...bounds });
     }
-    const session = createHttpSession({
-      transport,
-      origin: op.target.origin,
-      authorization: op.authorization,
-      allowInsecureHttp,
-      maxResponseBytes: limits.maxResponseBytes,
-      timeoutMs: limits.timeoutMs,
-      idleTimeoutMs: limits.idleTimeoutMs,
-      retry,
-      random,
-      shownRepo: op.shownRepo,
-      onFailure,
-    });
+    const session = createHttpSession({ transport, origin: op.target.origin, authorization: op.authorization, allowInsecureHttp, ...bounds });
     return httpUploadPack(session, op.url, op.shownRepo);
   }
 

@@ -7,7 +7,7 @@
 import { Client } from 'ssh2';
 import type { ClientChannel, ConnectConfig } from 'ssh2';
 import { GitSourceError, GitSourceErrorCode, redact } from './errors.ts';
-import type { RetryPolicy } from './http.ts';
+import type { TransportLimits } from './http.ts';
 import { isTransient } from './http.ts';
 import { hostKeyAlgorithms, parseKnownHosts, verifyHostKey } from './known-hosts.ts';
 import type { HostKeyVerdict } from './known-hosts.ts';
@@ -25,17 +25,9 @@ export interface SshCredentials {
   from?: string | undefined;
 }
 
-export interface SshOptions {
+export interface SshOptions extends TransportLimits {
   target: SshRepoUrl;
   credentials: SshCredentials;
-  /** Byte budget shared by all conversations of one operation. */
-  maxResponseBytes: number;
-  timeoutMs: number;
-  idleTimeoutMs: number;
-  retry: RetryPolicy;
-  random: () => number;
-  shownRepo: string;
-  onFailure: (err: GitSourceError) => void;
 }
 
 /** The strings that must never appear in a message: the key, each of its lines, the passphrase. */
