@@ -3,7 +3,9 @@
 // https only), every response body counts against a byte budget, a silent server times out, and an
 // idempotent request that meets a transient failure (429/5xx, reset, timeout) is retried on its own with
 // backoff: a server that fails one request in three must not fail every sync (issue 15), so no request's
-// fate may depend on the outcome of the others in its operation.
+// fate may depend on the outcome of the others in its operation. A host that rate-limits (429 or 503 with
+// Retry-After) limits the client, not one request: its gate (HostGates, one per GitSource) then holds every
+// request to that scheme://host:port until the time it named, capped like any retry wait (issue 16).
 import { GitSourceError, GitSourceErrorCode } from './errors.ts';
 
 export interface HttpRequest {
@@ -64,6 +66,68 @@ export const defaultRetryPolicy: Readonly<RetryPolicy> = Object.freeze({ attempt
 /** Statuses that say "try again": rate limited, or a server or gateway in trouble. Never 401/403/404. */
 const retryableStatuses: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
 
+/** Statuses with which a host tells a client to slow down; with a Retry-After they close the host's gate. */
+const rateLimitStatuses: ReadonlySet<number> = new Set([429, 503]);
+
+/** A host's rate limit, as reported to `GitSourceOptions.onRateLimited`. Never carries credentials. */
+export interface RateLimitEvent {
+  /** scheme://host[:port] of the host that rate-limited us. */
+  host: string;
+  /** The status that said so: 429 or 503. */
+  status: number;
+  /** What the host asked for (its Retry-After), in ms. */
+  askedMs: number;
+  /** How long its gate is now closed for: the wait asked, capped by the retry policy's maxDelayMs. */
+  waitMs: number;
+}
+
+/** Where a host's gate stands: closed for another `waitMs`, after `status` asking for `askedMs`. */
+export interface ClosedGate {
+  waitMs: number;
+  status: number;
+  askedMs: number;
+}
+
+/**
+ * One gate per host (scheme://host:port), shared by every operation of a GitSource: closed by a 429 or 503
+ * with Retry-After, it holds each request to that host (resolves, fetches, forced ones too: the limit is the
+ * host's rule, not the request's) until the time the host named. Times are monotonic (performance.now).
+ */
+export class HostGates {
+  readonly #gates = new Map<string, { until: number; status: number; askedMs: number }>();
+  readonly #now: () => number;
+  readonly #onClosed: (event: RateLimitEvent) => void;
+
+  constructor(opts: { now?: () => number; onClosed?: ((event: RateLimitEvent) => void) | undefined } = {}) {
+    this.#now = opts.now ?? (() => performance.now());
+    this.#onClosed = opts.onClosed ?? (() => undefined);
+  }
+
+  /** The host asked for `askedMs` of quiet: its gate stays closed that long (at most `capMs`) from now. */
+  close(host: string, limit: { status: number; askedMs: number; capMs: number }): void {
+    const waitMs = Math.min(limit.askedMs, limit.capMs);
+    const until = this.#now() + waitMs;
+    const known = this.#gates.get(host);
+    if (known === undefined || until > known.until) this.#gates.set(host, { until, status: limit.status, askedMs: limit.askedMs });
+    if (this.#gates.size > 1_000) this.#forgetOpen();
+    this.#onClosed({ host, status: limit.status, askedMs: limit.askedMs, waitMs });
+  }
+
+  /** The host's gate if it is closed now, else undefined. */
+  closed(host: string): ClosedGate | undefined {
+    const gate = this.#gates.get(host);
+    if (gate === undefined) return undefined;
+    const waitMs = gate.until - this.#now();
+    if (waitMs > 0) return { waitMs, status: gate.status, askedMs: gate.askedMs };
+    this.#gates.delete(host);
+    return undefined;
+  }
+
+  #forgetOpen(): void {
+    for (const host of [...this.#gates.keys()]) this.closed(host);
+  }
+}
+
 /** Network failures worth another try (undici reports them as `cause.code`, Node's net as `code`). */
 const retryableNetworkCodes: ReadonlySet<string> = new Set([
   'ECONNRESET',
@@ -96,6 +160,8 @@ export interface SessionOptions extends TransportLimits {
   origin: string;
   authorization: string | undefined;
   allowInsecureHttp: boolean;
+  /** The GitSource's per-host rate-limit gates. */
+  gates: HostGates;
 }
 
 /** What every transport (smart HTTP, SSH) of one operation is bounded and told by. */
@@ -160,6 +226,7 @@ export function createHttpSession(opts: SessionOptions): HttpSession {
       const tries = new Attempt(signal);
       try {
         const res = await send(req, tries);
+        const limit = rateLimitOf(res);
         if (retryableStatuses.has(res.statusCode) && attempt < opts.retry.attempts) {
           const wait = delayBefore(attempt + 1, res.headers['retry-after']);
           if (performance.now() + wait < deadline) {
@@ -169,6 +236,10 @@ export function createHttpSession(opts: SessionOptions): HttpSession {
             await sleep(wait, signal).catch(() => report(timeoutError('the operation timed out')));
             continue;
           }
+        }
+        if (limit !== undefined) {
+          await drain(res.body).catch(() => undefined);
+          throw rateLimited(limit, attempt < opts.retry.attempts ? "waiting that long would pass the operation's deadline" : `gave up after ${attempt} ${attempt === 1 ? 'try' : 'tries'}`);
         }
         return await consume(res);
       } catch (err) {
@@ -182,6 +253,34 @@ export function createHttpSession(opts: SessionOptions): HttpSession {
       } finally {
         tries.end();
       }
+    }
+  }
+
+  /** A 429 or 503 with a Retry-After closes the gate of the host that sent it (after redirects: the one that answered). */
+  function rateLimitOf(res: SessionResponse): (ClosedGate & { host: string }) | undefined {
+    if (!rateLimitStatuses.has(res.statusCode)) return undefined;
+    const askedMs = parseRetryAfter(res.headers['retry-after'], Date.now());
+    if (askedMs === undefined) return undefined;
+    const host = new URL(res.url).origin;
+    const waitMs = Math.min(askedMs, opts.retry.maxDelayMs);
+    if (askedMs > 0) opts.gates.close(host, { status: res.statusCode, askedMs, capMs: opts.retry.maxDelayMs });
+    return { host, status: res.statusCode, askedMs, waitMs };
+  }
+
+  /** Says which host limited us, with what and for how long (a URL origin: no credentials), and why we stopped. */
+  function rateLimited(limit: ClosedGate & { host: string }, why: string): GitSourceError {
+    const capped = limit.askedMs > opts.retry.maxDelayMs ? `, of which we wait at most ${seconds(opts.retry.maxDelayMs)}` : '';
+    return new GitSourceError(
+      GitSourceErrorCode.ServerError,
+      `${opts.shownRepo}: the host ${limit.host} rate-limited us (HTTP ${limit.status}, Retry-After ${seconds(limit.askedMs)}${capped}); ${why}`,
+    );
+  }
+
+  /** Holds a request while its host's gate is closed; fails it when the gate would outlast the operation. */
+  async function passGate(host: string): Promise<void> {
+    for (let gate = opts.gates.closed(host); gate !== undefined; gate = opts.gates.closed(host)) {
+      if (performance.now() + gate.waitMs >= deadline) throw rateLimited({ ...gate, host }, "waiting for it to lift would pass the operation's deadline");
+      await sleep(gate.waitMs, signal).catch(() => report(timeoutError('the operation timed out')));
     }
   }
 
@@ -208,6 +307,7 @@ export function createHttpSession(opts: SessionOptions): HttpSession {
       }
       // Credentials only ever go to the origin they were given for, never to a host a redirect names.
       if (opts.authorization !== undefined && target.origin === opts.origin) headers['Authorization'] = opts.authorization;
+      await passGate(target.origin);
       const res = await withIdleTimeout(
         () => opts.transport.request({ url: target.href, method: req.method, headers, body: req.body, signal: tries.signal }),
         tries,
@@ -310,6 +410,10 @@ export function parseRetryAfter(value: string | undefined, now: number): number 
   // An HTTP-date names a weekday and month; Date.parse alone would also take "-5" or "2026".
   const at = /[a-z]{3}/i.test(text) ? Date.parse(text) : Number.NaN;
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+function seconds(ms: number): string {
+  return `${Math.ceil(ms / 1000)} s`;
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

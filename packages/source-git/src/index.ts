@@ -13,5 +13,5 @@ export type {
 } from './source.ts';
 export { GitSourceError, GitSourceErrorCode } from './errors.ts';
 export { fetchTransport } from './http.ts';
-export type { HttpTransport, HttpRequest, HttpResponse } from './http.ts';
+export type { HttpTransport, HttpRequest, HttpResponse, RateLimitEvent } from './http.ts';
 export { parseRequestPath } from './paths.ts';

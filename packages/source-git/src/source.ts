@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { SnapshotCache, directoryBytes, snapshotFormat } from './cache.ts';
 import { GitSourceError, GitSourceErrorCode, redact } from './errors.ts';
-import type { HttpTransport, RetryPolicy, TransportLimits } from './http.ts';
-import { HttpStatusError, createHttpSession, defaultRetryPolicy, fetchTransport } from './http.ts';
+import type { HttpTransport, RateLimitEvent, RetryPolicy, TransportLimits } from './http.ts';
+import { HostGates, HttpStatusError, createHttpSession, defaultRetryPolicy, fetchTransport } from './http.ts';
 import { garbageCollector } from './gc.ts';
 import { indexInWorker } from './index-pack-worker.ts';
 import { ObjectType, PackError, PackReader, commitTree, ownBuffer, parseTree } from './pack.ts';
@@ -76,6 +76,11 @@ export interface GitSourceOptions {
   random?: () => number;
   /** Accept http:// repo URLs. For tests against a loopback server only. */
   allowInsecureHttp?: boolean;
+  /**
+   * Told each time a host rate-limits us (HTTP 429 or 503 with Retry-After): every request to that host, from
+   * any resolve or fetch, then waits until the time it named (for metrics and a log line).
+   */
+  onRateLimited?: (event: RateLimitEvent) => void;
   /** Told about every snapshot request: served from the cache or fetched (for metrics). */
   onFetch?: (event: { repo: string; sha: string; cached: boolean }) => void;
 }
@@ -174,6 +179,7 @@ export function createGitSource(options: GitSourceOptions): GitSource {
   const random = options.random ?? Math.random;
   const cache = new SnapshotCache({ dir: options.cacheDir, maxBytes: options.cacheMaxBytes ?? 2 * 1024 ** 3, now: () => clock.now() });
   const inFlight = new Map<string, Promise<Snapshot>>();
+  const gates = new HostGates({ onClosed: options.onRateLimited });
 
   function prepare(repo: string, auth: GitAuth | undefined): Operation {
     const parsed = parseRepoUrl(repo, allowInsecureHttp);
@@ -216,7 +222,7 @@ export function createGitSource(options: GitSourceOptions): GitSource {
       if (op.ssh === undefined) throw new GitSourceError(GitSourceErrorCode.InvalidAuth, `${op.shownRepo}: no SSH credentials`);
       return sshUploadPack({ target: op.target, credentials: op.ssh, ...bounds });
     }
-    const session = createHttpSession({ transport, origin: op.target.origin, authorization: op.authorization, allowInsecureHttp, ...bounds });
+    const session = createHttpSession({ transport, origin: op.target.origin, authorization: op.authorization, allowInsecureHttp, gates, ...bounds });
     return httpUploadPack(session, op.url, op.shownRepo);
   }
 

@@ -22,6 +22,12 @@ export type GitServerBehavior = (
   | { kind: 'endless' }
   /** An error status; `retryAfter` is sent as the Retry-After header (seconds or an HTTP-date). */
   | { kind: 'status'; status: number; retryAfter?: string }
+  /**
+   * The host rate-limits its client, as GitHub and GitLab do: a request the behavior fires on opens a window
+   * of `seconds` in which it and every other matching request get `status` (default 429) with Retry-After
+   * set to the window's remaining whole seconds. `times` counts windows.
+   */
+  | { kind: 'rateLimit'; seconds: number; status?: number }
   | { kind: 'redirect'; to: string }
   /** The connection is destroyed: before any response, or after `afterBytes` bytes of the real body. */
   | { kind: 'reset'; afterBytes?: number }
@@ -141,6 +147,8 @@ export async function startGitServer(opts: { auth?: GitServerAuth } = {}): Promi
   let matched = 0;
   let hits = 0;
   let rng: () => number = Math.random;
+  /** End of the rate-limit window (performance.now()), when a `rateLimit` behavior opened one. */
+  let limitedUntil = 0;
   const expectedAuth =
     opts.auth === undefined
       ? undefined
@@ -200,10 +208,20 @@ export async function startGitServer(opts: { auth?: GitServerAuth } = {}): Promi
     }
 
     const b = behavior;
-    const applies = b !== undefined && (b.only === undefined || b.only === endpoint) && (b.repo === undefined || b.repo === repo) && fires(b);
+    const matches = b !== undefined && (b.only === undefined || b.only === endpoint) && (b.repo === undefined || b.repo === repo);
+    const limited = matches && b.kind === 'rateLimit' && performance.now() < limitedUntil;
+    const applies = matches && (limited || fires(b));
     entry.faulted = applies;
     if (applies) {
       switch (b.kind) {
+        case 'rateLimit': {
+          if (!limited) limitedUntil = performance.now() + b.seconds * 1000;
+          req.resume();
+          const remaining = Math.max(1, Math.ceil((limitedUntil - performance.now()) / 1000));
+          res.writeHead(b.status ?? 429, { 'content-type': 'text/plain', 'retry-after': String(remaining) });
+          res.end('rate limited\n');
+          return;
+        }
         case 'hang':
           req.resume();
           return; // never answer; close() destroys the socket
@@ -379,6 +397,7 @@ export async function startGitServer(opts: { auth?: GitServerAuth } = {}): Promi
       behavior = b;
       matched = 0;
       hits = 0;
+      limitedUntil = 0;
       rng = b?.seed !== undefined ? seededRandom(b.seed) : Math.random;
     },
     async close() {
