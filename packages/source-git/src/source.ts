@@ -15,6 +15,7 @@ import type { TreeEntry } from './pack.ts';
 import { fetchPack, httpUploadPack, listRefs as listAdvertisedRefs } from './upload-pack.ts';
 import type { AdvertisedRef, UploadPackTransport } from './upload-pack.ts';
 import { isSafeEntryName, parseRequestPath, resolveSymlinkTarget } from './paths.ts';
+import { SharedListings } from './ref-listings.ts';
 import { parseRepoUrl } from './repo-url.ts';
 import type { RepoUrl } from './repo-url.ts';
 import { sshSecrets, sshUploadPack } from './ssh.ts';
@@ -90,8 +91,9 @@ export interface ResolveRequest {
   revision: string;
   auth?: GitAuth | undefined;
   /**
-   * Accept the repository's ref listing if it is at most this old (shared by every caller of the same repo
-   * and credentials). Omitted or 0: list the refs now. Concurrent callers always share one request.
+   * Accept the repository's ref listing if it started at most this long ago (shared by every caller of the
+   * same repo and credentials). Omitted or 0: list the refs now. Concurrent callers always share one request.
+   * Callers passing W cause at most two listings in any 2·W (ref-listings.ts).
    */
   maxAgeMs?: number | undefined;
 }
@@ -242,29 +244,11 @@ export function createGitSource(options: GitSourceOptions): GitSource {
     return `${createHash('sha256').update(url).digest('hex').slice(0, 16)}-${sha}`;
   }
 
-  /** `at` of a listing still in flight: every caller shares it, whatever age it accepts. */
-  const LISTING_IN_FLIGHT = -1;
-  // One ref listing per (repository, credentials), shared: concurrent callers wait for the same request, and
-  // a caller that accepts an age (the operator: half its refresh interval) reuses a recent one. A webhook or a
-  // reconcile request asks for a fresh one (maxAgeMs 0).
-  const listings = new Map<string, { at: number; refs: Promise<AdvertisedRef[]> }>();
+  // Shared per (repository, credentials); see ref-listings.ts for the freshness rule and the bound it gives.
+  const listings = new SharedListings<AdvertisedRef[]>({ now: () => clock.now() });
   const listRefs = (op: Operation, req: ResolveRequest): Promise<AdvertisedRef[]> => {
     const key = createHash('sha256').update(op.url).update('\0').update(JSON.stringify(req.auth ?? null)).digest('hex');
-    const now = clock.now();
-    const known = listings.get(key);
-    if (known !== undefined && (now - known.at < (req.maxAgeMs ?? 0) || known.at === LISTING_IN_FLIGHT)) return known.refs;
-    const entry = { at: LISTING_IN_FLIGHT, refs: listAdvertisedRefs(uploadPack(op)) };
-    listings.set(key, entry);
-    entry.refs.then(
-      () => {
-        entry.at = clock.now();
-      },
-      () => {
-        if (listings.get(key) === entry) listings.delete(key);
-      },
-    );
-    if (listings.size > 1_000) listings.delete(listings.keys().next().value ?? '');
-    return entry.refs;
+    return listings.get(key, req.maxAgeMs ?? 0, () => listAdvertisedRefs(uploadPack(op)));
   };
 
   async function resolveRevision(req: ResolveRequest): Promise<string> {
