@@ -4,7 +4,6 @@
 // smart HTTP (upload-pack.ts reads them). The response counts against the operation's byte budget, a silent
 // server times out, and connecting (up to the ref advertisement) is retried on transient failures like an
 // HTTP request. No key, passphrase or known_hosts content ever reaches a message.
-import { Client } from 'ssh2';
 import type { ClientChannel, ConnectConfig } from 'ssh2';
 import { GitSourceError, GitSourceErrorCode, redact } from './errors.ts';
 import type { TransportLimits } from './http.ts';
@@ -78,6 +77,9 @@ export function sshUploadPack(opts: SshOptions): UploadPackTransport {
   }
 
   async function connect(): Promise<UploadPackConversation> {
+    // Loaded on the first SSH connection only: ssh2 adds ~15 MB to the RSS of every process that imports it,
+    // and most installations never use an ssh:// repo (issue 16).
+    const { Client } = await import('ssh2');
     const client = new Client();
     let verdict: HostKeyVerdict | undefined;
     const algorithms = hostKeyAlgorithms(known, target.host, target.port);
