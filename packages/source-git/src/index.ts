@@ -12,6 +12,6 @@ export type {
   SnapshotFile,
 } from './source.ts';
 export { GitSourceError, GitSourceErrorCode } from './errors.ts';
-export { fetchTransport } from './http.ts';
+export { fetchTransport, nodeHttpTransport } from './http.ts';
 export type { HttpTransport, HttpRequest, HttpResponse, RateLimitEvent } from './http.ts';
 export { parseRequestPath } from './paths.ts';

@@ -7,7 +7,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { SnapshotCache, directoryBytes, snapshotFormat } from './cache.ts';
 import { GitSourceError, GitSourceErrorCode, redact } from './errors.ts';
 import type { HttpTransport, RateLimitEvent, RetryPolicy, TransportLimits } from './http.ts';
-import { HostGates, HttpStatusError, createHttpSession, defaultRetryPolicy, fetchTransport } from './http.ts';
+import { HostGates, HttpStatusError, createHttpSession, defaultRetryPolicy, nodeHttpTransport } from './http.ts';
 import { garbageCollector } from './gc.ts';
 import { indexInWorker } from './index-pack-worker.ts';
 import { ObjectType, PackError, PackReader, commitTree, ownBuffer, parseTree } from './pack.ts';
@@ -174,7 +174,7 @@ interface Operation {
 
 export function createGitSource(options: GitSourceOptions): GitSource {
   const limits: GitSourceLimits = { ...defaultLimits, ...options.limits };
-  const transport = options.transport ?? fetchTransport;
+  const transport = options.transport ?? nodeHttpTransport;
   const clock = options.clock ?? { now: () => Date.now() };
   const allowInsecureHttp = options.allowInsecureHttp ?? false;
   const retry: RetryPolicy = { ...defaultRetryPolicy, ...options.retry };
