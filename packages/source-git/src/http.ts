@@ -134,7 +134,11 @@ export class HostGates {
     const known = this.#gates.get(host);
     if (known === undefined || until > known.until) this.#gates.set(host, { until, status: limit.status, askedMs: limit.askedMs });
     if (this.#gates.size > 1_000) this.#forgetOpen();
-    this.#onClosed({ host, status: limit.status, askedMs: limit.askedMs, waitMs });
+    try {
+      this.#onClosed({ host, status: limit.status, askedMs: limit.askedMs, waitMs });
+    } catch {
+      // A listener that fails (a log or metric) must not fail the request that met the limit.
+    }
   }
 
   /** The host's gate if it is closed now, else undefined. */
