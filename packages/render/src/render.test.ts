@@ -160,6 +160,20 @@ describe('TemplateCache', () => {
     expect(cache.size).toBe(0);
   });
 
+  it('reuses the parsed output of a template across targets without sharing objects between their results', () => {
+    // Given a template whose output text is the same for every target (its values are slots)
+    const cache = new TemplateCache();
+    const template = { 'app/cm.yaml.hbs': cm('data:\n  t: {{target.name}}\n  n: {{values.n}}\n  list: [{{values.n}}, "{{target.name}}"]\n') };
+    // When two targets render it in turn and the first result is changed by its caller
+    const first = render({ files: template, cache, values: { n: 1 }, target: { name: 'a', namespace: 'a' } });
+    (first[0] as { data: Record<string, unknown> }).data.t = 'changed by the caller';
+    const second = render({ files: template, cache, values: { n: 2 }, target: { name: 'b', namespace: 'b' } });
+    // Then each has its own values, typed as YAML types them, and the change did not leak into the second
+    expect(second).toEqual(render({ files: template, values: { n: 2 }, target: { name: 'b', namespace: 'b' } }));
+    expect(second[0]).toMatchObject({ metadata: { namespace: 'b' }, data: { t: 'b', n: 2, list: [2, 'b'] } });
+    expect(render({ files: template, cache, values: { n: 1 }, target: { name: 'a', namespace: 'a' } })[0]).toMatchObject({ data: { t: 'a', n: 1 } });
+  });
+
   it('gives the same objects with and without a cache', () => {
     expect(render({ files, cache: new TemplateCache() })).toEqual(render({ files }));
   });

@@ -11,6 +11,7 @@ import type { CompiledTemplate, TemplateLimits , TemplateCache} from './template
 import { layerValues } from './values.ts';
 import type { Values } from './values.ts';
 import { DuplicateKeyError, NodeLimitError, firstAliasPosition, materializeDocuments, nodePosition, parseYamlDocuments, yamlErrorPosition } from './yaml.ts';
+import type { ParsedOutputs } from './yaml.ts';
 
 export const DataType = { ConfigMap: 'ConfigMap', Secret: 'Secret' } as const;
 export type DataType = (typeof DataType)[keyof typeof DataType];
@@ -161,12 +162,12 @@ function readManifestFile(state: RenderState, file: SelectedFile): unknown[] {
       return parseJson(file.path, source);
     case FileKind.Yaml:
       state.outputs.set(file.path, { text: source, mode: OutputMode.Yaml });
-      return parseYaml(state, file.path, source, undefined);
+      return parseYaml(state, file.path, source, {});
     case FileKind.Template: {
       const template = state.compile(file.path, source);
       const run = runTemplate({ template, context: state.context, mode: OutputMode.Yaml, limits: state.limits, partial: (name) => compiledPartial(state, name) });
       state.outputs.set(file.path, { text: run.text, template, mode: OutputMode.Yaml });
-      return parseYaml(state, file.path, run.text, run.slots);
+      return parseYaml(state, file.path, run.text, { slots: run.slots, parsed: template.outputs });
     }
     case undefined:
       return [];
@@ -194,18 +195,20 @@ function fail(init: ConstructorParameters<typeof RenderError>[0]): never {
   throw new RenderError(init);
 }
 
-function parseYaml(state: RenderState, path: string, text: string, slots: readonly unknown[] | undefined): unknown[] {
-  let documents: unknown[];
+function parseYaml(state: RenderState, path: string, text: string, from: { readonly slots?: readonly unknown[]; readonly parsed?: ParsedOutputs }): unknown[] {
+  let documents: readonly unknown[];
   try {
-    documents = parseYamlDocuments(text);
+    documents = from.parsed === undefined ? parseYamlDocuments(text) : from.parsed.parse(text);
   } catch (error) {
     const position = yamlErrorPosition(text, error);
     const where = position.line === undefined ? { file: path } : mapOutputLine(state, path, position.line, position.column);
     throw new RenderError({ reason: RenderErrorReason.InvalidYaml, ...where, detail: `invalid YAML${outputNote(state, path, where)}: ${position.reason}` });
   }
   try {
-    // Without an anchor (`&`) in the text there is no alias, so no node is shared and the documents can be filled in place.
-    return materializeDocuments(documents, slots, state.limits.maxYamlNodes, { aliasFree: !text.includes('&') }).filter((d) => d !== null && d !== undefined);
+    // Documents parsed for this call alone, without an anchor (`&`) in the text (so no alias and no shared node),
+    // can be filled in place; memoized ones are shared with later runs and are copied.
+    const inPlace = from.parsed === undefined && !text.includes('&');
+    return materializeDocuments(documents, from.slots, state.limits.maxYamlNodes, { inPlace }).filter((d) => d !== null && d !== undefined);
   } catch (error) {
     if (error instanceof NodeLimitError) {
       const alias = firstAliasPosition(text);

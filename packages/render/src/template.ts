@@ -3,7 +3,7 @@
 import Handlebars from 'handlebars';
 import { RenderError, RenderErrorReason } from './errors.ts';
 import { createHelpers, helperNames } from './helpers.ts';
-import { slotToken } from './yaml.ts';
+import { ParsedOutputs, slotToken } from './yaml.ts';
 
 const hb = Handlebars.create();
 hb.unregisterHelper('log');
@@ -76,6 +76,8 @@ export interface CompiledTemplate {
   readonly partials: readonly PartialReference[];
   /** Where the template writes a value raw (`{{{ }}}` or `{{& }}`), for the hint on a malformed output. */
   readonly raw: readonly { readonly line: number; readonly column: number }[];
+  /** Its recent YAML outputs, parsed: cached with the template, so targets and commits share them. */
+  readonly outputs: ParsedOutputs;
 }
 
 /**
@@ -146,7 +148,7 @@ export function compileTemplate(file: string, source: string): CompiledTemplate 
     throw templateSyntaxError(file, source, error);
   }
   const partials = collectPartials(file, ast);
-  return { file, source, run: hb.compile(ast, compileOptions), partials, raw: collectRawWrites(ast) };
+  return { file, source, run: hb.compile(ast, compileOptions), partials, raw: collectRawWrites(ast), outputs: new ParsedOutputs() };
 }
 
 type AstNode = { type?: unknown; loc?: Loc; [key: string]: unknown };
@@ -631,7 +633,7 @@ export function compileWithLineMarkers(file: string, source: string, fileIndex: 
     }
     node.value = marked;
   });
-  return { ...compiled, run: hb.compile(ast, compileOptions) };
+  return { ...compiled, run: hb.compile(ast, compileOptions), outputs: new ParsedOutputs() };
 }
 
 function countNewlines(text: string, from: number, to: number): number {

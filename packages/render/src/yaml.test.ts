@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import jsyaml from 'js-yaml';
 import { describe, expect, it } from 'vitest';
-import { parseYamlDocuments } from './yaml.ts';
+import { ParsedOutputs, parseYamlDocuments } from './yaml.ts';
 
 // The fast path's implicit types sit behind a first-character check; they must type scalars exactly as the
 // YAML 1.2 core schema does.
@@ -35,5 +35,24 @@ describe('parseYamlDocuments types plain scalars as the core schema does', () =>
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe('ParsedOutputs', () => {
+  it('parses a text once while it is among the last texts, and keeps nothing for a text that does not parse', () => {
+    // Given a memo of two texts
+    const memo = new ParsedOutputs(2);
+    const a = memo.parse('a: 1\n');
+    // When the same text comes again after one other text, then a third and the first again
+    expect(memo.parse('b: 2\n')).toEqual([{ b: 2 }]);
+    expect(memo.parse('a: 1\n')).toBe(a);
+    memo.parse('c: 3\n');
+    memo.parse('b: 2\n');
+    // Then the first was evicted and is parsed afresh (an equal, new result), and a bad text throws each time
+    const again = memo.parse('a: 1\n');
+    expect(again).toEqual([{ a: 1 }]);
+    expect(again).not.toBe(a);
+    expect(() => memo.parse('a: [\n')).toThrow();
+    expect(() => memo.parse('a: [\n')).toThrow();
   });
 });
