@@ -1,6 +1,7 @@
 // renderTarget: the files at a snapshot path + values + one target → the target's Kubernetes objects, or one
 // RenderError. Pure: no network, clock or cluster; API discovery and the template cache come from the caller.
 import { checkDataFields, dataKeyProblem } from './data-fields.ts';
+import { HelperMemo } from './helpers.ts';
 import { RenderError, RenderErrorReason } from './errors.ts';
 import { FileKind, baseName, contentBytes, contentText, fileKind, selectFiles } from './files.ts';
 import type { Selection, SelectedFile, SourceFiles } from './files.ts';
@@ -81,6 +82,7 @@ interface RenderState {
   readonly limits: RenderLimits;
   readonly context: object;
   readonly compile: (file: string, source: string) => CompiledTemplate;
+  readonly memo: HelperMemo;
   /** Rendered YAML text by file, for locating documents on the error path. */
   readonly outputs: Map<string, { text: string; template?: CompiledTemplate; mode: OutputMode }>;
 }
@@ -102,6 +104,7 @@ export function renderTarget(options: RenderTargetOptions): KubernetesObject[] {
     }),
     compile: cache === undefined ? compileTemplate : (file, source) => cache.compile(file, source),
     outputs: new Map(),
+    memo: new HelperMemo(),
   };
   const locate: Locate = (origin, path) => locateDocument(state, origin, path);
   try {
@@ -165,7 +168,7 @@ function readManifestFile(state: RenderState, file: SelectedFile): unknown[] {
       return parseYaml(state, file.path, source, {});
     case FileKind.Template: {
       const template = state.compile(file.path, source);
-      const run = runTemplate({ template, context: state.context, mode: OutputMode.Yaml, limits: state.limits, partial: (name) => compiledPartial(state, name) });
+      const run = runTemplate({ template, context: state.context, memo: state.memo, mode: OutputMode.Yaml, limits: state.limits, partial: (name) => compiledPartial(state, name) });
       state.outputs.set(file.path, { text: run.text, template, mode: OutputMode.Yaml });
       return parseYaml(state, file.path, run.text, { slots: run.slots, parsed: template.outputs });
     }
@@ -251,7 +254,7 @@ function mapOutputLine(state: RenderState, path: string, line: number, column: n
     };
     const template = compileWithLineMarkers(path, textOf(main), 0);
     const limits = { ...state.limits, maxOutputBytes: state.limits.maxOutputBytes * 4 };
-    const run = runTemplate({ template, context: state.context, mode: OutputMode.Yaml, limits, partial });
+    const run = runTemplate({ template, context: state.context, memo: state.memo, mode: OutputMode.Yaml, limits, partial });
     const { text, origins } = readLineMarkers(run.text);
     const expected = state.outputs.get(path)?.text;
     const origin = origins[line];
@@ -378,7 +381,7 @@ function renderData(state: RenderState, spec: DataModeSpec): KubernetesObject {
     let content: Uint8Array | string = file.content;
     if (fileKind(file.path) === FileKind.Template) {
       const template = state.compile(file.path, textOf(file));
-      content = runTemplate({ template, context: state.context, mode: OutputMode.Text, limits: state.limits, partial: (name) => compiledPartial(state, name) }).text;
+      content = runTemplate({ template, context: state.context, memo: state.memo, mode: OutputMode.Text, limits: state.limits, partial: (name) => compiledPartial(state, name) }).text;
     }
     if (spec.type === DataType.Secret) {
       binary.set(key, Buffer.from(contentBytes(content)).toString('base64'));

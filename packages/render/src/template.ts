@@ -3,6 +3,7 @@
 import Handlebars from 'handlebars';
 import { RenderError, RenderErrorReason } from './errors.ts';
 import { createHelpers, helperNames } from './helpers.ts';
+import type { HelperMemo } from './helpers.ts';
 import { ParsedOutputs, slotToken } from './yaml.ts';
 
 const hb = Handlebars.create();
@@ -360,6 +361,8 @@ export interface RunTemplateOptions {
   readonly limits: TemplateLimits;
   /** Compiled partial by name, or undefined when `_partials/` has none of that name. */
   readonly partial: (name: string) => CompiledTemplate | undefined;
+  /** The render's memo of pure helper results, shared by all its runs; without one, nothing is remembered. */
+  readonly memo?: HelperMemo;
   /** Source for the error path: rebuilds a template with line markers. Defaults to `template`. */
   readonly markLines?: boolean;
 }
@@ -442,6 +445,7 @@ function buildHelpers(): Record<string, unknown> {
     fail: (options, message) => {
       throw activeSession().error(RenderErrorReason.HelperFailed, optionsLoc(options), message);
     },
+    memo: () => activeSession().options.memo,
   });
   const helpers: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
   for (const [name, helper] of Object.entries(user)) {
