@@ -7,8 +7,8 @@ import { FileKind, baseName, contentBytes, contentText, fileKind, selectFiles } 
 import type { Selection, SelectedFile, SourceFiles } from './files.ts';
 import { applyPatches, checkObject, expandLists, orderObjects, placeNamespaces, rejectDuplicates } from './objects.ts';
 import type { ApiDiscovery, DocumentOrigin, KubernetesObject, Locate, PlacedObject, TargetPatch } from './objects.ts';
-import { OutputMode, compileTemplate, compileWithLineMarkers, readLineMarkers, runTemplate } from './template.ts';
-import type { CompiledTemplate, TemplateLimits , TemplateCache} from './template.ts';
+import { OutputMode, TemplateCache, compileWithLineMarkers, readLineMarkers, runTemplate } from './template.ts';
+import type { CompiledTemplate, TemplateLimits } from './template.ts';
 import { layerValues } from './values.ts';
 import type { Values } from './values.ts';
 import { DuplicateKeyError, NodeLimitError, firstAliasPosition, materializeDocuments, nodePosition, parseYamlDocuments, yamlErrorPosition } from './yaml.ts';
@@ -71,7 +71,7 @@ export interface RenderTargetOptions {
   readonly target: RenderTarget;
   readonly source: RenderSource;
   readonly discovery: ApiDiscovery;
-  /** Compiled templates by file and text; without one every call compiles. */
+  /** Compiled templates by file and text; without one, this call compiles each template (and partial) once. */
   readonly cache?: TemplateCache;
   readonly limits?: Partial<RenderLimits>;
 }
@@ -92,7 +92,8 @@ export function renderTarget(options: RenderTargetOptions): KubernetesObject[] {
   const selection = selectFiles(options.files, options.path);
   const limits = { ...defaultRenderLimits, ...options.limits };
   const values = layerValues([options.values, options.target.values]);
-  const cache = options.cache;
+  // Without the caller's cache, one for this render: a partial compiles once, not once per file including it.
+  const templates = options.cache ?? new TemplateCache();
   const state: RenderState = {
     options,
     selection,
@@ -102,7 +103,7 @@ export function renderTarget(options: RenderTargetOptions): KubernetesObject[] {
       target: plain({ name: options.target.name, namespace: options.target.namespace ?? '', cluster: options.target.cluster ?? '' }),
       source: plain({ repo: options.source.repo, revision: options.source.revision, path: options.source.path ?? selection.root }),
     }),
-    compile: cache === undefined ? compileTemplate : (file, source) => cache.compile(file, source),
+    compile: (file, source) => templates.compile(file, source),
     outputs: new Map(),
     memo: new HelperMemo(),
   };
