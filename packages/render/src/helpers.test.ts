@@ -15,6 +15,24 @@ describe('helpers', () => {
     expect(renderError({ files: { 'app/cm.yaml.hbs': source }, values }).reason).toBe(RenderErrorReason.InvalidYaml);
   });
 
+  it('toYaml and sha256 give the same text in every file of a render, and follow the values of each render', () => {
+    // Given two files that dump the same mapping and hash the same value
+    const file = (name: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n  m: |{{nindent 4 (toYaml values.m)}}\n  h: {{sha256 values.s}}\n`;
+    const files = { 'app/a.yaml.hbs': file('a'), 'app/b.yaml.hbs': file('b') };
+    // When two renders with different values run one after the other
+    const first = render({ files, values: { m: { k: 'v' }, s: 'one' } });
+    const second = render({ files, values: { m: { k: 'w', l: [1] }, s: 'two' } });
+    // Then within a render both files agree, and each render dumps and hashes its own values
+    expect(first.map((o) => o.data)).toEqual([
+      { m: 'k: v\n', h: '7692c3ad3540bb803c020b3aee66cd8887123234ea0c6e7143c0add73ff431ed' },
+      { m: 'k: v\n', h: '7692c3ad3540bb803c020b3aee66cd8887123234ea0c6e7143c0add73ff431ed' },
+    ]);
+    expect(second.map((o) => o.data)).toEqual([
+      { m: 'k: w\nl:\n  - 1\n', h: '3fc4ccfe745870e2c0d99f71f30ff0656c8dedd41cc1d7d3d376b0dbe685e2f3' },
+      { m: 'k: w\nl:\n  - 1\n', h: '3fc4ccfe745870e2c0d99f71f30ff0656c8dedd41cc1d7d3d376b0dbe685e2f3' },
+    ]);
+  });
+
   it.each([
     ['{{nindent 4 (toYaml values.m)}}', { k: 'v', n: [1, 2] }],
     ['{{toJson values.list}}', ['a', 'b']],

@@ -10,6 +10,19 @@ export interface HelperRuntime {
   /** A SafeString (or anything else) back to what the template meant. */
   unwrap: (value: unknown) => unknown;
   fail: (options: unknown, message: string) => never;
+  /** The current render's memo of pure helper results, when it keeps one. */
+  memo: () => HelperMemo | undefined;
+}
+
+/**
+ * Results of the pure helpers `toYaml` and `sha256` within one render. Every file of a fleet tends to call
+ * `toYaml values.resources` or `sha256 values.image.tag` on the same values, once per file and target; a
+ * render's values are its own fresh copy that nothing writes to while it runs (see layerValues), so a mapping
+ * or list is keyed by identity.
+ */
+export class HelperMemo {
+  readonly yaml = new WeakMap<object, string>();
+  readonly sha256 = new Map<string, string>();
 }
 
 /** The names templates may use, besides Handlebars' if, unless, each, with and lookup. */
@@ -21,7 +34,7 @@ export const helperNames = [
 type Helper = (...args: unknown[]) => unknown;
 
 export function createHelpers(runtime: HelperRuntime): Record<(typeof helperNames)[number], Helper> {
-  const { raw, unwrap, fail } = runtime;
+  const { raw, unwrap, fail, memo } = runtime;
   /** Splits Handlebars' trailing options argument from the template's arguments. */
   const split = (args: unknown[]): { params: unknown[]; options: unknown } => {
     const options = args[args.length - 1];
@@ -51,7 +64,14 @@ export function createHelpers(runtime: HelperRuntime): Record<(typeof helperName
   return {
     toYaml: (...args) => {
       const { params: [value] } = arity('toYaml', args, 1);
-      return raw(value === undefined ? '' : dumpYaml(value));
+      if (value === undefined) return raw('');
+      const remembered = value !== null && typeof value === 'object' ? memo() : undefined;
+      let yaml = remembered?.yaml.get(value as object);
+      if (yaml === undefined) {
+        yaml = dumpYaml(value);
+        remembered?.yaml.set(value as object, yaml);
+      }
+      return raw(yaml);
     },
     toJson: (...args) => {
       const { params: [value] } = arity('toJson', args, 1);
@@ -96,7 +116,14 @@ export function createHelpers(runtime: HelperRuntime): Record<(typeof helperName
     },
     sha256: (...args) => {
       const { params: [value], options } = arity('sha256', args, 1);
-      return createHash('sha256').update(text('sha256', value, options), 'utf8').digest('hex');
+      const input = text('sha256', value, options);
+      const remembered = memo();
+      let digest = remembered?.sha256.get(input);
+      if (digest === undefined) {
+        digest = createHash('sha256').update(input, 'utf8').digest('hex');
+        remembered?.sha256.set(input, digest);
+      }
+      return digest;
     },
     upper: (...args) => {
       const { params: [value], options } = arity('upper', args, 1);

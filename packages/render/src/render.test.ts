@@ -115,6 +115,22 @@ describe('renderTarget', () => {
     expect(error.line).toBe(7);
   });
 
+  it('runs the built-in block helpers, data variables and parent lookups as Handlebars does', () => {
+    // Given blocks over a list and a mapping, with, each with @index/@key/else, block params and ../
+    const body = [
+      'a: "{{#values.list}}{{this}};{{/values.list}}"',
+      'b: "{{#with values.m}}{{k}}-{{@root.values.n}}{{/with}}"',
+      'c: "{{#each values.list}}{{@index}}{{@first}}{{this}}{{else}}none{{/each}}"',
+      'd: "{{#each values.m}}{{@key}}={{this}}{{../values.n}}{{/each}}"',
+      'e: "{{#each values.list as |item i|}}{{i}}:{{item}}{{/each}}{{#each values.empty}}x{{else}}none{{/each}}"',
+      'f: "{{#values.off}}x{{else}}inverse{{/values.off}}{{#unless values.off}}!{{/unless}}"',
+    ].join('\n  ');
+    // When it renders
+    const [object] = render({ files: { 'app/cm.yaml.hbs': cm(`data:\n  ${body}\n`) }, values: { list: ['a', 'b'], m: { k: 'v' }, n: 3, empty: [], off: false } });
+    // Then every block gives what Handlebars gives
+    expect(object?.data).toEqual({ a: 'a;b;', b: 'v-3', c: '0truea1falseb', d: 'k=v3', e: '0:a1:bnone', f: 'inverse!' });
+  });
+
   it('is deterministic: the same input gives the same output', () => {
     const files = { 'app/cm.yaml.hbs': cm('data:\n  a: {{values.a}}\n'), 'app/x.yaml': 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n' };
     expect(render({ files, values: { a: '1' } })).toEqual(render({ files, values: { a: '1' } }));
@@ -158,6 +174,20 @@ describe('TemplateCache', () => {
     expect(versions.size).toBeLessThanOrEqual(4);
     cache.clear();
     expect(cache.size).toBe(0);
+  });
+
+  it('reuses the parsed output of a template across targets without sharing objects between their results', () => {
+    // Given a template whose output text is the same for every target (its values are slots)
+    const cache = new TemplateCache();
+    const template = { 'app/cm.yaml.hbs': cm('data:\n  t: {{target.name}}\n  n: {{values.n}}\n  list: [{{values.n}}, "{{target.name}}"]\n') };
+    // When two targets render it in turn and the first result is changed by its caller
+    const first = render({ files: template, cache, values: { n: 1 }, target: { name: 'a', namespace: 'a' } });
+    (first[0]?.data as Record<string, unknown>).t = 'changed by the caller';
+    const second = render({ files: template, cache, values: { n: 2 }, target: { name: 'b', namespace: 'b' } });
+    // Then each has its own values, typed as YAML types them, and the change did not leak into the second
+    expect(second).toEqual(render({ files: template, values: { n: 2 }, target: { name: 'b', namespace: 'b' } }));
+    expect(second[0]).toMatchObject({ metadata: { namespace: 'b' }, data: { t: 'b', n: 2, list: [2, 'b'] } });
+    expect(render({ files: template, cache, values: { n: 1 }, target: { name: 'a', namespace: 'a' } })[0]).toMatchObject({ data: { t: 'a', n: 1 } });
   });
 
   it('gives the same objects with and without a cache', () => {

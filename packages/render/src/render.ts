@@ -1,16 +1,18 @@
 // renderTarget: the files at a snapshot path + values + one target → the target's Kubernetes objects, or one
 // RenderError. Pure: no network, clock or cluster; API discovery and the template cache come from the caller.
 import { checkDataFields, dataKeyProblem } from './data-fields.ts';
+import { HelperMemo } from './helpers.ts';
 import { RenderError, RenderErrorReason } from './errors.ts';
 import { FileKind, baseName, contentBytes, contentText, fileKind, selectFiles } from './files.ts';
 import type { Selection, SelectedFile, SourceFiles } from './files.ts';
 import { applyPatches, checkObject, expandLists, orderObjects, placeNamespaces, rejectDuplicates } from './objects.ts';
 import type { ApiDiscovery, DocumentOrigin, KubernetesObject, Locate, PlacedObject, TargetPatch } from './objects.ts';
-import { OutputMode, compileTemplate, compileWithLineMarkers, readLineMarkers, runTemplate } from './template.ts';
-import type { CompiledTemplate, TemplateLimits , TemplateCache} from './template.ts';
+import { OutputMode, TemplateCache, compileWithLineMarkers, readLineMarkers, runTemplate } from './template.ts';
+import type { CompiledTemplate, TemplateLimits } from './template.ts';
 import { layerValues } from './values.ts';
 import type { Values } from './values.ts';
 import { DuplicateKeyError, NodeLimitError, firstAliasPosition, materializeDocuments, nodePosition, parseYamlDocuments, yamlErrorPosition } from './yaml.ts';
+import type { ParsedOutputs } from './yaml.ts';
 
 export const DataType = { ConfigMap: 'ConfigMap', Secret: 'Secret' } as const;
 export type DataType = (typeof DataType)[keyof typeof DataType];
@@ -69,7 +71,7 @@ export interface RenderTargetOptions {
   readonly target: RenderTarget;
   readonly source: RenderSource;
   readonly discovery: ApiDiscovery;
-  /** Compiled templates by file and text; without one every call compiles. */
+  /** Compiled templates by file and text; without one, this call compiles each template (and partial) once. */
   readonly cache?: TemplateCache;
   readonly limits?: Partial<RenderLimits>;
 }
@@ -80,6 +82,7 @@ interface RenderState {
   readonly limits: RenderLimits;
   readonly context: object;
   readonly compile: (file: string, source: string) => CompiledTemplate;
+  readonly memo: HelperMemo;
   /** Rendered YAML text by file, for locating documents on the error path. */
   readonly outputs: Map<string, { text: string; template?: CompiledTemplate; mode: OutputMode }>;
 }
@@ -89,7 +92,8 @@ export function renderTarget(options: RenderTargetOptions): KubernetesObject[] {
   const selection = selectFiles(options.files, options.path);
   const limits = { ...defaultRenderLimits, ...options.limits };
   const values = layerValues([options.values, options.target.values]);
-  const cache = options.cache;
+  // Without the caller's cache, one for this render: a partial compiles once, not once per file including it.
+  const templates = options.cache ?? new TemplateCache();
   const state: RenderState = {
     options,
     selection,
@@ -99,8 +103,9 @@ export function renderTarget(options: RenderTargetOptions): KubernetesObject[] {
       target: plain({ name: options.target.name, namespace: options.target.namespace ?? '', cluster: options.target.cluster ?? '' }),
       source: plain({ repo: options.source.repo, revision: options.source.revision, path: options.source.path ?? selection.root }),
     }),
-    compile: cache === undefined ? compileTemplate : (file, source) => cache.compile(file, source),
+    compile: (file, source) => templates.compile(file, source),
     outputs: new Map(),
+    memo: new HelperMemo(),
   };
   const locate: Locate = (origin, path) => locateDocument(state, origin, path);
   try {
@@ -161,12 +166,12 @@ function readManifestFile(state: RenderState, file: SelectedFile): unknown[] {
       return parseJson(file.path, source);
     case FileKind.Yaml:
       state.outputs.set(file.path, { text: source, mode: OutputMode.Yaml });
-      return parseYaml(state, file.path, source, undefined);
+      return parseYaml(state, file.path, source, {});
     case FileKind.Template: {
       const template = state.compile(file.path, source);
-      const run = runTemplate({ template, context: state.context, mode: OutputMode.Yaml, limits: state.limits, partial: (name) => compiledPartial(state, name) });
+      const run = runTemplate({ template, context: state.context, memo: state.memo, mode: OutputMode.Yaml, limits: state.limits, partial: (name) => compiledPartial(state, name) });
       state.outputs.set(file.path, { text: run.text, template, mode: OutputMode.Yaml });
-      return parseYaml(state, file.path, run.text, run.slots);
+      return parseYaml(state, file.path, run.text, { slots: run.slots, parsed: template.outputs });
     }
     case undefined:
       return [];
@@ -194,18 +199,20 @@ function fail(init: ConstructorParameters<typeof RenderError>[0]): never {
   throw new RenderError(init);
 }
 
-function parseYaml(state: RenderState, path: string, text: string, slots: readonly unknown[] | undefined): unknown[] {
-  let documents: unknown[];
+function parseYaml(state: RenderState, path: string, text: string, from: { readonly slots?: readonly unknown[]; readonly parsed?: ParsedOutputs }): unknown[] {
+  let documents: readonly unknown[];
   try {
-    documents = parseYamlDocuments(text);
+    documents = from.parsed === undefined ? parseYamlDocuments(text) : from.parsed.parse(text);
   } catch (error) {
     const position = yamlErrorPosition(text, error);
     const where = position.line === undefined ? { file: path } : mapOutputLine(state, path, position.line, position.column);
     throw new RenderError({ reason: RenderErrorReason.InvalidYaml, ...where, detail: `invalid YAML${outputNote(state, path, where)}: ${position.reason}` });
   }
   try {
-    // Without an anchor (`&`) in the text there is no alias, so no node is shared and the documents can be filled in place.
-    return materializeDocuments(documents, slots, state.limits.maxYamlNodes, { aliasFree: !text.includes('&') }).filter((d) => d !== null && d !== undefined);
+    // Documents parsed for this call alone, without an anchor (`&`) in the text (so no alias and no shared node),
+    // can be filled in place; memoized ones are shared with later runs and are copied.
+    const inPlace = from.parsed === undefined && !text.includes('&');
+    return materializeDocuments(documents, from.slots, state.limits.maxYamlNodes, { inPlace }).filter((d) => d !== null && d !== undefined);
   } catch (error) {
     if (error instanceof NodeLimitError) {
       const alias = firstAliasPosition(text);
@@ -248,7 +255,7 @@ function mapOutputLine(state: RenderState, path: string, line: number, column: n
     };
     const template = compileWithLineMarkers(path, textOf(main), 0);
     const limits = { ...state.limits, maxOutputBytes: state.limits.maxOutputBytes * 4 };
-    const run = runTemplate({ template, context: state.context, mode: OutputMode.Yaml, limits, partial });
+    const run = runTemplate({ template, context: state.context, memo: state.memo, mode: OutputMode.Yaml, limits, partial });
     const { text, origins } = readLineMarkers(run.text);
     const expected = state.outputs.get(path)?.text;
     const origin = origins[line];
@@ -375,7 +382,7 @@ function renderData(state: RenderState, spec: DataModeSpec): KubernetesObject {
     let content: Uint8Array | string = file.content;
     if (fileKind(file.path) === FileKind.Template) {
       const template = state.compile(file.path, textOf(file));
-      content = runTemplate({ template, context: state.context, mode: OutputMode.Text, limits: state.limits, partial: (name) => compiledPartial(state, name) }).text;
+      content = runTemplate({ template, context: state.context, memo: state.memo, mode: OutputMode.Text, limits: state.limits, partial: (name) => compiledPartial(state, name) }).text;
     }
     if (spec.type === DataType.Secret) {
       binary.set(key, Buffer.from(contentBytes(content)).toString('base64'));

@@ -62,6 +62,34 @@ export function parseYamlDocuments(text: string): unknown[] {
   return documents;
 }
 
+/**
+ * The parsed documents of a template's last few outputs, by text. A template's output differs between targets
+ * and commits far less than its values do: every `{{ }}` value is a slot token (numbered in output order), so
+ * two runs that take the same branches and write the same raw text give the same text whatever the values are.
+ * Parsing that text again was a quarter of a render; on a hit the documents are only copied (materializeDocuments
+ * never writes into them). Parsing is a pure function of the text, so a hit can never be stale.
+ */
+export class ParsedOutputs {
+  readonly #entries: { readonly text: string; readonly documents: readonly unknown[] }[] = [];
+  readonly #max: number;
+
+  /** `max` texts are kept: a few targets that take different branches do not evict each other. */
+  constructor(max = 2) {
+    this.#max = max;
+  }
+
+  /** The documents of `text`, parsed on a miss (js-yaml's error is thrown as it is, and nothing is kept). */
+  parse(text: string): readonly unknown[] {
+    for (const entry of this.#entries) {
+      if (entry.text === text) return entry.documents;
+    }
+    const documents = parseYamlDocuments(text);
+    this.#entries.unshift({ text, documents });
+    if (this.#entries.length > this.#max) this.#entries.pop();
+    return documents;
+  }
+}
+
 export class NodeLimitError extends Error {
   override readonly name = 'NodeLimitError';
 }
@@ -71,8 +99,14 @@ export class NodeLimitError extends Error {
  * aliases do not leave shared objects behind. Counting nodes while copying bounds alias bombs (billion laughs):
  * js-yaml shares aliased nodes, so the bomb only explodes here, where we stop it.
  */
-export function materializeDocuments(documents: readonly unknown[], slots: readonly unknown[] | undefined, maxNodes: number, options: { readonly aliasFree?: boolean } = {}): unknown[] {
-  const state = { nodes: 0, maxNodes, slots, inPlace: options.aliasFree === true };
+export function materializeDocuments(
+  documents: readonly unknown[],
+  slots: readonly unknown[] | undefined,
+  maxNodes: number,
+  /** `inPlace`: the documents are the caller's alone and share no node (no alias), so they may be filled in place. */
+  options: { readonly inPlace?: boolean } = {},
+): unknown[] {
+  const state = { nodes: 0, maxNodes, slots, inPlace: options.inPlace === true };
   return documents.map((doc) => materialize(doc, state));
 }
 
