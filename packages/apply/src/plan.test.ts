@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { APPLIED_DIGEST_ANNOTATION, OWNED_BY_ANNOTATION, OWNER_LABEL, PRUNE_ANNOTATION, objectId, ownerHash, type KubeObject, type Owner } from './identity.ts';
 import type { Inventory } from './inventory.ts';
@@ -145,6 +146,28 @@ describe('planApply', () => {
     const twice = withOwnership(once, owner);
     expect(twice.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION]).toBe(once.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION]);
     expect(withOwnership({ ...cm('a'), metadata: { ...cm('a').metadata, uid: 'x', managedFields: [] } }, owner)).toEqual(once);
+  });
+
+  it('keeps the digest format: sha256 over the JSON of the marked object, in its key order (a new format would rewrite every object once)', () => {
+    // given an object with server fields, a stale owner label and a stale digest, as a copied object has them
+    const input: KubeObject = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'a', namespace: 'app', uid: 'u', resourceVersion: '7', labels: { app: 'a', [OWNER_LABEL]: 'stale' }, annotations: { [APPLIED_DIGEST_ANNOTATION]: 'sha256:stale', note: 'n' } },
+      data: { k: 'v' },
+    };
+    // when it is marked
+    const marked = withOwnership(input, owner);
+    // then the digest is that of the marked object without it, serialised in the order the keys came in
+    const { [APPLIED_DIGEST_ANNOTATION]: digest, ...annotations } = marked.metadata.annotations ?? {};
+    const expected = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'a', namespace: 'app', labels: { app: 'a', 'syncline.dev/name': 'web', 'syncline.dev/namespace': 'team', 'syncline.dev/kind': 'ConfigSync', [OWNER_LABEL]: ownerHash(owner) }, annotations: { note: 'n', [OWNED_BY_ANNOTATION]: 'team/web/prod' } },
+      data: { k: 'v' },
+    };
+    expect({ ...marked, metadata: { ...marked.metadata, annotations } }).toEqual(expected);
+    expect(digest).toBe(`sha256:${createHash('sha256').update(JSON.stringify(expected)).digest('base64url')}`);
   });
 
   it('labels applied objects with the readable owner (name, namespace, kind) beside the hash', () => {

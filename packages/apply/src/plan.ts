@@ -1,5 +1,5 @@
 // The pure half of apply: desired objects + inventory + live state in, a plan out. No clock, no network.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { differingPaths } from './compare.ts';
 import {
   APPLIED_DIGEST_ANNOTATION,
@@ -132,18 +132,20 @@ const SERVER_METADATA = ['uid', 'resourceVersion', 'generation', 'creationTimest
 
 /** The object we send: the desired object, without server-set metadata, with our ownership mark and digest. */
 export function withOwnership(desired: KubeObject, owner: Owner): KubeObject {
+  // Runs for every object on every resync: `delete` only what is there (a delete turns an object into a slow
+  // dictionary for the JSON.stringify below), and keep the key order, which the digest depends on.
   const metadata: KubeObject['metadata'] = { ...desired.metadata };
-  for (const key of SERVER_METADATA) delete metadata[key];
+  for (const key of SERVER_METADATA) if (key in metadata) delete metadata[key];
   const labels: Record<string, string> = { ...desired.metadata.labels };
   // A copied object (ManifestSync, DR) may carry its source's marks: only this owner's go out.
-  for (const key of OWNERSHIP_LABELS) delete labels[key];
+  for (const key of OWNERSHIP_LABELS) if (key in labels) delete labels[key];
   metadata.labels = { ...labels, ...readableOwnerLabels(owner), [OWNER_LABEL]: ownerHash(owner) };
   const annotations: Record<string, string> = { ...desired.metadata.annotations, [OWNED_BY_ANNOTATION]: ownedBy(owner) };
-  delete annotations[APPLIED_DIGEST_ANNOTATION];
+  if (APPLIED_DIGEST_ANNOTATION in annotations) delete annotations[APPLIED_DIGEST_ANNOTATION];
   const marked: KubeObject = { ...desired, metadata: { ...metadata, annotations } };
   // Plain JSON, not canonical: a render is deterministic, and sorting keys was most of the planning time of a
   // no-op resync. A reordered template costs one write, nothing more.
-  annotations[APPLIED_DIGEST_ANNOTATION] = `sha256:${createHash('sha256').update(JSON.stringify(marked)).digest('base64url')}`;
+  annotations[APPLIED_DIGEST_ANNOTATION] = `sha256:${hash('sha256', JSON.stringify(marked), 'base64url')}`;
   return marked;
 }
 

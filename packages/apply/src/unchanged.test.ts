@@ -17,6 +17,7 @@ describe('applyFingerprint', () => {
     const base = { desired, inventory: ['/ConfigMap/ns/a,b'], owner, options: { policy: 'Sync' } };
     const f = applyFingerprint(base);
     expect(applyFingerprint({ ...base, desired: [cm('a'), cm('b')] })).toBe(f);
+    expect(applyFingerprint(structuredClone(base))).toBe(f);
     expect(applyFingerprint({ ...base, desired: [cm('a', 'x'), cm('b')] })).not.toBe(f);
     expect(applyFingerprint({ ...base, inventory: [] })).not.toBe(f);
     expect(applyFingerprint({ ...base, owner: { ...owner, target: 'u' } })).not.toBe(f);

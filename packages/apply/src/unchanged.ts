@@ -5,7 +5,7 @@
 // nobody touched the objects since: the apply would plan "unchanged" for all of them, so it is skipped. Any
 // edit, delete or label removal changes (or drops) a version in the watch and the next apply is a full one;
 // so does a watch that is not synced or not healthy, or an object no watch covers.
-import { digestOf } from './canonical.ts';
+import { createHash } from 'node:crypto';
 import type { ChangeSet } from './execute.ts';
 import { objectId, type KubeObject, type Owner } from './identity.ts';
 import type { Inventory } from './inventory.ts';
@@ -32,8 +32,15 @@ export type FingerprintInput = {
   readonly options: Readonly<Record<string, string | boolean | undefined>>;
 };
 
+/**
+ * sha256 over plain JSON, not canonical JSON: the fingerprint is computed on every resync, and for 1,000 objects
+ * sorting their keys took 10–40 ms where plain JSON takes about 1 ms (the whole of a warm no-op). A render is
+ * deterministic, so the same inputs serialise the same way; inputs whose keys merely moved give another
+ * fingerprint, which costs one full apply (reads, no writes), never a wrongly skipped one.
+ */
 export function applyFingerprint(input: FingerprintInput): string {
-  return digestOf({ desired: input.desired, inventory: input.inventory ?? [], owner: input.owner, options: input.options });
+  const json = JSON.stringify({ desired: input.desired, inventory: input.inventory ?? [], owner: input.owner, options: input.options });
+  return `sha256:${createHash('sha256').update(json).digest('base64url')}`;
 }
 
 /**
