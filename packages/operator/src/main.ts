@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { runCli, type RunOptions } from './cli.ts';
 import { createEventRecorder } from './kube/events.ts';
+import { connectKubeconfig } from './kube/connection.ts';
 import { createApplyClients } from './kube/identity.ts';
 import { loadKubeConfig } from './kube/kubeconfig.ts';
 import { createKubeRest } from './kube/rest.ts';
@@ -36,8 +37,8 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     // Belt and braces: no credential-shaped field ever reaches a log line.
     redact: { paths: ['*.password', '*.token', '*.bearerToken', '*.authorization', '*.data', 'auth'], censor: '[redacted]' },
   });
-  const kubeConfig = loadKubeConfig({ kubeconfig: flags.kubeconfig, context: flags.context, env });
-  const rest = await createKubeRest(kubeConfig, { userAgent: 'syncline-operator' });
+  const connection = await connectKubeconfig(loadKubeConfig({ kubeconfig: flags.kubeconfig, context: flags.context, env }));
+  const rest = await createKubeRest(connection, { userAgent: 'syncline-operator' });
   const clock = { now: () => new Date() };
   const metrics = createMetrics();
   // A named shard's series carry its name; the default shard's stay as they are (one operator = no label).
@@ -57,7 +58,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   const keys = mirrorKeys(flags.mirrorPrefix);
   const sourceNamespaces = parseMirrorSourceNamespaces(flags.mirrorSourceNamespaces ?? '');
   const staleTtlMs = flags.mirrorStaleTtl === undefined || flags.mirrorStaleTtl === '' ? undefined : parseDuration(flags.mirrorStaleTtl);
-  const applyClient = createApplyClients({ kubeConfig, rest, clock });
+  const applyClient = createApplyClients({ connection, rest, clock });
   const events = createEventRecorder({ rest, component: 'syncline', host: identity, clock, onError: (error) => logger.debug({ err: String(error) }, 'could not record an event') });
 
   const shutdown = new AbortController();
