@@ -51,8 +51,9 @@ function proxyOf(cluster: KubeconfigCluster): string | undefined {
   return cluster.proxyUrl;
 }
 
-/** The connection of the kubeconfig's current context. */
-export async function connectKubeconfig(kc: Kubeconfig): Promise<KubeConnection> {
+/** The connection of the kubeconfig's current context. `now` is for tests (the token file's refresh period). */
+export async function connectKubeconfig(kc: Kubeconfig, options: { now?: () => number } = {}): Promise<KubeConnection> {
+  const now = options.now ?? Date.now;
   const contextName = kc.getCurrentContext();
   if (contextName === '') throw new Error('the kubeconfig has no current-context (pass --context)');
   const context = kc.getContextObject(contextName);
@@ -83,18 +84,18 @@ export async function connectKubeconfig(kc: Kubeconfig): Promise<KubeConnection>
   if (user.tokenFile !== undefined) {
     const file = user.tokenFile;
     let headers = Object.freeze({ Authorization: `Bearer ${readToken(file)}` });
-    let readAt = Date.now();
+    let readAt = now();
     return {
       ...base,
       authHeaders() {
-        if (Date.now() - readAt > TOKEN_FILE_REFRESH_MS) {
+        if (now() - readAt > TOKEN_FILE_REFRESH_MS) {
           // A rotation in progress (or a briefly missing file) keeps the last token: the API server decides.
           try {
             headers = Object.freeze({ Authorization: `Bearer ${readToken(file)}` });
           } catch {
             // keep the previous token
           }
-          readAt = Date.now();
+          readAt = now();
         }
         return Promise.resolve(headers);
       },
