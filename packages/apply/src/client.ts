@@ -339,8 +339,14 @@ export async function createApplyClient(target: KubeConnection | KubeConfigLike,
           query: { limit: '1000', ...(cont === undefined ? {} : { continue: cont }) },
           signal,
         });
-        // list items carry no apiVersion/kind
-        for (const item of page.items) items.push({ ...item, apiVersion, kind });
+        // List items carry no apiVersion/kind. Set in place: the parsed page is ours, and a copy of each of 1,000
+        // objects per LIST was a good part of a reconcile burst's garbage.
+        for (const item of page.items) {
+          const typed = item as { apiVersion: string; kind: string };
+          typed.apiVersion = apiVersion;
+          typed.kind = kind;
+          items.push(item);
+        }
         cont = page.metadata?.continue === '' ? undefined : page.metadata?.continue;
       } while (cont !== undefined);
       return items;
