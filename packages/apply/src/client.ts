@@ -1,8 +1,9 @@
 // The I/O edge of apply: discovery, LIST, GET, server-side apply, DELETE and CRD waits over one keep-alive
 // HTTPS agent. The typed clients of @kubernetes/client-node cost a lot per call on this hot path and know
-// nothing of arbitrary kinds; the KubeConfig still supplies the server, TLS material and credentials.
+// nothing of arbitrary kinds; a KubeConnection supplies the server, TLS material and credentials. Importing
+// client-node costs ~80 MB of RSS (its config module loads every generated model), so nothing here imports
+// it: a client-node KubeConfig is still accepted, structurally (KubeConfigLike).
 // undici (HTTP/1.1 and h2) and node:http2 were measured too: no clearly lower client CPU per apply here.
-import type { KubeConfig } from '@kubernetes/client-node';
 import { request as httpRequest } from 'node:http';
 import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { groupOf, parseObjectId, type KubeObject } from './identity.ts';
@@ -55,6 +56,91 @@ export type ApplyClient = {
   waitEstablished(crdName: string, options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<void>;
 };
 
+/** TLS material for the keep-alive agent (the fields of tls.connect that a kubeconfig can set). */
+export type KubeTlsOptions = {
+  readonly ca?: string | Buffer | undefined;
+  readonly cert?: string | Buffer | undefined;
+  readonly key?: string | Buffer | undefined;
+  readonly rejectUnauthorized?: boolean | undefined;
+  readonly servername?: string | undefined;
+};
+
+/** Where an API server is and how to talk to it: what the HTTP clients need of a kubeconfig, and no more. */
+export type KubeConnection = {
+  /** Base URL, e.g. `https://10.0.0.1:6443`. */
+  readonly server: string;
+  readonly tls: KubeTlsOptions;
+  /** `user:password` for HTTP basic authentication. */
+  readonly basicAuth?: string | undefined;
+  /** An http(s) proxy that https requests tunnel through (kubeconfig proxy-url). */
+  readonly proxyUrl?: string | undefined;
+  /**
+   * The credential headers to send now (Authorization). Asked before every request, so it must be cheap
+   * (answer from a cache); it may change between calls (token files and exec plugins rotate).
+   */
+  authHeaders(): Promise<Readonly<Record<string, string>>>;
+};
+
+/** The part of @kubernetes/client-node's KubeConfig that connectionFromKubeConfig uses (structural: no import). */
+export type KubeConfigLike = {
+  getCurrentCluster(): { readonly server: string } | null;
+  applyToHTTPSOptions(options: RequestOptions): Promise<void>;
+};
+
+/** How often a KubeConfigLike is asked for its credentials again (exec plugins, projected tokens rotate). */
+const KUBECONFIG_AUTH_REFRESH_MS = 30_000;
+
+/** A KubeConnection for the current context of a client-node KubeConfig (tests, benches and exec users). */
+export async function connectionFromKubeConfig(kc: KubeConfigLike): Promise<KubeConnection> {
+  const cluster = kc.getCurrentCluster();
+  if (cluster === null) throw new Error('the kubeconfig has no current cluster');
+  const base: RequestOptions = {};
+  await kc.applyToHTTPSOptions(base);
+  let headers: Record<string, string> = { ...(base.headers as Record<string, string> | undefined) };
+  let headersAt = Date.now();
+  let refreshing: Promise<Record<string, string>> | undefined;
+  return {
+    server: cluster.server,
+    tls: { ca: base.ca as string | Buffer | undefined, cert: base.cert as string | Buffer | undefined, key: base.key as string | Buffer | undefined, rejectUnauthorized: base.rejectUnauthorized, servername: base.servername },
+    basicAuth: base.auth ?? undefined,
+    authHeaders() {
+      if (Date.now() - headersAt <= KUBECONFIG_AUTH_REFRESH_MS) return Promise.resolve(headers);
+      refreshing ??= (async () => {
+        try {
+          const fresh: RequestOptions = {};
+          await kc.applyToHTTPSOptions(fresh);
+          headers = { ...(fresh.headers as Record<string, string> | undefined) };
+          headersAt = Date.now();
+          return headers;
+        } finally {
+          refreshing = undefined;
+        }
+      })();
+      return refreshing;
+    },
+  };
+}
+
+/** A KubeConnection as it is; a client-node KubeConfig through connectionFromKubeConfig. */
+export async function toKubeConnection(target: KubeConnection | KubeConfigLike): Promise<KubeConnection> {
+  return 'getCurrentCluster' in target ? connectionFromKubeConfig(target) : target;
+}
+
+/** One keep-alive agent with the connection's TLS material. */
+export function agentFor(connection: KubeConnection, options: { maxSockets: number }): Agent {
+  const { tls } = connection;
+  return new Agent({
+    keepAlive: true,
+    maxSockets: options.maxSockets,
+    ca: tls.ca,
+    cert: tls.cert,
+    key: tls.key,
+    rejectUnauthorized: tls.rejectUnauthorized,
+    servername: tls.servername,
+    ...(connection.proxyUrl === undefined ? {} : { proxyEnv: { HTTPS_PROXY: connection.proxyUrl } }),
+  });
+}
+
 type Request = { method: 'GET' | 'PATCH' | 'DELETE'; path: string; query?: Record<string, string>; body?: unknown; contentType?: string; accept?: string; signal?: AbortSignal | undefined; discardBody?: boolean };
 
 type Transport = <T>(req: Request) => Promise<T>;
@@ -68,32 +154,17 @@ function statusError(status: number, text: string, what: string): ApiError {
   }
 }
 
-async function createTransport(kc: KubeConfig, options: ClientOptions): Promise<Transport> {
-  const cluster = kc.getCurrentCluster();
-  if (cluster === null) throw new Error('the kubeconfig has no current cluster');
-  const server = cluster.server;
+async function createTransport(target: KubeConnection | KubeConfigLike, options: ClientOptions): Promise<Transport> {
+  const connection = await toKubeConnection(target);
+  const server = connection.server;
   const isHttps = server.startsWith('https:');
-  const base: RequestOptions = {};
-  await kc.applyToHTTPSOptions(base);
-  const agent = new Agent({ keepAlive: true, maxSockets: 64, ca: base.ca, cert: base.cert, key: base.key, rejectUnauthorized: base.rejectUnauthorized, servername: base.servername });
-  // Credentials may rotate (exec plugins, projected tokens): read them again every half minute.
-  let headers = { ...(base.headers as Record<string, string> | undefined) };
-  let headersAt = Date.now();
-  const currentHeaders = async (): Promise<Record<string, string>> => {
-    if (Date.now() - headersAt > 30_000) {
-      const fresh: RequestOptions = {};
-      await kc.applyToHTTPSOptions(fresh);
-      headers = { ...(fresh.headers as Record<string, string> | undefined) };
-      headersAt = Date.now();
-    }
-    return headers;
-  };
+  const agent = agentFor(connection, { maxSockets: 64 });
 
   return async <T>(req: Request): Promise<T> => {
     const url = new URL(req.path, server);
     for (const [k, v] of Object.entries(req.query ?? {})) url.searchParams.set(k, v);
     const payload = req.body === undefined ? undefined : JSON.stringify(req.body);
-    const auth = await currentHeaders();
+    const auth = await connection.authHeaders();
     // A cluster that accepts and never answers must not hold a request (or a cached discovery) forever.
     const signal = options.requestTimeoutMs === undefined ? req.signal : req.signal === undefined ? AbortSignal.timeout(options.requestTimeoutMs) : AbortSignal.any([req.signal, AbortSignal.timeout(options.requestTimeoutMs)]);
     return new Promise<T>((resolve, reject) => {
@@ -102,7 +173,7 @@ async function createTransport(kc: KubeConfig, options: ClientOptions): Promise<
         {
           method: req.method,
           agent: isHttps ? agent : undefined,
-          auth: base.auth,
+          auth: connection.basicAuth,
           signal,
           headers: {
             ...auth,
@@ -233,9 +304,9 @@ export type ClientOptions = {
   readonly requestTimeoutMs?: number;
 };
 
-/** An ApplyClient for the cluster and identity of `kubeConfig`'s current context. */
-export async function createApplyClient(kubeConfig: KubeConfig, options: ClientOptions = {}): Promise<ApplyClient> {
-  const send = await createTransport(kubeConfig, options);
+/** An ApplyClient for the cluster and identity of a connection (or of a client-node KubeConfig's current context). */
+export async function createApplyClient(target: KubeConnection | KubeConfigLike, options: ClientOptions = {}): Promise<ApplyClient> {
+  const send = await createTransport(target, options);
   let cached: Promise<Discovery> | undefined;
   const discovery = (options: { refresh?: boolean } = {}): Promise<Discovery> => {
     if (cached === undefined || options.refresh === true) {
@@ -268,8 +339,14 @@ export async function createApplyClient(kubeConfig: KubeConfig, options: ClientO
           query: { limit: '1000', ...(cont === undefined ? {} : { continue: cont }) },
           signal,
         });
-        // list items carry no apiVersion/kind
-        for (const item of page.items) items.push({ ...item, apiVersion, kind });
+        // List items carry no apiVersion/kind. Set in place: the parsed page is ours, and a copy of each of 1,000
+        // objects per LIST was a good part of a reconcile burst's garbage.
+        for (const item of page.items) {
+          const typed = item as { apiVersion: string; kind: string };
+          typed.apiVersion = apiVersion;
+          typed.kind = kind;
+          items.push(item);
+        }
         cont = page.metadata?.continue === '' ? undefined : page.metadata?.continue;
       } while (cont !== undefined);
       return items;

@@ -1,7 +1,6 @@
 // What the `syncline` subcommands do (src/cli.ts parses the command line and loads this module only when
 // a command needs a cluster or the render code, so --help and --version start fast).
-import type { KubeConfig } from '@kubernetes/client-node';
-import { createApplyClient, decodeInventory, planApply, readLive, type KubeObject as ApplyObject, type PlanStep } from '@syncline/apply';
+import { createApplyClient, type KubeConnection, decodeInventory, planApply, readLive, type KubeObject as ApplyObject, type PlanStep } from '@syncline/apply';
 import { RenderError, TemplateCache, createStaticDiscovery, layerValues, parseValues, renderTarget, type SourceFile, type Values } from '@syncline/render';
 import { createGitSource } from '@syncline/source-git';
 import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
@@ -9,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, sep } from 'node:path';
 import { stringify } from 'yaml';
 import { ConfigSyncSpec, type ConfigSync, type HistoryEntry, type RemoteCluster, type TargetStatus } from '../api/v1alpha1.ts';
+import { connectKubeconfig } from '../kube/connection.ts';
 import { loadKubeConfig } from '../kube/kubeconfig.ts';
 import { createKubeRest, type KubeRest } from '../kube/rest.ts';
 import { mirrorKeys, parseMirrorSourceNamespaces, replicaSelector, sourceSelector, type MirrorKeys, type MirrorNamespace, type NamePattern } from '../mirror/index.ts';
@@ -19,13 +19,14 @@ import { StallError, readGitAuth, readValues } from '../reconcile/inputs.ts';
 import type { KubeFlags, ListFlags, Out } from '../cli.ts';
 import { diffYaml, maskSecrets, normalizeSecret, projectLive, unifiedDiff } from './diff.ts';
 
-export type Kube = { kc: KubeConfig; rest: KubeRest; namespace: string; allNamespaces: boolean };
+export type Kube = { connection: KubeConnection; rest: KubeRest; namespace: string; allNamespaces: boolean };
 
 export async function connect(flags: KubeFlags & { allNamespaces?: boolean }, env: NodeJS.ProcessEnv): Promise<Kube> {
   const kc = loadKubeConfig({ kubeconfig: flags.kubeconfig, context: flags.context, env });
-  const rest = await createKubeRest(kc, { userAgent: 'syncline-cli' });
+  const connection = await connectKubeconfig(kc);
+  const rest = await createKubeRest(connection, { userAgent: 'syncline-cli' });
   const namespace = flags.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
-  return { kc, rest, namespace, allNamespaces: flags.allNamespaces === true };
+  return { connection, rest, namespace, allNamespaces: flags.allNamespaces === true };
 }
 
 const API = '/apis/syncline.dev/v1alpha1';
@@ -209,7 +210,7 @@ export async function diffCommand(options: Kube & { name: string; out: Out; err:
     const git = createGitSource({ cacheDir, allowInsecureHttp: options.allowInsecureHttp });
     const revision = await git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision, auth });
     const files = await git.readPath(await git.fetchSnapshot({ repo: spec.source.git.repo, sha: revision, auth }), spec.source.git.path);
-    const client = await createApplyClient(options.kc);
+    const client = await createApplyClient(options.connection);
     const discovery = await client.discovery();
     let changed = 0;
     for (const target of spec.targets) {

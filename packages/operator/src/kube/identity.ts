@@ -1,8 +1,7 @@
 // Apply clients: the operator's own, and one per tenant ServiceAccount (spec.serviceAccountName) that
 // carries a short-lived token from the TokenRequest API, so a tenant's sync can do exactly what its
 // account may and nothing more. Works with every authenticator, unlike impersonation headers.
-import { createApplyClient, type ApplyClient } from '@syncline/apply';
-import { KubeConfig } from '@kubernetes/client-node';
+import { createApplyClient, type ApplyClient, type KubeConnection } from '@syncline/apply';
 import type { ApplyIdentity } from '../reconcile/configsync.ts';
 import { ServiceAccountError } from './errors.ts';
 import { KubeApiError, type KubeRest } from './rest.ts';
@@ -10,8 +9,8 @@ import { KubeApiError, type KubeRest } from './rest.ts';
 const TOKEN_SECONDS = 3600;
 
 
-export function createApplyClients(options: { kubeConfig: KubeConfig; rest: KubeRest; clock: { now(): Date } }): (identity: ApplyIdentity) => Promise<ApplyClient> {
-  const own = createApplyClient(options.kubeConfig);
+export function createApplyClients(options: { connection: KubeConnection; rest: KubeRest; clock: { now(): Date } }): (identity: ApplyIdentity) => Promise<ApplyClient> {
+  const own = createApplyClient(options.connection);
   const tenants = new Map<string, { client: Promise<ApplyClient>; renewAt: number }>();
   return async (identity) => {
     if (identity === undefined) return own;
@@ -31,16 +30,10 @@ export function createApplyClients(options: { kubeConfig: KubeConfig; rest: Kube
         if (error instanceof KubeApiError && error.status === 404) throw new ServiceAccountError(`the ServiceAccount ${key} named in spec.serviceAccountName does not exist`);
         throw error;
       }
-      const cluster = options.kubeConfig.getCurrentCluster();
-      if (cluster === null) throw new Error('the kubeconfig has no current cluster');
-      const kc = new KubeConfig();
-      kc.loadFromOptions({
-        clusters: [cluster],
-        users: [{ name: key, token }],
-        contexts: [{ name: key, cluster: cluster.name, user: key }],
-        currentContext: key,
-      });
-      return createApplyClient(kc);
+      // The cluster's TLS settings, the tenant's token: never the operator's own client certificate or password.
+      const { server, tls, proxyUrl } = options.connection;
+      const headers = Object.freeze({ Authorization: `Bearer ${token}` });
+      return createApplyClient({ server, proxyUrl, tls: { ca: tls.ca, rejectUnauthorized: tls.rejectUnauthorized, servername: tls.servername }, authHeaders: () => Promise.resolve(headers) });
     })();
     tenants.set(key, { client, renewAt: options.clock.now().getTime() + (TOKEN_SECONDS * 1000) / 2 });
     client.catch(() => tenants.delete(key));

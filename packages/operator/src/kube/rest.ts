@@ -1,10 +1,9 @@
 // A small Kubernetes REST client over node:https with keep-alive: the operator's watches, status
 // patches, events and leases. Typed clients are not worth their per-call overhead on these hot paths.
-import type { KubeConfig } from '@kubernetes/client-node';
-import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
+import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import { createInterface } from 'node:readline';
-import { ApiError as KubeApiError } from '@syncline/apply';
+import { ApiError as KubeApiError, agentFor, toKubeConnection, type KubeConfigLike, type KubeConnection } from '@syncline/apply';
 
 /** The API server answered with an error status: the same class apply's client throws. */
 export { ApiError as KubeApiError } from '@syncline/apply';
@@ -34,34 +33,36 @@ function url(server: string, path: string, query: KubeRequest['query']): URL {
   return u;
 }
 
-export async function createKubeRest(kc: KubeConfig, options: { userAgent?: string } = {}): Promise<KubeRest> {
-  const cluster = kc.getCurrentCluster();
-  if (cluster === null) throw new Error('the kubeconfig has no current cluster');
-  const server = cluster.server;
-  const base: RequestOptions = {};
-  await kc.applyToHTTPSOptions(base);
-  const agent = new Agent({ keepAlive: true, maxSockets: 32, ca: base.ca, cert: base.cert, key: base.key, rejectUnauthorized: base.rejectUnauthorized });
-  const headers = { ...(base.headers as Record<string, string> | undefined), 'User-Agent': options.userAgent ?? 'syncline' };
+/** A REST client for a connection (or for a client-node KubeConfig's current context: tests and benches). */
+export async function createKubeRest(target: KubeConnection | KubeConfigLike, options: { userAgent?: string } = {}): Promise<KubeRest> {
+  const connection = await toKubeConnection(target);
+  const server = connection.server;
+  const agent = agentFor(connection, { maxSockets: 32 });
+  const userAgent = options.userAgent ?? 'syncline';
   const isHttps = server.startsWith('https:');
 
   const send = (req: KubeRequest, onResponse: (status: number, body: NodeJS.ReadableStream) => void, reject: (error: Error) => void): void => {
     const target = url(server, req.path, req.query);
     const payload = req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body);
-    const opts: RequestOptions = {
-      method: req.method,
-      agent: isHttps ? agent : undefined,
-      headers: {
-        ...headers,
-        Accept: 'application/json',
-        ...(payload !== undefined ? { 'Content-Type': req.contentType ?? 'application/json', 'Content-Length': Buffer.byteLength(payload) } : {}),
-      },
-      signal: req.signal,
-      timeout: req.timeoutMs,
-    };
-    const r = (isHttps ? httpsRequest : httpRequest)(target, opts, (res) => onResponse(res.statusCode ?? 0, res));
-    r.on('error', reject);
-    r.on('timeout', () => r.destroy(new Error(`${req.method} ${req.path}: timed out after ${req.timeoutMs}ms`)));
-    r.end(payload);
+    connection.authHeaders().then((auth) => {
+      const opts: RequestOptions = {
+        method: req.method,
+        agent: isHttps ? agent : undefined,
+        auth: connection.basicAuth,
+        headers: {
+          ...auth,
+          'User-Agent': userAgent,
+          Accept: 'application/json',
+          ...(payload !== undefined ? { 'Content-Type': req.contentType ?? 'application/json', 'Content-Length': Buffer.byteLength(payload) } : {}),
+        },
+        signal: req.signal,
+        timeout: req.timeoutMs,
+      };
+      const r = (isHttps ? httpsRequest : httpRequest)(target, opts, (res) => onResponse(res.statusCode ?? 0, res));
+      r.on('error', reject);
+      r.on('timeout', () => r.destroy(new Error(`${req.method} ${req.path}: timed out after ${req.timeoutMs}ms`)));
+      r.end(payload);
+    }, reject);
   };
 
   return {

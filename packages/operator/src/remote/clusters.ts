@@ -2,8 +2,7 @@
 // and cached per cluster and credentials version, so a rotated token takes effect at the next use without a
 // restart and an unchanged one costs no request. Each client has keep-alive connections and a request
 // timeout of its own, so one slow cluster fails only its own targets.
-import { KubeConfig } from '@kubernetes/client-node';
-import { createApplyClient, type ApplyClient } from '@syncline/apply';
+import { createApplyClient, type ApplyClient, type KubeConnection } from '@syncline/apply';
 import type { RemoteCluster, RemoteClusterSpec } from '../api/v1alpha1.ts';
 import { KubeApiError, createKubeRest, type KubeRest } from '../kube/rest.ts';
 import { InvalidCredentialsError, credentialsFromParts, parseKubeconfig, type CredentialOptions, type RemoteCredentials } from './credentials.ts';
@@ -87,9 +86,9 @@ export function createRemoteClusters(options: RemoteClustersOptions): RemoteClus
 
   const build = async (namespace: string, name: string, key: string, spec: RemoteClusterSpec): Promise<RemoteClients> => {
     const credentials = await credentialsOf(namespace, name, spec);
-    const kc = toKubeConfig(`${namespace}-${name}`, credentials);
+    const connection = toKubeConnection(credentials);
     const timeout = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-    const [rest, apply] = await Promise.all([createKubeRest(kc, { userAgent: 'syncline-operator' }), createApplyClient(kc, { requestTimeoutMs: timeout })]);
+    const [rest, apply] = await Promise.all([createKubeRest(connection, { userAgent: 'syncline-operator' }), createApplyClient(connection, { requestTimeoutMs: timeout })]);
     return { key, cluster: `${namespace}/${name}`, server: credentials.server, rest, apply };
   };
 
@@ -116,31 +115,21 @@ export function createRemoteClusters(options: RemoteClustersOptions): RemoteClus
   };
 }
 
-/** An in-memory KubeConfig: nothing is written to disk and nothing in it can run or read a file. */
-export function toKubeConfig(name: string, credentials: RemoteCredentials): KubeConfig {
-  const kc = new KubeConfig();
+/** The connection of checked credentials: everything in memory; nothing in it can run or read a file. */
+export function toKubeConnection(credentials: RemoteCredentials): KubeConnection {
   const { auth } = credentials;
-  kc.loadFromOptions({
-    clusters: [
-      {
-        name,
-        server: credentials.server,
-        skipTLSVerify: credentials.insecureSkipTLSVerify === true,
-        ...(credentials.caData === undefined ? {} : { caData: Buffer.from(credentials.caData).toString('base64') }),
-        ...(credentials.tlsServerName === undefined ? {} : { tlsServerName: credentials.tlsServerName }),
-      },
-    ],
-    users: [
-      auth.kind === 'token'
-        ? { name, token: auth.token }
-        : auth.kind === 'clientCertificate'
-          ? { name, certData: Buffer.from(auth.certData).toString('base64'), keyData: Buffer.from(auth.keyData).toString('base64') }
-          : { name, username: auth.username, password: auth.password },
-    ],
-    contexts: [{ name, cluster: name, user: name }],
-    currentContext: name,
-  });
-  return kc;
+  const headers: Readonly<Record<string, string>> = Object.freeze<Record<string, string>>(auth.kind === 'token' ? { Authorization: `Bearer ${auth.token}` } : {});
+  return {
+    server: credentials.server,
+    tls: {
+      ...(credentials.caData === undefined ? {} : { ca: credentials.caData }),
+      ...(credentials.insecureSkipTLSVerify === true ? { rejectUnauthorized: false } : {}),
+      ...(credentials.tlsServerName === undefined ? {} : { servername: credentials.tlsServerName }),
+      ...(auth.kind === 'clientCertificate' ? { cert: auth.certData, key: auth.keyData } : {}),
+    },
+    ...(auth.kind === 'basic' ? { basicAuth: `${auth.username}:${auth.password}` } : {}),
+    authHeaders: () => Promise.resolve(headers),
+  };
 }
 
 /** Probe: who answers, with which version; a 401/403 is Unauthorized, no answer is Unreachable. */
