@@ -89,6 +89,12 @@ export interface ResolveRequest {
    * and credentials). Omitted or 0: list the refs now. Concurrent callers always share one request.
    */
   maxAgeMs?: number | undefined;
+  /**
+   * Accept a listing (done or in flight) that started at or after this time (epoch ms, the source's clock),
+   * whatever `maxAgeMs` says: a webhook or reconcile request received at T is answered by any listing begun
+   * after T, so 200 syncs woken by one push share one listing instead of making 200.
+   */
+  startedAfter?: number | undefined;
 }
 
 export interface FetchRequest {
@@ -240,14 +246,17 @@ export function createGitSource(options: GitSourceOptions): GitSource {
   const LISTING_IN_FLIGHT = -1;
   // One ref listing per (repository, credentials), shared: concurrent callers wait for the same request, and
   // a caller that accepts an age (the operator: half its refresh interval) reuses a recent one. A webhook or a
-  // reconcile request asks for a fresh one (maxAgeMs 0).
-  const listings = new Map<string, { at: number; refs: Promise<AdvertisedRef[]> }>();
+  // reconcile request asks for one that started after it was received (startedAfter), or a new one (maxAgeMs 0).
+  const listings = new Map<string, { startedAt: number; at: number; refs: Promise<AdvertisedRef[]> }>();
   const listRefs = (op: Operation, req: ResolveRequest): Promise<AdvertisedRef[]> => {
     const key = createHash('sha256').update(op.url).update('\0').update(JSON.stringify(req.auth ?? null)).digest('hex');
     const now = clock.now();
     const known = listings.get(key);
-    if (known !== undefined && (now - known.at < (req.maxAgeMs ?? 0) || known.at === LISTING_IN_FLIGHT)) return known.refs;
-    const entry = { at: LISTING_IN_FLIGHT, refs: listAdvertisedRefs(uploadPack(op)) };
+    if (known !== undefined) {
+      const fresh = req.startedAfter !== undefined ? known.startedAt >= req.startedAfter : known.at === LISTING_IN_FLIGHT;
+      if (fresh || (known.at !== LISTING_IN_FLIGHT && now - known.at < (req.maxAgeMs ?? 0))) return known.refs;
+    }
+    const entry = { startedAt: now, at: LISTING_IN_FLIGHT, refs: listAdvertisedRefs(uploadPack(op)) };
     listings.set(key, entry);
     entry.refs.then(
       () => {
