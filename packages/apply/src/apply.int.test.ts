@@ -22,6 +22,7 @@ import {
   type KubeObject,
   type Owner,
   type Policy,
+  ownerHash,
 } from './index.ts';
 
 const kc = testKubeConfig();
@@ -64,7 +65,8 @@ type SyncOptions = { owner: Owner; inventory?: Inventory; policy?: Policy; drift
 async function sync(desired: KubeObject[], options: SyncOptions): Promise<ChangeSet> {
   const client = options.client ?? admin;
   const inventory = options.inventory ?? [];
-  const live = await readLive({ client, desired, inventory });
+  // Reads as the operator does: the owner's objects by label, the rest one by one.
+  const live = await readLive({ client, desired, inventory, owner: options.owner });
   const plan = planApply({ desired, inventory, live, owner: options.owner, ...(options.policy ? { policy: options.policy } : {}), ...(options.drift ? { drift: options.drift } : {}), ...(options.allowEmpty ? { allowEmpty: true } : {}) });
   return executePlan(plan, { client });
 }
@@ -80,6 +82,64 @@ const exists = async (namespace: string, name: string): Promise<boolean> =>
     if (isNotFound(error)) return false;
     throw error;
   });
+
+/** Counts a client's reads: LISTs (with or without a label selector) and GETs. */
+function readCounting(inner: ApplyClient): ApplyClient & { lists: { selector: string | undefined }[]; gets: number } {
+  const counted = {
+    ...inner,
+    lists: [] as { selector: string | undefined }[],
+    gets: 0,
+    list: (...args: Parameters<ApplyClient['list']>) => {
+      counted.lists.push({ selector: args[0].labelSelector });
+      return inner.list(...args);
+    },
+    get: (...args: Parameters<ApplyClient['get']>) => {
+      counted.gets++;
+      return inner.get(...args);
+    },
+  };
+  return counted;
+}
+
+describe('readLive with an owner: its own objects by label, never the whole namespace', () => {
+  it('lists by owner label, reads missing and foreign objects one by one, lists the scope when many are missing, and still finds unrecorded objects', async () => {
+    await using ns = await testNamespace();
+    const owner = ownerIn(ns.name);
+    // given a namespace shared with 30 objects of other owners and one unmarked object the render names
+    await Promise.all(Array.from({ length: 30 }, (_, i) => admin.apply(cm(ns.name, `other-${i}`), { fieldManager: 'someone', force: true })));
+    await core.createNamespacedConfigMap({ namespace: ns.name, body: { metadata: { name: 'unmarked' }, data: { k: 'theirs' } } });
+    const first = await sync([cm(ns.name, 'a'), cm(ns.name, 'b'), cm(ns.name, 'unmarked')], { owner });
+    expect(actions(first)).toEqual({ [`/ConfigMap/${ns.name}/a`]: 'created', [`/ConfigMap/${ns.name}/b`]: 'created', [`/ConfigMap/${ns.name}/unmarked`]: 'skipped' });
+
+    // when the owner's objects are read again, then one selected LIST returns exactly them; the unmarked one is read by GET
+    const counting = readCounting(admin);
+    const desired = [cm(ns.name, 'a'), cm(ns.name, 'b'), cm(ns.name, 'unmarked')];
+    const live = await readLive({ client: counting, desired, inventory: first.inventory, owner });
+    expect(counting.lists).toEqual([{ selector: `syncline.dev/owner=${ownerHash(owner)}` }]);
+    expect([...live.objects.keys()].sort()).toEqual([`/ConfigMap/${ns.name}/a`, `/ConfigMap/${ns.name}/b`]);
+    expect([...(live.unresolved ?? [])]).toEqual([`/ConfigMap/${ns.name}/unmarked`]);
+    const again = await executePlan(planApply({ desired, inventory: first.inventory, live, owner }), { client: counting });
+    expect(actions(again)).toEqual({ [`/ConfigMap/${ns.name}/a`]: 'unchanged', [`/ConfigMap/${ns.name}/b`]: 'unchanged', [`/ConfigMap/${ns.name}/unmarked`]: 'skipped' });
+    expect(again.entries.find((e) => e.id.endsWith('/unmarked'))?.reason).toMatch(/^Conflict: the object exists and is not managed by Syncline/);
+    expect(counting.gets).toBe(1);
+
+    // when an object of ours never reached the inventory (a lost status write), then it is still found and pruned
+    const lost = await sync([cm(ns.name, 'a'), cm(ns.name, 'b'), cm(ns.name, 'lost')], { owner, inventory: first.inventory });
+    expect(actions(lost)[`/ConfigMap/${ns.name}/lost`]).toBe('created');
+    const pruned = await sync([cm(ns.name, 'a'), cm(ns.name, 'b')], { owner, inventory: first.inventory });
+    expect(actions(pruned)[`/ConfigMap/${ns.name}/lost`]).toBe('deleted');
+    expect(await exists(ns.name, 'lost')).toBe(false);
+    expect(await exists(ns.name, 'other-0')).toBe(true);
+
+    // when more objects are missing than are worth reading one by one, then the scope is listed once instead
+    const many = Array.from({ length: 20 }, (_, i) => cm(ns.name, `new-${i}`));
+    const wide = readCounting(admin);
+    const fresh = await readLive({ client: wide, desired: many, inventory: [], owner });
+    expect(wide.lists.map((l) => l.selector)).toEqual([`syncline.dev/owner=${ownerHash(owner)}`, undefined]);
+    expect(fresh.unresolved?.size ?? 0).toBe(0);
+    expect(fresh.objects.has(`/ConfigMap/${ns.name}/other-0`)).toBe(true);
+  });
+});
 
 describe('executePlan against the real API server', () => {
   it('creates, then finds everything unchanged without a write, then configures what changed', async () => {

@@ -44,8 +44,8 @@ export type Discovery = {
 export type ApplyClient = {
   /** Cached discovery; `refresh` reads it again (after a CRD was established). */
   discovery(options?: { refresh?: boolean }): Promise<Discovery>;
-  /** All objects of a (group, Kind, namespace) scope, `namespace` '' for cluster-scoped kinds. */
-  list(scope: { group: string; kind: string; namespace: string }, signal?: AbortSignal): Promise<KubeObject[]>;
+  /** Every object of a kind in a namespace ('' for cluster-scoped), or only those matching `labelSelector`. */
+  list(scope: { group: string; kind: string; namespace: string; labelSelector?: string }, signal?: AbortSignal): Promise<KubeObject[]>;
   /** One object by id; undefined when it does not exist (or its kind is not served). */
   get(id: string, signal?: AbortSignal): Promise<KubeObject | undefined>;
   /** Server-side apply. The stored object is not returned: parsing 1,000 responses costs CPU the API server needs. */
@@ -325,7 +325,7 @@ export async function createApplyClient(target: KubeConnection | KubeConfigLike,
 
   const client: ApplyClient = {
     discovery,
-    async list({ group, kind, namespace }, signal) {
+    async list({ group, kind, namespace, labelSelector }, signal) {
       const info = await infoFor(group, kind);
       if (info === undefined) throw notServed(`${group}/${kind}`);
       if (info.namespaced && namespace === '') throw new ApiError({ status: 400, reason: 'BadRequest', message: `${group}/${kind} is namespaced and the object names no namespace` });
@@ -336,7 +336,7 @@ export async function createApplyClient(target: KubeConnection | KubeConfigLike,
         const page = await send<{ items: KubeObject[]; metadata?: { continue?: string } }>({
           method: 'GET',
           path: resourcePath(info, namespace),
-          query: { limit: '1000', ...(cont === undefined ? {} : { continue: cont }) },
+          query: { limit: '1000', ...(labelSelector === undefined ? {} : { labelSelector }), ...(cont === undefined ? {} : { continue: cont }) },
           signal,
         });
         // List items carry no apiVersion/kind. Set in place: the parsed page is ours, and a copy of each of 1,000

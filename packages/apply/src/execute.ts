@@ -1,7 +1,7 @@
 // The I/O half of apply: reads live state with LISTs, runs a plan tier by tier with bounded parallelism and
 // turns every API error into a per-object result. Bookkeeping follows confirmed side effects only.
 import { ApiError, type ApplyClient } from './client.ts';
-import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, ownedBy, objectId, parseObjectId, scopeOf, type KubeObject } from './identity.ts';
+import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, OWNER_LABEL, ownedBy, ownerHash, objectId, parseObjectId, scopeOf, type KubeObject, type Owner } from './identity.ts';
 import type { Inventory, InventoryEntry } from './inventory.ts';
 import { healthNeedsLiveObject, healthOf, type Health } from './health.ts';
 import { planObject, planStale, type LiveState, type Plan, type PlanStep } from './plan.ts';
@@ -94,29 +94,57 @@ function describeError(error: unknown): string {
 }
 
 /**
+ * Above this many objects of a scope missing from the owner's LIST, one LIST of the whole scope is cheaper than
+ * reading them one by one (a first apply into a namespace, a sync whose labels were stripped).
+ */
+const MAX_SINGLE_READS_PER_SCOPE = 16;
+
+/**
  * Live state for a set of objects: one LIST per (group, Kind, namespace) they live in. A scope that cannot be
  * listed (forbidden, kind not served yet) is marked unknown and its objects are read one by one later.
+ *
+ * With `owner`, each scope is listed with the owner's label selector: a sync in a namespace of 5,000 objects
+ * reads its own few, not all of them (200 syncs sharing a namespace made this quadratic). What that cannot
+ * show (an object that does not exist yet, or exists without our mark) is read one by one by the executor;
+ * when more than MAX_SINGLE_READS_PER_SCOPE of a scope are missing, the whole scope is listed instead.
  */
 export async function readLive(options: {
   client: ApplyClient;
   desired: readonly KubeObject[];
   inventory: Inventory;
+  owner?: Owner;
   concurrency?: number;
   signal?: AbortSignal;
 }): Promise<LiveState> {
-  const scopes = new Set<string>([...options.desired.map((o) => scopeOf(objectId(o))), ...options.inventory.map((e) => scopeOf(e.id))]);
+  const idsByScope = new Map<string, Set<string>>();
+  for (const id of [...options.desired.map((o) => objectId(o)), ...options.inventory.map((e) => e.id)]) {
+    const scope = scopeOf(id);
+    idsByScope.set(scope, (idsByScope.get(scope) ?? new Set()).add(id));
+  }
   const objects = new Map<string, KubeObject>();
   const unknownScopes = new Set<string>();
-  await pool([...scopes], options.concurrency ?? DEFAULT_CONCURRENCY, async (scope) => {
+  const unresolved = new Set<string>();
+  const selector = options.owner === undefined ? undefined : `${OWNER_LABEL}=${ownerHash(options.owner)}`;
+  await pool([...idsByScope], options.concurrency ?? DEFAULT_CONCURRENCY, async ([scope, ids]) => {
     const [group = '', kind = '', namespace = ''] = scope.split('/');
     try {
+      if (selector !== undefined) {
+        const owned = new Map((await options.client.list({ group, kind, namespace, labelSelector: selector }, options.signal)).map((o) => [objectId(o), o]));
+        const missing = [...ids].filter((id) => !owned.has(id));
+        // Marked ours but not asked about: kept, so the planner can prune what a lost status write left unrecorded.
+        for (const [id, obj] of owned) objects.set(id, obj);
+        if (missing.length <= MAX_SINGLE_READS_PER_SCOPE) {
+          for (const id of missing) unresolved.add(id);
+          return;
+        }
+      }
       for (const obj of await options.client.list({ group, kind, namespace }, options.signal)) objects.set(objectId(obj), obj);
     } catch (error) {
       if (options.signal?.aborted === true) throw error;
       unknownScopes.add(scope);
     }
   });
-  return { objects, unknownScopes };
+  return { objects, unknownScopes, unresolved };
 }
 
 type Outcome = { entry: ChangeSetEntry; inventory?: InventoryEntry };
@@ -345,6 +373,8 @@ export async function readHealth(options: {
   entries: readonly ChangeSetEntry[];
   desired: readonly KubeObject[];
   live: LiveState;
+  /** The objects' owner: a read-back LIST then asks for its objects only (what was written carries its mark). */
+  owner?: Owner;
   concurrency?: number;
   signal?: AbortSignal;
 }): Promise<Map<string, Health>> {
@@ -377,7 +407,8 @@ export async function readHealth(options: {
     }
     const [group = '', kind = '', namespace = ''] = scope.split('/');
     try {
-      const listed = new Map((await options.client.list({ group, kind, namespace }, options.signal)).map((o) => [objectId(o), o]));
+      const labelSelector = options.owner === undefined ? undefined : `${OWNER_LABEL}=${ownerHash(options.owner)}`;
+      const listed = new Map((await options.client.list({ group, kind, namespace, ...(labelSelector === undefined ? {} : { labelSelector }) }, options.signal)).map((o) => [objectId(o), o]));
       for (const id of ids) judge(id, listed.get(id));
     } catch (error) {
       if (options.signal?.aborted === true) throw error;

@@ -141,6 +141,13 @@ describe('planApply', () => {
     expect(p.apply.map((s) => s.type)).toEqual(['resolve', 'skip']);
   });
 
+  it('defers ids the owner-selected LIST could not show to the executor: a desired one is resolved, a stale one resolved before pruning', () => {
+    const live = { objects: liveOf(stored(cm('listed'))).objects, unresolved: new Set(['/ConfigMap/app/missing', '/ConfigMap/app/gone']) };
+    const p = plan({ desired: [cm('listed'), cm('missing'), cm('new', { k: 'v' }, 'other')], inventory: [{ id: '/ConfigMap/app/listed' }, { id: '/ConfigMap/app/gone' }], live });
+    expect(p.apply.map((s) => `${s.type} ${s.id}`)).toEqual(['unchanged /ConfigMap/app/listed', 'resolve /ConfigMap/app/missing', 'apply /ConfigMap/other/new']);
+    expect(summary(p.prune)).toEqual(['resolveStale /ConfigMap/app/gone']);
+  });
+
   it('writes a digest of the marked object that ignores a stale digest in the input', () => {
     const once = withOwnership(cm('a'), owner);
     const twice = withOwnership(once, owner);

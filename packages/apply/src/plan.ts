@@ -44,12 +44,14 @@ export type DriftMode = (typeof DriftMode)[keyof typeof DriftMode];
 
 /**
  * Live state of the objects a plan touches. `objects` is keyed by objectId; an id whose (group/Kind/namespace)
- * scope is in `unknownScopes` could not be listed (forbidden, kind not served yet) and is read again by the
- * executor. Any other id missing from `objects` does not exist.
+ * scope is in `unknownScopes` could not be listed (forbidden, kind not served yet), and an id in `unresolved`
+ * was not among what was listed (only the owner's objects were): both are read again by the executor. Any other
+ * id missing from `objects` does not exist.
  */
 export type LiveState = {
   readonly objects: ReadonlyMap<string, KubeObject>;
   readonly unknownScopes?: ReadonlySet<string>;
+  readonly unresolved?: ReadonlySet<string>;
 };
 
 /** Apply order: Namespaces, CRDs, other cluster-scoped objects, namespaced objects. Deletion runs in reverse. */
@@ -208,7 +210,7 @@ export function planStale(id: string, live: KubeObject | undefined, context: Pla
 function lookup(live: LiveState, id: string): KubeObject | undefined | 'unknown' {
   const found = live.objects.get(id);
   if (found !== undefined) return found;
-  return live.unknownScopes?.has(scopeOf(id)) === true ? 'unknown' : undefined;
+  return live.unknownScopes?.has(scopeOf(id)) === true || live.unresolved?.has(id) === true ? 'unknown' : undefined;
 }
 
 /** Plans an apply: what to write, what is already there, what to prune. Pure. */

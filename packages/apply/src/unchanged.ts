@@ -49,7 +49,7 @@ export function applyFingerprint(input: FingerprintInput): string {
  */
 export function recordNoop(fingerprint: string, input: { desired: readonly KubeObject[]; inventory: Inventory; live: LiveState; changes: ChangeSet }): NoopRecord | undefined {
   const { changes } = input;
-  if (changes.blocked !== undefined || (input.live.unknownScopes?.size ?? 0) > 0) return undefined;
+  if (changes.blocked !== undefined || (input.live.unknownScopes?.size ?? 0) > 0 || (input.live.unresolved?.size ?? 0) > 0) return undefined;
   if (changes.entries.length !== input.desired.length || changes.entries.some((e) => e.action !== 'unchanged')) return undefined;
   if (!sameInventory(changes.inventory, input.inventory)) return undefined;
   const versions = new Map<string, string>();

@@ -50,6 +50,8 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     cacheMaxBytes: flags.cacheMaxBytes !== undefined ? Number(flags.cacheMaxBytes) : undefined,
     allowInsecureHttp: flags.allowInsecureHttp === true,
     onFetch: (event) => metrics.gitCacheHits.inc({ outcome: event.cached ? 'hit' : 'miss' }),
+    // One line per closing of a host's gate (not per waiting request): every sync of that host waits it out.
+    onRateLimited: (event) => logger.warn({ host: event.host, status: event.status, waitMs: event.waitMs }, 'the Git host rate-limited us; every request to it waits'),
   });
   const identity = `${hostname()}-${process.pid}`;
   const podNamespace = env['POD_NAMESPACE'];

@@ -98,6 +98,8 @@ export function startManager(options: ManagerOptions): Manager {
     }
   };
 
+  /** When a push or a change of the object last asked a ConfigSync (`namespace/name`) to look at its source now. */
+  const freshRequests = new Map<string, number>();
   const configSyncs = new Informer({
     rest,
     path: collection('syncline.dev', 'v1alpha1', 'configsyncs'),
@@ -110,10 +112,15 @@ export function startManager(options: ManagerOptions): Manager {
         // shard (no deletionTimestamp: nothing is pruned, the new shard adopts the inventory as it stands).
         queue.forget(objectKey(object));
         forgetNoops(objectKey(object));
+        freshRequests.delete(objectKey(object));
         leftShard('configsync', objectKey(object));
       }
       // Our own status writes come back as MODIFIED: they change nothing to act on.
-      else if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous as unknown as ConfigSync, cs)) queue.add(objectKey(object));
+      else if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous as unknown as ConfigSync, cs)) {
+        // A new spec or a reconcile request looks at the source as it is from now on (a ref listing begun later).
+        freshRequests.set(objectKey(object), options.clock.now().getTime());
+        queue.add(objectKey(object));
+      }
       // spec.dependsOn: a dependency that became Ready (or stopped being Ready, or left) wakes its dependents.
       if (type !== 'MODIFIED' || previous === undefined || readiness(previous as unknown as ConfigSync) !== readiness(cs)) {
         const namespace = cs.metadata.namespace ?? 'default';
@@ -450,10 +457,13 @@ export function startManager(options: ManagerOptions): Manager {
         }))
       : undefined;
 
-  const freshRequests = new Set<string>();
   const reconcile = createConfigSyncReconciler({
     ...options,
-    takeFreshRequest: (key) => freshRequests.delete(key),
+    takeFreshRequest: (key) => {
+      const at = freshRequests.get(key);
+      freshRequests.delete(key);
+      return at;
+    },
     remote,
     targetBackoff,
     remoteWatchesHealthy: (cluster) => [...managed].filter(([scope]) => scope.startsWith(`${cluster.key}|`)).every(([, informer]) => informer.synced && informer.healthy),
@@ -541,7 +551,7 @@ export function startManager(options: ManagerOptions): Manager {
     isLeader: () => leader,
     enqueue: (key) => {
       // A push: this run must see the branch as it is now, not a shared listing from before the push.
-      freshRequests.add(key);
+      freshRequests.set(key, options.clock.now().getTime());
       queue.add(key);
     },
     configSyncs: () => configSyncs.list() as unknown as ConfigSync[],

@@ -42,7 +42,7 @@ async function simulate(calls: readonly Call[], latency: (n: number) => number) 
     await completeUntil(call.at);
     now = call.at;
     const listingsBefore = started.length;
-    const result = listings.get('repo', call.maxAgeMs, () => {
+    const result = listings.get('repo', { maxAgeMs: call.maxAgeMs }, () => {
       const n = started.length;
       const listing = { at: now, forced: call.maxAgeMs === 0, endedAt: now + latency(n) };
       started.push(listing);
@@ -133,13 +133,13 @@ describe('SharedListings', () => {
     };
 
     // when / then
-    expect(await listings.get('repo', 15_000, list('ok'))).toBe('listing 1');
+    expect(await listings.get('repo', { maxAgeMs: 15_000 }, list('ok'))).toBe('listing 1');
     now += 15_000;
-    expect(await listings.get('repo', 15_000, list('ok'))).toBe('listing 1');
-    expect(await listings.get('repo', 0, list('ok'))).toBe('listing 2');
+    expect(await listings.get('repo', { maxAgeMs: 15_000 }, list('ok'))).toBe('listing 1');
+    expect(await listings.get('repo', { maxAgeMs: 0 }, list('ok'))).toBe('listing 2');
     now += 15_001;
-    await expect(listings.get('repo', 15_000, list('fail'))).rejects.toThrow('listing 3 failed');
-    expect(await listings.get('repo', 15_000, list('ok'))).toBe('listing 4');
-    expect(await listings.get('other', 15_000, list('ok'))).toBe('listing 5');
+    await expect(listings.get('repo', { maxAgeMs: 15_000 }, list('fail'))).rejects.toThrow('listing 3 failed');
+    expect(await listings.get('repo', { maxAgeMs: 15_000 }, list('ok'))).toBe('listing 4');
+    expect(await listings.get('other', { maxAgeMs: 15_000 }, list('ok'))).toBe('listing 5');
   });
 });

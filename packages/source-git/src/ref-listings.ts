@@ -8,6 +8,10 @@
 // for such callers are more than W apart, and any span of 2·W (the operator's refresh interval) holds at
 // most two of them, however the resyncs arrive. Listings forced by maxAgeMs 0 come on top, and so do the
 // ones that follow a failed listing (a failure is not kept: the next caller asks again).
+//
+// A caller woken by a push at T (a webhook, a reconcile request) passes startedAfter T: any listing begun at or
+// after T has seen the push, so the syncs one push wakes share one listing; a listing begun before T, even one
+// still in flight, may have missed it and is not shared.
 
 export interface SharedListingsOptions {
   /** Milliseconds; the GitSource's clock. */
@@ -32,11 +36,16 @@ export class SharedListings<T> {
     this.#maxEntries = opts.maxEntries ?? 1_000;
   }
 
-  /** The listing for `key` if one is in flight or started at most `maxAgeMs` ago (0: never), else a new one from `list`. */
-  get(key: string, maxAgeMs: number, list: () => Promise<T>): Promise<T> {
+  /**
+   * The listing for `key` if one is in flight or started at most `maxAgeMs` ago (0: never), else a new one
+   * from `list`. With `startedAfter`, only a listing begun at or after it is shared (in flight or done).
+   */
+  get(key: string, freshness: { readonly maxAgeMs: number; readonly startedAfter?: number | undefined }, list: () => Promise<T>): Promise<T> {
     const now = this.#now();
     const known = this.#entries.get(key);
-    if (known !== undefined && (known.inFlight || (maxAgeMs > 0 && now - known.startedAt <= maxAgeMs))) return known.result;
+    const { maxAgeMs, startedAfter } = freshness;
+    const current = (listing: Listing<T>): boolean => (startedAfter === undefined ? listing.inFlight : listing.startedAt >= startedAfter);
+    if (known !== undefined && (current(known) || (maxAgeMs > 0 && now - known.startedAt <= maxAgeMs))) return known.result;
     const entry: Listing<T> = { startedAt: now, inFlight: true, result: list() };
     this.#entries.delete(key);
     this.#entries.set(key, entry);

@@ -107,6 +107,35 @@ describe('resolveRevision', () => {
     expect(server.requests(repo.name).infoRefs).toBe(4);
   });
 
+  it('answers requests woken at T with a listing begun at or after T, shared; a listing begun before T is not fresh enough, even in flight', async () => {
+    // given a source on a clock the test moves, and a listing made at T0
+    const repo = await newRepo();
+    const first = await repo.commit({ 'a.yaml': 'a: 1\n' });
+    let now = 2_000_000;
+    const { source } = await newSource({ clock: { now: () => now } });
+    server.resetRequests();
+    const before = source.resolveRevision({ repo: repo.url, revision: 'main', maxAgeMs: 15_000 });
+
+    // when a push lands and its webhook wakes 50 syncs at T1 (while the older listing may still be in flight)
+    const second = await repo.commit({ 'a.yaml': 'a: 2\n' });
+    now += 1;
+    const wokenAt = now;
+    const woken = await Promise.all(Array.from({ length: 50 }, () => source.resolveRevision({ repo: repo.url, revision: 'main', maxAgeMs: 0, startedAfter: wokenAt })));
+
+    // then they all see the push, through one new listing
+    expect(await before).toBe(first);
+    expect(new Set(woken)).toEqual(new Set([second]));
+    expect(server.requests(repo.name).infoRefs).toBe(2);
+
+    // and a sync woken by the same push that runs later shares that listing too
+    now += 5_000;
+    expect(await source.resolveRevision({ repo: repo.url, revision: 'main', maxAgeMs: 0, startedAfter: wokenAt })).toBe(second);
+    expect(server.requests(repo.name).infoRefs).toBe(2);
+    // while a later wake lists again
+    expect(await source.resolveRevision({ repo: repo.url, revision: 'main', maxAgeMs: 0, startedAfter: now })).toBe(second);
+    expect(server.requests(repo.name).infoRefs).toBe(3);
+  });
+
   it.each([
     ['', 'InvalidRevision', /revision is empty/],
     ['  ', 'InvalidRevision', /revision is empty/],

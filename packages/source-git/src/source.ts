@@ -96,6 +96,12 @@ export interface ResolveRequest {
    * Callers passing W cause at most two listings in any 2·W (ref-listings.ts).
    */
   maxAgeMs?: number | undefined;
+  /**
+   * Accept a listing (done or in flight) that started at or after this time (epoch ms, the source's clock),
+   * whatever `maxAgeMs` says: a webhook or reconcile request received at T is answered by any listing begun
+   * after T, so 200 syncs woken by one push share one listing instead of making 200.
+   */
+  startedAfter?: number | undefined;
 }
 
 export interface FetchRequest {
@@ -248,7 +254,7 @@ export function createGitSource(options: GitSourceOptions): GitSource {
   const listings = new SharedListings<AdvertisedRef[]>({ now: () => clock.now() });
   const listRefs = (op: Operation, req: ResolveRequest): Promise<AdvertisedRef[]> => {
     const key = createHash('sha256').update(op.url).update('\0').update(JSON.stringify(req.auth ?? null)).digest('hex');
-    return listings.get(key, req.maxAgeMs ?? 0, () => listAdvertisedRefs(uploadPack(op)));
+    return listings.get(key, { maxAgeMs: req.maxAgeMs ?? 0, startedAfter: req.startedAfter }, () => listAdvertisedRefs(uploadPack(op)));
   };
 
   async function resolveRevision(req: ResolveRequest): Promise<string> {

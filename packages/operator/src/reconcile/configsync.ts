@@ -56,8 +56,11 @@ export type ConfigSyncReconcilerDeps = {
   readonly remote?: RemoteClusters;
   /** Per-target backoff of remote targets whose cluster failed: the other targets are not held back. */
   readonly targetBackoff?: TargetBackoff;
-  /** True once per webhook wake of `namespace/name`: that run resolves the branch afresh. */
-  readonly takeFreshRequest?: (key: string) => boolean;
+  /**
+   * When a webhook or a change of the object last asked `namespace/name` to look at its source now (epoch ms),
+   * once: that run accepts only a ref listing begun after it.
+   */
+  readonly takeFreshRequest?: (key: string) => number | undefined;
   /** Whether the drift watches in a remote cluster are listed and healthy (undefined: not known). */
   readonly remoteWatchesHealthy?: (remote: RemoteClients) => boolean;
   /**
@@ -100,6 +103,8 @@ type SyncRun = {
    * see the branch as it is now: a webhook, a reconcile request or a spec change woke it.
    */
   readonly refAgeMs: number;
+  /** When refAgeMs is 0: a ref listing begun at or after this time (epoch ms) is fresh enough, shared by every sync woken together. */
+  readonly refStartedAfter: number | undefined;
   /** Set when spec.refreshInterval was clamped: the IntervalClamped condition says so. */
   readonly refreshAdjusted: string | undefined;
   readonly now: string;
@@ -160,6 +165,12 @@ export function createConfigSyncReconciler(deps: ConfigSyncReconcilerDeps): (key
 
 function startRun(deps: ConfigSyncReconcilerDeps, object: ConfigSync, spec: ConfigSyncSpec, log: Logger): SyncRun {
   const refresh = boundedInterval('refreshInterval', spec.refreshInterval, deps.intervalBounds ?? DEFAULT_INTERVAL_BOUNDS);
+  const now = deps.clock.now();
+  const wokenAt = deps.takeFreshRequest?.(objectKeyOf(object));
+  const fresh =
+    wokenAt !== undefined ||
+    object.status?.observedGeneration !== object.metadata.generation ||
+    (object.metadata.annotations?.[RECONCILE_REQUESTED_ANNOTATION] ?? object.status?.lastHandledReconcileAt) !== object.status?.lastHandledReconcileAt;
   return {
     deps,
     object,
@@ -167,14 +178,10 @@ function startRun(deps: ConfigSyncReconcilerDeps, object: ConfigSync, spec: Conf
     namespace: object.metadata.namespace ?? 'default',
     log,
     refreshMs: Math.min(jittered(refresh.ms, deps.random ?? Math.random), MAX_TIMER_MS),
-    refAgeMs:
-      deps.takeFreshRequest?.(objectKeyOf(object)) === true ||
-      object.status?.observedGeneration !== object.metadata.generation ||
-      (object.metadata.annotations?.[RECONCILE_REQUESTED_ANNOTATION] ?? object.status?.lastHandledReconcileAt) !== object.status?.lastHandledReconcileAt
-        ? 0
-        : Math.floor(refresh.ms / 2),
+    refAgeMs: fresh ? 0 : Math.floor(refresh.ms / 2),
+    refStartedAfter: fresh ? (wokenAt ?? now.getTime()) : undefined,
     refreshAdjusted: refresh.adjusted,
-    now: deps.clock.now().toISOString(),
+    now: now.toISOString(),
   };
 }
 
@@ -231,7 +238,7 @@ async function reconcileSource(run: SyncRun): Promise<Step<Source>> {
   const { deps, spec } = run;
   try {
     const auth = await readGitAuth(deps.rest, run.namespace, spec.source.git.secretRef?.name);
-    const revision = await timed(deps, 'resolve', () => deps.git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision, auth, maxAgeMs: run.refAgeMs }));
+    const revision = await timed(deps, 'resolve', () => deps.git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision, auth, maxAgeMs: run.refAgeMs, startedAfter: run.refStartedAfter }));
     const snapshot = await timed(deps, 'fetch', () => deps.git.fetchSnapshot({ repo: spec.source.git.repo, sha: revision, auth }));
     return { ok: true, value: { revision, files: await deps.git.readPath(snapshot, spec.source.git.path) } };
   } catch (error) {

@@ -118,7 +118,7 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
   let changes: ChangeSet;
   let live: LiveState;
   try {
-    live = await readLive({ client: input.client, desired: input.desired, inventory: previousInventory });
+    live = await readLive({ client: input.client, desired: input.desired, inventory: previousInventory, owner: input.owner });
     const plan = planApply({
       desired: input.desired,
       inventory: previousInventory,
@@ -134,7 +134,7 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
     const waveGate =
       input.health?.wait === true
         ? async ({ wave, entries }: WaveResult): Promise<string | undefined> => {
-            const report = summarizeHealth(await readHealth({ client: input.client, entries, desired: input.desired, live: observed }));
+            const report = summarizeHealth(await readHealth({ client: input.client, entries, desired: input.desired, live: observed, owner: input.owner }));
             const waiting = [...report.failed, ...report.progressing];
             return waiting.length === 0 ? undefined : `wave ${wave} is not healthy yet (${waiting.slice(0, 3).join('; ')}${waiting.length > 3 ? '; …' : ''})`;
           }
@@ -162,7 +162,7 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
     return outcome;
   }
   const heldBack = changes.heldBack === undefined ? [] : changes.entries.filter((e) => e.action === 'skipped' && e.reason?.startsWith('not applied yet: ') === true).map((e) => e.id);
-  const health = summarizeHealth(await readHealth({ client: input.client, entries: changes.entries, desired: input.desired, live }), heldBack);
+  const health = summarizeHealth(await readHealth({ client: input.client, entries: changes.entries, desired: input.desired, live, owner: input.owner }), heldBack);
   if (noop !== undefined && record !== undefined) noop.records.set(noop.key, { record, health });
   return { ...outcome, status: { ...outcome.status, health: health.counts }, health };
 }
