@@ -1,4 +1,4 @@
-// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N]`: N ConfigSyncs × 5 objects on one repo against the
+// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N] [--profile DIR]` (DIR gets the operator's CPU profile): N ConfigSyncs × 5 objects on one repo against the
 // real control plane and the real operator process. Prints time until all Ready, git fetches per new
 // commit, operator peak RSS, and for the steady state (nothing changing, refreshInterval 30s) the write
 // requests the API server counted (by verb, leases apart) and the operator's CPU time.
@@ -7,7 +7,7 @@ import { startOperator } from '@syncline/test-support';
 import { parseArgs } from 'node:util';
 import { benchEnvironment, cpuSeconds, diff, peakRss, pool, requestCounts, sleep, writeRequests } from './_environment.ts';
 
-const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' } } });
+const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' } } });
 const SYNCS = Number(flags.syncs);
 const STEADY_SECONDS = Number(flags.steady);
 const namespace = 'bench';
@@ -21,7 +21,7 @@ const template = (i: number, rev: string): string =>
 const commitAll = (rev: string): Promise<string> => repo.commit(Object.fromEntries([1, 2, 3, 4, 5].map((i) => [`app/cm-${i}.yaml.hbs`, template(i, rev)])));
 const first = await commitAll('one');
 
-await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', namespace, ...(flags.concurrency === undefined ? [] : ['--concurrency', flags.concurrency])] }); // info level: startOperator waits for the 'syncline started' line
+await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', namespace, ...(flags.concurrency === undefined ? [] : ['--concurrency', flags.concurrency])], ...(flags.profile === undefined ? {} : { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${flags.profile}`] }) }); // info level: startOperator waits for the 'syncline started' line
 
 const progress = (line: string): void => console.error(`[bench] ${line}`);
 progress(`control plane, Git server and operator up; creating ${SYNCS} ConfigSyncs`);

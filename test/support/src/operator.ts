@@ -23,11 +23,18 @@ export type OperatorProcess = {
   [Symbol.asyncDispose](): Promise<void>;
 };
 
-export async function startOperator(options: { kubeconfig: string; args?: readonly string[]; cacheDir?: string; echo?: boolean }): Promise<OperatorProcess> {
+export async function startOperator(options: {
+  kubeconfig: string;
+  args?: readonly string[];
+  cacheDir?: string;
+  echo?: boolean;
+  /** Node's own flags for the operator process, e.g. `--cpu-prof` (a bench's --profile). */
+  nodeArgs?: readonly string[];
+}): Promise<OperatorProcess> {
   const cacheDir = options.cacheDir ?? (await mkdtemp(join(tmpdir(), 'syncline-op-')));
   const child: ChildProcess = spawn(
     process.execPath,
-    [mainPath, 'run', '--kubeconfig', options.kubeconfig, '--probe-addr', '127.0.0.1:0', '--cache-dir', cacheDir, '--allow-insecure-http', '--webhook-addr', '127.0.0.1:0', '--min-refresh-interval', '1s', ...(options.args ?? [])],
+    [...(options.nodeArgs ?? []), mainPath, 'run', '--kubeconfig', options.kubeconfig, '--probe-addr', '127.0.0.1:0', '--cache-dir', cacheDir, '--allow-insecure-http', '--webhook-addr', '127.0.0.1:0', '--min-refresh-interval', '1s', ...(options.args ?? [])],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const logs: Record<string, unknown>[] = [];
