@@ -89,7 +89,7 @@ console.log(`git fetches for the new commit:                    ${fetchesPerComm
 console.log(`operator peak RSS:                                 ${peakRssMb.toFixed(0)} MB  (target ≤ 200 MB: ${verdict(peakRssMb <= 200)})`);
 console.log(`steady state ${steadyElapsed.toFixed(0)} s after the first resync (refreshInterval 30s, ~${Math.round(refreshes * SYNCS)} resyncs):`);
 console.log(`  write requests to the API server (non-lease):    ${writes.total}${writes.total > 0 ? `  ${JSON.stringify(writes.byVerbResource)}` : ''}  (target: 0)`);
-console.log(`  first resync after the commit (35 s before this window): ${firstReads.total} reads${firstReads.total > 0 ? `  ${JSON.stringify(firstReads.byVerbResource)}` : ''} (one LIST per target records its no-op; LISTs of 1,000 objects take 2 pages)`);
+console.log(`  first resync after the commit (35 s before this window): ${firstReads.total} reads${firstReads.total > 0 ? `  ${JSON.stringify(firstReads.byVerbResource)}` : ''} (one LIST of its own objects per target, by owner label, records its no-op)`);
 console.log(`  reads other than watches (GET/LIST, non-lease):  ${reads.total}${reads.total > 0 ? `  ${JSON.stringify(reads.byVerbResource)}` : ''}  (target: 0)`);
 console.log(`  Git ref lookups:                                 ${resolvesDuringSteady} (${(resolvesDuringSteady / Math.max(1, refreshes)).toFixed(1)} per refresh interval; target ≤ 2)`);
 console.log(`  operator CPU:                                    ${cpuUsed.toFixed(2)} s (${((cpuUsed / steadyElapsed) * 100).toFixed(1)}% of one core${large ? `; target ≤ 10%: ${verdict(cpuUsed / steadyElapsed <= 0.1)}` : ''})`);

@@ -224,7 +224,7 @@ function addRunCommand(program: Command, context: CliContext, done: (code: numbe
     .option('--probe-addr <host:port>', '/healthz, /readyz, /metrics', '0.0.0.0:8080')
     .option('--cache-dir <dir>', 'Git snapshot cache (default ~/.cache/syncline/snapshots)')
     .option('--cache-max-bytes <n>', 'snapshot cache bound (default 2 GiB)')
-    .option('--concurrency <n>', 'ConfigSyncs reconciled at once', '4')
+    .option('--concurrency <n>', 'reconciles run at once (each mostly waits on the API server)', '32')
     .option('--operator-namespace <ns>', "the operator's own namespace (default: $POD_NAMESPACE): a ManifestSync there may copy a source from any namespace")
     .option('--mirror-prefix <prefix>', 'label/annotation prefix of mirroring (e.g. mirrorverse.dev for objects labelled for Mirrorverse)', DEFAULT_MIRROR_PREFIX)
     .addOption(new Option('--mirror <on|off>', 'label-driven mirroring of Secrets/ConfigMaps; its watches are cluster-wide (--namespace scopes the ConfigSync/ManifestSync watches only)').choices(['on', 'off']).default('on'))
