@@ -94,25 +94,44 @@ console.log(`  reads other than watches (GET/LIST, non-lease):  ${reads.total}${
 console.log(`  Git ref lookups:                                 ${resolvesDuringSteady} (${(resolvesDuringSteady / Math.max(1, refreshes)).toFixed(1)} per refresh interval; target ≤ 2)`);
 console.log(`  operator CPU:                                    ${cpuUsed.toFixed(2)} s (${((cpuUsed / steadyElapsed) * 100).toFixed(1)}% of one core${large ? `; target ≤ 10%: ${verdict(cpuUsed / steadyElapsed <= 0.1)}` : ''})`);
 
+/**
+ * Resolves when every sync is Ready at `revision`, as a watch sees it: the moment the last one got there,
+ * without polling 1,000 ConfigSyncs (whose LISTs would load the API server being measured). A watch that ends
+ * is resumed from a fresh LIST.
+ */
 async function waitForAll(revision: string): Promise<void> {
+  const readyAt = (cs: ConfigSync): boolean => cs.status?.sourceRevision === revision && cs.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+  const ready = new Set<string>();
+  const seen = (cs: ConfigSync): void => {
+    if (readyAt(cs)) ready.add(cs.metadata.name);
+    else ready.delete(cs.metadata.name);
+  };
+  const deadline = Date.now() + 600_000;
   let lastReport = Date.now();
-  await waitFor(async () => {
-    const list = await rest.request<{ items: ConfigSync[] }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs` });
-    const ready = list.items.filter((cs) => cs.status?.sourceRevision === revision && cs.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-    if (Date.now() - lastReport > 10_000) {
+  while (Date.now() < deadline) {
+    const list = await rest.request<{ items: ConfigSync[]; metadata: { resourceVersion: string } }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs` });
+    ready.clear();
+    for (const cs of list.items) seen(cs);
+    if (ready.size === SYNCS) return;
+    const done = new AbortController();
+    const report = setInterval(() => {
+      if (Date.now() - lastReport < 10_000) return;
       lastReport = Date.now();
-      const sample = list.items.find((cs) => !ready.includes(cs));
-      progress(`${ready.length}/${SYNCS} Ready at ${revision.slice(0, 8)}; e.g. ${sample?.metadata.name}: ${JSON.stringify(sample?.status?.conditions?.[0] ?? null)}`);
+      progress(`${ready.size}/${SYNCS} Ready at ${revision.slice(0, 8)}`);
+    }, 1000);
+    try {
+      await rest.watch(`/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs`, { resourceVersion: list.metadata.resourceVersion, timeoutSeconds: 300 }, (event) => {
+        const { type, object } = event as { type: string; object: ConfigSync };
+        if (type === 'DELETED') ready.delete(object.metadata.name);
+        else if (type === 'ADDED' || type === 'MODIFIED') seen(object);
+        if (ready.size === SYNCS) done.abort();
+      }, done.signal);
+    } catch (error) {
+      if (!done.signal.aborted) progress(`watch ended (${error instanceof Error ? error.message : String(error)}); listing again`);
+    } finally {
+      clearInterval(report);
     }
-    return ready.length === SYNCS;
-  }, 600_000);
-}
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await sleep(250);
+    if (ready.size === SYNCS) return;
   }
+  throw new Error(`timed out: ${ready.size}/${SYNCS} Ready at ${revision.slice(0, 8)}`);
 }
-

@@ -18,56 +18,69 @@ const REMEMBERED = 2_000;
  */
 export function createEventRecorder(options: { rest: KubeRest; component: string; host: string; clock: { now(): Date }; onError?: (error: unknown) => void }): EventRecorder {
   const recent = new Map<string, { name: string; count: number; at: number }>();
+  // Identical events are recorded one after the other, so a caller that does not wait (a reconciler frees its
+  // worker before the Event is written) still counts up instead of racing a second Event in.
+  const inFlight = new Map<string, Promise<void>>();
   return {
-    async record(object, event) {
+    record(object, event) {
       const namespace = object.metadata.namespace ?? 'default';
-      const at = options.clock.now();
-      const now = at.toISOString();
       const message = event.message.slice(0, 1024);
       const key = JSON.stringify([namespace, object.kind, object.metadata.name, object.metadata.uid ?? '', event.type, event.reason, message]);
-      const earlier = recent.get(key);
-      try {
-        if (earlier !== undefined && at.getTime() - earlier.at < AGGREGATE_MS) {
-          const count = earlier.count + 1;
-          try {
-            await options.rest.request({ method: 'PATCH', path: `/api/v1/namespaces/${namespace}/events/${earlier.name}`, contentType: 'application/merge-patch+json', body: { count, lastTimestamp: now } });
-            recent.set(key, { ...earlier, count });
-            return;
-          } catch (error) {
-            if (!(error instanceof KubeApiError && error.status === 404)) throw error;
-            // The earlier Event expired: record a new one.
-          }
-        }
-        const created = await options.rest.request<{ metadata?: { name?: string } }>({
-          method: 'POST',
-          path: `/api/v1/namespaces/${namespace}/events`,
-          body: {
-            metadata: { generateName: `${object.metadata.name}.`, namespace },
-            involvedObject: { apiVersion: object.apiVersion, kind: object.kind, name: object.metadata.name, namespace, uid: object.metadata.uid },
-            type: event.type,
-            reason: event.reason,
-            message,
-            source: { component: options.component, host: options.host },
-            reportingComponent: options.component,
-            reportingInstance: options.host,
-            firstTimestamp: now,
-            lastTimestamp: now,
-            count: 1,
-          },
-        });
-        const name = created.metadata?.name;
-        if (name !== undefined) {
-          recent.delete(key);
-          recent.set(key, { name, count: 1, at: at.getTime() });
-          for (const oldest of recent.keys()) {
-            if (recent.size <= REMEMBERED) break;
-            recent.delete(oldest);
-          }
-        }
-      } catch (error) {
-        // An event is best effort: losing one must not fail the reconcile.
-        options.onError?.(error);
-      }
+      const next = (inFlight.get(key) ?? Promise.resolve()).then(() => write(object, event, { namespace, message, key }));
+      inFlight.set(key, next);
+      void next.finally(() => {
+        if (inFlight.get(key) === next) inFlight.delete(key);
+      });
+      return next;
     },
   };
+
+  async function write(object: Parameters<EventRecorder['record']>[0], event: Parameters<EventRecorder['record']>[1], which: { namespace: string; message: string; key: string }): Promise<void> {
+    const { namespace, message, key } = which;
+    const at = options.clock.now();
+    const now = at.toISOString();
+    const earlier = recent.get(key);
+    try {
+      if (earlier !== undefined && at.getTime() - earlier.at < AGGREGATE_MS) {
+        const count = earlier.count + 1;
+        try {
+          await options.rest.request({ method: 'PATCH', path: `/api/v1/namespaces/${namespace}/events/${earlier.name}`, contentType: 'application/merge-patch+json', body: { count, lastTimestamp: now } });
+          recent.set(key, { ...earlier, count });
+          return;
+        } catch (error) {
+          if (!(error instanceof KubeApiError && error.status === 404)) throw error;
+          // The earlier Event expired: record a new one.
+        }
+      }
+      const created = await options.rest.request<{ metadata?: { name?: string } }>({
+        method: 'POST',
+        path: `/api/v1/namespaces/${namespace}/events`,
+        body: {
+          metadata: { generateName: `${object.metadata.name}.`, namespace },
+          involvedObject: { apiVersion: object.apiVersion, kind: object.kind, name: object.metadata.name, namespace, uid: object.metadata.uid },
+          type: event.type,
+          reason: event.reason,
+          message,
+          source: { component: options.component, host: options.host },
+          reportingComponent: options.component,
+          reportingInstance: options.host,
+          firstTimestamp: now,
+          lastTimestamp: now,
+          count: 1,
+        },
+      });
+      const name = created.metadata?.name;
+      if (name !== undefined) {
+        recent.delete(key);
+        recent.set(key, { name, count: 1, at: at.getTime() });
+        for (const oldest of recent.keys()) {
+          if (recent.size <= REMEMBERED) break;
+          recent.delete(oldest);
+        }
+      }
+    } catch (error) {
+      // An event is best effort: losing one must not fail the reconcile.
+      options.onError?.(error);
+    }
+  }
 }

@@ -149,7 +149,8 @@ export function createConfigSyncReconciler(deps: ConfigSyncReconcilerDeps): (key
       const news = wrote && conditionsDiffer(object.status?.conditions, outcome.status.conditions);
       for (const event of outcome.events) {
         if (event.type === 'Warning') log[news ? 'info' : 'debug']({ reason: event.reason, message: event.message }, 'sync did not succeed');
-        if (event.type === 'Warning' ? news : wrote) await deps.events.record(object, event);
+        // Not waited for: the worker is free once the status is written (identical Events still count up in order).
+        if (event.type === 'Warning' ? news : wrote) void deps.events.record(object, event);
       }
       return outcome.result;
     } catch (error) {

@@ -92,7 +92,7 @@ export function createManifestSyncReconciler(deps: ManifestSyncReconcilerDeps): 
       const news = wrote && conditionsDiffer(object.status?.conditions, outcome.status.conditions);
       for (const event of outcome.events) {
         if (event.type === 'Warning') log[news ? 'info' : 'debug']({ reason: event.reason, message: event.message }, 'copy did not succeed');
-        if (event.type === 'Warning' ? news : wrote) await deps.events.record(object, event);
+        if (event.type === 'Warning' ? news : wrote) void deps.events.record(object, event);
       }
       return outcome.result;
     } catch (error) {
