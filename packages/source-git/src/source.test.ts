@@ -160,6 +160,25 @@ describe('resolveRevision', () => {
 });
 
 describe('fetchSnapshot and readPath', () => {
+  it('reads a snapshot path once for a fleet: later reads of it come from memory, other paths still from the pack', async () => {
+    // given a snapshot read once at apps/web
+    const repo = await newRepo();
+    const sha = await repo.commit({ 'apps/web/a.yaml': 'a\n', 'apps/db/b.yaml': 'b\n' });
+    const { source } = await newSource();
+    const snapshot = await source.fetchSnapshot({ repo: repo.url, sha });
+    const first = await source.readPath(snapshot, 'apps/web');
+
+    // when the pack goes away behind the source's back
+    await rm(join(snapshot.dir, 'objects'), { recursive: true, force: true });
+
+    // then the path read before answers 100 syncs from memory, each with a list of its own
+    const again = await Promise.all(Array.from({ length: 100 }, () => source.readPath(snapshot, 'apps/web')));
+    for (const files of again) expect(text(files)).toEqual({ 'apps/web/a.yaml': 'a\n' });
+    expect(again[0]).not.toBe(first);
+    // and a path never read needs the pack, and says the snapshot must be fetched again
+    expect((await failure(source.readPath(snapshot, 'apps/db'))).code).toBe('SnapshotUnavailable');
+  });
+
   it('reads a directory, one file, and a pinned older commit that is no branch tip', async () => {
     // given
     const repo = await newRepo();

@@ -137,6 +137,9 @@ export interface GitSource {
 
 const fullSha = /^[0-9a-f]{40}$/i;
 
+/** Bytes of files readPath keeps in memory for the next sync that reads the same snapshot and path. */
+const READ_MEMO_BYTES = 32 * 1024 * 1024;
+
 /**
  * Turns a Kubernetes Secret's `data` (base64 values) into Git credentials: `identity` + `known_hosts` (and
  * `password` as the key's passphrase, as in Flux) for SSH, else `bearerToken`, else `username` + `password`.
@@ -187,6 +190,17 @@ export function createGitSource(options: GitSourceOptions): GitSource {
   const random = options.random ?? Math.random;
   const cache = new SnapshotCache({ dir: options.cacheDir, maxBytes: options.cacheMaxBytes ?? 2 * 1024 ** 3, now: () => clock.now() });
   const inFlight = new Map<string, Promise<Snapshot>>();
+  // What readPath read lately, by snapshot and path: a snapshot never changes (it is a commit), and a fleet of
+  // syncs on one repo and path reads the same few files once per commit instead of once per sync (1,000 syncs:
+  // 1,000 opens of the pack). Bounded by the bytes of the files held.
+  const readMemo = new Map<string, { files: Promise<SnapshotFile[]>; bytes: number }>();
+  let readMemoBytes = 0;
+  const forgetRead = (memoKey: string): void => {
+    const known = readMemo.get(memoKey);
+    if (known === undefined) return;
+    readMemo.delete(memoKey);
+    readMemoBytes -= known.bytes;
+  };
   const gates = new HostGates({ onClosed: options.onRateLimited });
 
   function prepare(repo: string, auth: GitAuth | undefined): Operation {
@@ -357,7 +371,35 @@ export function createGitSource(options: GitSourceOptions): GitSource {
     }
   }
 
+  /** The files under `path`, from the memo when this snapshot's path was read lately (callers share them: read only). */
   async function readPath(snapshot: Snapshot, path: string): Promise<SnapshotFile[]> {
+    const memoKey = `${snapshot.dir}\0${path}`;
+    const known = readMemo.get(memoKey);
+    if (known !== undefined) {
+      readMemo.delete(memoKey);
+      readMemo.set(memoKey, known);
+      return [...(await known.files)];
+    }
+    const entry = { files: readPathFromPack(snapshot, path), bytes: 0 };
+    readMemo.set(memoKey, entry);
+    try {
+      const files = await entry.files;
+      if (readMemo.get(memoKey) === entry) {
+        entry.bytes = files.reduce((n, f) => n + f.content.byteLength + f.path.length, 0);
+        readMemoBytes += entry.bytes;
+        for (const oldest of readMemo.keys()) {
+          if (readMemoBytes <= READ_MEMO_BYTES || oldest === memoKey) break;
+          forgetRead(oldest);
+        }
+      }
+      return [...files];
+    } catch (err) {
+      if (readMemo.get(memoKey) === entry) forgetRead(memoKey);
+      throw err;
+    }
+  }
+
+  async function readPathFromPack(snapshot: Snapshot, path: string): Promise<SnapshotFile[]> {
     const shown = JSON.stringify(path);
     const key = snapshot.dir.split(/[\\/]/).pop() ?? '';
     let known = false;
