@@ -6,6 +6,7 @@ import { cp, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'n
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, relative, sep } from 'node:path';
+import { OPERATOR_NODE_FLAGS } from '@syncline/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -129,6 +130,15 @@ describe('Dockerfile', () => {
     expect(render.stderr).toBe('');
     expect(render.stdout).toContain('name: probe');
     expect(render.stdout).toContain('env: prod');
+  });
+
+  it('runs the operator with the Node flags the tests and benchmarks start it with, which Node takes from NODE_OPTIONS', async () => {
+    const dockerfile = await readFile(join(root, 'Dockerfile'), 'utf8');
+    const options = /^ENV NODE_OPTIONS=(.+)$/m.exec(dockerfile)?.[1];
+    expect(options).toBe(OPERATOR_NODE_FLAGS.join(' '));
+    const node = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.execArgv.length))'], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: options } });
+    expect(node.stderr).toBe('');
+    expect(node.status).toBe(0);
   });
 
   it('holds production dependencies only, and no tests or benchmarks', async () => {

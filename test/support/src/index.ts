@@ -4,7 +4,7 @@ export { ensureControlPlaneBinary, startControlPlane, MissingGoError } from './c
 export type { ControlPlane, ControlPlaneOptions } from './control-plane.ts';
 export { startGitServer, generateRepo } from './git-server.ts';
 export type { GitServer, TestRepo } from './git-server.ts';
-export { startOperator } from './operator.ts';
+export { OPERATOR_NODE_FLAGS, startOperator } from './operator.ts';
 export type { OperatorProcess } from './operator.ts';
 export { startSshGitServer, generateSshKey, ensureSshd } from './ssh-server.ts';
 export type { SshGitServer, SshKeyPair } from './ssh-server.ts';
