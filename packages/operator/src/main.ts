@@ -159,9 +159,10 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
 /**
  * The young generation bounds the operator's peak RSS: a burst of reconciles promotes a lot of short-lived
  * garbage, and by default V8 lets the young generation grow to 3 × 32 MB. The image bounds it at start
- * (NODE_OPTIONS=--max-semi-space-size=16; V8 reads that flag only then). Started without such a bound (or
+ * (NODE_OPTIONS=--max-semi-space-size=8; V8 reads that flag only then). Started without such a bound (or
  * --optimize-for-size either way), the operator falls back to --optimize-for-size, which V8 reads at every GC:
- * as small (bench operator, 200 syncs: 155 MB against 183 MB) but slower to apply a commit (2.17 s against 1.72 s).
+ * as small (bench operator, 200 syncs: 153–158 MB against 176–177 MB) but slower to apply a commit (2.17–2.25 s
+ * against 1.88–1.96 s).
  */
 function optimizeHeapForSize(env: NodeJS.ProcessEnv): void {
   if (/optimize[-_]for[-_]size|max[-_]semi[-_]space[-_]size/.test([...process.execArgv, env['NODE_OPTIONS'] ?? ''].join(' '))) return;

@@ -25,11 +25,12 @@ export type OperatorProcess = {
 
 /**
  * The Node flags the operator ships with (the image's NODE_OPTIONS; test/dockerfile checks they agree): a young
- * generation of at most 3 × 16 MB. V8's default lets it grow to 3 × 32 MB in a burst of reconciles, and reads
- * the bound only at start. Measured with `pnpm bench operator` (200 syncs): peak RSS 183 MB, new commit 1.72 s;
- * V8 defaults 205 MB, 1.74 s; --optimize-for-size (main.ts's fallback) 155 MB, 2.17 s.
+ * generation of at most 3 × 8 MB. V8's default lets it grow to 3 × 32 MB in a burst of reconciles, and reads the
+ * bound only at start. `pnpm bench operator` (200 syncs), two runs each: 8 MB: peak RSS 176–177 MB, new commit
+ * 1.88–1.96 s; 16 MB: 183–213 MB, 1.72–2.56 s; V8 defaults: 205 MB, 1.74 s; --optimize-for-size (main.ts's
+ * fallback): 153–158 MB, 2.17–2.25 s.
  */
-export const OPERATOR_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=16'];
+export const OPERATOR_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8'];
 
 export async function startOperator(options: {
   kubeconfig: string;
