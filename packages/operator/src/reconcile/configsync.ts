@@ -12,7 +12,7 @@ import type { TargetBackoff } from '../remote/backoff.ts';
 import type { ReconcileOutcome } from '../controller/queue.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import { ServiceAccountError } from '../kube/errors.ts';
-import type { KubeRest } from '../kube/rest.ts';
+import { KubeApiError, type KubeRest } from '../kube/rest.ts';
 import type { Metrics } from '../metrics.ts';
 import { Reason, keepTransitions, removeCondition, setCondition, type ConditionInput } from './conditions.ts';
 import { MAX_TIMER_MS, boundedInterval, formatDuration, parseDuration, type IntervalBounds } from './duration.ts';
@@ -155,7 +155,10 @@ export function createConfigSyncReconciler(deps: ConfigSyncReconcilerDeps): (key
       return outcome.result;
     } catch (error) {
       label = 'error';
-      log.warn({ err: safeError(error) }, 'reconcile failed');
+      // 409: the object changed since this run read it (or the cache had not caught up with our last status
+      // write); the retry starts from the current object. Not worth a warning.
+      if (error instanceof KubeApiError && error.status === 409) log.debug({ err: safeError(error) }, 'the ConfigSync changed while it was reconciled; running again');
+      else log.warn({ err: safeError(error) }, 'reconcile failed');
       return { kind: 'retry' };
     } finally {
       deps.metrics.reconcileDuration.observe({ result: label }, (performance.now() - started) / 1000);
