@@ -143,7 +143,8 @@ export function createConfigSyncReconciler(deps: ConfigSyncReconcilerDeps): (key
       }
       const outcome = await sync(startRun(deps, object, spec, log));
       label = outcome.result.kind === 'done' ? 'success' : outcome.result.kind;
-      const wrote = await writeStatus(deps.rest, pathOf(object), object, outcome.status);
+      // Conditioned on what this run read (the sync writes nothing else to its object on the way here).
+      const wrote = await writeStatus(deps.rest, pathOf(object), object, outcome.status, { ifUnchanged: true });
       // A failure is news once: while the conditions say the same, repeats go to debug and record no Event
       // (a status write for another reason, such as a handled reconcile request, is not news of it).
       const news = wrote && conditionsDiffer(object.status?.conditions, outcome.status.conditions);

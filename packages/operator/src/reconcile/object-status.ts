@@ -23,12 +23,13 @@ export async function patchFinalizers(rest: KubeRest, path: string, object: OwnO
 }
 
 /**
- * Writes status only when it differs from what is stored: a no-op resync writes nothing. The write is
- * conditioned on the resourceVersion that was read: a run that started from a cache that had not yet seen the
- * previous run's status write gets 409 Conflict (and runs again) instead of overwriting that status with one
- * computed from the older one (a second lastSyncedTime, a second Event).
+ * Writes status only when it differs from what is stored: a no-op resync writes nothing. With `ifUnchanged`,
+ * the write is conditioned on the resourceVersion that was read: a run that started from a cache that had not
+ * yet seen the previous run's status write gets 409 Conflict (and runs again) instead of overwriting that status
+ * with one computed from the older one (a second lastSyncedTime, a second Event). Only for a reconciler that
+ * writes nothing else to its own object between reading it and this write.
  */
-export async function writeStatus(rest: KubeRest, path: string, object: OwnObject, status: object): Promise<boolean> {
+export async function writeStatus(rest: KubeRest, path: string, object: OwnObject, status: object, options: { readonly ifUnchanged?: boolean } = {}): Promise<boolean> {
   const clean = JSON.parse(JSON.stringify(status)) as object;
   if (canonical(clean) === canonical(object.status ?? {})) return false;
   try {
@@ -36,7 +37,7 @@ export async function writeStatus(rest: KubeRest, path: string, object: OwnObjec
       method: 'PATCH',
       path: `${path}/status`,
       contentType: 'application/merge-patch+json',
-      body: { ...(object.metadata.resourceVersion === undefined ? {} : { metadata: { resourceVersion: object.metadata.resourceVersion } }), status: { ...nullOut(object.status ?? {}, clean), ...clean } },
+      body: { ...(options.ifUnchanged === true && object.metadata.resourceVersion !== undefined ? { metadata: { resourceVersion: object.metadata.resourceVersion } } : {}), status: { ...nullOut(object.status ?? {}, clean), ...clean } },
     });
   } catch (error) {
     if (error instanceof KubeApiError && error.status === 404) return false;
