@@ -105,6 +105,7 @@ export function startManager(options: ManagerOptions): Manager {
     path: collection('syncline.dev', 'v1alpha1', 'configsyncs'),
     labelSelector: shardLabelSelector,
     onEvent: (type, object, previous) => {
+      // The informer holds untyped objects; this path serves only ConfigSyncs, whose shape the CRD's schema enforces.
       const cs = object as unknown as ConfigSync;
       indexReferences(cs, type === 'DELETED');
       if (type === 'DELETED') {

@@ -35,8 +35,9 @@ export function createEventRecorder(options: { rest: KubeRest; component: string
     },
   };
 
-  async function write(object: Parameters<EventRecorder['record']>[0], event: Parameters<EventRecorder['record']>[1], which: { namespace: string; message: string; key: string }): Promise<void> {
-    const { namespace, message, key } = which;
+  type Recorded = Parameters<EventRecorder['record']>;
+
+  async function write(object: Recorded[0], event: Recorded[1], { namespace, message, key }: { namespace: string; message: string; key: string }): Promise<void> {
     const at = options.clock.now();
     const now = at.toISOString();
     const earlier = recent.get(key);
