@@ -205,7 +205,7 @@ async function resync(options: { client: ApplyClient; desired: KubeObject[]; inv
   noop.record = undefined;
   const live = await readLive({ client: options.client, desired, inventory });
   const changes = await executePlan(planApply({ desired, inventory, live, owner }), { client: options.client });
-  noop.record = recordNoop(fingerprint, { desired, inventory, live, changes });
+  noop.record = recordNoop(fingerprint, { desired, inventory, live, changes, owner });
   return { changes, skipped: false };
 }
 

@@ -4,7 +4,7 @@ import { ApiError, type ApplyClient } from './client.ts';
 import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, OWNER_LABEL, ownedBy, ownerHash, objectId, parseObjectId, scopeOf, type KubeObject, type Owner } from './identity.ts';
 import type { Inventory, InventoryEntry } from './inventory.ts';
 import { healthNeedsLiveObject, healthOf, type Health } from './health.ts';
-import { planObject, planStale, type LiveState, type Plan, type PlanStep } from './plan.ts';
+import { planObject, planStale, type LiveState, type Plan, type PlanStep, type ProvenObject } from './plan.ts';
 
 export const ChangeAction = {
   created: 'created',
@@ -107,19 +107,41 @@ const MAX_SINGLE_READS_PER_SCOPE = 16;
  * reads its own few, not all of them (200 syncs sharing a namespace made this quadratic). What that cannot
  * show (an object that does not exist yet, or exists without our mark) is read one by one by the executor;
  * when more than MAX_SINGLE_READS_PER_SCOPE of a scope are missing, the whole scope is listed instead.
+ *
+ * With `proven` (a watch's proof that objects are as a clean no-op read them: unchanged.ts's provenObjects), a
+ * scope whose every id is a desired object proven so is not read at all: a new commit for a sync whose objects
+ * nobody touched plans without a request. A scope holding anything else (a stale id, a new object, an object
+ * someone edited) is listed as above, proven ids and all.
  */
 export async function readLive(options: {
   client: ApplyClient;
   desired: readonly KubeObject[];
   inventory: Inventory;
   owner?: Owner;
+  proven?: ReadonlyMap<string, ProvenObject>;
   concurrency?: number;
   signal?: AbortSignal;
 }): Promise<LiveState> {
   const idsByScope = new Map<string, Set<string>>();
-  for (const id of [...options.desired.map((o) => objectId(o)), ...options.inventory.map((e) => e.id)]) {
+  const desiredIds = options.desired.map((o) => objectId(o));
+  for (const id of [...desiredIds, ...options.inventory.map((e) => e.id)]) {
     const scope = scopeOf(id);
     idsByScope.set(scope, (idsByScope.get(scope) ?? new Set()).add(id));
+  }
+  const proven = new Map<string, ProvenObject>();
+  if (options.proven !== undefined && options.proven.size > 0) {
+    const desiredSet = new Set(desiredIds);
+    for (const [scope, ids] of idsByScope) {
+      const found = new Map<string, ProvenObject>();
+      for (const id of ids) {
+        const object = desiredSet.has(id) ? options.proven.get(id) : undefined;
+        if (object === undefined) break;
+        found.set(id, object);
+      }
+      if (found.size < ids.size) continue;
+      for (const [id, object] of found) proven.set(id, object);
+      idsByScope.delete(scope);
+    }
   }
   const objects = new Map<string, KubeObject>();
   const unknownScopes = new Set<string>();
@@ -144,7 +166,7 @@ export async function readLive(options: {
       unknownScopes.add(scope);
     }
   });
-  return { objects, unknownScopes, unresolved };
+  return { objects, unknownScopes, unresolved, ...(proven.size === 0 ? {} : { proven }) };
 }
 
 type Outcome = { entry: ChangeSetEntry; inventory?: InventoryEntry };

@@ -32,8 +32,8 @@ export { encodeInventory, decodeInventory, diffInventory } from './inventory.ts'
 export type { Inventory, InventoryEntry, EncodedInventory } from './inventory.ts';
 export { canonicalJson, digestOf } from './canonical.ts';
 export { differingPaths } from './compare.ts';
-export { planApply, planObject, planStale, withOwnership, tierOf, waveOf, Policy, DriftMode } from './plan.ts';
-export type { Plan, PlanInput, PlanStep, PlanContext, LiveState, Tier } from './plan.ts';
+export { planApply, planObject, planProven, planStale, withOwnership, tierOf, waveOf, Policy, DriftMode } from './plan.ts';
+export type { Plan, PlanInput, PlanStep, PlanContext, LiveState, ProvenObject, Tier } from './plan.ts';
 export { createApplyClient, ApiError, agentFor, connectionFromKubeConfig, toKubeConnection } from './client.ts';
 export type { ApplyClient, ClientOptions, Discovery, ResourceInfo, KubeConnection, KubeConfigLike, KubeTlsOptions } from './client.ts';
 export { executePlan, readLive, readHealth, pool, ChangeAction, DEFAULT_CONCURRENCY } from './execute.ts';
@@ -41,6 +41,6 @@ export type { ChangeSet, ChangeSetEntry, ExecuteOptions, WaveResult } from './ex
 export { healthOf, healthNeedsLiveObject, HealthStatus } from './health.ts';
 export type { Health } from './health.ts';
 export { recordHistory, digestRendered, rollbackTarget } from './history.ts';
-export { applyFingerprint, recordNoop, stillUnchanged, unchangedChangeSet } from './unchanged.ts';
+export { applyFingerprint, provenObjects, recordNoop, stillUnchanged, unchangedChangeSet } from './unchanged.ts';
 export type { NoopRecord, WatchedVersion, FingerprintInput } from './unchanged.ts';
 export type { HistoryEntry } from './history.ts';

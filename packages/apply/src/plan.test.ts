@@ -148,6 +148,25 @@ describe('planApply', () => {
     expect(summary(p.prune)).toEqual(['resolveStale /ConfigMap/app/gone']);
   });
 
+  it('plans proven objects (a watch vouches for what a clean no-op read) exactly as it plans them read, for every policy', () => {
+    const before = [cm('same'), cm('changed'), cm('kept', { k: 'old' })];
+    const after = [cm('same'), cm('changed', { k: 'new' }), cm('kept', { k: 'new' }), cm('fresh')];
+    const read = liveOf(...before.map((o) => stored(o)));
+    const proven: LiveState = {
+      objects: new Map(),
+      proven: new Map(before.map((o) => [objectId(o), { version: '1', digest: withOwnership(o, owner).metadata.annotations?.[APPLIED_DIGEST_ANNOTATION] ?? '' }])),
+    };
+    const inventory = before.map((o) => ({ id: objectId(o) }));
+    for (const policy of ['Sync', 'Adopt', 'Overwrite', 'Keep'] as Policy[]) {
+      for (const drift of ['Correct', 'Report'] as const) {
+        const fromRead = plan({ desired: after, inventory, live: read, policy, drift });
+        const fromProof = plan({ desired: after, inventory, live: proven, policy, drift });
+        expect(fromProof.apply, `${policy}/${drift}`).toEqual(fromRead.apply);
+      }
+    }
+    expect(summary(plan({ desired: after, inventory, live: proven }).apply)).toEqual(['unchanged /ConfigMap/app/same', 'apply /ConfigMap/app/changed force', 'apply /ConfigMap/app/kept force', 'apply /ConfigMap/app/fresh']);
+  });
+
   it('writes a digest of the marked object that ignores a stale digest in the input', () => {
     const once = withOwnership(cm('a'), owner);
     const twice = withOwnership(once, owner);

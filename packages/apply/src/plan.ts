@@ -52,7 +52,15 @@ export type LiveState = {
   readonly objects: ReadonlyMap<string, KubeObject>;
   readonly unknownScopes?: ReadonlySet<string>;
   readonly unresolved?: ReadonlySet<string>;
+  /**
+   * Ids not read because a watch proves them unchanged since a clean no-op read them (see unchanged.ts): each is
+   * ours, carries `digest`, and held no drift then. Only ids of scopes that were not listed at all.
+   */
+  readonly proven?: ReadonlyMap<string, ProvenObject>;
 };
+
+/** A live object a watch proves unchanged since a clean no-op: its resourceVersion and applied digest then. */
+export type ProvenObject = { readonly version: string; readonly digest: string };
 
 /** Apply order: Namespaces, CRDs, other cluster-scoped objects, namespaced objects. Deletion runs in reverse. */
 export type Tier = 0 | 1 | 2 | 3;
@@ -185,13 +193,27 @@ export function planObject(desired: KubeObject, live: KubeObject | undefined, co
   }
 
   const changed = live.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION] !== object.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION];
-  const paths = differingPaths(object, live);
-  if (!changed && paths.length === 0) return { type: 'unchanged', id, tier };
+  return planOurs(id, object, changed ? undefined : differingPaths(object, live), context);
+}
+
+/**
+ * Plans a desired object whose live state a watch proves (LiveState.proven): ours, without drift, carrying the
+ * recorded digest. The same answer planObject gives for that object, without its body.
+ */
+export function planProven(desired: KubeObject, proven: ProvenObject, context: PlanContext): PlanStep {
+  const object = withOwnership(desired, context.owner);
+  return planOurs(objectId(desired), object, object.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION] === proven.digest ? [] : undefined, context);
+}
+
+/** An object of ours: `drift` is what differs when its digest is unchanged, undefined when the digest changed. */
+function planOurs(id: string, object: KubeObject, drift: readonly string[] | undefined, context: PlanContext): PlanStep {
+  const tier = tierOf(id);
+  if (drift !== undefined && drift.length === 0) return { type: 'unchanged', id, tier };
   if (context.policy === 'Keep') return { type: 'skip', id, tier, keep: true, reason: 'policy Keep never modifies an existing object' };
   // Ours: force, as a controller should for the fields it manages (someone's kubectl edit took them over).
-  if (changed) return { type: 'apply', id, tier, object, force: true, create: false };
-  if (context.drift === 'Report') return { type: 'skip', id, tier, keep: true, reason: `drifted: ${paths.join(', ')}`, drift: paths };
-  return { type: 'apply', id, tier, object, force: true, create: false, reason: `drift corrected: ${paths.join(', ')}` };
+  if (drift === undefined) return { type: 'apply', id, tier, object, force: true, create: false };
+  if (context.drift === 'Report') return { type: 'skip', id, tier, keep: true, reason: `drifted: ${drift.join(', ')}`, drift };
+  return { type: 'apply', id, tier, object, force: true, create: false, reason: `drift corrected: ${drift.join(', ')}` };
 }
 
 /** Plans one stale inventory id against its live state (undefined: it does not exist). */
@@ -246,7 +268,9 @@ export function planApply(input: PlanInput): Plan {
       continue;
     }
     const live = lookup(input.live, id);
-    const step: PlanStep = live === 'unknown' ? { type: 'resolve', id, tier: tierOf(id), desired } : planObject(desired, live, context);
+    const proven = live === undefined ? input.live.proven?.get(id) : undefined;
+    const step: PlanStep =
+      live === 'unknown' ? { type: 'resolve', id, tier: tierOf(id), desired } : proven === undefined ? planObject(desired, live, context) : planProven(desired, proven, context);
     apply.push(wave.wave === 0 || step.type === 'delete' || step.type === 'resolveStale' || step.type === 'forget' ? step : { ...step, wave: wave.wave });
   }
   apply.sort((a, b) => (a.wave ?? 0) - (b.wave ?? 0) || a.tier - b.tier);

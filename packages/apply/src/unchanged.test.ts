@@ -1,11 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import type { ChangeSet } from './execute.ts';
 import type { KubeObject } from './identity.ts';
-import { applyFingerprint, recordNoop, stillUnchanged, unchangedChangeSet } from './unchanged.ts';
+import { APPLIED_DIGEST_ANNOTATION, ownerHash } from './identity.ts';
+import { applyFingerprint, provenObjects, recordNoop, stillUnchanged, unchangedChangeSet } from './unchanged.ts';
 
 const cm = (name: string, data = 'v'): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'ns' }, data: { k: data } });
+const digestOf = (name: string): string => `sha256:${name}`;
 const live = (versions: Record<string, string | undefined>) => ({
-  objects: new Map(Object.entries(versions).map(([name, rv]) => [`/ConfigMap/ns/${name}`, { ...cm(name), metadata: { name, namespace: 'ns', ...(rv === undefined ? {} : { resourceVersion: rv }) } }])),
+  objects: new Map(
+    Object.entries(versions).map(([name, rv]) => [
+      `/ConfigMap/ns/${name}`,
+      { ...cm(name), metadata: { name, namespace: 'ns', annotations: { [APPLIED_DIGEST_ANNOTATION]: digestOf(name) }, ...(rv === undefined ? {} : { resourceVersion: rv }) } },
+    ]),
+  ),
 });
 const owner = { namespace: 'ns', name: 'sync', target: 't' };
 const desired = [cm('a'), cm('b')];
@@ -27,25 +34,43 @@ describe('applyFingerprint', () => {
 
 describe('recordNoop', () => {
   it('records the versions of a clean no-op', () => {
-    const record = recordNoop('f', { desired, inventory, live: live({ a: '1', b: '2' }), changes: noop });
+    const record = recordNoop('f', { desired, inventory, live: live({ a: '1', b: '2' }), changes: noop, owner });
     expect(record?.versions).toEqual(new Map([['/ConfigMap/ns/a', '1'], ['/ConfigMap/ns/b', '2']]));
+    expect(record?.digests).toEqual(new Map([['/ConfigMap/ns/a', digestOf('a')], ['/ConfigMap/ns/b', digestOf('b')]]));
+    expect(record?.owner).toBe(ownerHash(owner));
+  });
+
+  it('records objects that were not read because a watch proved them, with what was proven', () => {
+    const proven = new Map([['/ConfigMap/ns/b', { version: '7', digest: 'sha256:proven' }]]);
+    const record = recordNoop('f', { desired, inventory, live: { ...live({ a: '1' }), proven }, changes: noop, owner });
+    expect(record?.versions).toEqual(new Map([['/ConfigMap/ns/a', '1'], ['/ConfigMap/ns/b', '7']]));
+    expect(record?.digests.get('/ConfigMap/ns/b')).toBe('sha256:proven');
   });
 
   it('records nothing when something was written, skipped, blocked or unreadable, the inventory moved, or a version is missing', () => {
     const versions = live({ a: '1', b: '2' });
-    const with_ = (changes: Partial<ChangeSet>) => recordNoop('f', { desired, inventory, live: versions, changes: { ...noop, ...changes } });
+    const with_ = (changes: Partial<ChangeSet>) => recordNoop('f', { desired, inventory, live: versions, changes: { ...noop, ...changes }, owner });
     expect(with_({ entries: [{ id: '/ConfigMap/ns/a', action: 'configured' }, { id: '/ConfigMap/ns/b', action: 'unchanged' }] })).toBeUndefined();
     expect(with_({ entries: [{ id: '/ConfigMap/ns/a', action: 'skipped', drift: ['data.k'] }, { id: '/ConfigMap/ns/b', action: 'unchanged' }] })).toBeUndefined();
     expect(with_({ entries: [...noop.entries, { id: '/ConfigMap/ns/c', action: 'deleted' }] })).toBeUndefined();
     expect(with_({ blocked: 'refused' })).toBeUndefined();
     expect(with_({ inventory: [inventory[0] ?? { id: '' }] })).toBeUndefined();
-    expect(recordNoop('f', { desired, inventory, live: { ...versions, unknownScopes: new Set(['/ConfigMap/ns']) }, changes: noop })).toBeUndefined();
-    expect(recordNoop('f', { desired, inventory, live: live({ a: '1', b: undefined }), changes: noop })).toBeUndefined();
+    expect(recordNoop('f', { desired, inventory, live: { ...versions, unknownScopes: new Set(['/ConfigMap/ns']) }, changes: noop, owner })).toBeUndefined();
+    expect(recordNoop('f', { desired, inventory, live: live({ a: '1', b: undefined }), changes: noop, owner })).toBeUndefined();
+    // an object without its applied digest proves nothing about what it holds
+    const undigested = new Map<string, KubeObject>(live({ a: '1', b: '2' }).objects);
+    undigested.set('/ConfigMap/ns/b', { ...cm('b'), metadata: { name: 'b', namespace: 'ns', resourceVersion: '2' } });
+    expect(recordNoop('f', { desired, inventory, live: { objects: undigested }, changes: noop, owner })).toBeUndefined();
   });
 });
 
 describe('stillUnchanged', () => {
-  const record = { fingerprint: 'f', versions: new Map([['/ConfigMap/ns/a', '1'], ['/ConfigMap/ns/b', '2']]) };
+  const record = {
+    fingerprint: 'f',
+    versions: new Map([['/ConfigMap/ns/a', '1'], ['/ConfigMap/ns/b', '2']]),
+    digests: new Map([['/ConfigMap/ns/a', digestOf('a')], ['/ConfigMap/ns/b', digestOf('b')]]),
+    owner: ownerHash(owner),
+  };
   const watch = (versions: Record<string, string | null | undefined>) => (id: string) => versions[id.split('/').at(-1) ?? ''];
 
   it('holds only for the same fingerprint and exactly the recorded versions', () => {
@@ -55,5 +80,26 @@ describe('stillUnchanged', () => {
     expect(stillUnchanged(record, 'f', watch({ a: '1', b: '3' }))).toBe(false); // edited
     expect(stillUnchanged(record, 'f', watch({ a: '1', b: null }))).toBe(false); // deleted or label removed
     expect(stillUnchanged(record, 'f', watch({ a: '1', b: undefined }))).toBe(false); // no usable watch
+  });
+});
+
+describe('provenObjects', () => {
+  const record = {
+    fingerprint: 'f',
+    versions: new Map([['/ConfigMap/ns/a', '1'], ['/ConfigMap/ns/b', '2'], ['/ConfigMap/ns/c', '3']]),
+    digests: new Map([['/ConfigMap/ns/a', digestOf('a')], ['/ConfigMap/ns/b', digestOf('b')], ['/ConfigMap/ns/c', digestOf('c')]]),
+    owner: ownerHash(owner),
+  };
+  const watch = (versions: Record<string, string | null | undefined>) => (id: string) => versions[id.split('/').at(-1) ?? ''];
+
+  it('proves exactly the objects whose watched version is the recorded one, whatever the fingerprint', () => {
+    const proven = provenObjects(record, owner, watch({ a: '1', b: '5', c: null }));
+    expect(proven).toEqual(new Map([['/ConfigMap/ns/a', { version: '1', digest: digestOf('a') }]]));
+    expect(provenObjects(record, owner, watch({ a: undefined, b: undefined, c: undefined })).size).toBe(0); // no usable watch
+    expect(provenObjects(undefined, owner, watch({ a: '1' })).size).toBe(0);
+  });
+
+  it('proves nothing for another owner', () => {
+    expect(provenObjects(record, { ...owner, target: 'other' }, watch({ a: '1', b: '2', c: '3' })).size).toBe(0);
   });
 });

@@ -5,17 +5,25 @@
 // nobody touched the objects since: the apply would plan "unchanged" for all of them, so it is skipped. Any
 // edit, delete or label removal changes (or drops) a version in the watch and the next apply is a full one;
 // so does a watch that is not synced or not healthy, or an object no watch covers.
+//
+// When the inputs did change (a new commit), the record still proves every object whose watched version is the
+// recorded one: ours, without drift, carrying the recorded digest. provenObjects hands those to readLive, which
+// then reads only what is not proven, and the plan is the one a full read would give.
 import { createHash } from 'node:crypto';
 import type { ChangeSet } from './execute.ts';
-import { objectId, type KubeObject, type Owner } from './identity.ts';
+import { APPLIED_DIGEST_ANNOTATION, objectId, ownerHash, type KubeObject, type Owner } from './identity.ts';
 import type { Inventory } from './inventory.ts';
-import type { LiveState } from './plan.ts';
+import type { LiveState, ProvenObject } from './plan.ts';
 
 /** What a clean no-op apply saw. */
 export type NoopRecord = {
   readonly fingerprint: string;
   /** resourceVersion of every desired object, by object id. */
   readonly versions: ReadonlyMap<string, string>;
+  /** The applied digest each desired object carried, by object id (all of them were unchanged, so ours). */
+  readonly digests: ReadonlyMap<string, string>;
+  /** ownerHash of the owner they were ours for. */
+  readonly owner: string;
 };
 
 /**
@@ -47,19 +55,24 @@ export function applyFingerprint(input: FingerprintInput): string {
  * The record to keep after a full apply, or undefined when the apply was not a clean no-op (something was
  * written, pruned, skipped or failed, the inventory moved, or a live object had no resourceVersion).
  */
-export function recordNoop(fingerprint: string, input: { desired: readonly KubeObject[]; inventory: Inventory; live: LiveState; changes: ChangeSet }): NoopRecord | undefined {
+export function recordNoop(fingerprint: string, input: { desired: readonly KubeObject[]; inventory: Inventory; live: LiveState; changes: ChangeSet; owner: Owner }): NoopRecord | undefined {
   const { changes } = input;
   if (changes.blocked !== undefined || (input.live.unknownScopes?.size ?? 0) > 0 || (input.live.unresolved?.size ?? 0) > 0) return undefined;
   if (changes.entries.length !== input.desired.length || changes.entries.some((e) => e.action !== 'unchanged')) return undefined;
   if (!sameInventory(changes.inventory, input.inventory)) return undefined;
   const versions = new Map<string, string>();
+  const digests = new Map<string, string>();
   for (const object of input.desired) {
     const id = objectId(object);
-    const version = input.live.objects.get(id)?.metadata.resourceVersion;
-    if (typeof version !== 'string' || version === '') return undefined;
+    const live = input.live.objects.get(id);
+    const proven = live === undefined ? input.live.proven?.get(id) : undefined;
+    const version = live?.metadata.resourceVersion ?? proven?.version;
+    const digest = live?.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION] ?? proven?.digest;
+    if (typeof version !== 'string' || version === '' || typeof digest !== 'string') return undefined;
     versions.set(id, version);
+    digests.set(id, digest);
   }
-  return { fingerprint, versions };
+  return { fingerprint, versions, digests, owner: ownerHash(input.owner) };
 }
 
 function sameInventory(a: Inventory, b: Inventory): boolean {
@@ -75,6 +88,20 @@ export function stillUnchanged(record: NoopRecord | undefined, fingerprint: stri
     if (watched(id) !== version) return false;
   }
   return true;
+}
+
+/**
+ * The objects of a record that the watch still proves (exactly the recorded version), for readLive and the plan
+ * of an apply whose inputs changed. None for another owner: the record proves the objects were ours for its own.
+ */
+export function provenObjects(record: NoopRecord | undefined, owner: Owner, watched: WatchedVersion): Map<string, ProvenObject> {
+  const proven = new Map<string, ProvenObject>();
+  if (record === undefined || record.owner !== ownerHash(owner)) return proven;
+  for (const [id, version] of record.versions) {
+    const digest = record.digests.get(id);
+    if (digest !== undefined && watched(id) === version) proven.set(id, { version, digest });
+  }
+  return proven;
 }
 
 /** The change set a full apply would have produced for a target whose no-op still holds. */

@@ -14,16 +14,18 @@ const core = kc.makeApiClient(CoreV1Api);
 const rest = await createKubeRest(kc);
 const admin = await createApplyClient(kc);
 
-/** Every call the apply engine makes, by method. */
-function counting(inner: ApplyClient): ApplyClient & { calls: () => number } {
+/** Every call the apply engine makes, in all and by method. */
+function counting(inner: ApplyClient): ApplyClient & { calls: () => number; reads: () => number } {
   let calls = 0;
+  let reads = 0;
   return {
     ...inner,
-    list: (...args) => (calls++, inner.list(...args)),
-    get: (...args) => (calls++, inner.get(...args)),
+    list: (...args) => (calls++, reads++, inner.list(...args)),
+    get: (...args) => (calls++, reads++, inner.get(...args)),
     apply: (...args) => (calls++, inner.apply(...args)),
     delete: (...args) => (calls++, inner.delete(...args)),
     calls: () => calls,
+    reads: () => reads,
   };
 }
 
@@ -126,6 +128,81 @@ describe('applyTarget skips a no-op resync without requests', () => {
       desired[0] = { ...desired[0], data: { k: 'changed' } } as KubeObject;
       expect((await sync()).counts.configured).toBe(1);
       expect((await core.readNamespacedConfigMap({ name: 'a', namespace })).data).toEqual({ k: 'changed' });
+    } finally {
+      await watch.stop();
+    }
+  });
+
+  it('applies new inputs without reading what the watch proves unchanged, and reads whatever it cannot prove', async () => {
+    await using ns = await testNamespace({ prefix: 'proven' });
+    const namespace = ns.name;
+    await using other = await testNamespace({ prefix: 'proven-b' });
+    const cmIn = (name: string, value: string, where = namespace): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: where }, data: { k: value } });
+    const watch = new Informer({ rest, path: '/api/v1/configmaps', labelSelector: OWNER_LABEL, onEvent: () => undefined });
+    watch.start();
+    try {
+      expect(await watch.waitSynced(60_000)).toBe(true);
+      const records = new Map<string, TargetNoop>();
+      const client = counting(admin);
+      let inventory: readonly string[] | undefined;
+      const sync = async (desired: KubeObject[]): Promise<Awaited<ReturnType<typeof applyTarget>>> => {
+        const outcome = await applyTarget({
+          client,
+          target: { name: 'main' },
+          desired,
+          inventory,
+          owner: { namespace, name: 'proven', target: 'main' },
+          now: new Date().toISOString(),
+          syncKey: `${namespace}/proven`,
+          noop: {
+            records,
+            key: `${namespace}/proven/main@`,
+            watched: (id) => {
+              if (!watch.synced) return undefined;
+              const [, , objectNamespace = '', name = ''] = id.split('/');
+              return watch.get(`${objectNamespace}/${name}`)?.metadata.resourceVersion ?? null;
+            },
+          },
+        });
+        inventory = outcome.inventory.entries;
+        return outcome;
+      };
+      const seen = (objects: KubeObject[]): Promise<true> => eventually(() => (objects.every((o) => watch.get(objectKey(o)) !== undefined) ? true : undefined), 'the watch to see the objects');
+      const recorded = async (desired: KubeObject[]): Promise<void> => {
+        await seen(desired);
+        await eventually(async () => ((await sync(desired)).changed === false && records.size === 1 ? true : undefined), 'a clean no-op to be recorded');
+      };
+      const one = [cmIn('a', '1'), cmIn('b', '1'), cmIn('c', '1', other.name)];
+      expect((await sync(one)).counts.created).toBe(3);
+      await recorded(one);
+
+      // A new commit changes a and c: two applies, not one read.
+      const two = [cmIn('a', '2'), cmIn('b', '1'), cmIn('c', '2', other.name)];
+      let reads = client.reads();
+      const applied = await sync(two);
+      expect(client.reads() - reads).toBe(0);
+      expect(applied.counts).toMatchObject({ configured: 2, failed: 0 });
+      expect((await core.readNamespacedConfigMap({ name: 'c', namespace: other.name })).data).toEqual({ k: '2' });
+
+      // An object edited by someone: its namespace is read (and the edit corrected with the new commit); the
+      // other namespace, still proven, is not.
+      await recorded(two);
+      const edited = await core.patchNamespacedConfigMap({ name: 'b', namespace, body: [{ op: 'replace', path: '/data/k', value: 'edited' }] });
+      await eventually(() => (watch.get(`${namespace}/b`)?.metadata.resourceVersion === edited.metadata?.resourceVersion ? true : undefined), 'the watch to see the edit');
+      const three = [cmIn('a', '3'), cmIn('b', '1'), cmIn('c', '3', other.name)];
+      reads = client.reads();
+      const corrected = await sync(three);
+      expect(client.reads() - reads).toBe(1); // the owner's LIST of the edited namespace
+      expect(corrected.counts).toMatchObject({ configured: 3, failed: 0 });
+      expect((await core.readNamespacedConfigMap({ name: 'b', namespace })).data).toEqual({ k: '1' });
+
+      // An object dropped from the render is read before it is pruned (a proof of the others changes nothing).
+      await recorded(three);
+      reads = client.reads();
+      const pruned = await sync([cmIn('a', '4'), cmIn('c', '4', other.name)]);
+      expect(client.reads() - reads).toBe(1);
+      expect(pruned.counts).toMatchObject({ configured: 2, deleted: 1, failed: 0 });
+      await expect(core.readNamespacedConfigMap({ name: 'b', namespace })).rejects.toThrow();
     } finally {
       await watch.stop();
     }

@@ -8,6 +8,7 @@ import {
   encodeInventory,
   parseObjectId,
   executePlan,
+  provenObjects,
   planApply,
   readHealth,
   readLive,
@@ -115,10 +116,12 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
     return last.health === undefined ? outcome : { ...outcome, status: { ...outcome.status, health: last.health.counts }, health: last.health };
   }
   noop?.records.delete(noop.key);
+  // The inputs changed (a new commit): what the last no-op read and the watch still holds needs no read.
+  const proven = noop === undefined ? undefined : provenObjects(last?.record, input.owner, noop.watched);
   let changes: ChangeSet;
   let live: LiveState;
   try {
-    live = await readLive({ client: input.client, desired: input.desired, inventory: previousInventory, owner: input.owner });
+    live = await readLive({ client: input.client, desired: input.desired, inventory: previousInventory, owner: input.owner, ...(proven === undefined ? {} : { proven }) });
     const plan = planApply({
       desired: input.desired,
       inventory: previousInventory,
@@ -156,7 +159,7 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
     };
   }
   const outcome = summarizeChanges(input, changes);
-  const record = noop === undefined || fingerprint === undefined ? undefined : recordNoop(fingerprint, { desired: input.desired, inventory: previousInventory, live, changes });
+  const record = noop === undefined || fingerprint === undefined ? undefined : recordNoop(fingerprint, { desired: input.desired, inventory: previousInventory, live, changes, owner: input.owner });
   if (input.health === undefined) {
     if (noop !== undefined && record !== undefined) noop.records.set(noop.key, { record });
     return outcome;
