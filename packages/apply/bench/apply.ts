@@ -299,7 +299,7 @@ try {
   const watches = await watchApplied(kc);
   const noop: { record: NoopRecord | undefined; watched: WatchedVersion } = { record: undefined, watched: watches.watched };
   const recording = await resync({ client, desired, inventory: first.inventory, owner, noop });
-  if (noop.record === undefined) throw new Error(`the re-apply was not a clean no-op: ${count(recording.changes)}`);
+  if (noop.record?.fingerprint === undefined) throw new Error(`the re-apply was not a clean no-op: ${count(recording.changes)}`);
   const warmRuns: { ms: number; cpu: number; skipped: boolean; changes: ChangeSet }[] = [];
   s1 = await serverCounts(kc);
   calls0 = counted.calls();

@@ -48,8 +48,11 @@ export type ApplyClient = {
   list(scope: { group: string; kind: string; namespace: string; labelSelector?: string }, signal?: AbortSignal): Promise<KubeObject[]>;
   /** One object by id; undefined when it does not exist (or its kind is not served). */
   get(id: string, signal?: AbortSignal): Promise<KubeObject | undefined>;
-  /** Server-side apply. The stored object is not returned: parsing 1,000 responses costs CPU the API server needs. */
-  apply(object: KubeObject, options: { fieldManager: string; force: boolean; signal?: AbortSignal }): Promise<void>;
+  /**
+   * Server-side apply. The stored object is returned only with `read` (parsing 1,000 responses costs CPU the API
+   * server needs): the operator reads it to prove what it wrote (see unchanged.ts), a one-off apply does not.
+   */
+  apply(object: KubeObject, options: { fieldManager: string; force: boolean; read?: boolean; signal?: AbortSignal }): Promise<KubeObject | undefined>;
   /** Deletes with a uid precondition when given; 'absent' when it was already gone. */
   delete(id: string, options: { apiVersion?: string; uid?: string; signal?: AbortSignal }): Promise<'deleted' | 'absent'>;
   /** Resolves once the CRD reports Established and discovery serves its kind. */
@@ -363,15 +366,15 @@ export async function createApplyClient(target: KubeConnection | KubeConfigLike,
         throw error;
       }
     },
-    async apply(object, { fieldManager, force, signal }) {
+    async apply(object, { fieldManager, force, read, signal }) {
       let info = await infoFor(groupOf(object.apiVersion), object.kind, object.apiVersion);
       // A kind from a CRD applied moments ago: read discovery again once.
       if (info === undefined || info.version !== (object.apiVersion.split('/')[1] ?? object.apiVersion)) {
         info = (await discovery({ refresh: true })).resource(object.apiVersion, object.kind);
       }
       if (info === undefined) throw notServed(`${object.apiVersion} ${object.kind}`);
-      await send<undefined>({
-        discardBody: true,
+      const stored = await send<KubeObject | undefined>({
+        discardBody: read !== true,
         method: 'PATCH',
         path: resourcePath(info, object.metadata.namespace ?? '', object.metadata.name),
         query: { fieldManager, ...(force ? { force: 'true' } : {}) },
@@ -379,6 +382,7 @@ export async function createApplyClient(target: KubeConnection | KubeConfigLike,
         contentType: 'application/apply-patch+yaml',
         signal,
       });
+      return read === true ? stored : undefined;
     },
     async delete(id, { apiVersion, uid, signal }) {
       const ref = parseObjectId(id);

@@ -1,7 +1,21 @@
 // The I/O half of apply: reads live state with LISTs, runs a plan tier by tier with bounded parallelism and
 // turns every API error into a per-object result. Bookkeeping follows confirmed side effects only.
 import { ApiError, type ApplyClient } from './client.ts';
-import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, OWNER_LABEL, ownedBy, ownerHash, objectId, parseObjectId, scopeOf, type KubeObject, type Owner } from './identity.ts';
+import { differingPaths } from './compare.ts';
+import {
+  APPLIED_DIGEST_ANNOTATION,
+  DEFAULT_FIELD_MANAGER,
+  OWNED_BY_ANNOTATION,
+  OWNER_LABEL,
+  ownedBy,
+  ownerHash,
+  ownershipOf,
+  objectId,
+  parseObjectId,
+  scopeOf,
+  type KubeObject,
+  type Owner,
+} from './identity.ts';
 import type { Inventory, InventoryEntry } from './inventory.ts';
 import { healthNeedsLiveObject, healthOf, type Health } from './health.ts';
 import { planObject, planStale, type LiveState, type Plan, type PlanStep, type ProvenObject } from './plan.ts';
@@ -36,6 +50,11 @@ export type ChangeSet = {
   readonly pruned: boolean;
   /** Set when waveGate held later waves back: why (their objects are `skipped`, nothing was pruned). */
   readonly heldBack?: string;
+  /**
+   * With ExecuteOptions.prove: the written objects whose stored state the apply's response shows to be ours and
+   * to hold what was applied, with their resourceVersion and digest (what a no-op read would have proven).
+   */
+  readonly written?: ReadonlyMap<string, ProvenObject>;
 };
 
 /** What waveGate is told after a wave ran: its number and its entries. */
@@ -61,6 +80,8 @@ export type ExecuteOptions = {
    * Not called after a wave in which an object failed: later waves then wait anyway.
    */
   readonly waveGate?: (wave: WaveResult) => Promise<string | undefined>;
+  /** Read each apply's response and keep what it proves in ChangeSet.written. */
+  readonly prove?: boolean;
 };
 
 /**
@@ -171,6 +192,18 @@ export async function readLive(options: {
 
 type Outcome = { entry: ChangeSetEntry; inventory?: InventoryEntry };
 
+/**
+ * What an apply's response proves: the stored object is ours, carries the applied digest and holds every field
+ * we applied (a mutating webhook may have changed one: then nothing is proven and the next resync reads it).
+ */
+export function proofOf(applied: KubeObject, stored: KubeObject, owner: Owner): ProvenObject | undefined {
+  const version = stored.metadata.resourceVersion;
+  const digest = applied.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION];
+  if (typeof version !== 'string' || version === '' || digest === undefined) return undefined;
+  if (stored.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION] !== digest || ownershipOf(stored, owner).kind !== 'ours') return undefined;
+  return differingPaths(applied, stored).length === 0 ? { version, digest } : undefined;
+}
+
 /** Runs a plan. Never throws for a per-object API error; throws only when `signal` aborts. */
 export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<ChangeSet> {
   if (plan.blocked !== undefined) return { entries: [], inventory: plan.previous, blocked: plan.blocked, pruned: false };
@@ -178,6 +211,7 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
   const fieldManager = options.fieldManager ?? DEFAULT_FIELD_MANAGER;
   const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
   const previous = new Map(plan.previous.map((e) => [e.id, e]));
+  const written = options.prove === true ? new Map<string, ProvenObject>() : undefined;
   const keepEntry = (id: string): InventoryEntry | undefined => previous.get(id);
 
   const runApply = async (step: PlanStep): Promise<Outcome> => {
@@ -200,7 +234,9 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
       }
       case 'apply': {
         try {
-          await client.apply(step.object, { fieldManager, force: step.force, signal });
+          const stored = await client.apply(step.object, { fieldManager, force: step.force, signal, ...(written === undefined ? {} : { read: true }) });
+          const proof = stored === undefined ? undefined : proofOf(step.object, stored, plan.owner);
+          if (proof !== undefined) written?.set(step.id, proof);
         } catch (error) {
           if (signal?.aborted === true) throw error;
           return { entry: { id: step.id, action: 'failed', reason: describeError(error) }, inventory: keepEntry(step.id) };
@@ -337,7 +373,13 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
       inventory.push(o.inventory);
     }
   }
-  return { entries: all.map((o) => o.entry), inventory, pruned: applyFailed === 0 && heldBack === undefined, ...(heldBack === undefined || applyFailed > 0 ? {} : { heldBack }) };
+  return {
+    entries: all.map((o) => o.entry),
+    inventory,
+    pruned: applyFailed === 0 && heldBack === undefined,
+    ...(heldBack === undefined || applyFailed > 0 ? {} : { heldBack }),
+    ...(written === undefined ? {} : { written }),
+  };
 }
 
 type NamespaceContents = { readonly foreign: readonly string[]; readonly unreadable: readonly string[] };

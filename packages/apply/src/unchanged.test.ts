@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { ChangeSet } from './execute.ts';
 import type { KubeObject } from './identity.ts';
+import { proofOf } from './execute.ts';
 import { APPLIED_DIGEST_ANNOTATION, ownerHash } from './identity.ts';
+import { withOwnership } from './plan.ts';
 import { applyFingerprint, provenObjects, recordNoop, stillUnchanged, unchangedChangeSet } from './unchanged.ts';
 
 const cm = (name: string, data = 'v'): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'ns' }, data: { k: data } });
@@ -47,20 +49,40 @@ describe('recordNoop', () => {
     expect(record?.digests.get('/ConfigMap/ns/b')).toBe('sha256:proven');
   });
 
-  it('records nothing when something was written, skipped, blocked or unreadable, the inventory moved, or a version is missing', () => {
+  it('records what a write proved (the response read back), with the fingerprint when every object is proven', () => {
+    const configured: Partial<ChangeSet> = { entries: [{ id: '/ConfigMap/ns/a', action: 'configured' }, { id: '/ConfigMap/ns/b', action: 'unchanged' }] };
+    const written = new Map([['/ConfigMap/ns/a', { version: '9', digest: 'sha256:new' }]]);
+    const record = recordNoop('f', { desired, inventory, live: live({ a: '1', b: '2' }), changes: { ...noop, ...configured, written }, owner });
+    expect(record?.fingerprint).toBe('f');
+    expect(record?.versions).toEqual(new Map([['/ConfigMap/ns/a', '9'], ['/ConfigMap/ns/b', '2']]));
+    // a write whose response proved nothing (a webhook changed a field, or the response was not read)
+    const unproven = recordNoop('f', { desired, inventory, live: live({ a: '1', b: '2' }), changes: { ...noop, ...configured }, owner });
+    expect(unproven?.fingerprint).toBeUndefined();
+    expect(unproven?.versions).toEqual(new Map([['/ConfigMap/ns/b', '2']]));
+  });
+
+  it('keeps no fingerprint when something failed, was skipped, pruned, blocked or unreadable, the inventory moved, or a version is missing', () => {
     const versions = live({ a: '1', b: '2' });
     const with_ = (changes: Partial<ChangeSet>) => recordNoop('f', { desired, inventory, live: versions, changes: { ...noop, ...changes }, owner });
-    expect(with_({ entries: [{ id: '/ConfigMap/ns/a', action: 'configured' }, { id: '/ConfigMap/ns/b', action: 'unchanged' }] })).toBeUndefined();
-    expect(with_({ entries: [{ id: '/ConfigMap/ns/a', action: 'skipped', drift: ['data.k'] }, { id: '/ConfigMap/ns/b', action: 'unchanged' }] })).toBeUndefined();
-    expect(with_({ entries: [...noop.entries, { id: '/ConfigMap/ns/c', action: 'deleted' }] })).toBeUndefined();
-    expect(with_({ blocked: 'refused' })).toBeUndefined();
-    expect(with_({ inventory: [inventory[0] ?? { id: '' }] })).toBeUndefined();
-    expect(recordNoop('f', { desired, inventory, live: { ...versions, unknownScopes: new Set(['/ConfigMap/ns']) }, changes: noop, owner })).toBeUndefined();
-    expect(recordNoop('f', { desired, inventory, live: live({ a: '1', b: undefined }), changes: noop, owner })).toBeUndefined();
+    const unclean = [
+      with_({ entries: [{ id: '/ConfigMap/ns/a', action: 'failed' }, { id: '/ConfigMap/ns/b', action: 'unchanged' }] }),
+      with_({ entries: [{ id: '/ConfigMap/ns/a', action: 'skipped', drift: ['data.k'] }, { id: '/ConfigMap/ns/b', action: 'unchanged' }] }),
+      with_({ entries: [...noop.entries, { id: '/ConfigMap/ns/c', action: 'deleted' }] }),
+      with_({ blocked: 'refused' }),
+      with_({ inventory: [inventory[0] ?? { id: '' }] }),
+      recordNoop('f', { desired, inventory, live: { ...versions, unknownScopes: new Set(['/ConfigMap/ns']) }, changes: noop, owner }),
+      recordNoop('f', { desired, inventory, live: live({ a: '1', b: undefined }), changes: noop, owner }),
+    ];
+    for (const record of unclean) expect(record?.fingerprint).toBeUndefined();
+    // what was proven stays proven
+    expect(unclean[0]?.versions).toEqual(new Map([['/ConfigMap/ns/b', '2']]));
+    expect(unclean.at(-1)?.versions).toEqual(new Map([['/ConfigMap/ns/a', '1']]));
     // an object without its applied digest proves nothing about what it holds
-    const undigested = new Map<string, KubeObject>(live({ a: '1', b: '2' }).objects);
+    const undigested = new Map<string, KubeObject>(versions.objects);
     undigested.set('/ConfigMap/ns/b', { ...cm('b'), metadata: { name: 'b', namespace: 'ns', resourceVersion: '2' } });
-    expect(recordNoop('f', { desired, inventory, live: { objects: undigested }, changes: noop, owner })).toBeUndefined();
+    expect(recordNoop('f', { desired, inventory, live: { objects: undigested }, changes: noop, owner })?.versions.has('/ConfigMap/ns/b')).toBe(false);
+    // nothing proven, nothing recorded
+    expect(recordNoop('f', { desired, inventory, live: { objects: new Map() }, changes: noop, owner })).toBeUndefined();
   });
 });
 
@@ -101,5 +123,28 @@ describe('provenObjects', () => {
 
   it('proves nothing for another owner', () => {
     expect(provenObjects(record, { ...owner, target: 'other' }, watch({ a: '1', b: '2', c: '3' })).size).toBe(0);
+  });
+});
+
+describe('proofOf (an apply response read back)', () => {
+  const applied = withOwnership(cm('a'), owner);
+  const stored = (change: (o: KubeObject) => void = () => undefined): KubeObject => {
+    const o = structuredClone(applied);
+    o.metadata.resourceVersion = '42';
+    o.metadata.uid = 'u';
+    o.metadata.managedFields = [{ manager: 'syncline' }];
+    change(o);
+    return o;
+  };
+
+  it('proves a stored object that is ours, carries the digest and holds what was applied', () => {
+    expect(proofOf(applied, stored(), owner)).toEqual({ version: '42', digest: applied.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION] });
+  });
+
+  it('proves nothing when a webhook changed an applied field, the mark or digest is not ours, or there is no version', () => {
+    expect(proofOf(applied, stored((o) => (o['data'] = { k: 'mutated' })), owner)).toBeUndefined();
+    expect(proofOf(applied, stored(), { ...owner, name: 'other' })).toBeUndefined();
+    expect(proofOf(applied, stored((o) => (o.metadata.annotations = { ...o.metadata.annotations, [APPLIED_DIGEST_ANNOTATION]: 'sha256:x' })), owner)).toBeUndefined();
+    expect(proofOf(applied, stored((o) => delete o.metadata.resourceVersion), owner)).toBeUndefined();
   });
 });

@@ -1,26 +1,29 @@
-// A no-op resync without a single API request. After an apply that found every object as desired (nothing
-// written, nothing pruned, nothing held back), we remember what it was given (a fingerprint of the desired
-// objects, the inventory and the options) and the resourceVersion of every object it read. The next time the
-// same target is applied with the same fingerprint, a watch cache that still holds those very versions proves
-// nobody touched the objects since: the apply would plan "unchanged" for all of them, so it is skipped. Any
-// edit, delete or label removal changes (or drops) a version in the watch and the next apply is a full one;
-// so does a watch that is not synced or not healthy, or an object no watch covers.
+// A no-op resync without a single API request. After an apply that left every desired object proven as it wants
+// it (read unchanged, or written and read back from the apply's response holding what was applied; nothing
+// pruned, skipped or held back), we remember what it was given (a fingerprint of the desired objects, the
+// inventory and the options) and the resourceVersion of every object. The next time the same target is applied
+// with the same fingerprint, a watch cache that still holds those very versions proves nobody touched the
+// objects since: the apply would plan "unchanged" for all of them, so it is skipped. Any edit, delete or label
+// removal changes (or drops) a version in the watch and the next apply is a full one; so does a watch that is
+// not synced or not healthy, or an object no watch covers.
 //
 // When the inputs did change (a new commit), the record still proves every object whose watched version is the
 // recorded one: ours, without drift, carrying the recorded digest. provenObjects hands those to readLive, which
-// then reads only what is not proven, and the plan is the one a full read would give.
+// then reads only what is not proven, and the plan is the one a full read would give. Such proofs are kept even
+// when the apply was not clean (for the objects it did prove), without a fingerprint.
 import { createHash } from 'node:crypto';
 import type { ChangeSet } from './execute.ts';
 import { APPLIED_DIGEST_ANNOTATION, objectId, ownerHash, type KubeObject, type Owner } from './identity.ts';
 import type { Inventory } from './inventory.ts';
 import type { LiveState, ProvenObject } from './plan.ts';
 
-/** What a clean no-op apply saw. */
+/** What an apply proved. */
 export type NoopRecord = {
-  readonly fingerprint: string;
-  /** resourceVersion of every desired object, by object id. */
+  /** The inputs, when the apply proved every desired object and nothing else was left to do; else undefined. */
+  readonly fingerprint: string | undefined;
+  /** resourceVersion of each proven desired object, by object id. */
   readonly versions: ReadonlyMap<string, string>;
-  /** The applied digest each desired object carried, by object id (all of them were unchanged, so ours). */
+  /** The applied digest each proven object carries, by object id (all of them ours, without drift). */
   readonly digests: ReadonlyMap<string, string>;
   /** ownerHash of the owner they were ours for. */
   readonly owner: string;
@@ -52,27 +55,40 @@ export function applyFingerprint(input: FingerprintInput): string {
 }
 
 /**
- * The record to keep after a full apply, or undefined when the apply was not a clean no-op (something was
- * written, pruned, skipped or failed, the inventory moved, or a live object had no resourceVersion).
+ * The record to keep after a full apply: the versions of the desired objects it read unchanged (from `live`) or
+ * wrote and proved (ChangeSet.written), with the fingerprint when that covers every desired object and the
+ * apply was otherwise clean (nothing failed, skipped, pruned or unreadable, the inventory did not move).
+ * Undefined when it proved nothing.
  */
 export function recordNoop(fingerprint: string, input: { desired: readonly KubeObject[]; inventory: Inventory; live: LiveState; changes: ChangeSet; owner: Owner }): NoopRecord | undefined {
-  const { changes } = input;
-  if (changes.blocked !== undefined || (input.live.unknownScopes?.size ?? 0) > 0 || (input.live.unresolved?.size ?? 0) > 0) return undefined;
-  if (changes.entries.length !== input.desired.length || changes.entries.some((e) => e.action !== 'unchanged')) return undefined;
-  if (!sameInventory(changes.inventory, input.inventory)) return undefined;
+  const { changes, live } = input;
+  const actions = new Map(changes.entries.map((e) => [e.id, e.action]));
   const versions = new Map<string, string>();
   const digests = new Map<string, string>();
   for (const object of input.desired) {
     const id = objectId(object);
-    const live = input.live.objects.get(id);
-    const proven = live === undefined ? input.live.proven?.get(id) : undefined;
-    const version = live?.metadata.resourceVersion ?? proven?.version;
-    const digest = live?.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION] ?? proven?.digest;
-    if (typeof version !== 'string' || version === '' || typeof digest !== 'string') return undefined;
-    versions.set(id, version);
-    digests.set(id, digest);
+    const action = actions.get(id);
+    let proof: ProvenObject | undefined;
+    if (action === 'created' || action === 'configured') proof = changes.written?.get(id);
+    else if (action === 'unchanged') {
+      const read = live.objects.get(id);
+      const version = read?.metadata.resourceVersion;
+      const digest = read?.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION];
+      proof = read === undefined ? live.proven?.get(id) : typeof version === 'string' && version !== '' && typeof digest === 'string' ? { version, digest } : undefined;
+    }
+    if (proof === undefined) continue;
+    versions.set(id, proof.version);
+    digests.set(id, proof.digest);
   }
-  return { fingerprint, versions, digests, owner: ownerHash(input.owner) };
+  if (versions.size === 0) return undefined;
+  const clean =
+    changes.blocked === undefined &&
+    (live.unknownScopes?.size ?? 0) === 0 &&
+    (live.unresolved?.size ?? 0) === 0 &&
+    changes.entries.length === input.desired.length &&
+    versions.size === input.desired.length &&
+    sameInventory(changes.inventory, input.inventory);
+  return { fingerprint: clean ? fingerprint : undefined, versions, digests, owner: ownerHash(input.owner) };
 }
 
 function sameInventory(a: Inventory, b: Inventory): boolean {
@@ -83,7 +99,7 @@ function sameInventory(a: Inventory, b: Inventory): boolean {
 
 /** Whether the recorded no-op still holds: same inputs, and the watch cache holds exactly the recorded versions. */
 export function stillUnchanged(record: NoopRecord | undefined, fingerprint: string, watched: WatchedVersion): boolean {
-  if (record === undefined || record.fingerprint !== fingerprint) return false;
+  if (record?.fingerprint === undefined || record.fingerprint !== fingerprint) return false;
   for (const [id, version] of record.versions) {
     if (watched(id) !== version) return false;
   }

@@ -174,15 +174,26 @@ describe('applyTarget skips a no-op resync without requests', () => {
       };
       const one = [cmIn('a', '1'), cmIn('b', '1'), cmIn('c', '1', other.name)];
       expect((await sync(one)).counts.created).toBe(3);
-      await recorded(one);
+      // What the apply wrote, its responses prove: the next run reads nothing (once the watch has those versions).
+      await seen(one);
+      let reads = client.reads();
+      expect((await sync(one)).changed).toBe(false);
+      expect(client.reads() - reads).toBe(0);
 
       // A new commit changes a and c: two applies, not one read.
       const two = [cmIn('a', '2'), cmIn('b', '1'), cmIn('c', '2', other.name)];
-      let reads = client.reads();
+      const versionOf = (o: KubeObject): string | undefined => watch.get(objectKey(o))?.metadata.resourceVersion;
+      const before = two.map(versionOf);
+      reads = client.reads();
       const applied = await sync(two);
       expect(client.reads() - reads).toBe(0);
       expect(applied.counts).toMatchObject({ configured: 2, failed: 0 });
       expect((await core.readNamespacedConfigMap({ name: 'c', namespace: other.name })).data).toEqual({ k: '2' });
+      // and the resync after it is skipped, without a request, once the watch has the written versions
+      await eventually(() => (versionOf(two[0] as KubeObject) !== before[0] && versionOf(two[2] as KubeObject) !== before[2] ? true : undefined), 'the watch to see the commit');
+      const calls = client.calls();
+      expect((await sync(two)).changed).toBe(false);
+      expect(client.calls()).toBe(calls);
 
       // An object edited by someone: its namespace is read (and the edit corrected with the new commit); the
       // other namespace, still proven, is not.

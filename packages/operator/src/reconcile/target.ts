@@ -60,14 +60,15 @@ export type TargetApplyInput = {
    */
   readonly health?: { readonly wait: boolean };
   /**
-   * Skips a resync that would change nothing, without a request: the last clean no-op of this target (kept in
+   * Skips a resync that would change nothing, without a request: the last clean apply of this target (kept in
    * `records` under `key`) still holds when the inputs are the same and the watch cache still has the versions
-   * it read (see @syncline/apply's unchanged.ts). Without it every apply reads the live objects.
+   * it read or wrote (see @syncline/apply's unchanged.ts); new inputs read only what the watch cannot vouch for.
+   * Without it every apply reads the live objects.
    */
   readonly noop?: { readonly records: Map<string, TargetNoop>; readonly key: string; readonly watched: WatchedVersion };
 };
 
-/** A target's last clean no-op, and the health judged then: the same versions mean the same health. */
+/** What a target's last apply proved, and the health judged then: the same versions mean the same health. */
 export type TargetNoop = { readonly record: NoopRecord; readonly health?: HealthReport };
 
 export type Counts = { created: number; configured: number; deleted: number; failed: number; drifted: number };
@@ -142,7 +143,12 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
             return waiting.length === 0 ? undefined : `wave ${wave} is not healthy yet (${waiting.slice(0, 3).join('; ')}${waiting.length > 3 ? '; …' : ''})`;
           }
         : undefined;
-    changes = await executePlan(plan, { client: input.client, ...(input.pruneScope === undefined ? {} : { pruneScope: input.pruneScope }), ...(waveGate === undefined ? {} : { waveGate }) });
+    changes = await executePlan(plan, {
+      client: input.client,
+      ...(input.pruneScope === undefined ? {} : { pruneScope: input.pruneScope }),
+      ...(waveGate === undefined ? {} : { waveGate }),
+      ...(noop === undefined ? {} : { prove: true }), // what it writes, read back, needs no read next time
+    });
   } catch (error) {
     const message = `${input.target.name}: ${error instanceof Error ? error.message : String(error)}`;
     input.metrics?.targetFailures.inc({ configsync: input.syncKey, target: input.target.name });
