@@ -10,8 +10,17 @@ export interface CacheEntry {
   dir: string;
   bytes: number;
   lastUsed: number;
+  /** The use last written to disk (the metadata's mtime). */
+  persisted: number;
   pins: number;
 }
+
+/**
+ * How stale the on-disk use time may get: every reconcile of every sync touches its snapshot, and 1,000 syncs
+ * writing an mtime each took half a second of the operator's main thread in a fan-out (bench operator). LRU
+ * order after a restart only needs to be about right.
+ */
+const PERSIST_USE_MS = 60_000;
 
 export interface SnapshotMeta {
   repo: string;
@@ -59,7 +68,7 @@ export class SnapshotCache {
           const meta = JSON.parse(await readFile(join(dir, metaFile), 'utf8')) as SnapshotMeta;
           if (meta.format !== snapshotFormat) throw new Error('snapshot cached before packs were verified');
           const { mtimeMs } = await stat(join(dir, metaFile));
-          this.#entries.set(key, { key, dir, bytes: meta.bytes, lastUsed: mtimeMs, pins: 0 });
+          this.#entries.set(key, { key, dir, bytes: meta.bytes, lastUsed: mtimeMs, persisted: mtimeMs, pins: 0 });
         } catch {
           await rm(dir, { recursive: true, force: true });
         }
@@ -78,14 +87,19 @@ export class SnapshotCache {
     return this.#entries.has(key);
   }
 
-  /** Marks an entry used now (persisted as the mtime of its metadata, so LRU order survives a restart). */
+  /**
+   * Marks an entry used now (persisted as the mtime of its metadata, at most every PERSIST_USE_MS, so LRU order
+   * survives a restart). A snapshot removed behind our back is noticed here or by the read that misses it.
+   */
   async touch(key: string): Promise<CacheEntry | undefined> {
     const entry = this.#entries.get(key);
     if (entry === undefined) return undefined;
     entry.lastUsed = this.#now();
+    if (entry.lastUsed - entry.persisted < PERSIST_USE_MS) return entry;
     const t = new Date(entry.lastUsed);
     try {
       await utimes(join(entry.dir, metaFile), t, t);
+      entry.persisted = entry.lastUsed;
     } catch {
       // Removed behind our back (someone cleaned the cache dir): forget it, so the next fetch restores it.
       if (entry.pins === 0) this.#entries.delete(key);
@@ -129,7 +143,7 @@ export class SnapshotCache {
       await this.discard(scratchDir);
       if (!isExists(err)) throw err;
     }
-    const entry: CacheEntry = { key, dir, bytes: meta.bytes, lastUsed: now, pins: 0 };
+    const entry: CacheEntry = { key, dir, bytes: meta.bytes, lastUsed: now, persisted: now, pins: 0 };
     this.#entries.set(key, entry);
     await this.#evict(key);
     return entry;
