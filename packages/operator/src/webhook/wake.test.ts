@@ -102,6 +102,23 @@ describe('createCoalescer', () => {
     );
   });
 
+  it('never splits a window when a timer fires before the clock says the repository was quiet (a busy event loop)', () => {
+    // given a push handled 20 ms after the event loop last read the clock: its timer is due 20 ms early
+    const wakes: CoalescedWake[] = [];
+    let lag = 20;
+    const coalescer = createCoalescer({ wake: () => undefined, onWake: (wake) => wakes.push(wake), quietMs: 150, now: () => Date.now() + lag });
+    coalescer.add('r', ['ns/a']); // at 20 by the clock
+    lag = 0;
+    // when the next push comes 140 ms after it by the clock (inside the quiet time), after that early timer
+    vi.advanceTimersByTime(160);
+    coalescer.add('r', ['ns/a']); // at 160
+    vi.advanceTimersByTime(400);
+    // then both were one window, woken once
+    expect(wakes).toHaveLength(1);
+    expect(wakes[0]?.pushes).toBe(2);
+    expect(coalescingWindows([20, 160], { quietMs: 150 })).toBe(1);
+  });
+
   it('flush wakes what is held at once', () => {
     const woken: string[] = [];
     const coalescer = createCoalescer({ wake: (key) => woken.push(key) });

@@ -81,7 +81,7 @@ export function createCoalescer(options: CoalescingOptions & { wake: (key: strin
   const quietMs = options.quietMs ?? 150;
   const maxWaitMs = options.maxWaitMs ?? 2_000;
   const now = options.now ?? Date.now;
-  const held = new Map<string, { keys: Set<string>; firstAt: number; pushes: number; timer: NodeJS.Timeout }>();
+  const held = new Map<string, { keys: Set<string>; firstAt: number; lastAt: number; pushes: number; timer: NodeJS.Timeout }>();
   const fire = (repo: string): void => {
     const entry = held.get(repo);
     if (entry === undefined) return;
@@ -90,17 +90,28 @@ export function createCoalescer(options: CoalescingOptions & { wake: (key: strin
     options.onWake?.({ repo, syncs: entry.keys.size, pushes: entry.pushes, heldMs: now() - entry.firstAt });
     for (const key of entry.keys) options.wake(key);
   };
+  // A timer is due from the event loop's idea of now, which a busy loop leaves behind the clock: it can fire
+  // before the repository was quiet for quietMs. So it is only a reminder to look at the clock.
+  const due = (repo: string): void => {
+    const entry = held.get(repo);
+    if (entry === undefined) return;
+    const wait = Math.min(entry.lastAt + quietMs, entry.firstAt + maxWaitMs) - now();
+    if (wait > 0) entry.timer = setTimeout(() => due(repo), wait);
+    else fire(repo);
+  };
   return {
     add(repo, keys) {
       if (keys.length === 0) return;
       const at = now();
       const entry = held.get(repo);
-      if (entry !== undefined) clearTimeout(entry.timer);
-      const firstAt = entry?.firstAt ?? at;
-      const set = entry?.keys ?? new Set<string>();
-      for (const key of keys) set.add(key);
-      const timer = setTimeout(() => fire(repo), Math.max(0, Math.min(quietMs, firstAt + maxWaitMs - at)));
-      held.set(repo, { keys: set, firstAt, pushes: (entry?.pushes ?? 0) + 1, timer });
+      if (entry !== undefined) {
+        for (const key of keys) entry.keys.add(key);
+        entry.lastAt = at;
+        entry.pushes++;
+        return;
+      }
+      const timer = setTimeout(() => due(repo), Math.min(quietMs, maxWaitMs));
+      held.set(repo, { keys: new Set(keys), firstAt: at, lastAt: at, pushes: 1, timer });
     },
     flush() {
       for (const repo of [...held.keys()]) fire(repo);
