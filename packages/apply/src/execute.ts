@@ -129,7 +129,7 @@ const MAX_SINGLE_READS_PER_SCOPE = 16;
  * show (an object that does not exist yet, or exists without our mark) is read one by one by the executor;
  * when more than MAX_SINGLE_READS_PER_SCOPE of a scope are missing, the whole scope is listed instead.
  *
- * With `proven` (a watch's proof that objects are as a clean no-op read them: unchanged.ts's provenObjects), a
+ * With `proven` (a watch's proof that objects are as the last apply read or wrote them: provenObjects), a
  * scope whose every id is a desired object proven so is not read at all: a new commit for a sync whose objects
  * nobody touched plans without a request. A scope holding anything else (a stale id, a new object, an object
  * someone edited) is listed as above, proven ids and all.

@@ -53,13 +53,13 @@ export type LiveState = {
   readonly unknownScopes?: ReadonlySet<string>;
   readonly unresolved?: ReadonlySet<string>;
   /**
-   * Ids not read because a watch proves them unchanged since a clean no-op read them (see unchanged.ts): each is
-   * ours, carries `digest`, and held no drift then. Only ids of scopes that were not listed at all.
+   * Ids not read because a watch proves them unchanged since an apply read them unchanged or wrote them (see
+   * unchanged.ts): each is ours, carries `digest`, and held no drift then. Only ids of scopes not listed at all.
    */
   readonly proven?: ReadonlyMap<string, ProvenObject>;
 };
 
-/** A live object a watch proves unchanged since a clean no-op: its resourceVersion and applied digest then. */
+/** A live object as an apply last saw it (ours, no drift): its resourceVersion and applied digest. */
 export type ProvenObject = { readonly version: string; readonly digest: string };
 
 /** Apply order: Namespaces, CRDs, other cluster-scoped objects, namespaced objects. Deletion runs in reverse. */

@@ -117,7 +117,7 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
     return last.health === undefined ? outcome : { ...outcome, status: { ...outcome.status, health: last.health.counts }, health: last.health };
   }
   noop?.records.delete(noop.key);
-  // The inputs changed (a new commit): what the last no-op read and the watch still holds needs no read.
+  // The inputs changed (a new commit): what the last apply read or wrote, and the watch still holds, needs no read.
   const proven = noop === undefined ? undefined : provenObjects(last?.record, input.owner, noop.watched);
   let changes: ChangeSet;
   let live: LiveState;
