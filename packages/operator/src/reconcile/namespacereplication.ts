@@ -2,7 +2,7 @@
 // read the source namespace → the standby copies (pure: dr/transform.ts) → applyTarget into the standby
 // (SSA, inventory, guarded prune) → status. With spec.failover the standby is promoted instead: replication
 // stops overwriting it and its workloads go to their recorded counts, read from the standby's own objects.
-import { decodeInventory, type ApplyClient, type KubeObject } from '@syncline/apply';
+import { OWNER_LABEL, decodeInventory, objectId, ownerHash, type ApplyClient, type KubeObject } from '@syncline/apply';
 import type { Logger } from 'pino';
 import { NamespaceReplicationSpec, type Condition, type NamespaceReplication, type NamespaceReplicationStatus } from '../api/v1alpha1.ts';
 import type { ReconcileOutcome } from '../controller/queue.ts';
@@ -20,6 +20,12 @@ import { applyTarget, describeChanges, truncate } from './target.ts';
 
 export const NAMESPACEREPLICATION_KEY_PREFIX = 'NamespaceReplication/';
 const STANDBY_TARGET = 'standby';
+/** What a failover scales back up (or resumes): see dr/transform.ts's promoted. */
+const PROMOTED_KINDS = [
+  { group: 'apps', kind: 'Deployment' },
+  { group: 'apps', kind: 'StatefulSet' },
+  { group: 'batch', kind: 'CronJob' },
+] as const;
 
 /** The owner the standby's objects are marked with (its name carries the kind, see queueKeyOfOwner). */
 export function namespaceReplicationOwner(namespace: string, name: string): { namespace: string; name: string; target: string } {
@@ -130,7 +136,7 @@ async function replicate(deps: NamespaceReplicationReconcilerDeps, object: Names
   const owner = namespaceReplicationOwner(namespace, object.metadata.name);
   const inventory = previous.inventory?.find((i) => i.target === STANDBY_TARGET)?.entries;
 
-  if (spec.failover) return promote(deps, object, { standby, remote, owner, inventory, now, previous });
+  if (spec.failover) return promote(deps, object, { standby, remote, owner, inventory, destinationNamespace, now, previous });
 
   // Replicate: every object of the chosen kinds in the source namespace, as it lands in the standby.
   const types: readonly ResourceType[] = spec.resourceTypes === undefined ? DEFAULT_RESOURCE_TYPES : spec.resourceTypes.map(parseResourceType);
@@ -216,12 +222,27 @@ async function replicate(deps: NamespaceReplicationReconcilerDeps, object: Names
 async function promote(
   deps: NamespaceReplicationReconcilerDeps,
   object: NamespaceReplication,
-  context: { standby: ApplyClient; remote: RemoteClients | undefined; owner: ReturnType<typeof namespaceReplicationOwner>; inventory: readonly string[] | undefined; now: string; previous: NamespaceReplicationStatus },
+  context: {
+    standby: ApplyClient;
+    remote: RemoteClients | undefined;
+    owner: ReturnType<typeof namespaceReplicationOwner>;
+    inventory: readonly string[] | undefined;
+    destinationNamespace: string;
+    now: string;
+    previous: NamespaceReplicationStatus;
+  },
 ): Promise<Result> {
   const { standby, owner, inventory, now, previous } = context;
   const at = { generation: object.metadata.generation, now };
-  const ids = decodeInventory(inventory).map((e) => e.id).filter((id) => /^(apps\/(Deployment|StatefulSet)|batch\/CronJob)\//.test(id));
-  const live = (await Promise.all(ids.map((id) => standby.get(id)))).filter((o): o is KubeObject => o !== undefined);
+  // The workloads are what the standby holds of ours, not only what the status lists: a failover asked for right
+  // after a replication can find a status (in the cache, or lost) that does not list them yet, and would then
+  // restore nothing and say it failed over.
+  const labelSelector = `${OWNER_LABEL}=${ownerHash(owner)}`;
+  // A kind the standby will not list (rights, not served) leaves its workloads to the inventory, as before.
+  const marked = (await Promise.all(PROMOTED_KINDS.map((k) => standby.list({ ...k, namespace: context.destinationNamespace, labelSelector }).catch((): KubeObject[] => [])))).flat();
+  const listed = new Set(marked.map((o) => objectId(o)));
+  const recorded = decodeInventory(inventory).map((e) => e.id).filter((id) => !listed.has(id) && /^(apps\/(Deployment|StatefulSet)|batch\/CronJob)\//.test(id));
+  const live = [...marked, ...(await Promise.all(recorded.map((id) => standby.get(id)))).filter((o): o is KubeObject => o !== undefined)];
   const desired = live.map((o) => promoted(o, deps.mirrorKeys)).filter((o): o is KubeObject => o !== undefined);
   // Only the promoted objects are planned (their own inventory): nothing else is applied or pruned.
   const outcome = await applyTarget({
