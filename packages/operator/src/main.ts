@@ -167,7 +167,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
  *
  * The old generation: V8 lets it grow to up to 4× what survived the last full GC before collecting again, and
  * what a burst promoted stays RSS. HEAP_GROWING_PERCENT caps that at 1.4× (read at every GC; a node flag
- * given at start wins). bench operator, 1,000 syncs: peak RSS 232–288 MB → 191 MB, new commit 9.4 s (8.9–11.2 s
+ * given at start wins). bench operator, 1,000 syncs: peak RSS 232–288 MB → 191–194 MB, new commit 8.5–9.4 s (8.9–11.2 s
  * before, the API server on the same 2 cores being the bottleneck); 200 syncs: 179–183 MB either way.
  */
 const HEAP_GROWING_PERCENT = 40;
