@@ -373,7 +373,7 @@ export async function createApplyClient(target: KubeConnection | KubeConfigLike,
         info = (await discovery({ refresh: true })).resource(object.apiVersion, object.kind);
       }
       if (info === undefined) throw notServed(`${object.apiVersion} ${object.kind}`);
-      const stored = await send<KubeObject | undefined>({
+      return send<KubeObject | undefined>({
         discardBody: read !== true,
         method: 'PATCH',
         path: resourcePath(info, object.metadata.namespace ?? '', object.metadata.name),
@@ -382,7 +382,6 @@ export async function createApplyClient(target: KubeConnection | KubeConfigLike,
         contentType: 'application/apply-patch+yaml',
         signal,
       });
-      return read === true ? stored : undefined;
     },
     async delete(id, { apiVersion, uid, signal }) {
       const ref = parseObjectId(id);

@@ -234,7 +234,7 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
       }
       case 'apply': {
         try {
-          const stored = await client.apply(step.object, { fieldManager, force: step.force, signal, ...(written === undefined ? {} : { read: true }) });
+          const stored = await client.apply(step.object, { fieldManager, force: step.force, read: written !== undefined, signal });
           const proof = stored === undefined ? undefined : proofOf(step.object, stored, plan.owner);
           if (proof !== undefined) written?.set(step.id, proof);
         } catch (error) {

@@ -117,7 +117,7 @@ export function startManager(options: ManagerOptions): Manager {
         leftShard('configsync', objectKey(object));
       }
       // Our own status writes come back as MODIFIED: they change nothing to act on.
-      else if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous as unknown as ConfigSync, cs)) {
+      else if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous, object)) {
         // A new spec or a reconcile request looks at the source as it is from now on (a ref listing begun later).
         freshRequests.set(objectKey(object), options.clock.now().getTime());
         queue.add(objectKey(object));
@@ -266,7 +266,7 @@ export function startManager(options: ManagerOptions): Manager {
       const namespace = rc.metadata.namespace ?? 'default';
       index(key, type === 'DELETED' ? [] : remote.secretsOf(rc.spec).map((name) => `${namespace}/Secret/${name}`));
       if (type === 'DELETED' || !probedHere(rc)) queue.forget(key);
-      else if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous as unknown as ConfigSync, object as unknown as ConfigSync)) queue.add(key);
+      else if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous, object)) queue.add(key);
       // Reachable again (or no longer): the syncs with targets there run now rather than at their next retry.
       const ready = (o: KubeObject | undefined): string | undefined => (o as RemoteCluster | undefined)?.status?.conditions?.find((c) => c.type === 'Ready')?.status;
       if (type !== 'ADDED' && ready(previous) !== ready(object)) {
@@ -340,7 +340,7 @@ export function startManager(options: ManagerOptions): Manager {
         return;
       }
       void watchReplicationSource(nr).catch((error: unknown) => logger.debug({ err: errorMessage(error), namespacereplication: key }, 'could not watch the source namespace'));
-      if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous as unknown as ConfigSync, object as unknown as ConfigSync)) queue.add(key);
+      if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous, object)) queue.add(key);
     },
     onError: (error) => logger.warn({ err: errorMessage(error) }, 'NamespaceReplication watch failed; restarting'),
   });
@@ -425,7 +425,7 @@ export function startManager(options: ManagerOptions): Manager {
         return;
       }
       void watchSource(ms).catch((error: unknown) => logger.debug({ err: errorMessage(error), manifestsync: key }, 'could not watch the source'));
-      if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous as unknown as ConfigSync, object as unknown as ConfigSync)) queue.add(key);
+      if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous, object)) queue.add(key);
     },
     onError: (error) => logger.warn({ err: errorMessage(error) }, 'ManifestSync watch failed; restarting'),
   });
@@ -568,10 +568,13 @@ export function startManager(options: ManagerOptions): Manager {
   };
 }
 
-/** True when an update touched nothing but status (spec changes bump generation; metadata is compared). */
-export function onlyStatusChanged(before: ConfigSync, after: ConfigSync): boolean {
-  const relevant = (cs: ConfigSync): string =>
-    JSON.stringify([cs.metadata.generation, cs.metadata.annotations ?? {}, cs.metadata.labels ?? {}, cs.metadata.finalizers ?? [], cs.metadata.deletionTimestamp ?? null]);
+/**
+ * True when an update touched nothing but status (spec changes bump generation; metadata is compared). For any
+ * of the watched kinds: it reads metadata only.
+ */
+export function onlyStatusChanged(before: Pick<KubeObject, 'metadata'>, after: Pick<KubeObject, 'metadata'>): boolean {
+  const relevant = (o: Pick<KubeObject, 'metadata'>): string =>
+    JSON.stringify([o.metadata.generation, o.metadata.annotations ?? {}, o.metadata.labels ?? {}, o.metadata.finalizers ?? [], o.metadata.deletionTimestamp ?? null]);
   return relevant(before) === relevant(after);
 }
 

@@ -58,7 +58,8 @@ export class SharedListings<T> {
         if (this.#entries.get(key) === entry) this.#entries.delete(key);
       },
     );
-    if (this.#entries.size > this.#maxEntries) this.#entries.delete(this.#entries.keys().next().value ?? '');
+    const oldest = this.#entries.keys().next();
+    if (this.#entries.size > this.#maxEntries && oldest.done !== true) this.#entries.delete(oldest.value);
     return entry.result;
   }
 }

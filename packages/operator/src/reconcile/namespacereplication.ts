@@ -241,7 +241,8 @@ async function promote(
   // A kind the standby will not list (rights, not served) leaves its workloads to the inventory, as before.
   const marked = (await Promise.all(PROMOTED_KINDS.map((k) => standby.list({ ...k, namespace: context.destinationNamespace, labelSelector }).catch((): KubeObject[] => [])))).flat();
   const listed = new Set(marked.map((o) => objectId(o)));
-  const recorded = decodeInventory(inventory).map((e) => e.id).filter((id) => !listed.has(id) && /^(apps\/(Deployment|StatefulSet)|batch\/CronJob)\//.test(id));
+  const promotable = (id: string): boolean => PROMOTED_KINDS.some((k) => id.startsWith(`${k.group}/${k.kind}/`));
+  const recorded = decodeInventory(inventory).map((e) => e.id).filter((id) => !listed.has(id) && promotable(id));
   const live = [...marked, ...(await Promise.all(recorded.map((id) => standby.get(id)))).filter((o): o is KubeObject => o !== undefined)];
   const desired = live.map((o) => promoted(o, deps.mirrorKeys)).filter((o): o is KubeObject => o !== undefined);
   // Only the promoted objects are planned (their own inventory): nothing else is applied or pruned.
