@@ -337,13 +337,19 @@ describe('charts/syncline', () => {
       // when the operator runs with the chart's flags (one Secret watch per granted namespace)
       const args = container(objects).args.filter((a) => /^--(secret-namespaces|mirror|concurrency|log-level)\b/.test(a));
       expect(args).toContain(`--secret-namespaces=${tenant.name}`);
-      await using operator = await startOperator({ kubeconfig, args: [...args, '--webhook-addr=off'] });
+      // A cluster-wide operator would take every unlabelled sync of the test files running beside this one (a
+      // replica test saw its sync applied by this operator before its own leader was elected): a shard of its
+      // own confines it to the two syncs below.
+      const shard = release;
+      await using operator = await startOperator({ kubeconfig, args: [...args, '--webhook-addr=off', '--shard', shard] });
       for (const namespace of [tenant.name, outside.name]) {
-        await applyConfigSync(configSync(namespace, 'app', {
+        const sync = configSync(namespace, 'app', {
           source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
           valuesFrom: [{ kind: 'Secret', name: 'values' }],
           targets: [{ name: 'here', namespace }],
-        }));
+        });
+        sync.metadata = { ...sync.metadata, labels: { 'syncline.dev/shard': shard } };
+        await applyConfigSync(sync);
       }
 
       // then the sync whose Secret it may read applies, and it is ready (its Secret watch works) ...
