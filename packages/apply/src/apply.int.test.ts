@@ -355,6 +355,15 @@ describe('executePlan against the real API server', () => {
           return `/ConfigMap/${namespace}/sibling`;
         },
       },
+      {
+        name: 'a copy of its own ConfigMap carrying every one of its marks (not applied by the sync): kept',
+        intrude: async (namespace) => {
+          const mine = await core.readNamespacedConfigMap({ name: 'mine', namespace });
+          await core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'copy', labels: mine.metadata?.labels, annotations: mine.metadata?.annotations }, data: mine.data } });
+          return `/ConfigMap/${namespace}/copy`;
+        },
+        empty: true,
+      },
       { name: 'its own object it still renders: kept', intrude: () => Promise.resolve(undefined), keepConfigMap: true },
     ];
 

@@ -4,8 +4,8 @@ import { ApiError, type ApplyClient } from './client.ts';
 import { differingPaths } from './compare.ts';
 import {
   APPLIED_DIGEST_ANNOTATION,
-  DEFAULT_FIELD_MANAGER,
   OWNED_BY_ANNOTATION,
+  appliedBy,
   OWNER_LABEL,
   ownedBy,
   ownerHash,
@@ -62,8 +62,6 @@ export type WaveResult = { readonly wave: number; readonly entries: readonly Cha
 
 export type ExecuteOptions = {
   readonly client: ApplyClient;
-  /** Field manager for server-side apply; default `syncline`. */
-  readonly fieldManager?: string;
   /** Requests in flight within a tier; default DEFAULT_CONCURRENCY. */
   readonly concurrency?: number;
   readonly signal?: AbortSignal;
@@ -174,7 +172,8 @@ export async function readLive(options: {
       if (selector !== undefined) {
         const owned = new Map((await options.client.list({ group, kind, namespace, labelSelector: selector }, options.signal)).map((o) => [objectId(o), o]));
         const missing = [...ids].filter((id) => !owned.has(id));
-        // Marked ours but not asked about: kept, so the planner can prune what a lost status write left unrecorded.
+        // Marked ours but not asked about: kept, so the planner can prune what a lost status write left unrecorded
+        // (when its managedFields prove our apply: the LIST returns them, and marks alone prove nothing).
         for (const [id, obj] of owned) objects.set(id, obj);
         if (missing.length <= MAX_SINGLE_READS_PER_SCOPE) {
           for (const id of missing) unresolved.add(id);
@@ -208,7 +207,8 @@ export function proofOf(applied: KubeObject, stored: KubeObject, owner: Owner): 
 export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<ChangeSet> {
   if (plan.blocked !== undefined) return { entries: [], inventory: plan.previous, blocked: plan.blocked, pruned: false };
   const { client, signal } = options;
-  const fieldManager = options.fieldManager ?? DEFAULT_FIELD_MANAGER;
+  // The plan's: its proof of our own applies (provenOwnership) names the manager these applies are made with.
+  const { fieldManager } = plan.context;
   const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
   const previous = new Map(plan.previous.map((e) => [e.id, e]));
   const written = options.prove === true ? new Map<string, ProvenObject>() : undefined;
@@ -291,12 +291,15 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
     }
   };
 
-  // Deleting a Namespace deletes everything in it: only when nothing but our own stale objects is left.
+  // Deleting a Namespace deletes everything in it: only when nothing but our own stale objects is left. Ours on
+  // proof, as for a prune (provenOwnership): the mark, and the inventory or our own apply; a copy that carries
+  // our marks keeps the Namespace.
   const desiredIds = new Set(plan.apply.map((s) => s.id));
   const ours = (object: KubeObject): boolean => {
     const mark = object.metadata.annotations?.[OWNED_BY_ANNOTATION];
     const owned = options.pruneScope === 'sync' ? mark?.startsWith(`${plan.owner.namespace}/${plan.owner.name}/`) === true : mark === ownedBy(plan.owner);
-    return owned && !desiredIds.has(objectId(object));
+    const id = objectId(object);
+    return owned && !desiredIds.has(id) && (plan.context.recorded.has(id) || appliedBy(object, fieldManager));
   };
   const namespaceHeld = async (namespace: string): Promise<{ reason: string; retry: boolean } | undefined> => {
     let contents: NamespaceContents;

@@ -12,7 +12,7 @@ export type KubeObject = {
     resourceVersion?: string;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
-    managedFields?: ReadonlyArray<{ manager?: string; operation?: string; fieldsV1?: unknown }>;
+    managedFields?: ReadonlyArray<{ manager?: string; operation?: string; subresource?: string; fieldsV1?: unknown }>;
     [key: string]: unknown;
   };
   [key: string]: unknown;
@@ -120,6 +120,16 @@ export function ownershipOf(live: KubeObject, owner: Owner): Ownership {
   if (label === undefined && annotation === undefined) return { kind: 'unmarked' };
   if (label === ownerHash(owner) && annotation === ownedBy(owner)) return { kind: 'ours' };
   return { kind: 'other', ownedBy: annotation ?? `owner label ${label ?? '(none)'}` };
+}
+
+/**
+ * Whether the object records a server-side apply by `fieldManager`: a managedFields entry of that manager with
+ * operation Apply on the object itself (not a subresource). The API server writes these entries; a copy made with
+ * `kubectl get -o yaml` does not carry them (kubectl leaves managedFields out), and creating the copy records the
+ * copier's manager instead. See provenOwnership in plan.ts for what this proves and what it does not.
+ */
+export function appliedBy(live: KubeObject, fieldManager: string): boolean {
+  return live.metadata.managedFields?.some((m) => m.manager === fieldManager && m.operation === 'Apply' && (m.subresource === undefined || m.subresource === '')) === true;
 }
 
 export function pruneDisabled(live: KubeObject): boolean {

@@ -15,6 +15,7 @@ export {
   ownerHash,
   ownedBy,
   ownershipOf,
+  appliedBy,
   OWNER_LABEL,
   OWNER_NAME_LABEL,
   OWNER_NAMESPACE_LABEL,
@@ -32,7 +33,7 @@ export { encodeInventory, decodeInventory, diffInventory } from './inventory.ts'
 export type { Inventory, InventoryEntry, EncodedInventory } from './inventory.ts';
 export { canonicalJson, digestOf } from './canonical.ts';
 export { differingPaths } from './compare.ts';
-export { planApply, planObject, planProven, planStale, withOwnership, tierOf, waveOf, Policy, DriftMode } from './plan.ts';
+export { planApply, planObject, planProven, planStale, provenOwnership, withOwnership, tierOf, waveOf, Policy, DriftMode } from './plan.ts';
 export type { Plan, PlanInput, PlanStep, PlanContext, LiveState, ProvenObject, Tier } from './plan.ts';
 export { createApplyClient, ApiError, agentFor, connectionFromKubeConfig, toKubeConnection } from './client.ts';
 export type { ApplyClient, ClientOptions, Discovery, ResourceInfo, KubeConnection, KubeConfigLike, KubeTlsOptions } from './client.ts';

@@ -2,17 +2,24 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { APPLIED_DIGEST_ANNOTATION, OWNED_BY_ANNOTATION, OWNER_LABEL, PRUNE_ANNOTATION, objectId, ownerHash, type KubeObject, type Owner } from './identity.ts';
 import type { Inventory } from './inventory.ts';
-import { planApply, waveOf, withOwnership, type LiveState, type PlanInput, type PlanStep, type Policy } from './plan.ts';
+import { planApply, planStale, waveOf, withOwnership, type LiveState, type PlanInput, type PlanStep, type Policy } from './plan.ts';
 
 const owner: Owner = { namespace: 'team', name: 'web', target: 'prod' };
 const other: Owner = { namespace: 'team', name: 'api', target: 'prod' };
 const cm = (name: string, data: Record<string, string> = { k: 'v' }, namespace = 'app'): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace }, data });
 const ns = (name: string): KubeObject => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
 
-/** What the API server would hold after we applied `obj` (plus server fields). */
+/** The managedFields entry the API server records for our server-side apply. */
+const ourApply = { manager: 'syncline', operation: 'Apply', fieldsV1: {} };
+/** What the API server would hold after we applied `obj` (plus server fields, our apply among managedFields). */
 const stored = (obj: KubeObject, by: Owner = owner): KubeObject => {
   const marked = withOwnership(obj, by);
-  return { ...marked, metadata: { ...marked.metadata, uid: `uid-${obj.metadata.name}`, resourceVersion: '1' } };
+  return { ...marked, metadata: { ...marked.metadata, uid: `uid-${obj.metadata.name}`, resourceVersion: '1', managedFields: [ourApply] } };
+};
+/** An object someone else made from one of ours: every label and annotation copied, renamed, their managedFields. */
+const copyOf = (obj: KubeObject, name: string, managedFields: NonNullable<KubeObject['metadata']['managedFields']>): KubeObject => {
+  const source = stored(obj);
+  return { ...source, metadata: { ...source.metadata, name, uid: `uid-${name}`, managedFields } };
 };
 const liveOf = (...objects: KubeObject[]): LiveState => ({ objects: new Map(objects.map((o) => [objectId(o), o])) });
 const plan = (input: Partial<PlanInput> & Pick<PlanInput, 'desired'>) => planApply({ inventory: [], live: liveOf(), owner, ...input });
@@ -124,6 +131,67 @@ describe('planApply', () => {
     // and with prune off, it is only forgotten
     const kept = plan({ desired: [cm('a')], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(cm('a')), lost), prune: false });
     expect(summary(kept.prune)).toEqual(['forget /ConfigMap/app/lost']);
+  });
+
+  describe('an object carrying every one of our marks that we never applied (a copy)', () => {
+    // given copies of one of our objects, renamed, with every label and annotation (owner hash, readable owner
+    // labels, owned-by, applied digest), made by someone else: no managedFields (as a dry object is), or the
+    // copier's own entry (kubectl's client-side apply, an Update, another tool's server-side apply)
+    const copies: [string, NonNullable<KubeObject['metadata']['managedFields']>][] = [
+      ['no managedFields', []],
+      ['kubectl apply (client-side)', [{ manager: 'kubectl-client-side-apply', operation: 'Update' }]],
+      ['kubectl create', [{ manager: 'kubectl-create', operation: 'Update' }]],
+      ['another server-side apply', [{ manager: 'kubectl', operation: 'Apply' }]],
+      ['our manager, but an Update', [{ manager: 'syncline', operation: 'Update' }]],
+      ['our manager, on the status subresource', [{ manager: 'syncline', operation: 'Apply', subresource: 'status' }]],
+    ];
+
+    it.each(copies)('is never pruned, nor deleted with prune on or off (%s)', (_, managedFields) => {
+      const copy = copyOf(cm('a'), 'copy', managedFields);
+      expect(copy.metadata.labels).toEqual(stored(cm('a')).metadata.labels);
+      expect(copy.metadata.annotations).toEqual(stored(cm('a')).metadata.annotations);
+      // when the sync resyncs, adds an object, and prunes one it recorded
+      for (const desired of [[cm('a')], [cm('a'), cm('b')], [cm('b')]]) {
+        const p = plan({ desired, inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(cm('a')), copy) });
+        // then the copy is in no step at all
+        expect([...p.apply, ...p.prune].map((s) => s.id)).not.toContain('/ConfigMap/app/copy');
+      }
+      // and a sync being deleted (an empty render) does not delete it either
+      expect(summary(plan({ desired: [], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(cm('a')), copy), allowEmpty: true }).prune)).toEqual(['delete /ConfigMap/app/a']);
+    });
+
+    it.each(copies)('is not overwritten when the render adds an object of its name: a conflict under Sync, as for any object not ours (%s)', (_, managedFields) => {
+      const copy = copyOf(cm('a'), 'b', managedFields);
+      const p = plan({ desired: [cm('a'), cm('b', { k: 'ours' })], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(cm('a')), copy) });
+      expect(p.apply[1]).toMatchObject({ type: 'skip', id: '/ConfigMap/app/b', keep: false, reason: expect.stringMatching(/^Conflict: .*carries this sync's ownership marks.*not in the inventory.*field manager "syncline"/) as unknown });
+      expect(plan({ desired: [cm('b')], live: liveOf(copy), policy: 'Keep' }).apply[0]).toMatchObject({ type: 'skip', keep: false });
+      // Adopt and Overwrite take it over as they take any object that is not ours
+      expect(plan({ desired: [cm('b')], live: liveOf(copy), policy: 'Adopt' }).apply[0]).toMatchObject({ type: 'apply', force: false, reason: 'adopted' });
+      expect(plan({ desired: [cm('b')], live: liveOf(copy), policy: 'Overwrite' }).apply[0]).toMatchObject({ type: 'apply', force: true, reason: 'overwritten' });
+    });
+
+    it('is pruned when it does record our server-side apply (an apply whose status write was lost), beside the copier\'s entries', () => {
+      const lost = copyOf(cm('a'), 'lost', [{ manager: 'kubectl-edit', operation: 'Update' }, ourApply]);
+      const p = plan({ desired: [cm('a')], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(cm('a')), lost) });
+      expect(summary(p.prune)).toEqual(['delete /ConfigMap/app/lost']);
+      // and with another field manager configured, our default manager's entry proves nothing
+      const elsewhere = plan({ desired: [cm('a')], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(cm('a')), lost), fieldManager: 'syncline-b' });
+      expect(elsewhere.prune).toEqual([]);
+    });
+
+    it('is recognised as ours when the inventory records it, whatever its managedFields', () => {
+      // A recorded object whose managedFields no longer show our apply (another apply manager took every field):
+      // the inventory is the proof, and the render's change is applied (forced) as before.
+      const taken = copyOf(cm('a'), 'a', [{ manager: 'helm', operation: 'Apply' }]);
+      expect(summary(plan({ desired: [cm('a', { k: 'new' })], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(taken) }).apply)).toEqual(['apply /ConfigMap/app/a force']);
+      expect(summary(plan({ desired: [], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(taken), allowEmpty: true }).prune)).toEqual(['delete /ConfigMap/app/a']);
+    });
+
+    it('is not pruned when the executor resolves it as a stale id it did not record', () => {
+      const copy = copyOf(cm('a'), 'copy', []);
+      const context = plan({ desired: [cm('a')], inventory: [{ id: '/ConfigMap/app/a' }] }).context;
+      expect(planStale('/ConfigMap/app/copy', copy, context)).toMatchObject({ type: 'forget', gone: false, reason: expect.stringContaining('not pruned: the object carries our ownership marks') as unknown });
+    });
   });
 
   it('refuses an empty render for a non-empty inventory unless allowed', () => {

@@ -4,9 +4,11 @@ import { differingPaths } from './compare.ts';
 import {
   APPLIED_DIGEST_ANNOTATION,
   APPLY_WAVE_ANNOTATION,
+  DEFAULT_FIELD_MANAGER,
   OWNED_BY_ANNOTATION,
   OWNER_LABEL,
   OWNERSHIP_LABELS,
+  appliedBy,
   groupOf,
   objectId,
   ownedBy,
@@ -17,6 +19,7 @@ import {
   scopeOf,
   type KubeObject,
   type Owner,
+  type Ownership,
 } from './identity.ts';
 import { diffInventory, type Inventory } from './inventory.ts';
 
@@ -93,6 +96,10 @@ export type PlanContext = {
   /** Ids of Namespaces this sync created (from the inventory): only those may be deleted. */
   readonly createdNamespaces: ReadonlySet<string>;
   readonly prune: boolean;
+  /** Ids in the inventory: what this target recorded applying. */
+  readonly recorded: ReadonlySet<string>;
+  /** The field manager the plan is applied with: its Apply entry proves an apply that the inventory missed. */
+  readonly fieldManager: string;
 };
 
 export type Plan = {
@@ -118,6 +125,8 @@ export type PlanInput = {
   readonly prune?: boolean;
   /** Allow a render of zero objects to prune a non-empty inventory. */
   readonly allowEmpty?: boolean;
+  /** Field manager for server-side apply (executePlan applies with it); default `syncline`. */
+  readonly fieldManager?: string;
 };
 
 /** The apply wave of a desired object: an integer annotation, default 0; negative waves go first. */
@@ -159,6 +168,32 @@ export function withOwnership(desired: KubeObject, owner: Owner): KubeObject {
   return marked;
 }
 
+/**
+ * Whose object is this, on proof rather than on marks alone. The ownership marks (OWNER_LABEL and
+ * OWNED_BY_ANNOTATION) are plain metadata: `kubectl get -o yaml`, a rename and `kubectl apply` copy them onto
+ * an object Syncline never applied, and prune would then delete that copy. So marks name the owner, and an
+ * object is 'ours' only when, besides carrying this owner's exact marks, either
+ * - the inventory records it (what this target's runs confirmed applying), or
+ * - its managedFields record a server-side apply by our field manager (`operation: Apply`): the API server
+ *   writes that entry when we apply, so an object applied by a run whose status write was lost (a crash, a
+ *   leader kill or an API outage between apply and status) is still recognised and pruned, never leaked.
+ * An object with our marks and neither proof is 'unproven': never deleted, and overwritten only as any object
+ * that is not ours would be (policy Adopt or Overwrite).
+ *
+ * The limit: managedFields can be written deliberately (a create or update that sets them), so someone with
+ * write access to an object can forge our entry on it. That only lets them have their own object treated as
+ * ours, which they could delete themselves; it never reaches an object they cannot write.
+ */
+export function provenOwnership(live: KubeObject, id: string, context: Pick<PlanContext, 'owner' | 'recorded' | 'fieldManager'>): Ownership | { readonly kind: 'unproven' } {
+  const ownership = ownershipOf(live, context.owner);
+  if (ownership.kind !== 'ours' || context.recorded.has(id) || appliedBy(live, context.fieldManager)) return ownership;
+  return { kind: 'unproven' };
+}
+
+function unprovenWhy(context: Pick<PlanContext, 'fieldManager'>): string {
+  return `it is not in the inventory and has no server-side apply by field manager "${context.fieldManager}" (marks can be copied)`;
+}
+
 function managersOf(live: KubeObject): string {
   const names = [...new Set((live.metadata.managedFields ?? []).map((m) => m.manager).filter((m): m is string => m !== undefined))];
   return names.length === 0 ? '' : ` (field managers: ${names.join(', ')})`;
@@ -171,15 +206,22 @@ export function planObject(desired: KubeObject, live: KubeObject | undefined, co
   const object = withOwnership(desired, context.owner);
   if (live === undefined) return { type: 'apply', id, tier, object, force: false, create: true };
 
-  const ownership = ownershipOf(live, context.owner);
+  const ownership = provenOwnership(live, id, context);
   switch (ownership.kind) {
     case 'other':
       // Two syncs rendering the same object is a reported conflict, never a tug of war: no policy overrides it.
       return { type: 'skip', id, tier, keep: false, reason: `Conflict: the object is owned by ${ownership.ownedBy}` };
+    case 'unproven':
     case 'unmarked':
       switch (context.policy) {
         case 'Sync':
-          return { type: 'skip', id, tier, keep: false, reason: `Conflict: the object exists and is not managed by Syncline${managersOf(live)}; policy Sync leaves it (Adopt or Overwrite take it over)` };
+          return {
+            type: 'skip',
+            id,
+            tier,
+            keep: false,
+            reason: `Conflict: the object exists and is not managed by Syncline${ownership.kind === 'unproven' ? ` (it carries this sync's ownership marks, but ${unprovenWhy(context)})` : ''}${managersOf(live)}; policy Sync leaves it (Adopt or Overwrite take it over)`,
+          };
         case 'Keep':
           return { type: 'skip', id, tier, keep: false, reason: 'the object exists; policy Keep never modifies it' };
         case 'Adopt':
@@ -221,9 +263,10 @@ export function planStale(id: string, live: KubeObject | undefined, context: Pla
   const tier = tierOf(id);
   if (live === undefined) return { type: 'forget', id, tier, gone: true, reason: 'already absent' };
   if (!context.prune) return { type: 'forget', id, tier, gone: false, reason: 'prune is off: left in place' };
-  const ownership = ownershipOf(live, context.owner);
+  const ownership = provenOwnership(live, id, context);
   if (ownership.kind === 'other') return { type: 'forget', id, tier, gone: false, reason: `not pruned: now owned by ${ownership.ownedBy}` };
   if (ownership.kind === 'unmarked') return { type: 'forget', id, tier, gone: false, reason: 'not pruned: the object no longer carries our ownership mark' };
+  if (ownership.kind === 'unproven') return { type: 'forget', id, tier, gone: false, reason: `not pruned: the object carries our ownership marks, but ${unprovenWhy(context)}` };
   if (pruneDisabled(live)) return { type: 'forget', id, tier, gone: false, reason: 'not pruned: syncline.dev/prune is disabled' };
   if (tier === 0 && !context.createdNamespaces.has(id)) return { type: 'forget', id, tier, gone: false, reason: 'not pruned: a Namespace this sync did not create' };
   return { type: 'delete', id, tier, apiVersion: live.apiVersion, uid: live.metadata.uid };
@@ -243,6 +286,8 @@ export function planApply(input: PlanInput): Plan {
     drift: input.drift ?? 'Correct',
     prune: input.prune ?? true,
     createdNamespaces: new Set(input.inventory.filter((e) => e.created === true).map((e) => e.id)),
+    recorded: new Set(input.inventory.map((e) => e.id)),
+    fieldManager: input.fieldManager ?? DEFAULT_FIELD_MANAGER,
   };
   const base = { owner: input.owner, previous: input.inventory, context };
   if (input.desired.length === 0 && input.inventory.length > 0 && input.allowEmpty !== true) {
@@ -275,12 +320,11 @@ export function planApply(input: PlanInput): Plan {
   }
   apply.sort((a, b) => (a.wave ?? 0) - (b.wave ?? 0) || a.tier - b.tier);
 
-  // Stale: what the inventory lists and the render no longer has, plus objects in the listed scopes that carry
-  // this owner's exact mark but never reached the inventory (applied by a run whose status write was lost, a
-  // crash or an API outage between apply and status): without this they would be orphaned for good.
-  const inInventory = new Set(input.inventory.map((e) => e.id));
+  // Stale: what the inventory lists and the render no longer has, plus objects in the listed scopes that we
+  // provably applied but that never reached the inventory (a run whose status write was lost): without this they
+  // would be orphaned for good. Our marks alone prove nothing (see provenOwnership): a copy keeps them.
   const unrecorded = [...input.live.objects]
-    .filter(([id, object]) => !seen.has(id) && !inInventory.has(id) && ownershipOf(object, input.owner).kind === 'ours')
+    .filter(([id, object]) => !seen.has(id) && !context.recorded.has(id) && provenOwnership(object, id, context).kind === 'ours')
     .map(([id]) => id);
   const prune = [...diffInventory(input.inventory, [...seen]), ...unrecorded].map((id): PlanStep => {
     const live = lookup(input.live, id);

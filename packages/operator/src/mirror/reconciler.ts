@@ -5,7 +5,9 @@
 // Reconciles from current state only: the same function handles create, update, delete and resync, and a
 // second run writes nothing. A key `Kind/ns/name@target` reconciles one target namespace of the source.
 import {
+  DEFAULT_FIELD_MANAGER,
   OWNED_BY_ANNOTATION,
+  appliedBy,
   encodeInventory,
   objectId,
   ownedBy,
@@ -231,7 +233,9 @@ async function writeReplica(input: {
         client: withKnownLive(client, new Map([[id, current]])),
         target: { name: namespace, namespace },
         desired: [object],
-        inventory: current?.metadata.annotations?.[OWNED_BY_ANNOTATION] === ownedBy(owner) ? encodeInventory([{ id }]) : [],
+        // A replica has no recorded inventory: ours when it carries our mark and our own apply (a copy carrying
+        // the mark alone is not ours, see @syncline/apply's provenOwnership).
+        inventory: current !== undefined && current.metadata.annotations?.[OWNED_BY_ANNOTATION] === ownedBy(owner) && appliedBy(current, DEFAULT_FIELD_MANAGER) ? encodeInventory([{ id }]) : [],
         owner,
         // A replica of this source without our owner mark (written before the marks, or by another tool under
         // the same prefix) is taken over; anything else that is not marked ours stays a conflict.
@@ -295,15 +299,16 @@ async function cleanUp(input: { deps: MirrorReconcilerDeps; client: ApplyClient;
   try {
     switch (action.type) {
       case 'delete': {
-        // Through the engine's guarded prune: deleted only while it carries this source's owner mark (uid
-        // precondition); an unmarked object labelled as a replica is left and reported.
+        // Through the engine's guarded prune: deleted only while it carries this source's owner mark and our own
+        // apply (uid precondition); an object labelled as a replica without both is left and reported.
         const sourceRef = { namespace: action.source.split('/')[0] ?? '', name: action.source.split('/')[1] ?? '' };
         const live = await client.get(id);
         const outcome = await applyTarget({
           client: withKnownLive(client, new Map([[id, live]])),
           target: { name: action.namespace, namespace: action.namespace },
           desired: [],
-          inventory: encodeInventory([{ id }]),
+          // No recorded inventory: the id is offered only when our apply is on it (the engine checks the mark).
+          inventory: live === undefined || appliedBy(live, DEFAULT_FIELD_MANAGER) ? encodeInventory([{ id }]) : [],
           owner: mirrorOwner(kind, sourceRef, action.namespace),
           prune: true,
           allowEmpty: true,
@@ -316,7 +321,7 @@ async function cleanUp(input: { deps: MirrorReconcilerDeps; client: ApplyClient;
           return false;
         }
         if (outcome.counts.deleted > 0 && live !== undefined) log.info({ namespace: action.namespace, reason: action.reason }, 'replica deleted');
-        else if (live !== undefined) log.debug({ namespace: action.namespace }, 'replica not deleted: it does not carry our owner mark');
+        else if (live !== undefined) log.debug({ namespace: action.namespace }, 'replica not deleted: it does not carry our owner mark and our own apply');
         return true;
       }
       case 'mark-stale':

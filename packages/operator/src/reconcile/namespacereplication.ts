@@ -2,7 +2,7 @@
 // read the source namespace → the standby copies (pure: dr/transform.ts) → applyTarget into the standby
 // (SSA, inventory, guarded prune) → status. With spec.failover the standby is promoted instead: replication
 // stops overwriting it and its workloads go to their recorded counts, read from the standby's own objects.
-import { OWNER_LABEL, decodeInventory, objectId, ownerHash, type ApplyClient, type KubeObject } from '@syncline/apply';
+import { DEFAULT_FIELD_MANAGER, OWNER_LABEL, appliedBy, decodeInventory, objectId, ownerHash, type ApplyClient, type KubeObject } from '@syncline/apply';
 import type { Logger } from 'pino';
 import { NamespaceReplicationSpec, type Condition, type NamespaceReplication, type NamespaceReplicationStatus } from '../api/v1alpha1.ts';
 import type { ReconcileOutcome } from '../controller/queue.ts';
@@ -238,8 +238,12 @@ async function promote(
   // after a replication can find a status (in the cache, or lost) that does not list them yet, and would then
   // restore nothing and say it failed over.
   const labelSelector = `${OWNER_LABEL}=${ownerHash(owner)}`;
-  // A kind the standby will not list (rights, not served) leaves its workloads to the inventory, as before.
-  const marked = (await Promise.all(PROMOTED_KINDS.map((k) => standby.list({ ...k, namespace: context.destinationNamespace, labelSelector }).catch((): KubeObject[] => [])))).flat();
+  // A kind the standby will not list (rights, not served) leaves its workloads to the inventory, as before. The
+  // label finds candidates; only those our own apply is on are ours (a copy carrying the marks is not, see
+  // @syncline/apply's provenOwnership).
+  const marked = (await Promise.all(PROMOTED_KINDS.map((k) => standby.list({ ...k, namespace: context.destinationNamespace, labelSelector }).catch((): KubeObject[] => []))))
+    .flat()
+    .filter((o) => appliedBy(o, DEFAULT_FIELD_MANAGER));
   const listed = new Set(marked.map((o) => objectId(o)));
   const promotable = (id: string): boolean => PROMOTED_KINDS.some((k) => id.startsWith(`${k.group}/${k.kind}/`));
   const recorded = decodeInventory(inventory).map((e) => e.id).filter((id) => !listed.has(id) && promotable(id));
