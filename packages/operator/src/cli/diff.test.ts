@@ -1,3 +1,4 @@
+import { applyPatch } from 'diff';
 import { describe, expect, it } from 'vitest';
 import { MASK, MASK_CHANGED, diffYaml, maskSecrets, normalizeSecret, projectLive, unifiedDiff } from './diff.ts';
 
@@ -26,6 +27,59 @@ describe('unifiedDiff', () => {
   it('diffs against nothing (a created or a deleted object)', () => {
     expect(unifiedDiff('', 'a\nb\n', { from: '/dev/null', to: 'd' })).toBe('--- /dev/null\n+++ d\n@@ -0,0 +1,2 @@\n+a\n+b\n');
     expect(unifiedDiff('a\n', '', { from: 'l', to: '/dev/null' })).toBe('--- l\n+++ /dev/null\n@@ -1,1 +0,0 @@\n-a\n');
+  });
+});
+
+describe('unifiedDiff of large objects', () => {
+  const LINES = 20_000;
+  const configMap = (kind: string, edited: (i: number) => boolean): Record<string, unknown> => ({
+    apiVersion: 'v1',
+    kind,
+    metadata: { name: 'big', namespace: 'app' },
+    data: Object.fromEntries(Array.from({ length: LINES }, (_, i) => [`key-${String(i).padStart(6, '0')}`, edited(i) ? `edited value ${i}` : `value ${i}`])),
+  });
+  const changedLines = (text: string): { removed: string[]; added: string[] } => {
+    const lines = text.split('\n').filter((l) => !l.startsWith('--- ') && !l.startsWith('+++ '));
+    return { removed: lines.filter((l) => l.startsWith('-')), added: lines.filter((l) => l.startsWith('+')) };
+  };
+
+  it.each([
+    ['a few edits', (i: number) => i === 3 || i === 9_999 || i === 19_998],
+    ['an edit every 97 lines', (i: number) => i % 97 === 0],
+  ])('diffs two 20,000-line objects exactly: %s (the patch turns one into the other, one line out and in per edit)', (_, edited) => {
+    // given a live object and a desired one of 20,000 data lines each, some values edited
+    const live = diffYaml(configMap('ConfigMap', () => false));
+    const desired = diffYaml(configMap('ConfigMap', edited));
+    expect(live.split('\n').length).toBeGreaterThan(LINES);
+    // when they are diffed
+    const text = unifiedDiff(live, desired, { from: 'live', to: 'desired' });
+    // then applying the diff to the live text gives the desired one
+    expect(applyPatch(live, text)).toBe(desired);
+    // and it is the smallest diff: each edited value is one line removed and one added, nothing else
+    const edits = Array.from({ length: LINES }, (_, i) => i).filter(edited);
+    const { removed, added } = changedLines(text);
+    expect(removed).toEqual(edits.map((i) => `-  key-${String(i).padStart(6, '0')}: value ${i}`));
+    expect(added).toEqual(edits.map((i) => `+  key-${String(i).padStart(6, '0')}: edited value ${i}`));
+  });
+
+  it('diffs two 20,000-line objects that differ in every line: a correct diff, the middle removed then added', () => {
+    const live = diffYaml(configMap('ConfigMap', () => false));
+    const desired = diffYaml(configMap('ConfigMap', () => true));
+    const text = unifiedDiff(live, desired, { from: 'live', to: 'desired' });
+    expect(applyPatch(live, text)).toBe(desired);
+    const { removed, added } = changedLines(text);
+    expect([removed.length, added.length]).toEqual([LINES, LINES]);
+    expect(text.indexOf('\n+  key-')).toBeGreaterThan(text.lastIndexOf('\n-  key-'));
+  });
+
+  it('never shows a value of a 20,000-key Secret', () => {
+    const live = configMap('Secret', () => false);
+    const desired = normalizeSecret(configMap('Secret', (i) => i % 100 === 0));
+    const masked = maskSecrets(projectLive(live, desired), desired);
+    const text = unifiedDiff(diffYaml(masked.live), diffYaml(masked.desired), { from: 'l', to: 'd' });
+    expect(text).not.toMatch(/value \d/);
+    expect(changedLines(text).added).toHaveLength(LINES / 100);
+    expect(text).toContain(`-  key-000000: "${MASK}"\n+  key-000000: "${MASK_CHANGED}"\n`);
   });
 });
 
