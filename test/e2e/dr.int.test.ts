@@ -192,16 +192,25 @@ describe('disaster recovery (NamespaceReplication)', () => {
     await applyNr(shop.name, 'shop', { ...spec, suspend: true });
     await new Promise((resolve) => setTimeout(resolve, 2000)); // a reconcile in flight lands its status first
     await rest.request({ method: 'PATCH', path: `${nrPath(shop.name, 'shop')}/status`, contentType: 'application/merge-patch+json', body: { status: { inventory: [] } } });
-    expect((await drApps().readNamespacedDeployment({ name: 'web', namespace: 'shop' })).spec?.replicas).toBe(0);
+    const web = await drApps().readNamespacedDeployment({ name: 'web', namespace: 'shop' });
+    expect(web.spec?.replicas).toBe(0);
+    // and someone's copy of the standby's web, with every one of its labels and annotations (the replication never applied it)
+    await drApps().createNamespacedDeployment({ namespace: 'shop', body: { metadata: { name: 'web-copy', labels: web.metadata?.labels, annotations: web.metadata?.annotations }, spec: web.spec } });
     // when failover is asked for
     await applyNr(shop.name, 'shop', { ...spec, failover: true });
     // then the standby's workloads are restored all the same
     await eventually(async () => ((await drApps().readNamespacedDeployment({ name: 'web', namespace: 'shop' })).spec?.replicas === 5 ? true : undefined), 'web at its recorded 5 replicas', 60_000);
     expect((await drApps().readNamespacedStatefulSet({ name: 'db', namespace: 'shop' })).spec?.replicas).toBe(2);
     expect((await drBatch().readNamespacedCronJob({ name: 'report', namespace: 'shop' })).spec?.suspend).toBe(false);
+    // and the copy is not ours to scale up
+    expect((await drApps().readNamespacedDeployment({ name: 'web-copy', namespace: 'shop' })).spec?.replicas).toBe(0);
     // and back
     await applyNr(shop.name, 'shop', spec);
     await eventually(async () => ((await drApps().readNamespacedDeployment({ name: 'web', namespace: 'shop' })).spec?.replicas === 0 ? true : undefined), 'failback: web at zero', 60_000);
+    // the replication's prune leaves the copy alone (ready once its status lists web again)
+    await eventually(async () => ((await readNr('shop')).status?.inventory?.some((i) => i.entries.some((e) => e.startsWith('apps/Deployment/shop/'))) === true ? true : undefined), 'the inventory to list web again', 60_000);
+    expect((await drApps().readNamespacedDeployment({ name: 'web-copy', namespace: 'shop' })).spec?.replicas).toBe(0);
+    await drApps().deleteNamespacedDeployment({ name: 'web-copy', namespace: 'shop' });
   });
 
   it("refuses a tenant's NamespaceReplication of another namespace", async () => {
