@@ -13,7 +13,7 @@ ARG PNPM_VERSION=10.34.8
 # secret (`--secret id=build-ca,src=/path/ca.crt`). It is mounted for these two steps only, never in a layer.
 RUN --mount=type=secret,id=build-ca \
     if [ -f /run/secrets/build-ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/build-ca; fi; \
-    npm install --global --no-audit --no-fund --loglevel=error "pnpm@${PNPM_VERSION}"
+    npm install --global --no-audit --no-fund --no-update-notifier --loglevel=error "pnpm@${PNPM_VERSION}"
 WORKDIR /app
 # Dependencies first, from the lockfile alone: this layer is reused until pnpm-lock.yaml changes.
 COPY pnpm-lock.yaml pnpm-workspace.yaml ./

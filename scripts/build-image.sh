@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the Syncline image from the Dockerfile without a Docker daemon (buildah, chroot isolation, vfs
-# storage: no daemon, no overlay or user-namespace support needed), then unpacks it as an OCI runtime bundle
+# Builds the Syncline image from the Dockerfile without a Docker daemon (buildah, chroot isolation, overlay
+# or vfs storage: no daemon or user-namespace support needed), then unpacks it as an OCI runtime bundle
 # (rootfs/ and config.json) so it can run without a container runtime. CI runs it through
 # test/dockerfile/image.int.test.ts.
 #
@@ -14,6 +14,7 @@
 # Usage: scripts/build-image.sh OUT_DIR [--pull]
 #   --pull   use the Dockerfile's default base (node:…-bookworm-slim from a registry) instead
 # Environment: SYNCLINE_IMAGE_STORAGE  buildah's storage root (default: OUT_DIR/../containers)
+#              SYNCLINE_IMAGE_STORAGE_DRIVER  overlay or vfs (default: overlay where it works)
 #              SYNCLINE_BUILD_CA      a CA bundle for the registry steps (default: $NODE_EXTRA_CA_CERTS)
 # Writes OUT_DIR/oci (OCI image layout, tag `syncline`), OUT_DIR/bundle/{config.json,rootfs} and
 # OUT_DIR/size.json ({"uncompressedBytes", "compressedBytes"}).
@@ -46,7 +47,22 @@ ensure_image_tools() {
 }
 
 storage="${SYNCLINE_IMAGE_STORAGE:-$(dirname "$out")/containers}"
-bah() { buildah --root "$storage/root" --runroot "$storage/run" --storage-driver vfs "$@"; }
+# overlay when this kernel and filesystem allow it (each layer stores only its changes); else vfs, which
+# works anywhere but copies the whole root filesystem for every layer (several times slower).
+driver="${SYNCLINE_IMAGE_STORAGE_DRIVER:-}"
+if [ -z "$driver" ]; then
+  driver=vfs
+  if grep -qw overlay /proc/filesystems; then
+    probe="$(mktemp -d)"
+    if buildah --root "$probe/root" --runroot "$probe/run" --storage-driver overlay from scratch >/dev/null 2>&1 &&
+       buildah --root "$probe/root" --runroot "$probe/run" --storage-driver overlay mount working-container >/dev/null 2>&1; then
+      driver=overlay
+    fi
+    buildah --root "$probe/root" --runroot "$probe/run" --storage-driver overlay rm --all >/dev/null 2>&1 || true
+    rm -rf "$probe" 2>/dev/null || true
+  fi
+fi
+bah() { buildah --root "$storage/$driver/root" --runroot "$storage/$driver/run" --storage-driver "$driver" "$@"; }
 
 # The base is named by the hash of what makes it, so a changed Node version or recipe builds a new one.
 base_key() {
