@@ -120,6 +120,13 @@ say "building the image from the Dockerfile (buildah bud, chroot isolation)"
 # Layers are kept (--layers): a rebuild after a source change reuses the base, pnpm and `pnpm fetch` steps.
 bah bud --quiet --layers --isolation chroot "${args[@]}" -f "$SYNCLINE_ROOT/Dockerfile" -t localhost/syncline:build "$SYNCLINE_ROOT" >/dev/null
 
+# Each source change leaves its layers behind as untagged images (the next rebuild's cache); past 3 GB
+# they go, and the next rebuild fetches the dependencies again.
+if [ "$(du -sm "$storage/$driver" | cut -f1)" -gt 3000 ]; then
+  say "pruning buildah's untagged layers (storage over 3 GB)"
+  bah rmi --prune >/dev/null 2>&1 || true
+fi
+
 rm -rf "$out"
 mkdir -p "$out"
 bah push --quiet localhost/syncline:build "oci:$out/oci:syncline"

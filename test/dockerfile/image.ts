@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, readdir, rename, rm } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, rm, stat, utimes } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { buildContextFiles, repositoryRoot } from './context.ts';
@@ -53,8 +53,10 @@ export async function ensureImage(options: { cacheDir?: string; onProgress?: (li
     const started = Date.now();
     try {
       await runBuild(aside, base, options.onProgress);
-      await rm(dir, { recursive: true, force: true });
-      await rename(aside, dir);
+      // Another run may have finished the same image meanwhile: its copy is as good as ours.
+      await rename(aside, dir).catch((error: unknown) => {
+        if (!existsSync(join(dir, 'size.json'))) throw error;
+      });
     } finally {
       await rm(aside, { recursive: true, force: true });
     }
@@ -62,6 +64,8 @@ export async function ensureImage(options: { cacheDir?: string; onProgress?: (li
     options.onProgress?.(`built the image in ${Math.round(buildSeconds)}s`);
     await pruneOtherImages(base, dir);
   }
+  // Its age says when it was last used (pruneOtherImages).
+  await utimes(dir, new Date(), new Date());
   const config = JSON.parse(await readFile(join(dir, 'bundle', 'config.json'), 'utf8')) as RuntimeConfig;
   const size = JSON.parse(await readFile(join(dir, 'size.json'), 'utf8')) as BuiltImage['size'];
   return { rootfs: join(dir, 'bundle', 'rootfs'), config: config.process, size, buildSeconds };
@@ -85,11 +89,16 @@ function runBuild(out: string, cacheBase: string, onProgress: ((line: string) =>
   });
 }
 
-/** Older unpacked images (other sources) go; buildah's layer storage stays for the next rebuild. */
+/**
+ * Unpacked images of other sources go once unused for a day (another checkout on this machine may be running
+ * one now); buildah's layer storage stays for the next rebuild.
+ */
 async function pruneOtherImages(base: string, keep: string): Promise<void> {
+  const dayAgo = Date.now() - 24 * 3600_000;
   for (const entry of await readdir(base)) {
     const path = join(base, entry);
-    if (/^[0-9a-f]{16}$/.test(entry) && path !== keep) await rm(path, { recursive: true, force: true });
+    if (!/^[0-9a-f]{16}$/.test(entry) || path === keep) continue;
+    if ((await stat(path)).mtimeMs < dayAgo) await rm(path, { recursive: true, force: true });
   }
 }
 
