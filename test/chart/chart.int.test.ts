@@ -483,7 +483,7 @@ describe('charts/syncline', () => {
     expect(container(template('--set', 'startupProbe=null'))).not.toHaveProperty('startupProbe');
   });
 
-  it('values.schema.json validates the free-form values (resources, tolerations, volumes, probes, affinity, env)', () => {
+  it('values.schema.json validates the free-form values (resources, tolerations, volumes, probes, affinity, env, RBAC rules, NetworkPolicy peers)', () => {
     for (const [args, error] of [
       [['--set', 'resources.requests.cpu=lots'], "at '/resources/requests/cpu'"],
       [['--set', 'resources.limit.memory=1Gi'], "additional properties 'limit' not allowed"],
@@ -498,6 +498,9 @@ describe('charts/syncline', () => {
       [['--set', 'securityContext.readOnlyRootFilesystem=yes'], "at '/securityContext/readOnlyRootFilesystem'"],
       [['--set', 'image.digest=latest'], "at '/image/digest'"],
       [['--set', 'metrics.prometheusRule.notReadyFor=ten minutes'], "at '/metrics/prometheusRule/notReadyFor'"],
+      [['--set', 'rbac.manage.rules[0].resources[0]=configmaps', '--set', 'rbac.manage.rules[0].verb[0]=get'], "additional properties 'verb' not allowed"],
+      [['--set', 'networkPolicy.metrics.from[0].podselector.matchLabels.app=prometheus'], "additional properties 'podselector' not allowed"],
+      [['--set', 'networkPolicy.egress.extra[0].ports[0].protocol=HTTP'], "at '/networkPolicy/egress/extra/0/ports/0/protocol'"],
     ] as const) {
       const result = runHelm(helm, ['template', 'syncline', chartDir, ...args], helmHome);
       expect(result.status, args.join(' ')).not.toBe(0);
