@@ -593,7 +593,7 @@ describe('charts/syncline', () => {
         } });
       }
       const canI = (user: string, verb: string, resource: string, namespace = target.name): string => {
-        const result = spawnSync('kubectl', ['auth', 'can-i', verb, `${resource}.syncline.dev`, '--as', user, '--namespace', namespace, '--kubeconfig', testKubeconfigPath()], { encoding: 'utf8' });
+        const result = spawnSync('kubectl', ['auth', 'can-i', verb, `${resource}.syncline.dev`, '--as', user, '--namespace', namespace, '--kubeconfig', testKubeconfigPath(), '--cache-dir', join(helmHome, 'kube-cache')], { encoding: 'utf8' });
         return result.stdout.trim();
       };
       const answers = (user: string, verbs: readonly string[], resources: readonly string[]): string => verbs.flatMap((verb) => resources.map((r) => `${verb} ${r}: ${canI(user, verb, r)}`)).join('\n');
