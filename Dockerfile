@@ -2,18 +2,28 @@
 # Syncline operator image: Node 24, production dependencies only, non-root, `syncline run`.
 # The install steps live in scripts/install-production.sh, which CI runs too (test/dockerfile).
 ARG NODE_VERSION=24.21.0
+# Any image with the layout of node:<NODE_VERSION>-bookworm-slim (Node and npm on PATH, a user with uid 1000).
+# Where Docker Hub is out of reach, scripts/build-image.sh builds one from Debian and the npm registry and
+# passes it here: `--build-arg BASE_IMAGE=localhost/syncline-node-base:…`.
+ARG BASE_IMAGE=node:${NODE_VERSION}-bookworm-slim
 
-FROM node:${NODE_VERSION}-bookworm-slim AS build
+FROM ${BASE_IMAGE} AS build
 ARG PNPM_VERSION=10.34.8
-RUN npm install --global --no-audit --no-fund --loglevel=error "pnpm@${PNPM_VERSION}"
+# Behind a TLS-inspecting proxy the registry's certificate chain ends in your CA: pass its bundle as a build
+# secret (`--secret id=build-ca,src=/path/ca.crt`). It is mounted for these two steps only, never in a layer.
+RUN --mount=type=secret,id=build-ca \
+    if [ -f /run/secrets/build-ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/build-ca; fi; \
+    npm install --global --no-audit --no-fund --no-update-notifier --loglevel=error "pnpm@${PNPM_VERSION}"
 WORKDIR /app
 # Dependencies first, from the lockfile alone: this layer is reused until pnpm-lock.yaml changes.
 COPY pnpm-lock.yaml pnpm-workspace.yaml ./
-RUN pnpm fetch --prod
+RUN --mount=type=secret,id=build-ca \
+    if [ -f /run/secrets/build-ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/build-ca; fi; \
+    pnpm fetch --prod
 COPY . .
 RUN scripts/install-production.sh /app --offline
 
-FROM node:${NODE_VERSION}-bookworm-slim
+FROM ${BASE_IMAGE}
 ENV NODE_ENV=production
 # A young generation of at most 3 × 8 MB: V8 reads the bound only at start, and its default (3 × 32 MB) is
 # most of the operator's peak RSS in a burst of reconciles (test/support's OPERATOR_NODE_FLAGS, same value).
@@ -22,11 +32,12 @@ WORKDIR /app
 # Owned by root and not writable by the user the operator runs as; the Git snapshot cache goes to a
 # volume (the Helm chart mounts an emptyDir at /var/cache/syncline and passes --cache-dir).
 COPY --from=build /app /app
-RUN mkdir -p /var/cache/syncline && chown 1000:1000 /var/cache/syncline
-# The node image's unprivileged `node` user, numerically so runAsNonRoot can verify it.
+# As root, before USER: `syncline` on PATH is the package's bin (packages/operator/bin/syncline.js), so
+# `docker run IMAGE status -A` works; the cache directory is the one path the operator's user may write.
+RUN ln -s /app/packages/operator/bin/syncline.js /usr/local/bin/syncline \
+ && mkdir -p /var/cache/syncline && chown 1000:1000 /var/cache/syncline
+# The base image's unprivileged `node` user, numerically so runAsNonRoot can verify it.
 USER 1000:1000
 EXPOSE 8080 9292
-# `syncline` on PATH is the package's bin (packages/operator/bin/syncline.js): `docker run IMAGE status -A`.
-RUN ln -s /app/packages/operator/bin/syncline.js /usr/local/bin/syncline
 ENTRYPOINT ["syncline"]
 CMD ["run", "--cache-dir=/var/cache/syncline"]

@@ -24,9 +24,36 @@ type Rule = { apiGroups?: string[]; resources?: string[]; resourceNames?: string
 type Container = { args: string[]; securityContext: Record<string, unknown>; livenessProbe: { httpGet: { path: string } }; readinessProbe: { httpGet: { path: string } }; resources: { requests?: Record<string, string> }; volumeMounts: { name: string; mountPath: string }[]; ports: { name: string; containerPort: number }[] };
 type DeploymentShape = { spec: { replicas: number; template: { spec: { containers: Container[]; volumes: { name: string; emptyDir?: object }[]; securityContext: Record<string, unknown>; serviceAccountName: string } } } };
 
-/** Every value the chart has, switched on, for the case that exercises every template branch. */
+const DIGEST = `sha256:${'0123456789abcdef'.repeat(4)}`;
+
+/**
+ * Every value the chart has, switched on, for the case that exercises every template branch.
+ * operator.secretAccess=namespaced is a cluster-mode option (namespace mode refuses it): `everythingIn`.
+ */
 const everything = (namespace: string): string[] => [
   '--set', 'metrics.serviceMonitor.enabled=true',
+  '--set', 'metrics.prometheusRule.enabled=true',
+  '--set', 'metrics.prometheusRule.labels.release=kube-prometheus-stack',
+  '--set', 'metrics.dashboard.enabled=true',
+  '--set', 'metrics.dashboard.annotations.grafana_folder=Syncline',
+  '--set', `image.digest=${DIGEST}`,
+  '--set', 'rbac.serviceAccountTokens.names[0]=syncline-deployer',
+  '--set', `rbac.serviceAccountTokens.namespaces[0]=${namespace}`,
+  '--set', 'rbac.aggregation.edit=true',
+  '--set', 'extraVolumes[0].name=git-ca',
+  '--set', 'extraVolumes[0].configMap.name=corp-ca',
+  '--set', 'extraVolumeMounts[0].name=git-ca',
+  '--set', 'extraVolumeMounts[0].mountPath=/etc/syncline/git-ca',
+  '--set', 'extraVolumeMounts[0].readOnly=true',
+  '--set', 'tolerations[0].key=dedicated',
+  '--set', 'tolerations[0].operator=Equal',
+  '--set', 'tolerations[0].value=platform',
+  '--set', 'tolerations[0].effect=NoSchedule',
+  '--set', 'topologySpreadConstraints[0].maxSkew=1',
+  '--set', 'topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone',
+  '--set', 'topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway',
+  '--set', 'terminationGracePeriodSeconds=45',
+  '--set', 'revisionHistoryLimit=5',
   '--set', 'webhook.secretName=git-webhooks',
   '--set', 'operator.kubeconfigSecret=remote-kubeconfig',
   '--set', 'operator.defaultServiceAccount=deployer',
@@ -49,6 +76,14 @@ const everything = (namespace: string): string[] => [
   '--set', 'shards={a,b}',
 ];
 
+/** `everything` for one RBAC scope: namespace mode without the cluster-mode-only secretAccess=namespaced. */
+const everythingIn = (scope: 'cluster' | 'namespace', namespace: string): string[] => {
+  if (scope === 'cluster') return everything(namespace);
+  const args = everything(namespace);
+  const pairs = args.flatMap((arg, i) => (i % 2 === 1 ? [[args[i - 1] ?? '', arg] as const] : []));
+  return [...pairs.filter(([, value]) => !value.startsWith('operator.secretAccess') && !value.startsWith('operator.secretNamespaces')).flat(), '--set', 'rbac.scope=namespace'];
+};
+
 describe('charts/syncline', () => {
   let helm: string;
   let helmHome: string;
@@ -60,7 +95,8 @@ describe('charts/syncline', () => {
     helmHome = await mkdtemp(join(tmpdir(), 'syncline-helm-'));
     rest = await createKubeRest(kc, { userAgent: 'syncline-chart-test' });
     await installCrds();
-    await installServiceMonitorStandIn(rest);
+    await installMonitoringStandIn(rest, { kind: 'ServiceMonitor', plural: 'servicemonitors' });
+    await installMonitoringStandIn(rest, { kind: 'PrometheusRule', plural: 'prometheusrules' });
     ns = await testNamespace({ prefix: 'chart' });
   }, 20 * 60_000);
   afterAll(async () => {
@@ -84,7 +120,7 @@ describe('charts/syncline', () => {
   const rulesOf = (objects: Rendered[], kind: 'Role' | 'ClusterRole'): Rule[] => find(objects, kind).flatMap((o) => (o['rules'] as Rule[] | undefined) ?? []);
 
   it('lints clean with --strict in both RBAC modes', () => {
-    for (const args of [[], ['--set', 'rbac.scope=namespace'], everything(ns.name)]) {
+    for (const args of [[], ['--set', 'rbac.scope=namespace'], everything(ns.name), everythingIn('namespace', ns.name)]) {
       const result = runHelm(helm, ['lint', '--strict', chartDir, ...args], helmHome);
       expect(result.stdout + result.stderr, args.join(' ')).toContain('1 chart(s) linted, 0 chart(s) failed');
       expect(result.status).toBe(0);
@@ -216,7 +252,7 @@ describe('charts/syncline', () => {
 
   it('cluster mode: ClusterRoles for the operator and for what it syncs, the Lease in a Role', () => {
     const objects = template();
-    expect(find(objects, 'ClusterRole').map((o) => o.metadata?.name).sort()).toEqual(['syncline', 'syncline-manage']);
+    expect(find(objects, 'ClusterRole').map((o) => o.metadata?.name).sort()).toEqual(['syncline', 'syncline-edit', 'syncline-manage', 'syncline-view']);
     expect(find(objects, 'Role').map((o) => o.metadata?.name)).toEqual(['syncline-leader-election']);
     const own = find(objects, 'ClusterRole', 'syncline').flatMap((o) => o['rules'] as Rule[]);
     expect(own).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['configsyncs/status', 'manifestsyncs/status', 'remoteclusters/status', 'namespacereplications/status'], verbs: ['get', 'patch', 'update'] });
@@ -229,7 +265,7 @@ describe('charts/syncline', () => {
     const narrowed = template('--set', 'rbac.manage.rules[0].apiGroups[0]=apps', '--set', 'rbac.manage.rules[0].resources[0]=deployments', '--set', 'rbac.manage.rules[0].verbs[0]=patch');
     expect(find(narrowed, 'ClusterRole', 'syncline-manage')[0]?.['rules']).toEqual([{ apiGroups: ['apps'], resources: ['deployments'], verbs: ['patch'] }]);
     const none = template('--set', 'rbac.manage.rules=null');
-    expect(find(none, 'ClusterRole').map((o) => o.metadata?.name)).toEqual(['syncline']);
+    expect(find(none, 'ClusterRole').map((o) => o.metadata?.name).sort()).toEqual(['syncline', 'syncline-edit', 'syncline-view']);
     expect(find(none, 'ClusterRoleBinding').map((o) => o.metadata?.name)).toEqual(['syncline']);
   });
 
@@ -371,6 +407,132 @@ describe('charts/syncline', () => {
     }
   }, 120_000);
 
+  it('networkPolicy selects the pods of every shard, and no other release\'s', () => {
+    const objects = template('--set', 'networkPolicy.enabled=true', '--set', 'shards={a,b}');
+    const [policy] = find(objects, 'NetworkPolicy');
+    const selector = (policy?.['spec'] as { podSelector: LabelSelector }).podSelector;
+    const pods = (find(objects, 'Deployment') as unknown as { spec: { template: { metadata: { labels: Record<string, string> } } } }[]).map((d) => d.spec.template.metadata.labels);
+    expect(pods).toHaveLength(3);
+    for (const labels of pods) expect(selects(selector, labels), JSON.stringify(labels)).toBe(true);
+    expect(selects(selector, { ...pods[0], 'app.kubernetes.io/instance': 'other' })).toBe(false);
+    expect(selects(selector, { ...pods[0], 'app.kubernetes.io/name': 'ingress-nginx' })).toBe(false);
+  });
+
+  it('operator.secretAccess=namespaced with rbac.scope=namespace is refused, naming both values', () => {
+    const result = runHelm(helm, ['template', 'syncline', chartDir, '--set', 'rbac.scope=namespace', '--set', 'operator.secretAccess=namespaced'], helmHome);
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toContain('operator.secretAccess=namespaced needs rbac.scope=cluster');
+  });
+
+  it('serviceaccounts/token: any name by default, narrowed to rbac.serviceAccountTokens names and namespaces, or none', () => {
+    const tokenRules = (rules: Rule[]): Rule[] => rules.filter((r) => r.resources?.includes('serviceaccounts/token') === true);
+    // by default: any account, every namespace (tenants choose spec.serviceAccountName)
+    expect(tokenRules(rulesOf(template(), 'ClusterRole'))).toEqual([{ apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'] }]);
+    // names: only those accounts (and the default account)
+    const named = template('--set', 'rbac.serviceAccountTokens.names={deployer,ci}', '--set', 'operator.defaultServiceAccount=syncline-apply');
+    expect(tokenRules(rulesOf(named, 'ClusterRole'))).toEqual([{ apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'], resourceNames: ['deployer', 'ci', 'syncline-apply'] }]);
+    // namespaces: a Role per namespace instead of the cluster-wide rule
+    const scoped = template('--set', 'rbac.serviceAccountTokens.namespaces={team-a,team-b}', '--set', 'rbac.serviceAccountTokens.names={deployer}');
+    expect(tokenRules(rulesOf(scoped, 'ClusterRole'))).toEqual([]);
+    const roles = find(scoped, 'Role', 'syncline-tokens');
+    expect(roles.map((r) => r.metadata?.namespace)).toEqual(['team-a', 'team-b']);
+    for (const role of roles) expect(role['rules']).toEqual([{ apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'], resourceNames: ['deployer'] }]);
+    expect(find(scoped, 'RoleBinding', 'syncline-tokens').map((r) => r.metadata?.namespace)).toEqual(['team-a', 'team-b']);
+    // off: nowhere, in either scope
+    for (const scope of ['cluster', 'namespace']) {
+      const off = template('--set', 'rbac.serviceAccountTokens.enabled=false', '--set', `rbac.scope=${scope}`);
+      expect(tokenRules([...rulesOf(off, 'ClusterRole'), ...rulesOf(off, 'Role')]), scope).toEqual([]);
+    }
+    expect(tokenRules(rulesOf(template('--set', 'rbac.scope=namespace'), 'Role'))).toHaveLength(1);
+  });
+
+  it('aggregated ClusterRoles: view (every Syncline kind, read) joins view by default; edit joins edit/admin only when asked', () => {
+    const kinds = ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications'];
+    const objects = template();
+    const [view] = find(objects, 'ClusterRole', 'syncline-view');
+    const [edit] = find(objects, 'ClusterRole', 'syncline-edit');
+    expect(view?.metadata?.labels?.['rbac.authorization.k8s.io/aggregate-to-view']).toBe('true');
+    expect(edit?.metadata?.labels?.['rbac.authorization.k8s.io/aggregate-to-edit']).toBeUndefined();
+    expect((view?.['rules'] as Rule[])[0]).toMatchObject({ apiGroups: ['syncline.dev'], resources: expect.arrayContaining(kinds) as unknown, verbs: ['get', 'list', 'watch'] });
+    expect((edit?.['rules'] as Rule[])[0]).toMatchObject({ resources: kinds, verbs: expect.arrayContaining(['create', 'update', 'patch', 'delete']) as unknown });
+    const [aggregatedEdit] = find(template('--set', 'rbac.aggregation.edit=true', '--set', 'rbac.aggregation.view=false'), 'ClusterRole', 'syncline-edit');
+    expect(aggregatedEdit?.metadata?.labels).toMatchObject({ 'rbac.authorization.k8s.io/aggregate-to-edit': 'true', 'rbac.authorization.k8s.io/aggregate-to-admin': 'true' });
+    // namespace mode stays free of cluster-scoped objects
+    expect(find(template('--set', 'rbac.scope=namespace'), 'ClusterRole')).toEqual([]);
+  });
+
+  it('renders the image digest, startupProbe, grace period, revision history and extra volumes', () => {
+    const objects = template(...everything(ns.name));
+    const [deployment] = find(objects, 'Deployment') as unknown as (DeploymentShape & { spec: { revisionHistoryLimit: number; template: { spec: { terminationGracePeriodSeconds: number; tolerations: unknown[] } } } })[];
+    const c = container(objects) as Container & { image: string; startupProbe: { httpGet: { path: string } } };
+    expect(c.image).toBe(`ghcr.io/syncline/syncline@${DIGEST}`);
+    expect(c.startupProbe.httpGet.path).toBe('/healthz');
+    expect(c.volumeMounts).toContainEqual({ name: 'git-ca', mountPath: '/etc/syncline/git-ca', readOnly: true });
+    expect(deployment?.spec.template.spec.volumes).toContainEqual({ name: 'git-ca', configMap: { name: 'corp-ca' } });
+    expect(deployment?.spec.revisionHistoryLimit).toBe(5);
+    expect(deployment?.spec.template.spec.terminationGracePeriodSeconds).toBe(45);
+    expect(deployment?.spec.template.spec.tolerations).toEqual([{ key: 'dedicated', operator: 'Equal', value: 'platform', effect: 'NoSchedule' }]);
+    // a spread constraint without a selector counts the Deployment's own pods
+    expect((deployment?.spec.template.spec as unknown as { topologySpreadConstraints: unknown[] }).topologySpreadConstraints).toEqual([
+      { maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: { 'app.kubernetes.io/name': 'syncline', 'app.kubernetes.io/instance': 'syncline' } } },
+    ]);
+    // the defaults: the tag, a startup probe, 30 s, 3
+    const defaults = template();
+    expect((container(defaults) as Container & { image: string }).image).toBe('ghcr.io/syncline/syncline:0.1.0');
+    expect((find(defaults, 'Deployment')[0]?.['spec'] as { revisionHistoryLimit: number }).revisionHistoryLimit).toBe(3);
+    expect(container(template('--set', 'startupProbe=null'))).not.toHaveProperty('startupProbe');
+  });
+
+  it('values.schema.json validates the free-form values (resources, tolerations, volumes, probes, affinity, env, RBAC rules, NetworkPolicy peers)', () => {
+    for (const [args, error] of [
+      [['--set', 'resources.requests.cpu=lots'], "at '/resources/requests/cpu'"],
+      [['--set', 'resources.limit.memory=1Gi'], "additional properties 'limit' not allowed"],
+      [['--set', 'tolerations[0].operator=Maybe'], "at '/tolerations/0/operator'"],
+      [['--set', 'tolerations[0].effekt=NoSchedule'], "additional properties 'effekt' not allowed"],
+      [['--set', 'extraVolumeMounts[0].name=ca'], "at '/extraVolumeMounts/0'"],
+      [['--set', 'extraVolumes[0].name=ca'], "at '/extraVolumes/0'"],
+      [['--set', 'livenessProbe.httpGet.port=probes', '--set', 'livenessProbe.periodSecond=5'], "additional properties 'periodSecond' not allowed"],
+      [['--set', 'affinity.podAntiAfinity.x=1'], "additional properties 'podAntiAfinity' not allowed"],
+      [['--set', 'topologySpreadConstraints[0].maxSkew=1'], "at '/topologySpreadConstraints/0'"],
+      [['--set', 'operator.extraEnv[0].value=x'], "at '/operator/extraEnv/0'"],
+      [['--set', 'securityContext.readOnlyRootFilesystem=yes'], "at '/securityContext/readOnlyRootFilesystem'"],
+      [['--set', 'image.digest=latest'], "at '/image/digest'"],
+      [['--set', 'metrics.prometheusRule.notReadyFor=ten minutes'], "at '/metrics/prometheusRule/notReadyFor'"],
+      [['--set', 'rbac.manage.rules[0].resources[0]=configmaps', '--set', 'rbac.manage.rules[0].verb[0]=get'], "additional properties 'verb' not allowed"],
+      [['--set', 'networkPolicy.metrics.from[0].podselector.matchLabels.app=prometheus'], "additional properties 'podselector' not allowed"],
+      [['--set', 'networkPolicy.egress.extra[0].ports[0].protocol=HTTP'], "at '/networkPolicy/egress/extra/0/ports/0/protocol'"],
+    ] as const) {
+      const result = runHelm(helm, ['template', 'syncline', chartDir, ...args], helmHome);
+      expect(result.status, args.join(' ')).not.toBe(0);
+      expect(result.stderr, args.join(' ')).toContain(error);
+    }
+  });
+
+  it('PrometheusRule and Grafana dashboard: optional, and every series they read is one the operator exports', async () => {
+    expect(find(template(), 'PrometheusRule')).toEqual([]);
+    expect(find(template(), 'ConfigMap')).toEqual([]);
+    const objects = template(...everything(ns.name));
+    const [rule] = find(objects, 'PrometheusRule');
+    expect(rule?.metadata?.labels?.['release']).toBe('kube-prometheus-stack');
+    const rules = (rule?.['spec'] as { groups: { rules: { alert: string; expr: string; for?: string; labels: Record<string, string> }[] }[] }).groups.flatMap((g) => g.rules);
+    expect([...new Set(rules.map((r) => r.alert))]).toEqual(['SynclineResourceNotReady', 'SynclineReconcileStalled', 'SynclineDRLagging', 'SynclineMirrorConflicts', 'SynclineOperatorDown', 'SynclineNoLeader']);
+    expect(rules.find((r) => r.alert === 'SynclineResourceNotReady')?.for).toBe('10m');
+    // one "down" alert per shard's metrics Service (the ServiceMonitor's job label)
+    expect(rules.filter((r) => r.alert === 'SynclineOperatorDown').map((r) => /job="([^"]+)"/.exec(r.expr)?.[1])).toEqual(['syncline-metrics', 'syncline-shard-a-metrics', 'syncline-shard-b-metrics']);
+    for (const r of rules) expect(r.labels, r.alert).toEqual({ severity: 'warning' });
+
+    const [dashboard] = find(objects, 'ConfigMap', 'syncline-dashboard');
+    expect(dashboard?.metadata?.labels?.['grafana_dashboard']).toBe('1');
+    expect(dashboard?.metadata?.annotations).toEqual({ grafana_folder: 'Syncline' });
+    const json = JSON.parse((dashboard?.['data'] as Record<string, string>)['syncline.json'] ?? '') as { uid: string; panels: { targets: { expr: string }[] }[] };
+    expect(json.uid).toBe('syncline');
+    const exprs = [...rules.map((r) => r.expr), ...json.panels.flatMap((p) => p.targets.map((t) => t.expr))];
+
+    const exported = await exportedMetricNames();
+    const used = new Set(exprs.flatMap((e) => [...e.matchAll(/\b(syncline_[a-z_]+)/g)].map((m) => (m[1] ?? '').replace(/_(bucket|sum|count)$/, ''))));
+    expect([...used].filter((name) => !exported.has(name))).toEqual([]);
+  });
+
   it('installs for real with helm on the control plane, which reports its real version (kubeVersion is checked)', async () => {
     // given a control plane that says which Kubernetes it is (kubectl version, Helm's kubeVersion check)
     const version = await rest.request<{ gitVersion: string; major: string; minor: string }>({ method: 'GET', path: '/version' });
@@ -409,11 +571,58 @@ describe('charts/syncline', () => {
     await expect(rest.request({ method: 'GET', path: `/apis/rbac.authorization.k8s.io/v1/clusterroles/${release}-syncline` })).rejects.toThrow(/404|not found/i);
   }, 120_000);
 
+  it('installs with every optional value on, and the aggregated roles let namespace users read (view, edit) and write (edit, when asked) Syncline objects', async () => {
+    // given helm install with every option on (PrometheusRule and ServiceMonitor stand-in CRDs installed above)
+    await using target = await testNamespace({ prefix: 'chart-all' });
+    const release = `all-${target.name.slice(-8)}`;
+    const fullname = `${release}-syncline`;
+    const kubeconfig = ['--kubeconfig', testKubeconfigPath(), '--namespace', target.name];
+    const install = runHelm(helm, ['install', release, chartDir, ...kubeconfig, ...everything(target.name)], helmHome);
+    try {
+      expect(install.stderr).toBe('');
+      expect(install.status).toBe(0);
+      await rest.request({ method: 'GET', path: `/apis/monitoring.coreos.com/v1/namespaces/${target.name}/prometheusrules/${fullname}` });
+      await rest.request({ method: 'GET', path: `/api/v1/namespaces/${target.name}/configmaps/${fullname}-dashboard` });
+
+      // and two people of the namespace: alice with the built-in `edit`, bob with `view`
+      for (const [user, role] of [['alice', 'edit'], ['bob', 'view']] as const) {
+        await rest.request({ method: 'POST', path: `/apis/rbac.authorization.k8s.io/v1/namespaces/${target.name}/rolebindings`, body: {
+          apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: `${user}-${role}` },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+        } });
+      }
+      const canI = (user: string, verb: string, resource: string, namespace = target.name): string => {
+        const result = spawnSync('kubectl', ['auth', 'can-i', verb, `${resource}.syncline.dev`, '--as', user, '--namespace', namespace, '--kubeconfig', testKubeconfigPath(), '--cache-dir', join(helmHome, 'kube-cache')], { encoding: 'utf8' });
+        return result.stdout.trim();
+      };
+      const answers = (user: string, verbs: readonly string[], resources: readonly string[]): string => verbs.flatMap((verb) => resources.map((r) => `${verb} ${r}: ${canI(user, verb, r)}`)).join('\n');
+      const kinds = ['configsyncs', 'manifestsyncs', 'namespacereplications', 'remoteclusters'];
+      const expected = (verbs: readonly string[], answer: string): string => verbs.flatMap((verb) => kinds.map((r) => `${verb} ${r}: ${answer}`)).join('\n');
+
+      // then (once the controller manager has aggregated the roles) both read every kind, alice writes them too
+      await eventually(() => Promise.resolve(answers('alice', ['get', 'list', 'watch', 'create', 'patch', 'delete'], kinds) === expected(['get', 'list', 'watch', 'create', 'patch', 'delete'], 'yes') ? true : undefined), 'edit to aggregate the Syncline roles', 60_000);
+      await eventually(() => Promise.resolve(answers('bob', ['get', 'list', 'watch'], kinds) === expected(['get', 'list', 'watch'], 'yes') ? true : undefined), 'view to aggregate the Syncline roles', 60_000);
+      expect(answers('bob', ['create', 'delete'], kinds)).toBe(expected(['create', 'delete'], 'no'));
+      // only in their namespace
+      expect(canI('alice', 'get', 'configsyncs', 'default')).toBe('no');
+
+      // when edit aggregation is turned off again (the default), alice still reads but no longer writes
+      const upgrade = runHelm(helm, ['upgrade', release, chartDir, ...kubeconfig, ...everything(target.name), '--set', 'rbac.aggregation.edit=false'], helmHome);
+      expect(upgrade.status, upgrade.stderr).toBe(0);
+      await eventually(() => Promise.resolve(canI('alice', 'create', 'configsyncs') === 'no' ? true : undefined), 'edit to drop the write rights', 60_000);
+      expect(answers('alice', ['get', 'list', 'watch'], kinds)).toBe(expected(['get', 'list', 'watch'], 'yes'));
+    } finally {
+      const uninstall = runHelm(helm, ['uninstall', release, ...kubeconfig, '--wait', '--timeout', '60s'], helmHome);
+      expect(uninstall.status, uninstall.stderr).toBe(0);
+    }
+  }, 240_000);
+
   for (const [name, args] of [
     ['default values (cluster mode)', (): string[] => []],
     ['namespace mode', (): string[] => ['--set', 'rbac.scope=namespace']],
     ['every option on', (): string[] => everything(ns.name)],
-    ['every option on, namespace mode', (): string[] => [...everything(ns.name), '--set', 'rbac.scope=namespace']],
+    ['every option on, namespace mode', (): string[] => everythingIn('namespace', ns.name)],
   ] as const) {
     it(`the control plane accepts everything it renders: ${name}`, async () => {
       const objects = template(...args());
@@ -427,6 +636,35 @@ describe('charts/syncline', () => {
     });
   }
 });
+
+type LabelSelector = { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] };
+
+/** Whether a LabelSelector selects an object with these labels (Kubernetes' rules, In/NotIn/Exists/DoesNotExist). */
+function selects(selector: LabelSelector, labels: Record<string, string | undefined>): boolean {
+  const byLabels = Object.entries(selector.matchLabels ?? {}).every(([key, value]) => labels[key] === value);
+  const byExpressions = (selector.matchExpressions ?? []).every(({ key, operator, values = [] }) => {
+    const value = labels[key];
+    if (operator === 'In') return value !== undefined && values.includes(value);
+    if (operator === 'NotIn') return value === undefined || !values.includes(value);
+    if (operator === 'Exists') return value !== undefined;
+    return value === undefined;
+  });
+  return byLabels && byExpressions;
+}
+
+/**
+ * The metric names the operator registers (`name: 'syncline_…'` in its sources), plus the per-object
+ * readiness series the alerts and dashboard read: syncline_resource_info{kind,namespace,name,ready,suspended}.
+ */
+async function exportedMetricNames(): Promise<Set<string>> {
+  const dir = join(root, 'packages', 'operator', 'src');
+  const names = new Set(['syncline_resource_info']);
+  for (const file of await readdir(dir, { recursive: true })) {
+    if (!file.endsWith('.ts') || file.endsWith('.test.ts')) continue;
+    for (const match of (await readFile(join(dir, file), 'utf8')).matchAll(/name: '(syncline_[a-z_]+)'/g)) names.add(match[1] ?? '');
+  }
+  return names;
+}
 
 function clusterPlural(kind: string): string {
   return kind === 'ClusterRole' ? 'clusterroles' : 'clusterrolebindings';
@@ -472,23 +710,25 @@ async function applyObject(rest: KubeRest, object: Rendered, defaultNamespace: s
 }
 
 /**
- * The test control plane has no Prometheus Operator: a stand-in ServiceMonitor CRD (same group, version and
- * kind, open schema) lets the dry run check the rest of the object. Left installed: other runs share it.
+ * The test control plane has no Prometheus Operator: a stand-in CRD for its ServiceMonitor or PrometheusRule
+ * (same group, version and kind, open schema) lets the dry run and `helm install` check the rest of the
+ * object. Left installed: other runs share it.
  */
-async function installServiceMonitorStandIn(rest: KubeRest): Promise<void> {
+async function installMonitoringStandIn(rest: KubeRest, crd: { kind: string; plural: string }): Promise<void> {
+  const singular = crd.kind.toLowerCase();
   await rest.request({
     method: 'PATCH',
-    path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/servicemonitors.monitoring.coreos.com',
+    path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.plural}.monitoring.coreos.com`,
     query: { fieldManager: 'syncline-chart-test', force: true },
     contentType: 'application/apply-patch+yaml',
     body: {
       apiVersion: 'apiextensions.k8s.io/v1',
       kind: 'CustomResourceDefinition',
-      metadata: { name: 'servicemonitors.monitoring.coreos.com' },
+      metadata: { name: `${crd.plural}.monitoring.coreos.com` },
       spec: {
         group: 'monitoring.coreos.com',
         scope: 'Namespaced',
-        names: { kind: 'ServiceMonitor', listKind: 'ServiceMonitorList', plural: 'servicemonitors', singular: 'servicemonitor' },
+        names: { kind: crd.kind, listKind: `${crd.kind}List`, plural: crd.plural, singular },
         versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
       },
     },
@@ -496,7 +736,7 @@ async function installServiceMonitorStandIn(rest: KubeRest): Promise<void> {
   const deadline = Date.now() + 30_000;
   for (;;) {
     try {
-      await rest.request({ method: 'GET', path: '/apis/monitoring.coreos.com/v1/servicemonitors' });
+      await rest.request({ method: 'GET', path: `/apis/monitoring.coreos.com/v1/${crd.plural}` });
       return;
     } catch (error) {
       if (Date.now() > deadline) throw error;

@@ -16,9 +16,10 @@ type controllerManagerInput struct {
 }
 
 // The controllers tests depend on: namespaces really go away, owners garbage-collect their dependents,
-// and every namespace gets its default ServiceAccount and root CA ConfigMap.
+// every namespace gets its default ServiceAccount and root CA ConfigMap, and ClusterRoles labelled
+// aggregate-to-view/edit/admin join the built-in roles (the chart's aggregated roles).
 const controllers = "namespace-controller,garbage-collector-controller,serviceaccount-controller," +
-	"serviceaccount-token-controller,root-ca-certificate-publisher-controller"
+	"serviceaccount-token-controller,root-ca-certificate-publisher-controller,clusterrole-aggregation-controller"
 
 func startControllerManager(ctx context.Context, in controllerManagerInput) (<-chan error, error) {
 	s, err := options.NewKubeControllerManagerOptions()

@@ -38,6 +38,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/* The namespace the operator watches: "" = all (cluster scope only). */}}
 {{- define "syncline.watchNamespace" -}}
 {{- if eq .Values.rbac.scope "namespace" }}
+{{- if eq .Values.operator.secretAccess "namespaced" }}
+{{- fail "operator.secretAccess=namespaced needs rbac.scope=cluster: with rbac.scope=namespace the operator reads Secrets in its one namespace only already (leave secretAccess at cluster)" }}
+{{- end }}
 {{- default .Release.Namespace .Values.operator.watchNamespace }}
 {{- else if eq .Values.rbac.scope "cluster" }}
 {{- .Values.operator.watchNamespace }}
@@ -58,8 +61,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default .Release.Namespace .Values.leaderElection.namespace }}
 {{- end }}
 
-{{/* Rules the operator needs for its own API, the Secrets/ConfigMaps ConfigSyncs reference (and mirrors), events and
-     ServiceAccount tokens (spec.serviceAccountName). */}}
+{{/* Rules the operator needs for its own API, the Secrets/ConfigMaps ConfigSyncs reference (and mirrors) and
+     events. ServiceAccount tokens are syncline.tokenRule's. */}}
 {{- define "syncline.coreRules" -}}
 - apiGroups: ["syncline.dev"]
   resources: ["configsyncs", "manifestsyncs", "remoteclusters", "namespacereplications"]
@@ -85,9 +88,40 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
+{{- end }}
+
+{{/* TokenRequests for spec.serviceAccountName / operator.defaultServiceAccount: the names in
+     rbac.serviceAccountTokens.names (plus the default account), or any name when the list is empty. */}}
+{{- define "syncline.tokenRule" -}}
+{{- $names := .Values.rbac.serviceAccountTokens.names | default list }}
+{{- if and $names .Values.operator.defaultServiceAccount }}
+{{- $names = append $names .Values.operator.defaultServiceAccount }}
+{{- end }}
 - apiGroups: [""]
   resources: ["serviceaccounts/token"]
   verbs: ["create"]
+  {{- with $names }}
+  resourceNames: {{ . | uniq | toJson }}
+  {{- end }}
+{{- end }}
+
+{{/* The image reference: repository@digest when image.digest is set, else repository:tag. */}}
+{{- define "syncline.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end }}
+{{- end }}
+
+{{/* The labels every operator pod carries, whatever its shard (NetworkPolicy, ServiceMonitor). */}}
+{{- define "syncline.podSelectorExpressions" -}}
+- key: app.kubernetes.io/instance
+  operator: In
+  values: [{{ .Release.Name | quote }}]
+- key: app.kubernetes.io/name
+  operator: In
+  values: [{{ include "syncline.name" . | quote }}, {{ printf "%s-shard" (include "syncline.name" .) | quote }}]
 {{- end }}
 
 {{/* HOST:PORT for a listen flag; an IPv6 host gets brackets. Argument: (list host port). */}}

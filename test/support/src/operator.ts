@@ -39,11 +39,18 @@ export async function startOperator(options: {
   echo?: boolean;
   /** Node's own flags for the operator process, e.g. `--cpu-prof` (a bench's --profile). */
   nodeArgs?: readonly string[];
+  /**
+   * The command that is `syncline` (its arguments follow), e.g. the built image's entrypoint run in its
+   * root filesystem; the kubeconfig and cache paths are then paths as that command sees them. Default:
+   * this Node with OPERATOR_NODE_FLAGS and the operator's sources.
+   */
+  command?: readonly [string, ...string[]];
 }): Promise<OperatorProcess> {
   const cacheDir = options.cacheDir ?? (await mkdtemp(join(tmpdir(), 'syncline-op-')));
+  const [executable, ...prefix] = options.command ?? [process.execPath, ...OPERATOR_NODE_FLAGS, ...(options.nodeArgs ?? []), mainPath];
   const child: ChildProcess = spawn(
-    process.execPath,
-    [...OPERATOR_NODE_FLAGS, ...(options.nodeArgs ?? []), mainPath, 'run', '--kubeconfig', options.kubeconfig, '--probe-addr', '127.0.0.1:0', '--cache-dir', cacheDir, '--allow-insecure-http', '--webhook-addr', '127.0.0.1:0', '--min-refresh-interval', '1s', ...(options.args ?? [])],
+    executable,
+    [...prefix, 'run', '--kubeconfig', options.kubeconfig, '--probe-addr', '127.0.0.1:0', '--cache-dir', cacheDir, '--allow-insecure-http', '--webhook-addr', '127.0.0.1:0', '--min-refresh-interval', '1s', ...(options.args ?? [])],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const logs: Record<string, unknown>[] = [];
