@@ -28,8 +28,6 @@ const MANAGED_WATCH_SYNC_MS = 10_000;
 export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply' | 'remote' | 'targetBackoff' | 'remoteWatchesHealthy' | 'takeFreshRequest' | 'noop'> & {
   /** Admit RemoteClusters with http:// servers or insecure-skip-tls-verify (tests only). */
   readonly allowInsecureRemote?: boolean;
-  /** The operator's own namespace: ManifestSyncs there may read sources in any namespace. */
-  readonly operatorNamespace?: string;
   readonly mirrorKeys: MirrorKeys;
   readonly concurrency: number;
   /** Watch ConfigSyncs in this namespace only; undefined = all namespaces. */
@@ -353,7 +351,7 @@ export function startManager(options: ManagerOptions): Manager {
     metrics,
     events: options.events,
     get: (key) => namespaceReplications.get(key) as NamespaceReplication | undefined,
-    ...(options.operatorNamespace === undefined ? {} : { operatorNamespace: options.operatorNamespace }),
+    ...(options.trusted === undefined ? {} : { trusted: options.trusted }),
     intervalBounds: options.intervalBounds ?? DEFAULT_INTERVAL_BOUNDS,
     mirrorKeys: options.mirrorKeys,
     pendingSince: (key) => pendingSince.get(`${NAMESPACEREPLICATION_KEY_PREFIX}${key}`),
