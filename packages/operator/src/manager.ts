@@ -18,6 +18,7 @@ import { DEFAULT_INTERVAL_BOUNDS, createConfigSyncReconciler, type ConfigSyncRec
 import type { TargetNoop } from './reconcile/target.ts';
 import { MANIFESTSYNC_KEY_PREFIX, createManifestSyncReconciler } from './reconcile/manifestsync.ts';
 import { inShard, otherShardsSelector, shardSelector } from './shard.ts';
+import { allowedWrite } from './tenancy.ts';
 
 /** Logged when a sync leaves this operator's view: deleted, or relabelled to another shard (see shard.ts). */
 export const LEFT_SHARD_MESSAGE = 'left this shard (deleted, or relabelled to another shard); forgotten, nothing pruned';
@@ -310,6 +311,10 @@ export function startManager(options: ManagerOptions): Manager {
     const spec = nr.spec as NamespaceReplication['spec'] | undefined;
     if (spec === undefined || spec.mode === 'Interval' || spec.suspend === true || spec.failover === true) return drWatches.set(key, []);
     const sourceNamespace = spec.sourceNamespace ?? nr.metadata.namespace ?? 'default';
+    // A source the tenancy rule refuses is not watched either (the reconcile reports the refusal).
+    const actor = { objectNamespace: nr.metadata.namespace ?? 'default', serviceAccount: undefined, trusted: options.trusted ?? new Set<string>() };
+    if (!allowedWrite({ ...actor, targetNamespace: sourceNamespace }).allowed) return drWatches.set(key, []);
+    if (spec.destination.cluster === undefined && !allowedWrite({ ...actor, targetNamespace: spec.destination.namespace ?? sourceNamespace }).allowed) return drWatches.set(key, []);
     const discovery = await (await options.applyClient(undefined)).discovery();
     const types = spec.resourceTypes === undefined ? DEFAULT_RESOURCE_TYPES : spec.resourceTypes.map(parseResourceType);
     drWatches.set(
