@@ -27,7 +27,7 @@ export const SkipReason = {
   Excluded: 'Excluded',
   /**
    * The source's namespace is not trusted and the namespace did not opt in (`<prefix>/accept-replicas: "true"`):
-   * nothing is written there, and a replica already there is left as it is.
+   * nothing is written there, and a replica already there is left as it is while the source exists.
    */
   NotAccepted: 'NotAccepted',
   /** A `kube-*` namespace matched only by `*`, a glob or a selector: those take it by exact name only. */
