@@ -387,6 +387,9 @@ export function startManager(options: ManagerOptions): Manager {
       return;
     }
     const namespace = ref.namespace ?? ms.metadata.namespace ?? 'default';
+    // A source the tenancy rule refuses is not watched either (the reconcile reports the refusal).
+    const serviceAccount = (ms.spec as { serviceAccountName?: string }).serviceAccountName ?? options.defaultServiceAccount;
+    if (!allowedWrite({ objectNamespace: ms.metadata.namespace ?? 'default', serviceAccount, trusted: options.trusted ?? new Set<string>(), targetNamespace: namespace }).allowed) return unsubscribe(key);
     const info = (await (await options.applyClient(undefined)).discovery()).resource(ref.apiVersion, ref.kind);
     if (info === undefined || !info.namespaced) return unsubscribe(key);
     const watchKey = `${ref.apiVersion}/${ref.kind}/${namespace}/${ref.name}`;
