@@ -118,6 +118,7 @@ if (!kubeconfig.includes(`server: ${controlPlane.server}`)) throw new Error(`the
 await writeFile(kubeconfigPath, kubeconfig.replace(`server: ${controlPlane.server}`, `server: https://127.0.0.1:${apiProxy.port}`), { mode: 0o600 });
 
 const operatorArgs = [
+  ...trustedNamespaceArgs(),
   '--leader-elect',
   '--leader-election-namespace',
   NAMESPACE,
@@ -506,6 +507,16 @@ function minRefreshIntervalArgs(): string[] {
   // `run --help` lists the flags of run; versions before the commander CLI listed them in `--help`.
   const help = [['run', '--help'], ['--help']].map((args) => spawnSync(process.execPath, [main, ...args], { encoding: 'utf8' }).stdout).join('');
   return help.includes('--min-refresh-interval') ? ['--min-refresh-interval', '5s'] : [];
+}
+
+/**
+ * The soak's syncs live in NAMESPACE and write into the other namespaces with the operator's rights: trusted,
+ * when this version has the flag (before it, every namespace could).
+ */
+function trustedNamespaceArgs(): string[] {
+  const main = join(import.meta.dirname, '..', 'packages', 'operator', 'src', 'main.ts');
+  const help = spawnSync(process.execPath, [main, 'run', '--help'], { encoding: 'utf8' }).stdout;
+  return help.includes('--trusted-namespaces') ? ['--trusted-namespaces', NAMESPACE] : [];
 }
 
 /** Waits `ms`; false when `signal` aborted first. */

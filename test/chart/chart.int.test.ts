@@ -57,6 +57,8 @@ const everything = (namespace: string): string[] => [
   '--set', 'webhook.secretName=git-webhooks',
   '--set', 'operator.kubeconfigSecret=remote-kubeconfig',
   '--set', 'operator.defaultServiceAccount=deployer',
+  '--set', 'operator.trustedNamespaces[0]=platform',
+  '--set', 'operator.trustedNamespaces[1]=ops',
   '--set', 'operator.allowInsecureHttp=true',
   '--set', `operator.watchNamespace=${namespace}`,
   '--set', 'operator.logLevel=debug',

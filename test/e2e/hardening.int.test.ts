@@ -20,8 +20,9 @@ describe('hardening', () => {
     await installCrds();
     git = await startGitServer();
     ns = await testNamespace({ prefix: 'hard' });
-    // A floor above the API's 1s, so the clamp is visible; later flags win.
-    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', ns.name, '--min-refresh-interval', '5s'] });
+    // A floor above the API's 1s, so the clamp is visible; later flags win. The syncs here create Namespaces
+    // and write into them, as a platform team's do: their namespace is trusted.
+    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', ns.name, '--trusted-namespaces', ns.name, '--min-refresh-interval', '5s'] });
   });
   afterAll(async () => {
     await operator.stop();

@@ -32,6 +32,7 @@ const k = (prefix: string) => ({
   stale: `${prefix}/stale`,
   staleSince: `${prefix}/stale-since`,
   mirror: `${prefix}/mirror`,
+  accept: `${prefix}/accept-replicas`,
 });
 const K = k(FILE_PREFIX);
 
@@ -167,7 +168,8 @@ describe('label-driven mirroring', () => {
     src = await testNamespace({ prefix: P('src') });
     operator = await startOperator({
       kubeconfig,
-      args: ['--namespace', home.name, '--mirror-prefix', FILE_PREFIX, '--mirror-source-namespaces', `${P('src')}-*`, '--mirror-resync', '3s'],
+      // The sources' namespace is trusted (their replicas need no consent from the namespaces they target).
+      args: ['--namespace', home.name, '--mirror-prefix', FILE_PREFIX, '--mirror-source-namespaces', `${P('src')}-*`, '--trusted-namespaces', src.name, '--mirror-resync', '3s'],
     });
     try {
       await eventually(async () => ((await readyz(operator)) === 200 ? true : undefined), 'the operator to be ready', 60_000);
@@ -260,7 +262,7 @@ describe('label-driven mirroring', () => {
     expect((await eventsOf(src.name, 'shared')).filter((e) => e.reason === 'Conflict')).toHaveLength(1);
     expect((await read('Secret', a, 'shared'))?.metadata.resourceVersion).toBe(foreign.metadata.resourceVersion);
     // syncline status --mirrors reads the same from the cluster
-    const cli = spawnSync(process.execPath, [MAIN, 'status', '--mirrors', '--mirror-prefix', FILE_PREFIX, '-n', src.name, '--kubeconfig', testKubeconfigPath()], { encoding: 'utf8', timeout: 30_000 });
+    const cli = spawnSync(process.execPath, [MAIN, 'status', '--mirrors', '--mirror-prefix', FILE_PREFIX, '--trusted-namespaces', src.name, '-n', src.name, '--kubeconfig', testKubeconfigPath()], { encoding: 'utf8', timeout: 30_000 });
     expect(cli.status, cli.stderr).toBe(0);
     const lines = cli.stdout.split('\n').filter((l) => l.includes(`${src.name}/shared`));
     expect(lines.find((l) => l.includes(a))).toMatch(/conflict\s+a Secret of that name exists and is not a replica/);
@@ -317,7 +319,8 @@ describe('label-driven mirroring', () => {
   it('two sources, one target name: the first wins and the replica does not move', async () => {
     const other = await testNamespace({ prefix: P('src') });
     namespaces.push(other);
-    const a = await ns(P('w'));
+    // the second source's namespace is not trusted: the target namespace accepts its replicas
+    const a = await ns(P('w'), { [K.accept]: 'true' });
     await create('Secret', source(src.name, 'dup', { [K.targets]: a }, { from: 'first' }));
     await eventually(async () => ((await replicaData(a, 'dup'))?.['from'] === 'first' ? true : undefined), 'the first source replica');
     await sleep(1100); // a later creationTimestamp (second precision)
@@ -370,8 +373,9 @@ describe('label-driven mirroring', () => {
   it('with --mirror-stale mark: replicas of a deleted source are marked stale (deleted after a TTL); a returning source replaces an immutable one', async () => {
     const prefix = `mirror-${randomBytes(3).toString('hex')}.stale`;
     const S = k(prefix);
-    await using marker = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', home.name, '--mirror-prefix', prefix, '--mirror-stale', 'mark', '--webhook-addr', 'off'] });
-    await using ttl = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', home.name, '--mirror-prefix', `${prefix}ttl`, '--mirror-stale', 'mark', '--mirror-stale-ttl', '2s', '--webhook-addr', 'off'] });
+    const trusted = ['--trusted-namespaces', src.name];
+    await using marker = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', home.name, '--mirror-prefix', prefix, '--mirror-stale', 'mark', '--webhook-addr', 'off', ...trusted] });
+    await using ttl = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', home.name, '--mirror-prefix', `${prefix}ttl`, '--mirror-stale', 'mark', '--mirror-stale-ttl', '2s', '--webhook-addr', 'off', ...trusted] });
     const T = k(`${prefix}ttl`);
     void marker;
     void ttl;

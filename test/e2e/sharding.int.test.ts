@@ -27,7 +27,8 @@ describe('sharding', () => {
     repo = await git.createRepo('sharded');
     ns = await testNamespace({ prefix: 'shard' });
     await core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: 'syncline-webhooks' }, stringData: { generic: WEBHOOK_SECRET } } });
-    const election = ['--namespace', ns.name, '--leader-elect', '--leader-election-namespace', ns.name, '--leader-election-id', lease(), '--lease-duration', '5'];
+    // Trusted: a ManifestSync here copies into another namespace with the operator's rights.
+    const election = ['--namespace', ns.name, '--trusted-namespaces', ns.name, '--leader-elect', '--leader-election-namespace', ns.name, '--leader-election-id', lease(), '--lease-duration', '5'];
     shardA = await startOperator({ kubeconfig: testKubeconfigPath(), args: [...election, '--shard', 'a'] });
     shardDefault = await startOperator({ kubeconfig: testKubeconfigPath(), args: [...election, '--webhook-secret', `${ns.name}/syncline-webhooks`] });
   }, 120_000);

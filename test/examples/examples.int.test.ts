@@ -96,7 +96,8 @@ describe('examples', () => {
           throw new Error(`${where}: the examples test does not know how to apply a ${object.kind}; teach it`);
       }
     }
-    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', home.name] });
+    // The examples live in the platform team's namespace, which writes into the environments: trusted.
+    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', home.name, '--trusted-namespaces', home.name] });
     // ConfigSync's zod type keeps timestamps as strings where client-node's KubernetesObject says Date.
     for (const cs of configSyncs) await applyConfigSync(cs as unknown as KubernetesObject);
   });

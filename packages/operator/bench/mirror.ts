@@ -24,7 +24,7 @@ progress(`creating ${N} namespaces`);
 await pool(targets, 32, (name) => rest.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name, labels: { bench: 'mirror' } } } }));
 await rest.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: 'noise' } } });
 
-await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', home, '--mirror-resync', '10s', '--webhook-addr', 'off'] });
+await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', home, '--trusted-namespaces', home, '--mirror-resync', '10s', '--webhook-addr', 'off'] });
 await waitUntil(async () => (await fetch(`http://${operator.probeAddress}/readyz`)).status === 200, 60_000);
 await sleep(2000);
 const rssIdle = rss(operator.pid);

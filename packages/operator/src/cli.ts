@@ -27,6 +27,7 @@ export type RunOptions = {
   cacheMaxBytes?: string;
   concurrency: string;
   operatorNamespace?: string;
+  trustedNamespaces?: string;
   mirrorPrefix: string;
   mirror: 'on' | 'off';
   mirrorSourceNamespaces?: string;
@@ -119,9 +120,10 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
         .argument('[name]', 'one ConfigSync')
         .option('--mirrors', 'mirroring sources and their replicas (synced, stale, conflict, missing) instead')
         .option('--mirror-prefix <prefix>', 'label/annotation prefix of mirroring', DEFAULT_MIRROR_PREFIX)
-        .option('--mirror-source-namespaces <globs>', 'namespaces whose objects may be mirroring sources (comma-separated globs)'),
+        .option('--mirror-source-namespaces <globs>', 'namespaces whose objects may be mirroring sources (comma-separated globs)')
+        .option('--trusted-namespaces <ns,...>', "the operator's --trusted-namespaces and its own namespace: their sources need no consent from the namespaces they target"),
     ),
-  ).action(async (name: string | undefined, flags: ListFlags & { mirrors?: boolean; mirrorPrefix: string; mirrorSourceNamespaces?: string }) => {
+  ).action(async (name: string | undefined, flags: ListFlags & { mirrors?: boolean; mirrorPrefix: string; mirrorSourceNamespaces?: string; trustedNamespaces?: string }) => {
     const c = await commands();
     const kube = await c.connect(flags, context.env);
     code = flags.mirrors === true ? await c.mirrorsCommand(kube, flags, out, err) : await c.statusCommand(kube, name, flags, out, err);
@@ -225,7 +227,11 @@ function addRunCommand(program: Command, context: CliContext, done: (code: numbe
     .option('--cache-dir <dir>', 'Git snapshot cache (default ~/.cache/syncline/snapshots)')
     .option('--cache-max-bytes <n>', 'snapshot cache bound (default 2 GiB)')
     .option('--concurrency <n>', 'reconciles run at once (each mostly waits on the API server)', '32')
-    .option('--operator-namespace <ns>', "the operator's own namespace (default: $POD_NAMESPACE): a ManifestSync there may copy a source from any namespace")
+    .option('--operator-namespace <ns>', "the operator's own namespace (default: $POD_NAMESPACE); trusted (see --trusted-namespaces)")
+    .option(
+      '--trusted-namespaces <ns,...>',
+      "namespaces whose syncs, ManifestSyncs, NamespaceReplications and mirroring sources may write outside their own namespace with the operator's rights (names, comma-separated; the operator's namespace is always trusted). Elsewhere an object that names no serviceAccountName writes only into its own namespace",
+    )
     .option('--mirror-prefix <prefix>', 'label/annotation prefix of mirroring (e.g. mirrorverse.dev for objects labelled for Mirrorverse)', DEFAULT_MIRROR_PREFIX)
     .addOption(new Option('--mirror <on|off>', 'label-driven mirroring of Secrets/ConfigMaps; its watches are cluster-wide (--namespace scopes the ConfigSync/ManifestSync watches only)').choices(['on', 'off']).default('on'))
     .option('--mirror-source-namespaces <globs>', 'comma-separated names/globs of namespaces whose objects may be mirroring sources (default: all)')

@@ -21,6 +21,7 @@ import { DEFAULT_INTERVAL_BOUNDS } from './reconcile/configsync.ts';
 import { parseDuration } from './reconcile/duration.ts';
 import { createMetrics } from './metrics.ts';
 import { startProbeServer } from './server.ts';
+import { trustedNamespaces } from './tenancy.ts';
 import { startWebhookServer, type WebhookServer } from './webhook/receiver.ts';
 import { createWebhookSecrets, parseSecretRef } from './webhook/secrets.ts';
 import { createWaker } from './webhook/wake.ts';
@@ -62,6 +63,8 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   const keys = mirrorKeys(flags.mirrorPrefix);
   const sourceNamespaces = parseMirrorSourceNamespaces(flags.mirrorSourceNamespaces ?? '');
   const staleTtlMs = flags.mirrorStaleTtl === undefined || flags.mirrorStaleTtl === '' ? undefined : parseDuration(flags.mirrorStaleTtl);
+  // Whose objects may write outside their own namespace with the operator's rights (see tenancy.ts).
+  const trusted = trustedNamespaces({ operatorNamespace: flags.operatorNamespace ?? podNamespace, list: flags.trustedNamespaces });
   const applyClient = createApplyClients({ connection, rest, clock });
   const events = createEventRecorder({ rest, component: 'syncline', host: identity, clock, onError: (error) => logger.debug({ err: String(error) }, 'could not record an event') });
 
@@ -79,7 +82,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     concurrency: Number(flags.concurrency),
     intervalBounds: { ...DEFAULT_INTERVAL_BOUNDS, minMs: parseDuration(flags.minRefreshInterval) },
     mirrorKeys: keys,
-    operatorNamespace: flags.operatorNamespace ?? podNamespace,
+    trusted,
     watchNamespace: flags.namespace,
     ...(secretNamespaces === undefined ? {} : { secretNamespaces }),
     ...(shard === undefined ? {} : { shard }),
@@ -112,6 +115,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
           events,
           keys,
           sourceNamespaces,
+          trusted,
           staleMode: flags.mirrorStale === 'mark' ? StalePolicy.Mark : StalePolicy.Delete,
           staleTtlMs,
           isLeader: () => manager.isLeader(),
@@ -139,7 +143,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
       readTimeoutMs: Number(flags.webhookReadTimeout) * 1000,
     });
   }
-  logger.info({ probes: probes.address, webhooks: webhooks?.address ?? 'off', identity, leaderElection: flags.leaderElect === true }, 'syncline started');
+  logger.info({ probes: probes.address, webhooks: webhooks?.address ?? 'off', identity, leaderElection: flags.leaderElect === true, trustedNamespaces: [...trusted].sort() }, 'syncline started');
 
   await new Promise<void>((resolve) => {
     const stop = (): void => resolve();

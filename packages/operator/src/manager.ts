@@ -18,6 +18,7 @@ import { DEFAULT_INTERVAL_BOUNDS, createConfigSyncReconciler, type ConfigSyncRec
 import type { TargetNoop } from './reconcile/target.ts';
 import { MANIFESTSYNC_KEY_PREFIX, createManifestSyncReconciler } from './reconcile/manifestsync.ts';
 import { inShard, otherShardsSelector, shardSelector } from './shard.ts';
+import { allowedWrite } from './tenancy.ts';
 
 /** Logged when a sync leaves this operator's view: deleted, or relabelled to another shard (see shard.ts). */
 export const LEFT_SHARD_MESSAGE = 'left this shard (deleted, or relabelled to another shard); forgotten, nothing pruned';
@@ -28,8 +29,6 @@ const MANAGED_WATCH_SYNC_MS = 10_000;
 export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply' | 'remote' | 'targetBackoff' | 'remoteWatchesHealthy' | 'takeFreshRequest' | 'noop'> & {
   /** Admit RemoteClusters with http:// servers or insecure-skip-tls-verify (tests only). */
   readonly allowInsecureRemote?: boolean;
-  /** The operator's own namespace: ManifestSyncs there may read sources in any namespace. */
-  readonly operatorNamespace?: string;
   readonly mirrorKeys: MirrorKeys;
   readonly concurrency: number;
   /** Watch ConfigSyncs in this namespace only; undefined = all namespaces. */
@@ -312,6 +311,10 @@ export function startManager(options: ManagerOptions): Manager {
     const spec = nr.spec as NamespaceReplication['spec'] | undefined;
     if (spec === undefined || spec.mode === 'Interval' || spec.suspend === true || spec.failover === true) return drWatches.set(key, []);
     const sourceNamespace = spec.sourceNamespace ?? nr.metadata.namespace ?? 'default';
+    // A source the tenancy rule refuses is not watched either (the reconcile reports the refusal).
+    const actor = { objectNamespace: nr.metadata.namespace ?? 'default', serviceAccount: undefined, trusted: options.trusted ?? new Set<string>() };
+    if (!allowedWrite({ ...actor, targetNamespace: sourceNamespace }).allowed) return drWatches.set(key, []);
+    if (spec.destination.cluster === undefined && !allowedWrite({ ...actor, targetNamespace: spec.destination.namespace ?? sourceNamespace }).allowed) return drWatches.set(key, []);
     const discovery = await (await options.applyClient(undefined)).discovery();
     const types = spec.resourceTypes === undefined ? DEFAULT_RESOURCE_TYPES : spec.resourceTypes.map(parseResourceType);
     drWatches.set(
@@ -353,7 +356,7 @@ export function startManager(options: ManagerOptions): Manager {
     metrics,
     events: options.events,
     get: (key) => namespaceReplications.get(key) as NamespaceReplication | undefined,
-    ...(options.operatorNamespace === undefined ? {} : { operatorNamespace: options.operatorNamespace }),
+    ...(options.trusted === undefined ? {} : { trusted: options.trusted }),
     intervalBounds: options.intervalBounds ?? DEFAULT_INTERVAL_BOUNDS,
     mirrorKeys: options.mirrorKeys,
     pendingSince: (key) => pendingSince.get(`${NAMESPACEREPLICATION_KEY_PREFIX}${key}`),
@@ -384,6 +387,9 @@ export function startManager(options: ManagerOptions): Manager {
       return;
     }
     const namespace = ref.namespace ?? ms.metadata.namespace ?? 'default';
+    // A source the tenancy rule refuses is not watched either (the reconcile reports the refusal).
+    const serviceAccount = (ms.spec as { serviceAccountName?: string }).serviceAccountName ?? options.defaultServiceAccount;
+    if (!allowedWrite({ objectNamespace: ms.metadata.namespace ?? 'default', serviceAccount, trusted: options.trusted ?? new Set<string>(), targetNamespace: namespace }).allowed) return unsubscribe(key);
     const info = (await (await options.applyClient(undefined)).discovery()).resource(ref.apiVersion, ref.kind);
     if (info === undefined || !info.namespaced) return unsubscribe(key);
     const watchKey = `${ref.apiVersion}/${ref.kind}/${namespace}/${ref.name}`;

@@ -142,7 +142,10 @@ export const ConfigSyncSpec = z.object({
   }),
   drift: DriftPolicy.default('Correct').meta({ description: 'Correct: a managed object edited by hand is re-applied; Report: a condition only.' }),
   deletionPolicy: DeletionPolicy.default('Delete').meta({ description: 'Delete: applied objects are deleted with the ConfigSync; Orphan: they stay.' }),
-  serviceAccountName: dnsLabel.optional().meta({ description: "Apply with this ServiceAccount's rights (multi-tenancy)." }),
+  serviceAccountName: dnsLabel.optional().meta({
+    description:
+      "Apply and prune with this ServiceAccount's rights (a token from the TokenRequest API): its RBAC decides per object. Without it (and without the operator's --default-service-account), the operator's own rights apply, only inside this namespace unless the namespace is trusted (--trusted-namespaces): other namespaces and cluster-scoped objects make the target Failed (NamespaceNotAllowed).",
+  }),
   historyLimit: z.number().int().min(1).max(100).default(10).meta({ description: 'How many applied revisions status.history keeps (for rollback).' }),
   allowEmpty: z
     .boolean()
@@ -193,6 +196,7 @@ export const TargetStatus = z.object({
   cluster: describe(z.string(), 'The RemoteCluster of the target; absent = this cluster.').optional(),
   namespace: describe(z.string(), 'The default namespace of the target.').optional(),
   phase: describe(z.enum(['Synced', 'Failed', 'Pending']), 'Synced: every object applied; Failed: see message; Pending: not tried yet.'),
+  reason: describe(z.string(), 'Why the target failed, for machines, when a rule refused it: NamespaceNotAllowed (the sync may not write there; nothing was written).').optional(),
   objects: describe(z.number().int(), 'How many objects the target holds.'),
   message: describe(z.string(), 'Why the target failed, or a notice.').optional(),
   lastSyncedTime: Timestamp('When the target last changed something in the cluster (or first synced).').optional(),
@@ -271,7 +275,7 @@ export const SourceObjectReference = z.object({
   kind: z.string().min(1).meta({ description: 'Kind of the source object, e.g. Secret.' }),
   namespace: dnsLabel.optional().meta({
     description:
-      "Namespace of the source object; default: the ManifestSync's own. Another namespace is read with serviceAccountName's rights, or only by a ManifestSync in the operator's own namespace.",
+      "Namespace of the source object; default: the ManifestSync's own. Another namespace is read with serviceAccountName's rights, or only by a ManifestSync in a trusted namespace (the operator's own, --trusted-namespaces).",
   }),
   name: objectName.meta({ description: 'Name of the source object.' }),
 });
@@ -279,8 +283,13 @@ export const SourceObjectReference = z.object({
 export const ManifestTarget = z
   .object({
     namespace: dnsLabel.optional().meta({ description: 'Copy into this namespace.' }),
-    namespaceSelector: LabelSelector.optional().meta({ description: 'Copy into every namespace whose labels match (namespaces created later too).' }),
-    cluster: LocalObjectReference.optional().meta({ description: 'A RemoteCluster in this namespace; omitted = this cluster. Not supported yet.' }),
+    namespaceSelector: LabelSelector.optional().meta({
+      description:
+        "Copy into every namespace of this cluster whose labels match (namespaces created later too). `{}` matches every namespace except kube-* ones (name those), terminating ones, ones labelled syncline.dev/mirror: disabled and the source's own (unless the copy is renamed). Without serviceAccountName, only the ManifestSync's own namespace is written unless its namespace is trusted: every other match is a Failed target (NamespaceNotAllowed).",
+    }),
+    cluster: LocalObjectReference.optional().meta({
+      description: "A RemoteCluster in this namespace; omitted = this cluster. The copy is written with that cluster's credentials (its RBAC there decides); such a target names its namespace (namespaceSelector is not supported there).",
+    }),
     name: objectName.optional().meta({ description: "Name of the copy; default: the source's name." }),
     patch: Values.optional().meta({ description: "A JSON merge patch applied to this target's copy, after spec.patch." }),
   })
@@ -303,7 +312,10 @@ export const ManifestSyncSpec = z.object({
   }),
   drift: DriftPolicy.default('Correct').meta({ description: 'Correct: a copy edited by hand is restored; Report: a condition only.' }),
   deletionPolicy: DeletionPolicy.default('Delete').meta({ description: 'Delete: copies are deleted with the ManifestSync; Orphan: they stay.' }),
-  serviceAccountName: dnsLabel.optional().meta({ description: "Read the source and write the copies with this ServiceAccount's rights (multi-tenancy)." }),
+  serviceAccountName: dnsLabel.optional().meta({
+    description:
+      "Read the source and write the copies with this ServiceAccount's rights (a token from the TokenRequest API): its RBAC decides per target. Without it, the operator's own rights apply, only inside this namespace unless the namespace is trusted (--trusted-namespaces): a copy elsewhere is a Failed target (NamespaceNotAllowed).",
+  }),
   suspend: z.boolean().default(false).meta({ description: 'Stop copying; copies stay as they are.' }),
 });
 
@@ -312,6 +324,7 @@ export const ManifestTargetStatus = z.object({
   namespace: describe(z.string(), 'The namespace the copy is in.').optional(),
   cluster: describe(z.string(), 'The RemoteCluster of the copy; absent = this cluster.').optional(),
   phase: describe(z.enum(['Synced', 'Failed', 'Pending']), 'Synced: the copy is current; Failed: see message; Pending: not tried yet.'),
+  reason: describe(z.string(), 'Why the copy failed, for machines, when a rule refused it: NamespaceNotAllowed (the ManifestSync may not write there; nothing was written).').optional(),
   objects: describe(z.number().int(), 'How many objects the target holds (0 or 1).'),
   message: describe(z.string(), 'Why the copy failed, or a notice.').optional(),
   lastSuccessfulSyncTime: Timestamp('When the copy was last written or found current.').optional(),
@@ -379,12 +392,14 @@ export const RemoteCluster = z.object({
 
 export const NamespaceReplicationSpec = z.object({
   sourceNamespace: dnsLabel.optional().meta({
-    description: "The namespace to replicate; default: the NamespaceReplication's own. Another namespace only from the operator's own namespace.",
+    description: "The namespace to replicate; default: the NamespaceReplication's own. Another namespace only from a trusted namespace (the operator's own, --trusted-namespaces).",
   }),
   destination: z
     .object({
       cluster: LocalObjectReference.optional().meta({ description: 'A RemoteCluster in this namespace (the standby); omitted = this cluster.' }),
-      namespace: dnsLabel.optional().meta({ description: 'The namespace in the standby; default: the source namespace name.' }),
+      namespace: dnsLabel.optional().meta({
+        description: "The namespace in the standby; default: the source namespace name. A standby in this cluster (no cluster) is another namespace: only from a trusted namespace (NamespaceNotAllowed otherwise).",
+      }),
     })
     .meta({ description: 'Where the standby copy lives.' }),
   resourceTypes: z

@@ -12,6 +12,7 @@ import { connectKubeconfig } from '../kube/connection.ts';
 import { loadKubeConfig } from '../kube/kubeconfig.ts';
 import { createKubeRest, type KubeRest } from '../kube/rest.ts';
 import { mirrorKeys, parseMirrorSourceNamespaces, replicaSelector, sourceSelector, type MirrorKeys, type MirrorNamespace, type NamePattern } from '../mirror/index.ts';
+import { trustedNamespaces, type TrustedNamespaces } from '../tenancy.ts';
 import { formatMirrorRows, mirrorStatusRows, resolveSource, type MirrorRow } from '../mirror/status.ts';
 import { RECONCILE_REQUESTED_ANNOTATION } from '../reconcile/configsync.ts';
 import { parseDuration } from '../reconcile/duration.ts';
@@ -78,8 +79,14 @@ export async function clustersCommand(kube: Kube, flags: ListFlags, out: Out, er
   return 0;
 }
 
-export async function mirrorsCommand(kube: Kube, flags: ListFlags & { mirrorPrefix: string; mirrorSourceNamespaces?: string }, out: Out, err: Out): Promise<number> {
-  const rows = await mirrorRows({ rest: kube.rest, keys: mirrorKeys(flags.mirrorPrefix), sourceNamespaces: parseMirrorSourceNamespaces(flags.mirrorSourceNamespaces ?? ''), namespace: kube.allNamespaces ? undefined : kube.namespace });
+export async function mirrorsCommand(kube: Kube, flags: ListFlags & { mirrorPrefix: string; mirrorSourceNamespaces?: string; trustedNamespaces?: string }, out: Out, err: Out): Promise<number> {
+  const rows = await mirrorRows({
+    rest: kube.rest,
+    keys: mirrorKeys(flags.mirrorPrefix),
+    sourceNamespaces: parseMirrorSourceNamespaces(flags.mirrorSourceNamespaces ?? ''),
+    trusted: trustedNamespaces({ list: flags.trustedNamespaces }),
+    namespace: kube.allNamespaces ? undefined : kube.namespace,
+  });
   if (flags.output === 'json') out(`${JSON.stringify({ items: rows }, null, 4)}\n`);
   else if (flags.output === 'yaml') out(stringify({ items: rows }));
   else if (rows.length === 0) err(noResources(kube));
@@ -377,7 +384,7 @@ async function readLocalFiles(root: string, start: string): Promise<SourceFile[]
  * annotations (no operator involved). Targets without a replica of their source are read one by one to tell
  * a conflict (another object holds the name) from a replica not written yet.
  */
-async function mirrorRows(input: { rest: KubeRest; keys: MirrorKeys; sourceNamespaces: readonly NamePattern[]; namespace?: string | undefined }): Promise<MirrorRow[]> {
+async function mirrorRows(input: { rest: KubeRest; keys: MirrorKeys; sourceNamespaces: readonly NamePattern[]; trusted: TrustedNamespaces; namespace?: string | undefined }): Promise<MirrorRow[]> {
   const { rest, keys } = input;
   type Listed = { apiVersion?: string; kind?: string; items: ApplyObject[] };
   const list = async (kind: 'Secret' | 'ConfigMap', selector: string): Promise<ApplyObject[]> => {
@@ -402,7 +409,7 @@ async function mirrorRows(input: { rest: KubeRest; keys: MirrorKeys; sourceNames
   const have = new Set(replicas.map((r) => `${r.kind}/${r.metadata.namespace ?? ''}/${r.metadata.name}`));
   const occupied = new Map<string, ApplyObject>();
   for (const source of sources) {
-    const resolved = resolveSource({ source, namespaces, keys, sourceNamespaces: input.sourceNamespaces });
+    const resolved = resolveSource({ source, namespaces, keys, sourceNamespaces: input.sourceNamespaces, trusted: input.trusted });
     if ('invalid' in resolved) continue;
     for (const namespace of resolved.resolution.namespaces) {
       const key = `${source.kind}/${namespace}/${source.metadata.name}`;
@@ -411,7 +418,7 @@ async function mirrorRows(input: { rest: KubeRest; keys: MirrorKeys; sourceNames
       if (found !== undefined) occupied.set(key, { ...found, apiVersion: 'v1', kind: source.kind });
     }
   }
-  return mirrorStatusRows({ sources, replicas, namespaces, occupied, keys, sourceNamespaces: input.sourceNamespaces });
+  return mirrorStatusRows({ sources, replicas, namespaces, occupied, keys, sourceNamespaces: input.sourceNamespaces, trusted: input.trusted });
 }
 
 async function readMirrorObject(rest: KubeRest, kind: string, namespace: string, name: string): Promise<ApplyObject | undefined> {

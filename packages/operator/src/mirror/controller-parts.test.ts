@@ -44,9 +44,9 @@ describe('mirrorStatusRows', () => {
   it('lists synced replicas, a foreign object as a conflict and a target not written yet as missing', () => {
     const replica = makeReplica({ source, targetNamespace: 'a', keys, strategy: 'override' });
     const foreign = secret({ namespace: 'b', name: 'db' });
-    const rows = mirrorStatusRows({ sources: [source], replicas: [replica], namespaces: [{ name: 'a' }, { name: 'b' }, { name: 'dev' }], occupied: new Map([['Secret/b/db', foreign]]), keys, sourceNamespaces: [] });
+    const rows = mirrorStatusRows({ sources: [source], replicas: [replica], namespaces: [{ name: 'a' }, { name: 'b' }, { name: 'dev' }], occupied: new Map([['Secret/b/db', foreign]]), keys, sourceNamespaces: [], trusted: new Set(['dev']) });
     expect(rows.map((r) => [r.namespace, r.state])).toEqual([['a', MirrorState.Synced], ['b', MirrorState.Conflict]]);
-    const missing = mirrorStatusRows({ sources: [source], replicas: [], namespaces: [{ name: 'a' }, { name: 'dev' }], occupied: new Map(), keys, sourceNamespaces: [] });
+    const missing = mirrorStatusRows({ sources: [source], replicas: [], namespaces: [{ name: 'a' }, { name: 'dev' }], occupied: new Map(), keys, sourceNamespaces: [], trusted: new Set(['dev']) });
     expect(missing.map((r) => r.state)).toEqual([MirrorState.Missing]);
   });
 });

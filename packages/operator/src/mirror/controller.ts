@@ -19,6 +19,7 @@ import { MirrorKind } from './spec.ts';
 import type { StalePolicy } from './stale.ts';
 import { MirrorState, compareRows, resolveSource, type MirrorRow } from './status.ts';
 import type { MirrorNamespace } from './targets.ts';
+import type { TrustedNamespaces } from '../tenancy.ts';
 
 export type MirrorControllerOptions = {
   readonly rest: KubeRest;
@@ -31,6 +32,8 @@ export type MirrorControllerOptions = {
   readonly keys: MirrorKeys;
   /** `--mirror-source-namespaces`: empty = every namespace may hold sources. */
   readonly sourceNamespaces: readonly NamePattern[];
+  /** Trusted namespaces (tenancy.ts): their sources need no consent from the namespaces they target. */
+  readonly trusted: TrustedNamespaces;
   readonly staleMode: StalePolicy;
   readonly staleTtlMs?: number | undefined;
   readonly isLeader: () => boolean;
@@ -126,7 +129,7 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
         );
         for (const source of sourceList(kind) ?? []) {
           const ref = refOf(source);
-          const resolved = resolveSource({ source, namespaces: all, keys, sourceNamespaces: options.sourceNamespaces });
+          const resolved = resolveSource({ source, namespaces: all, keys, sourceNamespaces: options.sourceNamespaces, trusted: options.trusted });
           if (inNamespace.has(formatSourceRef(ref)) || ('resolution' in resolved && resolved.resolution.namespaces.includes(name))) queue.add(mirrorQueueKey(kind, ref, name));
         }
       }
@@ -183,6 +186,7 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
     events: options.events,
     keys,
     sourceNamespaces: options.sourceNamespaces,
+    trusted: options.trusted,
     stalePolicy: options.staleMode,
     staleTtlMs: options.staleTtlMs,
     namespaceConcurrency: options.namespaceConcurrency ?? 16,

@@ -27,6 +27,11 @@ export interface MirrorKeys {
   readonly staleSince: string;
   /** Label on a namespace: `disabled` means it receives no replica. */
   readonly namespaceMirror: string;
+  /**
+   * Label on a namespace: `"true"` accepts replicas from sources in untrusted namespaces (a source in a
+   * trusted namespace needs no such consent; see tenancy.ts).
+   */
+  readonly namespaceAccept: string;
 }
 
 /** `<prefix>/mirror: disabled` on a namespace. */
@@ -51,6 +56,7 @@ export function mirrorKeys(prefix: string = DEFAULT_MIRROR_PREFIX): MirrorKeys {
     stale: `${prefix}/stale`,
     staleSince: `${prefix}/stale-since`,
     namespaceMirror: `${prefix}/mirror`,
+    namespaceAccept: `${prefix}/accept-replicas`,
   };
 }
 
@@ -119,4 +125,9 @@ export function isMirrorReplica(object: Labelled, keys: MirrorKeys): boolean {
 /** Whether a namespace opted out of receiving replicas (`<prefix>/mirror: disabled`). */
 export function isMirrorDisabled(namespace: { readonly labels?: Readonly<Record<string, string>> | undefined }, keys: MirrorKeys): boolean {
   return namespace.labels?.[keys.namespaceMirror] === NAMESPACE_MIRROR_DISABLED;
+}
+
+/** Whether a namespace accepts replicas from sources in untrusted namespaces (`<prefix>/accept-replicas: "true"`). */
+export function acceptsReplicas(namespace: { readonly labels?: Readonly<Record<string, string>> | undefined }, keys: MirrorKeys): boolean {
+  return namespace.labels?.[keys.namespaceAccept] === 'true';
 }

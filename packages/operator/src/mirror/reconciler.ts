@@ -32,7 +32,8 @@ import { DATA_FIELDS, makeReplica, replicaExtraKeys, replicaReplacementReason } 
 import { MirrorStrategy, type MirrorKind } from './spec.ts';
 import type { StalePolicy} from './stale.ts';
 import { planReplicaCleanup, type ReplicaAction, type SourceState } from './stale.ts';
-import { MirrorState, resolveSource, type MirrorRow } from './status.ts';
+import { MirrorState, notAcceptedRows, resolveSource, type MirrorRow } from './status.ts';
+import type { TrustedNamespaces } from '../tenancy.ts';
 import type { MirrorNamespace, TargetResolution } from './targets.ts';
 
 /** The owner a replica's apply marks carry: the source (kind and name) and the target namespace. */
@@ -64,6 +65,8 @@ export type MirrorReconcilerDeps = {
   readonly events: EventRecorder;
   readonly keys: MirrorKeys;
   readonly sourceNamespaces: readonly NamePattern[];
+  /** Trusted namespaces (tenancy.ts): their sources need no consent from the namespaces they target. */
+  readonly trusted: TrustedNamespaces;
   readonly stalePolicy: StalePolicy;
   readonly staleTtlMs?: number | undefined;
   /** Target namespaces written at once per source. */
@@ -126,7 +129,7 @@ export function createMirrorReconciler(deps: MirrorReconcilerDeps): (key: string
       source = await client.get(objectId({ apiVersion: 'v1', kind, metadata: { namespace: ref.namespace, name: ref.name } }));
       // Gone or un-labelled since the cache saw it: its watch event follows and decides.
       if (source === undefined || !isMirrorSource(source, deps.keys)) return { kind: 'done' };
-      const resolved = resolveSource({ source, namespaces, keys: deps.keys, sourceNamespaces: deps.sourceNamespaces });
+      const resolved = resolveSource({ source, namespaces, keys: deps.keys, sourceNamespaces: deps.sourceNamespaces, trusted: deps.trusted });
       if ('invalid' in resolved) {
         // A typo must not wipe the replicas: they stay as they are until the spec is fixed.
         const row: MirrorRow = { kind, source: sourceText, namespace: '', state: MirrorState.Invalid, message: resolved.invalid };
@@ -170,7 +173,7 @@ export function createMirrorReconciler(deps: MirrorReconcilerDeps): (key: string
     } else {
       const rows = state.kind === 'active' && !state.resolution.sourceAllowed
         ? [{ kind, source: sourceText, namespace: '', state: MirrorState.NotAllowed, message: `namespace ${ref.namespace} may not hold mirroring sources (--mirror-source-namespaces)` }]
-        : steps.map((s) => s.row);
+        : [...steps.map((s) => s.row), ...(state.kind === 'active' ? notAcceptedRows(kind, sourceText, state.resolution, deps.keys).filter((r) => only === undefined || r.namespace === only) : [])];
       deps.report({ kind, source: ref, ...(only === undefined ? {} : { only }) }, rows);
     }
     if (failed) return { kind: 'retry' };
@@ -183,7 +186,7 @@ function claimantsOf(input: { kind: MirrorKind; ref: SourceRef; sources: readonl
   const others: { claim: SourceClaim; resolution: TargetResolution }[] = [];
   for (const other of input.sources) {
     if (other.metadata.name !== input.ref.name || other.metadata.namespace === input.ref.namespace) continue;
-    const resolved = resolveSource({ source: other, namespaces: input.namespaces, keys: input.deps.keys, sourceNamespaces: input.deps.sourceNamespaces });
+    const resolved = resolveSource({ source: other, namespaces: input.namespaces, keys: input.deps.keys, sourceNamespaces: input.deps.sourceNamespaces, trusted: input.deps.trusted });
     if ('invalid' in resolved || !resolved.resolution.sourceAllowed) continue;
     others.push({ claim: claimOf(other), resolution: resolved.resolution });
   }

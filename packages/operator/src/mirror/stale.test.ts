@@ -88,6 +88,12 @@ describe('planReplicaCleanup', () => {
     ]);
   });
 
+  it('leaves a replica in a namespace that does not accept an untrusted source as it is (no write, no delete)', () => {
+    const sources = new Map([['dev/db', active(['prod'], [{ namespace: 'team-b', reason: 'NotAccepted' }])]]);
+    const plan = planReplicaCleanup({ replicas: [replica('prod'), replica('team-b')], sources, now, policy: 'Delete', keys });
+    expect(plan.actions).toEqual([]);
+  });
+
   it('leaves every replica of a source with an invalid spec alone (a typo must not wipe replicas)', () => {
     const plan = planReplicaCleanup({ replicas: [replica('prod'), replica('qa')], sources: new Map<string, SourceState>([['dev/db', { kind: 'invalid' }]]), now, policy: 'Delete', keys });
     expect(plan.actions).toEqual([]);

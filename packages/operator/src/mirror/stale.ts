@@ -160,7 +160,8 @@ export function planReplicaCleanup(input: PlanReplicaCleanupInput): ReplicaClean
       continue;
     }
     const skipped = resolution.skipped.find((entry) => entry.namespace === namespace);
-    if (skipped?.reason === SkipReason.Terminating) continue;
+    // Terminating: it goes with the namespace. NotAccepted: a source that may not write there may not delete there.
+    if (skipped?.reason === SkipReason.Terminating || skipped?.reason === SkipReason.NotAccepted) continue;
     actions.push({
       ...id,
       type: 'delete',

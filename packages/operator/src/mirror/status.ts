@@ -6,7 +6,8 @@ import { isMirrorError } from './errors.ts';
 import type { NamePattern } from './glob.ts';
 import { formatSourceRef, parseSourceRef, type MirrorKeys } from './labels.ts';
 import { parseMirrorSpec } from './spec.ts';
-import { mayBeMirrorSource, resolveTargetNamespaces, type MirrorNamespace, type TargetResolution } from './targets.ts';
+import { SkipReason, mayBeMirrorSource, resolveTargetNamespaces, type MirrorNamespace, type TargetResolution } from './targets.ts';
+import { NAMESPACE_NOT_ALLOWED, type TrustedNamespaces } from '../tenancy.ts';
 
 export const MirrorState = {
   /** The replica exists and is this source's. */
@@ -21,7 +22,10 @@ export const MirrorState = {
   Failed: 'failed',
   /** The source's labels/annotations cannot be read; its replicas are left as they are. */
   Invalid: 'invalid',
-  /** The source's namespace may not be a source (`--mirror-source-namespaces`). */
+  /**
+   * The source's namespace may not be a source (`--mirror-source-namespaces`), or (a row per namespace) the
+   * source's namespace is not trusted and the target namespace does not accept replicas: nothing is written.
+   */
   NotAllowed: 'not-allowed',
 } as const;
 export type MirrorState = (typeof MirrorState)[keyof typeof MirrorState];
@@ -48,6 +52,8 @@ export function resolveSource(input: {
   readonly namespaces: readonly MirrorNamespace[];
   readonly keys: MirrorKeys;
   readonly sourceNamespaces: readonly NamePattern[];
+  /** Trusted namespaces (tenancy.ts): their sources need no consent from the namespaces they target. */
+  readonly trusted: TrustedNamespaces;
 }): { readonly resolution: TargetResolution; readonly strategy: string } | { readonly invalid: string } {
   try {
     const spec = parseMirrorSpec(input.source, input.keys);
@@ -56,6 +62,7 @@ export function resolveSource(input: {
       namespaces: input.namespaces,
       keys: input.keys,
       sourceNamespaceAllowed: mayBeMirrorSource(spec.source.namespace, input.sourceNamespaces),
+      sourceTrusted: input.trusted.has(spec.source.namespace),
     });
     return { resolution, strategy: spec.strategy };
   } catch (error) {
@@ -77,6 +84,7 @@ export function mirrorStatusRows(input: {
   readonly occupied: ReadonlyMap<string, KubeObject>;
   readonly keys: MirrorKeys;
   readonly sourceNamespaces: readonly NamePattern[];
+  readonly trusted: TrustedNamespaces;
 }): MirrorRow[] {
   const { keys } = input;
   const rows: MirrorRow[] = [];
@@ -85,7 +93,7 @@ export function mirrorStatusRows(input: {
   const resolved = new Map<string, ReturnType<typeof resolveSource>>();
   for (const source of input.sources) {
     const key = `${source.kind}/${formatSourceRef(claimOf(source))}`;
-    const result = resolveSource({ source, namespaces: input.namespaces, keys, sourceNamespaces: input.sourceNamespaces });
+    const result = resolveSource({ source, namespaces: input.namespaces, keys, sourceNamespaces: input.sourceNamespaces, trusted: input.trusted });
     resolved.set(key, result);
     if ('invalid' in result) continue;
     for (const namespace of result.resolution.namespaces) {
@@ -107,6 +115,7 @@ export function mirrorStatusRows(input: {
       rows.push({ kind: source.kind, source: sourceText, namespace: '', state: MirrorState.NotAllowed, message: `namespace ${ref.namespace} may not hold mirroring sources (--mirror-source-namespaces)` });
       continue;
     }
+    rows.push(...notAcceptedRows(source.kind, sourceText, result.resolution, keys));
     for (const namespace of result.resolution.namespaces) {
       const target = `${source.kind}/${namespace}/${source.metadata.name}`;
       const existing = replicaAt.get(target) ?? input.occupied.get(target);
@@ -142,6 +151,19 @@ export function mirrorStatusRows(input: {
     });
   }
   return rows.sort(compareRows);
+}
+
+/** A row per namespace the source targets that refuses it (untrusted source, no `<prefix>/accept-replicas`). */
+export function notAcceptedRows(kind: string, source: string, resolution: TargetResolution, keys: MirrorKeys): MirrorRow[] {
+  return resolution.skipped
+    .filter((s) => s.reason === SkipReason.NotAccepted)
+    .map((s) => ({
+      kind,
+      source,
+      namespace: s.namespace,
+      state: MirrorState.NotAllowed,
+      message: `${NAMESPACE_NOT_ALLOWED}: namespace ${source.split('/')[0] ?? ''} is not trusted and ${s.namespace} does not accept replicas (label ${keys.namespaceAccept}: "true"); nothing written`,
+    }));
 }
 
 function ownerNote(existing: KubeObject | undefined): string {

@@ -10,12 +10,13 @@ const list = (text: string): NamespaceList => ({ form: 'list', patterns: parsePa
 const dashed = (value: string): NamespaceList => ({ form: 'dashed', value });
 const none: NamespaceList = { form: 'list', patterns: [] };
 
-function resolve(targets: NamespaceList, cluster: MirrorNamespace[], options: { exclude?: NamespaceList; sourceNamespace?: string; sourceNamespaceAllowed?: boolean } = {}) {
+function resolve(targets: NamespaceList, cluster: MirrorNamespace[], options: { exclude?: NamespaceList; sourceNamespace?: string; sourceNamespaceAllowed?: boolean; sourceTrusted?: boolean } = {}) {
   return resolveTargetNamespaces({
     spec: { source: { namespace: options.sourceNamespace ?? 'dev', name: 'db' }, targets, exclude: options.exclude ?? none },
     namespaces: cluster,
     keys,
     sourceNamespaceAllowed: options.sourceNamespaceAllowed,
+    sourceTrusted: options.sourceTrusted ?? true,
   });
 }
 
@@ -88,6 +89,18 @@ describe('resolveTargetNamespaces', () => {
       { namespace: 'kube-public', reason: 'KubeNamespace' },
       { namespace: 'kube-system', reason: 'KubeNamespace' },
     ]);
+  });
+
+  it('reaches, from an untrusted source namespace, only the namespaces that accept replicas', () => {
+    // given a source in an untrusted namespace targeting every namespace, and one namespace that opted in
+    const opted = cluster.map((n) => (n.name === 'team-a' ? { ...n, labels: { [keys.namespaceAccept]: 'true' } } : n));
+    const result = resolve(list('*,kube-system'), opted, { sourceTrusted: false });
+    // then only that namespace receives a replica; every other one is skipped as NotAccepted
+    expect(result.namespaces).toEqual(['team-a']);
+    expect(result.skipped.filter((s) => s.reason === 'NotAccepted').map((s) => s.namespace)).toEqual(['default', 'eu-prod', 'kube-system', 'prod', 'staging', 'team-ab', 'team-b']);
+    // and a namespace's opt-out still beats its opt-in
+    const both = opted.map((n) => (n.name === 'team-a' ? { ...n, labels: { [keys.namespaceAccept]: 'true', [keys.namespaceMirror]: 'disabled' } } : n));
+    expect(resolve(list('*'), both, { sourceTrusted: false }).namespaces).toEqual([]);
   });
 
   it('takes kube-system by exact name only (not by kube-* either)', () => {

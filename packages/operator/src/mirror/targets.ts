@@ -2,7 +2,7 @@
 // ManifestSync targets (names and label selectors), and which namespaces may be sources at all.
 import { MirrorError, MirrorErrorReason } from './errors.ts';
 import { matchesPattern, parsePatternList, type NamePattern } from './glob.ts';
-import { isMirrorDisabled, type MirrorKeys, type SourceRef } from './labels.ts';
+import { acceptsReplicas, isMirrorDisabled, type MirrorKeys, type SourceRef } from './labels.ts';
 import type { MirrorSpec, NamespaceList } from './spec.ts';
 
 /** A namespace as the resolvers need it (from the namespace watch). */
@@ -25,6 +25,11 @@ export const SkipReason = {
   MirrorDisabled: 'MirrorDisabled',
   /** Matched by the source's exclude. */
   Excluded: 'Excluded',
+  /**
+   * The source's namespace is not trusted and the namespace did not opt in (`<prefix>/accept-replicas: "true"`):
+   * nothing is written there, and a replica already there is left as it is while the source exists.
+   */
+  NotAccepted: 'NotAccepted',
   /** A `kube-*` namespace matched only by `*`, a glob or a selector: those take it by exact name only. */
   KubeNamespace: 'KubeNamespace',
   /** ManifestSync: two targets name the same (namespace, name); the first one keeps it. */
@@ -170,12 +175,17 @@ export interface ResolveTargetsInput {
   readonly keys: MirrorKeys;
   /** {@link mayBeMirrorSource} of the source's namespace; default true. */
   readonly sourceNamespaceAllowed?: boolean | undefined;
+  /**
+   * Whether the source's namespace is trusted (tenancy.ts: the operator's namespace, --trusted-namespaces).
+   * An untrusted source reaches only the namespaces that accept replicas (`<prefix>/accept-replicas: "true"`).
+   */
+  readonly sourceTrusted: boolean;
 }
 
 /**
  * The namespaces a source's replicas belong in. Precedence, strongest first: the source's own namespace,
- * terminating, `<prefix>/mirror: disabled`, exclude (beats even an exact target name), then `kube-*` only by
- * exact name. Deterministic: outputs are sorted, whatever order `namespaces` came in.
+ * terminating, `<prefix>/mirror: disabled`, exclude (beats even an exact target name), `kube-*` only by
+ * exact name, then (for a source in an untrusted namespace) the namespace's consent, `<prefix>/accept-replicas`. Deterministic: outputs are sorted, whatever order `namespaces` came in.
  */
 export function resolveTargetNamespaces(input: ResolveTargetsInput): TargetResolution {
   const { spec, keys } = input;
@@ -206,7 +216,9 @@ export function resolveTargetNamespaces(input: ResolveTargetsInput): TargetResol
             ? SkipReason.Excluded
             : !exact && isKubeNamespace(name)
               ? SkipReason.KubeNamespace
-              : undefined;
+              : !input.sourceTrusted && !acceptsReplicas(namespace, keys)
+                ? SkipReason.NotAccepted
+                : undefined;
     if (reason === undefined) receiving.push(name);
     else skipped.push({ namespace: name, reason });
   }

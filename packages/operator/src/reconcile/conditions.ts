@@ -33,6 +33,8 @@ export const Reason = {
   SourceForbidden: 'SourceForbidden',
   /** A ManifestSync names a source in another namespace without the rights to say so. */
   SourceNotAllowed: 'SourceNotAllowed',
+  /** A target reaches a namespace (or cluster-scoped objects) its sync may not write to (see tenancy.ts). */
+  NamespaceNotAllowed: 'NamespaceNotAllowed',
   // RemoteCluster (remote/clusters.ts RemoteClusterReason uses the same words)
   Connected: 'Connected',
   RemoteClusterNotFound: 'RemoteClusterNotFound',

@@ -18,9 +18,10 @@ import { Reason, keepTransitions, removeCondition, setCondition, type ConditionI
 import { MAX_TIMER_MS, boundedInterval, formatDuration, parseDuration, type IntervalBounds } from './duration.ts';
 import { conditionsDiffer, objectPath, patchFinalizers, writeStatus } from './object-status.ts';
 import { StallError, readGitAuth, readValues } from './inputs.ts';
-import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, truncate, type TargetNoop, type TargetOutcome } from './target.ts';
+import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, onlyRefused, partitionInventory, readableId, truncate, type TargetNoop, type TargetOutcome } from './target.ts';
 import { dependencyNotReady, findCycle } from './dependencies.ts';
 import { healthConditions } from './health.ts';
+import { NAMESPACE_NOT_ALLOWED, type Actor, type TrustedNamespaces } from '../tenancy.ts';
 
 /** How long a sync waits for spec.timeout when it sets none (Flux's default for wait is its interval; 5m here). */
 export const DEFAULT_HEALTH_TIMEOUT = '5m';
@@ -46,6 +47,8 @@ export type ConfigSyncReconcilerDeps = {
   readonly get: (key: string) => ConfigSync | undefined;
   /** Syncs without serviceAccountName apply as this account when set (multi-tenant clusters). */
   readonly defaultServiceAccount?: string;
+  /** Namespaces whose syncs may write outside their own namespace with the operator's rights (tenancy.ts); default none. */
+  readonly trusted?: TrustedNamespaces;
   /** 0..1 source of jitter for the refresh interval. */
   readonly random?: () => number;
   /** Where refresh intervals are clamped (default: DEFAULT_INTERVAL_BOUNDS). */
@@ -336,6 +339,11 @@ function identityOf(deps: ConfigSyncReconcilerDeps, namespace: string, spec: Con
   return serviceAccountName === undefined ? undefined : { namespace, serviceAccountName };
 }
 
+/** Who writes a target of this sync, for the tenancy rule (a target in another cluster writes with that cluster's credentials). */
+function actorOf(deps: ConfigSyncReconcilerDeps, namespace: string, spec: ConfigSyncSpec | undefined, cluster: string | undefined): Actor {
+  return { objectNamespace: namespace, serviceAccount: identityOf(deps, namespace, spec)?.serviceAccountName, trusted: deps.trusted ?? new Set(), cluster };
+}
+
 /** The client that applies with the sync's identity (its ServiceAccount's rights, or the operator's). */
 async function applyClientFor(run: SyncRun, revision: string): Promise<Step<ApplyClient>> {
   try {
@@ -384,6 +392,7 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
       ...(run.deps.beforeApply === undefined ? {} : { beforeApply: (ids: readonly string[]) => run.deps.beforeApply?.(ids, remote) ?? Promise.resolve() }),
       ...(noop === undefined ? {} : { noop: { records: noop.records, key: `${run.namespace}/${run.object.metadata.name}/${target.name}@${cluster ?? ''}`, watched: (id: string) => noop.watched(id, remote) } }),
       health: { wait: target.wait ?? run.spec.wait },
+      tenancy: actorOf(run.deps, run.namespace, run.spec, cluster),
       ...common(target.name),
     });
     if (remote !== undefined) {
@@ -406,7 +415,16 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
         return unavailableTarget({ name: entry.target, cluster: entry.cluster }, `removed from the spec; not pruned yet: ${safeError(error).message}`, entry.entries, previousTargets.get(entry.target));
       }
     }
-    const outcome = await applyTarget({ client: targetClient, target: { name: entry.target, ...(entry.cluster === undefined ? {} : { cluster: entry.cluster }) }, desired: [], inventory: entry.entries, prune: run.spec.prune, allowEmpty: true, ...common(entry.target) });
+    const outcome = await applyTarget({
+      client: targetClient,
+      target: { name: entry.target, ...(entry.cluster === undefined ? {} : { cluster: entry.cluster }) },
+      desired: [],
+      inventory: entry.entries,
+      prune: run.spec.prune,
+      allowEmpty: true,
+      tenancy: actorOf(run.deps, run.namespace, run.spec, entry.cluster),
+      ...common(entry.target),
+    });
     return withCluster(outcome, entry.cluster);
   };
   return Promise.all([
@@ -463,7 +481,7 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   const continuing = previous.lastAttemptedRevision === revision && (previous.targets ?? []).some((t) => t.phase === 'Pending');
   const revisionChanged = previous.sourceRevision !== revision && !continuing;
   const lastSyncedTime = ok && (changed || revisionChanged || previous.lastSyncedTime === undefined) ? now : previous.lastSyncedTime;
-  let conditions = clampNotice(run, appliedConditions(previous.conditions ?? [], { failures, conflicts, drift }, { readyMessage: `Applied revision ${revision}`, applied, total: spec.targets.length, at }));
+  let conditions = clampNotice(run, appliedConditions(previous.conditions ?? [], { failures, conflicts, drift }, { readyMessage: `Applied revision ${revision}`, applied, total: spec.targets.length, at, refused: onlyRefused(targets) }));
   const waitOf = new Map(spec.targets.map((t) => [t.name, t.wait ?? spec.wait]));
   const judged = targets.flatMap((t) => (t.health === undefined ? [] : [{ name: t.status.name, wait: waitOf.get(t.status.name) ?? false, report: t.health }]));
   const health = judged.length === 0 ? undefined : healthConditions({ conditions, targets: judged, lastSyncedTime, timeoutMs: parseDuration(spec.timeout ?? DEFAULT_HEALTH_TIMEOUT), at });
@@ -489,9 +507,10 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   if (!ok) {
     log.info({ failures: failures.length, conflicts: conflicts.length }, 'sync finished with failures');
     // Forbidden needs an RBAC change and a conflict a person's decision, not hammering: wait for the refresh interval.
-    const waitForPerson = failures.every((f) => /forbidden/i.test(f));
+    // A tenancy refusal too: it needs a ServiceAccount or a trusted namespace.
+    const waitForPerson = failures.every((f) => /forbidden|NamespaceNotAllowed/i.test(f));
     if (conflicts.length > 0) events.push({ type: 'Warning', reason: Reason.Conflict, message: truncate(`${conflicts.length} object(s) not applied: ${conflicts.join('; ')}`) });
-    if (failures.length > 0) events.push({ type: 'Warning', reason: Reason.ApplyFailed, message: truncate(`${summary}, ${counts.failed} failed: ${failures.join('; ')}`) });
+    if (failures.length > 0) events.push({ type: 'Warning', reason: onlyRefused(targets) ? Reason.NamespaceNotAllowed : Reason.ApplyFailed, message: truncate(`${summary}, ${counts.failed} failed: ${failures.join('; ')}`) });
     return { status, result: waitForPerson ? { kind: 'wait', requeueAfterMs: run.refreshMs } : { kind: 'retry' }, events };
   }
   if (changed || revisionChanged) log.info({ revision, ...counts }, 'synced');
@@ -582,11 +601,16 @@ async function finalize(deps: ConfigSyncReconcilerDeps, object: ConfigSync, log:
           continue;
         }
       }
+      const { allowed, refused } = partitionInventory(actorOf(deps, namespace, parsed.success ? parsed.data : undefined, cluster), entries);
+      if (refused.length > 0) {
+        const message = truncate(`${refused.length} object(s) of target ${target} left in place: ${NAMESPACE_NOT_ALLOWED}: this ConfigSync may not delete outside its namespace (${refused.slice(0, 5).map(readableId).join(', ')})`);
+        await deps.events.record(object, { type: 'Warning', reason: Reason.NamespaceNotAllowed, message });
+      }
       const outcome = await applyTarget({
         client: targetClient,
         target: { name: target },
         desired: [],
-        inventory: entries,
+        inventory: allowed,
         owner: { namespace, name: object.metadata.name, target },
         prune: true,
         allowEmpty: true,

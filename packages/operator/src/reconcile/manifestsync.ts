@@ -15,7 +15,8 @@ import { Reason, removeCondition, setCondition } from './conditions.ts';
 import type { ApplyIdentity } from './configsync.ts';
 import { MAX_TIMER_MS, boundedInterval, type IntervalBounds } from './duration.ts';
 import { conditionsDiffer, objectPath, patchFinalizers, writeStatus } from './object-status.ts';
-import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, truncate, type TargetOutcome } from './target.ts';
+import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, onlyRefused, partitionInventory, truncate, type TargetOutcome } from './target.ts';
+import { NAMESPACE_NOT_ALLOWED, allowedWrite, type Actor, type TrustedNamespaces } from '../tenancy.ts';
 import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
 
 export const MANIFESTSYNC_FINALIZER = 'syncline.dev/finalizer';
@@ -42,9 +43,9 @@ export type ManifestSyncReconcilerDeps = {
   readonly get: (key: string) => ManifestSync | undefined;
   /** Namespaces as the namespace informer knows them; undefined while it cannot list them. */
   readonly namespaces: () => readonly MirrorNamespace[] | undefined;
-  /** The operator's own namespace: a ManifestSync there may read sources in any namespace. */
-  readonly operatorNamespace?: string;
   readonly defaultServiceAccount?: string;
+  /** Namespaces whose ManifestSyncs may read and write outside their own namespace with the operator's rights (tenancy.ts); default none. */
+  readonly trusted?: TrustedNamespaces;
   readonly intervalBounds: IntervalBounds;
   readonly mirrorKeys: MirrorKeys;
   readonly beforeApply?: (ids: readonly string[], remote?: RemoteClients) => Promise<void>;
@@ -111,6 +112,11 @@ function identityOf(deps: ManifestSyncReconcilerDeps, namespace: string, spec: M
   return serviceAccountName === undefined ? undefined : { namespace, serviceAccountName };
 }
 
+/** Who reads the source and writes a copy, for the tenancy rule (a copy in another cluster writes with that cluster's credentials). */
+function actorOf(deps: ManifestSyncReconcilerDeps, namespace: string, spec: ManifestSyncSpec | undefined, cluster?: string): Actor {
+  return { objectNamespace: namespace, serviceAccount: identityOf(deps, namespace, spec)?.serviceAccountName, trusted: deps.trusted ?? new Set(), cluster };
+}
+
 async function sync(deps: ManifestSyncReconcilerDeps, object: ManifestSync, spec: ManifestSyncSpec, log: Logger): Promise<Outcome> {
   const namespace = object.metadata.namespace ?? 'default';
   const now = deps.clock.now().toISOString();
@@ -124,10 +130,12 @@ async function sync(deps: ManifestSyncReconcilerDeps, object: ManifestSync, spec
 
   // Step 1: the source, read with the identity that will write the copies.
   const sourceNamespace = spec.sourceRef.namespace ?? namespace;
-  if (sourceNamespace !== namespace && spec.serviceAccountName === undefined && namespace !== deps.operatorNamespace) {
+  // Reading a source is held to the same rule as writing a copy: a copy in the tenant's own namespace would
+  // otherwise hand it another namespace's Secret.
+  if (!allowedWrite({ ...actorOf(deps, namespace, spec), targetNamespace: sourceNamespace }).allowed) {
     return stall(
       Reason.SourceNotAllowed,
-      `spec.sourceRef names namespace ${sourceNamespace}: a ManifestSync reads another namespace only with spec.serviceAccountName (whose RBAC decides) or from the operator's namespace`,
+      `spec.sourceRef names namespace ${sourceNamespace}: a ManifestSync reads another namespace only with spec.serviceAccountName (whose RBAC decides) or from a trusted namespace (the operator's own, --trusted-namespaces)`,
     );
   }
   let client: ApplyClient;
@@ -223,6 +231,7 @@ async function sync(deps: ManifestSyncReconcilerDeps, object: ManifestSync, spec
       ...(deps.beforeApply === undefined ? {} : { beforeApply: (applied: readonly string[]) => deps.beforeApply?.(applied, remote) ?? Promise.resolve() }),
       metrics: deps.metrics,
       syncKey: `${namespace}/${object.metadata.name}`,
+      tenancy: actorOf(deps, namespace, spec, cluster),
     });
     return cluster === undefined ? outcome : { ...outcome, inventory: { ...outcome.inventory, cluster } };
   };
@@ -239,6 +248,7 @@ async function sync(deps: ManifestSyncReconcilerDeps, object: ManifestSync, spec
     applied,
     total: live.length + unresolved.length,
     at,
+    refused: unresolved.length === 0 && onlyRefused(outcomes),
   });
   const ok = failures.length === 0 && combined.conflicts.length === 0;
   const changed = combined.changed || previous.sourceResourceVersion !== source.metadata.resourceVersion;
@@ -254,12 +264,12 @@ async function sync(deps: ManifestSyncReconcilerDeps, object: ManifestSync, spec
   const summary = `${combined.counts.created} created, ${combined.counts.configured} configured, ${combined.counts.deleted} deleted`;
   const events: SyncEvent[] = combined.orphaned.map((o) => ({ type: 'Warning', reason: Reason.NamespaceOrphaned, message: truncate(o) }));
   if (combined.conflicts.length > 0) events.push({ type: 'Warning', reason: Reason.Conflict, message: truncate(`${combined.conflicts.length} copy(ies) not written: ${combined.conflicts.join('; ')}`) });
-  if (failures.length > 0) events.push({ type: 'Warning', reason: Reason.ApplyFailed, message: truncate(`${summary}; ${failures.join('; ')}`) });
+  if (failures.length > 0) events.push({ type: 'Warning', reason: unresolved.length === 0 && onlyRefused(outcomes) ? Reason.NamespaceNotAllowed : Reason.ApplyFailed, message: truncate(`${summary}; ${failures.join('; ')}`) });
   if (ok && combined.changed) {
     events.push({ type: 'Normal', reason: 'Synced', message: truncate(`${summary}: ${describeChanges(combined.changes)}`) });
     log.info(combined.counts, 'copied');
   }
-  const onlyWaiting = failures.every((f) => /forbidden|not supported yet|cannot list namespaces|RemoteCluster/i.test(f));
+  const onlyWaiting = failures.every((f) => /forbidden|NamespaceNotAllowed|not supported yet|cannot list namespaces|RemoteCluster/i.test(f));
   return { status, result: ok || onlyWaiting ? { kind: 'done', requeueAfterMs } : { kind: 'retry' }, events: changed || !ok ? events : [] };
 }
 
@@ -299,11 +309,13 @@ async function finalize(deps: ManifestSyncReconcilerDeps, object: ManifestSync, 
           return { kind: 'retry' };
         }
       }
+      const { allowed, refused } = partitionInventory(actorOf(deps, namespace, parsed.success ? parsed.data : undefined, cluster), entries);
+      if (refused.length > 0) log.warn({ target, left: refused.length }, `copies left in place: ${NAMESPACE_NOT_ALLOWED} (this ManifestSync may not delete outside its namespace)`);
       const outcome = await applyTarget({
         client: targetClient,
         target: { name: target },
         desired: [],
-        inventory: entries,
+        inventory: allowed,
         owner: manifestSyncOwner(namespace, object.metadata.name, target),
         prune: true,
         allowEmpty: true,

@@ -17,6 +17,7 @@ import type { ApplyIdentity } from './configsync.ts';
 import { MAX_TIMER_MS, boundedInterval, type IntervalBounds } from './duration.ts';
 import { conditionsDiffer, objectPath, writeStatus } from './object-status.ts';
 import { applyTarget, describeChanges, truncate } from './target.ts';
+import { allowedWrite, type Actor, type TrustedNamespaces } from '../tenancy.ts';
 
 export const NAMESPACEREPLICATION_KEY_PREFIX = 'NamespaceReplication/';
 const STANDBY_TARGET = 'standby';
@@ -41,7 +42,8 @@ export type NamespaceReplicationReconcilerDeps = {
   readonly metrics: Metrics;
   readonly events: EventRecorder;
   readonly get: (key: string) => NamespaceReplication | undefined;
-  readonly operatorNamespace?: string;
+  /** Namespaces whose NamespaceReplications may read and write other namespaces of this cluster (tenancy.ts); default none. */
+  readonly trusted?: TrustedNamespaces;
   readonly intervalBounds: IntervalBounds;
   readonly mirrorKeys: MirrorKeys;
   readonly beforeApply?: (ids: readonly string[], remote?: RemoteClients) => Promise<void>;
@@ -116,10 +118,16 @@ async function replicate(deps: NamespaceReplicationReconcilerDeps, object: Names
   const previous = object.status ?? {};
   const metricKey = `${namespace}/${object.metadata.name}`;
 
-  // Tenancy: copying another namespace (to a cluster the tenant controls) is for the operator's namespace only.
-  if (sourceNamespace !== namespace && namespace !== deps.operatorNamespace) {
-    return stalled(object, Reason.SourceNotAllowed, `spec.sourceNamespace ${sourceNamespace}: only a NamespaceReplication in the operator's namespace may replicate another namespace`, now);
+  // Tenancy: reading another namespace (to copy it to a cluster the tenant controls) and writing a standby in
+  // this cluster (another namespace, and its Namespace object) are for trusted namespaces only; a standby in
+  // another cluster is written with that RemoteCluster's credentials, which the API server there judges.
+  const actor: Actor = { objectNamespace: namespace, serviceAccount: undefined, trusted: deps.trusted ?? new Set() };
+  if (!allowedWrite({ ...actor, targetNamespace: sourceNamespace }).allowed) {
+    return stalled(object, Reason.SourceNotAllowed, `spec.sourceNamespace ${sourceNamespace}: only a NamespaceReplication in a trusted namespace (the operator's own, --trusted-namespaces) may replicate another namespace`, now);
   }
+  // (The standby's Namespace object is cluster-scoped: it is refused whenever its namespace is.)
+  const standbyWrite = allowedWrite({ ...actor, cluster, targetNamespace: destinationNamespace });
+  if (!standbyWrite.allowed) return stalled(object, Reason.NamespaceNotAllowed, `destination.namespace ${destinationNamespace}: ${standbyWrite.message}`, now);
   if (cluster === undefined && destinationNamespace === sourceNamespace) {
     return stalled(object, Reason.InvalidSpec, 'the standby would be the source itself: name destination.cluster or another destination.namespace', now);
   }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { ChangeSet } from '@syncline/apply';
-import { combineTargets, describeChanges, summarizeChanges } from './target.ts';
+import { encodeInventory, type ApplyClient, type ChangeSet } from '@syncline/apply';
+import { applyTarget, combineTargets, describeChanges, onlyRefused, partitionInventory, summarizeChanges } from './target.ts';
+import { trustedNamespaces } from '../tenancy.ts';
 
 const input = { target: { name: 'prod', namespace: 'shop' }, now: '2026-11-22T10:00:00Z', syncKey: 'ops/web' };
 const changes = (entries: ChangeSet['entries'], extra: Partial<ChangeSet> = {}): ChangeSet => ({ entries, inventory: entries.filter((e) => e.action !== 'deleted').map((e) => ({ id: e.id })), pruned: true, ...extra });
@@ -78,5 +79,36 @@ describe('what changed, for the Event', () => {
     const east = summarizeChanges({ ...input, target: { name: 'east', namespace: 'shop', cluster: 'east' } }, changes([{ id: '/ConfigMap/shop/a', action: 'created' }]));
     const here = summarizeChanges(input, changes([{ id: '/ConfigMap/shop/a', action: 'created' }]));
     expect(combineTargets([here, { ...east, inventory: { ...east.inventory, cluster: 'east' } }]).changes).toEqual(['ConfigMap/shop/a created', 'ConfigMap/shop/a created in cluster east']);
+  });
+});
+
+describe('applyTarget under the tenancy rule', () => {
+  // Any request fails the test: a refused target reads and writes nothing.
+  const untouchable = new Proxy({}, { get: (_target, method) => () => Promise.reject(new Error(`unexpected ${String(method)}`)) }) as ApplyClient;
+  const tenant = { objectNamespace: 'team-a', serviceAccount: undefined, trusted: trustedNamespaces({ list: 'platform' }) };
+  const cm = (name: string, namespace?: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...(namespace === undefined ? {} : { namespace }) } });
+  const base = { client: untouchable, target: { name: 'main', namespace: 'team-a' }, owner: { namespace: 'team-a', name: 'app', target: 'main' }, now: '2026-11-25T10:00:00Z', syncKey: 'team-a/app' };
+
+  it('refuses the whole target, before any request, when a desired object lies in another namespace or outside every namespace', async () => {
+    for (const stray of [cm('planted', 'kube-system'), { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'escalate' } }]) {
+      const outcome = await applyTarget({ ...base, desired: [cm('own', 'team-a'), stray], inventory: undefined, tenancy: tenant });
+      expect(outcome.status).toMatchObject({ phase: 'Failed', reason: 'NamespaceNotAllowed', objects: 0 });
+      expect(outcome.status.message).toMatch(/^NamespaceNotAllowed: nothing written; refused (ConfigMap\/kube-system\/planted|ClusterRole\/escalate): /);
+      expect(outcome.changed).toBe(false);
+      expect(onlyRefused([outcome])).toBe(true);
+    }
+  });
+
+  it('refuses a target whose inventory reaches elsewhere (it would prune there), and keeps that inventory', async () => {
+    const inventory = encodeInventory([{ id: '/ConfigMap/team-b/old' }]);
+    const outcome = await applyTarget({ ...base, desired: [], inventory, allowEmpty: true, prune: true, tenancy: tenant });
+    expect(outcome.status).toMatchObject({ phase: 'Failed', reason: 'NamespaceNotAllowed', objects: 1 });
+    expect(outcome.inventory.entries).toEqual(inventory);
+  });
+
+  it('splits a deleted sync’s inventory into what it may prune and what it must leave', () => {
+    const inventory = encodeInventory([{ id: '/ConfigMap/team-a/mine' }, { id: '/ConfigMap/team-b/theirs' }, { id: 'rbac.authorization.k8s.io/ClusterRole//wide' }]);
+    expect(partitionInventory(tenant, inventory)).toEqual({ allowed: encodeInventory([{ id: '/ConfigMap/team-a/mine' }]), refused: ['/ConfigMap/team-b/theirs', 'rbac.authorization.k8s.io/ClusterRole//wide'] });
+    expect(partitionInventory({ ...tenant, objectNamespace: 'platform' }, inventory).refused).toEqual([]);
   });
 });

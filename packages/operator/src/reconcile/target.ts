@@ -31,6 +31,7 @@ import type { Condition, TargetInventory, TargetStatus } from '../api/v1alpha1.t
 import type { Metrics } from '../metrics.ts';
 import { Reason, removeCondition, setCondition } from './conditions.ts';
 import { summarizeHealth, type HealthReport } from './health.ts';
+import { NAMESPACE_NOT_ALLOWED, describeRefusal, refusedObjects, type Actor } from '../tenancy.ts';
 
 export type TargetApplyInput = {
   readonly client: ApplyClient;
@@ -66,6 +67,12 @@ export type TargetApplyInput = {
    * Without it every apply reads the live objects.
    */
   readonly noop?: { readonly records: Map<string, TargetNoop>; readonly key: string; readonly watched: WatchedVersion };
+  /**
+   * Who causes the write (see tenancy.ts): when set, a target whose desired objects or inventory reach where
+   * the actor may not write is refused whole (Failed, reason NamespaceNotAllowed) before anything is read or
+   * written, and keeps its inventory.
+   */
+  readonly tenancy?: Actor;
 };
 
 /** What a target's last apply proved, and the health judged then: the same versions mean the same health. */
@@ -101,6 +108,10 @@ const isOrphaned = (entry: ChangeSetEntry): boolean => entry.action === 'skipped
 /** Never throws for the cluster's answers: a failure to read or write becomes the target's Failed status. */
 export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcome> {
   const previousInventory = decodeInventory(input.inventory);
+  if (input.tenancy !== undefined) {
+    const refused = refusedObjects(input.tenancy, [...input.desired, ...previousInventory.map((entry) => scopedObject(entry.id))]);
+    if (refused.length > 0) return refusedTarget(input, describeRefusal(refused));
+  }
   const { noop } = input;
   const fingerprint =
     noop === undefined
@@ -174,6 +185,55 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
   const health = summarizeHealth(await readHealth({ client: input.client, entries: changes.entries, desired: input.desired, live, owner: input.owner }), heldBack);
   if (noop !== undefined && record !== undefined) noop.records.set(noop.key, { record, health });
   return { ...outcome, status: { ...outcome.status, health: health.counts }, health };
+}
+
+/** An inventory id as the tenancy rule reads it (namespace '' = cluster-scoped). */
+function scopedObject(id: string): { kind: string; metadata: { name: string; namespace: string } } {
+  const { kind, namespace, name } = parseObjectId(id);
+  return { kind, metadata: { name, namespace } };
+}
+
+/**
+ * A deleted sync's inventory split by the tenancy rule: what it may prune, and the ids it may not (left in
+ * place: a sync that may not write somewhere may not delete there either).
+ */
+export function partitionInventory(actor: Actor, encoded: readonly string[]): { allowed: string[]; refused: string[] } {
+  const allowed = [];
+  const refused: string[] = [];
+  for (const entry of decodeInventory(encoded)) {
+    if (refusedObjects(actor, [scopedObject(entry.id)]).length === 0) allowed.push(entry);
+    else refused.push(entry.id);
+  }
+  return { allowed: encodeInventory(allowed), refused };
+}
+
+/** A target the tenancy rule refused: nothing read or written, its inventory and last sync time kept. */
+export function refusedTarget(input: Pick<TargetApplyInput, 'target' | 'inventory' | 'previous' | 'metrics' | 'syncKey'>, message: string): TargetOutcome {
+  input.metrics?.targetFailures.inc({ configsync: input.syncKey, target: input.target.name });
+  return {
+    status: {
+      ...statusBase(input),
+      phase: 'Failed',
+      reason: NAMESPACE_NOT_ALLOWED,
+      objects: input.inventory?.length === undefined ? 0 : decodeInventory(input.inventory).length,
+      message: truncate(message),
+      ...(input.previous?.lastSyncedTime === undefined ? {} : { lastSyncedTime: input.previous.lastSyncedTime }),
+    },
+    inventory: { target: input.target.name, entries: [...(input.inventory ?? [])] },
+    counts: emptyCounts(),
+    failures: [`${input.target.name}: ${message}`],
+    conflicts: [],
+    drift: [],
+    orphaned: [],
+    changed: false,
+    changes: [],
+  };
+}
+
+/** Whether every failure of these targets is a tenancy refusal (the condition then names that rule). */
+export function onlyRefused(outcomes: readonly TargetOutcome[]): boolean {
+  const failed = outcomes.filter((o) => o.failures.length > 0 || o.conflicts.length > 0);
+  return failed.length > 0 && failed.every((o) => o.status.reason === NAMESPACE_NOT_ALLOWED && o.conflicts.length === 0);
 }
 
 /** Pure: a change set → the target's status line and findings. */
@@ -277,7 +337,7 @@ export function truncate(text: string, max = 1024): string {
 export function appliedConditions(
   conditions: readonly Condition[],
   combined: Pick<ReturnType<typeof combineTargets>, 'failures' | 'conflicts' | 'drift'>,
-  options: { readyMessage: string; applied: number; total: number; at: { generation: number | undefined; now: string } },
+  options: { readyMessage: string; applied: number; total: number; at: { generation: number | undefined; now: string }; refused?: boolean },
 ): Condition[] {
   const { failures, conflicts, drift } = combined;
   const { at } = options;
@@ -289,7 +349,7 @@ export function appliedConditions(
     if (drift.length > 0) next = setCondition(next, { type: 'Synced', status: 'False', reason: Reason.DriftDetected, message: truncate(`drifted: ${drift.join('; ')}`) }, at);
     return next;
   }
-  const reason = failures.length === 0 ? Reason.Conflict : Reason.ApplyFailed;
+  const reason = failures.length === 0 ? Reason.Conflict : options.refused === true ? Reason.NamespaceNotAllowed : Reason.ApplyFailed;
   const message = truncate([...failures, ...conflicts].join('; '));
   next = setCondition(next, { type: 'Ready', status: 'False', reason, message }, at);
   next = setCondition(next, { type: 'Synced', status: 'False', reason, message: truncate(`${options.applied} of ${options.total} target(s) synced: ${message}`) }, at);

@@ -1,0 +1,90 @@
+// Who may cause a write where: the one rule every reconciler asks before it writes (or reads a source) on
+// behalf of an object a tenant may have created. Pure: no I/O, no clock.
+//
+// An object that names no ServiceAccount acts with the operator's own rights, so it acts only inside its own
+// namespace, unless that namespace is trusted (the operator's namespace and --trusted-namespaces): otherwise
+// anyone who may create a ConfigSync in a namespace could write into kube-system with the operator's rights.
+// Cluster-scoped objects (ClusterRoles, CRDs, Namespaces, ...) lie outside every namespace, so the same holds
+// for them. With a ServiceAccount, the API server decides per request with that account's RBAC: the operator
+// adds nothing. In another cluster the RemoteCluster's credentials are the identity, and whoever could name
+// that RemoteCluster can read its Secret and use those credentials directly: the API server there decides.
+
+/** The condition and target reason of a refused write. */
+export const NAMESPACE_NOT_ALLOWED = 'NamespaceNotAllowed';
+
+/** Namespaces whose objects act with the operator's rights anywhere: the operator's own plus an explicit list. */
+export type TrustedNamespaces = ReadonlySet<string>;
+
+/** The operator's namespace (when known) and the names given to --trusted-namespaces (comma-separated). */
+export function trustedNamespaces(input: { readonly operatorNamespace?: string | undefined; readonly list?: string | readonly string[] | undefined }): TrustedNamespaces {
+  const listed = typeof input.list === 'string' ? input.list.split(',') : (input.list ?? []);
+  const names = new Set<string>();
+  for (const raw of listed) {
+    const name = raw.trim();
+    if (name === '') continue;
+    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name) || name.length > 63) throw new Error(`--trusted-namespaces: ${JSON.stringify(name)} is not a namespace name (names only, no globs)`);
+    names.add(name);
+  }
+  if (input.operatorNamespace !== undefined && input.operatorNamespace !== '') names.add(input.operatorNamespace);
+  return names;
+}
+
+/** Who asks: the object that causes the write, and the identity the write goes with. */
+export type Actor = {
+  /** The namespace of the ConfigSync, ManifestSync, NamespaceReplication or mirroring source. */
+  readonly objectNamespace: string;
+  /** The ServiceAccount (in objectNamespace) the writes go with; undefined: the operator's own rights. */
+  readonly serviceAccount: string | undefined;
+  readonly trusted: TrustedNamespaces;
+  /** A RemoteCluster the write goes to; undefined: this cluster. */
+  readonly cluster?: string | undefined;
+};
+
+/** Where the write lands: a namespace, or outside every namespace. */
+export type WriteScope = { readonly targetNamespace: string } | { readonly clusterScoped: true };
+
+export type WriteVerdict =
+  | { readonly allowed: true; readonly by: 'own-namespace' | 'trusted-namespace' | 'service-account' | 'remote-cluster' }
+  | { readonly allowed: false; readonly reason: typeof NAMESPACE_NOT_ALLOWED; readonly message: string };
+
+/** The rule: may `actor` cause a write (or a read of a source) in `scope`? */
+export function allowedWrite(input: Actor & WriteScope): WriteVerdict {
+  if (input.cluster !== undefined) return { allowed: true, by: 'remote-cluster' };
+  if (input.serviceAccount !== undefined) return { allowed: true, by: 'service-account' };
+  if (input.trusted.has(input.objectNamespace)) return { allowed: true, by: 'trusted-namespace' };
+  if ('targetNamespace' in input && input.targetNamespace === input.objectNamespace) return { allowed: true, by: 'own-namespace' };
+  const where = 'targetNamespace' in input ? `namespace ${input.targetNamespace}` : 'cluster-scoped objects';
+  return {
+    allowed: false,
+    reason: NAMESPACE_NOT_ALLOWED,
+    message: `${NAMESPACE_NOT_ALLOWED}: ${where}: an object in namespace ${input.objectNamespace} that names no serviceAccountName writes only into its own namespace (name a ServiceAccount whose RBAC allows it, or trust the namespace with --trusted-namespaces)`,
+  };
+}
+
+/** An object as the filter needs it: its namespace ('' or none = cluster-scoped) and a name for the message. */
+export type ScopedObject = { readonly kind: string; readonly metadata: { readonly name: string; readonly namespace?: string | undefined } };
+
+/**
+ * The objects of a write set `actor` may not write, each with why: a render may hold objects that name
+ * another namespace, or cluster-scoped ones. Empty when every object is allowed.
+ */
+export function refusedObjects(actor: Actor, objects: readonly ScopedObject[]): { readonly object: string; readonly message: string }[] {
+  const refused: { object: string; message: string }[] = [];
+  for (const object of objects) {
+    const namespace = object.metadata.namespace ?? '';
+    const verdict = allowedWrite(namespace === '' ? { ...actor, clusterScoped: true } : { ...actor, targetNamespace: namespace });
+    if (!verdict.allowed) refused.push({ object: namespace === '' ? `${object.kind}/${object.metadata.name}` : `${object.kind}/${namespace}/${object.metadata.name}`, message: verdict.message });
+  }
+  return refused;
+}
+
+/** One message for a refused write set: the rule once, then the objects (the first few). */
+export function describeRefusal(refused: readonly { readonly object: string; readonly message: string }[], max = 5): string {
+  const first = refused[0];
+  if (first === undefined) return '';
+  const names = refused.slice(0, max).map((r) => r.object);
+  const more = refused.length > max ? ` and ${refused.length - max} more` : '';
+  // Every refusal of one actor says the same but for the place: name the places, then the rule once.
+  const rule = first.message.replace(/^[A-Za-z]+: (namespace \S+|cluster-scoped objects): /, '');
+  return `${NAMESPACE_NOT_ALLOWED}: nothing written; refused ${names.join(', ')}${more}: ${rule}`;
+}
