@@ -1,0 +1,136 @@
+// Taking back an object of ours from kubectl's edits, before a correcting apply. Server-side apply removes only
+// fields the applying manager owned and no longer applies: a port `kubectl patch` renumbered or an env var
+// `kubectl set env` added belongs to the kubectl manager, so no apply of ours ever removes it (and a renumbered
+// port that keeps its name makes every later apply fail with "Duplicate value"). Moving those managers' fields
+// into our own apply entry first makes the next apply drop whatever Git does not hold. Pure: the live object in,
+// a JSON patch of its managedFields out; the executor sends it.
+import type { KubeObject } from './identity.ts';
+
+/** One RFC 6902 operation, as the API server takes it with `application/json-patch+json`. */
+export type JsonPatchOperation =
+  | { readonly op: 'test'; readonly path: string; readonly value: unknown }
+  | { readonly op: 'replace'; readonly path: string; readonly value: unknown };
+
+/** The managedFields patch that moves the fields of edit managers to ours. */
+export type FieldTakeover = {
+  /** The managers whose fields are moved (or cleared), in the object's order. */
+  readonly managers: readonly string[];
+  /** Tests the resourceVersion read (or the managedFields, if it has none), then replaces the managedFields. */
+  readonly patch: readonly JsonPatchOperation[];
+};
+
+type ManagedFieldsEntry = {
+  readonly manager?: string;
+  readonly operation?: string;
+  readonly apiVersion?: string;
+  readonly time?: string;
+  readonly fieldsType?: string;
+  readonly fieldsV1?: unknown;
+  readonly subresource?: string;
+};
+
+/**
+ * kubectl's own managers (`kubectl-edit`, `kubectl-patch`, `kubectl-label`, `kubectl-annotate`, `kubectl-set`,
+ * `kubectl-scale`, `kubectl-replace`, `kubectl-client-side-apply`; a plain `kubectl` from older clients).
+ */
+const KUBECTL_MANAGER = /^kubectl(?:$|[-.])/u;
+
+/**
+ * `kubectl rollout restart` writes a timestamp into the pod template: an operation, not configuration. Taking it
+ * would remove it and restart every pod a second time.
+ */
+const KUBECTL_ROLLOUT_MANAGER = 'kubectl-rollout';
+
+/** What the API server names the owner of fields a client-side `kubectl apply` set before any server-side apply. */
+const BEFORE_FIRST_APPLY_MANAGER = 'before-first-apply';
+
+/**
+ * Whether an entry records a hand edit whose fields an apply of ours may take: an Update (not an Apply: another
+ * applier keeps its fields, whatever policy) of the object itself (not of `status` or `scale`, where controllers
+ * and autoscalers write), by kubectl or by our own manager outside an apply. Updates of other managers are
+ * controllers' (a PVC's bound volume, an injected CA bundle, a Deployment's revision annotation, finalizers):
+ * taking theirs would delete them at the next apply.
+ */
+function isEdit(entry: ManagedFieldsEntry, fieldManager: string): boolean {
+  if (entry.operation !== 'Update' || (entry.subresource !== undefined && entry.subresource !== '')) return false;
+  const manager = entry.manager ?? '';
+  if (manager === fieldManager || manager === BEFORE_FIRST_APPLY_MANAGER) return true;
+  return KUBECTL_MANAGER.test(manager) && manager !== KUBECTL_ROLLOUT_MANAGER;
+}
+
+function isOurApply(entry: ManagedFieldsEntry, fieldManager: string): boolean {
+  return entry.manager === fieldManager && entry.operation === 'Apply' && (entry.subresource === undefined || entry.subresource === '');
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The union of two FieldsV1 trees (nested maps whose leaves are `{}`). Neither input is modified. */
+export function unionFields(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...a };
+  for (const [key, value] of Object.entries(b)) {
+    const mine = out[key];
+    out[key] = isRecord(mine) && isRecord(value) ? unionFields(mine, value) : mine === undefined ? value : mine;
+  }
+  return out;
+}
+
+/** The managers of `live` whose fields an apply of ours would take over (empty: none). Allocates nothing when none. */
+export function editManagersOf(live: KubeObject, fieldManager: string): readonly string[] {
+  const entries: readonly ManagedFieldsEntry[] | undefined = live.metadata.managedFields;
+  if (entries === undefined) return NONE;
+  let found: string[] | undefined;
+  for (const entry of entries) if (isEdit(entry, fieldManager)) (found ??= []).push(entry.manager ?? '');
+  return found ?? NONE;
+}
+const NONE: readonly string[] = [];
+
+/**
+ * The managedFields patch that moves every field of kubectl's edits (see isEdit) into our manager's Apply entry
+ * (created if the object has none), so that the next apply drops those Git does not hold; undefined when no such
+ * manager owns a field. An edit recorded at another apiVersion than our entry's is cleared instead of moved (its
+ * field paths are of another schema): its fields stay and are owned by no one. Every other entry (other appliers,
+ * controllers, subresources) is kept as it is. The patch tests the resourceVersion it was computed from, so it
+ * fails rather than overwrite the ownership of a write it did not see.
+ */
+export function planFieldTakeover(live: KubeObject, fieldManager: string): FieldTakeover | undefined {
+  if (editManagersOf(live, fieldManager).length === 0) return undefined;
+  const entries = (live.metadata.managedFields ?? []) as readonly ManagedFieldsEntry[];
+  const ours = entries.filter((e) => isOurApply(e, fieldManager));
+  const taken = entries.filter((e) => isEdit(e, fieldManager));
+  const apiVersion = ours[0]?.apiVersion ?? live.apiVersion;
+  let fields: Record<string, unknown> = {};
+  for (const entry of [...ours, ...taken]) {
+    if (entry.apiVersion === apiVersion && isRecord(entry.fieldsV1)) fields = unionFields(fields, entry.fieldsV1);
+  }
+  // The API server keys entries by manager and operation: two entries of ours would collapse into the last one.
+  const merged: ManagedFieldsEntry = {
+    ...(ours[0] ?? { manager: fieldManager, operation: 'Apply', time: latestTime(taken) }),
+    apiVersion,
+    fieldsType: 'FieldsV1',
+    fieldsV1: fields,
+  };
+  const managedFields: ManagedFieldsEntry[] = [];
+  let placed = false;
+  for (const entry of entries) {
+    const replaced = isOurApply(entry, fieldManager) || isEdit(entry, fieldManager);
+    if (!replaced) managedFields.push(entry);
+    else if (!placed) {
+      managedFields.push(merged);
+      placed = true;
+    }
+  }
+  const version = live.metadata.resourceVersion;
+  const guard: JsonPatchOperation =
+    typeof version === 'string' && version !== ''
+      ? { op: 'test', path: '/metadata/resourceVersion', value: version }
+      : { op: 'test', path: '/metadata/managedFields', value: entries };
+  return { managers: [...new Set(taken.map((e) => e.manager ?? ''))], patch: [guard, { op: 'replace', path: '/metadata/managedFields', value: managedFields }] };
+}
+
+function latestTime(entries: readonly ManagedFieldsEntry[]): string | undefined {
+  let latest: string | undefined;
+  for (const entry of entries) if (entry.time !== undefined && (latest === undefined || entry.time > latest)) latest = entry.time;
+  return latest;
+}
