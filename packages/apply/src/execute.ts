@@ -212,13 +212,14 @@ export function proofOf(applied: KubeObject, stored: KubeObject, owner: Owner): 
  * the fields could not be taken over (the apply runs all the same: it corrects every field Git sets, and the
  * leftovers keep the object unproven, so the next resync tries again); undefined once done.
  */
-async function takeOverEdits(options: { client: ApplyClient; id: string; apiVersion: string; takeover: FieldTakeover; owner: Owner; fieldManager: string; signal: AbortSignal | undefined }): Promise<string | undefined> {
-  const { client, id, signal } = options;
+async function takeOverEdits(options: { client: ApplyClient; desired: KubeObject; takeover: FieldTakeover; owner: Owner; fieldManager: string; signal: AbortSignal | undefined }): Promise<string | undefined> {
+  const { client, desired, signal } = options;
+  const id = objectId(desired);
   const aborted = (): boolean => signal?.aborted === true;
   let takeover = options.takeover;
-  for (let attempt = 0; ; attempt++) {
+  for (let attempt = 0; takeover.patch !== undefined; attempt++) {
     try {
-      await client.jsonPatch(id, takeover.patch, { apiVersion: options.apiVersion, ...(signal === undefined ? {} : { signal }) });
+      await client.jsonPatch(id, takeover.patch, { apiVersion: desired.apiVersion, ...(signal === undefined ? {} : { signal }) });
       return undefined;
     } catch (error) {
       if (aborted()) throw error;
@@ -234,10 +235,11 @@ async function takeOverEdits(options: { client: ApplyClient; id: string; apiVers
     }
     if (fresh === undefined) return undefined;
     if (ownershipOf(fresh, options.owner).kind !== 'ours') return `the fields edited by ${takeover.managers.join(', ')} were not taken over: the object no longer carries our ownership mark`;
-    const again = planFieldTakeover(fresh, options.fieldManager);
+    const again = planFieldTakeover(fresh, { fieldManager: options.fieldManager, desired });
     if (again === undefined) return undefined;
     takeover = again;
   }
+  return undefined;
 }
 
 /** Runs a plan. Never throws for a per-object API error; throws only when `signal` aborts. */
@@ -269,7 +271,7 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
         return runApply(planObject(step.desired, live, plan.context));
       }
       case 'apply': {
-        const notTaken = step.takeover === undefined ? undefined : await takeOverEdits({ client, id: step.id, apiVersion: step.object.apiVersion, takeover: step.takeover, owner: plan.owner, fieldManager, signal });
+        const notTaken = step.takeover?.patch === undefined ? undefined : await takeOverEdits({ client, desired: step.object, takeover: step.takeover, owner: plan.owner, fieldManager, signal });
         const reason = [step.reason, notTaken].filter((r) => r !== undefined).join('; ');
         try {
           const stored = await client.apply(step.object, { fieldManager, force: step.force, read: written !== undefined, signal });

@@ -248,7 +248,16 @@ describe('kubectl edits of an object of ours', () => {
     const step = plan({ desired: [cm('a')], live: liveOf(editedBy('kubectl-patch')) }).apply[0];
     expect(step).toMatchObject({ type: 'apply', force: true, create: false, reason: 'drift corrected: fields edited by kubectl-patch' });
     expect(step?.type === 'apply' && step.takeover?.managers).toEqual(['kubectl-patch']);
-    expect(step?.type === 'apply' && step.takeover?.patch[0]).toEqual({ op: 'test', path: '/metadata/resourceVersion', value: '1' });
+    expect(step?.type === 'apply' && step.takeover?.patch?.[0]).toEqual({ op: 'test', path: '/metadata/resourceVersion', value: '1' });
+  });
+
+  it('leaves the takeover to the forced apply when the edits own only fields Git sets (one write)', () => {
+    const drifted = stored(cm('a'));
+    drifted['data'] = { k: 'edited' };
+    drifted.metadata.managedFields = [managed('syncline', 'Apply', { 'f:metadata': {} }), managed('kubectl-patch', 'Update', { 'f:data': { 'f:k': {} } })];
+    expect(plan({ desired: [cm('a')], live: liveOf(drifted) }).apply[0]).toMatchObject({ type: 'apply', force: true, reason: 'drift corrected: data.k, fields edited by kubectl-patch', takeover: { managers: ['kubectl-patch'] } });
+    const step = plan({ desired: [cm('a')], live: liveOf(drifted) }).apply[0];
+    expect(step?.type === 'apply' && step.takeover?.patch).toBeUndefined();
   });
 
   it('names the edits beside the drifted paths, and takes over on a changed render (a rollback) too', () => {

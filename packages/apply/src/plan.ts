@@ -203,7 +203,7 @@ export function planObject(desired: KubeObject, live: KubeObject | undefined, co
 
   const changed = live.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION] !== object.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION];
   // Policy Keep never writes an existing object, so kubectl's edits stay theirs (see takeover.ts).
-  const takeover = context.policy === 'Keep' ? undefined : planFieldTakeover(live, context.fieldManager ?? DEFAULT_FIELD_MANAGER);
+  const takeover = context.policy === 'Keep' ? undefined : planFieldTakeover(live, { fieldManager: context.fieldManager ?? DEFAULT_FIELD_MANAGER, desired: object });
   return planOurs({ id, object, drift: changed ? undefined : differingPaths(object, live), ...(takeover === undefined ? {} : { takeover }) }, context);
 }
 

@@ -112,6 +112,22 @@ describe('kubectl edits of an object of ours', () => {
     expect(managers(after).filter((m) => m.startsWith('kubectl'))).toEqual([]);
   });
 
+  it('corrects an image kubectl set changed with one write (the forced apply takes the field back)', async () => {
+    await using ns = await testNamespace();
+    const owner: Owner = { namespace: ns.name, name: 'web', target: 'main' };
+    const desired = [deployment(ns.name)];
+    const { inventory } = await sync(desired, { owner, inventory: [] });
+    await kubectl(ns.name, 'set', 'image', 'deployment/web', 'web=nginx:hand');
+
+    const client = counting(admin);
+    const changes = await sync(desired, { owner, inventory, client });
+    expect(changes.entries.map((e) => e.reason)).toEqual(['drift corrected: spec.template.spec.containers[0].image, fields edited by kubectl-set']);
+    expect([client.patches, client.writes]).toEqual([0, 1]);
+    const after = await apps.readNamespacedDeployment({ name: 'web', namespace: ns.name });
+    expect(after.spec?.template.spec?.containers[0]?.image).toBe('nginx:1.27');
+    expect(managers(after)).toEqual(['syncline/Apply']);
+  });
+
   it('reports an env var kubectl set added under drift Report, and leaves it', async () => {
     await using ns = await testNamespace();
     const owner: Owner = { namespace: ns.name, name: 'web', target: 'main' };

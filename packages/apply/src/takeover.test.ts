@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from './identity.ts';
-import { editManagersOf, planFieldTakeover, unionFields } from './takeover.ts';
+import { editManagersOf, planFieldTakeover, setBy, unionFields } from './takeover.ts';
 
 type Entry = { manager: string; operation: string; apiVersion: string; time: string; fieldsType: string; fieldsV1: Record<string, unknown>; subresource?: string };
 
@@ -22,7 +22,7 @@ const service = (managedFields: Entry[], resourceVersion: string | null = '42'):
   metadata: { name: 'web', namespace: 'app', ...(resourceVersion === null ? {} : { resourceVersion }), managedFields },
 });
 const replaced = (object: KubeObject): Entry[] => {
-  const op = planFieldTakeover(object, 'syncline')?.patch[1];
+  const op = planFieldTakeover(object, { fieldManager: 'syncline' })?.patch?.[1];
   if (op?.op !== 'replace') throw new Error('no replace operation');
   return op.value as Entry[];
 };
@@ -38,9 +38,9 @@ describe('planFieldTakeover', () => {
       entry('kube-controller-manager', 'Update', { 'f:status': {} }, { subresource: 'status' }),
       entry('kubectl-rollout', 'Update', { 'f:spec': { 'f:template': {} } }),
     ]);
-    expect(planFieldTakeover(live, 'syncline')).toBeUndefined();
+    expect(planFieldTakeover(live, { fieldManager: 'syncline' })).toBeUndefined();
     expect(editManagersOf(live, 'syncline')).toEqual([]);
-    expect(planFieldTakeover({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a' } }, 'syncline')).toBeUndefined();
+    expect(planFieldTakeover({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a' } }, { fieldManager: 'syncline' })).toBeUndefined();
   });
 
   it('moves the port a kubectl patch renumbered into our Apply entry, guarded by the resourceVersion read', () => {
@@ -50,12 +50,12 @@ describe('planFieldTakeover', () => {
     const live = service([ours, patchEntry, controller]);
 
     // when the takeover is planned
-    const takeover = planFieldTakeover(live, 'syncline');
+    const takeover = planFieldTakeover(live, { fieldManager: 'syncline' });
 
     // then it tests the resourceVersion first and replaces the managedFields
     expect(takeover?.managers).toEqual(['kubectl-patch']);
-    expect(takeover?.patch[0]).toEqual({ op: 'test', path: '/metadata/resourceVersion', value: '42' });
-    expect(takeover?.patch[1]).toMatchObject({ op: 'replace', path: '/metadata/managedFields' });
+    expect(takeover?.patch?.[0]).toEqual({ op: 'test', path: '/metadata/resourceVersion', value: '42' });
+    expect(takeover?.patch?.[1]).toMatchObject({ op: 'replace', path: '/metadata/managedFields' });
     // and our entry, still an Apply of our manager in its place, owns both ports; kubectl-patch has no entry left
     expect(replaced(live)).toEqual([
       { ...ours, fieldsV1: { 'f:metadata': { 'f:labels': { 'f:app': {} } }, 'f:spec': { 'f:ports': { [port(8080)]: portFields(), [port(9999)]: portFields() } } } },
@@ -77,7 +77,7 @@ describe('planFieldTakeover', () => {
     ];
     const other = entry('platform-tool', 'Apply', { 'f:metadata': { 'f:annotations': { 'f:team': {} } } });
     const live = service([...edits.slice(0, 3), other, ours, ...edits.slice(3)]);
-    expect(planFieldTakeover(live, 'syncline')?.managers).toEqual(['kubectl-edit', 'kubectl-set', 'kubectl-label', 'kubectl-annotate', 'kubectl-client-side-apply', 'before-first-apply', 'syncline']);
+    expect(planFieldTakeover(live, { fieldManager: 'syncline' })?.managers).toEqual(['kubectl-edit', 'kubectl-set', 'kubectl-label', 'kubectl-annotate', 'kubectl-client-side-apply', 'before-first-apply', 'syncline']);
     const after = replaced(live);
     // our entry takes the place of the first one it replaces; the other applier keeps its own
     expect(after.map((e) => `${e.manager}/${e.operation}`)).toEqual(['syncline/Apply', 'platform-tool/Apply']);
@@ -98,18 +98,64 @@ describe('planFieldTakeover', () => {
     const mine = entry('syncline', 'Apply', { 'f:spec': { 'f:replicas': {} } }, { apiVersion: 'apps/v1' });
     const live = deployment([mine, entry('kubectl-edit', 'Update', { 'f:spec': { 'f:paused': {} } }, { apiVersion: 'apps/v1beta2' })]);
     expect(replaced(live)).toEqual([mine]);
-    expect(planFieldTakeover(live, 'syncline')?.managers).toEqual(['kubectl-edit']);
+    expect(planFieldTakeover(live, { fieldManager: 'syncline' })?.managers).toEqual(['kubectl-edit']);
   });
 
   it('names a manager once even when it edited at two apiVersions, and honours another field manager name', () => {
     const live = service([entry('deployer', 'Apply', {}), entry('kubectl-edit', 'Update', { 'f:a': {} }), entry('kubectl-edit', 'Update', { 'f:b': {} }, { apiVersion: 'v2' }), entry('syncline', 'Update', { 'f:c': {} })]);
-    expect(planFieldTakeover(live, 'deployer')?.managers).toEqual(['kubectl-edit']);
+    expect(planFieldTakeover(live, { fieldManager: 'deployer' })?.managers).toEqual(['kubectl-edit']);
     expect(editManagersOf(live, 'deployer')).toEqual(['kubectl-edit', 'kubectl-edit']);
   });
 
   it('tests the managedFields themselves when the object carries no resourceVersion', () => {
     const live = service([ours, entry('kubectl-patch', 'Update', { 'f:spec': {} })], null);
-    expect(planFieldTakeover(live, 'syncline')?.patch[0]).toEqual({ op: 'test', path: '/metadata/managedFields', value: live.metadata.managedFields });
+    expect(planFieldTakeover(live, { fieldManager: 'syncline' })?.patch?.[0]).toEqual({ op: 'test', path: '/metadata/managedFields', value: live.metadata.managedFields });
+  });
+});
+
+describe('planFieldTakeover with the desired object', () => {
+  const desired: KubeObject = {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: 'web', labels: { app: 'web' } },
+    spec: { ports: [{ name: 'http', port: 8080, protocol: 'TCP', targetPort: 8080 }, { name: 'metrics', port: 9090 }] },
+  };
+
+  it('sends no patch when the forced apply takes every field of the edits by itself (a changed value, one write)', () => {
+    const live = service([ours, entry('kubectl-patch', 'Update', { 'f:metadata': { 'f:labels': { 'f:app': {} } }, 'f:spec': { 'f:ports': { [port(8080)]: { 'f:targetPort': {} } } } })]);
+    expect(planFieldTakeover(live, { fieldManager: 'syncline', desired })).toEqual({ managers: ['kubectl-patch'] });
+  });
+
+  it('patches when an edit owns a field Git does not set: an added label, a renumbered port, a defaulted key field', () => {
+    for (const fields of [
+      { 'f:metadata': { 'f:labels': { 'f:team': {} } } },
+      { 'f:spec': { 'f:ports': { [port(9999)]: portFields() } } },
+      // the manifest leaves metrics' protocol to the server's default: not matched, so patched (safe, one write more)
+      { 'f:spec': { 'f:ports': { [port(9090)]: { 'f:name': {} } } } },
+    ]) {
+      const live = service([ours, entry('kubectl-edit', 'Update', { 'f:metadata': { 'f:labels': { 'f:app': {} } } }), entry('kubectl-patch', 'Update', fields)]);
+      expect(planFieldTakeover(live, { fieldManager: 'syncline', desired })?.patch).toHaveLength(2);
+    }
+  });
+});
+
+describe('setBy', () => {
+  const pod = { spec: { containers: [{ name: 'web', env: [{ name: 'A', value: '1' }], args: ['--x', '--y'] }], finalizers: ['a/b'] } };
+
+  it('follows fields, keyed entries, set members and indices of the desired object', () => {
+    expect(setBy({ 'f:spec': { 'f:containers': { 'k:{"name":"web"}': { '.': {}, 'f:env': { 'k:{"name":"A"}': { 'f:value': {} } } } } } }, pod)).toBe(true);
+    expect(setBy({ 'f:spec': { 'f:finalizers': { 'v:"a/b"': {} }, 'f:containers': { 'i:0': { 'f:args': {} } } } }, pod)).toBe(true);
+    expect(setBy({}, pod)).toBe(true);
+  });
+
+  it('says no for whatever the desired object lacks, or a path it cannot read', () => {
+    expect(setBy({ 'f:spec': { 'f:containers': { 'k:{"name":"web"}': { 'f:env': { 'k:{"name":"B"}': {} } } } } }, pod)).toBe(false);
+    expect(setBy({ 'f:spec': { 'f:containers': { 'k:{"name":"sidecar"}': {} } } }, pod)).toBe(false);
+    expect(setBy({ 'f:spec': { 'f:finalizers': { 'v:"c/d"': {} } } }, pod)).toBe(false);
+    expect(setBy({ 'f:spec': { 'f:containers': { 'i:1': {} } } }, pod)).toBe(false);
+    expect(setBy({ 'f:spec': { 'f:replicas': {} } }, pod)).toBe(false);
+    expect(setBy({ 'f:spec': { 'f:containers': { 'k:{broken': {} } } }, pod)).toBe(false);
+    expect(setBy({ 'f:spec': { 'x:unknown': {} } }, pod)).toBe(false);
   });
 });
 

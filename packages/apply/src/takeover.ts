@@ -15,8 +15,11 @@ export type JsonPatchOperation =
 export type FieldTakeover = {
   /** The managers whose fields are moved (or cleared), in the object's order. */
   readonly managers: readonly string[];
-  /** Tests the resourceVersion read (or the managedFields, if it has none), then replaces the managedFields. */
-  readonly patch: readonly JsonPatchOperation[];
+  /**
+   * Tests the resourceVersion read (or the managedFields, if it has none), then replaces the managedFields.
+   * Undefined when the forced apply takes every field of the edits by itself.
+   */
+  readonly patch?: readonly JsonPatchOperation[];
 };
 
 type ManagedFieldsEntry = {
@@ -87,18 +90,24 @@ export function editManagersOf(live: KubeObject, fieldManager: string): readonly
 const NONE: readonly string[] = [];
 
 /**
- * The managedFields patch that moves every field of kubectl's edits (see isEdit) into our manager's Apply entry
- * (created if the object has none), so that the next apply drops those Git does not hold; undefined when no such
- * manager owns a field. An edit recorded at another apiVersion than our entry's is cleared instead of moved (its
- * field paths are of another schema): its fields stay and are owned by no one. Every other entry (other appliers,
+ * What to do about kubectl's edits (see isEdit) of an object of ours before a forced apply of `desired`; undefined
+ * when no such manager owns a field. When every field they own is one `desired` sets, the forced apply takes them
+ * all and `patch` is undefined (a changed value costs one write, as before). Otherwise `patch` moves all their
+ * fields into our manager's Apply entry (created if the object has none), so that the apply drops those Git does
+ * not hold. An edit recorded at another apiVersion than our entry's is cleared instead of moved (its field paths
+ * are of another schema): its fields stay and are owned by no one. Every other entry (other appliers,
  * controllers, subresources) is kept as it is. The patch tests the resourceVersion it was computed from, so it
  * fails rather than overwrite the ownership of a write it did not see.
  */
-export function planFieldTakeover(live: KubeObject, fieldManager: string): FieldTakeover | undefined {
-  if (editManagersOf(live, fieldManager).length === 0) return undefined;
+export function planFieldTakeover(live: KubeObject, options: { readonly fieldManager: string; readonly desired?: KubeObject }): FieldTakeover | undefined {
+  const { fieldManager } = options;
+  const edits = editManagersOf(live, fieldManager);
+  if (edits.length === 0) return undefined;
+  const managers = [...new Set(edits)];
   const entries = (live.metadata.managedFields ?? []) as readonly ManagedFieldsEntry[];
   const ours = entries.filter((e) => isOurApply(e, fieldManager));
   const taken = entries.filter((e) => isEdit(e, fieldManager));
+  if (options.desired !== undefined && taken.every((e) => isRecord(e.fieldsV1) && setBy(e.fieldsV1, options.desired))) return { managers };
   const apiVersion = ours[0]?.apiVersion ?? live.apiVersion;
   let fields: Record<string, unknown> = {};
   for (const entry of [...ours, ...taken]) {
@@ -126,7 +135,48 @@ export function planFieldTakeover(live: KubeObject, fieldManager: string): Field
     typeof version === 'string' && version !== ''
       ? { op: 'test', path: '/metadata/resourceVersion', value: version }
       : { op: 'test', path: '/metadata/managedFields', value: entries };
-  return { managers: [...new Set(taken.map((e) => e.manager ?? ''))], patch: [guard, { op: 'replace', path: '/metadata/managedFields', value: managedFields }] };
+  return { managers, patch: [guard, { op: 'replace', path: '/metadata/managedFields', value: managedFields }] };
+}
+
+/**
+ * Whether `value` (a desired object or a part of it) sets every field of a FieldsV1 tree: `f:name` a key,
+ * `k:{...}` a list entry holding exactly those key values, `v:...` a set member, `i:N` a list index, `.` the node
+ * itself. A key field the manifest leaves to the server's default (a Service port's protocol) does not match:
+ * the answer errs towards "not set", which costs a managedFields patch, never a field left behind.
+ */
+export function setBy(fields: Record<string, unknown>, value: unknown): boolean {
+  for (const [key, child] of Object.entries(fields)) {
+    if (key === '.') continue;
+    const node = isRecord(child) ? child : {};
+    const prefix = key.slice(0, 2);
+    const rest = key.slice(2);
+    if (prefix === 'f:') {
+      if (!isRecord(value) || !Object.hasOwn(value, rest) || !setBy(node, value[rest])) return false;
+      continue;
+    }
+    if (!Array.isArray(value)) return false;
+    if (prefix === 'i:') {
+      const index = Number(rest);
+      if (!Number.isInteger(index) || index < 0 || index >= value.length || !setBy(node, value[index])) return false;
+      continue;
+    }
+    let wanted: unknown;
+    try {
+      wanted = JSON.parse(rest);
+    } catch {
+      return false;
+    }
+    if (prefix === 'v:') {
+      const json = JSON.stringify(wanted);
+      if (!value.some((item) => JSON.stringify(item) === json)) return false;
+      continue;
+    }
+    if (prefix !== 'k:' || !isRecord(wanted)) return false;
+    const keys = Object.entries(wanted);
+    const entry = value.find((item) => isRecord(item) && keys.every(([k, v]) => JSON.stringify(item[k]) === JSON.stringify(v)));
+    if (entry === undefined || !setBy(node, entry)) return false;
+  }
+  return true;
 }
 
 function latestTime(entries: readonly ManagedFieldsEntry[]): string | undefined {
