@@ -155,9 +155,10 @@ export function setBy(fields: Record<string, unknown>, value: unknown): boolean 
       continue;
     }
     if (!Array.isArray(value)) return false;
+    const items: readonly unknown[] = value;
     if (prefix === 'i:') {
       const index = Number(rest);
-      if (!Number.isInteger(index) || index < 0 || index >= value.length || !setBy(node, value[index])) return false;
+      if (!Number.isInteger(index) || index < 0 || index >= items.length || !setBy(node, items[index])) return false;
       continue;
     }
     let wanted: unknown;
@@ -168,12 +169,12 @@ export function setBy(fields: Record<string, unknown>, value: unknown): boolean 
     }
     if (prefix === 'v:') {
       const json = JSON.stringify(wanted);
-      if (!value.some((item) => JSON.stringify(item) === json)) return false;
+      if (!items.some((item) => JSON.stringify(item) === json)) return false;
       continue;
     }
     if (prefix !== 'k:' || !isRecord(wanted)) return false;
     const keys = Object.entries(wanted);
-    const entry = value.find((item) => isRecord(item) && keys.every(([k, v]) => JSON.stringify(item[k]) === JSON.stringify(v)));
+    const entry = items.find((item) => isRecord(item) && keys.every(([k, v]) => JSON.stringify(item[k]) === JSON.stringify(v)));
     if (entry === undefined || !setBy(node, entry)) return false;
   }
   return true;
