@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
+import { isDeepStrictEqual, promisify } from 'node:util';
 import { AppsV1Api } from '@kubernetes/client-node';
 import { startGitServer, startOperator, type GitServer, type OperatorProcess, type TestRepo } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
@@ -156,7 +156,7 @@ describe('kubectl edits never wedge a sync', () => {
         const [d, s] = await Promise.all([readDeployment(), readService()]);
         last = { deployment: view(d), service: view(s), managers: [managersOf(d), managersOf(s)] };
         const edited = [...managersOf(d), ...managersOf(s)].filter((m) => m.startsWith('kubectl') && !m.endsWith('/scale'));
-        const equal = JSON.stringify(view(d)) === JSON.stringify(view(expected.deployment)) && JSON.stringify(view(s)) === JSON.stringify(view(expected.service));
+        const equal = isDeepStrictEqual(view(d), view(expected.deployment)) && isDeepStrictEqual(view(s), view(expected.service));
         return equal && edited.length === 0 ? true : undefined;
       }, what, 60_000);
     } catch (error) {
