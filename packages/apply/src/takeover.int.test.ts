@@ -128,6 +128,25 @@ describe('kubectl edits of an object of ours', () => {
     expect(managers(after)).toEqual(['syncline/Apply']);
   });
 
+  it('keeps a replica count kubectl set where Git sets none, while dropping the env var set beside it', async () => {
+    await using ns = await testNamespace();
+    const owner: Owner = { namespace: ns.name, name: 'web', target: 'main' };
+    const unscaled = deployment(ns.name);
+    delete (unscaled['spec'] as Record<string, unknown>)['replicas'];
+    const { inventory } = await sync([unscaled], { owner, inventory: [] });
+    await kubectl(ns.name, 'patch', 'deployment/web', '-p', JSON.stringify({ spec: { replicas: 3, template: { spec: { containers: [{ name: 'web', env: [{ name: 'EXTRA', value: '1' }] }] } } } }));
+
+    const changes = await sync([unscaled], { owner, inventory });
+    expect(changes.entries.map((e) => e.action)).toEqual(['configured']);
+    const after = await apps.readNamespacedDeployment({ name: 'web', namespace: ns.name });
+    expect(after.spec?.replicas).toBe(3);
+    expect(after.spec?.template.spec?.containers[0]?.env?.map((e) => e.name)).toEqual(['LOG_LEVEL']);
+    // and with only the count left to kubectl-patch, the next sync writes nothing
+    const steady = counting(admin);
+    expect((await sync([unscaled], { owner, inventory, client: steady })).entries.map((e) => e.action)).toEqual(['unchanged']);
+    expect(steady.writes).toBe(0);
+  });
+
   it('reports an env var kubectl set added under drift Report, and leaves it', async () => {
     await using ns = await testNamespace();
     const owner: Owner = { namespace: ns.name, name: 'web', target: 'main' };

@@ -107,8 +107,21 @@ describe('planFieldTakeover', () => {
     expect(editManagersOf(live, 'deployer')).toEqual(['kubectl-edit', 'kubectl-edit']);
   });
 
+  it('never takes a replica count from an edit (where Git does not set it, its removal would scale the workload to one)', () => {
+    const deployment = (managedFields: Entry[]): KubeObject => ({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', resourceVersion: '9', managedFields } });
+    const mine = entry('syncline', 'Apply', { 'f:spec': { 'f:template': {} } }, { apiVersion: 'apps/v1' });
+    // an edit of the replica count alone is no edit to take over
+    expect(planFieldTakeover(deployment([mine, entry('kubectl-edit', 'Update', { 'f:spec': { 'f:replicas': {} } }, { apiVersion: 'apps/v1' })]), { fieldManager: 'syncline' })).toBeUndefined();
+    // beside other fields, the editor keeps the count and gives up the rest
+    const edit = entry('kubectl-edit', 'Update', { 'f:metadata': { 'f:labels': { 'f:team': {} } }, 'f:spec': { 'f:replicas': {}, 'f:paused': {} } }, { apiVersion: 'apps/v1' });
+    expect(replaced(deployment([mine, edit]))).toEqual([
+      { ...mine, fieldsV1: { 'f:spec': { 'f:template': {}, 'f:paused': {} }, 'f:metadata': { 'f:labels': { 'f:team': {} } } } },
+      { ...edit, fieldsV1: { 'f:spec': { 'f:replicas': {} } } },
+    ]);
+  });
+
   it('tests the managedFields themselves when the object carries no resourceVersion', () => {
-    const live = service([ours, entry('kubectl-patch', 'Update', { 'f:spec': {} })], null);
+    const live = service([ours, entry('kubectl-patch', 'Update', { 'f:spec': { 'f:type': {} } })], null);
     expect(planFieldTakeover(live, { fieldManager: 'syncline' })?.patch?.[0]).toEqual({ op: 'test', path: '/metadata/managedFields', value: live.metadata.managedFields });
   });
 });

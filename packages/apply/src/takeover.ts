@@ -57,8 +57,33 @@ const BEFORE_FIRST_APPLY_MANAGER = 'before-first-apply';
 function isEdit(entry: ManagedFieldsEntry, fieldManager: string): boolean {
   if (entry.operation !== 'Update' || (entry.subresource !== undefined && entry.subresource !== '')) return false;
   const manager = entry.manager ?? '';
-  if (manager === fieldManager || manager === BEFORE_FIRST_APPLY_MANAGER) return true;
-  return KUBECTL_MANAGER.test(manager) && manager !== KUBECTL_ROLLOUT_MANAGER;
+  const editor = manager === fieldManager || manager === BEFORE_FIRST_APPLY_MANAGER || (KUBECTL_MANAGER.test(manager) && manager !== KUBECTL_ROLLOUT_MANAGER);
+  return editor && ownsMoreThanReplicas(entry.fieldsV1);
+}
+
+/**
+ * A replica count is never taken from an edit: where Git does not set it (an autoscaler or a person scales the
+ * workload), taking it would remove it and the server would scale the workload down to its default of one;
+ * where Git sets it, the forced apply takes it back anyway. An edit of nothing else is no edit to take over.
+ */
+function ownsMoreThanReplicas(fields: unknown): boolean {
+  if (!isRecord(fields)) return false;
+  for (const key in fields) {
+    if (key !== 'f:spec') return true;
+    const spec = fields[key];
+    if (!isRecord(spec)) return true;
+    for (const field in spec) if (field !== 'f:replicas') return true;
+  }
+  return false;
+}
+
+/** An edit's fields split into those to take and the replica count it keeps (see ownsMoreThanReplicas). */
+function splitReplicas(fields: Record<string, unknown>): { readonly taken: Record<string, unknown>; readonly kept?: Record<string, unknown> } {
+  const spec = fields['f:spec'];
+  if (!isRecord(spec) || !Object.hasOwn(spec, 'f:replicas')) return { taken: fields };
+  const { 'f:replicas': replicas, ...otherSpec } = spec;
+  const { 'f:spec': _spec, ...other } = fields;
+  return { taken: Object.keys(otherSpec).length === 0 ? other : { ...other, 'f:spec': otherSpec }, kept: { 'f:spec': { 'f:replicas': replicas } } };
 }
 
 function isOurApply(entry: ManagedFieldsEntry, fieldManager: string): boolean {
@@ -107,12 +132,13 @@ export function planFieldTakeover(live: KubeObject, options: { readonly fieldMan
   const entries = (live.metadata.managedFields ?? []) as readonly ManagedFieldsEntry[];
   const ours = entries.filter((e) => isOurApply(e, fieldManager));
   const taken = entries.filter((e) => isEdit(e, fieldManager));
-  if (options.desired !== undefined && taken.every((e) => isRecord(e.fieldsV1) && setBy(e.fieldsV1, options.desired))) return { managers };
+  const split = new Map(taken.map((e) => [e, splitReplicas(isRecord(e.fieldsV1) ? e.fieldsV1 : {})]));
+  const desired = options.desired;
+  if (desired !== undefined && taken.every((e) => setBy(split.get(e)?.taken ?? {}, desired))) return { managers };
   const apiVersion = ours[0]?.apiVersion ?? live.apiVersion;
   let fields: Record<string, unknown> = {};
-  for (const entry of [...ours, ...taken]) {
-    if (entry.apiVersion === apiVersion && isRecord(entry.fieldsV1)) fields = unionFields(fields, entry.fieldsV1);
-  }
+  for (const entry of ours) if (entry.apiVersion === apiVersion && isRecord(entry.fieldsV1)) fields = unionFields(fields, entry.fieldsV1);
+  for (const entry of taken) if (entry.apiVersion === apiVersion) fields = unionFields(fields, split.get(entry)?.taken ?? {});
   // The API server keys entries by manager and operation: two entries of ours would collapse into the last one.
   const merged: ManagedFieldsEntry = {
     ...(ours[0] ?? { manager: fieldManager, operation: 'Apply', time: latestTime(taken) }),
@@ -123,12 +149,13 @@ export function planFieldTakeover(live: KubeObject, options: { readonly fieldMan
   const managedFields: ManagedFieldsEntry[] = [];
   let placed = false;
   for (const entry of entries) {
-    const replaced = isOurApply(entry, fieldManager) || isEdit(entry, fieldManager);
-    if (!replaced) managedFields.push(entry);
+    const kept = split.get(entry)?.kept;
+    if (!isOurApply(entry, fieldManager) && !isEdit(entry, fieldManager)) managedFields.push(entry);
     else if (!placed) {
       managedFields.push(merged);
       placed = true;
     }
+    if (kept !== undefined) managedFields.push({ ...entry, fieldsV1: kept });
   }
   const version = live.metadata.resourceVersion;
   const guard: JsonPatchOperation =
