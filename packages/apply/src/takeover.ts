@@ -120,8 +120,8 @@ const NONE: readonly string[] = [];
  * all and `patch` is undefined (a changed value costs one write, as before). Otherwise `patch` moves all their
  * fields into our manager's Apply entry (created if the object has none), so that the apply drops those Git does
  * not hold. An edit recorded at another apiVersion than our entry's is cleared instead of moved (its field paths
- * are of another schema): its fields stay and are owned by no one. Every other entry (other appliers,
- * controllers, subresources) is kept as it is. The patch tests the resourceVersion it was computed from, so it
+ * are of another schema): its fields stay and are owned by no one. A replica count stays its editor's (see
+ * ownsMoreThanReplicas); every other entry (other appliers, controllers, subresources) is kept as it is. The patch tests the resourceVersion it was computed from, so it
  * fails rather than overwrite the ownership of a write it did not see.
  */
 export function planFieldTakeover(live: KubeObject, options: { readonly fieldManager: string; readonly desired?: KubeObject }): FieldTakeover | undefined {
