@@ -125,6 +125,7 @@ function counting(inner: ApplyClient): { client: ApplyClient; calls: () => numbe
     list: (scope, signal) => (calls++, inner.list(scope, signal)),
     get: (id, signal) => (calls++, inner.get(id, signal)),
     apply: (object, options) => (calls++, inner.apply(object, options)),
+    jsonPatch: (id, operations, options) => (calls++, inner.jsonPatch(id, operations, options)),
     delete: (id, options) => (calls++, inner.delete(id, options)),
     waitEstablished: (name, options) => (calls++, inner.waitEstablished(name, options)),
   };

@@ -51,6 +51,10 @@ function instrumented(inner: ApplyClient, options: { failDeletes?: boolean } = {
       counted.writes++;
       return inner.apply(...args);
     },
+    jsonPatch: (...args: Parameters<ApplyClient['jsonPatch']>) => {
+      counted.writes++;
+      return inner.jsonPatch(...args);
+    },
     delete: (...args: Parameters<ApplyClient['delete']>) => {
       counted.writes++;
       if (options.failDeletes === true) return Promise.reject(new ApiError({ status: 500, reason: 'InternalError', message: 'injected delete failure' }));
@@ -204,7 +208,7 @@ describe('executePlan against the real API server', () => {
 
     // when drift is Report, then it is listed and left
     const reported = await sync(desired, { owner, inventory: first.inventory, drift: 'Report' });
-    expect(reported.entries.find((e) => e.id.endsWith('/a'))).toMatchObject({ action: 'skipped', drift: ['data.k'] });
+    expect(reported.entries.find((e) => e.id.endsWith('/a'))).toMatchObject({ action: 'skipped', drift: ['data.k', 'fields edited by kubectl-edit'] });
     expect(reported.inventory).toHaveLength(2);
     expect((await core.readNamespacedConfigMap({ name: 'a', namespace: ns.name })).data).toEqual({ k: 'edited' });
 
@@ -212,7 +216,7 @@ describe('executePlan against the real API server', () => {
     const counting = instrumented(admin);
     const corrected = await sync(desired, { owner, inventory: reported.inventory, drift: 'Correct', client: counting });
     expect(counting.writes).toBe(1);
-    expect(corrected.entries.find((e) => e.id.endsWith('/a'))).toMatchObject({ action: 'configured', reason: 'drift corrected: data.k' });
+    expect(corrected.entries.find((e) => e.id.endsWith('/a'))).toMatchObject({ action: 'configured', reason: 'drift corrected: data.k, fields edited by kubectl-edit' });
     expect((await core.readNamespacedConfigMap({ name: 'a', namespace: ns.name })).data).toEqual({ k: 'v' });
   });
 

@@ -53,6 +53,8 @@ export type ApplyClient = {
    * server needs): the operator reads it to prove what it wrote (see unchanged.ts), a one-off apply does not.
    */
   apply(object: KubeObject, options: { fieldManager: string; force: boolean; read?: boolean; signal?: AbortSignal }): Promise<KubeObject | undefined>;
+  /** A JSON patch (RFC 6902) of one object; the stored object is not read. A failed `test` is a 422 ApiError. */
+  jsonPatch(id: string, operations: readonly unknown[], options: { apiVersion?: string; signal?: AbortSignal }): Promise<void>;
   /** Deletes with a uid precondition when given; 'absent' when it was already gone. */
   delete(id: string, options: { apiVersion?: string; uid?: string; signal?: AbortSignal }): Promise<'deleted' | 'absent'>;
   /** Resolves once the CRD reports Established and discovery serves its kind. */
@@ -382,6 +384,12 @@ export async function createApplyClient(target: KubeConnection | KubeConfigLike,
         contentType: 'application/apply-patch+yaml',
         signal,
       });
+    },
+    async jsonPatch(id, operations, { apiVersion, signal }) {
+      const ref = parseObjectId(id);
+      const info = await infoFor(ref.group, ref.kind, apiVersion);
+      if (info === undefined) throw notServed(`${ref.group}/${ref.kind}`);
+      await send({ discardBody: true, method: 'PATCH', path: resourcePath(info, ref.namespace, ref.name), body: operations, contentType: 'application/json-patch+json', signal });
     },
     async delete(id, { apiVersion, uid, signal }) {
       const ref = parseObjectId(id);

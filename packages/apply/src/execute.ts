@@ -19,6 +19,7 @@ import {
 import type { Inventory, InventoryEntry } from './inventory.ts';
 import { healthNeedsLiveObject, healthOf, type Health } from './health.ts';
 import { planObject, planStale, type LiveState, type Plan, type PlanStep, type ProvenObject } from './plan.ts';
+import { editManagersOf, planFieldTakeover, type FieldTakeover } from './takeover.ts';
 
 export const ChangeAction = {
   created: 'created',
@@ -203,6 +204,43 @@ export function proofOf(applied: KubeObject, stored: KubeObject, owner: Owner): 
   return differingPaths(applied, stored).length === 0 ? { version, digest } : undefined;
 }
 
+/**
+ * Moves the fields of kubectl's edits to our manager before an apply corrects an object of ours (see
+ * takeover.ts). The patch tests the resourceVersion it was planned from: when the object changed since, it is
+ * read again and, if still ours and still edited, the takeover is computed anew and sent once more. Returns why
+ * the fields could not be taken over (the apply runs all the same: it corrects every field Git sets, and the
+ * leftovers keep the object unproven, so the next resync tries again); undefined once done.
+ */
+async function takeOverEdits(options: { client: ApplyClient; desired: KubeObject; takeover: FieldTakeover; owner: Owner; fieldManager: string; signal: AbortSignal | undefined }): Promise<string | undefined> {
+  const { client, desired, signal } = options;
+  const id = objectId(desired);
+  const aborted = (): boolean => signal?.aborted === true;
+  let takeover = options.takeover;
+  for (let attempt = 0; takeover.patch !== undefined; attempt++) {
+    try {
+      await client.jsonPatch(id, takeover.patch, { apiVersion: desired.apiVersion, ...(signal === undefined ? {} : { signal }) });
+      return undefined;
+    } catch (error) {
+      if (aborted()) throw error;
+      const changed = error instanceof ApiError && (error.status === 422 || error.status === 409);
+      if (!changed || attempt > 0) return `the fields edited by ${takeover.managers.join(', ')} were not taken over: ${describeError(error)}`;
+    }
+    let fresh: KubeObject | undefined;
+    try {
+      fresh = await client.get(id, signal);
+    } catch (error) {
+      if (aborted()) throw error;
+      return `the fields edited by ${takeover.managers.join(', ')} were not taken over: ${describeError(error)}`;
+    }
+    if (fresh === undefined) return undefined;
+    if (ownershipOf(fresh, options.owner).kind !== 'ours') return `the fields edited by ${takeover.managers.join(', ')} were not taken over: the object no longer carries our ownership mark`;
+    const again = planFieldTakeover(fresh, { fieldManager: options.fieldManager, desired });
+    if (again === undefined) return undefined;
+    takeover = again;
+  }
+  return undefined;
+}
+
 /** Runs a plan. Never throws for a per-object API error; throws only when `signal` aborts. */
 export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<ChangeSet> {
   if (plan.blocked !== undefined) return { entries: [], inventory: plan.previous, blocked: plan.blocked, pruned: false };
@@ -233,18 +271,21 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
         return runApply(planObject(step.desired, live, plan.context));
       }
       case 'apply': {
+        const notTaken = step.takeover?.patch === undefined ? undefined : await takeOverEdits({ client, desired: step.object, takeover: step.takeover, owner: plan.owner, fieldManager, signal });
+        const reason = [step.reason, notTaken].filter((r) => r !== undefined).join('; ');
         try {
           const stored = await client.apply(step.object, { fieldManager, force: step.force, read: written !== undefined, signal });
-          const proof = stored === undefined ? undefined : proofOf(step.object, stored, plan.owner);
+          // An edit that raced the apply still owns fields: not proven, so the next resync reads and corrects it.
+          const proof = stored === undefined || editManagersOf(stored, fieldManager).length > 0 ? undefined : proofOf(step.object, stored, plan.owner);
           if (proof !== undefined) written?.set(step.id, proof);
         } catch (error) {
           if (signal?.aborted === true) throw error;
-          return { entry: { id: step.id, action: 'failed', reason: describeError(error) }, inventory: keepEntry(step.id) };
+          return { entry: { id: step.id, action: 'failed', reason: [describeError(error), notTaken].filter((r) => r !== undefined).join('; ') }, inventory: keepEntry(step.id) };
         }
         const created = step.create || previous.get(step.id)?.created === true;
         const isNamespace = step.id.startsWith('/Namespace/');
         return {
-          entry: { id: step.id, action: step.create ? 'created' : 'configured', ...(step.reason === undefined ? {} : { reason: step.reason }) },
+          entry: { id: step.id, action: step.create ? 'created' : 'configured', ...(reason === '' ? {} : { reason }) },
           inventory: isNamespace && created ? { id: step.id, created: true } : { id: step.id },
         };
       }

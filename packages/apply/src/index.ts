@@ -35,6 +35,8 @@ export { canonicalJson, digestOf } from './canonical.ts';
 export { differingPaths } from './compare.ts';
 export { planApply, planObject, planProven, planStale, provenOwnership, withOwnership, tierOf, waveOf, Policy, DriftMode } from './plan.ts';
 export type { Plan, PlanInput, PlanStep, PlanContext, LiveState, ProvenObject, Tier } from './plan.ts';
+export { planFieldTakeover, editManagersOf, setBy, unionFields } from './takeover.ts';
+export type { FieldTakeover, JsonPatchOperation } from './takeover.ts';
 export { createApplyClient, ApiError, agentFor, connectionFromKubeConfig, toKubeConnection } from './client.ts';
 export type { ApplyClient, ClientOptions, Discovery, ResourceInfo, KubeConnection, KubeConfigLike, KubeTlsOptions } from './client.ts';
 export { executePlan, readLive, readHealth, pool, ChangeAction, DEFAULT_CONCURRENCY } from './execute.ts';

@@ -293,6 +293,74 @@ describe('planApply', () => {
   });
 });
 
+describe('kubectl edits of an object of ours', () => {
+  const managed = (manager: string, operation: string, fieldsV1: Record<string, unknown>, subresource?: string) => ({
+    manager,
+    operation,
+    apiVersion: 'v1',
+    time: '2026-01-01T00:00:00Z',
+    fieldsType: 'FieldsV1',
+    fieldsV1,
+    ...(subresource === undefined ? {} : { subresource }),
+  });
+  const ourEntry = managed('syncline', 'Apply', { 'f:data': { 'f:k': {} } });
+  /** Ours as applied, plus an extra key someone's manager owns (a path comparison of Git's fields shows nothing). */
+  const editedBy = (manager: string, operation = 'Update', subresource?: string): KubeObject => {
+    const object = stored(cm('a'));
+    object['data'] = { k: 'v', extra: 'x' };
+    object.metadata.managedFields = [ourEntry, managed(manager, operation, { 'f:data': { 'f:extra': {} } }, subresource)];
+    return object;
+  };
+
+  it('corrects an object whose fields all equal Git when kubectl added one of its own, taking it over first', () => {
+    const step = plan({ desired: [cm('a')], live: liveOf(editedBy('kubectl-patch')) }).apply[0];
+    expect(step).toMatchObject({ type: 'apply', force: true, create: false, reason: 'drift corrected: fields edited by kubectl-patch' });
+    expect(step?.type === 'apply' && step.takeover?.managers).toEqual(['kubectl-patch']);
+    expect(step?.type === 'apply' && step.takeover?.patch?.[0]).toEqual({ op: 'test', path: '/metadata/resourceVersion', value: '1' });
+  });
+
+  it('leaves the takeover to the forced apply when the edits own only fields Git sets (one write)', () => {
+    const drifted = stored(cm('a'));
+    drifted['data'] = { k: 'edited' };
+    drifted.metadata.managedFields = [managed('syncline', 'Apply', { 'f:metadata': {} }), managed('kubectl-patch', 'Update', { 'f:data': { 'f:k': {} } })];
+    expect(plan({ desired: [cm('a')], live: liveOf(drifted) }).apply[0]).toMatchObject({ type: 'apply', force: true, reason: 'drift corrected: data.k, fields edited by kubectl-patch', takeover: { managers: ['kubectl-patch'] } });
+    const step = plan({ desired: [cm('a')], live: liveOf(drifted) }).apply[0];
+    expect(step?.type === 'apply' && step.takeover?.patch).toBeUndefined();
+  });
+
+  it('names the edits beside the drifted paths, and takes over on a changed render (a rollback) too', () => {
+    const drifted = editedBy('kubectl-edit');
+    drifted['data'] = { k: 'edited', extra: 'x' };
+    expect(plan({ desired: [cm('a')], live: liveOf(drifted) }).apply[0]).toMatchObject({ reason: 'drift corrected: data.k, fields edited by kubectl-edit' });
+    const changed = plan({ desired: [cm('a', { k: 'older' })], live: liveOf(editedBy('kubectl-client-side-apply')) }).apply[0];
+    expect(changed).toMatchObject({ type: 'apply', force: true, reason: 'taken over: fields edited by kubectl-client-side-apply' });
+    expect(changed?.type === 'apply' && changed.takeover?.managers).toEqual(['kubectl-client-side-apply']);
+  });
+
+  it('reports the edits under drift Report and leaves them under policy Keep', () => {
+    expect(plan({ desired: [cm('a')], live: liveOf(editedBy('kubectl-set')), drift: 'Report' }).apply[0]).toMatchObject({ type: 'skip', keep: true, reason: 'drifted: fields edited by kubectl-set', drift: ['fields edited by kubectl-set'] });
+    expect(plan({ desired: [cm('a')], live: liveOf(editedBy('kubectl-set')), policy: 'Keep' }).apply[0]).toMatchObject({ type: 'unchanged' });
+  });
+
+  it('leaves what other appliers, controllers and subresource writers own: the object stays unchanged', () => {
+    for (const live of [editedBy('platform-tool', 'Apply'), editedBy('kubectl', 'Apply'), editedBy('kube-controller-manager'), editedBy('kubectl-scale', 'Update', 'scale'), editedBy('kubectl-rollout')]) {
+      expect(summary(plan({ desired: [cm('a')], live: liveOf(live) }).apply)).toEqual(['unchanged /ConfigMap/app/a']);
+    }
+  });
+
+  it('takes over for the plan\'s field manager, and never for an object that is not ours', () => {
+    const live = editedBy('deployer', 'Update');
+    // In the inventory: the ownership proof (our own Apply entry) is for the plan's manager too, and this object's
+    // only Apply entry is syncline's.
+    expect(plan({ desired: [cm('a')], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(live), fieldManager: 'deployer' }).apply[0]).toMatchObject({ type: 'apply', reason: 'drift corrected: fields edited by deployer' });
+    const unmarked: KubeObject = { ...cm('a'), metadata: { ...cm('a').metadata, resourceVersion: '3', managedFields: [managed('kubectl-edit', 'Update', { 'f:data': {} })] } };
+    for (const policy of ['Adopt', 'Overwrite'] as const) {
+      const step = plan({ desired: [cm('a')], live: liveOf(unmarked), policy }).apply[0];
+      expect(step?.type === 'apply' && step.takeover).toBeUndefined();
+    }
+  });
+});
+
 describe('apply waves', () => {
   const waved = (object: KubeObject, wave: string): KubeObject => ({ ...object, metadata: { ...object.metadata, annotations: { 'syncline.dev/apply-wave': wave } } });
   const crd: KubeObject = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'widgets.x.dev' } };

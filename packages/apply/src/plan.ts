@@ -22,6 +22,7 @@ import {
   type Ownership,
 } from './identity.ts';
 import { diffInventory, type Inventory } from './inventory.ts';
+import { planFieldTakeover, type FieldTakeover } from './takeover.ts';
 
 /** How to treat an object that exists and is not ours (names from the replicator design note). */
 export const Policy = {
@@ -73,8 +74,11 @@ export type Tier = 0 | 1 | 2 | 3;
  * tier order; prune steps have none.
  */
 export type PlanStep =
-  /** Server-side apply `object`; `create` says whether it was absent when planned. */
-  | { readonly type: 'apply'; readonly id: string; readonly tier: Tier; readonly wave?: number; readonly object: KubeObject; readonly force: boolean; readonly create: boolean; readonly reason?: string }
+  /**
+   * Server-side apply `object`; `create` says whether it was absent when planned. `takeover` (objects of ours
+   * only): first move the fields of kubectl's edits to our manager, so this apply drops what Git does not hold.
+   */
+  | { readonly type: 'apply'; readonly id: string; readonly tier: Tier; readonly wave?: number; readonly object: KubeObject; readonly force: boolean; readonly create: boolean; readonly reason?: string; readonly takeover?: FieldTakeover }
   | { readonly type: 'unchanged'; readonly id: string; readonly tier: Tier; readonly wave?: number }
   /** Nothing to write; `keep` says whether the id stays in the inventory. */
   | { readonly type: 'skip'; readonly id: string; readonly tier: Tier; readonly wave?: number; readonly reason: string; readonly keep: boolean; readonly drift?: readonly string[] }
@@ -235,7 +239,9 @@ export function planObject(desired: KubeObject, live: KubeObject | undefined, co
   }
 
   const changed = live.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION] !== object.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION];
-  return planOurs(id, object, changed ? undefined : differingPaths(object, live), context);
+  // Policy Keep never writes an existing object, so kubectl's edits stay theirs (see takeover.ts).
+  const takeover = context.policy === 'Keep' ? undefined : planFieldTakeover(live, { fieldManager: context.fieldManager, desired: object });
+  return planOurs({ id, object, drift: changed ? undefined : differingPaths(object, live), ...(takeover === undefined ? {} : { takeover }) }, context);
 }
 
 /**
@@ -244,18 +250,25 @@ export function planObject(desired: KubeObject, live: KubeObject | undefined, co
  */
 export function planProven(desired: KubeObject, proven: ProvenObject, context: PlanContext): PlanStep {
   const object = withOwnership(desired, context.owner);
-  return planOurs(objectId(desired), object, object.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION] === proven.digest ? [] : undefined, context);
+  return planOurs({ id: objectId(desired), object, drift: object.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION] === proven.digest ? [] : undefined }, context);
 }
 
-/** An object of ours: `drift` is what differs when its digest is unchanged, undefined when the digest changed. */
-function planOurs(id: string, object: KubeObject, drift: readonly string[] | undefined, context: PlanContext): PlanStep {
+/**
+ * An object of ours: `drift` is what differs when its digest is unchanged, undefined when the digest changed;
+ * `takeover`, the fields kubectl's edits own (drift too: an env var added inside a list Git sets shows in no path).
+ */
+function planOurs(ours: { id: string; object: KubeObject; drift: readonly string[] | undefined; takeover?: FieldTakeover }, context: PlanContext): PlanStep {
+  const { id, object, takeover } = ours;
   const tier = tierOf(id);
-  if (drift !== undefined && drift.length === 0) return { type: 'unchanged', id, tier };
+  const edited = takeover?.managers.map((manager) => `fields edited by ${manager}`) ?? [];
+  if (ours.drift !== undefined && ours.drift.length === 0 && edited.length === 0) return { type: 'unchanged', id, tier };
   if (context.policy === 'Keep') return { type: 'skip', id, tier, keep: true, reason: 'policy Keep never modifies an existing object' };
+  const withTakeover = takeover === undefined ? {} : { takeover };
   // Ours: force, as a controller should for the fields it manages (someone's kubectl edit took them over).
-  if (drift === undefined) return { type: 'apply', id, tier, object, force: true, create: false };
+  if (ours.drift === undefined) return { type: 'apply', id, tier, object, force: true, create: false, ...withTakeover, ...(edited.length === 0 ? {} : { reason: `taken over: ${edited.join(', ')}` }) };
+  const drift = [...ours.drift, ...edited];
   if (context.drift === 'Report') return { type: 'skip', id, tier, keep: true, reason: `drifted: ${drift.join(', ')}`, drift };
-  return { type: 'apply', id, tier, object, force: true, create: false, reason: `drift corrected: ${drift.join(', ')}` };
+  return { type: 'apply', id, tier, object, force: true, create: false, reason: `drift corrected: ${drift.join(', ')}`, ...withTakeover };
 }
 
 /** Plans one stale inventory id against its live state (undefined: it does not exist). */

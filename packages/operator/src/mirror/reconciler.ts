@@ -100,6 +100,7 @@ function withKnownLive(base: ApplyClient, known: ReadonlyMap<string, KubeObject 
     },
     get: (id, signal) => base.get(id, signal),
     apply: (object, options) => base.apply(object, options),
+    jsonPatch: (id, operations, options) => base.jsonPatch(id, operations, options),
     delete: (id, options) => base.delete(id, options),
     waitEstablished: (name, options) => base.waitEstablished(name, options),
   };
