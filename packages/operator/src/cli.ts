@@ -37,6 +37,7 @@ export type RunOptions = {
   defaultServiceAccount?: string;
   allowInsecureHttp?: boolean;
   logLevel: string;
+  logFormat: 'json' | 'text';
   webhookAddr: string;
   webhookSecret?: string;
   webhookMaxBodyBytes: string;
@@ -236,6 +237,7 @@ function addRunCommand(program: Command, context: CliContext, done: (code: numbe
     .option('--default-service-account <name>', 'apply as this ServiceAccount when a sync names none')
     .option('--allow-insecure-http', 'accept http:// repositories (tests and demos only)')
     .option('--log-level <level>', 'debug, info, warn, error', 'info')
+    .addOption(new Option('--log-format <format>', 'json: one JSON object a line (string level, RFC 3339 time); text: one human-readable line').choices(['json', 'text']).default('json'))
     .option(
       '--webhook-addr <host:port>',
       'Git push webhook receiver ("off" disables): POST /hooks/github (X-Hub-Signature-256), /hooks/gitlab (X-Gitlab-Token), /hooks/gitea (X-Gitea-Signature; also /hooks/forgejo), /hooks/bitbucket (X-Hub-Signature: sha256=), /hooks/generic {"repo": URL, "ref": "refs/heads/main"} (X-Syncline-Signature: sha256=HMAC-SHA256(body), X-Syncline-Delivery: ID)',

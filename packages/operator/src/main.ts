@@ -7,7 +7,6 @@ import { createGitSource } from '@syncline/source-git';
 import { hostname, homedir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
-import { pino } from 'pino';
 import { runCli, type RunOptions } from './cli.ts';
 import { createEventRecorder } from './kube/events.ts';
 import { connectKubeconfig } from './kube/connection.ts';
@@ -19,6 +18,7 @@ import { startMirrorController } from './mirror/controller.ts';
 import { StalePolicy, mirrorKeys, parseMirrorSourceNamespaces } from './mirror/index.ts';
 import { DEFAULT_INTERVAL_BOUNDS } from './reconcile/configsync.ts';
 import { parseDuration } from './reconcile/duration.ts';
+import { createLogger } from './logging.ts';
 import { createMetrics } from './metrics.ts';
 import { startProbeServer } from './server.ts';
 import { startWebhookServer, type WebhookServer } from './webhook/receiver.ts';
@@ -33,12 +33,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
 export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Promise<number> {
   boundHeap(env);
   const shard = parseShard(flags.shard);
-  const logger = pino({
-    level: flags.logLevel,
-    base: { pid: process.pid, shard: shard ?? 'default' },
-    // Belt and braces: no credential-shaped field ever reaches a log line.
-    redact: { paths: ['*.password', '*.token', '*.bearerToken', '*.authorization', '*.data', 'auth'], censor: '[redacted]' },
-  });
+  const logger = createLogger({ level: flags.logLevel, format: flags.logFormat, base: { pid: process.pid, shard: shard ?? 'default' } });
   const connection = await connectKubeconfig(loadKubeConfig({ kubeconfig: flags.kubeconfig, context: flags.context, env }));
   const rest = await createKubeRest(connection, { userAgent: 'syncline-operator' });
   const clock = { now: () => new Date() };

@@ -449,7 +449,7 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   const { deps, object, spec, log, now } = run;
   const previous = object.status ?? {};
   const { counts, failures, conflicts, drift, orphaned, changed, changes } = combineTargets(targets);
-  deps.metrics.managedObjects.set({ configsync: `${run.namespace}/${object.metadata.name}` }, targets.reduce((n, t) => n + t.status.objects, 0));
+  deps.metrics.managedObjects.set({ namespace: run.namespace, name: object.metadata.name }, targets.reduce((n, t) => n + t.status.objects, 0));
   const applied = targets.filter((t) => t.status.phase === 'Synced').length;
   const ok = failures.length === 0 && conflicts.length === 0;
   // Later apply waves held back: the revision is not fully applied yet (not recorded as applied, no history).
