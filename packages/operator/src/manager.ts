@@ -92,6 +92,7 @@ export function startManager(options: ManagerOptions): Manager {
     const namespace = object.metadata.namespace ?? 'default';
     index(objectKey(object), remove ? [] : [
       ...(object.spec.source.git.secretRef !== undefined ? [`${namespace}/Secret/${object.spec.source.git.secretRef.name}`] : []),
+      ...(object.spec.source.git.proxySecretRef !== undefined ? [`${namespace}/Secret/${object.spec.source.git.proxySecretRef.name}`] : []),
       ...(object.spec.valuesFrom ?? []).map((v) => `${namespace}/${v.kind}/${v.name}`),
     ]);
   };

@@ -14,6 +14,8 @@ export const GitSourceErrorCode = {
   RepoNotFound: 'RepoNotFound',
   /** 401/403. Stalling until the Secret changes. */
   AuthFailed: 'AuthFailed',
+  /** The server's TLS certificate does not verify (unknown CA, wrong name, expired). Transient: a server's renewed certificate fixes it too. */
+  UntrustedCertificate: 'UntrustedCertificate',
   /** DNS, connection refused, reset. Transient. */
   Unreachable: 'Unreachable',
   /** The server was too slow or hung. Transient. */
@@ -40,6 +42,7 @@ const transientCodes: ReadonlySet<GitSourceErrorCode> = new Set([
   GitSourceErrorCode.Timeout,
   GitSourceErrorCode.ServerError,
   GitSourceErrorCode.SnapshotUnavailable,
+  GitSourceErrorCode.UntrustedCertificate,
 ]);
 
 export class GitSourceError extends Error {

@@ -1,10 +1,12 @@
 // Public entry point of @syncline/source-git: every export is named here.
-export { createGitSource, authFromSecretData, defaultLimits } from './source.ts';
+export { createGitSource, authFromSecretData, gitAccessFromSecretData, proxyFromSecretData, defaultLimits } from './source.ts';
 export type {
   GitSource,
   GitSourceOptions,
   GitSourceLimits,
   GitAuth,
+  GitConnection,
+  GitProxy,
   Clock,
   ResolveRequest,
   FetchRequest,

@@ -15,7 +15,7 @@ import { mirrorKeys, parseMirrorSourceNamespaces, replicaSelector, sourceSelecto
 import { formatMirrorRows, mirrorStatusRows, resolveSource, type MirrorRow } from '../mirror/status.ts';
 import { RECONCILE_REQUESTED_ANNOTATION } from '../reconcile/configsync.ts';
 import { parseDuration } from '../reconcile/duration.ts';
-import { StallError, readGitAuth, readValues } from '../reconcile/inputs.ts';
+import { StallError, readGitAccess, readValues } from '../reconcile/inputs.ts';
 import type { KubeFlags, ListFlags, Out } from '../cli.ts';
 import { diffYaml, maskSecrets, normalizeSecret, projectLive, unifiedDiff } from './diff.ts';
 
@@ -205,11 +205,11 @@ export async function diffCommand(options: Kube & { name: string; out: Out; err:
   try {
     // The operator's own inputs, read the operator's way: Git credentials from secretRef, values layered from
     // spec.values and every valuesFrom (so diff renders exactly what the operator would).
-    const auth = await readGitAuth(options.rest, namespace, spec.source.git.secretRef?.name);
+    const { auth, connection } = await readGitAccess(options.rest, namespace, spec.source.git);
     const values = await readValues(options.rest, namespace, spec);
     const git = createGitSource({ cacheDir, allowInsecureHttp: options.allowInsecureHttp });
-    const revision = await git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision, auth });
-    const files = await git.readPath(await git.fetchSnapshot({ repo: spec.source.git.repo, sha: revision, auth }), spec.source.git.path);
+    const revision = await git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision, auth, connection });
+    const files = await git.readPath(await git.fetchSnapshot({ repo: spec.source.git.repo, sha: revision, auth, connection }), spec.source.git.path);
     const client = await createApplyClient(options.connection);
     const discovery = await client.discovery();
     let changed = 0;

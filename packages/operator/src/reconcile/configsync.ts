@@ -17,7 +17,7 @@ import type { Metrics } from '../metrics.ts';
 import { Reason, keepTransitions, removeCondition, setCondition, type ConditionInput } from './conditions.ts';
 import { MAX_TIMER_MS, boundedInterval, formatDuration, parseDuration, type IntervalBounds } from './duration.ts';
 import { conditionsDiffer, objectPath, patchFinalizers, writeStatus } from './object-status.ts';
-import { StallError, readGitAuth, readValues } from './inputs.ts';
+import { StallError, readGitAccess, readValues } from './inputs.ts';
 import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, truncate, type TargetNoop, type TargetOutcome } from './target.ts';
 import { dependencyNotReady, findCycle } from './dependencies.ts';
 import { healthConditions } from './health.ts';
@@ -242,9 +242,9 @@ type Source = { revision: string; files: Awaited<ReturnType<GitSource['readPath'
 async function reconcileSource(run: SyncRun): Promise<Step<Source>> {
   const { deps, spec } = run;
   try {
-    const auth = await readGitAuth(deps.rest, run.namespace, spec.source.git.secretRef?.name);
-    const revision = await timed(deps, 'resolve', () => deps.git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision, auth, maxAgeMs: run.refAgeMs, startedAfter: run.refStartedAfter }));
-    const snapshot = await timed(deps, 'fetch', () => deps.git.fetchSnapshot({ repo: spec.source.git.repo, sha: revision, auth }));
+    const { auth, connection } = await readGitAccess(deps.rest, run.namespace, spec.source.git);
+    const revision = await timed(deps, 'resolve', () => deps.git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision, auth, connection, maxAgeMs: run.refAgeMs, startedAfter: run.refStartedAfter }));
+    const snapshot = await timed(deps, 'fetch', () => deps.git.fetchSnapshot({ repo: spec.source.git.repo, sha: revision, auth, connection }));
     return { ok: true, value: { revision, files: await deps.git.readPath(snapshot, spec.source.git.path) } };
   } catch (error) {
     if (error instanceof StallError) return { ok: false, outcome: stalled(run, error.reason, error.message) };
