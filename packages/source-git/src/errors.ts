@@ -1,5 +1,6 @@
 // Errors of source-git. Every error that leaves the package is a GitSourceError whose message has been
-// through `redact`: no credential, token or file content ever appears in it (shared/STYLE.md house rules).
+// through `redact`: no credential, token or file content ever appears in it (users paste errors into tickets,
+// and conditions and events are readable by anyone who can read the object).
 
 export const GitSourceErrorCode = {
   /** The repo URL is not https (or otherwise unusable). Stalling: fix the spec. */

@@ -1,11 +1,12 @@
-// The HTTP edge: an injected transport (default: Node's fetch, never following redirects by itself) wrapped
+// The HTTP edge: an injected transport (default: Node's http/https, never following redirects by itself) wrapped
 // so that credentials go only to the origin they were given for, redirects are followed by us (at most 5,
 // https only), every response body counts against a byte budget, a silent server times out, and an
 // idempotent request that meets a transient failure (429/5xx, reset, timeout) is retried on its own with
-// backoff: a server that fails one request in three must not fail every sync (issue 15), so no request's
+// backoff: a server that fails one request in three must not fail every sync, so no request's
 // fate may depend on the outcome of the others in its operation. A host that rate-limits (429 or 503 with
 // Retry-After) limits the client, not one request: its gate (HostGates, one per GitSource) then holds every
-// request to that scheme://host:port until the time it named, capped like any retry wait (issue 16).
+// request to that scheme://host:port until the time it named, capped like any retry wait. A private CA and a
+// forward proxy (HTTP CONNECT) are per request: they come from the ConfigSync, not the process.
 import type { Duplex } from 'node:stream';
 import { GitSourceError, GitSourceErrorCode } from './errors.ts';
 
@@ -66,7 +67,7 @@ export const fetchTransport: HttpTransport = {
 /**
  * The default transport: Node's http/https modules. Their HTTP parser is native; fetch's (undici) is llhttp
  * compiled to WebAssembly, and V8's optimizing tier-up of it during a pack's download mallocs some 25 MB
- * that glibc keeps: a third of a 50 MB repo's fetch peak (issue 16, bench source-git). No decompression is
+ * that glibc keeps: a third of a 50 MB repo's fetch peak (bench source-git). No decompression is
  * asked for (Git responses are packs), and nothing is followed: redirects are ours to follow.
  */
 export const nodeHttpTransport: HttpTransport = {

@@ -435,7 +435,7 @@ export function createGitSource(options: GitSourceOptions): GitSource {
       const http = uploadPack(op);
       await fetchPack({ transport: http, sha, packPath: incoming, shownRepo: op.shownRepo });
       // The response's chunks (a pack's worth) are garbage now; a young-generation collection, a millisecond
-      // or so, frees them before the indexer's worker adds its own peak (issue 16).
+      // or so, frees them before the indexer's worker adds its own peak.
       garbageCollector()?.({ type: 'minor' });
       const incomingIdx = join(packDir, 'incoming.idx');
       const outcome = await indexInWorker({ packPath: incoming, idxPath: incomingIdx, commit: sha, maxObjectBytes: limits.maxResponseBytes }, http.signal).catch((err: unknown) => {
@@ -515,7 +515,7 @@ export function createGitSource(options: GitSourceOptions): GitSource {
           ? err
           : new GitSourceError(GitSourceErrorCode.SnapshotUnavailable, `reading path ${shown} of ${snapshot.sha} in ${snapshot.repo} failed: ${errorText(err)}`);
       // A snapshot that turns out inconsistent (an object missing or damaged) must not stay a cache hit that
-      // fails every read: drop it, so the retry this error asks for really fetches again (issue 15).
+      // fails every read: drop it, so the retry this error asks for really fetches again.
       if (error.code === GitSourceErrorCode.SnapshotUnavailable && known) await cache.remove(key);
       throw error;
     }
