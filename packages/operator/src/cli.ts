@@ -119,7 +119,7 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
   ).action(async (name: string, flags: KubeFlags & { allowInsecureHttp?: boolean; path?: string }) => {
     const c = await commands();
     const kube = await c.connect(flags, context.env);
-    code = await c.diffCommand({ ...kube, name, out, err, allowInsecureHttp: flags.allowInsecureHttp === true, localPath: flags.path });
+    code = await c.diffCommand({ ...kube, name, out, err, allowInsecureHttp: flags.allowInsecureHttp === true, localPath: flags.path, env: context.env });
   });
 
   addKindVerbs(program, context, { out, err }, (c) => (code = c));

@@ -3,7 +3,7 @@
 // and hands them to the command. Nothing deeper reads process.env.
 import { parseShard, shardLeaseName, shardedWaker } from './shard.ts';
 import { TemplateCache } from '@syncline/render';
-import { createGitSource } from '@syncline/source-git';
+import { createGitSource, proxyFromEnvironment } from '@syncline/source-git';
 import { hostname, homedir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
@@ -44,6 +44,8 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     cacheDir: flags.cacheDir ?? join(env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'syncline', 'snapshots'),
     cacheMaxBytes: flags.cacheMaxBytes !== undefined ? Number(flags.cacheMaxBytes) : undefined,
     allowInsecureHttp: flags.allowInsecureHttp === true,
+    // HTTPS_PROXY/NO_PROXY of the pod (chart: operator.extraEnv); a ConfigSync's proxySecretRef wins.
+    environmentProxy: proxyFromEnvironment(env),
     onFetch: (event) => metrics.gitCacheHits.inc({ outcome: event.cached ? 'hit' : 'miss' }),
     // One line per closing of a host's gate (not per waiting request): every sync of that host waits it out.
     onRateLimited: (event) => logger.warn({ host: event.host, status: event.status, waitMs: event.waitMs }, 'the Git host rate-limited us; every request to it waits'),

@@ -18,6 +18,7 @@ import { isSafeEntryName, parseRequestPath, resolveSymlinkTarget } from './paths
 import { SharedListings } from './ref-listings.ts';
 import { parseRepoUrl } from './repo-url.ts';
 import type { RepoUrl } from './repo-url.ts';
+import type { EnvironmentProxy } from './proxy-env.ts';
 import { sshSecrets, sshUploadPack } from './ssh.ts';
 import type { SshCredentials } from './ssh.ts';
 
@@ -101,6 +102,11 @@ export interface GitSourceOptions {
   onRateLimited?: (event: RateLimitEvent) => void;
   /** Told about every snapshot request: served from the cache or fetched (for metrics). */
   onFetch?: (event: { repo: string; sha: string; cached: boolean }) => void;
+  /**
+   * The process's proxy (see proxyFromEnvironment), for https repositories whose request names no proxy of its
+   * own and whose host it does not bypass.
+   */
+  environmentProxy?: EnvironmentProxy | undefined;
 }
 
 export interface ResolveRequest {
@@ -288,6 +294,15 @@ export function createGitSource(options: GitSourceOptions): GitSource {
   };
   const gates = new HostGates({ onClosed: options.onRateLimited });
 
+  const environmentProxyFor = (origin: string): GitProxy | undefined => {
+    const env = options.environmentProxy;
+    if (env === undefined) return undefined;
+    const url = new URL(origin);
+    // Over http:// (tests against a loopback server) the environment's HTTPS_PROXY does not apply.
+    if (url.protocol !== 'https:') return undefined;
+    return env.bypass(url.hostname.replace(/^\[|\]$/g, ''), url.port === '' ? '443' : url.port) ? undefined : env.proxy;
+  };
+
   function prepare(repo: string, auth: GitAuth | undefined, connection: GitConnection | undefined): Operation {
     const parsed = parseRepoUrl(repo, allowInsecureHttp);
     const secrets: string[] = [];
@@ -317,7 +332,8 @@ export function createGitSource(options: GitSourceOptions): GitSource {
       secrets.push(pair, encoded, basic.password);
     }
     if (parsed.embedded !== undefined) secrets.push(parsed.embedded.password, `${parsed.embedded.username}:${parsed.embedded.password}`);
-    const proxy = connection?.proxy === undefined ? undefined : proxyOf(connection.proxy, secrets);
+    const chosen = connection?.proxy ?? environmentProxyFor(parsed.origin);
+    const proxy = chosen === undefined ? undefined : proxyOf(chosen, secrets);
     return { shownRepo: parsed.url, ca: connection?.caCert, proxy, url: parsed.url, target: parsed, ssh: undefined, authorization, secrets, failure: undefined };
   }
 

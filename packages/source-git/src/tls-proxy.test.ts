@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestCa, startConnectProxy, startGitServer, type ConnectProxy, type GitServer, type TestCa, type TestRepo } from '@syncline/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GitSourceErrorCode, createGitSource, gitAccessFromSecretData, proxyFromSecretData, type GitSource } from './index.ts';
+import { GitSourceErrorCode, createGitSource, gitAccessFromSecretData, proxyFromEnvironment, proxyFromSecretData, type EnvironmentProxy, type GitSource } from './index.ts';
 import { failure, text } from './test-support.ts';
 
 const b64 = (value: string): string => Buffer.from(value).toString('base64');
@@ -29,7 +29,7 @@ afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
 });
 
-const source = (): GitSource => createGitSource({ cacheDir: join(scratch, `c${counter++}`), retry: { attempts: 1 } });
+const source = (environmentProxy?: EnvironmentProxy): GitSource => createGitSource({ cacheDir: join(scratch, `c${counter++}`), retry: { attempts: 1 }, environmentProxy });
 const auth = { username: 'ci', password: 's3cret-pass' };
 
 describe('a private CA (ca.crt)', () => {
@@ -136,5 +136,49 @@ describe('reading the Secrets', () => {
     expect(() => proxyFromSecretData({ address: b64('socks5://proxy:1080') })).toThrow(/must be http:\/\/host:port/);
     expect(() => proxyFromSecretData({ address: b64('http://u:p@proxy:3128') })).toThrow(/credentials go in its username and password keys/);
     expect(() => proxyFromSecretData({ address: b64('http://proxy:3128'), username: b64('u') })).toThrow(/both username and password/);
+  });
+});
+
+describe("the operator's environment proxy (HTTPS_PROXY, NO_PROXY)", () => {
+  let proxy: ConnectProxy;
+  let other: ConnectProxy;
+  beforeAll(async () => {
+    proxy = await startConnectProxy({ auth: { username: 'env-user', password: 'env-pass' } });
+    other = await startConnectProxy();
+  });
+  afterAll(async () => {
+    await proxy.close();
+    await other.close();
+  });
+
+  it('routes https repositories through HTTPS_PROXY (its credentials from the URL) unless NO_PROXY names the host', async () => {
+    const connection = { caCert: ca.caCert };
+    const withCredentials = proxy.url.replace('http://', 'http://env-user:env-pass@');
+    const before = proxy.tunnels().length;
+    expect(await source(proxyFromEnvironment({ HTTPS_PROXY: withCredentials })).resolveRevision({ repo: repo.url, revision: 'main', auth, connection })).toBe(sha);
+    expect(proxy.tunnels().length).toBe(before + 1);
+
+    for (const noProxy of ['127.0.0.1', '127.0.0.0/8', `127.0.0.1:${new URL(server.url).port}`, 'example.com,*']) {
+      const env = proxyFromEnvironment({ https_proxy: withCredentials, no_proxy: noProxy });
+      expect(await source(env).resolveRevision({ repo: repo.url, revision: 'main', auth, connection }), noProxy).toBe(sha);
+    }
+    expect(proxy.tunnels().length).toBe(before + 1);
+  });
+
+  it("a ConfigSync's own proxy wins over the environment's", async () => {
+    const before = other.tunnels().length;
+    const env = proxyFromEnvironment({ HTTPS_PROXY: proxy.url });
+    expect(await source(env).resolveRevision({ repo: repo.url, revision: 'main', auth, connection: { caCert: ca.caCert, proxy: { url: other.url } } })).toBe(sha);
+    expect(other.tunnels().length).toBe(before + 1);
+  });
+
+  it('reads NO_PROXY as curl and Go do', () => {
+    const env = proxyFromEnvironment({ HTTPS_PROXY: 'proxy.corp:3128', NO_PROXY: '.svc.cluster.local, example.com,10.0.0.0/8,git.internal:8443,::1' });
+    expect(env?.proxy).toEqual({ url: 'http://proxy.corp:3128' });
+    const bypass = (host: string, port = '443'): boolean => env?.bypass(host, port) ?? false;
+    expect([bypass('gitea.tools.svc.cluster.local'), bypass('example.com'), bypass('git.example.com'), bypass('10.2.3.4'), bypass('git.internal', '8443'), bypass('::1')]).toEqual([true, true, true, true, true, true]);
+    expect([bypass('github.com'), bypass('notexample.com'), bypass('11.0.0.1'), bypass('git.internal', '443')]).toEqual([false, false, false, false]);
+    expect(proxyFromEnvironment({})).toBeUndefined();
+    expect(() => proxyFromEnvironment({ HTTPS_PROXY: 'socks5://proxy:1080' })).toThrow(/http:\/\/ or https:\/\//);
   });
 });

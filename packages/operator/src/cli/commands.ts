@@ -2,7 +2,7 @@
 // a command needs a cluster or the render code, so --help and --version start fast).
 import { createApplyClient, type KubeConnection, decodeInventory, planApply, readLive, type KubeObject as ApplyObject, type PlanStep } from '@syncline/apply';
 import { RenderError, TemplateCache, createStaticDiscovery, layerValues, parseValues, renderTarget, type SourceFile, type Values } from '@syncline/render';
-import { createGitSource } from '@syncline/source-git';
+import { createGitSource, proxyFromEnvironment } from '@syncline/source-git';
 import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, sep } from 'node:path';
@@ -196,7 +196,7 @@ export async function failoverCommand(command: 'failover' | 'failback', kube: Ku
  * the apply, and prints per object a unified diff of live vs desired limited to the fields Syncline writes.
  * Exit 0: no differences; 1: differences; 2: error.
  */
-export async function diffCommand(options: Kube & { name: string; out: Out; err: Out; allowInsecureHttp: boolean; localPath?: string | undefined }): Promise<number> {
+export async function diffCommand(options: Kube & { name: string; out: Out; err: Out; allowInsecureHttp: boolean; localPath?: string | undefined; env?: NodeJS.ProcessEnv }): Promise<number> {
   const { out, err } = options;
   const object = await getConfigSync(options, options.name);
   const spec = ConfigSyncSpec.parse(object.spec);
@@ -208,7 +208,7 @@ export async function diffCommand(options: Kube & { name: string; out: Out; err:
     const values = await readValues(options.rest, namespace, spec);
     const { revision, files } =
       options.localPath === undefined
-        ? await fetchSource({ rest: options.rest, namespace, git: spec.source.git, cacheDir, allowInsecureHttp: options.allowInsecureHttp })
+        ? await fetchSource({ rest: options.rest, namespace, git: spec.source.git, cacheDir, allowInsecureHttp: options.allowInsecureHttp, env: options.env ?? {} })
         : { revision: LOCAL_REVISION, files: await readCheckout(options.localPath, spec.source.git.path) };
     const client = await createApplyClient(options.connection);
     const discovery = await client.discovery();
@@ -256,9 +256,10 @@ export async function diffCommand(options: Kube & { name: string; out: Out; err:
 const LOCAL_REVISION = 'local';
 
 /** The ConfigSync's source as the operator reads it: its revision resolved, the path read from that commit. */
-async function fetchSource(input: { rest: KubeRest; namespace: string; git: ConfigSyncSpec['source']['git']; cacheDir: string; allowInsecureHttp: boolean }): Promise<{ revision: string; files: SourceFile[] }> {
+async function fetchSource(input: { rest: KubeRest; namespace: string; git: ConfigSyncSpec['source']['git']; cacheDir: string; allowInsecureHttp: boolean; env: NodeJS.ProcessEnv }): Promise<{ revision: string; files: SourceFile[] }> {
   const { auth, connection } = await readGitAccess(input.rest, input.namespace, input.git);
-  const git = createGitSource({ cacheDir: input.cacheDir, allowInsecureHttp: input.allowInsecureHttp });
+  // The shell's HTTPS_PROXY/NO_PROXY, as kubectl and git honour them.
+  const git = createGitSource({ cacheDir: input.cacheDir, allowInsecureHttp: input.allowInsecureHttp, environmentProxy: proxyFromEnvironment(input.env) });
   const revision = await git.resolveRevision({ repo: input.git.repo, revision: input.git.revision, auth, connection });
   return { revision, files: await git.readPath(await git.fetchSnapshot({ repo: input.git.repo, sha: revision, auth, connection }), input.git.path) };
 }
