@@ -32,7 +32,7 @@ afterAll(async () => {
 const source = (environmentProxy?: EnvironmentProxy): GitSource => createGitSource({ cacheDir: join(scratch, `c${counter++}`), retry: { attempts: 1 }, environmentProxy });
 const auth = { username: 'ci', password: 's3cret-pass' };
 
-describe('a private CA (ca.crt)', () => {
+describe('a private CA (ca.crt)', { timeout: 60_000 }, () => {
   it('is refused without the CA, with a message that says where the CA goes', async () => {
     expect(server.url.startsWith('https://')).toBe(true);
     const error = await failure(source().resolveRevision({ repo: repo.url, revision: 'main', auth }));
@@ -56,7 +56,7 @@ describe('a private CA (ca.crt)', () => {
   });
 });
 
-describe('a forward proxy', () => {
+describe('a forward proxy', { timeout: 60_000 }, () => {
   let proxy: ConnectProxy;
   let guarded: ConnectProxy;
   beforeAll(async () => {
@@ -139,7 +139,7 @@ describe('reading the Secrets', () => {
   });
 });
 
-describe("the operator's environment proxy (HTTPS_PROXY, NO_PROXY)", () => {
+describe("the operator's environment proxy (HTTPS_PROXY, NO_PROXY)", { timeout: 60_000 }, () => {
   let proxy: ConnectProxy;
   let other: ConnectProxy;
   beforeAll(async () => {
