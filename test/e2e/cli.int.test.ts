@@ -95,8 +95,9 @@ describe('syncline CLI', () => {
       expect(result.stdout).toMatch(/Exit codes:[\s\S]*diff: differences found/);
     });
 
-    it('every syncline command README.md and examples/README.md print names a real subcommand and flags it has', async () => {
-      const texts = await Promise.all(['README.md', 'examples/README.md'].map((file) => readFile(join(root, file), 'utf8')));
+    it('every syncline command README.md, examples/README.md and the guides in docs/ print names a real subcommand and flags it has', async () => {
+      const guides = ['docs/install.md', 'docs/upgrade.md', 'docs/uninstall.md', 'docs/troubleshooting.md'];
+      const texts = await Promise.all(['README.md', 'examples/README.md', ...guides].map((file) => readFile(join(root, file), 'utf8')));
       const commands = texts.flatMap((text) => [...text.matchAll(/(?<=^|`|\.\/pnpm exec )syncline ([a-z][^`\n]*)/gm)].map((m) => (m[1] ?? '').trim()));
       expect(commands.length).toBeGreaterThan(10);
       const helps = new Map<string, string>();
