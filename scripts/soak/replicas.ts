@@ -181,7 +181,7 @@ export class ReplicaSet {
     if (planned) incarnation.end = this.#stopping ? 'stopped' : 'killed';
     else incarnation.end = operator.logs.some((l) => l['msg'] === 'lost leadership; exiting') ? 'lostLeadership' : 'crashed';
     incarnation.lastErrors = operator.logs
-      .filter((l) => typeof l['level'] === 'number' && l['level'] >= 50)
+      .filter((l) => l['level'] === 'error' || l['level'] === 'fatal')
       .slice(-5)
       .map((l) => JSON.stringify(l).slice(0, 500));
     slot.process = undefined;
@@ -193,7 +193,7 @@ export class ReplicaSet {
     const leaderLines = operator.logs
       .filter((l) => /leader|lease/i.test(String(l['msg'])))
       .slice(-4)
-      .map((l) => `${new Date(Number(l['time'])).toISOString().slice(11, 23)} ${String(l['msg'])}${l['err'] === undefined ? '' : ` (${JSON.stringify(l['err']).slice(0, 120)})`}`);
+      .map((l) => `${String(l['time']).slice(11, 23)} ${String(l['msg'])}${l['err'] === undefined ? '' : ` (${JSON.stringify(l['err']).slice(0, 120)})`}`);
     this.#log(`replica ${slot.name} (pid ${incarnation.pid}) exited by itself with code ${String(code)} (${incarnation.end}); log ${logPath}; restarting it. Its last leader-election lines: ${leaderLines.join(' | ') || 'none'}`);
     await sleep(1_000);
     await this.start(slot.name).catch((error: unknown) => this.#log(`replica ${slot.name} could not be restarted: ${error instanceof Error ? error.message : String(error)}`));

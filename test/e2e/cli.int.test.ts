@@ -28,7 +28,7 @@ function syncline(args: readonly string[], options: { env?: NodeJS.ProcessEnv; f
   });
 }
 
-const SUBCOMMANDS = ['run', 'render', 'diff', 'status', 'clusters', 'reconcile', 'rollback', 'failover', 'failback'];
+const SUBCOMMANDS = ['run', 'render', 'diff', 'get', 'status', 'clusters', 'events', 'reconcile', 'suspend', 'resume', 'rollback', 'failover', 'failback', 'version', 'completion'];
 
 describe('syncline CLI', () => {
   let git: GitServer;
@@ -82,8 +82,9 @@ describe('syncline CLI', () => {
         expect(result.code).toBe(0);
         expect(result.stdout).toMatch(new RegExp(`^Usage: syncline ${command} `));
         expect(result.stdout).toContain('-h, --help');
-        if (command !== 'render') for (const kubeFlag of ['--context <name>', '--kubeconfig <file>']) expect(result.stdout).toContain(kubeFlag);
-        expect(result.stdout).toContain('-n, --namespace <ns>');
+        // render and completion read no cluster; render still takes the namespace templates see.
+        if (command !== 'render' && command !== 'completion') for (const kubeFlag of ['--context <name>', '--kubeconfig <file>']) expect(result.stdout).toContain(kubeFlag);
+        if (command !== 'completion') expect(result.stdout).toContain('-n, --namespace <ns>');
       }
     });
 
@@ -94,8 +95,9 @@ describe('syncline CLI', () => {
       expect(result.stdout).toMatch(/Exit codes:[\s\S]*diff: differences found/);
     });
 
-    it('every syncline command README.md and examples/README.md print names a real subcommand and flags it has', async () => {
-      const texts = await Promise.all(['README.md', 'examples/README.md'].map((file) => readFile(join(root, file), 'utf8')));
+    it('every syncline command README.md, examples/README.md and the guides in docs/ print names a real subcommand and flags it has', async () => {
+      const guides = ['docs/install.md', 'docs/upgrade.md', 'docs/uninstall.md', 'docs/troubleshooting.md'];
+      const texts = await Promise.all(['README.md', 'examples/README.md', ...guides].map((file) => readFile(join(root, file), 'utf8')));
       const commands = texts.flatMap((text) => [...text.matchAll(/(?<=^|`|\.\/pnpm exec )syncline ([a-z][^`\n]*)/gm)].map((m) => (m[1] ?? '').trim()));
       expect(commands.length).toBeGreaterThan(10);
       const helps = new Map<string, string>();

@@ -1,5 +1,5 @@
 // End to end, one operator for the file: ManifestSync copies an object that lives in the cluster into
-// other namespaces through the same apply engine as ConfigSync. Every case of the ConfigMapSync design
+// other namespaces through the same apply engine as ConfigSync. Every case docs/manifestsync.md lists
 // (copy, update, cascade or orphan on deletion, an externally modified copy) is one of these.
 import { randomBytes } from 'node:crypto';
 import { startOperator, type OperatorProcess } from '@syncline/test-support';

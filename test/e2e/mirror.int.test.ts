@@ -268,7 +268,7 @@ describe('label-driven mirroring', () => {
     expect(lines.find((l) => l.includes(a))).toMatch(/conflict\s+a Secret of that name exists and is not a replica/);
     expect(lines.find((l) => l.includes(b))).toMatch(/synced/);
     const metrics = await (await fetch(`http://${operator.probeAddress}/metrics`)).text();
-    expect(metrics).toMatch(new RegExp(`syncline_mirror_conflicts\\{kind="Secret",source="${src.name}/shared"\\} 1`));
+    expect(metrics).toMatch(new RegExp(`syncline_mirror_conflicts\\{kind="Secret",namespace="${src.name}",name="shared"\\} 1`));
     await remove('Secret', src.name, 'shared');
     await eventually(async () => ((await read('Secret', b, 'shared')) === undefined ? true : undefined), 'our replica deleted');
     expect(await read('Secret', a, 'shared')).toBeDefined();

@@ -285,7 +285,8 @@ describe('webhook receiver', () => {
    */
   function receiverTimes(repoName: string, firstLog: number): { arrivals: number[]; wakes: number[] } {
     const entries = operator.logs.slice(firstLog).filter((e) => typeof e['repo'] === 'string' && e['repo'].endsWith(`/${repoName}`));
-    const times = (msg: string): number[] => entries.filter((e) => e['msg'] === msg).map((e) => Number(e['time']));
+    // Log times are RFC 3339 with milliseconds.
+    const times = (msg: string): number[] => entries.filter((e) => e['msg'] === msg).map((e) => Date.parse(String(e['time'])));
     return { arrivals: times('webhook push'), wakes: times('webhook wake') };
   }
 

@@ -24,7 +24,7 @@ import {
 import { diffInventory, type Inventory } from './inventory.ts';
 import { planFieldTakeover, type FieldTakeover } from './takeover.ts';
 
-/** How to treat an object that exists and is not ours (names from the replicator design note). */
+/** How to treat an object that exists and is not ours (the names kubernetes-replicator users know). */
 export const Policy = {
   /** Create missing objects and update ours; an existing object that is not ours is reported, never touched. */
   Sync: 'Sync',

@@ -80,7 +80,7 @@ const writes = diff(writesAfter, writesBefore);
 const reads = diff(await readRequests(), readsBefore);
 const resolvesDuringSteady = git.requests('configs').infoRefs;
 
-// Targets (issue 16): 200 syncs: Ready ≤ 5 s, new commit ≤ 2 s; 1,000 syncs: ≤ 20 s and ≤ 10 s, CPU ≤ 10%.
+// Targets: 200 syncs: Ready ≤ 5 s, new commit ≤ 2 s; 1,000 syncs: ≤ 20 s and ≤ 10 s, CPU ≤ 10%.
 const large = SYNCS >= 1000;
 const readyTarget = large ? 20 : 5;
 const commitTarget = large ? 10 : 2;

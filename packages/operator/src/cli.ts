@@ -1,12 +1,15 @@
-// The `syncline` command line: every subcommand (run, render, diff, status, clusters, reconcile, rollback,
-// failover, failback) parsed by commander with kubectl's conventions: -h/--help, --version, -n/--namespace,
+// The `syncline` command line: every subcommand (run, render, diff, get, status, clusters, events, reconcile,
+// suspend, resume, rollback, failover, failback, version, completion) parsed by commander with kubectl's conventions: -h/--help, --version, -n/--namespace,
 // -A/--all-namespaces, --context, --kubeconfig (and KUBECONFIG=a:b merged), -o table|json|yaml, "No
 // resources found", errors as kubectl words them (no REST paths).
 //
 // Exit codes: 0 success; 1 error (a usage error, the API server refused, a wait that failed or timed out);
 // diff: 0 no differences, 1 differences, 2 error (as kubectl diff and flux diff).
-import { Command, CommanderError, Option } from 'commander';
+import { Argument, Command, CommanderError, Option } from 'commander';
 import type * as Commands from './cli/commands.ts';
+import type * as Verbs from './cli/verbs.ts';
+import type * as Kinds from './cli/kinds.ts';
+import { SHELLS, completionScript, type Shell } from './cli/completion.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DEFAULT_MIRROR_PREFIX } from './mirror/labels.ts';
@@ -38,6 +41,7 @@ export type RunOptions = {
   defaultServiceAccount?: string;
   allowInsecureHttp?: boolean;
   logLevel: string;
+  logFormat: 'json' | 'text';
   webhookAddr: string;
   webhookSecret?: string;
   webhookMaxBodyBytes: string;
@@ -58,6 +62,12 @@ export type ListFlags = KubeFlags & { allNamespaces?: boolean; output: 'table' |
 
 /** The subcommands' code, loaded when a command runs. */
 const commands = (): Promise<typeof Commands> => import('./cli/commands.ts');
+const verbs = (): Promise<typeof Verbs> => import('./cli/verbs.ts');
+const kinds = (): Promise<typeof Kinds> => import('./cli/kinds.ts');
+
+/** The verbs that take a kind first (`get KIND`, `suspend KIND NAME`, …), for help and completion. */
+const KIND_VERBS = ['get', 'suspend', 'resume', 'reconcile', 'events'];
+const KIND_HELP = 'configsyncs (csync), manifestsyncs (msync), namespacereplications (nsrepl), remoteclusters (rcluster)';
 
 const EXIT_CODES = `
 Exit codes:
@@ -105,12 +115,15 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
       .command('diff')
       .description('show what a sync of a ConfigSync would change: a unified YAML diff of live vs desired per object (Secret values masked)')
       .argument('<name>', 'the ConfigSync')
+      .option('--path <dir>', "a local checkout of the ConfigSync's repository (its root): diff its working tree, uncommitted edits included, instead of the revision in Git")
       .option('--allow-insecure-http', 'accept an http:// repository (tests and demos only)'),
-  ).action(async (name: string, flags: KubeFlags & { allowInsecureHttp?: boolean }) => {
+  ).action(async (name: string, flags: KubeFlags & { allowInsecureHttp?: boolean; path?: string }) => {
     const c = await commands();
     const kube = await c.connect(flags, context.env);
-    code = await c.diffCommand({ ...kube, name, out, err, allowInsecureHttp: flags.allowInsecureHttp === true });
+    code = await c.diffCommand({ ...kube, name, out, err, allowInsecureHttp: flags.allowInsecureHttp === true, localPath: flags.path, env: context.env });
   });
+
+  addKindVerbs(program, context, { out, err }, (c) => (code = c));
 
   listFlags(
     kubeFlags(
@@ -138,14 +151,18 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
   kubeFlags(
     program
       .command('reconcile')
-      .description('request an immediate sync of a ConfigSync; with --wait, wait for it and print the applied revision')
-      .argument('<name>', 'the ConfigSync')
-      .option('--wait', 'wait until the operator handled the request')
+      .description('request an immediate reconcile: `reconcile NAME` (a ConfigSync) or `reconcile KIND NAME`; with --wait (ConfigSync), wait for it and print the applied revision')
+      .argument('<kind-or-name>', `a ConfigSync's name, or the kind: ${KIND_HELP}`)
+      .argument('[name]', 'the object, when a kind is given')
+      .option('--wait', 'wait until the operator handled the request (ConfigSync only)')
       .option('--timeout <duration>', 'how long --wait waits, e.g. 30s, 2m', '2m'),
-  ).action(async (name: string, flags: KubeFlags & { wait?: boolean; timeout: string }) => {
+  ).action(async (first: string, second: string | undefined, flags: KubeFlags & { wait?: boolean; timeout: string }) => {
+    const { info, name } = (await kinds()).kindAndName(first, second);
     const c = await commands();
     const kube = await c.connect(flags, context.env);
-    code = await c.reconcileCommand(kube, name, flags, out, err);
+    if (info.kind === 'ConfigSync') code = await c.reconcileCommand(kube, name, flags, out, err);
+    else if (flags.wait === true) throw new Error(`--wait is for ConfigSyncs only: a ${info.kind} does not record the requests it handled; watch it with: syncline get ${info.plural} ${name} -w`);
+    else code = await (await verbs()).requestReconcile(kube, info, name, out);
   });
 
   kubeFlags(
@@ -179,6 +196,8 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
     });
   }
 
+  addVersionAndCompletion(program, context, { out, err }, (c) => (code = c));
+
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return code;
@@ -206,8 +225,92 @@ function kubeFlags(command: Command): Command {
     .option('--kubeconfig <file>', 'the kubeconfig file (default: $KUBECONFIG, several files merged as kubectl does, then ~/.kube/config, then in-cluster)');
 }
 
-function listFlags(command: Command): Command {
-  return command.option('-A, --all-namespaces', 'list across all namespaces').addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json', 'yaml']).default('table'));
+function listFlags(command: Command, formats: readonly string[] = ['table', 'json', 'yaml']): Command {
+  return command.option('-A, --all-namespaces', 'list across all namespaces').addOption(new Option('-o, --output <format>', 'output format').choices(formats).default('table'));
+}
+
+function addKindVerbs(program: Command, context: CliContext, io: { out: Out; err: Out }, done: (code: number) => void): void {
+  listFlags(
+    kubeFlags(
+      program
+        .command('get')
+        .description(`list or show Syncline objects of a kind, with kubectl's columns (${KIND_HELP})`)
+        .argument('<kind>', 'the kind (plural, singular or short name)')
+        .argument('[name]', 'one object')
+        .option('-l, --selector <selector>', 'label selector, e.g. team=a,tier!=db')
+        .option('-w, --watch', 'after listing, print each change until interrupted')
+        .option('--no-headers', 'leave out the header row'),
+    ),
+    ['table', 'wide', 'json', 'yaml', 'name'],
+  ).action(async (kind: string, name: string | undefined, flags: Omit<ListFlags, 'output'> & { output: Verbs.GetFlags['output']; selector?: string; watch?: boolean; headers?: boolean }) => {
+    const info = (await kinds()).resolveKind(kind);
+    const kube = await (await commands()).connect(flags, context.env);
+    done(await (await verbs()).getCommand(kube, info, name, { output: flags.output, selector: flags.selector, watch: flags.watch, noHeaders: flags.headers === false }, io));
+  });
+
+  for (const verb of ['suspend', 'resume'] as const) {
+    kubeFlags(
+      program
+        .command(verb)
+        .description(verb === 'suspend' ? 'suspend an object (spec.suspend: true): no fetch, apply, prune or copy until resumed; what it applied stays' : 'resume a suspended object (spec.suspend: false); it reconciles at once')
+        .argument('<kind>', 'configsyncs (csync), manifestsyncs (msync), namespacereplications (nsrepl)')
+        .argument('<name>', 'the object'),
+    ).action(async (kind: string, name: string, flags: KubeFlags) => {
+      const info = (await kinds()).resolveKind(kind);
+      const kube = await (await commands()).connect(flags, context.env);
+      done(await (await verbs()).suspendCommand(kube, info, name, verb === 'suspend', io.out));
+    });
+  }
+
+  listFlags(
+    kubeFlags(
+      program
+        .command('events')
+        .description("an object's Events, oldest first: `events NAME` (a ConfigSync) or `events KIND NAME`")
+        .argument('<kind-or-name>', `a ConfigSync's name, or the kind: ${KIND_HELP}`)
+        .argument('[name]', 'the object, when a kind is given'),
+    ),
+  ).action(async (first: string, second: string | undefined, flags: ListFlags) => {
+    const { info, name } = (await kinds()).kindAndName(first, second);
+    const kube = await (await commands()).connect(flags, context.env);
+    done(await (await verbs()).eventsCommand(kube, info, name, { output: flags.output }, io));
+  });
+}
+
+function addVersionAndCompletion(program: Command, context: CliContext, io: { out: Out; err: Out }, done: (code: number) => void): void {
+  kubeFlags(
+    program
+      .command('version')
+      .description("the client's version and the operator's (its Deployments, found by the chart's labels; in every namespace unless -n is given)")
+      .option('--client', 'the client only: read no cluster')
+      .addOption(new Option('-o, --output <format>', 'output format').choices(['json', 'yaml'])),
+  ).action(async (flags: KubeFlags & { client?: boolean; output?: 'json' | 'yaml' }) => {
+    const v = await verbs();
+    let target: Verbs.Target | undefined;
+    if (flags.client !== true) {
+      try {
+        target = await (await commands()).connect({ ...flags, allNamespaces: flags.namespace === undefined }, context.env);
+      } catch (error) {
+        io.err(`${formatError(error)}\n`);
+      }
+    }
+    done(await v.versionCommand(versionText(), target, { output: flags.output }, io.out));
+  });
+
+  program
+    .command('completion')
+    .description('print a shell completion script: source <(syncline completion bash), source <(syncline completion zsh), syncline completion fish | source')
+    .addArgument(new Argument('<shell>', 'the shell').choices(SHELLS))
+    .action(async (shell: Shell) => {
+      const { KINDS } = await kinds();
+      const specs = program.commands.map((c) => ({
+        name: c.name(),
+        description: c.description(),
+        flags: c.options.flatMap((o) => [o.long, o.short].filter((f): f is string => f !== undefined)),
+      }));
+      io.out(completionScript(shell, { commands: specs, kinds: KINDS.flatMap((k) => [k.plural, ...k.names.filter((n) => n !== k.plural && n !== k.kind.toLowerCase())]), kindVerbs: KIND_VERBS }));
+      done(0);
+    });
 }
 
 function addRunCommand(program: Command, context: CliContext, done: (code: number) => void): void {
@@ -242,6 +345,7 @@ function addRunCommand(program: Command, context: CliContext, done: (code: numbe
     .option('--default-service-account <name>', 'apply as this ServiceAccount when a sync names none')
     .option('--allow-insecure-http', 'accept http:// repositories (tests and demos only)')
     .option('--log-level <level>', 'debug, info, warn, error', 'info')
+    .addOption(new Option('--log-format <format>', 'json: one JSON object a line (string level, RFC 3339 time); text: one human-readable line').choices(['json', 'text']).default('json'))
     .option(
       '--webhook-addr <host:port>',
       'Git push webhook receiver ("off" disables): POST /hooks/github (X-Hub-Signature-256), /hooks/gitlab (X-Gitlab-Token), /hooks/gitea (X-Gitea-Signature; also /hooks/forgejo), /hooks/bitbucket (X-Hub-Signature: sha256=), /hooks/generic {"repo": URL, "ref": "refs/heads/main"} (X-Syncline-Signature: sha256=HMAC-SHA256(body), X-Syncline-Delivery: ID)',

@@ -3,11 +3,10 @@
 // and hands them to the command. Nothing deeper reads process.env.
 import { parseShard, shardLeaseName, shardedWaker } from './shard.ts';
 import { TemplateCache } from '@syncline/render';
-import { createGitSource } from '@syncline/source-git';
+import { createGitSource, proxyFromEnvironment } from '@syncline/source-git';
 import { hostname, homedir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
-import { pino } from 'pino';
 import { runCli, type RunOptions } from './cli.ts';
 import { createEventRecorder } from './kube/events.ts';
 import { connectKubeconfig } from './kube/connection.ts';
@@ -19,6 +18,7 @@ import { startMirrorController } from './mirror/controller.ts';
 import { StalePolicy, mirrorKeys, parseMirrorSourceNamespaces } from './mirror/index.ts';
 import { DEFAULT_INTERVAL_BOUNDS } from './reconcile/configsync.ts';
 import { parseDuration } from './reconcile/duration.ts';
+import { createLogger } from './logging.ts';
 import { createMetrics } from './metrics.ts';
 import { startProbeServer } from './server.ts';
 import { trustedNamespaces } from './tenancy.ts';
@@ -34,12 +34,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
 export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Promise<number> {
   boundHeap(env);
   const shard = parseShard(flags.shard);
-  const logger = pino({
-    level: flags.logLevel,
-    base: { pid: process.pid, shard: shard ?? 'default' },
-    // Belt and braces: no credential-shaped field ever reaches a log line.
-    redact: { paths: ['*.password', '*.token', '*.bearerToken', '*.authorization', '*.data', 'auth'], censor: '[redacted]' },
-  });
+  const logger = createLogger({ level: flags.logLevel, format: flags.logFormat, base: { pid: process.pid, shard: shard ?? 'default' } });
   const connection = await connectKubeconfig(loadKubeConfig({ kubeconfig: flags.kubeconfig, context: flags.context, env }));
   const rest = await createKubeRest(connection, { userAgent: 'syncline-operator' });
   const clock = { now: () => new Date() };
@@ -50,6 +45,8 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     cacheDir: flags.cacheDir ?? join(env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'syncline', 'snapshots'),
     cacheMaxBytes: flags.cacheMaxBytes !== undefined ? Number(flags.cacheMaxBytes) : undefined,
     allowInsecureHttp: flags.allowInsecureHttp === true,
+    // HTTPS_PROXY/NO_PROXY of the pod (chart: operator.extraEnv); a ConfigSync's proxySecretRef wins.
+    environmentProxy: proxyFromEnvironment(env),
     onFetch: (event) => metrics.gitCacheHits.inc({ outcome: event.cached ? 'hit' : 'miss' }),
     // One line per closing of a host's gate (not per waiting request): every sync of that host waits it out.
     onRateLimited: (event) => logger.warn({ host: event.host, status: event.status, waitMs: event.waitMs }, 'the Git host rate-limited us; every request to it waits'),

@@ -19,6 +19,9 @@ import type { TargetNoop } from './reconcile/target.ts';
 import { MANIFESTSYNC_KEY_PREFIX, createManifestSyncReconciler } from './reconcile/manifestsync.ts';
 import { inShard, otherShardsSelector, shardSelector } from './shard.ts';
 import { allowedWrite } from './tenancy.ts';
+import { ResourceKind, objectLabels } from './metrics.ts';
+
+const LEFT_KIND = { configsync: ResourceKind.ConfigSync, manifestsync: ResourceKind.ManifestSync, namespacereplication: ResourceKind.NamespaceReplication } as const;
 
 /** Logged when a sync leaves this operator's view: deleted, or relabelled to another shard (see shard.ts). */
 export const LEFT_SHARD_MESSAGE = 'left this shard (deleted, or relabelled to another shard); forgotten, nothing pruned';
@@ -74,7 +77,11 @@ export function startManager(options: ManagerOptions): Manager {
   // The sync kinds are watched through the shard's label selector: the others' syncs never reach this cache.
   const shardLabelSelector = shardSelector(options.shard);
   /** A sync left this shard's view: deleted, or relabelled to another shard. Forgotten, never finalized here. */
-  const leftShard = (kind: string, key: string): void => logger.info({ [kind]: key }, LEFT_SHARD_MESSAGE);
+  const leftShard = (kind: 'configsync' | 'manifestsync' | 'namespacereplication', key: string): void => {
+    logger.info({ [kind]: key }, LEFT_SHARD_MESSAGE);
+    const { namespace, name } = objectLabels(key);
+    void metrics.forgetObject(LEFT_KIND[kind], namespace, name);
+  };
   const collection = (group: string, version: string, plural: string): string =>
     `${group === '' ? '/api' : `/apis/${group}`}/${version}${ns !== undefined ? `/namespaces/${ns}` : ''}/${plural}`;
 
@@ -84,6 +91,7 @@ export function startManager(options: ManagerOptions): Manager {
     const namespace = object.metadata.namespace ?? 'default';
     index(objectKey(object), remove ? [] : [
       ...(object.spec.source.git.secretRef !== undefined ? [`${namespace}/Secret/${object.spec.source.git.secretRef.name}`] : []),
+      ...(object.spec.source.git.proxySecretRef !== undefined ? [`${namespace}/Secret/${object.spec.source.git.proxySecretRef.name}`] : []),
       ...(object.spec.valuesFrom ?? []).map((v) => `${namespace}/${v.kind}/${v.name}`),
     ]);
   };
@@ -518,6 +526,19 @@ export function startManager(options: ManagerOptions): Manager {
     for (const object of namespaceReplications.list()) queue.add(replicationKey(object));
   };
 
+  // syncline_resource_info: reported by the replica that leads (one series per object across replicas), from
+  // the caches at each scrape; RemoteClusters by the shard that probes them.
+  const untrackResources = metrics.trackResources(() =>
+    leader
+      ? [
+          { kind: ResourceKind.ConfigSync, objects: configSyncs.list() },
+          { kind: ResourceKind.ManifestSync, objects: manifestSyncs.list() },
+          { kind: ResourceKind.NamespaceReplication, objects: namespaceReplications.list() },
+          { kind: ResourceKind.RemoteCluster, objects: (remoteClusters.list() as unknown as RemoteCluster[]).filter(probedHere) },
+        ]
+      : [],
+  );
+
   for (const informer of [configSyncs, otherShards, ...secretInformers.values(), configMaps, manifestSyncs, namespaces, remoteClusters, namespaceReplications]) informer.start();
   if (options.leaderElection === undefined) {
     startWork();
@@ -566,6 +587,7 @@ export function startManager(options: ManagerOptions): Manager {
     inOtherShard: (key) => otherShards.get(key) !== undefined,
     async stop() {
       clearInterval(resync);
+      untrackResources();
       abort.abort();
       await queue.shutdown();
       await drWatches.stop();

@@ -1,5 +1,5 @@
 // Secret and ConfigMap data the API server would refuse fail at render time, at the key's line, and the error
-// never shows the value (issue 15).
+// never shows the value.
 import { describe, expect, it } from 'vitest';
 import { base64Problem, dataKeyProblem } from './data-fields.ts';
 import { RenderErrorReason } from './errors.ts';

@@ -1,5 +1,5 @@
 // Secret and ConfigMap data as the API server will decode it, checked at render time so that a bad value fails
-// with file and line instead of an API error that names no file (issue 15).
+// with file and line instead of an API error that names no file.
 //
 // Kubernetes reads `Secret.data` and `ConfigMap.binaryData` as Go `[]byte`, which encoding/json decodes with
 // `base64.StdEncoding`: the standard alphabet (`+`, `/`), `=` padding to a multiple of 4 characters, and CR

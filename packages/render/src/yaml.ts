@@ -1,5 +1,5 @@
-// YAML in and out. Parsing is the render hot path (DESIGN.md: js-yaml `load` is ~11x faster than
-// `yaml.parse`), so documents are parsed with js-yaml, and only when that fails is the text parsed again with
+// YAML in and out. Parsing is the render hot path (js-yaml's `load` is about 11x faster than `yaml.parse`
+// on manifests), so documents are parsed with js-yaml, and only when that fails is the text parsed again with
 // the `yaml` package, whose positions and messages are precise.
 //
 // Template output is parsed in "slot" form: every `{{value}}` interpolation was written as a placeholder

@@ -3,7 +3,7 @@
 // snapshot, re-resolving an unchanged revision, and 100 concurrent callers of one new SHA.
 // The fetch runs in a child process so its peak RSS (its own VmHWM) is the fetch's alone; the child loads
 // source-git only (the test Git server's code is the parent's, imported below the child's branch).
-// Then 60,000 tiny files (issue 15): the fetch's peak RSS, and what reading them all keeps in buffers.
+// Then 60,000 tiny files: the fetch's peak RSS, and what reading them all keeps in buffers.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -176,7 +176,7 @@ try {
   console.log(`100 concurrent callers of new SHA: ${fmt(herdMs)}, fetches (upload-pack POSTs)=${herdCounts.uploadPack}`);
   console.log(
     `60,000 tiny files: fetch ${fmt(tiny.fetchMs)}, peak RSS ${tiny.fetchRssMb.toFixed(0)} MB (process at start ${tiny.startRssMb.toFixed(0)} MB; ` +
-      `was 562 MB before issue 15), target <= ${(tiny.startRssMb + 200).toFixed(0)} MB (start + 200)`,
+      `was 562 MB before files got buffers of their own), target <= ${(tiny.startRssMb + 200).toFixed(0)} MB (start + 200)`,
   );
   console.log(
     `60,000 tiny files: readPath all (${tiny.readAllFiles} files, ${(tiny.readAllBytes / MB).toFixed(1)} MB) in ${fmt(tiny.readAllMs)}: ` +

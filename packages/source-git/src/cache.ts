@@ -30,7 +30,7 @@ export interface SnapshotMeta {
   format?: number;
 }
 
-/** 2: the pack was verified (trailer, object count, reachability) before it was cached (issue 15). */
+/** 2: the pack was verified (trailer, object count, reachability) before it was cached (format 1 entries may hold a pack cut short, so they are fetched again). */
 export const snapshotFormat = 2;
 
 const metaFile = 'snapshot.json';

@@ -1,5 +1,6 @@
 // Errors of source-git. Every error that leaves the package is a GitSourceError whose message has been
-// through `redact`: no credential, token or file content ever appears in it (shared/STYLE.md house rules).
+// through `redact`: no credential, token or file content ever appears in it (users paste errors into tickets,
+// and conditions and events are readable by anyone who can read the object).
 
 export const GitSourceErrorCode = {
   /** The repo URL is not https (or otherwise unusable). Stalling: fix the spec. */
@@ -14,6 +15,8 @@ export const GitSourceErrorCode = {
   RepoNotFound: 'RepoNotFound',
   /** 401/403. Stalling until the Secret changes. */
   AuthFailed: 'AuthFailed',
+  /** The server's TLS certificate does not verify (unknown CA, wrong name, expired). Transient: a server's renewed certificate fixes it too. */
+  UntrustedCertificate: 'UntrustedCertificate',
   /** DNS, connection refused, reset. Transient. */
   Unreachable: 'Unreachable',
   /** The server was too slow or hung. Transient. */
@@ -40,6 +43,7 @@ const transientCodes: ReadonlySet<GitSourceErrorCode> = new Set([
   GitSourceErrorCode.Timeout,
   GitSourceErrorCode.ServerError,
   GitSourceErrorCode.SnapshotUnavailable,
+  GitSourceErrorCode.UntrustedCertificate,
 ]);
 
 export class GitSourceError extends Error {

@@ -1,5 +1,5 @@
 // V8's collector on demand, for the few places where a fetch leaves a pack's worth of short-lived buffers that
-// V8 would otherwise let pile up (it waits for some 64 MiB of them before collecting: issue 16).
+// V8 would otherwise let pile up (it waits for some 64 MiB of them before collecting; see bench source-git).
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 

@@ -1,11 +1,13 @@
-// The HTTP edge: an injected transport (default: Node's fetch, never following redirects by itself) wrapped
+// The HTTP edge: an injected transport (default: Node's http/https, never following redirects by itself) wrapped
 // so that credentials go only to the origin they were given for, redirects are followed by us (at most 5,
 // https only), every response body counts against a byte budget, a silent server times out, and an
 // idempotent request that meets a transient failure (429/5xx, reset, timeout) is retried on its own with
-// backoff: a server that fails one request in three must not fail every sync (issue 15), so no request's
+// backoff: a server that fails one request in three must not fail every sync, so no request's
 // fate may depend on the outcome of the others in its operation. A host that rate-limits (429 or 503 with
 // Retry-After) limits the client, not one request: its gate (HostGates, one per GitSource) then holds every
-// request to that scheme://host:port until the time it named, capped like any retry wait (issue 16).
+// request to that scheme://host:port until the time it named, capped like any retry wait. A private CA and a
+// forward proxy (HTTP CONNECT) are per request: they come from the ConfigSync, not the process.
+import type { Duplex } from 'node:stream';
 import { GitSourceError, GitSourceErrorCode } from './errors.ts';
 
 export interface HttpRequest {
@@ -14,6 +16,16 @@ export interface HttpRequest {
   headers: Record<string, string>;
   body: Uint8Array | undefined;
   signal: AbortSignal;
+  /** PEM certificates trusted for https besides the system's roots (a private CA). */
+  ca?: string | undefined;
+  /** Go through this forward proxy: an HTTP CONNECT tunnel to the server, TLS inside it. */
+  proxy?: HttpProxy | undefined;
+}
+
+/** A forward proxy: `http://host:port` (or https://), with its Proxy-Authorization value if it wants one. */
+export interface HttpProxy {
+  url: string;
+  authorization?: string | undefined;
 }
 
 export interface HttpResponse {
@@ -31,6 +43,7 @@ export interface HttpTransport {
 /** Node's built-in fetch (undici), for callers that want it; the default is nodeHttpTransport. */
 export const fetchTransport: HttpTransport = {
   async request(req) {
+    if (req.ca !== undefined || req.proxy !== undefined) throw new Error('the fetch transport supports neither a private CA nor a proxy; use the default transport');
     const res = await fetch(req.url, {
       method: req.method,
       headers: req.headers,
@@ -54,15 +67,21 @@ export const fetchTransport: HttpTransport = {
 /**
  * The default transport: Node's http/https modules. Their HTTP parser is native; fetch's (undici) is llhttp
  * compiled to WebAssembly, and V8's optimizing tier-up of it during a pack's download mallocs some 25 MB
- * that glibc keeps: a third of a 50 MB repo's fetch peak (issue 16, bench source-git). No decompression is
+ * that glibc keeps: a third of a 50 MB repo's fetch peak (bench source-git). No decompression is
  * asked for (Git responses are packs), and nothing is followed: redirects are ours to follow.
  */
 export const nodeHttpTransport: HttpTransport = {
   async request(req) {
     const url = new URL(req.url);
-    const { request } = url.protocol === 'https:' ? await import('node:https') : await import('node:http');
+    const https = url.protocol === 'https:';
+    const { request } = https ? await import('node:https') : await import('node:http');
+    // A private CA is trusted beside the system's roots (as Git and go-git do with a CA bundle), not instead.
+    const ca = req.ca === undefined || !https ? undefined : [...(await import('node:tls')).rootCertificates, req.ca];
+    const tunnel = req.proxy === undefined ? undefined : await openTunnel(req.proxy, url, req.signal);
+    const connection = tunnel === undefined ? undefined : https ? await startTls(tunnel, url, ca) : tunnel;
     return new Promise<HttpResponse>((resolve, reject) => {
-      const outgoing = request(url, { method: req.method, headers: req.headers, signal: req.signal }, (res) => {
+      const options = { method: req.method, headers: req.headers, signal: req.signal, ...(ca === undefined ? {} : { ca }), ...(connection === undefined ? {} : { createConnection: () => connection }) };
+      const outgoing = request(url, options, (res) => {
         const headers: Record<string, string> = {};
         for (const [key, value] of Object.entries(res.headers)) {
           if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(', ') : value;
@@ -74,6 +93,53 @@ export const nodeHttpTransport: HttpTransport = {
     });
   },
 };
+
+/** Asks the proxy for a tunnel to the server (HTTP CONNECT) and resolves with its socket once it answers 200. */
+async function openTunnel(proxy: HttpProxy, target: URL, signal: AbortSignal): Promise<Duplex> {
+  const proxyUrl = new URL(proxy.url);
+  const { request } = proxyUrl.protocol === 'https:' ? await import('node:https') : await import('node:http');
+  const authority = `${target.hostname}:${target.port !== '' ? target.port : target.protocol === 'https:' ? '443' : '80'}`;
+  return new Promise<Duplex>((resolve, reject) => {
+    const connect = request({
+      host: proxyUrl.hostname.replace(/^\[|\]$/g, ''),
+      port: proxyUrl.port !== '' ? Number(proxyUrl.port) : proxyUrl.protocol === 'https:' ? 443 : 80,
+      method: 'CONNECT',
+      path: authority,
+      headers: { host: authority, ...(proxy.authorization === undefined ? {} : { 'proxy-authorization': proxy.authorization }) },
+      agent: false,
+      signal,
+    });
+    connect.once('connect', (res, socket) => {
+      if (res.statusCode === 200) return resolve(socket);
+      socket.destroy();
+      reject(new ProxyRefusedError(res.statusCode ?? 0));
+    });
+    connect.once('error', reject);
+    connect.end();
+  });
+}
+
+/** TLS to the server inside a proxy's tunnel, verified as a direct connection would be (the name, the CA). */
+async function startTls(socket: Duplex, target: URL, ca: string[] | undefined): Promise<Duplex> {
+  const { connect } = await import('node:tls');
+  const { isIP } = await import('node:net');
+  const host = target.hostname.replace(/^\[|\]$/g, '');
+  return new Promise<Duplex>((resolve, reject) => {
+    const tls = connect({ socket, host, ...(isIP(host) === 0 ? { servername: host } : {}), ...(ca === undefined ? {} : { ca }), ALPNProtocols: ['http/1.1'] });
+    tls.once('secureConnect', () => resolve(tls));
+    tls.once('error', reject);
+  });
+}
+
+/** The proxy answered the CONNECT with something else than 200 (407: it wants credentials). */
+export class ProxyRefusedError extends Error {
+  readonly statusCode: number;
+  constructor(statusCode: number) {
+    super(`the proxy refused the tunnel (HTTP ${statusCode}${statusCode === 407 ? ': proxy authentication required' : ''})`);
+    this.name = 'ProxyRefusedError';
+    this.statusCode = statusCode;
+  }
+}
 
 /** How one request is retried. Every request source-git sends is idempotent (GET info/refs, POST upload-pack). */
 export interface RetryPolicy {
@@ -190,6 +256,10 @@ export interface SessionOptions extends TransportLimits {
   allowInsecureHttp: boolean;
   /** The GitSource's per-host rate-limit gates. */
   gates: HostGates;
+  /** PEM certificates trusted besides the system's roots, for every request of the session. */
+  ca?: string | undefined;
+  /** The forward proxy every request of the session goes through. */
+  proxy?: HttpProxy | undefined;
 }
 
 /** What every transport (smart HTTP, SSH) of one operation is bounded and told by. */
@@ -337,7 +407,7 @@ export function createHttpSession(opts: SessionOptions): HttpSession {
       if (opts.authorization !== undefined && target.origin === opts.origin) headers['Authorization'] = opts.authorization;
       await passGate(target.origin);
       const res = await withIdleTimeout(
-        () => opts.transport.request({ url: target.href, method: req.method, headers, body: req.body, signal: tries.signal }),
+        () => opts.transport.request({ url: target.href, method: req.method, headers, body: req.body, signal: tries.signal, ca: opts.ca, proxy: opts.proxy }),
         tries,
       );
       const location = res.headers['location'];

@@ -1,9 +1,8 @@
 // Runs indexAndVerify in a worker thread: indexing tens of thousands of objects allocates (and leaves for the
-// collector) far more than it keeps, and DESIGN.md asks to keep a fetch's peak off the operator's long-lived
-// heap. The worker's heap is gone when it exits; its young generation is kept small so garbage does not pile
+// collector) far more than it keeps, and a fetch's peak belongs off the operator's long-lived heap. The worker's heap is gone when it exits; its young generation is kept small so garbage does not pile
 // up before a scavenge, and it runs a full collection after every few MiB it inflates (index-pack.ts). The
 // network stays on the main thread (the transport is injected and cannot move).
-// The worker runs these modules as JavaScript the main thread has already stripped of types (issue 16):
+// The worker runs these modules as JavaScript the main thread has already stripped of types:
 // loading .ts in the worker made Node instantiate its TypeScript stripper there too, ~30 MB of the fetch's peak.
 import { readFileSync } from 'node:fs';
 import * as nodeModule from 'node:module';
@@ -28,7 +27,7 @@ export function indexInWorker(job: IndexJob, signal: AbortSignal): Promise<Index
     const worker = new Worker(workerEntry(), {
       workerData: { syncline: 'index-pack', job },
       // 2 MiB rather than 8: the indexer's garbage is short-lived and the worker scavenges often anyway; the
-      // smaller young generation took ~6 MB off a 50 MB repo's fetch peak (issue 16, bench source-git).
+      // smaller young generation took ~6 MB off a 50 MB repo's fetch peak (bench source-git).
       resourceLimits: { maxYoungGenerationSizeMb: 2 },
       stdout: false,
       stderr: false,

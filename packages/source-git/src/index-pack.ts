@@ -1,6 +1,6 @@
 // Indexes and verifies a fetched pack before it may enter the snapshot cache. isomorphic-git stopped silently
 // at the end of a stream, so a pack cut short at a pkt-line boundary was indexed as far as it went, cached,
-// and then every read of the commit failed "missing from the snapshot" without a refetch (issue 15). Here:
+// and then every read of the commit failed "missing from the snapshot" without a refetch (pack-integrity.test.ts). Here:
 // the trailer must be the SHA-1 of the bytes before it, the header's object count must be the number of
 // objects that parse and they must end exactly at the trailer, every object must inflate to its stated size
 // (and its id is computed from its content), every delta must find its base, and `verifyReachable` then walks
@@ -41,7 +41,7 @@ export interface IndexPackOptions {
   onTooLarge: (size: number) => Error;
   /**
    * Runs the garbage collector. Every object inflated is garbage a moment later, and V8 lets tens of MiB of such
-   * buffers pile up before it collects them (issue 16: most of a fetch's peak); given this, the indexer has
+   * buffers pile up before it collects them (most of a fetch's peak, bench source-git); given this, the indexer has
    * them collected after every 4 MiB it inflates. Only the index worker passes it: its heap is small, so a full
    * collection takes a few milliseconds (in all ~8% of the 50 MB bench's fetch time, for ~30 MB less peak).
    */
@@ -53,7 +53,7 @@ const headerMaxBytes = 32;
 
 /**
  * Reads the pack file through one window of at least 1 MiB, never past `limit` (the trailer). The window's
- * memory is reused as it moves (a new one per MiB was a pack's worth of garbage, issue 16), so a view is valid
+ * memory is reused as it moves (a new one per MiB was a pack's worth of garbage), so a view is valid
  * only until the next call.
  */
 class FileWindow {

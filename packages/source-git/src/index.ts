@@ -1,10 +1,12 @@
 // Public entry point of @syncline/source-git: every export is named here.
-export { createGitSource, authFromSecretData, defaultLimits } from './source.ts';
+export { createGitSource, authFromSecretData, gitAccessFromSecretData, proxyFromSecretData, defaultLimits } from './source.ts';
 export type {
   GitSource,
   GitSourceOptions,
   GitSourceLimits,
   GitAuth,
+  GitConnection,
+  GitProxy,
   Clock,
   ResolveRequest,
   FetchRequest,
@@ -12,6 +14,8 @@ export type {
   SnapshotFile,
 } from './source.ts';
 export { GitSourceError, GitSourceErrorCode } from './errors.ts';
+export { proxyFromEnvironment } from './proxy-env.ts';
+export type { EnvironmentProxy } from './proxy-env.ts';
 export { fetchTransport, nodeHttpTransport } from './http.ts';
 export type { HttpTransport, HttpRequest, HttpResponse, RateLimitEvent } from './http.ts';
 export { parseRequestPath } from './paths.ts';

@@ -1,4 +1,4 @@
-// Issue 15, point 3: a snapshot's files cost memory in proportion to their bytes. zlib's output used to be a
+// A snapshot's files cost memory in proportion to their bytes. zlib's output used to be a
 // view of a 16–64 KiB chunk, so each tiny file pinned the whole chunk (20,000 files ≈ 800 MiB). Measured
 // deterministically by retained size: the ArrayBuffer behind each returned content.
 import { mkdtemp, rm } from 'node:fs/promises';

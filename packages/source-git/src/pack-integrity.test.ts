@@ -1,4 +1,4 @@
-// Issue 15, point 1: a pack that ends early (cleanly, at a pkt-line boundary) or is damaged must never enter
+// A pack that ends early (cleanly, at a pkt-line boundary) or is damaged must never enter
 // the snapshot cache; the fetch fails retryable, and the next fetch from a healthy server succeeds. And a
 // cached snapshot found inconsistent later is dropped, so retrying really fetches again.
 import { spawnSync } from 'node:child_process';

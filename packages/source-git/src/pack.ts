@@ -1,6 +1,5 @@
 // Reads objects out of a packfile + its v2 index with Node's native zlib. isomorphic-git's own reader inflates
-// with pure-JS pako and, per DESIGN.md's measurements, reading 5,000 blobs that way costs more than the
-// fetch; a pack from a depth-1 fetch is self-contained (no thin-pack bases), so this small reader suffices.
+// with pure-JS pako, and reading 5,000 blobs that way costs more than the fetch; a pack from a depth-1 fetch is self-contained (no thin-pack bases), so this small reader suffices.
 // The entry decoding is shared with the indexer (index-pack.ts), which walks a freshly fetched pack.
 import type { FileHandle } from 'node:fs/promises';
 import { readSync } from 'node:fs';
@@ -80,8 +79,8 @@ export function parseEntryHeader(raw: Buffer, offset: number): EntryHeader {
 
 /**
  * Inflates one zlib stream of `size` bytes into a buffer of its own. zlib's output is a view of a 16 KiB
- * chunk (and small Buffers come from a shared pool): kept as is, every tiny file would pin 16 KiB (issue 15:
- * 20,000 small files cost ~800 MiB), so anything not already exactly its own allocation is copied out.
+ * chunk (and small Buffers come from a shared pool): kept as is, every tiny file would pin 16 KiB (20,000
+ * small files cost ~800 MiB; memory.test.ts), so anything not already exactly its own allocation is copied out.
  * Returns the bytes of `input` the stream used, which tells the indexer where the next object starts.
  */
 export function inflateExact(input: Buffer, size: number): { data: Buffer; consumed: number } {
@@ -149,7 +148,7 @@ export class PackObjects {
   /**
    * Recently used objects by offset, least recent first. Sized by bytes, not entries: a config repo's
    * blobs are small and deltified in long chains, and a cache that cannot hold them all re-reads whole chains
-   * per file (issue 15: reading 20,000 such files took over a minute).
+   * per file (reading 20,000 such files took over a minute that way).
    */
   readonly #cache = new Map<number, PackObject>();
   #cachedBytes = 0;

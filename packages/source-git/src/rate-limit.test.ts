@@ -1,4 +1,4 @@
-// Issue 16, part 1: a host that rate-limits (429 or 503 with Retry-After) limits the whole client. Every other
+// A host that rate-limits (429 or 503 with Retry-After) limits the whole client. Every other
 // resolve or fetch to that scheme://host:port waits until the time it named instead of hammering it.
 // Assertions are on request counts, order and statuses, never on how fast anything ran.
 import { mkdtemp, rm } from 'node:fs/promises';

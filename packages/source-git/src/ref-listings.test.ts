@@ -1,4 +1,4 @@
-// Issue 16, part 2: ref lookups per repository stay within two per refresh interval (the operator passes half
+// Ref lookups per repository stay within two per refresh interval (the operator passes half
 // of it as maxAgeMs), whatever the arrival pattern of the resyncs, and no caller gets refs older than it accepts.
 // A simulated clock drives SharedListings; listings complete when the simulation says so.
 import fc from 'fast-check';

@@ -3,7 +3,7 @@
 // or a reconcile request asks for a fresh one (maxAgeMs 0).
 //
 // A listing's age counts from when it was started, not when it completed: that is the oldest the refs in it
-// can be, and it makes the bound on lookups hold by construction (issue 16). A caller with maxAgeMs W starts
+// can be, and it makes the bound on lookups hold by construction. A caller with maxAgeMs W starts
 // a listing only when none is in flight and the last one started more than W ago, so two listings started
 // for such callers are more than W apart, and any span of 2·W (the operator's refresh interval) holds at
 // most two of them, however the resyncs arrive. Listings forced by maxAgeMs 0 come on top, and so do the

@@ -1,4 +1,4 @@
-// Issue 15, point 2: each idempotent request is retried on its own, so a server that fails the same request
+// Each idempotent request is retried on its own, so a server that fails the same request
 // of every fetch (e.g. each second request, which is always the pack POST) no longer fails every sync.
 // Assertions are on request counts, order and statuses, never on how fast anything ran.
 import { mkdtemp, rm } from 'node:fs/promises';

@@ -1,13 +1,13 @@
 // resolveRevision, fetchSnapshot, readPath: the Git edge of Syncline. All I/O dependencies (transport, clock,
 // cache dir, limits) are injected through `createGitSource`; nothing here reads process.env.
-import { createHash } from 'node:crypto';
+import { X509Certificate, createHash } from 'node:crypto';
 import { mkdir, readdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { SnapshotCache, directoryBytes, snapshotFormat } from './cache.ts';
 import { GitSourceError, GitSourceErrorCode, redact } from './errors.ts';
-import type { HttpTransport, RateLimitEvent, RetryPolicy, TransportLimits } from './http.ts';
-import { HostGates, HttpStatusError, createHttpSession, defaultRetryPolicy, nodeHttpTransport } from './http.ts';
+import type { HttpProxy, HttpTransport, RateLimitEvent, RetryPolicy, TransportLimits } from './http.ts';
+import { HostGates, HttpStatusError, ProxyRefusedError, createHttpSession, defaultRetryPolicy, nodeHttpTransport } from './http.ts';
 import { garbageCollector } from './gc.ts';
 import { indexInWorker } from './index-pack-worker.ts';
 import { ObjectType, PackError, PackReader, commitTree, ownBuffer, parseTree } from './pack.ts';
@@ -18,6 +18,7 @@ import { isSafeEntryName, parseRequestPath, resolveSymlinkTarget } from './paths
 import { SharedListings } from './ref-listings.ts';
 import { parseRepoUrl } from './repo-url.ts';
 import type { RepoUrl } from './repo-url.ts';
+import type { EnvironmentProxy } from './proxy-env.ts';
 import { sshSecrets, sshUploadPack } from './ssh.ts';
 import type { SshCredentials } from './ssh.ts';
 
@@ -33,6 +34,23 @@ export interface SshAuth {
   passphrase?: string | undefined;
   /** Where the key came from, for messages (e.g. `Secret team-a/git-auth`). */
   from?: string | undefined;
+}
+
+/**
+ * How to reach an https repository, besides credentials: a private CA to trust (the Git Secret's `ca.crt`)
+ * and a forward proxy (HTTP CONNECT). SSH repositories use neither (known_hosts is their trust).
+ */
+export interface GitConnection {
+  /** PEM certificates trusted for the repository's server besides the system's roots. */
+  caCert?: string | undefined;
+  proxy?: GitProxy | undefined;
+}
+
+/** A forward proxy, `http://host:port` (or https://), with basic credentials if it wants them. */
+export interface GitProxy {
+  url: string;
+  username?: string | undefined;
+  password?: string | undefined;
 }
 
 export interface GitSourceLimits {
@@ -84,12 +102,18 @@ export interface GitSourceOptions {
   onRateLimited?: (event: RateLimitEvent) => void;
   /** Told about every snapshot request: served from the cache or fetched (for metrics). */
   onFetch?: (event: { repo: string; sha: string; cached: boolean }) => void;
+  /**
+   * The process's proxy (see proxyFromEnvironment), for https repositories whose request names no proxy of its
+   * own and whose host it does not bypass.
+   */
+  environmentProxy?: EnvironmentProxy | undefined;
 }
 
 export interface ResolveRequest {
   repo: string;
   revision: string;
   auth?: GitAuth | undefined;
+  connection?: GitConnection | undefined;
   /**
    * Accept the repository's ref listing if it started at most this long ago (shared by every caller of the
    * same repo and credentials). Omitted or 0: list the refs now. Concurrent callers always share one request.
@@ -108,6 +132,7 @@ export interface FetchRequest {
   repo: string;
   sha: string;
   auth?: GitAuth | undefined;
+  connection?: GitConnection | undefined;
 }
 
 /** A fetched commit, cached on disk. Read it with `readPath`. */
@@ -170,8 +195,74 @@ export function authFromSecretData(data: Readonly<Record<string, string>> | unde
   throw new GitSourceError(GitSourceErrorCode.InvalidAuth, 'the auth Secret needs identity and known_hosts keys (SSH), a bearerToken key, or both username and password keys');
 }
 
+/**
+ * A Git Secret's `data` as a whole: its credentials (see authFromSecretData; none when it holds no credential
+ * key, e.g. a public repository behind a private CA) and its `ca.crt` (PEM, as Flux's GitRepository reads it),
+ * trusted for the repository's https server besides the system's roots.
+ */
+export function gitAccessFromSecretData(data: Readonly<Record<string, string>> | undefined, from?: string): { auth: GitAuth | undefined; caCert: string | undefined } {
+  const encodedCa = data?.['ca.crt'];
+  const caCert = encodedCa === undefined ? undefined : Buffer.from(encodedCa, 'base64').toString('utf8');
+  if (caCert !== undefined) checkCertificates(caCert, 'ca.crt');
+  const credentialKeys = ['identity', 'bearerToken', 'username', 'password'];
+  const hasCredentials = credentialKeys.some((key) => data?.[key] !== undefined);
+  if (!hasCredentials && caCert !== undefined) return { auth: undefined, caCert };
+  return { auth: authFromSecretData(data, from), caCert };
+}
+
+/**
+ * A proxy Secret's `data` (base64 values, Flux's proxySecretRef keys): `address` (required, http:// or
+ * https://host:port), `username` and `password` (basic authentication to the proxy, both or neither).
+ */
+export function proxyFromSecretData(data: Readonly<Record<string, string>> | undefined): GitProxy {
+  const decode = (key: string): string | undefined => {
+    const v = data?.[key];
+    return v === undefined ? undefined : Buffer.from(v, 'base64').toString('utf8').trim();
+  };
+  const address = decode('address');
+  if (address === undefined || address === '') throw new GitSourceError(GitSourceErrorCode.InvalidAuth, 'the proxy Secret needs an address key (http://host:port)');
+  let url: URL;
+  try {
+    url = new URL(address);
+  } catch {
+    throw new GitSourceError(GitSourceErrorCode.InvalidAuth, 'the proxy Secret\'s address is not a URL (http://host:port)');
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || (url.pathname !== '/' && url.pathname !== '') || url.username !== '' || url.password !== '') {
+    throw new GitSourceError(GitSourceErrorCode.InvalidAuth, "the proxy Secret's address must be http://host:port or https://host:port (credentials go in its username and password keys)");
+  }
+  const username = decode('username');
+  const password = decode('password');
+  if ((username === undefined || username === '') !== (password === undefined || password === '')) {
+    throw new GitSourceError(GitSourceErrorCode.InvalidAuth, 'the proxy Secret needs both username and password keys, or neither');
+  }
+  return { url: url.origin, ...(username === undefined || username === '' ? {} : { username, password }) };
+}
+
+/** PEM text that must hold at least one X.509 certificate, each parseable. */
+function checkCertificates(pem: string, key: string): void {
+  const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  if (blocks.length === 0) throw new GitSourceError(GitSourceErrorCode.InvalidAuth, `the Secret's ${key} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
+  for (const block of blocks) {
+    try {
+      new X509Certificate(block);
+    } catch {
+      throw new GitSourceError(GitSourceErrorCode.InvalidAuth, `the Secret's ${key} holds a certificate that does not parse`);
+    }
+  }
+}
+
+/** The transport's view of a proxy; its credentials join the operation's secrets (never in an error). */
+function proxyOf(proxy: GitProxy, secrets: string[]): HttpProxy {
+  if (proxy.username === undefined || proxy.password === undefined) return { url: proxy.url };
+  const encoded = Buffer.from(`${proxy.username}:${proxy.password}`).toString('base64');
+  secrets.push(proxy.password, encoded, `${proxy.username}:${proxy.password}`);
+  return { url: proxy.url, authorization: `Basic ${encoded}` };
+}
+
 interface Operation {
   shownRepo: string;
+  ca: string | undefined;
+  proxy: HttpProxy | undefined;
   url: string;
   target: RepoUrl;
   ssh: SshCredentials | undefined;
@@ -203,10 +294,20 @@ export function createGitSource(options: GitSourceOptions): GitSource {
   };
   const gates = new HostGates({ onClosed: options.onRateLimited });
 
-  function prepare(repo: string, auth: GitAuth | undefined): Operation {
+  const environmentProxyFor = (origin: string): GitProxy | undefined => {
+    const env = options.environmentProxy;
+    if (env === undefined) return undefined;
+    const url = new URL(origin);
+    // Over http:// (tests against a loopback server) the environment's HTTPS_PROXY does not apply.
+    if (url.protocol !== 'https:') return undefined;
+    return env.bypass(url.hostname.replace(/^\[|\]$/g, ''), url.port === '' ? '443' : url.port) ? undefined : env.proxy;
+  };
+
+  function prepare(repo: string, auth: GitAuth | undefined, connection: GitConnection | undefined): Operation {
     const parsed = parseRepoUrl(repo, allowInsecureHttp);
     const secrets: string[] = [];
     if (parsed.kind === 'ssh') {
+      if (connection?.proxy !== undefined) throw new GitSourceError(GitSourceErrorCode.InvalidAuth, `${parsed.url}: a proxy is supported for https repositories only`);
       if (auth === undefined || !('identity' in auth)) {
         throw new GitSourceError(
           GitSourceErrorCode.InvalidAuth,
@@ -214,7 +315,7 @@ export function createGitSource(options: GitSourceOptions): GitSource {
         );
       }
       secrets.push(...sshSecrets(auth));
-      return { shownRepo: parsed.url, url: parsed.url, target: parsed, ssh: auth, authorization: undefined, secrets, failure: undefined };
+      return { shownRepo: parsed.url, ca: undefined, proxy: undefined, url: parsed.url, target: parsed, ssh: auth, authorization: undefined, secrets, failure: undefined };
     }
     if (auth !== undefined && 'identity' in auth) {
       throw new GitSourceError(GitSourceErrorCode.InvalidAuth, `${parsed.url}: the auth Secret holds an SSH identity, but the repo is an https URL; use its ssh:// or user@host:path address`);
@@ -231,7 +332,9 @@ export function createGitSource(options: GitSourceOptions): GitSource {
       secrets.push(pair, encoded, basic.password);
     }
     if (parsed.embedded !== undefined) secrets.push(parsed.embedded.password, `${parsed.embedded.username}:${parsed.embedded.password}`);
-    return { shownRepo: parsed.url, url: parsed.url, target: parsed, ssh: undefined, authorization, secrets, failure: undefined };
+    const chosen = connection?.proxy ?? environmentProxyFor(parsed.origin);
+    const proxy = chosen === undefined ? undefined : proxyOf(chosen, secrets);
+    return { shownRepo: parsed.url, ca: connection?.caCert, proxy, url: parsed.url, target: parsed, ssh: undefined, authorization, secrets, failure: undefined };
   }
 
   /** One resolve's or fetch's way to git-upload-pack, chosen by the URL's scheme: its deadline, byte budget and retries. */
@@ -244,14 +347,15 @@ export function createGitSource(options: GitSourceOptions): GitSource {
       if (op.ssh === undefined) throw new GitSourceError(GitSourceErrorCode.InvalidAuth, `${op.shownRepo}: no SSH credentials`);
       return sshUploadPack({ target: op.target, credentials: op.ssh, ...bounds });
     }
-    const session = createHttpSession({ transport, origin: op.target.origin, authorization: op.authorization, allowInsecureHttp, gates, ...bounds });
+    const session = createHttpSession({ transport, origin: op.target.origin, authorization: op.authorization, allowInsecureHttp, gates, ca: op.ca, proxy: op.proxy, ...bounds });
     return httpUploadPack(session, op.url, op.shownRepo);
   }
 
-  async function guarded<T>(repo: string, auth: GitAuth | undefined, what: string, fn: (op: Operation) => Promise<T>): Promise<T> {
+  async function guarded<T>(req: { repo: string; auth?: GitAuth | undefined; connection?: GitConnection | undefined }, what: string, fn: (op: Operation) => Promise<T>): Promise<T> {
+    const { repo, auth } = req;
     let op: Operation | undefined;
     try {
-      op = prepare(repo, auth);
+      op = prepare(repo, auth, req.connection);
       const result = await fn(op);
       if (op.failure !== undefined) throw op.failure;
       return result;
@@ -272,12 +376,12 @@ export function createGitSource(options: GitSourceOptions): GitSource {
   };
 
   async function resolveRevision(req: ResolveRequest): Promise<string> {
-    return guarded(req.repo, req.auth, `resolving revision ${JSON.stringify(req.revision)}`, async (op) => {
+    return guarded(req, `resolving revision ${JSON.stringify(req.revision)}`, async (op) => {
       const revision = req.revision.trim();
       if (revision === '') throw new GitSourceError(GitSourceErrorCode.InvalidRevision, `${op.shownRepo}: the revision is empty; give a branch, a tag or a full commit SHA`);
       if (fullSha.test(revision)) {
         // A pin: it resolves to itself once we know the commit exists, which fetching it proves (and caches).
-        const snapshot = await fetchSnapshot({ repo: req.repo, sha: revision, auth: req.auth });
+        const snapshot = await fetchSnapshot({ repo: req.repo, sha: revision, auth: req.auth, connection: req.connection });
         return snapshot.sha;
       }
       const refs = await listRefs(op, req);
@@ -299,7 +403,7 @@ export function createGitSource(options: GitSourceOptions): GitSource {
   }
 
   async function fetchSnapshot(req: FetchRequest): Promise<Snapshot> {
-    return guarded(req.repo, req.auth, `fetching commit ${req.sha}`, async (op) => {
+    return guarded(req, `fetching commit ${req.sha}`, async (op) => {
       if (!fullSha.test(req.sha)) {
         throw new GitSourceError(GitSourceErrorCode.InvalidRevision, `${op.shownRepo}: "${req.sha.slice(0, 64)}" is not a full 40-character commit SHA`);
       }
@@ -347,7 +451,7 @@ export function createGitSource(options: GitSourceOptions): GitSource {
       const http = uploadPack(op);
       await fetchPack({ transport: http, sha, packPath: incoming, shownRepo: op.shownRepo });
       // The response's chunks (a pack's worth) are garbage now; a young-generation collection, a millisecond
-      // or so, frees them before the indexer's worker adds its own peak (issue 16).
+      // or so, frees them before the indexer's worker adds its own peak.
       garbageCollector()?.({ type: 'minor' });
       const incomingIdx = join(packDir, 'incoming.idx');
       const outcome = await indexInWorker({ packPath: incoming, idxPath: incomingIdx, commit: sha, maxObjectBytes: limits.maxResponseBytes }, http.signal).catch((err: unknown) => {
@@ -427,7 +531,7 @@ export function createGitSource(options: GitSourceOptions): GitSource {
           ? err
           : new GitSourceError(GitSourceErrorCode.SnapshotUnavailable, `reading path ${shown} of ${snapshot.sha} in ${snapshot.repo} failed: ${errorText(err)}`);
       // A snapshot that turns out inconsistent (an object missing or damaged) must not stay a cache hit that
-      // fails every read: drop it, so the retry this error asks for really fetches again (issue 15).
+      // fails every read: drop it, so the retry this error asks for really fetches again.
       if (error.code === GitSourceErrorCode.SnapshotUnavailable && known) await cache.remove(key);
       throw error;
     }
@@ -613,9 +717,15 @@ function toGitSourceError(err: unknown, op: Operation | undefined, what: string,
   };
   if (err instanceof GitSourceError) return make(err.code, err.message);
   if (err instanceof HttpStatusError) return fromStatus(err.statusCode);
+  if (err instanceof ProxyRefusedError) {
+    return make(err.statusCode === 407 ? GitSourceErrorCode.AuthFailed : GitSourceErrorCode.Unreachable, `${shownRepo}: ${what}: ${err.message}`);
+  }
   const e = err as { code?: unknown; name?: unknown; cause?: { code?: unknown } };
   if (e.name === 'TimeoutError' || e.name === 'AbortError') return make(GitSourceErrorCode.Timeout, `${shownRepo}: ${what}: timed out`);
   const netCode = typeof e.cause?.code === 'string' ? e.cause.code : typeof e.code === 'string' ? e.code : undefined;
+  if (netCode !== undefined && /^(UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|CERT_UNTRUSTED|ERR_TLS_CERT_ALTNAME_INVALID|CERT_HAS_EXPIRED)$/.test(netCode)) {
+    return make(GitSourceErrorCode.UntrustedCertificate, `${shownRepo}: ${what}: the server's TLS certificate is not trusted (${netCode}); if a private CA signed it, put that CA in the Git Secret's ca.crt key`);
+  }
   if (netCode !== undefined && /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|EHOSTUNREACH|ENETUNREACH|UND_ERR_SOCKET|UND_ERR_CONNECT_TIMEOUT)$/.test(netCode)) {
     return make(GitSourceErrorCode.Unreachable, `${shownRepo}: ${what}: cannot reach the server (${netCode})`);
   }

@@ -78,7 +78,7 @@ export function sshUploadPack(opts: SshOptions): UploadPackTransport {
 
   async function connect(): Promise<UploadPackConversation> {
     // Loaded on the first SSH connection only: ssh2 adds ~15 MB to the RSS of every process that imports it,
-    // and most installations never use an ssh:// repo (issue 16).
+    // and most installations never use an ssh:// repo.
     const { Client } = await import('ssh2');
     const client = new Client();
     let verdict: HostKeyVerdict | undefined;

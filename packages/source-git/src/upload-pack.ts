@@ -3,7 +3,7 @@
 // Smart HTTP (http.ts: GET info/refs, then POST git-upload-pack) and SSH (ssh.ts: one exec channel running
 // git-upload-pack) only carry the bytes; listing refs and fetching a commit are the same code for both.
 // The pack never sits in memory (isomorphic-git collected it whole and then indexed it with per-object
-// structures: ~320 MiB for a 2.5 MB pack of 60,000 objects, issue 15), and nothing here trusts the stream to
+// structures: ~320 MiB for a 2.5 MB pack of 60,000 objects), and nothing here trusts the stream to
 // be complete: index-pack.ts verifies what was written.
 import type { FileHandle } from 'node:fs/promises';
 import { open } from 'node:fs/promises';
@@ -206,7 +206,7 @@ async function receivePack(reader: PktReader, file: FileHandle, sideband: boolea
     return sink.close();
   }
   // Pack data (band 1) goes from the response's chunks to the file as it is, never assembled into packets:
-  // copying each 64 KiB packet out of the chunks it spans doubled the garbage of a fetch (issue 16).
+  // copying each 64 KiB packet out of the chunks it spans doubled the garbage of a fetch (bench source-git).
   const toFile = (piece: Buffer): Promise<void> => sink.write(piece);
   for (;;) {
     const packet = await reader.readStreaming(1, toFile);
@@ -250,7 +250,7 @@ class FileSink {
 
   async #flush(): Promise<void> {
     // The response's chunks die as soon as they are written, but V8 would let tens of MiB of them wait for a
-    // collection: a young-generation one (about a millisecond) every 2 MiB keeps them few (issue 16).
+    // collection: a young-generation one (about a millisecond) every 2 MiB keeps them few.
     if (this.#written - this.#collectedAt >= collectEveryBytes) {
       this.#collectedAt = this.#written;
       garbageCollector()?.({ type: 'minor' });

@@ -3,6 +3,7 @@
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -137,7 +138,11 @@ export function runGit(args: string[], opts: { cwd?: string; input?: string | Ui
 
 const repoNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
-export async function startGitServer(opts: { auth?: GitServerAuth } = {}): Promise<GitServer> {
+/**
+ * `auth`: what the server demands. `tls`: serve https with this key and certificate (PEM; e.g. from
+ * createTestCa), so clients must trust the CA that signed it.
+ */
+export async function startGitServer(opts: { auth?: GitServerAuth; tls?: { key: string; cert: string } } = {}): Promise<GitServer> {
   const root = await mkdtemp(join(tmpdir(), 'syncline-git-'));
   const counts = new Map<string, RequestCounts>();
   const log: LoggedRequest[] = [];
@@ -156,19 +161,20 @@ export async function startGitServer(opts: { auth?: GitServerAuth } = {}): Promi
         ? `Bearer ${opts.auth.bearerToken}`
         : `Basic ${Buffer.from(`${opts.auth.username}:${opts.auth.password}`).toString('base64')}`;
 
-  const server = createServer((req, res) => {
+  const listener = (req: IncomingMessage, res: ServerResponse): void => {
     handle(req, res).catch((err: unknown) => {
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
       res.end(String(err));
     });
-  });
-  server.on('connection', (s) => {
+  };
+  const server = opts.tls === undefined ? createServer(listener) : createHttpsServer({ key: opts.tls.key, cert: opts.tls.cert }, listener);
+  server.on('connection', (s: Socket) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  const baseUrl = `http://127.0.0.1:${port}`;
+  const baseUrl = `${opts.tls === undefined ? 'http' : 'https'}://127.0.0.1:${port}`;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://placeholder');

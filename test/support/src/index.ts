@@ -8,3 +8,7 @@ export { OPERATOR_NODE_FLAGS, startOperator } from './operator.ts';
 export type { OperatorProcess } from './operator.ts';
 export { startSshGitServer, generateSshKey, ensureSshd } from './ssh-server.ts';
 export type { SshGitServer, SshKeyPair } from './ssh-server.ts';
+export { startConnectProxy } from './connect-proxy.ts';
+export type { ConnectProxy } from './connect-proxy.ts';
+export { createTestCa } from './tls.ts';
+export type { TestCa } from './tls.ts';

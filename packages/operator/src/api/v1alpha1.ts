@@ -65,7 +65,12 @@ export const GitSource = z
       .meta({ description: 'A branch, a tag or a full 40-hex commit SHA. A SHA pins the sync: that is how you roll back.' }),
     path: z.string().default('').meta({ description: 'A directory of manifests/templates, or one file; empty = the repository root.' }),
     secretRef: LocalObjectReference.optional().meta({
-      description: 'A Secret in the same namespace: username+password or bearerToken keys for https; identity (a private key) and known_hosts for SSH.',
+      description:
+        'A Secret in the same namespace: username+password or bearerToken keys for https, and ca.crt (PEM) to trust a private CA for that server besides the system roots; identity (a private key) and known_hosts for SSH.',
+    }),
+    proxySecretRef: LocalObjectReference.optional().meta({
+      description:
+        'A Secret in the same namespace naming the forward proxy every https request to the repository goes through (an HTTP CONNECT tunnel): address (http://host:port, required), username and password (optional). Not for SSH repositories.',
     }),
   })
   // http:// passes the API so that an operator started with --allow-insecure-http (tests, the demo) can

@@ -2,7 +2,7 @@
 // a command needs a cluster or the render code, so --help and --version start fast).
 import { createApplyClient, type KubeConnection, decodeInventory, planApply, readLive, type KubeObject as ApplyObject, type PlanStep } from '@syncline/apply';
 import { RenderError, TemplateCache, createStaticDiscovery, layerValues, parseValues, renderTarget, type SourceFile, type Values } from '@syncline/render';
-import { createGitSource } from '@syncline/source-git';
+import { createGitSource, proxyFromEnvironment } from '@syncline/source-git';
 import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, sep } from 'node:path';
@@ -16,7 +16,7 @@ import { trustedNamespaces, type TrustedNamespaces } from '../tenancy.ts';
 import { formatMirrorRows, mirrorStatusRows, resolveSource, type MirrorRow } from '../mirror/status.ts';
 import { RECONCILE_REQUESTED_ANNOTATION } from '../reconcile/configsync.ts';
 import { parseDuration } from '../reconcile/duration.ts';
-import { StallError, readGitAuth, readValues } from '../reconcile/inputs.ts';
+import { StallError, readGitAccess, readValues } from '../reconcile/inputs.ts';
 import type { KubeFlags, ListFlags, Out } from '../cli.ts';
 import { diffYaml, maskSecrets, normalizeSecret, projectLive, unifiedDiff } from './diff.ts';
 
@@ -203,7 +203,7 @@ export async function failoverCommand(command: 'failover' | 'failback', kube: Ku
  * the apply, and prints per object a unified diff of live vs desired limited to the fields Syncline writes.
  * Exit 0: no differences; 1: differences; 2: error.
  */
-export async function diffCommand(options: Kube & { name: string; out: Out; err: Out; allowInsecureHttp: boolean }): Promise<number> {
+export async function diffCommand(options: Kube & { name: string; out: Out; err: Out; allowInsecureHttp: boolean; localPath?: string | undefined; env?: NodeJS.ProcessEnv }): Promise<number> {
   const { out, err } = options;
   const object = await getConfigSync(options, options.name);
   const spec = ConfigSyncSpec.parse(object.spec);
@@ -212,11 +212,11 @@ export async function diffCommand(options: Kube & { name: string; out: Out; err:
   try {
     // The operator's own inputs, read the operator's way: Git credentials from secretRef, values layered from
     // spec.values and every valuesFrom (so diff renders exactly what the operator would).
-    const auth = await readGitAuth(options.rest, namespace, spec.source.git.secretRef?.name);
     const values = await readValues(options.rest, namespace, spec);
-    const git = createGitSource({ cacheDir, allowInsecureHttp: options.allowInsecureHttp });
-    const revision = await git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision, auth });
-    const files = await git.readPath(await git.fetchSnapshot({ repo: spec.source.git.repo, sha: revision, auth }), spec.source.git.path);
+    const { revision, files } =
+      options.localPath === undefined
+        ? await fetchSource({ rest: options.rest, namespace, git: spec.source.git, cacheDir, allowInsecureHttp: options.allowInsecureHttp, env: options.env ?? {} })
+        : { revision: LOCAL_REVISION, files: await readCheckout(options.localPath, spec.source.git.path) };
     const client = await createApplyClient(options.connection);
     const discovery = await client.discovery();
     let changed = 0;
@@ -236,7 +236,7 @@ export async function diffCommand(options: Kube & { name: string; out: Out; err:
       const inventory = decodeInventory(object.status?.inventory?.find((i) => i.target === target.name)?.entries);
       const live = await readLive({ client, desired, inventory });
       const plan = planApply({ desired, inventory, live, owner: { namespace, name: object.metadata.name, target: target.name }, policy: spec.policy, drift: spec.drift, prune: spec.prune, allowEmpty: spec.allowEmpty });
-      out(`# target ${target.name} @ ${revisionText(spec.source.git.revision, revision)}\n`);
+      out(`# target ${target.name} @ ${revision === LOCAL_REVISION ? `local checkout ${options.localPath ?? ''}` : revisionText(spec.source.git.revision, revision)}\n`);
       if (plan.blocked !== undefined) {
         out(`# blocked: ${plan.blocked}\n`);
         changed++;
@@ -257,6 +257,30 @@ export async function diffCommand(options: Kube & { name: string; out: Out; err:
   } finally {
     await rm(cacheDir, { recursive: true, force: true });
   }
+}
+
+/** What diff --path shows as the revision: the files of a local checkout, committed or not. */
+const LOCAL_REVISION = 'local';
+
+/** The ConfigSync's source as the operator reads it: its revision resolved, the path read from that commit. */
+async function fetchSource(input: { rest: KubeRest; namespace: string; git: ConfigSyncSpec['source']['git']; cacheDir: string; allowInsecureHttp: boolean; env: NodeJS.ProcessEnv }): Promise<{ revision: string; files: SourceFile[] }> {
+  const { auth, connection } = await readGitAccess(input.rest, input.namespace, input.git);
+  // The shell's HTTPS_PROXY/NO_PROXY, as kubectl and git honour them.
+  const git = createGitSource({ cacheDir: input.cacheDir, allowInsecureHttp: input.allowInsecureHttp, environmentProxy: proxyFromEnvironment(input.env) });
+  const revision = await git.resolveRevision({ repo: input.git.repo, revision: input.git.revision, auth, connection });
+  return { revision, files: await git.readPath(await git.fetchSnapshot({ repo: input.git.repo, sha: revision, auth, connection }), input.git.path) };
+}
+
+/**
+ * diff --path: the ConfigSync's spec.source.git.path read from a local checkout of its repository (`root`, the
+ * working tree as it is, uncommitted edits included), with repository-relative paths as Git would give them.
+ */
+async function readCheckout(root: string, path: string): Promise<SourceFile[]> {
+  const start = join(root, path);
+  const found = await stat(start).catch(() => undefined);
+  if (found === undefined) throw new Error(`--path ${root}: ${path === '' ? 'the checkout' : `spec.source.git.path ${JSON.stringify(path)}`} does not exist there`);
+  if (!found.isDirectory()) return [{ path: relative(root, start).split(sep).join('/'), content: await readFile(start) }];
+  return readLocalFiles(root, start);
 }
 
 /** One plan step as diff prints it: the unified diff of what would change, or a note on what is left. */

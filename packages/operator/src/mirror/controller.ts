@@ -4,7 +4,6 @@
 // /readyz fails while any of these watches is down (reflector's silent stop is the failure to beat).
 import type { ApplyClient } from '@syncline/apply';
 import type { Logger } from 'pino';
-import { Gauge } from 'prom-client';
 import { Informer, type KubeObject as InformerObject } from '../controller/informer.ts';
 import { WorkQueue } from '../controller/queue.ts';
 import type { EventRecorder } from '../kube/events.ts';
@@ -60,9 +59,7 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
   const { rest, logger, keys } = options;
   const log = logger.child({ controller: 'mirror' });
   const queue = new WorkQueue({ concurrency: options.concurrency ?? 4 });
-  const conflictsGauge =
-    (options.metrics.registry.getSingleMetric('syncline_mirror_conflicts') as Gauge | undefined) ??
-    new Gauge({ name: 'syncline_mirror_conflicts', help: 'Replicas a mirroring source could not write because another object holds the name.', labelNames: ['kind', 'source'], registers: [options.metrics.registry] });
+  const conflictsGauge = options.metrics.mirrorConflicts;
 
   // The fingerprint each replica will have once our write lands: its watch event is our own echo.
   const expected = new Map<string, string>();
@@ -155,7 +152,7 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
     const sourceKey = mirrorQueueKey(key.kind, key.source);
     if (next === undefined) {
       rows.delete(sourceKey);
-      conflictsGauge.remove({ kind: key.kind, source: formatSourceRef(key.source) });
+      conflictsGauge.remove({ kind: key.kind, namespace: key.source.namespace, name: key.source.name });
       isNews(`${sourceKey}#conflicts`, '');
       return;
     }
@@ -167,7 +164,7 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
     if (key.only !== undefined) byNamespace.delete(key.only);
     for (const row of next) byNamespace.set(row.namespace, row);
     const conflicts = [...byNamespace.values()].filter((r) => r.state === MirrorState.Conflict).sort(compareRows);
-    conflictsGauge.set({ kind: key.kind, source: formatSourceRef(key.source) }, conflicts.length);
+    conflictsGauge.set({ kind: key.kind, namespace: key.source.namespace, name: key.source.name }, conflicts.length);
     const signature = conflicts.map((r) => `${r.namespace}: ${r.message ?? ''}`).join('\n');
     if (!isNews(`${sourceKey}#conflicts`, signature) || conflicts.length === 0) return;
     const source = sourceInformers.get(key.kind)?.get(`${key.source.namespace}/${key.source.name}`);

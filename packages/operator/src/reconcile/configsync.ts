@@ -17,7 +17,7 @@ import type { Metrics } from '../metrics.ts';
 import { Reason, keepTransitions, removeCondition, setCondition, type ConditionInput } from './conditions.ts';
 import { MAX_TIMER_MS, boundedInterval, formatDuration, parseDuration, type IntervalBounds } from './duration.ts';
 import { conditionsDiffer, objectPath, patchFinalizers, writeStatus } from './object-status.ts';
-import { StallError, readGitAuth, readValues } from './inputs.ts';
+import { StallError, readGitAccess, readValues } from './inputs.ts';
 import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, onlyRefused, partitionInventory, readableId, truncate, type TargetNoop, type TargetOutcome } from './target.ts';
 import { dependencyNotReady, findCycle } from './dependencies.ts';
 import { healthConditions } from './health.ts';
@@ -245,9 +245,9 @@ type Source = { revision: string; files: Awaited<ReturnType<GitSource['readPath'
 async function reconcileSource(run: SyncRun): Promise<Step<Source>> {
   const { deps, spec } = run;
   try {
-    const auth = await readGitAuth(deps.rest, run.namespace, spec.source.git.secretRef?.name);
-    const revision = await timed(deps, 'resolve', () => deps.git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision, auth, maxAgeMs: run.refAgeMs, startedAfter: run.refStartedAfter }));
-    const snapshot = await timed(deps, 'fetch', () => deps.git.fetchSnapshot({ repo: spec.source.git.repo, sha: revision, auth }));
+    const { auth, connection } = await readGitAccess(deps.rest, run.namespace, spec.source.git);
+    const revision = await timed(deps, 'resolve', () => deps.git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision, auth, connection, maxAgeMs: run.refAgeMs, startedAfter: run.refStartedAfter }));
+    const snapshot = await timed(deps, 'fetch', () => deps.git.fetchSnapshot({ repo: spec.source.git.repo, sha: revision, auth, connection }));
     return { ok: true, value: { revision, files: await deps.git.readPath(snapshot, spec.source.git.path) } };
   } catch (error) {
     if (error instanceof StallError) return { ok: false, outcome: stalled(run, error.reason, error.message) };
@@ -467,7 +467,7 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   const { deps, object, spec, log, now } = run;
   const previous = object.status ?? {};
   const { counts, failures, conflicts, drift, orphaned, changed, changes } = combineTargets(targets);
-  deps.metrics.managedObjects.set({ configsync: `${run.namespace}/${object.metadata.name}` }, targets.reduce((n, t) => n + t.status.objects, 0));
+  deps.metrics.managedObjects.set({ namespace: run.namespace, name: object.metadata.name }, targets.reduce((n, t) => n + t.status.objects, 0));
   const applied = targets.filter((t) => t.status.phase === 'Synced').length;
   const ok = failures.length === 0 && conflicts.length === 0;
   // Later apply waves held back: the revision is not fully applied yet (not recorded as applied, no history).

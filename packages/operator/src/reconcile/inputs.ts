@@ -1,7 +1,7 @@
-// What a ConfigSync reads besides Git: its Git credentials and its values, read the same way by the operator
+// What a ConfigSync reads besides Git: its Git credentials, CA and proxy, and its values, read the same way by the operator
 // and by `syncline diff`, so a preview renders exactly what the operator would.
 import { layerValues, parseValues, type Values } from '@syncline/render';
-import { authFromSecretData, type GitAuth } from '@syncline/source-git';
+import { gitAccessFromSecretData, proxyFromSecretData, type GitAuth, type GitConnection, type GitProxy } from '@syncline/source-git';
 import type { ConfigSyncSpec } from '../api/v1alpha1.ts';
 import { KubeApiError, type KubeRest } from '../kube/rest.ts';
 import { Reason } from './conditions.ts';
@@ -15,16 +15,39 @@ export class StallError extends Error {
   }
 }
 
-export async function readGitAuth(rest: KubeRest, namespace: string, secretName: string | undefined): Promise<GitAuth | undefined> {
-  if (secretName === undefined) return undefined;
-  const secret = await readObject<{ data?: Record<string, string> }>(rest, `/api/v1/namespaces/${namespace}/secrets/${secretName}`);
-  if (secret === undefined) throw new StallError(Reason.FetchFailed, `the Secret ${namespace}/${secretName} named in spec.source.git.secretRef does not exist`);
-  try {
-    // authFromSecretData decodes the base64 itself (decoding here too would garble every credential).
-    return authFromSecretData(secret.data, `Secret ${namespace}/${secretName}`);
-  } catch (error) {
-    throw new StallError(Reason.FetchFailed, `the Secret ${namespace}/${secretName}: ${error instanceof Error ? error.message : String(error)}`);
+/** How a ConfigSync reaches its repository: credentials and CA from secretRef, a proxy from proxySecretRef. */
+export type GitAccess = { auth: GitAuth | undefined; connection: GitConnection | undefined };
+
+export async function readGitAccess(rest: KubeRest, namespace: string, git: { secretRef?: { name: string } | undefined; proxySecretRef?: { name: string } | undefined }): Promise<GitAccess> {
+  const data = async (field: string, name: string): Promise<Record<string, string> | undefined> => {
+    const secret = await readObject<{ data?: Record<string, string> }>(rest, `/api/v1/namespaces/${namespace}/secrets/${name}`);
+    if (secret === undefined) throw new StallError(Reason.FetchFailed, `the Secret ${namespace}/${name} named in spec.source.git.${field} does not exist`);
+    return secret.data;
+  };
+  const invalid = (name: string, error: unknown): StallError => new StallError(Reason.FetchFailed, `the Secret ${namespace}/${name}: ${error instanceof Error ? error.message : String(error)}`);
+  let auth: GitAuth | undefined;
+  let caCert: string | undefined;
+  let proxy: GitProxy | undefined;
+  if (git.secretRef !== undefined) {
+    const name = git.secretRef.name;
+    const secretData = await data('secretRef', name);
+    try {
+      // gitAccessFromSecretData decodes the base64 itself (decoding here too would garble every credential).
+      ({ auth, caCert } = gitAccessFromSecretData(secretData, `Secret ${namespace}/${name}`));
+    } catch (error) {
+      throw invalid(name, error);
+    }
   }
+  if (git.proxySecretRef !== undefined) {
+    const name = git.proxySecretRef.name;
+    const secretData = await data('proxySecretRef', name);
+    try {
+      proxy = proxyFromSecretData(secretData);
+    } catch (error) {
+      throw invalid(name, error);
+    }
+  }
+  return { auth, connection: caCert === undefined && proxy === undefined ? undefined : { caCert, proxy } };
 }
 
 export async function readValues(rest: KubeRest, namespace: string, spec: ConfigSyncSpec): Promise<Values> {

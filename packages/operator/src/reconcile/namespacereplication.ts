@@ -9,7 +9,7 @@ import type { ReconcileOutcome } from '../controller/queue.ts';
 import { DEFAULT_RESOURCE_TYPES, parseResourceType, promoted, skipReason, standbyCopy, type ResourceType } from '../dr/transform.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import type { KubeRest } from '../kube/rest.ts';
-import type { Metrics } from '../metrics.ts';
+import { objectLabels, type Metrics } from '../metrics.ts';
 import type { MirrorKeys } from '../mirror/index.ts';
 import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
 import { Reason, removeCondition, setCondition } from './conditions.ts';
@@ -190,13 +190,13 @@ async function replicate(deps: NamespaceReplicationReconcilerDeps, object: Names
 
   const byKind = new Map<string, number>();
   for (const d of desired.slice(1)) byKind.set(d.kind, (byKind.get(d.kind) ?? 0) + 1);
-  for (const [kind, count] of byKind) deps.metrics.drObjects.set({ namespacereplication: metricKey, kind, result: 'replicated' }, count);
-  for (const [kind, count] of skipped) deps.metrics.drObjects.set({ namespacereplication: metricKey, kind, result: 'skipped' }, count);
+  for (const [kind, count] of byKind) deps.metrics.drObjects.set({ ...objectLabels(metricKey), kind, result: 'replicated' }, count);
+  for (const [kind, count] of skipped) deps.metrics.drObjects.set({ ...objectLabels(metricKey), kind, result: 'skipped' }, count);
   const failed = [...outcome.failures, ...outcome.conflicts].map((f) => {
     const [id = '', ...rest] = f.split(': ');
     return { id, reason: truncate(rest.join(': '), 300) };
   });
-  deps.metrics.drObjects.set({ namespacereplication: metricKey, kind: '*', result: 'failed' }, failed.length);
+  deps.metrics.drObjects.set({ ...objectLabels(metricKey), kind: '*', result: 'failed' }, failed.length);
   const ok = failed.length === 0;
   let conditions = removeCondition(previous.conditions ?? [], 'Stalled');
   const wasFailedOver = previous.conditions?.some((c) => c.type === 'FailedOver' && c.status === 'True') === true;
@@ -206,7 +206,7 @@ async function replicate(deps: NamespaceReplicationReconcilerDeps, object: Names
   conditions = setCondition(conditions, { type: 'FailedOver', status: 'False', reason: Reason.Replicated, message: 'the standby follows the source; workloads at zero' }, at);
   if (ok && (outcome.changed || previous.lastSyncedTime === undefined)) {
     const since = deps.pendingSince?.(key);
-    if (since !== undefined) deps.metrics.drLag.set({ namespacereplication: metricKey }, (Date.now() - since) / 1000);
+    if (since !== undefined) deps.metrics.drLag.set(objectLabels(metricKey), (Date.now() - since) / 1000);
   }
   const status: NamespaceReplicationStatus = {
     ...previous,

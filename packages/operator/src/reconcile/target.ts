@@ -28,7 +28,7 @@ import {
   type DriftMode,
 } from '@syncline/apply';
 import type { Condition, TargetInventory, TargetStatus } from '../api/v1alpha1.ts';
-import type { Metrics } from '../metrics.ts';
+import { objectLabels, type Metrics } from '../metrics.ts';
 import { Reason, removeCondition, setCondition } from './conditions.ts';
 import { summarizeHealth, type HealthReport } from './health.ts';
 import { NAMESPACE_NOT_ALLOWED, describeRefusal, refusedObjects, type Actor } from '../tenancy.ts';
@@ -162,7 +162,7 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
     });
   } catch (error) {
     const message = `${input.target.name}: ${error instanceof Error ? error.message : String(error)}`;
-    input.metrics?.targetFailures.inc({ configsync: input.syncKey, target: input.target.name });
+    input.metrics?.targetFailures.inc({ ...objectLabels(input.syncKey), target: input.target.name });
     return {
       status: { ...statusBase(input), phase: 'Failed', objects: previousInventory.length, message, lastSyncedTime: input.previous?.lastSyncedTime },
       inventory: { target: input.target.name, entries: encodeInventory(previousInventory) },
@@ -209,7 +209,7 @@ export function partitionInventory(actor: Actor, encoded: readonly string[]): { 
 
 /** A target the tenancy rule refused: nothing read or written, its inventory and last sync time kept. */
 export function refusedTarget(input: Pick<TargetApplyInput, 'target' | 'inventory' | 'previous' | 'metrics' | 'syncKey'>, message: string): TargetOutcome {
-  input.metrics?.targetFailures.inc({ configsync: input.syncKey, target: input.target.name });
+  input.metrics?.targetFailures.inc({ ...objectLabels(input.syncKey), target: input.target.name });
   return {
     status: {
       ...statusBase(input),
@@ -260,7 +260,7 @@ export function summarizeChanges(input: Pick<TargetApplyInput, 'target' | 'previ
     if (entry.action !== 'unchanged') input.metrics?.objectsApplied.inc({ action: entry.action });
   }
   const problems = [...failures, ...conflicts];
-  if (problems.length > 0) input.metrics?.targetFailures.inc({ configsync: input.syncKey, target: input.target.name });
+  if (problems.length > 0) input.metrics?.targetFailures.inc({ ...objectLabels(input.syncKey), target: input.target.name });
   const ok = problems.length === 0;
   const written = changes.entries.filter((e) => e.action === 'created' || e.action === 'configured' || e.action === 'deleted');
   const changed = written.length > 0;

@@ -1,0 +1,90 @@
+// `syncline completion bash|zsh|fish`: shell completion scripts written from the command tree itself, so they
+// never fall behind a new subcommand or flag: subcommands, each one's flags, and the kinds the generic verbs take.
+
+export type CommandSpec = { readonly name: string; readonly description: string; readonly flags: readonly string[] };
+export type CompletionInput = { readonly commands: readonly CommandSpec[]; readonly kinds: readonly string[]; readonly kindVerbs: readonly string[] };
+
+export const SHELLS = ['bash', 'zsh', 'fish'] as const;
+export type Shell = (typeof SHELLS)[number];
+
+export function completionScript(shell: Shell, input: CompletionInput): string {
+  switch (shell) {
+    case 'bash':
+      return bashScript(input);
+    case 'zsh':
+      return zshScript(input);
+    case 'fish':
+      return fishScript(input);
+  }
+}
+
+const words = (list: readonly string[]): string => list.join(' ');
+const quote = (text: string): string => `'${text.replace(/'/g, `'\\''`)}'`;
+
+function bashScript(input: CompletionInput): string {
+  const cases = input.commands.map((c) => `    ${c.name}) flags=${quote(words(c.flags))} ;;`).join('\n');
+  return `# syncline completion for bash. Load it with: source <(syncline completion bash)
+_syncline() {
+  local cur sub flags
+  cur="\${COMP_WORDS[COMP_CWORD]}"
+  sub="\${COMP_WORDS[1]}"
+  if [ "$COMP_CWORD" -eq 1 ]; then
+    COMPREPLY=( $(compgen -W ${quote(words(input.commands.map((c) => c.name)))} -- "$cur") )
+    return
+  fi
+  case "$sub" in
+${cases}
+    *) flags='' ;;
+  esac
+  if [[ "$cur" == -* ]]; then
+    COMPREPLY=( $(compgen -W "$flags" -- "$cur") )
+  elif [ "$COMP_CWORD" -eq 2 ] && [[ " ${words(input.kindVerbs)} " == *" $sub "* ]]; then
+    COMPREPLY=( $(compgen -W ${quote(words(input.kinds))} -- "$cur") )
+  else
+    COMPREPLY=( $(compgen -f -- "$cur") )
+  fi
+}
+complete -F _syncline syncline
+`;
+}
+
+function zshScript(input: CompletionInput): string {
+  const subcommands = input.commands.map((c) => `    ${quote(`${c.name}:${c.description.replace(/:/g, '\\:')}`)}`).join('\n');
+  const cases = input.commands.map((c) => `    ${c.name}) flags=(${c.flags.map(quote).join(' ')}) ;;`).join('\n');
+  return `#compdef syncline
+# syncline completion for zsh. Load it with: source <(syncline completion zsh)
+_syncline() {
+  local -a subcommands flags kinds
+  subcommands=(
+${subcommands}
+  )
+  kinds=(${input.kinds.map(quote).join(' ')})
+  if (( CURRENT == 2 )); then
+    _describe 'command' subcommands
+    return
+  fi
+  case "\${words[2]}" in
+${cases}
+    *) flags=() ;;
+  esac
+  if [[ "\${words[CURRENT]}" == -* ]]; then
+    compadd -- $flags
+  elif (( CURRENT == 3 )) && [[ " ${words(input.kindVerbs)} " == *" \${words[2]} "* ]]; then
+    compadd -- $kinds
+  else
+    _files
+  fi
+}
+compdef _syncline syncline
+`;
+}
+
+function fishScript(input: CompletionInput): string {
+  const lines = ['# syncline completion for fish. Load it with: syncline completion fish | source', 'complete -c syncline -f'];
+  for (const c of input.commands) lines.push(`complete -c syncline -n __fish_use_subcommand -a ${c.name} -d ${quote(c.description.slice(0, 80))}`);
+  lines.push(`complete -c syncline -n ${quote(`__fish_seen_subcommand_from ${words(input.kindVerbs)}; and test (count (commandline -opc)) -eq 2`)} -a ${quote(words(input.kinds))}`);
+  for (const c of input.commands) {
+    for (const flag of c.flags.filter((f) => f.startsWith('--'))) lines.push(`complete -c syncline -n ${quote(`__fish_seen_subcommand_from ${c.name}`)} -l ${flag.slice(2)}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
