@@ -168,8 +168,14 @@ async function createTransport(target: KubeConnection | KubeConfigLike, options:
     for (const [k, v] of Object.entries(req.query ?? {})) url.searchParams.set(k, v);
     const payload = req.body === undefined ? undefined : JSON.stringify(req.body);
     const auth = await connection.authHeaders();
-    // A cluster that accepts and never answers must not hold a request (or a cached discovery) forever.
-    const signal = options.requestTimeoutMs === undefined ? req.signal : req.signal === undefined ? AbortSignal.timeout(options.requestTimeoutMs) : AbortSignal.any([req.signal, AbortSignal.timeout(options.requestTimeoutMs)]);
+    // A cluster that accepts and never answers, or a pool with no free socket, must not hold a request (or a
+    // cached discovery) forever: the deadline runs from here, the wait for a socket included.
+    const timeoutMs = options.requestTimeoutMs ?? DEFAULT_APPLY_TIMEOUT_MS;
+    const deadline = AbortSignal.timeout(timeoutMs);
+    const fence = req.method === 'GET' ? undefined : options.writeFence;
+    const fenced = (): ApiError => new ApiError({ status: 0, reason: 'Fenced', message: `${req.method} ${url.pathname}: refused, writes are fenced (${String(fence?.reason instanceof Error ? fence.reason.message : fence?.reason)})` });
+    if (fence?.aborted === true) throw fenced();
+    const signal = AbortSignal.any([deadline, ...(req.signal === undefined ? [] : [req.signal]), ...(fence === undefined ? [] : [fence])]);
     return new Promise<T>((resolve, reject) => {
       const r = (isHttps ? httpsRequest : httpRequest)(
         url,
@@ -208,7 +214,8 @@ async function createTransport(target: KubeConnection | KubeConfigLike, options:
       );
       r.on('error', (error) => {
         if (error.name === 'AbortError' && req.signal?.aborted === true) reject(error);
-        else if (error.name === 'AbortError' || error.name === 'TimeoutError') reject(new ApiError({ status: 0, reason: 'Timeout', message: `${req.method} ${url.pathname}: no answer within ${(options.requestTimeoutMs ?? 0) / 1000}s` }));
+        else if (fence?.aborted === true) reject(fenced());
+        else if (error.name === 'AbortError' || error.name === 'TimeoutError') reject(new ApiError({ status: 0, reason: 'Timeout', message: `${req.method} ${url.pathname}: no answer within ${timeoutMs / 1000}s` }));
         else reject(new ApiError({ status: 0, reason: 'TransportError', message: `${req.method} ${url.pathname}: ${error.message}` }));
       });
       r.end(payload);
@@ -302,9 +309,14 @@ const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
     }, { once: true });
   });
 
+/** The default of ClientOptions.requestTimeoutMs. */
+const DEFAULT_APPLY_TIMEOUT_MS = 60_000;
+
 export type ClientOptions = {
-  /** Every request (discovery, LIST, apply, delete) fails after this long without an answer. */
+  /** Every request (discovery, LIST, apply, delete) fails after this long without an answer (default 60 s). */
   readonly requestTimeoutMs?: number;
+  /** Once aborted, every write (apply, delete) fails at once and writes in flight are cut (a leader that lost its Lease). */
+  readonly writeFence?: AbortSignal;
 };
 
 /** An ApplyClient for the cluster and identity of a connection (or of a client-node KubeConfig's current context). */
