@@ -10,6 +10,7 @@ import type * as Commands from './cli/commands.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DEFAULT_MIRROR_PREFIX } from './mirror/labels.ts';
+import { DEFAULT_WATCH_BUDGET } from './controller/watch-budget.ts';
 
 /** The flags of `syncline run`, as commander hands them over (camelCase). */
 export type RunOptions = {
@@ -26,6 +27,9 @@ export type RunOptions = {
   cacheDir?: string;
   cacheMaxBytes?: string;
   concurrency: string;
+  watchBudget: string;
+  stallTimeout: string;
+  shutdownTimeout: string;
   operatorNamespace?: string;
   mirrorPrefix: string;
   mirror: 'on' | 'off';
@@ -225,6 +229,9 @@ function addRunCommand(program: Command, context: CliContext, done: (code: numbe
     .option('--cache-dir <dir>', 'Git snapshot cache (default ~/.cache/syncline/snapshots)')
     .option('--cache-max-bytes <n>', 'snapshot cache bound (default 2 GiB)')
     .option('--concurrency <n>', 'reconciles run at once (each mostly waits on the API server)', '32')
+    .option('--stall-timeout <duration>', '/healthz fails when the work queue has had work and finished none of it for this long', '10m')
+    .option('--shutdown-timeout <duration>', 'on SIGTERM, how long in-flight reconciles may drain before the process exits anyway (below the pod\'s terminationGracePeriodSeconds)', '25s')
+    .option('--watch-budget <n>', 'watch streams open at once, over every kind and cluster; past it the object that needs another watch reports WatchBudgetExceeded', String(DEFAULT_WATCH_BUDGET))
     .option('--operator-namespace <ns>', "the operator's own namespace (default: $POD_NAMESPACE): a ManifestSync there may copy a source from any namespace")
     .option('--mirror-prefix <prefix>', 'label/annotation prefix of mirroring (e.g. mirrorverse.dev for objects labelled for Mirrorverse)', DEFAULT_MIRROR_PREFIX)
     .addOption(new Option('--mirror <on|off>', 'label-driven mirroring of Secrets/ConfigMaps; its watches are cluster-wide (--namespace scopes the ConfigSync/ManifestSync watches only)').choices(['on', 'off']).default('on'))

@@ -14,9 +14,14 @@ export type LeaderElectionOptions = {
   readonly retryPeriodMs?: number;
   readonly clock?: { now(): Date };
   readonly onStartedLeading: () => void;
+  /** Every successful acquire or renewal (the liveness probe judges the time since the last one). */
+  readonly onRenewed?: () => void;
   readonly onStoppedLeading: () => void;
   readonly onError?: (error: unknown) => void;
 };
+
+/** client-go's default: a leader that has not renewed for this long stops leading. */
+export const DEFAULT_RENEW_DEADLINE_MS = 10_000;
 
 type Lease = {
   metadata: { name: string; namespace: string; resourceVersion?: string };
@@ -26,9 +31,11 @@ type Lease = {
 /** Runs until the signal aborts; releases the lease on the way out so a successor need not wait. */
 export async function runLeaderElection(options: LeaderElectionOptions, signal: AbortSignal): Promise<void> {
   const leaseDurationMs = options.leaseDurationMs ?? 15_000;
-  const renewDeadlineMs = options.renewDeadlineMs ?? 10_000;
+  const renewDeadlineMs = options.renewDeadlineMs ?? DEFAULT_RENEW_DEADLINE_MS;
   const retryPeriodMs = options.retryPeriodMs ?? 2_000;
   const clock = options.clock ?? { now: () => new Date() };
+  // Each call has a deadline well inside the renew deadline: a hung request must not outlast the lease.
+  const timeoutMs = Math.max(retryPeriodMs, renewDeadlineMs / 2);
   const path = `/apis/coordination.k8s.io/v1/namespaces/${options.namespace}/leases/${options.name}`;
   let leading = false;
   let lastRenew = 0;
@@ -38,7 +45,7 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
     const nowIso = now.toISOString().replace('Z', '000Z'); // MicroTime
     let lease: Lease | undefined;
     try {
-      lease = await options.rest.request<Lease>({ method: 'GET', path, signal, timeoutMs: retryPeriodMs * 2 });
+      lease = await options.rest.request<Lease>({ method: 'GET', path, signal, timeoutMs });
     } catch (error) {
       if (!(error instanceof KubeApiError && error.status === 404)) throw error;
     }
@@ -49,6 +56,7 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
         path: `/apis/coordination.k8s.io/v1/namespaces/${options.namespace}/leases`,
         body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: options.name, namespace: options.namespace }, spec: { ...spec, acquireTime: nowIso, leaseTransitions: 0 } },
         signal,
+        timeoutMs,
       });
       return true;
     }
@@ -73,6 +81,7 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
         },
       },
       signal,
+      timeoutMs,
     });
     return true;
   };
@@ -86,6 +95,7 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
     }
     if (held === true) {
       lastRenew = Date.now();
+      options.onRenewed?.();
       if (!leading) {
         leading = true;
         options.onStartedLeading();
@@ -101,7 +111,7 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
   if (leading) {
     // Release: an empty holder lets the next replica take over at once.
     await options.rest
-      .request({ method: 'PATCH', path, contentType: 'application/merge-patch+json', body: { spec: { holderIdentity: null, renewTime: null } } })
+      .request({ method: 'PATCH', path, contentType: 'application/merge-patch+json', body: { spec: { holderIdentity: null, renewTime: null } }, timeoutMs })
       .catch(() => undefined);
   }
 }

@@ -9,8 +9,9 @@ import { KubeApiError, type KubeRest } from './rest.ts';
 const TOKEN_SECONDS = 3600;
 
 
-export function createApplyClients(options: { connection: KubeConnection; rest: KubeRest; clock: { now(): Date } }): (identity: ApplyIdentity) => Promise<ApplyClient> {
-  const own = createApplyClient(options.connection);
+export function createApplyClients(options: { connection: KubeConnection; rest: KubeRest; clock: { now(): Date }; writeFence?: AbortSignal }): (identity: ApplyIdentity) => Promise<ApplyClient> {
+  const clientOptions = options.writeFence === undefined ? {} : { writeFence: options.writeFence };
+  const own = createApplyClient(options.connection, clientOptions);
   const tenants = new Map<string, { client: Promise<ApplyClient>; renewAt: number }>();
   return async (identity) => {
     if (identity === undefined) return own;
@@ -33,7 +34,7 @@ export function createApplyClients(options: { connection: KubeConnection; rest: 
       // The cluster's TLS settings, the tenant's token: never the operator's own client certificate or password.
       const { server, tls, proxyUrl } = options.connection;
       const headers = Object.freeze({ Authorization: `Bearer ${token}` });
-      return createApplyClient({ server, proxyUrl, tls: { ca: tls.ca, rejectUnauthorized: tls.rejectUnauthorized, servername: tls.servername }, authHeaders: () => Promise.resolve(headers) });
+      return createApplyClient({ server, proxyUrl, tls: { ca: tls.ca, rejectUnauthorized: tls.rejectUnauthorized, servername: tls.servername }, authHeaders: () => Promise.resolve(headers) }, clientOptions);
     })();
     tenants.set(key, { client, renewAt: options.clock.now().getTime() + (TOKEN_SECONDS * 1000) / 2 });
     client.catch(() => tenants.delete(key));

@@ -47,6 +47,8 @@ export type NamespaceReplicationReconcilerDeps = {
   readonly beforeApply?: (ids: readonly string[], remote?: RemoteClients) => Promise<void>;
   /** When the oldest source change not yet replicated was seen (for the lag metric); cleared after a sync. */
   readonly pendingSince?: (key: string) => number | undefined;
+  /** Why the watches of this replication's source were refused (the watch budget), if they were. */
+  readonly watchRefusal?: (key: string) => string | undefined;
 };
 
 type Event = { type: 'Normal' | 'Warning'; reason: string; message: string };
@@ -122,6 +124,11 @@ async function replicate(deps: NamespaceReplicationReconcilerDeps, object: Names
   }
   if (cluster === undefined && destinationNamespace === sourceNamespace) {
     return stalled(object, Reason.InvalidSpec, 'the standby would be the source itself: name destination.cluster or another destination.namespace', now);
+  }
+  const refused = deps.watchRefusal?.(key);
+  if (refused !== undefined) {
+    const conditions = setCondition(previous.conditions ?? [], { type: 'Ready', status: 'False', reason: Reason.WatchBudgetExceeded, message: truncate(refused) }, at);
+    return { ok: false, status: { ...previous, observedGeneration: object.metadata.generation, conditions }, events: [{ type: 'Warning', reason: Reason.WatchBudgetExceeded, message: truncate(refused) }] };
   }
   const source = await deps.applyClient(undefined);
   let remote: RemoteClients | undefined;
