@@ -31,7 +31,7 @@ describe('shutdown', () => {
       // Given: an operator whose only reconcile is stuck fetching from a Git server that never answers.
       const first = await startOperator({ kubeconfig: testKubeconfigPath(), args });
       await applyConfigSync(configSync(ns.name, 'stuck', { source: { git: { repo: `http://127.0.0.1:${gitPort}/stuck.git`, revision: 'main', path: '.' } }, refreshInterval: '1h', targets: [{ name: 'local', namespace: ns.name }] }));
-      await eventually(async () => (sockets.size > 0 ? true : undefined), 'the reconcile to be fetching', 60_000);
+      await eventually(() => Promise.resolve(sockets.size > 0 ? true : undefined), 'the reconcile to be fetching', 60_000);
 
       // When: SIGTERM.
       const started = Date.now();
