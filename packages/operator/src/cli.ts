@@ -5,12 +5,12 @@
 //
 // Exit codes: 0 success; 1 error (a usage error, the API server refused, a wait that failed or timed out);
 // diff: 0 no differences, 1 differences, 2 error (as kubectl diff and flux diff).
+import { DEFAULT_WATCH_BUDGET } from '@syncline/kube';
 import { Command, CommanderError, Option } from 'commander';
 import type * as Commands from './cli/commands.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DEFAULT_MIRROR_PREFIX } from './mirror/labels.ts';
-import { DEFAULT_WATCH_BUDGET } from './controller/watch-budget.ts';
 
 /** The flags of `syncline run`, as commander hands them over (camelCase). */
 export type RunOptions = {

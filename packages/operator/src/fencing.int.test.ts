@@ -1,6 +1,6 @@
 // A leader that cannot renew its Lease, against the real control plane: /healthz turns 500, every write of the
 // process is fenced (the API server never sees it), reads go on, and the manager reconciles nothing more.
-import { connectionFromKubeConfig } from '@syncline/apply';
+import { connectionFromKubeConfig, createEventRecorder, KubeApiError, createKubeRest, type KubeRest } from '@syncline/kube';
 import { TemplateCache } from '@syncline/render';
 import { createGitSource } from '@syncline/source-git';
 import { testKubeConfig, testNamespace } from '@syncline/test-support/kube';
@@ -10,9 +10,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { installCrds } from './kube/crds.ts';
-import { createEventRecorder } from './kube/events.ts';
 import { createApplyClients } from './kube/identity.ts';
-import { KubeApiError, createKubeRest, type KubeRest } from './kube/rest.ts';
 import { startManager } from './manager.ts';
 import { createMetrics } from './metrics.ts';
 import { mirrorKeys } from './mirror/labels.ts';

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The composition root: reads flags and environment once, builds { kube, git, clock, logger, metrics }
 // and hands them to the command. Nothing deeper reads process.env.
+import { createEventRecorder, connectKubeconfig, loadKubeConfig, createKubeRest, WatchBudget } from '@syncline/kube';
 import { parseShard, shardLeaseName, shardedWaker } from './shard.ts';
 import { TemplateCache } from '@syncline/render';
 import { createGitSource } from '@syncline/source-git';
@@ -9,13 +10,8 @@ import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { pino } from 'pino';
 import { runCli, type RunOptions } from './cli.ts';
-import { createEventRecorder } from './kube/events.ts';
-import { connectKubeconfig } from './kube/connection.ts';
 import { createApplyClients } from './kube/identity.ts';
-import { loadKubeConfig } from './kube/kubeconfig.ts';
-import { createKubeRest } from './kube/rest.ts';
 import { startManager } from './manager.ts';
-import { WatchBudget } from './controller/watch-budget.ts';
 import { startMirrorController } from './mirror/controller.ts';
 import { StalePolicy, mirrorKeys, parseMirrorSourceNamespaces } from './mirror/index.ts';
 import { DEFAULT_INTERVAL_BOUNDS } from './reconcile/configsync.ts';

@@ -1,19 +1,16 @@
 // The controller manager: informers for ConfigSyncs, the Secrets/ConfigMaps they reference and the
 // objects they manage; the work queue; leader election (only the leader reconciles, so only the leader
 // writes); and the readiness the health server reports.
+import { SharedWatches, Informer, objectKey, type KubeObject, DEFAULT_WATCH_BUDGET, WatchBudget, WatchBudgetError, DEFAULT_RENEW_DEADLINE_MS, runLeaderElection } from '@syncline/kube';
 import { createHash } from 'node:crypto';
 import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, healthOf, parseObjectId, type ApplyClient, type KubeObject as ApplyObject, type ResourceInfo } from '@syncline/apply';
 import type { ConfigSync, ManifestSync, NamespaceReplication, RemoteCluster } from './api/v1alpha1.ts';
-import { SharedWatches } from './controller/shared-watches.ts';
 import { DEFAULT_RESOURCE_TYPES, parseResourceType } from './dr/transform.ts';
 import { NAMESPACEREPLICATION_KEY_PREFIX, createNamespaceReplicationReconciler } from './reconcile/namespacereplication.ts';
 import { createRemoteClusters, type RemoteClients } from './remote/clusters.ts';
 import { createTargetBackoff } from './remote/backoff.ts';
 import { REMOTECLUSTER_KEY_PREFIX, createRemoteClusterReconciler } from './reconcile/remotecluster.ts';
-import { Informer, objectKey, type KubeObject } from './controller/informer.ts';
 import { WorkQueue } from './controller/queue.ts';
-import { DEFAULT_WATCH_BUDGET, WatchBudget, WatchBudgetError } from './controller/watch-budget.ts';
-import { DEFAULT_RENEW_DEADLINE_MS, runLeaderElection } from './leader.ts';
 import type { MirrorKeys, MirrorNamespace } from './mirror/index.ts';
 import { DEFAULT_INTERVAL_BOUNDS, createConfigSyncReconciler, type ConfigSyncReconcilerDeps } from './reconcile/configsync.ts';
 import type { TargetNoop } from './reconcile/target.ts';

@@ -1,10 +1,10 @@
 // Apply clients: the operator's own, and one per tenant ServiceAccount (spec.serviceAccountName) that
 // carries a short-lived token from the TokenRequest API, so a tenant's sync can do exactly what its
 // account may and nothing more. Works with every authenticator, unlike impersonation headers.
-import { createApplyClient, type ApplyClient, type KubeConnection } from '@syncline/apply';
+import { type KubeConnection, KubeApiError, type KubeRest } from '@syncline/kube';
+import { createApplyClient, type ApplyClient } from '@syncline/apply';
 import type { ApplyIdentity } from '../reconcile/configsync.ts';
 import { ServiceAccountError } from './errors.ts';
-import { KubeApiError, type KubeRest } from './rest.ts';
 
 const TOKEN_SECONDS = 3600;
 

@@ -2,13 +2,12 @@
 // read the source namespace → the standby copies (pure: dr/transform.ts) → applyTarget into the standby
 // (SSA, inventory, guarded prune) → status. With spec.failover the standby is promoted instead: replication
 // stops overwriting it and its workloads go to their recorded counts, read from the standby's own objects.
+import { type EventRecorder, type KubeRest } from '@syncline/kube';
 import { OWNER_LABEL, decodeInventory, objectId, ownerHash, type ApplyClient, type KubeObject } from '@syncline/apply';
 import type { Logger } from 'pino';
 import { NamespaceReplicationSpec, type Condition, type NamespaceReplication, type NamespaceReplicationStatus } from '../api/v1alpha1.ts';
 import type { ReconcileOutcome } from '../controller/queue.ts';
 import { DEFAULT_RESOURCE_TYPES, parseResourceType, promoted, skipReason, standbyCopy, type ResourceType } from '../dr/transform.ts';
-import type { EventRecorder } from '../kube/events.ts';
-import type { KubeRest } from '../kube/rest.ts';
 import type { Metrics } from '../metrics.ts';
 import type { MirrorKeys } from '../mirror/index.ts';
 import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';

@@ -2,9 +2,9 @@
 // and cached per cluster and credentials version, so a rotated token takes effect at the next use without a
 // restart and an unchanged one costs no request. Each client has keep-alive connections and a request
 // timeout of its own, so one slow cluster fails only its own targets.
-import { createApplyClient, type ApplyClient, type KubeConnection } from '@syncline/apply';
+import { type KubeConnection, KubeApiError, createKubeRest, type KubeRest } from '@syncline/kube';
+import { createApplyClient, type ApplyClient } from '@syncline/apply';
 import type { RemoteCluster, RemoteClusterSpec } from '../api/v1alpha1.ts';
-import { KubeApiError, createKubeRest, type KubeRest } from '../kube/rest.ts';
 import { InvalidCredentialsError, credentialsFromParts, parseKubeconfig, type CredentialOptions, type RemoteCredentials } from './credentials.ts';
 
 export const RemoteClusterReason = {

@@ -1,6 +1,6 @@
 // Watches shared by the objects that need them: one informer per watched collection however many
 // subscribers it has, stopped when the last one leaves. Each event wakes every subscriber.
-import type { KubeRest } from '../kube/rest.ts';
+import type { KubeRest } from './rest.ts';
 import { Informer, type InformerOptions } from './informer.ts';
 import type { WatchBudget } from './watch-budget.ts';
 

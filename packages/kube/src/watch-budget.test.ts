@@ -1,7 +1,7 @@
 // The watch budget: watches past it are refused with an error that names the budget; given-back watches
 // make room again; SharedWatches takes a subscriber's watches all or none.
 import { describe, expect, it } from 'vitest';
-import type { KubeRest } from '../kube/rest.ts';
+import type { KubeRest } from './rest.ts';
 import { SharedWatches } from './shared-watches.ts';
 import { WatchBudget, WatchBudgetError } from './watch-budget.ts';
 

@@ -4,15 +4,15 @@
 // Watches and requests never share a connection pool: a watch holds its socket for minutes, so with one
 // capped pool enough watches leave no socket for a status write, an Event or a Lease renewal, which then
 // wait forever (Node's `timeout` option counts socket idle time only, not the wait for a socket). Watches
-// get a pool of their own without a cap (the watch budget bounds them, see controller/watch-budget.ts);
+// get a pool of their own without a cap (the watch budget bounds them, see watch-budget.ts);
 // requests get a capped pool and an overall deadline that includes the wait for a socket.
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import { createInterface } from 'node:readline';
-import { ApiError as KubeApiError, agentFor, toKubeConnection, type KubeConfigLike, type KubeConnection } from '@syncline/apply';
+import { ApiError as KubeApiError, agentFor, toKubeConnection, type KubeConfigLike, type KubeConnection } from './transport.ts';
 
 /** The API server answered with an error status: the same class apply's client throws. */
-export { ApiError as KubeApiError } from '@syncline/apply';
+export { ApiError as KubeApiError } from './transport.ts';
 
 /** Sockets for ordinary requests to one API server; requests beyond it wait (within their deadline). */
 const REQUEST_SOCKETS = 32;

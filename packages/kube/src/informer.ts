@@ -1,8 +1,8 @@
 // A list-watch cache for one resource path, hardened against the informer's known failure modes: a watch
 // that errors or ends is restarted from the last resourceVersion, a 410 Gone (expired version) re-lists,
 // and every failure backs off instead of stopping for good. `synced` and `healthy` feed /readyz.
-import type { KubeRest } from '../kube/rest.ts';
-import { KubeApiError } from '../kube/rest.ts';
+import type { KubeRest } from './rest.ts';
+import { KubeApiError } from './rest.ts';
 import { sleep } from './sleep.ts';
 import type { WatchBudget } from './watch-budget.ts';
 

@@ -1,8 +1,8 @@
 // Leader election on a coordination.k8s.io Lease, the client-go way: acquire when the lease is free or
 // expired, renew every retry period, and give up leadership (the caller exits) when renewals fail for
 // longer than the renew deadline, so two replicas never write at once for long.
-import { KubeApiError, type KubeRest } from './kube/rest.ts';
-import { sleep } from './controller/sleep.ts';
+import { KubeApiError, type KubeRest } from './rest.ts';
+import { sleep } from './sleep.ts';
 
 export type LeaderElectionOptions = {
   readonly rest: KubeRest;
