@@ -34,8 +34,10 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
   const renewDeadlineMs = options.renewDeadlineMs ?? DEFAULT_RENEW_DEADLINE_MS;
   const retryPeriodMs = options.retryPeriodMs ?? 2_000;
   const clock = options.clock ?? { now: () => new Date() };
-  // Each call has a deadline well inside the renew deadline: a hung request must not outlast the lease.
-  const timeoutMs = Math.max(retryPeriodMs, renewDeadlineMs / 2);
+  // Like client-go, an attempt may take until the renew deadline (a leader's: from its last renewal), and no
+  // longer: a hung request must not outlast the lease.
+  let attemptEndsAt = 0;
+  const remainingMs = (): number => Math.max(1, attemptEndsAt - Date.now());
   const path = `/apis/coordination.k8s.io/v1/namespaces/${options.namespace}/leases/${options.name}`;
   let leading = false;
   let lastRenew = 0;
@@ -45,7 +47,7 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
     const nowIso = now.toISOString().replace('Z', '000Z'); // MicroTime
     let lease: Lease | undefined;
     try {
-      lease = await options.rest.request<Lease>({ method: 'GET', path, signal, timeoutMs });
+      lease = await options.rest.request<Lease>({ method: 'GET', path, signal, timeoutMs: remainingMs() });
     } catch (error) {
       if (!(error instanceof KubeApiError && error.status === 404)) throw error;
     }
@@ -56,7 +58,7 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
         path: `/apis/coordination.k8s.io/v1/namespaces/${options.namespace}/leases`,
         body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: options.name, namespace: options.namespace }, spec: { ...spec, acquireTime: nowIso, leaseTransitions: 0 } },
         signal,
-        timeoutMs,
+        timeoutMs: remainingMs(),
       });
       return true;
     }
@@ -81,7 +83,7 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
         },
       },
       signal,
-      timeoutMs,
+      timeoutMs: remainingMs(),
     });
     return true;
   };
@@ -89,6 +91,7 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
   while (!signal.aborted) {
     let held: boolean | undefined; // undefined: the API server did not answer
     try {
+      attemptEndsAt = leading ? Math.max(lastRenew + renewDeadlineMs, Date.now() + retryPeriodMs) : Date.now() + renewDeadlineMs;
       held = await tryAcquireOrRenew();
     } catch (error) {
       if (!signal.aborted) options.onError?.(error);
@@ -111,7 +114,7 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
   if (leading) {
     // Release: an empty holder lets the next replica take over at once.
     await options.rest
-      .request({ method: 'PATCH', path, contentType: 'application/merge-patch+json', body: { spec: { holderIdentity: null, renewTime: null } }, timeoutMs })
+      .request({ method: 'PATCH', path, contentType: 'application/merge-patch+json', body: { spec: { holderIdentity: null, renewTime: null } }, timeoutMs: retryPeriodMs })
       .catch(() => undefined);
   }
 }
