@@ -31,3 +31,5 @@ export type { EventRecorder } from './events.ts';
 export { DEFAULT_RENEW_DEADLINE_MS, runLeaderElection } from './leader.ts';
 export type { LeaderElectionOptions } from './leader.ts';
 export { sleep } from './sleep.ts';
+export { requestSignal } from './request-signal.ts';
+export type { RequestSignal } from './request-signal.ts';

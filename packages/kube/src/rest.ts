@@ -9,6 +9,7 @@
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import { createInterface } from 'node:readline';
+import { requestSignal } from './request-signal.ts';
 import { ApiError as KubeApiError, agentFor, toKubeConnection, type KubeConfigLike, type KubeConnection } from './transport.ts';
 
 /** The API server answered with an error status: the same class apply's client throws. */
@@ -97,17 +98,22 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
     server,
     request<T>(req: KubeRequest): Promise<T> {
       const timeoutMs = req.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-      const deadline = AbortSignal.timeout(timeoutMs);
       const fence = req.method === 'GET' ? undefined : options.writeFence;
-      const signal = AbortSignal.any([deadline, ...(req.signal === undefined ? [] : [req.signal]), ...(fence === undefined ? [] : [fence])]);
       const fenced = (): KubeApiError => new KubeApiError({ status: 0, reason: 'Fenced', message: `${req.method} ${req.path}: refused, writes are fenced (${String(fence?.reason instanceof Error ? fence.reason.message : fence?.reason)})` });
       if (fence?.aborted === true) return Promise.reject(fenced());
-      return new Promise<T>((resolve, rejectRaw) => {
+      const abort = requestSignal({ timeoutMs, signal: req.signal, fence });
+      const signal = abort.signal;
+      return new Promise<T>((resolveRaw, rejectRaw) => {
+        const resolve = (value: T): void => {
+          abort.done();
+          resolveRaw(value);
+        };
         // The caller's own abort stays an AbortError; the deadline and the fence become API errors that say why.
         const reject = (error: Error): void => {
-          if (req.signal?.aborted === true) rejectRaw(error);
-          else if (fence?.aborted === true) rejectRaw(fenced());
-          else if (deadline.aborted) rejectRaw(new KubeApiError({ status: 0, reason: 'Timeout', message: `${req.method} ${req.path}: no answer within ${timeoutMs / 1000}s` }));
+          abort.done();
+          const cause = abort.cause();
+          if (cause === 'fence') rejectRaw(fenced());
+          else if (cause === 'deadline') rejectRaw(new KubeApiError({ status: 0, reason: 'Timeout', message: `${req.method} ${req.path}: no answer within ${timeoutMs / 1000}s` }));
           else rejectRaw(error);
         };
         send(
