@@ -37,8 +37,8 @@ export { planApply, planObject, planProven, planStale, provenOwnership, withOwne
 export type { Plan, PlanInput, PlanStep, PlanContext, LiveState, ProvenObject, Tier } from './plan.ts';
 export { planFieldTakeover, editManagersOf, setBy, unionFields } from './takeover.ts';
 export type { FieldTakeover, JsonPatchOperation } from './takeover.ts';
-export { createApplyClient, ApiError, agentFor, connectionFromKubeConfig, toKubeConnection } from './client.ts';
-export type { ApplyClient, ClientOptions, Discovery, ResourceInfo, KubeConnection, KubeConfigLike, KubeTlsOptions } from './client.ts';
+export { createApplyClient, ApiError } from './client.ts';
+export type { ApplyClient, ClientOptions, Discovery, ResourceInfo } from './client.ts';
 export { executePlan, readLive, readHealth, pool, ChangeAction, DEFAULT_CONCURRENCY } from './execute.ts';
 export type { ChangeSet, ChangeSetEntry, ExecuteOptions, WaveResult } from './execute.ts';
 export { healthOf, healthNeedsLiveObject, HealthStatus } from './health.ts';

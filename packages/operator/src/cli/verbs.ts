@@ -1,7 +1,7 @@
 // The generic verbs a Flux or kubectl user reaches for, for every Syncline kind: get (with -o wide, -l, -w),
 // suspend, resume, reconcile, events; and version.
 import { stringify } from 'yaml';
-import type { KubeRest } from '../kube/rest.ts';
+import type { KubeRest } from '@syncline/kube';
 import { RECONCILE_REQUESTED_ANNOTATION } from '../reconcile/configsync.ts';
 import type { Out } from '../cli.ts';
 import { age, alignRows, collectionPath, formatTable, objectPath, type KindInfo } from './kinds.ts';
