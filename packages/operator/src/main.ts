@@ -15,6 +15,7 @@ import { createApplyClients } from './kube/identity.ts';
 import { loadKubeConfig } from './kube/kubeconfig.ts';
 import { createKubeRest } from './kube/rest.ts';
 import { startManager } from './manager.ts';
+import { startAutoFailover } from './dr/auto-failover.ts';
 import { startMirrorController } from './mirror/controller.ts';
 import { StalePolicy, mirrorKeys, parseMirrorSourceNamespaces } from './mirror/index.ts';
 import { DEFAULT_INTERVAL_BOUNDS } from './reconcile/configsync.ts';
@@ -91,6 +92,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
           leaseDurationMs: Number(flags.leaseDuration) * 1000,
         }
       : undefined,
+    ...(flags.drHeartbeatInterval === 'off' ? {} : { drHeartbeat: { intervalMs: parseDuration(flags.drHeartbeatInterval), identity } }),
     onLostLeadership: () => {
       // Like controller-runtime: a replica that lost the lease exits and restarts as a follower.
       logger.error('lost leadership; exiting');
@@ -118,6 +120,11 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
           resyncMs: parseDuration(flags.mirrorResync),
         })
       : undefined;
+  // Standby side: promote a standby namespace whose primary stopped renewing its heartbeat (off by default).
+  const autoFailover =
+    flags.drAutoFailoverGrace === undefined || flags.drAutoFailoverGrace === 'off'
+      ? undefined
+      : startAutoFailover({ rest, applyClient: () => applyClient(undefined), graceMs: parseDuration(flags.drAutoFailoverGrace), isLeader: () => manager.isLeader(), clock, logger, metrics, events, keys, identity });
   const probes = await startProbeServer({ address: flags.probeAddr, metrics, ready: () => manager.ready() && (mirror?.ready() ?? true), logger });
   let webhooks: WebhookServer | undefined;
   if (flags.webhookAddr !== 'off') {
@@ -150,6 +157,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   logger.info('shutting down');
   await webhooks?.close();
   await mirror?.stop();
+  autoFailover?.stop();
   await manager.stop();
   await probes.close();
   logger.info('stopped');

@@ -7,6 +7,7 @@ import type { ConfigSync, ManifestSync, NamespaceReplication, RemoteCluster } fr
 import { SharedWatches } from './controller/shared-watches.ts';
 import { DEFAULT_RESOURCE_TYPES, parseResourceType } from './dr/transform.ts';
 import { NAMESPACEREPLICATION_KEY_PREFIX, createNamespaceReplicationReconciler } from './reconcile/namespacereplication.ts';
+import { startHeartbeats } from './dr/heartbeat.ts';
 import { createRemoteClusters, type RemoteClients } from './remote/clusters.ts';
 import { createTargetBackoff } from './remote/backoff.ts';
 import { REMOTECLUSTER_KEY_PREFIX, createRemoteClusterReconciler } from './reconcile/remotecluster.ts';
@@ -48,6 +49,8 @@ export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply
   /** Re-list every informer this often even when watches look healthy (missed events cannot stall a sync). */
   readonly resyncMs?: number;
   readonly onLostLeadership: () => void;
+  /** Renew a heartbeat Lease per NamespaceReplication in its standby this often (dr/heartbeat.ts); undefined = none. */
+  readonly drHeartbeat?: { readonly intervalMs: number; readonly identity: string };
 };
 
 export type Manager = {
@@ -538,6 +541,20 @@ export function startManager(options: ManagerOptions): Manager {
     );
   }
 
+  const heartbeats =
+    options.drHeartbeat === undefined
+      ? undefined
+      : startHeartbeats({
+          rest,
+          applyClient: () => options.applyClient(undefined),
+          remote,
+          replications: () => namespaceReplications.list() as unknown as NamespaceReplication[],
+          isLeader: () => leader,
+          clock: options.clock,
+          logger,
+          ...options.drHeartbeat,
+        });
+
   // Periodic resync: enqueue everything, so a missed event is repaired within resyncMs at worst.
   const resync = setInterval(() => {
     if (!leader) return;
@@ -560,6 +577,7 @@ export function startManager(options: ManagerOptions): Manager {
     inOtherShard: (key) => otherShards.get(key) !== undefined,
     async stop() {
       clearInterval(resync);
+      heartbeats?.stop();
       abort.abort();
       await queue.shutdown();
       await drWatches.stop();

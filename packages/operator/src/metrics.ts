@@ -20,6 +20,7 @@ export function createMetrics() {
     webhookDeliveries: new Counter({ name: 'syncline_webhook_deliveries_total', help: 'Webhook deliveries by provider and result.', labelNames: ['provider', 'result'], registers }),
     drLag: new Gauge({ name: 'syncline_dr_replication_lag_seconds', help: 'NamespaceReplication: from the first source change not yet replicated to its replication.', labelNames: ['namespacereplication'], registers }),
     drObjects: new Gauge({ name: 'syncline_dr_objects', help: 'NamespaceReplication: objects by kind and result (replicated, failed, skipped).', labelNames: ['namespacereplication', 'kind', 'result'], registers }),
+    drPromotions: new Counter({ name: 'syncline_dr_promotions_total', help: 'Standby namespaces promoted by this (standby-side) operator, by namespace and trigger.', labelNames: ['namespace', 'trigger'], registers }),
     leader: new Gauge({ name: 'syncline_leader', help: '1 while this replica holds the leader lease.', registers }),
   };
 }
