@@ -39,8 +39,16 @@ export type AutoFailoverDeps = {
   readonly identity: string;
 };
 
-/** One look at every heartbeat in this cluster; `held` remembers the holds already reported (one Event each). */
-export async function checkHeartbeats(deps: AutoFailoverDeps, held: Set<string>): Promise<void> {
+/**
+ * What a check remembers for the next: the holds already reported (one Event each), and the promotions this
+ * operator recorded but could not complete (retried, unlike a finished one: a person may scale a promoted
+ * standby as they see fit).
+ */
+export type AutoFailoverMemory = { readonly held: Set<string>; readonly incomplete: Set<string> };
+
+/** One look at every heartbeat in this cluster. */
+export async function checkHeartbeats(deps: AutoFailoverDeps, memory: AutoFailoverMemory): Promise<void> {
+  const { held, incomplete } = memory;
   if (!deps.isLeader()) return;
   const leases = (await deps.rest.request<{ items: KubeObject[] }>({ method: 'GET', path: '/apis/coordination.k8s.io/v1/leases', query: { labelSelector: HEARTBEAT_LABEL } })).items;
   const client = await deps.applyClient();
@@ -57,7 +65,8 @@ export async function checkHeartbeats(deps: AutoFailoverDeps, held: Set<string>)
     }
     if (standby === undefined) continue;
     const now = deps.clock.now();
-    const decision = decideAutoFailover({ heartbeat, standby, nowMs: now.getTime(), graceMs: deps.graceMs });
+    const decided = decideAutoFailover({ heartbeat, standby, nowMs: now.getTime(), graceMs: deps.graceMs });
+    const decision = decided === 'promoted' && incomplete.has(key) ? 'promote' : decided;
     if (decision !== 'held') held.delete(key);
     if (decision === 'held' && !held.has(key)) {
       held.add(key);
@@ -67,7 +76,16 @@ export async function checkHeartbeats(deps: AutoFailoverDeps, held: Set<string>)
     }
     if (decision !== 'promote') continue;
     const by = `auto-failover ${deps.identity} (no heartbeat from ${heartbeat.replication} for over ${Math.round(deps.graceMs / 1000)}s)`;
-    const { workloads } = await promoteStandby(standby, { client, rest: deps.rest, keys: deps.keys, by, now });
+    let workloads: number;
+    try {
+      ({ workloads } = await promoteStandby(standby, { client, rest: deps.rest, keys: deps.keys, by, now }));
+    } catch (error) {
+      // The record may be written already (the fence holds); the next check scales what is left.
+      incomplete.add(key);
+      deps.logger.warn({ lease: key, err: error instanceof Error ? error.message : String(error) }, 'automatic failover: promotion incomplete; retrying at the next check');
+      continue;
+    }
+    incomplete.delete(key);
     deps.metrics.drPromotions.inc({ namespace: heartbeat.namespace, trigger: 'heartbeat' });
     const message = `promoted ${heartbeat.namespace}: no heartbeat from ${heartbeat.replication} since ${heartbeat.renewedAt === undefined ? 'ever' : new Date(heartbeat.renewedAt).toISOString()} (grace ${Math.round(deps.graceMs / 1000)}s); ${workloads} workload(s) at their recorded counts`;
     deps.logger.warn({ lease: key }, message);
@@ -78,11 +96,11 @@ export async function checkHeartbeats(deps: AutoFailoverDeps, held: Set<string>)
 /** Checks the heartbeats every quarter of the grace period (at most every 5 s) until stopped. */
 export function startAutoFailover(deps: AutoFailoverDeps): { stop(): void } {
   const everyMs = Math.max(250, Math.min(5000, Math.floor(deps.graceMs / 4)));
-  const held = new Set<string>();
+  const memory: AutoFailoverMemory = { held: new Set(), incomplete: new Set() };
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   const tick = (): void => {
-    void checkHeartbeats(deps, held)
+    void checkHeartbeats(deps, memory)
       .catch((error: unknown) => deps.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'automatic failover: could not check the heartbeats'))
       .finally(() => {
         if (!stopped) timer = setTimeout(tick, everyMs);

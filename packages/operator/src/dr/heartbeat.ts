@@ -46,7 +46,7 @@ export function heartbeatLease(options: { nr: NamespaceReplication; namespace: s
         [REPLICATION_READY_ANNOTATION]: ready,
       },
     },
-    spec: { holderIdentity: options.identity, leaseDurationSeconds: Math.max(1, Math.ceil((3 * options.intervalMs) / 1000)), renewTime: options.now.toISOString() },
+    spec: { holderIdentity: options.identity, leaseDurationSeconds: Math.max(1, Math.ceil((3 * options.intervalMs) / 1000)), renewTime: options.now.toISOString().replace('Z', '000Z') }, // MicroTime: microseconds
   };
 }
 

@@ -75,7 +75,7 @@ describe('heartbeat', () => {
   it('is a Lease renewed now that carries the last replicated change, and reads back', () => {
     const now = new Date('2026-11-25T10:00:00.000Z');
     const lease = heartbeatLease({ nr, namespace: 'shop', now, intervalMs: 10_000, identity: 'op-1' });
-    expect(lease).toMatchObject({ kind: 'Lease', metadata: { name: 'syncline-heartbeat-shop', namespace: 'shop' }, spec: { holderIdentity: 'op-1', leaseDurationSeconds: 30, renewTime: now.toISOString() } });
+    expect(lease).toMatchObject({ kind: 'Lease', metadata: { name: 'syncline-heartbeat-shop', namespace: 'shop' }, spec: { holderIdentity: 'op-1', leaseDurationSeconds: 30, renewTime: '2026-11-25T10:00:00.000000Z' } });
     expect(readHeartbeat(lease)).toEqual({ namespace: 'shop', name: 'syncline-heartbeat-shop', replication: 'apps/shop', renewedAt: now.getTime(), lastChange: '2026-11-25T09:59:00Z', ready: 'True', held: false });
   });
 
