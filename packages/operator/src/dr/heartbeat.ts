@@ -93,6 +93,8 @@ export type HeartbeatDeps = {
   readonly logger: Logger;
   readonly intervalMs: number;
   readonly identity: string;
+  /** The replications whose last renewal failed (a failure is logged as a warning once). */
+  readonly failing?: Set<string>;
 };
 
 /** Renews every NamespaceReplication's heartbeat once (the leader only). */
@@ -109,20 +111,25 @@ export async function renewHeartbeats(deps: HeartbeatDeps): Promise<void> {
       if (!parsed.success || nr.metadata.deletionTimestamp !== undefined) return;
       const spec = parsed.data;
       const owner = nr.metadata.namespace ?? 'default';
+      const key = `${owner}/${nr.metadata.name}`;
       try {
         const cluster = spec.destination.cluster?.name;
         const client = cluster === undefined ? await deps.applyClient() : (await deps.remote.clients(owner, cluster)).apply;
         await client.apply(heartbeatLease({ nr, namespace: standbyNamespaceOf(nr, spec), now: deps.clock.now(), intervalMs: deps.intervalMs, identity: deps.identity }), { fieldManager: HEARTBEAT_FIELD_MANAGER, force: true });
+        if (deps.failing?.delete(key) === true) deps.logger.info({ namespacereplication: key }, 'heartbeat renewed again');
       } catch (error) {
-        // The standby unreachable, or its namespace not created yet: the replication's own status says so.
-        deps.logger.debug({ namespacereplication: `${owner}/${nr.metadata.name}`, err: error instanceof Error ? error.message : String(error) }, 'heartbeat not renewed');
+        // The standby unreachable, or its namespace not created yet: said once (warn), then at debug.
+        const level = deps.failing === undefined || deps.failing.has(key) ? 'debug' : 'warn';
+        deps.failing?.add(key);
+        deps.logger[level]({ namespacereplication: key, err: error instanceof Error ? error.message : String(error) }, 'heartbeat not renewed');
       }
     }),
   );
 }
 
 /** Renews the heartbeats every interval until stopped. */
-export function startHeartbeats(deps: HeartbeatDeps): { stop(): void } {
+export function startHeartbeats(options: HeartbeatDeps): { stop(): void } {
+  const deps = { ...options, failing: options.failing ?? new Set<string>() };
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   const tick = (): void => {
