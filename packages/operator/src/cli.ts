@@ -184,6 +184,7 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
           : new Option('--by <who>', 'with --standby: who promotes (recorded on the namespace; default $USER)'),
       )
       .action(async (names: string[], flags: KubeFlags & { wait?: boolean; timeout: string; standby?: boolean; resetStandby?: boolean; by?: string }) => {
+        if (flags.standby !== true && names.length !== 1) throw new Error(`${command} needs exactly one NamespaceReplication name (or --standby with namespaces)`);
         const c = await commands();
         const kube = await c.connect(flags, context.env);
         if (flags.standby === true) {
@@ -191,7 +192,6 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
           code = command === 'failover' ? await dr.standbyFailoverCommand(kube, names, { by: flags.by ?? context.env['USER'] ?? 'syncline-cli' }, out) : await dr.standbyFailbackCommand(kube, names, { reset: flags.resetStandby === true }, out);
           return;
         }
-        if (names.length !== 1) throw new Error(`${command} needs exactly one NamespaceReplication name (or --standby with namespaces)`);
         code = await c.failoverCommand(command, kube, names[0] ?? '', flags, out);
       });
   }
