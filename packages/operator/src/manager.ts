@@ -7,7 +7,7 @@ import type { ConfigSync, ManifestSync, NamespaceReplication, RemoteCluster } fr
 import { SharedWatches } from './controller/shared-watches.ts';
 import { DEFAULT_RESOURCE_TYPES, parseResourceType } from './dr/transform.ts';
 import { NAMESPACEREPLICATION_KEY_PREFIX, createNamespaceReplicationReconciler } from './reconcile/namespacereplication.ts';
-import { startHeartbeats } from './dr/heartbeat.ts';
+import { retireHeartbeat, startHeartbeats } from './dr/heartbeat.ts';
 import { createRemoteClusters, type RemoteClients } from './remote/clusters.ts';
 import { createTargetBackoff } from './remote/backoff.ts';
 import { REMOTECLUSTER_KEY_PREFIX, createRemoteClusterReconciler } from './reconcile/remotecluster.ts';
@@ -337,6 +337,7 @@ export function startManager(options: ManagerOptions): Manager {
       const nr = object as unknown as NamespaceReplication;
       const key = replicationKey(nr);
       if (type === 'DELETED') {
+        if (options.drHeartbeat !== undefined && leader) void retireHeartbeat({ applyClient: () => options.applyClient(undefined), remote, logger }, nr);
         drWatches.set(key, []);
         queue.forget(key);
         leftShard('namespacereplication', objectKey(nr));

@@ -20,6 +20,8 @@ export type AutoFailoverDecision = 'fresh' | 'held' | 'promoted' | 'promote';
 export function decideAutoFailover(options: { heartbeat: Heartbeat; standby: StandbyNamespace; nowMs: number; graceMs: number }): AutoFailoverDecision {
   const { heartbeat, standby } = options;
   if (standby.promotion !== undefined) return 'promoted';
+  // Only the heartbeat of the replication that owns the namespace counts (not a Lease someone labelled alike).
+  if (heartbeat.replication !== standby.replication) return 'fresh';
   // A Lease never renewed (no renewTime) counts from nothing: it is stale.
   if (heartbeat.renewedAt !== undefined && options.nowMs - heartbeat.renewedAt <= options.graceMs) return 'fresh';
   if (heartbeat.held || isHeld(standby.object)) return 'held';

@@ -4,7 +4,7 @@
 // so 0.1 writes/s each). The Lease also carries what a person needs during an incident when the primary cannot
 // be asked: the last replicated change (the recovery point) and whether replication was Ready. A standby-side
 // operator with --dr-auto-failover-grace promotes a namespace whose Lease went stale (auto-failover.ts).
-import type { ApplyClient, KubeObject } from '@syncline/apply';
+import { appliedBy, type ApplyClient, type KubeObject } from '@syncline/apply';
 import type { Logger } from 'pino';
 import { NamespaceReplicationSpec, type NamespaceReplication } from '../api/v1alpha1.ts';
 import type { KubeRest } from '../kube/rest.ts';
@@ -125,6 +125,26 @@ export async function renewHeartbeats(deps: HeartbeatDeps): Promise<void> {
       }
     }),
   );
+}
+
+/**
+ * Removes the heartbeat of a deleted NamespaceReplication, so that a standby-side automatic failover does not
+ * take a deletion for the primary's death. Best effort: a Lease left behind (the standby unreachable then) is
+ * deleted by hand.
+ */
+export async function retireHeartbeat(deps: Pick<HeartbeatDeps, 'applyClient' | 'remote' | 'logger'>, nr: NamespaceReplication): Promise<void> {
+  const parsed = NamespaceReplicationSpec.safeParse(nr.spec);
+  if (!parsed.success) return;
+  const owner = nr.metadata.namespace ?? 'default';
+  const cluster = parsed.data.destination.cluster?.name;
+  try {
+    const client = cluster === undefined ? await deps.applyClient() : (await deps.remote.clients(owner, cluster)).apply;
+    const id = `coordination.k8s.io/Lease/${standbyNamespaceOf(nr, parsed.data)}/${heartbeatLeaseName(nr.metadata.name)}`;
+    const lease = await client.get(id);
+    if (lease !== undefined && appliedBy(lease, HEARTBEAT_FIELD_MANAGER)) await client.delete(id, { apiVersion: lease.apiVersion, ...(lease.metadata.uid === undefined ? {} : { uid: lease.metadata.uid }) });
+  } catch (error) {
+    deps.logger.warn({ namespacereplication: `${owner}/${nr.metadata.name}`, err: error instanceof Error ? error.message : String(error) }, 'the heartbeat Lease of a deleted NamespaceReplication could not be removed from its standby: delete it by hand');
+  }
 }
 
 /** Renews the heartbeats every interval until stopped. */

@@ -101,5 +101,7 @@ describe('decideAutoFailover', () => {
     expect(decideAutoFailover({ heartbeat, standby: standby({ object: namespace({ annotations: { [HOLD_ANNOTATION]: 'maintenance' } }) }), nowMs: late, graceMs })).toBe('held');
     expect(decideAutoFailover({ heartbeat, standby: standby({ object: namespace({ annotations: { [HOLD_ANNOTATION]: 'false' } }) }), nowMs: late, graceMs })).toBe('promote');
     expect(decideAutoFailover({ heartbeat, standby: standby({ promotion: { at: 'T', by: 'alice' } }), nowMs: late, graceMs })).toBe('promoted');
+    // a stale Lease labelled alike that is not the owning replication's heartbeat counts for nothing
+    expect(decideAutoFailover({ heartbeat: { ...heartbeat, replication: 'tenant/fake' }, standby: standby(), nowMs: late, graceMs })).toBe('fresh');
   });
 });
