@@ -88,6 +88,14 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: ["serviceaccounts/token"]
   verbs: ["create"]
+{{- if .Values.operator.dr.autoFailoverGrace }}
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "list"]
+- apiGroups: [""]
+  resources: ["namespaces"]
+  verbs: ["patch"]
+{{- end }}
 {{- end }}
 
 {{/* HOST:PORT for a listen flag; an IPv6 host gets brackets. Argument: (list host port). */}}
