@@ -3,7 +3,8 @@
 // with the standby's kubeconfig only, promotes the standby (workloads at their recorded counts); the primary
 // started again from its data reads the promotion and does not replicate over the standby (Fenced, an Event);
 // `syncline failback --standby --reset-standby` hands the standby back. Then automatic failover: a standby-side
-// operator promotes when the heartbeat stops, not while a person holds it.
+// operator promotes when the heartbeat stops, not while a person holds it; a deleted replication's heartbeat
+// is removed.
 import { AppsV1Api, BatchV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -187,4 +188,20 @@ describe('disaster recovery with the primary gone', () => {
     const metrics = await (await fetch(`http://${standbyOperator.probeAddress}/metrics`)).text();
     expect(metrics).toMatch(/syncline_dr_promotions_total\{namespace="shop",trigger="heartbeat"\} 1/);
   }, 300_000);
+
+  it("removes a deleted replication's heartbeat, so a deletion is not taken for the primary's death", async () => {
+    const standbyRest = await createKubeRest(standbyKc);
+    const leasePath = `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/syncline-heartbeat-shop`;
+    // given the primary's operator running again (fenced: the standby is promoted) and heartbeating
+    operator = await startPrimaryOperator(primary.kubeconfigPath);
+    await eventually(async () => (Date.now() - Date.parse((await standbyRest.request<{ spec?: { renewTime?: string } }>({ method: 'GET', path: leasePath })).spec?.renewTime ?? '') < 5_000 ? true : undefined), 'a fresh heartbeat', 60_000);
+    // when the NamespaceReplication is deleted
+    await primaryRest.request({ method: 'DELETE', path: nrPath });
+    // then its heartbeat Lease leaves the standby
+    await eventually(
+      () => standbyRest.request({ method: 'GET', path: leasePath }).then(() => undefined, (error: unknown) => ((error as { status?: number }).status === 404 ? true : undefined)),
+      'the heartbeat Lease to be removed',
+      60_000,
+    );
+  }, 180_000);
 });
