@@ -62,6 +62,7 @@ const everything = (namespace: string): string[] => [
   '--set', 'operator.allowInsecureHttp=true',
   '--set', `operator.watchNamespace=${namespace}`,
   '--set', 'operator.logLevel=debug',
+  '--set', 'operator.dr.autoFailoverGrace=60s',
   '--set', `leaderElection.namespace=${namespace}`,
   '--set', 'imagePullSecrets[0].name=registry',
   '--set', 'podDisruptionBudget.minAvailable=2',

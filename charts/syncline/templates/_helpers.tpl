@@ -88,6 +88,14 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
+{{- if .Values.operator.dr.autoFailoverGrace }}
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "list"]
+- apiGroups: [""]
+  resources: ["namespaces"]
+  verbs: ["patch"]
+{{- end }}
 {{- end }}
 
 {{/* TokenRequests for spec.serviceAccountName / operator.defaultServiceAccount: the names in

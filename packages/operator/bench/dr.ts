@@ -1,20 +1,23 @@
-// `pnpm bench dr [--objects 1000] [--changes 30] [--steady 600] [--deployments 100]`: a namespace of mixed
+// `pnpm bench dr [--objects 1000] [--changes 30] [--steady 600] [--deployments 100] [--grace 5]`: a namespace of mixed
 // objects kept warm in a second control plane by a NamespaceReplication (Continuous), the real operator
 // process. Prints the initial replication time, single-change latency to the standby (p50 ≤ 1 s, p99 ≤ 2 s)
 // with what one change costs (reconciles, LISTs on each API server), write requests to both API servers in a
 // steady state (0), and the failover of the namespace's Deployments until all run their recorded counts in the
-// standby (≤ 5 s), then the failback for information. Figures on the last lines.
+// standby (≤ 5 s), then the failback for information; then the primary killed: RTO until a standby-side
+// automatic failover has every Deployment at its count (≤ grace + 5 s), and RPO, the changes of the last
+// second before the kill the standby lacks (none older than 1 s). Figures on the last lines.
 import { KubeConfig } from '@kubernetes/client-node';
-import { createKubeRest, type KubeRest, type NamespaceReplication } from '@syncline/operator';
+import { createKubeRest, installCrds, type KubeRest, type NamespaceReplication } from '@syncline/operator';
 import { startControlPlane, startOperator } from '@syncline/test-support';
 import { parseArgs } from 'node:util';
 import { adminKubeconfig, benchEnvironment, cpuSeconds, diff, metricSum, peakRss, percentile, pool, requestCounts, sleep, writeRequests } from './_environment.ts';
 
-const { values: flags } = parseArgs({ options: { objects: { type: 'string', default: '1000' }, changes: { type: 'string', default: '30' }, steady: { type: 'string', default: '600' }, deployments: { type: 'string', default: '100' } } });
+const { values: flags } = parseArgs({ options: { objects: { type: 'string', default: '1000' }, changes: { type: 'string', default: '30' }, steady: { type: 'string', default: '600' }, deployments: { type: 'string', default: '100' }, grace: { type: 'string', default: '5' } } });
 const OBJECTS = Number(flags.objects);
 const CHANGES = Number(flags.changes);
 const STEADY_SECONDS = Number(flags.steady);
 const DEPLOYMENTS = Number(flags.deployments);
+const GRACE_SECONDS = Number(flags.grace);
 const shop = 'shop';
 const progress = (line: string): void => console.error(`[bench] ${line}`);
 const reads = (client: KubeRest): Promise<Map<string, number>> => requestCounts(client, (verb) => verb === 'LIST');
@@ -34,7 +37,7 @@ try {
   // The standby's admin credentials stay out of the standby (as an SRE would exclude them).
   await rest.request({ method: 'POST', path: `/api/v1/namespaces/${shop}/secrets`, body: { metadata: { name: 'standby-kubeconfig', labels: { 'syncline.dev/dr': 'exclude' } }, stringData: { kubeconfig: await adminKubeconfig(standby) } } });
   await rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${shop}/remoteclusters`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'RemoteCluster', metadata: { name: 'dr' }, spec: { kubeconfigSecretRef: { name: 'standby-kubeconfig', key: 'kubeconfig' } } } });
-  await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', shop, '--mirror', 'off'] });
+  await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', shop, '--mirror', 'off', '--dr-heartbeat-interval', '1s'] });
   const reconciles = async (): Promise<{ count: number; seconds: number }> => ({ count: await metricSum(operator.probeAddress, 'syncline_reconcile_duration_seconds_count'), seconds: await metricSum(operator.probeAddress, 'syncline_reconcile_duration_seconds_sum') });
 
   // 1. Initial replication: created → Ready with every object counted, then checked in the standby itself.
@@ -110,6 +113,34 @@ try {
   const failbackMs = Date.now() - failbackStart;
   const rssMb = peakRss(operator.pid);
 
+  // 5. The primary gone: a standby-side operator promotes once the heartbeat is older than the grace period.
+  // RTO: from killing the primary (control plane and operator) to every Deployment at its recorded count in
+  // the standby. RPO: of the changes made in the last second before the kill, those the standby lacks.
+  progress(`RTO: a standby-side operator (--dr-auto-failover-grace ${GRACE_SECONDS}s), then the primary killed`);
+  await installCrds(dr, { fieldManager: 'bench' });
+  await using standbyOperator = await startOperator({ kubeconfig: standby.kubeconfigPath, args: ['--mirror', 'off', '--dr-heartbeat-interval', 'off', '--dr-auto-failover-grace', `${GRACE_SECONDS}s`] });
+  await until(async () => {
+    const lease = await dr.request<{ spec?: { renewTime?: string } }>({ method: 'GET', path: `/apis/coordination.k8s.io/v1/namespaces/${shop}/leases/syncline-heartbeat-shop` });
+    return Date.now() - Date.parse(lease.spec?.renewTime ?? '') < 2000 ? true : undefined;
+  }, 60_000);
+  const lastSecond: { name: string; value: string; at: number }[] = [];
+  for (let i = 0; i < 10; i++) {
+    const change = { name: `cm-${i % configMaps}`, value: `rpo-${i}`, at: Date.now() };
+    await rest.request({ method: 'PATCH', path: `/api/v1/namespaces/${shop}/configmaps/${change.name}`, contentType: 'application/merge-patch+json', body: { data: { v: change.value } } });
+    lastSecond.push(change);
+    await sleep(100);
+  }
+  await operator.kill();
+  process.kill(controlPlane.pid, 'SIGKILL');
+  const killedAt = Date.now();
+  await until(() => deploymentsAt((d) => d.spec?.replicas !== 0 && String(d.spec?.replicas) === d.metadata.annotations?.['syncline.dev/original-replicas']), 120_000, 50);
+  const rtoMs = Date.now() - killedAt;
+  // A ConfigMap changed twice in the last second needs only its last value.
+  const latest = [...new Map(lastSecond.map((c) => [c.name, c])).values()];
+  const lacking = (await Promise.all(latest.map(async (c) => ((await dr.request<{ data?: Record<string, string> }>({ method: 'GET', path: `/api/v1/namespaces/${shop}/configmaps/${c.name}` })).data?.['v'] === c.value ? undefined : c)))).filter((c) => c !== undefined);
+  const oldestLackingMs = lacking.reduce((oldest, c) => Math.max(oldest, killedAt - c.at), 0);
+  await standbyOperator.stop();
+
   const p50 = percentile(latencies, 50);
   const p99 = percentile(latencies, 99);
   const verdict = (ok: boolean): string => (ok ? 'ok' : 'MISSED');
@@ -122,6 +153,8 @@ try {
   console.log(`    operator CPU ${cpuUsed.toFixed(2)} s (${((cpuUsed / steadyElapsed) * 100).toFixed(1)}% of one core), peak RSS ${rssMb.toFixed(0)} MB`);
   console.log(`  failover of ${DEPLOYMENTS} Deployments until all at their recorded counts:  ${failoverMs} ms  (target ≤ 5000 ms)  ${verdict(failoverMs <= 5000)}`);
   console.log(`  failback until all at 0 again:  ${failbackMs} ms  (information)`);
+  console.log(`  RTO, primary killed → all ${DEPLOYMENTS} Deployments at their recorded counts (automatic failover, grace ${GRACE_SECONDS} s, heartbeat every 1 s):  ${rtoMs} ms  (target ≤ ${(GRACE_SECONDS + 5) * 1000} ms)  ${verdict(rtoMs <= (GRACE_SECONDS + 5) * 1000)}`);
+  console.log(`  RPO, of ${latest.length} objects changed in the last second before the kill the standby lacks ${lacking.length}${lacking.length === 0 ? '' : ` (oldest ${oldestLackingMs} ms before the kill: ${lacking.map((c) => c.name).join(', ')})`}  (target: none older than 1000 ms)  ${verdict(oldestLackingMs <= 1000)}`);
 } finally {
   await standby.stop();
 }

@@ -50,6 +50,8 @@ export type RunOptions = {
   webhookSecret?: string;
   webhookMaxBodyBytes: string;
   webhookReadTimeout: string;
+  drHeartbeatInterval: string;
+  drAutoFailoverGrace?: string;
 };
 
 export type CliContext = {
@@ -189,18 +191,51 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
     kubeFlags(
       program
         .command(command)
-        .description(command === 'failover' ? "promote a NamespaceReplication's standby: stop replicating, scale workloads up" : 'back to replicating, standby workloads at zero')
-        .argument('<name>', 'the NamespaceReplication')
+        .description(
+          command === 'failover'
+            ? "promote a NamespaceReplication's standby: stop replicating, scale workloads up. With --standby (the standby cluster's kubeconfig, the primary gone): promote the standby namespaces named, or all"
+            : 'back to replicating, standby workloads at zero. With --standby --reset-standby (the standby cluster\'s kubeconfig): clear a standby-side promotion so the primary replicates over it again',
+        )
+        .argument('[name-or-namespaces...]', 'the NamespaceReplication; with --standby, standby namespaces')
+        .option('--standby', "act on the standby cluster itself (its kubeconfig): no primary needed")
         .option('--wait', 'wait until the operator reports it done')
         .option('--timeout <duration>', 'how long --wait waits (e.g. 60s, 5m)', '60s'),
-    ).action(async (name: string, flags: KubeFlags & { wait?: boolean; timeout: string }) => {
-      const c = await commands();
-    const kube = await c.connect(flags, context.env);
-      code = await c.failoverCommand(command, kube, name, flags, out);
-    });
+    )
+      .addOption(
+        command === 'failback'
+          ? new Option('--reset-standby', 'with --standby: workloads to zero, the promotion record and heartbeats removed (what changed in the standby is overwritten by the primary)')
+          : new Option('--by <who>', 'with --standby: who promotes (recorded on the namespace; default $USER)'),
+      )
+      .action(async (names: string[], flags: KubeFlags & { wait?: boolean; timeout: string; standby?: boolean; resetStandby?: boolean; by?: string }) => {
+        if (flags.standby !== true && names.length !== 1) throw new Error(`${command} needs exactly one NamespaceReplication name (or --standby with namespaces)`);
+        const c = await commands();
+        const kube = await c.connect(flags, context.env);
+        if (flags.standby === true) {
+          const dr = await import('./cli/dr.ts');
+          code = command === 'failover' ? await dr.standbyFailoverCommand(kube, names, { by: flags.by ?? context.env['USER'] ?? 'syncline-cli' }, out) : await dr.standbyFailbackCommand(kube, names, { reset: flags.resetStandby === true }, out);
+          return;
+        }
+        code = await c.failoverCommand(command, kube, names[0] ?? '', flags, out);
+      });
   }
 
   addVersionAndCompletion(program, context, { out, err }, (c) => (code = c));
+  listFlags(
+    kubeFlags(
+      program
+        .command('dr')
+        .description('disaster recovery: status of the standby namespaces, read from the standby cluster')
+        .argument('<action>', 'status')
+        .argument('[namespaces...]', 'standby namespaces (default: all)')
+        .option('--standby', "read the standby cluster (its kubeconfig): promoted?, the primary's last heartbeat and its age, the last replicated change"),
+    ),
+  ).action(async (action: string, names: string[], flags: ListFlags & { standby?: boolean }) => {
+    if (action !== 'status') throw new Error(`unknown dr action "${action}": the only one is status`);
+    if (flags.standby !== true) throw new Error("dr status reads the standby cluster: pass --standby with the standby's kubeconfig (the primary's view is syncline get/kubectl get namespacereplications)");
+    const c = await commands();
+    const kube = await c.connect(flags, context.env);
+    code = await (await import('./cli/dr.ts')).drStatusCommand(kube, names, flags, out, err);
+  });
 
   try {
     await program.parseAsync([...argv], { from: 'user' });
@@ -364,6 +399,8 @@ function addRunCommand(program: Command, context: CliContext, done: (code: numbe
     )
     .option('--webhook-max-body-bytes <n>', 'larger deliveries are refused while streaming', String(1024 * 1024))
     .option('--webhook-read-timeout <seconds>', 'seconds a sender has to deliver headers and body', '10')
+    .option('--dr-heartbeat-interval <duration>', 'renew a heartbeat Lease per NamespaceReplication in its standby namespace this often ("off": none); the standby reads it (syncline dr status --standby, automatic failover)', '10s')
+    .option('--dr-auto-failover-grace <duration>', 'standby side: promote a standby namespace whose heartbeat is older than this, unless held with the syncline.dev/dr-hold annotation (default off)')
     .action(async (flags: RunOptions) => {
       done(await context.runOperator(flags));
     });

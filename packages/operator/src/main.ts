@@ -11,6 +11,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runCli, type RunOptions } from './cli.ts';
 import { createApplyClients } from './kube/identity.ts';
 import { startManager } from './manager.ts';
+import { startAutoFailover } from './dr/auto-failover.ts';
 import { startMirrorController } from './mirror/controller.ts';
 import { StalePolicy, mirrorKeys, parseMirrorSourceNamespaces } from './mirror/index.ts';
 import { DEFAULT_INTERVAL_BOUNDS } from './reconcile/configsync.ts';
@@ -95,6 +96,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
       : undefined,
     writeFence: fence.signal,
     stallTimeoutMs: parseDuration(flags.stallTimeout),
+    ...(flags.drHeartbeatInterval === 'off' ? {} : { drHeartbeat: { intervalMs: parseDuration(flags.drHeartbeatInterval), identity } }),
     onLostLeadership: () => {
       // Like controller-runtime: a replica that lost the lease exits, and a fresh process competes again.
       fence.abort(new Error('this replica lost its leadership'));
@@ -124,6 +126,11 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
           watchBudget,
         })
       : undefined;
+  // Standby side: promote a standby namespace whose primary stopped renewing its heartbeat (off by default).
+  const autoFailover =
+    flags.drAutoFailoverGrace === undefined || flags.drAutoFailoverGrace === 'off'
+      ? undefined
+      : startAutoFailover({ rest, applyClient: () => applyClient(undefined), graceMs: parseDuration(flags.drAutoFailoverGrace), isLeader: () => manager.isLeader(), clock, logger, metrics, events, keys, identity });
   const probes = await startProbeServer({ address: flags.probeAddr, metrics, ready: () => manager.ready() && (mirror?.ready() ?? true), live: () => manager.live(), logger });
   let webhooks: WebhookServer | undefined;
   if (flags.webhookAddr !== 'off') {
@@ -162,6 +169,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     (async () => {
       await webhooks?.close();
       await mirror?.stop();
+      autoFailover?.stop();
       await manager.stop();
       return true;
     })(),

@@ -7,6 +7,7 @@ import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventor
 import type { ConfigSync, ManifestSync, NamespaceReplication, RemoteCluster } from './api/v1alpha1.ts';
 import { DEFAULT_RESOURCE_TYPES, parseResourceType } from './dr/transform.ts';
 import { NAMESPACEREPLICATION_KEY_PREFIX, createNamespaceReplicationReconciler } from './reconcile/namespacereplication.ts';
+import { retireHeartbeat, startHeartbeats } from './dr/heartbeat.ts';
 import { createRemoteClusters, type RemoteClients } from './remote/clusters.ts';
 import { createTargetBackoff } from './remote/backoff.ts';
 import { REMOTECLUSTER_KEY_PREFIX, createRemoteClusterReconciler } from './reconcile/remotecluster.ts';
@@ -57,6 +58,8 @@ export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply
   readonly writeFence?: AbortSignal;
   /** Liveness fails when the work queue has had work and finished none of it for this long (default 10 min). */
   readonly stallTimeoutMs?: number;
+  /** Renew a heartbeat Lease per NamespaceReplication in its standby this often (dr/heartbeat.ts); undefined = none. */
+  readonly drHeartbeat?: { readonly intervalMs: number; readonly identity: string };
 };
 
 /** What /healthz reports: fine, or why the process should be restarted. */
@@ -397,6 +400,7 @@ export function startManager(options: ManagerOptions): Manager {
       const nr = object as unknown as NamespaceReplication;
       const key = replicationKey(nr);
       if (type === 'DELETED') {
+        if (options.drHeartbeat !== undefined && leader) void retireHeartbeat({ applyClient: () => options.applyClient(undefined), remote, logger }, nr);
         setSourceWatches(key, []);
         queue.forget(key);
         leftShard('namespacereplication', objectKey(nr));
@@ -644,6 +648,20 @@ export function startManager(options: ManagerOptions): Manager {
     );
   }
 
+  const heartbeats =
+    options.drHeartbeat === undefined
+      ? undefined
+      : startHeartbeats({
+          rest,
+          applyClient: () => options.applyClient(undefined),
+          remote,
+          replications: () => namespaceReplications.list() as unknown as NamespaceReplication[],
+          isLeader: () => leader,
+          clock: options.clock,
+          logger,
+          ...options.drHeartbeat,
+        });
+
   // Periodic resync: enqueue everything, so a missed event is repaired within resyncMs at worst.
   const resync = setInterval(() => {
     if (!leader) return;
@@ -674,6 +692,7 @@ export function startManager(options: ManagerOptions): Manager {
     async stop() {
       clearInterval(resync);
       untrackResources();
+      heartbeats?.stop();
       abort.abort();
       await queue.shutdown();
       await drWatches.stop();

@@ -77,6 +77,7 @@ export function createMetrics() {
     gitCacheHits: new Counter({ name: 'syncline_git_fetches_total', help: 'Snapshot requests by outcome (hit = served from cache, miss = fetched).', labelNames: ['outcome'], registers }),
     queueDepth: new Gauge({ name: 'syncline_workqueue_depth', help: 'Objects waiting to be reconciled.', registers }),
     webhookDeliveries: new Counter({ name: 'syncline_webhook_deliveries_total', help: 'Webhook deliveries by provider and result.', labelNames: ['provider', 'result'], registers }),
+    drPromotions: new Counter({ name: 'syncline_dr_promotions_total', help: 'Standby namespaces promoted by this (standby-side) operator, by namespace and trigger.', labelNames: ['namespace', 'trigger'], registers }),
     leader: new Gauge({ name: 'syncline_leader', help: '1 while this replica holds the leader lease.', registers }),
     ...perObject,
     resourceInfo,

@@ -168,7 +168,7 @@ export const ConfigSyncSpec = z.object({
     .meta({ description: 'ConfigSyncs in this namespace that must be Ready at their current revision before this one applies (e.g. CRDs before apps). A cycle is refused with a condition.' }),
 });
 
-export const ConditionType = z.enum(['Ready', 'Synced', 'Healthy', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed', 'IntervalClamped', 'FailedOver', 'Suspended']);
+export const ConditionType = z.enum(['Ready', 'Synced', 'Healthy', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed', 'IntervalClamped', 'FailedOver', 'Suspended', 'Fenced']);
 
 export const Condition = z.object({
   type: describe(z.string(), 'Type of the condition: Ready, Reconciling, Stalled, ... (one entry per type).'),
@@ -440,6 +440,10 @@ export const NamespaceReplicationStatus = z.object({
   conditions: Conditions.optional(),
   lastSyncedTime: Timestamp('When the standby last changed to match the source.').optional(),
   failedOverAt: Timestamp('When the standby was promoted (spec.failover); cleared by failback.').optional(),
+  standbyPromotion: z
+    .object({ at: Timestamp('When the standby was promoted.'), by: describe(z.string(), 'Who or what promoted it (a person, the CLI, an automatic failover).') })
+    .optional()
+    .meta({ description: 'Set while replication is fenced: the standby namespace was promoted from the standby side (syncline.dev/promoted-at on it), so nothing is replicated over it until it is reset.' }),
   kinds: z
     .array(z.object({ kind: describe(z.string(), 'Kind (Kind.group) of the objects.'), objects: describe(z.number().int(), 'How many are in the standby.') }))
     .optional()
@@ -574,6 +578,7 @@ export const crdDefinitions = [
       { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
       { name: 'Failed Over', type: 'string', jsonPath: ".status.conditions[?(@.type=='FailedOver')].status" },
       { name: 'Last Sync', type: 'date', jsonPath: '.status.lastSyncedTime' },
+      { name: 'Fenced', type: 'string', jsonPath: ".status.conditions[?(@.type=='Fenced')].status" },
       { name: 'Status', type: 'string', priority: 1, jsonPath: ".status.conditions[?(@.type=='Ready')].message" },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
     ],

@@ -48,6 +48,7 @@ export const Reason = {
   Replicated: 'Replicated',
   FailedOver: 'FailedOver',
   FailedBack: 'FailedBack',
+  StandbyPromoted: 'StandbyPromoted',
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 

@@ -7,6 +7,7 @@ import { DEFAULT_FIELD_MANAGER, OWNER_LABEL, appliedBy, decodeInventory, objectI
 import type { Logger } from 'pino';
 import { NamespaceReplicationSpec, type Condition, type NamespaceReplication, type NamespaceReplicationStatus } from '../api/v1alpha1.ts';
 import type { ReconcileOutcome } from '../controller/queue.ts';
+import { fencedMessage, readFence, type FenceState } from '../dr/fence.ts';
 import { DEFAULT_RESOURCE_TYPES, parseResourceType, promoted, skipReason, standbyCopy, type ResourceType } from '../dr/transform.ts';
 import { objectLabels, type Metrics } from '../metrics.ts';
 import type { MirrorKeys } from '../mirror/index.ts';
@@ -21,7 +22,7 @@ import { allowedWrite, type Actor, type TrustedNamespaces } from '../tenancy.ts'
 export const NAMESPACEREPLICATION_KEY_PREFIX = 'NamespaceReplication/';
 const STANDBY_TARGET = 'standby';
 /** What a failover scales back up (or resumes): see dr/transform.ts's promoted. */
-const PROMOTED_KINDS = [
+export const PROMOTED_KINDS = [
   { group: 'apps', kind: 'Deployment' },
   { group: 'apps', kind: 'StatefulSet' },
   { group: 'batch', kind: 'CronJob' },
@@ -151,6 +152,9 @@ async function replicate(deps: NamespaceReplicationReconcilerDeps, object: Names
   const inventory = previous.inventory?.find((i) => i.target === STANDBY_TARGET)?.entries;
 
   if (spec.failover) return promote(deps, object, { standby, remote, owner, inventory, destinationNamespace, now, previous });
+  // The fence: a standby promoted from its own side (the primary was gone) is never replicated over.
+  const fence = await readFence(standby, destinationNamespace);
+  if (fence.kind !== 'clear') return fenced(object, { fence, cluster: cluster ?? 'this cluster', destinationNamespace, now });
 
   // Replicate: every object of the chosen kinds in the source namespace, as it lands in the standby.
   const types: readonly ResourceType[] = spec.resourceTypes === undefined ? DEFAULT_RESOURCE_TYPES : spec.resourceTypes.map(parseResourceType);
@@ -224,6 +228,8 @@ async function replicate(deps: NamespaceReplicationReconcilerDeps, object: Names
     inventory: [{ ...outcome.inventory, ...(cluster === undefined ? {} : { cluster }) }],
   };
   delete status.failedOverAt;
+  delete status.standbyPromotion;
+  status.conditions = removeCondition(conditions, 'Fenced');
   const summary = `${outcome.counts.created} created, ${outcome.counts.configured} configured, ${outcome.counts.deleted} deleted`;
   const events: Event[] = [];
   if (wasFailedOver) events.push({ type: 'Normal', reason: Reason.FailedBack, message: `failed back: replicating again, workloads in ${destinationNamespace} at zero` });
@@ -282,4 +288,25 @@ async function promote(
   const status: NamespaceReplicationStatus = { ...previous, observedGeneration: object.metadata.generation, conditions, ...(ok ? { failedOverAt: previous.failedOverAt ?? now } : {}) };
   const events: Event[] = ok ? (outcome.changed ? [{ type: 'Normal', reason: Reason.FailedOver, message }] : []) : [{ type: 'Warning', reason: Reason.ApplyFailed, message }];
   return { ok, status, events };
+}
+
+/** A promoted standby (fence.ts) or one whose promotion could not be checked: nothing is replicated. */
+function fenced(object: NamespaceReplication, options: { fence: Exclude<FenceState, { kind: 'clear' }>; cluster: string; destinationNamespace: string; now: string }): Result {
+  const previous = object.status ?? {};
+  const at = { generation: object.metadata.generation, now: options.now };
+  const { fence } = options;
+  if (fence.kind === 'unknown') {
+    const message = truncate(fence.message);
+    const conditions = setCondition(previous.conditions ?? [], { type: 'Ready', status: 'False', reason: Reason.Unreachable, message }, at);
+    return { ok: false, status: { ...previous, observedGeneration: object.metadata.generation, conditions }, events: [{ type: 'Warning', reason: Reason.Unreachable, message }] };
+  }
+  const message = truncate(fencedMessage({ namespace: options.destinationNamespace, cluster: options.cluster, promotion: fence.promotion }));
+  let conditions = setCondition(previous.conditions ?? [], { type: 'Ready', status: 'False', reason: Reason.StandbyPromoted, message }, at);
+  conditions = setCondition(conditions, { type: 'Fenced', status: 'True', reason: Reason.StandbyPromoted, message }, at);
+  return {
+    ok: false,
+    stall: true,
+    status: { ...previous, observedGeneration: object.metadata.generation, conditions, standbyPromotion: { at: fence.promotion.at, by: fence.promotion.by } },
+    events: [{ type: 'Warning', reason: Reason.StandbyPromoted, message }],
+  };
 }

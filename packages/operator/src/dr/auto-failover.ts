@@ -1,0 +1,118 @@
+// Automatic failover, off by default: an operator running in the standby cluster with
+// --dr-auto-failover-grace watches the heartbeat Leases the primary's operator renews there (heartbeat.ts) and
+// promotes a standby namespace whose heartbeat is older than the grace period, with the same fence and the
+// same proof of ownership as `syncline failover --standby` (standby.ts). A person holds it during planned
+// maintenance with the syncline.dev/dr-hold annotation on the Lease or the Namespace. Every promotion, and
+// every hold that stopped one, is an Event on the heartbeat Lease; promotions also count in
+// syncline_dr_promotions_total.
+import type { ApplyClient, KubeObject } from '@syncline/apply';
+import type { Logger } from 'pino';
+import type { EventRecorder } from '@syncline/kube';
+import type { KubeRest } from '@syncline/kube';
+import type { Metrics } from '../metrics.ts';
+import type { MirrorKeys } from '../mirror/index.ts';
+import { HEARTBEAT_LABEL, isHeld, readHeartbeat, type Heartbeat } from './heartbeat.ts';
+import { listStandbyNamespaces, promoteStandby, type StandbyNamespace } from './standby.ts';
+
+export type AutoFailoverDecision = 'fresh' | 'held' | 'promoted' | 'promote';
+
+/** What to do about one heartbeat: `promote` only when it is older than the grace period and nothing holds it. */
+export function decideAutoFailover(options: { heartbeat: Heartbeat; standby: StandbyNamespace; nowMs: number; graceMs: number }): AutoFailoverDecision {
+  const { heartbeat, standby } = options;
+  if (standby.promotion !== undefined) return 'promoted';
+  // Only the heartbeat of the replication that owns the namespace counts (not a Lease someone labelled alike).
+  if (heartbeat.replication !== standby.replication) return 'fresh';
+  // A Lease never renewed (no renewTime) counts from nothing: it is stale.
+  if (heartbeat.renewedAt !== undefined && options.nowMs - heartbeat.renewedAt <= options.graceMs) return 'fresh';
+  if (heartbeat.held || isHeld(standby.object)) return 'held';
+  return 'promote';
+}
+
+export type AutoFailoverDeps = {
+  readonly rest: KubeRest;
+  readonly applyClient: () => Promise<ApplyClient>;
+  readonly graceMs: number;
+  readonly isLeader: () => boolean;
+  readonly clock: { now(): Date };
+  readonly logger: Logger;
+  readonly metrics: Pick<Metrics, 'drPromotions'>;
+  readonly events: EventRecorder;
+  readonly keys: MirrorKeys;
+  readonly identity: string;
+};
+
+/**
+ * What a check remembers for the next: the holds already reported (one Event each), and the promotions this
+ * operator recorded but could not complete (retried, unlike a finished one: a person may scale a promoted
+ * standby as they see fit).
+ */
+export type AutoFailoverMemory = { readonly held: Set<string>; readonly incomplete: Set<string> };
+
+/** One look at every heartbeat in this cluster. */
+export async function checkHeartbeats(deps: AutoFailoverDeps, memory: AutoFailoverMemory): Promise<void> {
+  const { held, incomplete } = memory;
+  if (!deps.isLeader()) return;
+  const leases = (await deps.rest.request<{ items: KubeObject[] }>({ method: 'GET', path: '/apis/coordination.k8s.io/v1/leases', query: { labelSelector: HEARTBEAT_LABEL } })).items;
+  const client = await deps.applyClient();
+  for (const lease of leases) {
+    const heartbeat = readHeartbeat(lease);
+    const key = `${heartbeat.namespace}/${heartbeat.name}`;
+    const involved = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: heartbeat.name, namespace: heartbeat.namespace, ...(lease.metadata.uid === undefined ? {} : { uid: lease.metadata.uid }) } };
+    let standby: StandbyNamespace | undefined;
+    try {
+      [standby] = await listStandbyNamespaces(client, [heartbeat.namespace]);
+    } catch (error) {
+      deps.logger.debug({ lease: key, err: error instanceof Error ? error.message : String(error) }, 'heartbeat in a namespace that is not a proven standby: ignored');
+      continue;
+    }
+    if (standby === undefined) continue;
+    const now = deps.clock.now();
+    const decided = decideAutoFailover({ heartbeat, standby, nowMs: now.getTime(), graceMs: deps.graceMs });
+    const decision = decided === 'promoted' && incomplete.has(key) ? 'promote' : decided;
+    if (decision !== 'held') held.delete(key);
+    if (decision === 'held' && !held.has(key)) {
+      held.add(key);
+      const message = `no heartbeat from the primary since ${heartbeat.renewedAt === undefined ? 'ever' : new Date(heartbeat.renewedAt).toISOString()}, but automatic failover is held (syncline.dev/dr-hold): namespace ${heartbeat.namespace} not promoted`;
+      deps.logger.warn({ lease: key }, message);
+      await deps.events.record(involved, { type: 'Warning', reason: 'PromotionHeld', message });
+    }
+    if (decision !== 'promote') continue;
+    const by = `auto-failover ${deps.identity} (no heartbeat from ${heartbeat.replication} for over ${Math.round(deps.graceMs / 1000)}s)`;
+    let workloads: number;
+    try {
+      ({ workloads } = await promoteStandby(standby, { client, rest: deps.rest, keys: deps.keys, by, now }));
+    } catch (error) {
+      // The record may be written already (the fence holds); the next check scales what is left.
+      incomplete.add(key);
+      deps.logger.warn({ lease: key, err: error instanceof Error ? error.message : String(error) }, 'automatic failover: promotion incomplete; retrying at the next check');
+      continue;
+    }
+    incomplete.delete(key);
+    deps.metrics.drPromotions.inc({ namespace: heartbeat.namespace, trigger: 'heartbeat' });
+    const message = `promoted ${heartbeat.namespace}: no heartbeat from ${heartbeat.replication} since ${heartbeat.renewedAt === undefined ? 'ever' : new Date(heartbeat.renewedAt).toISOString()} (grace ${Math.round(deps.graceMs / 1000)}s); ${workloads} workload(s) at their recorded counts`;
+    deps.logger.warn({ lease: key }, message);
+    await deps.events.record(involved, { type: 'Warning', reason: 'StandbyPromoted', message });
+  }
+}
+
+/** Checks the heartbeats every quarter of the grace period (at most every 5 s) until stopped. */
+export function startAutoFailover(deps: AutoFailoverDeps): { stop(): void } {
+  const everyMs = Math.max(250, Math.min(5000, Math.floor(deps.graceMs / 4)));
+  const memory: AutoFailoverMemory = { held: new Set(), incomplete: new Set() };
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const tick = (): void => {
+    void checkHeartbeats(deps, memory)
+      .catch((error: unknown) => deps.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'automatic failover: could not check the heartbeats'))
+      .finally(() => {
+        if (!stopped) timer = setTimeout(tick, everyMs);
+      });
+  };
+  timer = setTimeout(tick, everyMs);
+  return {
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}

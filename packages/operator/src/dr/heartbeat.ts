@@ -1,0 +1,167 @@
+// The primary's heartbeat in the standby: one Lease per NamespaceReplication in its standby namespace, renewed
+// by the leading operator every interval while it can also reach its own (primary) API server. It is the one
+// deliberate write at steady state: one server-side apply per NamespaceReplication per interval (default 10 s,
+// so 0.1 writes/s each). The Lease also carries what a person needs during an incident when the primary cannot
+// be asked: the last replicated change (the recovery point) and whether replication was Ready. A standby-side
+// operator with --dr-auto-failover-grace promotes a namespace whose Lease went stale (auto-failover.ts).
+import { appliedBy, type ApplyClient, type KubeObject } from '@syncline/apply';
+import type { Logger } from 'pino';
+import { NamespaceReplicationSpec, type NamespaceReplication } from '../api/v1alpha1.ts';
+import type { KubeRest } from '@syncline/kube';
+import type { RemoteClusters } from '../remote/clusters.ts';
+
+export const HEARTBEAT_LABEL = 'syncline.dev/heartbeat';
+export const HEARTBEAT_FIELD_MANAGER = 'syncline-heartbeat';
+export const REPLICATION_ANNOTATION = 'syncline.dev/replication';
+export const LAST_CHANGE_ANNOTATION = 'syncline.dev/last-replicated-change';
+export const REPLICATION_READY_ANNOTATION = 'syncline.dev/replication-ready';
+/** On a heartbeat Lease or a standby Namespace: automatic failover leaves the namespace alone (maintenance). */
+export const HOLD_ANNOTATION = 'syncline.dev/dr-hold';
+export const DEFAULT_HEARTBEAT_INTERVAL_MS = 10_000;
+
+/** The Lease's name: one per NamespaceReplication (several could share a standby namespace). */
+export function heartbeatLeaseName(replicationName: string): string {
+  return `syncline-heartbeat-${replicationName}`.slice(0, 253).replace(/[-.]+$/, '');
+}
+
+/** The namespace in the standby cluster a NamespaceReplication replicates into. */
+export function standbyNamespaceOf(nr: NamespaceReplication, spec: NamespaceReplicationSpec): string {
+  return spec.destination.namespace ?? spec.sourceNamespace ?? nr.metadata.namespace ?? 'default';
+}
+
+/** The heartbeat Lease as applied: renewed now, valid for three intervals. */
+export function heartbeatLease(options: { nr: NamespaceReplication; namespace: string; now: Date; intervalMs: number; identity: string }): KubeObject {
+  const { nr } = options;
+  const ready = nr.status?.conditions?.find((c) => c.type === 'Ready')?.status ?? 'Unknown';
+  return {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: {
+      name: heartbeatLeaseName(nr.metadata.name),
+      namespace: options.namespace,
+      labels: { [HEARTBEAT_LABEL]: 'true' },
+      annotations: {
+        [REPLICATION_ANNOTATION]: `${nr.metadata.namespace ?? 'default'}/${nr.metadata.name}`,
+        [LAST_CHANGE_ANNOTATION]: nr.status?.lastSyncedTime ?? '',
+        [REPLICATION_READY_ANNOTATION]: ready,
+      },
+    },
+    spec: { holderIdentity: options.identity, leaseDurationSeconds: Math.max(1, Math.ceil((3 * options.intervalMs) / 1000)), renewTime: options.now.toISOString().replace('Z', '000Z') }, // MicroTime: microseconds
+  };
+}
+
+export type Heartbeat = {
+  readonly namespace: string;
+  readonly name: string;
+  readonly replication: string;
+  /** When the primary last renewed it (ms since the epoch), undefined when never. */
+  readonly renewedAt: number | undefined;
+  readonly lastChange: string | undefined;
+  readonly ready: string | undefined;
+  readonly held: boolean;
+};
+
+/** A heartbeat Lease as read in the standby. */
+export function readHeartbeat(lease: KubeObject): Heartbeat {
+  const annotations = lease.metadata.annotations ?? {};
+  const renewTime = (lease['spec'] as { renewTime?: unknown } | undefined)?.renewTime;
+  const renewedAt = typeof renewTime === 'string' ? Date.parse(renewTime) : Number.NaN;
+  return {
+    namespace: lease.metadata.namespace ?? '',
+    name: lease.metadata.name,
+    replication: annotations[REPLICATION_ANNOTATION] ?? '',
+    renewedAt: Number.isNaN(renewedAt) ? undefined : renewedAt,
+    lastChange: annotations[LAST_CHANGE_ANNOTATION] === '' ? undefined : annotations[LAST_CHANGE_ANNOTATION],
+    ready: annotations[REPLICATION_READY_ANNOTATION],
+    held: isHeld(lease),
+  };
+}
+
+export const isHeld = (object: KubeObject | undefined): boolean => {
+  const value = object?.metadata.annotations?.[HOLD_ANNOTATION];
+  return value !== undefined && value !== '' && value !== 'false';
+};
+
+export type HeartbeatDeps = {
+  /** The primary's API: a tick that cannot reach it writes no heartbeat (the primary is not serving). */
+  readonly rest: KubeRest;
+  readonly applyClient: () => Promise<ApplyClient>;
+  readonly remote: RemoteClusters;
+  readonly replications: () => readonly NamespaceReplication[];
+  readonly isLeader: () => boolean;
+  readonly clock: { now(): Date };
+  readonly logger: Logger;
+  readonly intervalMs: number;
+  readonly identity: string;
+  /** The replications whose last renewal failed (a failure is logged as a warning once). */
+  readonly failing?: Set<string>;
+};
+
+/** Renews every NamespaceReplication's heartbeat once (the leader only). */
+export async function renewHeartbeats(deps: HeartbeatDeps): Promise<void> {
+  if (!deps.isLeader()) return;
+  try {
+    await deps.rest.request({ method: 'GET', path: '/version' });
+  } catch {
+    return;
+  }
+  await Promise.all(
+    deps.replications().map(async (nr) => {
+      const parsed = NamespaceReplicationSpec.safeParse(nr.spec);
+      if (!parsed.success || nr.metadata.deletionTimestamp !== undefined) return;
+      const spec = parsed.data;
+      const owner = nr.metadata.namespace ?? 'default';
+      const key = `${owner}/${nr.metadata.name}`;
+      try {
+        const cluster = spec.destination.cluster?.name;
+        const client = cluster === undefined ? await deps.applyClient() : (await deps.remote.clients(owner, cluster)).apply;
+        await client.apply(heartbeatLease({ nr, namespace: standbyNamespaceOf(nr, spec), now: deps.clock.now(), intervalMs: deps.intervalMs, identity: deps.identity }), { fieldManager: HEARTBEAT_FIELD_MANAGER, force: true });
+        if (deps.failing?.delete(key) === true) deps.logger.info({ namespacereplication: key }, 'heartbeat renewed again');
+      } catch (error) {
+        // The standby unreachable, or its namespace not created yet: said once (warn), then at debug.
+        const level = deps.failing === undefined || deps.failing.has(key) ? 'debug' : 'warn';
+        deps.failing?.add(key);
+        deps.logger[level]({ namespacereplication: key, err: error instanceof Error ? error.message : String(error) }, 'heartbeat not renewed');
+      }
+    }),
+  );
+}
+
+/**
+ * Removes the heartbeat of a deleted NamespaceReplication, so that a standby-side automatic failover does not
+ * take a deletion for the primary's death. Best effort: a Lease left behind (the standby unreachable then) is
+ * deleted by hand.
+ */
+export async function retireHeartbeat(deps: Pick<HeartbeatDeps, 'applyClient' | 'remote' | 'logger'>, nr: NamespaceReplication): Promise<void> {
+  const parsed = NamespaceReplicationSpec.safeParse(nr.spec);
+  if (!parsed.success) return;
+  const owner = nr.metadata.namespace ?? 'default';
+  const cluster = parsed.data.destination.cluster?.name;
+  try {
+    const client = cluster === undefined ? await deps.applyClient() : (await deps.remote.clients(owner, cluster)).apply;
+    const id = `coordination.k8s.io/Lease/${standbyNamespaceOf(nr, parsed.data)}/${heartbeatLeaseName(nr.metadata.name)}`;
+    const lease = await client.get(id);
+    if (lease !== undefined && appliedBy(lease, HEARTBEAT_FIELD_MANAGER)) await client.delete(id, { apiVersion: lease.apiVersion, ...(lease.metadata.uid === undefined ? {} : { uid: lease.metadata.uid }) });
+  } catch (error) {
+    deps.logger.warn({ namespacereplication: `${owner}/${nr.metadata.name}`, err: error instanceof Error ? error.message : String(error) }, 'the heartbeat Lease of a deleted NamespaceReplication could not be removed from its standby: delete it by hand');
+  }
+}
+
+/** Renews the heartbeats every interval until stopped. */
+export function startHeartbeats(options: HeartbeatDeps): { stop(): void } {
+  const deps = { ...options, failing: options.failing ?? new Set<string>() };
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const tick = (): void => {
+    void renewHeartbeats(deps).finally(() => {
+      if (!stopped) timer = setTimeout(tick, deps.intervalMs);
+    });
+  };
+  timer = setTimeout(tick, Math.min(deps.intervalMs, 1000));
+  return {
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}
