@@ -30,6 +30,8 @@ export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply
   readonly allowInsecureRemote?: boolean;
   /** The operator's own namespace: ManifestSyncs there may read sources in any namespace. */
   readonly operatorNamespace?: string;
+  /** The webhook receiver's Secret (--webhook-secret): a credential, never replicated by a NamespaceReplication. */
+  readonly webhookSecret?: { readonly namespace: string; readonly name: string };
   readonly mirrorKeys: MirrorKeys;
   readonly concurrency: number;
   /** Watch ConfigSyncs in this namespace only; undefined = all namespaces. */
@@ -121,6 +123,7 @@ export function startManager(options: ManagerOptions): Manager {
         // A new spec or a reconcile request looks at the source as it is from now on (a ref listing begun later).
         freshRequests.set(objectKey(object), options.clock.now().getTime());
         queue.add(objectKey(object));
+        if (cs.spec.source.git.secretRef !== undefined) wakeReplicationsOf(cs.metadata.namespace ?? 'default');
       }
       // spec.dependsOn: a dependency that became Ready (or stopped being Ready, or left) wakes its dependents.
       if (type !== 'MODIFIED' || previous === undefined || readiness(previous as unknown as ConfigSync) !== readiness(cs)) {
@@ -143,7 +146,8 @@ export function startManager(options: ManagerOptions): Manager {
         apiVersion: object.apiVersion,
         kind: object.kind,
         metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion },
-        spec: { source: { git: { repo: git?.repo, revision: git?.revision } } },
+        // secretRef: a NamespaceReplication never copies another shard's Git credentials either.
+        spec: { source: { git: { repo: git?.repo, revision: git?.revision, ...(git?.secretRef === undefined ? {} : { secretRef: git.secretRef }) } } },
       };
     },
     onEvent: () => undefined,
@@ -267,6 +271,8 @@ export function startManager(options: ManagerOptions): Manager {
       index(key, type === 'DELETED' ? [] : remote.secretsOf(rc.spec).map((name) => `${namespace}/Secret/${name}`));
       if (type === 'DELETED' || !probedHere(rc)) queue.forget(key);
       else if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous, object)) queue.add(key);
+      // A Secret that became a credential leaves the standby now, not at the next relist.
+      if (type !== 'DELETED' && (previous === undefined || !onlyStatusChanged(previous, object))) wakeReplicationsOf(namespace);
       // Reachable again (or no longer): the syncs with targets there run now rather than at their next retry.
       const ready = (o: KubeObject | undefined): string | undefined => (o as RemoteCluster | undefined)?.status?.conditions?.find((c) => c.type === 'Ready')?.status;
       if (type !== 'ADDED' && ready(previous) !== ready(object)) {
@@ -344,6 +350,12 @@ export function startManager(options: ManagerOptions): Manager {
     },
     onError: (error) => logger.warn({ err: errorMessage(error) }, 'NamespaceReplication watch failed; restarting'),
   });
+  /** Wakes the NamespaceReplications that replicate `namespace` (a credential there changed). */
+  const wakeReplicationsOf = (namespace: string): void => {
+    for (const nr of namespaceReplications.list() as unknown as NamespaceReplication[]) {
+      if ((nr.spec.sourceNamespace ?? nr.metadata.namespace ?? 'default') === namespace) queue.add(replicationKey(nr));
+    }
+  };
   const reconcileReplication = createNamespaceReplicationReconciler({
     rest,
     applyClient: options.applyClient,
@@ -358,6 +370,15 @@ export function startManager(options: ManagerOptions): Manager {
     mirrorKeys: options.mirrorKeys,
     pendingSince: (key) => pendingSince.get(`${NAMESPACEREPLICATION_KEY_PREFIX}${key}`),
     beforeApply: watchBeforeApply,
+    // Which Secrets are the operator's credentials is known once these caches have been read.
+    credentialHolders: () =>
+      remoteClusters.synced && configSyncs.synced && otherShards.synced
+        ? {
+            remoteClusters: remoteClusters.list() as unknown as RemoteCluster[],
+            configSyncs: [...(configSyncs.list() as unknown as ConfigSync[]), ...(otherShards.list() as unknown as ConfigSync[])],
+            webhookSecret: options.webhookSecret,
+          }
+        : undefined,
   });
 
   // ManifestSyncs, their source objects (one single-object watch per source in Immediate mode) and the
