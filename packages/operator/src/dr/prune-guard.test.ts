@@ -100,4 +100,19 @@ describe('decidePrune', () => {
     // with them in a mass deletion, the hold covers the others only
     expect(decidePrune(base({ inventory, desired: [ns], alwaysPrunable: new Set([secret]) }))).toMatchObject({ action: 'hold', held: names(3) });
   });
+
+  it('with a settle time, lets deletions under the threshold through only once the set has stopped changing', () => {
+    const inventory = [ns, ...names(8)];
+    const first = decidePrune(base({ desired: inventory.filter((id) => id !== cm('c3')), settleMs: 5000 }));
+    expect(first).toMatchObject({ action: 'settle', held: [cm('c3')], retryAfterMs: 5000 });
+    if (first.action !== 'settle') throw new Error('settling');
+    const later = (ms: number): Date => new Date(now.getTime() + ms);
+    // a second deletion arrives: a new set, a new wait
+    const second = decidePrune(base({ desired: inventory.filter((id) => id !== cm('c3') && id !== cm('c4')), settleMs: 5000, settling: first.settling, now: later(2000) }));
+    expect(second).toMatchObject({ action: 'settle', retryAfterMs: 5000 });
+    if (second.action !== 'settle') throw new Error('settling');
+    expect(decidePrune(base({ desired: inventory.filter((id) => id !== cm('c3') && id !== cm('c4')), settleMs: 5000, settling: second.settling, now: later(7000) }))).toEqual({ action: 'prune', stale: [cm('c3'), cm('c4')] });
+    // the rest of a mass deletion arriving while the first ones settle is held as a whole
+    expect(decidePrune(base({ desired: [ns], settleMs: 5000, settling: second.settling, now: later(3000) }))).toMatchObject({ action: 'hold', hold: { objects: 8 } });
+  });
 });

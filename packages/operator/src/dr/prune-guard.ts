@@ -3,7 +3,9 @@
 // `kubectl delete --all`, an uninstall, the namespace deleted): mirroring that within seconds would destroy
 // the copy too. So a pass that would delete more than `maxDeletions` of the standby's objects, or any deletion
 // while the source namespace is being deleted or is gone, is held until a person confirms exactly that held
-// set (its token) or until `delay` has passed. Smaller deletions propagate as before.
+// set (its token) or until `delay` has passed. Smaller deletions propagate as before, once the set has stopped
+// changing for a moment (SETTLE_MS): a `kubectl delete --all` reaches the operator one object at a time, and
+// its first deletions must not slip through one by one before the rest arrive.
 import { createHash } from 'node:crypto';
 
 /** Why a prune is held. */
@@ -45,6 +47,9 @@ export type PruneGuardInput = {
   readonly previous?: PruneHold | undefined;
   /** spec.confirmPrune: the token a person confirmed. */
   readonly confirmed?: string | undefined;
+  /** What the previous pass left settling (kept in memory between passes); settleMs 0 prunes at once. */
+  readonly settling?: Settling | undefined;
+  readonly settleMs?: number;
   readonly now: Date;
 };
 
@@ -52,7 +57,15 @@ export type PruneDecision =
   /** Prune as usual; `released` says why a held set may now go. */
   | { readonly action: 'prune'; readonly stale: readonly string[]; readonly released?: 'confirmed' | 'delay' }
   /** Keep the standby's copies of `held`; `retryAfterMs` is when the delay releases them, if one is set. */
-  | { readonly action: 'hold'; readonly held: readonly string[]; readonly hold: PruneHold; readonly retryAfterMs?: number };
+  | { readonly action: 'hold'; readonly held: readonly string[]; readonly hold: PruneHold; readonly retryAfterMs?: number }
+  /** Deletions within the threshold, still changing: kept this pass, looked at again after retryAfterMs. */
+  | { readonly action: 'settle'; readonly held: readonly string[]; readonly settling: Settling; readonly retryAfterMs: number };
+
+/** How long a set of deletions under the threshold must stay the same before it reaches the standby. */
+export const SETTLE_MS = 5000;
+
+/** A set of deletions seen and not applied yet because it was still changing: its token and when it was first seen. */
+export type Settling = { readonly token: string; readonly at: number };
 
 const isNamespaceId = (id: string): boolean => id.startsWith('/Namespace/');
 
@@ -82,7 +95,7 @@ export function decidePrune(input: PruneGuardInput): PruneDecision {
   const total = input.inventory.filter((id) => !isNamespaceId(id) && input.alwaysPrunable?.has(id) !== true).length;
   const reason: PruneHoldReason | undefined =
     input.sourceNamespace !== 'Active' ? PruneHoldReason.SourceNamespaceDeleted : guarded.length > allowedDeletions(input.policy.maxDeletions, total) ? PruneHoldReason.MassDeletion : undefined;
-  if (reason === undefined) return { action: 'prune', stale };
+  if (reason === undefined) return settle(input, stale, guarded);
 
   // The same set as the recorded hold keeps its start (and token); any other set is a new hold.
   const previous = input.previous;
@@ -95,4 +108,15 @@ export function decidePrune(input: PruneGuardInput): PruneDecision {
   const remaining = Date.parse(since) + delayMs - input.now.getTime();
   if (remaining <= 0) return { action: 'prune', stale, released: 'delay' };
   return { action: 'hold', held: guarded, hold, retryAfterMs: remaining };
+}
+
+/** Deletions under the threshold go ahead once the same set has been seen for settleMs. */
+function settle(input: PruneGuardInput, stale: readonly string[], guarded: readonly string[]): PruneDecision {
+  const settleMs = input.settleMs ?? 0;
+  if (settleMs <= 0) return { action: 'prune', stale };
+  const token = holdToken('', guarded);
+  const now = input.now.getTime();
+  const at = input.settling?.token === token ? input.settling.at : now;
+  if (now - at >= settleMs) return { action: 'prune', stale };
+  return { action: 'settle', held: guarded, settling: { token, at }, retryAfterMs: at + settleMs - now };
 }

@@ -13,6 +13,7 @@ import type { Metrics } from '../metrics.ts';
 import type { MirrorKeys } from '../mirror/index.ts';
 import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
 import type { CredentialHolders } from '../dr/credentials.ts';
+import type { Settling } from '../dr/prune-guard.ts';
 import { Reason, removeCondition, setCondition } from './conditions.ts';
 import type { ApplyIdentity } from './configsync.ts';
 import { MAX_TIMER_MS, boundedInterval, type IntervalBounds } from './duration.ts';
@@ -58,7 +59,8 @@ export type NamespaceReplicationReconcilerDeps = {
 
 type Event = { type: 'Normal' | 'Warning'; reason: string; message: string };
 
-export function createNamespaceReplicationReconciler(deps: NamespaceReplicationReconcilerDeps): (key: string) => Promise<ReconcileOutcome> {
+export function createNamespaceReplicationReconciler(options: NamespaceReplicationReconcilerDeps): (key: string) => Promise<ReconcileOutcome> {
+  const deps: ReplicationRun = { ...options, settling: new Map() };
   return async (key) => {
     const object = deps.get(key);
     if (object === undefined || object.metadata.deletionTimestamp !== undefined) return { kind: 'done' };
@@ -95,6 +97,9 @@ export function createNamespaceReplicationReconciler(deps: NamespaceReplicationR
   };
 }
 
+/** The reconciler's dependencies and its own memory: deletions still settling, per replication (see dr/prune-guard.ts). */
+type ReplicationRun = NamespaceReplicationReconcilerDeps & { readonly settling: Map<string, Settling> };
+
 type Result = { ok: boolean; stall?: boolean; status: NamespaceReplicationStatus; events: Event[]; requeueAfterMs?: number };
 
 async function finish(deps: NamespaceReplicationReconcilerDeps, object: NamespaceReplication, result: Result, log: Logger): Promise<void> {
@@ -115,7 +120,7 @@ function stalled(object: NamespaceReplication, reason: Reason, message: string, 
   return { ok: false, stall: true, status: { ...object.status, observedGeneration: object.metadata.generation, conditions }, events: [{ type: 'Warning', reason, message: short }] };
 }
 
-async function replicate(deps: NamespaceReplicationReconcilerDeps, object: NamespaceReplication, spec: NamespaceReplicationSpec, now: string, key: string): Promise<Result> {
+async function replicate(deps: ReplicationRun, object: NamespaceReplication, spec: NamespaceReplicationSpec, now: string, key: string): Promise<Result> {
   const namespace = object.metadata.namespace ?? 'default';
   const sourceNamespace = spec.sourceNamespace ?? namespace;
   const destinationNamespace = spec.destination.namespace ?? sourceNamespace;
@@ -183,6 +188,8 @@ async function replicate(deps: NamespaceReplicationReconcilerDeps, object: Names
     // A credential copied before it was known as one leaves the standby whatever the guard says.
     credentialIds: new Set(replicable.excluded.map((e) => `/Secret/${destinationNamespace}/${e.name}`)),
     sourceNamespace: await sourceNamespaceState(source, sourceNamespace),
+    settling: deps.settling,
+    key,
     now: deps.clock.now(),
   });
   const applied = await applyTarget({
@@ -202,7 +209,7 @@ async function replicate(deps: NamespaceReplicationReconcilerDeps, object: Names
     metrics: deps.metrics,
     syncKey: metricKey,
   });
-  const outcome = guard.action === 'hold' ? { ...applied, inventory: keepHeld(applied.inventory, inventory, guard.held) } : applied;
+  const outcome = guard.action === 'prune' ? applied : { ...applied, inventory: keepHeld(applied.inventory, inventory, guard.held) };
   const held = guard.action === 'hold' ? heldPruneReport(guard, { spec, sourceNamespace, command: `syncline confirm-prune ${object.metadata.name} -n ${namespace}` }) : undefined;
   deps.metrics.drPruneHeld.set({ namespacereplication: metricKey }, guard.action === 'hold' ? guard.held.length : 0);
 
@@ -250,7 +257,7 @@ async function replicate(deps: NamespaceReplicationReconcilerDeps, object: Names
   }
   if (!ok) events.push({ type: 'Warning', reason: Reason.ApplyFailed, message: truncate(`${summary}; ${failed.length} failed: ${failed.map((f) => `${f.id}: ${f.reason}`).join('; ')}`) });
   else if (outcome.changed) events.push({ type: 'Normal', reason: Reason.Replicated, message: truncate(`${summary}: ${describeChanges(outcome.changes)}`) });
-  return { ok, status, events, ...(guard.action === 'hold' && guard.retryAfterMs !== undefined ? { requeueAfterMs: Math.min(guard.retryAfterMs + 1000, MAX_TIMER_MS) } : {}) };
+  return { ok, status, events, ...(guard.action !== 'prune' && guard.retryAfterMs !== undefined ? { requeueAfterMs: Math.min(guard.retryAfterMs + 250, MAX_TIMER_MS) } : {}) };
 }
 
 /** Failover: the standby's workloads to their recorded counts, CronJobs resumed; nothing else is touched. */

@@ -6,7 +6,7 @@
 import { decodeInventory, encodeInventory, objectId, type ApplyClient, type KubeObject } from '@syncline/apply';
 import type { NamespaceReplication, NamespaceReplicationSpec, TargetInventory } from '../api/v1alpha1.ts';
 import { credentialSecretsIn, withoutCredentials, type CredentialHolders } from '../dr/credentials.ts';
-import { decidePrune, PruneHoldReason, type PruneDecision, type SourceNamespaceState } from '../dr/prune-guard.ts';
+import { decidePrune, PruneHoldReason, SETTLE_MS, type PruneDecision, type Settling, type SourceNamespaceState } from '../dr/prune-guard.ts';
 import { Reason, removeCondition, setCondition, type ConditionInput } from './conditions.ts';
 import { parseDuration } from './duration.ts';
 import { readableId, truncate } from './target.ts';
@@ -44,12 +44,15 @@ export function guardPrune(input: {
   /** Standby ids of credentials that were once replicated: their deletion is never held. */
   readonly credentialIds: ReadonlySet<string>;
   readonly sourceNamespace: SourceNamespaceState;
+  /** Deletions still settling, per replication (memory only: a restart waits one settle time more). */
+  readonly settling: Map<string, Settling>;
+  readonly key: string;
   readonly now: Date;
 }): PruneDecision {
   const { spec } = input;
   const desired = input.desired.map((d) => objectId(d));
   if (!spec.prune) return { action: 'prune', stale: [] };
-  return decidePrune({
+  const decision = decidePrune({
     inventory: decodeInventory(input.inventory).map((e) => e.id),
     desired,
     alwaysPrunable: input.credentialIds,
@@ -57,11 +60,16 @@ export function guardPrune(input: {
     policy: { maxDeletions: spec.pruneGuard.maxDeletions, delayMs: spec.pruneGuard.delay === undefined ? undefined : parseDuration(spec.pruneGuard.delay) },
     previous: input.previous?.pruneHold,
     confirmed: spec.confirmPrune,
+    settling: input.settling.get(input.key),
+    settleMs: SETTLE_MS,
     now: input.now,
   });
+  if (decision.action === 'settle') input.settling.set(input.key, decision.settling);
+  else input.settling.delete(input.key);
+  return decision;
 }
 
-/** The inventory after a held pass: what the apply recorded, plus the held ids it forgot (prune was off). */
+/** The inventory after a held (or settling) pass: what the apply recorded, plus the held ids it forgot (prune was off). */
 export function keepHeld(applied: TargetInventory, previous: readonly string[] | undefined, held: readonly string[]): TargetInventory {
   const entries = decodeInventory(applied.entries);
   const present = new Set(entries.map((e) => e.id));
