@@ -38,16 +38,20 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
   const connection = await toKubeConnection(target);
   const server = connection.server;
   const agent = agentFor(connection, { maxSockets: 32 });
+  // Watches apart from requests: each watch holds its socket for as long as it runs (HTTP/1.1), so watches
+  // sharing the requests' bounded pool would, once there are enough of them (a Continuous NamespaceReplication
+  // alone watches 15 kinds), leave every request queued for a socket that never frees.
+  const watchAgent = agentFor(connection, { maxSockets: Infinity });
   const userAgent = options.userAgent ?? 'syncline';
   const isHttps = server.startsWith('https:');
 
-  const send = (req: KubeRequest, onResponse: (status: number, body: NodeJS.ReadableStream) => void, reject: (error: Error) => void): void => {
+  const send = (req: KubeRequest & { watch?: boolean }, onResponse: (status: number, body: NodeJS.ReadableStream) => void, reject: (error: Error) => void): void => {
     const target = url(server, req.path, req.query);
     const payload = req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body);
     connection.authHeaders().then((auth) => {
       const opts: RequestOptions = {
         method: req.method,
-        agent: isHttps ? agent : undefined,
+        agent: isHttps ? (req.watch === true ? watchAgent : agent) : undefined,
         auth: connection.basicAuth,
         headers: {
           ...auth,
@@ -98,7 +102,7 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
     watch(path, query, onEvent, signal) {
       return new Promise<void>((resolve, reject) => {
         send(
-          { method: 'GET', path, query: { ...query, watch: true }, signal },
+          { method: 'GET', path, query: { ...query, watch: true }, signal, watch: true },
           (status, body) => {
             if (status !== 200) {
               reject(new KubeApiError({ status, reason: 'WatchFailed', message: `watch ${path}: ${status}` }));
