@@ -157,6 +157,25 @@ describe('disaster recovery guards (NamespaceReplication)', () => {
     await eventually(async () => ((await warnings('whole', 'PruneConfirmed')).some((w) => w.startsWith('Normal: held deletion confirmed: 6 object(s) deleted')) ? true : undefined), 'the PruneConfirmed Event');
   }, 240_000);
 
+  it('a replication created anew over the standby an earlier one filled guards the copies it finds there', async () => {
+    // given the replication deleted (the standby is left as it is) and the source emptied meanwhile
+    await rest.request({ method: 'DELETE', path: nrPath('whole') });
+    await eventually(() => readNr('whole').then(() => undefined, (error: unknown) => ((error as { status?: number }).status === 404 ? true : undefined)), 'the replication to be gone');
+    expect(await standbyConfigMaps('standby-a')).toEqual(['fresh']);
+    await core.deleteNamespacedConfigMap({ name: 'fresh', namespace: ops.name });
+    await core.deleteNamespacedSecret({ name: 'app-secret', namespace: ops.name });
+    // when it is created again
+    await applyNr('whole', { destination: { cluster: { name: 'dr' }, namespace: 'standby-a' } });
+    // then the copies its inventory never listed are held like any mass deletion, not pruned as strays
+    const held = await eventually(async () => {
+      const n = await readNr('whole');
+      return n.status?.pruneHold?.objects === 2 ? n : undefined;
+    }, 'the deletion to be held', 60_000);
+    expect(held.status?.pruneHold?.reason).toBe('MassDeletion');
+    expect(await standbyConfigMaps('standby-a')).toEqual(['fresh']);
+    expect(await exists(() => drCore().readNamespacedSecret({ name: 'app-secret', namespace: 'standby-a' }))).toBe(true);
+  }, 240_000);
+
   it('holds the deletions of a source namespace that is deleted, whatever their number', async () => {
     // given a replication of another namespace (from the operator's namespace) with a few objects
     const doomed = await testNamespace({ prefix: 'drg-doomed' });

@@ -3,7 +3,7 @@
 // deletion back. Holding is done with the apply engine as it is: the pass runs with prune off (stale objects
 // stay in the standby, updates still flow), and the held ids go back into the inventory, so that they remain
 // ours to prune once the hold is released.
-import { decodeInventory, encodeInventory, objectId, type ApplyClient, type KubeObject } from '@syncline/apply';
+import { OWNER_LABEL, decodeInventory, encodeInventory, objectId, ownerHash, type ApplyClient, type KubeObject, type Owner } from '@syncline/apply';
 import type { NamespaceReplication, NamespaceReplicationSpec, TargetInventory } from '../api/v1alpha1.ts';
 import { credentialSecretsIn, withoutCredentials, type CredentialHolders } from '../dr/credentials.ts';
 import { decidePrune, PruneHoldReason, SETTLE_MS, type PruneDecision, type Settling, type SourceNamespaceState } from '../dr/prune-guard.ts';
@@ -67,6 +67,26 @@ export function guardPrune(input: {
   if (decision.action === 'settle') input.settling.set(input.key, decision.settling);
   else input.settling.delete(input.key);
   return decision;
+}
+
+/**
+ * The inventory the guard and the apply start from. Without a recorded one (a replication created anew over a
+ * standby an earlier one of the same name filled, or a status that was lost), the standby's objects that
+ * carry this replication's exact owner mark are listed and counted in: otherwise the apply engine would prune
+ * those no longer in the source as strays of its own, past the guard.
+ */
+export async function guardedInventory(input: {
+  readonly standby: ApplyClient;
+  readonly owner: Owner;
+  readonly types: readonly { readonly group: string; readonly kind: string }[];
+  readonly namespace: string;
+  readonly inventory: readonly string[] | undefined;
+}): Promise<readonly string[] | undefined> {
+  if (input.inventory !== undefined && input.inventory.length > 0) return input.inventory;
+  const labelSelector = `${OWNER_LABEL}=${ownerHash(input.owner)}`;
+  const lists = await Promise.all(input.types.map((t) => input.standby.list({ group: t.group, kind: t.kind, namespace: input.namespace, labelSelector }).catch((): KubeObject[] => [])));
+  const ids = lists.flat().map((o) => ({ id: objectId(o) }));
+  return ids.length === 0 ? input.inventory : encodeInventory(ids);
 }
 
 /** The inventory after a held (or settling) pass: what the apply recorded, plus the held ids it forgot (prune was off). */
