@@ -4,13 +4,12 @@
 // stay in the standby, updates still flow), and the held ids go back into the inventory, so that they remain
 // ours to prune once the hold is released.
 import { OWNER_LABEL, decodeInventory, encodeInventory, objectId, ownerHash, type ApplyClient, type KubeObject, type Owner } from '@syncline/apply';
-import type { NamespaceReplication, NamespaceReplicationSpec, TargetInventory } from '../api/v1alpha1.ts';
+import type { Condition, NamespaceReplication, NamespaceReplicationSpec, TargetInventory } from '../api/v1alpha1.ts';
 import { credentialSecretsIn, withoutCredentials, type CredentialHolders } from '../dr/credentials.ts';
 import { decidePrune, PruneHoldReason, SETTLE_MS, type PruneDecision, type Settling, type SourceNamespaceState } from '../dr/prune-guard.ts';
 import { Reason, removeCondition, setCondition, type ConditionInput } from './conditions.ts';
 import { parseDuration } from './duration.ts';
 import { readableId, truncate } from './target.ts';
-import type { Condition } from '../api/v1alpha1.ts';
 
 /** Whether the source namespace still exists and is not being deleted; a namespace that cannot be read counts as there. */
 export async function sourceNamespaceState(client: ApplyClient, name: string): Promise<SourceNamespaceState> {
@@ -104,7 +103,7 @@ function sample(ids: readonly string[], max = 5): string {
   return ids.length > max ? `${names} and ${ids.length - max} more` : names;
 }
 
-/** Condition, Event message and metric value of a held prune; `command` is how a person confirms it. */
+/** The PruneHeld condition and the Event message of a held prune; `command` is how a person confirms it. */
 export function heldPruneReport(decision: Extract<PruneDecision, { action: 'hold' }>, context: { spec: NamespaceReplicationSpec; sourceNamespace: string; command: string }): { condition: ConditionInput; message: string } {
   const { hold, held } = decision;
   const why =
@@ -121,4 +120,3 @@ export function pruneHeldConditions(conditions: readonly Condition[], held: Cond
   return held === undefined ? removeCondition(conditions, 'PruneHeld') : setCondition(conditions, held, at);
 }
 
-export { PruneHoldReason };
