@@ -1,5 +1,5 @@
 // The `syncline` command line: every subcommand (run, render, diff, get, status, clusters, events, reconcile,
-// suspend, resume, rollback, failover, failback, version, completion) parsed by commander with kubectl's conventions: -h/--help, --version, -n/--namespace,
+// suspend, resume, rollback, failover, failback, version, completion, dr, confirm-prune) parsed by commander with kubectl's conventions: -h/--help, --version, -n/--namespace,
 // -A/--all-namespaces, --context, --kubeconfig (and KUBECONFIG=a:b merged), -o table|json|yaml, "No
 // resources found", errors as kubectl words them (no REST paths).
 //
@@ -235,6 +235,19 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
     const c = await commands();
     const kube = await c.connect(flags, context.env);
     code = await (await import('./cli/dr.ts')).drStatusCommand(kube, names, flags, out, err);
+  });
+  kubeFlags(
+    program
+      .command('confirm-prune')
+      .description("confirm the deletion a NamespaceReplication holds back from its standby (exactly the held set; a changed set is held again)")
+      .argument('<name>', 'the NamespaceReplication')
+      .option('--token <token>', 'confirm only this held set (the token in its PruneHeld Event); refused when the set has changed')
+      .option('--wait', 'wait until the operator has deleted it')
+      .option('--timeout <duration>', 'how long --wait waits (e.g. 60s, 5m)', '60s'),
+  ).action(async (name: string, flags: KubeFlags & { token?: string; wait?: boolean; timeout: string }) => {
+    const c = await commands();
+    const kube = await c.connect(flags, context.env);
+    code = await (await import('./cli/confirm-prune.ts')).confirmPruneCommand({ rest: kube.rest, namespace: kube.namespace, name, token: flags.token, wait: flags.wait, timeout: flags.timeout, out });
   });
 
   try {

@@ -59,13 +59,14 @@ export function createMetrics() {
     managedObjects: new Gauge({ name: 'syncline_managed_objects', help: 'Objects in the inventory of each ConfigSync.', labelNames: ['namespace', 'name'], registers }),
     drLag: new Gauge({ name: 'syncline_dr_replication_lag_seconds', help: 'NamespaceReplication: from the first source change not yet replicated to its replication.', labelNames: ['namespace', 'name'], registers }),
     drObjects: new Gauge({ name: 'syncline_dr_objects', help: 'NamespaceReplication: objects by replicated kind and result (replicated, failed, skipped).', labelNames: ['namespace', 'name', 'kind', 'result'], registers }),
+    drPruneHeld: new Gauge({ name: 'syncline_dr_prune_held_objects', help: 'NamespaceReplication: standby objects whose deletion is held for a confirmation (0: none held).', labelNames: ['namespace', 'name'], registers }),
     mirrorConflicts: new Gauge({ name: 'syncline_mirror_conflicts', help: 'Replicas a mirroring source (kind, namespace, name) could not write because another object holds the name.', labelNames: ['kind', 'namespace', 'name'], registers }),
   };
   /** The per-object metrics whose series belong to an object of that kind. */
   const ofKind: Record<ResourceKind, ReadonlyArray<Gauge | Counter>> = {
     ConfigSync: [perObject.targetFailures, perObject.managedObjects],
     ManifestSync: [perObject.targetFailures],
-    NamespaceReplication: [perObject.targetFailures, perObject.drLag, perObject.drObjects],
+    NamespaceReplication: [perObject.targetFailures, perObject.drLag, perObject.drObjects, perObject.drPruneHeld],
     RemoteCluster: [],
   };
   return {

@@ -49,6 +49,12 @@ export const Reason = {
   FailedOver: 'FailedOver',
   FailedBack: 'FailedBack',
   StandbyPromoted: 'StandbyPromoted',
+  /** A mass deletion (or the source namespace's deletion) is held back from the standby. */
+  PruneHeld: 'PruneHeld',
+  /** A held deletion was confirmed (spec.confirmPrune) and applied. */
+  PruneConfirmed: 'PruneConfirmed',
+  /** A held deletion was applied after spec.pruneGuard.delay. */
+  PruneReleased: 'PruneReleased',
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 
