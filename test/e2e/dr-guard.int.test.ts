@@ -50,7 +50,7 @@ describe('disaster recovery guards (NamespaceReplication)', () => {
   const standbyConfigMaps = async (namespace: string): Promise<string[]> => (await drCore().listNamespacedConfigMap({ namespace })).items.map((c) => c.metadata?.name ?? '').filter((n) => n !== 'kube-root-ca.crt').sort();
   const metric = async (name: string): Promise<number | undefined> => {
     const text = await (await fetch(`http://${operator.probeAddress}/metrics`)).text();
-    const line = text.split('\n').find((l) => l.startsWith(`syncline_dr_prune_held_objects{namespacereplication="${ops.name}/${name}"}`));
+    const line = text.split('\n').find((l) => l.startsWith('syncline_dr_prune_held_objects{') && l.includes(`namespace="${ops.name}"`) && l.includes(`name="${name}"`));
     return line === undefined ? undefined : Number(line.split(' ').at(-1));
   };
   const warnings = async (name: string, reason: string): Promise<string[]> =>
