@@ -38,6 +38,7 @@ export type RunOptions = {
   allowInsecureHttp?: boolean;
   logLevel: string;
   webhookAddr: string;
+  uiAddr: string;
   webhookSecret?: string;
   webhookMaxBodyBytes: string;
   webhookReadTimeout: string;
@@ -245,6 +246,7 @@ function addRunCommand(program: Command, context: CliContext, done: (code: numbe
       '--webhook-secret <[ns/]name>',
       "the Secret holding webhook secrets, one key per provider: github, gitlab, gitea, bitbucket, generic (several values in one key, one per line, for rotation). A provider without a key refuses every delivery (401). Re-read every minute and when a signature fails. Default namespace: the pod's",
     )
+    .option('--ui-addr <host:port>', 'the web UI (sign-in with a Kubernetes token; views and actions follow the viewer\'s RBAC); "off" disables', 'off')
     .option('--webhook-max-body-bytes <n>', 'larger deliveries are refused while streaming', String(1024 * 1024))
     .option('--webhook-read-timeout <seconds>', 'seconds a sender has to deliver headers and body', '10')
     .action(async (flags: RunOptions) => {

@@ -21,6 +21,7 @@ import { DEFAULT_INTERVAL_BOUNDS } from './reconcile/configsync.ts';
 import { parseDuration } from './reconcile/duration.ts';
 import { createMetrics } from './metrics.ts';
 import { startProbeServer } from './server.ts';
+import { startUiServer, type UiServer } from './ui/server.ts';
 import { startWebhookServer, type WebhookServer } from './webhook/receiver.ts';
 import { createWebhookSecrets, parseSecretRef } from './webhook/secrets.ts';
 import { createWaker } from './webhook/wake.ts';
@@ -139,7 +140,9 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
       readTimeoutMs: Number(flags.webhookReadTimeout) * 1000,
     });
   }
-  logger.info({ probes: probes.address, webhooks: webhooks?.address ?? 'off', identity, leaderElection: flags.leaderElect === true }, 'syncline started');
+  // The UI reads the manager's caches; its actions are checked against the viewer's own RBAC first.
+  const ui: UiServer | undefined = flags.uiAddr === 'off' ? undefined : await startUiServer({ address: flags.uiAddr, rest, source: manager, logger });
+  logger.info({ probes: probes.address, webhooks: webhooks?.address ?? 'off', ui: ui?.address ?? 'off', identity, leaderElection: flags.leaderElect === true }, 'syncline started');
 
   await new Promise<void>((resolve) => {
     const stop = (): void => resolve();
@@ -149,6 +152,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   });
   logger.info('shutting down');
   await webhooks?.close();
+  await ui?.close();
   await mirror?.stop();
   await manager.stop();
   await probes.close();

@@ -50,6 +50,11 @@ export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply
   readonly onLostLeadership: () => void;
 };
 
+/** The kinds whose objects the web UI shows, straight from this operator's informers. */
+export type WatchedKind = 'ConfigSync' | 'ManifestSync' | 'NamespaceReplication' | 'RemoteCluster';
+/** A change of a watched object, as its informer saw it (DELETED: `object` is its last known state). */
+export type WatchedChange = (kind: WatchedKind, type: 'ADDED' | 'MODIFIED' | 'DELETED', object: KubeObject) => void;
+
 export type Manager = {
   /** Caches synced and watches alive. */
   ready(): boolean;
@@ -64,6 +69,10 @@ export type Manager = {
   otherShardConfigSyncs(): ConfigSync[];
   /** Whether a ConfigSync key belongs to another shard (as far as this operator's watch knows). */
   inOtherShard(key: string): boolean;
+  /** The objects of one kind in this operator's cache (read only: the web UI lists these). */
+  watched(kind: WatchedKind): KubeObject[];
+  /** Calls `listener` on every change of a watched object; returns the function that stops it. */
+  observe(listener: WatchedChange): () => void;
   stop(): Promise<void>;
 };
 
@@ -78,6 +87,11 @@ export function startManager(options: ManagerOptions): Manager {
   const leftShard = (kind: string, key: string): void => logger.info({ [kind]: key }, LEFT_SHARD_MESSAGE);
   const collection = (group: string, version: string, plural: string): string =>
     `${group === '' ? '/api' : `/apis/${group}`}/${version}${ns !== undefined ? `/namespaces/${ns}` : ''}/${plural}`;
+
+  const observers = new Set<WatchedChange>();
+  const notify: WatchedChange = (kind, type, object) => {
+    for (const observer of observers) observer(kind, type, object);
+  };
 
   // Referenced Secrets/ConfigMaps: `namespace/kind/name` → ConfigSync keys.
   const references = new Map<string, Set<string>>();
@@ -107,6 +121,7 @@ export function startManager(options: ManagerOptions): Manager {
     onEvent: (type, object, previous) => {
       // The informer holds untyped objects; this path serves only ConfigSyncs, whose shape the CRD's schema enforces.
       const cs = object as unknown as ConfigSync;
+      notify('ConfigSync', type, object);
       indexReferences(cs, type === 'DELETED');
       if (type === 'DELETED') {
         // Deleted (the finalizer already ran, on a MODIFIED with a deletionTimestamp) or relabelled to another
@@ -262,6 +277,7 @@ export function startManager(options: ManagerOptions): Manager {
     path: collection('syncline.dev', 'v1alpha1', 'remoteclusters'),
     onEvent: (type, object, previous) => {
       const rc = object as unknown as RemoteCluster;
+      notify('RemoteCluster', type, object);
       const key = remoteKey(rc);
       const namespace = rc.metadata.namespace ?? 'default';
       index(key, type === 'DELETED' ? [] : remote.secretsOf(rc.spec).map((name) => `${namespace}/Secret/${name}`));
@@ -332,6 +348,7 @@ export function startManager(options: ManagerOptions): Manager {
     labelSelector: shardLabelSelector,
     onEvent: (type, object, previous) => {
       const nr = object as unknown as NamespaceReplication;
+      notify('NamespaceReplication', type, object);
       const key = replicationKey(nr);
       if (type === 'DELETED') {
         drWatches.set(key, []);
@@ -417,6 +434,7 @@ export function startManager(options: ManagerOptions): Manager {
     labelSelector: shardLabelSelector,
     onEvent: (type, object, previous) => {
       const ms = object as unknown as ManifestSync;
+      notify('ManifestSync', type, object);
       const key = manifestKey(ms);
       if (type === 'DELETED') {
         unsubscribe(key);
@@ -558,6 +576,11 @@ export function startManager(options: ManagerOptions): Manager {
     configSyncs: () => configSyncs.list() as unknown as ConfigSync[],
     otherShardConfigSyncs: () => otherShards.list() as unknown as ConfigSync[],
     inOtherShard: (key) => otherShards.get(key) !== undefined,
+    watched: (kind) => ({ ConfigSync: configSyncs, ManifestSync: manifestSyncs, NamespaceReplication: namespaceReplications, RemoteCluster: remoteClusters })[kind].list(),
+    observe: (listener) => {
+      observers.add(listener);
+      return () => observers.delete(listener);
+    },
     async stop() {
       clearInterval(resync);
       abort.abort();
