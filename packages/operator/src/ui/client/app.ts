@@ -8,6 +8,9 @@ import type { UiObject, UiState } from '../model.ts';
 
 const KINDS = ['ConfigSync', 'ManifestSync', 'NamespaceReplication', 'RemoteCluster'] as const;
 const STATES: UiState[] = ['ready', 'progressing', 'failed', 'suspended'];
+/** Conditions for which True is bad news (the rest read True = good). */
+const ABNORMAL = new Set(['Stalled', 'InvalidSource', 'Failed', 'IntervalClamped']);
+const conditionClass = (type: string, status: string): string => (status === 'Unknown' ? 'unknown' : (status === 'True') !== ABNORMAL.has(type) ? 'good' : 'bad');
 
 type Store = { objects: Map<string, UiObject>; username: string; csrf: string; connected: boolean; version: number };
 
@@ -174,7 +177,7 @@ function Detail({ object: o, csrf }: { object: UiObject; csrf: string }): Compon
       </div>
       ${Object.keys(o.source).length > 0 && html`<section><h2>Source</h2><dl>${entries(o.source).map(([k, v]) => html`<dt>${k}</dt><dd><code>${String(v)}</code></dd>`)}</dl></section>`}
       <section><h2>Conditions</h2>
-        ${o.conditions.length === 0 ? html`<p class="empty">No status yet.</p>` : html`<ul class="conditions">${o.conditions.map((c) => html`<li class=${`cond ${c.status === 'True' ? 'true' : c.status === 'False' ? 'false' : 'unknown'}`}><strong>${c.type}</strong> ${c.status} <span class="reason">${c.reason}</span> <time>${c.lastTransitionTime ?? ''}</time>${c.message !== '' && html`<pre class="message">${c.message}</pre>`}</li>`)}</ul>`}
+        ${o.conditions.length === 0 ? html`<p class="empty">No status yet.</p>` : html`<ul class="conditions">${o.conditions.map((c) => html`<li class=${`cond ${conditionClass(c.type, c.status)}`}><strong>${c.type}</strong> ${c.status} <span class="reason">${c.reason}</span> <time>${c.lastTransitionTime ?? ''}</time>${c.message !== '' && html`<pre class="message">${c.message}</pre>`}</li>`)}</ul>`}
       </section>
       ${o.targets.length > 0 && html`<section><h2>${o.kind === 'NamespaceReplication' ? 'Kinds replicated' : 'Targets'}</h2><div class="scroll"><table><thead><tr><th>Name</th><th>Cluster</th><th>Namespace</th><th>Phase</th><th>Objects</th><th>Health</th><th>Message</th></tr></thead>
         <tbody>${o.targets.map((t) => html`<tr><td>${t.name}</td><td>${t.cluster ?? 'this cluster'}</td><td>${t.namespace ?? ''}</td><td>${t.phase ?? ''}</td><td>${t.objects ?? ''}</td><td>${t.health ?? ''}</td><td class="msg">${t.message ?? ''}</td></tr>`)}</tbody></table></div></section>`}
