@@ -11,7 +11,7 @@ import type { WatchedChange, WatchedKind } from '../manager.ts';
 import { RECONCILE_REQUESTED_ANNOTATION } from '../reconcile/configsync.ts';
 import { listen } from '../server.ts';
 import { PLURALS, createAccess, createSessions, reviewToken, sameSecret, type Access, type Session, type Viewer } from './auth.ts';
-import { summarize } from './summary.ts';
+import { summarize, type UiObject } from './summary.ts';
 
 /** Where `pnpm build:ui` (src/ui/build.ts) writes the page's script and style. */
 export const UI_ASSETS_DIR = join(import.meta.dirname, '..', '..', 'dist', 'ui');
@@ -31,6 +31,10 @@ const SECURITY_HEADERS = {
 export type UiSource = { watched(kind: WatchedKind): KubeObject[]; observe(listener: WatchedChange): () => void };
 export type UiServer = { address: string; close(): Promise<void> };
 
+/** One change, summarized once for every open page. */
+type Change = { kind: WatchedKind; namespace: string; deleted: boolean; key: string; summary: () => UiObject };
+type Streams = Set<(change: Change) => void>;
+
 type Context = { rest: KubeRest; source: UiSource; logger: Logger; access: Access; sessions: ReturnType<typeof createSessions>; assets: { js: Buffer; css: Buffer } };
 
 export async function startUiServer(options: { address: string; rest: KubeRest; source: UiSource; logger: Logger; assetsDir?: string }): Promise<UiServer> {
@@ -42,9 +46,13 @@ export async function startUiServer(options: { address: string; rest: KubeRest; 
     sessions: createSessions(),
     assets: { js: readFileSync(join(dir, 'app.js')), css: readFileSync(join(dir, 'style.css')) },
   };
-  const streams = new Set<(kind: WatchedKind, type: string, object: KubeObject) => void>();
+  const streams: Streams = new Set();
   const stopObserving = options.source.observe((kind, type, object) => {
-    for (const stream of streams) stream(kind, type, object);
+    if (streams.size === 0) return;
+    let summary: UiObject | undefined;
+    const namespace = object.metadata.namespace ?? '';
+    const change: Change = { kind, namespace, deleted: type === 'DELETED', key: `${kind}/${namespace}/${object.metadata.name}`, summary: () => (summary ??= summarize(kind, object)) };
+    for (const stream of streams) stream(change);
   });
   const server = createServer((req, res) => {
     route(context, streams, req, res).catch((error: unknown) => {
@@ -69,7 +77,7 @@ function pathOf(req: IncomingMessage): string {
   return (req.url ?? '/').split('?')[0] ?? '/';
 }
 
-async function route(context: Context, streams: Set<(kind: WatchedKind, type: string, object: KubeObject) => void>, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function route(context: Context, streams: Streams, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const path = pathOf(req);
   const method = req.method ?? 'GET';
   if (method === 'GET' && path === '/assets/app.js') return asset(res, 'text/javascript; charset=utf-8', context.assets.js);
@@ -118,19 +126,19 @@ async function visible(access: Access, viewer: Viewer, kind: WatchedKind, namesp
   return namespace !== '' && access.allowed(viewer, { verb: 'list', kind, namespace });
 }
 
-async function stream(context: Context, streams: Set<(kind: WatchedKind, type: string, object: KubeObject) => void>, session: Session, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function stream(context: Context, streams: Streams, session: Session, req: IncomingMessage, res: ServerResponse): Promise<void> {
   res.writeHead(200, { ...SECURITY_HEADERS, 'Content-Type': 'text/event-stream; charset=utf-8', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
   const send = (event: string, data: unknown): void => {
     res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   };
   // Changes are queued until the snapshot went out, and sent in order after it.
   let chain = Promise.resolve();
-  const onChange = (kind: WatchedKind, type: string, object: KubeObject): void => {
+  const onChange = (change: Change): void => {
     chain = chain.then(async () => {
       if (context.sessions.get(session.id) === undefined) return void res.end();
-      if (!(await visible(context.access, session.viewer, kind, object.metadata.namespace ?? ''))) return;
-      if (type === 'DELETED') send('delete', { key: `${kind}/${object.metadata.namespace ?? ''}/${object.metadata.name}` });
-      else send('upsert', summarize(kind, object));
+      if (!(await visible(context.access, session.viewer, change.kind, change.namespace))) return;
+      if (change.deleted) send('delete', { key: change.key });
+      else send('upsert', change.summary());
     }).catch(() => undefined);
   };
   streams.add(onChange);
