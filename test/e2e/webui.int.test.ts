@@ -152,6 +152,12 @@ describe('web UI in a browser', () => {
     const light = await signIn('editor', 'light');
     await light.waitForSelector('.attention');
     await light.screenshot({ path: join(screenshots, 'ui-overview.png'), fullPage: true });
+    // and on a phone's width the rows stack into one column
+    await light.setViewportSize({ width: 390, height: 844 });
+    const row = await light.locator(`[data-key="ConfigSync/${mine.name}/app"] a`).boundingBox();
+    expect(row?.width).toBeLessThanOrEqual(390);
+    expect(await light.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    await light.screenshot({ path: join(screenshots, 'ui-overview-phone.png'), fullPage: true });
   }, 240_000);
 
   it('suspends for a viewer allowed to patch, and refuses the same click by a read-only viewer (403)', async () => {
