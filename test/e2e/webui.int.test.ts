@@ -186,4 +186,27 @@ describe('web UI in a browser', () => {
     await eventually(async () => ((await readConfigSync(mine.name, 'web')).spec.suspend === false ? true : undefined), 'spec.suspend to be false', SLOW);
     await editor.waitForSelector('h1 .badge.ready');
   }, 240_000);
+
+  it('rolls back to a deploy in the history for a viewer allowed to patch, and refuses it for a read-only viewer', async () => {
+    // given web with two deploys in its history
+    const first = (await readConfigSync(mine.name, 'web')).status?.sourceRevision ?? '';
+    const second = await repo.commit({ 'web/page.yaml': configMapYaml('page', '  title: second') });
+    await waitForReady(mine.name, 'web', (cs) => cs.status?.sourceRevision === second && (cs.status.history ?? []).some((h) => h.revision === first), SLOW);
+    const rollback = `button.rollback[data-revision="${first}"]`;
+
+    // when the reader clicks Roll back on the first deploy, then 403 and the revision still follows main
+    const reader = await signIn('reader');
+    await reader.goto(`${url}/objects/ConfigSync/${mine.name}/web`);
+    await reader.click(rollback);
+    await reader.waitForSelector('.result.bad');
+    expect(await reader.textContent('.result.bad')).toContain('403');
+    expect((await readConfigSync(mine.name, 'web')).spec.source.git.revision).toBe('main');
+
+    // when the editor clicks it, then the revision is pinned to that commit and applied
+    const editor = await signIn('editor');
+    await editor.goto(`${url}/objects/ConfigSync/${mine.name}/web`);
+    await editor.click(rollback);
+    await editor.waitForSelector('.result.ok');
+    await waitForReady(mine.name, 'web', (cs) => cs.spec.source.git.revision === first && cs.status?.sourceRevision === first, SLOW);
+  }, 240_000);
 });

@@ -159,28 +159,34 @@ async function stream(context: Context, streams: Streams, session: Session, req:
   await chain;
 }
 
-const ACTIONS = ['reconcile', 'suspend', 'resume'] as const;
+const ACTIONS = ['reconcile', 'suspend', 'resume', 'rollback'] as const;
 type Action = (typeof ACTIONS)[number];
 
-/** The same changes the CLI makes (`syncline reconcile`, `kubectl patch … spec.suspend`), once the viewer may patch. */
+/**
+ * The same changes the CLI makes (`syncline reconcile`, `syncline rollback --to SHA`, `kubectl patch … spec.suspend`),
+ * once the viewer may patch the object.
+ */
 async function act(context: Context, session: Session, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const token = req.headers['x-csrf-token'];
   if (typeof token !== 'string' || !sameSecret(token, session.csrf) || !sameOrigin(req) || !(req.headers['content-type'] ?? '').startsWith('application/json')) {
     return json(res, 403, { error: 'forbidden: the request did not come from this page (CSRF check failed)' });
   }
-  let body: { kind?: unknown; namespace?: unknown; name?: unknown; action?: unknown };
+  let body: { kind?: unknown; namespace?: unknown; name?: unknown; action?: unknown; revision?: unknown };
   try {
     body = JSON.parse(await readBody(req, MAX_FORM_BYTES)) as typeof body;
   } catch {
     return json(res, 400, { error: 'the body is not JSON' });
   }
-  const { kind, namespace, name, action } = body;
+  const { kind, namespace, name, action, revision } = body;
   if (typeof kind !== 'string' || !KINDS.includes(kind as WatchedKind) || typeof namespace !== 'string' || typeof name !== 'string' || !ACTIONS.includes(action as Action)) {
-    return json(res, 400, { error: 'expected {kind, namespace, name, action: reconcile|suspend|resume}' });
+    return json(res, 400, { error: 'expected {kind, namespace, name, action: reconcile|suspend|resume|rollback, revision (rollback)}' });
   }
   const watchedKind = kind as WatchedKind;
   const id = `${kind} ${namespace}/${name}`;
   if (action !== 'reconcile' && watchedKind === 'RemoteCluster') return json(res, 400, { error: `${id}: a RemoteCluster cannot be suspended` });
+  if (action === 'rollback' && (watchedKind !== 'ConfigSync' || typeof revision !== 'string' || !/^[0-9a-f]{40}$/.test(revision))) {
+    return json(res, 400, { error: `${id}: rollback takes a ConfigSync and a full 40-character commit SHA` });
+  }
   const viewer = session.viewer;
   if (!(await context.access.allowed(viewer, { verb: 'patch', kind: watchedKind, namespace, name }))) {
     context.logger.info({ user: viewer.username, action, object: id }, 'web UI action refused (RBAC)');
@@ -190,7 +196,12 @@ async function act(context: Context, session: Session, req: IncomingMessage, res
   if (object === undefined) return json(res, 404, { error: `${id} not found` });
   const suspended = (object['spec'] as { suspend?: boolean } | undefined)?.suspend === true;
   if (action === 'reconcile' && suspended) return json(res, 409, { error: `${id} is suspended: a reconcile request would do nothing; resume it first` });
-  const patch = action === 'reconcile' ? { metadata: { annotations: { [RECONCILE_REQUESTED_ANNOTATION]: new Date().toISOString() } } } : { spec: { suspend: action === 'suspend' } };
+  const history = ((object['status'] as { history?: { revision?: string }[] } | undefined)?.history ?? []).map((h) => h.revision);
+  if (action === 'rollback' && !history.includes(revision as string)) return json(res, 409, { error: `${id}: ${String(revision)} is not in its deploy history` });
+  const patch =
+    action === 'reconcile' ? { metadata: { annotations: { [RECONCILE_REQUESTED_ANNOTATION]: new Date().toISOString() } } }
+    : action === 'rollback' ? { spec: { source: { git: { revision } } } }
+    : { spec: { suspend: action === 'suspend' } };
   await context.rest.request({ method: 'PATCH', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/${PLURALS[watchedKind]}/${name}`, contentType: 'application/merge-patch+json', body: patch });
   context.logger.info({ user: viewer.username, action, object: id }, 'web UI action');
   json(res, 200, { ok: true, message: `${action as Action} requested for ${id}` });

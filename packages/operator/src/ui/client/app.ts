@@ -152,10 +152,10 @@ function Overview({ objects, url, connected }: { objects: UiObject[]; url: URL; 
 function Detail({ object: o, csrf }: { object: UiObject; csrf: string }): ComponentChildren {
   const [result, setResult] = useState<{ ok: boolean; text: string } | undefined>(undefined);
   const [busy, setBusy] = useState(false);
-  const run = async (action: string): Promise<void> => {
+  const run = async (action: string, revision?: string): Promise<void> => {
     setBusy(true);
     try {
-      const response = await fetch('/api/actions', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf }, body: JSON.stringify({ kind: o.kind, namespace: o.namespace, name: o.name, action }) });
+      const response = await fetch('/api/actions', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf }, body: JSON.stringify({ kind: o.kind, namespace: o.namespace, name: o.name, action, revision }) });
       const body = (await response.json().catch(() => ({}))) as { message?: string; error?: string };
       setResult({ ok: response.ok, text: response.ok ? (body.message ?? 'done') : `${response.status}: ${body.error ?? response.statusText}` });
     } catch (error) {
@@ -181,8 +181,8 @@ function Detail({ object: o, csrf }: { object: UiObject; csrf: string }): Compon
       </section>
       ${o.targets.length > 0 && html`<section><h2>${o.kind === 'NamespaceReplication' ? 'Kinds replicated' : 'Targets'}</h2><div class="scroll"><table><thead><tr><th>Name</th><th>Cluster</th><th>Namespace</th><th>Phase</th><th>Objects</th><th>Health</th><th>Message</th></tr></thead>
         <tbody>${o.targets.map((t) => html`<tr><td>${t.name}</td><td>${t.cluster ?? 'this cluster'}</td><td>${t.namespace ?? ''}</td><td>${t.phase ?? ''}</td><td>${t.objects ?? ''}</td><td>${t.health ?? ''}</td><td class="msg">${t.message ?? ''}</td></tr>`)}</tbody></table></div></section>`}
-      ${o.history.length > 0 && html`<section><h2>Deploy history</h2><div class="scroll"><table><thead><tr><th>Revision</th><th>Applied</th><th>Objects</th><th>Digest</th></tr></thead>
-        <tbody>${o.history.map((d) => html`<tr><td><code>${d.revision.slice(0, 12)}</code></td><td><time>${d.appliedAt ?? ''}</time></td><td>${d.objects ?? ''}</td><td><code>${(d.digest ?? '').slice(0, 12)}</code></td></tr>`)}</tbody></table></div></section>`}
+      ${o.history.length > 0 && html`<section><h2>Deploy history</h2><div class="scroll"><table><thead><tr><th>Revision</th><th>Applied</th><th>Objects</th><th>Digest</th><th></th></tr></thead>
+        <tbody>${o.history.map((d) => html`<tr><td><code>${d.revision.slice(0, 12)}</code></td><td><time>${d.appliedAt ?? ''}</time></td><td>${d.objects ?? ''}</td><td><code>${(d.digest ?? '').slice(0, 12)}</code></td><td>${d.revision !== o.source['revision'] && html`<button class="rollback" data-revision=${d.revision} disabled=${busy} onClick=${() => void run('rollback', d.revision)}>Roll back</button>`}</td></tr>`)}</tbody></table></div></section>`}
       ${Object.keys(o.facts).length > 0 && html`<section><h2>Facts</h2><dl>${entries(o.facts).map(([k, v]) => html`<dt>${k}</dt><dd>${String(v)}</dd>`)}</dl></section>`}
     </article>`;
 }
