@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyConfigSync, condition, configMapYaml, configSync, core, eventually, installCrds, kc, readConfigSync, waitForReady } from './harness.ts';
+import type { NamespaceReplication } from '@syncline/operator';
+import { applyConfigSync, condition, configMapYaml, configSync, core, eventually, installCrds, kc, readConfigSync, rest, waitForReady } from './harness.ts';
 
 const SHARD = `webui-${randomBytes(3).toString('hex')}`;
 const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
@@ -208,5 +209,31 @@ describe('web UI in a browser', () => {
     await editor.click(rollback);
     await editor.waitForSelector('.result.ok');
     await waitForReady(mine.name, 'web', (cs) => cs.spec.source.git.revision === first && cs.status?.sourceRevision === first, SLOW);
+  }, 240_000);
+
+  it('fails a NamespaceReplication over from its page (spec.failover, as syncline failover), and back', async () => {
+    // given a replication of the viewer's namespace into a standby namespace, Ready
+    await using standby = await testNamespace({ prefix: 'ui-dr' });
+    const path = `/apis/syncline.dev/v1alpha1/namespaces/${mine.name}/namespacereplications/standby`;
+    await rest.request({
+      method: 'PATCH',
+      path,
+      query: { fieldManager: 'syncline-tests', force: true },
+      contentType: 'application/apply-patch+yaml',
+      body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'NamespaceReplication', metadata: { name: 'standby', namespace: mine.name, labels: { 'syncline.dev/shard': SHARD } }, spec: { destination: { namespace: standby.name }, resourceTypes: ['Deployment'] } },
+    });
+    const conditionOf = async (type: string): Promise<string | undefined> => (await rest.request<NamespaceReplication>({ method: 'GET', path })).status?.conditions?.find((c) => c.type === type)?.status;
+    await eventually(async () => ((await conditionOf('Ready')) === 'True' ? true : undefined), 'the replication to be Ready', SLOW);
+
+    // when the editor clicks Fail over on its page, then the operator fails it over
+    const editor = await signIn('editor');
+    await editor.goto(`${url}/objects/NamespaceReplication/${mine.name}/standby`);
+    await editor.click('button:has-text("Fail over")');
+    await editor.waitForSelector('.result.ok');
+    await eventually(async () => ((await conditionOf('FailedOver')) === 'True' ? true : undefined), 'FailedOver', SLOW);
+    // and the page shows it live, offering the way back
+    await editor.locator('.cond', { hasText: 'FailedOver' }).filter({ hasText: 'True' }).first().waitFor({ timeout: SLOW });
+    await editor.click('button:has-text("Fail back")');
+    await eventually(async () => ((await conditionOf('FailedOver')) !== 'True' ? true : undefined), 'failed back', SLOW);
   }, 240_000);
 });

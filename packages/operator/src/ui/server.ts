@@ -159,11 +159,12 @@ async function stream(context: Context, streams: Streams, session: Session, req:
   await chain;
 }
 
-const ACTIONS = ['reconcile', 'suspend', 'resume', 'rollback'] as const;
+const ACTIONS = ['reconcile', 'suspend', 'resume', 'rollback', 'failover', 'failback'] as const;
 type Action = (typeof ACTIONS)[number];
 
 /**
- * The same changes the CLI makes (`syncline reconcile`, `syncline rollback --to SHA`, `kubectl patch … spec.suspend`),
+ * The same changes the CLI makes (`syncline reconcile`, `syncline rollback --to SHA`, `syncline failover|failback`,
+ * `kubectl patch … spec.suspend`),
  * once the viewer may patch the object.
  */
 async function act(context: Context, session: Session, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -179,7 +180,7 @@ async function act(context: Context, session: Session, req: IncomingMessage, res
   }
   const { kind, namespace, name, action, revision } = body;
   if (typeof kind !== 'string' || !KINDS.includes(kind as WatchedKind) || typeof namespace !== 'string' || typeof name !== 'string' || !ACTIONS.includes(action as Action)) {
-    return json(res, 400, { error: 'expected {kind, namespace, name, action: reconcile|suspend|resume|rollback, revision (rollback)}' });
+    return json(res, 400, { error: 'expected {kind, namespace, name, action: reconcile|suspend|resume|rollback|failover|failback, revision (rollback)}' });
   }
   const watchedKind = kind as WatchedKind;
   const id = `${kind} ${namespace}/${name}`;
@@ -187,6 +188,7 @@ async function act(context: Context, session: Session, req: IncomingMessage, res
   if (action === 'rollback' && (watchedKind !== 'ConfigSync' || typeof revision !== 'string' || !/^[0-9a-f]{40}$/.test(revision))) {
     return json(res, 400, { error: `${id}: rollback takes a ConfigSync and a full 40-character commit SHA` });
   }
+  if ((action === 'failover' || action === 'failback') && watchedKind !== 'NamespaceReplication') return json(res, 400, { error: `${id}: only a NamespaceReplication fails over` });
   const viewer = session.viewer;
   if (!(await context.access.allowed(viewer, { verb: 'patch', kind: watchedKind, namespace, name }))) {
     context.logger.info({ user: viewer.username, action, object: id }, 'web UI action refused (RBAC)');
@@ -201,6 +203,7 @@ async function act(context: Context, session: Session, req: IncomingMessage, res
   const patch =
     action === 'reconcile' ? { metadata: { annotations: { [RECONCILE_REQUESTED_ANNOTATION]: new Date().toISOString() } } }
     : action === 'rollback' ? { spec: { source: { git: { revision } } } }
+    : action === 'failover' || action === 'failback' ? { spec: { failover: action === 'failover' } }
     : { spec: { suspend: action === 'suspend' } };
   await context.rest.request({ method: 'PATCH', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/${PLURALS[watchedKind]}/${name}`, contentType: 'application/merge-patch+json', body: patch });
   context.logger.info({ user: viewer.username, action, object: id }, 'web UI action');

@@ -173,6 +173,7 @@ function Detail({ object: o, csrf }: { object: UiObject; csrf: string }): Compon
       <div class="actions">
         ${o.kind !== 'RemoteCluster' && (o.suspended ? html`<button disabled=${busy} onClick=${() => void run('resume')}>Resume</button>` : html`<button disabled=${busy} onClick=${() => void run('suspend')}>Suspend</button>`)}
         <button disabled=${busy || o.suspended} onClick=${() => void run('reconcile')}>Reconcile now</button>
+        ${o.kind === 'NamespaceReplication' && (o.facts['failover'] === 'true' ? html`<button disabled=${busy} onClick=${() => void run('failback')}>Fail back</button>` : html`<button disabled=${busy} onClick=${() => void run('failover')}>Fail over</button>`)}
         ${result !== undefined && html`<span class=${`result ${result.ok ? 'ok' : 'bad'}`} role="alert">${result.text}</span>`}
       </div>
       ${Object.keys(o.source).length > 0 && html`<section><h2>Source</h2><dl>${entries(o.source).map(([k, v]) => html`<dt>${k}</dt><dd><code>${String(v)}</code></dd>`)}</dl></section>`}
