@@ -221,7 +221,7 @@ describe('charts/syncline', () => {
     const objects = template('--set', 'ui.enabled=true');
     expect(container(objects).args).toContain('--ui-addr=0.0.0.0:9393');
     expect(container(objects).ports.map((p) => p.name)).toContain('ui');
-    expect(find(objects, 'Service', 'syncline-ui')).toHaveLength(1);
+    expect(find(objects, 'Service', 'syncline-ui')[0]?.['spec']).toMatchObject({ sessionAffinity: 'ClientIP', ports: [{ name: 'ui', port: 9393, targetPort: 'ui' }] });
     expect(find(objects, 'ClusterRole', 'syncline-ui')[0]?.['rules']).toEqual([
       { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
       { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
