@@ -109,7 +109,11 @@ async function signIn(context: Context, req: IncomingMessage, res: ServerRespons
   if (!sameOrigin(req)) return html(res, 403, signInPage(true));
   const form = new URLSearchParams(await readBody(req, MAX_FORM_BYTES));
   const token = (form.get('token') ?? '').trim();
-  const viewer = token === '' ? undefined : await reviewToken(context.rest, token).catch(() => undefined);
+  // A review that fails (e.g. the operator may not create TokenReviews) is logged, never the token.
+  const viewer = token === '' ? undefined : await reviewToken(context.rest, token).catch((error: unknown) => {
+    context.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'web UI sign-in: the TokenReview failed');
+    return undefined;
+  });
   if (viewer === undefined) {
     res.writeHead(303, { ...SECURITY_HEADERS, Location: '/login?failed' }).end();
     return;
