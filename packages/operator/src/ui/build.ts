@@ -17,6 +17,9 @@ export async function buildUiAssets(outdir: string = UI_ASSETS_DIR): Promise<voi
     target: ['es2022'],
     legalComments: 'none',
     logLevel: 'warning',
+    // The page's settings are these; the client's tsconfig.json is for the typecheck only (its base file is not
+    // in the image build).
+    tsconfigRaw: {},
   });
 }
 
