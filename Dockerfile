@@ -38,6 +38,6 @@ RUN ln -s /app/packages/operator/bin/syncline.js /usr/local/bin/syncline \
  && mkdir -p /var/cache/syncline && chown 1000:1000 /var/cache/syncline
 # The base image's unprivileged `node` user, numerically so runAsNonRoot can verify it.
 USER 1000:1000
-EXPOSE 8080 9292
+EXPOSE 8080 9292 9393
 ENTRYPOINT ["syncline"]
 CMD ["run", "--cache-dir=/var/cache/syncline"]

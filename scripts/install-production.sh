@@ -3,7 +3,8 @@
 # so the image's steps cannot rot unnoticed. Into a source tree (what .dockerignore lets into the image):
 # production dependencies only, from the lockfile. The workspace packages stay links to their sources: Node
 # strips TypeScript types natively, but not for files under node_modules, so `pnpm deploy` (which copies
-# them there) would not run. Then it drops tests, fixtures and benchmarks and checks the CLI starts.
+# them there) would not run. Then it drops tests, fixtures and benchmarks, builds the web UI's page and checks
+# the CLI starts.
 #
 # Usage: scripts/install-production.sh DIR [pnpm install flags, e.g. --offline --store-dir PATH]
 set -euo pipefail
@@ -17,5 +18,8 @@ pnpm install --prod --frozen-lockfile --ignore-scripts "$@"
 find packages -name node_modules -prune -o \
   \( -type d \( -name bench -o -name testdata \) -prune -print0 \) -o \
   \( -type f \( -name '*.test.ts' -o -name test-support.ts \) -print0 \) | xargs -0 rm -rf
+
+# The web UI's page (Preact + htm), bundled by esbuild into packages/operator/dist/ui, where `--ui-addr` serves it.
+node packages/operator/src/ui/build.ts
 
 node packages/operator/bin/syncline.js --help >/dev/null

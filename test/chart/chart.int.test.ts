@@ -32,6 +32,7 @@ const DIGEST = `sha256:${'0123456789abcdef'.repeat(4)}`;
  */
 const everything = (namespace: string): string[] => [
   '--set', 'metrics.serviceMonitor.enabled=true',
+  '--set', 'ui.enabled=true',
   '--set', 'metrics.prometheusRule.enabled=true',
   '--set', 'metrics.prometheusRule.labels.release=kube-prometheus-stack',
   '--set', 'metrics.dashboard.enabled=true',
@@ -217,6 +218,20 @@ describe('charts/syncline', () => {
     expect(container(objects).args).toContain('--webhook-addr=off');
     expect(container(objects).ports.map((p) => p.name)).toEqual(['probes']);
     expect(find(objects, 'Service').map((s) => s.metadata?.name)).toEqual(['syncline-metrics']);
+  });
+
+  it('ui.enabled: --ui-addr, its port and Service, and a ClusterRole to create TokenReviews and SubjectAccessReviews; off by default', () => {
+    const objects = template('--set', 'ui.enabled=true');
+    expect(container(objects).args).toContain('--ui-addr=0.0.0.0:9393');
+    expect(container(objects).ports.map((p) => p.name)).toContain('ui');
+    expect(find(objects, 'Service', 'syncline-ui')[0]?.['spec']).toMatchObject({ sessionAffinity: 'ClientIP', ports: [{ name: 'ui', port: 9393, targetPort: 'ui' }] });
+    expect(find(objects, 'ClusterRole', 'syncline-ui')[0]?.['rules']).toEqual([
+      { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+      { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+    ]);
+    const byDefault = template();
+    expect(container(byDefault).args.some((a) => a.startsWith('--ui-addr'))).toBe(false);
+    expect(find(byDefault, 'Service', 'syncline-ui')).toEqual([]);
   });
 
   it('renders one Deployment per shard: its own --shard, pods, Lease, metrics Service and PDB; the main one stays the default shard', () => {

@@ -6,6 +6,7 @@
 import { startGitServer, startOperator, type GitServer, type OperatorProcess } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { copyFile, chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,6 +56,10 @@ describe('the image (Dockerfile, built with buildah, run as uid 1000 on a read-o
     expect(image.config.args).toEqual(['syncline', 'run', `--cache-dir=${CACHE_DIR}`]);
     expect(image.config.env).toEqual(expect.arrayContaining(['NODE_ENV=production', 'NODE_OPTIONS=--max-semi-space-size=8']));
     expect(image.config.cwd).toBe('/app');
+  });
+
+  it("ships the web UI's bundled page (what --ui-addr serves)", () => {
+    for (const file of ['app.js', 'style.css']) expect(existsSync(join(image.rootfs, 'app', 'packages', 'operator', 'dist', 'ui', file)), file).toBe(true);
   });
 
   it('is no larger than 150 MB compressed (the registry transfer)', () => {

@@ -47,6 +47,7 @@ export type RunOptions = {
   logLevel: string;
   logFormat: 'json' | 'text';
   webhookAddr: string;
+  uiAddr: string;
   webhookSecret?: string;
   webhookMaxBodyBytes: string;
   webhookReadTimeout: string;
@@ -410,6 +411,7 @@ function addRunCommand(program: Command, context: CliContext, done: (code: numbe
       '--webhook-secret <[ns/]name>',
       "the Secret holding webhook secrets, one key per provider: github, gitlab, gitea, bitbucket, generic (several values in one key, one per line, for rotation). A provider without a key refuses every delivery (401). Re-read every minute and when a signature fails. Default namespace: the pod's",
     )
+    .option('--ui-addr <host:port>', 'the web UI (sign-in with a Kubernetes token; views and actions follow the viewer\'s RBAC); "off" disables', 'off')
     .option('--webhook-max-body-bytes <n>', 'larger deliveries are refused while streaming', String(1024 * 1024))
     .option('--webhook-read-timeout <seconds>', 'seconds a sender has to deliver headers and body', '10')
     .option('--dr-heartbeat-interval <duration>', 'renew a heartbeat Lease per NamespaceReplication in its standby namespace this often ("off": none); the standby reads it (syncline dr status --standby, automatic failover)', '10s')

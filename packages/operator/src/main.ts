@@ -20,6 +20,7 @@ import { createLogger } from './logging.ts';
 import { createMetrics } from './metrics.ts';
 import { startProbeServer } from './server.ts';
 import { trustedNamespaces } from './tenancy.ts';
+import { startUiServer, type UiServer } from './ui/server.ts';
 import { startWebhookServer, type WebhookServer } from './webhook/receiver.ts';
 import { createWebhookSecrets, parseSecretRef } from './webhook/secrets.ts';
 import { createWaker } from './webhook/wake.ts';
@@ -154,7 +155,9 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
       readTimeoutMs: Number(flags.webhookReadTimeout) * 1000,
     });
   }
-  logger.info({ probes: probes.address, webhooks: webhooks?.address ?? 'off', identity, leaderElection: flags.leaderElect === true, trustedNamespaces: [...trusted].sort() }, 'syncline started');
+  // The UI reads the manager's caches; its actions are checked against the viewer's own RBAC first.
+  const ui: UiServer | undefined = flags.uiAddr === 'off' ? undefined : await startUiServer({ address: flags.uiAddr, rest, source: manager, logger });
+  logger.info({ probes: probes.address, webhooks: webhooks?.address ?? 'off', ui: ui?.address ?? 'off', identity, leaderElection: flags.leaderElect === true, trustedNamespaces: [...trusted].sort() }, 'syncline started');
 
   await new Promise<void>((resolve) => {
     const stop = (): void => resolve();
@@ -170,6 +173,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   const drained = await Promise.race([
     (async () => {
       await webhooks?.close();
+      await ui?.close();
       await mirror?.stop();
       autoFailover?.stop();
       await manager.stop();

@@ -70,6 +70,10 @@ export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply
 export type Liveness = { readonly ok: true } | { readonly ok: false; readonly reason: string };
 
 export const DEFAULT_STALL_TIMEOUT_MS = 10 * 60_000;
+/** The kinds whose objects the web UI shows, straight from this operator's informers. */
+export type WatchedKind = 'ConfigSync' | 'ManifestSync' | 'NamespaceReplication' | 'RemoteCluster';
+/** A change of a watched object, as its informer saw it (DELETED: `object` is its last known state). */
+export type WatchedChange = (kind: WatchedKind, type: 'ADDED' | 'MODIFIED' | 'DELETED', object: KubeObject) => void;
 
 export type Manager = {
   /** Caches synced and watches alive. */
@@ -87,6 +91,10 @@ export type Manager = {
   otherShardConfigSyncs(): ConfigSync[];
   /** Whether a ConfigSync key belongs to another shard (as far as this operator's watch knows). */
   inOtherShard(key: string): boolean;
+  /** The objects of one kind in this operator's cache (read only: the web UI lists these). */
+  watched(kind: WatchedKind): KubeObject[];
+  /** Calls `listener` on every change of a watched object; returns the function that stops it. */
+  observe(listener: WatchedChange): () => void;
   stop(): Promise<void>;
 };
 
@@ -106,6 +114,11 @@ export function startManager(options: ManagerOptions): Manager {
   };
   const collection = (group: string, version: string, plural: string): string =>
     `${group === '' ? '/api' : `/apis/${group}`}/${version}${ns !== undefined ? `/namespaces/${ns}` : ''}/${plural}`;
+
+  const observers = new Set<WatchedChange>();
+  const notify: WatchedChange = (kind, type, object) => {
+    for (const observer of observers) observer(kind, type, object);
+  };
 
   // Referenced Secrets/ConfigMaps: `namespace/kind/name` → ConfigSync keys.
   const references = new Map<string, Set<string>>();
@@ -137,6 +150,7 @@ export function startManager(options: ManagerOptions): Manager {
     onEvent: (type, object, previous) => {
       // The informer holds untyped objects; this path serves only ConfigSyncs, whose shape the CRD's schema enforces.
       const cs = object as unknown as ConfigSync;
+      notify('ConfigSync', type, object);
       indexReferences(cs, type === 'DELETED');
       if (type === 'DELETED') {
         // Deleted (the finalizer already ran, on a MODIFIED with a deletionTimestamp) or relabelled to another
@@ -306,6 +320,7 @@ export function startManager(options: ManagerOptions): Manager {
     path: collection('syncline.dev', 'v1alpha1', 'remoteclusters'),
     onEvent: (type, object, previous) => {
       const rc = object as unknown as RemoteCluster;
+      notify('RemoteCluster', type, object);
       const key = remoteKey(rc);
       const namespace = rc.metadata.namespace ?? 'default';
       index(key, type === 'DELETED' ? [] : remote.secretsOf(rc.spec).map((name) => `${namespace}/Secret/${name}`));
@@ -406,6 +421,7 @@ export function startManager(options: ManagerOptions): Manager {
     labelSelector: shardLabelSelector,
     onEvent: (type, object, previous) => {
       const nr = object as unknown as NamespaceReplication;
+      notify('NamespaceReplication', type, object);
       const key = replicationKey(nr);
       if (type === 'DELETED') {
         if (options.drHeartbeat !== undefined && leader) void retireHeartbeat({ applyClient: () => options.applyClient(undefined), remote, logger }, nr);
@@ -513,6 +529,7 @@ export function startManager(options: ManagerOptions): Manager {
     labelSelector: shardLabelSelector,
     onEvent: (type, object, previous) => {
       const ms = object as unknown as ManifestSync;
+      notify('ManifestSync', type, object);
       const key = manifestKey(ms);
       if (type === 'DELETED') {
         unsubscribe(key);
@@ -712,6 +729,11 @@ export function startManager(options: ManagerOptions): Manager {
     configSyncs: () => configSyncs.list() as unknown as ConfigSync[],
     otherShardConfigSyncs: () => otherShards.list() as unknown as ConfigSync[],
     inOtherShard: (key) => otherShards.get(key) !== undefined,
+    watched: (kind) => ({ ConfigSync: configSyncs, ManifestSync: manifestSyncs, NamespaceReplication: namespaceReplications, RemoteCluster: remoteClusters })[kind].list(),
+    observe: (listener) => {
+      observers.add(listener);
+      return () => observers.delete(listener);
+    },
     async stop() {
       clearInterval(resync);
       untrackResources();

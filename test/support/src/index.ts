@@ -6,6 +6,7 @@ export { startGitServer, generateRepo } from './git-server.ts';
 export type { GitServer, TestRepo } from './git-server.ts';
 export { OPERATOR_NODE_FLAGS, startOperator } from './operator.ts';
 export type { OperatorProcess } from './operator.ts';
+export { CHROMIUM_PATH, ensureChromium } from './browser.ts';
 export { startSshGitServer, generateSshKey, ensureSshd } from './ssh-server.ts';
 export type { SshGitServer, SshKeyPair } from './ssh-server.ts';
 export { startConnectProxy } from './connect-proxy.ts';

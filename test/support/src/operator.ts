@@ -13,6 +13,8 @@ export type OperatorProcess = {
   readonly probeAddress: string;
   /** HOST:PORT of the webhook receiver (POST /hooks/<provider>); undefined when started with --webhook-addr off. */
   readonly webhookAddress: string | undefined;
+  /** HOST:PORT of the web UI; undefined unless started with --ui-addr. */
+  readonly uiAddress: string | undefined;
   /** Log lines so far (pino JSON, parsed). */
   readonly logs: Record<string, unknown>[];
   readonly exited: Promise<number | null>;
@@ -73,6 +75,7 @@ export async function startOperator(options: {
   });
   const probeAddress = String(started['probes']);
   const webhookAddress = typeof started['webhooks'] === 'string' && started['webhooks'] !== 'off' ? started['webhooks'] : undefined;
+  const uiAddress = typeof started['ui'] === 'string' && started['ui'] !== 'off' ? started['ui'] : undefined;
   const signal = async (name: NodeJS.Signals): Promise<void> => {
     if (child.exitCode === null && child.signalCode === null) child.kill(name);
     await exited;
@@ -85,6 +88,7 @@ export async function startOperator(options: {
     pid: child.pid ?? -1,
     probeAddress,
     webhookAddress,
+    uiAddress,
     logs,
     exited,
     stop,

@@ -1,0 +1,272 @@
+// The web UI (`syncline run --ui-addr`): a sign-in page, the built page script and style, one Server-Sent Events
+// stream per open page fed from the operator's own informers (no API-server read per viewer), and the actions.
+// Every object a viewer receives is one they may `list` (SubjectAccessReview); every action one they may `patch`.
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { KubeObject } from '@syncline/kube';
+import type { KubeRest } from '@syncline/kube';
+import type { WatchedChange, WatchedKind } from '../manager.ts';
+import { RECONCILE_REQUESTED_ANNOTATION } from '../reconcile/configsync.ts';
+import { listen } from '../server.ts';
+import { PLURALS, createAccess, createSessions, reviewToken, sameSecret, type Access, type Session, type Viewer } from './auth.ts';
+import { summarize, type UiObject } from './summary.ts';
+
+/** Where `pnpm build:ui` (src/ui/build.ts) writes the page's script and style. */
+export const UI_ASSETS_DIR = join(import.meta.dirname, '..', '..', 'dist', 'ui');
+const COOKIE = 'syncline_session';
+const KINDS = Object.keys(PLURALS) as WatchedKind[];
+const MAX_FORM_BYTES = 16 * 1024;
+
+const SECURITY_HEADERS = {
+  'Content-Security-Policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+  'X-Content-Type-Options': 'nosniff',
+  // same-origin, not no-referrer: with no-referrer Chromium sends `Origin: null` on the page's own form posts.
+  'Referrer-Policy': 'same-origin',
+  'X-Frame-Options': 'DENY',
+  'Cache-Control': 'no-store',
+};
+
+export type UiSource = { watched(kind: WatchedKind): KubeObject[]; observe(listener: WatchedChange): () => void };
+export type UiServer = { address: string; close(): Promise<void> };
+
+/** One change, summarized once for every open page. */
+type Change = { kind: WatchedKind; namespace: string; deleted: boolean; key: string; summary: () => UiObject };
+type Streams = Set<(change: Change) => void>;
+
+type Context = { rest: KubeRest; source: UiSource; logger: Logger; access: Access; sessions: ReturnType<typeof createSessions>; assets: { js: Buffer; css: Buffer } };
+
+export async function startUiServer(options: { address: string; rest: KubeRest; source: UiSource; logger: Logger; assetsDir?: string }): Promise<UiServer> {
+  const dir = options.assetsDir ?? UI_ASSETS_DIR;
+  if (!existsSync(join(dir, 'app.js'))) throw new Error(`--ui-addr: the web UI's assets are not built (${dir}/app.js is missing; run pnpm build:ui)`);
+  const context: Context = {
+    ...options,
+    access: createAccess({ rest: options.rest }),
+    sessions: createSessions(),
+    assets: { js: readFileSync(join(dir, 'app.js')), css: readFileSync(join(dir, 'style.css')) },
+  };
+  const streams: Streams = new Set();
+  const stopObserving = options.source.observe((kind, type, object) => {
+    if (streams.size === 0) return;
+    let summary: UiObject | undefined;
+    const namespace = object.metadata.namespace ?? '';
+    const change: Change = { kind, namespace, deleted: type === 'DELETED', key: `${kind}/${namespace}/${object.metadata.name}`, summary: () => (summary ??= summarize(kind, object)) };
+    for (const stream of streams) stream(change);
+  });
+  const server = createServer((req, res) => {
+    route(context, streams, req, res).catch((error: unknown) => {
+      options.logger.warn({ err: error instanceof Error ? error.message : String(error), path: pathOf(req) }, 'web UI request failed');
+      if (!res.headersSent) json(res, 500, { error: 'internal error' });
+      else res.end();
+    });
+  });
+  const address = await listen(server, options.address);
+  return {
+    address,
+    close: () =>
+      new Promise((resolve) => {
+        stopObserving();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+function pathOf(req: IncomingMessage): string {
+  return (req.url ?? '/').split('?')[0] ?? '/';
+}
+
+async function route(context: Context, streams: Streams, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const path = pathOf(req);
+  const method = req.method ?? 'GET';
+  if (method === 'GET' && path === '/assets/app.js') return asset(res, 'text/javascript; charset=utf-8', context.assets.js);
+  if (method === 'GET' && path === '/assets/app.css') return asset(res, 'text/css; charset=utf-8', context.assets.css);
+  if (method === 'GET' && path === '/login') return html(res, 200, signInPage(new URL(req.url ?? '/', 'http://ui').searchParams.has('failed')));
+  if (method === 'POST' && path === '/login') return signIn(context, req, res);
+  const session = context.sessions.get(cookie(req, COOKIE));
+  if (method === 'POST' && path === '/logout') {
+    if (session !== undefined && sameOrigin(req)) context.sessions.delete(session.id);
+    res.writeHead(303, { ...SECURITY_HEADERS, Location: '/login', 'Set-Cookie': `${COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0` }).end();
+    return;
+  }
+  if (path.startsWith('/api/')) {
+    if (session === undefined) return json(res, 401, { error: 'not signed in' });
+    if (method === 'GET' && path === '/api/me') return json(res, 200, { username: session.viewer.username, csrf: session.csrf });
+    if (method === 'GET' && path === '/api/events') return stream(context, streams, session, req, res);
+    if (method === 'POST' && path === '/api/actions') return act(context, session, req, res);
+    return json(res, 404, { error: 'not found' });
+  }
+  if (method !== 'GET') return json(res, 405, { error: 'method not allowed' });
+  if (session === undefined) {
+    res.writeHead(303, { ...SECURITY_HEADERS, Location: '/login' }).end();
+    return;
+  }
+  html(res, 200, PAGE);
+}
+
+async function signIn(context: Context, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (!sameOrigin(req)) return html(res, 403, signInPage(true));
+  const form = new URLSearchParams(await readBody(req, MAX_FORM_BYTES));
+  const token = (form.get('token') ?? '').trim();
+  // A review that fails (e.g. the operator may not create TokenReviews) is logged, never the token.
+  const viewer = token === '' ? undefined : await reviewToken(context.rest, token).catch((error: unknown) => {
+    context.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'web UI sign-in: the TokenReview failed');
+    return undefined;
+  });
+  if (viewer === undefined) {
+    res.writeHead(303, { ...SECURITY_HEADERS, Location: '/login?failed' }).end();
+    return;
+  }
+  const session = context.sessions.create(viewer);
+  context.logger.info({ user: viewer.username }, 'web UI sign-in');
+  const secure = req.headers['x-forwarded-proto'] === 'https' ? '; Secure' : '';
+  res.writeHead(303, { ...SECURITY_HEADERS, Location: '/', 'Set-Cookie': `${COOKIE}=${session.id}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${8 * 3600}${secure}` }).end();
+}
+
+/** May the viewer see objects of `kind` in `namespace`: `list` there, or across all namespaces. */
+async function visible(access: Access, viewer: Viewer, kind: WatchedKind, namespace: string): Promise<boolean> {
+  if (await access.allowed(viewer, { verb: 'list', kind, namespace: '' })) return true;
+  return namespace !== '' && access.allowed(viewer, { verb: 'list', kind, namespace });
+}
+
+async function stream(context: Context, streams: Streams, session: Session, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  res.writeHead(200, { ...SECURITY_HEADERS, 'Content-Type': 'text/event-stream; charset=utf-8', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
+  const send = (event: string, data: unknown): void => {
+    res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  };
+  // Changes are queued until the snapshot went out, and sent in order after it.
+  let chain = Promise.resolve();
+  const onChange = (change: Change): void => {
+    chain = chain.then(async () => {
+      if (context.sessions.get(session.id) === undefined) return void res.end();
+      if (!(await visible(context.access, session.viewer, change.kind, change.namespace))) return;
+      if (change.deleted) send('delete', { key: change.key });
+      else send('upsert', change.summary());
+    }).catch(() => undefined);
+  };
+  streams.add(onChange);
+  const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), 20_000);
+  req.on('close', () => {
+    streams.delete(onChange);
+    clearInterval(heartbeat);
+  });
+  chain = chain.then(async () => {
+    const objects = [];
+    for (const kind of KINDS) {
+      for (const object of context.source.watched(kind)) {
+        if (await visible(context.access, session.viewer, kind, object.metadata.namespace ?? '')) objects.push(summarize(kind, object));
+      }
+    }
+    send('snapshot', { username: session.viewer.username, csrf: session.csrf, objects });
+  });
+  await chain;
+}
+
+const ACTIONS = ['reconcile', 'suspend', 'resume', 'rollback', 'failover', 'failback'] as const;
+type Action = (typeof ACTIONS)[number];
+
+/**
+ * The same changes the CLI makes (`syncline reconcile`, `syncline rollback --to SHA`, `syncline failover|failback`,
+ * `kubectl patch … spec.suspend`),
+ * once the viewer may patch the object.
+ */
+async function act(context: Context, session: Session, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const token = req.headers['x-csrf-token'];
+  if (typeof token !== 'string' || !sameSecret(token, session.csrf) || !sameOrigin(req) || !(req.headers['content-type'] ?? '').startsWith('application/json')) {
+    return json(res, 403, { error: 'forbidden: the request did not come from this page (CSRF check failed)' });
+  }
+  let body: { kind?: unknown; namespace?: unknown; name?: unknown; action?: unknown; revision?: unknown };
+  try {
+    body = JSON.parse(await readBody(req, MAX_FORM_BYTES)) as typeof body;
+  } catch {
+    return json(res, 400, { error: 'the body is not JSON' });
+  }
+  const { kind, namespace, name, action, revision } = body;
+  if (typeof kind !== 'string' || !KINDS.includes(kind as WatchedKind) || typeof namespace !== 'string' || typeof name !== 'string' || !ACTIONS.includes(action as Action)) {
+    return json(res, 400, { error: 'expected {kind, namespace, name, action: reconcile|suspend|resume|rollback|failover|failback, revision (rollback)}' });
+  }
+  const watchedKind = kind as WatchedKind;
+  const id = `${kind} ${namespace}/${name}`;
+  if (action !== 'reconcile' && watchedKind === 'RemoteCluster') return json(res, 400, { error: `${id}: a RemoteCluster cannot be suspended` });
+  if (action === 'rollback' && (watchedKind !== 'ConfigSync' || typeof revision !== 'string' || !/^[0-9a-f]{40}$/.test(revision))) {
+    return json(res, 400, { error: `${id}: rollback takes a ConfigSync and a full 40-character commit SHA` });
+  }
+  if ((action === 'failover' || action === 'failback') && watchedKind !== 'NamespaceReplication') return json(res, 400, { error: `${id}: only a NamespaceReplication fails over` });
+  const viewer = session.viewer;
+  if (!(await context.access.allowed(viewer, { verb: 'patch', kind: watchedKind, namespace, name }))) {
+    context.logger.info({ user: viewer.username, action, object: id }, 'web UI action refused (RBAC)');
+    return json(res, 403, { error: `forbidden: ${viewer.username} may not patch ${PLURALS[watchedKind]} in namespace ${namespace}` });
+  }
+  const object = context.source.watched(watchedKind).find((o) => o.metadata.namespace === namespace && o.metadata.name === name);
+  if (object === undefined) return json(res, 404, { error: `${id} not found` });
+  const suspended = (object['spec'] as { suspend?: boolean } | undefined)?.suspend === true;
+  if (action === 'reconcile' && suspended) return json(res, 409, { error: `${id} is suspended: a reconcile request would do nothing; resume it first` });
+  const history = ((object['status'] as { history?: { revision?: string }[] } | undefined)?.history ?? []).map((h) => h.revision);
+  if (action === 'rollback' && !history.includes(revision as string)) return json(res, 409, { error: `${id}: ${String(revision)} is not in its deploy history` });
+  const patch =
+    action === 'reconcile' ? { metadata: { annotations: { [RECONCILE_REQUESTED_ANNOTATION]: new Date().toISOString() } } }
+    : action === 'rollback' ? { spec: { source: { git: { revision } } } }
+    : action === 'failover' || action === 'failback' ? { spec: { failover: action === 'failover' } }
+    : { spec: { suspend: action === 'suspend' } };
+  await context.rest.request({ method: 'PATCH', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/${PLURALS[watchedKind]}/${name}`, contentType: 'application/merge-patch+json', body: patch });
+  context.logger.info({ user: viewer.username, action, object: id }, 'web UI action');
+  json(res, 200, { ok: true, message: `${action as Action} requested for ${id}` });
+}
+
+/** A browser sends Origin with every POST; one naming another site is refused (Host must match). */
+function sameOrigin(req: IncomingMessage): boolean {
+  const origin = req.headers.origin;
+  if (origin === undefined) return true;
+  try {
+    return new URL(origin).host === req.headers.host;
+  } catch {
+    return false;
+  }
+}
+
+function cookie(req: IncomingMessage, name: string): string | undefined {
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const [key, ...value] = part.trim().split('=');
+    if (key === name) return value.join('=');
+  }
+  return undefined;
+}
+
+async function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) throw new Error('request body too large');
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function json(res: ServerResponse, status: number, value: unknown): void {
+  res.writeHead(status, { ...SECURITY_HEADERS, 'Content-Type': 'application/json' }).end(JSON.stringify(value));
+}
+
+function html(res: ServerResponse, status: number, body: string): void {
+  res.writeHead(status, { ...SECURITY_HEADERS, 'Content-Type': 'text/html; charset=utf-8' }).end(body);
+}
+
+function asset(res: ServerResponse, type: string, body: Buffer): void {
+  res.writeHead(200, { ...SECURITY_HEADERS, 'Cache-Control': 'no-cache', 'Content-Type': type }).end(body);
+}
+
+const HEAD = '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="color-scheme" content="light dark"><title>Syncline</title><link rel="stylesheet" href="/assets/app.css">';
+
+const PAGE = `${HEAD}<script type="module" src="/assets/app.js"></script></head><body><div id="app" class="loading">Loading…</div></body></html>`;
+
+function signInPage(failed: boolean): string {
+  return `${HEAD}</head><body><main class="signin"><h1>Syncline</h1>
+<form method="post" action="/login">
+<label for="token">Kubernetes bearer token</label>
+<textarea id="token" name="token" rows="4" autocomplete="off" spellcheck="false" required placeholder="kubectl create token NAME"></textarea>
+${failed ? '<p class="error" role="alert">The API server did not accept this token.</p>' : ''}
+<button type="submit">Sign in</button>
+<p class="hint">The token is checked with a TokenReview and not kept; what you see and may do follows your RBAC.</p>
+</form></main></body></html>`;
+}

@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { createSessions } from './auth.ts';
+import { UiState, stateOf, summarize, withoutCredentials } from './summary.ts';
+
+const ready = { type: 'Ready', status: 'True', reason: 'Synced', message: 'Applied revision abc' };
+
+describe('summarize (what the web UI sends a browser)', () => {
+  it('keeps status and metadata, and never values, valuesFrom contents, credentials or a URL password', () => {
+    // given a ConfigSync with secret-looking values and a repo URL with a password
+    const object = {
+      apiVersion: 'syncline.dev/v1alpha1',
+      kind: 'ConfigSync',
+      metadata: { name: 'app', namespace: 'team', generation: 2, annotations: { note: 'hunter2-annotation' } },
+      spec: {
+        source: { git: { repo: 'https://user:hunter2@git.example/app.git', revision: 'main', path: 'app', secretRef: { name: 'git-creds' } } },
+        values: { password: 'hunter2' },
+        valuesFrom: [{ kind: 'Secret', name: 'db' }],
+        targets: [{ name: 'dev', namespace: 'team' }],
+      },
+      status: {
+        observedGeneration: 2,
+        sourceRevision: 'a'.repeat(40),
+        conditions: [ready],
+        targets: [{ name: 'dev', phase: 'Synced', objects: 3 }],
+        history: [{ revision: 'a'.repeat(40), appliedAt: '2026-01-01T00:00:00Z', objects: 3, digest: 'sha256:x' }],
+        inventory: [{ target: 'dev', entries: ['/ConfigMap/team/secret-name'] }],
+      },
+    };
+    // when it is summarized
+    const summary = summarize('ConfigSync', object);
+    // then what the page needs is there, and nothing of values, annotations or credentials
+    expect(summary).toMatchObject({ key: 'ConfigSync/team/app', state: UiState.Ready, source: { repo: 'https://git.example/app.git', ref: 'main', path: 'app' } });
+    expect(summary.targets).toEqual([{ name: 'dev', namespace: 'team', phase: 'Synced', objects: 3 }]);
+    expect(summary.history).toHaveLength(1);
+    const json = JSON.stringify(summary);
+    expect(json).not.toContain('hunter2');
+    expect(json).not.toContain('git-creds');
+    expect(json).not.toContain('secret-name');
+  });
+
+  it('counts suspended, failed, progressing and ready as the overview does', () => {
+    const meta = { name: 'x', namespace: 'n', generation: 1 };
+    expect(stateOf({ metadata: meta, spec: { suspend: true } }, [ready])).toBe(UiState.Suspended);
+    expect(stateOf({ metadata: meta, status: { observedGeneration: 1 } }, [ready])).toBe(UiState.Ready);
+    expect(stateOf({ metadata: { ...meta, generation: 2 }, status: { observedGeneration: 1 } }, [ready])).toBe(UiState.Progressing);
+    expect(stateOf({ metadata: meta }, [{ ...ready, status: 'False' }])).toBe(UiState.Failed);
+    expect(stateOf({ metadata: meta }, [{ ...ready, status: 'False' }, { type: 'Reconciling', status: 'True', reason: 'Progressing', message: '' }])).toBe(UiState.Progressing);
+    expect(stateOf({ metadata: meta }, [])).toBe(UiState.Progressing);
+  });
+
+  it('drops user:password from URLs and leaves others alone', () => {
+    expect(withoutCredentials('https://u:p@host/x')).toBe('https://host/x');
+    expect(withoutCredentials('ssh://git@host/x')).toBe('ssh://host/x');
+    expect(withoutCredentials('https://host/x@y')).toBe('https://host/x@y');
+  });
+});
+
+describe('sessions', () => {
+  it('expire, and each has its own id and CSRF token', () => {
+    let now = 0;
+    const sessions = createSessions({ ttlMs: 1000, now: () => now });
+    const a = sessions.create({ username: 'a', groups: [] });
+    const b = sessions.create({ username: 'b', groups: [] });
+    expect(a.id).not.toBe(b.id);
+    expect(a.csrf).not.toBe(a.id);
+    expect(sessions.get(a.id)?.viewer.username).toBe('a');
+    now = 1000;
+    expect(sessions.get(a.id)).toBeUndefined();
+  });
+});

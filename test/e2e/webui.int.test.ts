@@ -1,0 +1,239 @@
+// End to end in a real browser: Debian's Chromium driven by playwright-core against the operator's web UI, with
+// the real control plane, operator and Git server. Viewers are ServiceAccounts whose tokens come from the
+// TokenRequest API; what each may see and do comes from RBAC alone.
+import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { ensureChromium, startGitServer, startOperator, type GitServer, type OperatorProcess, type TestRepo } from '@syncline/test-support';
+import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { NamespaceReplication } from '@syncline/operator';
+import { applyConfigSync, condition, configMapYaml, configSync, core, eventually, installCrds, kc, readConfigSync, rest, waitForReady } from './harness.ts';
+
+const SHARD = `webui-${randomBytes(3).toString('hex')}`;
+const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+const root = join(import.meta.dirname, '..', '..');
+// Screenshots of the main views: into docs/ with SYNCLINE_SCREENSHOTS=docs (they change with every run's names).
+const screenshots = process.env['SYNCLINE_SCREENSHOTS'] === 'docs' ? join(root, 'docs') : tmpdir();
+const SLOW = 90_000; // the machine is shared and loaded: waits are generous, each ends as soon as it holds
+
+describe('web UI in a browser', () => {
+  let git: GitServer;
+  let repo: TestRepo;
+  let mine: TestNamespace;
+  let other: TestNamespace;
+  let operator: OperatorProcess;
+  let browser: Browser;
+  let url: string;
+  const tokens: Record<'editor' | 'reader', string> = { editor: '', reader: '' };
+
+  beforeAll(async () => {
+    const executablePath = ensureChromium();
+    // What `pnpm build:ui` does: the page's script and style, bundled by esbuild.
+    execFileSync(process.execPath, [join(root, 'packages', 'operator', 'src', 'ui', 'build.ts')], { stdio: 'inherit' });
+    await installCrds();
+    git = await startGitServer();
+    repo = await git.createRepo('webui');
+    mine = await testNamespace({ prefix: 'ui' });
+    other = await testNamespace({ prefix: 'ui-other' });
+    await repo.commit({ 'app/settings.yaml.hbs': configMapYaml('settings', '  greeting: {{ values.greeting }}'), 'web/page.yaml': configMapYaml('page', '  title: hello') });
+    for (const [namespace, name, path, extra] of [
+      [mine.name, 'app', 'app', {}],
+      [mine.name, 'web', 'web', {}],
+      [mine.name, 'paused', 'web', { suspend: true }],
+      [other.name, 'elsewhere', 'web', {}],
+    ] as const) {
+      const object = configSync(namespace, name, { source: { git: { repo: repo.url, revision: 'main', path } }, values: { greeting: 'hi' }, targets: [{ name: 'dev', namespace }], refreshInterval: '1s', ...extra });
+      object.metadata = { ...object.metadata, labels: { 'syncline.dev/shard': SHARD } };
+      await applyConfigSync(object);
+    }
+    await grant(mine.name, 'editor', ['get', 'list', 'watch', 'patch']);
+    await grant(mine.name, 'reader', ['get', 'list', 'watch']);
+    for (const who of ['editor', 'reader'] as const) {
+      tokens[who] = (await core.createNamespacedServiceAccountToken({ name: who, namespace: mine.name, body: { spec: { expirationSeconds: 3600 } } })).status?.token ?? '';
+    }
+    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--shard', SHARD, '--mirror', 'off', '--ui-addr', '127.0.0.1:0'] });
+    url = `http://${operator.uiAddress ?? ''}`;
+    browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
+    await waitForReady(mine.name, 'app', () => true, SLOW);
+    await waitForReady(mine.name, 'web', () => true, SLOW);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await operator?.stop();
+    await mine?.[Symbol.asyncDispose]();
+    await other?.[Symbol.asyncDispose]();
+    await git?.close();
+  });
+
+  async function grant(namespace: string, account: string, verbs: string[]): Promise<void> {
+    await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: account } } });
+    await rbac.createNamespacedRole({ namespace, body: { metadata: { name: `ui-${account}` }, rules: [{ apiGroups: ['syncline.dev'], resources: ['configsyncs', 'manifestsyncs', 'namespacereplications', 'remoteclusters'], verbs }] } });
+    await rbac.createNamespacedRoleBinding({
+      namespace,
+      body: { metadata: { name: `ui-${account}` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: `ui-${account}` }, subjects: [{ kind: 'ServiceAccount', name: account, namespace }] },
+    });
+  }
+
+  async function signIn(who: 'editor' | 'reader', colorScheme: 'light' | 'dark' = 'light'): Promise<Page> {
+    const page = await (await browser.newContext({ colorScheme, viewport: { width: 1200, height: 900 } })).newPage();
+    page.setDefaultTimeout(SLOW);
+    await page.goto(`${url}/`);
+    await page.waitForURL(`${url}/login`);
+    await page.fill('#token', tokens[who]);
+    await page.click('button[type=submit]');
+    await page.waitForURL(`${url}/`);
+    return page;
+  }
+
+  it('signs in with a token, refuses a bad one, and shows only the namespaces the viewer may list', async () => {
+    // given a token the API server does not know, when it is posted, then the sign-in page says so
+    const stranger = await (await browser.newContext()).newPage();
+    await stranger.goto(`${url}/login`);
+    await stranger.fill('#token', 'not-a-token');
+    await stranger.click('button[type=submit]');
+    await stranger.waitForURL(`${url}/login?failed`);
+    expect(await stranger.textContent('[role=alert]')).toContain('did not accept');
+    // and the API answers 401 without a session
+    expect((await stranger.request.get(`${url}/api/events`)).status()).toBe(401);
+
+    // given the editor, who may list in one namespace only, when signed in
+    const page = await signIn('editor');
+    await page.waitForSelector(`[data-key="ConfigSync/${mine.name}/web"]`);
+    // then its own namespace's syncs show, with their state, and the other namespace's never do
+    expect(await page.textContent(`[data-key="ConfigSync/${mine.name}/paused"]`)).toContain('suspended');
+    const keys = await Promise.all((await page.locator('[data-key]').all()).map((row) => row.getAttribute('data-key')));
+    expect(keys.filter((k) => k?.includes(`/${other.name}/`) === true)).toEqual([]);
+    expect(keys).toContain(`ConfigSync/${mine.name}/app`);
+    // and a filter is in the URL: opening it again shows the same view
+    await page.selectOption('select[aria-label=State]', 'suspended');
+    await page.waitForURL(/state=suspended/);
+    await page.goto(page.url());
+    await page.waitForSelector(`[data-key="ConfigSync/${mine.name}/paused"]`);
+    expect(await page.$(`[data-key="ConfigSync/${mine.name}/web"]`)).toBeNull();
+    // and the page is served with a strict CSP and the session cookie is HttpOnly and SameSite=Strict
+    const response = await page.request.get(`${url}/`);
+    expect(response.headers()['content-security-policy']).toContain("script-src 'self'");
+    const [cookie] = await page.context().cookies();
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
+  }, 240_000);
+
+  it('shows a broken template with file:line on the sync page as soon as the status says so, without a reload', async () => {
+    // given the editor on the ConfigSync's page, Ready
+    const page = await signIn('editor', 'dark');
+    await page.goto(`${url}/objects/ConfigSync/${mine.name}/app`);
+    await page.waitForSelector('h1 .badge.ready');
+    // (page-side code as strings: this file is typechecked without the DOM's types)
+    await page.evaluate('window.notReloaded = true');
+
+    // when main gets a broken template
+    const broken = await repo.commit({ 'app/settings.yaml.hbs': configMapYaml('settings', '  greeting: {{#if values.greeting}}unclosed') });
+    const statusAt = eventually(async () => {
+      const cs = await readConfigSync(mine.name, 'app');
+      return condition(cs, 'InvalidSource')?.status === 'True' && cs.status?.lastAttemptedRevision === broken ? Date.now() : undefined;
+    }, 'InvalidSource in status', SLOW);
+    // then the page shows the file and line, pushed over the stream
+    // (a locator, not waitForFunction: the page's CSP forbids the eval that would need)
+    await page.locator('.conditions pre.message').filter({ hasText: /settings\.yaml\.hbs:\d+:\d+/ }).first().waitFor({ timeout: SLOW });
+    const shownAt = Date.now();
+    const delay = shownAt - (await statusAt);
+    console.log(`[webui] file:line on the page ${delay} ms after a 150 ms status poll saw it`);
+    expect(delay).toBeLessThan(5_000);
+    expect(await page.evaluate('window.notReloaded')).toBe(true);
+    expect(await page.textContent('h1 .badge')).toBe('failed');
+    await page.screenshot({ path: join(screenshots, 'ui-configsync.png'), fullPage: true });
+
+    // and the overview lists it under "needs attention"
+    await page.goto(`${url}/`);
+    await page.waitForSelector('.attention');
+    expect(await page.textContent('.attention')).toContain(`${mine.name}/app`);
+    const light = await signIn('editor', 'light');
+    await light.waitForSelector('.attention');
+    await light.screenshot({ path: join(screenshots, 'ui-overview.png'), fullPage: true });
+    // and on a phone's width the rows stack into one column
+    await light.setViewportSize({ width: 390, height: 844 });
+    const row = await light.locator(`[data-key="ConfigSync/${mine.name}/app"] a`).boundingBox();
+    expect(row?.width).toBeLessThanOrEqual(390);
+    expect(await light.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    await light.screenshot({ path: join(screenshots, 'ui-overview-phone.png'), fullPage: true });
+  }, 240_000);
+
+  it('suspends for a viewer allowed to patch, and refuses the same click by a read-only viewer (403)', async () => {
+    // given the reader on the web sync's page, when they click Suspend, then 403 shows and nothing changed
+    const reader = await signIn('reader');
+    await reader.goto(`${url}/objects/ConfigSync/${mine.name}/web`);
+    await reader.click('button:has-text("Suspend")');
+    await reader.waitForSelector('.result.bad');
+    expect(await reader.textContent('.result.bad')).toContain('403');
+    expect((await readConfigSync(mine.name, 'web')).spec.suspend).not.toBe(true);
+
+    // given the editor, when they click Suspend, then the change lands and the page shows it live
+    const editor = await signIn('editor');
+    await editor.goto(`${url}/objects/ConfigSync/${mine.name}/web`);
+    await editor.click('button:has-text("Suspend")');
+    await editor.waitForSelector('.result.ok');
+    await eventually(async () => ((await readConfigSync(mine.name, 'web')).spec.suspend === true ? true : undefined), 'spec.suspend to be true', SLOW);
+    await editor.waitForSelector('h1 .badge.suspended');
+
+    // and an action without the page's CSRF token is refused even with the session cookie
+    const forged = await editor.request.post(`${url}/api/actions`, { data: { kind: 'ConfigSync', namespace: mine.name, name: 'web', action: 'resume' } });
+    expect(forged.status()).toBe(403);
+
+    // when the editor resumes it, then it runs again
+    await editor.click('button:has-text("Resume")');
+    await eventually(async () => ((await readConfigSync(mine.name, 'web')).spec.suspend === false ? true : undefined), 'spec.suspend to be false', SLOW);
+    await editor.waitForSelector('h1 .badge.ready');
+  }, 240_000);
+
+  it('rolls back to a deploy in the history for a viewer allowed to patch, and refuses it for a read-only viewer', async () => {
+    // given web with two deploys in its history
+    const first = (await readConfigSync(mine.name, 'web')).status?.sourceRevision ?? '';
+    const second = await repo.commit({ 'web/page.yaml': configMapYaml('page', '  title: second') });
+    await waitForReady(mine.name, 'web', (cs) => cs.status?.sourceRevision === second && (cs.status.history ?? []).some((h) => h.revision === first), SLOW);
+    const rollback = `button.rollback[data-revision="${first}"]`;
+
+    // when the reader clicks Roll back on the first deploy, then 403 and the revision still follows main
+    const reader = await signIn('reader');
+    await reader.goto(`${url}/objects/ConfigSync/${mine.name}/web`);
+    await reader.click(rollback);
+    await reader.waitForSelector('.result.bad');
+    expect(await reader.textContent('.result.bad')).toContain('403');
+    expect((await readConfigSync(mine.name, 'web')).spec.source.git.revision).toBe('main');
+
+    // when the editor clicks it, then the revision is pinned to that commit and applied
+    const editor = await signIn('editor');
+    await editor.goto(`${url}/objects/ConfigSync/${mine.name}/web`);
+    await editor.click(rollback);
+    await editor.waitForSelector('.result.ok');
+    await waitForReady(mine.name, 'web', (cs) => cs.spec.source.git.revision === first && cs.status?.sourceRevision === first, SLOW);
+  }, 240_000);
+
+  it('fails a NamespaceReplication over from its page (spec.failover, as syncline failover), and back', async () => {
+    // given a replication of the viewer's namespace into a standby namespace, Ready
+    await using standby = await testNamespace({ prefix: 'ui-dr' });
+    const path = `/apis/syncline.dev/v1alpha1/namespaces/${mine.name}/namespacereplications/standby`;
+    await rest.request({
+      method: 'PATCH',
+      path,
+      query: { fieldManager: 'syncline-tests', force: true },
+      contentType: 'application/apply-patch+yaml',
+      body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'NamespaceReplication', metadata: { name: 'standby', namespace: mine.name, labels: { 'syncline.dev/shard': SHARD } }, spec: { destination: { namespace: standby.name }, resourceTypes: ['Deployment'] } },
+    });
+    const conditionOf = async (type: string): Promise<string | undefined> => (await rest.request<NamespaceReplication>({ method: 'GET', path })).status?.conditions?.find((c) => c.type === type)?.status;
+    await eventually(async () => ((await conditionOf('Ready')) === 'True' ? true : undefined), 'the replication to be Ready', SLOW);
+
+    // when the editor clicks Fail over on its page, then the operator fails it over
+    const editor = await signIn('editor');
+    await editor.goto(`${url}/objects/NamespaceReplication/${mine.name}/standby`);
+    await editor.click('button:has-text("Fail over")');
+    await editor.waitForSelector('.result.ok');
+    await eventually(async () => ((await conditionOf('FailedOver')) === 'True' ? true : undefined), 'FailedOver', SLOW);
+    // and the page shows it live, offering the way back
+    await editor.locator('.cond', { hasText: 'FailedOver' }).filter({ hasText: 'True' }).first().waitFor({ timeout: SLOW });
+    await editor.click('button:has-text("Fail back")');
+    await eventually(async () => ((await conditionOf('FailedOver')) !== 'True' ? true : undefined), 'failed back', SLOW);
+  }, 240_000);
+});
