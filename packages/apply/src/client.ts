@@ -1,24 +1,15 @@
 // The I/O edge of apply: discovery, LIST, GET, server-side apply, DELETE and CRD waits over one keep-alive
 // HTTPS agent. The typed clients of @kubernetes/client-node cost a lot per call on this hot path and know
-// nothing of arbitrary kinds; a KubeConnection supplies the server, TLS material and credentials. Importing
-// client-node costs ~80 MB of RSS (its config module loads every generated model), so nothing here imports
-// it: a client-node KubeConfig is still accepted, structurally (KubeConfigLike).
+// nothing of arbitrary kinds; a KubeConnection (@syncline/kube) supplies the server, TLS material and
+// credentials.
 // undici (HTTP/1.1 and h2) and node:http2 were measured too: no clearly lower client CPU per apply here.
 import { request as httpRequest } from 'node:http';
-import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
-import { groupOf, parseObjectId, type KubeObject } from './identity.ts';
+import { request as httpsRequest } from 'node:https';
+import { ApiError, agentFor, requestSignal, toKubeConnection, type KubeConfigLike, type KubeConnection } from '@syncline/kube';
 
-/** An error answer of the API server (or a transport failure, status 0). */
-export class ApiError extends Error {
-  readonly status: number;
-  readonly reason: string;
-  constructor(options: { status: number; reason: string; message: string }) {
-    super(options.message);
-    this.name = 'ApiError';
-    this.status = options.status;
-    this.reason = options.reason;
-  }
-}
+/** The error class of the API server's answers (@syncline/kube's), which every call here rejects with. */
+export { ApiError };
+import { groupOf, parseObjectId, type KubeObject } from './identity.ts';
 
 export type ResourceInfo = {
   readonly group: string;
@@ -59,91 +50,6 @@ export type ApplyClient = {
   waitEstablished(crdName: string, options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<void>;
 };
 
-/** TLS material for the keep-alive agent (the fields of tls.connect that a kubeconfig can set). */
-export type KubeTlsOptions = {
-  readonly ca?: string | Buffer | undefined;
-  readonly cert?: string | Buffer | undefined;
-  readonly key?: string | Buffer | undefined;
-  readonly rejectUnauthorized?: boolean | undefined;
-  readonly servername?: string | undefined;
-};
-
-/** Where an API server is and how to talk to it: what the HTTP clients need of a kubeconfig, and no more. */
-export type KubeConnection = {
-  /** Base URL, e.g. `https://10.0.0.1:6443`. */
-  readonly server: string;
-  readonly tls: KubeTlsOptions;
-  /** `user:password` for HTTP basic authentication. */
-  readonly basicAuth?: string | undefined;
-  /** An http(s) proxy that https requests tunnel through (kubeconfig proxy-url). */
-  readonly proxyUrl?: string | undefined;
-  /**
-   * The credential headers to send now (Authorization). Asked before every request, so it must be cheap
-   * (answer from a cache); it may change between calls (token files and exec plugins rotate).
-   */
-  authHeaders(): Promise<Readonly<Record<string, string>>>;
-};
-
-/** The part of @kubernetes/client-node's KubeConfig that connectionFromKubeConfig uses (structural: no import). */
-export type KubeConfigLike = {
-  getCurrentCluster(): { readonly server: string } | null;
-  applyToHTTPSOptions(options: RequestOptions): Promise<void>;
-};
-
-/** How often a KubeConfigLike is asked for its credentials again (exec plugins, projected tokens rotate). */
-const KUBECONFIG_AUTH_REFRESH_MS = 30_000;
-
-/** A KubeConnection for the current context of a client-node KubeConfig (tests, benches and exec users). */
-export async function connectionFromKubeConfig(kc: KubeConfigLike): Promise<KubeConnection> {
-  const cluster = kc.getCurrentCluster();
-  if (cluster === null) throw new Error('the kubeconfig has no current cluster');
-  const base: RequestOptions = {};
-  await kc.applyToHTTPSOptions(base);
-  let headers: Record<string, string> = { ...(base.headers as Record<string, string> | undefined) };
-  let headersAt = Date.now();
-  let refreshing: Promise<Record<string, string>> | undefined;
-  return {
-    server: cluster.server,
-    tls: { ca: base.ca as string | Buffer | undefined, cert: base.cert as string | Buffer | undefined, key: base.key as string | Buffer | undefined, rejectUnauthorized: base.rejectUnauthorized, servername: base.servername },
-    basicAuth: base.auth ?? undefined,
-    authHeaders() {
-      if (Date.now() - headersAt <= KUBECONFIG_AUTH_REFRESH_MS) return Promise.resolve(headers);
-      refreshing ??= (async () => {
-        try {
-          const fresh: RequestOptions = {};
-          await kc.applyToHTTPSOptions(fresh);
-          headers = { ...(fresh.headers as Record<string, string> | undefined) };
-          headersAt = Date.now();
-          return headers;
-        } finally {
-          refreshing = undefined;
-        }
-      })();
-      return refreshing;
-    },
-  };
-}
-
-/** A KubeConnection as it is; a client-node KubeConfig through connectionFromKubeConfig. */
-export async function toKubeConnection(target: KubeConnection | KubeConfigLike): Promise<KubeConnection> {
-  return 'getCurrentCluster' in target ? connectionFromKubeConfig(target) : target;
-}
-
-/** One keep-alive agent with the connection's TLS material. */
-export function agentFor(connection: KubeConnection, options: { maxSockets: number }): Agent {
-  const { tls } = connection;
-  return new Agent({
-    keepAlive: true,
-    maxSockets: options.maxSockets,
-    ca: tls.ca,
-    cert: tls.cert,
-    key: tls.key,
-    rejectUnauthorized: tls.rejectUnauthorized,
-    servername: tls.servername,
-    ...(connection.proxyUrl === undefined ? {} : { proxyEnv: { HTTPS_PROXY: connection.proxyUrl } }),
-  });
-}
-
 type Request = { method: 'GET' | 'PATCH' | 'DELETE'; path: string; query?: Record<string, string>; body?: unknown; contentType?: string; accept?: string; signal?: AbortSignal | undefined; discardBody?: boolean };
 
 type Transport = <T>(req: Request) => Promise<T>;
@@ -168,9 +74,23 @@ async function createTransport(target: KubeConnection | KubeConfigLike, options:
     for (const [k, v] of Object.entries(req.query ?? {})) url.searchParams.set(k, v);
     const payload = req.body === undefined ? undefined : JSON.stringify(req.body);
     const auth = await connection.authHeaders();
-    // A cluster that accepts and never answers must not hold a request (or a cached discovery) forever.
-    const signal = options.requestTimeoutMs === undefined ? req.signal : req.signal === undefined ? AbortSignal.timeout(options.requestTimeoutMs) : AbortSignal.any([req.signal, AbortSignal.timeout(options.requestTimeoutMs)]);
-    return new Promise<T>((resolve, reject) => {
+    // A cluster that accepts and never answers, or a pool with no free socket, must not hold a request (or a
+    // cached discovery) forever: the deadline runs from here, the wait for a socket included.
+    const timeoutMs = options.requestTimeoutMs ?? DEFAULT_APPLY_TIMEOUT_MS;
+    const fence = req.method === 'GET' ? undefined : options.writeFence;
+    const fenced = (): ApiError => new ApiError({ status: 0, reason: 'Fenced', message: `${req.method} ${url.pathname}: refused, writes are fenced (${String(fence?.reason instanceof Error ? fence.reason.message : fence?.reason)})` });
+    if (fence?.aborted === true) throw fenced();
+    const abort = requestSignal({ timeoutMs, signal: req.signal, fence });
+    const signal = abort.signal;
+    return new Promise<T>((resolveRaw, rejectRaw) => {
+      const resolve = (value: T): void => {
+        abort.done();
+        resolveRaw(value);
+      };
+      const reject = (error: Error): void => {
+        abort.done();
+        rejectRaw(error);
+      };
       const r = (isHttps ? httpsRequest : httpRequest)(
         url,
         {
@@ -207,8 +127,10 @@ async function createTransport(target: KubeConnection | KubeConfigLike, options:
         },
       );
       r.on('error', (error) => {
-        if (error.name === 'AbortError' && req.signal?.aborted === true) reject(error);
-        else if (error.name === 'AbortError' || error.name === 'TimeoutError') reject(new ApiError({ status: 0, reason: 'Timeout', message: `${req.method} ${url.pathname}: no answer within ${(options.requestTimeoutMs ?? 0) / 1000}s` }));
+        const cause = abort.cause();
+        if (cause === 'caller') reject(error);
+        else if (cause === 'fence') reject(fenced());
+        else if (cause === 'deadline') reject(new ApiError({ status: 0, reason: 'Timeout', message: `${req.method} ${url.pathname}: no answer within ${timeoutMs / 1000}s` }));
         else reject(new ApiError({ status: 0, reason: 'TransportError', message: `${req.method} ${url.pathname}: ${error.message}` }));
       });
       r.end(payload);
@@ -302,9 +224,14 @@ const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
     }, { once: true });
   });
 
+/** The default of ClientOptions.requestTimeoutMs. */
+const DEFAULT_APPLY_TIMEOUT_MS = 60_000;
+
 export type ClientOptions = {
-  /** Every request (discovery, LIST, apply, delete) fails after this long without an answer. */
+  /** Every request (discovery, LIST, apply, delete) fails after this long without an answer (default 60 s). */
   readonly requestTimeoutMs?: number;
+  /** Once aborted, every write (apply, delete) fails at once and writes in flight are cut (a leader that lost its Lease). */
+  readonly writeFence?: AbortSignal;
 };
 
 /** An ApplyClient for the cluster and identity of a connection (or of a client-node KubeConfig's current context). */

@@ -5,6 +5,7 @@
 //
 // Exit codes: 0 success; 1 error (a usage error, the API server refused, a wait that failed or timed out);
 // diff: 0 no differences, 1 differences, 2 error (as kubectl diff and flux diff).
+import { DEFAULT_WATCH_BUDGET } from '@syncline/kube';
 import { Command, CommanderError, Option } from 'commander';
 import type * as Commands from './cli/commands.ts';
 import { existsSync, readFileSync } from 'node:fs';
@@ -26,6 +27,9 @@ export type RunOptions = {
   cacheDir?: string;
   cacheMaxBytes?: string;
   concurrency: string;
+  watchBudget: string;
+  stallTimeout: string;
+  shutdownTimeout: string;
   operatorNamespace?: string;
   trustedNamespaces?: string;
   mirrorPrefix: string;
@@ -227,6 +231,9 @@ function addRunCommand(program: Command, context: CliContext, done: (code: numbe
     .option('--cache-dir <dir>', 'Git snapshot cache (default ~/.cache/syncline/snapshots)')
     .option('--cache-max-bytes <n>', 'snapshot cache bound (default 2 GiB)')
     .option('--concurrency <n>', 'reconciles run at once (each mostly waits on the API server)', '32')
+    .option('--stall-timeout <duration>', '/healthz fails when the work queue has had work and finished none of it for this long', '10m')
+    .option('--shutdown-timeout <duration>', 'on SIGTERM, how long in-flight reconciles may drain before the process exits anyway (below the pod\'s terminationGracePeriodSeconds)', '25s')
+    .option('--watch-budget <n>', 'watch streams open at once, over every kind and cluster; past it the object that needs another watch reports WatchBudgetExceeded', String(DEFAULT_WATCH_BUDGET))
     .option('--operator-namespace <ns>', "the operator's own namespace (default: $POD_NAMESPACE); trusted (see --trusted-namespaces)")
     .option(
       '--trusted-namespaces <ns,...>',

@@ -23,6 +23,6 @@ export { customResourceDefinitions } from './api/crd.ts';
 export { main } from './main.ts';
 export { formatStatus, rollbackRevision } from './cli/commands.ts';
 export { FINALIZER, RECONCILE_REQUESTED_ANNOTATION } from './reconcile/configsync.ts';
-export { createKubeRest, KubeApiError } from './kube/rest.ts';
-export type { KubeRest, KubeRequest } from './kube/rest.ts';
+export { createKubeRest, KubeApiError } from '@syncline/kube';
+export type { KubeRest, KubeRequest } from '@syncline/kube';
 export { installCrds } from './kube/crds.ts';

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The composition root: reads flags and environment once, builds { kube, git, clock, logger, metrics }
 // and hands them to the command. Nothing deeper reads process.env.
+import { createEventRecorder, connectKubeconfig, loadKubeConfig, createKubeRest, WatchBudget } from '@syncline/kube';
 import { parseShard, shardLeaseName, shardedWaker } from './shard.ts';
 import { TemplateCache } from '@syncline/render';
 import { createGitSource } from '@syncline/source-git';
@@ -9,11 +10,7 @@ import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { pino } from 'pino';
 import { runCli, type RunOptions } from './cli.ts';
-import { createEventRecorder } from './kube/events.ts';
-import { connectKubeconfig } from './kube/connection.ts';
 import { createApplyClients } from './kube/identity.ts';
-import { loadKubeConfig } from './kube/kubeconfig.ts';
-import { createKubeRest } from './kube/rest.ts';
 import { startManager } from './manager.ts';
 import { startMirrorController } from './mirror/controller.ts';
 import { StalePolicy, mirrorKeys, parseMirrorSourceNamespaces } from './mirror/index.ts';
@@ -41,7 +38,9 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     redact: { paths: ['*.password', '*.token', '*.bearerToken', '*.authorization', '*.data', 'auth'], censor: '[redacted]' },
   });
   const connection = await connectKubeconfig(loadKubeConfig({ kubeconfig: flags.kubeconfig, context: flags.context, env }));
-  const rest = await createKubeRest(connection, { userAgent: 'syncline-operator' });
+  // Aborted when this replica loses its leadership: from then on no client of the process writes.
+  const fence = new AbortController();
+  const rest = await createKubeRest(connection, { userAgent: 'syncline-operator', writeFence: fence.signal });
   const clock = { now: () => new Date() };
   const metrics = createMetrics();
   // A named shard's series carry its name; the default shard's stay as they are (one operator = no label).
@@ -65,7 +64,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   const staleTtlMs = flags.mirrorStaleTtl === undefined || flags.mirrorStaleTtl === '' ? undefined : parseDuration(flags.mirrorStaleTtl);
   // Whose objects may write outside their own namespace with the operator's rights (see tenancy.ts).
   const trusted = trustedNamespaces({ operatorNamespace: flags.operatorNamespace ?? podNamespace, list: flags.trustedNamespaces });
-  const applyClient = createApplyClients({ connection, rest, clock });
+  const applyClient = createApplyClients({ connection, rest, clock, writeFence: fence.signal });
   const events = createEventRecorder({ rest, component: 'syncline', host: identity, clock, onError: (error) => logger.debug({ err: String(error) }, 'could not record an event') });
 
   const shutdown = new AbortController();
@@ -80,6 +79,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     events,
     defaultServiceAccount: flags.defaultServiceAccount,
     concurrency: Number(flags.concurrency),
+    watchBudget: new WatchBudget(Number(flags.watchBudget)),
     intervalBounds: { ...DEFAULT_INTERVAL_BOUNDS, minMs: parseDuration(flags.minRefreshInterval) },
     mirrorKeys: keys,
     trusted,
@@ -94,9 +94,11 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
           leaseDurationMs: Number(flags.leaseDuration) * 1000,
         }
       : undefined,
+    writeFence: fence.signal,
+    stallTimeoutMs: parseDuration(flags.stallTimeout),
     onLostLeadership: () => {
-      // Like controller-runtime: a replica that lost the lease exits and restarts as a follower.
-      logger.error('lost leadership; exiting');
+      // Like controller-runtime: a replica that lost the lease exits, and a fresh process competes again.
+      fence.abort(new Error('this replica lost its leadership'));
       shutdown.abort();
       process.exitCode = 1;
     },
@@ -122,7 +124,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
           resyncMs: parseDuration(flags.mirrorResync),
         })
       : undefined;
-  const probes = await startProbeServer({ address: flags.probeAddr, metrics, ready: () => manager.ready() && (mirror?.ready() ?? true), logger });
+  const probes = await startProbeServer({ address: flags.probeAddr, metrics, ready: () => manager.ready() && (mirror?.ready() ?? true), live: () => manager.live(), logger });
   let webhooks: WebhookServer | undefined;
   if (flags.webhookAddr !== 'off') {
     const ref = flags.webhookSecret === undefined ? undefined : parseSecretRef(flags.webhookSecret, podNamespace ?? 'default');
@@ -152,10 +154,27 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     shutdown.signal.addEventListener('abort', stop, { once: true });
   });
   logger.info('shutting down');
-  await webhooks?.close();
-  await mirror?.stop();
-  await manager.stop();
+  // The in-flight reconciles drain, within a bound: the kubelet kills the pod at its terminationGracePeriod,
+  // and a process that outlives its servers' ports would make the next start fail with EADDRINUSE.
+  const shutdownTimeoutMs = parseDuration(flags.shutdownTimeout);
+  let timer: NodeJS.Timeout | undefined;
+  const drained = await Promise.race([
+    (async () => {
+      await webhooks?.close();
+      await mirror?.stop();
+      await manager.stop();
+      return true;
+    })(),
+    new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), shutdownTimeoutMs);
+    }),
+  ]);
+  clearTimeout(timer);
   await probes.close();
+  if (!drained) {
+    logger.error({ shutdownTimeoutMs }, 'reconciles still running at the shutdown timeout; exiting without them');
+    return 1;
+  }
   logger.info('stopped');
   return typeof process.exitCode === 'number' ? process.exitCode : 0;
 }

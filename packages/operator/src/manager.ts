@@ -1,18 +1,16 @@
 // The controller manager: informers for ConfigSyncs, the Secrets/ConfigMaps they reference and the
 // objects they manage; the work queue; leader election (only the leader reconciles, so only the leader
 // writes); and the readiness the health server reports.
+import { SharedWatches, Informer, objectKey, type KubeObject, DEFAULT_WATCH_BUDGET, WatchBudget, WatchBudgetError, DEFAULT_RENEW_DEADLINE_MS, runLeaderElection } from '@syncline/kube';
 import { createHash } from 'node:crypto';
-import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, healthOf, parseObjectId, type ApplyClient, type KubeObject as ApplyObject } from '@syncline/apply';
+import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, healthOf, parseObjectId, type ApplyClient, type KubeObject as ApplyObject, type ResourceInfo } from '@syncline/apply';
 import type { ConfigSync, ManifestSync, NamespaceReplication, RemoteCluster } from './api/v1alpha1.ts';
-import { SharedWatches } from './controller/shared-watches.ts';
 import { DEFAULT_RESOURCE_TYPES, parseResourceType } from './dr/transform.ts';
 import { NAMESPACEREPLICATION_KEY_PREFIX, createNamespaceReplicationReconciler } from './reconcile/namespacereplication.ts';
 import { createRemoteClusters, type RemoteClients } from './remote/clusters.ts';
 import { createTargetBackoff } from './remote/backoff.ts';
 import { REMOTECLUSTER_KEY_PREFIX, createRemoteClusterReconciler } from './reconcile/remotecluster.ts';
-import { Informer, objectKey, type KubeObject } from './controller/informer.ts';
 import { WorkQueue } from './controller/queue.ts';
-import { runLeaderElection } from './leader.ts';
 import type { MirrorKeys, MirrorNamespace } from './mirror/index.ts';
 import { DEFAULT_INTERVAL_BOUNDS, createConfigSyncReconciler, type ConfigSyncReconcilerDeps } from './reconcile/configsync.ts';
 import type { TargetNoop } from './reconcile/target.ts';
@@ -22,6 +20,9 @@ import { allowedWrite } from './tenancy.ts';
 
 /** Logged when a sync leaves this operator's view: deleted, or relabelled to another shard (see shard.ts). */
 export const LEFT_SHARD_MESSAGE = 'left this shard (deleted, or relabelled to another shard); forgotten, nothing pruned';
+
+/** How long the leader waits for its caches to fill before it reconciles anyway (see startWork). */
+const CACHE_SYNC_TIMEOUT_MS = 60_000;
 
 /** How long an apply waits for a new managed-kind watch to list before it writes anyway. */
 const MANAGED_WATCH_SYNC_MS = 10_000;
@@ -44,14 +45,27 @@ export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply
    */
   readonly shard?: string;
   readonly leaderElection?: { readonly namespace: string; readonly name: string; readonly identity: string; readonly leaseDurationMs?: number };
+  /** Bounds the watches the manager opens, in every cluster (default DEFAULT_WATCH_BUDGET). */
+  readonly watchBudget?: WatchBudget;
   /** Re-list every informer this often even when watches look healthy (missed events cannot stall a sync). */
   readonly resyncMs?: number;
   readonly onLostLeadership: () => void;
+  /** The fence of every client this manager makes (remote clusters'); main aborts it when leadership is lost. */
+  readonly writeFence?: AbortSignal;
+  /** Liveness fails when the work queue has had work and finished none of it for this long (default 10 min). */
+  readonly stallTimeoutMs?: number;
 };
+
+/** What /healthz reports: fine, or why the process should be restarted. */
+export type Liveness = { readonly ok: true } | { readonly ok: false; readonly reason: string };
+
+export const DEFAULT_STALL_TIMEOUT_MS = 10 * 60_000;
 
 export type Manager = {
   /** Caches synced and watches alive. */
   ready(): boolean;
+  /** Whether the process still makes progress: the queue moves, and a leader renews its Lease. */
+  live(): Liveness;
   isLeader(): boolean;
   /** Enqueue a ConfigSync now (webhooks, the CLI's reconcile request). */
   enqueue(key: string): void;
@@ -69,6 +83,7 @@ export type Manager = {
 export function startManager(options: ManagerOptions): Manager {
   const { rest, logger, metrics } = options;
   const abort = new AbortController();
+  const budget = options.watchBudget ?? new WatchBudget(DEFAULT_WATCH_BUDGET);
   const queue = new WorkQueue({ concurrency: options.concurrency, onDepthChange: (depth) => metrics.queueDepth.set(depth) });
   const ns = options.watchNamespace;
   // The sync kinds are watched through the shard's label selector: the others' syncs never reach this cache.
@@ -100,6 +115,7 @@ export function startManager(options: ManagerOptions): Manager {
   /** When a push or a change of the object last asked a ConfigSync (`namespace/name`) to look at its source now. */
   const freshRequests = new Map<string, number>();
   const configSyncs = new Informer({
+    budget,
     rest,
     path: collection('syncline.dev', 'v1alpha1', 'configsyncs'),
     labelSelector: shardLabelSelector,
@@ -133,6 +149,7 @@ export function startManager(options: ManagerOptions): Manager {
   });
 
   const otherShards = new Informer({
+    budget,
     rest,
     path: collection('syncline.dev', 'v1alpha1', 'configsyncs'),
     labelSelector: otherShardsSelector(options.shard),
@@ -151,6 +168,7 @@ export function startManager(options: ManagerOptions): Manager {
 
   const referenceInformer = (kind: 'Secret' | 'ConfigMap', plural: string, namespace?: string): Informer =>
     new Informer({
+      budget,
       rest,
       path: namespace === undefined ? collection('', 'v1', plural) : `/api/v1/namespaces/${namespace}/${plural}`,
       // Metadata only: Secret data never sits in this process's cache.
@@ -173,17 +191,24 @@ export function startManager(options: ManagerOptions): Manager {
   const watchManaged = async (client: ApplyClient, ids: readonly string[], remote?: RemoteClients): Promise<void> => {
     const discovery = await (remote?.apply ?? client).discovery();
     if (remote !== undefined) stopStaleClusterWatches(remote);
-    const started: Informer[] = [];
+    const wanted = new Map<string, { group: string; info: ResourceInfo }>();
     for (const id of ids) {
       const { group, kind } = parseObjectId(id);
       // Remote clusters' watches are keyed by cluster and credentials version: a rotated token starts anew.
       const scope = `${remote === undefined ? '' : `${remote.key}|`}${group}/${kind}`;
       // Only a new watch is waited for: one that cannot list (403 for a cluster-scoped kind in namespace
       // mode) must not delay every later apply.
-      if (managed.has(scope)) continue;
+      if (managed.has(scope) || wanted.has(scope)) continue;
       const info = discovery.preferred(group, kind);
       if (info === undefined) continue; // a kind served only once its CRD is applied: watched after this sync
+      wanted.set(scope, { group, info });
+    }
+    // All or none: the drift of every kind about to be written is watched, or the apply fails naming the budget.
+    budget.check(wanted.size, `the drift watches of ${wanted.size} kind(s) in ${remote === undefined ? 'this cluster' : `cluster ${remote.cluster}`}`);
+    const started: Informer[] = [];
+    for (const [scope, { group, info }] of wanted) {
       const informer = new Informer({
+        budget,
         rest: remote?.rest ?? rest,
         // Namespaced kinds are watched in the watched namespace only (namespace-scoped RBAC allows no more);
         // in a remote cluster, everywhere (its credentials are the identity).
@@ -246,6 +271,8 @@ export function startManager(options: ManagerOptions): Manager {
     try {
       await watchManaged(await options.applyClient(undefined), ids, cluster);
     } catch (error) {
+      // Past the watch budget the apply fails (its target reports why): drift it writes would go unseen.
+      if (error instanceof WatchBudgetError) throw error;
       logger.debug({ err: errorMessage(error) }, 'could not watch managed objects');
     }
   };
@@ -257,6 +284,7 @@ export function startManager(options: ManagerOptions): Manager {
   // label selects probes it and writes its status: one writer per object, as with the syncs.
   const probedHere = (rc: RemoteCluster): boolean => inShard(options.shard, rc.metadata.labels);
   const remoteClusters = new Informer({
+    budget,
     rest,
     path: collection('syncline.dev', 'v1alpha1', 'remoteclusters'),
     onEvent: (type, object, previous) => {
@@ -266,22 +294,33 @@ export function startManager(options: ManagerOptions): Manager {
       index(key, type === 'DELETED' ? [] : remote.secretsOf(rc.spec).map((name) => `${namespace}/Secret/${name}`));
       if (type === 'DELETED' || !probedHere(rc)) queue.forget(key);
       else if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous, object)) queue.add(key);
-      // Reachable again (or no longer): the syncs with targets there run now rather than at their next retry.
+      // Appeared, left, reachable again (or no longer): every object with a target there runs now rather than
+      // at its next retry; one that ran before this cache held the RemoteCluster would otherwise keep saying it
+      // does not exist.
       const ready = (o: KubeObject | undefined): string | undefined => (o as RemoteCluster | undefined)?.status?.conditions?.find((c) => c.type === 'Ready')?.status;
-      if (type !== 'ADDED' && ready(previous) !== ready(object)) {
-        for (const cs of configSyncs.list() as unknown as ConfigSync[]) {
-          if (cs.metadata.namespace === namespace && cs.spec.targets.some((t) => t.cluster?.name === rc.metadata.name)) queue.add(objectKey(cs));
-        }
-      }
+      if (type !== 'MODIFIED' || ready(previous) !== ready(object)) wakeClusterUsers(namespace, rc.metadata.name);
     },
     onError: (error) => logger.warn({ err: errorMessage(error) }, 'RemoteCluster watch failed; restarting'),
   });
+  /** Wakes the ConfigSyncs, ManifestSyncs and NamespaceReplications of `namespace` that name RemoteCluster `name`. */
+  const wakeClusterUsers = (namespace: string, name: string): void => {
+    for (const cs of configSyncs.list() as unknown as ConfigSync[]) {
+      if (cs.metadata.namespace === namespace && cs.spec.targets.some((t) => t.cluster?.name === name)) queue.add(objectKey(cs));
+    }
+    for (const ms of manifestSyncs.list() as unknown as ManifestSync[]) {
+      if (ms.metadata.namespace === namespace && (ms.spec.targets as ManifestSync['spec']['targets'] | undefined)?.some((t) => t.cluster?.name === name) === true) queue.add(manifestKey(ms));
+    }
+    for (const nr of namespaceReplications.list() as unknown as NamespaceReplication[]) {
+      if (nr.metadata.namespace === namespace && (nr.spec as NamespaceReplication['spec'] | undefined)?.destination.cluster?.name === name) queue.add(replicationKey(nr));
+    }
+  };
   const remote = createRemoteClusters({
     rest,
     getRemoteCluster: (key) => remoteClusters.get(key) as RemoteCluster | undefined,
     secretVersion: (namespace, name) => secretMeta(namespace, name)?.metadata.resourceVersion,
     allowInsecureHttp: options.allowInsecureRemote === true,
     allowInsecureTLS: options.allowInsecureRemote === true,
+    ...(options.writeFence === undefined ? {} : { writeFence: options.writeFence }),
   });
   const reconcileRemote = createRemoteClusterReconciler({
     rest,
@@ -299,6 +338,7 @@ export function startManager(options: ManagerOptions): Manager {
   const replicationKey = (object: { metadata: { name: string; namespace?: string } }): string => `${NAMESPACEREPLICATION_KEY_PREFIX}${objectKey(object)}`;
   const pendingSince = new Map<string, number>();
   const drWatches = new SharedWatches({
+    budget,
     rest,
     wake: (key) => {
       if (!pendingSince.has(key)) pendingSince.set(key, Date.now());
@@ -306,10 +346,22 @@ export function startManager(options: ManagerOptions): Manager {
     },
     onError: (error, watch) => logger.debug({ err: errorMessage(error), watch }, 'replication source watch failed; restarting'),
   });
+  /** Why a replication's source watches were refused (the watch budget), for its status; by queue key. */
+  const sourceWatchRefusals = new Map<string, string>();
+  const setSourceWatches = (key: string, specs: Parameters<SharedWatches['set']>[1]): void => {
+    try {
+      drWatches.set(key, specs);
+      sourceWatchRefusals.delete(key);
+    } catch (error) {
+      if (!(error instanceof WatchBudgetError)) throw error;
+      sourceWatchRefusals.set(key, error.message);
+      queue.add(key);
+    }
+  };
   const watchReplicationSource = async (nr: NamespaceReplication): Promise<void> => {
     const key = replicationKey(nr);
     const spec = nr.spec as NamespaceReplication['spec'] | undefined;
-    if (spec === undefined || spec.mode === 'Interval' || spec.suspend === true || spec.failover === true) return drWatches.set(key, []);
+    if (spec === undefined || spec.mode === 'Interval' || spec.suspend === true || spec.failover === true) return setSourceWatches(key, []);
     const sourceNamespace = spec.sourceNamespace ?? nr.metadata.namespace ?? 'default';
     // A source the tenancy rule refuses is not watched either (the reconcile reports the refusal).
     const actor = { objectNamespace: nr.metadata.namespace ?? 'default', serviceAccount: undefined, trusted: options.trusted ?? new Set<string>() };
@@ -317,7 +369,7 @@ export function startManager(options: ManagerOptions): Manager {
     if (spec.destination.cluster === undefined && !allowedWrite({ ...actor, targetNamespace: spec.destination.namespace ?? sourceNamespace }).allowed) return drWatches.set(key, []);
     const discovery = await (await options.applyClient(undefined)).discovery();
     const types = spec.resourceTypes === undefined ? DEFAULT_RESOURCE_TYPES : spec.resourceTypes.map(parseResourceType);
-    drWatches.set(
+    setSourceWatches(
       key,
       types.flatMap((type) => {
         const info = discovery.preferred(type.group, type.kind);
@@ -330,6 +382,7 @@ export function startManager(options: ManagerOptions): Manager {
     );
   };
   const namespaceReplications = new Informer({
+    budget,
     rest,
     path: collection('syncline.dev', 'v1alpha1', 'namespacereplications'),
     labelSelector: shardLabelSelector,
@@ -337,7 +390,7 @@ export function startManager(options: ManagerOptions): Manager {
       const nr = object as unknown as NamespaceReplication;
       const key = replicationKey(nr);
       if (type === 'DELETED') {
-        drWatches.set(key, []);
+        setSourceWatches(key, []);
         queue.forget(key);
         leftShard('namespacereplication', objectKey(nr));
         return;
@@ -360,6 +413,7 @@ export function startManager(options: ManagerOptions): Manager {
     intervalBounds: options.intervalBounds ?? DEFAULT_INTERVAL_BOUNDS,
     mirrorKeys: options.mirrorKeys,
     pendingSince: (key) => pendingSince.get(`${NAMESPACEREPLICATION_KEY_PREFIX}${key}`),
+    watchRefusal: (key) => sourceWatchRefusals.get(`${NAMESPACEREPLICATION_KEY_PREFIX}${key}`),
     beforeApply: watchBeforeApply,
   });
 
@@ -400,6 +454,7 @@ export function startManager(options: ManagerOptions): Manager {
     if (entry === undefined) {
       const subscribers = new Set<string>();
       const informer = new Informer({
+        budget,
         rest,
         path: `${info.group === '' ? '/api' : `/apis/${info.group}`}/${info.version}/namespaces/${namespace}/${info.plural}`,
         fieldSelector: `metadata.name=${ref.name}`,
@@ -418,6 +473,7 @@ export function startManager(options: ManagerOptions): Manager {
   };
 
   const manifestSyncs = new Informer({
+    budget,
     rest,
     path: collection('syncline.dev', 'v1alpha1', 'manifestsyncs'),
     labelSelector: shardLabelSelector,
@@ -430,13 +486,14 @@ export function startManager(options: ManagerOptions): Manager {
         leftShard('manifestsync', objectKey(ms));
         return;
       }
-      void watchSource(ms).catch((error: unknown) => logger.debug({ err: errorMessage(error), manifestsync: key }, 'could not watch the source'));
+      void watchSource(ms).catch((error: unknown) => logger[error instanceof WatchBudgetError ? 'warn' : 'debug']({ err: errorMessage(error), manifestsync: key }, 'could not watch the source'));
       if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous, object)) queue.add(key);
     },
     onError: (error) => logger.warn({ err: errorMessage(error) }, 'ManifestSync watch failed; restarting'),
   });
 
   const namespaces = new Informer({
+    budget,
     rest,
     path: '/api/v1/namespaces',
     project: (object) => ({
@@ -495,6 +552,9 @@ export function startManager(options: ManagerOptions): Manager {
       return reconcileRemote(key.slice(REMOTECLUSTER_KEY_PREFIX.length));
     }
     if (key.startsWith(NAMESPACEREPLICATION_KEY_PREFIX)) {
+      // Watches refused by the budget are asked for again at every run: others may have been given back.
+      const nr = namespaceReplications.get(key.slice(NAMESPACEREPLICATION_KEY_PREFIX.length)) as NamespaceReplication | undefined;
+      if (nr !== undefined && sourceWatchRefusals.has(key)) await watchReplicationSource(nr).catch((error: unknown) => logger.debug({ err: errorMessage(error), namespacereplication: key }, 'could not watch the source namespace'));
       // The lag clock restarts with the changes seen from here on.
       const since = pendingSince.get(key);
       const outcome = await reconcileReplication(key.slice(NAMESPACEREPLICATION_KEY_PREFIX.length));
@@ -509,8 +569,20 @@ export function startManager(options: ManagerOptions): Manager {
   };
 
   let leader = options.leaderElection === undefined;
-  const startWork = (): void => {
+  let lostLeadership = false;
+  let renewedAt = 0;
+  const stallTimeoutMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
+  // The caches a reconcile looks other objects up in (a target's RemoteCluster, a referenced Secret, the
+  // syncs themselves). The namespace watch is left out: a namespace-scoped operator may not list namespaces.
+  const caches = [configSyncs, ...secretInformers.values(), configMaps, manifestSyncs, remoteClusters, namespaceReplications];
+  const startWork = async (): Promise<void> => {
     metrics.leader.set(1);
+    // No reconcile runs before the caches it reads are filled: one that did would find a RemoteCluster (or a
+    // Secret) missing, report it and wait for a retry. A cache that cannot list (rights) must not hold every
+    // other object back forever: past the bound the work starts anyway, and says which cache is missing.
+    const synced = await Promise.all(caches.map((informer) => informer.waitSynced(CACHE_SYNC_TIMEOUT_MS)));
+    if (abort.signal.aborted || !leader) return;
+    if (synced.includes(false)) logger.warn({ timeoutMs: CACHE_SYNC_TIMEOUT_MS }, 'some caches did not sync in time (see the watch errors above); reconciling anyway');
     queue.start(reconcileAndWatch);
     for (const object of configSyncs.list()) queue.add(objectKey(object));
     for (const object of manifestSyncs.list()) queue.add(manifestKey(object));
@@ -520,7 +592,7 @@ export function startManager(options: ManagerOptions): Manager {
 
   for (const informer of [configSyncs, otherShards, ...secretInformers.values(), configMaps, manifestSyncs, namespaces, remoteClusters, namespaceReplications]) informer.start();
   if (options.leaderElection === undefined) {
-    startWork();
+    void startWork();
   } else {
     const election = options.leaderElection;
     void runLeaderElection(
@@ -530,13 +602,20 @@ export function startManager(options: ManagerOptions): Manager {
         onStartedLeading: () => {
           leader = true;
           logger.info({ identity: election.identity }, 'became leader');
-          startWork();
+          void startWork();
+        },
+        onRenewed: () => {
+          renewedAt = Date.now();
         },
         onStoppedLeading: () => {
+          // Fencing: another replica may lead from now on, so this one writes nothing more. The callback fences
+          // the clients (a write in flight is cut) and no further reconcile starts; the process then exits.
           leader = false;
-          metrics.leader.set(0);
-          logger.warn({ identity: election.identity }, 'lost leadership');
+          lostLeadership = true;
           options.onLostLeadership();
+          queue.halt();
+          metrics.leader.set(0);
+          logger.error({ identity: election.identity }, 'lost leadership (the Lease could not be renewed in time, or another replica holds it): writes fenced, reconciles stopped; exiting so that a fresh process competes again');
         },
         onError: (error) => logger.warn({ err: errorMessage(error) }, 'leader election: could not reach the lease'),
       },
@@ -553,8 +632,15 @@ export function startManager(options: ManagerOptions): Manager {
   resync.unref();
 
   return {
-    // The namespace watch is left out: a namespace-scoped operator may not list namespaces at all.
-    ready: () => [configSyncs, ...secretInformers.values(), configMaps, manifestSyncs, remoteClusters, namespaceReplications].every((i) => i.synced && i.healthy),
+    ready: () => caches.every((i) => i.synced && i.healthy),
+    live: () => {
+      if (lostLeadership) return { ok: false, reason: 'lost leadership: writes are fenced and the process is exiting' };
+      const sinceRenewal = Date.now() - renewedAt;
+      if (leader && options.leaderElection !== undefined && sinceRenewal > DEFAULT_RENEW_DEADLINE_MS) return { ok: false, reason: `the leader has not renewed its Lease for ${Math.round(sinceRenewal / 1000)}s` };
+      const stalled = queue.stalledForMs();
+      if (stalled > stallTimeoutMs) return { ok: false, reason: `the work queue has had work and finished none of it for ${Math.round(stalled / 1000)}s` };
+      return { ok: true };
+    },
     isLeader: () => leader,
     enqueue: (key) => {
       // A push: this run must see the branch as it is now, not a shared listing from before the push.

@@ -1,7 +1,9 @@
-// /healthz (the process answers), /readyz (caches synced and watches alive), /metrics (prom-client).
+// /healthz (the process makes progress: see Manager.live), /readyz (caches synced and watches alive),
+// /metrics (prom-client).
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import type { Liveness } from './manager.ts';
 import type { Metrics } from './metrics.ts';
 
 export type ProbeServer = { address: string; close(): Promise<void> };
@@ -26,11 +28,17 @@ export async function listen(server: Server, address: string): Promise<string> {
   return `${bound.address}:${bound.port}`;
 }
 
-export async function startProbeServer(options: { address: string; metrics: Metrics; ready: () => boolean; logger: Logger }): Promise<ProbeServer> {
+export async function startProbeServer(options: { address: string; metrics: Metrics; ready: () => boolean; live: () => Liveness; logger: Logger }): Promise<ProbeServer> {
+  let failing: string | undefined;
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz') {
-      res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok');
+      const live = options.live();
+      const reason = live.ok ? undefined : live.reason;
+      // Once per change, not per probe: the kubelet asks every few seconds.
+      if (reason !== failing && reason !== undefined) options.logger.error({ reason }, 'liveness failing');
+      failing = reason;
+      res.writeHead(live.ok ? 200 : 500, { 'Content-Type': 'text/plain' }).end(live.ok ? 'ok' : live.reason);
     } else if (path === '/readyz') {
       const ready = options.ready();
       res.writeHead(ready ? 200 : 503, { 'Content-Type': 'text/plain' }).end(ready ? 'ok' : 'caches not synced or watches down');
@@ -47,5 +55,13 @@ export async function startProbeServer(options: { address: string; metrics: Metr
     }
   });
   const address = await listen(server, options.address);
-  return { address, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return {
+    address,
+    // Kept-alive probe and scrape connections must not hold the port past this process's end.
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
 }

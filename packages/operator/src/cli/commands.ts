@@ -1,6 +1,7 @@
 // What the `syncline` subcommands do (src/cli.ts parses the command line and loads this module only when
 // a command needs a cluster or the render code, so --help and --version start fast).
-import { createApplyClient, type KubeConnection, decodeInventory, planApply, readLive, type KubeObject as ApplyObject, type PlanStep } from '@syncline/apply';
+import { type KubeConnection, connectKubeconfig, loadKubeConfig, createKubeRest, type KubeRest } from '@syncline/kube';
+import { createApplyClient, decodeInventory, planApply, readLive, type KubeObject as ApplyObject, type PlanStep } from '@syncline/apply';
 import { RenderError, TemplateCache, createStaticDiscovery, layerValues, parseValues, renderTarget, type SourceFile, type Values } from '@syncline/render';
 import { createGitSource } from '@syncline/source-git';
 import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
@@ -8,9 +9,6 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, sep } from 'node:path';
 import { stringify } from 'yaml';
 import { ConfigSyncSpec, type ConfigSync, type HistoryEntry, type RemoteCluster, type TargetStatus } from '../api/v1alpha1.ts';
-import { connectKubeconfig } from '../kube/connection.ts';
-import { loadKubeConfig } from '../kube/kubeconfig.ts';
-import { createKubeRest, type KubeRest } from '../kube/rest.ts';
 import { mirrorKeys, parseMirrorSourceNamespaces, replicaSelector, sourceSelector, type MirrorKeys, type MirrorNamespace, type NamePattern } from '../mirror/index.ts';
 import { trustedNamespaces, type TrustedNamespaces } from '../tenancy.ts';
 import { formatMirrorRows, mirrorStatusRows, resolveSource, type MirrorRow } from '../mirror/status.ts';

@@ -120,4 +120,55 @@ describe('WorkQueue', () => {
     expect(runs).toBe(0);
     await queue.shutdown();
   });
+
+  describe('progress (liveness)', () => {
+    it('counts the time a started queue has work and finishes none of it; a finished reconcile resets it', async () => {
+      let now = 1_000;
+      const queue = new WorkQueue({ concurrency: 1, now: () => now });
+      const stuck = deferred();
+      queue.add('a'); // not started yet (a follower): never stalled
+      now += 60_000;
+      expect(queue.stalledForMs()).toBe(0);
+      queue.start(async (key) => {
+        if (key === 'a') await stuck.promise;
+        return { kind: 'done' };
+      });
+      queue.add('b');
+      now += 90_000;
+      expect(queue.stalledForMs()).toBe(90_000);
+      stuck.resolve();
+      await until(() => queue.stalledForMs() === 0); // a and b done: idle
+      now += 600_000;
+      expect(queue.stalledForMs()).toBe(0);
+      // Work arriving at an idle queue starts the clock then, not at the last finish.
+      const again = deferred();
+      queue.start(async () => {
+        await again.promise;
+        return { kind: 'done' };
+      });
+      queue.add('c');
+      now += 5_000;
+      expect(queue.stalledForMs()).toBe(5_000);
+      again.resolve();
+      await queue.shutdown();
+    });
+
+    it('halt() starts nothing more, while the running reconcile goes on', async () => {
+      const queue = new WorkQueue({ concurrency: 1 });
+      const gate = deferred();
+      const runs: string[] = [];
+      queue.start(async (key) => {
+        runs.push(key);
+        await gate.promise;
+        return { kind: 'done', requeueAfterMs: 1 };
+      });
+      queue.add('running');
+      queue.add('waiting');
+      queue.halt();
+      queue.add('later');
+      gate.resolve();
+      await queue.shutdown();
+      expect(runs).toEqual(['running']);
+    });
+  });
 });

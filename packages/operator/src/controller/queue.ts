@@ -21,6 +21,8 @@ export type WorkQueueOptions = {
   readonly onDepthChange?: (depth: number) => void;
   /** Backoff policy for transient failures; default cockatiel's exponential backoff with decorrelated jitter. */
   readonly backoff?: IBackoffFactory<unknown>;
+  /** Milliseconds since the epoch (tests pass their own). */
+  readonly now?: () => number;
 };
 
 type BackoffState = { backoff: IBackoff<unknown> | undefined };
@@ -37,10 +39,24 @@ export class WorkQueue {
   #handler: ((key: string) => Promise<ReconcileOutcome>) | undefined;
   #stopped = false;
   #idle: (() => void)[] = [];
+  /** When a reconcile last finished, or work arrived at an idle queue, or the queue started. */
+  #progressAt = 0;
+  readonly #now: () => number;
 
   constructor(options: WorkQueueOptions) {
     this.#options = options;
     this.#policy = options.backoff ?? new ExponentialBackoff({ initialDelay: options.initialBackoffMs ?? 500, maxDelay: options.maxBackoffMs ?? 5 * 60_000 });
+    this.#now = options.now ?? Date.now;
+  }
+
+  /**
+   * How long a started queue has had work (waiting or running) without finishing any of it: 0 when it is
+   * idle, not started or stopped. A liveness probe fails on a bound of this.
+   */
+  stalledForMs(): number {
+    if (this.#handler === undefined || this.#stopped) return 0;
+    if (this.#pending.length === 0 && this.#running.size === 0) return 0;
+    return Math.max(0, this.#now() - this.#progressAt);
   }
 
   get depth(): number {
@@ -49,6 +65,7 @@ export class WorkQueue {
 
   start(handler: (key: string) => Promise<ReconcileOutcome>): void {
     this.#handler = handler;
+    this.#progressAt = this.#now();
     this.#pump();
   }
 
@@ -65,6 +82,7 @@ export class WorkQueue {
       return;
     }
     if (this.#queued.has(key)) return;
+    if (this.#pending.length === 0 && this.#running.size === 0) this.#progressAt = this.#now();
     this.#queued.add(key);
     this.#pending.push(key);
     this.#options.onDepthChange?.(this.#pending.length);
@@ -100,11 +118,16 @@ export class WorkQueue {
     this.#backoff.delete(key);
   }
 
-  /** Stops taking work and waits for the running reconciles to finish. */
-  async shutdown(): Promise<void> {
+  /** Stops taking work at once: nothing waiting or scheduled starts any more (the running reconciles go on). */
+  halt(): void {
     this.#stopped = true;
     for (const { timer } of this.#timers.values()) clearTimeout(timer);
     this.#timers.clear();
+  }
+
+  /** Stops taking work and waits for the running reconciles to finish. */
+  async shutdown(): Promise<void> {
+    this.halt();
     if (this.#running.size === 0) return;
     await new Promise<void>((resolve) => this.#idle.push(resolve));
   }
@@ -129,6 +152,7 @@ export class WorkQueue {
       outcome = { kind: 'retry' };
     }
     this.#running.delete(key);
+    this.#progressAt = this.#now();
     const state = this.#backoff.get(key) ?? { backoff: undefined };
     switch (outcome.kind) {
       case 'retry': {

@@ -1,16 +1,17 @@
 // Apply clients: the operator's own, and one per tenant ServiceAccount (spec.serviceAccountName) that
 // carries a short-lived token from the TokenRequest API, so a tenant's sync can do exactly what its
 // account may and nothing more. Works with every authenticator, unlike impersonation headers.
-import { createApplyClient, type ApplyClient, type KubeConnection } from '@syncline/apply';
+import { type KubeConnection, KubeApiError, type KubeRest } from '@syncline/kube';
+import { createApplyClient, type ApplyClient } from '@syncline/apply';
 import type { ApplyIdentity } from '../reconcile/configsync.ts';
 import { ServiceAccountError } from './errors.ts';
-import { KubeApiError, type KubeRest } from './rest.ts';
 
 const TOKEN_SECONDS = 3600;
 
 
-export function createApplyClients(options: { connection: KubeConnection; rest: KubeRest; clock: { now(): Date } }): (identity: ApplyIdentity) => Promise<ApplyClient> {
-  const own = createApplyClient(options.connection);
+export function createApplyClients(options: { connection: KubeConnection; rest: KubeRest; clock: { now(): Date }; writeFence?: AbortSignal }): (identity: ApplyIdentity) => Promise<ApplyClient> {
+  const clientOptions = options.writeFence === undefined ? {} : { writeFence: options.writeFence };
+  const own = createApplyClient(options.connection, clientOptions);
   const tenants = new Map<string, { client: Promise<ApplyClient>; renewAt: number }>();
   return async (identity) => {
     if (identity === undefined) return own;
@@ -33,7 +34,7 @@ export function createApplyClients(options: { connection: KubeConnection; rest: 
       // The cluster's TLS settings, the tenant's token: never the operator's own client certificate or password.
       const { server, tls, proxyUrl } = options.connection;
       const headers = Object.freeze({ Authorization: `Bearer ${token}` });
-      return createApplyClient({ server, proxyUrl, tls: { ca: tls.ca, rejectUnauthorized: tls.rejectUnauthorized, servername: tls.servername }, authHeaders: () => Promise.resolve(headers) });
+      return createApplyClient({ server, proxyUrl, tls: { ca: tls.ca, rejectUnauthorized: tls.rejectUnauthorized, servername: tls.servername }, authHeaders: () => Promise.resolve(headers) }, clientOptions);
     })();
     tenants.set(key, { client, renewAt: options.clock.now().getTime() + (TOKEN_SECONDS * 1000) / 2 });
     client.catch(() => tenants.delete(key));

@@ -2,13 +2,11 @@
 // ConfigMaps, never the unrelated ones), a metadata-only Namespace watch, and a work queue of sources that
 // only the leader works. Mirroring is cluster-wide by nature: `--namespace` scopes the CR watches only.
 // /readyz fails while any of these watches is down (reflector's silent stop is the failure to beat).
+import { Informer, type KubeObject as InformerObject, type EventRecorder, type KubeRest } from '@syncline/kube';
 import type { ApplyClient } from '@syncline/apply';
 import type { Logger } from 'pino';
 import { Gauge } from 'prom-client';
-import { Informer, type KubeObject as InformerObject } from '../controller/informer.ts';
 import { WorkQueue } from '../controller/queue.ts';
-import type { EventRecorder } from '../kube/events.ts';
-import type { KubeRest } from '../kube/rest.ts';
 import type { Metrics } from '../metrics.ts';
 import { truncate } from '../reconcile/target.ts';
 import { projectMirrorObject, type MirrorCacheObject } from './cache.ts';

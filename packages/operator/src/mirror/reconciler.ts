@@ -4,6 +4,7 @@
 // replicas that should no longer be (deleted through the same engine, or marked stale) → report.
 // Reconciles from current state only: the same function handles create, update, delete and resync, and a
 // second run writes nothing. A key `Kind/ns/name@target` reconciles one target namespace of the source.
+import { type EventRecorder, type KubeRest } from '@syncline/kube';
 import {
   DEFAULT_FIELD_MANAGER,
   OWNED_BY_ANNOTATION,
@@ -20,8 +21,6 @@ import {
 } from '@syncline/apply';
 import type { Logger } from 'pino';
 import type { ReconcileOutcome } from '../controller/queue.ts';
-import type { EventRecorder } from '../kube/events.ts';
-import type { KubeRest } from '../kube/rest.ts';
 import type { Metrics } from '../metrics.ts';
 import { applyTarget, truncate, type TargetOutcome } from '../reconcile/target.ts';
 import { contentFingerprint, type MirrorCacheObject } from './cache.ts';

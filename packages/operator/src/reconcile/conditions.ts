@@ -42,6 +42,8 @@ export const Reason = {
   InvalidKubeconfig: 'InvalidKubeconfig',
   Unreachable: 'Unreachable',
   Unauthorized: 'Unauthorized',
+  /** A watch the object needs was refused: the operator's watch budget (--watch-budget) is exhausted. */
+  WatchBudgetExceeded: 'WatchBudgetExceeded',
   // NamespaceReplication
   Replicated: 'Replicated',
   FailedOver: 'FailedOver',

@@ -2,6 +2,7 @@
 // metrics at the end) around step functions that each return early when there is nothing to do:
 // resolve revision → fetch snapshot → render every target → plan → apply → prune → status.
 // It reconciles from current state, never from the event that woke it, so running it twice changes nothing.
+import { type EventRecorder, KubeApiError, type KubeRest } from '@syncline/kube';
 import { digestRendered, recordHistory, type ApplyClient } from '@syncline/apply';
 import { RenderError, RenderErrorReason, renderTarget, type TemplateCache, type KubernetesObject } from '@syncline/render';
 import { GitSourceError, type GitSource } from '@syncline/source-git';
@@ -10,9 +11,7 @@ import { ConfigSyncSpec, INTERVAL_BOUNDS, type Condition, type ConfigSync, type 
 import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
 import type { TargetBackoff } from '../remote/backoff.ts';
 import type { ReconcileOutcome } from '../controller/queue.ts';
-import type { EventRecorder } from '../kube/events.ts';
 import { ServiceAccountError } from '../kube/errors.ts';
-import { KubeApiError, type KubeRest } from '../kube/rest.ts';
 import type { Metrics } from '../metrics.ts';
 import { Reason, keepTransitions, removeCondition, setCondition, type ConditionInput } from './conditions.ts';
 import { MAX_TIMER_MS, boundedInterval, formatDuration, parseDuration, type IntervalBounds } from './duration.ts';

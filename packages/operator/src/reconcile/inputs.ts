@@ -1,9 +1,9 @@
 // What a ConfigSync reads besides Git: its Git credentials and its values, read the same way by the operator
 // and by `syncline diff`, so a preview renders exactly what the operator would.
+import { KubeApiError, type KubeRest } from '@syncline/kube';
 import { layerValues, parseValues, type Values } from '@syncline/render';
 import { authFromSecretData, type GitAuth } from '@syncline/source-git';
 import type { ConfigSyncSpec } from '../api/v1alpha1.ts';
-import { KubeApiError, type KubeRest } from '../kube/rest.ts';
 import { Reason } from './conditions.ts';
 
 /** An error that a spec or source change must fix: no backoff, the sync waits for that change. */

@@ -2,13 +2,12 @@
 // desired copy per target namespace (pure: mirror/copy.ts) → apply each namespace through the shared
 // applyTarget (SSA, inventory, guarded prune, policies, drift) → status. A source that cannot be read
 // never prunes: copies stay as they are until the source is back.
+import { type EventRecorder, type KubeRest } from '@syncline/kube';
 import { objectId, pool, type ApplyClient, type KubeObject } from '@syncline/apply';
 import type { Logger } from 'pino';
 import { ManifestSyncSpec, type Condition, type ManifestSync, type ManifestSyncStatus, type ManifestTargetStatus } from '../api/v1alpha1.ts';
 import type { ReconcileOutcome } from '../controller/queue.ts';
-import type { EventRecorder } from '../kube/events.ts';
 import { ServiceAccountError } from '../kube/errors.ts';
-import type { KubeRest } from '../kube/rest.ts';
 import type { Metrics } from '../metrics.ts';
 import { expandCopyTargets, isMirrorError, makeCopy, type MirrorKeys, type MirrorNamespace } from '../mirror/index.ts';
 import { Reason, removeCondition, setCondition } from './conditions.ts';

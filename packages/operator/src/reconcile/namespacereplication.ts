@@ -2,13 +2,12 @@
 // read the source namespace → the standby copies (pure: dr/transform.ts) → applyTarget into the standby
 // (SSA, inventory, guarded prune) → status. With spec.failover the standby is promoted instead: replication
 // stops overwriting it and its workloads go to their recorded counts, read from the standby's own objects.
+import { type EventRecorder, type KubeRest } from '@syncline/kube';
 import { DEFAULT_FIELD_MANAGER, OWNER_LABEL, appliedBy, decodeInventory, objectId, ownerHash, type ApplyClient, type KubeObject } from '@syncline/apply';
 import type { Logger } from 'pino';
 import { NamespaceReplicationSpec, type Condition, type NamespaceReplication, type NamespaceReplicationStatus } from '../api/v1alpha1.ts';
 import type { ReconcileOutcome } from '../controller/queue.ts';
 import { DEFAULT_RESOURCE_TYPES, parseResourceType, promoted, skipReason, standbyCopy, type ResourceType } from '../dr/transform.ts';
-import type { EventRecorder } from '../kube/events.ts';
-import type { KubeRest } from '../kube/rest.ts';
 import type { Metrics } from '../metrics.ts';
 import type { MirrorKeys } from '../mirror/index.ts';
 import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
@@ -49,6 +48,8 @@ export type NamespaceReplicationReconcilerDeps = {
   readonly beforeApply?: (ids: readonly string[], remote?: RemoteClients) => Promise<void>;
   /** When the oldest source change not yet replicated was seen (for the lag metric); cleared after a sync. */
   readonly pendingSince?: (key: string) => number | undefined;
+  /** Why the watches of this replication's source were refused (the watch budget), if they were. */
+  readonly watchRefusal?: (key: string) => string | undefined;
 };
 
 type Event = { type: 'Normal' | 'Warning'; reason: string; message: string };
@@ -130,6 +131,11 @@ async function replicate(deps: NamespaceReplicationReconcilerDeps, object: Names
   if (!standbyWrite.allowed) return stalled(object, Reason.NamespaceNotAllowed, `destination.namespace ${destinationNamespace}: ${standbyWrite.message}`, now);
   if (cluster === undefined && destinationNamespace === sourceNamespace) {
     return stalled(object, Reason.InvalidSpec, 'the standby would be the source itself: name destination.cluster or another destination.namespace', now);
+  }
+  const refused = deps.watchRefusal?.(key);
+  if (refused !== undefined) {
+    const conditions = setCondition(previous.conditions ?? [], { type: 'Ready', status: 'False', reason: Reason.WatchBudgetExceeded, message: truncate(refused) }, at);
+    return { ok: false, status: { ...previous, observedGeneration: object.metadata.generation, conditions }, events: [{ type: 'Warning', reason: Reason.WatchBudgetExceeded, message: truncate(refused) }] };
   }
   const source = await deps.applyClient(undefined);
   let remote: RemoteClients | undefined;

@@ -2,11 +2,10 @@
 // (Ready with Connected, InvalidKubeconfig, SecretNotFound, Unauthorized or Unreachable; the server's
 // version; when it was probed). Probed every probeInterval and whenever its Secret changes, so a rotated
 // token is picked up without a restart.
+import { type EventRecorder, type KubeRest } from '@syncline/kube';
 import type { Logger } from 'pino';
 import { RemoteClusterSpec, type Condition, type RemoteCluster, type RemoteClusterStatus } from '../api/v1alpha1.ts';
 import type { ReconcileOutcome } from '../controller/queue.ts';
-import type { EventRecorder } from '../kube/events.ts';
-import type { KubeRest } from '../kube/rest.ts';
 import { RemoteClusterError, RemoteClusterReason, probeCluster, type RemoteClusters } from '../remote/clusters.ts';
 import { setCondition, type Reason } from './conditions.ts';
 import { MAX_TIMER_MS, boundedInterval, type IntervalBounds } from './duration.ts';

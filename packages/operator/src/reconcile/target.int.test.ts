@@ -1,12 +1,11 @@
 // applyTarget's no-op shortcut against the real control plane: a resync that would change nothing makes no
 // request once a clean no-op was recorded and the drift watch holds the versions it read; any edit, delete
 // or watch outage brings the full apply (and its correction) back.
+import { Informer, objectKey, createKubeRest } from '@syncline/kube';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { OWNER_LABEL, createApplyClient, type ApplyClient, type KubeObject } from '@syncline/apply';
 import { testKubeConfig, testNamespace } from '@syncline/test-support/kube';
 import { describe, expect, it } from 'vitest';
-import { Informer, objectKey } from '../controller/informer.ts';
-import { createKubeRest } from '../kube/rest.ts';
 import { applyTarget, type TargetApplyInput, type TargetNoop } from './target.ts';
 
 const kc = testKubeConfig();

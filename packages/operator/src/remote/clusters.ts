@@ -2,9 +2,9 @@
 // and cached per cluster and credentials version, so a rotated token takes effect at the next use without a
 // restart and an unchanged one costs no request. Each client has keep-alive connections and a request
 // timeout of its own, so one slow cluster fails only its own targets.
-import { createApplyClient, type ApplyClient, type KubeConnection } from '@syncline/apply';
+import { type KubeConnection, KubeApiError, createKubeRest, type KubeRest } from '@syncline/kube';
+import { createApplyClient, type ApplyClient } from '@syncline/apply';
 import type { RemoteCluster, RemoteClusterSpec } from '../api/v1alpha1.ts';
-import { KubeApiError, createKubeRest, type KubeRest } from '../kube/rest.ts';
 import { InvalidCredentialsError, credentialsFromParts, parseKubeconfig, type CredentialOptions, type RemoteCredentials } from './credentials.ts';
 
 export const RemoteClusterReason = {
@@ -50,6 +50,8 @@ export type RemoteClustersOptions = CredentialOptions & {
   readonly getRemoteCluster: (key: string) => RemoteCluster | undefined;
   readonly secretVersion: (namespace: string, name: string) => string | undefined;
   readonly requestTimeoutMs?: number;
+  /** Cuts every remote write once aborted (a leader that lost its Lease), as for the local cluster. */
+  readonly writeFence?: AbortSignal;
 };
 
 const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
@@ -88,7 +90,8 @@ export function createRemoteClusters(options: RemoteClustersOptions): RemoteClus
     const credentials = await credentialsOf(namespace, name, spec);
     const connection = toKubeConnection(credentials);
     const timeout = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-    const [rest, apply] = await Promise.all([createKubeRest(connection, { userAgent: 'syncline-operator' }), createApplyClient(connection, { requestTimeoutMs: timeout })]);
+    const fence = options.writeFence === undefined ? {} : { writeFence: options.writeFence };
+    const [rest, apply] = await Promise.all([createKubeRest(connection, { userAgent: 'syncline-operator', ...fence }), createApplyClient(connection, { requestTimeoutMs: timeout, ...fence })]);
     return { key, cluster: `${namespace}/${name}`, server: credentials.server, rest, apply };
   };
 

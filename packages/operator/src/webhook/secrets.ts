@@ -3,7 +3,7 @@
 // Secret is re-read after `maxAgeMs`, and early when a signature fails (it may just have been rotated),
 // at most once per `minRefreshMs` so bad requests cannot turn into API-server load. Values never leave
 // this module except into the signature checks.
-import { isStatus, type KubeRest } from '../kube/rest.ts';
+import { isStatus, type KubeRest } from '@syncline/kube';
 import type { Provider } from './providers.ts';
 
 export type WebhookSecrets = {

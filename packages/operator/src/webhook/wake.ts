@@ -2,8 +2,8 @@
 // key once at a time, so a burst of pushes coalesces into at most one running and one pending reconcile).
 // A follower has no running queue (only the leader writes), so it asks the leader the way `syncline
 // reconcile` does: by setting the reconcile-requested-at annotation, which the leader's watch sees.
+import { type KubeRest } from '@syncline/kube';
 import type { Logger } from 'pino';
-import type { KubeRest } from '../kube/rest.ts';
 import { RECONCILE_REQUESTED_ANNOTATION } from '../reconcile/configsync.ts';
 
 export function createWaker(options: {

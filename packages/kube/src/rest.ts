@@ -1,12 +1,27 @@
 // A small Kubernetes REST client over node:https with keep-alive: the operator's watches, status
 // patches, events and leases. Typed clients are not worth their per-call overhead on these hot paths.
+//
+// Watches and requests never share a connection pool: a watch holds its socket for minutes, so with one
+// capped pool enough watches leave no socket for a status write, an Event or a Lease renewal, which then
+// wait forever (Node's `timeout` option counts socket idle time only, not the wait for a socket). Watches
+// get a pool of their own without a cap (the watch budget bounds them, see watch-budget.ts);
+// requests get a capped pool and an overall deadline that includes the wait for a socket.
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import { createInterface } from 'node:readline';
-import { ApiError as KubeApiError, agentFor, toKubeConnection, type KubeConfigLike, type KubeConnection } from '@syncline/apply';
+import { requestSignal } from './request-signal.ts';
+import { ApiError as KubeApiError, agentFor, toKubeConnection, type KubeConfigLike, type KubeConnection } from './transport.ts';
 
 /** The API server answered with an error status: the same class apply's client throws. */
-export { ApiError as KubeApiError } from '@syncline/apply';
+export { ApiError as KubeApiError } from './transport.ts';
+
+/** Sockets for ordinary requests to one API server; requests beyond it wait (within their deadline). */
+const REQUEST_SOCKETS = 32;
+/** A request's deadline when it names none: from the call, including the wait for a socket, to the last byte. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
+/** How long after the server-side timeoutSeconds a silent watch is given up (a hung socket never ends on its own). */
+const WATCH_GRACE_MS = 30_000;
+const DEFAULT_WATCH_SECONDS = 300;
 
 export type KubeRequest = {
   readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -15,6 +30,7 @@ export type KubeRequest = {
   readonly body?: unknown;
   readonly contentType?: string;
   readonly signal?: AbortSignal;
+  /** Overall deadline, from this call to the whole response (default DEFAULT_REQUEST_TIMEOUT_MS). */
   readonly timeoutMs?: number;
   /** Resolve with the response text instead of parsed JSON (e.g. /metrics). */
   readonly text?: boolean;
@@ -34,20 +50,35 @@ function url(server: string, path: string, query: KubeRequest['query']): URL {
 }
 
 /** A REST client for a connection (or for a client-node KubeConfig's current context: tests and benches). */
-export async function createKubeRest(target: KubeConnection | KubeConfigLike, options: { userAgent?: string } = {}): Promise<KubeRest> {
+export type KubeRestOptions = {
+  readonly userAgent?: string;
+  /**
+   * Once aborted, every write (anything but GET) fails at once and writes in flight are cut: a leader that
+   * lost its Lease must not write another byte (fencing). Reads go on.
+   */
+  readonly writeFence?: AbortSignal;
+};
+
+export async function createKubeRest(target: KubeConnection | KubeConfigLike, options: KubeRestOptions = {}): Promise<KubeRest> {
   const connection = await toKubeConnection(target);
   const server = connection.server;
-  const agent = agentFor(connection, { maxSockets: 32 });
+  const requestAgent = agentFor(connection, { maxSockets: REQUEST_SOCKETS });
+  const watchAgent = agentFor(connection, { maxSockets: Infinity });
   const userAgent = options.userAgent ?? 'syncline';
   const isHttps = server.startsWith('https:');
 
-  const send = (req: KubeRequest, onResponse: (status: number, body: NodeJS.ReadableStream) => void, reject: (error: Error) => void): void => {
+  type Send = { req: KubeRequest; signal: AbortSignal; watch: boolean };
+  const send = ({ req, signal, watch }: Send, onResponse: (status: number, body: NodeJS.ReadableStream) => void, reject: (error: Error) => void): void => {
     const target = url(server, req.path, req.query);
     const payload = req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body);
     connection.authHeaders().then((auth) => {
+      if (signal.aborted) {
+        reject(signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)));
+        return;
+      }
       const opts: RequestOptions = {
         method: req.method,
-        agent: isHttps ? agent : undefined,
+        agent: isHttps ? (watch ? watchAgent : requestAgent) : undefined,
         auth: connection.basicAuth,
         headers: {
           ...auth,
@@ -55,12 +86,10 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
           Accept: 'application/json',
           ...(payload !== undefined ? { 'Content-Type': req.contentType ?? 'application/json', 'Content-Length': Buffer.byteLength(payload) } : {}),
         },
-        signal: req.signal,
-        timeout: req.timeoutMs,
+        signal,
       };
       const r = (isHttps ? httpsRequest : httpRequest)(target, opts, (res) => onResponse(res.statusCode ?? 0, res));
       r.on('error', reject);
-      r.on('timeout', () => r.destroy(new Error(`${req.method} ${req.path}: timed out after ${req.timeoutMs}ms`)));
       r.end(payload);
     }, reject);
   };
@@ -68,9 +97,27 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
   return {
     server,
     request<T>(req: KubeRequest): Promise<T> {
-      return new Promise<T>((resolve, reject) => {
+      const timeoutMs = req.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+      const fence = req.method === 'GET' ? undefined : options.writeFence;
+      const fenced = (): KubeApiError => new KubeApiError({ status: 0, reason: 'Fenced', message: `${req.method} ${req.path}: refused, writes are fenced (${String(fence?.reason instanceof Error ? fence.reason.message : fence?.reason)})` });
+      if (fence?.aborted === true) return Promise.reject(fenced());
+      const abort = requestSignal({ timeoutMs, signal: req.signal, fence });
+      const signal = abort.signal;
+      return new Promise<T>((resolveRaw, rejectRaw) => {
+        const resolve = (value: T): void => {
+          abort.done();
+          resolveRaw(value);
+        };
+        // The caller's own abort stays an AbortError; the deadline and the fence become API errors that say why.
+        const reject = (error: Error): void => {
+          abort.done();
+          const cause = abort.cause();
+          if (cause === 'fence') rejectRaw(fenced());
+          else if (cause === 'deadline') rejectRaw(new KubeApiError({ status: 0, reason: 'Timeout', message: `${req.method} ${req.path}: no answer within ${timeoutMs / 1000}s` }));
+          else rejectRaw(error);
+        };
         send(
-          { timeoutMs: 30_000, ...req },
+          { req, signal, watch: false },
           (status, body) => {
             const chunks: Buffer[] = [];
             body.on('data', (c: Buffer) => chunks.push(c));
@@ -95,10 +142,14 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
         );
       });
     },
-    watch(path, query, onEvent, signal) {
+    watch(path, query, onEvent, callerSignal) {
+      // The server ends a watch after timeoutSeconds; one that stays silent well past that is a hung socket:
+      // it ends here, and the informer continues from its last resourceVersion.
+      const seconds = typeof query['timeoutSeconds'] === 'number' ? query['timeoutSeconds'] : DEFAULT_WATCH_SECONDS;
+      const signal = AbortSignal.any([callerSignal, AbortSignal.timeout(seconds * 1000 + WATCH_GRACE_MS)]);
       return new Promise<void>((resolve, reject) => {
         send(
-          { method: 'GET', path, query: { ...query, watch: true }, signal },
+          { req: { method: 'GET', path, query: { timeoutSeconds: seconds, ...query, watch: true } }, signal, watch: true },
           (status, body) => {
             if (status !== 200) {
               reject(new KubeApiError({ status, reason: 'WatchFailed', message: `watch ${path}: ${status}` }));

@@ -1,9 +1,13 @@
 // A list-watch cache for one resource path, hardened against the informer's known failure modes: a watch
 // that errors or ends is restarted from the last resourceVersion, a 410 Gone (expired version) re-lists,
 // and every failure backs off instead of stopping for good. `synced` and `healthy` feed /readyz.
-import type { KubeRest } from '../kube/rest.ts';
-import { KubeApiError } from '../kube/rest.ts';
+import type { KubeRest } from './rest.ts';
+import { KubeApiError } from './rest.ts';
 import { sleep } from './sleep.ts';
+import type { WatchBudget } from './watch-budget.ts';
+
+/** A re-list of a large collection can take long on a loaded API server; it still has an end. */
+const RELIST_TIMEOUT_MS = 5 * 60_000;
 
 export type KubeObject = {
   apiVersion?: string;
@@ -28,6 +32,8 @@ export type InformerOptions = {
   readonly onError?: (error: unknown) => void;
   /** Upper bound of a single watch request; the server ends it and we continue from the last version. */
   readonly watchTimeoutSeconds?: number;
+  /** The process's watch budget: start() takes one watch from it (or throws WatchBudgetError), stop() gives it back. */
+  readonly budget?: WatchBudget;
 };
 
 export function objectKey(object: { metadata: { name: string; namespace?: string } }): string {
@@ -42,6 +48,7 @@ export class Informer {
   #healthy = false;
   readonly #firstSync = Promise.withResolvers<void>();
   #running: Promise<void> | undefined;
+  #release: (() => void) | undefined;
 
   constructor(options: InformerOptions) {
     this.#options = options;
@@ -61,8 +68,11 @@ export class Informer {
     return [...this.#cache.values()];
   }
 
+  /** Starts the list-watch loop; throws WatchBudgetError when the budget has no room for another watch. */
   start(): void {
-    this.#running ??= this.#loop();
+    if (this.#running !== undefined) return;
+    this.#release = this.#options.budget?.acquire(`the watch of ${this.#options.path}`);
+    this.#running = this.#loop();
   }
 
   /** Resolves true once the first list is in the cache, false when `timeoutMs` passes first. */
@@ -81,6 +91,7 @@ export class Informer {
 
   async stop(): Promise<void> {
     this.#abort.abort();
+    this.#release?.();
     await this.#running;
   }
 
@@ -120,6 +131,7 @@ export class Informer {
       path: this.#options.path,
       query: { labelSelector: this.#options.labelSelector, fieldSelector: this.#options.fieldSelector },
       signal,
+      timeoutMs: RELIST_TIMEOUT_MS,
     });
     const seen = new Set<string>();
     const project = this.#options.project ?? ((o: KubeObject) => o);

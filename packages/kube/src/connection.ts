@@ -3,11 +3,10 @@
 // read again once a minute, as client-go does. `exec` and `auth-provider` users are client-node's business:
 // it is imported for them only, so an operator with a token, a certificate or a ServiceAccount never pays
 // for it (~80 MB of RSS).
-import { connectionFromKubeConfig, type KubeConnection } from '@syncline/apply';
+import { connectionFromKubeConfig, type KubeConnection } from './transport.ts';
 import { readFileSync } from 'node:fs';
 import type { Kubeconfig, KubeconfigCluster, KubeconfigUser } from './kubeconfig.ts';
 
-export type { KubeConnection } from '@syncline/apply';
 
 /** client-go's cachingTokenSource period for a token file. */
 const TOKEN_FILE_REFRESH_MS = 60_000;

@@ -1,8 +1,8 @@
 // Leader election on a coordination.k8s.io Lease, the client-go way: acquire when the lease is free or
 // expired, renew every retry period, and give up leadership (the caller exits) when renewals fail for
 // longer than the renew deadline, so two replicas never write at once for long.
-import { KubeApiError, type KubeRest } from './kube/rest.ts';
-import { sleep } from './controller/sleep.ts';
+import { KubeApiError, type KubeRest } from './rest.ts';
+import { sleep } from './sleep.ts';
 
 export type LeaderElectionOptions = {
   readonly rest: KubeRest;
@@ -14,9 +14,14 @@ export type LeaderElectionOptions = {
   readonly retryPeriodMs?: number;
   readonly clock?: { now(): Date };
   readonly onStartedLeading: () => void;
+  /** Every successful acquire or renewal (the liveness probe judges the time since the last one). */
+  readonly onRenewed?: () => void;
   readonly onStoppedLeading: () => void;
   readonly onError?: (error: unknown) => void;
 };
+
+/** client-go's default: a leader that has not renewed for this long stops leading. */
+export const DEFAULT_RENEW_DEADLINE_MS = 10_000;
 
 type Lease = {
   metadata: { name: string; namespace: string; resourceVersion?: string };
@@ -26,9 +31,13 @@ type Lease = {
 /** Runs until the signal aborts; releases the lease on the way out so a successor need not wait. */
 export async function runLeaderElection(options: LeaderElectionOptions, signal: AbortSignal): Promise<void> {
   const leaseDurationMs = options.leaseDurationMs ?? 15_000;
-  const renewDeadlineMs = options.renewDeadlineMs ?? 10_000;
+  const renewDeadlineMs = options.renewDeadlineMs ?? DEFAULT_RENEW_DEADLINE_MS;
   const retryPeriodMs = options.retryPeriodMs ?? 2_000;
   const clock = options.clock ?? { now: () => new Date() };
+  // Like client-go, an attempt may take until the renew deadline (a leader's: from its last renewal), and no
+  // longer: a hung request must not outlast the lease.
+  let attemptEndsAt = 0;
+  const remainingMs = (): number => Math.max(1, attemptEndsAt - Date.now());
   const path = `/apis/coordination.k8s.io/v1/namespaces/${options.namespace}/leases/${options.name}`;
   let leading = false;
   let lastRenew = 0;
@@ -38,7 +47,7 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
     const nowIso = now.toISOString().replace('Z', '000Z'); // MicroTime
     let lease: Lease | undefined;
     try {
-      lease = await options.rest.request<Lease>({ method: 'GET', path, signal, timeoutMs: retryPeriodMs * 2 });
+      lease = await options.rest.request<Lease>({ method: 'GET', path, signal, timeoutMs: remainingMs() });
     } catch (error) {
       if (!(error instanceof KubeApiError && error.status === 404)) throw error;
     }
@@ -49,6 +58,7 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
         path: `/apis/coordination.k8s.io/v1/namespaces/${options.namespace}/leases`,
         body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: options.name, namespace: options.namespace }, spec: { ...spec, acquireTime: nowIso, leaseTransitions: 0 } },
         signal,
+        timeoutMs: remainingMs(),
       });
       return true;
     }
@@ -73,6 +83,7 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
         },
       },
       signal,
+      timeoutMs: remainingMs(),
     });
     return true;
   };
@@ -80,12 +91,14 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
   while (!signal.aborted) {
     let held: boolean | undefined; // undefined: the API server did not answer
     try {
+      attemptEndsAt = leading ? Math.max(lastRenew + renewDeadlineMs, Date.now() + retryPeriodMs) : Date.now() + renewDeadlineMs;
       held = await tryAcquireOrRenew();
     } catch (error) {
       if (!signal.aborted) options.onError?.(error);
     }
     if (held === true) {
       lastRenew = Date.now();
+      options.onRenewed?.();
       if (!leading) {
         leading = true;
         options.onStartedLeading();
@@ -101,7 +114,7 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
   if (leading) {
     // Release: an empty holder lets the next replica take over at once.
     await options.rest
-      .request({ method: 'PATCH', path, contentType: 'application/merge-patch+json', body: { spec: { holderIdentity: null, renewTime: null } } })
+      .request({ method: 'PATCH', path, contentType: 'application/merge-patch+json', body: { spec: { holderIdentity: null, renewTime: null } }, timeoutMs: retryPeriodMs })
       .catch(() => undefined);
   }
 }
