@@ -1,5 +1,5 @@
 // The `syncline` command line: every subcommand (run, render, diff, status, clusters, reconcile, rollback,
-// failover, failback) parsed by commander with kubectl's conventions: -h/--help, --version, -n/--namespace,
+// failover, failback, confirm-prune) parsed by commander with kubectl's conventions: -h/--help, --version, -n/--namespace,
 // -A/--all-namespaces, --context, --kubeconfig (and KUBECONFIG=a:b merged), -o table|json|yaml, "No
 // resources found", errors as kubectl words them (no REST paths).
 //
@@ -182,6 +182,20 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
       code = await c.failoverCommand(command, kube, name, flags, out);
     });
   }
+
+  kubeFlags(
+    program
+      .command('confirm-prune')
+      .description("confirm the deletion a NamespaceReplication holds back from its standby (exactly the held set; a changed set is held again)")
+      .argument('<name>', 'the NamespaceReplication')
+      .option('--token <token>', 'confirm only this held set (the token in its PruneHeld Event); refused when the set has changed')
+      .option('--wait', 'wait until the operator has deleted it')
+      .option('--timeout <duration>', 'how long --wait waits (e.g. 60s, 5m)', '60s'),
+  ).action(async (name: string, flags: KubeFlags & { token?: string; wait?: boolean; timeout: string }) => {
+    const c = await commands();
+    const kube = await c.connect(flags, context.env);
+    code = await (await import('./cli/confirm-prune.ts')).confirmPruneCommand({ rest: kube.rest, namespace: kube.namespace, name, token: flags.token, wait: flags.wait, timeout: flags.timeout, out });
+  });
 
   try {
     await program.parseAsync([...argv], { from: 'user' });

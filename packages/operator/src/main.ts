@@ -83,6 +83,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     intervalBounds: { ...DEFAULT_INTERVAL_BOUNDS, minMs: parseDuration(flags.minRefreshInterval) },
     mirrorKeys: keys,
     trusted,
+    ...(flags.webhookSecret === undefined || flags.webhookAddr === 'off' ? {} : { webhookSecret: parseSecretRef(flags.webhookSecret, podNamespace ?? 'default') }),
     watchNamespace: flags.namespace,
     ...(secretNamespaces === undefined ? {} : { secretNamespaces }),
     ...(shard === undefined ? {} : { shard }),

@@ -30,6 +30,8 @@ const MANAGED_WATCH_SYNC_MS = 10_000;
 export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply' | 'remote' | 'targetBackoff' | 'remoteWatchesHealthy' | 'takeFreshRequest' | 'noop'> & {
   /** Admit RemoteClusters with http:// servers or insecure-skip-tls-verify (tests only). */
   readonly allowInsecureRemote?: boolean;
+  /** The webhook receiver's Secret (--webhook-secret): a credential, never replicated by a NamespaceReplication. */
+  readonly webhookSecret?: { readonly namespace: string; readonly name: string };
   readonly mirrorKeys: MirrorKeys;
   readonly concurrency: number;
   /** Watch ConfigSyncs in this namespace only; undefined = all namespaces. */
@@ -136,6 +138,7 @@ export function startManager(options: ManagerOptions): Manager {
         // A new spec or a reconcile request looks at the source as it is from now on (a ref listing begun later).
         freshRequests.set(objectKey(object), options.clock.now().getTime());
         queue.add(objectKey(object));
+        if (cs.spec.source.git.secretRef !== undefined) wakeReplicationsOf(cs.metadata.namespace ?? 'default');
       }
       // spec.dependsOn: a dependency that became Ready (or stopped being Ready, or left) wakes its dependents.
       if (type !== 'MODIFIED' || previous === undefined || readiness(previous as unknown as ConfigSync) !== readiness(cs)) {
@@ -159,7 +162,8 @@ export function startManager(options: ManagerOptions): Manager {
         apiVersion: object.apiVersion,
         kind: object.kind,
         metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion },
-        spec: { source: { git: { repo: git?.repo, revision: git?.revision } } },
+        // secretRef: a NamespaceReplication never copies another shard's Git credentials either.
+        spec: { source: { git: { repo: git?.repo, revision: git?.revision, ...(git?.secretRef === undefined ? {} : { secretRef: git.secretRef }) } } },
       };
     },
     onEvent: () => undefined,
@@ -294,6 +298,8 @@ export function startManager(options: ManagerOptions): Manager {
       index(key, type === 'DELETED' ? [] : remote.secretsOf(rc.spec).map((name) => `${namespace}/Secret/${name}`));
       if (type === 'DELETED' || !probedHere(rc)) queue.forget(key);
       else if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous, object)) queue.add(key);
+      // A Secret that became a credential leaves the standby now, not at the next relist.
+      if (type !== 'DELETED' && (previous === undefined || !onlyStatusChanged(previous, object))) wakeReplicationsOf(namespace);
       // Appeared, left, reachable again (or no longer): every object with a target there runs now rather than
       // at its next retry; one that ran before this cache held the RemoteCluster would otherwise keep saying it
       // does not exist.
@@ -400,6 +406,12 @@ export function startManager(options: ManagerOptions): Manager {
     },
     onError: (error) => logger.warn({ err: errorMessage(error) }, 'NamespaceReplication watch failed; restarting'),
   });
+  /** Wakes the NamespaceReplications that replicate `namespace` (a credential there changed). */
+  const wakeReplicationsOf = (namespace: string): void => {
+    for (const nr of namespaceReplications.list() as unknown as NamespaceReplication[]) {
+      if ((nr.spec.sourceNamespace ?? nr.metadata.namespace ?? 'default') === namespace) queue.add(replicationKey(nr));
+    }
+  };
   const reconcileReplication = createNamespaceReplicationReconciler({
     rest,
     applyClient: options.applyClient,
@@ -415,6 +427,15 @@ export function startManager(options: ManagerOptions): Manager {
     pendingSince: (key) => pendingSince.get(`${NAMESPACEREPLICATION_KEY_PREFIX}${key}`),
     watchRefusal: (key) => sourceWatchRefusals.get(`${NAMESPACEREPLICATION_KEY_PREFIX}${key}`),
     beforeApply: watchBeforeApply,
+    // Which Secrets are the operator's credentials is known once these caches have been read.
+    credentialHolders: () =>
+      remoteClusters.synced && configSyncs.synced && otherShards.synced
+        ? {
+            remoteClusters: remoteClusters.list() as unknown as RemoteCluster[],
+            configSyncs: [...(configSyncs.list() as unknown as ConfigSync[]), ...(otherShards.list() as unknown as ConfigSync[])],
+            webhookSecret: options.webhookSecret,
+          }
+        : undefined,
   });
 
   // ManifestSyncs, their source objects (one single-object watch per source in Immediate mode) and the

@@ -20,6 +20,7 @@ export function createMetrics() {
     webhookDeliveries: new Counter({ name: 'syncline_webhook_deliveries_total', help: 'Webhook deliveries by provider and result.', labelNames: ['provider', 'result'], registers }),
     drLag: new Gauge({ name: 'syncline_dr_replication_lag_seconds', help: 'NamespaceReplication: from the first source change not yet replicated to its replication.', labelNames: ['namespacereplication'], registers }),
     drObjects: new Gauge({ name: 'syncline_dr_objects', help: 'NamespaceReplication: objects by kind and result (replicated, failed, skipped).', labelNames: ['namespacereplication', 'kind', 'result'], registers }),
+    drPruneHeld: new Gauge({ name: 'syncline_dr_prune_held_objects', help: 'NamespaceReplication: standby objects whose deletion is held for a confirmation (0: none held).', labelNames: ['namespacereplication'], registers }),
     leader: new Gauge({ name: 'syncline_leader', help: '1 while this replica holds the leader lease.', registers }),
   };
 }

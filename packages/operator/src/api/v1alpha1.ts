@@ -163,7 +163,7 @@ export const ConfigSyncSpec = z.object({
     .meta({ description: 'ConfigSyncs in this namespace that must be Ready at their current revision before this one applies (e.g. CRDs before apps). A cycle is refused with a condition.' }),
 });
 
-export const ConditionType = z.enum(['Ready', 'Synced', 'Healthy', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed', 'IntervalClamped', 'FailedOver', 'Suspended']);
+export const ConditionType = z.enum(['Ready', 'Synced', 'Healthy', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed', 'IntervalClamped', 'FailedOver', 'Suspended', 'PruneHeld']);
 
 export const Condition = z.object({
   type: describe(z.string(), 'Type of the condition: Ready, Reconciling, Stalled, ... (one entry per type).'),
@@ -414,7 +414,34 @@ export const NamespaceReplicationSpec = z.object({
     .meta({ description: 'Objects never replicated: a kind, or a kind and name. Objects labelled syncline.dev/dr: exclude are never replicated either.' }),
   mode: z.enum(['Continuous', 'Interval']).default('Continuous').meta({ description: 'Continuous: watches the source namespace, a change reaches the standby within about a second. Interval: relists every interval.' }),
   interval: Interval.default('5m').meta({ description: 'Relist period (the only trigger in Interval mode; a safety net in Continuous mode), from 1s to 168h.' }),
-  prune: z.boolean().default(true).meta({ description: 'Delete from the standby what was deleted in the source (guarded like every prune: an emptied source namespace is refused).' }),
+  prune: z.boolean().default(true).meta({ description: 'Delete from the standby what was deleted in the source (a mass deletion is held: see pruneGuard).' }),
+  pruneGuard: z
+    .object({
+      maxDeletions: z
+        .string()
+        .regex(/^([0-9]{1,9}|(100|[1-9]?[0-9])%)$/, 'a count such as "10" or a percentage such as "25%"')
+        .default('25%')
+        .meta({
+          description:
+            'The most standby objects one pass may delete without a confirmation: a count ("10") or a percentage of the objects replicated ("25%", rounded down, at least 1). "0" holds every deletion. More is a mass deletion and is held.',
+        }),
+      delay: Duration.optional().meta({
+        description: 'A held deletion goes ahead on its own once it has been held this long (unchanged). Omitted: it waits for a confirmation (spec.confirmPrune) however long.',
+      }),
+    })
+    .prefault({})
+    .meta({
+      description:
+        'Deletions the standby does not mirror at once: more than maxDeletions in one pass, or any deletion while the source namespace is being deleted or is gone, is held (condition PruneHeld, a Warning Event) until confirmed or until delay passes. Updates keep flowing meanwhile.',
+    }),
+  confirmPrune: z
+    .string()
+    .max(64)
+    .optional()
+    .meta({
+      description:
+        'Confirms a held deletion: the token of status.pruneHold (syncline confirm-prune NAME sets it). Exactly that held set is deleted; if the set changed since, it is held again under a new token.',
+    }),
   workloads: z
     .object({ replicas: z.enum(['Zero', 'Keep']).default('Zero').meta({ description: 'Zero: Deployments and StatefulSets land with 0 replicas (count in syncline.dev/original-replicas). Keep: as in the source.' }) })
     .prefault({})
@@ -444,6 +471,20 @@ export const NamespaceReplicationStatus = z.object({
     .optional()
     .meta({ description: 'Objects that could not be replicated, with the reason (at most 20).' }),
   inventory: z.array(TargetInventory).optional().meta({ description: 'What is applied in the standby: the source of truth for pruning.' }),
+  pruneHold: z
+    .object({
+      token: describe(z.string(), 'Names exactly this held set: spec.confirmPrune set to it confirms the deletion.'),
+      since: Timestamp('When this set was first held.'),
+      objects: describe(z.number().int(), 'How many standby objects the held deletion would remove.'),
+      reason: describe(z.enum(['MassDeletion', 'SourceNamespaceDeleted']), 'MassDeletion: more than spec.pruneGuard.maxDeletions at once; SourceNamespaceDeleted: the source namespace is being deleted or is gone.'),
+    })
+    .optional()
+    .meta({ description: 'A deletion held back from the standby (see spec.pruneGuard); absent when none is held.' }),
+  excludedCredentials: z
+    .number()
+    .int()
+    .optional()
+    .meta({ description: "Secrets of the source namespace the operator uses as credentials (RemoteCluster, Git, webhook secrets): never replicated." }),
 });
 
 export const NamespaceReplication = z.object({
@@ -568,6 +609,7 @@ export const crdDefinitions = [
       { name: 'Mode', type: 'string', jsonPath: '.spec.mode' },
       { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
       { name: 'Failed Over', type: 'string', jsonPath: ".status.conditions[?(@.type=='FailedOver')].status" },
+      { name: 'Held', type: 'integer', description: 'Standby objects whose deletion is held for a confirmation.', jsonPath: '.status.pruneHold.objects' },
       { name: 'Last Sync', type: 'date', jsonPath: '.status.lastSyncedTime' },
       { name: 'Status', type: 'string', priority: 1, jsonPath: ".status.conditions[?(@.type=='Ready')].message" },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },

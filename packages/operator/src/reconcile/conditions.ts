@@ -48,6 +48,12 @@ export const Reason = {
   Replicated: 'Replicated',
   FailedOver: 'FailedOver',
   FailedBack: 'FailedBack',
+  /** A mass deletion (or the source namespace's deletion) is held back from the standby. */
+  PruneHeld: 'PruneHeld',
+  /** A held deletion was confirmed (spec.confirmPrune) and applied. */
+  PruneConfirmed: 'PruneConfirmed',
+  /** A held deletion was applied after spec.pruneGuard.delay. */
+  PruneReleased: 'PruneReleased',
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 

@@ -11,10 +11,13 @@ import { DEFAULT_RESOURCE_TYPES, parseResourceType, promoted, skipReason, standb
 import type { Metrics } from '../metrics.ts';
 import type { MirrorKeys } from '../mirror/index.ts';
 import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
+import type { CredentialHolders } from '../dr/credentials.ts';
+import type { Settling } from '../dr/prune-guard.ts';
 import { Reason, removeCondition, setCondition } from './conditions.ts';
 import type { ApplyIdentity } from './configsync.ts';
 import { MAX_TIMER_MS, boundedInterval, type IntervalBounds } from './duration.ts';
 import { conditionsDiffer, objectPath, writeStatus } from './object-status.ts';
+import { guardPrune, heldPruneReport, keepHeld, pruneHeldConditions, replicableObjects, sourceNamespaceState } from './replication-guard.ts';
 import { applyTarget, describeChanges, truncate } from './target.ts';
 import { allowedWrite, type Actor, type TrustedNamespaces } from '../tenancy.ts';
 
@@ -50,11 +53,17 @@ export type NamespaceReplicationReconcilerDeps = {
   readonly pendingSince?: (key: string) => number | undefined;
   /** Why the watches of this replication's source were refused (the watch budget), if they were. */
   readonly watchRefusal?: (key: string) => string | undefined;
+  /**
+   * The objects that reference the operator's credentials (informer caches), which are never replicated;
+   * undefined until those caches are read. Omitted: nothing references a credential.
+   */
+  readonly credentialHolders?: () => CredentialHolders | undefined;
 };
 
 type Event = { type: 'Normal' | 'Warning'; reason: string; message: string };
 
-export function createNamespaceReplicationReconciler(deps: NamespaceReplicationReconcilerDeps): (key: string) => Promise<ReconcileOutcome> {
+export function createNamespaceReplicationReconciler(options: NamespaceReplicationReconcilerDeps): (key: string) => Promise<ReconcileOutcome> {
+  const deps: ReplicationRun = { ...options, settling: new Map() };
   return async (key) => {
     const object = deps.get(key);
     if (object === undefined || object.metadata.deletionTimestamp !== undefined) return { kind: 'done' };
@@ -78,7 +87,8 @@ export function createNamespaceReplicationReconciler(deps: NamespaceReplicationR
       const result = await replicate(deps, object, spec, now, key);
       label = result.ok ? 'success' : 'retry';
       await finish(deps, object, result, log);
-      return result.ok ? { kind: 'done', requeueAfterMs } : result.stall ? { kind: 'wait', requeueAfterMs } : { kind: 'retry' };
+      const next = Math.min(requeueAfterMs, result.requeueAfterMs ?? requeueAfterMs);
+      return result.ok ? { kind: 'done', requeueAfterMs: next } : result.stall ? { kind: 'wait', requeueAfterMs: next } : { kind: 'retry' };
     } catch (error) {
       label = 'error';
       log.warn({ err: error instanceof Error ? error.message : String(error) }, 'reconcile failed');
@@ -90,7 +100,10 @@ export function createNamespaceReplicationReconciler(deps: NamespaceReplicationR
   };
 }
 
-type Result = { ok: boolean; stall?: boolean; status: NamespaceReplicationStatus; events: Event[] };
+/** The reconciler's dependencies and its own memory: deletions still settling, per replication (see dr/prune-guard.ts). */
+type ReplicationRun = NamespaceReplicationReconcilerDeps & { readonly settling: Map<string, Settling> };
+
+type Result = { ok: boolean; stall?: boolean; status: NamespaceReplicationStatus; events: Event[]; requeueAfterMs?: number };
 
 async function finish(deps: NamespaceReplicationReconcilerDeps, object: NamespaceReplication, result: Result, log: Logger): Promise<void> {
   const wrote = await writeStatus(deps.rest, objectPath('namespacereplications', object.metadata.namespace ?? 'default', object.metadata.name), object, result.status);
@@ -110,7 +123,7 @@ function stalled(object: NamespaceReplication, reason: Reason, message: string, 
   return { ok: false, stall: true, status: { ...object.status, observedGeneration: object.metadata.generation, conditions }, events: [{ type: 'Warning', reason, message: short }] };
 }
 
-async function replicate(deps: NamespaceReplicationReconcilerDeps, object: NamespaceReplication, spec: NamespaceReplicationSpec, now: string, key: string): Promise<Result> {
+async function replicate(deps: ReplicationRun, object: NamespaceReplication, spec: NamespaceReplicationSpec, now: string, key: string): Promise<Result> {
   const namespace = object.metadata.namespace ?? 'default';
   const sourceNamespace = spec.sourceNamespace ?? namespace;
   const destinationNamespace = spec.destination.namespace ?? sourceNamespace;
@@ -167,7 +180,11 @@ async function replicate(deps: NamespaceReplicationReconcilerDeps, object: Names
       return source.list({ group: type.group, kind: type.kind, namespace: sourceNamespace });
     }),
   );
-  for (const item of lists.flat()) {
+  const holders = deps.credentialHolders === undefined ? { remoteClusters: [], configSyncs: [] } : deps.credentialHolders();
+  const replicable = replicableObjects(lists.flat(), sourceNamespace, holders);
+  // Until the caches say which Secrets are credentials, nothing is replicated (a copy could not be taken back).
+  if (replicable === undefined) return { ok: false, status: previous, events: [] };
+  for (const item of replicable.replicate) {
     const why = skipReason(item, spec.exclude ?? []);
     if (why !== undefined) {
       skipped.set(item.kind, (skipped.get(item.kind) ?? 0) + 1);
@@ -177,7 +194,19 @@ async function replicate(deps: NamespaceReplicationReconcilerDeps, object: Names
       standbyCopy(item, { namespace: destinationNamespace, workloads: spec.workloads.replicas, storageClassMap: spec.storageClassMap, keepNodePorts: spec.services.nodePorts === 'Keep', keys: deps.mirrorKeys }),
     );
   }
-  const outcome = await applyTarget({
+  const guard = guardPrune({
+    spec,
+    previous,
+    inventory,
+    desired,
+    // A credential copied before it was known as one leaves the standby whatever the guard says.
+    credentialIds: new Set(replicable.excluded.map((e) => `/Secret/${destinationNamespace}/${e.name}`)),
+    sourceNamespace: await sourceNamespaceState(source, sourceNamespace),
+    settling: deps.settling,
+    key,
+    now: deps.clock.now(),
+  });
+  const applied = await applyTarget({
     client: standby,
     target: { name: STANDBY_TARGET, namespace: destinationNamespace, ...(cluster === undefined ? {} : { cluster }) },
     desired,
@@ -187,12 +216,16 @@ async function replicate(deps: NamespaceReplicationReconcilerDeps, object: Names
     // (never forced: a field another manager owns is a conflict).
     policy: 'Adopt',
     drift: 'Correct',
-    prune: spec.prune,
+    // A held deletion: this pass deletes nothing, the held objects stay in the inventory (keepHeld).
+    prune: spec.prune && guard.action === 'prune',
     now,
     ...(deps.beforeApply === undefined ? {} : { beforeApply: (ids: readonly string[]) => deps.beforeApply?.(ids, remote) ?? Promise.resolve() }),
     metrics: deps.metrics,
     syncKey: metricKey,
   });
+  const outcome = guard.action === 'prune' ? applied : { ...applied, inventory: keepHeld(applied.inventory, inventory, guard.held) };
+  const held = guard.action === 'hold' ? heldPruneReport(guard, { spec, sourceNamespace, command: `syncline confirm-prune ${object.metadata.name} -n ${namespace}` }) : undefined;
+  deps.metrics.drPruneHeld.set({ namespacereplication: metricKey }, guard.action === 'hold' ? guard.held.length : 0);
 
   const byKind = new Map<string, number>();
   for (const d of desired.slice(1)) byKind.set(d.kind, (byKind.get(d.kind) ?? 0) + 1);
@@ -206,8 +239,10 @@ async function replicate(deps: NamespaceReplicationReconcilerDeps, object: Names
   const ok = failed.length === 0;
   let conditions = removeCondition(previous.conditions ?? [], 'Stalled');
   const wasFailedOver = previous.conditions?.some((c) => c.type === 'FailedOver' && c.status === 'True') === true;
+  const replicated = `${desired.length - 1} object(s) replicated to ${cluster ?? 'this cluster'}/${destinationNamespace}${unserved.length > 0 ? ` (not served here: ${unserved.join(', ')})` : ''}`;
+  conditions = pruneHeldConditions(conditions, held?.condition, at);
   conditions = ok
-    ? setCondition(conditions, { type: 'Ready', status: 'True', reason: Reason.Replicated, message: `${desired.length - 1} object(s) replicated to ${cluster ?? 'this cluster'}/${destinationNamespace}${unserved.length > 0 ? ` (not served here: ${unserved.join(', ')})` : ''}` }, at)
+    ? setCondition(conditions, held === undefined ? { type: 'Ready', status: 'True', reason: Reason.Replicated, message: replicated } : { type: 'Ready', status: 'False', reason: Reason.PruneHeld, message: truncate(`${replicated}; ${held.message}`) }, at)
     : setCondition(conditions, { type: 'Ready', status: 'False', reason: Reason.ApplyFailed, message: truncate(`${failed.length} object(s) not replicated: ${failed.map((f) => `${f.id}: ${f.reason}`).join('; ')}`) }, at);
   conditions = setCondition(conditions, { type: 'FailedOver', status: 'False', reason: Reason.Replicated, message: 'the standby follows the source; workloads at zero' }, at);
   if (ok && (outcome.changed || previous.lastSyncedTime === undefined)) {
@@ -222,14 +257,21 @@ async function replicate(deps: NamespaceReplicationReconcilerDeps, object: Names
     kinds: [...byKind].sort(([a], [b]) => (a < b ? -1 : 1)).map(([kind, objects]) => ({ kind, objects })),
     failed: failed.slice(0, 20),
     inventory: [{ ...outcome.inventory, ...(cluster === undefined ? {} : { cluster }) }],
+    excludedCredentials: replicable.excluded.length,
+    ...(guard.action === 'hold' ? { pruneHold: guard.hold } : {}),
   };
   delete status.failedOverAt;
+  if (guard.action !== 'hold') delete status.pruneHold;
   const summary = `${outcome.counts.created} created, ${outcome.counts.configured} configured, ${outcome.counts.deleted} deleted`;
   const events: Event[] = [];
   if (wasFailedOver) events.push({ type: 'Normal', reason: Reason.FailedBack, message: `failed back: replicating again, workloads in ${destinationNamespace} at zero` });
+  if (held !== undefined) events.push({ type: 'Warning', reason: Reason.PruneHeld, message: truncate(held.message) });
+  if (guard.action === 'prune' && guard.released !== undefined && ok) {
+    events.push({ type: 'Normal', reason: guard.released === 'confirmed' ? Reason.PruneConfirmed : Reason.PruneReleased, message: truncate(`held deletion ${guard.released === 'confirmed' ? 'confirmed' : `released after ${spec.pruneGuard.delay ?? ''}`}: ${outcome.counts.deleted} object(s) deleted from the standby`) });
+  }
   if (!ok) events.push({ type: 'Warning', reason: Reason.ApplyFailed, message: truncate(`${summary}; ${failed.length} failed: ${failed.map((f) => `${f.id}: ${f.reason}`).join('; ')}`) });
   else if (outcome.changed) events.push({ type: 'Normal', reason: Reason.Replicated, message: truncate(`${summary}: ${describeChanges(outcome.changes)}`) });
-  return { ok, status, events };
+  return { ok, status, events, ...(guard.action !== 'prune' && guard.retryAfterMs !== undefined ? { requeueAfterMs: Math.min(guard.retryAfterMs + 250, MAX_TIMER_MS) } : {}) };
 }
 
 /** Failover: the standby's workloads to their recorded counts, CronJobs resumed; nothing else is touched. */
