@@ -2,7 +2,8 @@
 // beside a ConfigSync that applies many kinds, keeps more watches open than a capped connection pool holds;
 // the ConfigSync still reconciles, statuses are written and the leader keeps renewing its Lease. Then the
 // operator is restarted again and again while RemoteClusters, ManifestSyncs and NamespaceReplications exist:
-// every object converges each time, whatever order the caches fill in.
+// every object converges each time, whatever order the caches fill in. Past the watch budget, the object that
+// needs the watches says so in its status.
 import { startControlPlane, startGitServer, startOperator, type ControlPlane, type GitServer, type OperatorProcess, type TestRepo } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -117,4 +118,24 @@ describe('robust under many watches and restarts', () => {
       await readyNow('namespacereplications', 'standby');
     }
   }, 900_000);
+
+  it('past the watch budget, a NamespaceReplication says so in its status, and recovers once the budget allows', async () => {
+    // The manager's and mirroring's own watches take 13 of 20: the 15 kinds of the replication's source do not fit.
+    await operator.stop();
+    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: [...operatorArgs(), '--watch-budget', '20'] });
+    const refused = await eventually(async () => {
+      const nr = await rest.request<Conditioned>({ method: 'GET', path: path('namespacereplications', 'standby') });
+      const condition = nr.status?.conditions?.find((c) => c.type === 'Ready');
+      return condition?.reason === 'WatchBudgetExceeded' ? condition : undefined;
+    }, 'the replication to report the watch budget', 120_000);
+    expect(refused.status).toBe('False');
+    expect(refused.message).toMatch(/the watch budget \(--watch-budget=20\) is exhausted/);
+
+    await operator.stop();
+    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: operatorArgs() });
+    await eventually(async () => {
+      const nr = await rest.request<Conditioned>({ method: 'GET', path: path('namespacereplications', 'standby') });
+      return nr.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? true : undefined;
+    }, 'the replication to be Ready again', 120_000);
+  }, 420_000);
 });

@@ -68,6 +68,8 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   const events = createEventRecorder({ rest, component: 'syncline', host: identity, clock, onError: (error) => logger.debug({ err: String(error) }, 'could not record an event') });
 
   const shutdown = new AbortController();
+  // One budget for every watch of the process: the manager's and mirroring's.
+  const watchBudget = new WatchBudget(Number(flags.watchBudget));
   const manager = startManager({
     rest,
     git,
@@ -79,7 +81,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     events,
     defaultServiceAccount: flags.defaultServiceAccount,
     concurrency: Number(flags.concurrency),
-    watchBudget: new WatchBudget(Number(flags.watchBudget)),
+    watchBudget,
     intervalBounds: { ...DEFAULT_INTERVAL_BOUNDS, minMs: parseDuration(flags.minRefreshInterval) },
     mirrorKeys: keys,
     trusted,
@@ -123,6 +125,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
           staleTtlMs,
           isLeader: () => manager.isLeader(),
           resyncMs: parseDuration(flags.mirrorResync),
+          watchBudget,
         })
       : undefined;
   const probes = await startProbeServer({ address: flags.probeAddr, metrics, ready: () => manager.ready() && (mirror?.ready() ?? true), live: () => manager.live(), logger });

@@ -361,7 +361,6 @@ export function startManager(options: ManagerOptions): Manager {
     } catch (error) {
       if (!(error instanceof WatchBudgetError)) throw error;
       sourceWatchRefusals.set(key, error.message);
-      queue.add(key);
     }
   };
   const watchReplicationSource = async (nr: NamespaceReplication): Promise<void> => {
@@ -573,9 +572,10 @@ export function startManager(options: ManagerOptions): Manager {
       return reconcileRemote(key.slice(REMOTECLUSTER_KEY_PREFIX.length));
     }
     if (key.startsWith(NAMESPACEREPLICATION_KEY_PREFIX)) {
-      // Watches refused by the budget are asked for again at every run: others may have been given back.
+      // The source watches are settled before the run, so that it reports a refusal by the budget (and asks
+      // again at every retry: others may have given watches back). Unchanged watches cost nothing here.
       const nr = namespaceReplications.get(key.slice(NAMESPACEREPLICATION_KEY_PREFIX.length)) as NamespaceReplication | undefined;
-      if (nr !== undefined && sourceWatchRefusals.has(key)) await watchReplicationSource(nr).catch((error: unknown) => logger.debug({ err: errorMessage(error), namespacereplication: key }, 'could not watch the source namespace'));
+      if (nr !== undefined) await watchReplicationSource(nr).catch((error: unknown) => logger.debug({ err: errorMessage(error), namespacereplication: key }, 'could not watch the source namespace'));
       // The lag clock restarts with the changes seen from here on.
       const since = pendingSince.get(key);
       const outcome = await reconcileReplication(key.slice(NAMESPACEREPLICATION_KEY_PREFIX.length));

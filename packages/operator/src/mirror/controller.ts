@@ -2,7 +2,7 @@
 // ConfigMaps, never the unrelated ones), a metadata-only Namespace watch, and a work queue of sources that
 // only the leader works. Mirroring is cluster-wide by nature: `--namespace` scopes the CR watches only.
 // /readyz fails while any of these watches is down (reflector's silent stop is the failure to beat).
-import { Informer, type KubeObject as InformerObject, type EventRecorder, type KubeRest } from '@syncline/kube';
+import { Informer, type WatchBudget, type KubeObject as InformerObject, type EventRecorder, type KubeRest } from '@syncline/kube';
 import type { ApplyClient } from '@syncline/apply';
 import type { Logger } from 'pino';
 import { Gauge } from 'prom-client';
@@ -37,6 +37,8 @@ export type MirrorControllerOptions = {
   readonly isLeader: () => boolean;
   /** Enqueue every source this often (a missed event is repaired within it at worst). */
   readonly resyncMs: number;
+  /** The process's watch budget, which mirroring's watches count against too. */
+  readonly watchBudget?: WatchBudget;
   /** Sources reconciled at once (default 4). */
   readonly concurrency?: number;
   /** Target namespaces written at once per source (default 16, the apply engine's own). */
@@ -56,6 +58,7 @@ const PLURAL = { Secret: 'secrets', ConfigMap: 'configmaps' } as const;
 
 export function startMirrorController(options: MirrorControllerOptions): MirrorController {
   const { rest, logger, keys } = options;
+  const budget = options.watchBudget === undefined ? {} : { budget: options.watchBudget };
   const log = logger.child({ controller: 'mirror' });
   const queue = new WorkQueue({ concurrency: options.concurrency ?? 4 });
   const conflictsGauge =
@@ -80,6 +83,7 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
     sourceInformers.set(
       kind,
       new Informer({
+        ...budget,
         rest,
         path: `/api/v1/${PLURAL[kind]}`,
         labelSelector: sourceSelector(keys),
@@ -89,6 +93,7 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
       }),
     );
     const replicas: Informer = new Informer({
+      ...budget,
       rest,
       path: `/api/v1/${PLURAL[kind]}`,
       labelSelector: replicaSelector(keys),
@@ -107,6 +112,7 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
   }
 
   const namespaceInformer = new Informer({
+    ...budget,
     rest,
     path: '/api/v1/namespaces',
     project: (object) => ({
