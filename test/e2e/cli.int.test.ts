@@ -28,7 +28,7 @@ function syncline(args: readonly string[], options: { env?: NodeJS.ProcessEnv; f
   });
 }
 
-const SUBCOMMANDS = ['run', 'render', 'diff', 'status', 'clusters', 'reconcile', 'rollback', 'failover', 'failback'];
+const SUBCOMMANDS = ['run', 'render', 'diff', 'status', 'clusters', 'reconcile', 'rollback', 'failover', 'failback', 'confirm-prune'];
 
 describe('syncline CLI', () => {
   let git: GitServer;

@@ -1,6 +1,6 @@
 // The `syncline` command line: every subcommand (run, render, diff, status, clusters, reconcile, rollback,
-// failover, failback, confirm-prune) parsed by commander with kubectl's conventions: -h/--help, --version, -n/--namespace,
-// -A/--all-namespaces, --context, --kubeconfig (and KUBECONFIG=a:b merged), -o table|json|yaml, "No
+// failover, failback, confirm-prune) parsed by commander with kubectl's conventions: -h/--help, --version,
+// -n/--namespace, -A/--all-namespaces, --context, --kubeconfig (and KUBECONFIG=a:b merged), -o table|json|yaml, "No
 // resources found", errors as kubectl words them (no REST paths).
 //
 // Exit codes: 0 success; 1 error (a usage error, the API server refused, a wait that failed or timed out);

@@ -17,7 +17,7 @@ import { Reason, removeCondition, setCondition } from './conditions.ts';
 import type { ApplyIdentity } from './configsync.ts';
 import { MAX_TIMER_MS, boundedInterval, type IntervalBounds } from './duration.ts';
 import { createReconciler, type ShellEvent } from './shell.ts';
-import { guardPrune, heldPruneReport, keepHeld, pruneHeldConditions, replicableObjects, sourceNamespaceState } from './replication-guard.ts';
+import { guardPrune, guardedInventory, heldPruneReport, keepHeld, pruneHeldConditions, replicableObjects, sourceNamespaceState } from './replication-guard.ts';
 import { applyTarget, describeChanges, truncate } from './target.ts';
 import { allowedWrite, type Actor, type TrustedNamespaces } from '../tenancy.ts';
 
@@ -136,9 +136,9 @@ async function replicate(deps: ReplicationRun, object: NamespaceReplication, spe
   }
   const standby = remote?.apply ?? source;
   const owner = namespaceReplicationOwner(namespace, object.metadata.name);
-  const inventory = previous.inventory?.find((i) => i.target === STANDBY_TARGET)?.entries;
+  const recorded = previous.inventory?.find((i) => i.target === STANDBY_TARGET)?.entries;
 
-  if (spec.failover) return promote(deps, object, { standby, remote, owner, inventory, destinationNamespace, now, previous });
+  if (spec.failover) return promote(deps, object, { standby, remote, owner, inventory: recorded, destinationNamespace, now, previous });
 
   // Replicate: every object of the chosen kinds in the source namespace, as it lands in the standby.
   const types: readonly ResourceType[] = spec.resourceTypes === undefined ? DEFAULT_RESOURCE_TYPES : spec.resourceTypes.map(parseResourceType);
@@ -155,6 +155,7 @@ async function replicate(deps: ReplicationRun, object: NamespaceReplication, spe
       return source.list({ group: type.group, kind: type.kind, namespace: sourceNamespace });
     }),
   );
+  const inventory = await guardedInventory({ standby, owner, types, namespace: destinationNamespace, inventory: recorded });
   const holders = deps.credentialHolders === undefined ? { remoteClusters: [], configSyncs: [] } : deps.credentialHolders();
   const replicable = replicableObjects(lists.flat(), sourceNamespace, holders);
   // Until the caches say which Secrets are credentials, nothing is replicated (a copy could not be taken back).

@@ -3,14 +3,13 @@
 // deletion back. Holding is done with the apply engine as it is: the pass runs with prune off (stale objects
 // stay in the standby, updates still flow), and the held ids go back into the inventory, so that they remain
 // ours to prune once the hold is released.
-import { decodeInventory, encodeInventory, objectId, type ApplyClient, type KubeObject } from '@syncline/apply';
-import type { NamespaceReplication, NamespaceReplicationSpec, TargetInventory } from '../api/v1alpha1.ts';
+import { OWNER_LABEL, decodeInventory, encodeInventory, objectId, ownerHash, type ApplyClient, type KubeObject, type Owner } from '@syncline/apply';
+import type { Condition, NamespaceReplication, NamespaceReplicationSpec, TargetInventory } from '../api/v1alpha1.ts';
 import { credentialSecretsIn, withoutCredentials, type CredentialHolders } from '../dr/credentials.ts';
 import { decidePrune, PruneHoldReason, SETTLE_MS, type PruneDecision, type Settling, type SourceNamespaceState } from '../dr/prune-guard.ts';
 import { Reason, removeCondition, setCondition, type ConditionInput } from './conditions.ts';
 import { parseDuration } from './duration.ts';
 import { readableId, truncate } from './target.ts';
-import type { Condition } from '../api/v1alpha1.ts';
 
 /** Whether the source namespace still exists and is not being deleted; a namespace that cannot be read counts as there. */
 export async function sourceNamespaceState(client: ApplyClient, name: string): Promise<SourceNamespaceState> {
@@ -69,6 +68,26 @@ export function guardPrune(input: {
   return decision;
 }
 
+/**
+ * The inventory the guard and the apply start from. Without a recorded one (a replication created anew over a
+ * standby an earlier one of the same name filled, or a status that was lost), the standby's objects that
+ * carry this replication's exact owner mark are listed and counted in: otherwise the apply engine would prune
+ * those no longer in the source as strays of its own, past the guard.
+ */
+export async function guardedInventory(input: {
+  readonly standby: ApplyClient;
+  readonly owner: Owner;
+  readonly types: readonly { readonly group: string; readonly kind: string }[];
+  readonly namespace: string;
+  readonly inventory: readonly string[] | undefined;
+}): Promise<readonly string[] | undefined> {
+  if (input.inventory !== undefined && input.inventory.length > 0) return input.inventory;
+  const labelSelector = `${OWNER_LABEL}=${ownerHash(input.owner)}`;
+  const lists = await Promise.all(input.types.map((t) => input.standby.list({ group: t.group, kind: t.kind, namespace: input.namespace, labelSelector }).catch((): KubeObject[] => [])));
+  const ids = lists.flat().map((o) => ({ id: objectId(o) }));
+  return ids.length === 0 ? input.inventory : encodeInventory(ids);
+}
+
 /** The inventory after a held (or settling) pass: what the apply recorded, plus the held ids it forgot (prune was off). */
 export function keepHeld(applied: TargetInventory, previous: readonly string[] | undefined, held: readonly string[]): TargetInventory {
   const entries = decodeInventory(applied.entries);
@@ -84,7 +103,7 @@ function sample(ids: readonly string[], max = 5): string {
   return ids.length > max ? `${names} and ${ids.length - max} more` : names;
 }
 
-/** Condition, Event message and metric value of a held prune; `command` is how a person confirms it. */
+/** The PruneHeld condition and the Event message of a held prune; `command` is how a person confirms it. */
 export function heldPruneReport(decision: Extract<PruneDecision, { action: 'hold' }>, context: { spec: NamespaceReplicationSpec; sourceNamespace: string; command: string }): { condition: ConditionInput; message: string } {
   const { hold, held } = decision;
   const why =
@@ -101,4 +120,3 @@ export function pruneHeldConditions(conditions: readonly Condition[], held: Cond
   return held === undefined ? removeCondition(conditions, 'PruneHeld') : setCondition(conditions, held, at);
 }
 
-export { PruneHoldReason };
