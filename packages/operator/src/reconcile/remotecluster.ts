@@ -40,6 +40,7 @@ export function createRemoteClusterReconciler(deps: RemoteClusterReconcilerDeps)
     read: deps.get,
     parse: (spec) => RemoteClusterSpec.safeParse(spec),
     // An invalid spec is an unusable kubeconfig: it waits for a change of the object or its Secret (both are watched).
+    invalidReason: asReason(RemoteClusterReason.InvalidKubeconfig),
     invalid: (object, _reason, message, now) => probed(object, { ok: false, reason: RemoteClusterReason.InvalidKubeconfig, message: truncate(message) }, now).status,
     run: async ({ object, spec }) => {
       const namespace = object.metadata.namespace ?? 'default';

@@ -47,8 +47,10 @@ export type ReconcilerShellOptions<T extends ShellObject, Spec, S extends object
    */
   readonly finalizer?: { readonly name: string; readonly finalize: (object: T, log: Logger) => Promise<ReconcileOutcome> };
   readonly parse: (spec: unknown) => SafeParse<Spec>;
-  /** The status of an object whose spec does not parse (Ready False, Stalled). */
-  readonly invalid: (object: T, reason: typeof Reason.InvalidSpec, message: string, now: string) => S;
+  /** The status of an object whose spec does not parse (Ready False, Stalled), with `invalidReason`. */
+  readonly invalid: (object: T, reason: Reason, message: string, now: string) => S;
+  /** The reason an invalid spec is reported under, in status and its Warning Event (default InvalidSpec). */
+  readonly invalidReason?: Reason;
   /** Whether the spec asks to stop, and what the Suspended condition then says. Omitted: the kind has no suspend. */
   readonly suspend?: { readonly when: (spec: Spec) => boolean; readonly message: string };
   /** The kind's steps, from a parsed, unsuspended spec. Errors thrown here are retried (409 quietly). */
@@ -101,8 +103,9 @@ async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions
   const parsed = options.parse(object.spec);
   if (!parsed.success) {
     const message = `invalid spec: ${parsed.error.issues.map((i) => `${i.path.map(String).join('.')}: ${i.message}`).join('; ')}`;
-    const status = options.invalid(object, Reason.InvalidSpec, message, now);
-    await report(options, object, { status, result: { kind: 'stalled' }, events: [{ type: 'Warning', reason: Reason.InvalidSpec, message: truncate(message) }] }, log);
+    const reason = options.invalidReason ?? Reason.InvalidSpec;
+    const status = options.invalid(object, reason, message, now);
+    await report(options, object, { status, result: { kind: 'stalled' }, events: [{ type: 'Warning', reason, message: truncate(message) }] }, log);
     return { result: { kind: 'stalled' }, label: 'stalled' };
   }
   const spec = parsed.data;
