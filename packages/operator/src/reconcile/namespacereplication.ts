@@ -1,7 +1,8 @@
 // The NamespaceReplication reconciler: a warm standby of one namespace in another cluster. Steps run in the
-// reconcile shell (shell.ts): read the source namespace → the standby copies (pure: dr/transform.ts) → applyTarget into the standby
-// (SSA, inventory, guarded prune) → status. With spec.failover the standby is promoted instead: replication
-// stops overwriting it and its workloads go to their recorded counts, read from the standby's own objects.
+// reconcile shell (shell.ts): read the source namespace → the standby copies (pure: dr/transform.ts) →
+// applyTarget into the standby (SSA, inventory, guarded prune) → status. With spec.failover the standby is
+// promoted instead: replication stops overwriting it and its workloads go to their recorded counts, read from
+// the standby's own objects.
 import { type EventRecorder, type KubeRest } from '@syncline/kube';
 import { DEFAULT_FIELD_MANAGER, OWNER_LABEL, appliedBy, decodeInventory, objectId, ownerHash, type ApplyClient, type KubeObject } from '@syncline/apply';
 import type { Logger } from 'pino';
