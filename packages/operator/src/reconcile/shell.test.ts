@@ -252,6 +252,26 @@ describe('createReconciler', () => {
     expect(cluster.recorded).toEqual([{ type: 'Warning', reason: Reason.InvalidSpec, message: expect.stringMatching(/^invalid spec: value: /) as string }]);
   });
 
+  it("an invalid spec is reported under the kind's own reason when it names one", async () => {
+    const cluster = fakeCluster(widget({ spec: { value: 3 }, finalizers: [] }));
+    const reconcile = createReconciler<Widget, Spec, Status>({
+      kind: 'Widget',
+      plural: 'widgets',
+      rest: cluster.rest,
+      logger: pino({ level: 'silent' }),
+      events: cluster.events,
+      clock: { now: () => new Date() },
+      read: cluster.read,
+      parse: (spec) => Spec.safeParse(spec),
+      invalidReason: Reason.InvalidKubeconfig,
+      invalid: (object, reason, message) => ({ conditions: setCondition([], { type: 'Ready', status: 'False', reason, message }, { generation: object.metadata.generation, now: 't' }) }),
+      run: () => Promise.reject(new Error('unreachable')),
+    });
+    expect(await reconcile('team/w')).toEqual({ kind: 'stalled' });
+    expect(cluster.stored().status?.conditions).toEqual([expect.objectContaining({ reason: Reason.InvalidKubeconfig })]);
+    expect(cluster.recorded.map((e) => e.reason)).toEqual([Reason.InvalidKubeconfig]);
+  });
+
   it('an object the cache does not hold is done without a request; a thrown step is retried with a warning', async () => {
     const cluster = fakeCluster(widget());
     cluster.catchUp((w) => w);
