@@ -84,7 +84,6 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     intervalBounds: { ...DEFAULT_INTERVAL_BOUNDS, minMs: parseDuration(flags.minRefreshInterval) },
     mirrorKeys: keys,
     trusted,
-    operatorNamespace: flags.operatorNamespace ?? podNamespace,
     ...(flags.webhookSecret === undefined || flags.webhookAddr === 'off' ? {} : { webhookSecret: parseSecretRef(flags.webhookSecret, podNamespace ?? 'default') }),
     watchNamespace: flags.namespace,
     ...(secretNamespaces === undefined ? {} : { secretNamespaces }),

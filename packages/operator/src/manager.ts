@@ -34,8 +34,6 @@ const MANAGED_WATCH_SYNC_MS = 10_000;
 export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply' | 'remote' | 'targetBackoff' | 'remoteWatchesHealthy' | 'takeFreshRequest' | 'noop'> & {
   /** Admit RemoteClusters with http:// servers or insecure-skip-tls-verify (tests only). */
   readonly allowInsecureRemote?: boolean;
-  /** The operator's own namespace: ManifestSyncs there may read sources in any namespace. */
-  readonly operatorNamespace?: string;
   /** The webhook receiver's Secret (--webhook-secret): a credential, never replicated by a NamespaceReplication. */
   readonly webhookSecret?: { readonly namespace: string; readonly name: string };
   readonly mirrorKeys: MirrorKeys;

@@ -1,8 +1,8 @@
-// The ConfigSync reconciler: a thin shell (fetch the object, finalizer, suspend, always write status and
-// metrics at the end) around step functions that each return early when there is nothing to do:
+// The ConfigSync reconciler: step functions, run in the reconcile shell (shell.ts: the object, finalizer,
+// suspend, status, Events and metrics), that each return early when there is nothing to do:
 // resolve revision → fetch snapshot → render every target → plan → apply → prune → status.
 // It reconciles from current state, never from the event that woke it, so running it twice changes nothing.
-import { type EventRecorder, KubeApiError, type KubeRest } from '@syncline/kube';
+import { type EventRecorder, type KubeRest } from '@syncline/kube';
 import { digestRendered, recordHistory, type ApplyClient } from '@syncline/apply';
 import { RenderError, RenderErrorReason, renderTarget, type TemplateCache, type KubernetesObject } from '@syncline/render';
 import { GitSourceError, type GitSource } from '@syncline/source-git';
@@ -15,7 +15,8 @@ import { ServiceAccountError } from '../kube/errors.ts';
 import type { Metrics } from '../metrics.ts';
 import { Reason, keepTransitions, removeCondition, setCondition, type ConditionInput } from './conditions.ts';
 import { MAX_TIMER_MS, boundedInterval, formatDuration, parseDuration, type IntervalBounds } from './duration.ts';
-import { conditionsDiffer, objectPath, patchFinalizers, writeStatus } from './object-status.ts';
+import { objectPath, writeStatus } from './object-status.ts';
+import { createReconciler, removeFinalizer, type ShellEvent, type ShellOutcome } from './shell.ts';
 import { StallError, readGitAccess, readValues } from './inputs.ts';
 import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, onlyRefused, partitionInventory, readableId, truncate, type TargetNoop, type TargetOutcome } from './target.ts';
 import { dependencyNotReady, findCycle } from './dependencies.ts';
@@ -79,14 +80,10 @@ export type ConfigSyncReconcilerDeps = {
 export const DEFAULT_INTERVAL_BOUNDS: IntervalBounds = { minMs: 10_000, maxMs: parseDuration(INTERVAL_BOUNDS.max) };
 
 
-type SyncEvent = { type: 'Normal' | 'Warning'; reason: string; message: string };
+type SyncEvent = ShellEvent;
 
-type Outcome = {
-  status: ConfigSyncStatus;
-  result: ReconcileOutcome;
-  /** Recorded only when the status changed, so a repeated finding is news once. */
-  events: SyncEvent[];
-};
+/** Events are recorded only when the status changed (see shell.ts), so a repeated finding is news once. */
+type Outcome = ShellOutcome<ConfigSyncStatus>;
 
 /** A step either hands its value to the next one or ends the sync with an outcome. */
 type Step<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly outcome: Outcome };
@@ -116,58 +113,21 @@ const objectKeyOf = (object: ConfigSync): string => `${object.metadata.namespace
 const pathOf = (object: ConfigSync): string => objectPath('configsyncs', object.metadata.namespace ?? 'default', object.metadata.name);
 
 export function createConfigSyncReconciler(deps: ConfigSyncReconcilerDeps): (key: string) => Promise<ReconcileOutcome> {
-  return async (key) => {
-    const object = deps.get(key);
-    if (object === undefined) return { kind: 'done' };
-    const started = performance.now();
-    const log = deps.logger.child({ configsync: key });
-    let label = 'success';
-    try {
-      if (object.metadata.deletionTimestamp !== undefined) return await finalize(deps, object, log);
-      if (!(object.metadata.finalizers ?? []).includes(FINALIZER)) {
-        await patchFinalizers(deps.rest, pathOf(object), object, [...(object.metadata.finalizers ?? []), FINALIZER]);
-        return { kind: 'done' }; // the update event brings us back with a fresh object
-      }
-      const parsed = ConfigSyncSpec.safeParse(object.spec);
-      if (!parsed.success) {
-        label = 'stalled';
-        await writeStatus(deps.rest, pathOf(object), object, stalledStatus(deps, object, Reason.InvalidSpec, `invalid spec: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`));
-        return { kind: 'stalled' };
-      }
-      const spec = parsed.data;
-      if (spec.suspend) {
-        label = 'suspended';
-        // Visible, not silent: a Suspended condition (and column) for the generation that asked for it.
-        const at = { generation: object.metadata.generation, now: deps.clock.now().toISOString() };
-        const conditions = setCondition(object.status?.conditions ?? [], { type: 'Suspended', status: 'True', reason: Reason.Suspended, message: 'spec.suspend is true: nothing is fetched, applied or pruned until it is false' }, at);
-        await writeStatus(deps.rest, pathOf(object), object, { ...object.status, observedGeneration: object.metadata.generation, conditions });
-        return { kind: 'done' };
-      }
-      const outcome = await sync(startRun(deps, object, spec, log));
-      label = outcome.result.kind === 'done' ? 'success' : outcome.result.kind;
-      // Conditioned on what this run read (the sync writes nothing else to its object on the way here).
-      const wrote = await writeStatus(deps.rest, pathOf(object), object, outcome.status, { ifUnchanged: true });
-      // A failure is news once: while the conditions say the same, repeats go to debug and record no Event
-      // (a status write for another reason, such as a handled reconcile request, is not news of it).
-      const news = wrote && conditionsDiffer(object.status?.conditions, outcome.status.conditions);
-      for (const event of outcome.events) {
-        if (event.type === 'Warning') log[news ? 'info' : 'debug']({ reason: event.reason, message: event.message }, 'sync did not succeed');
-        // Not waited for: the worker is free once the status is written (identical Events still count up in order).
-        if (event.type === 'Warning' ? news : wrote) void deps.events.record(object, event);
-      }
-      return outcome.result;
-    } catch (error) {
-      label = 'error';
-      // 409: the object changed since this run read it (or the cache had not caught up with our last status
-      // write); the retry starts from the current object. Not worth a warning.
-      if (error instanceof KubeApiError && error.status === 409) log.debug({ err: safeError(error) }, 'the ConfigSync changed while it was reconciled; running again');
-      else log.warn({ err: safeError(error) }, 'reconcile failed');
-      return { kind: 'retry' };
-    } finally {
-      deps.metrics.reconcileDuration.observe({ result: label }, (performance.now() - started) / 1000);
-      deps.metrics.reconcileTotal.inc({ result: label });
-    }
-  };
+  return createReconciler<ConfigSync, ConfigSyncSpec, ConfigSyncStatus>({
+    kind: 'ConfigSync',
+    plural: 'configsyncs',
+    rest: deps.rest,
+    logger: deps.logger,
+    events: deps.events,
+    clock: deps.clock,
+    metrics: deps.metrics,
+    read: deps.get,
+    finalizer: { name: FINALIZER, finalize: (object, log) => finalize(deps, object, log) },
+    parse: (spec) => ConfigSyncSpec.safeParse(spec),
+    invalid: (object, reason, message) => stalledStatus(deps, object, reason, message),
+    suspend: { when: (spec) => spec.suspend, message: 'spec.suspend is true: nothing is fetched, applied or pruned until it is false' },
+    run: ({ object, spec, log }) => sync(startRun(deps, object, spec, log)),
+  });
 }
 
 function startRun(deps: ConfigSyncReconcilerDeps, object: ConfigSync, spec: ConfigSyncSpec, log: Logger): SyncRun {
@@ -631,7 +591,7 @@ async function finalize(deps: ConfigSyncReconcilerDeps, object: ConfigSync, log:
       return { kind: 'retry' };
     }
   }
-  await patchFinalizers(deps.rest, pathOf(object), object, (object.metadata.finalizers ?? []).filter((f) => f !== FINALIZER));
+  await removeFinalizer(deps.rest, 'configsyncs', object, FINALIZER);
   log.info({ deletionPolicy }, 'finalized');
   return { kind: 'done' };
 }

@@ -1,6 +1,6 @@
-// The ManifestSync reconciler: a thin shell around three steps: read the source object → turn it into one
-// desired copy per target namespace (pure: mirror/copy.ts) → apply each namespace through the shared
-// applyTarget (SSA, inventory, guarded prune, policies, drift) → status. A source that cannot be read
+// The ManifestSync reconciler: three steps, run in the reconcile shell (shell.ts): read the source object →
+// turn it into one desired copy per target namespace (pure: mirror/copy.ts) → apply each namespace through
+// the shared applyTarget (SSA, inventory, guarded prune, policies, drift) → status. A source that cannot be read
 // never prunes: copies stay as they are until the source is back.
 import { type EventRecorder, type KubeRest } from '@syncline/kube';
 import { objectId, pool, type ApplyClient, type KubeObject } from '@syncline/apply';
@@ -13,7 +13,7 @@ import { expandCopyTargets, isMirrorError, makeCopy, type MirrorKeys, type Mirro
 import { Reason, removeCondition, setCondition } from './conditions.ts';
 import type { ApplyIdentity } from './configsync.ts';
 import { MAX_TIMER_MS, boundedInterval, type IntervalBounds } from './duration.ts';
-import { conditionsDiffer, objectPath, patchFinalizers, writeStatus } from './object-status.ts';
+import { createReconciler, removeFinalizer, type ShellEvent, type ShellOutcome } from './shell.ts';
 import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, onlyRefused, partitionInventory, truncate, type TargetOutcome } from './target.ts';
 import { NAMESPACE_NOT_ALLOWED, allowedWrite, type Actor, type TrustedNamespaces } from '../tenancy.ts';
 import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
@@ -57,53 +57,25 @@ export type ManifestSyncReconcilerDeps = {
 const TARGET_CONCURRENCY = 16;
 
 
-type SyncEvent = { type: 'Normal' | 'Warning'; reason: string; message: string };
-type Outcome = { status: ManifestSyncStatus; result: ReconcileOutcome; events: SyncEvent[] };
-
-const pathOf = (object: ManifestSync): string => objectPath('manifestsyncs', object.metadata.namespace ?? 'default', object.metadata.name);
+type SyncEvent = ShellEvent;
+type Outcome = ShellOutcome<ManifestSyncStatus>;
 
 export function createManifestSyncReconciler(deps: ManifestSyncReconcilerDeps): (key: string) => Promise<ReconcileOutcome> {
-  return async (key) => {
-    const object = deps.get(key);
-    if (object === undefined) return { kind: 'done' };
-    const log = deps.logger.child({ manifestsync: key });
-    const started = performance.now();
-    let label = 'success';
-    try {
-      if (object.metadata.deletionTimestamp !== undefined) return await finalize(deps, object, log);
-      if (!(object.metadata.finalizers ?? []).includes(MANIFESTSYNC_FINALIZER)) {
-        await patchFinalizers(deps.rest, pathOf(object), object, [...(object.metadata.finalizers ?? []), MANIFESTSYNC_FINALIZER]);
-        return { kind: 'done' };
-      }
-      const parsed = ManifestSyncSpec.safeParse(object.spec);
-      if (!parsed.success) {
-        label = 'stalled';
-        const message = `invalid spec: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`;
-        await writeStatus(deps.rest, pathOf(object), object, stalledStatus(object, Reason.InvalidSpec, message, deps.clock.now().toISOString()));
-        return { kind: 'stalled' };
-      }
-      if (parsed.data.suspend) {
-        label = 'suspended';
-        return { kind: 'done' };
-      }
-      const outcome = await sync(deps, object, parsed.data, log);
-      label = outcome.result.kind === 'done' ? 'success' : outcome.result.kind;
-      const wrote = await writeStatus(deps.rest, pathOf(object), object, outcome.status);
-      const news = wrote && conditionsDiffer(object.status?.conditions, outcome.status.conditions);
-      for (const event of outcome.events) {
-        if (event.type === 'Warning') log[news ? 'info' : 'debug']({ reason: event.reason, message: event.message }, 'copy did not succeed');
-        if (event.type === 'Warning' ? news : wrote) void deps.events.record(object, event);
-      }
-      return outcome.result;
-    } catch (error) {
-      label = 'error';
-      log.warn({ err: error instanceof Error ? error.message : String(error) }, 'reconcile failed');
-      return { kind: 'retry' };
-    } finally {
-      deps.metrics.reconcileDuration.observe({ result: label }, (performance.now() - started) / 1000);
-      deps.metrics.reconcileTotal.inc({ result: label });
-    }
-  };
+  return createReconciler<ManifestSync, ManifestSyncSpec, ManifestSyncStatus>({
+    kind: 'ManifestSync',
+    plural: 'manifestsyncs',
+    rest: deps.rest,
+    logger: deps.logger,
+    events: deps.events,
+    clock: deps.clock,
+    metrics: deps.metrics,
+    read: deps.get,
+    finalizer: { name: MANIFESTSYNC_FINALIZER, finalize: (object, log) => finalize(deps, object, log) },
+    parse: (spec) => ManifestSyncSpec.safeParse(spec),
+    invalid: (object, reason, message, now) => stalledStatus(object, reason, message, now),
+    suspend: { when: (spec) => spec.suspend, message: 'spec.suspend is true: nothing is copied or pruned until it is false' },
+    run: ({ object, spec, log }) => sync(deps, object, spec, log),
+  });
 }
 
 function identityOf(deps: ManifestSyncReconcilerDeps, namespace: string, spec: ManifestSyncSpec | undefined): ApplyIdentity {
@@ -327,7 +299,7 @@ async function finalize(deps: ManifestSyncReconcilerDeps, object: ManifestSync, 
       }
     }
   }
-  await patchFinalizers(deps.rest, pathOf(object), object, (object.metadata.finalizers ?? []).filter((f) => f !== MANIFESTSYNC_FINALIZER));
+  await removeFinalizer(deps.rest, 'manifestsyncs', object, MANIFESTSYNC_FINALIZER);
   log.info({ deletionPolicy }, 'finalized');
   return { kind: 'done' };
 }

@@ -1,7 +1,8 @@
-// The NamespaceReplication reconciler: a warm standby of one namespace in another cluster. A thin shell around
-// read the source namespace → the standby copies (pure: dr/transform.ts) → applyTarget into the standby
-// (SSA, inventory, guarded prune) → status. With spec.failover the standby is promoted instead: replication
-// stops overwriting it and its workloads go to their recorded counts, read from the standby's own objects.
+// The NamespaceReplication reconciler: a warm standby of one namespace in another cluster. Steps run in the
+// reconcile shell (shell.ts): read the source namespace → the standby copies (pure: dr/transform.ts) →
+// applyTarget into the standby (SSA, inventory, guarded prune) → status. With spec.failover the standby is
+// promoted instead: replication stops overwriting it and its workloads go to their recorded counts, read from
+// the standby's own objects.
 import { type EventRecorder, type KubeRest } from '@syncline/kube';
 import { DEFAULT_FIELD_MANAGER, OWNER_LABEL, appliedBy, decodeInventory, objectId, ownerHash, type ApplyClient, type KubeObject } from '@syncline/apply';
 import type { Logger } from 'pino';
@@ -17,7 +18,7 @@ import type { Settling } from '../dr/prune-guard.ts';
 import { Reason, removeCondition, setCondition } from './conditions.ts';
 import type { ApplyIdentity } from './configsync.ts';
 import { MAX_TIMER_MS, boundedInterval, type IntervalBounds } from './duration.ts';
-import { conditionsDiffer, objectPath, writeStatus } from './object-status.ts';
+import { createReconciler, type ShellEvent } from './shell.ts';
 import { guardPrune, guardedInventory, heldPruneReport, keepHeld, pruneHeldConditions, replicableObjects, sourceNamespaceState } from './replication-guard.ts';
 import { applyTarget, describeChanges, truncate } from './target.ts';
 import { allowedWrite, type Actor, type TrustedNamespaces } from '../tenancy.ts';
@@ -61,60 +62,35 @@ export type NamespaceReplicationReconcilerDeps = {
   readonly credentialHolders?: () => CredentialHolders | undefined;
 };
 
-type Event = { type: 'Normal' | 'Warning'; reason: string; message: string };
+type Event = ShellEvent;
 
 export function createNamespaceReplicationReconciler(options: NamespaceReplicationReconcilerDeps): (key: string) => Promise<ReconcileOutcome> {
   const deps: ReplicationRun = { ...options, settling: new Map() };
-  return async (key) => {
-    const object = deps.get(key);
-    if (object === undefined || object.metadata.deletionTimestamp !== undefined) return { kind: 'done' };
-    const log = deps.logger.child({ namespacereplication: key });
-    const started = performance.now();
-    let label = 'success';
-    try {
-      const parsed = NamespaceReplicationSpec.safeParse(object.spec);
-      const now = deps.clock.now().toISOString();
-      if (!parsed.success) {
-        label = 'stalled';
-        await finish(deps, object, stalled(object, Reason.InvalidSpec, `invalid spec: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, now), log);
-        return { kind: 'stalled' };
-      }
-      const spec = parsed.data;
-      if (spec.suspend) {
-        label = 'suspended';
-        return { kind: 'done' };
-      }
+  return createReconciler<NamespaceReplication, NamespaceReplicationSpec, NamespaceReplicationStatus>({
+    kind: 'NamespaceReplication',
+    plural: 'namespacereplications',
+    rest: deps.rest,
+    logger: deps.logger,
+    events: deps.events,
+    clock: deps.clock,
+    metrics: deps.metrics,
+    read: deps.get,
+    parse: (spec) => NamespaceReplicationSpec.safeParse(spec),
+    invalid: (object, reason, message, now) => stalled(object, reason, message, now).status,
+    suspend: { when: (spec) => spec.suspend, message: 'spec.suspend is true: nothing is replicated or pruned until it is false; the standby stays as it is' },
+    run: async ({ object, spec, key }) => {
       const requeueAfterMs = Math.min(boundedInterval('interval', spec.interval, deps.intervalBounds).ms, MAX_TIMER_MS);
-      const result = await replicate(deps, object, spec, now, key);
-      label = result.ok ? 'success' : 'retry';
-      await finish(deps, object, result, log);
+      const result = await replicate(deps, object, spec, deps.clock.now().toISOString(), key);
       const next = Math.min(requeueAfterMs, result.requeueAfterMs ?? requeueAfterMs);
-      return result.ok ? { kind: 'done', requeueAfterMs: next } : result.stall ? { kind: 'wait', requeueAfterMs: next } : { kind: 'retry' };
-    } catch (error) {
-      label = 'error';
-      log.warn({ err: error instanceof Error ? error.message : String(error) }, 'reconcile failed');
-      return { kind: 'retry' };
-    } finally {
-      deps.metrics.reconcileDuration.observe({ result: label }, (performance.now() - started) / 1000);
-      deps.metrics.reconcileTotal.inc({ result: label });
-    }
-  };
+      return { status: result.status, events: result.events, result: result.ok ? { kind: 'done', requeueAfterMs: next } : result.stall ? { kind: 'wait', requeueAfterMs: next } : { kind: 'retry' } };
+    },
+  });
 }
 
 /** The reconciler's dependencies and its own memory: deletions still settling, per replication (see dr/prune-guard.ts). */
 type ReplicationRun = NamespaceReplicationReconcilerDeps & { readonly settling: Map<string, Settling> };
 
 type Result = { ok: boolean; stall?: boolean; status: NamespaceReplicationStatus; events: Event[]; requeueAfterMs?: number };
-
-async function finish(deps: NamespaceReplicationReconcilerDeps, object: NamespaceReplication, result: Result, log: Logger): Promise<void> {
-  const wrote = await writeStatus(deps.rest, objectPath('namespacereplications', object.metadata.namespace ?? 'default', object.metadata.name), object, result.status);
-  const news = wrote && conditionsDiffer(object.status?.conditions, result.status.conditions);
-  for (const event of result.events) {
-    if (event.type === 'Warning' ? !news : !wrote) continue;
-    log[event.type === 'Warning' ? 'warn' : 'info']({ reason: event.reason, message: event.message }, 'namespace replication');
-    await deps.events.record(object, event);
-  }
-}
 
 function stalled(object: NamespaceReplication, reason: Reason, message: string, now: string): Result {
   const at = { generation: object.metadata.generation, now };

@@ -9,7 +9,8 @@ import type { ReconcileOutcome } from '../controller/queue.ts';
 import { RemoteClusterError, RemoteClusterReason, probeCluster, type RemoteClusters } from '../remote/clusters.ts';
 import { setCondition, type Reason } from './conditions.ts';
 import { MAX_TIMER_MS, boundedInterval, type IntervalBounds } from './duration.ts';
-import { conditionsDiffer, objectPath, writeStatus } from './object-status.ts';
+import { conditionsDiffer } from './object-status.ts';
+import { createReconciler, type ShellEvent } from './shell.ts';
 import { truncate } from './target.ts';
 
 export const REMOTECLUSTER_KEY_PREFIX = 'RemoteCluster/';
@@ -29,44 +30,59 @@ export type RemoteClusterReconcilerDeps = {
 };
 
 export function createRemoteClusterReconciler(deps: RemoteClusterReconcilerDeps): (key: string) => Promise<ReconcileOutcome> {
-  return async (key) => {
-    const object = deps.get(key);
-    if (object === undefined || object.metadata.deletionTimestamp !== undefined) return { kind: 'done' };
-    const namespace = object.metadata.namespace ?? 'default';
-    const now = deps.clock.now().toISOString();
-    const at = { generation: object.metadata.generation, now };
-    const previous = object.status ?? {};
-    const parsed = RemoteClusterSpec.safeParse(object.spec);
-    const probeMs = parsed.success ? Math.min(boundedInterval('probeInterval', parsed.data.probeInterval, deps.intervalBounds).ms, MAX_TIMER_MS) : undefined;
-    let conditions: Condition[];
-    let status: RemoteClusterStatus;
-    let event: { type: 'Normal' | 'Warning'; reason: string; message: string };
-    try {
-      if (!parsed.success) throw new RemoteClusterError(RemoteClusterReason.InvalidKubeconfig, `invalid spec: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-      const clients = await deps.remote.clients(namespace, object.metadata.name);
-      const { version } = await probeCluster(clients, deps.probeTimeoutMs ?? 10_000);
-      const message = `Kubernetes ${version} at ${clients.server}`;
-      conditions = setCondition(previous.conditions ?? [], { type: 'Ready', status: 'True', reason: asReason(RemoteClusterReason.Connected), message }, at);
-      status = { ...previous, observedGeneration: object.metadata.generation, conditions, serverVersion: version, server: clients.server, lastProbeTime: now };
-      event = { type: 'Normal', reason: RemoteClusterReason.Connected, message };
-    } catch (error) {
-      const reason = error instanceof RemoteClusterError ? error.reason : RemoteClusterReason.Unreachable;
-      const message = truncate(error instanceof Error ? error.message : String(error));
-      conditions = setCondition(previous.conditions ?? [], { type: 'Ready', status: 'False', reason: asReason(reason), message }, at);
-      status = { ...previous, observedGeneration: object.metadata.generation, conditions, lastProbeTime: now };
-      event = { type: 'Warning', reason, message };
-    }
-    // An unchanged probe writes nothing (zero writes at steady state): lastProbeTime is the last probe that
-    // found something new, and the next probe is at most probeInterval away.
-    const unchanged = !conditionsDiffer(previous.conditions, conditions) && status.serverVersion === previous.serverVersion && status.server === previous.server && previous.lastProbeTime !== undefined;
-    if (unchanged) status = { ...status, lastProbeTime: previous.lastProbeTime };
-    const wrote = await writeStatus(deps.rest, objectPath('remoteclusters', namespace, object.metadata.name), object, status);
-    if (wrote && conditionsDiffer(previous.conditions, conditions)) {
-      deps.logger[event.type === 'Warning' ? 'warn' : 'info']({ remotecluster: key, reason: event.reason, message: event.message }, 'remote cluster');
-      await deps.events.record(object, event);
-    }
-    // An invalid spec or credentials wait for a change of the object or its Secret (both are watched).
-    if (probeMs === undefined) return { kind: 'stalled' };
-    return { kind: 'done', requeueAfterMs: probeMs };
-  };
+  return createReconciler<RemoteCluster, RemoteClusterSpec, RemoteClusterStatus>({
+    kind: 'RemoteCluster',
+    plural: 'remoteclusters',
+    rest: deps.rest,
+    logger: deps.logger,
+    events: deps.events,
+    clock: deps.clock,
+    read: deps.get,
+    parse: (spec) => RemoteClusterSpec.safeParse(spec),
+    // An invalid spec is an unusable kubeconfig: it waits for a change of the object or its Secret (both are watched).
+    invalidReason: asReason(RemoteClusterReason.InvalidKubeconfig),
+    invalid: (object, _reason, message, now) => probed(object, { ok: false, reason: RemoteClusterReason.InvalidKubeconfig, message: truncate(message) }, now).status,
+    run: async ({ object, spec }) => {
+      const namespace = object.metadata.namespace ?? 'default';
+      const now = deps.clock.now().toISOString();
+      const probeMs = Math.min(boundedInterval('probeInterval', spec.probeInterval, deps.intervalBounds).ms, MAX_TIMER_MS);
+      let found: Probe;
+      try {
+        const clients = await deps.remote.clients(namespace, object.metadata.name);
+        const { version } = await probeCluster(clients, deps.probeTimeoutMs ?? 10_000);
+        found = { ok: true, version, server: clients.server };
+      } catch (error) {
+        const reason = error instanceof RemoteClusterError ? error.reason : RemoteClusterReason.Unreachable;
+        found = { ok: false, reason, message: truncate(error instanceof Error ? error.message : String(error)) };
+      }
+      const { status, event } = probed(object, found, now);
+      return { status, events: [event], result: { kind: 'done', requeueAfterMs: probeMs } };
+    },
+  });
+}
+
+type Probe = { readonly ok: true; readonly version: string; readonly server: string } | { readonly ok: false; readonly reason: RemoteClusterReason; readonly message: string };
+
+/** What a probe found, as status and Event. */
+function probed(object: RemoteCluster, found: Probe, now: string): { status: RemoteClusterStatus; event: ShellEvent } {
+  const previous = object.status ?? {};
+  const at = { generation: object.metadata.generation, now };
+  let conditions: Condition[];
+  let status: RemoteClusterStatus;
+  let event: ShellEvent;
+  if (found.ok) {
+    const message = `Kubernetes ${found.version} at ${found.server}`;
+    conditions = setCondition(previous.conditions ?? [], { type: 'Ready', status: 'True', reason: asReason(RemoteClusterReason.Connected), message }, at);
+    status = { ...previous, observedGeneration: object.metadata.generation, conditions, serverVersion: found.version, server: found.server, lastProbeTime: now };
+    event = { type: 'Normal', reason: RemoteClusterReason.Connected, message };
+  } else {
+    conditions = setCondition(previous.conditions ?? [], { type: 'Ready', status: 'False', reason: asReason(found.reason), message: found.message }, at);
+    status = { ...previous, observedGeneration: object.metadata.generation, conditions, lastProbeTime: now };
+    event = { type: 'Warning', reason: found.reason, message: found.message };
+  }
+  // An unchanged probe writes nothing (zero writes at steady state): lastProbeTime is the last probe that
+  // found something new, and the next probe is at most probeInterval away.
+  const unchanged = !conditionsDiffer(previous.conditions, conditions) && status.serverVersion === previous.serverVersion && status.server === previous.server && previous.lastProbeTime !== undefined;
+  if (unchanged) status = { ...status, lastProbeTime: previous.lastProbeTime };
+  return { status, event };
 }

@@ -1,0 +1,300 @@
+import { KubeApiError, type EventRecorder, type KubeRequest, type KubeRest } from '@syncline/kube';
+import { pino } from 'pino';
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { Condition } from '../api/v1alpha1.ts';
+import type { ReconcileOutcome } from '../controller/queue.ts';
+import { createMetrics } from '../metrics.ts';
+import { Reason, setCondition } from './conditions.ts';
+import { createReconciler, removeFinalizer, type ShellEvent, type ShellObject, type ShellOutcome } from './shell.ts';
+
+const Spec = z.object({ value: z.string(), suspend: z.boolean().default(false) });
+type Spec = z.infer<typeof Spec>;
+type Status = { observedGeneration?: number; conditions?: Condition[]; value?: string };
+type Widget = ShellObject & {
+  metadata: { name: string; namespace: string; resourceVersion: string; generation: number; finalizers?: string[]; deletionTimestamp?: string };
+  spec: unknown;
+  status?: Status;
+};
+
+const PATH = '/apis/syncline.dev/v1alpha1/namespaces/team/widgets/w';
+const FINALIZER = 'syncline.dev/finalizer';
+
+/**
+ * An API server holding one object, with its resourceVersion: a merge patch that names another
+ * resourceVersion than the stored one is refused with 409, as the real one does. The informer cache is a
+ * separate copy the test moves forward (`catchUp`), so a run can start from a stale object.
+ */
+function fakeCluster(initial: Omit<Widget, 'apiVersion' | 'kind'>) {
+  let stored: Widget = { apiVersion: 'syncline.dev/v1alpha1', kind: 'Widget', ...structuredClone(initial) };
+  let cached: Widget | undefined = structuredClone(stored);
+  const patches: KubeRequest[] = [];
+  const recorded: ShellEvent[] = [];
+  const rest: KubeRest = {
+    server: 'https://fake',
+    request: <T>(req: KubeRequest): Promise<T> => {
+      patches.push(req);
+      const body = req.body as { metadata?: { resourceVersion?: string; finalizers?: string[] }; status?: Record<string, unknown> };
+      if (body.metadata?.resourceVersion !== undefined && body.metadata.resourceVersion !== stored.metadata.resourceVersion) {
+        return Promise.reject(new KubeApiError({ status: 409, reason: 'Conflict', message: 'the object has been modified' }));
+      }
+      const next = structuredClone(stored);
+      next.metadata.resourceVersion = String(Number(stored.metadata.resourceVersion) + 1);
+      if (req.path === `${PATH}/status`) {
+        const merged: Record<string, unknown> = { ...next.status };
+        for (const [k, v] of Object.entries(body.status ?? {})) if (v === null) delete merged[k];
+        else merged[k] = v;
+        next.status = merged;
+      } else if (body.metadata?.finalizers !== undefined) next.metadata.finalizers = body.metadata.finalizers;
+      stored = next;
+      return Promise.resolve(structuredClone(stored) as T);
+    },
+    watch: () => Promise.resolve(),
+  };
+  const events: EventRecorder = {
+    record: (_object, event) => {
+      recorded.push(event);
+      return Promise.resolve();
+    },
+  };
+  return {
+    rest,
+    events,
+    patches,
+    recorded,
+    read: () => (cached === undefined ? undefined : structuredClone(cached)),
+    stored: () => stored,
+    /** The informer sees the stored object (or a change someone else made to it). */
+    catchUp: (change?: (w: Widget) => void) => {
+      if (change !== undefined) {
+        change(stored);
+        stored.metadata.resourceVersion = String(Number(stored.metadata.resourceVersion) + 1);
+      }
+      cached = structuredClone(stored);
+    },
+    statusWrites: () => patches.filter((p) => p.path.endsWith('/status')).length,
+  };
+}
+
+type Cluster = ReturnType<typeof fakeCluster>;
+
+function logSink() {
+  const lines: { level: number; msg: string }[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(JSON.parse(chunk.toString()) as { level: number; msg: string });
+      done();
+    },
+  });
+  return { logger: pino({ level: 'debug' }, stream), lines };
+}
+
+const readyStatus = (object: Widget, spec: Spec, message: string): Status => ({
+  ...object.status,
+  observedGeneration: object.metadata.generation,
+  value: spec.value,
+  conditions: setCondition(object.status?.conditions ?? [], { type: 'Ready', status: message === 'ok' ? 'True' : 'False', reason: message === 'ok' ? Reason.Succeeded : Reason.ApplyFailed, message }, { generation: object.metadata.generation, now: 't' }),
+});
+
+function reconcilerFor(cluster: Cluster, options: { run?: (object: Widget, spec: Spec) => ShellOutcome<Status>; finalize?: (object: Widget) => Promise<ReconcileOutcome>; withFinalizer?: boolean } = {}) {
+  const sink = logSink();
+  const metrics = createMetrics();
+  const runs: Widget[] = [];
+  const reconcile = createReconciler<Widget, Spec, Status>({
+    kind: 'Widget',
+    plural: 'widgets',
+    rest: cluster.rest,
+    logger: sink.logger,
+    events: cluster.events,
+    clock: { now: () => new Date('2026-01-01T00:00:00Z') },
+    metrics,
+    read: cluster.read,
+    ...(options.withFinalizer === false ? {} : { finalizer: { name: FINALIZER, finalize: options.finalize ?? (() => Promise.resolve({ kind: 'done' as const })) } }),
+    parse: (spec) => Spec.safeParse(spec),
+    invalid: (object, reason, message) => ({ ...object.status, observedGeneration: object.metadata.generation, conditions: setCondition(object.status?.conditions ?? [], { type: 'Stalled', status: 'True', reason, message }, { generation: object.metadata.generation, now: 't' }) }),
+    suspend: { when: (spec) => spec.suspend, message: 'suspended for the test' },
+    run: ({ object, spec }) => {
+      runs.push(object);
+      return Promise.resolve(options.run?.(object, spec) ?? { status: readyStatus(object, spec, 'ok'), result: { kind: 'done' }, events: [{ type: 'Normal', reason: 'Synced', message: `value ${spec.value}` }] });
+    },
+  });
+  return { reconcile: () => reconcile('team/w'), runs, logs: sink.lines, metrics };
+}
+
+const widget = (overrides: { finalizers?: string[]; spec?: unknown; status?: Status; deletionTimestamp?: string } = {}) => ({
+  metadata: { name: 'w', namespace: 'team', resourceVersion: '1', generation: 1, finalizers: overrides.finalizers ?? [FINALIZER], ...(overrides.deletionTimestamp === undefined ? {} : { deletionTimestamp: overrides.deletionTimestamp }) },
+  spec: overrides.spec ?? { value: 'a' },
+  ...(overrides.status === undefined ? {} : { status: overrides.status }),
+});
+
+describe('createReconciler', () => {
+  it('adds its finalizer first and runs nothing else until the object comes back with it', async () => {
+    const cluster = fakeCluster(widget({ finalizers: ['someone.else/keep'] }));
+    const { reconcile, runs } = reconcilerFor(cluster);
+    expect(await reconcile()).toEqual({ kind: 'done' });
+    expect(cluster.stored().metadata.finalizers).toEqual(['someone.else/keep', FINALIZER]);
+    expect(runs).toHaveLength(0);
+    expect(cluster.statusWrites()).toBe(0);
+    cluster.catchUp();
+    await reconcile();
+    expect(runs).toHaveLength(1);
+  });
+
+  it('on deletion runs finalize only while its finalizer holds, and removeFinalizer keeps the others', async () => {
+    const cluster = fakeCluster(widget({ finalizers: [FINALIZER, 'someone.else/keep'], deletionTimestamp: '2026-01-01T00:00:00Z' }));
+    const finalized: Widget[] = [];
+    const { reconcile, runs } = reconcilerFor(cluster, {
+      finalize: async (object) => {
+        finalized.push(object);
+        await removeFinalizer(cluster.rest, 'widgets', object, FINALIZER);
+        return { kind: 'done' };
+      },
+    });
+    expect(await reconcile()).toEqual({ kind: 'done' });
+    expect(finalized).toHaveLength(1);
+    expect(cluster.stored().metadata.finalizers).toEqual(['someone.else/keep']);
+    cluster.catchUp();
+    await reconcile();
+    expect(finalized).toHaveLength(1);
+    expect(runs).toHaveLength(0);
+  });
+
+  it('a kind without a finalizer leaves a deleted object alone and never adds one', async () => {
+    const cluster = fakeCluster(widget({ finalizers: [] }));
+    const { reconcile, runs } = reconcilerFor(cluster, { withFinalizer: false });
+    await reconcile();
+    expect(cluster.stored().metadata.finalizers).toEqual([]);
+    expect(runs).toHaveLength(1);
+    cluster.catchUp((w) => (w.metadata.deletionTimestamp = '2026-01-01T00:00:00Z'));
+    expect(await reconcile()).toEqual({ kind: 'done' });
+    expect(runs).toHaveLength(1);
+  });
+
+  it('writes status once: an unchanged resync writes nothing and records no Event', async () => {
+    const cluster = fakeCluster(widget());
+    const { reconcile, runs } = reconcilerFor(cluster);
+    expect(await reconcile()).toEqual({ kind: 'done' });
+    expect(cluster.statusWrites()).toBe(1);
+    expect(cluster.stored().status).toMatchObject({ value: 'a', observedGeneration: 1 });
+    expect(cluster.recorded).toEqual([{ type: 'Normal', reason: 'Synced', message: 'value a' }]);
+    cluster.catchUp();
+    await reconcile();
+    await reconcile();
+    expect(runs).toHaveLength(3);
+    expect(cluster.statusWrites()).toBe(1);
+    expect(cluster.recorded).toHaveLength(1);
+  });
+
+  it('conditions the status write on the resourceVersion read: 409 runs again (logged at debug), from the current object', async () => {
+    const cluster = fakeCluster(widget());
+    const { reconcile, runs, logs, metrics } = reconcilerFor(cluster);
+    // someone changes the object after the cache was read: this run's write must not land
+    cluster.stored().spec = { value: 'b' };
+    cluster.stored().metadata.resourceVersion = '2';
+    expect(await reconcile()).toEqual({ kind: 'retry' });
+    expect(cluster.stored().status).toBeUndefined();
+    const conflict = logs.find((l) => /changed while it was reconciled/.test(l.msg));
+    expect(conflict?.level).toBe(20);
+    expect(logs.some((l) => l.level >= 40)).toBe(false);
+    expect((await metrics.reconcileTotal.get()).values.find((v) => v.labels.result === 'error')?.value).toBe(1);
+    // the queue runs it again once the cache has caught up: now it lands, computed from the current spec
+    cluster.catchUp();
+    expect(await reconcile()).toEqual({ kind: 'done' });
+    expect(runs.map((r) => (r.spec as Spec).value)).toEqual(['a', 'b']);
+    expect(cluster.stored().status).toMatchObject({ value: 'b' });
+    expect(cluster.recorded).toEqual([{ type: 'Normal', reason: 'Synced', message: 'value b' }]);
+  });
+
+  it('records a Warning once while the conditions say the same, and again when they change', async () => {
+    const cluster = fakeCluster(widget());
+    let attempt = 0;
+    const { reconcile, logs } = reconcilerFor(cluster, {
+      run: (object, spec) => {
+        attempt += 1;
+        // the same failure each time, with a new detail in the status (a count): the status is written each time
+        return { status: { ...readyStatus(object, spec, 'broken'), value: `attempt ${attempt}` }, result: { kind: 'retry' }, events: [{ type: 'Warning', reason: Reason.ApplyFailed, message: 'broken' }] };
+      },
+    });
+    for (let i = 0; i < 3; i += 1) {
+      expect(await reconcile()).toEqual({ kind: 'retry' });
+      cluster.catchUp();
+    }
+    expect(cluster.statusWrites()).toBe(3);
+    expect(cluster.recorded).toEqual([{ type: 'Warning', reason: Reason.ApplyFailed, message: 'broken' }]);
+    expect(logs.filter((l) => l.msg === 'Widget did not succeed').map((l) => l.level)).toEqual([30, 20, 20]);
+  });
+
+  it('suspend: a Suspended condition and nothing run; resuming removes it', async () => {
+    const cluster = fakeCluster(widget({ spec: { value: 'a', suspend: true } }));
+    const { reconcile, runs, metrics } = reconcilerFor(cluster);
+    expect(await reconcile()).toEqual({ kind: 'done' });
+    expect(runs).toHaveLength(0);
+    expect(cluster.stored().status?.conditions).toEqual([expect.objectContaining({ type: 'Suspended', status: 'True', reason: Reason.Suspended, message: 'suspended for the test' })]);
+    expect((await metrics.reconcileTotal.get()).values.find((v) => v.labels.result === 'suspended')?.value).toBe(1);
+    cluster.catchUp();
+    await reconcile();
+    expect(cluster.statusWrites()).toBe(1);
+    cluster.catchUp((w) => (w.spec = { value: 'a', suspend: false }));
+    await reconcile();
+    expect(runs).toHaveLength(1);
+    expect(cluster.stored().status?.conditions?.map((c) => c.type)).toEqual(['Ready']);
+  });
+
+  it('an invalid spec is Stalled, with one InvalidSpec Warning naming the field', async () => {
+    const cluster = fakeCluster(widget({ spec: { value: 3 } }));
+    const { reconcile, runs } = reconcilerFor(cluster);
+    expect(await reconcile()).toEqual({ kind: 'stalled' });
+    cluster.catchUp();
+    expect(await reconcile()).toEqual({ kind: 'stalled' });
+    expect(runs).toHaveLength(0);
+    expect(cluster.stored().status?.conditions).toEqual([expect.objectContaining({ type: 'Stalled', reason: Reason.InvalidSpec })]);
+    expect(cluster.recorded).toEqual([{ type: 'Warning', reason: Reason.InvalidSpec, message: expect.stringMatching(/^invalid spec: value: /) as string }]);
+  });
+
+  it("an invalid spec is reported under the kind's own reason when it names one", async () => {
+    const cluster = fakeCluster(widget({ spec: { value: 3 }, finalizers: [] }));
+    const reconcile = createReconciler<Widget, Spec, Status>({
+      kind: 'Widget',
+      plural: 'widgets',
+      rest: cluster.rest,
+      logger: pino({ level: 'silent' }),
+      events: cluster.events,
+      clock: { now: () => new Date() },
+      read: cluster.read,
+      parse: (spec) => Spec.safeParse(spec),
+      invalidReason: Reason.InvalidKubeconfig,
+      invalid: (object, reason, message) => ({ conditions: setCondition([], { type: 'Ready', status: 'False', reason, message }, { generation: object.metadata.generation, now: 't' }) }),
+      run: () => Promise.reject(new Error('unreachable')),
+    });
+    expect(await reconcile('team/w')).toEqual({ kind: 'stalled' });
+    expect(cluster.stored().status?.conditions).toEqual([expect.objectContaining({ reason: Reason.InvalidKubeconfig })]);
+    expect(cluster.recorded.map((e) => e.reason)).toEqual([Reason.InvalidKubeconfig]);
+  });
+
+  it('an object the cache does not hold is done without a request; a thrown step is retried with a warning', async () => {
+    const cluster = fakeCluster(widget());
+    cluster.catchUp((w) => w);
+    const gone = createReconciler<Widget, Spec, Status>({
+      kind: 'Widget',
+      plural: 'widgets',
+      rest: cluster.rest,
+      logger: pino({ level: 'silent' }),
+      events: cluster.events,
+      clock: { now: () => new Date() },
+      read: () => undefined,
+      parse: (spec) => Spec.safeParse(spec),
+      invalid: (object) => object.status ?? {},
+      run: () => Promise.reject(new Error('unreachable')),
+    });
+    expect(await gone('team/w')).toEqual({ kind: 'done' });
+    expect(cluster.patches).toHaveLength(0);
+    const { reconcile, logs } = reconcilerFor(cluster, {
+      run: () => {
+        throw new Error('boom');
+      },
+    });
+    expect(await reconcile()).toEqual({ kind: 'retry' });
+    expect(logs.find((l) => l.msg === 'reconcile failed')?.level).toBe(40);
+  });
+});

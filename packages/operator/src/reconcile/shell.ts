@@ -1,0 +1,155 @@
+// The reconcile shell every Syncline kind runs in (the controller-runtime shape): read the object from the
+// informer cache → deletion (the kind's finalize) → add the finalizer → parse the spec (an invalid one is
+// Stalled) → suspend (a Suspended condition, nothing else) → the kind's steps → status, written only when it
+// changed and conditioned on the resourceVersion that was read → Events that are news once → metrics.
+// A reconciler supplies only its steps; a fix to any of the above lands in every kind.
+import { KubeApiError, type EventRecorder, type KubeRest } from '@syncline/kube';
+import type { Logger } from 'pino';
+import type { Condition } from '../api/v1alpha1.ts';
+import type { ReconcileOutcome } from '../controller/queue.ts';
+import type { Metrics } from '../metrics.ts';
+import { Reason, removeCondition, setCondition } from './conditions.ts';
+import { conditionsDiffer, objectPath, patchFinalizers, writeStatus, type OwnObject } from './object-status.ts';
+import { truncate } from './target.ts';
+
+export type ShellEvent = { readonly type: 'Normal' | 'Warning'; readonly reason: string; readonly message: string };
+
+/** What a kind's steps found: the status to write, when to run again, and what to tell (recorded only as news). */
+export type ShellOutcome<S> = { readonly status: S; readonly result: ReconcileOutcome; readonly events: readonly ShellEvent[] };
+
+/** The object as the shell reads it: its own object, with a spec and conditions. */
+export type ShellObject = OwnObject & {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly metadata: OwnObject['metadata'] & { readonly generation?: number; readonly deletionTimestamp?: string };
+  readonly spec?: unknown;
+  readonly status?: { readonly conditions?: Condition[] };
+};
+
+type SafeParse<Spec> = { readonly success: true; readonly data: Spec } | { readonly success: false; readonly error: { readonly issues: readonly { readonly path: readonly PropertyKey[]; readonly message: string }[] } };
+
+export type ReconcilerShellOptions<T extends ShellObject, Spec, S extends object> = {
+  /** The kind, for logs (its lower-case form keys the log context: `configsync: ns/name`). */
+  readonly kind: string;
+  /** The REST plural of the kind (syncline.dev/v1alpha1). */
+  readonly plural: string;
+  readonly rest: KubeRest;
+  readonly logger: Logger;
+  readonly events: EventRecorder;
+  readonly clock: { now(): Date };
+  /** Reconcile duration and result; omitted: not counted. */
+  readonly metrics?: Pick<Metrics, 'reconcileDuration' | 'reconcileTotal'>;
+  /** The informer cache: current state by key. */
+  readonly read: (key: string) => T | undefined;
+  /**
+   * The kind's finalizer and what deletion does while it holds (ending with removeFinalizer). Omitted: the kind
+   * keeps no finalizer and a deleted object is left alone.
+   */
+  readonly finalizer?: { readonly name: string; readonly finalize: (object: T, log: Logger) => Promise<ReconcileOutcome> };
+  readonly parse: (spec: unknown) => SafeParse<Spec>;
+  /** The status of an object whose spec does not parse (Ready False, Stalled), with `invalidReason`. */
+  readonly invalid: (object: T, reason: Reason, message: string, now: string) => S;
+  /** The reason an invalid spec is reported under, in status and its Warning Event (default InvalidSpec). */
+  readonly invalidReason?: Reason;
+  /** Whether the spec asks to stop, and what the Suspended condition then says. Omitted: the kind has no suspend. */
+  readonly suspend?: { readonly when: (spec: Spec) => boolean; readonly message: string };
+  /** The kind's steps, from a parsed, unsuspended spec. Errors thrown here are retried (409 quietly). */
+  readonly run: (input: { readonly object: T; readonly spec: Spec; readonly key: string; readonly log: Logger }) => Promise<ShellOutcome<S>>;
+};
+
+export function createReconciler<T extends ShellObject, Spec, S extends { conditions?: Condition[] }>(options: ReconcilerShellOptions<T, Spec, S>): (key: string) => Promise<ReconcileOutcome> {
+  const logKey = options.kind.toLowerCase();
+  return async (key) => {
+    const object = options.read(key);
+    if (object === undefined) return { kind: 'done' };
+    const started = performance.now();
+    const log = options.logger.child({ [logKey]: key });
+    let label = 'success';
+    try {
+      const outcome = await reconcileOnce(options, object, key, log);
+      label = outcome.label;
+      return outcome.result;
+    } catch (error) {
+      label = 'error';
+      // 409: the object changed since this run read it (or the cache had not caught up with our last status
+      // write); the retry starts from the current object. Not worth a warning.
+      if (error instanceof KubeApiError && error.status === 409) log.debug({ err: safeMessage(error) }, `the ${options.kind} changed while it was reconciled; running again`);
+      else log.warn({ err: safeMessage(error) }, 'reconcile failed');
+      return { kind: 'retry' };
+    } finally {
+      options.metrics?.reconcileDuration.observe({ result: label }, (performance.now() - started) / 1000);
+      options.metrics?.reconcileTotal.inc({ result: label });
+    }
+  };
+}
+
+async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions?: Condition[] }>(
+  options: ReconcilerShellOptions<T, Spec, S>,
+  object: T,
+  key: string,
+  log: Logger,
+): Promise<{ result: ReconcileOutcome; label: string }> {
+  const path = pathOf(options.plural, object);
+  const finalizers = object.metadata.finalizers ?? [];
+  if (object.metadata.deletionTimestamp !== undefined) {
+    if (options.finalizer === undefined || !finalizers.includes(options.finalizer.name)) return { result: { kind: 'done' }, label: 'success' };
+    return { result: await options.finalizer.finalize(object, log), label: 'success' };
+  }
+  if (options.finalizer !== undefined && !finalizers.includes(options.finalizer.name)) {
+    await patchFinalizers(options.rest, path, object, [...finalizers, options.finalizer.name]);
+    return { result: { kind: 'done' }, label: 'success' }; // the update event brings us back with a fresh object
+  }
+  const now = options.clock.now().toISOString();
+  const parsed = options.parse(object.spec);
+  if (!parsed.success) {
+    const message = `invalid spec: ${parsed.error.issues.map((i) => `${i.path.map(String).join('.')}: ${i.message}`).join('; ')}`;
+    const reason = options.invalidReason ?? Reason.InvalidSpec;
+    const status = options.invalid(object, reason, message, now);
+    await report(options, object, { status, result: { kind: 'stalled' }, events: [{ type: 'Warning', reason, message: truncate(message) }] }, log);
+    return { result: { kind: 'stalled' }, label: 'stalled' };
+  }
+  const spec = parsed.data;
+  if (options.suspend?.when(spec) === true) {
+    // Visible, not silent: a Suspended condition (and column) for the generation that asked for it.
+    const at = { generation: object.metadata.generation, now };
+    const conditions = setCondition(object.status?.conditions ?? [], { type: 'Suspended', status: 'True', reason: Reason.Suspended, message: options.suspend.message }, at);
+    await report(options, object, { status: { ...object.status, observedGeneration: object.metadata.generation, conditions } as unknown as S, result: { kind: 'done' }, events: [] }, log);
+    return { result: { kind: 'done' }, label: 'suspended' };
+  }
+  const outcome = await options.run({ object, spec, key, log });
+  // A resumed object is no longer Suspended, whatever its steps say.
+  const status = outcome.status.conditions === undefined ? outcome.status : { ...outcome.status, conditions: removeCondition(outcome.status.conditions, 'Suspended') };
+  await report(options, object, { ...outcome, status }, log);
+  return { result: outcome.result, label: outcome.result.kind === 'done' ? 'success' : outcome.result.kind };
+}
+
+/**
+ * Status and Events. The write is conditioned on the resourceVersion this run read (the shell writes nothing
+ * else to the object on the way here): a run that started from a cache that had not yet seen the previous run's
+ * status write gets 409 Conflict and runs again, instead of overwriting that status with one computed from the
+ * older one. A Warning is news once: while the conditions say the same, repeats go to debug and record no Event
+ * (a status write for another reason is not news of it); a Normal Event goes with any status write.
+ */
+async function report<T extends ShellObject, Spec, S extends object>(options: ReconcilerShellOptions<T, Spec, S>, object: T, outcome: ShellOutcome<S>, log: Logger): Promise<void> {
+  const wrote = await writeStatus(options.rest, pathOf(options.plural, object), object, outcome.status, { ifUnchanged: true });
+  const news = wrote && conditionsDiffer(object.status?.conditions, (outcome.status as { conditions?: Condition[] }).conditions);
+  for (const event of outcome.events) {
+    const recorded = event.type === 'Warning' ? news : wrote;
+    if (event.type === 'Warning' || recorded) log[recorded ? 'info' : 'debug']({ reason: event.reason, message: event.message }, event.type === 'Warning' ? `${options.kind} did not succeed` : event.reason);
+    // Not waited for: the worker is free once the status is written (identical Events still count up in order).
+    if (recorded) void options.events.record(object, event);
+  }
+}
+
+/** Removes the kind's finalizer (conditioned on the resourceVersion read): the API server may then delete the object. */
+export async function removeFinalizer(rest: KubeRest, plural: string, object: ShellObject, finalizer: string): Promise<void> {
+  await patchFinalizers(rest, pathOf(plural, object), object, (object.metadata.finalizers ?? []).filter((f) => f !== finalizer));
+}
+
+const pathOf = (plural: string, object: ShellObject): string => objectPath(plural, object.metadata.namespace ?? 'default', object.metadata.name);
+
+/** Errors that may carry request details are reduced to their message. */
+function safeMessage(error: unknown): { message: string; name?: string } {
+  if (error instanceof Error) return { name: error.name, message: error.message };
+  return { message: String(error) };
+}
