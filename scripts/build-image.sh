@@ -15,7 +15,8 @@
 #   --pull   use the Dockerfile's default base (node:…-bookworm-slim from a registry) instead
 # Environment: SYNCLINE_IMAGE_STORAGE  buildah's storage root (default: OUT_DIR/../containers)
 #              SYNCLINE_IMAGE_STORAGE_DRIVER  overlay or vfs (default: overlay where it works)
-#              SYNCLINE_BUILD_CA      a CA bundle for the registry steps (default: $NODE_EXTRA_CA_CERTS)
+#              SYNCLINE_BUILD_CA      a CA bundle for the registry steps (default: $NODE_EXTRA_CA_CERTS, else
+#                                     $SSL_CERT_FILE, else the system's /etc/ssl/certs/ca-certificates.crt)
 # Writes OUT_DIR/oci (OCI image layout, tag `syncline`), OUT_DIR/bundle/{config.json,rootfs} and
 # OUT_DIR/size.json ({"uncompressedBytes", "compressedBytes"}).
 set -euo pipefail
@@ -113,7 +114,7 @@ fi
 
 # The CA bundle this machine trusts (a TLS-inspecting proxy's CA, say) reaches the registry steps as a build
 # secret, never a layer of the image.
-ca="${SYNCLINE_BUILD_CA:-${NODE_EXTRA_CA_CERTS:-}}"
+ca="${SYNCLINE_BUILD_CA:-${NODE_EXTRA_CA_CERTS:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}}"
 if [ -n "$ca" ] && [ -f "$ca" ]; then args+=(--secret "id=build-ca,src=$ca"); fi
 
 say "building the image from the Dockerfile (buildah bud, chroot isolation)"
