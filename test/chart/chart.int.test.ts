@@ -442,9 +442,9 @@ describe('charts/syncline', () => {
     expect(result.stderr).toContain('operator.secretAccess=namespaced needs rbac.scope=cluster');
   });
 
-  it('serviceaccounts/token: any name by default, narrowed to rbac.serviceAccountTokens names and namespaces, or none', () => {
+  it('serviceaccounts/token: every name by default, narrowed to rbac.serviceAccountTokens names and namespaces, or none', () => {
     const tokenRules = (rules: Rule[]): Rule[] => rules.filter((r) => r.resources?.includes('serviceaccounts/token') === true);
-    // by default: any account, every namespace (tenants choose spec.serviceAccountName)
+    // by default every account in every namespace (tenants choose spec.serviceAccountName)
     expect(tokenRules(rulesOf(template(), 'ClusterRole'))).toEqual([{ apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'] }]);
     // names: only those accounts (and the default account)
     const named = template('--set', 'rbac.serviceAccountTokens.names={deployer,ci}', '--set', 'operator.defaultServiceAccount=syncline-apply');

@@ -181,8 +181,8 @@ export function withOwnership(desired: KubeObject, owner: Owner): KubeObject {
  * - its managedFields record a server-side apply by our field manager (`operation: Apply`): the API server
  *   writes that entry when we apply, so an object applied by a run whose status write was lost (a crash, a
  *   leader kill or an API outage between apply and status) is still recognised and pruned, never leaked.
- * An object with our marks and neither proof is 'unproven': never deleted, and overwritten only as any object
- * that is not ours would be (policy Adopt or Overwrite).
+ * An object with our marks and neither proof is 'unproven': never deleted, and overwritten only the way an
+ * object that is not ours would be (policy Adopt or Overwrite).
  *
  * The limit: managedFields can be written deliberately (a create or update that sets them), so someone with
  * write access to an object can forge our entry on it. That only lets them have their own object treated as
