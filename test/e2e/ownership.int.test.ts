@@ -1,7 +1,8 @@
 // End to end: ownership is proof, not marks. A ConfigSync applies objects; someone copies them with every
 // label and annotation (the real `kubectl get -o yaml | sed | kubectl apply -f -`, and a create through the
 // API). The copies survive resyncs, adds, prunes, a commit that renders a name a copy holds, and the sync's
-// deletion; an object the sync applied while its status write was lost is still pruned.
+// deletion; an object deleted and re-created by someone else at a name the inventory lists is not pruned; an
+// object the sync applied while its status write was lost is still pruned.
 import { execFile } from 'node:child_process';
 import { startGitServer, startOperator, type GitServer, type OperatorProcess } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
@@ -23,6 +24,14 @@ async function marksOf(namespace: string, name: string): Promise<{ labels: Recor
   const { metadata } = await core.readNamespacedConfigMap({ name, namespace });
   const { 'kubectl.kubernetes.io/last-applied-configuration': _lastApplied, ...annotations } = metadata?.annotations ?? {};
   return { labels: metadata?.labels ?? {}, annotations };
+}
+
+/** The ids a ConfigSync's status inventory lists (its status form holds one line per scope: `scope/name1,name2`). */
+function listed(cs: Awaited<ReturnType<typeof readConfigSync>>): string[] {
+  return (cs.status?.inventory?.flatMap((i) => i.entries) ?? []).flatMap((line) => {
+    const slash = line.lastIndexOf('/');
+    return line.slice(slash + 1).split(',').map((name) => `${line.slice(0, slash)}/${name}`);
+  });
 }
 
 describe('copies of applied objects carrying every mark are never ours', () => {
@@ -91,6 +100,27 @@ describe('copies of applied objects carrying every mark are never ours', () => {
     expect(await copies()).toEqual(untouched);
     const fourth = await repo.commit({ 'app/taken.yaml': null });
     await ready(fourth);
+
+    // when someone deletes `d`, which the sync applied and its inventory lists, and creates their own `d` from a
+    // copy of it (every mark along) while the operator is down; then a commit no longer renders `d`
+    const withD = await repo.commit({ 'app/d.yaml': cm('d', '  v: "git"') });
+    await ready(withD);
+    expect(listed(await readConfigSync(namespace, 'app'))).toContain(`/ConfigMap/${namespace}/d`);
+    await operator.stop();
+    await shell(
+      `kubectl get configmap d -n ${namespace} -o yaml > /tmp/${namespace}-d.yaml && kubectl delete configmap d -n ${namespace} && sed -e '/^  uid:/d' -e '/^  resourceVersion:/d' -e '/^  creationTimestamp:/d' -e 's/v: git/v: theirs/' /tmp/${namespace}-d.yaml | kubectl create -f - && rm /tmp/${namespace}-d.yaml`,
+    );
+    expect(await configMapData(namespace, 'd')).toEqual({ v: 'theirs' });
+    const withoutD = await repo.commit({ 'app/d.yaml': null });
+    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', namespace] });
+    await ready(withoutD);
+    // then their `d` is not deleted: the inventory names `d`, but the object at that name holds no apply of ours
+    const dropped = await eventually(async () => {
+      const cs = await readConfigSync(namespace, 'app');
+      return listed(cs).includes(`/ConfigMap/${namespace}/d`) ? undefined : cs;
+    }, 'd to leave the inventory', 60_000);
+    expect(listed(dropped)).toEqual([`/ConfigMap/${namespace}/a`, `/ConfigMap/${namespace}/c`]);
+    expect(await configMapData(namespace, 'd')).toEqual({ v: 'theirs' });
 
     // when the sync applied `c` but its status write was lost (the operator stopped, the inventory gone), and
     // the next commit no longer renders `c`

@@ -333,14 +333,14 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
   };
 
   // Deleting a Namespace deletes everything in it: only when nothing but our own stale objects is left. Ours on
-  // proof, as for a prune (provenOwnership): the mark, and the inventory or our own apply; a copy that carries
-  // our marks keeps the Namespace.
+  // proof, as for a prune (planStale): the mark and our own apply recorded on the object by the API server; a
+  // copy that carries our marks, or an object re-created at a name the inventory lists, keeps the Namespace.
   const desiredIds = new Set(plan.apply.map((s) => s.id));
   const ours = (object: KubeObject): boolean => {
     const mark = object.metadata.annotations?.[OWNED_BY_ANNOTATION];
     const owned = options.pruneScope === 'sync' ? mark?.startsWith(`${plan.owner.namespace}/${plan.owner.name}/`) === true : mark === ownedBy(plan.owner);
     const id = objectId(object);
-    return owned && !desiredIds.has(id) && (plan.context.recorded.has(id) || appliedBy(object, fieldManager));
+    return owned && !desiredIds.has(id) && appliedBy(object, fieldManager);
   };
   const namespaceHeld = async (namespace: string): Promise<{ reason: string; retry: boolean } | undefined> => {
     let contents: NamespaceContents;

@@ -181,10 +181,22 @@ describe('planApply', () => {
 
     it('is recognised as ours when the inventory records it, whatever its managedFields', () => {
       // A recorded object whose managedFields no longer show our apply (another apply manager took every field):
-      // the inventory is the proof, and the render's change is applied (forced) as before.
+      // the inventory is the proof for applying, and the render's change is applied (forced) as before.
       const taken = copyOf(cm('a'), 'a', [{ manager: 'helm', operation: 'Apply' }]);
       expect(summary(plan({ desired: [cm('a', { k: 'new' })], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(taken) }).apply)).toEqual(['apply /ConfigMap/app/a force']);
-      expect(summary(plan({ desired: [], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(taken), allowEmpty: true }).prune)).toEqual(['delete /ConfigMap/app/a']);
+    });
+
+    it('is not deleted on the inventory alone: an object re-created at a recorded name, marks copied, is kept', () => {
+      // given: the inventory lists `a`; someone deleted it and created their own `a` from a copy of ours
+      for (const managedFields of [[], [{ manager: 'kubectl-client-side-apply', operation: 'Update' }], [{ manager: 'helm', operation: 'Apply' }]]) {
+        const recreated = copyOf(cm('a'), 'a', managedFields);
+        // when the render drops it
+        const p = plan({ desired: [], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(recreated), allowEmpty: true });
+        // then it is forgotten, not deleted, and the reason says why
+        expect(p.prune).toEqual([{ type: 'forget', id: '/ConfigMap/app/a', tier: 3, gone: false, reason: expect.stringMatching(/in the inventory, but has no server-side apply by field manager "syncline"/) as unknown }]);
+      }
+      // and our own object at that name is still deleted
+      expect(summary(plan({ desired: [], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(cm('a'))), allowEmpty: true }).prune)).toEqual(['delete /ConfigMap/app/a']);
     });
 
     it('is not pruned when the executor resolves it as a stale id it did not record', () => {

@@ -182,7 +182,9 @@ export function withOwnership(desired: KubeObject, owner: Owner): KubeObject {
  *   writes that entry when we apply, so an object applied by a run whose status write was lost (a crash, a
  *   leader kill or an API outage between apply and status) is still recognised and pruned, never leaked.
  * An object with our marks and neither proof is 'unproven': never deleted, and overwritten only the way an
- * object that is not ours would be (policy Adopt or Overwrite).
+ * object that is not ours would be (policy Adopt or Overwrite). Deleting asks more than applying: planStale and
+ * the Namespace check delete only what also holds our own Apply entry, since the inventory records names, and a
+ * name can be re-used.
  *
  * The limit: managedFields can be written deliberately (a create or update that sets them), so someone with
  * write access to an object can forge our entry on it. That only lets them have their own object treated as
@@ -280,6 +282,12 @@ export function planStale(id: string, live: KubeObject | undefined, context: Pla
   if (ownership.kind === 'other') return { type: 'forget', id, tier, gone: false, reason: `not pruned: now owned by ${ownership.ownedBy}` };
   if (ownership.kind === 'unmarked') return { type: 'forget', id, tier, gone: false, reason: 'not pruned: the object no longer carries our ownership mark' };
   if (ownership.kind === 'unproven') return { type: 'forget', id, tier, gone: false, reason: `not pruned: the object carries our ownership marks, but ${unprovenWhy(context)}` };
+  // A delete needs the API server's own record of our apply on this very object. The inventory names an id, not
+  // an object: what sits at that name now may have been deleted and re-created by someone else (marks copied
+  // along), or every field of it taken over by another apply manager; either way it is no longer ours to delete.
+  if (!appliedBy(live, context.fieldManager)) {
+    return { type: 'forget', id, tier, gone: false, reason: `not pruned: it is in the inventory, but has no server-side apply by field manager "${context.fieldManager}" (re-created or taken over by someone else)` };
+  }
   if (pruneDisabled(live)) return { type: 'forget', id, tier, gone: false, reason: 'not pruned: syncline.dev/prune is disabled' };
   if (tier === 0 && !context.createdNamespaces.has(id)) return { type: 'forget', id, tier, gone: false, reason: 'not pruned: a Namespace this sync did not create' };
   return { type: 'delete', id, tier, apiVersion: live.apiVersion, uid: live.metadata.uid };
