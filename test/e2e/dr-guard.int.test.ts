@@ -2,7 +2,8 @@
 // the operator's credentials. The layout is the README's: the RemoteCluster of the standby and its kubeconfig
 // Secret live in the namespace being replicated. A mass deletion (`kubectl delete --all`) is held in the
 // standby with a condition, a Warning Event and a metric until `syncline confirm-prune` confirms it; a single
-// deletion still propagates; the deletion of a source namespace is held.
+// deletion still propagates; a source emptied one object at a time is held once the deletions within the
+// window pass the threshold; the deletion of a source namespace is held.
 import { AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
@@ -201,6 +202,35 @@ describe('disaster recovery guards (NamespaceReplication)', () => {
       await eventually(async () => ((await warnings('doomed', 'PruneHeld')).length > 0 ? true : undefined), 'the PruneHeld Warning Event');
     } finally {
       await doomed[Symbol.asyncDispose]();
+    }
+  }, 240_000);
+
+  it('holds a source emptied slowly, one object at a time: deletions within the window count together', async () => {
+    // given a replication of eight ConfigMaps; 25% of them is two
+    const slow = await testNamespace({ prefix: 'drg-slow' });
+    try {
+      const names = ['s1', 's2', 's3', 's4', 's5', 's6', 's7', 's8'];
+      for (const name of names) await core.createNamespacedConfigMap({ namespace: slow.name, body: { metadata: { name }, data: { v: name } } });
+      await applyNr('slow', { sourceNamespace: slow.name, destination: { cluster: { name: 'dr' }, namespace: 'standby-c' }, interval: '10s' });
+      await eventually(async () => ((await standbyConfigMaps('standby-c')).length === 8 ? true : undefined), 'the standby of the slow namespace', 120_000);
+      // when the objects are deleted one by one, each only after the standby followed the one before (each
+      // pass alone is a single deletion, well under the threshold)
+      for (const [i, name] of ['s1', 's2'].entries()) {
+        await core.deleteNamespacedConfigMap({ name, namespace: slow.name });
+        await eventually(async () => ((await standbyConfigMaps('standby-c')).includes(name) ? undefined : true), `${name} gone from the standby`, 60_000);
+        expect((await readNr('slow')).status?.recentDeletions?.reduce((sum, r) => sum + r.objects, 0)).toBe(i + 1);
+      }
+      await core.deleteNamespacedConfigMap({ name: 's3', namespace: slow.name });
+      // then the third is held: three of eight within the window is more than 25%
+      const held = await eventually(async () => {
+        const n = await readNr('slow');
+        return n.status?.pruneHold?.objects === 1 ? n : undefined;
+      }, 'the third deletion to be held', 60_000);
+      expect(held.status?.pruneHold?.reason).toBe('MassDeletion');
+      expect(condition(held, 'PruneHeld')?.message).toMatch(/more than spec\.pruneGuard\.maxDeletions \(25%\) within 10m, 2 already deleted in that time/);
+      expect(await standbyConfigMaps('standby-c')).toEqual(['s3', 's4', 's5', 's6', 's7', 's8']);
+    } finally {
+      await slow[Symbol.asyncDispose]();
     }
   }, 240_000);
 });

@@ -428,8 +428,12 @@ export const NamespaceReplicationSpec = z.object({
         .default('25%')
         .meta({
           description:
-            'The most standby objects one pass may delete without a confirmation: a count ("10") or a percentage of the objects replicated ("25%", rounded down, at least 1). "0" holds every deletion. More is a mass deletion and is held.',
+            'The most standby objects that may be deleted within `window` without a confirmation: a count ("10") or a percentage of the objects replicated ("25%" of what the standby held when the window began, rounded down, at least 1). "0" holds every deletion. More is a mass deletion and is held.',
         }),
+      window: Duration.default('10m').meta({
+        description:
+          'Deletions made within this long count together toward maxDeletions, so a source emptied slowly (one object every few seconds) is held like one emptied at once. "0s": each pass is counted alone. A confirmed or released hold starts the count afresh.',
+      }),
       delay: Duration.optional().meta({
         description: 'A held deletion goes ahead on its own once it has been held this long (unchanged). Omitted: it waits for a confirmation (spec.confirmPrune) however long.',
       }),
@@ -437,7 +441,7 @@ export const NamespaceReplicationSpec = z.object({
     .prefault({})
     .meta({
       description:
-        'Deletions the standby does not mirror at once: more than maxDeletions in one pass, or any deletion while the source namespace is being deleted or is gone, is held (condition PruneHeld, a Warning Event) until confirmed or until delay passes. Updates keep flowing meanwhile.',
+        'Deletions the standby does not mirror at once: more than maxDeletions within window, or any deletion while the source namespace is being deleted or is gone, is held (condition PruneHeld, a Warning Event) until confirmed or until delay passes. Updates keep flowing meanwhile.',
     }),
   confirmPrune: z
     .string()
@@ -485,10 +489,19 @@ export const NamespaceReplicationStatus = z.object({
       token: describe(z.string(), 'Names exactly this held set: spec.confirmPrune set to it confirms the deletion.'),
       since: Timestamp('When this set was first held.'),
       objects: describe(z.number().int(), 'How many standby objects the held deletion would remove.'),
-      reason: describe(z.enum(['MassDeletion', 'SourceNamespaceDeleted']), 'MassDeletion: more than spec.pruneGuard.maxDeletions at once; SourceNamespaceDeleted: the source namespace is being deleted or is gone.'),
+      reason: describe(z.enum(['MassDeletion', 'SourceNamespaceDeleted']), 'MassDeletion: more than spec.pruneGuard.maxDeletions within spec.pruneGuard.window; SourceNamespaceDeleted: the source namespace is being deleted or is gone.'),
     })
     .optional()
     .meta({ description: 'A deletion held back from the standby (see spec.pruneGuard); absent when none is held.' }),
+  recentDeletions: z
+    .array(
+      z.object({
+        at: Timestamp('When the pass deleted them.'),
+        objects: describe(z.number().int(), 'How many standby objects that pass deleted.'),
+      }),
+    )
+    .optional()
+    .meta({ description: 'Unconfirmed deletions from the standby within spec.pruneGuard.window, oldest first: they count toward maxDeletions with the next pass.' }),
   excludedCredentials: z
     .number()
     .int()

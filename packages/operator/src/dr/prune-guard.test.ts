@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { allowedDeletions, decidePrune, holdToken, PruneHoldReason, type PruneGuardInput } from './prune-guard.ts';
+import { allowedDeletions, decidePrune, holdToken, PruneHoldReason, recordDeletions, type PruneGuardInput, type RecentDeletion } from './prune-guard.ts';
 
 const ns = '/Namespace//shop';
 const cm = (name: string): string => `/ConfigMap/shop/${name}`;
@@ -114,5 +114,48 @@ describe('decidePrune', () => {
     expect(decidePrune(base({ desired: inventory.filter((id) => id !== cm('c3') && id !== cm('c4')), settleMs: 5000, settling: second.settling, now: later(7000) }))).toEqual({ action: 'prune', stale: [cm('c3'), cm('c4')] });
     // the rest of a mass deletion arriving while the first ones settle is held as a whole
     expect(decidePrune(base({ desired: [ns], settleMs: 5000, settling: second.settling, now: later(3000) }))).toMatchObject({ action: 'hold', hold: { objects: 8 } });
+  });
+
+  describe('within a window', () => {
+    const windowed = { maxDeletions: '25%', windowMs: 600_000 };
+    const later = (ms: number): Date => new Date(now.getTime() + ms);
+    const minus = (...gone: string[]) => [ns, ...names(8)].filter((id) => !gone.includes(id));
+
+    it('counts the deletions earlier passes made: a source emptied one object at a time is held at the threshold', () => {
+      // given: 8 objects, 25% of them is 2; an earlier pass deleted c0 and another c1 (the inventory lost them)
+      let recent: RecentDeletion[] = [];
+      let inventory = [ns, ...names(8)];
+      for (const [i, gone] of [cm('c0'), cm('c1')].entries()) {
+        const at = later(i * 30_000);
+        const decision = decidePrune(base({ inventory, desired: inventory.filter((id) => id !== gone), policy: windowed, recent, now: at }));
+        expect(decision).toEqual({ action: 'prune', stale: [gone] });
+        recent = recordDeletions({ recent, windowMs: windowed.windowMs, now: at, deleted: 1, released: false });
+        inventory = inventory.filter((id) => id !== gone);
+      }
+      expect(recent).toEqual([{ at: now.toISOString(), objects: 1 }, { at: later(30_000).toISOString(), objects: 1 }]);
+      // when a third pass would delete one more
+      const third = decidePrune(base({ inventory, desired: inventory.filter((id) => id !== cm('c2')), policy: windowed, recent, now: later(60_000) }));
+      // then it is held: three of the eight the window began with
+      expect(third).toMatchObject({ action: 'hold', held: [cm('c2')], earlier: 2, hold: { reason: PruneHoldReason.MassDeletion, objects: 1 } });
+      // and once the window has passed the earlier deletions no longer count
+      expect(decidePrune(base({ inventory, desired: inventory.filter((id) => id !== cm('c2')), policy: windowed, recent, now: later(30_000 + 600_000) }))).toEqual({ action: 'prune', stale: [cm('c2')] });
+      // without a window each pass is counted alone, as before
+      expect(decidePrune(base({ inventory, desired: inventory.filter((id) => id !== cm('c2')), policy: { maxDeletions: '25%' }, recent, now: later(60_000) }))).toMatchObject({ action: 'prune' });
+    });
+
+    it('a confirmed hold starts the count afresh, and old entries leave the record', () => {
+      expect(recordDeletions({ recent: [{ at: now.toISOString(), objects: 5 }], windowMs: 600_000, now: later(1000), deleted: 3, released: true })).toEqual([]);
+      expect(recordDeletions({ recent: [{ at: now.toISOString(), objects: 5 }], windowMs: 600_000, now: later(600_000), deleted: 0, released: false })).toEqual([]);
+      expect(recordDeletions({ recent: undefined, windowMs: 0, now, deleted: 4, released: false })).toEqual([]);
+      expect(decidePrune(base({ desired: minus(cm('c7')), policy: windowed, recent: [{ at: now.toISOString(), objects: 1 }] }))).toMatchObject({ action: 'prune' });
+    });
+
+    it('keeps the record bounded, merging the oldest entries (they then count a little longer, never shorter)', () => {
+      let recent: RecentDeletion[] = [];
+      for (let i = 0; i < 50; i += 1) recent = recordDeletions({ recent, windowMs: 3_600_000, now: later(i * 1000), deleted: 1, released: false });
+      expect(recent.length).toBeLessThanOrEqual(20);
+      expect(recent.reduce((sum, r) => sum + r.objects, 0)).toBe(50);
+      expect(recent.at(-1)).toEqual({ at: later(49_000).toISOString(), objects: 1 });
+    });
   });
 });

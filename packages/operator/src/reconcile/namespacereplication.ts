@@ -14,10 +14,10 @@ import { objectLabels, type Metrics } from '../metrics.ts';
 import type { MirrorKeys } from '../mirror/index.ts';
 import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
 import type { CredentialHolders } from '../dr/credentials.ts';
-import type { Settling } from '../dr/prune-guard.ts';
+import { recordDeletions, type Settling } from '../dr/prune-guard.ts';
 import { Reason, removeCondition, setCondition } from './conditions.ts';
 import type { ApplyIdentity } from './configsync.ts';
-import { MAX_TIMER_MS, boundedInterval, type IntervalBounds } from './duration.ts';
+import { MAX_TIMER_MS, boundedInterval, parseDuration, type IntervalBounds } from './duration.ts';
 import { createReconciler, type ShellEvent } from './shell.ts';
 import { guardPrune, guardedInventory, heldPruneReport, keepHeld, pruneHeldConditions, replicableObjects, sourceNamespaceState } from './replication-guard.ts';
 import { applyTarget, describeChanges, truncate } from './target.ts';
@@ -240,7 +240,15 @@ async function replicate(deps: ReplicationRun, object: NamespaceReplication, spe
     inventory: [{ ...outcome.inventory, ...(cluster === undefined ? {} : { cluster }) }],
     excludedCredentials: replicable.excluded.length,
     ...(guard.action === 'hold' ? { pruneHold: guard.hold } : {}),
+    recentDeletions: recordDeletions({
+      recent: previous.recentDeletions,
+      windowMs: parseDuration(spec.pruneGuard.window),
+      now: deps.clock.now(),
+      deleted: guard.action === 'prune' && ok ? outcome.counts.deleted : 0,
+      released: guard.action === 'prune' && guard.released !== undefined && ok,
+    }),
   };
+  if (status.recentDeletions?.length === 0) delete status.recentDeletions;
   delete status.failedOverAt;
   delete status.standbyPromotion;
   status.conditions = removeCondition(conditions, 'Fenced');

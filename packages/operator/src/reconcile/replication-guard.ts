@@ -56,7 +56,8 @@ export function guardPrune(input: {
     desired,
     alwaysPrunable: input.credentialIds,
     sourceNamespace: input.sourceNamespace,
-    policy: { maxDeletions: spec.pruneGuard.maxDeletions, delayMs: spec.pruneGuard.delay === undefined ? undefined : parseDuration(spec.pruneGuard.delay) },
+    policy: { maxDeletions: spec.pruneGuard.maxDeletions, delayMs: spec.pruneGuard.delay === undefined ? undefined : parseDuration(spec.pruneGuard.delay), windowMs: parseDuration(spec.pruneGuard.window) },
+    recent: input.previous?.recentDeletions,
     previous: input.previous?.pruneHold,
     confirmed: spec.confirmPrune,
     settling: input.settling.get(input.key),
@@ -109,7 +110,7 @@ export function heldPruneReport(decision: Extract<PruneDecision, { action: 'hold
   const why =
     hold.reason === PruneHoldReason.SourceNamespaceDeleted
       ? `the source namespace ${context.sourceNamespace} is being deleted or is gone`
-      : `more than spec.pruneGuard.maxDeletions (${context.spec.pruneGuard.maxDeletions}) at once`;
+      : `more than spec.pruneGuard.maxDeletions (${context.spec.pruneGuard.maxDeletions}) within ${context.spec.pruneGuard.window}${decision.earlier > 0 ? `, ${decision.earlier} already deleted in that time` : ''}`;
   const release = context.spec.pruneGuard.delay === undefined ? '' : `, or it goes ahead ${context.spec.pruneGuard.delay} after ${hold.since}`;
   const message = `${held.length} deletion(s) held in the standby (${why}): ${sample(held)}; confirm with \`${context.command}\` (spec.confirmPrune: ${hold.token})${release}`;
   return { condition: { type: 'PruneHeld', status: 'True', reason: Reason.PruneHeld, message: truncate(message) }, message };
