@@ -17,6 +17,9 @@ export {
   NamespaceReplication,
   NamespaceReplicationSpec,
   NamespaceReplicationStatus,
+  NamespaceReplicationPolicy,
+  NamespaceReplicationPolicySpec,
+  NamespaceReplicationPolicyStatus,
 } from './api/v1alpha1.ts';
 export type { Condition, HistoryEntry, TargetStatus, SyncPolicy, DriftPolicy, DeletionPolicy } from './api/v1alpha1.ts';
 export { customResourceDefinitions } from './api/crd.ts';
