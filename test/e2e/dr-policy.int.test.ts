@@ -102,6 +102,15 @@ describe('replication policy: many namespaces with one object', () => {
     expect(status).toMatchObject({ matched: 1, ready: 1, promoted: 0, inventory: [{ replication: 'gold-shop', namespace: 'shop' }] });
     expect(status.namespaces).toEqual([expect.objectContaining({ namespace: 'shop', standbyNamespace: 'shop-dr', replication: 'gold-shop', ready: 'True' })]);
     expect(status.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'True', message: expect.stringContaining('1 namespace(s) matched, 1 replicating') as string });
+
+    // the incident view: the last replicated change, the heartbeat as the standby stored it, not promoted
+    const table = await eventually(async () => {
+      const result = await run(process.execPath, [bin, 'get', 'nsrepl', '-A', '--kubeconfig', primary.kubeconfigPath]);
+      return /^ops\s+gold-shop\s.*\s\d+s\s+standby\s/m.test(result.stdout) ? result.stdout : undefined;
+    }, 'get nsrepl -A to show the heartbeat and the standby state', 60_000);
+    expect(table).toMatch(/^NAMESPACE\s+NAME\s+SOURCE\s+CLUSTER\s+.*LAST CHANGE\s+FENCED\s+HEARTBEAT\s+STANDBY\s+AGE$/m);
+    const policies = await run(process.execPath, [bin, 'get', 'drpolicy', '-n', OPS, '--kubeconfig', primary.kubeconfigPath]);
+    expect(policies.stdout).toMatch(/^NAME\s+CLUSTER\s+NAMESPACES\s+REPLICATING\s+PROMOTED\s+OLDEST CHANGE\s+READY\s+AGE\ngold\s+dr\s+1\s+1\s+0\s+\d+s\s+True\s/m);
   }, 240_000);
 
   it('ignores a policy in a namespace that is not trusted, and says why', async () => {
