@@ -98,6 +98,7 @@ export function startReplicationPolicies(options: ReplicationPolicyOptions): { s
     queue.start((key) => (options.isLeader() ? reconcile(key) : Promise.resolve({ kind: 'done' })));
     enqueueAll();
   }, 250);
+  leadership.unref();
   const resync = setInterval(() => {
     if (started && options.isLeader()) enqueueAll();
   }, options.resyncMs ?? 5 * 60_000);
