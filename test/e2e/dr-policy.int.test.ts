@@ -149,4 +149,28 @@ describe('replication policy: many namespaces with one object', () => {
     await eventually(async () => ((await standbyConfigMap('shop-dr')) === 'changed' ? true : undefined), 'shop still replicating', 60_000);
     expect(await standbyConfigMap('blog-dr')).toBe('blog');
   }, 240_000);
+
+  it('leaves a NamespaceReplication it did not create alone, even under the name it would use', async () => {
+    // given a replication made by hand under the policy's name for namespace pay (a copied label too)
+    await rest.request({
+      method: 'POST',
+      path: `${API}/namespaces/${OPS}/namespacereplications`,
+      body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'NamespaceReplication', metadata: { name: 'gold-pay', labels: { 'syncline.dev/policy': 'gold' } }, spec: { sourceNamespace: 'pay', destination: { cluster: { name: 'dr' }, namespace: 'pay-by-hand' }, interval: '7s', suspend: true } },
+    });
+    // when pay is labelled
+    await protect('pay', { dr: 'gold' });
+    // then the policy says so and does not touch it
+    const row = await eventually(async () => (await readPolicy(OPS, 'gold')).status?.namespaces?.find((r) => r.namespace === 'pay'), 'the line for pay', 60_000);
+    expect(row.message).toContain('this policy did not create');
+    const byHand = (await replications()).find((nr) => nr.metadata.name === 'gold-pay');
+    expect(byHand?.spec).toMatchObject({ interval: '7s', suspend: true, destination: { namespace: 'pay-by-hand' } });
+    expect((await readPolicy(OPS, 'gold')).status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'Conflict' });
+  }, 120_000);
+
+  it('deleting the policy deletes the replications it created (garbage collection); every standby stays', async () => {
+    await rest.request({ method: 'DELETE', path: `${API}/namespaces/${OPS}/namespacereplicationpolicies/gold` });
+    await eventually(async () => ((await replications()).map((nr) => nr.metadata.name).join(',') === 'gold-pay' ? true : undefined), 'only the hand-made replication left', 120_000);
+    expect(await standbyConfigMap('shop-dr')).toBe('changed');
+    expect(await standbyConfigMap('news-dr')).toBe('news');
+  }, 180_000);
 });
