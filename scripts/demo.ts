@@ -5,9 +5,11 @@
 // non-zero on the first failure (CI runs it). Without --once it keeps the live status table up after the
 // walkthrough until Ctrl-C.
 import { KubeConfig } from '@kubernetes/client-node';
-import { createKubeRest, installCrds, formatStatus, type ConfigSync, type KubeRest } from '@syncline/operator';
+import { createKubeRest, installCrds, formatStatus, runCli, type ConfigSync, type KubeRest } from '@syncline/operator';
 import { startControlPlane, startGitServer, startOperator, type TestRepo } from '@syncline/test-support';
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 
@@ -76,22 +78,25 @@ function readTree(dir: string): Record<string, string> {
 }
 
 let exitCode = 0;
-let cleanup: (() => Promise<void>)[] = [];
+// The primary keeps its data in a directory of its own: the walkthrough kills it, and it can come back.
+const primaryDataDir = mkdtempSync(join(tmpdir(), 'syncline-demo-primary-'));
+let cleanup: (() => Promise<void>)[] = [() => rm(primaryDataDir, { recursive: true, force: true })];
 try {
   const startLabel = 'starting a real Kubernetes control plane (etcd + kube-apiserver + kube-controller-manager)';
   const controlPlane = await step(startLabel, () =>
     startControlPlane({
+      dataDir: primaryDataDir,
       // The first run on a machine builds it from the Kubernetes Go modules: say so while it takes minutes.
       onProgress: (line) => (tty ? spin(`${startLabel}: ${line.slice(0, 60)}`) : console.log(dim(`  ${line}`))),
     }),
   );
-  cleanup.push(() => controlPlane.stop());
+  cleanup = [() => controlPlane.stop(), ...cleanup];
   const kc = new KubeConfig();
   kc.loadFromFile(controlPlane.kubeconfigPath);
   const rest = await createKubeRest(kc);
 
   const git = await startGitServer();
-  cleanup.push(() => git.close());
+  cleanup = [() => git.close(), ...cleanup];
   const repo: TestRepo = await git.createRepo('configs');
   const first = await step('committing examples/repo to a local Git server', () => repo.commit(readTree(join(root, 'examples', 'repo')), { message: 'Import the examples' }));
 
@@ -102,7 +107,7 @@ try {
     }
   });
 
-  const operator = await step('starting the operator (syncline run)', () => startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', home, '--operator-namespace', home] }));
+  const operator = await step('starting the operator (syncline run)', () => startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', home, '--operator-namespace', home, '--dr-heartbeat-interval', '1s'] }));
   cleanup = [() => operator.stop(), ...cleanup];
 
   await step('applying examples/configsyncs (the Git URL pointed at the local server)', async () => {
@@ -227,30 +232,74 @@ try {
     const web = await until('web in the standby', () => standbyRest.request<{ spec?: { replicas?: number }; metadata: { annotations?: Record<string, string> } }>({ method: 'GET', path: '/apis/apps/v1/namespaces/web-prod/deployments/web' }));
     console.log(dim(`    standby web-prod/web: replicas ${web.spec?.replicas}, syncline.dev/original-replicas ${web.metadata.annotations?.['syncline.dev/original-replicas']}`));
     if (web.spec?.replicas !== 0) throw new Error('the standby Deployment is not at 0 replicas');
+    // The primary's heartbeat in the standby: what the standby side reads when the primary is gone.
+    await until('the heartbeat in the standby, with the last replicated change', async () => {
+      const lease = await standbyRest.request<{ metadata: { annotations?: Record<string, string> } }>({ method: 'GET', path: '/apis/coordination.k8s.io/v1/namespaces/web-prod/leases/syncline-heartbeat-web-prod' });
+      return (lease.metadata.annotations?.['syncline.dev/last-replicated-change'] ?? '') === '' ? undefined : lease;
+    });
   });
-  await step('failover (spec.failover: true, what `syncline failover web-prod` sets) → the standby runs the recorded replicas', async () => {
-    await rest.request({ method: 'PATCH', path: `/apis/syncline.dev/v1alpha1/namespaces/${home}/namespacereplications/web-prod`, contentType: 'application/merge-patch+json', body: { spec: { failover: true } } });
+  // The day DR exists for: the primary cluster is gone, and the standby is promoted from its own side.
+  await step('the primary is gone: its operator and its control plane are killed', async () => {
+    await operator.kill();
+    process.kill(controlPlane.pid, 'SIGKILL');
+    await controlPlane.stop();
+  });
+  await step('`syncline failover --standby`, with only the standby\'s kubeconfig → web-prod promoted, Deployments at their recorded counts', async () => {
+    const failover = await syncline(['failover', '--standby', '--kubeconfig', standby.kubeconfigPath, '--by', 'demo-oncall']);
+    for (const line of failover.trim().split('\n')) console.log(dim(`    ${line}`));
     const standbyKc = new KubeConfig();
     standbyKc.loadFromFile(standby.kubeconfigPath);
     const standbyRest = await createKubeRest(standbyKc);
-    const web = await until('web scaled up in the standby', async () => {
-      const d = await standbyRest.request<{ spec?: { replicas?: number }; metadata: { annotations?: Record<string, string> } }>({ method: 'GET', path: '/apis/apps/v1/namespaces/web-prod/deployments/web' });
-      return d.spec?.replicas !== 0 && String(d.spec?.replicas) === d.metadata.annotations?.['syncline.dev/original-replicas'] ? d : undefined;
-    });
-    console.log(dim(`    standby web-prod/web: replicas ${web.spec?.replicas} (failed over)`));
+    const list = await standbyRest.request<{ items: { metadata: { name: string; annotations?: Record<string, string> }; spec?: { replicas?: number } }[] }>({ method: 'GET', path: '/apis/apps/v1/namespaces/web-prod/deployments' });
+    if (list.items.length === 0) throw new Error('no Deployments in the standby');
+    for (const d of list.items) {
+      const recorded = d.metadata.annotations?.['syncline.dev/original-replicas'];
+      if (String(d.spec?.replicas) !== recorded) throw new Error(`standby web-prod/${d.metadata.name}: replicas ${d.spec?.replicas}, recorded ${recorded}`);
+      console.log(dim(`    standby web-prod/${d.metadata.name}: replicas ${d.spec?.replicas} (recorded ${recorded})`));
+    }
+    for (const line of (await syncline(['dr', 'status', '--standby', '--kubeconfig', standby.kubeconfigPath])).trim().split('\n')) console.log(dim(`    ${line}`));
   });
 
   console.log(bold(`\nWalkthrough complete in ${elapsed()}.`));
   if (!once) {
+    // Explore on: the primary back from its data (new ports), its operator fenced off the promoted standby.
+    const primary = await step('the primary back from its data: its operator sees the promotion and does not replicate over the standby', async () => {
+      const back = await startControlPlane({ dataDir: primaryDataDir });
+      cleanup = [() => back.stop(), ...cleanup];
+      const again = await startOperator({ kubeconfig: back.kubeconfigPath, args: ['--namespace', home, '--operator-namespace', home] });
+      cleanup = [() => again.stop(), ...cleanup];
+      const backKc = new KubeConfig();
+      backKc.loadFromFile(back.kubeconfigPath);
+      const backRest = await createKubeRest(backKc);
+      const fenced = await until('web-prod Fenced', async () => {
+        const nr = await backRest.request<{ status?: { conditions?: { type: string; status: string; message: string }[] } }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${home}/namespacereplications/web-prod` });
+        return nr.status?.conditions?.find((c) => c.type === 'Fenced' && c.status === 'True');
+      });
+      console.log(dim(`    Fenced: ${fenced.message}`));
+      return back;
+    });
+    const backKc = new KubeConfig();
+    backKc.loadFromFile(primary.kubeconfigPath);
+    const primaryTable = showStatus(await createKubeRest(backKc));
     console.log(`
-  export KUBECONFIG=${controlPlane.kubeconfigPath}
+  export KUBECONFIG=${primary.kubeconfigPath}
   kubectl get csync,msync -n ${home}            # the ConfigSyncs and the ManifestSync
   kubectl get deploy,svc,cm -n web-prod          # what they applied
   ./pnpm exec syncline status -n ${home}
+  ./pnpm exec syncline get nsrepl -A             # web-prod: Fenced, the standby promoted
+  ./pnpm exec syncline dr status --standby --kubeconfig ${standby.kubeconfigPath}
   Git repo: ${repo.url}  (clone it, push a change, then: ./pnpm exec syncline reconcile web -n ${home} --wait)
 
   The status below refreshes every 2 s. Ctrl-C stops everything.`);
-    await table.live();
+    // Ctrl-C: stop everything and remove the primary's data directory.
+    process.once('SIGINT', () => {
+      clearInterval(spinnerTimer);
+      void (async () => {
+        for (const stop of cleanup) await stop().catch(() => undefined);
+        process.exit(130);
+      })();
+    });
+    await primaryTable.live();
   }
 } catch (error) {
   exitCode = 1;
@@ -260,6 +309,15 @@ try {
   for (const stop of cleanup) await stop().catch(() => undefined);
 }
 process.exit(exitCode);
+
+/** The syncline CLI's commands, run in this process (a second Node would add its start-up): its output, or its error. */
+async function syncline(args: readonly string[]): Promise<string> {
+  let out = '';
+  let err = '';
+  const code = await runCli(args, { env: process.env, runOperator: () => Promise.reject(new Error('not here')), out: (text) => (out += text), err: (text) => (err += text) });
+  if (code !== 0) throw new Error(`syncline ${args.join(' ')}: exit ${code}: ${err}`);
+  return out;
+}
 
 async function get(rest: KubeRest, name: string): Promise<ConfigSync> {
   return rest.request<ConfigSync>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${home}/configsyncs/${name}` });

@@ -160,7 +160,7 @@ describe('charts/syncline', () => {
     const ports = (name: string): unknown => (find(objects, 'Service', name)[0]?.['spec'] as { ports?: unknown } | undefined)?.ports;
     expect(ports('syncline-metrics')).toEqual([{ name: 'metrics', port: 8080, targetPort: 'probes', protocol: 'TCP' }]);
     expect(ports('syncline-webhooks')).toEqual([{ name: 'webhooks', port: 9292, targetPort: 'webhooks', protocol: 'TCP' }]);
-    expect(find(objects, 'CustomResourceDefinition').map((s) => s.metadata?.name)).toEqual(['configsyncs.syncline.dev', 'manifestsyncs.syncline.dev', 'namespacereplications.syncline.dev', 'remoteclusters.syncline.dev']);
+    expect(find(objects, 'CustomResourceDefinition').map((s) => s.metadata?.name)).toEqual(['configsyncs.syncline.dev', 'manifestsyncs.syncline.dev', 'namespacereplicationpolicies.syncline.dev', 'namespacereplications.syncline.dev', 'remoteclusters.syncline.dev']);
   });
 
   it('values.schema.json: a wrong type, a bad enum value or an unknown key fails helm template', () => {
@@ -275,6 +275,9 @@ describe('charts/syncline', () => {
     const own = find(objects, 'ClusterRole', 'syncline').flatMap((o) => o['rules'] as Rule[]);
     expect(own).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['configsyncs/status', 'manifestsyncs/status', 'remoteclusters/status', 'namespacereplications/status'], verbs: ['get', 'patch', 'update'] });
     expect(own).toContainEqual({ apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'] });
+    // NamespaceReplicationPolicies: the replications they stand for are created and removed by the operator
+    expect(own).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['namespacereplicationpolicies/status'], verbs: ['get', 'patch', 'update'] });
+    expect(own).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['namespacereplications'], verbs: ['create', 'delete'] });
     // least privilege: the operator's own role writes nothing but its API, events and tokens
     for (const rule of own) if (rule.apiGroups?.includes('') === true && rule.resources?.includes('secrets') === true) expect(rule.verbs).toEqual(['get', 'list', 'watch']);
     expect(rulesOf(objects, 'Role')).toContainEqual({ apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['syncline-leader'], verbs: ['get', 'update', 'patch'] });
@@ -465,7 +468,7 @@ describe('charts/syncline', () => {
   });
 
   it('aggregated ClusterRoles: view (every Syncline kind, read) joins view by default; edit joins edit/admin only when asked', () => {
-    const kinds = ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications'];
+    const kinds = ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications', 'namespacereplicationpolicies'];
     const objects = template();
     const [view] = find(objects, 'ClusterRole', 'syncline-view');
     const [edit] = find(objects, 'ClusterRole', 'syncline-edit');
@@ -580,7 +583,7 @@ describe('charts/syncline', () => {
       await get(`/apis/rbac.authorization.k8s.io/v1/clusterroles/${fullname}`);
       await get(`/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${fullname}-manage`);
       await get(`/apis/rbac.authorization.k8s.io/v1/namespaces/${target.name}/roles/${fullname}-leader-election`);
-      for (const crd of ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications']) await get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd}.syncline.dev`);
+      for (const crd of ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications', 'namespacereplicationpolicies']) await get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd}.syncline.dev`);
     } finally {
       // and it uninstalls cleanly (the cluster-scoped RBAC goes with it)
       const uninstall = runHelm(helm, ['uninstall', release, ...kubeconfig, '--wait', '--timeout', '60s'], helmHome);
@@ -615,7 +618,7 @@ describe('charts/syncline', () => {
         return result.stdout.trim();
       };
       const answers = (user: string, verbs: readonly string[], resources: readonly string[]): string => verbs.flatMap((verb) => resources.map((r) => `${verb} ${r}: ${canI(user, verb, r)}`)).join('\n');
-      const kinds = ['configsyncs', 'manifestsyncs', 'namespacereplications', 'remoteclusters'];
+      const kinds = ['configsyncs', 'manifestsyncs', 'namespacereplicationpolicies', 'namespacereplications', 'remoteclusters'];
       const expected = (verbs: readonly string[], answer: string): string => verbs.flatMap((verb) => kinds.map((r) => `${verb} ${r}: ${answer}`)).join('\n');
 
       // then (once the controller manager has aggregated the roles) both read every kind, alice writes them too

@@ -141,6 +141,10 @@ describe('disaster recovery with the primary gone', () => {
       return list.items.some((e) => e.reason === 'StandbyPromoted' && e.involvedObject?.kind === 'NamespaceReplication') ? list : undefined;
     }, 'the StandbyPromoted event', 30_000);
     expect(events.items.length).toBeGreaterThan(0);
+    // what a person reads in the primary: the last replicated change, and the standby's own word that it was promoted
+    const table = await syncline(['get', 'nsrepl', '-A', '--kubeconfig', primary.kubeconfigPath]);
+    expect(table.stdout).toMatch(/^NAMESPACE\s+NAME\s+.*LAST CHANGE\s+FENCED\s+HEARTBEAT\s+STANDBY\s+AGE$/m);
+    expect(table.stdout).toMatch(/^shop\s+shop\s+dr\s+Continuous\s+False\s+.*\s\d+[smhd]\S*\s+True\s+\d+[smhd]\S*\s+promoted\s/m);
     // the standby kept its promoted state: nothing replicated over it
     expect(await replicas('web')).toBe(3);
     expect((await standbyCore().readNamespacedConfigMap({ name: 'settings', namespace: NS })).data?.['mode']).toBe('before');

@@ -73,6 +73,20 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: ["syncline.dev"]
   resources: ["configsyncs/finalizers", "manifestsyncs/finalizers"]
   verbs: ["update"]
+{{- if eq .Values.rbac.scope "cluster" }}
+# NamespaceReplicationPolicies: read them, keep their status, and create and remove the NamespaceReplications
+# they stand for (only in trusted namespaces, which the operator enforces; cluster mode only: a policy watches
+# every namespace).
+- apiGroups: ["syncline.dev"]
+  resources: ["namespacereplicationpolicies"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["syncline.dev"]
+  resources: ["namespacereplicationpolicies/status"]
+  verbs: ["get", "patch", "update"]
+- apiGroups: ["syncline.dev"]
+  resources: ["namespacereplications"]
+  verbs: ["create", "delete"]
+{{- end }}
 {{- if or (eq .Values.rbac.scope "namespace") (eq .Values.operator.secretAccess "cluster") }}
 - apiGroups: [""]
   resources: ["secrets", "configmaps"]

@@ -17,10 +17,14 @@ export {
   NamespaceReplication,
   NamespaceReplicationSpec,
   NamespaceReplicationStatus,
+  NamespaceReplicationPolicy,
+  NamespaceReplicationPolicySpec,
+  NamespaceReplicationPolicyStatus,
 } from './api/v1alpha1.ts';
 export type { Condition, HistoryEntry, TargetStatus, SyncPolicy, DriftPolicy, DeletionPolicy } from './api/v1alpha1.ts';
 export { customResourceDefinitions } from './api/crd.ts';
 export { main } from './main.ts';
+export { runCli } from './cli.ts';
 export { formatStatus, rollbackRevision } from './cli/commands.ts';
 export { FINALIZER, RECONCILE_REQUESTED_ANNOTATION } from './reconcile/configsync.ts';
 export { createKubeRest, KubeApiError } from '@syncline/kube';

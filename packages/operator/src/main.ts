@@ -12,6 +12,7 @@ import { runCli, type RunOptions } from './cli.ts';
 import { createApplyClients } from './kube/identity.ts';
 import { startManager } from './manager.ts';
 import { startAutoFailover } from './dr/auto-failover.ts';
+import { startReplicationPolicies } from './reconcile/namespacereplicationpolicy.ts';
 import { startMirrorController } from './mirror/controller.ts';
 import { StalePolicy, mirrorKeys, parseMirrorSourceNamespaces } from './mirror/index.ts';
 import { DEFAULT_INTERVAL_BOUNDS } from './reconcile/configsync.ts';
@@ -133,6 +134,8 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     flags.drAutoFailoverGrace === undefined || flags.drAutoFailoverGrace === 'off'
       ? undefined
       : startAutoFailover({ rest, applyClient: () => applyClient(undefined), graceMs: parseDuration(flags.drAutoFailoverGrace), isLeader: () => manager.isLeader(), clock, logger, metrics, events, keys, identity });
+  // One NamespaceReplication per namespace a policy selects: it watches every namespace (not in --namespace mode).
+  const replicationPolicies = flags.namespace === undefined ? startReplicationPolicies({ rest, applyClient: () => applyClient(undefined), clock, logger, metrics, events, trusted, isLeader: () => manager.isLeader(), shard, watchBudget }) : undefined;
   const probes = await startProbeServer({ address: flags.probeAddr, metrics, ready: () => manager.ready() && (mirror?.ready() ?? true), live: () => manager.live(), logger });
   let webhooks: WebhookServer | undefined;
   if (flags.webhookAddr !== 'off') {
@@ -175,6 +178,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
       await ui?.close();
       await mirror?.stop();
       autoFailover?.stop();
+      await replicationPolicies?.stop();
       await manager.stop();
       return true;
     })(),

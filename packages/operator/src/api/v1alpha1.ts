@@ -517,6 +517,81 @@ export const NamespaceReplication = z.object({
   status: NamespaceReplicationStatus.optional(),
 });
 
+// NamespaceReplicationPolicy: one NamespaceReplication per namespace a label selector matches, kept by the
+// policy (created for namespaces that start to match, removed when they stop: the standby data stays).
+
+export const NamespaceMapping = z
+  .object({
+    prefix: z.string().max(62).regex(/^([a-z0-9]([-a-z0-9]*)?)?$/, 'lower-case letters, digits and dashes, starting with a letter or digit').optional().meta({ description: 'Put before the source namespace name to make the standby name (e.g. "dr-": shop → dr-shop).' }),
+    suffix: z.string().max(62).regex(/^(([-a-z0-9]*[a-z0-9])?)$/, 'lower-case letters, digits and dashes, ending with a letter or digit').optional().meta({ description: 'Put after the source namespace name to make the standby name (e.g. "-dr": shop → shop-dr).' }),
+    names: z
+      .record(dnsLabel, dnsLabel)
+      .optional()
+      .meta({ description: 'Explicit source → standby names; a namespace listed here ignores prefix and suffix.' }),
+  })
+  .meta({ description: 'How a source namespace is named in the standby. Omitted: the same name. A name that is not a DNS label (over 63 characters) is reported for that namespace and nothing is created for it.' });
+
+/** A NamespaceReplication's spec as a policy stamps it: the source and standby namespaces come from the policy. */
+export const NamespaceReplicationTemplate = NamespaceReplicationSpec.omit({ sourceNamespace: true, destination: true, failover: true, confirmPrune: true })
+  .extend({
+    destination: z
+      .object({ cluster: LocalObjectReference.optional().meta({ description: "A RemoteCluster in the policy's namespace (the standby); omitted = this cluster (then namespaceMapping must rename)." }) })
+      .prefault({})
+      .meta({ description: 'The standby cluster; the standby namespace comes from namespaceMapping.' }),
+  })
+  .meta({
+    description:
+      "The spec of each NamespaceReplication the policy creates (as a NamespaceReplication's, without sourceNamespace, destination.namespace, failover and confirmPrune: failover and confirmPrune are set per replication, by syncline failover and syncline confirm-prune). The policy owns these fields: an edit of a replication it created is put back.",
+  });
+
+export const NamespaceReplicationPolicySpec = z.object({
+  namespaceSelector: LabelSelector.meta({ description: 'The namespaces to replicate (e.g. matchLabels: {dr: gold}), including namespaces created or labelled later. A namespace that stops matching loses its NamespaceReplication; its standby stays as it is.' }),
+  namespaceMapping: NamespaceMapping.optional(),
+  template: NamespaceReplicationTemplate.prefault({}),
+  suspend: z.boolean().default(false).meta({ description: 'Stop creating and removing NamespaceReplications; the ones created keep replicating.' }),
+});
+
+export const NamespaceReplicationPolicyStatus = z.object({
+  observedGeneration: ObservedGeneration.optional(),
+  conditions: Conditions.optional(),
+  matched: z.number().int().optional().meta({ description: 'Namespaces the selector matches.' }),
+  ready: z.number().int().optional().meta({ description: 'Of those, how many replications are Ready.' }),
+  promoted: z.number().int().optional().meta({ description: 'Of those, how many standbys were promoted from the standby side (replication fenced off).' }),
+  oldestChange: Timestamp('The oldest of the namespaces\' last replicated changes: the worst recovery point across them.').optional(),
+  namespaces: z
+    .array(
+      z.object({
+        namespace: describe(z.string(), 'The source namespace.'),
+        standbyNamespace: describe(z.string(), 'Its name in the standby (namespaceMapping).').optional(),
+        replication: describe(z.string(), "The NamespaceReplication that replicates it, in the policy's namespace.").optional(),
+        ready: describe(z.string(), "Its Ready condition's status (True, False, Unknown).").optional(),
+        lastChange: Timestamp('When its standby last changed to match the source.').optional(),
+        promotedAt: Timestamp('When its standby was promoted from the standby side (replication fenced off).').optional(),
+        message: describe(z.string(), 'Why it is not replicated, or what its replication says when not Ready.').optional(),
+      }),
+    )
+    .optional()
+    .meta({ description: 'One line per matched namespace (at most 500, sorted by name).' }),
+  inventory: z
+    .array(z.object({ replication: describe(z.string(), 'Name of the NamespaceReplication.'), uid: describe(z.string(), 'Its uid when created.'), namespace: describe(z.string(), 'The source namespace it replicates.') }))
+    .optional()
+    .meta({ description: 'The NamespaceReplications this policy created: the only ones it updates or removes.' }),
+});
+
+export const NamespaceReplicationPolicy = z.object({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal('NamespaceReplicationPolicy'),
+  metadata: ObjectMeta,
+  spec: NamespaceReplicationPolicySpec,
+  status: NamespaceReplicationPolicyStatus.optional(),
+});
+
+export type NamespaceMapping = z.infer<typeof NamespaceMapping>;
+export type NamespaceReplicationTemplate = z.infer<typeof NamespaceReplicationTemplate>;
+export type NamespaceReplicationPolicySpec = z.infer<typeof NamespaceReplicationPolicySpec>;
+export type NamespaceReplicationPolicyStatus = z.infer<typeof NamespaceReplicationPolicyStatus>;
+export type NamespaceReplicationPolicy = z.infer<typeof NamespaceReplicationPolicy>;
+
 export type Duration = z.infer<typeof Duration>;
 export type GitSource = z.infer<typeof GitSource>;
 export type ValuesFromSource = z.infer<typeof ValuesFromSource>;
@@ -632,8 +707,31 @@ export const crdDefinitions = [
       { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
       { name: 'Failed Over', type: 'string', jsonPath: ".status.conditions[?(@.type=='FailedOver')].status" },
       { name: 'Held', type: 'integer', description: 'Standby objects whose deletion is held for a confirmation.', jsonPath: '.status.pruneHold.objects' },
-      { name: 'Last Sync', type: 'date', jsonPath: '.status.lastSyncedTime' },
+      { name: 'Last Change', type: 'date', description: 'Age of the last change replicated to the standby: the recovery point (RPO) as this cluster knows it.', jsonPath: '.status.lastSyncedTime' },
       { name: 'Fenced', type: 'string', jsonPath: ".status.conditions[?(@.type=='Fenced')].status" },
+      { name: 'Promoted', type: 'date', priority: 1, description: 'When the standby was promoted from the standby side (as the last fenced pass read it).', jsonPath: '.status.standbyPromotion.at' },
+      { name: 'Status', type: 'string', priority: 1, jsonPath: ".status.conditions[?(@.type=='Ready')].message" },
+      { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+    ],
+  },
+  {
+    kind: 'NamespaceReplicationPolicy',
+    plural: 'namespacereplicationpolicies',
+    singular: 'namespacereplicationpolicy',
+    shortNames: ['drpolicy'],
+    scope: 'Namespaced',
+    description: 'Keeps one NamespaceReplication per namespace a label selector matches (honoured only in a trusted namespace).',
+    specDescription: 'Which namespaces, how they are named in the standby, and the NamespaceReplication spec for each.',
+    statusDescription: 'The namespaces matched, their replications and recovery points, and the replications the policy created.',
+    spec: NamespaceReplicationPolicySpec,
+    status: NamespaceReplicationPolicyStatus,
+    printerColumns: [
+      { name: 'Cluster', type: 'string', jsonPath: '.spec.template.destination.cluster.name' },
+      { name: 'Namespaces', type: 'integer', jsonPath: '.status.matched' },
+      { name: 'Replicating', type: 'integer', description: 'Namespaces whose replication is Ready.', jsonPath: '.status.ready' },
+      { name: 'Promoted', type: 'integer', description: 'Standbys promoted from the standby side.', jsonPath: '.status.promoted' },
+      { name: 'Oldest Change', type: 'date', description: "The oldest of the namespaces' last replicated changes (the worst recovery point).", jsonPath: '.status.oldestChange' },
+      { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
       { name: 'Status', type: 'string', priority: 1, jsonPath: ".status.conditions[?(@.type=='Ready')].message" },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
     ],

@@ -8,6 +8,7 @@ describe('kinds on the command line', () => {
     expect(resolveKind('msync').kind).toBe('ManifestSync');
     expect(resolveKind('nsrepl').kind).toBe('NamespaceReplication');
     expect(resolveKind('rcluster').kind).toBe('RemoteCluster');
+    expect(resolveKind('drpolicy').kind).toBe('NamespaceReplicationPolicy');
     expect(() => resolveKind('pods')).toThrow(/doesn't have a resource type "pods"/);
   });
 
@@ -57,5 +58,21 @@ describe('completion', () => {
     }
     // zsh descriptions escape the colon that separates name and description
     expect(completionScript('zsh', input)).toContain("'get:list\\: things'");
+  });
+});
+
+describe('NamespaceReplication table', () => {
+  it("shows the recovery point, then the standby's own view (heartbeat as the standby stored it, promoted or not)", () => {
+    const info = resolveKind('nsrepl');
+    const nr = {
+      metadata: { name: 'gold-shop', namespace: 'ops', creationTimestamp: '2026-11-25T10:00:00Z' },
+      spec: { sourceNamespace: 'shop', destination: { cluster: { name: 'dr' } }, mode: 'Continuous' },
+      status: { lastSyncedTime: '2026-11-25T10:59:20Z', conditions: [{ type: 'Ready', status: 'True', message: 'ok' }, { type: 'Fenced', status: 'True' }] },
+      standbyView: { state: 'promoted', lastHeartbeat: '2026-11-25T10:59:55Z' },
+    };
+    const text = formatTable(info, [nr], { wide: false, allNamespaces: true, now: new Date('2026-11-25T11:00:00Z') });
+    expect(text.split('\n')[0]?.split(/\s{2,}/)).toEqual(['NAMESPACE', 'NAME', 'SOURCE', 'CLUSTER', 'MODE', 'READY', 'FAILED OVER', 'HELD', 'LAST CHANGE', 'FENCED', 'HEARTBEAT', 'STANDBY', 'AGE']);
+    // (FAILED OVER and HELD are empty here)
+    expect(text.split('\n')[1]?.split(/\s{2,}/)).toEqual(['ops', 'gold-shop', 'shop', 'dr', 'Continuous', 'True', '40s', 'True', '5s', 'promoted', '60m']);
   });
 });

@@ -14,6 +14,12 @@ export type KindInfo = {
   readonly columns: ReadonlyArray<{ readonly name: string; readonly jsonPath: string; readonly type: string; readonly priority?: number }>;
 };
 
+/** The columns `syncline get nsrepl` adds (client-side, filled by standby-view.ts; kubectl shows the CRD's own). */
+export const STANDBY_VIEW_COLUMNS = [
+  { name: 'Heartbeat', type: 'date', description: "Age of the primary's last heartbeat as the standby stored it.", jsonPath: '.standbyView.lastHeartbeat' },
+  { name: 'Standby', type: 'string', description: 'standby, promoted (from the standby side), or why the standby could not be read.', jsonPath: '.standbyView.state' },
+] as const;
+
 export const KINDS: readonly KindInfo[] = crdDefinitions.map((def) => ({
   kind: def.kind,
   plural: def.plural,
@@ -21,8 +27,14 @@ export const KINDS: readonly KindInfo[] = crdDefinitions.map((def) => ({
   // RemoteCluster has no spec.suspend: it is probed, not synced.
   suspendable: def.kind !== 'RemoteCluster',
   recordsRequests: def.kind === 'ConfigSync',
-  columns: def.printerColumns,
+  // NamespaceReplications also show their standby's own view (read live by getCommand, see standby-view.ts).
+  columns: def.kind === 'NamespaceReplication' ? withColumnsBefore(def.printerColumns, 'Status', STANDBY_VIEW_COLUMNS) : def.printerColumns,
 }));
+
+function withColumnsBefore(columns: KindInfo['columns'], before: string, added: KindInfo['columns']): KindInfo['columns'] {
+  const at = columns.findIndex((c) => c.name === before);
+  return at === -1 ? [...columns, ...added] : [...columns.slice(0, at), ...added, ...columns.slice(at)];
+}
 
 export function kindNames(): string {
   return KINDS.map((k) => `${k.plural} (${k.names.filter((n) => n !== k.plural && n !== k.kind.toLowerCase()).join(', ')})`).join(', ');

@@ -3,6 +3,8 @@
 import { stringify } from 'yaml';
 import type { KubeRest } from '@syncline/kube';
 import { RECONCILE_REQUESTED_ANNOTATION } from '../reconcile/configsync.ts';
+import type { NamespaceReplication } from '../api/v1alpha1.ts';
+import { standbyViews } from './standby-view.ts';
 import type { Out } from '../cli.ts';
 import { age, alignRows, collectionPath, formatTable, objectPath, type KindInfo } from './kinds.ts';
 
@@ -39,6 +41,11 @@ export async function getCommand(target: Target, info: KindInfo, name: string | 
     const list = await target.rest.request<{ items: Item[]; metadata?: { resourceVersion?: string } }>({ method: 'GET', path: collectionPath(info, namespace), query: { labelSelector: flags.selector } });
     items = list.items.map((i) => ({ apiVersion: `syncline.dev/v1alpha1`, kind: info.kind, ...i }));
     resourceVersion = list.metadata?.resourceVersion;
+  }
+  // A NamespaceReplication's table rows also carry what its standby says (heartbeat, promotion), read live.
+  if (info.kind === 'NamespaceReplication' && (flags.output === 'table' || flags.output === 'wide') && flags.watch !== true) {
+    const views = await standbyViews(target.rest, items as unknown as NamespaceReplication[]);
+    items = items.map((item) => ({ ...item, standbyView: views.get(`${item.metadata.namespace ?? 'default'}/${item.metadata.name}`) }));
   }
   const print = (rows: readonly Item[], headers: boolean): void => {
     if (flags.output === 'json' || flags.output === 'yaml') {
