@@ -122,7 +122,7 @@ async function downloadModule(): Promise<string> {
 
 /** `go build` in `dir`, at low CPU priority (the machine is shared with the tests running beside it). */
 function goBuild(dir: string, output: string, onProgress: ((line: string) => void) | undefined): Promise<void> {
-  const args = ['build', '-trimpath', '-tags', BUILD_TAGS, `-ldflags=${LDFLAGS}`, '-o', output, '.'];
+  const args = ['build', '-tags', BUILD_TAGS, `-ldflags=${LDFLAGS}`, '-o', output, '.'];
   const nice = spawnSync('nice', ['true']).status === 0;
   const started = Date.now();
   return new Promise<void>((resolve, reject) => {
@@ -175,6 +175,7 @@ export async function ensureGiteaBinary(options: Pick<GiteaOptions, 'cacheDir' |
     await mkdir(join(aside, 'static'));
     for (const name of STATIC_DIRS) await rename(join(src, name), join(aside, 'static', name));
     await rm(src, { recursive: true, force: true });
+    await chmod(aside, 0o755);
     try {
       await rename(aside, dir);
     } catch (error) {
