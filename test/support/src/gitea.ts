@@ -72,7 +72,7 @@ export interface GiteaRepo {
   addWebhook(options: { url: string; secret: string; events?: readonly string[] }): Promise<GiteaHook>;
   /** POST /repos/{owner}/{repo}/statuses/{sha} with the admin's token. */
   createStatus(sha: string, status: { state: GiteaCommitState; context: string; description?: string; targetUrl?: string }): Promise<GiteaCommitStatus>;
-  /** The commit's statuses, newest first (GET /repos/{owner}/{repo}/commits/{sha}/statuses). */
+  /** The commit's statuses (at most 50), newest first (GET /repos/{owner}/{repo}/commits/{sha}/statuses). */
   statuses(sha: string): Promise<GiteaCommitStatus[]>;
 }
 
@@ -449,7 +449,8 @@ async function connect(state: { url: string; admin: Gitea['admin']; dataDir: str
           ...(status.description === undefined ? {} : { description: status.description }),
           ...(status.targetUrl === undefined ? {} : { target_url: status.targetUrl }),
         }),
-      statuses: (sha) => api<GiteaCommitStatus[]>('GET', `${repoPath}/commits/${sha}/statuses?sort=newest`),
+      // Gitea orders by creation time in whole seconds; ids increase with every status, so they break ties.
+      statuses: async (sha) => (await api<GiteaCommitStatus[]>('GET', `${repoPath}/commits/${sha}/statuses?limit=50`)).sort((a, b) => b.id - a.id),
     };
   };
 
