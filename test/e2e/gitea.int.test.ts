@@ -106,13 +106,21 @@ describe('Gitea end to end', () => {
     const combined = await gitea.api<{ state: string; sha: string; total_count: number }>('GET', `/repos/${repo.owner}/${repo.name}/commits/${sha}/status`);
     expect(combined).toMatchObject({ state: 'success', sha, total_count: 1 });
 
-    // and without the token the same POST is refused
+    // and the credentials a ConfigSync's Secret holds for the clone (username, token as password) write
+    // statuses too, as a notifier deriving them from the sync would send them
+    const secret = await core.readNamespacedSecret({ name: 'gitea-token', namespace: ns.name });
+    const basic = Buffer.from(`${Buffer.from(secret.data?.['username'] ?? '', 'base64').toString()}:${Buffer.from(secret.data?.['password'] ?? '', 'base64').toString()}`).toString('base64');
+    const other = await gitea.api<{ status: string; context: string }>('POST', `/repos/${repo.owner}/${repo.name}/statuses/${sha}`, { state: 'failure', context: `${context}/basic` }, { authorization: `Basic ${basic}` });
+    expect(other).toMatchObject({ status: 'failure', context: `${context}/basic` });
+    expect(await gitea.api('GET', `/repos/${repo.owner}/${repo.name}/commits/${sha}/status`)).toMatchObject({ state: 'failure', total_count: 2 });
+
+    // and without credentials the same POST is refused
     const refused = await fetch(`${gitea.url}/api/v1/repos/${repo.owner}/${repo.name}/statuses/${sha}`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ state: 'failure', context }),
     });
     expect([401, 403, 404]).toContain(refused.status);
-    expect((await repo.statuses(sha)).length).toBe(2);
+    expect((await repo.statuses(sha)).length).toBe(3);
   });
 });

@@ -87,8 +87,11 @@ export interface Gitea extends AsyncDisposable {
   readonly logPath: string;
   /** Creates a repository of the admin (private unless told otherwise), empty, default branch `main`. */
   createRepo(name: string, opts?: { private?: boolean }): Promise<GiteaRepo>;
-  /** An API call as the admin: `path` below /api/v1; throws on a non-2xx answer with Gitea's message. */
-  api<T>(method: string, path: string, body?: unknown, opts?: { token?: string }): Promise<T>;
+  /**
+   * An API call, as the admin unless `authorization` (the whole header value, e.g. `Basic …`) says otherwise:
+   * `path` below /api/v1; throws on a non-2xx answer with Gitea's message.
+   */
+  api<T>(method: string, path: string, body?: unknown, opts?: { authorization?: string }): Promise<T>;
   /** Gitea's log so far. */
   log(): Promise<string>;
   stop(): Promise<void>;
@@ -386,10 +389,10 @@ export async function startGitea(options: GiteaOptions = {}): Promise<Gitea> {
 
 async function connect(state: { url: string; admin: Gitea['admin']; dataDir: string; logPath: string; web: { child: ChildProcess; exited: Promise<number | null> } }): Promise<Gitea> {
   const { url, admin, dataDir, logPath, web } = state;
-  const api = async <T>(method: string, path: string, body?: unknown, opts: { token?: string } = {}): Promise<T> => {
+  const api = async <T>(method: string, path: string, body?: unknown, opts: { authorization?: string } = {}): Promise<T> => {
     const response = await fetch(`${url}/api/v1${path}`, {
       method,
-      headers: { Authorization: `token ${opts.token ?? admin.token}`, Accept: 'application/json', ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+      headers: { Authorization: opts.authorization ?? `token ${admin.token}`, Accept: 'application/json', ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: AbortSignal.timeout(60_000),
     });
