@@ -110,7 +110,7 @@ function buildKey(): string {
 
 /** The environment for the go command: the machine's own Go, modules resolved from go.mod as written. */
 function goEnv(): NodeJS.ProcessEnv {
-  return { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod', CGO_ENABLED: '1' };
+  return { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod -buildvcs=false', CGO_ENABLED: '1' };
 }
 
 /** Fetches the module's source into the module cache (from the module proxy) and checks its hash. */
