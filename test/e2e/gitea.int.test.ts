@@ -83,6 +83,12 @@ describe('Gitea end to end', () => {
     const pushes = operator.logs.filter((entry) => entry['msg'] === 'webhook push' && entry['provider'] === 'gitea');
     expect(pushes.length).toBeGreaterThanOrEqual(1);
     expect(pushes[0]).toMatchObject({ refs: ['refs/heads/main'], woken: 1 });
+
+    // and Gitea's Test Delivery (a push of the branch's tip; Gitea has no ping) is accepted the same way
+    const before = pushes.length;
+    await repo.testWebhook(hook.id);
+    const tested = await eventually(() => Promise.resolve(operator.logs.filter((entry) => entry['msg'] === 'webhook push' && entry['provider'] === 'gitea')[before]), 'the test delivery', 120_000);
+    expect(tested).toMatchObject({ refs: ['refs/heads/main'], woken: 1 });
   });
 
   it("commit statuses: written with the token, read back through Gitea's API", async () => {

@@ -70,6 +70,8 @@ export interface GiteaRepo {
   resolve(ref: string): Promise<string>;
   /** Adds a repository webhook of Gitea's own type (X-Gitea-Signature: hex HMAC-SHA256 of the body with `secret`). */
   addWebhook(options: { url: string; secret: string; events?: readonly string[] }): Promise<GiteaHook>;
+  /** Gitea's *Test Delivery*: the hook is sent a push of the default branch's tip (Gitea has no ping event). */
+  testWebhook(hookId: number): Promise<void>;
   /** POST /repos/{owner}/{repo}/statuses/{sha} with the admin's token. */
   createStatus(sha: string, status: { state: GiteaCommitState; context: string; description?: string; targetUrl?: string }): Promise<GiteaCommitStatus>;
   /** The commit's statuses (at most 50), newest first (GET /repos/{owner}/{repo}/commits/{sha}/statuses). */
@@ -445,6 +447,7 @@ async function connect(state: { url: string; admin: Gitea['admin']; dataDir: str
           events: hook.events ?? ['push'],
           config: { url: hook.url, content_type: 'json', secret: hook.secret },
         }),
+      testWebhook: (hookId) => api<undefined>('POST', `${repoPath}/hooks/${hookId}/tests`),
       createStatus: (sha, status) =>
         api<GiteaCommitStatus>('POST', `${repoPath}/statuses/${sha}`, {
           state: status.state,
