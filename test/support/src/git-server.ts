@@ -546,7 +546,7 @@ function drained(res: ServerResponse): Promise<void> {
   });
 }
 
-function createTestRepo(name: string, dir: string, url: string): TestRepo {
+export function createTestRepo(name: string, dir: string, url: string): TestRepo {
   const git = (args: string[], input?: string | Uint8Array): Promise<string> => runGit(args, { cwd: dir, ...(input === undefined ? {} : { input }) });
 
   async function tip(ref: string): Promise<string | undefined> {

@@ -1,9 +1,11 @@
-// Test-only helpers: the real control plane and a real Git server. Helpers that need the vitest run
-// (the shared cluster's kubeconfig, per-test namespaces) live in '@syncline/test-support/kube'.
+// Test-only helpers: the real control plane, a real Git server and a real Git forge (Gitea). Helpers that
+// need the vitest run (the shared cluster's kubeconfig, per-test namespaces) live in '@syncline/test-support/kube'.
 export { ensureControlPlaneBinary, startControlPlane, MissingGoError } from './control-plane.ts';
 export type { ControlPlane, ControlPlaneOptions } from './control-plane.ts';
 export { startGitServer, generateRepo } from './git-server.ts';
 export type { GitServer, TestRepo } from './git-server.ts';
+export { GITEA_MODULE, ensureGiteaBinary, startGitea } from './gitea.ts';
+export type { Gitea, GiteaBinary, GiteaCommitState, GiteaCommitStatus, GiteaHook, GiteaOptions, GiteaRepo } from './gitea.ts';
 export { OPERATOR_NODE_FLAGS, startOperator } from './operator.ts';
 export type { OperatorProcess } from './operator.ts';
 export { CHROMIUM_PATH, ensureChromium } from './browser.ts';

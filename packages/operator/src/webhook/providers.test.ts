@@ -74,6 +74,29 @@ describe('push payloads', () => {
     expect(parse('gitea', { 'x-gitea-event': 'create' }, '{}')).toMatchObject({ kind: 'ignored' });
   });
 
+  it('a delivery captured from Gitea 1.26: its signature verifies with the hook secret and its push parses', () => {
+    // given the exact bytes and headers Gitea sent for a push to a repository webhook with secret
+    // `gitea-fixture-secret` (the test forge of test support, on 127.0.0.1:46005, SSH off)
+    const body = fixture('gitea-1.26-push.json');
+    const headers = JSON.parse(fixture('gitea-1.26-push.headers.json').toString()) as Record<string, string>;
+
+    // then the signature is accepted under that secret only, the delivery id is Gitea's, and the push names
+    // the HTTP clone address (and the SSH one Gitea reports anyway) and the ref
+    expect(providerSpecs.gitea.verify(headers, body, ['gitea-fixture-secret'])).toBe(true);
+    expect(providerSpecs.gitea.verify(headers, body, ['another-secret'])).toBe(false);
+    expect(providerSpecs.gitea.verify(headers, Buffer.concat([body, Buffer.from(' ')]), ['gitea-fixture-secret'])).toBe(false);
+    expect(providerSpecs.gitea.deliveryId(headers)).toBe(headers['x-gitea-delivery']);
+    expect(parse('gitea', headers, body)).toEqual({
+      kind: 'push',
+      refs: ['refs/heads/main'],
+      defaultBranch: 'main',
+      repos: ['127.0.0.1:46005/syncline-admin/configs', '127.0.0.1/syncline-admin/configs'],
+      repoSuffixes: [],
+    });
+    // Gitea signs for GitHub's receivers too (X-Hub-Signature-256): the /hooks/github route would accept it.
+    expect(providerSpecs.github.verify(headers, body, ['gitea-fixture-secret'])).toBe(true);
+  });
+
   it('Bitbucket Cloud push, Data Center refs_changed and ping', () => {
     expect(parse('bitbucket', { 'x-event-key': 'repo:push' }, fixture('bitbucket-cloud-push.json'))).toEqual({
       kind: 'push',
