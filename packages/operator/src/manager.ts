@@ -2,8 +2,8 @@
 // objects they manage; the work queue; leader election (only the leader reconciles, so only the leader
 // writes); and the readiness the health server reports.
 import { SharedWatches, Informer, objectKey, type KubeObject, DEFAULT_WATCH_BUDGET, WatchBudget, WatchBudgetError, DEFAULT_RENEW_DEADLINE_MS, runLeaderElection } from '@syncline/kube';
-import { createHash } from 'node:crypto';
-import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, healthOf, parseObjectId, type ApplyClient, type KubeObject as ApplyObject, type ResourceInfo } from '@syncline/apply';
+import { decodeInventory } from '@syncline/apply';
+import { createDriftWatches } from './controller/drift-watches.ts';
 import type { ConfigSync, ManifestSync, NamespaceReplication, RemoteCluster } from './api/v1alpha1.ts';
 import { DEFAULT_RESOURCE_TYPES, parseResourceType } from './dr/transform.ts';
 import { NAMESPACEREPLICATION_KEY_PREFIX, createNamespaceReplicationReconciler } from './reconcile/namespacereplication.ts';
@@ -20,6 +20,8 @@ import { inShard, otherShardsSelector, shardSelector } from './shard.ts';
 import { allowedWrite } from './tenancy.ts';
 import { ResourceKind, objectLabels } from './metrics.ts';
 
+export { projectManaged, sameButStatus, writtenLastBy } from './controller/drift-watches.ts';
+
 const LEFT_KIND = { configsync: ResourceKind.ConfigSync, manifestsync: ResourceKind.ManifestSync, namespacereplication: ResourceKind.NamespaceReplication } as const;
 
 /** Logged when a sync leaves this operator's view: deleted, or relabelled to another shard (see shard.ts). */
@@ -28,10 +30,7 @@ export const LEFT_SHARD_MESSAGE = 'left this shard (deleted, or relabelled to an
 /** How long the leader waits for its caches to fill before it reconciles anyway (see startWork). */
 const CACHE_SYNC_TIMEOUT_MS = 60_000;
 
-/** How long an apply waits for a new managed-kind watch to list before it writes anyway. */
-const MANAGED_WATCH_SYNC_MS = 10_000;
-
-export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply' | 'remote' | 'targetBackoff' | 'remoteWatchesHealthy' | 'takeFreshRequest' | 'noop'> & {
+export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply' | 'remote' | 'targetBackoff' | 'remoteWatchesHealthy' | 'unwatchedDrift' | 'takeFreshRequest' | 'noop'> & {
   /** Admit RemoteClusters with http:// servers or insecure-skip-tls-verify (tests only). */
   readonly allowInsecureRemote?: boolean;
   /** The webhook receiver's Secret (--webhook-secret): a credential, never replicated by a NamespaceReplication. */
@@ -154,12 +153,16 @@ export function startManager(options: ManagerOptions): Manager {
         // Deleted (the finalizer already ran, on a MODIFIED with a deletionTimestamp) or relabelled to another
         // shard (no deletionTimestamp: nothing is pruned, the new shard adopts the inventory as it stands).
         queue.forget(objectKey(object));
+        drift.release(objectKey(object));
         forgetNoops(objectKey(object));
         freshRequests.delete(objectKey(object));
         leftShard('configsync', objectKey(object));
+      } else {
+        // The namespaces its inventory applied into are the ones its drift watches cover.
+        drift.settle(objectKey(object), cs.status?.inventory);
       }
       // Our own status writes come back as MODIFIED: they change nothing to act on.
-      else if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous, object)) {
+      if (type !== 'DELETED' && (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous, object))) {
         // A new spec or a reconcile request looks at the source as it is from now on (a ref listing begun later).
         freshRequests.set(objectKey(object), options.clock.now().getTime());
         queue.add(objectKey(object));
@@ -214,81 +217,18 @@ export function startManager(options: ManagerOptions): Manager {
   const secretMeta = (namespace: string, name: string): KubeObject | undefined => (secretInformers.get(namespace) ?? secretInformers.get(''))?.get(`${namespace}/${name}`);
   const configMaps = referenceInformer('ConfigMap', 'configmaps');
 
-  // Managed objects: one label-selected informer per kind we apply, started before the first object of that
-  // kind is written, so an edit made right after the first apply is already seen as drift.
-  const managed = new Map<string, Informer>();
-  const watchManaged = async (client: ApplyClient, ids: readonly string[], remote?: RemoteClients): Promise<void> => {
-    const discovery = await (remote?.apply ?? client).discovery();
-    if (remote !== undefined) stopStaleClusterWatches(remote);
-    const wanted = new Map<string, { group: string; info: ResourceInfo }>();
-    for (const id of ids) {
-      const { group, kind } = parseObjectId(id);
-      // Remote clusters' watches are keyed by cluster and credentials version: a rotated token starts anew.
-      const scope = `${remote === undefined ? '' : `${remote.key}|`}${group}/${kind}`;
-      // Only a new watch is waited for: one that cannot list (403 for a cluster-scoped kind in namespace
-      // mode) must not delay every later apply.
-      if (managed.has(scope) || wanted.has(scope)) continue;
-      const info = discovery.preferred(group, kind);
-      if (info === undefined) continue; // a kind served only once its CRD is applied: watched after this sync
-      wanted.set(scope, { group, info });
-    }
-    // All or none: the drift of every kind about to be written is watched, or the apply fails naming the budget.
-    budget.check(wanted.size, `the drift watches of ${wanted.size} kind(s) in ${remote === undefined ? 'this cluster' : `cluster ${remote.cluster}`}`);
-    const started: Informer[] = [];
-    for (const [scope, { group, info }] of wanted) {
-      const informer = new Informer({
-        budget,
-        rest: remote?.rest ?? rest,
-        // Namespaced kinds are watched in the watched namespace only (namespace-scoped RBAC allows no more);
-        // in a remote cluster, everywhere (its credentials are the identity).
-        path: info.namespaced && remote === undefined ? collection(group, info.version, info.plural) : `${group === '' ? '/api' : `/apis/${group}`}/${info.version}/${info.plural}`,
-        labelSelector: OWNER_LABEL,
-        project: projectManaged,
-        onEvent: (type, object, previous) => {
-          // Someone edited or deleted an object we manage: reconcile its owner (drift). ADDED is the initial
-          // list or our own create: the apply that follows (or just ran) already covers it. A status-only
-          // change (a controller's progress) matters only when it changes the object's health.
-          const owner = (object.metadata['annotations'] as Record<string, string> | undefined)?.[OWNED_BY_ANNOTATION];
-          if (owner === undefined || type === 'ADDED') return;
-          if (type === 'MODIFIED' && previous !== undefined && sameButStatus(previous, object) && previous['health'] === object['health']) return;
-          // Our own apply's write comes back as MODIFIED: the run that wrote it already judged it (and a drift
-          // requeue per written object would double the work of every new commit).
-          if (type === 'MODIFIED' && previous !== undefined && object['ownWriteAt'] !== undefined && object['ownWriteAt'] !== previous['ownWriteAt']) return;
-          const key = queueKeyOfOwner(owner);
-          if (key !== undefined) queue.add(key);
-        },
-        onError: (error) => logger.debug({ err: errorMessage(error), scope }, 'managed-object watch failed; restarting'),
-      });
-      managed.set(scope, informer);
-      informer.start();
-      started.push(informer);
-    }
-    // Bounded: a kind we may not watch (403) must not hold the apply back; its drift waits for the next resync.
-    await Promise.all(started.map((informer) => informer.waitSynced(MANAGED_WATCH_SYNC_MS)));
-  };
-  const clusterWatchKeys = new Map<string, string>(); // cluster → the credentials version its watches use
-  const stopStaleClusterWatches = (remote: RemoteClients): void => {
-    const before = clusterWatchKeys.get(remote.cluster);
-    clusterWatchKeys.set(remote.cluster, remote.key);
-    if (before === undefined || before === remote.key) return;
-    for (const [scope, informer] of managed) {
-      if (scope.startsWith(`${before}|`)) {
-        managed.delete(scope);
-        void informer.stop();
-      }
-    }
-  };
-
-  /**
-   * What the drift watches know of a managed object: its resourceVersion, null when a synced, healthy watch
-   * does not hold it, undefined when no such watch covers its kind (see @syncline/apply's unchanged.ts).
-   */
-  const watchedVersion = (id: string, remote?: RemoteClients): string | null | undefined => {
-    const { group, kind, namespace, name } = parseObjectId(id);
-    const informer = managed.get(`${remote === undefined ? '' : `${remote.key}|`}${group}/${kind}`);
-    if (informer === undefined || !informer.synced || !informer.healthy) return undefined;
-    return informer.get(namespace === '' ? name : `${namespace}/${name}`)?.metadata.resourceVersion ?? null;
-  };
+  // Managed objects: the drift watches (controller/drift-watches.ts) of the kinds and namespaces the syncs write.
+  const drift = createDriftWatches({
+    rest,
+    budget,
+    logger,
+    watchNamespace: ns,
+    applyClient: () => options.applyClient(undefined),
+    onDrift: (ownedBy) => {
+      const key = queueKeyOfOwner(ownedBy);
+      if (key !== undefined) queue.add(key);
+    },
+  });
   /** The last clean no-op of each ConfigSync target, by `namespace/name/target`; dropped with the sync. */
   const noopRecords = new Map<string, TargetNoop>();
   const forgetNoops = (key: string): void => {
@@ -298,7 +238,7 @@ export function startManager(options: ManagerOptions): Manager {
   /** Every reconciler's beforeApply: the kinds it is about to write are watched (drift) before it writes. */
   const watchBeforeApply = async (ids: readonly string[], cluster?: RemoteClients): Promise<void> => {
     try {
-      await watchManaged(await options.applyClient(undefined), ids, cluster);
+      await drift.watch(ids, cluster);
     } catch (error) {
       // Past the watch budget the apply fails (its target reports why): drift it writes would go unseen.
       if (error instanceof WatchBudgetError) throw error;
@@ -424,10 +364,12 @@ export function startManager(options: ManagerOptions): Manager {
       if (type === 'DELETED') {
         if (options.drHeartbeat !== undefined && leader) void retireHeartbeat({ applyClient: () => options.applyClient(undefined), remote, logger }, nr);
         setSourceWatches(key, []);
+        drift.release(key);
         queue.forget(key);
         leftShard('namespacereplication', objectKey(nr));
         return;
       }
+      drift.settle(key, nr.status?.inventory);
       void watchReplicationSource(nr).catch((error: unknown) => logger.debug({ err: errorMessage(error), namespacereplication: key }, 'could not watch the source namespace'));
       if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous, object)) queue.add(key);
     },
@@ -531,10 +473,12 @@ export function startManager(options: ManagerOptions): Manager {
       const key = manifestKey(ms);
       if (type === 'DELETED') {
         unsubscribe(key);
+        drift.release(key);
         queue.forget(key);
         leftShard('manifestsync', objectKey(ms));
         return;
       }
+      drift.settle(key, ms.status?.inventory);
       void watchSource(ms).catch((error: unknown) => logger[error instanceof WatchBudgetError ? 'warn' : 'debug']({ err: errorMessage(error), manifestsync: key }, 'could not watch the source'));
       if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous, object)) queue.add(key);
     },
@@ -579,10 +523,11 @@ export function startManager(options: ManagerOptions): Manager {
     },
     remote,
     targetBackoff,
-    remoteWatchesHealthy: (cluster) => [...managed].filter(([scope]) => scope.startsWith(`${cluster.key}|`)).every(([, informer]) => informer.synced && informer.healthy),
+    remoteWatchesHealthy: (cluster) => drift.remoteHealthy(cluster),
+    unwatchedDrift: (ids) => drift.unwatched(ids),
     get: (key) => configSyncs.get(key) as ConfigSync | undefined,
     beforeApply: watchBeforeApply,
-    noop: { records: noopRecords, watched: watchedVersion },
+    noop: { records: noopRecords, watched: (id, cluster) => drift.version(id, cluster) },
   });
   const reconcileManifest = createManifestSyncReconciler({
     ...options,
@@ -614,7 +559,7 @@ export function startManager(options: ManagerOptions): Manager {
     const outcome = await reconcile(key);
     const object = configSyncs.get(key) as ConfigSync | undefined;
     const ids = (object?.status?.inventory ?? []).flatMap((i) => decodeInventory(i.entries).map((e) => e.id));
-    if (ids.length > 0) await watchManaged(await options.applyClient(undefined), ids).catch((error: unknown) => logger.debug({ err: errorMessage(error) }, 'could not watch managed objects'));
+    if (ids.length > 0) await drift.watch(ids).catch((error: unknown) => logger.debug({ err: errorMessage(error) }, 'could not watch managed objects'));
     return outcome;
   };
 
@@ -739,7 +684,8 @@ export function startManager(options: ManagerOptions): Manager {
       abort.abort();
       await queue.shutdown();
       await drWatches.stop();
-      await Promise.all([configSyncs, otherShards, ...secretInformers.values(), configMaps, manifestSyncs, namespaces, remoteClusters, namespaceReplications, ...managed.values(), ...[...sourceWatches.values()].map((w) => w.informer)].map((i) => i.stop()));
+      await drift.stop();
+      await Promise.all([configSyncs, otherShards, ...secretInformers.values(), configMaps, manifestSyncs, namespaces, remoteClusters, namespaceReplications, ...[...sourceWatches.values()].map((w) => w.informer)].map((i) => i.stop()));
     },
   };
 }
@@ -768,67 +714,10 @@ export function queueKeyOfOwner(ownedBy: string): string | undefined {
   return `${namespace}/${name}`;
 }
 
-/**
- * What a managed-object watch keeps: identity, the owner mark, the generation and a digest of labels and
- * annotations (a change to either is drift), and the object's health in one line (kstatus).
- */
-export function projectManaged(object: KubeObject): KubeObject {
-  const metadata = object.metadata as Record<string, unknown>;
-  const marks = JSON.stringify([metadata['labels'] ?? {}, metadata['annotations'] ?? {}]);
-  const health = healthOf(object as ApplyObject);
-  return {
-    apiVersion: object.apiVersion,
-    kind: object.kind,
-    metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion, annotations: pickOwner(object), generation: metadata['generation'] },
-    marks: createHash('sha256').update(marks).digest('base64url').slice(0, 22),
-    health: `${health.status}|${health.reason ?? ''}|${health.message}`,
-    ownWriteAt: writtenLastBy(object, DEFAULT_FIELD_MANAGER),
-  };
-}
-
-/**
- * The time of `manager`'s entry when it is the one, alone, with the latest time in the object's managedFields,
- * else undefined. An event whose object has a new such time was that manager's own write (our apply); one with
- * the same time as before was someone else's (e.g. removing a field of ours leaves them no entry). A tie
- * (another manager wrote within the same second) or an object without managedFields counts as someone else's.
- */
-export function writtenLastBy(object: KubeObject, manager: string): string | undefined {
-  const fields = (object.metadata as Record<string, unknown>)['managedFields'];
-  if (!Array.isArray(fields)) return undefined;
-  let latest = '';
-  let latestIsOurs = false;
-  for (const entry of fields as { manager?: unknown; time?: unknown; subresource?: unknown }[]) {
-    const time = typeof entry.time === 'string' ? entry.time : '';
-    const ours = entry.manager === manager && entry.subresource === undefined;
-    if (time > latest) {
-      latest = time;
-      latestIsOurs = ours;
-    } else if (time === latest && !ours) {
-      latestIsOurs = false;
-    }
-  }
-  return latest !== '' && latestIsOurs ? latest : undefined;
-}
-
-/**
- * Whether two versions of a managed object differ in status only: the generation (bumped by every spec or
- * data change of kinds that keep one) and the labels and annotations are the same. Kinds without a
- * generation (ConfigMaps, Secrets, Services) never count as status-only: every change of theirs is looked at.
- */
-export function sameButStatus(before: KubeObject, after: KubeObject): boolean {
-  const generation = after.metadata['generation'];
-  return typeof generation === 'number' && before.metadata['generation'] === generation && before['marks'] === after['marks'];
-}
-
 /** What dependents of a ConfigSync look at (see dependencyNotReady): a change wakes them. */
 function readiness(cs: ConfigSync): string {
   const ready = cs.status?.conditions?.find((c) => c.type === 'Ready');
   return JSON.stringify([cs.metadata.generation, cs.status?.observedGeneration, ready?.status, ready?.reason, ready?.observedGeneration, cs.status?.sourceRevision, cs.status?.lastAttemptedRevision, cs.metadata.deletionTimestamp ?? null]);
-}
-
-function pickOwner(object: KubeObject): Record<string, string> {
-  const owner = (object.metadata['annotations'] as Record<string, string> | undefined)?.[OWNED_BY_ANNOTATION];
-  return owner === undefined ? {} : { [OWNED_BY_ANNOTATION]: owner };
 }
 
 export function errorMessage(error: unknown): string {
