@@ -12,7 +12,7 @@
 //   is tried again only after REFUSAL_RETRY_MS: until then the target says so in its status and its drift is
 //   checked by reads at every refresh instead.
 import { createHash } from 'node:crypto';
-import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, healthOf, parseObjectId, type ApplyClient, type KubeObject as ApplyObject, type ResourceInfo } from '@syncline/apply';
+import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, healthOf, parseObjectId, type ApplyClient, type Discovery, type KubeObject as ApplyObject, type ResourceInfo } from '@syncline/apply';
 import { Informer, KubeApiError, WatchBudgetError, type KubeObject, type KubeRest, type WatchBudget } from '@syncline/kube';
 import type { Logger } from 'pino';
 import type { TargetInventory } from '../api/v1alpha1.ts';
@@ -86,30 +86,16 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
   const perNamespace = (namespace: string): boolean => watchNamespace !== undefined && namespace !== '' && namespace !== watchNamespace;
 
   const start = (scope: string, spec: { group: string; info: ResourceInfo; namespace?: string | undefined; remote?: RemoteClients | undefined }): Watch => {
-    const { group, info, namespace, remote } = spec;
-    const base = `${group === '' ? '/api' : `/apis/${group}`}/${info.version}`;
+    const { info, namespace, remote } = spec;
     // Namespaced kinds are watched in the watched namespace only (namespace-scoped RBAC allows no more), or in
     // the one namespace this watch is for; in a remote cluster, everywhere.
     const where = namespace ?? (info.namespaced && remote === undefined ? watchNamespace : undefined);
     const refused = Promise.withResolvers<void>();
-    const informer: Informer = new Informer({
-      budget,
+    const informer = driftInformer({
       rest: remote?.rest ?? rest,
-      path: where === undefined ? `${base}/${info.plural}` : `${base}/namespaces/${where}/${info.plural}`,
-      labelSelector: OWNER_LABEL,
-      project: projectManaged,
-      onEvent: (type, object, previous) => {
-        // Someone edited or deleted an object we manage: reconcile its owner (drift). ADDED is the initial
-        // list or our own create: the apply that follows (or just ran) already covers it. A status-only
-        // change (a controller's progress) matters only when it changes the object's health.
-        const owner = (object.metadata['annotations'] as Record<string, string> | undefined)?.[OWNED_BY_ANNOTATION];
-        if (owner === undefined || type === 'ADDED') return;
-        if (type === 'MODIFIED' && previous !== undefined && sameButStatus(previous, object) && previous['health'] === object['health']) return;
-        // Our own apply's write comes back as MODIFIED: the run that wrote it already judged it (and a drift
-        // requeue per written object would double the work of every new commit).
-        if (type === 'MODIFIED' && previous !== undefined && object['ownWriteAt'] !== undefined && object['ownWriteAt'] !== previous['ownWriteAt']) return;
-        options.onDrift(owner);
-      },
+      budget,
+      path: `${spec.group === '' ? '/api' : `/apis/${spec.group}`}/${info.version}${where === undefined ? '' : `/namespaces/${where}`}/${info.plural}`,
+      onDrift: options.onDrift,
       onError: (error) => {
         logger.debug({ err: error instanceof Error ? error.message : String(error), scope }, 'managed-object watch failed; restarting');
         if (!(error instanceof KubeApiError && error.status === 403)) return;
@@ -155,21 +141,17 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
     async watch(ids, remote) {
       const discovery = await (remote?.apply ?? (await options.applyClient())).discovery();
       if (remote !== undefined) stopStaleClusterWatches(remote);
-      const kindWide = new Map<string, { group: string; info: ResourceInfo }>();
-      const namespaced = new Map<string, { group: string; info: ResourceInfo; namespace: string }>();
-      for (const id of ids) {
-        const scope = scopeKey(id, remote);
+      const { kindWide, namespaced } = missingWatches(ids, {
+        discovery,
+        scopeKey: (id) => scopeKey(id, remote),
+        perNamespace: (namespace) => remote === undefined && perNamespace(namespace),
         // Only a new watch is waited for: one that cannot list (403 for a cluster-scoped kind in namespace
-        // mode) must not delay every later apply.
-        if (watches.has(scope) || kindWide.has(scope) || namespaced.has(scope)) continue;
-        const refusal = refusals.get(scope);
-        if (refusal !== undefined && now() - refusal.at < REFUSAL_RETRY_MS) continue;
-        const { group, kind, namespace } = parseObjectId(id);
-        const info = discovery.preferred(group, kind);
-        if (info === undefined) continue; // a kind served only once its CRD is applied: watched after this sync
-        if (remote === undefined && perNamespace(namespace)) namespaced.set(scope, { group, info, namespace });
-        else kindWide.set(scope, { group, info });
-      }
+        // mode) must not delay every later apply; a refused namespace is not asked again for a while.
+        skip: (scope) => {
+          const refusal = refusals.get(scope);
+          return watches.has(scope) || (refusal !== undefined && now() - refusal.at < REFUSAL_RETRY_MS);
+        },
+      });
       // All or none: the drift of every kind about to be written is watched, or the apply fails naming the budget.
       budget.check(kindWide.size, `the drift watches of ${kindWide.size} kind(s) in ${remote === undefined ? 'this cluster' : `cluster ${remote.cluster}`}`);
       const started: Watch[] = [];
@@ -194,11 +176,7 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
       const json = JSON.stringify(inventory ?? []);
       if (seen.get(user) === json) return;
       seen.set(user, json);
-      const scopes = new Set<string>();
-      for (const target of inventory ?? []) {
-        if (target.cluster !== undefined) continue;
-        for (const entry of decodeInventory(target.entries)) if (perNamespace(parseObjectId(entry.id).namespace)) scopes.add(scopeKey(entry.id));
-      }
+      const scopes = new Set(localIds(inventory).filter((id) => perNamespace(parseObjectId(id).namespace)).map((id) => scopeKey(id)));
       for (const scope of scopes) {
         const entry = watches.get(scope);
         if (entry !== undefined) entry.claimed = true;
@@ -223,17 +201,10 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
     },
 
     unwatched(ids) {
-      const reasons = new Map<string, string>();
-      for (const id of ids) {
-        const scope = scopeKey(id);
-        if (reasons.has(scope)) continue;
+      return unwatchedReasons(ids, scopeKey, (scope) => {
         const entry = watches.get(scope);
-        const why = entry === undefined ? refusals.get(scope)?.why : entry.informer.healthy ? undefined : entry.forbidden;
-        if (why === undefined) continue;
-        const { kind, namespace } = parseObjectId(id);
-        reasons.set(scope, `cannot watch ${kind} ${namespace === '' ? '(cluster-scoped)' : `in namespace ${namespace}`} for drift (${why})`);
-      }
-      return reasons.size === 0 ? undefined : [...reasons.values()].join('; ');
+        return entry === undefined ? refusals.get(scope)?.why : entry.informer.healthy ? undefined : entry.forbidden;
+      });
     },
 
     remoteHealthy(remote) {
@@ -246,6 +217,67 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
       await Promise.all(all.map((entry) => entry.informer.stop()));
     },
   };
+}
+
+/** The object ids of an inventory applied in this cluster. */
+function localIds(inventory: readonly TargetInventory[] | undefined): string[] {
+  return (inventory ?? []).flatMap((target) => (target.cluster === undefined ? decodeInventory(target.entries).map((entry) => entry.id) : []));
+}
+
+/** One line per watch (kind and namespace) that covers some of `ids` and cannot watch, saying why; undefined when none. */
+function unwatchedReasons(ids: readonly string[], scopeKey: (id: string) => string, why: (scope: string) => string | undefined): string | undefined {
+  const reasons = new Map<string, string>();
+  for (const id of ids) {
+    const scope = scopeKey(id);
+    const reason = reasons.has(scope) ? undefined : why(scope);
+    if (reason === undefined) continue;
+    const { kind, namespace } = parseObjectId(id);
+    reasons.set(scope, `cannot watch ${kind} ${namespace === '' ? '(cluster-scoped)' : `in namespace ${namespace}`} for drift (${reason})`);
+  }
+  return reasons.size === 0 ? undefined : [...reasons.values()].join('; ');
+}
+
+/** The watches `ids` need that are not there yet: kind-wide ones, and per-namespace ones (a namespace-scoped operator). */
+function missingWatches(
+  ids: readonly string[],
+  input: { discovery: Discovery; scopeKey: (id: string) => string; perNamespace: (namespace: string) => boolean; skip: (scope: string) => boolean },
+): { kindWide: Map<string, { group: string; info: ResourceInfo }>; namespaced: Map<string, { group: string; info: ResourceInfo; namespace: string }> } {
+  const kindWide = new Map<string, { group: string; info: ResourceInfo }>();
+  const namespaced = new Map<string, { group: string; info: ResourceInfo; namespace: string }>();
+  for (const id of ids) {
+    const scope = input.scopeKey(id);
+    if (kindWide.has(scope) || namespaced.has(scope) || input.skip(scope)) continue;
+    const { group, kind, namespace } = parseObjectId(id);
+    const info = input.discovery.preferred(group, kind);
+    if (info === undefined) continue; // a kind served only once its CRD is applied: watched after this sync
+    if (input.perNamespace(namespace)) namespaced.set(scope, { group, info, namespace });
+    else kindWide.set(scope, { group, info });
+  }
+  return { kindWide, namespaced };
+}
+
+/** A label-selected watch of managed objects: a change someone else made wakes the owner the object names. */
+function driftInformer(input: { rest: KubeRest; budget: WatchBudget; path: string; onDrift: (ownedBy: string) => void; onError: (error: unknown) => void }): Informer {
+  return new Informer({
+    budget: input.budget,
+    rest: input.rest,
+    path: input.path,
+    labelSelector: OWNER_LABEL,
+    project: projectManaged,
+    onEvent: (type, object, previous) => {
+      // Someone edited or deleted an object we manage: reconcile its owner (drift). ADDED is the initial
+      // list or our own create: the apply that follows (or just ran) already covers it. A status-only
+      // change (a controller's progress) matters only when it changes the object's health.
+      const owner = (object.metadata['annotations'] as Record<string, string> | undefined)?.[OWNED_BY_ANNOTATION];
+      if (owner === undefined || type === 'ADDED') return;
+      if (type === 'MODIFIED' && previous !== undefined && sameButStatus(previous, object) && previous['health'] === object['health']) return;
+      // Our own apply's write comes back as MODIFIED: the run that wrote it already judged it (and a drift
+      // requeue per written object would double the work of every new commit).
+      if (type === 'MODIFIED' && previous !== undefined && object['ownWriteAt'] !== undefined && object['ownWriteAt'] !== previous['ownWriteAt']) return;
+      input.onDrift(owner);
+    },
+    onError: input.onError,
+  });
 }
 
 /**
