@@ -159,8 +159,8 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
       // A namespace past the budget is checked by reads instead (its targets say so): the apply goes on.
       for (const [scope, spec] of namespaced) {
         try {
+          // A refusal stands until the watch lists: meanwhile the target keeps saying why (its status unchanged).
           started.push(start(scope, spec));
-          refusals.delete(scope);
         } catch (error) {
           if (!(error instanceof WatchBudgetError)) throw error;
           refusals.set(scope, { at: now(), why: error.message });
@@ -203,7 +203,10 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
     unwatched(ids) {
       return unwatchedReasons(ids, scopeKey, (scope) => {
         const entry = watches.get(scope);
-        return entry === undefined ? refusals.get(scope)?.why : entry.informer.healthy ? undefined : entry.forbidden;
+        if (entry === undefined) return refusals.get(scope)?.why;
+        if (!entry.informer.healthy) return entry.forbidden ?? refusals.get(scope)?.why;
+        refusals.delete(scope); // watched now: a refusal of an earlier try is over
+        return undefined;
       });
     },
 
