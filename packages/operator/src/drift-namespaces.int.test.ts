@@ -1,8 +1,9 @@
 // Drift watches where the syncs apply, against the real control plane: an operator scoped to one namespace
 // (--namespace) whose syncs apply into other namespaces proves a resync a no-op from a watch of each such
-// namespace (no LIST, no GET), says in the target's status when the API server refuses it that watch (and reads
-// there instead), and gives the watch back when no sync applies there any more.
-import { connectionFromKubeConfig, createEventRecorder, createKubeRest, WatchBudget, type KubeConnection, type KubeRest } from '@syncline/kube';
+// namespace (no LIST, no GET), says in the target's status when the API server refuses it that watch or the
+// watch budget has no room for it (and reads there instead), and gives the watch back when no sync applies there
+// any more.
+import { connectionFromKubeConfig, createEventRecorder, createKubeRest, WatchBudget, WatchBudgetError, type KubeConnection, type KubeRest } from '@syncline/kube';
 import type { ApplyClient } from '@syncline/apply';
 import { TemplateCache } from '@syncline/render';
 import { createGitSource } from '@syncline/source-git';
@@ -173,6 +174,60 @@ describe('drift watches in the namespaces syncs apply into', () => {
       // When: the sync that applies into `app` is deleted (its objects pruned). Then: the watch of `app` is given back.
       await admin.request({ method: 'DELETE', path: `/apis/syncline.dev/v1alpha1/namespaces/${home.name}/configsyncs/to-app` });
       await eventually(() => (budget.open === watchesWithApp - 1 ? true : undefined), `the watch of ${app.name} to stop (open: ${budget.open}, before: ${watchesWithApp})`);
+    } finally {
+      await manager.stop();
+      await rm(cacheDir, { recursive: true, force: true });
+    }
+  }, 300_000);
+
+  it('applies into a namespace whose watch the budget has no room for, and says so in the target', async () => {
+    await using home = await testNamespace({ prefix: 'drift-home' });
+    await using app = await testNamespace({ prefix: 'drift-full' });
+    const connection = await connectionFromKubeConfig(testKubeConfig());
+    const rest = await createKubeRest(connection);
+    await installCrds(rest, { fieldManager: 'syncline-tests' });
+    await using git = await startGitServer();
+    const repo = await git.createRepo('drift-budget');
+    await repo.commit({ 'app/settings.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: "one"\n' });
+    // Given: a budget with room for every watch but the one of the namespace the sync applies into.
+    class FullFor extends WatchBudget {
+      override check(count: number, what: string): void {
+        if (what.includes(`/namespaces/${app.name}/`)) throw new WatchBudgetError(`the watch budget (--watch-budget=${this.limit}) is exhausted: ${what} needs ${count} more`);
+        super.check(count, what);
+      }
+    }
+    const cacheDir = await mkdtemp(join(tmpdir(), 'syncline-drift-budget-'));
+    const clock = { now: () => new Date() };
+    const manager = startManager({
+      rest,
+      git: createGitSource({ cacheDir, allowInsecureHttp: true }),
+      applyClient: createApplyClients({ connection, rest, clock }),
+      templates: new TemplateCache(),
+      clock,
+      logger: pino({ level: 'silent' }),
+      metrics: createMetrics(),
+      events: createEventRecorder({ rest, component: 'syncline', host: 'test', clock }),
+      mirrorKeys: mirrorKeys(),
+      concurrency: 2,
+      watchNamespace: home.name,
+      watchBudget: new FullFor(100),
+      trusted: trustedNamespaces({ list: [home.name] }),
+      onLostLeadership: () => undefined,
+    });
+    try {
+      // When: a sync of the trusted namespace applies into that namespace.
+      await rest.request({
+        method: 'POST',
+        path: `/apis/syncline.dev/v1alpha1/namespaces/${home.name}/configsyncs`,
+        body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: 'to-full' }, spec: { source: { git: { repo: repo.url, path: 'app' } }, targets: [{ name: 'main', namespace: app.name }] } },
+      });
+      // Then: it is applied (the apply does not wait for the watch) and the target says why drift is read instead.
+      const cs = await eventually(async () => {
+        const read = await rest.request<ConfigSync>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${home.name}/configsyncs/to-full` });
+        return read.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? read : undefined;
+      }, 'to-full to be Ready');
+      expect(cs.status?.targets?.[0]?.message).toMatch(new RegExp(`cannot watch ConfigMap in namespace ${app.name} for drift \\(the watch budget \\(--watch-budget=100\\) is exhausted.*\\); checked every 5m instead`));
+      expect((await rest.request<{ data?: Record<string, string> }>({ method: 'GET', path: `/api/v1/namespaces/${app.name}/configmaps/settings` })).data).toEqual({ mode: 'one' });
     } finally {
       await manager.stop();
       await rm(cacheDir, { recursive: true, force: true });
