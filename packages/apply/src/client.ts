@@ -1,11 +1,9 @@
-// The I/O edge of apply: discovery, LIST, GET, server-side apply, DELETE and CRD waits over one keep-alive
-// HTTPS agent. The typed clients of @kubernetes/client-node cost a lot per call on this hot path and know
-// nothing of arbitrary kinds; a KubeConnection (@syncline/kube) supplies the server, TLS material and
-// credentials.
+// The I/O edge of apply: discovery, LIST, GET, server-side apply, DELETE and CRD waits over @syncline/kube's
+// REST client (one keep-alive socket pool per client). The typed clients of @kubernetes/client-node cost a lot
+// per call on this hot path and know nothing of arbitrary kinds; a KubeConnection (@syncline/kube) supplies the
+// server, TLS material and credentials.
 // undici (HTTP/1.1 and h2) and node:http2 were measured too: no clearly lower client CPU per apply here.
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import { ApiError, agentFor, requestSignal, toKubeConnection, type KubeConfigLike, type KubeConnection } from '@syncline/kube';
+import { ApiError, createKubeRest, type KubeConfigLike, type KubeConnection } from '@syncline/kube';
 
 /** The error class of the API server's answers (@syncline/kube's), which every call here rejects with. */
 export { ApiError };
@@ -52,91 +50,30 @@ export type ApplyClient = {
   waitEstablished(crdName: string, options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<void>;
 };
 
-type Request = { method: 'GET' | 'PATCH' | 'DELETE'; path: string; query?: Record<string, string>; body?: unknown; contentType?: string; accept?: string; signal?: AbortSignal | undefined; discardBody?: boolean };
+type Request = { method: 'GET' | 'PATCH' | 'DELETE'; path: string; query?: Record<string, string>; body?: unknown; contentType?: string; accept?: string; signal?: AbortSignal; discardBody?: boolean };
 
 type Transport = <T>(req: Request) => Promise<T>;
 
-function statusError(status: number, text: string, what: string): ApiError {
-  try {
-    const parsed = JSON.parse(text) as { reason?: string; message?: string };
-    return new ApiError({ status, reason: parsed.reason ?? String(status), message: parsed.message ?? `${what}: HTTP ${status}` });
-  } catch {
-    return new ApiError({ status, reason: String(status), message: `${what}: HTTP ${status}` });
-  }
-}
-
+/**
+ * Requests go through @syncline/kube's REST client, the one Kubernetes transport of the product: its own capped
+ * socket pool per client, a deadline on every request (the wait for a socket included), the write fence. Errors
+ * keep the shape apply's callers and statuses have always seen: the API server's own message, and a
+ * TransportError for a connection that failed.
+ */
 async function createTransport(target: KubeConnection | KubeConfigLike, options: ClientOptions): Promise<Transport> {
-  const connection = await toKubeConnection(target);
-  const server = connection.server;
-  const isHttps = server.startsWith('https:');
-  const agent = agentFor(connection, { maxSockets: 64 });
-
+  const rest = await createKubeRest(target, { userAgent: 'syncline-apply', requestSockets: REQUEST_SOCKETS, ...(options.writeFence === undefined ? {} : { writeFence: options.writeFence }) });
+  const timeoutMs = options.requestTimeoutMs ?? DEFAULT_APPLY_TIMEOUT_MS;
   return async <T>(req: Request): Promise<T> => {
-    const url = new URL(req.path, server);
-    for (const [k, v] of Object.entries(req.query ?? {})) url.searchParams.set(k, v);
-    const payload = req.body === undefined ? undefined : JSON.stringify(req.body);
-    const auth = await connection.authHeaders();
-    // A cluster that accepts and never answers, or a pool with no free socket, must not hold a request (or a
-    // cached discovery) forever: the deadline runs from here, the wait for a socket included.
-    const timeoutMs = options.requestTimeoutMs ?? DEFAULT_APPLY_TIMEOUT_MS;
-    const fence = req.method === 'GET' ? undefined : options.writeFence;
-    const fenced = (): ApiError => new ApiError({ status: 0, reason: 'Fenced', message: `${req.method} ${url.pathname}: refused, writes are fenced (${String(fence?.reason instanceof Error ? fence.reason.message : fence?.reason)})` });
-    if (fence?.aborted === true) throw fenced();
-    const abort = requestSignal({ timeoutMs, signal: req.signal, fence });
-    const signal = abort.signal;
-    return new Promise<T>((resolveRaw, rejectRaw) => {
-      const resolve = (value: T): void => {
-        abort.done();
-        resolveRaw(value);
-      };
-      const reject = (error: Error): void => {
-        abort.done();
-        rejectRaw(error);
-      };
-      const r = (isHttps ? httpsRequest : httpRequest)(
-        url,
-        {
-          method: req.method,
-          agent: isHttps ? agent : undefined,
-          auth: connection.basicAuth,
-          signal,
-          headers: {
-            ...auth,
-            Accept: req.accept ?? 'application/json',
-            'User-Agent': 'syncline-apply',
-            ...(payload === undefined ? {} : { 'Content-Type': req.contentType ?? 'application/json', 'Content-Length': Buffer.byteLength(payload) }),
-          },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('error', reject);
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            const status = res.statusCode ?? 0;
-            if (status >= 200 && status < 300) {
-              if (req.discardBody === true) {
-                resolve(undefined as T);
-                return;
-              }
-              try {
-                resolve(JSON.parse(text) as T);
-              } catch {
-                reject(new ApiError({ status, reason: 'InvalidResponse', message: `${req.method} ${url.pathname}: the response is not JSON` }));
-              }
-            } else reject(statusError(status, text, `${req.method} ${url.pathname}`));
-          });
-        },
-      );
-      r.on('error', (error) => {
-        const cause = abort.cause();
-        if (cause === 'caller') reject(error);
-        else if (cause === 'fence') reject(fenced());
-        else if (cause === 'deadline') reject(new ApiError({ status: 0, reason: 'Timeout', message: `${req.method} ${url.pathname}: no answer within ${timeoutMs / 1000}s` }));
-        else reject(new ApiError({ status: 0, reason: 'TransportError', message: `${req.method} ${url.pathname}: ${error.message}` }));
-      });
-      r.end(payload);
-    });
+    try {
+      return await rest.request<T>({ ...req, timeoutMs });
+    } catch (error) {
+      if (error instanceof ApiError) {
+        if (error.serverMessage === undefined && error.status < 300) throw error; // Timeout, Fenced: already say why
+        throw new ApiError({ status: error.status, reason: error.reason === 'Unknown' ? String(error.status) : error.reason, message: error.serverMessage ?? `${req.method} ${req.path}: HTTP ${error.status}` });
+      }
+      if (req.signal?.aborted === true) throw error;
+      throw new ApiError({ status: 0, reason: 'TransportError', message: `${req.method} ${req.path}: ${error instanceof Error ? error.message : String(error)}` });
+    }
   };
 }
 
@@ -228,6 +165,8 @@ const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
 
 /** The default of ClientOptions.requestTimeoutMs. */
 const DEFAULT_APPLY_TIMEOUT_MS = 60_000;
+/** Sockets for one apply client's requests (parallel applies of many targets). */
+const REQUEST_SOCKETS = 64;
 
 export type ClientOptions = {
   /** Every request (discovery, LIST, apply, delete) fails after this long without an answer (default 60 s). */

@@ -34,6 +34,10 @@ export type KubeRequest = {
   readonly timeoutMs?: number;
   /** Resolve with the response text instead of parsed JSON (e.g. /metrics). */
   readonly text?: boolean;
+  /** The Accept header (default application/json), e.g. aggregated discovery's. */
+  readonly accept?: string;
+  /** Resolve with undefined without parsing a successful response (a write whose result is not needed). */
+  readonly discardBody?: boolean;
 };
 
 export type KubeRest = {
@@ -57,12 +61,14 @@ export type KubeRestOptions = {
    * lost its Lease must not write another byte (fencing). Reads go on.
    */
   readonly writeFence?: AbortSignal;
+  /** Sockets for ordinary requests (default REQUEST_SOCKETS); watches have their own pool. */
+  readonly requestSockets?: number;
 };
 
 export async function createKubeRest(target: KubeConnection | KubeConfigLike, options: KubeRestOptions = {}): Promise<KubeRest> {
   const connection = await toKubeConnection(target);
   const server = connection.server;
-  const requestAgent = agentFor(connection, { maxSockets: REQUEST_SOCKETS });
+  const requestAgent = agentFor(connection, { maxSockets: options.requestSockets ?? REQUEST_SOCKETS });
   const watchAgent = agentFor(connection, { maxSockets: Infinity });
   const userAgent = options.userAgent ?? 'syncline';
   const isHttps = server.startsWith('https:');
@@ -83,7 +89,7 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
         headers: {
           ...auth,
           'User-Agent': userAgent,
-          Accept: 'application/json',
+          Accept: req.accept ?? 'application/json',
           ...(payload !== undefined ? { 'Content-Type': req.contentType ?? 'application/json', 'Content-Length': Buffer.byteLength(payload) } : {}),
         },
         signal,
@@ -120,9 +126,16 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
           { req, signal, watch: false },
           (status, body) => {
             const chunks: Buffer[] = [];
-            body.on('data', (c: Buffer) => chunks.push(c));
+            const discard = req.discardBody === true && status >= 200 && status < 300;
+            body.on('data', (c: Buffer) => {
+              if (!discard) chunks.push(c);
+            });
             body.on('error', reject);
             body.on('end', () => {
+              if (discard) {
+                resolve(undefined as T);
+                return;
+              }
               const text = Buffer.concat(chunks).toString('utf8');
               let parsed: unknown;
               try {
@@ -135,7 +148,7 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
                 return;
               }
               const st = parsed as { reason?: string; message?: string } | undefined;
-              reject(new KubeApiError({ status, reason: st?.reason ?? 'Unknown', message: `${req.method} ${req.path}: ${status} ${st?.message ?? text.slice(0, 200)}` }));
+              reject(new KubeApiError({ status, reason: st?.reason ?? 'Unknown', message: `${req.method} ${req.path}: ${status} ${st?.message ?? text.slice(0, 200)}`, serverMessage: st?.message }));
             });
           },
           reject,

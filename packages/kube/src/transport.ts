@@ -9,11 +9,14 @@ import { Agent, type RequestOptions } from 'node:https';
 export class ApiError extends Error {
   readonly status: number;
   readonly reason: string;
-  constructor(options: { status: number; reason: string; message: string }) {
+  /** The API server's own message (its Status), without the request that got it; undefined when it sent none. */
+  readonly serverMessage: string | undefined;
+  constructor(options: { status: number; reason: string; message: string; serverMessage?: string | undefined }) {
     super(options.message);
     this.name = 'ApiError';
     this.status = options.status;
     this.reason = options.reason;
+    this.serverMessage = options.serverMessage;
   }
 }
 

@@ -1,19 +1,22 @@
-// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N] [--profile DIR]` (DIR gets the operator's CPU profile): N ConfigSyncs × 5 objects on one repo against the
+// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster]`
+// (DIR gets the operator's CPU profile; layout and scope: see _layout.ts): N ConfigSyncs × 5 objects on one repo against the
 // real control plane and the real operator process. Prints time until all Ready, git fetches per new
 // commit, operator peak RSS, and for the steady state (nothing changing, refreshInterval 30s) the write
 // requests the API server counted (by verb, leases apart) and the operator's CPU time.
 import type { ConfigSync } from '@syncline/operator';
 import { startOperator } from '@syncline/test-support';
 import { parseArgs } from 'node:util';
+import { benchLayout } from './_layout.ts';
 import { benchEnvironment, cpuSeconds, diff, peakRss, pool, requestCounts, sleep, writeRequests } from './_environment.ts';
 
-const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' } } });
+const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' }, layout: { type: 'string', default: 'shared' }, scope: { type: 'string', default: 'namespace' } } });
 const SYNCS = Number(flags.syncs);
 const STEADY_SECONDS = Number(flags.steady);
 const namespace = 'bench';
 
 await using environment = await benchEnvironment(namespace);
 const { controlPlane, git, rest } = environment;
+const layout = await benchLayout({ layout: flags.layout, scope: flags.scope, namespace, syncs: SYNCS, rest });
 
 const repo = await git.createRepo('configs');
 const template = (i: number, rev: string): string =>
@@ -21,7 +24,7 @@ const template = (i: number, rev: string): string =>
 const commitAll = (rev: string): Promise<string> => repo.commit(Object.fromEntries([1, 2, 3, 4, 5].map((i) => [`app/cm-${i}.yaml.hbs`, template(i, rev)])));
 const first = await commitAll('one');
 
-await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', namespace, ...(flags.concurrency === undefined ? [] : ['--concurrency', flags.concurrency])], ...(flags.profile === undefined ? {} : { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${flags.profile}`] }) }); // info level: startOperator waits for the 'syncline started' line
+await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: [...layout.operatorArgs, ...(flags.concurrency === undefined ? [] : ['--concurrency', flags.concurrency])], ...(flags.profile === undefined ? {} : { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${flags.profile}`] }) }); // info level: startOperator waits for the 'syncline started' line
 
 const progress = (line: string): void => console.error(`[bench] ${line}`);
 progress(`control plane, Git server and operator up; creating ${SYNCS} ConfigSyncs`);
@@ -32,7 +35,7 @@ await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
   rest.request({
     method: 'POST',
     path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs`,
-    body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: `s${i}` }, spec: { source: { git: { repo: repo.url, path: 'app' } }, refreshInterval: '30s', targets: [{ name: `s${i}`, namespace }] } },
+    body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: `s${i}` }, spec: { source: { git: { repo: repo.url, path: 'app' } }, refreshInterval: '30s', targets: [{ name: `s${i}`, namespace: layout.targetNamespace(i) }] } },
   }),
 );
 await waitForAll(first);
@@ -86,7 +89,7 @@ const readyTarget = large ? 20 : 5;
 const commitTarget = large ? 10 : 2;
 const refreshes = steadyElapsed / 30;
 const verdict = (ok: boolean): string => (ok ? 'met' : 'NOT met');
-console.log(`operator bench: ${SYNCS} ConfigSyncs × 5 objects, one repo, Node ${process.versions.node}`);
+console.log(`operator bench: ${SYNCS} ConfigSyncs × 5 objects, one repo, Node ${process.versions.node}; ${layout.description}`);
 console.log(`time until all ${SYNCS} Ready (from creation):      ${(allReadyMs / 1000).toFixed(2)} s  (${initialFetches} fetch(es) of the first commit)  (target ≤ ${readyTarget} s: ${verdict(allReadyMs <= readyTarget * 1000)})`);
 console.log(`new commit → all Ready (reconcile requested):      ${(newCommitMs / 1000).toFixed(2)} s  (target ≤ ${commitTarget} s: ${verdict(newCommitMs <= commitTarget * 1000)})`);
 console.log(`git fetches for the new commit:                    ${fetchesPerCommit}  (target: 1)`);

@@ -1,24 +1,28 @@
-// The controller manager: informers for ConfigSyncs, the Secrets/ConfigMaps they reference and the
-// objects they manage; the work queue; leader election (only the leader reconciles, so only the leader
-// writes); and the readiness the health server reports.
-import { SharedWatches, Informer, objectKey, type KubeObject, DEFAULT_WATCH_BUDGET, WatchBudget, WatchBudgetError, DEFAULT_RENEW_DEADLINE_MS, runLeaderElection } from '@syncline/kube';
-import { createHash } from 'node:crypto';
-import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, healthOf, parseObjectId, type ApplyClient, type KubeObject as ApplyObject, type ResourceInfo } from '@syncline/apply';
-import type { ConfigSync, ManifestSync, NamespaceReplication, RemoteCluster } from './api/v1alpha1.ts';
-import { DEFAULT_RESOURCE_TYPES, parseResourceType } from './dr/transform.ts';
-import { NAMESPACEREPLICATION_KEY_PREFIX, createNamespaceReplicationReconciler } from './reconcile/namespacereplication.ts';
-import { retireHeartbeat, startHeartbeats } from './dr/heartbeat.ts';
-import { createRemoteClusters, type RemoteClients } from './remote/clusters.ts';
-import { createTargetBackoff } from './remote/backoff.ts';
-import { REMOTECLUSTER_KEY_PREFIX, createRemoteClusterReconciler } from './reconcile/remotecluster.ts';
-import { WorkQueue } from './controller/queue.ts';
-import type { MirrorKeys, MirrorNamespace } from './mirror/index.ts';
-import { DEFAULT_INTERVAL_BOUNDS, createConfigSyncReconciler, type ConfigSyncReconcilerDeps } from './reconcile/configsync.ts';
-import type { TargetNoop } from './reconcile/target.ts';
-import { MANIFESTSYNC_KEY_PREFIX, createManifestSyncReconciler } from './reconcile/manifestsync.ts';
-import { inShard, otherShardsSelector, shardSelector } from './shard.ts';
-import { allowedWrite } from './tenancy.ts';
+// The controller manager: it runs what the controllers declare (controller/controller.ts: the kind each one
+// reconciles, what else wakes it and how that maps to its keys) over one work queue, one watch budget, the
+// Secret/ConfigMap reference watches and the drift watches they share; leader election (only the leader
+// reconciles, so only the leader writes); and the readiness and liveness the health server reports. Each
+// controller's wiring is in its own module under controller/.
+import { DEFAULT_RENEW_DEADLINE_MS, DEFAULT_WATCH_BUDGET, WatchBudget, WatchBudgetError, runLeaderElection, type Informer, type KubeObject } from '@syncline/kube';
+import type { ConfigSync } from './api/v1alpha1.ts';
+import { configSyncController } from './controller/configsync-controller.ts';
+import { errorMessage, type Controller, type ControllerContext } from './controller/controller.ts';
+import { createDriftWatches } from './controller/drift-watches.ts';
+import { manifestSyncController } from './controller/manifestsync-controller.ts';
+import { WorkQueue, type ReconcileOutcome } from './controller/queue.ts';
+import { createReferenceWatches } from './controller/references.ts';
+import { probedRemoteClusters, remoteClusterController } from './controller/remotecluster-controller.ts';
+import { replicationController } from './controller/replication-controller.ts';
+import type { MirrorKeys } from './mirror/index.ts';
+import type { ConfigSyncReconcilerDeps } from './reconcile/configsync.ts';
+import { MANIFESTSYNC_KEY_PREFIX } from './reconcile/manifestsync.ts';
+import { NAMESPACEREPLICATION_KEY_PREFIX } from './reconcile/namespacereplication.ts';
+import type { RemoteClients } from './remote/clusters.ts';
+import { shardSelector } from './shard.ts';
 import { ResourceKind, objectLabels } from './metrics.ts';
+
+export { projectManaged, sameButStatus, writtenLastBy } from './controller/drift-watches.ts';
+export { errorMessage, onlyStatusChanged } from './controller/controller.ts';
 
 const LEFT_KIND = { configsync: ResourceKind.ConfigSync, manifestsync: ResourceKind.ManifestSync, namespacereplication: ResourceKind.NamespaceReplication } as const;
 
@@ -28,10 +32,7 @@ export const LEFT_SHARD_MESSAGE = 'left this shard (deleted, or relabelled to an
 /** How long the leader waits for its caches to fill before it reconciles anyway (see startWork). */
 const CACHE_SYNC_TIMEOUT_MS = 60_000;
 
-/** How long an apply waits for a new managed-kind watch to list before it writes anyway. */
-const MANAGED_WATCH_SYNC_MS = 10_000;
-
-export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply' | 'remote' | 'targetBackoff' | 'remoteWatchesHealthy' | 'takeFreshRequest' | 'noop'> & {
+export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply' | 'remote' | 'targetBackoff' | 'remoteWatchesHealthy' | 'unwatchedDrift' | 'takeFreshRequest' | 'noop'> & {
   /** Admit RemoteClusters with http:// servers or insecure-skip-tls-verify (tests only). */
   readonly allowInsecureRemote?: boolean;
   /** The webhook receiver's Secret (--webhook-secret): a credential, never replicated by a NamespaceReplication. */
@@ -98,574 +99,187 @@ export type Manager = {
 
 export function startManager(options: ManagerOptions): Manager {
   const { rest, logger, metrics } = options;
-  const abort = new AbortController();
   const budget = options.watchBudget ?? new WatchBudget(DEFAULT_WATCH_BUDGET);
   const queue = new WorkQueue({ concurrency: options.concurrency, onDepthChange: (depth) => metrics.queueDepth.set(depth) });
   const ns = options.watchNamespace;
-  // The sync kinds are watched through the shard's label selector: the others' syncs never reach this cache.
-  const shardLabelSelector = shardSelector(options.shard);
-  /** A sync left this shard's view: deleted, or relabelled to another shard. Forgotten, never finalized here. */
-  const leftShard = (kind: 'configsync' | 'manifestsync' | 'namespacereplication', key: string): void => {
-    logger.info({ [kind]: key }, LEFT_SHARD_MESSAGE);
-    const { namespace, name } = objectLabels(key);
-    void metrics.forgetObject(LEFT_KIND[kind], namespace, name);
-  };
   const collection = (group: string, version: string, plural: string): string =>
     `${group === '' ? '/api' : `/apis/${group}`}/${version}${ns !== undefined ? `/namespaces/${ns}` : ''}/${plural}`;
-
   const observers = new Set<WatchedChange>();
-  const notify: WatchedChange = (kind, type, object) => {
-    for (const observer of observers) observer(kind, type, object);
-  };
-
-  // Referenced Secrets/ConfigMaps: `namespace/kind/name` → ConfigSync keys.
-  const references = new Map<string, Set<string>>();
-  const indexReferences = (object: ConfigSync, remove: boolean): void => {
-    const namespace = object.metadata.namespace ?? 'default';
-    index(objectKey(object), remove ? [] : [
-      ...(object.spec.source.git.secretRef !== undefined ? [`${namespace}/Secret/${object.spec.source.git.secretRef.name}`] : []),
-      ...(object.spec.source.git.proxySecretRef !== undefined ? [`${namespace}/Secret/${object.spec.source.git.proxySecretRef.name}`] : []),
-      ...(object.spec.valuesFrom ?? []).map((v) => `${namespace}/${v.kind}/${v.name}`),
-    ]);
-  };
-  /** `key` is woken when any of `refs` (`namespace/Kind/name`) changes. */
-  const index = (key: string, refs: readonly string[]): void => {
-    for (const set of references.values()) set.delete(key);
-    for (const ref of refs) {
-      const set = references.get(ref) ?? new Set<string>();
-      set.add(key);
-      references.set(ref, set);
-    }
-  };
-
-  /** When a push or a change of the object last asked a ConfigSync (`namespace/name`) to look at its source now. */
-  const freshRequests = new Map<string, number>();
-  const configSyncs = new Informer({
+  const leadership = { leader: options.leaderElection === undefined };
+  // Managed objects: the drift watches (controller/drift-watches.ts) of the kinds and namespaces the syncs write.
+  const drift = createDriftWatches({
+    rest,
     budget,
-    rest,
-    path: collection('syncline.dev', 'v1alpha1', 'configsyncs'),
-    labelSelector: shardLabelSelector,
-    onEvent: (type, object, previous) => {
-      // The informer holds untyped objects; this path serves only ConfigSyncs, whose shape the CRD's schema enforces.
-      const cs = object as unknown as ConfigSync;
-      notify('ConfigSync', type, object);
-      indexReferences(cs, type === 'DELETED');
-      if (type === 'DELETED') {
-        // Deleted (the finalizer already ran, on a MODIFIED with a deletionTimestamp) or relabelled to another
-        // shard (no deletionTimestamp: nothing is pruned, the new shard adopts the inventory as it stands).
-        queue.forget(objectKey(object));
-        forgetNoops(objectKey(object));
-        freshRequests.delete(objectKey(object));
-        leftShard('configsync', objectKey(object));
-      }
-      // Our own status writes come back as MODIFIED: they change nothing to act on.
-      else if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous, object)) {
-        // A new spec or a reconcile request looks at the source as it is from now on (a ref listing begun later).
-        freshRequests.set(objectKey(object), options.clock.now().getTime());
-        queue.add(objectKey(object));
-        if (cs.spec.source.git.secretRef !== undefined) wakeReplicationsOf(cs.metadata.namespace ?? 'default');
-      }
-      // spec.dependsOn: a dependency that became Ready (or stopped being Ready, or left) wakes its dependents.
-      if (type !== 'MODIFIED' || previous === undefined || readiness(previous as unknown as ConfigSync) !== readiness(cs)) {
-        const namespace = cs.metadata.namespace ?? 'default';
-        for (const other of configSyncs.list() as unknown as ConfigSync[]) {
-          if (other.metadata.namespace === namespace && (other.spec.dependsOn ?? []).some((d) => d.name === cs.metadata.name)) queue.add(objectKey(other));
-        }
-      }
-    },
-    onError: (error) => logger.warn({ err: errorMessage(error) }, 'ConfigSync watch failed; restarting'),
-  });
-
-  const otherShards = new Informer({
-    budget,
-    rest,
-    path: collection('syncline.dev', 'v1alpha1', 'configsyncs'),
-    labelSelector: otherShardsSelector(options.shard),
-    project: (object) => {
-      const git = (object['spec'] as ConfigSync['spec'] | undefined)?.source?.git;
-      return {
-        apiVersion: object.apiVersion,
-        kind: object.kind,
-        metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion },
-        // secretRef: a NamespaceReplication never copies another shard's Git credentials either.
-        spec: { source: { git: { repo: git?.repo, revision: git?.revision, ...(git?.secretRef === undefined ? {} : { secretRef: git.secretRef }) } } },
-      };
-    },
-    onEvent: () => undefined,
-    onError: (error) => logger.debug({ err: errorMessage(error) }, "other shards' ConfigSync watch failed; restarting"),
-  });
-
-  const referenceInformer = (kind: 'Secret' | 'ConfigMap', plural: string, namespace?: string): Informer =>
-    new Informer({
-      budget,
-      rest,
-      path: namespace === undefined ? collection('', 'v1', plural) : `/api/v1/namespaces/${namespace}/${plural}`,
-      // Metadata only: Secret data never sits in this process's cache.
-      project: (object) => ({ apiVersion: object.apiVersion, kind, metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion } }),
-      onEvent: (_type, object) => {
-        for (const key of references.get(`${object.metadata.namespace ?? ''}/${kind}/${object.metadata.name}`) ?? []) queue.add(key);
-      },
-      onError: (error) => logger.warn({ err: errorMessage(error) }, `${kind} watch failed; restarting`),
-    });
-  // One cluster-wide (or watchNamespace) watch, or one per namespace the operator may read Secrets in.
-  const secretInformers = new Map<string, Informer>(
-    options.secretNamespaces === undefined ? [['', referenceInformer('Secret', 'secrets')]] : options.secretNamespaces.map((n) => [n, referenceInformer('Secret', 'secrets', n)]),
-  );
-  const secretMeta = (namespace: string, name: string): KubeObject | undefined => (secretInformers.get(namespace) ?? secretInformers.get(''))?.get(`${namespace}/${name}`);
-  const configMaps = referenceInformer('ConfigMap', 'configmaps');
-
-  // Managed objects: one label-selected informer per kind we apply, started before the first object of that
-  // kind is written, so an edit made right after the first apply is already seen as drift.
-  const managed = new Map<string, Informer>();
-  const watchManaged = async (client: ApplyClient, ids: readonly string[], remote?: RemoteClients): Promise<void> => {
-    const discovery = await (remote?.apply ?? client).discovery();
-    if (remote !== undefined) stopStaleClusterWatches(remote);
-    const wanted = new Map<string, { group: string; info: ResourceInfo }>();
-    for (const id of ids) {
-      const { group, kind } = parseObjectId(id);
-      // Remote clusters' watches are keyed by cluster and credentials version: a rotated token starts anew.
-      const scope = `${remote === undefined ? '' : `${remote.key}|`}${group}/${kind}`;
-      // Only a new watch is waited for: one that cannot list (403 for a cluster-scoped kind in namespace
-      // mode) must not delay every later apply.
-      if (managed.has(scope) || wanted.has(scope)) continue;
-      const info = discovery.preferred(group, kind);
-      if (info === undefined) continue; // a kind served only once its CRD is applied: watched after this sync
-      wanted.set(scope, { group, info });
-    }
-    // All or none: the drift of every kind about to be written is watched, or the apply fails naming the budget.
-    budget.check(wanted.size, `the drift watches of ${wanted.size} kind(s) in ${remote === undefined ? 'this cluster' : `cluster ${remote.cluster}`}`);
-    const started: Informer[] = [];
-    for (const [scope, { group, info }] of wanted) {
-      const informer = new Informer({
-        budget,
-        rest: remote?.rest ?? rest,
-        // Namespaced kinds are watched in the watched namespace only (namespace-scoped RBAC allows no more);
-        // in a remote cluster, everywhere (its credentials are the identity).
-        path: info.namespaced && remote === undefined ? collection(group, info.version, info.plural) : `${group === '' ? '/api' : `/apis/${group}`}/${info.version}/${info.plural}`,
-        labelSelector: OWNER_LABEL,
-        project: projectManaged,
-        onEvent: (type, object, previous) => {
-          // Someone edited or deleted an object we manage: reconcile its owner (drift). ADDED is the initial
-          // list or our own create: the apply that follows (or just ran) already covers it. A status-only
-          // change (a controller's progress) matters only when it changes the object's health.
-          const owner = (object.metadata['annotations'] as Record<string, string> | undefined)?.[OWNED_BY_ANNOTATION];
-          if (owner === undefined || type === 'ADDED') return;
-          if (type === 'MODIFIED' && previous !== undefined && sameButStatus(previous, object) && previous['health'] === object['health']) return;
-          // Our own apply's write comes back as MODIFIED: the run that wrote it already judged it (and a drift
-          // requeue per written object would double the work of every new commit).
-          if (type === 'MODIFIED' && previous !== undefined && object['ownWriteAt'] !== undefined && object['ownWriteAt'] !== previous['ownWriteAt']) return;
-          const key = queueKeyOfOwner(owner);
-          if (key !== undefined) queue.add(key);
-        },
-        onError: (error) => logger.debug({ err: errorMessage(error), scope }, 'managed-object watch failed; restarting'),
-      });
-      managed.set(scope, informer);
-      informer.start();
-      started.push(informer);
-    }
-    // Bounded: a kind we may not watch (403) must not hold the apply back; its drift waits for the next resync.
-    await Promise.all(started.map((informer) => informer.waitSynced(MANAGED_WATCH_SYNC_MS)));
-  };
-  const clusterWatchKeys = new Map<string, string>(); // cluster → the credentials version its watches use
-  const stopStaleClusterWatches = (remote: RemoteClients): void => {
-    const before = clusterWatchKeys.get(remote.cluster);
-    clusterWatchKeys.set(remote.cluster, remote.key);
-    if (before === undefined || before === remote.key) return;
-    for (const [scope, informer] of managed) {
-      if (scope.startsWith(`${before}|`)) {
-        managed.delete(scope);
-        void informer.stop();
-      }
-    }
-  };
-
-  /**
-   * What the drift watches know of a managed object: its resourceVersion, null when a synced, healthy watch
-   * does not hold it, undefined when no such watch covers its kind (see @syncline/apply's unchanged.ts).
-   */
-  const watchedVersion = (id: string, remote?: RemoteClients): string | null | undefined => {
-    const { group, kind, namespace, name } = parseObjectId(id);
-    const informer = managed.get(`${remote === undefined ? '' : `${remote.key}|`}${group}/${kind}`);
-    if (informer === undefined || !informer.synced || !informer.healthy) return undefined;
-    return informer.get(namespace === '' ? name : `${namespace}/${name}`)?.metadata.resourceVersion ?? null;
-  };
-  /** The last clean no-op of each ConfigSync target, by `namespace/name/target`; dropped with the sync. */
-  const noopRecords = new Map<string, TargetNoop>();
-  const forgetNoops = (key: string): void => {
-    for (const record of noopRecords.keys()) if (record.startsWith(`${key}/`)) noopRecords.delete(record);
-  };
-
-  /** Every reconciler's beforeApply: the kinds it is about to write are watched (drift) before it writes. */
-  const watchBeforeApply = async (ids: readonly string[], cluster?: RemoteClients): Promise<void> => {
-    try {
-      await watchManaged(await options.applyClient(undefined), ids, cluster);
-    } catch (error) {
-      // Past the watch budget the apply fails (its target reports why): drift it writes would go unseen.
-      if (error instanceof WatchBudgetError) throw error;
-      logger.debug({ err: errorMessage(error) }, 'could not watch managed objects');
-    }
-  };
-
-  // RemoteClusters: probed on an interval and whenever a Secret they read changes; their clients are cached
-  // per credentials version (remote/clusters.ts).
-  const remoteKey = (object: { metadata: { name: string; namespace?: string } }): string => `${REMOTECLUSTER_KEY_PREFIX}${objectKey(object)}`;
-  // Every shard watches every RemoteCluster (the syncs of any shard may target it), but only the shard its
-  // label selects probes it and writes its status: one writer per object, as with the syncs.
-  const probedHere = (rc: RemoteCluster): boolean => inShard(options.shard, rc.metadata.labels);
-  const remoteClusters = new Informer({
-    budget,
-    rest,
-    path: collection('syncline.dev', 'v1alpha1', 'remoteclusters'),
-    onEvent: (type, object, previous) => {
-      const rc = object as unknown as RemoteCluster;
-      notify('RemoteCluster', type, object);
-      const key = remoteKey(rc);
-      const namespace = rc.metadata.namespace ?? 'default';
-      index(key, type === 'DELETED' ? [] : remote.secretsOf(rc.spec).map((name) => `${namespace}/Secret/${name}`));
-      if (type === 'DELETED' || !probedHere(rc)) queue.forget(key);
-      else if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous, object)) queue.add(key);
-      // A Secret that became a credential leaves the standby now, not at the next relist.
-      if (type !== 'DELETED' && (previous === undefined || !onlyStatusChanged(previous, object))) wakeReplicationsOf(namespace);
-      // Appeared, left, reachable again (or no longer): every object with a target there runs now rather than
-      // at its next retry; one that ran before this cache held the RemoteCluster would otherwise keep saying it
-      // does not exist.
-      const ready = (o: KubeObject | undefined): string | undefined => (o as RemoteCluster | undefined)?.status?.conditions?.find((c) => c.type === 'Ready')?.status;
-      if (type !== 'MODIFIED' || ready(previous) !== ready(object)) wakeClusterUsers(namespace, rc.metadata.name);
-    },
-    onError: (error) => logger.warn({ err: errorMessage(error) }, 'RemoteCluster watch failed; restarting'),
-  });
-  /** Wakes the ConfigSyncs, ManifestSyncs and NamespaceReplications of `namespace` that name RemoteCluster `name`. */
-  const wakeClusterUsers = (namespace: string, name: string): void => {
-    for (const cs of configSyncs.list() as unknown as ConfigSync[]) {
-      if (cs.metadata.namespace === namespace && cs.spec.targets.some((t) => t.cluster?.name === name)) queue.add(objectKey(cs));
-    }
-    for (const ms of manifestSyncs.list() as unknown as ManifestSync[]) {
-      if (ms.metadata.namespace === namespace && (ms.spec.targets as ManifestSync['spec']['targets'] | undefined)?.some((t) => t.cluster?.name === name) === true) queue.add(manifestKey(ms));
-    }
-    for (const nr of namespaceReplications.list() as unknown as NamespaceReplication[]) {
-      if (nr.metadata.namespace === namespace && (nr.spec as NamespaceReplication['spec'] | undefined)?.destination.cluster?.name === name) queue.add(replicationKey(nr));
-    }
-  };
-  const remote = createRemoteClusters({
-    rest,
-    getRemoteCluster: (key) => remoteClusters.get(key) as RemoteCluster | undefined,
-    secretVersion: (namespace, name) => secretMeta(namespace, name)?.metadata.resourceVersion,
-    allowInsecureHttp: options.allowInsecureRemote === true,
-    allowInsecureTLS: options.allowInsecureRemote === true,
-    ...(options.writeFence === undefined ? {} : { writeFence: options.writeFence }),
-  });
-  const reconcileRemote = createRemoteClusterReconciler({
-    rest,
-    remote,
-    clock: options.clock,
     logger,
-    events: options.events,
-    get: (key) => remoteClusters.get(key) as RemoteCluster | undefined,
-    intervalBounds: options.intervalBounds ?? DEFAULT_INTERVAL_BOUNDS,
-  });
-  const targetBackoff = createTargetBackoff();
-
-  // NamespaceReplications: Continuous mode watches every replicated kind in the source namespace (metadata
-  // only); the first change not yet replicated starts the lag clock.
-  const replicationKey = (object: { metadata: { name: string; namespace?: string } }): string => `${NAMESPACEREPLICATION_KEY_PREFIX}${objectKey(object)}`;
-  const pendingSince = new Map<string, number>();
-  const drWatches = new SharedWatches({
-    budget,
-    rest,
-    wake: (key) => {
-      if (!pendingSince.has(key)) pendingSince.set(key, Date.now());
-      queue.add(key);
+    watchNamespace: ns,
+    applyClient: () => options.applyClient(undefined),
+    onDrift: (ownedBy) => {
+      const key = queueKeyOfOwner(ownedBy);
+      if (key !== undefined) queue.add(key);
     },
-    onError: (error, watch) => logger.debug({ err: errorMessage(error), watch }, 'replication source watch failed; restarting'),
   });
-  /** Why a replication's source watches were refused (the watch budget), for its status; by queue key. */
-  const sourceWatchRefusals = new Map<string, string>();
-  const setSourceWatches = (key: string, specs: Parameters<SharedWatches['set']>[1]): void => {
-    try {
-      drWatches.set(key, specs);
-      sourceWatchRefusals.delete(key);
-    } catch (error) {
-      if (!(error instanceof WatchBudgetError)) throw error;
-      sourceWatchRefusals.set(key, error.message);
-    }
-  };
-  const watchReplicationSource = async (nr: NamespaceReplication): Promise<void> => {
-    const key = replicationKey(nr);
-    const spec = nr.spec as NamespaceReplication['spec'] | undefined;
-    if (spec === undefined || spec.mode === 'Interval' || spec.suspend === true || spec.failover === true) return setSourceWatches(key, []);
-    const sourceNamespace = spec.sourceNamespace ?? nr.metadata.namespace ?? 'default';
-    // A source the tenancy rule refuses is not watched either (the reconcile reports the refusal).
-    const actor = { objectNamespace: nr.metadata.namespace ?? 'default', serviceAccount: undefined, trusted: options.trusted ?? new Set<string>() };
-    if (!allowedWrite({ ...actor, targetNamespace: sourceNamespace }).allowed) return drWatches.set(key, []);
-    if (spec.destination.cluster === undefined && !allowedWrite({ ...actor, targetNamespace: spec.destination.namespace ?? sourceNamespace }).allowed) return drWatches.set(key, []);
-    const discovery = await (await options.applyClient(undefined)).discovery();
-    const types = spec.resourceTypes === undefined ? DEFAULT_RESOURCE_TYPES : spec.resourceTypes.map(parseResourceType);
-    setSourceWatches(
-      key,
-      types.flatMap((type) => {
-        const info = discovery.preferred(type.group, type.kind);
-        if (info === undefined || !info.namespaced) return [];
-        return [{
-          path: `${info.group === '' ? '/api' : `/apis/${info.group}`}/${info.version}/namespaces/${sourceNamespace}/${info.plural}`,
-          project: (object: KubeObject) => ({ apiVersion: object.apiVersion, kind: object.kind, metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion } }),
-        }];
-      }),
-    );
-  };
-  const namespaceReplications = new Informer({
-    budget,
+  // Filled once every controller is declared: the first event comes after the watches start, below.
+  let controllers: readonly Controller[] = [];
+  let wakeReplicationsOf: (namespace: string) => void = () => undefined;
+  const ctx: ControllerContext = {
+    options,
     rest,
-    path: collection('syncline.dev', 'v1alpha1', 'namespacereplications'),
-    labelSelector: shardLabelSelector,
-    onEvent: (type, object, previous) => {
-      const nr = object as unknown as NamespaceReplication;
-      notify('NamespaceReplication', type, object);
-      const key = replicationKey(nr);
-      if (type === 'DELETED') {
-        if (options.drHeartbeat !== undefined && leader) void retireHeartbeat({ applyClient: () => options.applyClient(undefined), remote, logger }, nr);
-        setSourceWatches(key, []);
-        queue.forget(key);
-        leftShard('namespacereplication', objectKey(nr));
-        return;
-      }
-      void watchReplicationSource(nr).catch((error: unknown) => logger.debug({ err: errorMessage(error), namespacereplication: key }, 'could not watch the source namespace'));
-      if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous, object)) queue.add(key);
-    },
-    onError: (error) => logger.warn({ err: errorMessage(error) }, 'NamespaceReplication watch failed; restarting'),
-  });
-  /** Wakes the NamespaceReplications that replicate `namespace` (a credential there changed). */
-  const wakeReplicationsOf = (namespace: string): void => {
-    for (const nr of namespaceReplications.list() as unknown as NamespaceReplication[]) {
-      if ((nr.spec.sourceNamespace ?? nr.metadata.namespace ?? 'default') === namespace) queue.add(replicationKey(nr));
-    }
-  };
-  const reconcileReplication = createNamespaceReplicationReconciler({
-    rest,
-    applyClient: options.applyClient,
-    remote,
-    clock: options.clock,
     logger,
     metrics,
-    events: options.events,
-    get: (key) => namespaceReplications.get(key) as NamespaceReplication | undefined,
-    ...(options.trusted === undefined ? {} : { trusted: options.trusted }),
-    intervalBounds: options.intervalBounds ?? DEFAULT_INTERVAL_BOUNDS,
-    mirrorKeys: options.mirrorKeys,
-    pendingSince: (key) => pendingSince.get(`${NAMESPACEREPLICATION_KEY_PREFIX}${key}`),
-    watchRefusal: (key) => sourceWatchRefusals.get(`${NAMESPACEREPLICATION_KEY_PREFIX}${key}`),
-    beforeApply: watchBeforeApply,
-    // Which Secrets are the operator's credentials is known once these caches have been read.
-    credentialHolders: () =>
-      remoteClusters.synced && configSyncs.synced && otherShards.synced
-        ? {
-            remoteClusters: remoteClusters.list() as unknown as RemoteCluster[],
-            configSyncs: [...(configSyncs.list() as unknown as ConfigSync[]), ...(otherShards.list() as unknown as ConfigSync[])],
-            webhookSecret: options.webhookSecret,
-          }
-        : undefined,
-  });
-
-  // ManifestSyncs, their source objects (one single-object watch per source in Immediate mode) and the
-  // namespaces their selectors match.
-  const manifestKey = (object: { metadata: { name: string; namespace?: string } }): string => `${MANIFESTSYNC_KEY_PREFIX}${objectKey(object)}`;
-  const sourceWatches = new Map<string, { informer: Informer; subscribers: Set<string> }>();
-  const subscriptions = new Map<string, string>(); // ManifestSync key → source watch key
-  const unsubscribe = (key: string): void => {
-    const watched = subscriptions.get(key);
-    subscriptions.delete(key);
-    const entry = watched === undefined ? undefined : sourceWatches.get(watched);
-    if (watched === undefined || entry === undefined) return;
-    entry.subscribers.delete(key);
-    if (entry.subscribers.size === 0) {
-      sourceWatches.delete(watched);
-      void entry.informer.stop();
-    }
-  };
-  const watchSource = async (ms: ManifestSync): Promise<void> => {
-    const key = manifestKey(ms);
-    const ref = ms.spec.sourceRef as ManifestSync['spec']['sourceRef'] | undefined;
-    if (ms.spec.syncPolicy?.mode === 'Interval' || ref === undefined || ms.metadata.deletionTimestamp !== undefined) {
-      unsubscribe(key);
-      return;
-    }
-    const namespace = ref.namespace ?? ms.metadata.namespace ?? 'default';
-    // A source the tenancy rule refuses is not watched either (the reconcile reports the refusal).
-    const serviceAccount = (ms.spec as { serviceAccountName?: string }).serviceAccountName ?? options.defaultServiceAccount;
-    if (!allowedWrite({ objectNamespace: ms.metadata.namespace ?? 'default', serviceAccount, trusted: options.trusted ?? new Set<string>(), targetNamespace: namespace }).allowed) return unsubscribe(key);
-    const info = (await (await options.applyClient(undefined)).discovery()).resource(ref.apiVersion, ref.kind);
-    if (info === undefined || !info.namespaced) return unsubscribe(key);
-    const watchKey = `${ref.apiVersion}/${ref.kind}/${namespace}/${ref.name}`;
-    if (subscriptions.get(key) === watchKey) return;
-    unsubscribe(key);
-    subscriptions.set(key, watchKey);
-    let entry = sourceWatches.get(watchKey);
-    if (entry === undefined) {
-      const subscribers = new Set<string>();
-      const informer = new Informer({
-        budget,
-        rest,
-        path: `${info.group === '' ? '/api' : `/apis/${info.group}`}/${info.version}/namespaces/${namespace}/${info.plural}`,
-        fieldSelector: `metadata.name=${ref.name}`,
-        // Metadata only: a Secret's data is read when a copy is made, never kept here.
-        project: (object) => ({ apiVersion: object.apiVersion, kind: object.kind, metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion } }),
-        onEvent: () => {
-          for (const subscriber of subscribers) queue.add(subscriber);
-        },
-        onError: (error) => logger.debug({ err: errorMessage(error), source: watchKey }, 'source watch failed; restarting'),
-      });
-      entry = { informer, subscribers };
-      sourceWatches.set(watchKey, entry);
-      informer.start();
-    }
-    entry.subscribers.add(key);
-  };
-
-  const manifestSyncs = new Informer({
     budget,
-    rest,
-    path: collection('syncline.dev', 'v1alpha1', 'manifestsyncs'),
-    labelSelector: shardLabelSelector,
-    onEvent: (type, object, previous) => {
-      const ms = object as unknown as ManifestSync;
-      notify('ManifestSync', type, object);
-      const key = manifestKey(ms);
-      if (type === 'DELETED') {
-        unsubscribe(key);
-        queue.forget(key);
-        leftShard('manifestsync', objectKey(ms));
-        return;
-      }
-      void watchSource(ms).catch((error: unknown) => logger[error instanceof WatchBudgetError ? 'warn' : 'debug']({ err: errorMessage(error), manifestsync: key }, 'could not watch the source'));
-      if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous, object)) queue.add(key);
+    queue,
+    drift,
+    references: createReferenceWatches({ rest, budget, logger, queue, collection, secretNamespaces: options.secretNamespaces }),
+    collection,
+    // The sync kinds are watched through the shard's label selector: the others' syncs never reach this cache.
+    shardLabelSelector: shardSelector(options.shard),
+    notify: (kind, type, object) => {
+      for (const observer of observers) observer(kind, type, object);
     },
-    onError: (error) => logger.warn({ err: errorMessage(error) }, 'ManifestSync watch failed; restarting'),
-  });
-
-  const namespaces = new Informer({
-    budget,
-    rest,
-    path: '/api/v1/namespaces',
-    project: (object) => ({
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: { name: object.metadata.name, resourceVersion: object.metadata.resourceVersion, labels: object.metadata['labels'], deletionTimestamp: object.metadata['deletionTimestamp'] },
-      status: { phase: (object['status'] as { phase?: string } | undefined)?.phase },
-    }),
-    onEvent: (type, object, previous) => {
-      // A namespace appeared, left, or changed its labels: selectors may now match differently.
-      if (type === 'MODIFIED' && JSON.stringify(previous?.metadata['labels']) === JSON.stringify(object.metadata['labels']) && previous?.metadata['deletionTimestamp'] === object.metadata['deletionTimestamp']) return;
-      for (const ms of manifestSyncs.list() as unknown as ManifestSync[]) {
-        if ((ms.spec.targets as ManifestSync['spec']['targets'] | undefined)?.some((t) => t.namespaceSelector !== undefined) === true) queue.add(manifestKey(ms));
+    leftShard: (kind, key) => {
+      logger.info({ [kind]: key }, LEFT_SHARD_MESSAGE);
+      const { namespace, name } = objectLabels(key);
+      void metrics.forgetObject(LEFT_KIND[kind], namespace, name);
+    },
+    isLeader: () => leadership.leader,
+    watchBeforeApply: async (ids: readonly string[], cluster?: RemoteClients): Promise<void> => {
+      try {
+        await drift.watch(ids, cluster);
+      } catch (error) {
+        // Past the watch budget the apply fails (its target reports why): drift it writes would go unseen.
+        if (error instanceof WatchBudgetError) throw error;
+        logger.debug({ err: errorMessage(error) }, 'could not watch managed objects');
       }
     },
-    onError: (error) => logger.debug({ err: errorMessage(error) }, 'Namespace watch failed; restarting'),
-  });
-  const namespaceList = (): MirrorNamespace[] | undefined =>
-    namespaces.synced
-      ? namespaces.list().map((n) => ({
-          name: n.metadata.name,
-          labels: n.metadata['labels'] as Record<string, string> | undefined,
-          deletionTimestamp: n.metadata['deletionTimestamp'] as string | undefined,
-          phase: (n['status'] as { phase?: string } | undefined)?.phase,
-        }))
-      : undefined;
-
-  const reconcile = createConfigSyncReconciler({
-    ...options,
-    takeFreshRequest: (key) => {
-      const at = freshRequests.get(key);
-      freshRequests.delete(key);
-      return at;
+    wakeReplicationsOf: (namespace) => wakeReplicationsOf(namespace),
+    wakeNamingCluster: (namespace, name) => {
+      for (const controller of controllers) for (const key of controller.namingCluster?.(namespace, name) ?? []) queue.add(key);
     },
-    remote,
-    targetBackoff,
-    remoteWatchesHealthy: (cluster) => [...managed].filter(([scope]) => scope.startsWith(`${cluster.key}|`)).every(([, informer]) => informer.synced && informer.healthy),
-    get: (key) => configSyncs.get(key) as ConfigSync | undefined,
-    beforeApply: watchBeforeApply,
-    noop: { records: noopRecords, watched: watchedVersion },
-  });
-  const reconcileManifest = createManifestSyncReconciler({
-    ...options,
-    intervalBounds: options.intervalBounds ?? DEFAULT_INTERVAL_BOUNDS,
-    get: (key) => manifestSyncs.get(key) as ManifestSync | undefined,
-    namespaces: namespaceList,
-    remote,
-    beforeApply: watchBeforeApply,
-  });
-  const reconcileAndWatch = async (key: string): ReturnType<typeof reconcile> => {
-    if (key.startsWith(MANIFESTSYNC_KEY_PREFIX)) return reconcileManifest(key.slice(MANIFESTSYNC_KEY_PREFIX.length));
-    if (key.startsWith(REMOTECLUSTER_KEY_PREFIX)) {
-      // A Secret it reads changed, but another shard probes it: that shard's own Secret watch wakes it.
-      const rc = remoteClusters.get(key.slice(REMOTECLUSTER_KEY_PREFIX.length)) as RemoteCluster | undefined;
-      if (rc !== undefined && !probedHere(rc)) return { kind: 'done' };
-      return reconcileRemote(key.slice(REMOTECLUSTER_KEY_PREFIX.length));
-    }
-    if (key.startsWith(NAMESPACEREPLICATION_KEY_PREFIX)) {
-      // The source watches are settled before the run, so that it reports a refusal by the budget (and asks
-      // again at every retry: others may have given watches back). Unchanged watches cost nothing here.
-      const nr = namespaceReplications.get(key.slice(NAMESPACEREPLICATION_KEY_PREFIX.length)) as NamespaceReplication | undefined;
-      if (nr !== undefined) await watchReplicationSource(nr).catch((error: unknown) => logger.debug({ err: errorMessage(error), namespacereplication: key }, 'could not watch the source namespace'));
-      // The lag clock restarts with the changes seen from here on.
-      const since = pendingSince.get(key);
-      const outcome = await reconcileReplication(key.slice(NAMESPACEREPLICATION_KEY_PREFIX.length));
-      if (outcome.kind === 'done' && pendingSince.get(key) === since) pendingSince.delete(key);
-      return outcome;
-    }
-    const outcome = await reconcile(key);
-    const object = configSyncs.get(key) as ConfigSync | undefined;
-    const ids = (object?.status?.inventory ?? []).flatMap((i) => decodeInventory(i.entries).map((e) => e.id));
-    if (ids.length > 0) await watchManaged(await options.applyClient(undefined), ids).catch((error: unknown) => logger.debug({ err: errorMessage(error) }, 'could not watch managed objects'));
-    return outcome;
   };
+  const remoteClusters = remoteClusterController(ctx);
+  const configSyncs = configSyncController(ctx, remoteClusters.remote);
+  const manifestSyncs = manifestSyncController(ctx, remoteClusters.remote);
+  const replications = replicationController(ctx, {
+    remote: remoteClusters.remote,
+    credentials: { remoteClusters: remoteClusters.controller.for, configSyncs: configSyncs.controller.for, otherShards: configSyncs.otherShards },
+  });
+  wakeReplicationsOf = replications.wakeReplicationsOf;
+  controllers = [configSyncs.controller, manifestSyncs, remoteClusters.controller, replications.controller];
+  // The caches a reconcile looks other objects up in (a target's RemoteCluster, a referenced Secret, the syncs
+  // themselves). A controller's other watches are left out: a namespace-scoped operator may not list namespaces.
+  const caches = [...controllers.map((c) => c.for), ...ctx.references.informers];
+  const watches: Informer[] = [...caches, ...controllers.flatMap((c) => c.watches)];
+  const run = runControllers({ controllers, caches, queue, logger, metrics, leadership, resyncMs: options.resyncMs ?? 10 * 60_000 });
+  for (const informer of watches) informer.start();
+  const election = lead({ options, queue, leadership, startWork: run.startWork });
 
-  let leader = options.leaderElection === undefined;
-  let lostLeadership = false;
-  let renewedAt = 0;
-  const stallTimeoutMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
-  // The caches a reconcile looks other objects up in (a target's RemoteCluster, a referenced Secret, the
-  // syncs themselves). The namespace watch is left out: a namespace-scoped operator may not list namespaces.
-  const caches = [configSyncs, ...secretInformers.values(), configMaps, manifestSyncs, remoteClusters, namespaceReplications];
-  const startWork = async (): Promise<void> => {
-    metrics.leader.set(1);
-    // No reconcile runs before the caches it reads are filled: one that did would find a RemoteCluster (or a
-    // Secret) missing, report it and wait for a retry. A cache that cannot list (rights) must not hold every
-    // other object back forever: past the bound the work starts anyway, and says which cache is missing.
-    const synced = await Promise.all(caches.map((informer) => informer.waitSynced(CACHE_SYNC_TIMEOUT_MS)));
-    if (abort.signal.aborted || !leader) return;
-    if (synced.includes(false)) logger.warn({ timeoutMs: CACHE_SYNC_TIMEOUT_MS }, 'some caches did not sync in time (see the watch errors above); reconciling anyway');
-    queue.start(reconcileAndWatch);
-    for (const object of configSyncs.list()) queue.add(objectKey(object));
-    for (const object of manifestSyncs.list()) queue.add(manifestKey(object));
-    for (const object of remoteClusters.list() as unknown as RemoteCluster[]) if (probedHere(object)) queue.add(remoteKey(object));
-    for (const object of namespaceReplications.list()) queue.add(replicationKey(object));
-  };
-
+  const byKind = new Map(controllers.map((c) => [c.kind, c.for]));
   // syncline_resource_info: reported by the replica that leads (one series per object across replicas), from
   // the caches at each scrape; RemoteClusters by the shard that probes them.
   const untrackResources = metrics.trackResources(() =>
-    leader
+    leadership.leader
       ? [
-          { kind: ResourceKind.ConfigSync, objects: configSyncs.list() },
-          { kind: ResourceKind.ManifestSync, objects: manifestSyncs.list() },
-          { kind: ResourceKind.NamespaceReplication, objects: namespaceReplications.list() },
-          { kind: ResourceKind.RemoteCluster, objects: (remoteClusters.list() as unknown as RemoteCluster[]).filter(probedHere) },
+          { kind: ResourceKind.ConfigSync, objects: configSyncs.controller.for.list() },
+          { kind: ResourceKind.ManifestSync, objects: manifestSyncs.for.list() },
+          { kind: ResourceKind.NamespaceReplication, objects: replications.controller.for.list() },
+          { kind: ResourceKind.RemoteCluster, objects: probedRemoteClusters(options.shard, remoteClusters.controller.for.list()) },
         ]
       : [],
   );
 
-  for (const informer of [configSyncs, otherShards, ...secretInformers.values(), configMaps, manifestSyncs, namespaces, remoteClusters, namespaceReplications]) informer.start();
+  return {
+    ready: () => caches.every((i) => i.synced && i.healthy),
+    live: () => election.live(),
+    isLeader: () => leadership.leader,
+    // A push: this run must see the branch as it is now, not a shared listing from before the push.
+    enqueue: (key) => configSyncs.requestFresh(key),
+    configSyncs: () => configSyncs.controller.for.list() as unknown as ConfigSync[],
+    otherShardConfigSyncs: () => configSyncs.otherShards.list() as unknown as ConfigSync[],
+    inOtherShard: (key) => configSyncs.otherShards.get(key) !== undefined,
+    watched: (kind) => byKind.get(kind)?.list() ?? [],
+    observe: (listener) => {
+      observers.add(listener);
+      return () => observers.delete(listener);
+    },
+    async stop() {
+      run.stop();
+      untrackResources();
+      replications.stopHeartbeats();
+      election.abort();
+      await queue.shutdown();
+      for (const controller of controllers) await controller.stop?.();
+      await drift.stop();
+      await Promise.all(watches.map((i) => i.stop()));
+    },
+  };
+}
+
+/**
+ * The leader's work: once the caches are filled, every declared controller's keys are enqueued and the queue
+ * routes each key to the controller whose prefix it carries; a periodic resync enqueues the resync keys again.
+ */
+function runControllers(input: {
+  controllers: readonly Controller[];
+  caches: readonly Informer[];
+  queue: WorkQueue;
+  logger: ManagerOptions['logger'];
+  metrics: ManagerOptions['metrics'];
+  leadership: { leader: boolean };
+  resyncMs: number;
+}): { readonly startWork: (signal: AbortSignal) => Promise<void>; readonly stop: () => void } {
+  const { controllers, caches, queue, logger, leadership } = input;
+  // ConfigSync keys carry no prefix: the controllers with one are asked first.
+  const routed = [...controllers].sort((a, b) => b.keyPrefix.length - a.keyPrefix.length);
+  const reconcile = (key: string): Promise<ReconcileOutcome> => {
+    const controller = routed.find((c) => key.startsWith(c.keyPrefix));
+    if (controller === undefined) throw new Error(`no controller reconciles ${key}`);
+    return controller.reconcile(key);
+  };
+  // Periodic resync: enqueue everything, so a missed event is repaired within resyncMs at worst.
+  const resync = setInterval(() => {
+    if (!leadership.leader) return;
+    for (const controller of controllers) for (const key of controller.resyncKeys?.() ?? []) queue.add(key);
+  }, input.resyncMs);
+  resync.unref();
+  return {
+    startWork: async (signal) => {
+      input.metrics.leader.set(1);
+      // No reconcile runs before the caches it reads are filled: one that did would find a RemoteCluster (or a
+      // Secret) missing, report it and wait for a retry. A cache that cannot list (rights) must not hold every
+      // other object back forever: past the bound the work starts anyway, and says which cache is missing.
+      const synced = await Promise.all(caches.map((informer) => informer.waitSynced(CACHE_SYNC_TIMEOUT_MS)));
+      if (signal.aborted || !leadership.leader) return;
+      if (synced.includes(false)) logger.warn({ timeoutMs: CACHE_SYNC_TIMEOUT_MS }, 'some caches did not sync in time (see the watch errors above); reconciling anyway');
+      queue.start(reconcile);
+      for (const controller of controllers) for (const key of controller.keys()) queue.add(key);
+    },
+    stop: () => clearInterval(resync),
+  };
+}
+
+/**
+ * Leader election (or none: this replica leads), and the liveness it implies: a leader that cannot renew its
+ * Lease stops writing at once (fencing), stops reconciling and says so.
+ */
+function lead(input: { options: ManagerOptions; queue: WorkQueue; leadership: { leader: boolean }; startWork: (signal: AbortSignal) => Promise<void> }): { live(): Liveness; abort(): void } {
+  const { options, queue, leadership } = input;
+  const { logger, metrics } = options;
+  const abort = new AbortController();
+  let lostLeadership = false;
+  let renewedAt = 0;
+  const stallTimeoutMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
   if (options.leaderElection === undefined) {
-    void startWork();
+    void input.startWork(abort.signal);
   } else {
     const election = options.leaderElection;
     void runLeaderElection(
       {
-        rest,
+        rest: options.rest,
         ...election,
         onStartedLeading: () => {
-          leader = true;
+          leadership.leader = true;
           logger.info({ identity: election.identity }, 'became leader');
-          void startWork();
+          void input.startWork(abort.signal);
         },
         onRenewed: () => {
           renewedAt = Date.now();
@@ -673,7 +287,7 @@ export function startManager(options: ManagerOptions): Manager {
         onStoppedLeading: () => {
           // Fencing: another replica may lead from now on, so this one writes nothing more. The callback fences
           // the clients (a write in flight is cut) and no further reconcile starts; the process then exits.
-          leader = false;
+          leadership.leader = false;
           lostLeadership = true;
           options.onLostLeadership();
           queue.halt();
@@ -685,73 +299,17 @@ export function startManager(options: ManagerOptions): Manager {
       abort.signal,
     );
   }
-
-  const heartbeats =
-    options.drHeartbeat === undefined
-      ? undefined
-      : startHeartbeats({
-          rest,
-          applyClient: () => options.applyClient(undefined),
-          remote,
-          replications: () => namespaceReplications.list() as unknown as NamespaceReplication[],
-          isLeader: () => leader,
-          clock: options.clock,
-          logger,
-          ...options.drHeartbeat,
-        });
-
-  // Periodic resync: enqueue everything, so a missed event is repaired within resyncMs at worst.
-  const resync = setInterval(() => {
-    if (!leader) return;
-    for (const object of configSyncs.list()) queue.add(objectKey(object));
-    for (const object of manifestSyncs.list()) queue.add(manifestKey(object));
-  }, options.resyncMs ?? 10 * 60_000);
-  resync.unref();
-
   return {
-    ready: () => caches.every((i) => i.synced && i.healthy),
     live: () => {
       if (lostLeadership) return { ok: false, reason: 'lost leadership: writes are fenced and the process is exiting' };
       const sinceRenewal = Date.now() - renewedAt;
-      if (leader && options.leaderElection !== undefined && sinceRenewal > DEFAULT_RENEW_DEADLINE_MS) return { ok: false, reason: `the leader has not renewed its Lease for ${Math.round(sinceRenewal / 1000)}s` };
+      if (leadership.leader && options.leaderElection !== undefined && sinceRenewal > DEFAULT_RENEW_DEADLINE_MS) return { ok: false, reason: `the leader has not renewed its Lease for ${Math.round(sinceRenewal / 1000)}s` };
       const stalled = queue.stalledForMs();
       if (stalled > stallTimeoutMs) return { ok: false, reason: `the work queue has had work and finished none of it for ${Math.round(stalled / 1000)}s` };
       return { ok: true };
     },
-    isLeader: () => leader,
-    enqueue: (key) => {
-      // A push: this run must see the branch as it is now, not a shared listing from before the push.
-      freshRequests.set(key, options.clock.now().getTime());
-      queue.add(key);
-    },
-    configSyncs: () => configSyncs.list() as unknown as ConfigSync[],
-    otherShardConfigSyncs: () => otherShards.list() as unknown as ConfigSync[],
-    inOtherShard: (key) => otherShards.get(key) !== undefined,
-    watched: (kind) => ({ ConfigSync: configSyncs, ManifestSync: manifestSyncs, NamespaceReplication: namespaceReplications, RemoteCluster: remoteClusters })[kind].list(),
-    observe: (listener) => {
-      observers.add(listener);
-      return () => observers.delete(listener);
-    },
-    async stop() {
-      clearInterval(resync);
-      untrackResources();
-      heartbeats?.stop();
-      abort.abort();
-      await queue.shutdown();
-      await drWatches.stop();
-      await Promise.all([configSyncs, otherShards, ...secretInformers.values(), configMaps, manifestSyncs, namespaces, remoteClusters, namespaceReplications, ...managed.values(), ...[...sourceWatches.values()].map((w) => w.informer)].map((i) => i.stop()));
-    },
+    abort: () => abort.abort(),
   };
-}
-
-/**
- * True when an update touched nothing but status (spec changes bump generation; metadata is compared). For any
- * of the watched kinds: it reads metadata only.
- */
-export function onlyStatusChanged(before: Pick<KubeObject, 'metadata'>, after: Pick<KubeObject, 'metadata'>): boolean {
-  const relevant = (o: Pick<KubeObject, 'metadata'>): string =>
-    JSON.stringify([o.metadata.generation, o.metadata.annotations ?? {}, o.metadata.labels ?? {}, o.metadata.finalizers ?? [], o.metadata.deletionTimestamp ?? null]);
-  return relevant(before) === relevant(after);
 }
 
 /**
@@ -768,69 +326,3 @@ export function queueKeyOfOwner(ownedBy: string): string | undefined {
   return `${namespace}/${name}`;
 }
 
-/**
- * What a managed-object watch keeps: identity, the owner mark, the generation and a digest of labels and
- * annotations (a change to either is drift), and the object's health in one line (kstatus).
- */
-export function projectManaged(object: KubeObject): KubeObject {
-  const metadata = object.metadata as Record<string, unknown>;
-  const marks = JSON.stringify([metadata['labels'] ?? {}, metadata['annotations'] ?? {}]);
-  const health = healthOf(object as ApplyObject);
-  return {
-    apiVersion: object.apiVersion,
-    kind: object.kind,
-    metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion, annotations: pickOwner(object), generation: metadata['generation'] },
-    marks: createHash('sha256').update(marks).digest('base64url').slice(0, 22),
-    health: `${health.status}|${health.reason ?? ''}|${health.message}`,
-    ownWriteAt: writtenLastBy(object, DEFAULT_FIELD_MANAGER),
-  };
-}
-
-/**
- * The time of `manager`'s entry when it is the one, alone, with the latest time in the object's managedFields,
- * else undefined. An event whose object has a new such time was that manager's own write (our apply); one with
- * the same time as before was someone else's (e.g. removing a field of ours leaves them no entry). A tie
- * (another manager wrote within the same second) or an object without managedFields counts as someone else's.
- */
-export function writtenLastBy(object: KubeObject, manager: string): string | undefined {
-  const fields = (object.metadata as Record<string, unknown>)['managedFields'];
-  if (!Array.isArray(fields)) return undefined;
-  let latest = '';
-  let latestIsOurs = false;
-  for (const entry of fields as { manager?: unknown; time?: unknown; subresource?: unknown }[]) {
-    const time = typeof entry.time === 'string' ? entry.time : '';
-    const ours = entry.manager === manager && entry.subresource === undefined;
-    if (time > latest) {
-      latest = time;
-      latestIsOurs = ours;
-    } else if (time === latest && !ours) {
-      latestIsOurs = false;
-    }
-  }
-  return latest !== '' && latestIsOurs ? latest : undefined;
-}
-
-/**
- * Whether two versions of a managed object differ in status only: the generation (bumped by every spec or
- * data change of kinds that keep one) and the labels and annotations are the same. Kinds without a
- * generation (ConfigMaps, Secrets, Services) never count as status-only: every change of theirs is looked at.
- */
-export function sameButStatus(before: KubeObject, after: KubeObject): boolean {
-  const generation = after.metadata['generation'];
-  return typeof generation === 'number' && before.metadata['generation'] === generation && before['marks'] === after['marks'];
-}
-
-/** What dependents of a ConfigSync look at (see dependencyNotReady): a change wakes them. */
-function readiness(cs: ConfigSync): string {
-  const ready = cs.status?.conditions?.find((c) => c.type === 'Ready');
-  return JSON.stringify([cs.metadata.generation, cs.status?.observedGeneration, ready?.status, ready?.reason, ready?.observedGeneration, cs.status?.sourceRevision, cs.status?.lastAttemptedRevision, cs.metadata.deletionTimestamp ?? null]);
-}
-
-function pickOwner(object: KubeObject): Record<string, string> {
-  const owner = (object.metadata['annotations'] as Record<string, string> | undefined)?.[OWNED_BY_ANNOTATION];
-  return owner === undefined ? {} : { [OWNED_BY_ANNOTATION]: owner };
-}
-
-export function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}

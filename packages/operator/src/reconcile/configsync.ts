@@ -3,7 +3,7 @@
 // resolve revision → fetch snapshot → render every target → plan → apply → prune → status.
 // It reconciles from current state, never from the event that woke it, so running it twice changes nothing.
 import { type EventRecorder, type KubeRest } from '@syncline/kube';
-import { digestRendered, recordHistory, type ApplyClient } from '@syncline/apply';
+import { digestRendered, objectId, recordHistory, type ApplyClient } from '@syncline/apply';
 import { RenderError, RenderErrorReason, renderTarget, type TemplateCache, type KubernetesObject } from '@syncline/render';
 import { GitSourceError, type GitSource } from '@syncline/source-git';
 import type { Logger } from 'pino';
@@ -66,6 +66,8 @@ export type ConfigSyncReconcilerDeps = {
   readonly takeFreshRequest?: (key: string) => number | undefined;
   /** Whether the drift watches in a remote cluster are listed and healthy (undefined: not known). */
   readonly remoteWatchesHealthy?: (remote: RemoteClients) => boolean;
+  /** Why the drift of some of these objects (in this cluster) cannot be watched (forbidden, the watch budget); undefined when it can. */
+  readonly unwatchedDrift?: (ids: readonly string[]) => string | undefined;
   /**
    * No-op resyncs without requests: the last clean no-op per target (keys start with `namespace/name/`) and
    * what the drift watches know of an object (see applyTarget's `noop`).
@@ -359,10 +361,15 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
       else run.deps.targetBackoff?.succeeded(backoffKey(run, target.name));
       // Drift there is seen by watches in that cluster; when it cannot be watched, the refresh interval stands in.
       if (outcome.status.phase === 'Synced' && run.deps.remoteWatchesHealthy?.(remote) === false) {
-        return withCluster({ ...outcome, status: { ...outcome.status, message: `cannot watch cluster ${remote.cluster} for drift; checked every ${formatDuration(run.refreshMs)} instead` } }, cluster);
+        return withCluster({ ...outcome, status: { ...outcome.status, message: `cannot watch cluster ${remote.cluster} for drift; checked every ${run.spec.refreshInterval} instead` } }, cluster);
       }
+      return withCluster(outcome, cluster);
     }
-    return withCluster(outcome, cluster);
+    // Here, a namespace the operator may not watch (or the watch budget has no room for) is read at every refresh.
+    // The interval as the spec says it, not this run's jittered one: an unchanged message writes no status.
+    const unwatched = outcome.status.phase === 'Synced' ? run.deps.unwatchedDrift?.(desired.map((object) => objectId(object))) : undefined;
+    if (unwatched !== undefined) return { ...outcome, status: { ...outcome.status, message: truncate(`${unwatched}; checked every ${run.spec.refreshInterval} instead`) } };
+    return outcome;
   };
   const removed = async (entry: TargetInventory): Promise<TargetOutcome> => {
     let targetClient = client;

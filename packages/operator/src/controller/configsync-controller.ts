@@ -1,0 +1,144 @@
+// The ConfigSync controller: For(ConfigSync, this shard's), Owns(what it applies: the drift watches),
+// Watches(Secret/ConfigMap it references; RemoteCluster a target names; ConfigSync it depends on), plus the
+// other shards' ConfigSyncs (metadata and Git source only) that a push to this shard's webhook receiver wakes.
+import { Informer, objectKey } from '@syncline/kube';
+import { decodeInventory } from '@syncline/apply';
+import type { ConfigSync } from '../api/v1alpha1.ts';
+import { createConfigSyncReconciler } from '../reconcile/configsync.ts';
+import type { TargetNoop } from '../reconcile/target.ts';
+import { createTargetBackoff } from '../remote/backoff.ts';
+import type { RemoteClusters } from '../remote/clusters.ts';
+import { otherShardsSelector } from '../shard.ts';
+import { errorMessage, onlyStatusChanged, type Controller, type ControllerContext } from './controller.ts';
+
+export type ConfigSyncController = {
+  readonly controller: Controller;
+  /** The other shards' ConfigSyncs (projected: metadata and spec.source.git). */
+  readonly otherShards: Informer;
+  /** A push (or the CLI) asks `key` to look at its source as it is now, then enqueues it. */
+  requestFresh(key: string): void;
+};
+
+export function configSyncController(ctx: ControllerContext, remote: RemoteClusters): ConfigSyncController {
+  const { options, queue, drift } = ctx;
+  /** When a push or a change of the object last asked a ConfigSync (`namespace/name`) to look at its source now. */
+  const freshRequests = new Map<string, number>();
+  const requestFresh = (key: string): void => {
+    freshRequests.set(key, options.clock.now().getTime());
+    queue.add(key);
+  };
+  /** The last clean no-op of each ConfigSync target, by `namespace/name/target`; dropped with the sync. */
+  const noopRecords = new Map<string, TargetNoop>();
+  const forgetNoops = (key: string): void => {
+    for (const record of noopRecords.keys()) if (record.startsWith(`${key}/`)) noopRecords.delete(record);
+  };
+  const indexReferences = (object: ConfigSync, remove: boolean): void => {
+    const namespace = object.metadata.namespace ?? 'default';
+    ctx.references.index(objectKey(object), remove ? [] : [
+      ...(object.spec.source.git.secretRef !== undefined ? [`${namespace}/Secret/${object.spec.source.git.secretRef.name}`] : []),
+      ...(object.spec.source.git.proxySecretRef !== undefined ? [`${namespace}/Secret/${object.spec.source.git.proxySecretRef.name}`] : []),
+      ...(object.spec.valuesFrom ?? []).map((v) => `${namespace}/${v.kind}/${v.name}`),
+    ]);
+  };
+
+  const configSyncs: Informer = new Informer({
+    budget: ctx.budget,
+    rest: ctx.rest,
+    path: ctx.collection('syncline.dev', 'v1alpha1', 'configsyncs'),
+    labelSelector: ctx.shardLabelSelector,
+    onEvent: (type, object, previous) => {
+      // The informer holds untyped objects; this path serves only ConfigSyncs, whose shape the CRD's schema enforces.
+      const cs = object as unknown as ConfigSync;
+      const key = objectKey(object);
+      ctx.notify('ConfigSync', type, object);
+      indexReferences(cs, type === 'DELETED');
+      if (type === 'DELETED') {
+        // Deleted (the finalizer already ran, on a MODIFIED with a deletionTimestamp) or relabelled to another
+        // shard (no deletionTimestamp: nothing is pruned, the new shard adopts the inventory as it stands).
+        queue.forget(key);
+        drift.release(key);
+        forgetNoops(key);
+        freshRequests.delete(key);
+        ctx.leftShard('configsync', key);
+      } else {
+        // The namespaces its inventory applied into are the ones its drift watches cover.
+        drift.settle(key, cs.status?.inventory);
+      }
+      // Our own status writes come back as MODIFIED: they change nothing to act on.
+      if (type !== 'DELETED' && (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous, object))) {
+        // A new spec or a reconcile request looks at the source as it is from now on (a ref listing begun later).
+        requestFresh(key);
+        if (cs.spec.source.git.secretRef !== undefined) ctx.wakeReplicationsOf(cs.metadata.namespace ?? 'default');
+      }
+      // spec.dependsOn: a dependency that became Ready (or stopped being Ready, or left) wakes its dependents.
+      if (type !== 'MODIFIED' || previous === undefined || readiness(previous as unknown as ConfigSync) !== readiness(cs)) {
+        const namespace = cs.metadata.namespace ?? 'default';
+        for (const other of configSyncs.list() as unknown as ConfigSync[]) {
+          if (other.metadata.namespace === namespace && (other.spec.dependsOn ?? []).some((d) => d.name === cs.metadata.name)) queue.add(objectKey(other));
+        }
+      }
+    },
+    onError: (error) => ctx.logger.warn({ err: errorMessage(error) }, 'ConfigSync watch failed; restarting'),
+  });
+
+  const otherShards = new Informer({
+    budget: ctx.budget,
+    rest: ctx.rest,
+    path: ctx.collection('syncline.dev', 'v1alpha1', 'configsyncs'),
+    labelSelector: otherShardsSelector(options.shard),
+    project: (object) => {
+      const git = (object['spec'] as ConfigSync['spec'] | undefined)?.source?.git;
+      return {
+        apiVersion: object.apiVersion,
+        kind: object.kind,
+        metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion },
+        // secretRef: a NamespaceReplication never copies another shard's Git credentials either.
+        spec: { source: { git: { repo: git?.repo, revision: git?.revision, ...(git?.secretRef === undefined ? {} : { secretRef: git.secretRef }) } } },
+      };
+    },
+    onEvent: () => undefined,
+    onError: (error) => ctx.logger.debug({ err: errorMessage(error) }, "other shards' ConfigSync watch failed; restarting"),
+  });
+
+  const reconcile = createConfigSyncReconciler({
+    ...options,
+    takeFreshRequest: (key) => {
+      const at = freshRequests.get(key);
+      freshRequests.delete(key);
+      return at;
+    },
+    remote,
+    targetBackoff: createTargetBackoff(),
+    remoteWatchesHealthy: (cluster) => drift.remoteHealthy(cluster),
+    unwatchedDrift: (ids) => drift.unwatched(ids),
+    get: (key) => configSyncs.get(key) as ConfigSync | undefined,
+    beforeApply: (ids, cluster) => ctx.watchBeforeApply(ids, cluster),
+    noop: { records: noopRecords, watched: (id, cluster) => drift.version(id, cluster) },
+  });
+
+  const controller: Controller = {
+    kind: 'ConfigSync',
+    keyPrefix: '',
+    for: configSyncs,
+    watches: [otherShards],
+    namingCluster: (namespace, name) =>
+      (configSyncs.list() as unknown as ConfigSync[]).filter((cs) => cs.metadata.namespace === namespace && cs.spec.targets.some((t) => t.cluster?.name === name)).map((cs) => objectKey(cs)),
+    keys: () => configSyncs.list().map((o) => objectKey(o)),
+    resyncKeys: () => configSyncs.list().map((o) => objectKey(o)),
+    async reconcile(key) {
+      const outcome = await reconcile(key);
+      // After a restart the kinds of the inventory are watched again, whether or not this run wrote anything.
+      const object = configSyncs.get(key) as ConfigSync | undefined;
+      const ids = (object?.status?.inventory ?? []).flatMap((i) => decodeInventory(i.entries).map((e) => e.id));
+      if (ids.length > 0) await drift.watch(ids).catch((error: unknown) => ctx.logger.debug({ err: errorMessage(error) }, 'could not watch managed objects'));
+      return outcome;
+    },
+  };
+  return { controller, otherShards, requestFresh };
+}
+
+/** What dependents of a ConfigSync look at (see dependencyNotReady): a change wakes them. */
+function readiness(cs: ConfigSync): string {
+  const ready = cs.status?.conditions?.find((c) => c.type === 'Ready');
+  return JSON.stringify([cs.metadata.generation, cs.status?.observedGeneration, ready?.status, ready?.reason, ready?.observedGeneration, cs.status?.sourceRevision, cs.status?.lastAttemptedRevision, cs.metadata.deletionTimestamp ?? null]);
+}

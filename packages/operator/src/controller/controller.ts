@@ -1,0 +1,76 @@
+// What a controller declares, and what the manager lends it. The controller-runtime builder idea: each
+// controller states the kind it reconciles (For: its own watch, the cache its reconciles read), what else wakes
+// it and how an event there maps to its queue keys (Watches: a Secret it references, a RemoteCluster it names,
+// a source object), and the manager runs every declaration: it starts and stops the watches, waits for the
+// caches before the first reconcile, routes each queue key to its controller and enqueues every key at the
+// start of leadership and at each resync. What it writes (Owns) wakes it through the drift watches
+// (drift-watches.ts), which map the owned-by annotation of a changed object to its owner's key.
+import type { Informer, KubeObject, KubeRest, WatchBudget } from '@syncline/kube';
+import type { Logger } from 'pino';
+import type { ManagerOptions, WatchedChange, WatchedKind } from '../manager.ts';
+import type { Metrics } from '../metrics.ts';
+import type { DriftWatches } from './drift-watches.ts';
+import type { ReconcileOutcome, WorkQueue } from './queue.ts';
+import type { ReferenceWatches } from './references.ts';
+import type { RemoteClients } from '../remote/clusters.ts';
+
+export type Controller = {
+  /** The kind it reconciles (and the web UI lists). */
+  readonly kind: WatchedKind;
+  /** Its queue keys start with this ('' for ConfigSyncs, whose keys are `namespace/name`). */
+  readonly keyPrefix: string;
+  /** For: the watch of its own objects, whose cache its reconciles read. */
+  readonly for: Informer;
+  /** Watches: the other watches that wake it; each maps its events to this controller's keys. */
+  readonly watches: readonly Informer[];
+  /** A RemoteCluster appeared, left, or became reachable or not: the keys of the objects that name it. */
+  readonly namingCluster?: (namespace: string, name: string) => Iterable<string>;
+  /** The keys to reconcile when this replica starts to lead. */
+  keys(): Iterable<string>;
+  /** The keys of the periodic resync (a missed event is repaired within the resync period); none when absent. */
+  readonly resyncKeys?: () => Iterable<string>;
+  reconcile(key: string): Promise<ReconcileOutcome>;
+  /** Stops what the controller started besides its declared watches. */
+  readonly stop?: () => Promise<void>;
+};
+
+/** What the manager lends every controller. */
+export type ControllerContext = {
+  readonly options: ManagerOptions;
+  readonly rest: KubeRest;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly budget: WatchBudget;
+  readonly queue: WorkQueue;
+  readonly drift: DriftWatches;
+  readonly references: ReferenceWatches;
+  /** The collection path of a kind in the watched namespace (all namespaces without --namespace). */
+  readonly collection: (group: string, version: string, plural: string) => string;
+  /** The shard's label selector for the sync kinds. */
+  readonly shardLabelSelector: string;
+  /** Tells the web UI's observers about a change of a watched object. */
+  readonly notify: WatchedChange;
+  /** A sync left this shard's view (deleted, or relabelled): logged, its metrics forgotten, never finalized here. */
+  readonly leftShard: (kind: 'configsync' | 'manifestsync' | 'namespacereplication', key: string) => void;
+  readonly isLeader: () => boolean;
+  /** Every reconciler's beforeApply: the kinds (and namespaces) it is about to write are watched for drift first. */
+  readonly watchBeforeApply: (ids: readonly string[], remote?: RemoteClients) => Promise<void>;
+  /** Wakes the NamespaceReplications of a namespace (a Secret there may have become a credential). */
+  readonly wakeReplicationsOf: (namespace: string) => void;
+  /** Wakes every object that names RemoteCluster `namespace/name` (each controller's namingCluster). */
+  readonly wakeNamingCluster: (namespace: string, name: string) => void;
+};
+
+/**
+ * True when an update touched nothing but status (spec changes bump generation; metadata is compared). For any
+ * of the watched kinds: it reads metadata only.
+ */
+export function onlyStatusChanged(before: Pick<KubeObject, 'metadata'>, after: Pick<KubeObject, 'metadata'>): boolean {
+  const relevant = (o: Pick<KubeObject, 'metadata'>): string =>
+    JSON.stringify([o.metadata.generation, o.metadata.annotations ?? {}, o.metadata.labels ?? {}, o.metadata.finalizers ?? [], o.metadata.deletionTimestamp ?? null]);
+  return relevant(before) === relevant(after);
+}
+
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
