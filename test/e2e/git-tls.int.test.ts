@@ -29,7 +29,7 @@ describe('Git behind a private CA and a proxy', () => {
     await git.close();
   });
 
-  it('syncs through the proxy with the CA from the Git Secret, and says where the CA goes when it is missing', async () => {
+  it('syncs through the proxy with the CA from the Git Secret, and says where the CA goes when it is missing', { timeout: 300_000 }, async () => {
     const repo = await git.createRepo('behind-proxy');
     const sha = await repo.commit({ 'app/a.yaml': configMapYaml('tls-a', '  v: "1"') });
     const secret = (name: string, data: Record<string, string>) => core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name }, data } });
@@ -47,14 +47,14 @@ describe('Git behind a private CA and a proxy', () => {
     const failed = await eventually(async () => {
       const ready = condition(await readConfigSync(ns.name, 'untrusted'), 'Ready');
       return ready?.status === 'False' && ready.message.includes('ca.crt') ? ready : undefined;
-    }, 'the untrusted certificate to be reported', 60_000);
+    }, 'the untrusted certificate to be reported', 120_000);
     expect(failed.message).not.toMatch(/git-pass-9|proxy-pass-3/);
     expect(proxy.tunnels().length).toBeGreaterThan(0);
 
     // With it: synced, every request through the proxy.
     const tunnelsBefore = proxy.tunnels().length;
     await applyConfigSync(configSync(ns.name, 'trusted', spec('git')));
-    await waitForReady(ns.name, 'trusted', (c) => c.status?.sourceRevision === sha, 60_000);
+    await waitForReady(ns.name, 'trusted', (c) => c.status?.sourceRevision === sha, 120_000);
     expect(await configMapData(ns.name, 'tls-a')).toEqual({ v: '1' });
     expect(proxy.tunnels().length).toBeGreaterThan(tunnelsBefore);
     expect(new Set(proxy.tunnels())).toEqual(new Set([new URL(git.url).host]));
