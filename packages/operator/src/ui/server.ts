@@ -10,6 +10,9 @@ import type { KubeRest } from '@syncline/kube';
 import type { WatchedChange, WatchedKind } from '../manager.ts';
 import { RECONCILE_REQUESTED_ANNOTATION } from '../reconcile/configsync.ts';
 import { listen } from '../server.ts';
+import type { ActivityLog } from './activity.ts';
+import { DiffError, createSyncDiffs, type DiffSource, type SyncDiffs } from './diffs.ts';
+import type { UiActivity } from './model.ts';
 import { PLURALS, createAccess, createSessions, reviewToken, sameSecret, type Access, type Session, type Viewer } from './auth.ts';
 import { summarize, type UiObject } from './summary.ts';
 
@@ -32,18 +35,32 @@ export type UiSource = { watched(kind: WatchedKind): KubeObject[]; observe(liste
 export type UiServer = { address: string; close(): Promise<void> };
 
 /** One change, summarized once for every open page. */
-type Change = { kind: WatchedKind; namespace: string; deleted: boolean; key: string; summary: () => UiObject };
+type Change = { kind: WatchedKind; namespace: string } & ({ deleted: boolean; key: string; summary: () => UiObject } | { activity: UiActivity });
 type Streams = Set<(change: Change) => void>;
 
-type Context = { rest: KubeRest; source: UiSource; logger: Logger; access: Access; sessions: ReturnType<typeof createSessions>; assets: { js: Buffer; css: Buffer } };
+type Context = { rest: KubeRest; source: UiSource; logger: Logger; access: Access; sessions: ReturnType<typeof createSessions>; assets: { js: Buffer; css: Buffer }; activity?: ActivityLog; diffs?: SyncDiffs };
 
-export async function startUiServer(options: { address: string; rest: KubeRest; source: UiSource; logger: Logger; assetsDir?: string }): Promise<UiServer> {
+export type UiServerOptions = {
+  address: string;
+  rest: KubeRest;
+  source: UiSource;
+  logger: Logger;
+  assetsDir?: string;
+  /** The Events this operator records (recent activity); absent = none shown. */
+  activity?: ActivityLog;
+  /** The operator's Git cache and client, for live and deploy diffs of a ConfigSync; absent = no diffs. */
+  diffs?: DiffSource;
+};
+
+export async function startUiServer(options: UiServerOptions): Promise<UiServer> {
   const dir = options.assetsDir ?? UI_ASSETS_DIR;
   if (!existsSync(join(dir, 'app.js'))) throw new Error(`--ui-addr: the web UI's assets are not built (${dir}/app.js is missing; run pnpm build:ui)`);
+  const { diffs, ...shared } = options;
   const context: Context = {
-    ...options,
+    ...shared,
     access: createAccess({ rest: options.rest }),
     sessions: createSessions(),
+    ...(diffs === undefined ? {} : { diffs: createSyncDiffs({ rest: options.rest, source: diffs }) }),
     assets: { js: readFileSync(join(dir, 'app.js')), css: readFileSync(join(dir, 'style.css')) },
   };
   const streams: Streams = new Set();
@@ -53,6 +70,9 @@ export async function startUiServer(options: { address: string; rest: KubeRest; 
     const namespace = object.metadata.namespace ?? '';
     const change: Change = { kind, namespace, deleted: type === 'DELETED', key: `${kind}/${namespace}/${object.metadata.name}`, summary: () => (summary ??= summarize(kind, object)) };
     for (const stream of streams) stream(change);
+  });
+  const stopActivity = options.activity?.observe((entry) => {
+    for (const stream of streams) stream({ kind: entry.kind, namespace: entry.namespace, activity: entry });
   });
   const server = createServer((req, res) => {
     route(context, streams, req, res).catch((error: unknown) => {
@@ -67,6 +87,7 @@ export async function startUiServer(options: { address: string; rest: KubeRest; 
     close: () =>
       new Promise((resolve) => {
         stopObserving();
+        stopActivity?.();
         server.close(() => resolve());
         server.closeAllConnections();
       }),
@@ -95,6 +116,8 @@ async function route(context: Context, streams: Streams, req: IncomingMessage, r
     if (method === 'GET' && path === '/api/me') return json(res, 200, { username: session.viewer.username, csrf: session.csrf });
     if (method === 'GET' && path === '/api/events') return stream(context, streams, session, req, res);
     if (method === 'POST' && path === '/api/actions') return act(context, session, req, res);
+    const diff = /^\/api\/(diff|deploys)\/ConfigSync\/([^/]+)\/([^/]+)$/.exec(path);
+    if (method === 'GET' && diff !== null) return showDiff(context, session, { which: diff[1] as 'diff' | 'deploys', namespace: decodeURIComponent(diff[2] ?? ''), name: decodeURIComponent(diff[3] ?? ''), query: new URL(req.url ?? '/', 'http://ui').searchParams }, res);
     return json(res, 404, { error: 'not found' });
   }
   if (method !== 'GET') return json(res, 405, { error: 'method not allowed' });
@@ -141,7 +164,8 @@ async function stream(context: Context, streams: Streams, session: Session, req:
     chain = chain.then(async () => {
       if (context.sessions.get(session.id) === undefined) return void res.end();
       if (!(await visible(context.access, session.viewer, change.kind, change.namespace))) return;
-      if (change.deleted) send('delete', { key: change.key });
+      if ('activity' in change) send('activity', change.activity);
+      else if (change.deleted) send('delete', { key: change.key });
       else send('upsert', change.summary());
     }).catch(() => undefined);
   };
@@ -158,9 +182,35 @@ async function stream(context: Context, streams: Streams, session: Session, req:
         if (await visible(context.access, session.viewer, kind, object.metadata.namespace ?? '')) objects.push(summarize(kind, object));
       }
     }
-    send('snapshot', { username: session.viewer.username, csrf: session.csrf, objects });
+    const activity = [];
+    for (const entry of context.activity?.recent() ?? []) {
+      if (await visible(context.access, session.viewer, entry.kind, entry.namespace)) activity.push(entry);
+    }
+    send('snapshot', { username: session.viewer.username, csrf: session.csrf, objects, activity });
   });
   await chain;
+}
+
+/**
+ * A ConfigSync's live diff against Git, or the diff between two deploys (?from=SHA&to=SHA), for a viewer who
+ * may `get` it. The answer holds what Git renders and the live objects' fields Syncline writes; Secret values
+ * are masked.
+ */
+async function showDiff(context: Context, session: Session, request: { which: 'diff' | 'deploys'; namespace: string; name: string; query: URLSearchParams }, res: ServerResponse): Promise<void> {
+  const { namespace, name } = request;
+  if (context.diffs === undefined) return json(res, 501, { error: 'this operator serves no diffs' });
+  if (!(await context.access.allowed(session.viewer, { verb: 'get', kind: 'ConfigSync', namespace, name }))) {
+    return json(res, 403, { error: `forbidden: ${session.viewer.username} may not get configsyncs in namespace ${namespace}` });
+  }
+  const object = context.source.watched('ConfigSync').find((o) => o.metadata.namespace === namespace && o.metadata.name === name);
+  if (object === undefined) return json(res, 404, { error: `ConfigSync ${namespace}/${name} not found` });
+  try {
+    if (request.which === 'diff') return json(res, 200, await context.diffs.live(object));
+    return json(res, 200, await context.diffs.deploys(object, { from: request.query.get('from') ?? '', to: request.query.get('to') ?? '' }));
+  } catch (error) {
+    if (error instanceof DiffError) return json(res, 422, { error: error.message });
+    throw error;
+  }
 }
 
 const ACTIONS = ['reconcile', 'suspend', 'resume', 'rollback', 'failover', 'failback'] as const;
