@@ -4,21 +4,26 @@
 import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { ensureChromium, startGitServer, startOperator, type GitServer, type OperatorProcess, type TestRepo } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NamespaceReplication } from '@syncline/operator';
 import { applyConfigSync, condition, configMapYaml, configSync, core, eventually, installCrds, kc, readConfigSync, rest, waitForReady } from './harness.ts';
 
+const run = promisify(execFile);
 const SHARD = `webui-${randomBytes(3).toString('hex')}`;
 const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
 const root = join(import.meta.dirname, '..', '..');
 // Screenshots of the main views: into docs/ with SYNCLINE_SCREENSHOTS=docs (they change with every run's names).
 const screenshots = process.env['SYNCLINE_SCREENSHOTS'] === 'docs' ? join(root, 'docs') : tmpdir();
-const SLOW = 90_000; // the machine is shared and loaded: waits are generous, each ends as soon as it holds
+const SLOW = 90_000;
+const IN_GIT = 'hunter2-in-git';
+const BY_HAND = 'edited-by-hand';
+const VAULT_SECRET = `apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: ${IN_GIT}\n  user: app\n`; // the machine is shared and loaded: waits are generous, each ends as soon as it holds
 
 describe('web UI in a browser', () => {
   let git: GitServer;
@@ -39,10 +44,12 @@ describe('web UI in a browser', () => {
     repo = await git.createRepo('webui');
     mine = await testNamespace({ prefix: 'ui' });
     other = await testNamespace({ prefix: 'ui-other' });
-    await repo.commit({ 'app/settings.yaml.hbs': configMapYaml('settings', '  greeting: {{ values.greeting }}'), 'web/page.yaml': configMapYaml('page', '  title: hello') });
+    await repo.commit({ 'app/settings.yaml.hbs': configMapYaml('settings', '  greeting: {{ values.greeting }}'), 'web/page.yaml': configMapYaml('page', '  title: hello'), 'vault/db.yaml': VAULT_SECRET });
     for (const [namespace, name, path, extra] of [
       [mine.name, 'app', 'app', {}],
       [mine.name, 'web', 'web', {}],
+      // drift: Report leaves a hand edit in place, so the page has a drift to show
+      [mine.name, 'vault', 'vault', { drift: 'Report' }],
       [mine.name, 'paused', 'web', { suspend: true }],
       [other.name, 'elsewhere', 'web', {}],
     ] as const) {
@@ -62,6 +69,7 @@ describe('web UI in a browser', () => {
     browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
     await waitForReady(mine.name, 'app', () => true, SLOW);
     await waitForReady(mine.name, 'web', () => true, SLOW);
+    await waitForReady(mine.name, 'vault', () => true, SLOW);
   });
   afterAll(async () => {
     await browser?.close();
@@ -197,6 +205,17 @@ describe('web UI in a browser', () => {
     await waitForReady(mine.name, 'web', (cs) => cs.status?.sourceRevision === second && (cs.status.history ?? []).some((h) => h.revision === first), SLOW);
     const rollback = `button.rollback[data-revision="${first}"]`;
 
+    // when a viewer compares the two deploys, then the page shows what changed between them
+    const viewer = await signIn('reader');
+    await viewer.goto(`${url}/objects/ConfigSync/${mine.name}/web`);
+    await viewer.check(`input[name=from][aria-label="compare from ${first}"]`);
+    await viewer.check(`input[name=to][aria-label="compare to ${second}"]`);
+    await viewer.click('button.compare');
+    const compared = (await viewer.locator('.deploy-diff pre.diff').first().textContent({ timeout: SLOW })) ?? '';
+    expect(compared).toContain(`core/ConfigMap/${mine.name}/page`);
+    expect(compared).toContain('-  title: hello');
+    expect(compared).toContain('+  title: second');
+
     // when the reader clicks Roll back on the first deploy, then 403 and the revision still follows main
     const reader = await signIn('reader');
     await reader.goto(`${url}/objects/ConfigSync/${mine.name}/web`);
@@ -237,5 +256,46 @@ describe('web UI in a browser', () => {
     await editor.locator('.cond', { hasText: 'FailedOver' }).filter({ hasText: 'True' }).first().waitFor({ timeout: SLOW });
     await editor.click('button:has-text("Fail back")');
     await eventually(async () => ((await conditionOf('FailedOver')) !== 'True' ? true : undefined), 'failed back', SLOW);
+  }, 240_000);
+
+  it('shows every applied object with its health and drift, the live diff against Git, and never a Secret value', async () => {
+    // given the vault sync (drift: Report) in sync, when its page opens, then its Secret is listed in sync
+    const page = await signIn('editor');
+    await page.goto(`${url}/objects/ConfigSync/${mine.name}/vault`);
+    const secretRow = page.locator(`.applied-object[data-object="core/Secret/${mine.name}/db"]`);
+    await secretRow.locator('.change.in-sync').waitFor({ timeout: SLOW });
+
+    // when someone edits the Secret's value by hand with kubectl
+    const edited = Buffer.from(BY_HAND).toString('base64');
+    await run('kubectl', ['--kubeconfig', testKubeconfigPath(), '-n', mine.name, 'patch', 'secret', 'db', '--type', 'merge', '-p', JSON.stringify({ data: { password: edited } })], { timeout: 60_000 });
+    await eventually(async () => (condition(await readConfigSync(mine.name, 'vault'), 'Synced')?.reason === 'DriftDetected' ? true : undefined), 'DriftDetected', SLOW);
+
+    // then the page shows it drifted, live, with the diff of what Git would restore: masked
+    await page.waitForSelector('h1 .badge.drifted');
+    await secretRow.locator('.change.drifted').waitFor({ timeout: SLOW });
+    const diff = (await secretRow.locator('pre.diff').textContent()) ?? '';
+    expect(diff).toContain(`live/core/Secret/${mine.name}/db`);
+    expect(diff).toContain('*** (changed)');
+    // and no value of the Secret reached the browser: not in the page, not in what the API answered
+    const answer = await page.request.get(`${url}/api/diff/ConfigSync/${mine.name}/vault`);
+    expect(answer.status()).toBe(200);
+    for (const text of [await page.content(), await answer.text()]) {
+      for (const value of [IN_GIT, BY_HAND]) {
+        expect(text).not.toContain(Buffer.from(value).toString('base64'));
+      }
+      expect(text).not.toContain(IN_GIT);
+      expect(text).not.toContain(BY_HAND);
+    }
+    // and the overview counts it as drifted and lists why it needs attention, next to the recent activity
+    await page.goto(`${url}/`);
+    await page.locator('[data-count="ConfigSync/drifted"]').filter({ hasText: /^[1-9]/ }).waitFor({ timeout: SLOW });
+    await page.locator(`.attention li[data-attention="ConfigSync/${mine.name}/vault"]`).filter({ hasText: 'drifted' }).waitFor({ timeout: SLOW });
+    expect(await page.textContent('.activity')).toContain(`${mine.name}/`);
+    // and the drifted filter is a URL that shows it
+    await page.goto(`${url}/?state=drifted`);
+    await page.waitForSelector(`[data-key="ConfigSync/${mine.name}/vault"]`);
+    expect(await page.$(`.row[data-key="ConfigSync/${mine.name}/web"]`)).toBeNull();
+    // and a viewer of another namespace may not read its diff
+    expect((await (await signIn('reader')).request.get(`${url}/api/diff/ConfigSync/${other.name}/elsewhere`)).status()).toBe(403);
   }, 240_000);
 });

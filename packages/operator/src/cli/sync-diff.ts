@@ -74,10 +74,21 @@ export async function diffSync(input: { rest: KubeRest; client: ApplyClient; obj
     const inventory = decodeInventory(input.object.status?.inventory?.find((i) => i.target === target.name)?.entries);
     const live = await readLive({ client: input.client, desired: target.objects, inventory });
     const plan = planApply({ desired: target.objects, inventory, live, owner: { namespace, name: input.object.metadata.name, target: target.name }, policy: spec.policy, drift: spec.drift, prune: spec.prune, allowEmpty: spec.allowEmpty });
-    const objects = [...plan.apply, ...plan.prune].map((step) => objectDiff(step, live.objects.get(step.id)));
+    const desired = new Map(target.objects.map((o) => [idOf(o), o]));
+    const objects = [...plan.apply, ...plan.prune].map((step) => objectDiff(reportedDrift(step, desired), live.objects.get(step.id)));
     out.push({ name: target.name, revision: input.source.revision, ...(plan.blocked === undefined ? {} : { blocked: plan.blocked }), objects });
   }
   return out;
+}
+
+/**
+ * A drift that `drift: Report` leaves in place is planned as a skip; shown as the apply that would correct it
+ * (its diff), with the skip's reason as the note, so the viewer sees what differs.
+ */
+function reportedDrift(step: PlanStep, desired: ReadonlyMap<string, ApplyObject>): PlanStep {
+  const object = step.type === 'skip' && step.drift !== undefined ? desired.get(step.id) : undefined;
+  if (step.type !== 'skip' || object === undefined) return step;
+  return { type: 'apply', id: step.id, tier: step.tier, object, force: true, create: false, reason: step.reason };
 }
 
 function objectDiff(step: PlanStep, live: ApplyObject | undefined): ObjectDiff {

@@ -68,7 +68,7 @@ export function Overview({ objects, activity, url, connected }: { objects: UiObj
     </section>
     <div class="columns">
       ${attention.length > 0 &&
-      html`<section class="attention"><h2>Needs attention</h2><ul>${attention.slice(0, 50).map((o) => html`<li data-key=${o.key}><a href=${objectHref(o)}>${o.kind} ${o.namespace}/${o.name}</a><span class="msg">${o.attention}</span></li>`)}</ul>${attention.length > 50 && html`<p class="hint">and ${attention.length - 50} more: <a href="/?state=failed">every failed one</a></p>`}</section>`}
+      html`<section class="attention"><h2>Needs attention</h2><ul>${attention.slice(0, 50).map((o) => html`<li data-attention=${o.key}><a href=${objectHref(o)}>${o.kind} ${o.namespace}/${o.name}</a><span class="msg">${o.attention}</span></li>`)}</ul>${attention.length > 50 && html`<p class="hint">and ${attention.length - 50} more: <a href="/?state=failed">every failed one</a></p>`}</section>`}
       <${Activity} entries=${activity} />
     </div>
     <section class="filters" aria-label="Filters">
