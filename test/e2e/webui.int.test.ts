@@ -2,10 +2,11 @@
 // the real control plane, operator and Git server. Viewers are ServiceAccounts whose tokens come from the
 // TokenRequest API; what each may see and do comes from RBAC alone.
 import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
-import { ensureChromium, startGitServer, startOperator, type GitServer, type OperatorProcess, type TestRepo } from '@syncline/test-support';
+import { createTestCa, ensureChromium, startGitServer, startOidcIssuer, startOperator, type GitServer, type OidcIssuer, type OperatorProcess, type TestRepo } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { execFile, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -33,6 +34,8 @@ describe('web UI in a browser', () => {
   let operator: OperatorProcess;
   let browser: Browser;
   let url: string;
+  let issuer: OidcIssuer;
+  let caDir: string;
   const tokens: Record<'editor' | 'reader', string> = { editor: '', reader: '' };
 
   beforeAll(async () => {
@@ -62,10 +65,27 @@ describe('web UI in a browser', () => {
     for (const who of ['editor', 'reader'] as const) {
       tokens[who] = (await core.createNamespacedServiceAccountToken({ name: who, namespace: mine.name, body: { spec: { expirationSeconds: 3600 } } })).status?.token ?? '';
     }
+    // An OIDC issuer (https, its own test CA, which the operator trusts through NODE_EXTRA_CA_CERTS): alice is
+    // in the group that may read the viewer's namespace, bob in none. The client secret is in a Secret.
+    const ca = await createTestCa();
+    caDir = await mkdtemp(join(tmpdir(), 'syncline-oidc-ca-'));
+    await writeFile(join(caDir, 'ca.crt'), ca.caCert);
+    issuer = await startOidcIssuer({ tls: ca.server, users: { alice: { sub: 'u-alice', email: 'alice@example.com', groups: ['ui-readers'] }, bob: { sub: 'u-bob', email: 'bob@example.com', groups: [] } } });
+    await core.createNamespacedSecret({ namespace: mine.name, body: { metadata: { name: 'oidc-client' }, stringData: { 'client-secret': issuer.clientSecret } } });
+    await bindGroup(mine.name, 'oidc:ui-readers', 'ui-reader');
     // The viewer's namespace is trusted: its NamespaceReplication keeps a standby in another namespace of this
     // cluster, which the tenancy rule allows only from a trusted namespace (what a viewer sees is RBAC's alone).
-    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--shard', SHARD, '--mirror', 'off', '--ui-addr', '127.0.0.1:0', '--trusted-namespaces', mine.name] });
+    operator = await startOperator({
+      kubeconfig: testKubeconfigPath(),
+      env: { NODE_EXTRA_CA_CERTS: join(caDir, 'ca.crt') },
+      args: [
+        '--shard', SHARD, '--mirror', 'off', '--ui-addr', '127.0.0.1:0', '--trusted-namespaces', mine.name,
+        '--ui-oidc-issuer', issuer.issuer, '--ui-oidc-client-id', issuer.clientId, '--ui-oidc-client-secret', `${mine.name}/oidc-client`,
+        '--ui-oidc-username-claim', 'email', '--ui-oidc-groups-prefix', 'oidc:',
+      ],
+    });
     url = `http://${operator.uiAddress ?? ''}`;
+    issuer.allowRedirect(`${url}/oidc/callback`);
     browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
     await waitForReady(mine.name, 'app', () => true, SLOW);
     await waitForReady(mine.name, 'web', () => true, SLOW);
@@ -77,7 +97,17 @@ describe('web UI in a browser', () => {
     await mine?.[Symbol.asyncDispose]();
     await other?.[Symbol.asyncDispose]();
     await git?.close();
+    await issuer?.close();
+    if (caDir !== undefined) await rm(caDir, { recursive: true, force: true });
   });
+
+  /** Binds the ui-reader Role (made by grant) to a group, as a person's RoleBinding would. */
+  async function bindGroup(namespace: string, group: string, role: string): Promise<void> {
+    await rbac.createNamespacedRoleBinding({
+      namespace,
+      body: { metadata: { name: `group-${role}` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role }, subjects: [{ kind: 'Group', name: group, apiGroup: 'rbac.authorization.k8s.io' }] },
+    });
+  }
 
   async function grant(namespace: string, account: string, verbs: string[]): Promise<void> {
     await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: account } } });
@@ -105,7 +135,7 @@ describe('web UI in a browser', () => {
     await stranger.goto(`${url}/login`);
     await stranger.fill('#token', 'not-a-token');
     await stranger.click('button[type=submit]');
-    await stranger.waitForURL(`${url}/login?failed`);
+    await stranger.waitForURL(`${url}/login?failed=token`);
     expect(await stranger.textContent('[role=alert]')).toContain('did not accept');
     // and the API answers 401 without a session
     expect((await stranger.request.get(`${url}/api/events`)).status()).toBe(401);
@@ -297,5 +327,57 @@ describe('web UI in a browser', () => {
     expect(await page.$(`.row[data-key="ConfigSync/${mine.name}/web"]`)).toBeNull();
     // and a viewer of another namespace may not read its diff
     expect((await (await signIn('reader')).request.get(`${url}/api/diff/ConfigSync/${other.name}/elsewhere`)).status()).toBe(403);
+  }, 240_000);
+
+  it('signs in with OIDC (code + PKCE): the id token\'s user and groups decide what the viewer sees', async () => {
+    // given the sign-in page, when alice picks OIDC and signs in at the issuer
+    const context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1200, height: 900 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(SLOW);
+    await page.goto(`${url}/login`);
+    await page.click('a.oidc');
+    await page.waitForURL(`${issuer.issuer}/authorize?**`);
+    // (the authorization request carries a PKCE challenge, state and nonce)
+    const request = new URL(page.url()).searchParams;
+    expect(request.get('code_challenge_method')).toBe('S256');
+    expect(request.get('state')?.length).toBeGreaterThan(20);
+    expect(request.get('nonce')?.length).toBeGreaterThan(20);
+    await page.click('button[value=alice]');
+    // then she is back on the overview as alice@example.com, and sees her group's namespace only
+    await page.waitForURL(`${url}/`);
+    await page.waitForSelector(`[data-key="ConfigSync/${mine.name}/web"]`);
+    expect(await page.textContent('.user span')).toBe('alice@example.com');
+    const keys = await Promise.all((await page.locator('.row[data-key]').all()).map((row) => row.getAttribute('data-key')));
+    expect(keys.filter((k) => k?.includes(`/${other.name}/`) === true)).toEqual([]);
+    expect(issuer.redeemed()).toBeGreaterThanOrEqual(1);
+    // and her group may not patch: an action is refused by the SubjectAccessReview for her user and groups
+    await page.goto(`${url}/objects/ConfigSync/${mine.name}/web`);
+    await page.click('button:has-text("Reconcile now")');
+    await page.waitForSelector('.result.bad');
+    expect(await page.textContent('.result.bad')).toContain('403: forbidden: alice@example.com may not patch');
+
+    // given bob, in no group, when he signs in, then he sees nothing
+    const bob = await (await browser.newContext({ ignoreHTTPSErrors: true })).newPage();
+    bob.setDefaultTimeout(SLOW);
+    await bob.goto(`${url}/login`);
+    await bob.click('a.oidc');
+    await bob.click('button[value=bob]');
+    await bob.waitForURL(`${url}/`);
+    await bob.waitForSelector('.banner');
+    expect(await bob.locator('.row[data-key]').count()).toBe(0);
+
+    // given a callback whose state this browser did not start, then no session is made
+    const forged = await (await browser.newContext()).newPage();
+    await forged.goto(`${url}/oidc/callback?code=x&state=not-ours`);
+    await forged.waitForURL(/\/login\?failed=/);
+    expect(await forged.textContent('[role=alert]')).toContain('not started here');
+    // and a denied sign-in comes back to the sign-in page with the issuer's answer
+    const denied = await (await browser.newContext({ ignoreHTTPSErrors: true })).newPage();
+    await denied.goto(`${url}/oidc/login`);
+    await denied.click('button[value="1"]');
+    await denied.waitForURL(/\/login\?failed=/);
+    expect(await denied.textContent('[role=alert]')).toContain('access_denied');
+    // and without a sign-in nobody is let in (no anonymous mode unless --ui-anonymous)
+    expect((await forged.request.get(`${url}/api/events`)).status()).toBe(401);
   }, 240_000);
 });

@@ -21,7 +21,7 @@ import { createMetrics } from './metrics.ts';
 import { startProbeServer } from './server.ts';
 import { trustedNamespaces } from './tenancy.ts';
 import { createActivityLog } from './ui/activity.ts';
-import { startUiServer, type UiServer } from './ui/server.ts';
+import { startUiServer, uiSignIn, type UiServer } from './ui/server.ts';
 import { startWebhookServer, type WebhookServer } from './webhook/receiver.ts';
 import { createWebhookSecrets, parseSecretRef } from './webhook/secrets.ts';
 import { createWaker } from './webhook/wake.ts';
@@ -158,7 +158,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     });
   }
   // The UI reads the manager's caches; its actions are checked against the viewer's own RBAC first.
-  const ui: UiServer | undefined = flags.uiAddr === 'off' ? undefined : await startUiServer({ address: flags.uiAddr, rest, source: manager, logger, activity, diffs: { git, client: () => applyClient(undefined) } });
+  const ui: UiServer | undefined = flags.uiAddr === 'off' ? undefined : await startUiServer({ address: flags.uiAddr, rest, source: manager, logger, activity, diffs: { git, client: () => applyClient(undefined) }, ...uiSignIn(flags, podNamespace) });
   logger.info({ probes: probes.address, webhooks: webhooks?.address ?? 'off', ui: ui?.address ?? 'off', identity, leaderElection: flags.leaderElect === true, trustedNamespaces: [...trusted].sort() }, 'syncline started');
 
   await new Promise<void>((resolve) => {
