@@ -156,7 +156,9 @@ describe('web UI in a browser', () => {
     expect(await page.$(`[data-key="ConfigSync/${mine.name}/web"]`)).toBeNull();
     // and the page is served with a strict CSP and the session cookie is HttpOnly and SameSite=Strict
     const response = await page.request.get(`${url}/`);
-    expect(response.headers()['content-security-policy']).toContain("script-src 'self'");
+    const csp = response.headers()['content-security-policy'] ?? '';
+    for (const directive of ["default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'"]) expect(csp).toContain(directive);
+    expect(csp).not.toContain('unsafe');
     const [cookie] = await page.context().cookies();
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
   }, 240_000);
@@ -245,6 +247,7 @@ describe('web UI in a browser', () => {
     expect(compared).toContain(`core/ConfigMap/${mine.name}/page`);
     expect(compared).toContain('-  title: hello');
     expect(compared).toContain('+  title: second');
+    await viewer.locator('section.history').screenshot({ path: join(screenshots, 'ui-deploy-diff.png') });
 
     // when the reader clicks Roll back on the first deploy, then 403 and the revision still follows main
     const reader = await signIn('reader');
@@ -306,6 +309,7 @@ describe('web UI in a browser', () => {
     const diff = (await secretRow.locator('pre.diff').textContent()) ?? '';
     expect(diff).toContain(`live/core/Secret/${mine.name}/db`);
     expect(diff).toContain('*** (changed)');
+    await page.screenshot({ path: join(screenshots, 'ui-configsync-drift.png'), fullPage: true });
     // and no value of the Secret reached the browser: not in the page, not in what the API answered
     const answer = await page.request.get(`${url}/api/diff/ConfigSync/${mine.name}/vault`);
     expect(answer.status()).toBe(200);

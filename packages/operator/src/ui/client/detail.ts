@@ -12,6 +12,12 @@ import { getJson } from './store.ts';
 /** Conditions for which True is bad news (the rest read True = good). */
 const ABNORMAL = new Set(['Stalled', 'InvalidSource', 'Failed', 'IntervalClamped', 'Fenced', 'PruneHeld']);
 const conditionClass = (type: string, status: string): string => (status === 'Unknown' ? 'unknown' : (status === 'True') !== ABNORMAL.has(type) ? 'good' : 'bad');
+/** A unified diff with its added and removed lines marked (colour and a sign, so it reads without colour too). */
+function DiffText({ text }: { text: string }): ComponentChildren {
+  const lines = text.replace(/\n$/, '').split('\n');
+  return html`<pre class="diff">${lines.map((line) => html`<span class=${line.startsWith('@@') ? 'hunk' : line.startsWith('+') && !line.startsWith('+++') ? 'add' : line.startsWith('-') && !line.startsWith('---') ? 'del' : ''}>${`${line}\n`}</span>`)}</pre>`;
+}
+
 const entries = (record: Record<string, unknown>): [string, unknown][] => Object.entries(record).filter(([, v]) => v !== undefined && v !== '');
 
 type Run = (action: string, revision?: string) => Promise<void>;
@@ -115,7 +121,7 @@ function SyncObjects({ object: o }: { object: UiObject }): ComponentChildren {
           <span class=${`change ${x.change}`}>${CHANGE_TEXT[x.change]}</span> <code>${x.label}</code>
           ${x.health !== undefined && html` <span class=${`health ${x.health}`} title=${x.healthMessage ?? ''}>${x.health}</span>`}
           ${x.note !== undefined && html` <span class="msg">${x.note}</span>`}
-          ${x.diff !== '' && html`<details open=${x.change === 'drifted'}><summary>diff</summary><pre class="diff">${x.diff}</pre></details>`}
+          ${x.diff !== '' && html`<details open=${x.change === 'drifted'}><summary>diff</summary><${DiffText} text=${x.diff} /></details>`}
         </li>`)}</ul>`)}`}
   </section>`;
 }
@@ -138,6 +144,6 @@ function History({ object: o, busy, run }: { object: UiObject; busy: boolean; ru
     <p><button class="compare" disabled=${from === '' || to === '' || from === to || compared?.loading === true} onClick=${compare}>Compare ${from.slice(0, 7)} → ${to.slice(0, 7)}</button>
       <span class="hint"> both rendered with the sync's values of today; Secret values are never shown</span></p>
     ${compared?.error !== undefined && html`<p class="result bad" role="alert">${compared.error}</p>`}
-    ${compared?.diff !== undefined && (compared.diff.objects.length === 0 ? html`<p class="deploy-diff empty">The two deploys render the same objects.</p>` : html`<div class="deploy-diff">${compared.diff.objects.map((d) => html`<h3><code>${d.label}</code> <span class="hint">target ${d.target}</span></h3><pre class="diff">${d.diff}</pre>`)}</div>`)}
+    ${compared?.diff !== undefined && (compared.diff.objects.length === 0 ? html`<p class="deploy-diff empty">The two deploys render the same objects.</p>` : html`<div class="deploy-diff">${compared.diff.objects.map((d) => html`<h3><code>${d.label}</code> <span class="hint">target ${d.target}</span></h3><${DiffText} text=${d.diff} />`)}</div>`)}
   </section>`;
 }
