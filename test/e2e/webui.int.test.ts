@@ -287,6 +287,9 @@ describe('web UI in a browser', () => {
     await eventually(async () => ((await conditionOf('FailedOver')) === 'True' ? true : undefined), 'FailedOver', SLOW);
     // and the page shows it live, offering the way back
     await editor.locator('.cond', { hasText: 'FailedOver' }).filter({ hasText: 'True' }).first().waitFor({ timeout: SLOW });
+    // with the standby's state, lag and the objects it holds by kind
+    await editor.locator('section.replication dd', { hasText: 'failed over' }).first().waitFor({ timeout: SLOW });
+    expect(await editor.textContent('section.replication')).toContain('Objects in the standby, by kind');
     await editor.click('button:has-text("Fail back")');
     await eventually(async () => ((await conditionOf('FailedOver')) !== 'True' ? true : undefined), 'failed back', SLOW);
   }, 240_000);
@@ -383,5 +386,36 @@ describe('web UI in a browser', () => {
     expect(await denied.textContent('[role=alert]')).toContain('access_denied');
     // and without a sign-in nobody is let in (no anonymous mode unless --ui-anonymous)
     expect((await forged.request.get(`${url}/api/events`)).status()).toBe(401);
+  }, 240_000);
+
+  it('maps a ManifestSync\'s copies: in sync in one namespace, and a conflict with the object that holds the name in another', async () => {
+    // given a ConfigMap copied into the viewer's namespace (renamed) and into a namespace where a foreign
+    // ConfigMap of that name exists
+    await using away = await testNamespace({ prefix: 'ui-copy' });
+    await core.createNamespacedConfigMap({ namespace: mine.name, body: { metadata: { name: 'shared' }, data: { a: '1' } } });
+    await core.createNamespacedConfigMap({ namespace: away.name, body: { metadata: { name: 'shared' }, data: { mine: 'not yours' } } });
+    const path = `/apis/syncline.dev/v1alpha1/namespaces/${mine.name}/manifestsyncs/copies`;
+    await rest.request({
+      method: 'PATCH',
+      path,
+      query: { fieldManager: 'syncline-tests', force: true },
+      contentType: 'application/apply-patch+yaml',
+      body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ManifestSync', metadata: { name: 'copies', namespace: mine.name, labels: { 'syncline.dev/shard': SHARD } }, spec: { sourceRef: { apiVersion: 'v1', kind: 'ConfigMap', name: 'shared' }, targets: [{ namespace: mine.name, name: 'shared-copy' }, { namespace: away.name }] } },
+    });
+    await eventually(async () => ((await rest.request<{ status?: { targets?: { phase: string }[] } }>({ method: 'GET', path })).status?.targets?.length === 2 ? true : undefined), 'both copies in status', SLOW);
+
+    // when the editor opens its page, then the copies are mapped: where, whether in sync, and the conflict
+    const page = await signIn('editor');
+    await page.goto(`${url}/objects/ManifestSync/${mine.name}/copies`);
+    const rows = page.locator('section.targets tbody tr');
+    const conflict = rows.filter({ hasText: away.name });
+    await conflict.filter({ hasText: /not managed by Syncline/ }).waitFor({ timeout: SLOW });
+    await rows.filter({ hasText: mine.name }).filter({ hasText: 'yes' }).waitFor({ timeout: SLOW });
+    // (the holder is named: the field manager that wrote the foreign object)
+    expect(await conflict.textContent()).toMatch(/field managers?: /);
+    expect(await conflict.locator('td').nth(2).textContent()).not.toBe('yes');
+    // and the overview lists it as needing attention, naming the copy
+    await page.goto(`${url}/`);
+    await page.locator(`.attention li[data-attention="ManifestSync/${mine.name}/copies"]`).filter({ hasText: away.name }).waitFor({ timeout: SLOW });
   }, 240_000);
 });

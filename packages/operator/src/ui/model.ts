@@ -35,7 +35,12 @@ export type UiObject = {
   history: { revision: string; appliedAt?: string; objects?: number; digest?: string }[];
   /** Kind-specific facts worth a line (a RemoteCluster's version, a replication's lag). */
   facts: Record<string, string>;
+  /** Only what the overview shows (the snapshot's form): the object's page asks for the rest. */
+  brief?: true;
 };
+
+/** The fields of a brief object (the overview's); the others are empty in it. */
+export const BRIEF_FIELDS = ['key', 'kind', 'namespace', 'name', 'state', 'summary', 'labels', 'suspended', 'drifted', 'attention'] as const;
 
 
 /** An Event this operator recorded (the overview's recent activity). */

@@ -12,7 +12,7 @@ import { RECONCILE_REQUESTED_ANNOTATION } from '../reconcile/configsync.ts';
 import { listen } from '../server.ts';
 import type { ActivityLog } from './activity.ts';
 import { DiffError, createSyncDiffs, type DiffSource, type SyncDiffs } from './diffs.ts';
-import type { UiActivity } from './model.ts';
+import { BRIEF_FIELDS, type UiActivity } from './model.ts';
 import { OidcError, createOidcSignIn, oidcSettingsFromFlags, type OidcSettings, type OidcSignIn } from './oidc.ts';
 import { PLURALS, createAccess, createSessions, reviewToken, sameSecret, type Access, type Session, type Viewer } from './auth.ts';
 import { summarize, type UiObject } from './summary.ts';
@@ -48,18 +48,22 @@ const MAX_UNREAD_BYTES = 8 * 1024 * 1024;
  * Each object's summary as JSON, made once per resourceVersion and shared by every open page: a hundred pages
  * cost one summary per change, and a snapshot is a join of strings already made.
  */
-function createSummaryCache(): { json(kind: WatchedKind, object: KubeObject): string; forget(key: string): void } {
-  const cache = new Map<string, { version: string | undefined; json: string }>();
+function createSummaryCache(): { json(kind: WatchedKind, object: KubeObject): string; brief(kind: WatchedKind, object: KubeObject): string; forget(key: string): void } {
+  const cache = new Map<string, { version: string | undefined; json: string; brief: string }>();
+  const entry = (kind: WatchedKind, object: KubeObject): { json: string; brief: string } => {
+    const key = `${kind}/${object.metadata.namespace ?? ''}/${object.metadata.name}`;
+    const version = object.metadata.resourceVersion;
+    const hit = cache.get(key);
+    if (hit !== undefined && version !== undefined && hit.version === version) return hit;
+    const summary = summarize(kind, object) satisfies UiObject;
+    const brief = Object.fromEntries(BRIEF_FIELDS.filter((f) => summary[f] !== undefined).map((f) => [f, summary[f]]));
+    const made = { version, json: JSON.stringify(summary), brief: JSON.stringify({ ...brief, conditions: [], source: {}, targets: [], history: [], facts: {}, brief: true }) };
+    cache.set(key, made);
+    return made;
+  };
   return {
-    json(kind, object) {
-      const key = `${kind}/${object.metadata.namespace ?? ''}/${object.metadata.name}`;
-      const version = object.metadata.resourceVersion;
-      const hit = cache.get(key);
-      if (hit !== undefined && version !== undefined && hit.version === version) return hit.json;
-      const json = JSON.stringify(summarize(kind, object) satisfies UiObject);
-      cache.set(key, { version, json });
-      return json;
-    },
+    json: (kind, object) => entry(kind, object).json,
+    brief: (kind, object) => entry(kind, object).brief,
     forget: (key) => void cache.delete(key),
   };
 }
@@ -163,6 +167,8 @@ async function route(context: Context, streams: Streams, req: IncomingMessage, r
     if (method === 'GET' && path === '/api/me') return json(res, 200, { username: session.viewer.username, csrf: session.csrf });
     if (method === 'GET' && path === '/api/events') return stream(context, streams, session, req, res);
     if (method === 'POST' && path === '/api/actions') return act(context, session, req, res);
+    const one = /^\/api\/objects\/([A-Za-z]+)\/([^/]+)\/([^/]+)$/.exec(path);
+    if (method === 'GET' && one !== null) return showObject(context, session, { kind: one[1] ?? '', namespace: decodeURIComponent(one[2] ?? ''), name: decodeURIComponent(one[3] ?? '') }, res);
     const diff = /^\/api\/(diff|deploys)\/ConfigSync\/([^/]+)\/([^/]+)$/.exec(path);
     if (method === 'GET' && diff !== null) return showDiff(context, session, { which: diff[1] as 'diff' | 'deploys', namespace: decodeURIComponent(diff[2] ?? ''), name: decodeURIComponent(diff[3] ?? ''), query: new URL(req.url ?? '/', 'http://ui').searchParams }, res);
     return json(res, 404, { error: 'not found' });
@@ -268,7 +274,8 @@ async function stream(context: Context, streams: Streams, session: Session, req:
     const objects: string[] = [];
     for (const kind of KINDS) {
       for (const object of context.source.watched(kind)) {
-        if (await visible(context.access, session.viewer, kind, object.metadata.namespace ?? '')) objects.push(context.summaries.json(kind, object));
+        // Brief: the overview's fields only; an object's page asks /api/objects for the rest.
+        if (await visible(context.access, session.viewer, kind, object.metadata.namespace ?? '')) objects.push(context.summaries.brief(kind, object));
       }
     }
     const activity = [];
@@ -279,6 +286,15 @@ async function stream(context: Context, streams: Streams, session: Session, req:
     sendJson('snapshot', `${head.slice(0, -1)},"objects":[${objects.join(',')}]}`);
   });
   await chain;
+}
+
+/** One object's whole summary (the snapshot sends the overview's part), from the cache, for a viewer who may list it. */
+async function showObject(context: Context, session: Session, request: { kind: string; namespace: string; name: string }, res: ServerResponse): Promise<void> {
+  const kind = KINDS.find((k) => k === request.kind);
+  const object = kind === undefined ? undefined : context.source.watched(kind).find((o) => o.metadata.namespace === request.namespace && o.metadata.name === request.name);
+  // Not there and not visible read the same: a viewer learns nothing of objects they may not list.
+  if (kind === undefined || object === undefined || !(await visible(context.access, session.viewer, kind, request.namespace))) return json(res, 404, { error: `${request.kind} ${request.namespace}/${request.name} is not there, or you may not list it` });
+  res.writeHead(200, { ...SECURITY_HEADERS, 'Content-Type': 'application/json' }).end(context.summaries.json(kind, object));
 }
 
 /**

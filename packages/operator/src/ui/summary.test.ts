@@ -75,7 +75,7 @@ describe('what needs attention', () => {
   it('counts a drift left alone (drift: Report) as drifted, and says so', () => {
     const object = { ...base, kind: 'ConfigSync', spec: { source: { git: { repo: 'https://h/r', revision: 'main', path: '' } }, targets: [] }, status: { observedGeneration: 1, conditions: [ready, { type: 'Synced', status: 'False', reason: 'DriftDetected', message: 'drifted: ConfigMap n/a' }] } };
     const summary = summarize('ConfigSync', object);
-    expect(summary).toMatchObject({ state: UiState.Ready, drifted: true, attention: 'drifted: drifted: ConfigMap n/a', labels: { team: 'a' } });
+    expect(summary).toMatchObject({ state: UiState.Ready, drifted: true, attention: 'drifted: ConfigMap n/a', labels: { team: 'a' } });
     expect(JSON.stringify(summary)).not.toContain('hunter2');
   });
 

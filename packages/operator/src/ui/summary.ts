@@ -83,7 +83,10 @@ export function attentionOf(o: Pick<UiObject, 'kind' | 'state' | 'summary' | 'dr
     if (news !== undefined && c.status === 'True') return `${news}: ${c.message}`;
   }
   if (o.state === UiState.Failed) return o.kind === 'RemoteCluster' ? `unreachable: ${o.summary}` : o.summary;
-  if (o.drifted) return `drifted: ${o.conditions.find((c) => c.type === 'Synced')?.message ?? ''}`;
+  if (o.drifted) {
+    const message = o.conditions.find((c) => c.type === 'Synced')?.message ?? '';
+    return message.startsWith('drifted') ? message : `drifted: ${message}`;
+  }
   if (o.kind === 'NamespaceReplication') return undefined;
   const failed = o.targets.find((t) => t.phase === 'Failed');
   if (failed !== undefined) return `${o.kind === 'ManifestSync' ? 'copy' : 'target'} ${failed.cluster === undefined ? '' : `${failed.cluster}/`}${failed.namespace ?? failed.name}: ${failed.message ?? failed.reason ?? 'failed'}`;

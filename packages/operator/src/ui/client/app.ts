@@ -3,9 +3,11 @@
 // at /objects/KIND/NAMESPACE/NAME.
 import { html } from 'htm/preact';
 import { h, render, type ComponentChildren } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import type { UiObject } from '../model.ts';
 import { Detail } from './detail.ts';
 import { KINDS, Overview } from './overview.ts';
-import { useLocation, useStore } from './store.ts';
+import { getJson, useLocation, useStore, type Store } from './store.ts';
 
 function App(): ComponentChildren {
   const store = useStore();
@@ -23,9 +25,20 @@ function App(): ComponentChildren {
       ${parts[0] === 'objects'
         ? detail === undefined
           ? html`<p class="empty">${store.connected ? `${parts.slice(1).join('/')} is not there, or you may not list it.` : 'Loading…'}</p>`
-          : html`<${Detail} object=${detail} csrf=${store.csrf} activity=${store.activity} />`
+          : detail.brief === true
+            ? html`<${Whole} object=${detail} put=${store.put} />`
+            : html`<${Detail} object=${detail} csrf=${store.csrf} activity=${store.activity} />`
         : html`<${Overview} objects=${[...store.objects.values()]} activity=${store.activity} url=${url} connected=${store.connected} />`}
     </main>`;
+}
+
+/** The snapshot holds the overview's part of each object: its page asks for the rest once. */
+function Whole({ object, put }: { object: UiObject; put: Store['put'] }): ComponentChildren {
+  const [error, setError] = useState<string | undefined>(undefined);
+  useEffect(() => {
+    void getJson<UiObject>(`/api/objects/${object.kind}/${encodeURIComponent(object.namespace)}/${encodeURIComponent(object.name)}`).then((r) => (r.ok ? put(r.value) : setError(r.error)));
+  }, [object.key]);
+  return html`<p class=${error === undefined ? 'empty' : 'result bad'}>${error ?? `Loading ${object.kind} ${object.namespace}/${object.name}…`}</p>`;
 }
 
 const root = document.getElementById('app');

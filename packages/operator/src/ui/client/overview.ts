@@ -12,7 +12,7 @@ const STATES: UiState[] = ['ready', 'progressing', 'failed', 'suspended'];
 const STATE_FILTERS = [...STATES, 'drifted'] as const;
 const ACTIVITY_SHOWN = 15;
 /** Rows drawn at once: the rest behind "show more" (a cluster with thousands of syncs stays fast). */
-const ROWS_SHOWN = 300;
+const ROWS_SHOWN = 200;
 
 export function Badge({ state }: { state: UiState | 'drifted' }): ComponentChildren {
   return html`<span class=${`badge ${state}`}>${state}</span>`;

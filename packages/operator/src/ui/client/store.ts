@@ -3,13 +3,22 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { UiActivity, UiObject } from '../model.ts';
 
-export type Store = { objects: Map<string, UiObject>; activity: UiActivity[]; username: string; csrf: string; connected: boolean; version: number };
+export type Store = { objects: Map<string, UiObject>; activity: UiActivity[]; username: string; csrf: string; connected: boolean; version: number; put: (object: UiObject) => void };
 
 /** Activity entries kept in the page (newest last). */
 const ACTIVITY_KEPT = 200;
 
 export function useStore(): Store {
-  const [store, setStore] = useState<Store>({ objects: new Map(), activity: [], username: '', csrf: '', connected: false, version: 0 });
+  const [store, setStore] = useState<Store>(() => ({
+    objects: new Map(),
+    activity: [],
+    username: '',
+    csrf: '',
+    connected: false,
+    version: 0,
+    // A whole object fetched for its page replaces its brief form (unless an upsert came first).
+    put: (object) => setStore((s) => (s.objects.get(object.key)?.brief === true ? { ...s, objects: new Map(s.objects).set(object.key, object), version: s.version + 1 } : s)),
+  }));
   useEffect(() => {
     const events = new EventSource('/api/events');
     const update = (change: (s: Store) => Partial<Store>): void => setStore((s) => ({ ...s, ...change(s), version: s.version + 1 }));
