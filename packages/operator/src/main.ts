@@ -158,7 +158,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     });
   }
   // The UI reads the manager's caches; its actions are checked against the viewer's own RBAC first.
-  const ui: UiServer | undefined = flags.uiAddr === 'off' ? undefined : await startUiServer({ address: flags.uiAddr, rest, source: manager, logger, activity, diffs: { git, client: () => applyClient(undefined) }, ...uiSignIn(flags, podNamespace) });
+  const ui: UiServer | undefined = flags.uiAddr === 'off' ? undefined : await startUiServer({ address: flags.uiAddr, rest, source: manager, logger, activity, diffs: { git, client: () => applyClient(undefined) }, ...uiSignIn(flags, podNamespace), ...(mirror === undefined ? {} : { mirrors: () => mirror.mirrors() }) });
   logger.info({ probes: probes.address, webhooks: webhooks?.address ?? 'off', ui: ui?.address ?? 'off', identity, leaderElection: flags.leaderElect === true, trustedNamespaces: [...trusted].sort() }, 'syncline started');
 
   await new Promise<void>((resolve) => {

@@ -51,3 +51,6 @@ export type UiObjectDiff = { label: string; change: 'in-sync' | 'drifted' | 'mis
 export type UiSyncDiff = { revision: string; targets: { name: string; cluster?: string; skipped?: string; blocked?: string; objects: UiObjectDiff[] }[] };
 /** What changed between two deploys of the history. */
 export type UiDeployDiff = { from: string; to: string; objects: { target: string; label: string; diff: string }[] };
+
+/** One (source, target namespace) of label-driven mirroring, as `syncline status --mirrors` prints it. */
+export type UiMirrorRow = { kind: string; source: string; namespace: string; state: string; message?: string };

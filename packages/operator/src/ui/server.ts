@@ -12,7 +12,8 @@ import { RECONCILE_REQUESTED_ANNOTATION } from '../reconcile/configsync.ts';
 import { listen } from '../server.ts';
 import type { ActivityLog } from './activity.ts';
 import { DiffError, createSyncDiffs, type DiffSource, type SyncDiffs } from './diffs.ts';
-import { BRIEF_FIELDS, type UiActivity } from './model.ts';
+import { visibleMirrorRows } from './mirrors.ts';
+import { BRIEF_FIELDS, type UiActivity, type UiMirrorRow } from './model.ts';
 import { OidcError, createOidcSignIn, oidcSettingsFromFlags, type OidcSettings, type OidcSignIn } from './oidc.ts';
 import { PLURALS, createAccess, createSessions, reviewToken, sameSecret, type Access, type Session, type Viewer } from './auth.ts';
 import { summarize, type UiObject } from './summary.ts';
@@ -69,7 +70,7 @@ function createSummaryCache(): { json(kind: WatchedKind, object: KubeObject): st
 }
 type Streams = Set<(change: Change) => void>;
 
-type Context = { rest: KubeRest; source: UiSource; logger: Logger; access: Access; sessions: ReturnType<typeof createSessions>; assets: { js: Buffer; css: Buffer }; activity?: ActivityLog; diffs?: SyncDiffs; oidc?: OidcSignIn; anonymous: boolean; summaries: ReturnType<typeof createSummaryCache> };
+type Context = { rest: KubeRest; source: UiSource; logger: Logger; access: Access; sessions: ReturnType<typeof createSessions>; assets: { js: Buffer; css: Buffer }; activity?: ActivityLog; diffs?: SyncDiffs; oidc?: OidcSignIn; anonymous: boolean; summaries: ReturnType<typeof createSummaryCache>; mirrors?: () => readonly UiMirrorRow[] };
 
 export type UiServerOptions = {
   address: string;
@@ -85,6 +86,8 @@ export type UiServerOptions = {
   oidc?: OidcSettings;
   /** Viewers without a session are system:anonymous (off unless asked for: --ui-anonymous). */
   anonymous?: boolean;
+  /** Label-driven mirroring's rows from the mirroring controller's memory; absent = mirroring off here. */
+  mirrors?: () => readonly UiMirrorRow[];
 };
 
 export async function startUiServer(options: UiServerOptions): Promise<UiServer> {
@@ -167,6 +170,10 @@ async function route(context: Context, streams: Streams, req: IncomingMessage, r
     if (method === 'GET' && path === '/api/me') return json(res, 200, { username: session.viewer.username, csrf: session.csrf });
     if (method === 'GET' && path === '/api/events') return stream(context, streams, session, req, res);
     if (method === 'POST' && path === '/api/actions') return act(context, session, req, res);
+    if (method === 'GET' && path === '/api/mirrors') {
+      if (context.mirrors === undefined) return json(res, 200, { enabled: false, rows: [] });
+      return json(res, 200, { enabled: true, rows: await visibleMirrorRows(context.access, session.viewer, context.mirrors()) });
+    }
     const one = /^\/api\/objects\/([A-Za-z]+)\/([^/]+)\/([^/]+)$/.exec(path);
     if (method === 'GET' && one !== null) return showObject(context, session, { kind: one[1] ?? '', namespace: decodeURIComponent(one[2] ?? ''), name: decodeURIComponent(one[3] ?? '') }, res);
     const diff = /^\/api\/(diff|deploys)\/ConfigSync\/([^/]+)\/([^/]+)$/.exec(path);

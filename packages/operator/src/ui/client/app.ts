@@ -6,6 +6,7 @@ import { h, render, type ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import type { UiObject } from '../model.ts';
 import { Detail } from './detail.ts';
+import { Mirrors } from './mirrors.ts';
 import { KINDS, Overview } from './overview.ts';
 import { getJson, useLocation, useStore, type Store } from './store.ts';
 
@@ -17,12 +18,14 @@ function App(): ComponentChildren {
   return html`
     <header class="top">
       <a class="brand" href="/">Syncline</a>
-      <nav>${KINDS.map((k) => html`<a href=${`/?kind=${k}`} class=${url.searchParams.get('kind') === k ? 'active' : ''}>${k}s</a>`)}</nav>
+      <nav>${KINDS.map((k) => html`<a href=${`/?kind=${k}`} class=${url.searchParams.get('kind') === k ? 'active' : ''}>${k}s</a>`)}<a href="/mirrors" class=${parts[0] === 'mirrors' ? 'active' : ''}>Mirrors</a></nav>
       <span class=${`live ${store.connected ? 'on' : 'off'}`} title=${store.connected ? 'live' : 'reconnecting'}>${store.connected ? 'live' : 'offline'}</span>
       <form method="post" action="/logout" class="user"><span>${store.username}</span><button type="submit">Sign out</button></form>
     </header>
     <main>
-      ${parts[0] === 'objects'
+      ${parts[0] === 'mirrors'
+        ? html`<${Mirrors} url=${url} />`
+        : parts[0] === 'objects'
         ? detail === undefined
           ? html`<p class="empty">${store.connected ? `${parts.slice(1).join('/')} is not there, or you may not list it.` : 'Loading…'}</p>`
           : detail.brief === true
