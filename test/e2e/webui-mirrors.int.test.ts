@@ -1,4 +1,4 @@
-// The web UI's Mirrors page in a real browser: label-driven mirroring's copies as the operator's mirroring
+// The web UI's Mirrors page in a real browser (and --ui-anonymous, which this operator runs with): label-driven mirroring's copies as the operator's mirroring
 // controller sees them (synced, conflict with a foreign object), shown to a viewer only where their RBAC lets
 // them list that kind at both ends, and never a value. A mirror prefix unique to this file keeps other test
 // files' objects out of this operator's view.
@@ -54,7 +54,7 @@ describe('web UI: the label-driven mirroring map', () => {
     operator = await startOperator({
       kubeconfig: testKubeconfigPath(),
       // The source's namespace is trusted (its replicas need no consent from the namespaces they target).
-      args: ['--namespace', home.name, '--mirror-prefix', PREFIX, '--mirror-source-namespaces', src.name, '--trusted-namespaces', src.name, '--mirror-resync', '3s', '--webhook-addr', 'off', '--ui-addr', '127.0.0.1:0'],
+      args: ['--namespace', home.name, '--mirror-prefix', PREFIX, '--mirror-source-namespaces', src.name, '--trusted-namespaces', src.name, '--mirror-resync', '3s', '--webhook-addr', 'off', '--ui-addr', '127.0.0.1:0', '--ui-anonymous'],
     });
     url = `http://${operator.uiAddress ?? ''}`;
     browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
@@ -96,5 +96,23 @@ describe('web UI: the label-driven mirroring map', () => {
     await narrow.goto(`${url}/mirrors`);
     await narrow.locator(`tr[data-mirror="Secret/${src.name}/db/${a.name}"]`).waitFor({ timeout: SLOW });
     expect(await narrow.locator(`tr[data-mirror="Secret/${src.name}/db/${b.name}"]`).count()).toBe(0);
+  }, 240_000);
+
+  it('with --ui-anonymous, lets a viewer in without a sign-in as system:anonymous, who sees what RBAC grants that user: nothing here', async () => {
+    // given a browser that never signed in, when it opens the overview, then it is not sent to the sign-in page
+    const page = await (await browser.newContext()).newPage();
+    page.setDefaultTimeout(SLOW);
+    await page.goto(`${url}/`);
+    await page.waitForSelector('.banner');
+    expect(page.url()).toBe(`${url}/`);
+    expect(await page.textContent('.user span')).toBe('system:anonymous');
+    // and it sees no object and no copy (system:anonymous may list nothing)
+    expect(await page.locator('.row[data-key]').count()).toBe(0);
+    await page.goto(`${url}/mirrors`);
+    await page.locator('text=No mirroring sources you may list.').waitFor({ timeout: SLOW });
+    // and may do nothing: an action is refused by the SubjectAccessReview
+    const csrf = ((await (await page.request.get(`${url}/api/me`)).json()) as { csrf: string }).csrf;
+    const action = await page.request.post(`${url}/api/actions`, { headers: { 'X-CSRF-Token': csrf }, data: { kind: 'ConfigSync', namespace: home.name, name: 'any', action: 'reconcile' } });
+    expect(action.status()).toBe(403);
   }, 240_000);
 });
