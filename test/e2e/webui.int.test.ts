@@ -60,8 +60,10 @@ describe('web UI in a browser', () => {
       object.metadata = { ...object.metadata, labels: { 'syncline.dev/shard': SHARD } };
       await applyConfigSync(object);
     }
-    await grant(mine.name, 'editor', ['get', 'list', 'watch', 'patch']);
-    await grant(mine.name, 'reader', ['get', 'list', 'watch']);
+    // Diffs show an object only to a viewer who may get it: the editor may read ConfigMaps and Secrets, the
+    // reader ConfigMaps only.
+    await grant(mine.name, 'editor', ['get', 'list', 'watch', 'patch'], ['configmaps', 'secrets']);
+    await grant(mine.name, 'reader', ['get', 'list', 'watch'], ['configmaps']);
     for (const who of ['editor', 'reader'] as const) {
       tokens[who] = (await core.createNamespacedServiceAccountToken({ name: who, namespace: mine.name, body: { spec: { expirationSeconds: 3600 } } })).status?.token ?? '';
     }
@@ -109,9 +111,9 @@ describe('web UI in a browser', () => {
     });
   }
 
-  async function grant(namespace: string, account: string, verbs: string[]): Promise<void> {
+  async function grant(namespace: string, account: string, verbs: string[], readable: string[]): Promise<void> {
     await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: account } } });
-    await rbac.createNamespacedRole({ namespace, body: { metadata: { name: `ui-${account}` }, rules: [{ apiGroups: ['syncline.dev'], resources: ['configsyncs', 'manifestsyncs', 'namespacereplications', 'remoteclusters'], verbs }] } });
+    await rbac.createNamespacedRole({ namespace, body: { metadata: { name: `ui-${account}` }, rules: [{ apiGroups: ['syncline.dev'], resources: ['configsyncs', 'manifestsyncs', 'namespacereplications', 'remoteclusters'], verbs }, { apiGroups: [''], resources: readable, verbs: ['get'] }] } });
     await rbac.createNamespacedRoleBinding({
       namespace,
       body: { metadata: { name: `ui-${account}` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: `ui-${account}` }, subjects: [{ kind: 'ServiceAccount', name: account, namespace }] },
@@ -332,8 +334,13 @@ describe('web UI in a browser', () => {
     await page.goto(`${url}/?state=drifted`);
     await page.waitForSelector(`[data-key="ConfigSync/${mine.name}/vault"]`);
     expect(await page.$(`.row[data-key="ConfigSync/${mine.name}/web"]`)).toBeNull();
+    // and a viewer who may get the sync but not Secrets sees that it drifted, not the diff
+    const reader = await signIn('reader');
+    const hidden = (await (await reader.request.get(`${url}/api/diff/ConfigSync/${mine.name}/vault`)).json()) as { targets: { objects: { label: string; change: string; diff: string; note?: string }[] }[] };
+    expect(hidden.targets[0]?.objects.find((o) => o.label === `core/Secret/${mine.name}/db`)).toMatchObject({ change: 'drifted', diff: '' });
+    expect(JSON.stringify(hidden)).toContain('you may not get this object');
     // and a viewer of another namespace may not read its diff
-    expect((await (await signIn('reader')).request.get(`${url}/api/diff/ConfigSync/${other.name}/elsewhere`)).status()).toBe(403);
+    expect((await reader.request.get(`${url}/api/diff/ConfigSync/${other.name}/elsewhere`)).status()).toBe(403);
   }, 240_000);
 
   it('signs in with OIDC (code + PKCE): the id token\'s user and groups decide what the viewer sees', async () => {

@@ -14,9 +14,12 @@ import type { UiDeployDiff, UiSyncDiff } from './model.ts';
 
 export type DiffSource = { git: GitSource; client: () => Promise<ApplyClient> };
 
+/** May the viewer `get` this object? Each object's diff is shown only to a viewer who could read it anyway. */
+export type MayGet = (ref: { group: string; resource: string; namespace: string; name: string }) => Promise<boolean>;
+
 export type SyncDiffs = {
-  live(object: KubeObject): Promise<UiSyncDiff>;
-  deploys(object: KubeObject, range: { from: string; to: string }): Promise<UiDeployDiff>;
+  live(object: KubeObject, mayGet: MayGet): Promise<UiSyncDiff>;
+  deploys(object: KubeObject, range: { from: string; to: string }, mayGet: MayGet): Promise<UiDeployDiff>;
 };
 
 /** A failure the viewer may read: a render error (file:line:column), a missing Secret named by the spec. */
@@ -40,22 +43,38 @@ export function createSyncDiffs(options: { rest: KubeRest; source: DiffSource; n
     recent.set(key, { at: now(), answer });
     return answer;
   };
+  /** The diff text of objects the viewer may not `get` is dropped (with a note saying so); the rest is kept. */
+  const readable = async (label: string, mayGet: MayGet): Promise<boolean> => {
+    const parts = label.split('/');
+    const [group = '', kind = ''] = parts;
+    const namespace = parts.length === 4 ? (parts[2] ?? '') : '';
+    const name = parts.at(-1) ?? '';
+    const info = (await (await options.source.client()).discovery()).preferred(group === 'core' ? '' : group, kind);
+    return info !== undefined && mayGet({ group: info.group, resource: info.plural, namespace, name });
+  };
   const keyOf = (object: KubeObject): string => `${object.metadata.namespace ?? ''}/${object.metadata.name}/${object.metadata.resourceVersion ?? ''}`;
   return {
-    live(object) {
-      return once(`live/${keyOf(object)}`, async () => {
+    async live(object, mayGet) {
+      const shared = await once(`live/${keyOf(object)}`, async () => {
         const sync = object as unknown as ConfigSync;
         const source = await readSource({ rest: options.rest, git: options.source.git, object: sync });
         const targets = await diffSync({ rest: options.rest, client: await options.source.client(), object: sync, source });
         return { revision: source.revision, targets };
       });
+      const targets = [];
+      for (const target of shared.targets) {
+        const objects = [];
+        for (const o of target.objects) objects.push(o.diff === '' || (await readable(o.label, mayGet)) ? o : { ...o, diff: '', note: `${o.note === undefined ? '' : `${o.note}; `}diff not shown: you may not get this object` });
+        targets.push({ ...target, objects });
+      }
+      return { ...shared, targets };
     },
-    deploys(object, { from, to }) {
+    async deploys(object, { from, to }, mayGet) {
       const history = ((object['status'] as { history?: { revision?: string }[] } | undefined)?.history ?? []).map((h) => h.revision);
       for (const revision of [from, to]) {
         if (!SHA.test(revision) || !history.includes(revision)) throw new DiffError(`${revision} is not a deploy in the history of ${object.metadata.namespace ?? ''}/${object.metadata.name}`);
       }
-      return once(`deploys/${keyOf(object)}/${from}/${to}`, async () => {
+      const shared = await once(`deploys/${keyOf(object)}/${from}/${to}`, async () => {
         const sync = object as unknown as ConfigSync;
         const discovery = await (await options.source.client()).discovery();
         const render = async (revision: string): ReturnType<typeof renderSync> =>
@@ -63,6 +82,11 @@ export function createSyncDiffs(options: { rest: KubeRest; source: DiffSource; n
         const [a, b] = [await render(from), await render(to)];
         return { from, to, objects: diffRenders(a, b, { from: from.slice(0, 12), to: to.slice(0, 12) }) };
       });
+      // A render may carry values from valuesFrom Secrets into other objects: each object's diff only for a
+      // viewer who may read that object.
+      const objects = [];
+      for (const o of shared.objects) objects.push((await readable(o.label, mayGet)) ? o : { ...o, diff: `(not shown: you may not get ${o.label})\n` });
+      return { ...shared, objects };
     },
   };
 }

@@ -11,7 +11,7 @@ import type { WatchedChange, WatchedKind } from '../manager.ts';
 import { RECONCILE_REQUESTED_ANNOTATION } from '../reconcile/configsync.ts';
 import { listen } from '../server.ts';
 import type { ActivityLog } from './activity.ts';
-import { DiffError, createSyncDiffs, type DiffSource, type SyncDiffs } from './diffs.ts';
+import { DiffError, createSyncDiffs, type DiffSource, type MayGet, type SyncDiffs } from './diffs.ts';
 import { visibleMirrorRows } from './mirrors.ts';
 import { BRIEF_FIELDS, type UiActivity, type UiMirrorRow } from './model.ts';
 import { OidcError, createOidcSignIn, oidcSettingsFromFlags, type OidcSettings, type OidcSignIn } from './oidc.ts';
@@ -306,8 +306,8 @@ async function showObject(context: Context, session: Session, request: { kind: s
 
 /**
  * A ConfigSync's live diff against Git, or the diff between two deploys (?from=SHA&to=SHA), for a viewer who
- * may `get` it. The answer holds what Git renders and the live objects' fields Syncline writes; Secret values
- * are masked.
+ * may `get` it. The answer holds what Git renders and the live objects' fields Syncline writes, each object's
+ * only if the viewer may `get` that object too; Secret values are masked.
  */
 async function showDiff(context: Context, session: Session, request: { which: 'diff' | 'deploys'; namespace: string; name: string; query: URLSearchParams }, res: ServerResponse): Promise<void> {
   const { namespace, name } = request;
@@ -317,9 +317,10 @@ async function showDiff(context: Context, session: Session, request: { which: 'd
   }
   const object = context.source.watched('ConfigSync').find((o) => o.metadata.namespace === namespace && o.metadata.name === name);
   if (object === undefined) return json(res, 404, { error: `ConfigSync ${namespace}/${name} not found` });
+  const mayGet: MayGet = (ref) => context.access.allowedResource(session.viewer, { verb: 'get', ...ref });
   try {
-    if (request.which === 'diff') return json(res, 200, await context.diffs.live(object));
-    return json(res, 200, await context.diffs.deploys(object, { from: request.query.get('from') ?? '', to: request.query.get('to') ?? '' }));
+    if (request.which === 'diff') return json(res, 200, await context.diffs.live(object, mayGet));
+    return json(res, 200, await context.diffs.deploys(object, { from: request.query.get('from') ?? '', to: request.query.get('to') ?? '' }, mayGet));
   } catch (error) {
     if (error instanceof DiffError) return json(res, 422, { error: error.message });
     throw error;
