@@ -188,6 +188,8 @@ describe('web UI in a browser', () => {
     expect(delay).toBeLessThan(5_000);
     expect(await page.evaluate('window.notReloaded')).toBe(true);
     expect(await page.textContent('h1 .badge')).toBe('failed');
+    // and the comparison with Git says why it cannot render, with the place
+    await page.locator('section.objects .diff-error').filter({ hasText: /settings\.yaml\.hbs:\d+:\d+/ }).waitFor({ timeout: SLOW });
     await page.screenshot({ path: join(screenshots, 'ui-configsync.png'), fullPage: true });
 
     // and the overview lists it under "needs attention"

@@ -108,11 +108,11 @@ function SyncObjects({ object: o }: { object: UiObject }): ComponentChildren {
     void getJson<UiSyncDiff>(`/api/diff/ConfigSync/${encodeURIComponent(o.namespace)}/${encodeURIComponent(o.name)}`).then((r) => setState(r.ok ? { loading: false, diff: r.value } : { loading: false, error: r.error }));
   };
   // Again when the sync applied something new (its revision or its status changed).
-  useEffect(load, [o.key, o.source['revision'], o.facts['lastSyncedTime'], o.drifted]);
+  useEffect(load, [o.key, o.source['revision'], o.source['lastAttemptedRevision'], o.facts['lastSyncedTime'], o.drifted, o.state]);
   const diff = state.diff;
   const differ = diff?.targets.reduce((n, t) => n + t.objects.filter((x) => x.diff !== '').length, 0) ?? 0;
   return html`<section class="objects"><h2>Objects against Git ${diff !== undefined && html`<code>@ ${diff.revision.slice(0, 12)}</code>`} <button class="small" disabled=${state.loading} onClick=${load}>${state.loading ? 'Comparing…' : 'Compare again'}</button></h2>
-    ${state.error !== undefined && html`<p class="result bad" role="alert">${state.error}</p>`}
+    ${state.error !== undefined && html`<p class="diff-error" role="alert">${state.error}</p>`}
     ${diff !== undefined && html`<p class="hint">${differ === 0 ? 'Live equals Git for every object (syncline diff would print nothing).' : `${differ} object(s) differ from Git.`} Secret values are never shown.</p>
       ${diff.targets.map((t) => html`<h3>target ${t.name}${t.cluster === undefined ? '' : ` (cluster ${t.cluster})`}</h3>
         ${t.skipped !== undefined && html`<p class="hint">${t.skipped}</p>`}
@@ -141,9 +141,9 @@ function History({ object: o, busy, run }: { object: UiObject; busy: boolean; ru
       <td><input type="radio" name="to" aria-label=${`compare to ${d.revision}`} checked=${to === d.revision} onChange=${() => setTo(d.revision)} /></td>
       <td><code>${d.revision.slice(0, 12)}</code></td><td><time>${d.appliedAt ?? ''}</time></td><td>${d.objects ?? ''}</td><td><code>${(d.digest ?? '').slice(0, 12)}</code></td>
       <td>${d.revision !== o.source['revision'] && html`<button class="rollback" data-revision=${d.revision} disabled=${busy} onClick=${() => void run('rollback', d.revision)}>Roll back</button>`}</td></tr>`)}</tbody></table></div>
-    <p><button class="compare" disabled=${from === '' || to === '' || from === to || compared?.loading === true} onClick=${compare}>Compare ${from.slice(0, 7)} → ${to.slice(0, 7)}</button>
-      <span class="hint"> both rendered with the sync's values of today; Secret values are never shown</span></p>
-    ${compared?.error !== undefined && html`<p class="result bad" role="alert">${compared.error}</p>`}
+    ${o.history.length > 1 && html`<p><button class="compare" disabled=${from === '' || to === '' || from === to || compared?.loading === true} onClick=${compare}>Compare ${from.slice(0, 7)} → ${to.slice(0, 7)}</button>
+      <span class="hint"> both rendered with the sync's values of today; Secret values are never shown</span></p>`}
+    ${compared?.error !== undefined && html`<p class="diff-error" role="alert">${compared.error}</p>`}
     ${compared?.diff !== undefined && (compared.diff.objects.length === 0 ? html`<p class="deploy-diff empty">The two deploys render the same objects.</p>` : html`<div class="deploy-diff">${compared.diff.objects.map((d) => html`<h3><code>${d.label}</code> <span class="hint">target ${d.target}</span></h3><${DiffText} text=${d.diff} />`)}</div>`)}
   </section>`;
 }
