@@ -6,7 +6,7 @@
 // mapped the way kube-apiserver's own OIDC authenticator maps them (claim, prefix), so the UI and kubectl
 // agree on who the person is.
 import { randomBytes } from 'node:crypto';
-import * as client from 'openid-client';
+import type * as OpenId from 'openid-client';
 import type { KubeRest } from '@syncline/kube';
 import type { Viewer } from './auth.ts';
 
@@ -42,6 +42,9 @@ export type OidcSignIn = {
 /** A refusal the person may read (the issuer said no, a claim is missing); details of the exchange are logged. */
 export class OidcError extends Error {}
 
+/** openid-client is loaded when an OIDC sign-in is first asked for: an operator without OIDC never loads it. */
+const openid = (): Promise<typeof OpenId> => import('openid-client');
+
 const PENDING_MS = 10 * 60_000;
 const SECRET_TTL_MS = 60_000;
 
@@ -49,10 +52,11 @@ export function createOidcSignIn(options: { settings: OidcSettings; rest: KubeRe
   const { settings, rest } = options;
   const now = options.now ?? Date.now;
   const pending = new Map<string, Pending>();
-  let configured: { secret: string; at: number; config: Promise<client.Configuration> } | undefined;
+  let configured: { secret: string; at: number; config: Promise<OpenId.Configuration> } | undefined;
 
   /** The issuer's configuration, discovered again when the Secret's value changed (rotation) or after a failure. */
-  const configuration = async (): Promise<client.Configuration> => {
+  const configuration = async (): Promise<OpenId.Configuration> => {
+    const client = await openid();
     if (configured !== undefined && now() - configured.at < SECRET_TTL_MS) return configured.config;
     const secret = await readClientSecret(rest, settings.clientSecret);
     if (configured !== undefined && configured.secret === secret) {
@@ -68,6 +72,7 @@ export function createOidcSignIn(options: { settings: OidcSettings; rest: KubeRe
   return {
     redirectUrl: (origin) => settings.redirectUrl ?? `${origin}/oidc/callback`,
     async begin(redirectUrl) {
+      const client = await openid();
       const config = await configuration();
       for (const [state, p] of pending) if (now() - p.at > PENDING_MS) pending.delete(state);
       if (pending.size > 10_000) throw new OidcError('too many sign-ins under way; try again in a few minutes');
@@ -94,6 +99,7 @@ export function createOidcSignIn(options: { settings: OidcSettings; rest: KubeRe
       pending.delete(state);
       const error = currentUrl.searchParams.get('error');
       if (error !== null) throw new OidcError(`the issuer refused the sign-in: ${error}`);
+      const client = await openid();
       const config = await configuration();
       // The callback as the issuer sent it, at the redirect URL the sign-in began with (a proxy may rewrite Host).
       const callback = new URL(started.redirectUrl);
