@@ -74,17 +74,23 @@ export function createAccess(options: { rest: KubeRest; ttlMs?: number; now?: ()
 }
 
 /** Sessions in memory: an opaque id in an HttpOnly cookie, a CSRF token the page sends with every action. */
-export function createSessions(options: { ttlMs?: number; now?: () => number } = {}): {
+export function createSessions(options: { ttlMs?: number; now?: () => number; limit?: number } = {}): {
   create(viewer: Viewer): Session;
   get(id: string | undefined): Session | undefined;
   delete(id: string | undefined): void;
 } {
   const ttl = options.ttlMs ?? 8 * 3600_000;
   const now = options.now ?? Date.now;
+  // Bounded: with --ui-anonymous every new browser gets a session; the oldest go first past the limit.
+  const limit = options.limit ?? 20_000;
   const sessions = new Map<string, Session>();
   return {
     create(viewer) {
       for (const [id, session] of sessions) if (session.expiresAt <= now()) sessions.delete(id);
+      for (const id of sessions.keys()) {
+        if (sessions.size < limit) break;
+        sessions.delete(id);
+      }
       const session = { id: randomBytes(32).toString('base64url'), viewer, csrf: randomBytes(32).toString('base64url'), expiresAt: now() + ttl };
       sessions.set(session.id, session);
       return session;

@@ -67,6 +67,14 @@ describe('sessions', () => {
     now = 1000;
     expect(sessions.get(a.id)).toBeUndefined();
   });
+
+  it('keep at most `limit`, the oldest going first', () => {
+    const sessions = createSessions({ limit: 2 });
+    const [a, b, c] = ['a', 'b', 'c'].map((username) => sessions.create({ username, groups: [] }));
+    expect(sessions.get(a?.id)).toBeUndefined();
+    expect(sessions.get(b?.id)?.viewer.username).toBe('b');
+    expect(sessions.get(c?.id)?.viewer.username).toBe('c');
+  });
 });
 
 describe('what needs attention', () => {
