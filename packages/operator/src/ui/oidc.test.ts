@@ -13,6 +13,11 @@ describe('OIDC viewers (mapped as kube-apiserver maps an id token)', () => {
     expect(viewerFromClaims({ sub: 'u1' }, { issuer, usernameClaim: 'sub', usernamePrefix: 'oidc:', groupsClaim: 'groups', groupsPrefix: '' }).username).toBe('oidc:u1');
   });
 
+  it('never grants a system: user or group from an id token', () => {
+    expect(viewerFromClaims({ sub: 'u1', groups: ['system:masters', 'dev'] }, { issuer, usernameClaim: 'sub', usernamePrefix: '-', groupsClaim: 'groups', groupsPrefix: '' }).groups).toEqual(['dev']);
+    expect(() => viewerFromClaims({ sub: 'system:admin' }, { issuer, usernameClaim: 'sub', usernamePrefix: '-', groupsClaim: 'groups', groupsPrefix: '' })).toThrow('system: users cannot sign in');
+  });
+
   it('refuses a token without the username claim, or with an unverified email', () => {
     expect(() => viewerFromClaims({ email: 'a@example.com' }, { issuer, usernameClaim: 'sub', groupsClaim: 'groups', groupsPrefix: '' })).toThrow('no sub claim');
     expect(() => viewerFromClaims({ email: 'a@example.com', email_verified: false }, { issuer, usernameClaim: 'email', groupsClaim: 'groups', groupsPrefix: '' })).toThrow('not verified');

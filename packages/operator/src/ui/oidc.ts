@@ -119,8 +119,12 @@ export function viewerFromClaims(claims: Record<string, unknown>, settings: Pick
   if (settings.usernameClaim === 'email' && claims['email_verified'] === false) throw new OidcError('the id token\'s email is not verified');
   const prefix = settings.usernamePrefix === '-' ? '' : (settings.usernamePrefix ?? (settings.usernameClaim === 'email' ? '' : `${settings.issuer}#`));
   const raw = claims[settings.groupsClaim];
-  const groups = (Array.isArray(raw) ? raw : typeof raw === 'string' ? [raw] : []).filter((g): g is string => typeof g === 'string').map((g) => `${settings.groupsPrefix}${g}`);
-  return { username: `${prefix}${value}`, groups };
+  // The system: names are Kubernetes' own (system:masters, system:serviceaccount:…): an issuer never grants
+  // them here, whatever its token says (kube-apiserver refuses them from OIDC claims too).
+  const username = `${prefix}${value}`;
+  if (username.startsWith('system:')) throw new OidcError(`the id token names ${username}: system: users cannot sign in with OIDC`);
+  const groups = (Array.isArray(raw) ? raw : typeof raw === 'string' ? [raw] : []).filter((g): g is string => typeof g === 'string').map((g) => `${settings.groupsPrefix}${g}`).filter((g) => !g.startsWith('system:'));
+  return { username, groups };
 }
 
 async function readClientSecret(rest: KubeRest, ref: OidcSettings['clientSecret']): Promise<string> {
