@@ -427,4 +427,39 @@ describe('web UI in a browser', () => {
     await page.goto(`${url}/`);
     await page.locator(`.attention li[data-attention="ManifestSync/${mine.name}/copies"]`).filter({ hasText: away.name }).waitFor({ timeout: SLOW });
   }, 240_000);
+
+  it('shows a RemoteCluster\'s reachability, version and last probe, and an unreachable one under needs attention', async () => {
+    // given this control plane as a reachable RemoteCluster (its CA and admin token) and a port nothing listens on
+    const cluster = kc.getCurrentCluster();
+    const token = kc.getCurrentUser()?.token ?? '';
+    const ca = cluster?.caData === undefined ? '' : Buffer.from(cluster.caData, 'base64').toString();
+    await core.createNamespacedSecret({ namespace: mine.name, body: { metadata: { name: 'here' }, stringData: { 'ca.crt': ca, token } } });
+    const apply = (name: string, spec: Record<string, unknown>): Promise<unknown> =>
+      rest.request({
+        method: 'PATCH',
+        path: `/apis/syncline.dev/v1alpha1/namespaces/${mine.name}/remoteclusters/${name}`,
+        query: { fieldManager: 'syncline-tests', force: true },
+        contentType: 'application/apply-patch+yaml',
+        body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'RemoteCluster', metadata: { name, namespace: mine.name, labels: { 'syncline.dev/shard': SHARD } }, spec: { ...spec, tokenSecretRef: { name: 'here', key: 'token' }, probeInterval: '5s' } },
+      });
+    await apply('here', { server: cluster?.server ?? '', caSecretRef: { name: 'here', key: 'ca.crt' } });
+    await apply('nowhere', { server: 'https://127.0.0.1:1', caSecretRef: { name: 'here', key: 'ca.crt' } });
+
+    const statusOf = async (name: string): Promise<{ conditions?: { type: string; status: string; reason: string; message: string }[] } | undefined> =>
+      (await rest.request<{ status?: { conditions?: { type: string; status: string; reason: string; message: string }[] } }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${mine.name}/remoteclusters/${name}` })).status;
+    await eventually(async () => ((await statusOf('here'))?.conditions?.some((c) => c.type === 'Ready') === true ? true : undefined), 'a probe of here', SLOW);
+
+    // when the editor opens the reachable one, then its page says so, with the server's version and the probe time
+    const page = await signIn('editor');
+    await page.goto(`${url}/objects/RemoteCluster/${mine.name}/here`);
+    const facts = page.locator('section.facts');
+    await facts.filter({ hasText: /reachable\s*yes/ }).waitFor({ timeout: SLOW });
+    expect(await facts.textContent()).toMatch(/serverVersion\s*v1\.\d+/);
+    expect(await facts.textContent()).toMatch(/lastProbeTime\s*\d{4}-/);
+    // and the unreachable one says why, and is listed under needs attention
+    await page.goto(`${url}/objects/RemoteCluster/${mine.name}/nowhere`);
+    await page.locator('section.facts').filter({ hasText: /reachable\s*no \(Unreachable\)/ }).waitFor({ timeout: SLOW });
+    await page.goto(`${url}/`);
+    await page.locator(`.attention li[data-attention="RemoteCluster/${mine.name}/nowhere"]`).filter({ hasText: 'unreachable' }).waitFor({ timeout: SLOW });
+  }, 240_000);
 });
