@@ -33,6 +33,23 @@ const DIGEST = `sha256:${'0123456789abcdef'.repeat(4)}`;
 const everything = (namespace: string): string[] => [
   '--set', 'metrics.serviceMonitor.enabled=true',
   '--set', 'ui.enabled=true',
+  '--set', 'ui.anonymous=true',
+  '--set', 'ui.oidc.issuer=https://login.example.com',
+  '--set', 'ui.oidc.clientId=syncline',
+  '--set', 'ui.oidc.clientSecret.name=syncline-oidc',
+  '--set', 'ui.oidc.redirectUrl=https://syncline.example.com/oidc/callback',
+  '--set', 'ui.oidc.usernamePrefix=oidc:',
+  '--set', 'ui.oidc.groupsPrefix=oidc:',
+  '--set', 'ui.ingress.enabled=true',
+  '--set', 'ui.ingress.className=nginx',
+  '--set', 'ui.ingress.host=syncline.example.com',
+  '--set', 'ui.ingress.tls[0].secretName=syncline-ui-tls',
+  '--set', 'ui.ingress.tls[0].hosts[0]=syncline.example.com',
+  '--set', 'ui.httpRoute.enabled=true',
+  '--set', 'ui.httpRoute.parentRefs[0].name=public',
+  '--set', 'ui.httpRoute.parentRefs[0].namespace=gateway',
+  '--set', 'ui.httpRoute.hostnames[0]=syncline.example.com',
+  '--set', 'networkPolicy.ui.from[0].podSelector.matchLabels.app\\.kubernetes\\.io/name=ingress-nginx',
   '--set', 'metrics.prometheusRule.enabled=true',
   '--set', 'metrics.prometheusRule.labels.release=kube-prometheus-stack',
   '--set', 'metrics.dashboard.enabled=true',
@@ -101,6 +118,7 @@ describe('charts/syncline', () => {
     await installCrds();
     await installMonitoringStandIn(rest, { kind: 'ServiceMonitor', plural: 'servicemonitors' });
     await installMonitoringStandIn(rest, { kind: 'PrometheusRule', plural: 'prometheusrules' });
+    await installMonitoringStandIn(rest, { kind: 'HTTPRoute', plural: 'httproutes', group: 'gateway.networking.k8s.io' });
     ns = await testNamespace({ prefix: 'chart' });
   }, 20 * 60_000);
   afterAll(async () => {
@@ -113,6 +131,12 @@ describe('charts/syncline', () => {
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
     return (parseYamlDocuments(result.stdout) as (Rendered | null)[]).filter((o): o is Rendered => o !== null);
+  };
+  /** What helm template prints when it refuses the values. */
+  const templateError = (...args: string[]): string => {
+    const result = runHelm(helm, ['template', 'syncline', chartDir, '--namespace', ns.name, ...args], helmHome);
+    expect(result.status).not.toBe(0);
+    return result.stderr;
   };
   const find = (objects: Rendered[], kind: string, name?: string): Rendered[] => objects.filter((o) => o.kind === kind && (name === undefined || o.metadata?.name === name));
   const container = (objects: Rendered[]): Container => {
@@ -190,6 +214,7 @@ describe('charts/syncline', () => {
     expect(spec.ingress).toEqual([
       { ports: [{ port: 8080, protocol: 'TCP' }], from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }] },
       { ports: [{ port: 9292, protocol: 'TCP' }], from: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'ingress-nginx' } } }] },
+      { ports: [{ port: 9393, protocol: 'TCP' }], from: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'ingress-nginx' } } }] },
     ]);
     expect(spec.egress.map((e) => [e.ports.map((p) => `${p.port}/${p.protocol}`), e.to])).toEqual([
       [['443/TCP', '6443/TCP'], [{ ipBlock: { cidr: '10.0.0.1/32' } }]],
@@ -232,6 +257,45 @@ describe('charts/syncline', () => {
     const byDefault = template();
     expect(container(byDefault).args.some((a) => a.startsWith('--ui-addr'))).toBe(false);
     expect(find(byDefault, 'Service', 'syncline-ui')).toEqual([]);
+    expect(find(objects, 'Ingress')).toEqual([]);
+    expect(find(objects, 'HTTPRoute')).toEqual([]);
+    expect(container(objects).args.filter((a) => a.startsWith('--ui-oidc') || a === '--ui-anonymous')).toEqual([]);
+  });
+
+  it('ui.oidc: the --ui-oidc-* flags, and a Role to read that one client-secret Secret; ui.anonymous only when set', () => {
+    const objects = template(...everything(ns.name));
+    expect(container(objects).args).toEqual(expect.arrayContaining([
+      '--ui-anonymous',
+      '--ui-oidc-issuer=https://login.example.com',
+      '--ui-oidc-client-id=syncline',
+      '--ui-oidc-client-secret=syncline-oidc:client-secret',
+      '--ui-oidc-redirect-url=https://syncline.example.com/oidc/callback',
+      '--ui-oidc-username-claim=sub',
+      '--ui-oidc-username-prefix=oidc:',
+      '--ui-oidc-groups-claim=groups',
+      '--ui-oidc-groups-prefix=oidc:',
+    ]));
+    expect(find(objects, 'Role', 'syncline-ui-oidc')[0]?.['rules']).toEqual([{ apiGroups: [''], resources: ['secrets'], resourceNames: ['syncline-oidc'], verbs: ['get'] }]);
+    expect(templateError('--set', 'ui.enabled=true', '--set', 'ui.oidc.issuer=https://login.example.com')).toContain('ui.oidc.issuer needs ui.oidc.clientId');
+    expect(templateError('--set', 'ui.enabled=true', '--set', 'ui.oidc.issuer=http://login.example.com')).toContain('/ui/oidc/issuer');
+  });
+
+  it('ui.ingress and ui.httpRoute: an Ingress and an HTTPRoute to the UI Service; each refuses to render without its host or Gateway', () => {
+    const objects = template(...everything(ns.name));
+    expect(find(objects, 'Ingress', 'syncline-ui')[0]?.['spec']).toEqual({
+      ingressClassName: 'nginx',
+      tls: [{ secretName: 'syncline-ui-tls', hosts: ['syncline.example.com'] }],
+      rules: [{ host: 'syncline.example.com', http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 'syncline-ui', port: { name: 'ui' } } } }] } }],
+    });
+    expect(find(objects, 'HTTPRoute', 'syncline-ui')[0]?.['spec']).toEqual({
+      parentRefs: [{ name: 'public', namespace: 'gateway' }],
+      hostnames: ['syncline.example.com'],
+      rules: [{ backendRefs: [{ name: 'syncline-ui', port: 9393 }] }],
+    });
+    // without ui.enabled neither renders
+    expect(find(template('--set', 'ui.ingress.enabled=true', '--set', 'ui.ingress.host=x.example.com'), 'Ingress')).toEqual([]);
+    expect(templateError('--set', 'ui.enabled=true', '--set', 'ui.ingress.enabled=true')).toContain('ui.ingress.enabled needs ui.ingress.host');
+    expect(templateError('--set', 'ui.enabled=true', '--set', 'ui.httpRoute.enabled=true')).toContain('needs at least one ui.httpRoute.parentRefs');
   });
 
   it('renders one Deployment per shard: its own --shard, pods, Lease, metrics Service and PDB; the main one stays the default shard', () => {
@@ -731,23 +795,25 @@ async function applyObject(rest: KubeRest, object: Rendered, defaultNamespace: s
 }
 
 /**
- * The test control plane has no Prometheus Operator: a stand-in CRD for its ServiceMonitor or PrometheusRule
- * (same group, version and kind, open schema) lets the dry run and `helm install` check the rest of the
- * object. Left installed: other runs share it.
+ * The test control plane has no Prometheus Operator and no Gateway API: a stand-in CRD for a ServiceMonitor,
+ * PrometheusRule or HTTPRoute (same group, version and kind, open schema) lets the dry run and `helm install`
+ * check the rest of the object. Left installed: other runs share it.
  */
-async function installMonitoringStandIn(rest: KubeRest, crd: { kind: string; plural: string }): Promise<void> {
+async function installMonitoringStandIn(rest: KubeRest, crd: { kind: string; plural: string; group?: string }): Promise<void> {
   const singular = crd.kind.toLowerCase();
+  const group = crd.group ?? 'monitoring.coreos.com';
   await rest.request({
     method: 'PATCH',
-    path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.plural}.monitoring.coreos.com`,
+    path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.plural}.${group}`,
     query: { fieldManager: 'syncline-chart-test', force: true },
     contentType: 'application/apply-patch+yaml',
     body: {
       apiVersion: 'apiextensions.k8s.io/v1',
       kind: 'CustomResourceDefinition',
-      metadata: { name: `${crd.plural}.monitoring.coreos.com` },
+      // A group under k8s.io must say where its API was approved (the Gateway API's own CRDs carry this).
+      metadata: { name: `${crd.plural}.${group}`, ...(group.endsWith('.k8s.io') ? { annotations: { 'api-approved.kubernetes.io': 'https://github.com/kubernetes-sigs/gateway-api/pull/1538' } } : {}) },
       spec: {
-        group: 'monitoring.coreos.com',
+        group,
         scope: 'Namespaced',
         names: { kind: crd.kind, listKind: `${crd.kind}List`, plural: crd.plural, singular },
         versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
@@ -757,7 +823,7 @@ async function installMonitoringStandIn(rest: KubeRest, crd: { kind: string; plu
   const deadline = Date.now() + 30_000;
   for (;;) {
     try {
-      await rest.request({ method: 'GET', path: `/apis/monitoring.coreos.com/v1/${crd.plural}` });
+      await rest.request({ method: 'GET', path: `/apis/${group}/v1/${crd.plural}` });
       return;
     } catch (error) {
       if (Date.now() > deadline) throw error;

@@ -48,6 +48,15 @@ export type RunOptions = {
   logFormat: 'json' | 'text';
   webhookAddr: string;
   uiAddr: string;
+  uiOidcIssuer?: string;
+  uiOidcClientId?: string;
+  uiOidcClientSecret?: string;
+  uiOidcRedirectUrl?: string;
+  uiOidcUsernameClaim: string;
+  uiOidcUsernamePrefix?: string;
+  uiOidcGroupsClaim: string;
+  uiOidcGroupsPrefix: string;
+  uiAnonymous?: boolean;
   webhookSecret?: string;
   webhookMaxBodyBytes: string;
   webhookReadTimeout: string;
@@ -412,6 +421,15 @@ function addRunCommand(program: Command, context: CliContext, done: (code: numbe
       "the Secret holding webhook secrets, one key per provider: github, gitlab, gitea, bitbucket, generic (several values in one key, one per line, for rotation). A provider without a key refuses every delivery (401). Re-read every minute and when a signature fails. Default namespace: the pod's",
     )
     .option('--ui-addr <host:port>', 'the web UI (sign-in with a Kubernetes token; views and actions follow the viewer\'s RBAC); "off" disables', 'off')
+    .option('--ui-oidc-issuer <url>', 'web UI: also sign in with this OpenID Connect issuer (https; authorization code + PKCE); the id token\'s user and groups are checked with SubjectAccessReviews')
+    .option('--ui-oidc-client-id <id>', 'web UI: the OIDC client id')
+    .option('--ui-oidc-client-secret <[ns/]name[:key]>', 'web UI: the Secret holding the OIDC client secret (key default client-secret; namespace default the pod\'s)')
+    .option('--ui-oidc-redirect-url <url>', 'web UI: the callback URL registered at the issuer (default: /oidc/callback at the address the browser used)')
+    .option('--ui-oidc-username-claim <claim>', 'web UI: the id token claim that is the username, as kube-apiserver --oidc-username-claim', 'sub')
+    .option('--ui-oidc-username-prefix <prefix>', 'web UI: as kube-apiserver --oidc-username-prefix ("-": none; default: issuer# unless the claim is email)')
+    .option('--ui-oidc-groups-claim <claim>', 'web UI: the id token claim holding the groups, as kube-apiserver --oidc-groups-claim', 'groups')
+    .option('--ui-oidc-groups-prefix <prefix>', 'web UI: as kube-apiserver --oidc-groups-prefix', '')
+    .option('--ui-anonymous', 'web UI: viewers without a sign-in are system:anonymous (group system:unauthenticated) and see what RBAC grants that; off by default')
     .option('--webhook-max-body-bytes <n>', 'larger deliveries are refused while streaming', String(1024 * 1024))
     .option('--webhook-read-timeout <seconds>', 'seconds a sender has to deliver headers and body', '10')
     .option('--dr-heartbeat-interval <duration>', 'renew a heartbeat Lease per NamespaceReplication in its standby namespace this often ("off": none); the standby reads it (syncline dr status --standby, automatic failover)', '10s')

@@ -21,7 +21,8 @@ import { createLogger } from './logging.ts';
 import { createMetrics } from './metrics.ts';
 import { startProbeServer } from './server.ts';
 import { trustedNamespaces } from './tenancy.ts';
-import { startUiServer, type UiServer } from './ui/server.ts';
+import { createActivityLog } from './ui/activity.ts';
+import { startUiServer, uiSignIn, type UiServer } from './ui/server.ts';
 import { startWebhookServer, type WebhookServer } from './webhook/receiver.ts';
 import { createWebhookSecrets, parseSecretRef } from './webhook/secrets.ts';
 import { createWaker } from './webhook/wake.ts';
@@ -65,7 +66,9 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   // Whose objects may write outside their own namespace with the operator's rights (see tenancy.ts).
   const trusted = trustedNamespaces({ operatorNamespace: flags.operatorNamespace ?? podNamespace, list: flags.trustedNamespaces });
   const applyClient = createApplyClients({ connection, rest, clock, writeFence: fence.signal });
-  const events = createEventRecorder({ rest, component: 'syncline', host: identity, clock, onError: (error) => logger.debug({ err: String(error) }, 'could not record an event') });
+  // The web UI's recent activity: what this recorder records, remembered in memory as it goes.
+  const activity = createActivityLog();
+  const events = activity.wrap(createEventRecorder({ rest, component: 'syncline', host: identity, clock, onError: (error) => logger.debug({ err: String(error) }, 'could not record an event') }));
 
   const shutdown = new AbortController();
   // One budget for every watch of the process: the manager's and mirroring's.
@@ -158,7 +161,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     });
   }
   // The UI reads the manager's caches; its actions are checked against the viewer's own RBAC first.
-  const ui: UiServer | undefined = flags.uiAddr === 'off' ? undefined : await startUiServer({ address: flags.uiAddr, rest, source: manager, logger });
+  const ui: UiServer | undefined = flags.uiAddr === 'off' ? undefined : await startUiServer({ address: flags.uiAddr, rest, source: manager, logger, activity, diffs: { git, client: () => applyClient(undefined) }, ...uiSignIn(flags, podNamespace), ...(mirror === undefined ? {} : { mirrors: () => mirror.mirrors() }) });
   logger.info({ probes: probes.address, webhooks: webhooks?.address ?? 'off', ui: ui?.address ?? 'off', identity, leaderElection: flags.leaderElect === true, trustedNamespaces: [...trusted].sort() }, 'syncline started');
 
   await new Promise<void>((resolve) => {

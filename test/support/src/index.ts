@@ -15,3 +15,5 @@ export { startConnectProxy } from './connect-proxy.ts';
 export type { ConnectProxy } from './connect-proxy.ts';
 export { createTestCa } from './tls.ts';
 export type { TestCa } from './tls.ts';
+export { startOidcIssuer } from './oidc-issuer.ts';
+export type { OidcIssuer, OidcUser } from './oidc-issuer.ts';

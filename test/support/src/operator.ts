@@ -47,13 +47,15 @@ export async function startOperator(options: {
    * this Node with OPERATOR_NODE_FLAGS and the operator's sources.
    */
   command?: readonly [string, ...string[]];
+  /** Added to this process's environment (e.g. NODE_EXTRA_CA_CERTS for a test issuer's CA). */
+  env?: Readonly<Record<string, string>>;
 }): Promise<OperatorProcess> {
   const cacheDir = options.cacheDir ?? (await mkdtemp(join(tmpdir(), 'syncline-op-')));
   const [executable, ...prefix] = options.command ?? [process.execPath, ...OPERATOR_NODE_FLAGS, ...(options.nodeArgs ?? []), mainPath];
   const child: ChildProcess = spawn(
     executable,
     [...prefix, 'run', '--kubeconfig', options.kubeconfig, '--probe-addr', '127.0.0.1:0', '--cache-dir', cacheDir, '--allow-insecure-http', '--webhook-addr', '127.0.0.1:0', '--min-refresh-interval', '1s', ...(options.args ?? [])],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    { stdio: ['ignore', 'pipe', 'pipe'], ...(options.env === undefined ? {} : { env: { ...process.env, ...options.env } }) },
   );
   const logs: Record<string, unknown>[] = [];
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

@@ -1,7 +1,7 @@
 // What the `syncline` subcommands do (src/cli.ts parses the command line and loads this module only when
 // a command needs a cluster or the render code, so --help and --version start fast).
 import { type KubeConnection, connectKubeconfig, loadKubeConfig, createKubeRest, type KubeRest } from '@syncline/kube';
-import { createApplyClient, decodeInventory, planApply, readLive, type KubeObject as ApplyObject, type PlanStep } from '@syncline/apply';
+import { createApplyClient, type KubeObject as ApplyObject } from '@syncline/apply';
 import { RenderError, TemplateCache, createStaticDiscovery, layerValues, parseValues, renderTarget, type SourceFile, type Values } from '@syncline/render';
 import { createGitSource, proxyFromEnvironment } from '@syncline/source-git';
 import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
@@ -14,9 +14,9 @@ import { trustedNamespaces, type TrustedNamespaces } from '../tenancy.ts';
 import { formatMirrorRows, mirrorStatusRows, resolveSource, type MirrorRow } from '../mirror/status.ts';
 import { RECONCILE_REQUESTED_ANNOTATION } from '../reconcile/configsync.ts';
 import { parseDuration } from '../reconcile/duration.ts';
-import { StallError, readGitAccess, readValues } from '../reconcile/inputs.ts';
+import { StallError } from '../reconcile/inputs.ts';
 import type { KubeFlags, ListFlags, Out } from '../cli.ts';
-import { diffYaml, maskSecrets, normalizeSecret, projectLive, unifiedDiff } from './diff.ts';
+import { diffSync, readSource } from './sync-diff.ts';
 
 export type Kube = { connection: KubeConnection; rest: KubeRest; namespace: string; allNamespaces: boolean };
 
@@ -205,45 +205,32 @@ export async function diffCommand(options: Kube & { name: string; out: Out; err:
   const { out, err } = options;
   const object = await getConfigSync(options, options.name);
   const spec = ConfigSyncSpec.parse(object.spec);
-  const namespace = object.metadata.namespace ?? 'default';
   const cacheDir = await mkdtemp(join(tmpdir(), 'syncline-diff-'));
   try {
     // The operator's own inputs, read the operator's way: Git credentials from secretRef, values layered from
     // spec.values and every valuesFrom (so diff renders exactly what the operator would).
-    const values = await readValues(options.rest, namespace, spec);
-    const { revision, files } =
+    // The shell's HTTPS_PROXY/NO_PROXY, as kubectl and git honour them.
+    const git = createGitSource({ cacheDir, allowInsecureHttp: options.allowInsecureHttp, environmentProxy: proxyFromEnvironment(options.env ?? {}) });
+    const source =
       options.localPath === undefined
-        ? await fetchSource({ rest: options.rest, namespace, git: spec.source.git, cacheDir, allowInsecureHttp: options.allowInsecureHttp, env: options.env ?? {} })
+        ? await readSource({ rest: options.rest, git, object })
         : { revision: LOCAL_REVISION, files: await readCheckout(options.localPath, spec.source.git.path) };
     const client = await createApplyClient(options.connection);
-    const discovery = await client.discovery();
     let changed = 0;
-    for (const target of spec.targets) {
-      if (target.cluster !== undefined) {
-        err(`# target ${target.name} (cluster ${target.cluster.name}): not diffed (diff reads this cluster only)\n`);
+    for (const target of await diffSync({ rest: options.rest, client, object, source })) {
+      if (target.skipped !== undefined) {
+        err(`# target ${target.name} (cluster ${target.cluster ?? ''}): not diffed (diff reads this cluster only)\n`);
         continue;
       }
-      const desired = renderTarget({
-        files,
-        path: spec.source.git.path,
-        values,
-        target: { name: target.name, namespace: target.namespace ?? namespace, values: target.values, patches: target.patches, data: target.data },
-        source: { repo: spec.source.git.repo, revision, path: spec.source.git.path },
-        discovery,
-      }) as ApplyObject[];
-      const inventory = decodeInventory(object.status?.inventory?.find((i) => i.target === target.name)?.entries);
-      const live = await readLive({ client, desired, inventory });
-      const plan = planApply({ desired, inventory, live, owner: { namespace, name: object.metadata.name, target: target.name }, policy: spec.policy, drift: spec.drift, prune: spec.prune, allowEmpty: spec.allowEmpty });
-      out(`# target ${target.name} @ ${revision === LOCAL_REVISION ? `local checkout ${options.localPath ?? ''}` : revisionText(spec.source.git.revision, revision)}\n`);
-      if (plan.blocked !== undefined) {
-        out(`# blocked: ${plan.blocked}\n`);
+      out(`# target ${target.name} @ ${source.revision === LOCAL_REVISION ? `local checkout ${options.localPath ?? ''}` : revisionText(spec.source.git.revision, source.revision)}\n`);
+      if (target.blocked !== undefined) {
+        out(`# blocked: ${target.blocked}\n`);
         changed++;
       }
-      for (const step of [...plan.apply, ...plan.prune]) {
-        const text = stepDiff(step, live.objects.get(step.id));
-        if (text.diff !== '') changed++;
-        out(text.note === undefined ? '' : `# ${objectLabel(step.id)}: ${text.note}\n`);
-        out(text.diff);
+      for (const object of target.objects) {
+        if (object.diff !== '') changed++;
+        out(object.note === undefined ? '' : `# ${object.label}: ${object.note}\n`);
+        out(object.diff);
       }
     }
     out(`# ${changed} object(s) differ\n`);
@@ -260,15 +247,6 @@ export async function diffCommand(options: Kube & { name: string; out: Out; err:
 /** What diff --path shows as the revision: the files of a local checkout, committed or not. */
 const LOCAL_REVISION = 'local';
 
-/** The ConfigSync's source as the operator reads it: its revision resolved, the path read from that commit. */
-async function fetchSource(input: { rest: KubeRest; namespace: string; git: ConfigSyncSpec['source']['git']; cacheDir: string; allowInsecureHttp: boolean; env: NodeJS.ProcessEnv }): Promise<{ revision: string; files: SourceFile[] }> {
-  const { auth, connection } = await readGitAccess(input.rest, input.namespace, input.git);
-  // The shell's HTTPS_PROXY/NO_PROXY, as kubectl and git honour them.
-  const git = createGitSource({ cacheDir: input.cacheDir, allowInsecureHttp: input.allowInsecureHttp, environmentProxy: proxyFromEnvironment(input.env) });
-  const revision = await git.resolveRevision({ repo: input.git.repo, revision: input.git.revision, auth, connection });
-  return { revision, files: await git.readPath(await git.fetchSnapshot({ repo: input.git.repo, sha: revision, auth, connection }), input.git.path) };
-}
-
 /**
  * diff --path: the ConfigSync's spec.source.git.path read from a local checkout of its repository (`root`, the
  * working tree as it is, uncommitted edits included), with repository-relative paths as Git would give them.
@@ -279,44 +257,6 @@ async function readCheckout(root: string, path: string): Promise<SourceFile[]> {
   if (found === undefined) throw new Error(`--path ${root}: ${path === '' ? 'the checkout' : `spec.source.git.path ${JSON.stringify(path)}`} does not exist there`);
   if (!found.isDirectory()) return [{ path: relative(root, start).split(sep).join('/'), content: await readFile(start) }];
   return readLocalFiles(root, start);
-}
-
-/** One plan step as diff prints it: the unified diff of what would change, or a note on what is left. */
-/** An object id (group/Kind/namespace/name) as diff names it: `core/Secret/ns/db`, `apps/Deployment/ns/web`. */
-export function objectLabel(id: string): string {
-  const [group, kind, ns, name] = id.split('/');
-  return `${group === '' ? 'core' : group}/${kind}/${ns === '' ? '' : `${ns}/`}${name}`;
-}
-
-export function stepDiff(step: PlanStep, live: ApplyObject | undefined): { diff: string; note?: string } {
-  const label = objectLabel(step.id);
-  switch (step.type) {
-    case 'apply': {
-      const desired = normalizeSecret(step.object);
-      const projected = live === undefined ? undefined : projectLive(live, desired);
-      const masked = maskSecrets(projected, desired);
-      const diff = unifiedDiff(diffYaml(masked.live), diffYaml(masked.desired), { from: live === undefined ? '/dev/null' : `live/${label}`, to: `desired/${label}` });
-      return step.reason === undefined ? { diff } : { diff, note: step.reason };
-    }
-    case 'delete': {
-      if (live === undefined) return { diff: '' };
-      const { metadata, apiVersion, kind: liveKind } = live;
-      const shown = { ...live, metadata: { name: metadata.name, namespace: metadata.namespace, labels: metadata.labels, annotations: metadata.annotations }, status: undefined, apiVersion, kind: liveKind };
-      const masked = maskSecrets(shown, undefined);
-      return { diff: unifiedDiff(diffYaml(masked.live), '', { from: `live/${label}`, to: '/dev/null' }), note: 'pruned' };
-    }
-    case 'unchanged':
-      return { diff: '' };
-    case 'skip':
-      return { diff: '', note: `not applied: ${step.reason}` };
-    case 'invalid':
-      return { diff: '', note: `cannot be applied: ${step.reason}` };
-    case 'forget':
-      return { diff: '', note: step.reason };
-    case 'resolve':
-    case 'resolveStale':
-      return { diff: '', note: 'could not read the live object (its API is not served or not readable)' };
-  }
 }
 
 export function rollbackRevision(object: ConfigSync, options: { to?: string; steps?: string }): string {

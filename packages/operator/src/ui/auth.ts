@@ -31,6 +31,8 @@ export async function reviewToken(rest: KubeRest, token: string): Promise<Viewer
 export type Access = {
   /** May `viewer` do `verb` on `kind` in `namespace` ('' = across all namespaces)? */
   allowed(viewer: Viewer, request: { verb: string; kind: WatchedKind; namespace: string; name?: string }): Promise<boolean>;
+  /** The same for any resource (`group` '' = core), e.g. the Secrets label-driven mirroring copies. */
+  allowedResource(viewer: Viewer, request: { verb: string; group: string; resource: string; namespace: string; name?: string }): Promise<boolean>;
 };
 
 /** SubjectAccessReviews with a short per-user cache (a revoked right stops showing within `ttlMs`). */
@@ -38,9 +40,10 @@ export function createAccess(options: { rest: KubeRest; ttlMs?: number; now?: ()
   const ttl = options.ttlMs ?? 30_000;
   const now = options.now ?? Date.now;
   const cache = new Map<string, { at: number; answer: Promise<boolean> }>();
-  return {
-    allowed(viewer, { verb, kind, namespace, name }) {
-      const key = JSON.stringify([viewer.username, viewer.uid, viewer.groups, verb, kind, namespace, name]);
+  const access: Access = {
+    allowed: (viewer, { verb, kind, namespace, name }) => access.allowedResource(viewer, { verb, group: 'syncline.dev', resource: PLURALS[kind], namespace, ...(name === undefined ? {} : { name }) }),
+    allowedResource(viewer, { verb, group, resource, namespace, name }) {
+      const key = JSON.stringify([viewer.username, viewer.uid, viewer.groups, verb, group, resource, namespace, name]);
       const hit = cache.get(key);
       if (hit !== undefined && now() - hit.at < ttl) return hit.answer;
       if (cache.size > 50_000) cache.clear();
@@ -56,7 +59,7 @@ export function createAccess(options: { rest: KubeRest; ttlMs?: number; now?: ()
               groups: viewer.groups,
               ...(viewer.uid === undefined ? {} : { uid: viewer.uid }),
               ...(viewer.extra === undefined ? {} : { extra: viewer.extra }),
-              resourceAttributes: { group: 'syncline.dev', resource: PLURALS[kind], verb, namespace, ...(name === undefined ? {} : { name }) },
+              resourceAttributes: { group, resource, verb, namespace, ...(name === undefined ? {} : { name }) },
             },
           },
         })
@@ -67,20 +70,27 @@ export function createAccess(options: { rest: KubeRest; ttlMs?: number; now?: ()
       return answer;
     },
   };
+  return access;
 }
 
 /** Sessions in memory: an opaque id in an HttpOnly cookie, a CSRF token the page sends with every action. */
-export function createSessions(options: { ttlMs?: number; now?: () => number } = {}): {
+export function createSessions(options: { ttlMs?: number; now?: () => number; limit?: number } = {}): {
   create(viewer: Viewer): Session;
   get(id: string | undefined): Session | undefined;
   delete(id: string | undefined): void;
 } {
   const ttl = options.ttlMs ?? 8 * 3600_000;
   const now = options.now ?? Date.now;
+  // Bounded: with --ui-anonymous every new browser gets a session; the oldest go first past the limit.
+  const limit = options.limit ?? 20_000;
   const sessions = new Map<string, Session>();
   return {
     create(viewer) {
       for (const [id, session] of sessions) if (session.expiresAt <= now()) sessions.delete(id);
+      for (const id of sessions.keys()) {
+        if (sessions.size < limit) break;
+        sessions.delete(id);
+      }
       const session = { id: randomBytes(32).toString('base64url'), viewer, csrf: randomBytes(32).toString('base64url'), expiresAt: now() + ttl };
       sessions.set(session.id, session);
       return session;

@@ -17,17 +17,40 @@ export type UiObject = {
   /** The Ready condition's message, or why the state is what it is. */
   summary: string;
   createdAt?: string;
+  /** metadata.labels (the overview filters on them); annotations are never sent. */
+  labels?: Record<string, string>;
   generation?: number;
   observedGeneration?: number;
   suspended: boolean;
+  /** Live objects differ from what was applied (Synced=False, DriftDetected; drift: Report leaves it so). */
+  drifted: boolean;
+  /** Why it needs a person, when it does (failed, stalled, a conflict, DR lag, an unreachable cluster). */
+  attention?: string;
   conditions: UiCondition[];
   /** Where it comes from: a Git source for a ConfigSync, the source object of a ManifestSync, and so on. */
   source: Record<string, string>;
   /** Per-target (or per-copy) lines. */
-  targets: { name: string; cluster?: string; namespace?: string; phase?: string; objects?: number; message?: string; health?: string }[];
+  targets: { name: string; cluster?: string; namespace?: string; phase?: string; objects?: number; message?: string; health?: string; reason?: string; lastSyncedTime?: string }[];
   /** Deploys, newest first (ConfigSync only). */
   history: { revision: string; appliedAt?: string; objects?: number; digest?: string }[];
   /** Kind-specific facts worth a line (a RemoteCluster's version, a replication's lag). */
   facts: Record<string, string>;
+  /** Only what the overview shows (the snapshot's form): the object's page asks for the rest. */
+  brief?: true;
 };
 
+/** The fields of a brief object (the overview's); the others are empty in it. */
+export const BRIEF_FIELDS = ['key', 'kind', 'namespace', 'name', 'state', 'summary', 'labels', 'suspended', 'drifted', 'attention'] as const;
+
+
+/** An Event this operator recorded (the overview's recent activity). */
+export type UiActivity = { id: number; at: string; kind: UiKind; namespace: string; name: string; type: 'Normal' | 'Warning'; reason: string; message: string };
+
+/** A ConfigSync's objects against Git (what `syncline diff` shows), with their health. */
+export type UiObjectDiff = { label: string; change: 'in-sync' | 'drifted' | 'missing' | 'prune' | 'note'; diff: string; note?: string; health?: string; healthMessage?: string };
+export type UiSyncDiff = { revision: string; targets: { name: string; cluster?: string; skipped?: string; blocked?: string; objects: UiObjectDiff[] }[] };
+/** What changed between two deploys of the history. */
+export type UiDeployDiff = { from: string; to: string; objects: { target: string; label: string; diff: string }[] };
+
+/** One (source, target namespace) of label-driven mirroring, as `syncline status --mirrors` prints it. */
+export type UiMirrorRow = { kind: string; source: string; namespace: string; state: string; message?: string };

@@ -67,4 +67,43 @@ describe('sessions', () => {
     now = 1000;
     expect(sessions.get(a.id)).toBeUndefined();
   });
+
+  it('keep at most `limit`, the oldest going first', () => {
+    const sessions = createSessions({ limit: 2 });
+    const [a, b, c] = ['a', 'b', 'c'].map((username) => sessions.create({ username, groups: [] }));
+    expect(sessions.get(a?.id)).toBeUndefined();
+    expect(sessions.get(b?.id)?.viewer.username).toBe('b');
+    expect(sessions.get(c?.id)?.viewer.username).toBe('c');
+  });
+});
+
+describe('what needs attention', () => {
+  const base = { apiVersion: 'syncline.dev/v1alpha1', metadata: { name: 'x', namespace: 'n', generation: 1, labels: { team: 'a' }, annotations: { secret: 'hunter2' } } };
+
+  it('counts a drift left alone (drift: Report) as drifted, and says so', () => {
+    const object = { ...base, kind: 'ConfigSync', spec: { source: { git: { repo: 'https://h/r', revision: 'main', path: '' } }, targets: [] }, status: { observedGeneration: 1, conditions: [ready, { type: 'Synced', status: 'False', reason: 'DriftDetected', message: 'drifted: ConfigMap n/a' }] } };
+    const summary = summarize('ConfigSync', object);
+    expect(summary).toMatchObject({ state: UiState.Ready, drifted: true, attention: 'drifted: ConfigMap n/a', labels: { team: 'a' } });
+    expect(JSON.stringify(summary)).not.toContain('hunter2');
+  });
+
+  it('names a copy that failed (a conflict names the holder), an unreachable cluster and a held deletion', () => {
+    const copy = summarize('ManifestSync', { ...base, kind: 'ManifestSync', spec: { sourceRef: { kind: 'Secret', name: 's' } }, status: { conditions: [ready], targets: [{ namespace: 'b', phase: 'Failed', objects: 0, message: 'Secret b/s exists and is not ours (held by kubectl)' }] } });
+    expect(copy.attention).toBe('copy b: Secret b/s exists and is not ours (held by kubectl)');
+    expect(copy.targets[0]).toMatchObject({ name: 'b', namespace: 'b', phase: 'Failed' });
+    const cluster = summarize('RemoteCluster', { ...base, kind: 'RemoteCluster', spec: {}, status: { serverVersion: 'v1.34.0', lastProbeTime: '2026-01-01T00:00:00Z', conditions: [{ type: 'Ready', status: 'False', reason: 'Unreachable', message: 'connect ECONNREFUSED' }] } });
+    expect(cluster).toMatchObject({ state: UiState.Failed, attention: 'unreachable: connect ECONNREFUSED', facts: { reachable: 'no (Unreachable)', serverVersion: 'v1.34.0', lastProbeTime: '2026-01-01T00:00:00Z' } });
+    const replication = summarize('NamespaceReplication', {
+      ...base,
+      kind: 'NamespaceReplication',
+      spec: { destination: { cluster: { name: 'dr' }, namespace: 'shop' }, mode: 'Continuous' },
+      status: { conditions: [ready, { type: 'PruneHeld', status: 'True', reason: 'MassDeletion', message: '40 deletions held' }], kinds: [{ kind: 'Deployment.apps', objects: 3 }], pruneHold: { token: 't', since: '2026-01-01T00:00:00Z', objects: 40, reason: 'MassDeletion' } },
+    });
+    expect(replication).toMatchObject({ attention: 'deletion held: 40 deletions held', targets: [{ name: 'Deployment.apps', objects: 3 }], facts: { destination: 'dr/shop', pruneHold: '40 deletion(s) held since 2026-01-01T00:00:00Z (MassDeletion)' } });
+  });
+
+  it('asks nothing of a suspended object', () => {
+    const object = { ...base, kind: 'ConfigSync', spec: { suspend: true, source: { git: { repo: 'https://h/r', revision: 'main', path: '' } }, targets: [] }, status: { conditions: [{ ...ready, status: 'False' }] } };
+    expect(summarize('ConfigSync', object).attention).toBeUndefined();
+  });
 });

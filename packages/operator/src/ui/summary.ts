@@ -51,26 +51,46 @@ export function summarize(kind: WatchedKind, object: KubeObject): UiObject {
     name: object.metadata.name,
     state,
     summary: state === UiState.Suspended ? 'suspended (spec.suspend: true)' : (ready?.message ?? 'no status yet'),
+    ...(object.metadata.labels === undefined ? {} : { labels: { ...object.metadata.labels } }),
     ...(text(object.metadata['creationTimestamp']) === undefined ? {} : { createdAt: text(object.metadata['creationTimestamp']) }),
     ...(num(object.metadata['generation']) === undefined ? {} : { generation: num(object.metadata['generation']) }),
     ...(num(status['observedGeneration']) === undefined ? {} : { observedGeneration: num(status['observedGeneration']) }),
     suspended: spec['suspend'] === true,
+    drifted: conditions.some((c) => c.type === 'Synced' && c.status === 'False' && c.reason === 'DriftDetected'),
     conditions,
     source: {},
     targets: [],
     history: [],
     facts: {},
   };
-  switch (kind) {
-    case 'ConfigSync':
-      return { ...base, ...configSyncParts(spec, status) };
-    case 'ManifestSync':
-      return { ...base, ...manifestSyncParts(spec, status) };
-    case 'NamespaceReplication':
-      return { ...base, ...replicationParts(spec, status, namespace) };
-    case 'RemoteCluster':
-      return { ...base, ...remoteClusterParts(status) };
+  const parts =
+    kind === 'ConfigSync' ? configSyncParts(spec, status)
+    : kind === 'ManifestSync' ? manifestSyncParts(spec, status)
+    : kind === 'NamespaceReplication' ? replicationParts(spec, status, namespace)
+    : remoteClusterParts(status, conditions);
+  const summary = { ...base, ...parts };
+  const attention = attentionOf(summary);
+  return attention === undefined ? summary : { ...summary, attention };
+}
+
+const CONDITION_NEWS: Record<string, string> = { Stalled: 'stalled', Fenced: 'fenced', PruneHeld: 'deletion held' };
+
+/** Why a person should look, or undefined: failed or stalled, a drift left alone, a copy or target that failed (a conflict names the holder), a held deletion, a fenced standby. */
+export function attentionOf(o: Pick<UiObject, 'kind' | 'state' | 'summary' | 'drifted' | 'conditions' | 'targets'>): string | undefined {
+  if (o.state === UiState.Suspended) return undefined;
+  for (const c of o.conditions) {
+    const news = CONDITION_NEWS[c.type];
+    if (news !== undefined && c.status === 'True') return `${news}: ${c.message}`;
   }
+  if (o.state === UiState.Failed) return o.kind === 'RemoteCluster' ? `unreachable: ${o.summary}` : o.summary;
+  if (o.drifted) {
+    const message = o.conditions.find((c) => c.type === 'Synced')?.message ?? '';
+    return message.startsWith('drifted') ? message : `drifted: ${message}`;
+  }
+  if (o.kind === 'NamespaceReplication') return undefined;
+  const failed = o.targets.find((t) => t.phase === 'Failed');
+  if (failed !== undefined) return `${o.kind === 'ManifestSync' ? 'copy' : 'target'} ${failed.cluster === undefined ? '' : `${failed.cluster}/`}${failed.namespace ?? failed.name}: ${failed.message ?? failed.reason ?? 'failed'}`;
+  return undefined;
 }
 
 function configSyncParts(spec: Loose, status: Loose): Pick<UiObject, 'source' | 'targets' | 'history' | 'facts'> {
@@ -109,7 +129,9 @@ function manifestSyncParts(spec: Loose, status: Loose): Pick<UiObject, 'source' 
   const ref = record(spec['sourceRef']);
   return {
     source: compact({ apiVersion: text(ref['apiVersion']), kind: text(ref['kind']), namespace: text(ref['namespace']), name: text(ref['name']) }),
-    targets: list(status['targets']).map((t) => compact({ name: text(t['name']) ?? '', cluster: text(t['cluster']), namespace: text(t['namespace']), phase: text(t['phase']), objects: num(t['objects']), message: text(t['message']) })),
+    // The map of copies: where each went (namespace, cluster), whether it is current, and why not (a conflict
+    // names the object that holds the name).
+    targets: list(status['targets']).map((t) => compact({ name: text(t['name']) ?? text(t['namespace']) ?? '', cluster: text(t['cluster']), namespace: text(t['namespace']), phase: text(t['phase']), objects: num(t['objects']), message: text(t['message']), reason: text(t['reason']), lastSyncedTime: text(t['lastSuccessfulSyncTime']) })),
     facts: compact({ sourceResourceVersion: text(status['sourceResourceVersion']) }),
   };
 }
@@ -120,6 +142,15 @@ function replicationParts(spec: Loose, status: Loose, namespace: string): Pick<U
     // Scalars of status only (lag, last sync times, counts); lists and inventories stay out.
     if (key !== 'observedGeneration' && (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')) facts[key] = String(value);
   }
+  const hold = record(status['pruneHold']);
+  if (text(hold['token']) !== undefined) facts['pruneHold'] = `${text(hold['objects']) ?? '?'} deletion(s) held since ${text(hold['since']) ?? '?'} (${text(hold['reason']) ?? ''})`;
+  const promotion = record(status['standbyPromotion']);
+  if (text(promotion['at']) !== undefined) facts['standbyPromotion'] = `promoted at ${text(promotion['at']) ?? ''} by ${text(promotion['by']) ?? '?'}`;
+  const destination = record(spec['destination']);
+  facts['destination'] = `${text(record(destination['cluster'])['name']) ?? 'this cluster'}/${text(destination['namespace']) ?? namespace}`;
+  if (text(spec['interval']) !== undefined && text(spec['mode']) === 'Interval') facts['interval'] = text(spec['interval']);
+  const failed = list(status['failed']);
+  if (failed.length > 0) facts['failedObjects'] = failed.map((f) => `${text(f['id']) ?? ''}: ${text(f['reason']) ?? ''}`).join('; ');
   return {
     source: compact({ namespace: text(spec['sourceNamespace']) ?? namespace, cluster: text(record(spec['sourceCluster'])['name']) }),
     targets: list(status['kinds']).map((k) => compact({ name: text(k['kind']) ?? '', objects: num(k['objects']) })),
@@ -127,8 +158,10 @@ function replicationParts(spec: Loose, status: Loose, namespace: string): Pick<U
   };
 }
 
-function remoteClusterParts(status: Loose): Pick<UiObject, 'source' | 'facts'> {
-  const facts: Record<string, string | undefined> = { serverVersion: text(status['serverVersion']), server: withoutCredentials(text(status['server']) ?? '') };
+function remoteClusterParts(status: Loose, conditions: readonly UiCondition[]): Pick<UiObject, 'source' | 'facts'> {
+  const ready = conditions.find((c) => c.type === 'Ready');
+  const reachable = ready === undefined ? undefined : ready.status === 'True' ? 'yes' : `no (${ready.reason})`;
+  const facts: Record<string, string | undefined> = { reachable, serverVersion: text(status['serverVersion']), server: withoutCredentials(text(status['server']) ?? '') };
   for (const [key, value] of Object.entries(status)) if (typeof value === 'string' && facts[key] === undefined && /time|probe/i.test(key)) facts[key] = value;
   return { source: {}, facts: compact(facts) };
 }

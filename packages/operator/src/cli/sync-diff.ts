@@ -1,0 +1,173 @@
+// What a ConfigSync would change, object by object: its source rendered the operator's way (Git credentials,
+// values and valuesFrom), planned against the live objects, each step a unified diff limited to the fields
+// Syncline writes, Secret values masked. `syncline diff` prints it; the web UI shows it (and the objects'
+// health), and compares two deploys of the history with `diffRevisions`.
+import type { KubeRest } from '@syncline/kube';
+import { decodeInventory, healthOf, planApply, readLive, type ApplyClient, type KubeObject as ApplyObject, type PlanStep } from '@syncline/apply';
+import { renderTarget, type ApiDiscovery, type SourceFile } from '@syncline/render';
+import type { GitSource } from '@syncline/source-git';
+import { ConfigSyncSpec, type ConfigSync } from '../api/v1alpha1.ts';
+import { readGitAccess, readValues } from '../reconcile/inputs.ts';
+import { diffYaml, maskSecrets, normalizeSecret, projectLive, unifiedDiff } from './diff.ts';
+
+/** How an object stands against its source: `in-sync`, `drifted` (live differs), `missing`, `prune`, or `note`. */
+export const ObjectChange = { InSync: 'in-sync', Drifted: 'drifted', Missing: 'missing', Prune: 'prune', Note: 'note' } as const;
+export type ObjectChange = (typeof ObjectChange)[keyof typeof ObjectChange];
+
+export type ObjectDiff = {
+  /** group/Kind/namespace/name, as `syncline diff` labels it (`core/Secret/ns/db`). */
+  label: string;
+  change: ObjectChange;
+  /** Unified diff live → desired ('' when equal); Secret values are masked. */
+  diff: string;
+  note?: string;
+  /** kstatus health of the live object (Current, InProgress, Failed), when it exists. */
+  health?: string;
+  healthMessage?: string;
+};
+
+export type TargetDiff = { name: string; cluster?: string; revision: string; skipped?: string; blocked?: string; objects: ObjectDiff[] };
+
+/** The source files of a revision, and the revision's SHA. */
+export type SourceRead = { revision: string; files: SourceFile[] };
+
+/** The ConfigSync's source as the operator reads it: `revision` (default: spec's) resolved, its path read. */
+export async function readSource(input: { rest: KubeRest; git: GitSource; object: ConfigSync; revision?: string }): Promise<SourceRead> {
+  const spec = ConfigSyncSpec.parse(input.object.spec);
+  const { auth, connection } = await readGitAccess(input.rest, input.object.metadata.namespace ?? 'default', spec.source.git);
+  const repo = spec.source.git.repo;
+  const revision = await input.git.resolveRevision({ repo, revision: input.revision ?? spec.source.git.revision, auth, connection });
+  return { revision, files: await input.git.readPath(await input.git.fetchSnapshot({ repo, sha: revision, auth, connection }), spec.source.git.path) };
+}
+
+/** Each target's rendered objects (targets of another cluster are left out: they are read there, not here). */
+export async function renderSync(input: { rest: KubeRest; object: ConfigSync; source: SourceRead; discovery: ApiDiscovery }): Promise<{ name: string; cluster?: string; objects?: ApplyObject[] }[]> {
+  const spec = ConfigSyncSpec.parse(input.object.spec);
+  const namespace = input.object.metadata.namespace ?? 'default';
+  const values = await readValues(input.rest, namespace, spec);
+  return spec.targets.map((target) => {
+    if (target.cluster !== undefined) return { name: target.name, cluster: target.cluster.name };
+    const objects = renderTarget({
+      files: input.source.files,
+      path: spec.source.git.path,
+      values,
+      target: { name: target.name, namespace: target.namespace ?? namespace, values: target.values, patches: target.patches, data: target.data },
+      source: { repo: spec.source.git.repo, revision: input.source.revision, path: spec.source.git.path },
+      discovery: input.discovery,
+    }) as ApplyObject[];
+    return { name: target.name, objects };
+  });
+}
+
+/** Live against desired for every target of this cluster: `syncline diff` as data. */
+export async function diffSync(input: { rest: KubeRest; client: ApplyClient; object: ConfigSync; source: SourceRead }): Promise<TargetDiff[]> {
+  const spec = ConfigSyncSpec.parse(input.object.spec);
+  const namespace = input.object.metadata.namespace ?? 'default';
+  const discovery = await input.client.discovery();
+  const rendered = await renderSync({ rest: input.rest, object: input.object, source: input.source, discovery });
+  const out: TargetDiff[] = [];
+  for (const target of rendered) {
+    if (target.objects === undefined) {
+      out.push({ name: target.name, ...(target.cluster === undefined ? {} : { cluster: target.cluster }), revision: input.source.revision, skipped: `cluster ${target.cluster ?? ''}: not diffed (diff reads this cluster only)`, objects: [] });
+      continue;
+    }
+    const inventory = decodeInventory(input.object.status?.inventory?.find((i) => i.target === target.name)?.entries);
+    const live = await readLive({ client: input.client, desired: target.objects, inventory });
+    const plan = planApply({ desired: target.objects, inventory, live, owner: { namespace, name: input.object.metadata.name, target: target.name }, policy: spec.policy, drift: spec.drift, prune: spec.prune, allowEmpty: spec.allowEmpty });
+    const desired = new Map(target.objects.map((o) => [idOf(o), o]));
+    const objects = [...plan.apply, ...plan.prune].map((step) => objectDiff(reportedDrift(step, desired), live.objects.get(step.id)));
+    out.push({ name: target.name, revision: input.source.revision, ...(plan.blocked === undefined ? {} : { blocked: plan.blocked }), objects });
+  }
+  return out;
+}
+
+/**
+ * A drift that `drift: Report` leaves in place is planned as a skip; shown as the apply that would correct it
+ * (its diff), with the skip's reason as the note, so the viewer sees what differs.
+ */
+function reportedDrift(step: PlanStep, desired: ReadonlyMap<string, ApplyObject>): PlanStep {
+  const object = step.type === 'skip' && step.drift !== undefined ? desired.get(step.id) : undefined;
+  if (step.type !== 'skip' || object === undefined) return step;
+  return { type: 'apply', id: step.id, tier: step.tier, object, force: true, create: false, reason: step.reason };
+}
+
+function objectDiff(step: PlanStep, live: ApplyObject | undefined): ObjectDiff {
+  const { diff, note } = stepDiff(step, live);
+  const health = live === undefined ? undefined : healthOf(live);
+  const change: ObjectChange =
+    step.type === 'unchanged' ? ObjectChange.InSync
+    : step.type === 'delete' ? ObjectChange.Prune
+    : step.type === 'apply' ? (live === undefined ? ObjectChange.Missing : diff === '' ? ObjectChange.InSync : ObjectChange.Drifted)
+    : ObjectChange.Note;
+  return {
+    label: objectLabel(step.id),
+    change,
+    diff,
+    ...(note === undefined ? {} : { note }),
+    ...(health === undefined ? {} : { health: health.status, healthMessage: health.message }),
+  };
+}
+
+/** An object id (group/Kind/namespace/name) as diff names it: `core/Secret/ns/db`, `apps/Deployment/ns/web`. */
+export function objectLabel(id: string): string {
+  const [group, kind, ns, name] = id.split('/');
+  return `${group === '' ? 'core' : group}/${kind}/${ns === '' ? '' : `${ns}/`}${name}`;
+}
+
+/** One plan step as diff prints it: the unified diff of what would change, or a note on what is left. */
+export function stepDiff(step: PlanStep, live: ApplyObject | undefined): { diff: string; note?: string } {
+  const label = objectLabel(step.id);
+  switch (step.type) {
+    case 'apply': {
+      const desired = normalizeSecret(step.object);
+      const projected = live === undefined ? undefined : projectLive(live, desired);
+      const masked = maskSecrets(projected, desired);
+      const diff = unifiedDiff(diffYaml(masked.live), diffYaml(masked.desired), { from: live === undefined ? '/dev/null' : `live/${label}`, to: `desired/${label}` });
+      return step.reason === undefined ? { diff } : { diff, note: step.reason };
+    }
+    case 'delete': {
+      if (live === undefined) return { diff: '' };
+      const { metadata, apiVersion, kind: liveKind } = live;
+      const shown = { ...live, metadata: { name: metadata.name, namespace: metadata.namespace, labels: metadata.labels, annotations: metadata.annotations }, status: undefined, apiVersion, kind: liveKind };
+      const masked = maskSecrets(shown, undefined);
+      return { diff: unifiedDiff(diffYaml(masked.live), '', { from: `live/${label}`, to: '/dev/null' }), note: 'pruned' };
+    }
+    case 'unchanged':
+      return { diff: '' };
+    case 'skip':
+      return { diff: '', note: `not applied: ${step.reason}` };
+    case 'invalid':
+      return { diff: '', note: `cannot be applied: ${step.reason}` };
+    case 'forget':
+      return { diff: '', note: step.reason };
+    case 'resolve':
+    case 'resolveStale':
+      return { diff: '', note: 'could not read the live object (its API is not served or not readable)' };
+  }
+}
+
+/**
+ * What changed between two renders of the same sync (two deploys of its history), per target and object:
+ * `from` → `to`, Secret values masked on both sides (a changed value shows as changed, never its text).
+ */
+export function diffRenders(from: readonly { name: string; objects?: ApplyObject[] }[], to: readonly { name: string; objects?: ApplyObject[] }[], labels: { from: string; to: string }): { target: string; label: string; diff: string }[] {
+  const out: { target: string; label: string; diff: string }[] = [];
+  for (const target of to) {
+    const before = new Map((from.find((t) => t.name === target.name)?.objects ?? []).map((o) => [idOf(o), o]));
+    const after = new Map((target.objects ?? []).map((o) => [idOf(o), o]));
+    for (const id of [...new Set([...before.keys(), ...after.keys()])].sort()) {
+      const a = normalizeSecret(before.get(id));
+      const b = normalizeSecret(after.get(id));
+      const masked = maskSecrets(a, b);
+      const label = objectLabel(id);
+      const diff = unifiedDiff(diffYaml(masked.live), diffYaml(masked.desired), { from: a === undefined ? '/dev/null' : `${labels.from}/${label}`, to: b === undefined ? '/dev/null' : `${labels.to}/${label}` });
+      if (diff !== '') out.push({ target: target.name, label, diff });
+    }
+  }
+  return out;
+}
+
+function idOf(object: ApplyObject): string {
+  const group = object.apiVersion.includes('/') ? (object.apiVersion.split('/')[0] ?? '') : '';
+  return `${group}/${object.kind}/${object.metadata.namespace ?? ''}/${object.metadata.name}`;
+}
