@@ -29,7 +29,7 @@ describe('Git behind a private CA and a proxy', () => {
     await git.close();
   });
 
-  it('syncs through the proxy with the CA from the Git Secret, and says where the CA goes when it is missing', { timeout: 300_000 }, async () => {
+  it('syncs through the proxy with the CA from the Git Secret, and says where the CA goes when it is missing', async () => {
     const repo = await git.createRepo('behind-proxy');
     const sha = await repo.commit({ 'app/a.yaml': configMapYaml('tls-a', '  v: "1"') });
     const secret = (name: string, data: Record<string, string>) => core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name }, data } });
@@ -58,5 +58,5 @@ describe('Git behind a private CA and a proxy', () => {
     expect(await configMapData(ns.name, 'tls-a')).toEqual({ v: '1' });
     expect(proxy.tunnels().length).toBeGreaterThan(tunnelsBefore);
     expect(new Set(proxy.tunnels())).toEqual(new Set([new URL(git.url).host]));
-  }, 180_000);
+  }, 300_000);
 });
