@@ -13,3 +13,5 @@ export { startConnectProxy } from './connect-proxy.ts';
 export type { ConnectProxy } from './connect-proxy.ts';
 export { createTestCa } from './tls.ts';
 export type { TestCa } from './tls.ts';
+export { forgeStatusApi, startHttpReceiver } from './receiver.ts';
+export type { Answer, ForgeStatus, HttpReceiver, ReceivedRequest, Responder } from './receiver.ts';
