@@ -51,7 +51,7 @@ export type DispatcherOptions = {
   readonly now?: () => number;
   /** Identical messages within this window are sent once (default 5 min). */
   readonly dedupWindowMs?: number;
-  /** Deliveries waiting per Provider beyond the one in flight (default 100); more are dropped. */
+  /** Deliveries waiting per Provider beyond the one in flight (default 1,000); more are dropped. */
   readonly queueSize?: number;
   /** Attempts per delivery, the first included (default 4), and the first backoff (default 500 ms). */
   readonly attempts?: number;
@@ -70,7 +70,7 @@ const MAX_RESPONSE_BYTES = 64 * 1024;
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const now = options.now ?? Date.now;
   const dedupWindowMs = options.dedupWindowMs ?? 5 * 60_000;
-  const queueSize = options.queueSize ?? 100;
+  const queueSize = options.queueSize ?? 1000;
   const channels = new Map<string, { bulkhead: BulkheadPolicy; bucket: TokenBucket; settings: ChannelSettings }>();
   const recent = new Map<string, number>();
   const stopped = new AbortController();

@@ -1,0 +1,118 @@
+// `pnpm bench notify [--syncs 200] [--rounds 3]`: the reconcile figures of `bench operator` (N ConfigSyncs × 5
+// objects on one repo, the real control plane and the real operator process) without notifications and then,
+// in a fresh namespace with a fresh operator, with one Alert per sync sending every event to one webhook
+// Provider (a real HTTP receiver). Prints, per variant, the time until all Ready and the median time a new
+// commit takes to reach all syncs, and the API server requests each new commit caused (leases apart): the
+// notifications must add none (the Events they are made of are recorded either way).
+import type { ConfigSync } from '@syncline/operator';
+import { startHttpReceiver, startOperator } from '@syncline/test-support';
+import { parseArgs } from 'node:util';
+import { benchEnvironment, diff, pool, requestCounts, sleep } from './_environment.ts';
+
+const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, rounds: { type: 'string', default: '3' } } });
+const SYNCS = Number(flags.syncs);
+const ROUNDS = Number(flags.rounds);
+const progress = (line: string): void => console.error(`[bench] ${line}`);
+
+await using environment = await benchEnvironment('bench-plain');
+const { controlPlane, git, rest } = environment;
+await using receiver = await startHttpReceiver();
+const repo = await git.createRepo('configs');
+const template = (i: number, rev: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "{{ target.name }}-${i}"\ndata:\n  revision: "${rev}"\n`;
+const commitAll = (rev: string): Promise<string> => repo.commit(Object.fromEntries([1, 2, 3, 4, 5].map((i) => [`app/cm-${i}.yaml.hbs`, template(i, rev)])));
+let revision = await commitAll('r0');
+
+type Figures = { allReadyMs: number; commitMs: number[]; requestsPerCommit: Record<string, number>[] };
+
+/** Requests the API server counted, leases and the /metrics scrape apart (watches included: a new one would show). */
+const apiRequests = (): ReturnType<typeof requestCounts> => requestCounts(rest, (_verb, resource) => resource !== '' && resource !== 'leases');
+
+async function runVariant(namespace: string, alerts: boolean): Promise<Figures> {
+  if (namespace !== 'bench-plain') await rest.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: namespace } } });
+  if (alerts) {
+    await rest.request({ method: 'POST', path: `/api/v1/namespaces/${namespace}/secrets`, body: { metadata: { name: 'hook' }, stringData: { address: `${receiver.url}/hook` } } });
+    await rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/providers`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'Provider', metadata: { name: 'hook' }, spec: { type: 'webhook', secretRef: { name: 'hook' }, rateLimit: { messages: 10_000, interval: '1m' } } } });
+    await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
+      rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/alerts`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'Alert', metadata: { name: `s${i}` }, spec: { providerRef: { name: 'hook' }, eventSources: [{ kind: 'ConfigSync', name: `s${i}` }] } } }),
+    );
+  }
+  await using _operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', namespace] });
+  progress(`${namespace}: operator up; creating ${SYNCS} ConfigSyncs${alerts ? ` (and ${SYNCS} Alerts)` : ''}`);
+  const started = Date.now();
+  await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
+    rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: `s${i}` }, spec: { source: { git: { repo: repo.url, path: 'app' } }, refreshInterval: '30s', targets: [{ name: `s${i}`, namespace }] } } }),
+  );
+  await waitForAll(namespace, revision);
+  const allReadyMs = Date.now() - started;
+  const commitMs: number[] = [];
+  const requestsPerCommit: Record<string, number>[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    await sleep(3000); // the status writes of the last round land
+    revision = await commitAll(`${namespace}-${round}`);
+    const before = await apiRequests();
+    const at = new Date().toISOString();
+    const commitStarted = Date.now();
+    await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
+      rest.request({ method: 'PATCH', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs/s${i}`, contentType: 'application/merge-patch+json', body: { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': at } } } }),
+    );
+    await waitForAll(namespace, revision);
+    commitMs.push(Date.now() - commitStarted);
+    await sleep(2000); // Events are written after the status: let them land
+    requestsPerCommit.push(diff(await apiRequests(), before).byVerbResource);
+    progress(`${namespace}: commit ${round} → all Ready in ${commitMs.at(-1)} ms`);
+  }
+  return { allReadyMs, commitMs, requestsPerCommit };
+}
+
+const plain = await runVariant('bench-plain', false);
+const received = receiver.requests.length;
+const notified = await runVariant('bench-alerts', true);
+const deadline = Date.now() + 60_000;
+// Every sync's events: created (Synced) and one per round.
+const expected = SYNCS * (1 + ROUNDS);
+while (receiver.requests.length - received < expected && Date.now() < deadline) await sleep(200);
+const delivered = receiver.requests.length - received;
+
+const median = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
+/** The bench's own requests (the reconcile-request PATCHes, its LIST and watch) are the same in both variants. */
+const total = (counts: readonly Record<string, number>[]): number => median(counts.map((c) => Object.values(c).reduce((a, b) => a + b, 0)));
+const plainCommit = median(plain.commitMs);
+const notifiedCommit = median(notified.commitMs);
+const slower = (notifiedCommit - plainCommit) / plainCommit;
+const slowerReady = (notified.allReadyMs - plain.allReadyMs) / plain.allReadyMs;
+const extraRequests = total(notified.requestsPerCommit) - total(plain.requestsPerCommit);
+const verdict = (ok: boolean): string => (ok ? 'met' : 'NOT met');
+const pct = (x: number): string => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%`;
+console.log(`notify bench: ${SYNCS} ConfigSyncs × 5 objects, one Alert each to one webhook Provider; ${ROUNDS} new commits per variant; Node ${process.versions.node}`);
+console.log(`time until all ${SYNCS} Ready (from creation):  without ${(plain.allReadyMs / 1000).toFixed(2)} s, with alerts ${(notified.allReadyMs / 1000).toFixed(2)} s (${pct(slowerReady)}; target within 5%: ${verdict(slowerReady <= 0.05)})`);
+console.log(`new commit → all Ready (median):           without ${(plainCommit / 1000).toFixed(2)} s, with alerts ${(notifiedCommit / 1000).toFixed(2)} s (${pct(slower)}; target within 5%: ${verdict(slower <= 0.05)})`);
+console.log(`API server requests per new commit (median, leases apart): without ${total(plain.requestsPerCommit)}, with alerts ${total(notified.requestsPerCommit)} (difference ${extraRequests}; target 0: ${verdict(extraRequests <= 0)})`);
+console.log(`  without: ${JSON.stringify(plain.requestsPerCommit.at(-1))}`);
+console.log(`  with:    ${JSON.stringify(notified.requestsPerCommit.at(-1))}`);
+console.log(`notifications delivered to the receiver:   ${delivered} of ${expected} events (target all: ${verdict(delivered >= expected)})`);
+
+/** Resolves when every sync of `namespace` is Ready at `sha`, as a watch sees it (no polling of N objects). */
+async function waitForAll(namespace: string, sha: string): Promise<void> {
+  const readyAt = (cs: ConfigSync): boolean => cs.status?.sourceRevision === sha && cs.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+  const ready = new Set<string>();
+  const until = Date.now() + 600_000;
+  while (Date.now() < until) {
+    const list = await rest.request<{ items: ConfigSync[]; metadata: { resourceVersion: string } }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs` });
+    ready.clear();
+    for (const cs of list.items) if (readyAt(cs)) ready.add(cs.metadata.name);
+    if (ready.size === SYNCS) return;
+    const done = new AbortController();
+    try {
+      await rest.watch(`/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs`, { resourceVersion: list.metadata.resourceVersion, timeoutSeconds: 300 }, (event) => {
+        const { type, object } = event as { type: string; object: ConfigSync };
+        if (type !== 'DELETED' && readyAt(object)) ready.add(object.metadata.name);
+        else ready.delete(object.metadata.name);
+        if (ready.size === SYNCS) done.abort();
+      }, done.signal);
+    } catch (error) {
+      if (!done.signal.aborted) progress(`watch ended (${error instanceof Error ? error.message : String(error)}); listing again`);
+    }
+    if (ready.size === SYNCS) return;
+  }
+  throw new Error(`timed out: ${ready.size}/${SYNCS} Ready at ${sha.slice(0, 8)}`);
+}
