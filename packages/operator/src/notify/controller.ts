@@ -229,11 +229,17 @@ function notificationsCounter(registry: Registry): Counter<'provider' | 'result'
   return new Counter({ name: NOTIFICATIONS_METRIC, help: 'Notifications by Provider type and result: sent, failed (after retries), dropped (queue full), deduplicated.', labelNames: ['provider', 'result'], registers: [registry] });
 }
 
+/** Parsed Alerts by cached object (the informer holds a new one per change): every event meets every Alert, each is parsed once. */
+const parsedAlerts = new WeakMap<KubeObject, AlertView | null>();
+
 function alertView(object: KubeObject | undefined): AlertView | undefined {
   if (object === undefined) return undefined;
+  const cached = parsedAlerts.get(object);
+  if (cached !== undefined) return cached ?? undefined;
   const parsed = AlertSpec.safeParse(object['spec']);
-  if (!parsed.success) return undefined;
-  return { namespace: object.metadata.namespace ?? 'default', name: object.metadata.name, spec: parsed.data };
+  const view = parsed.success ? { namespace: object.metadata.namespace ?? 'default', name: object.metadata.name, spec: parsed.data } : null;
+  parsedAlerts.set(object, view);
+  return view ?? undefined;
 }
 
 const providerKeyOf = (alert: KubeObject): string | undefined => {
@@ -309,9 +315,6 @@ function createCommitStatuses(deps: CommitStatusDeps): (type: 'ADDED' | 'MODIFIE
       seen.delete(key);
       return;
     }
-    const states = commitStates(cs);
-    const before = seen.get(key);
-    remember(seen, key, new Map(states.map((s) => [s.target, `${s.sha}:${s.state}`])));
     const object = { kind: 'ConfigSync', namespace: cs.metadata.namespace ?? 'default', name: cs.metadata.name, labels: cs.metadata.labels ?? {} };
     const targets: { alert: KubeObject; provider: Provider }[] = [];
     for (const alert of deps.alerts()) {
@@ -320,7 +323,14 @@ function createCommitStatuses(deps: CommitStatusDeps): (type: 'ADDED' | 'MODIFIE
       const provider = deps.providers(`${view.namespace}/${view.spec.providerRef.name}`);
       if (provider !== undefined && provider.spec.suspend !== true && isCommitStatusType(provider.spec.type)) targets.push({ alert, provider });
     }
-    if (targets.length === 0) return;
+    // No commit status asked for: nothing remembered either (an Alert added later starts from what it then sees).
+    if (targets.length === 0) {
+      seen.delete(key);
+      return;
+    }
+    const states = commitStates(cs);
+    const before = seen.get(key);
+    remember(seen, key, new Map(states.map((s) => [s.target, `${s.sha}:${s.state}`])));
     for (const s of states) {
       if (before?.get(s.target) === `${s.sha}:${s.state}`) continue;
       if (before === undefined && s.state !== 'pending') continue;
