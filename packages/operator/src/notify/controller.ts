@@ -16,7 +16,7 @@ import { createDispatcher, DeliveryResult, type Dispatcher, type DispatcherOptio
 import { RecoveryTracker, notificationEvent, type InvolvedObject, type RecordedEvent } from './event.ts';
 import { commitContext, commitStates, commitStatusRequest, forgeRepository, type CommitStatus } from './forge.ts';
 import { chatRequest, type ChatProvider, type Message } from './payloads.ts';
-import { ProviderError, REFRESH_MS, channelSettings, forgeCredentialsFromGitSecret, isCommitStatusType, readSecretData, resolveProvider, type ResolvedProvider } from './provider.ts';
+import { ProviderError, channelSettings, forgeCredentialsFromGitSecret, isCommitStatusType, readSecretData, resolveProvider, type ResolvedProvider } from './provider.ts';
 
 export const NOTIFICATIONS_METRIC = 'syncline_notifications_total';
 export const DELIVERY_FAILED = 'DeliveryFailed';
@@ -61,13 +61,13 @@ export function startNotifications(options: NotificationsOptions): Notifications
   const status = createStatusWriter({ rest, log, isLeader: options.isLeader, read: (plural, key) => (plural === 'providers' ? providers : alerts).get(key), clock: options.clock });
   let stopped = false;
 
-  /** The Provider as deliveries use it: read again when older than REFRESH_MS or never read. */
+  /** The Provider as deliveries use it: read once per change of the Provider, and again after a failed delivery. */
   const providerFor = async (key: string): Promise<ResolvedProvider> => {
     const state = providerStates.get(key) ?? {};
     providerStates.set(key, state);
     const object = providers.get(key) as Provider | undefined;
     if (object === undefined) throw new ProviderError('InvalidSpec', `Provider ${key} not found`);
-    const fresh = state.resolved !== undefined && state.resolved.generation === object.metadata.generation && Date.now() - state.resolved.readAt < REFRESH_MS;
+    const fresh = state.resolved !== undefined && state.resolved.generation === object.metadata.generation;
     if (fresh && state.resolved !== undefined) return state.resolved;
     state.resolving ??= resolveProvider(rest, object, Date.now()).finally(() => {
       state.resolving = undefined;
@@ -156,7 +156,8 @@ export function startNotifications(options: NotificationsOptions): Notifications
       return;
     }
     log.warn({ alert: alertKey, provider: providerKey, err: error }, 'notification not delivered');
-    if (error !== undefined && /HTTP 40[13]\b/.test(error)) providerStates.delete(providerKey); // read the Secret again
+    // A rotated token or webhook URL shows as a failure: the next delivery reads the Secrets again.
+    providerStates.delete(providerKey);
     const alert = alerts.get(alertKey);
     if (alert !== undefined && options.isLeader()) void options.recorder.record(alert as unknown as InvolvedObject, { type: 'Warning', reason: DELIVERY_FAILED, message });
     status.ready('alerts', alertKey, { status: 'False', reason: DELIVERY_FAILED, message });
@@ -269,13 +270,14 @@ const REMEMBERED = 10_000;
 function createCommitStatuses(deps: CommitStatusDeps): (type: 'ADDED' | 'MODIFIED' | 'DELETED', cs: ConfigSync) => void {
   const seen = new Map<string, Map<string, string>>();
   const pendingPosted = new Map<string, string>();
-  const gitSecrets = new Map<string, { at: number; data: Promise<Readonly<Record<string, string>> | undefined> }>();
+  // The ConfigSyncs' Git Secrets, read once and again after a failed delivery (a rotated token shows as one).
+  const gitSecrets = new Map<string, Promise<Readonly<Record<string, string>> | undefined>>();
   const gitCredentials = (namespace: string, name: string): Promise<Readonly<Record<string, string>> | undefined> => {
     const key = `${namespace}/${name}`;
     const cached = gitSecrets.get(key);
-    if (cached !== undefined && Date.now() - cached.at < REFRESH_MS) return cached.data;
+    if (cached !== undefined) return cached;
     const data = readSecretData(deps.rest, namespace, name);
-    gitSecrets.set(key, { at: Date.now(), data });
+    gitSecrets.set(key, data);
     data.catch(() => gitSecrets.delete(key));
     return data;
   };
@@ -305,7 +307,11 @@ function createCommitStatuses(deps: CommitStatusDeps): (type: 'ADDED' | 'MODIFIE
         const credentials = own.token !== undefined || own.password !== undefined ? own : forgeCredentialsFromGitSecret(secretRef === undefined ? undefined : await gitCredentials(namespace, secretRef.name));
         return { ...commitStatusRequest(type, repository, credentials, status), ca: resolved.ca, proxy: resolved.proxy };
       },
-      done: deps.delivered(objectKey(alert), providerKey, provider.spec.type),
+      done: (result, error) => {
+        const secretRef = cs.spec.source.git.secretRef;
+        if (result === DeliveryResult.Failed && secretRef !== undefined) gitSecrets.delete(`${namespace}/${secretRef.name}`);
+        deps.delivered(objectKey(alert), providerKey, provider.spec.type)(result, error);
+      },
     });
   };
 

@@ -1,7 +1,7 @@
 // A Provider as deliveries use it: its spec checked, its Secrets read (credentials, proxy, CA) and kept in
-// memory, its template compiled. Reading happens when the Provider changes and again when what was read is
-// older than REFRESH_MS or a delivery was refused (401/403): never once per message, so deliveries add no
-// requests to the API server beyond these.
+// memory, its template compiled. Reading happens when the Provider changes and again after a failed delivery
+// (a rotated token or webhook URL shows as one): never per message, so deliveries add no requests to the API
+// server. A Secret changed while deliveries still succeed is read at the next change of the Provider.
 import { KubeApiError, type KubeRest } from '@syncline/kube';
 import { compileMessageTemplate, type MessageTemplate } from '@syncline/render';
 import { authFromSecretData, proxyFromSecretData, type HttpProxy } from '@syncline/source-git';
@@ -10,9 +10,6 @@ import { parseDuration } from '../reconcile/duration.ts';
 import type { ChannelSettings } from './delivery.ts';
 import type { ForgeCredentials } from './forge.ts';
 import type { ProviderCredentials } from './payloads.ts';
-
-/** How long a Secret read stays in use before it is read again (at the next delivery that needs it). */
-export const REFRESH_MS = 5 * 60_000;
 
 export type ResolvedProvider = {
   readonly key: string;
