@@ -43,6 +43,12 @@ async function setUp(namespace: string, alerts: boolean): Promise<Variant & { op
     );
   }
   const operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', namespace] });
+  // The Alerts' first status writes are setup, not reconcile work: wait them out before the syncs are created.
+  while (alerts) {
+    const list = await rest.request<{ items: { status?: { conditions?: { type: string; status: string }[] } }[] }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/alerts` });
+    if (list.items.filter((a) => a.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length === SYNCS) break;
+    await sleep(1000);
+  }
   return { namespace, alerts, pid: operator.pid, allReadyMs: 0, commitMs: [], cpuMs: [], requestsPerCommit: [], operator };
 }
 

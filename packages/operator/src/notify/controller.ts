@@ -11,7 +11,7 @@ import { Counter, type Registry } from 'prom-client';
 import { AlertSpec, type Condition, type ConfigSync, type Provider } from '../api/v1alpha1.ts';
 import { objectPath, writeStatus } from '../reconcile/object-status.ts';
 import type { TrustedNamespaces } from '../tenancy.ts';
-import { alertMatches, refusedSources, sourceMatches, type AlertView } from './alerts.ts';
+import { alertMatches, refusedSources, sourceMatches, sourceNamespace, type AlertView } from './alerts.ts';
 import { createDispatcher, DeliveryResult, type Dispatcher, type DispatcherOptions } from './delivery.ts';
 import { RecoveryTracker, notificationEvent, type InvolvedObject, type RecordedEvent } from './event.ts';
 import { commitContext, commitStates, commitStatusRequest, forgeRepository, type CommitStatus } from './forge.ts';
@@ -128,11 +128,25 @@ export function startNotifications(options: NotificationsOptions): Notifications
     },
     onError: (error) => log.warn({ err: error instanceof Error ? error.message : String(error) }, 'Provider watch failed; restarting'),
   });
+  /** Alerts by the namespace their sources cover (an event meets only those); rebuilt after any Alert changes. */
+  let byNamespace: Map<string, KubeObject[]> | undefined;
+  const alertsFor = (namespace: string): readonly KubeObject[] => {
+    if (byNamespace === undefined) {
+      byNamespace = new Map();
+      for (const alert of alerts.list()) {
+        const view = alertView(alert);
+        if (view === undefined) continue;
+        for (const ns of new Set(view.spec.eventSources.map((s) => sourceNamespace(view, s)))) byNamespace.set(ns, [...(byNamespace.get(ns) ?? []), alert]);
+      }
+    }
+    return byNamespace.get(namespace) ?? [];
+  };
   const alerts = new Informer({
     rest,
     ...(options.budget === undefined ? {} : { budget: options.budget }),
     path: collection('alerts'),
     onEvent: (type, object, previous) => {
+      byNamespace = undefined;
       if (type === 'DELETED') return;
       if (type === 'MODIFIED' && previous?.metadata.generation === object.metadata.generation) return;
       checkAlert(objectKey(object));
@@ -169,7 +183,7 @@ export function startNotifications(options: NotificationsOptions): Notifications
     if (stopped || object.kind === 'Alert' || object.kind === 'Provider') return;
     const recovered = recovery.observe(`${object.kind}/${object.metadata.namespace ?? ''}/${object.metadata.name}`, event.type);
     const notification = notificationEvent({ object, event, recovered, now: options.clock.now() });
-    for (const alert of alerts.list()) {
+    for (const alert of alertsFor(notification.namespace)) {
       const view = alertView(alert);
       if (view === undefined || !alertMatches(view, notification, trusted)) continue;
       const providerKey = `${view.namespace}/${view.spec.providerRef.name}`;
@@ -193,7 +207,7 @@ export function startNotifications(options: NotificationsOptions): Notifications
     }
   };
 
-  const commitStatuses = createCommitStatuses({ rest, alerts: () => alerts.list(), providers: (key) => providers.get(key) as Provider | undefined, providerFor, trusted, dispatcher, delivered });
+  const commitStatuses = createCommitStatuses({ rest, alerts: alertsFor, providers: (key) => providers.get(key) as Provider | undefined, providerFor, trusted, dispatcher, delivered });
 
   return {
     events: {
@@ -209,6 +223,8 @@ export function startNotifications(options: NotificationsOptions): Notifications
     },
     observeConfigSync: (type, object) => {
       if (stopped || !options.isLeader()) return;
+      // The common case costs one look at the Providers: none sets commit statuses.
+      if (!providers.list().some((p) => isCommitStatusType(String((p['spec'] as { type?: unknown } | undefined)?.type)))) return;
       try {
         commitStatuses(type, object as unknown as ConfigSync);
       } catch (error) {
@@ -250,7 +266,8 @@ const providerKeyOf = (alert: KubeObject): string | undefined => {
 
 type CommitStatusDeps = {
   readonly rest: KubeRest;
-  readonly alerts: () => KubeObject[];
+  /** The Alerts whose sources cover a namespace. */
+  readonly alerts: (namespace: string) => readonly KubeObject[];
   readonly providers: (key: string) => Provider | undefined;
   readonly providerFor: (key: string) => Promise<ResolvedProvider>;
   readonly trusted: TrustedNamespaces;
@@ -323,7 +340,7 @@ function createCommitStatuses(deps: CommitStatusDeps): (type: 'ADDED' | 'MODIFIE
     }
     const object = { kind: 'ConfigSync', namespace: cs.metadata.namespace ?? 'default', name: cs.metadata.name, labels: cs.metadata.labels ?? {} };
     const targets: { alert: KubeObject; provider: Provider }[] = [];
-    for (const alert of deps.alerts()) {
+    for (const alert of deps.alerts(object.namespace)) {
       const view = alertView(alert);
       if (view === undefined || view.spec.suspend || !sourceMatches(view, object, deps.trusted)) continue;
       const provider = deps.providers(`${view.namespace}/${view.spec.providerRef.name}`);
