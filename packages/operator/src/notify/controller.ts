@@ -13,7 +13,7 @@ import { objectPath, writeStatus } from '../reconcile/object-status.ts';
 import type { TrustedNamespaces } from '../tenancy.ts';
 import { alertMatches, refusedSources, sourceMatches, sourceNamespace, type AlertView } from './alerts.ts';
 import { createDispatcher, DeliveryResult, type Dispatcher, type DispatcherOptions } from './delivery.ts';
-import { RecoveryTracker, notificationEvent, type InvolvedObject, type RecordedEvent } from './event.ts';
+import { RecoveryTracker, notificationEvent, type InvolvedObject, type NotificationEvent, type RecordedEvent } from './event.ts';
 import { commitContext, commitStates, commitStatusRequest, forgeRepository, type CommitStatus } from './forge.ts';
 import { chatRequest, type ChatProvider, type Message } from './payloads.ts';
 import { ProviderError, channelSettings, forgeCredentialsFromGitSecret, isCommitStatusType, readSecretData, resolveProvider, type ResolvedProvider } from './provider.ts';
@@ -156,27 +156,7 @@ export function startNotifications(options: NotificationsOptions): Notifications
   providers.start();
   alerts.start();
 
-  /** What happened to one delivery of an Alert: counted already; a failure is an Event and a condition. */
-  const delivered = (alertKey: string, providerKey: string, providerType: string) => (result: DeliveryResult, error?: string) => {
-    if (result === DeliveryResult.Sent) {
-      status.recovered('alerts', alertKey, `sending to Provider ${providerKey}`);
-      status.recovered('providers', providerKey, `${providerType} provider ready`);
-      return;
-    }
-    if (result === DeliveryResult.Deduplicated) return;
-    const message = `${providerType} Provider ${providerKey}: ${result === DeliveryResult.Dropped ? 'dropped' : 'failed'}: ${error ?? 'unknown error'}`;
-    if (result === DeliveryResult.Dropped) {
-      log.debug({ alert: alertKey, provider: providerKey }, 'notification dropped: the queue is full');
-      return;
-    }
-    log.warn({ alert: alertKey, provider: providerKey, err: error }, 'notification not delivered');
-    // A rotated token or webhook URL shows as a failure: the next delivery reads the Secrets again.
-    providerStates.delete(providerKey);
-    const alert = alerts.get(alertKey);
-    if (alert !== undefined && options.isLeader()) void options.recorder.record(alert as unknown as InvolvedObject, { type: 'Warning', reason: DELIVERY_FAILED, message });
-    status.ready('alerts', alertKey, { status: 'False', reason: DELIVERY_FAILED, message });
-    status.ready('providers', providerKey, { status: 'False', reason: DELIVERY_FAILED, message });
-  };
+  const delivered = createDeliveryReporter({ log, status, recorder: options.recorder, isLeader: options.isLeader, alert: (key) => alerts.get(key), forgetProvider: (key) => providerStates.delete(key) });
 
   /** The tap: an Event the operator records, offered to every Alert that asks for it. Never throws, never waits. */
   const offer = (object: InvolvedObject, event: RecordedEvent): void => {
@@ -186,24 +166,9 @@ export function startNotifications(options: NotificationsOptions): Notifications
     for (const alert of alertsFor(notification.namespace)) {
       const view = alertView(alert);
       if (view === undefined || !alertMatches(view, notification, trusted)) continue;
-      const providerKey = `${view.namespace}/${view.spec.providerRef.name}`;
-      const provider = providers.get(providerKey) as Provider | undefined;
+      const provider = providers.get(`${view.namespace}/${view.spec.providerRef.name}`) as Provider | undefined;
       if (provider === undefined || provider.spec.suspend === true || isCommitStatusType(provider.spec.type)) continue;
-      const message: Message = { event: notification, alert: objectKey(alert), summary: view.spec.summary };
-      const { timestamp: _timestamp, ...identity } = notification;
-      dispatcher.deliver({
-        provider: providerKey,
-        providerType: provider.spec.type,
-        dedupKey: JSON.stringify([identity, view.spec.summary ?? '']),
-        settings: channelSettings(provider.spec),
-        prepare: async () => {
-          const resolved = await providerFor(providerKey);
-          const chat = { ...resolved.spec, type: resolved.spec.type as ChatProvider['type'], template: resolved.template };
-          const request = chatRequest(chat, resolved.credentials, message);
-          return { ...request, ca: resolved.ca, proxy: resolved.proxy, okField: resolved.spec.type === 'slack' && resolved.credentials.token !== undefined };
-        },
-        done: delivered(objectKey(alert), providerKey, provider.spec.type),
-      });
+      deliverChat({ dispatcher, providerFor, delivered }, { alertKey: objectKey(alert), view, provider, notification });
     }
   };
 
@@ -240,6 +205,63 @@ export function startNotifications(options: NotificationsOptions): Notifications
   };
 }
 
+type Reporter = (alertKey: string, providerKey: string, providerType: string) => (result: DeliveryResult, error?: string) => void;
+
+/** What happened to one delivery of an Alert (counted already): a failure is a Warning Event on the Alert and a condition on both. */
+function createDeliveryReporter(deps: {
+  readonly log: Logger;
+  readonly status: ReturnType<typeof createStatusWriter>;
+  readonly recorder: EventRecorder;
+  readonly isLeader: () => boolean;
+  readonly alert: (key: string) => KubeObject | undefined;
+  readonly forgetProvider: (key: string) => void;
+}): Reporter {
+  return (alertKey, providerKey, providerType) => (result, error) => {
+    if (result === DeliveryResult.Sent) {
+      deps.status.recovered('alerts', alertKey, `sending to Provider ${providerKey}`);
+      deps.status.recovered('providers', providerKey, `${providerType} provider ready`);
+      return;
+    }
+    if (result === DeliveryResult.Deduplicated) return;
+    if (result === DeliveryResult.Dropped) {
+      deps.log.debug({ alert: alertKey, provider: providerKey }, 'notification dropped: the queue is full');
+      return;
+    }
+    const message = `${providerType} Provider ${providerKey}: failed: ${error ?? 'unknown error'}`;
+    deps.log.warn({ alert: alertKey, provider: providerKey, err: error }, 'notification not delivered');
+    // A rotated token or webhook URL shows as a failure: the next delivery reads the Secrets again.
+    deps.forgetProvider(providerKey);
+    const alert = deps.alert(alertKey);
+    if (alert !== undefined && deps.isLeader()) void deps.recorder.record(alert as unknown as InvolvedObject, { type: 'Warning', reason: DELIVERY_FAILED, message });
+    deps.status.ready('alerts', alertKey, { status: 'False', reason: DELIVERY_FAILED, message });
+    deps.status.ready('providers', providerKey, { status: 'False', reason: DELIVERY_FAILED, message });
+  };
+}
+
+/** One chat or webhook message of one Alert, to the dispatcher; the request is built when its turn comes. */
+function deliverChat(
+  deps: { readonly dispatcher: Dispatcher; readonly providerFor: (key: string) => Promise<ResolvedProvider>; readonly delivered: Reporter },
+  input: { readonly alertKey: string; readonly view: AlertView; readonly provider: Provider; readonly notification: NotificationEvent },
+): void {
+  const { alertKey, view, provider, notification } = input;
+  const providerKey = `${view.namespace}/${view.spec.providerRef.name}`;
+  const message: Message = { event: notification, alert: alertKey, summary: view.spec.summary };
+  const { timestamp: _timestamp, ...identity } = notification;
+  deps.dispatcher.deliver({
+    provider: providerKey,
+    providerType: provider.spec.type,
+    // Identical to the receiver: the same words about the same object (the time aside).
+    dedupKey: JSON.stringify([identity, view.spec.summary ?? '']),
+    settings: channelSettings(provider.spec),
+    prepare: async () => {
+      const resolved = await deps.providerFor(providerKey);
+      const chat = { ...resolved.spec, type: resolved.spec.type as ChatProvider['type'], template: resolved.template };
+      return { ...chatRequest(chat, resolved.credentials, message), ca: resolved.ca, proxy: resolved.proxy, okField: resolved.spec.type === 'slack' && resolved.credentials.token !== undefined };
+    },
+    done: deps.delivered(alertKey, providerKey, provider.spec.type),
+  });
+}
+
 function notificationsCounter(registry: Registry): Counter<'provider' | 'result'> {
   const existing = registry.getSingleMetric(NOTIFICATIONS_METRIC);
   if (existing !== undefined) return existing as Counter<'provider' | 'result'>;
@@ -272,7 +294,7 @@ type CommitStatusDeps = {
   readonly providerFor: (key: string) => Promise<ResolvedProvider>;
   readonly trusted: TrustedNamespaces;
   readonly dispatcher: Dispatcher;
-  readonly delivered: (alertKey: string, providerKey: string, providerType: string) => (result: DeliveryResult, error?: string) => void;
+  readonly delivered: Reporter;
 };
 
 /** Remembered per sync target and Alert, at most this many: the oldest are forgotten first. */
