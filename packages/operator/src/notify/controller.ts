@@ -122,7 +122,8 @@ export function startNotifications(options: NotificationsOptions): Notifications
         providerStates.delete(key);
         return;
       }
-      if (type === 'MODIFIED' && previous?.metadata.generation === object.metadata.generation) return; // our status write
+      // Our own status write changes neither; an annotation does (the way to have its Secrets read again).
+      if (type === 'MODIFIED' && previous !== undefined && previous.metadata.generation === object.metadata.generation && JSON.stringify(previous.metadata.annotations) === JSON.stringify(object.metadata.annotations)) return;
       providerStates.delete(key);
       void checkProvider(key);
     },
