@@ -20,6 +20,8 @@ import { ProviderError, channelSettings, forgeCredentialsFromGitSecret, isCommit
 
 export const NOTIFICATIONS_METRIC = 'syncline_notifications_total';
 export const DELIVERY_FAILED = 'DeliveryFailed';
+/** How often a replica looks whether it became leader (and then checks every Provider and Alert). */
+const LEADERSHIP_CHECK_MS = 5_000;
 
 export type NotificationsOptions = {
   readonly rest: KubeRest;
@@ -156,6 +158,11 @@ export function startNotifications(options: NotificationsOptions): Notifications
   });
   providers.start();
   alerts.start();
+  // A replica that becomes leader checks every Provider and Alert once (as a follower it wrote no status).
+  const leadership = onLeading(() => options.isLeader() && providers.synced && alerts.synced, () => {
+    for (const provider of providers.list()) void checkProvider(objectKey(provider));
+    for (const alert of alerts.list()) checkAlert(objectKey(alert));
+  });
 
   const delivered = createDeliveryReporter({ log, status, recorder: options.recorder, isLeader: options.isLeader, alert: (key) => alerts.get(key), forgetProvider: (key) => providerStates.delete(key) });
 
@@ -200,6 +207,7 @@ export function startNotifications(options: NotificationsOptions): Notifications
     idle: () => dispatcher.idle(),
     async stop() {
       stopped = true;
+      clearInterval(leadership);
       dispatcher.stop();
       await Promise.all([providers.stop(), alerts.stop()]);
     },
@@ -261,6 +269,18 @@ function deliverChat(
     },
     done: deps.delivered(alertKey, providerKey, provider.spec.type),
   });
+}
+
+/** Calls `then` each time `leading` turns true (looked at every LEADERSHIP_CHECK_MS); returns the timer to clear. */
+function onLeading(leading: () => boolean, then: () => void): NodeJS.Timeout {
+  let was = false;
+  const timer = setInterval(() => {
+    const now = leading();
+    if (now && !was) then();
+    was = now;
+  }, LEADERSHIP_CHECK_MS);
+  timer.unref();
+  return timer;
 }
 
 function notificationsCounter(registry: Registry): Counter<'provider' | 'result'> {
