@@ -184,7 +184,7 @@ describe('charts/syncline', () => {
     const ports = (name: string): unknown => (find(objects, 'Service', name)[0]?.['spec'] as { ports?: unknown } | undefined)?.ports;
     expect(ports('syncline-metrics')).toEqual([{ name: 'metrics', port: 8080, targetPort: 'probes', protocol: 'TCP' }]);
     expect(ports('syncline-webhooks')).toEqual([{ name: 'webhooks', port: 9292, targetPort: 'webhooks', protocol: 'TCP' }]);
-    expect(find(objects, 'CustomResourceDefinition').map((s) => s.metadata?.name)).toEqual(['configsyncs.syncline.dev', 'manifestsyncs.syncline.dev', 'namespacereplicationpolicies.syncline.dev', 'namespacereplications.syncline.dev', 'remoteclusters.syncline.dev']);
+    expect(find(objects, 'CustomResourceDefinition').map((s) => s.metadata?.name)).toEqual(['alerts.syncline.dev', 'configsyncs.syncline.dev', 'manifestsyncs.syncline.dev', 'namespacereplicationpolicies.syncline.dev', 'namespacereplications.syncline.dev', 'providers.syncline.dev', 'remoteclusters.syncline.dev']);
   });
 
   it('values.schema.json: a wrong type, a bad enum value or an unknown key fails helm template', () => {
@@ -337,7 +337,7 @@ describe('charts/syncline', () => {
     expect(find(objects, 'ClusterRole').map((o) => o.metadata?.name).sort()).toEqual(['syncline', 'syncline-edit', 'syncline-manage', 'syncline-view']);
     expect(find(objects, 'Role').map((o) => o.metadata?.name)).toEqual(['syncline-leader-election']);
     const own = find(objects, 'ClusterRole', 'syncline').flatMap((o) => o['rules'] as Rule[]);
-    expect(own).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['configsyncs/status', 'manifestsyncs/status', 'remoteclusters/status', 'namespacereplications/status'], verbs: ['get', 'patch', 'update'] });
+    expect(own).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['configsyncs/status', 'manifestsyncs/status', 'remoteclusters/status', 'namespacereplications/status', 'providers/status', 'alerts/status'], verbs: ['get', 'patch', 'update'] });
     expect(own).toContainEqual({ apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'] });
     // NamespaceReplicationPolicies: the replications they stand for are created and removed by the operator
     expect(own).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['namespacereplicationpolicies/status'], verbs: ['get', 'patch', 'update'] });
@@ -362,7 +362,7 @@ describe('charts/syncline', () => {
       ['syncline', ns.name],
       ['syncline-leader-election', ns.name],
     ]);
-    expect(rulesOf(objects, 'Role')).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications'], verbs: ['get', 'list', 'watch', 'patch', 'update'] });
+    expect(rulesOf(objects, 'Role')).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications', 'providers', 'alerts'], verbs: ['get', 'list', 'watch', 'patch', 'update'] });
     expect(container(objects).args).toContain(`--namespace=${ns.name}`);
     expect(() => template('--set', 'rbac.scope=everywhere')).toThrow();
   });
@@ -532,7 +532,7 @@ describe('charts/syncline', () => {
   });
 
   it('aggregated ClusterRoles: view (every Syncline kind, read) joins view by default; edit joins edit/admin only when asked', () => {
-    const kinds = ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications', 'namespacereplicationpolicies'];
+    const kinds = ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications', 'namespacereplicationpolicies', 'providers', 'alerts'];
     const objects = template();
     const [view] = find(objects, 'ClusterRole', 'syncline-view');
     const [edit] = find(objects, 'ClusterRole', 'syncline-edit');

@@ -3,7 +3,7 @@
 // the real operator process syncs them into the real control plane.
 import { AppsV1Api, type KubernetesObject, type V1Deployment } from '@kubernetes/client-node';
 import type { ConfigSync } from '@syncline/operator';
-import { startGitServer, startOperator, type GitServer, type OperatorProcess, type TestRepo } from '@syncline/test-support';
+import { startGitServer, startHttpReceiver, startOperator, type GitServer, type HttpReceiver, type OperatorProcess, type TestRepo } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { execFile, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -11,7 +11,7 @@ import { readFile, readdir } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { applyConfigSync, configMapData, core, installCrds, kc, waitForReady } from '../e2e/harness.ts';
+import { applyConfigSync, configMapData, core, eventually, installCrds, kc, rest, waitForReady } from '../e2e/harness.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const examplesDir = join(root, 'examples');
@@ -51,6 +51,9 @@ describe('examples', () => {
   /** The examples' target namespaces (web-dev, …) → this run's namespaces. */
   const targetNamespaces = new Map<string, TestNamespace>();
   const configSyncs: ConfigSync[] = [];
+  let slack: HttpReceiver;
+  /** The kinds of the notification objects the examples hold (Provider, Alert). */
+  const notificationObjects: string[] = [];
   const ns = (exampleNamespace: string): string => {
     const mapped = targetNamespaces.get(exampleNamespace);
     if (mapped === undefined) throw new Error(`no test namespace for ${exampleNamespace}`);
@@ -60,6 +63,7 @@ describe('examples', () => {
   beforeAll(async () => {
     await installCrds();
     git = await startGitServer();
+    slack = await startHttpReceiver();
     repo = await git.createRepo('configs');
     await repo.commit(await readRepoTree(join(examplesDir, 'repo')), { message: 'examples/repo' });
     home = await testNamespace({ prefix: 'examples' });
@@ -86,8 +90,18 @@ describe('examples', () => {
           });
           break;
         }
-        case 'Secret':
-          await core.createNamespacedSecret({ namespace: home.name, body: { ...object, metadata: { ...object.metadata, namespace: home.name } } });
+        case 'Secret': {
+          // A Slack webhook URL of an example goes to this run's receiver instead.
+          const data = (object as { stringData?: Record<string, string> }).stringData ?? {};
+          const address = data['address'];
+          const stringData = address?.startsWith('https://hooks.slack.com/') === true ? { ...data, address: `${slack.url}/slack` } : data;
+          await core.createNamespacedSecret({ namespace: home.name, body: { ...object, metadata: { ...object.metadata, namespace: home.name }, stringData } });
+          break;
+        }
+        case 'Provider':
+        case 'Alert':
+          notificationObjects.push(object.kind ?? '');
+          await rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${home.name}/${object.kind === 'Provider' ? 'providers' : 'alerts'}`, body: { ...object, metadata: { ...object.metadata, namespace: home.name } } });
           break;
         case 'ConfigMap':
           await core.createNamespacedConfigMap({ namespace: home.name, body: { ...object, metadata: { ...object.metadata, namespace: home.name } } });
@@ -107,7 +121,20 @@ describe('examples', () => {
     for (const namespace of targetNamespaces.values()) await namespace[Symbol.asyncDispose]();
     await home?.[Symbol.asyncDispose]();
     await git?.close();
+    await slack?.close();
   });
+
+  it('notifications: the Provider and the Alert are Ready, and Slack hears nothing while every sync succeeds (eventSeverity error)', async () => {
+    expect(notificationObjects.sort()).toEqual(['Alert', 'Provider']);
+    for (const plural of ['providers', 'alerts']) {
+      await eventually(async () => {
+        const list = await rest.request<{ items: { status?: { conditions?: { type: string; status: string }[] } }[] }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${home.name}/${plural}` });
+        return list.items.length === 1 && list.items.every((o) => o.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) ? true : undefined;
+      }, `the example's ${plural} to be Ready`, 60_000);
+    }
+    for (const cs of configSyncs) await waitForReady(home.name, cs.metadata.name, () => true, 45_000);
+    expect(slack.requests).toEqual([]);
+  }, 120_000);
 
   it('has examples to test', () => {
     expect(configSyncs.map((cs) => cs.metadata.name).sort()).toEqual(['web', 'web-settings']);

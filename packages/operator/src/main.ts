@@ -11,6 +11,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runCli, type RunOptions } from './cli.ts';
 import { createApplyClients } from './kube/identity.ts';
 import { startManager } from './manager.ts';
+import { startNotifications } from './notify/controller.ts';
 import { startAutoFailover } from './dr/auto-failover.ts';
 import { startReplicationPolicies } from './reconcile/namespacereplicationpolicy.ts';
 import { startMirrorController } from './mirror/controller.ts';
@@ -68,11 +69,14 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   const applyClient = createApplyClients({ connection, rest, clock, writeFence: fence.signal });
   // The web UI's recent activity: what this recorder records, remembered in memory as it goes.
   const activity = createActivityLog();
-  const events = activity.wrap(createEventRecorder({ rest, component: 'syncline', host: identity, clock, onError: (error) => logger.debug({ err: String(error) }, 'could not record an event') }));
+  const recorded = activity.wrap(createEventRecorder({ rest, component: 'syncline', host: identity, clock, onError: (error) => logger.debug({ err: String(error) }, 'could not record an event') }));
 
   const shutdown = new AbortController();
   // One budget for every watch of the process: the manager's and mirroring's.
   const watchBudget = new WatchBudget(Number(flags.watchBudget));
+  // Every Event the operator records is also offered to the Alerts (Providers and Alerts: notify/controller.ts).
+  const notifications = startNotifications({ rest, logger, metrics, clock, trusted, budget: watchBudget, watchNamespace: flags.namespace, isLeader: () => manager.isLeader(), recorder: recorded });
+  const events = notifications.events;
   const manager = startManager({
     rest,
     git,
@@ -109,6 +113,9 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
       shutdown.abort();
       process.exitCode = 1;
     },
+  });
+  manager.observe((kind, type, object) => {
+    if (kind === 'ConfigSync') notifications.observeConfigSync(type, object);
   });
   // Mirroring works only while this replica leads (the manager's election); its watches run regardless, so
   // a follower is ready to take over and /readyz reports them.
@@ -183,6 +190,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
       autoFailover?.stop();
       await replicationPolicies?.stop();
       await manager.stop();
+      await notifications.stop();
       return true;
     })(),
     new Promise<false>((resolve) => {

@@ -6,6 +6,8 @@ export type { Values } from './values.ts';
 export { RenderError, RenderErrorReason, isRenderError } from './errors.ts';
 export type { RenderErrorInit } from './errors.ts';
 export { TemplateCache } from './template.ts';
+export { compileMessageTemplate } from './message.ts';
+export type { MessageTemplate } from './message.ts';
 export { createStaticDiscovery } from './discovery.ts';
 export { mergePatch } from './objects.ts';
 export type { ApiDiscovery, KubernetesObject, ObjectMeta, TargetPatch } from './objects.ts';

@@ -17,5 +17,5 @@ export { GitSourceError, GitSourceErrorCode } from './errors.ts';
 export { proxyFromEnvironment } from './proxy-env.ts';
 export type { EnvironmentProxy } from './proxy-env.ts';
 export { fetchTransport, nodeHttpTransport } from './http.ts';
-export type { HttpTransport, HttpRequest, HttpResponse, RateLimitEvent } from './http.ts';
+export type { HttpTransport, HttpRequest, HttpResponse, HttpProxy, RateLimitEvent } from './http.ts';
 export { parseRequestPath } from './paths.ts';

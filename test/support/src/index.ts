@@ -17,3 +17,5 @@ export { createTestCa } from './tls.ts';
 export type { TestCa } from './tls.ts';
 export { startOidcIssuer } from './oidc-issuer.ts';
 export type { OidcIssuer, OidcUser } from './oidc-issuer.ts';
+export { forgeStatusApi, startHttpReceiver } from './receiver.ts';
+export type { Answer, ForgeStatus, HttpReceiver, ReceivedRequest, Responder } from './receiver.ts';

@@ -625,6 +625,132 @@ export type NamespaceReplicationSpec = z.infer<typeof NamespaceReplicationSpec>;
 export type NamespaceReplicationStatus = z.infer<typeof NamespaceReplicationStatus>;
 export type NamespaceReplication = z.infer<typeof NamespaceReplication>;
 
+// Notifications: a Provider says where messages go (chat, a webhook, a Git forge's commit status); an Alert says
+// which objects' events go there. The operator sends what it already records as Events, from memory.
+
+export const ProviderType = z
+  .enum(['slack', 'msteams', 'discord', 'webhook', 'github', 'gitlab', 'gitea', 'forgejo', 'bitbucket'])
+  .meta({
+    description:
+      'Where messages go: slack (incoming webhook, or chat.postMessage with a bot token), msteams (a Workflows webhook, Adaptive Card), discord (webhook), webhook (JSON, or a Handlebars template body; HMAC-SHA256 signed when the Secret has hmacKey), or a commit status on github, gitlab, gitea, forgejo or bitbucket.',
+  });
+
+export const COMMIT_STATUS_PROVIDERS = ['github', 'gitlab', 'gitea', 'forgejo', 'bitbucket'] as const;
+
+export const ProviderSpec = z
+  .object({
+    type: ProviderType,
+    address: z
+      .string()
+      .max(2048)
+      .regex(/^https?:\/\//, 'an http:// or https:// URL')
+      .optional()
+      .meta({
+        description:
+          "Chat and webhook types: the URL to post to. A webhook URL is a credential (whoever has it may post): prefer the Secret's address key, which wins. Commit status types: the forge's API base (e.g. https://git.example.com/api/v1); default: derived from each ConfigSync's repository URL.",
+      }),
+    channel: z.string().max(200).optional().meta({ description: 'Slack: the channel chat.postMessage posts to (with a token), or the channel an incoming webhook should use if it may.' }),
+    username: z.string().max(200).optional().meta({ description: 'Slack and Discord: the name the message is posted under, where the webhook allows it.' }),
+    secretRef: LocalObjectReference.optional().meta({
+      description:
+        'A Secret in the same namespace: address (the webhook URL), token (Slack bot token; the forge token for commit statuses), hmacKey (webhook type: signs the body), username and password (Bitbucket app password). Commit status types without it use the ConfigSync\'s own Git credentials (bearerToken, or password).',
+    }),
+    proxySecretRef: LocalObjectReference.optional().meta({
+      description: 'A Secret in the same namespace naming the forward proxy deliveries go through (an HTTP CONNECT tunnel): address (http://host:port), username and password (optional).',
+    }),
+    certSecretRef: LocalObjectReference.optional().meta({ description: "A Secret in the same namespace whose ca.crt (PEM) is trusted for the receiver's https besides the system roots." }),
+    template: z
+      .string()
+      .max(16_384)
+      .optional()
+      .meta({
+        description:
+          'webhook type: a Handlebars template for the body instead of the JSON event (context: the event: kind, namespace, name, severity, reason, category, message, revision, summary, recovered, timestamp). Rendered with noEscape: quote values yourself ({{json message}} writes a JSON string).',
+      }),
+    contentType: z.string().max(200).optional().meta({ description: 'webhook type with a template: the Content-Type of the body (default application/json).' }),
+    rateLimit: z
+      .object({
+        messages: z.number().int().min(1).max(10_000).default(20).meta({ description: 'Messages this Provider sends per interval at most; more wait in the queue (and are dropped when it is full).' }),
+        interval: Interval.default('1m').meta({ description: 'The interval of messages, from 1s to 168h.' }),
+      })
+      .optional()
+      .meta({ description: 'How fast this Provider sends (default 20 messages per minute).' }),
+    timeout: Duration.default('15s').meta({ description: 'How long one delivery attempt may take.' }),
+    suspend: z.boolean().default(false).meta({ description: 'Send nothing while true (events meanwhile are not kept).' }),
+  })
+  .meta({
+    'x-kubernetes-validations': [
+      { rule: "!has(self.template) || self.type == 'webhook'", message: 'template is for the webhook type only' },
+    ],
+  });
+
+export const ProviderStatus = z.object({
+  observedGeneration: ObservedGeneration.optional(),
+  conditions: Conditions.optional(),
+});
+
+export const Provider = z.object({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal('Provider'),
+  metadata: ObjectMeta,
+  spec: ProviderSpec,
+  status: ProviderStatus.optional(),
+});
+
+/** What an Alert can ask for: a category of the operator's events, or an exact Event reason. */
+export const EventCategory = z.enum(['Applied', 'Failed', 'DriftCorrected', 'HealthDegraded', 'Failover', 'Recovered']);
+
+export const EventSource = z.object({
+  kind: z
+    .enum(['ConfigSync', 'ManifestSync', 'NamespaceReplication', 'RemoteCluster', '*'])
+    .meta({ description: "The kind whose events are sent, or '*' for every kind the operator records events of." }),
+  name: z.string().min(1).max(253).default('*').meta({ description: "The object's name, or '*' (default) for every object of the kind." }),
+  namespace: dnsLabel.optional().meta({
+    description: "The objects' namespace; default: the Alert's own. Another namespace only from a trusted namespace (the operator's own, --trusted-namespaces); otherwise the source matches nothing and the Alert says so.",
+  }),
+  matchLabels: describe(z.record(z.string(), z.string()), 'Only objects with all of these labels.').optional(),
+});
+
+export const AlertSpec = z.object({
+  providerRef: LocalObjectReference.meta({ description: 'The Provider in the same namespace that sends the messages.' }),
+  eventSources: z.array(EventSource).min(1).max(50).meta({ description: 'Which objects: any source that matches sends the event.' }),
+  eventSeverity: z
+    .enum(['info', 'error'])
+    .default('info')
+    .meta({ description: 'info: every event (Normal and Warning); error: only Warnings (and recoveries from them).' }),
+  eventReasons: z
+    .array(z.string().min(1).max(128))
+    .max(50)
+    .optional()
+    .meta({
+      description:
+        'Which events: categories (Applied, Failed, DriftCorrected, HealthDegraded, Failover, Recovered) or exact Event reasons (e.g. RenderFailed); default: all. Commit status Providers read the sync\'s status instead and ignore this.',
+    }),
+  summary: z.string().max(1024).optional().meta({ description: 'A line added to every message of this Alert (e.g. the cluster or the team to call).' }),
+  suspend: z.boolean().default(false).meta({ description: 'Send nothing for this Alert while true.' }),
+});
+
+export const AlertStatus = z.object({
+  observedGeneration: ObservedGeneration.optional(),
+  conditions: Conditions.optional(),
+});
+
+export const Alert = z.object({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal('Alert'),
+  metadata: ObjectMeta,
+  spec: AlertSpec,
+  status: AlertStatus.optional(),
+});
+
+export type ProviderType = z.infer<typeof ProviderType>;
+export type ProviderSpec = z.infer<typeof ProviderSpec>;
+export type Provider = z.infer<typeof Provider>;
+export type EventCategory = z.infer<typeof EventCategory>;
+export type EventSource = z.infer<typeof EventSource>;
+export type AlertSpec = z.infer<typeof AlertSpec>;
+export type Alert = z.infer<typeof Alert>;
+
 /** The CRDs this module defines, for the generator: one entry per kind. */
 export const crdDefinitions = [
   {
@@ -731,6 +857,42 @@ export const crdDefinitions = [
       { name: 'Replicating', type: 'integer', description: 'Namespaces whose replication is Ready.', jsonPath: '.status.ready' },
       { name: 'Promoted', type: 'integer', description: 'Standbys promoted from the standby side.', jsonPath: '.status.promoted' },
       { name: 'Oldest Change', type: 'date', description: "The oldest of the namespaces' last replicated changes (the worst recovery point).", jsonPath: '.status.oldestChange' },
+      { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
+      { name: 'Status', type: 'string', priority: 1, jsonPath: ".status.conditions[?(@.type=='Ready')].message" },
+      { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+    ],
+  },
+  {
+    kind: 'Provider',
+    plural: 'providers',
+    singular: 'provider',
+    shortNames: ['nprovider'],
+    scope: 'Namespaced',
+    description: 'Where notifications go: a chat channel, a webhook, or commit statuses on a Git forge.',
+    specDescription: 'The receiver, its credentials Secret, and how fast and how long to send.',
+    statusDescription: 'Whether the Provider can send (its Secrets read, its last delivery not failed).',
+    spec: ProviderSpec,
+    status: ProviderStatus,
+    printerColumns: [
+      { name: 'Type', type: 'string', jsonPath: '.spec.type' },
+      { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
+      { name: 'Status', type: 'string', priority: 1, jsonPath: ".status.conditions[?(@.type=='Ready')].message" },
+      { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+    ],
+  },
+  {
+    kind: 'Alert',
+    plural: 'alerts',
+    singular: 'alert',
+    shortNames: ['nalert'],
+    scope: 'Namespaced',
+    description: "Sends the events of chosen Syncline objects to a Provider.",
+    specDescription: 'Which objects, which events, and the Provider that sends them.',
+    statusDescription: 'Whether the Alert is valid and its deliveries succeed.',
+    spec: AlertSpec,
+    status: AlertStatus,
+    printerColumns: [
+      { name: 'Provider', type: 'string', jsonPath: '.spec.providerRef.name' },
       { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
       { name: 'Status', type: 'string', priority: 1, jsonPath: ".status.conditions[?(@.type=='Ready')].message" },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },

@@ -1,0 +1,157 @@
+// `pnpm bench notify [--syncs 200] [--rounds 5]`: the reconcile figures of `bench operator` (N ConfigSyncs × 5
+// objects on one repo, the real control plane and the real operator process) in two namespaces, each with its
+// own operator: one without notifications, one with one Alert per sync sending every event to one webhook
+// Provider (a real HTTP receiver). Prints, per variant, the time until all Ready and the median time a new
+// commit takes to reach all syncs (rounds alternate between the variants), and the API server requests each new
+// commit caused (leases apart): the notifications must add none (the Events they are made of are recorded
+// either way).
+import type { ConfigSync } from '@syncline/operator';
+import { startHttpReceiver, startOperator } from '@syncline/test-support';
+import { parseArgs } from 'node:util';
+import { benchEnvironment, cpuSeconds, diff, pool, requestCounts, sleep } from './_environment.ts';
+
+const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, rounds: { type: 'string', default: '5' } } });
+const SYNCS = Number(flags.syncs);
+const ROUNDS = Number(flags.rounds);
+const progress = (line: string): void => console.error(`[bench] ${line}`);
+
+await using environment = await benchEnvironment('bench-plain');
+const { controlPlane, git, rest } = environment;
+await using receiver = await startHttpReceiver();
+const repo = await git.createRepo('configs');
+const template = (i: number, rev: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "{{ target.name }}-${i}"\ndata:\n  revision: "${rev}"\n`;
+const commitAll = (rev: string): Promise<string> => repo.commit(Object.fromEntries([1, 2, 3, 4, 5].map((i) => [`app/cm-${i}.yaml.hbs`, template(i, rev)])));
+let revision = await commitAll('r0');
+
+type Variant = { namespace: string; alerts: boolean; pid: number; allReadyMs: number; commitMs: number[]; cpuMs: number[]; requestsPerCommit: Record<string, number>[] };
+
+/**
+ * Requests the API server counted, leases and the /metrics scrape apart; watches too: the API server counts one when
+ * it ends, and the control plane's own controllers end theirs at random (each operator's watches are the same
+ * set but for the Provider and Alert watches, two long-lived ones); Services too: the API server's own repair
+ * loops LIST them every 3 minutes (as in `bench operator`).
+ */
+const apiRequests = (): ReturnType<typeof requestCounts> => requestCounts(rest, (verb, resource) => resource !== '' && resource !== 'leases' && resource !== 'services' && verb !== 'WATCH');
+
+/** The namespace, its Provider and Alerts (with alerts), and its own operator watching only it. */
+async function setUp(namespace: string, alerts: boolean): Promise<Variant & { operator: AsyncDisposable }> {
+  if (namespace !== 'bench-plain') await rest.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: namespace } } });
+  if (alerts) {
+    await rest.request({ method: 'POST', path: `/api/v1/namespaces/${namespace}/secrets`, body: { metadata: { name: 'hook' }, stringData: { address: `${receiver.url}/hook` } } });
+    await rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/providers`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'Provider', metadata: { name: 'hook' }, spec: { type: 'webhook', secretRef: { name: 'hook' }, rateLimit: { messages: 10_000, interval: '1m' } } } });
+    await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
+      rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/alerts`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'Alert', metadata: { name: `s${i}` }, spec: { providerRef: { name: 'hook' }, eventSources: [{ kind: 'ConfigSync', name: `s${i}` }] } } }),
+    );
+  }
+  const operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', namespace] });
+  // The Alerts' first status writes are setup, not reconcile work: wait them out before the syncs are created.
+  while (alerts) {
+    const list = await rest.request<{ items: { status?: { conditions?: { type: string; status: string }[] } }[] }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/alerts` });
+    if (list.items.filter((a) => a.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length === SYNCS) break;
+    await sleep(1000);
+  }
+  return { namespace, alerts, pid: operator.pid, allReadyMs: 0, commitMs: [], cpuMs: [], requestsPerCommit: [], operator };
+}
+
+async function createSyncs(variant: Variant): Promise<void> {
+  progress(`${variant.namespace}: creating ${SYNCS} ConfigSyncs${variant.alerts ? ` (${SYNCS} Alerts exist)` : ''}`);
+  const started = Date.now();
+  // A refresh interval of an hour: only the measured commits reconcile (no resync of one variant during the other's round).
+  await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
+    rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${variant.namespace}/configsyncs`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: `s${i}` }, spec: { source: { git: { repo: repo.url, path: 'app' } }, refreshInterval: '1h', targets: [{ name: `s${i}`, namespace: variant.namespace }] } } }),
+  );
+  await waitForAll(variant.namespace, revision);
+  variant.allReadyMs = Date.now() - started;
+}
+
+/** A new commit, every sync of the variant asked to reconcile now: the time until all are Ready at it, and the requests it caused. */
+async function commitRound(variant: Variant, round: number): Promise<void> {
+  await sleep(3000); // the status writes and Events of the last round land
+  revision = await commitAll(`${variant.namespace}-${round}`);
+  const before = await apiRequests();
+  const cpuBefore = cpuSeconds(variant.pid);
+  const at = new Date().toISOString();
+  const started = Date.now();
+  await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
+    rest.request({ method: 'PATCH', path: `/apis/syncline.dev/v1alpha1/namespaces/${variant.namespace}/configsyncs/s${i}`, contentType: 'application/merge-patch+json', body: { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': at } } } }),
+  );
+  await waitForAll(variant.namespace, revision);
+  variant.commitMs.push(Date.now() - started);
+  await sleep(2000); // Events are written after the status (and notifications sent after the Events): let them land
+  variant.cpuMs.push(Math.round((cpuSeconds(variant.pid) - cpuBefore) * 1000));
+  variant.requestsPerCommit.push(diff(await apiRequests(), before).byVerbResource);
+  progress(`${variant.namespace}: commit ${round} → all Ready in ${variant.commitMs.at(-1)} ms`);
+}
+
+// Both operators run side by side, each idle while the other's round runs; the rounds alternate, so a change of
+// the machine's load (it is shared) falls on both variants alike.
+const plain = await setUp('bench-plain', false);
+const notified = await setUp('bench-alerts', true);
+// Every sync's events: created (Synced) and one per round.
+const expected = SYNCS * (1 + ROUNDS);
+let delivered = 0;
+try {
+  await createSyncs(plain);
+  const received = receiver.requests.length;
+  await createSyncs(notified);
+  for (let round = 1; round <= ROUNDS; round++) {
+    await commitRound(plain, round);
+    await commitRound(notified, round);
+  }
+  const deadline = Date.now() + 60_000;
+  while (receiver.requests.length - received < expected && Date.now() < deadline) await sleep(200);
+  delivered = receiver.requests.length - received;
+} finally {
+  await plain.operator[Symbol.asyncDispose]();
+  await notified.operator[Symbol.asyncDispose]();
+}
+
+const median = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
+/** The bench's own requests (the reconcile-request PATCHes, its LIST and watch) are the same in both variants. */
+const total = (counts: readonly Record<string, number>[]): number => median(counts.map((c) => Object.values(c).reduce((a, b) => a + b, 0)));
+const plainCommit = median(plain.commitMs);
+const notifiedCommit = median(notified.commitMs);
+const slower = (notifiedCommit - plainCommit) / plainCommit;
+const slowerReady = (notified.allReadyMs - plain.allReadyMs) / plain.allReadyMs;
+const extraRequests = total(notified.requestsPerCommit) - total(plain.requestsPerCommit);
+const verdict = (ok: boolean): string => (ok ? 'met' : 'NOT met');
+const pct = (x: number): string => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%`;
+console.log(`notify bench: ${SYNCS} ConfigSyncs × 5 objects, one Alert each to one webhook Provider; ${ROUNDS} new commits per variant; Node ${process.versions.node}`);
+console.log(`time until all ${SYNCS} Ready (from creation):  without ${(plain.allReadyMs / 1000).toFixed(2)} s, with alerts ${(notified.allReadyMs / 1000).toFixed(2)} s (${pct(slowerReady)}; target within 5%: ${verdict(slowerReady <= 0.05)})`);
+console.log(`new commit → all Ready (median of ${ROUNDS}, alternating): without ${(plainCommit / 1000).toFixed(2)} s, with alerts ${(notifiedCommit / 1000).toFixed(2)} s (${pct(slower)}; target within 5%: ${verdict(slower <= 0.05)})`);
+console.log(`  each round, without: ${plain.commitMs.join(', ')} ms; with: ${notified.commitMs.join(', ')} ms`);
+const plainCpu = median(plain.cpuMs);
+const notifiedCpu = median(notified.cpuMs);
+const moreCpu = (notifiedCpu - plainCpu) / plainCpu;
+console.log(`operator CPU per new commit (median):      without ${plainCpu} ms, with alerts ${notifiedCpu} ms (${pct(moreCpu)}; less load-dependent than the times; target within 5%: ${verdict(moreCpu <= 0.05)})`);
+console.log(`  each round, without: ${plain.cpuMs.join(', ')} ms; with: ${notified.cpuMs.join(', ')} ms`);
+console.log(`API server requests per new commit (median; leases and watches apart): without ${total(plain.requestsPerCommit)}, with alerts ${total(notified.requestsPerCommit)} (difference ${extraRequests}; target 0: ${verdict(extraRequests <= 0)})`);
+console.log(`  without: ${JSON.stringify(plain.requestsPerCommit.at(-1))}`);
+console.log(`  with:    ${JSON.stringify(notified.requestsPerCommit.at(-1))}`);
+console.log(`notifications delivered to the receiver:   ${delivered} of ${expected} events (target all: ${verdict(delivered >= expected)})`);
+
+/** Resolves when every sync of `namespace` is Ready at `sha`, as a watch sees it (no polling of N objects). */
+async function waitForAll(namespace: string, sha: string): Promise<void> {
+  const readyAt = (cs: ConfigSync): boolean => cs.status?.sourceRevision === sha && cs.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+  const ready = new Set<string>();
+  const until = Date.now() + 600_000;
+  while (Date.now() < until) {
+    const list = await rest.request<{ items: ConfigSync[]; metadata: { resourceVersion: string } }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs` });
+    ready.clear();
+    for (const cs of list.items) if (readyAt(cs)) ready.add(cs.metadata.name);
+    if (ready.size === SYNCS) return;
+    const done = new AbortController();
+    try {
+      await rest.watch(`/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs`, { resourceVersion: list.metadata.resourceVersion, timeoutSeconds: 300 }, (event) => {
+        const { type, object } = event as { type: string; object: ConfigSync };
+        if (type !== 'DELETED' && readyAt(object)) ready.add(object.metadata.name);
+        else ready.delete(object.metadata.name);
+        if (ready.size === SYNCS) done.abort();
+      }, done.signal);
+    } catch (error) {
+      if (!done.signal.aborted) progress(`watch ended (${error instanceof Error ? error.message : String(error)}); listing again`);
+    }
+    if (ready.size === SYNCS) return;
+  }
+  throw new Error(`timed out: ${ready.size}/${SYNCS} Ready at ${sha.slice(0, 8)}`);
+}

@@ -1,0 +1,457 @@
+// Notifications, wired in process: a tap on the operator's Event recorder (every Event it records anyway is
+// offered to the Alerts that ask for it) and on the ConfigSync cache (commit statuses follow each sync's
+// status). Providers and Alerts are watched; their Secrets are read when they change (provider.ts). Sending
+// is the dispatcher's, off the reconcile path: the tap returns at once, and notifications make no request to
+// the API server per event. Failures are Warning Events on the Alert and a Ready condition on Alert and
+// Provider; nothing that is logged, recorded or written names a URL or a credential.
+import { Informer, objectKey, type EventRecorder, type KubeObject, type KubeRest, type WatchBudget } from '@syncline/kube';
+import { nodeHttpTransport, type HttpTransport } from '@syncline/source-git';
+import type { Logger } from 'pino';
+import { Counter, type Registry } from 'prom-client';
+import { AlertSpec, type Condition, type ConfigSync, type Provider } from '../api/v1alpha1.ts';
+import { objectPath, writeStatus } from '../reconcile/object-status.ts';
+import type { TrustedNamespaces } from '../tenancy.ts';
+import { alertMatches, refusedSources, sourceMatches, sourceNamespace, type AlertView } from './alerts.ts';
+import { createDispatcher, DeliveryResult, type Dispatcher, type DispatcherOptions } from './delivery.ts';
+import { RecoveryTracker, notificationEvent, type InvolvedObject, type NotificationEvent, type RecordedEvent } from './event.ts';
+import { commitContext, commitStates, commitStatusRequest, forgeRepository, type CommitStatus } from './forge.ts';
+import { chatRequest, type ChatProvider, type Message } from './payloads.ts';
+import { ProviderError, channelSettings, forgeCredentialsFromGitSecret, isCommitStatusType, readSecretData, resolveProvider, type ResolvedProvider } from './provider.ts';
+
+export const NOTIFICATIONS_METRIC = 'syncline_notifications_total';
+export const DELIVERY_FAILED = 'DeliveryFailed';
+/** How often a replica looks whether it became leader (and then checks every Provider and Alert). */
+const LEADERSHIP_CHECK_MS = 5_000;
+
+export type NotificationsOptions = {
+  readonly rest: KubeRest;
+  readonly logger: Logger;
+  readonly metrics: { readonly registry: Registry };
+  readonly clock: { now(): Date };
+  readonly trusted: TrustedNamespaces;
+  /** The recorder the operator uses today: every Event still goes there first, unchanged. */
+  readonly recorder: EventRecorder;
+  /** Only the leader sends and writes status (the others' taps see no Events anyway). */
+  readonly isLeader: () => boolean;
+  readonly budget?: WatchBudget;
+  /** Watch Providers and Alerts in this namespace only; undefined = all. */
+  readonly watchNamespace?: string | undefined;
+  readonly transport?: HttpTransport;
+  readonly delivery?: Pick<DispatcherOptions, 'dedupWindowMs' | 'queueSize' | 'attempts' | 'initialBackoffMs'>;
+};
+
+export type Notifications = {
+  /** The recorder to hand to every reconciler: records as before, and offers each Event to the Alerts. */
+  readonly events: EventRecorder;
+  /** Feed of ConfigSync changes from the operator's own cache (the manager's observe): commit statuses. */
+  readonly observeConfigSync: (type: 'ADDED' | 'MODIFIED' | 'DELETED', object: KubeObject) => void;
+  /** Resolves when no delivery is queued or in flight. */
+  idle(): Promise<void>;
+  stop(): Promise<void>;
+};
+
+type ProviderState = { resolved?: ResolvedProvider; error?: ProviderError; resolving?: Promise<ResolvedProvider> };
+
+export function startNotifications(options: NotificationsOptions): Notifications {
+  const { rest, logger, trusted } = options;
+  const log = logger.child({ component: 'notifications' });
+  const counter = notificationsCounter(options.metrics.registry);
+  const dispatcher: Dispatcher = createDispatcher({ transport: options.transport ?? nodeHttpTransport, count: (provider, result) => counter.inc({ provider, result }), ...options.delivery });
+  const providerStates = new Map<string, ProviderState>();
+  const recovery = new RecoveryTracker();
+  const collection = (plural: string): string => `/apis/syncline.dev/v1alpha1${options.watchNamespace === undefined ? '' : `/namespaces/${options.watchNamespace}`}/${plural}`;
+  const status = createStatusWriter({ rest, log, isLeader: options.isLeader, read: (plural, key) => (plural === 'providers' ? providers : alerts).get(key), clock: options.clock });
+  let stopped = false;
+
+  /** The Provider as deliveries use it: read once per change of the Provider, and again after a failed delivery. */
+  const providerFor = async (key: string): Promise<ResolvedProvider> => {
+    const state = providerStates.get(key) ?? {};
+    providerStates.set(key, state);
+    const object = providers.get(key) as Provider | undefined;
+    if (object === undefined) throw new ProviderError('InvalidSpec', `Provider ${key} not found`);
+    const fresh = state.resolved !== undefined && state.resolved.generation === object.metadata.generation;
+    if (fresh && state.resolved !== undefined) return state.resolved;
+    state.resolving ??= resolveProvider(rest, object, Date.now()).finally(() => {
+      state.resolving = undefined;
+    });
+    try {
+      state.resolved = await state.resolving;
+      state.error = undefined;
+      return state.resolved;
+    } catch (error) {
+      state.resolved = undefined;
+      state.error = error instanceof ProviderError ? error : new ProviderError('InvalidSecret', 'the Provider\'s Secrets could not be read');
+      throw state.error;
+    }
+  };
+
+  /** Checks a Provider (and the Alerts that use it) and says so in their status. */
+  const checkProvider = async (key: string): Promise<void> => {
+    if (!options.isLeader() || stopped) return;
+    try {
+      const resolved = await providerFor(key);
+      status.ready('providers', key, { status: 'True', reason: 'Ready', message: `${resolved.spec.type} provider ready` });
+    } catch (error) {
+      const e = error instanceof ProviderError ? error : new ProviderError('InvalidSecret', 'the Provider could not be read');
+      status.ready('providers', key, { status: 'False', reason: e.reason, message: e.message });
+    }
+    for (const alert of alerts.list()) if (providerKeyOf(alert) === key) checkAlert(objectKey(alert));
+  };
+
+  const checkAlert = (key: string): void => {
+    if (!options.isLeader() || stopped) return;
+    const view = alertView(alerts.get(key));
+    if (view === undefined) {
+      status.ready('alerts', key, { status: 'False', reason: 'InvalidSpec', message: 'invalid spec' });
+      return;
+    }
+    const refused = refusedSources(view, trusted);
+    const providerKey = `${view.namespace}/${view.spec.providerRef.name}`;
+    const provider = providerStates.get(providerKey);
+    if (refused.length > 0) status.ready('alerts', key, { status: 'False', reason: 'NamespaceNotAllowed', message: refused.join('; ') });
+    else if (providers.get(providerKey) === undefined) status.ready('alerts', key, { status: 'False', reason: 'ProviderNotFound', message: `Provider ${providerKey} not found` });
+    else if (provider?.error !== undefined) status.ready('alerts', key, { status: 'False', reason: 'ProviderNotReady', message: `Provider ${providerKey}: ${provider.error.message}` });
+    else status.ready('alerts', key, { status: 'True', reason: 'Ready', message: `sending to Provider ${providerKey}` }, { keepFailure: true });
+  };
+
+  const providers = new Informer({
+    rest,
+    ...(options.budget === undefined ? {} : { budget: options.budget }),
+    path: collection('providers'),
+    onEvent: (type, object, previous) => {
+      const key = objectKey(object);
+      if (type === 'DELETED') {
+        providerStates.delete(key);
+        return;
+      }
+      // Our own status write changes neither; an annotation does (the way to have its Secrets read again).
+      if (type === 'MODIFIED' && previous !== undefined && previous.metadata.generation === object.metadata.generation && JSON.stringify(previous.metadata.annotations) === JSON.stringify(object.metadata.annotations)) return;
+      providerStates.delete(key);
+      void checkProvider(key);
+    },
+    onError: (error) => log.warn({ err: error instanceof Error ? error.message : String(error) }, 'Provider watch failed; restarting'),
+  });
+  /** Alerts by the namespace their sources cover (an event meets only those); rebuilt after any Alert changes. */
+  let byNamespace: Map<string, KubeObject[]> | undefined;
+  const alertsFor = (namespace: string): readonly KubeObject[] => {
+    if (byNamespace === undefined) {
+      byNamespace = new Map();
+      for (const alert of alerts.list()) {
+        const view = alertView(alert);
+        if (view === undefined) continue;
+        for (const ns of new Set(view.spec.eventSources.map((s) => sourceNamespace(view, s)))) byNamespace.set(ns, [...(byNamespace.get(ns) ?? []), alert]);
+      }
+    }
+    return byNamespace.get(namespace) ?? [];
+  };
+  const alerts = new Informer({
+    rest,
+    ...(options.budget === undefined ? {} : { budget: options.budget }),
+    path: collection('alerts'),
+    onEvent: (type, object, previous) => {
+      byNamespace = undefined;
+      if (type === 'DELETED') return;
+      if (type === 'MODIFIED' && previous?.metadata.generation === object.metadata.generation) return;
+      checkAlert(objectKey(object));
+    },
+    onError: (error) => log.warn({ err: error instanceof Error ? error.message : String(error) }, 'Alert watch failed; restarting'),
+  });
+  providers.start();
+  alerts.start();
+  // A replica that becomes leader checks every Provider and Alert once (as a follower it wrote no status).
+  const leadership = onLeading(() => options.isLeader() && providers.synced && alerts.synced, () => {
+    for (const provider of providers.list()) void checkProvider(objectKey(provider));
+    for (const alert of alerts.list()) checkAlert(objectKey(alert));
+  });
+
+  const delivered = createDeliveryReporter({ log, status, recorder: options.recorder, isLeader: options.isLeader, alert: (key) => alerts.get(key), forgetProvider: (key) => providerStates.delete(key) });
+
+  /** The tap: an Event the operator records, offered to every Alert that asks for it. Never throws, never waits. */
+  const offer = (object: InvolvedObject, event: RecordedEvent): void => {
+    if (stopped || object.kind === 'Alert' || object.kind === 'Provider') return;
+    const recovered = recovery.observe(`${object.kind}/${object.metadata.namespace ?? ''}/${object.metadata.name}`, event.type);
+    const notification = notificationEvent({ object, event, recovered, now: options.clock.now() });
+    for (const alert of alertsFor(notification.namespace)) {
+      const view = alertView(alert);
+      if (view === undefined || !alertMatches(view, notification, trusted)) continue;
+      const provider = providers.get(`${view.namespace}/${view.spec.providerRef.name}`) as Provider | undefined;
+      if (provider === undefined || provider.spec.suspend === true || isCommitStatusType(provider.spec.type)) continue;
+      deliverChat({ dispatcher, providerFor, delivered }, { alertKey: objectKey(alert), view, provider, notification });
+    }
+  };
+
+  const commitStatuses = createCommitStatuses({ rest, alerts: alertsFor, providers: (key) => providers.get(key) as Provider | undefined, providerFor, trusted, dispatcher, delivered });
+
+  return {
+    events: {
+      record(object, event) {
+        const written = options.recorder.record(object, event);
+        try {
+          offer(object, event);
+        } catch (error) {
+          log.debug({ err: error instanceof Error ? error.message : String(error) }, 'could not offer an event to the Alerts');
+        }
+        return written;
+      },
+    },
+    observeConfigSync: (type, object) => {
+      if (stopped || !options.isLeader()) return;
+      // The common case costs one look at the Providers: none sets commit statuses.
+      if (!providers.list().some((p) => isCommitStatusType(String((p['spec'] as { type?: unknown } | undefined)?.type)))) return;
+      try {
+        commitStatuses(type, object as unknown as ConfigSync);
+      } catch (error) {
+        log.debug({ err: error instanceof Error ? error.message : String(error) }, 'could not derive commit statuses');
+      }
+    },
+    idle: () => dispatcher.idle(),
+    async stop() {
+      stopped = true;
+      clearInterval(leadership);
+      dispatcher.stop();
+      await Promise.all([providers.stop(), alerts.stop()]);
+    },
+  };
+}
+
+type Reporter = (alertKey: string, providerKey: string, providerType: string) => (result: DeliveryResult, error?: string) => void;
+
+/** What happened to one delivery of an Alert (counted already): a failure is a Warning Event on the Alert and a condition on both. */
+function createDeliveryReporter(deps: {
+  readonly log: Logger;
+  readonly status: ReturnType<typeof createStatusWriter>;
+  readonly recorder: EventRecorder;
+  readonly isLeader: () => boolean;
+  readonly alert: (key: string) => KubeObject | undefined;
+  readonly forgetProvider: (key: string) => void;
+}): Reporter {
+  return (alertKey, providerKey, providerType) => (result, error) => {
+    if (result === DeliveryResult.Sent) {
+      deps.status.recovered('alerts', alertKey, `sending to Provider ${providerKey}`);
+      deps.status.recovered('providers', providerKey, `${providerType} provider ready`);
+      return;
+    }
+    if (result === DeliveryResult.Deduplicated) return;
+    if (result === DeliveryResult.Dropped) {
+      deps.log.debug({ alert: alertKey, provider: providerKey }, 'notification dropped: the queue is full');
+      return;
+    }
+    const message = `${providerType} Provider ${providerKey}: failed: ${error ?? 'unknown error'}`;
+    deps.log.warn({ alert: alertKey, provider: providerKey, err: error }, 'notification not delivered');
+    // A rotated token or webhook URL shows as a failure: the next delivery reads the Secrets again.
+    deps.forgetProvider(providerKey);
+    const alert = deps.alert(alertKey);
+    if (alert !== undefined && deps.isLeader()) void deps.recorder.record(alert as unknown as InvolvedObject, { type: 'Warning', reason: DELIVERY_FAILED, message });
+    deps.status.ready('alerts', alertKey, { status: 'False', reason: DELIVERY_FAILED, message });
+    deps.status.ready('providers', providerKey, { status: 'False', reason: DELIVERY_FAILED, message });
+  };
+}
+
+/** One chat or webhook message of one Alert, to the dispatcher; the request is built when its turn comes. */
+function deliverChat(
+  deps: { readonly dispatcher: Dispatcher; readonly providerFor: (key: string) => Promise<ResolvedProvider>; readonly delivered: Reporter },
+  input: { readonly alertKey: string; readonly view: AlertView; readonly provider: Provider; readonly notification: NotificationEvent },
+): void {
+  const { alertKey, view, provider, notification } = input;
+  const providerKey = `${view.namespace}/${view.spec.providerRef.name}`;
+  const message: Message = { event: notification, alert: alertKey, summary: view.spec.summary };
+  const { timestamp: _timestamp, ...identity } = notification;
+  deps.dispatcher.deliver({
+    provider: providerKey,
+    providerType: provider.spec.type,
+    // Identical to the receiver: the same words about the same object (the time aside).
+    dedupKey: JSON.stringify([identity, view.spec.summary ?? '']),
+    settings: channelSettings(provider.spec),
+    prepare: async () => {
+      const resolved = await deps.providerFor(providerKey);
+      const chat = { ...resolved.spec, type: resolved.spec.type as ChatProvider['type'], template: resolved.template };
+      return { ...chatRequest(chat, resolved.credentials, message), ca: resolved.ca, proxy: resolved.proxy, okField: resolved.spec.type === 'slack' && resolved.credentials.token !== undefined };
+    },
+    done: deps.delivered(alertKey, providerKey, provider.spec.type),
+  });
+}
+
+/** Calls `then` each time `leading` turns true (looked at every LEADERSHIP_CHECK_MS); returns the timer to clear. */
+function onLeading(leading: () => boolean, then: () => void): NodeJS.Timeout {
+  let was = false;
+  const timer = setInterval(() => {
+    const now = leading();
+    if (now && !was) then();
+    was = now;
+  }, LEADERSHIP_CHECK_MS);
+  timer.unref();
+  return timer;
+}
+
+function notificationsCounter(registry: Registry): Counter<'provider' | 'result'> {
+  const existing = registry.getSingleMetric(NOTIFICATIONS_METRIC);
+  if (existing !== undefined) return existing as Counter<'provider' | 'result'>;
+  return new Counter({ name: NOTIFICATIONS_METRIC, help: 'Notifications by Provider type and result: sent, failed (after retries), dropped (queue full), deduplicated.', labelNames: ['provider', 'result'], registers: [registry] });
+}
+
+/** Parsed Alerts by cached object (the informer holds a new one per change): every event meets every Alert, each is parsed once. */
+const parsedAlerts = new WeakMap<KubeObject, AlertView | null>();
+
+function alertView(object: KubeObject | undefined): AlertView | undefined {
+  if (object === undefined) return undefined;
+  const cached = parsedAlerts.get(object);
+  if (cached !== undefined) return cached ?? undefined;
+  const parsed = AlertSpec.safeParse(object['spec']);
+  const view = parsed.success ? { namespace: object.metadata.namespace ?? 'default', name: object.metadata.name, spec: parsed.data } : null;
+  parsedAlerts.set(object, view);
+  return view ?? undefined;
+}
+
+const providerKeyOf = (alert: KubeObject): string | undefined => {
+  const ref = (alert['spec'] as { providerRef?: { name?: string } } | undefined)?.providerRef?.name;
+  return ref === undefined ? undefined : `${alert.metadata.namespace ?? 'default'}/${ref}`;
+};
+
+type CommitStatusDeps = {
+  readonly rest: KubeRest;
+  /** The Alerts whose sources cover a namespace. */
+  readonly alerts: (namespace: string) => readonly KubeObject[];
+  readonly providers: (key: string) => Provider | undefined;
+  readonly providerFor: (key: string) => Promise<ResolvedProvider>;
+  readonly trusted: TrustedNamespaces;
+  readonly dispatcher: Dispatcher;
+  readonly delivered: Reporter;
+};
+
+/** Remembered per sync target and Alert, at most this many: the oldest are forgotten first. */
+const REMEMBERED = 10_000;
+
+/**
+ * Commit statuses from a ConfigSync's status changes. A target's state is posted when it changes; before a final
+ * state of a commit nothing was posted for yet, pending goes first (so the forge shows the commit go from pending
+ * to its result even when one reconcile applied it). What the cache holds at start is not posted again: it was
+ * final before this process (or before the Alert) saw it.
+ */
+function createCommitStatuses(deps: CommitStatusDeps): (type: 'ADDED' | 'MODIFIED' | 'DELETED', cs: ConfigSync) => void {
+  const seen = new Map<string, Map<string, string>>();
+  const pendingPosted = new Map<string, string>();
+  // The ConfigSyncs' Git Secrets, read once and again after a failed delivery (a rotated token shows as one).
+  const gitSecrets = new Map<string, Promise<Readonly<Record<string, string>> | undefined>>();
+  const gitCredentials = (namespace: string, name: string): Promise<Readonly<Record<string, string>> | undefined> => {
+    const key = `${namespace}/${name}`;
+    const cached = gitSecrets.get(key);
+    if (cached !== undefined) return cached;
+    const data = readSecretData(deps.rest, namespace, name);
+    gitSecrets.set(key, data);
+    data.catch(() => gitSecrets.delete(key));
+    return data;
+  };
+  const remember = <V>(map: Map<string, V>, key: string, value: V): void => {
+    map.delete(key);
+    map.set(key, value);
+    for (const oldest of map.keys()) {
+      if (map.size <= REMEMBERED) break;
+      map.delete(oldest);
+    }
+  };
+
+  const post = (alert: KubeObject, provider: Provider, cs: ConfigSync, status: CommitStatus): void => {
+    const namespace = cs.metadata.namespace ?? 'default';
+    const providerKey = `${provider.metadata.namespace ?? 'default'}/${provider.metadata.name}`;
+    deps.dispatcher.deliver({
+      provider: providerKey,
+      providerType: provider.spec.type,
+      dedupKey: JSON.stringify([status.context, status.sha, status.state, status.description]),
+      settings: channelSettings(provider.spec),
+      prepare: async () => {
+        const resolved = await deps.providerFor(providerKey);
+        const type = resolved.spec.type as Parameters<typeof forgeRepository>[0];
+        const repository = forgeRepository(type, cs.spec.source.git.repo, resolved.spec.address);
+        const own = resolved.credentials;
+        const secretRef = cs.spec.source.git.secretRef;
+        const credentials = own.token !== undefined || own.password !== undefined ? own : forgeCredentialsFromGitSecret(secretRef === undefined ? undefined : await gitCredentials(namespace, secretRef.name));
+        return { ...commitStatusRequest(type, repository, credentials, status), ca: resolved.ca, proxy: resolved.proxy };
+      },
+      done: (result, error) => {
+        const secretRef = cs.spec.source.git.secretRef;
+        if (result === DeliveryResult.Failed && secretRef !== undefined) gitSecrets.delete(`${namespace}/${secretRef.name}`);
+        deps.delivered(objectKey(alert), providerKey, provider.spec.type)(result, error);
+      },
+    });
+  };
+
+  return (type, cs) => {
+    const key = objectKey(cs);
+    if (type === 'DELETED') {
+      seen.delete(key);
+      return;
+    }
+    const object = { kind: 'ConfigSync', namespace: cs.metadata.namespace ?? 'default', name: cs.metadata.name, labels: cs.metadata.labels ?? {} };
+    const targets: { alert: KubeObject; provider: Provider }[] = [];
+    for (const alert of deps.alerts(object.namespace)) {
+      const view = alertView(alert);
+      if (view === undefined || view.spec.suspend || !sourceMatches(view, object, deps.trusted)) continue;
+      const provider = deps.providers(`${view.namespace}/${view.spec.providerRef.name}`);
+      if (provider !== undefined && provider.spec.suspend !== true && isCommitStatusType(provider.spec.type)) targets.push({ alert, provider });
+    }
+    // No commit status asked for: nothing remembered either (an Alert added later starts from what it then sees).
+    if (targets.length === 0) {
+      seen.delete(key);
+      return;
+    }
+    const states = commitStates(cs);
+    const before = seen.get(key);
+    remember(seen, key, new Map(states.map((s) => [s.target, `${s.sha}:${s.state}`])));
+    for (const s of states) {
+      if (before?.get(s.target) === `${s.sha}:${s.state}`) continue;
+      if (before === undefined && s.state !== 'pending') continue;
+      const context = commitContext(object.namespace, object.name, s.target);
+      for (const { alert, provider } of targets) {
+        const postedKey = `${objectKey(alert)}|${context}`;
+        if (s.state !== 'pending' && pendingPosted.get(postedKey) !== s.sha) post(alert, provider, cs, { sha: s.sha, state: 'pending', context, description: `applying ${s.sha.slice(0, 12)}` });
+        remember(pendingPosted, postedKey, s.sha);
+        post(alert, provider, cs, { sha: s.sha, state: s.state, context, description: s.description });
+      }
+    }
+  };
+}
+
+type ReadyInput = { readonly status: 'True' | 'False'; readonly reason: string; readonly message: string };
+
+/**
+ * The Ready condition of Providers and Alerts, written only by the leader and only when it says something new;
+ * one write at a time per object. `recovered` clears a DeliveryFailed once a delivery succeeds.
+ */
+function createStatusWriter(deps: { rest: KubeRest; log: Logger; isLeader: () => boolean; read: (plural: string, key: string) => KubeObject | undefined; clock: { now(): Date } }) {
+  const chains = new Map<string, Promise<void>>();
+  const write = (plural: string, key: string, input: ReadyInput, options: { keepFailure?: boolean } = {}): void => {
+    if (!deps.isLeader()) return;
+    const chainKey = `${plural}/${key}`;
+    const next = (chains.get(chainKey) ?? Promise.resolve()).then(async () => {
+      const object = deps.read(plural, key);
+      if (object === undefined) return;
+      const status = (object['status'] ?? {}) as { conditions?: Condition[]; observedGeneration?: number };
+      const current = status.conditions?.find((c) => c.type === 'Ready');
+      if (options.keepFailure === true && current?.reason === DELIVERY_FAILED && status.observedGeneration === object.metadata.generation) return;
+      if (current !== undefined && current.status === input.status && current.reason === input.reason && current.message === input.message && status.observedGeneration === object.metadata.generation) return;
+      const condition: Condition = {
+        type: 'Ready',
+        status: input.status,
+        observedGeneration: object.metadata.generation as number | undefined,
+        lastTransitionTime: current !== undefined && current.status === input.status ? current.lastTransitionTime : deps.clock.now().toISOString(),
+        reason: input.reason,
+        message: input.message.slice(0, 1024),
+      };
+      const conditions = [...(status.conditions ?? []).filter((c) => c.type !== 'Ready'), condition];
+      const [namespace = 'default', name = key] = key.split('/');
+      await writeStatus(deps.rest, objectPath(plural, namespace, name), object, { ...status, observedGeneration: object.metadata.generation, conditions });
+    });
+    const settled = next.catch((error: unknown) => deps.log.debug({ err: error instanceof Error ? error.message : String(error), object: chainKey }, 'could not write the Ready condition'));
+    chains.set(chainKey, settled);
+    void settled.finally(() => {
+      if (chains.get(chainKey) === settled) chains.delete(chainKey);
+    });
+  };
+  return {
+    ready: write,
+    recovered(plural: string, key: string, message: string): void {
+      const current = ((deps.read(plural, key)?.['status'] ?? {}) as { conditions?: Condition[] }).conditions?.find((c) => c.type === 'Ready');
+      if (current?.reason === DELIVERY_FAILED) write(plural, key, { status: 'True', reason: 'Ready', message });
+    },
+  };
+}

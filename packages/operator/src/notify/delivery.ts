@@ -1,0 +1,247 @@
+// Delivery: one channel per Provider, off the reconcile path. Identical messages within a window are sent once;
+// a bounded queue (cockatiel's bulkhead, one request at a time so a commit's pending precedes its success)
+// drops what does not fit; a token bucket holds the Provider to its rate; each request has a timeout and a
+// failed one (network, 429, 5xx) is retried with exponential backoff (cockatiel). Every outcome is counted.
+// Nothing here logs or returns a URL, a header or a response body: they may hold credentials.
+import { BulkheadRejectedError, ExponentialBackoff, TaskCancelledError, TimeoutStrategy, bulkhead, handleWhen, retry, timeout, type BulkheadPolicy } from 'cockatiel';
+import type { HttpProxy, HttpTransport } from '@syncline/source-git';
+import type { OutgoingRequest } from './payloads.ts';
+
+export const DeliveryResult = { Sent: 'sent', Failed: 'failed', Dropped: 'dropped', Deduplicated: 'deduplicated' } as const;
+export type DeliveryResult = (typeof DeliveryResult)[keyof typeof DeliveryResult];
+
+/** A request as the channel sends it: the receiver's own CA and proxy, and how to read its answer. */
+export type PreparedRequest = OutgoingRequest & {
+  readonly ca?: string | undefined;
+  readonly proxy?: HttpProxy | undefined;
+  /** Slack's Web API answers 200 with `{"ok": false, "error": ...}`: a failure all the same. */
+  readonly okField?: boolean;
+};
+
+export type ChannelSettings = { readonly messages: number; readonly intervalMs: number; readonly timeoutMs: number };
+
+export type Delivery = {
+  /** The Provider (`namespace/name`): one channel each. */
+  readonly provider: string;
+  /** The Provider's type: the metric's label. */
+  readonly providerType: string;
+  /** Equal keys within the dedup window are sent once. */
+  readonly dedupKey: string;
+  readonly settings: ChannelSettings;
+  /** Builds the request when its turn comes (credentials as they are then). Throws: a failure, not retried. */
+  readonly prepare: () => Promise<PreparedRequest>;
+  /** Told once, with an error message that names no URL or credential. */
+  readonly done?: (result: DeliveryResult, error?: string) => void;
+};
+
+/** A failed delivery, described without its URL. */
+export class DeliveryError extends Error {
+  readonly retryable: boolean;
+  constructor(message: string, retryable: boolean) {
+    super(message);
+    this.name = 'DeliveryError';
+    this.retryable = retryable;
+  }
+}
+
+export type DispatcherOptions = {
+  readonly transport: HttpTransport;
+  readonly count: (providerType: string, result: DeliveryResult) => void;
+  /** Milliseconds since the epoch. */
+  readonly now?: () => number;
+  /** Identical messages within this window are sent once (default 5 min). */
+  readonly dedupWindowMs?: number;
+  /** Deliveries waiting per Provider beyond the one in flight (default 1,000); more are dropped. */
+  readonly queueSize?: number;
+  /** Attempts per delivery, the first included (default 4), and the first backoff (default 500 ms). */
+  readonly attempts?: number;
+  readonly initialBackoffMs?: number;
+};
+
+export type Dispatcher = {
+  deliver(delivery: Delivery): void;
+  /** Resolves when nothing is queued or in flight (tests, shutdown). */
+  idle(): Promise<void>;
+  stop(): void;
+};
+
+const MAX_RESPONSE_BYTES = 64 * 1024;
+
+export function createDispatcher(options: DispatcherOptions): Dispatcher {
+  const now = options.now ?? Date.now;
+  const dedupWindowMs = options.dedupWindowMs ?? 5 * 60_000;
+  const queueSize = options.queueSize ?? 1000;
+  const channels = new Map<string, { bulkhead: BulkheadPolicy; bucket: TokenBucket; settings: ChannelSettings }>();
+  const recent = new Map<string, number>();
+  const stopped = new AbortController();
+  let inFlight = 0;
+  let idleWaiters: (() => void)[] = [];
+  const retryPolicy = retry(
+    handleWhen((error) => !(error instanceof DeliveryError) || error.retryable),
+    { maxAttempts: (options.attempts ?? 4) - 1, backoff: new ExponentialBackoff({ initialDelay: options.initialBackoffMs ?? 500, maxDelay: 30_000 }) },
+  );
+
+  const channelOf = (delivery: Delivery): { bulkhead: BulkheadPolicy; bucket: TokenBucket } => {
+    const existing = channels.get(delivery.provider);
+    const same = existing !== undefined && existing.settings.messages === delivery.settings.messages && existing.settings.intervalMs === delivery.settings.intervalMs;
+    if (existing !== undefined && same) return existing;
+    const channel = { bulkhead: existing?.bulkhead ?? bulkhead(1, queueSize), bucket: new TokenBucket(delivery.settings.messages, delivery.settings.intervalMs, now), settings: delivery.settings };
+    channels.set(delivery.provider, channel);
+    return channel;
+  };
+
+  const isDuplicate = (key: string): boolean => {
+    const at = now();
+    for (const [k, t] of recent) {
+      if (at - t < dedupWindowMs) break;
+      recent.delete(k);
+    }
+    if (recent.has(key)) return true;
+    recent.set(key, at);
+    return false;
+  };
+
+  const finished = (): void => {
+    inFlight--;
+    if (inFlight === 0) {
+      for (const resolve of idleWaiters) resolve();
+      idleWaiters = [];
+    }
+  };
+
+  const send = async (delivery: Delivery, signal: AbortSignal): Promise<void> => {
+    const request = await delivery.prepare().catch((error: unknown) => {
+      throw new DeliveryError(error instanceof Error ? error.message : String(error), false);
+    });
+    await retryPolicy.execute(async () => {
+      const attempt = timeout(delivery.settings.timeoutMs, TimeoutStrategy.Aggressive);
+      await attempt.execute(({ signal: attemptSignal }) => sendOnce(options.transport, request, AbortSignal.any([signal, attemptSignal])));
+    }, signal);
+  };
+
+  return {
+    deliver(delivery) {
+      if (stopped.signal.aborted) return;
+      if (isDuplicate(`${delivery.provider}\u0000${delivery.dedupKey}`)) {
+        options.count(delivery.providerType, DeliveryResult.Deduplicated);
+        delivery.done?.(DeliveryResult.Deduplicated);
+        return;
+      }
+      const channel = channelOf(delivery);
+      inFlight++;
+      channel.bulkhead
+        .execute(async () => {
+          await channel.bucket.take(stopped.signal);
+          await send(delivery, stopped.signal);
+        })
+        .then(
+          () => {
+            options.count(delivery.providerType, DeliveryResult.Sent);
+            delivery.done?.(DeliveryResult.Sent);
+          },
+          (error: unknown) => {
+            if (error instanceof BulkheadRejectedError) {
+              options.count(delivery.providerType, DeliveryResult.Dropped);
+              delivery.done?.(DeliveryResult.Dropped, `the queue of this Provider is full (${queueSize} waiting)`);
+              return;
+            }
+            if (stopped.signal.aborted) return;
+            options.count(delivery.providerType, DeliveryResult.Failed);
+            delivery.done?.(DeliveryResult.Failed, describe(error));
+          },
+        )
+        .finally(finished);
+    },
+    idle() {
+      if (inFlight === 0) return Promise.resolve();
+      return new Promise((resolve) => idleWaiters.push(resolve));
+    },
+    stop() {
+      stopped.abort();
+    },
+  };
+}
+
+/** One attempt: 2xx is delivered (and, for Slack's Web API, `ok` is true); 429, 5xx and network errors may be retried. */
+async function sendOnce(transport: HttpTransport, request: PreparedRequest, signal: AbortSignal): Promise<void> {
+  let response;
+  try {
+    response = await transport.request({ url: request.url, method: request.method, headers: { ...request.headers, 'user-agent': 'syncline-notifications' }, body: new TextEncoder().encode(request.body), signal, ca: request.ca, proxy: request.proxy });
+  } catch (error) {
+    if (signal.aborted) throw new DeliveryError('the request timed out', true);
+    const code = (error as { code?: unknown }).code;
+    // Node's messages name the host and port: only the error code leaves here.
+    throw new DeliveryError(`the receiver could not be reached (${typeof code === 'string' ? code : error instanceof Error ? error.name : 'network error'})`, true);
+  }
+  const body = await readBody(response.body);
+  if (response.statusCode === 429 || response.statusCode >= 500) throw new DeliveryError(`the receiver answered HTTP ${response.statusCode}`, true);
+  if (response.statusCode < 200 || response.statusCode >= 300) throw new DeliveryError(`the receiver answered HTTP ${response.statusCode}`, false);
+  if (request.okField === true) {
+    let answer: { ok?: unknown; error?: unknown } = {};
+    try {
+      answer = JSON.parse(body) as typeof answer;
+    } catch {
+      throw new DeliveryError('the receiver answered HTTP 200 without a JSON body', false);
+    }
+    if (answer.ok !== true) throw new DeliveryError(`the receiver refused the message (${typeof answer.error === 'string' ? answer.error.replace(/[^a-z0-9_]/gi, '').slice(0, 64) : 'ok is not true'})`, answer.error === 'ratelimited');
+  }
+}
+
+async function readBody(body: AsyncIterable<Uint8Array>): Promise<string> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    if (size < MAX_RESPONSE_BYTES) chunks.push(chunk);
+    size += chunk.length;
+  }
+  return Buffer.concat(chunks).toString('utf8').slice(0, MAX_RESPONSE_BYTES);
+}
+
+function describe(error: unknown): string {
+  if (error instanceof DeliveryError) return error.message;
+  if (error instanceof TaskCancelledError) return 'the request timed out';
+  return 'the delivery failed';
+}
+
+/** At most `messages` per `intervalMs`, in a burst of up to `messages`; take() waits for a token. */
+export class TokenBucket {
+  #tokens: number;
+  #at: number;
+  readonly #capacity: number;
+  readonly #perMs: number;
+  readonly #now: () => number;
+
+  constructor(messages: number, intervalMs: number, now: () => number = Date.now) {
+    this.#capacity = messages;
+    this.#tokens = messages;
+    this.#perMs = messages / intervalMs;
+    this.#now = now;
+    this.#at = now();
+  }
+
+  /** Takes a token now if there is one; otherwise how long until there is. */
+  tryTake(): number {
+    const at = this.#now();
+    this.#tokens = Math.min(this.#capacity, this.#tokens + (at - this.#at) * this.#perMs);
+    this.#at = at;
+    if (this.#tokens >= 1) {
+      this.#tokens -= 1;
+      return 0;
+    }
+    return Math.ceil((1 - this.#tokens) / this.#perMs);
+  }
+
+  async take(signal: AbortSignal): Promise<void> {
+    for (;;) {
+      const waitMs = this.tryTake();
+      if (waitMs === 0) return;
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(resolve, waitMs);
+        signal.addEventListener('abort', () => {
+          clearTimeout(timer);
+          reject(new Error('stopped'));
+        }, { once: true });
+      });
+    }
+  }
+}

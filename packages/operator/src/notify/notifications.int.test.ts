@@ -1,0 +1,117 @@
+// Notifications in process against the real control plane: Providers, Alerts and their Secrets are real
+// objects; deliveries go to a real HTTP receiver. A flood of 1,000 events to one channel is deduplicated and
+// rate-limited (and what does not fit the queue is dropped and counted); a receiver that answers 500 is retried,
+// then reported as a Warning Event and a condition on the Alert and a metric, none of which names the URL.
+import { connectionFromKubeConfig, createEventRecorder, createKubeRest, type EventRecorder, type KubeRest } from '@syncline/kube';
+import { startHttpReceiver } from '@syncline/test-support';
+import { testKubeConfig, testNamespace } from '@syncline/test-support/kube';
+import { pino } from 'pino';
+import { Writable } from 'node:stream';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { installCrds } from '../kube/crds.ts';
+import { createMetrics } from '../metrics.ts';
+import { startNotifications } from './controller.ts';
+
+const eventually = async <T>(probe: () => Promise<T | undefined> | T | undefined, what: string, timeoutMs = 60_000): Promise<T> => {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+};
+
+let rest: KubeRest;
+beforeAll(async () => {
+  rest = await createKubeRest(await connectionFromKubeConfig(testKubeConfig()));
+  await installCrds(rest, { fieldManager: 'syncline-tests' });
+}, 120_000);
+
+const create = (namespace: string, plural: string, body: Record<string, unknown>): Promise<unknown> =>
+  rest.request({ method: 'POST', path: plural === 'secrets' ? `/api/v1/namespaces/${namespace}/secrets` : `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/${plural}`, body });
+
+type Ready = { status: string; reason: string; message: string };
+const readyOf = async (namespace: string, plural: string, name: string): Promise<Ready | undefined> => {
+  const object = await rest.request<{ status?: { conditions?: (Ready & { type: string })[] } }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/${plural}/${name}` });
+  return object.status?.conditions?.find((c) => c.type === 'Ready');
+};
+
+async function webhookSetup(namespace: string, options: { address: string; rateLimit?: { messages: number; interval: string } }): Promise<void> {
+  await create(namespace, 'secrets', { metadata: { name: 'hook' }, stringData: { address: options.address, hmacKey: 'shared-key' } });
+  await create(namespace, 'providers', { apiVersion: 'syncline.dev/v1alpha1', kind: 'Provider', metadata: { name: 'hook' }, spec: { type: 'webhook', secretRef: { name: 'hook' }, ...(options.rateLimit === undefined ? {} : { rateLimit: options.rateLimit }) } });
+  await create(namespace, 'alerts', { apiVersion: 'syncline.dev/v1alpha1', kind: 'Alert', metadata: { name: 'all' }, spec: { providerRef: { name: 'hook' }, eventSources: [{ kind: 'ConfigSync', name: '*' }] } });
+  await eventually(async () => ((await readyOf(namespace, 'providers', 'hook'))?.status === 'True' ? true : undefined), 'the Provider to be Ready');
+  await eventually(async () => ((await readyOf(namespace, 'alerts', 'all'))?.status === 'True' ? true : undefined), 'the Alert to be Ready');
+}
+
+const involved = (namespace: string, name: string) => ({ apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name, namespace, uid: `uid-${name}` } });
+
+describe('notifications against the real control plane', () => {
+  it('a flood of 1,000 events to one channel is deduplicated, rate-limited and bounded', async () => {
+    await using ns = await testNamespace({ prefix: 'notify-flood' });
+    await using receiver = await startHttpReceiver();
+    const recorded: string[] = [];
+    const recorder: EventRecorder = { record: (_object, event) => Promise.resolve(void recorded.push(event.reason)) };
+    const metrics = createMetrics();
+    const notifications = startNotifications({ rest, logger: pino({ level: 'silent' }), metrics, clock: { now: () => new Date() }, trusted: new Set(), recorder, isLeader: () => true, delivery: { queueSize: 5 } });
+    try {
+      await webhookSetup(ns.name, { address: `${receiver.url}/flood`, rateLimit: { messages: 3, interval: '10s' } });
+      // Given 20 distinct messages, each recorded 50 times (interleaved): 1,000 Events.
+      for (let i = 0; i < 1000; i++) void notifications.events.record(involved(ns.name, `s${i % 20}`), { type: 'Warning', reason: 'ApplyFailed', message: `target t failed (${i % 20})` });
+      // Every Event still reached the operator's own recorder.
+      expect(recorded).toHaveLength(1000);
+      const count = async (result: string): Promise<number> => (await metrics.registry.getSingleMetric('syncline_notifications_total')?.get())?.values.find((v) => v.labels['result'] === result)?.value ?? 0;
+      // 980 identical repeats are sent once; of the 20 distinct, one in flight and 5 queued fit, 14 are dropped.
+      expect(await count('deduplicated')).toBe(980);
+      expect(await count('dropped')).toBe(14);
+      const requests = await receiver.waitFor((r) => r.length >= 6, 'the six queued messages', 90_000);
+      await notifications.idle();
+      expect(requests).toHaveLength(6);
+      expect(await count('sent')).toBe(6);
+      // Rate: 3 per 10 s in a burst of 3; the 4th waited for a token (~3.3 s after the first).
+      const at = requests.map((r) => r.at);
+      expect((at[3] ?? 0) - (at[0] ?? 0)).toBeGreaterThanOrEqual(3000);
+      // Signed as documented: sha256=HMAC(body).
+      const { createHmac } = await import('node:crypto');
+      for (const r of requests) expect(r.headers['x-syncline-signature']).toBe(`sha256=${createHmac('sha256', 'shared-key').update(r.body).digest('hex')}`);
+    } finally {
+      await notifications.stop();
+    }
+  }, 180_000);
+
+  it('a receiver that answers 500 is retried, then reported: a Warning Event and the condition on the Alert, and the metric; no URL anywhere', async () => {
+    await using ns = await testNamespace({ prefix: 'notify-500' });
+    await using receiver = await startHttpReceiver({ respond: () => ({ status: 500, body: 'boom' }) });
+    const lines: string[] = [];
+    const logger = pino({ level: 'debug' }, new Writable({ write: (chunk: Buffer, _encoding, done) => done(void lines.push(chunk.toString())) }));
+    const metrics = createMetrics();
+    const recorder = createEventRecorder({ rest, component: 'syncline', host: 'test', clock: { now: () => new Date() } });
+    const notifications = startNotifications({ rest, logger, metrics, clock: { now: () => new Date() }, trusted: new Set(), recorder, isLeader: () => true, delivery: { attempts: 4, initialBackoffMs: 100 } });
+    const secretPath = '/hooks/T0SECRET/B0SECRET';
+    try {
+      await webhookSetup(ns.name, { address: `${receiver.url}${secretPath}` });
+      void notifications.events.record(involved(ns.name, 'web'), { type: 'Normal', reason: 'Synced', message: 'revision 0123456789ab: 1 created' });
+      await receiver.waitFor((r) => r.length >= 4, 'four attempts');
+      const ready = await eventually(async () => {
+        const r = await readyOf(ns.name, 'alerts', 'all');
+        return r?.reason === 'DeliveryFailed' ? r : undefined;
+      }, 'the Alert to say DeliveryFailed');
+      expect(ready.message).toMatch(/webhook Provider .*\/hook: failed: the receiver answered HTTP 500/);
+      const events = await eventually(async () => {
+        const list = await rest.request<{ items: { reason: string; message: string; involvedObject: { kind: string; name: string } }[] }>({ method: 'GET', path: `/api/v1/namespaces/${ns.name}/events` });
+        const found = list.items.filter((e) => e.involvedObject.kind === 'Alert' && e.reason === 'DeliveryFailed');
+        return found.length > 0 ? found : undefined;
+      }, 'a DeliveryFailed Event on the Alert');
+      expect(events[0]?.involvedObject.name).toBe('all');
+      const failed = (await metrics.registry.getSingleMetric('syncline_notifications_total')?.get())?.values.find((v) => v.labels['result'] === 'failed' && v.labels['provider'] === 'webhook');
+      expect(failed?.value).toBe(1);
+      expect(receiver.requests).toHaveLength(4);
+      const said = [ready.message, ...events.map((e) => e.message), ...lines].join('\n');
+      expect(said).not.toContain('SECRET');
+      expect(said).not.toContain(receiver.url);
+    } finally {
+      await notifications.stop();
+    }
+  }, 120_000);
+});
