@@ -272,6 +272,141 @@ interface Operation {
   failure: GitSourceError | undefined;
 }
 
+/** The proxy the environment (HTTPS_PROXY, NO_PROXY) names for `origin`, if any. */
+function environmentProxyFor(env: EnvironmentProxy | undefined, origin: string): GitProxy | undefined {
+  if (env === undefined) return undefined;
+  const url = new URL(origin);
+  // Over http:// (tests against a loopback server) the environment's HTTPS_PROXY does not apply.
+  if (url.protocol !== 'https:') return undefined;
+  return env.bypass(url.hostname.replace(/^\[|\]$/g, ''), url.port === '' ? '443' : url.port) ? undefined : env.proxy;
+}
+
+/** One request's repository, credentials, CA and proxy, checked: the Operation a resolve or fetch runs with. */
+function prepareOperation(input: { repo: string; auth: GitAuth | undefined; connection: GitConnection | undefined; allowInsecureHttp: boolean; environmentProxy: EnvironmentProxy | undefined }): Operation {
+  const { repo, auth, connection, allowInsecureHttp } = input;
+  const parsed = parseRepoUrl(repo, allowInsecureHttp);
+  const secrets: string[] = [];
+  if (parsed.kind === 'ssh') {
+    if (connection?.proxy !== undefined) throw new GitSourceError(GitSourceErrorCode.InvalidAuth, `${parsed.url}: a proxy is supported for https repositories only`);
+    if (auth === undefined || !('identity' in auth)) {
+      throw new GitSourceError(
+        GitSourceErrorCode.InvalidAuth,
+        `${parsed.url}: an SSH repo needs spec.source.git.secretRef naming a Secret with identity (a private key) and known_hosts keys${auth === undefined ? '' : '; the Secret holds https credentials'}`,
+      );
+    }
+    secrets.push(...sshSecrets(auth));
+    return { shownRepo: parsed.url, ca: undefined, proxy: undefined, url: parsed.url, target: parsed, ssh: auth, authorization: undefined, secrets, failure: undefined };
+  }
+  if (auth !== undefined && 'identity' in auth) {
+    throw new GitSourceError(GitSourceErrorCode.InvalidAuth, `${parsed.url}: the auth Secret holds an SSH identity, but the repo is an https URL; use its ssh:// or user@host:path address`);
+  }
+  let authorization: string | undefined;
+  const basic = auth !== undefined && 'bearerToken' in auth ? undefined : (auth ?? parsed.embedded);
+  if (auth !== undefined && 'bearerToken' in auth) {
+    authorization = `Bearer ${auth.bearerToken}`;
+    secrets.push(auth.bearerToken);
+  } else if (basic !== undefined) {
+    const pair = `${basic.username}:${basic.password}`;
+    const encoded = Buffer.from(pair).toString('base64');
+    authorization = `Basic ${encoded}`;
+    secrets.push(pair, encoded, basic.password);
+  }
+  if (parsed.embedded !== undefined) secrets.push(parsed.embedded.password, `${parsed.embedded.username}:${parsed.embedded.password}`);
+  const chosen = connection?.proxy ?? environmentProxyFor(input.environmentProxy, parsed.origin);
+  const proxy = chosen === undefined ? undefined : proxyOf(chosen, secrets);
+  return { shownRepo: parsed.url, ca: connection?.caCert, proxy, url: parsed.url, target: parsed, ssh: undefined, authorization, secrets, failure: undefined };
+}
+
+/**
+ * Fetches `sha` into `dir` and proves the result complete before the caller may cache it: the pack is
+ * checked and indexed by us (index-pack.ts) and every tree and blob the commit reaches must be in it.
+ * A pack that fails any check is the server's fault and transient (ServerError): nothing is cached, and
+ * the next fetch asks again.
+ */
+async function fetchInto(input: { op: Operation; sha: string; dir: string; connect: () => UploadPackTransport; maxObjectBytes: number }): Promise<void> {
+  const { op, sha, dir } = input;
+  const packDir = join(dir, 'objects', 'pack');
+  await mkdir(packDir, { recursive: true });
+  const incoming = join(packDir, 'incoming.pack');
+  const incomplete = (err: unknown): GitSourceError =>
+    new GitSourceError(GitSourceErrorCode.ServerError, `${op.shownRepo}: the pack the server sent for ${sha} is incomplete or damaged: ${errorText(err)}`);
+  try {
+    const http = input.connect();
+    await fetchPack({ transport: http, sha, packPath: incoming, shownRepo: op.shownRepo });
+    // The response's chunks (a pack's worth) are garbage now; a young-generation collection, a millisecond
+    // or so, frees them before the indexer's worker adds its own peak.
+    garbageCollector()?.({ type: 'minor' });
+    const incomingIdx = join(packDir, 'incoming.idx');
+    const outcome = await indexInWorker({ packPath: incoming, idxPath: incomingIdx, commit: sha, maxObjectBytes: input.maxObjectBytes }, http.signal).catch((err: unknown) => {
+      throw http.signal.aborted ? new GitSourceError(GitSourceErrorCode.Timeout, `${op.shownRepo}: the operation timed out`) : err;
+    });
+    if (!outcome.ok) {
+      if (outcome.kind === 'tooLarge') {
+        throw new GitSourceError(
+          GitSourceErrorCode.LimitExceeded,
+          `${op.shownRepo}: commit ${sha} holds an object of ${outcome.size} bytes, over the limit of ${input.maxObjectBytes} bytes`,
+        );
+      }
+      throw new PackError(outcome.message);
+    }
+    const name = `pack-${outcome.checksum}`;
+    await rename(incoming, join(packDir, `${name}.pack`));
+    await rename(incomingIdx, join(packDir, `${name}.idx`));
+  } catch (err) {
+    if (err instanceof PackError) throw incomplete(err);
+    throw err;
+  }
+}
+
+/**
+ * What readPath read lately, by snapshot and path: a snapshot never changes (it is a commit), and a fleet of
+ * syncs on one repo and path reads the same few files once per commit instead of once per sync (1,000 syncs:
+ * 1,000 opens of the pack). Least recently used first out, bounded by the bytes of the files held; a failed
+ * read is not remembered.
+ */
+class ReadMemo {
+  readonly #entries = new Map<string, { files: Promise<SnapshotFile[]>; bytes: number }>();
+  readonly #maxBytes: number;
+  #bytes = 0;
+
+  constructor(maxBytes: number) {
+    this.#maxBytes = maxBytes;
+  }
+
+  async read(key: string, load: () => Promise<SnapshotFile[]>): Promise<SnapshotFile[]> {
+    const known = this.#entries.get(key);
+    if (known !== undefined) {
+      this.#entries.delete(key);
+      this.#entries.set(key, known);
+      return [...(await known.files)];
+    }
+    const entry = { files: load(), bytes: 0 };
+    this.#entries.set(key, entry);
+    try {
+      const files = await entry.files;
+      if (this.#entries.get(key) === entry) {
+        entry.bytes = files.reduce((n, f) => n + f.content.byteLength + f.path.length, 0);
+        this.#bytes += entry.bytes;
+        for (const oldest of this.#entries.keys()) {
+          if (this.#bytes <= this.#maxBytes || oldest === key) break;
+          this.#forget(oldest);
+        }
+      }
+      return [...files];
+    } catch (err) {
+      if (this.#entries.get(key) === entry) this.#forget(key);
+      throw err;
+    }
+  }
+
+  #forget(key: string): void {
+    const known = this.#entries.get(key);
+    if (known === undefined) return;
+    this.#entries.delete(key);
+    this.#bytes -= known.bytes;
+  }
+}
+
 export function createGitSource(options: GitSourceOptions): GitSource {
   const limits: GitSourceLimits = { ...defaultLimits, ...options.limits };
   const transport = options.transport ?? nodeHttpTransport;
@@ -281,61 +416,11 @@ export function createGitSource(options: GitSourceOptions): GitSource {
   const random = options.random ?? Math.random;
   const cache = new SnapshotCache({ dir: options.cacheDir, maxBytes: options.cacheMaxBytes ?? 2 * 1024 ** 3, now: () => clock.now() });
   const inFlight = new Map<string, Promise<Snapshot>>();
-  // What readPath read lately, by snapshot and path: a snapshot never changes (it is a commit), and a fleet of
-  // syncs on one repo and path reads the same few files once per commit instead of once per sync (1,000 syncs:
-  // 1,000 opens of the pack). Bounded by the bytes of the files held.
-  const readMemo = new Map<string, { files: Promise<SnapshotFile[]>; bytes: number }>();
-  let readMemoBytes = 0;
-  const forgetRead = (memoKey: string): void => {
-    const known = readMemo.get(memoKey);
-    if (known === undefined) return;
-    readMemo.delete(memoKey);
-    readMemoBytes -= known.bytes;
-  };
+  const readMemo = new ReadMemo(READ_MEMO_BYTES);
   const gates = new HostGates({ onClosed: options.onRateLimited });
 
-  const environmentProxyFor = (origin: string): GitProxy | undefined => {
-    const env = options.environmentProxy;
-    if (env === undefined) return undefined;
-    const url = new URL(origin);
-    // Over http:// (tests against a loopback server) the environment's HTTPS_PROXY does not apply.
-    if (url.protocol !== 'https:') return undefined;
-    return env.bypass(url.hostname.replace(/^\[|\]$/g, ''), url.port === '' ? '443' : url.port) ? undefined : env.proxy;
-  };
-
-  function prepare(repo: string, auth: GitAuth | undefined, connection: GitConnection | undefined): Operation {
-    const parsed = parseRepoUrl(repo, allowInsecureHttp);
-    const secrets: string[] = [];
-    if (parsed.kind === 'ssh') {
-      if (connection?.proxy !== undefined) throw new GitSourceError(GitSourceErrorCode.InvalidAuth, `${parsed.url}: a proxy is supported for https repositories only`);
-      if (auth === undefined || !('identity' in auth)) {
-        throw new GitSourceError(
-          GitSourceErrorCode.InvalidAuth,
-          `${parsed.url}: an SSH repo needs spec.source.git.secretRef naming a Secret with identity (a private key) and known_hosts keys${auth === undefined ? '' : '; the Secret holds https credentials'}`,
-        );
-      }
-      secrets.push(...sshSecrets(auth));
-      return { shownRepo: parsed.url, ca: undefined, proxy: undefined, url: parsed.url, target: parsed, ssh: auth, authorization: undefined, secrets, failure: undefined };
-    }
-    if (auth !== undefined && 'identity' in auth) {
-      throw new GitSourceError(GitSourceErrorCode.InvalidAuth, `${parsed.url}: the auth Secret holds an SSH identity, but the repo is an https URL; use its ssh:// or user@host:path address`);
-    }
-    let authorization: string | undefined;
-    const basic = auth !== undefined && 'bearerToken' in auth ? undefined : (auth ?? parsed.embedded);
-    if (auth !== undefined && 'bearerToken' in auth) {
-      authorization = `Bearer ${auth.bearerToken}`;
-      secrets.push(auth.bearerToken);
-    } else if (basic !== undefined) {
-      const pair = `${basic.username}:${basic.password}`;
-      const encoded = Buffer.from(pair).toString('base64');
-      authorization = `Basic ${encoded}`;
-      secrets.push(pair, encoded, basic.password);
-    }
-    if (parsed.embedded !== undefined) secrets.push(parsed.embedded.password, `${parsed.embedded.username}:${parsed.embedded.password}`);
-    const chosen = connection?.proxy ?? environmentProxyFor(parsed.origin);
-    const proxy = chosen === undefined ? undefined : proxyOf(chosen, secrets);
-    return { shownRepo: parsed.url, ca: connection?.caCert, proxy, url: parsed.url, target: parsed, ssh: undefined, authorization, secrets, failure: undefined };
-  }
+  const prepare = (repo: string, auth: GitAuth | undefined, connection: GitConnection | undefined): Operation =>
+    prepareOperation({ repo, auth, connection, allowInsecureHttp, environmentProxy: options.environmentProxy });
 
   /** One resolve's or fetch's way to git-upload-pack, chosen by the URL's scheme: its deadline, byte budget and retries. */
   function uploadPack(op: Operation): UploadPackTransport {
@@ -418,7 +503,7 @@ export function createGitSource(options: GitSourceOptions): GitSource {
         if (hit !== undefined) return { repo: op.url, sha, dir: hit.dir };
         const scratch = await cache.scratch();
         try {
-          await fetchInto(op, sha, scratch);
+          await fetchInto({ op, sha, dir: scratch, connect: () => uploadPack(op), maxObjectBytes: limits.maxResponseBytes });
           const entry = await cache.commit(key, scratch, { repo: op.url, sha, bytes: await directoryBytes(scratch), format: snapshotFormat });
           return { repo: op.url, sha, dir: entry.dir };
         } catch (err) {
@@ -435,72 +520,9 @@ export function createGitSource(options: GitSourceOptions): GitSource {
     });
   }
 
-  /**
-   * Fetches `sha` into `dir` and proves the result complete before the caller may cache it: the pack is
-   * checked and indexed by us (index-pack.ts) and every tree and blob the commit reaches must be in it.
-   * A pack that fails any check is the server's fault and transient (ServerError): nothing is cached, and
-   * the next fetch asks again.
-   */
-  async function fetchInto(op: Operation, sha: string, dir: string): Promise<void> {
-    const packDir = join(dir, 'objects', 'pack');
-    await mkdir(packDir, { recursive: true });
-    const incoming = join(packDir, 'incoming.pack');
-    const incomplete = (err: unknown): GitSourceError =>
-      new GitSourceError(GitSourceErrorCode.ServerError, `${op.shownRepo}: the pack the server sent for ${sha} is incomplete or damaged: ${errorText(err)}`);
-    try {
-      const http = uploadPack(op);
-      await fetchPack({ transport: http, sha, packPath: incoming, shownRepo: op.shownRepo });
-      // The response's chunks (a pack's worth) are garbage now; a young-generation collection, a millisecond
-      // or so, frees them before the indexer's worker adds its own peak.
-      garbageCollector()?.({ type: 'minor' });
-      const incomingIdx = join(packDir, 'incoming.idx');
-      const outcome = await indexInWorker({ packPath: incoming, idxPath: incomingIdx, commit: sha, maxObjectBytes: limits.maxResponseBytes }, http.signal).catch((err: unknown) => {
-        throw http.signal.aborted ? new GitSourceError(GitSourceErrorCode.Timeout, `${op.shownRepo}: the operation timed out`) : err;
-      });
-      if (!outcome.ok) {
-        if (outcome.kind === 'tooLarge') {
-          throw new GitSourceError(
-            GitSourceErrorCode.LimitExceeded,
-            `${op.shownRepo}: commit ${sha} holds an object of ${outcome.size} bytes, over the limit of ${limits.maxResponseBytes} bytes`,
-          );
-        }
-        throw new PackError(outcome.message);
-      }
-      const name = `pack-${outcome.checksum}`;
-      await rename(incoming, join(packDir, `${name}.pack`));
-      await rename(incomingIdx, join(packDir, `${name}.idx`));
-    } catch (err) {
-      if (err instanceof PackError) throw incomplete(err);
-      throw err;
-    }
-  }
-
   /** The files under `path`, from the memo when this snapshot's path was read lately (callers share them: read only). */
-  async function readPath(snapshot: Snapshot, path: string): Promise<SnapshotFile[]> {
-    const memoKey = `${snapshot.dir}\0${path}`;
-    const known = readMemo.get(memoKey);
-    if (known !== undefined) {
-      readMemo.delete(memoKey);
-      readMemo.set(memoKey, known);
-      return [...(await known.files)];
-    }
-    const entry = { files: readPathFromPack(snapshot, path), bytes: 0 };
-    readMemo.set(memoKey, entry);
-    try {
-      const files = await entry.files;
-      if (readMemo.get(memoKey) === entry) {
-        entry.bytes = files.reduce((n, f) => n + f.content.byteLength + f.path.length, 0);
-        readMemoBytes += entry.bytes;
-        for (const oldest of readMemo.keys()) {
-          if (readMemoBytes <= READ_MEMO_BYTES || oldest === memoKey) break;
-          forgetRead(oldest);
-        }
-      }
-      return [...files];
-    } catch (err) {
-      if (readMemo.get(memoKey) === entry) forgetRead(memoKey);
-      throw err;
-    }
+  function readPath(snapshot: Snapshot, path: string): Promise<SnapshotFile[]> {
+    return readMemo.read(`${snapshot.dir}\0${path}`, () => readPathFromPack(snapshot, path));
   }
 
   async function readPathFromPack(snapshot: Snapshot, path: string): Promise<SnapshotFile[]> {
