@@ -197,6 +197,27 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
     out(`${kube.namespace}/${name}: revision pinned to ${revision} (set it back to a branch to follow it again)\n`);
   });
 
+  addDrCommands(program, context, { out, err }, (c) => (code = c));
+  addVersionAndCompletion(program, context, { out, err }, (c) => (code = c));
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return code;
+  } catch (error) {
+    const isDiff = active === 'diff';
+    if (error instanceof CommanderError) {
+      // Help and --version exit 0; commander has printed the usage error already.
+      if (error.exitCode === 0) return 0;
+      if (error.code === 'commander.help' || error.code === 'commander.executeSubCommandAsync') return 1;
+      return isDiff ? 2 : 1;
+    }
+    err(`${formatError(error)}\n`);
+    return isDiff ? 2 : 1;
+  }
+}
+
+/** failover, failback, dr status and confirm-prune: NamespaceReplication's disaster-recovery commands. */
+function addDrCommands(program: Command, context: CliContext, io: { out: Out; err: Out }, done: (code: number) => void): void {
+  const { out, err } = io;
   for (const command of ['failover', 'failback'] as const) {
     kubeFlags(
       program
@@ -222,14 +243,13 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
         const kube = await c.connect(flags, context.env);
         if (flags.standby === true) {
           const dr = await import('./cli/dr.ts');
-          code = command === 'failover' ? await dr.standbyFailoverCommand(kube, names, { by: flags.by ?? context.env['USER'] ?? 'syncline-cli' }, out) : await dr.standbyFailbackCommand(kube, names, { reset: flags.resetStandby === true }, out);
+          done(command === 'failover' ? await dr.standbyFailoverCommand(kube, names, { by: flags.by ?? context.env['USER'] ?? 'syncline-cli' }, out) : await dr.standbyFailbackCommand(kube, names, { reset: flags.resetStandby === true }, out));
           return;
         }
-        code = await c.failoverCommand(command, kube, names[0] ?? '', flags, out);
+        done(await c.failoverCommand(command, kube, names[0] ?? '', flags, out));
       });
   }
 
-  addVersionAndCompletion(program, context, { out, err }, (c) => (code = c));
   listFlags(
     kubeFlags(
       program
@@ -244,7 +264,7 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
     if (flags.standby !== true) throw new Error("dr status reads the standby cluster: pass --standby with the standby's kubeconfig (the primary's view is syncline get/kubectl get namespacereplications)");
     const c = await commands();
     const kube = await c.connect(flags, context.env);
-    code = await (await import('./cli/dr.ts')).drStatusCommand(kube, names, flags, out, err);
+    done(await (await import('./cli/dr.ts')).drStatusCommand(kube, names, flags, out, err));
   });
   kubeFlags(
     program
@@ -257,23 +277,8 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
   ).action(async (name: string, flags: KubeFlags & { token?: string; wait?: boolean; timeout: string }) => {
     const c = await commands();
     const kube = await c.connect(flags, context.env);
-    code = await (await import('./cli/confirm-prune.ts')).confirmPruneCommand({ rest: kube.rest, namespace: kube.namespace, name, token: flags.token, wait: flags.wait, timeout: flags.timeout, out });
+    done(await (await import('./cli/confirm-prune.ts')).confirmPruneCommand({ rest: kube.rest, namespace: kube.namespace, name, token: flags.token, wait: flags.wait, timeout: flags.timeout, out }));
   });
-
-  try {
-    await program.parseAsync([...argv], { from: 'user' });
-    return code;
-  } catch (error) {
-    const isDiff = active === 'diff';
-    if (error instanceof CommanderError) {
-      // Help and --version exit 0; commander has printed the usage error already.
-      if (error.exitCode === 0) return 0;
-      if (error.code === 'commander.help' || error.code === 'commander.executeSubCommandAsync') return 1;
-      return isDiff ? 2 : 1;
-    }
-    err(`${formatError(error)}\n`);
-    return isDiff ? 2 : 1;
-  }
 }
 
 function collect(value: string, previous: string[]): string[] {
