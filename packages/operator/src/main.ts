@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The composition root: reads flags and environment once, builds { kube, git, clock, logger, metrics }
 // and hands them to the command. Nothing deeper reads process.env.
-import { createEventRecorder, connectKubeconfig, loadKubeConfig, createKubeRest, WatchBudget } from '@syncline/kube';
+import { createEventRecorder, connectKubeconfig, loadKubeConfig, createKubeRest, WatchBudget, type KubeRest } from '@syncline/kube';
 import { parseShard, shardLeaseName, shardedWaker } from './shard.ts';
 import { TemplateCache } from '@syncline/render';
 import { createGitSource, proxyFromEnvironment } from '@syncline/source-git';
@@ -19,7 +19,8 @@ import { StalePolicy, mirrorKeys, parseMirrorSourceNamespaces } from './mirror/i
 import { DEFAULT_INTERVAL_BOUNDS } from './reconcile/configsync.ts';
 import { parseDuration } from './reconcile/duration.ts';
 import { createLogger } from './logging.ts';
-import { createMetrics } from './metrics.ts';
+import type { Logger } from 'pino';
+import { createMetrics, type Metrics } from './metrics.ts';
 import { startProbeServer } from './server.ts';
 import { trustedNamespaces } from './tenancy.ts';
 import { createActivityLog } from './ui/activity.ts';
@@ -147,26 +148,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   // One NamespaceReplication per namespace a policy selects: it watches every namespace (not in --namespace mode).
   const replicationPolicies = flags.namespace === undefined ? startReplicationPolicies({ rest, applyClient: () => applyClient(undefined), clock, logger, metrics, events, trusted, isLeader: () => manager.isLeader(), shard, watchBudget }) : undefined;
   const probes = await startProbeServer({ address: flags.probeAddr, metrics, ready: () => manager.ready() && (mirror?.ready() ?? true), live: () => manager.live(), logger });
-  let webhooks: WebhookServer | undefined;
-  if (flags.webhookAddr !== 'off') {
-    const ref = flags.webhookSecret === undefined ? undefined : parseSecretRef(flags.webhookSecret, podNamespace ?? 'default');
-    webhooks = await startWebhookServer({
-      address: flags.webhookAddr,
-      // Without --webhook-secret no provider is configured and every delivery is refused.
-      secrets: ref === undefined ? { get: () => Promise.resolve([]) } : createWebhookSecrets({ rest, ...ref }),
-      // Every shard's ConfigSyncs: another shard's are woken through the API (the reconcile-request annotation).
-      configSyncs: () => [...manager.configSyncs(), ...manager.otherShardConfigSyncs()],
-      wake: shardedWaker(
-        (key) => manager.inOtherShard(key),
-        createWaker({ rest, isLeader: () => manager.isLeader(), enqueue: (key) => manager.enqueue(key), logger }),
-        createWaker({ rest, isLeader: () => false, enqueue: () => undefined, logger }),
-      ),
-      logger,
-      metrics,
-      maxBodyBytes: Number(flags.webhookMaxBodyBytes),
-      readTimeoutMs: Number(flags.webhookReadTimeout) * 1000,
-    });
-  }
+  const webhooks = await startWebhooks(flags, { rest, manager, logger, metrics, podNamespace });
   // The UI reads the manager's caches; its actions are checked against the viewer's own RBAC first.
   const ui: UiServer | undefined = flags.uiAddr === 'off' ? undefined : await startUiServer({ address: flags.uiAddr, rest, source: manager, logger, activity, diffs: { git, client: () => applyClient(undefined) }, ...uiSignIn(flags, podNamespace), ...(mirror === undefined ? {} : { mirrors: () => mirror.mirrors() }) });
   logger.info({ probes: probes.address, webhooks: webhooks?.address ?? 'off', ui: ui?.address ?? 'off', identity, leaderElection: flags.leaderElect === true, trustedNamespaces: [...trusted].sort() }, 'syncline started');
@@ -181,23 +163,15 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   // The in-flight reconciles drain, within a bound: the kubelet kills the pod at its terminationGracePeriod,
   // and a process that outlives its servers' ports would make the next start fail with EADDRINUSE.
   const shutdownTimeoutMs = parseDuration(flags.shutdownTimeout);
-  let timer: NodeJS.Timeout | undefined;
-  const drained = await Promise.race([
-    (async () => {
-      await webhooks?.close();
-      await ui?.close();
-      await mirror?.stop();
-      autoFailover?.stop();
-      await replicationPolicies?.stop();
-      await manager.stop();
-      await notifications.stop();
-      return true;
-    })(),
-    new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), shutdownTimeoutMs);
-    }),
-  ]);
-  clearTimeout(timer);
+  const drained = await within(shutdownTimeoutMs, async () => {
+    await webhooks?.close();
+    await ui?.close();
+    await mirror?.stop();
+    autoFailover?.stop();
+    await replicationPolicies?.stop();
+    await manager.stop();
+    await notifications.stop();
+  });
   await probes.close();
   if (!drained) {
     logger.error({ shutdownTimeoutMs }, 'reconciles still running at the shutdown timeout; exiting without them');
@@ -205,6 +179,45 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   }
   logger.info('stopped');
   return typeof process.exitCode === 'number' ? process.exitCode : 0;
+}
+
+/** The webhook receiver (off with --webhook-addr off): a push wakes the ConfigSyncs of that repository, in every shard. */
+async function startWebhooks(
+  flags: RunOptions,
+  deps: { rest: KubeRest; manager: ReturnType<typeof startManager>; logger: Logger; metrics: Metrics; podNamespace: string | undefined },
+): Promise<WebhookServer | undefined> {
+  const { rest, manager, logger, metrics, podNamespace } = deps;
+  if (flags.webhookAddr === 'off') return undefined;
+  const ref = flags.webhookSecret === undefined ? undefined : parseSecretRef(flags.webhookSecret, podNamespace ?? 'default');
+  return startWebhookServer({
+    address: flags.webhookAddr,
+    // Without --webhook-secret no provider is configured and every delivery is refused.
+    secrets: ref === undefined ? { get: () => Promise.resolve([]) } : createWebhookSecrets({ rest, ...ref }),
+    // Every shard's ConfigSyncs: another shard's are woken through the API (the reconcile-request annotation).
+    configSyncs: () => [...manager.configSyncs(), ...manager.otherShardConfigSyncs()],
+    wake: shardedWaker(
+      (key) => manager.inOtherShard(key),
+      createWaker({ rest, isLeader: () => manager.isLeader(), enqueue: (key) => manager.enqueue(key), logger }),
+      createWaker({ rest, isLeader: () => false, enqueue: () => undefined, logger }),
+    ),
+    logger,
+    metrics,
+    maxBodyBytes: Number(flags.webhookMaxBodyBytes),
+    readTimeoutMs: Number(flags.webhookReadTimeout) * 1000,
+  });
+}
+
+/** Whether `work` finished within `ms` (it is not cancelled: the process exits after a false). */
+async function within(ms: number, work: () => Promise<void>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const done = await Promise.race([
+    work().then(() => true),
+    new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    }),
+  ]);
+  clearTimeout(timer);
+  return done;
 }
 
 /**
