@@ -27,7 +27,7 @@ import { createKubeRest } from '@syncline/operator';
 import { KubeConfig } from '@kubernetes/client-node';
 import { adminKubeconfig } from '../packages/operator/bench/_environment.ts';
 import { KubectlFaults } from './soak/kubectl-edits.ts';
-import { LeaseWatcher } from './soak/leases.ts';
+import { LeaseWatcher } from '../packages/operator/bench/_leases.ts';
 import { MirrorLoad } from './soak/mirrors.ts';
 import { startApiProxy, startGitProxy, type GitFaultMode } from './soak/proxies.ts';
 import { ReplicaSet, type Incarnation } from './soak/replicas.ts';

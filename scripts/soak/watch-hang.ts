@@ -55,9 +55,15 @@ export async function startWatchHangProxy(options: { dataDir: string; upstream: 
       if (!res.headersSent) res.writeHead(502).end();
       else res.destroy();
     });
-    res.on('close', () => forward.destroy());
+    // The client went away mid-answer (a cut, a watch given up): the upstream request goes too.
+    res.on('close', () => {
+      if (!res.writableFinished) forward.destroy();
+    });
     req.pipe(forward);
   });
+  // Idle client connections stay open (as the API server's do): the operator's pooled sockets must not be
+  // closed under it by the proxy, only by the faults.
+  server.keepAliveTimeout = 0;
   server.on('secureConnection', (socket: Socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));

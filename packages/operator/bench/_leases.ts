@@ -1,4 +1,4 @@
-// Every renewal of the operator's leader Lease, seen from the API server's side (a watch of the soak's own,
+// Every renewal of the operator's leader Lease, seen from the API server's side (a watch of the caller's own,
 // not through the operator's proxies): a leader that holds the lease must renew it before it expires, i.e.
 // within leaseDurationSeconds of its previous renewal, whatever the faults (an API server cut for a few
 // seconds, hung watches, Git hanging). A late renewal is what a frozen operator looks like from outside, and a
