@@ -8,7 +8,7 @@
 import type { KubeRest } from '@syncline/operator';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-type Lease = {
+export type Lease = {
   metadata: { resourceVersion?: string };
   spec?: { holderIdentity?: string | null; renewTime?: string | null; leaseDurationSeconds?: number; leaseTransitions?: number };
 };
@@ -36,10 +36,10 @@ export class LeaseWatcher {
     while (!signal.aborted) {
       try {
         const list = await this.#rest.request<{ items: Lease[]; metadata: { resourceVersion: string } }>({ method: 'GET', path: this.#path, query: { fieldSelector: `metadata.name=${this.#name}` } });
-        for (const lease of list.items) this.#seen(lease);
+        for (const lease of list.items) this.observe(lease);
         await this.#rest.watch(this.#path, { fieldSelector: `metadata.name=${this.#name}`, resourceVersion: list.metadata.resourceVersion, timeoutSeconds: 60 }, (event) => {
           const { type, object } = event as { type: string; object: Lease };
-          if (type === 'ADDED' || type === 'MODIFIED') this.#seen(object);
+          if (type === 'ADDED' || type === 'MODIFIED') this.observe(object);
         }, signal);
       } catch {
         if (!signal.aborted) await sleep(200);
@@ -47,7 +47,8 @@ export class LeaseWatcher {
     }
   }
 
-  #seen(lease: Lease): void {
+  /** One state of the Lease, as the watch delivered it. */
+  observe(lease: Lease): void {
     const holder = lease.spec?.holderIdentity ?? '';
     const renewTime = lease.spec?.renewTime;
     if (holder === '' || renewTime === undefined || renewTime === null) {
