@@ -160,7 +160,8 @@ const kubectlFaults = new KubectlFaults({ kubeconfig: controlPlane.kubeconfigPat
 // hang watch streams -----------------------------------------------------------------------------------------
 const server = new URL(controlPlane.server);
 const hangProxy = await startWatchHangProxy({ dataDir: controlPlane.dataDir, upstream: { host: server.hostname, port: Number(server.port) } });
-const apiProxy = await startApiProxy({ host: '127.0.0.1', port: hangProxy.port });
+// A cut spares the connections of frozen watch streams: only the operator's own deadline may end those.
+const apiProxy = await startApiProxy({ host: '127.0.0.1', port: hangProxy.port, spare: (port) => hangProxy.carriesFrozen(port) });
 // The serving certificate names 127.0.0.1 whatever the port, so TLS verifies through the proxy unchanged.
 const kubeconfigPath = join(workDir, 'kubeconfig');
 const kubeconfig = await readFile(controlPlane.kubeconfigPath, 'utf8');

@@ -18,10 +18,12 @@ export type WatchHangProxy = {
   hangOpenWatches(): number;
   /** Watches frozen so far, how many the client gave up on and how long each took (ms), and those still frozen. */
   tally(): { frozen: number; abandoned: number; abandonMs: readonly number[]; stillFrozen: number; stillFrozenPaths: string[] };
+  /** Whether the client connection from this port (a TCP proxy's upstream side) carries a frozen stream. */
+  carriesFrozen(clientPort: number): boolean;
   close(): Promise<void>;
 };
 
-type Stream = { readonly path: string; readonly upstream: IncomingMessage; readonly client: ServerResponse; frozenAt?: number };
+type Stream = { readonly path: string; readonly upstream: IncomingMessage; readonly client: ServerResponse; readonly clientPort: number; frozenAt?: number };
 
 /** `dataDir`: the control plane's data directory (its pki/ holds the serving certificate, its key and the CA). */
 export async function startWatchHangProxy(options: { dataDir: string; upstream: { host: string; port: number } }): Promise<WatchHangProxy> {
@@ -39,12 +41,17 @@ export async function startWatchHangProxy(options: { dataDir: string; upstream: 
     const forward = request({ host: options.upstream.host, port: options.upstream.port, method: req.method, path: req.url, headers, agent }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       if (!isWatch) {
+        answer.on('error', () => res.destroy());
         answer.pipe(res);
         return;
       }
-      const stream: Stream = { path: (req.url ?? '').split('?')[0] ?? '', upstream: answer, client: res };
+      const stream: Stream = { path: (req.url ?? '').split('?')[0] ?? '', upstream: answer, client: res, clientPort: req.socket.remotePort ?? 0 };
       open.add(stream);
       answer.pipe(res);
+      // The API server ended the stream abruptly: so does the client's side, unless it is frozen (silent, open).
+      answer.on('error', () => {
+        if (stream.frozenAt === undefined) res.destroy();
+      });
       res.once('close', () => {
         open.delete(stream);
         if (stream.frozenAt !== undefined) abandonMs.push(Date.now() - stream.frozenAt);
@@ -85,6 +92,10 @@ export async function startWatchHangProxy(options: { dataDir: string; upstream: 
       }
       frozen += count;
       return count;
+    },
+    carriesFrozen(clientPort) {
+      for (const stream of open) if (stream.frozenAt !== undefined && stream.clientPort === clientPort) return true;
+      return false;
     },
     tally() {
       const still = [...open].filter((s) => s.frozenAt !== undefined);
