@@ -454,7 +454,9 @@ async function watchHangLoop(signal: AbortSignal): Promise<void> {
   for (let h = 0; h < hangs; h++) {
     const at = faultsStarted + durationMs * (0.05 + (0.4 * h) / Math.max(1, hangs - 1)) + between(0, 5_000);
     if (!(await pause(Math.max(0, at - Date.now()), signal))) return;
-    const frozen = hangProxy.hangOpenWatches();
+    // Right after an API cut no watch is open yet: try again shortly.
+    let frozen = hangProxy.hangOpenWatches();
+    for (let retry = 0; frozen === 0 && retry < 15 && (await pause(2_000, signal)); retry++) frozen = hangProxy.hangOpenWatches();
     counts.watchHangs++;
     counts.watchesFrozen += frozen;
     say(`watch hang: ${frozen} open watch streams go silent without closing`);
