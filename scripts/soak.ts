@@ -189,7 +189,18 @@ await replicas.start('b');
 const faults = new AbortController();
 const samplers = new AbortController();
 const leases = new LeaseWatcher({ rest, namespace: NAMESPACE, name: LEASE });
-const samplerLoops = [every(2_000, samplers.signal, () => replicas.sampleRss()), every(1_000, samplers.signal, () => countDualLeaders()), leases.run(samplers.signal)];
+/** The most watch streams seen open at once (sampled every second). */
+let mostWatchesOpen = 0;
+const sampleWatches = (): Promise<void> => {
+  mostWatchesOpen = Math.max(mostWatchesOpen, hangProxy.openWatches());
+  return Promise.resolve();
+};
+const samplerLoops = [
+  every(2_000, samplers.signal, () => replicas.sampleRss()),
+  every(1_000, samplers.signal, () => countDualLeaders()),
+  every(1_000, samplers.signal, sampleWatches),
+  leases.run(samplers.signal),
+];
 
 say('waiting for the first sync of every ConfigSync');
 const initial = await waitForConvergence(rest, 180_000);
@@ -454,9 +465,9 @@ async function watchHangLoop(signal: AbortSignal): Promise<void> {
   for (let h = 0; h < hangs; h++) {
     const at = faultsStarted + durationMs * (0.05 + (0.4 * h) / Math.max(1, hangs - 1)) + between(0, 5_000);
     if (!(await pause(Math.max(0, at - Date.now()), signal))) return;
-    // Right after an API cut no watch is open yet: try again shortly.
-    let frozen = hangProxy.hangOpenWatches();
-    for (let retry = 0; frozen === 0 && retry < 15 && (await pause(2_000, signal)); retry++) frozen = hangProxy.hangOpenWatches();
+    // Right after an API cut the watches are not open again yet: wait (up to 30 s) until most of them are.
+    for (let retry = 0; hangProxy.openWatches() < 0.5 * mostWatchesOpen && retry < 15 && (await pause(2_000, signal)); retry++);
+    const frozen = hangProxy.hangOpenWatches();
     counts.watchHangs++;
     counts.watchesFrozen += frozen;
     say(`watch hang: ${frozen} open watch streams go silent without closing`);

@@ -16,6 +16,8 @@ export type WatchHangProxy = {
   readonly port: number;
   /** Freezes every watch stream open now; returns how many. */
   hangOpenWatches(): number;
+  /** Watch streams open now and not frozen. */
+  openWatches(): number;
   /** Watches frozen so far, how many the client gave up on and how long each took (ms), and those still frozen. */
   tally(): { frozen: number; abandoned: number; abandonMs: readonly number[]; stillFrozen: number; stillFrozenPaths: string[] };
   /** Whether the client connection from this port (a TCP proxy's upstream side) carries a frozen stream. */
@@ -91,6 +93,11 @@ export async function startWatchHangProxy(options: { dataDir: string; upstream: 
         count++;
       }
       frozen += count;
+      return count;
+    },
+    openWatches() {
+      let count = 0;
+      for (const stream of open) if (stream.frozenAt === undefined) count++;
       return count;
     },
     carriesFrozen(clientPort) {
