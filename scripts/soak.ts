@@ -328,7 +328,7 @@ const summary =
   `syncs ready=${syncsReady}/${SYNCS} (settled in ${(settleMs / 1000).toFixed(1)}s) | ` +
   `objects checked=${objects.checked} missing=${objects.missing.length} unexpected=${objects.unexpected.length} wrong-data=${objects.wrongData.length} | ` +
   `kubectl edits=${kubectlFaults.corrections.length} corrected=${correctionMs.length} (max ${correctionMs.length === 0 ? 'n/a' : `${(Math.max(...correctionMs) / 1000).toFixed(1)}s`}, ${uncorrected.length} over 90s) refused=${kubectlFaults.refused.length} left=${kubectlLeft.length} | ` +
-  `watch hangs=${counts.watchHangs} (${hangTally.frozen} streams, ${hangTally.abandoned} given up, ${hung.length} still hung) | ` +
+  `watch hangs=${counts.watchHangs} (${hangTally.frozen} streams, ${hangTally.abandoned} given up${hangTally.abandonMs.length === 0 ? '' : ` after at most ${(Math.max(...hangTally.abandonMs) / 1000).toFixed(0)}s`}, ${hung.length} still hung) | ` +
   `standbys=${standbys.length} x ${replication.objectCount} objects of every default kind, churn +${replication.changes.added} ~${replication.changes.changed} -${replication.changes.removed}, differing=${standbyLeft.length} | ` +
   `copies: ${mirrors.updates} source updates, differing=${copiesLeft.length} | ` +
   `lease renewals=${leases.renewals} by ${leases.holders} holders, late=${leases.late.length} (max gap ${(leaseFigures.maxGapMs / 1000).toFixed(1)}s, p99 ${(leaseFigures.p99GapMs / 1000).toFixed(1)}s) | ` +
