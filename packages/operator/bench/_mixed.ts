@@ -136,7 +136,7 @@ function printComparison(alone: PartFigures, mixed: PartFigures): void {
     { label: 'reads, first resync after the commit', key: 'firstReads', unit: '', digits: 0 },
     { label: 'steady reads (GET/LIST, non-lease)', key: 'steadyReads', unit: '', digits: 0 },
     { label: 'Git ref lookups per refresh interval', key: 'refLookupsPerRefresh', unit: '', digits: 1 },
-    { label: 'operator CPU, steady (% of a core)', key: 'cpuPercent', unit: '%', digits: 1 },
+    { label: 'operator CPU, steady (% of a core)', key: 'cpuPercent', unit: '', digits: 1 },
   ];
   const shown = (key: keyof RunFigures, value: number, digits: number): string => (key.endsWith('Ms') ? (value / 1000).toFixed(digits) : value.toFixed(digits));
   const misses: string[] = [];
