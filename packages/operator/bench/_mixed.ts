@@ -3,8 +3,9 @@
 // one NamespaceReplication of a 1,000-object namespace with every default kind (a standby namespace in the same
 // cluster) and 20 labelled Secrets mirrored into 5 namespaces each, replicated and mirrored before the
 // ConfigSyncs are created. Prints the two runs' figures side by side, each with its change against the
-// ConfigSyncs-only run (target: within 10%), and the largest gap between two Lease renewals of each run
-// (target: never later than the lease duration).
+// ConfigSyncs-only run (target: within 10%; every figure is better lower, so only an increase counts: a mixed
+// run that came out faster is noise of the machine, not a miss), and the largest gap between two Lease renewals
+// of each run (target: never later than the lease duration).
 import type { KubeRest, NamespaceReplication } from '@syncline/operator';
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -142,12 +143,12 @@ function printComparison(alone: PartFigures, mixed: PartFigures): void {
   const misses: string[] = [];
   console.log('');
   console.log(`operator bench --mixed: the same ConfigSyncs alone and beside ${mixed.load ?? 'the background load'}`);
-  console.log(`${'figure'.padEnd(40)}${'alone'.padStart(10)}${'mixed'.padStart(10)}${'change'.padStart(10)}  within 10%`);
+  console.log(`${'figure'.padEnd(40)}${'alone'.padStart(10)}${'mixed'.padStart(10)}${'change'.padStart(10)}  at most +10%`);
   for (const row of rows) {
     const a = alone[row.key];
     const m = mixed[row.key];
     const change = a === 0 ? (m === 0 ? 0 : Infinity) : (m - a) / a;
-    const ok = Math.abs(change) <= 0.1;
+    const ok = change <= 0.1;
     if (!ok) misses.push(row.label);
     const changeText = Number.isFinite(change) ? `${change >= 0 ? '+' : ''}${(change * 100).toFixed(1)}%` : 'from 0';
     console.log(`${`${row.label}${row.unit === '' ? '' : ` (${row.unit})`}`.padEnd(40)}${shown(row.key, a, row.digits).padStart(10)}${shown(row.key, m, row.digits).padStart(10)}${changeText.padStart(10)}  ${ok ? 'met' : 'NOT met'}`);
@@ -155,5 +156,5 @@ function printComparison(alone: PartFigures, mixed: PartFigures): void {
   const lease = (f: PartFigures): string => `${f.lease.renewals} renewals, max gap ${(f.lease.maxGapMs / 1000).toFixed(1)} s, p99 ${(f.lease.p99GapMs / 1000).toFixed(1)} s, ${f.lease.late} later than ${f.lease.periodMs / 1000} s`;
   const leaseOk = alone.lease.late === 0 && mixed.lease.late === 0 && alone.lease.renewals > 0 && mixed.lease.renewals > 0;
   console.log(`Lease renewals: alone ${lease(alone)}; mixed ${lease(mixed)}  (target: none later than the lease duration: ${leaseOk ? 'met' : 'NOT met'})`);
-  console.log(`all figures within 10% of the ConfigSyncs-only run: ${misses.length === 0 ? 'met' : `NOT met (${misses.join(', ')})`}`);
+  console.log(`all figures within 10% of the ConfigSyncs-only run (none more than 10% higher): ${misses.length === 0 ? 'met' : `NOT met (${misses.join(', ')})`}`);
 }
