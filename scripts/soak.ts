@@ -315,6 +315,11 @@ const syncsReady = SYNCS - notReady.length;
 const lostLeadership = replicas.incarnations.filter((i) => i.end === 'lostLeadership').length;
 const maxHandover = counts.handoverMs.length > 0 ? `${(Math.max(...counts.handoverMs) / 1000).toFixed(1)}s` : 'n/a';
 const hangTally = hangProxy.tally();
+// A frozen stream closed within 2 s of a replica's end went with its process; the others the operator gave up itself.
+const processEnds = replicas.incarnations.flatMap((i) => (i.endedAt === undefined ? [] : [i.endedAt]));
+const withProcess = hangTally.abandoned.filter((a) => processEnds.some((end) => Math.abs(a.at - end) <= 2_000));
+const byOperator = hangTally.abandoned.filter((a) => !withProcess.includes(a));
+const longest = (list: readonly { afterMs: number }[]): string => (list.length === 0 ? 'n/a' : `${(Math.max(...list.map((a) => a.afterMs)) / 1000).toFixed(0)}s`);
 const correctionMs = kubectlFaults.corrections.flatMap((c) => (c.ms === undefined ? [] : [c.ms]));
 const leaseFigures = leases.figures();
 const summary =
@@ -328,7 +333,7 @@ const summary =
   `syncs ready=${syncsReady}/${SYNCS} (settled in ${(settleMs / 1000).toFixed(1)}s) | ` +
   `objects checked=${objects.checked} missing=${objects.missing.length} unexpected=${objects.unexpected.length} wrong-data=${objects.wrongData.length} | ` +
   `kubectl edits=${kubectlFaults.corrections.length} corrected=${correctionMs.length} (max ${correctionMs.length === 0 ? 'n/a' : `${(Math.max(...correctionMs) / 1000).toFixed(1)}s`}, ${uncorrected.length} over 90s) refused=${kubectlFaults.refused.length} left=${kubectlLeft.length} | ` +
-  `watch hangs=${counts.watchHangs} (${hangTally.frozen} streams, ${hangTally.abandoned} given up${hangTally.abandonMs.length === 0 ? '' : ` after at most ${(Math.max(...hangTally.abandonMs) / 1000).toFixed(0)}s`}, ${hung.length} still hung) | ` +
+  `watch hangs=${counts.watchHangs} (${hangTally.frozen} streams: ${byOperator.length} given up by the operator after at most ${longest(byOperator)}, ${withProcess.length} ended with their process, ${hung.length} still hung) | ` +
   `standbys=${standbys.length} x ${replication.objectCount} objects of every default kind, churn +${replication.changes.added} ~${replication.changes.changed} -${replication.changes.removed}, differing=${standbyLeft.length} | ` +
   `copies: ${mirrors.updates} source updates, differing=${copiesLeft.length} | ` +
   `lease renewals=${leases.renewals} by ${leases.holders} holders, late=${leases.late.length} (max gap ${(leaseFigures.maxGapMs / 1000).toFixed(1)}s, p99 ${(leaseFigures.p99GapMs / 1000).toFixed(1)}s) | ` +

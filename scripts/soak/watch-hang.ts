@@ -19,11 +19,14 @@ export type WatchHangProxy = {
   /** Watch streams open now and not frozen. */
   openWatches(): number;
   /** Watches frozen so far, how many the client gave up on and how long each took (ms), and those still frozen. */
-  tally(): { frozen: number; abandoned: number; abandonMs: readonly number[]; stillFrozen: number; stillFrozenPaths: string[] };
+  tally(): { frozen: number; abandoned: readonly Abandoned[]; stillFrozen: number; stillFrozenPaths: string[] };
   /** Whether the client connection from this port (a TCP proxy's upstream side) carries a frozen stream. */
   carriesFrozen(clientPort: number): boolean;
   close(): Promise<void>;
 };
+
+/** A frozen stream the client closed: when (ms since epoch), and how long after it was frozen. */
+export type Abandoned = { readonly at: number; readonly afterMs: number };
 
 type Stream = { readonly path: string; readonly upstream: IncomingMessage; readonly client: ServerResponse; readonly clientPort: number; frozenAt?: number };
 
@@ -33,7 +36,7 @@ export async function startWatchHangProxy(options: { dataDir: string; upstream: 
   const [cert, key, ca] = await Promise.all(['apiserver.crt', 'apiserver.key', 'ca.crt'].map((f) => readFile(join(pki, f))));
   const agent = new Agent({ keepAlive: true, ca, maxSockets: Infinity });
   const open = new Set<Stream>();
-  const abandonMs: number[] = [];
+  const abandoned: Abandoned[] = [];
   let frozen = 0;
   const sockets = new Set<Socket>();
 
@@ -56,7 +59,7 @@ export async function startWatchHangProxy(options: { dataDir: string; upstream: 
       });
       res.once('close', () => {
         open.delete(stream);
-        if (stream.frozenAt !== undefined) abandonMs.push(Date.now() - stream.frozenAt);
+        if (stream.frozenAt !== undefined) abandoned.push({ at: Date.now(), afterMs: Date.now() - stream.frozenAt });
         answer.destroy();
       });
     });
@@ -106,7 +109,7 @@ export async function startWatchHangProxy(options: { dataDir: string; upstream: 
     },
     tally() {
       const still = [...open].filter((s) => s.frozenAt !== undefined);
-      return { frozen, abandoned: abandonMs.length, abandonMs, stillFrozen: still.length, stillFrozenPaths: still.map((s) => s.path) };
+      return { frozen, abandoned, stillFrozen: still.length, stillFrozenPaths: still.map((s) => s.path) };
     },
     async close() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
