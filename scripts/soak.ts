@@ -1,10 +1,16 @@
 // `pnpm soak [--minutes N | --seconds N]`: the real operator (two replicas with leader election) against the
 // real test control plane and the real Git server for a bounded time (default 10 minutes) while faults land
 // on a schedule: Git 500s, slow and hung responses, truncated packs; the API server's connection cut and
-// restored; replicas SIGKILLed and restarted; the leader killed (a handover); a flood of webhook deliveries,
-// valid and forged; and commits throughout that add, change and remove files. Then, with the faults stopped:
-// every sync Ready at its repository's last commit, every object the last commits describe present with its
-// data, nothing else of ours left (prune) and nothing of anyone else deleted, and no unbounded memory growth.
+// restored; watch streams that go silent without closing (a hung socket); replicas SIGKILLed and restarted;
+// the leader killed (a handover); a flood of webhook deliveries, valid and forged; commits throughout that add,
+// change and remove files; hand edits with the real kubectl of synced objects; and beside the ConfigSyncs, a
+// namespace of every default kind kept warm by NamespaceReplications (a standby namespace and, with a second
+// control plane, a RemoteCluster), a labelled Secret mirrored and a Secret copied by a ManifestSync, their
+// sources changing throughout. Then, with the faults stopped: every sync Ready at its repository's last
+// commit, every object the last commits describe present with its data, nothing else of ours left (prune)
+// and nothing of anyone else deleted, every kubectl edit corrected to Git, every standby and copy equal to its
+// source, every hung watch given up by the operator, every Lease renewal on time (seen from the API server's
+// side: no renewal later than the lease's duration after the previous one), and no unbounded memory growth.
 // One summary line at the end; exits non-zero on any failure. Everything listens on and talks to 127.0.0.1.
 import type { ConfigSync, KubeRest } from '@syncline/operator';
 import { spawnSync } from 'node:child_process';
@@ -16,13 +22,23 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { benchEnvironment } from '../packages/operator/bench/_environment.ts';
 import type { TestRepo } from '@syncline/test-support';
+import { startControlPlane, type ControlPlane } from '@syncline/test-support';
+import { createKubeRest } from '@syncline/operator';
+import { KubeConfig } from '@kubernetes/client-node';
+import { adminKubeconfig } from '../packages/operator/bench/_environment.ts';
+import { KubectlFaults } from './soak/kubectl-edits.ts';
+import { LeaseWatcher } from '../packages/operator/bench/_leases.ts';
+import { MirrorLoad } from './soak/mirrors.ts';
 import { startApiProxy, startGitProxy, type GitFaultMode } from './soak/proxies.ts';
 import { ReplicaSet, type Incarnation } from './soak/replicas.ts';
 import { SoakRepos } from './soak/repos.ts';
+import { ReplicationLoad, type Standby } from './soak/replication.ts';
+import { startWatchHangProxy } from './soak/watch-hang.ts';
 import { WebhookSender, type WebhookSecrets } from './soak/webhooks.ts';
 
 const usage = `usage: pnpm soak [--minutes N | --seconds N] [--syncs N] [--repos N] [--webhooks N] [--seed N]
-                 [--lease-duration S] [--settle-timeout S] [--keep]`;
+                 [--lease-duration S] [--settle-timeout S] [--no-remote] [--keep]
+  --no-remote: no second control plane (the NamespaceReplication to a RemoteCluster is left out)`;
 const { values: flags } = parseArgs({
   options: {
     minutes: { type: 'string' },
@@ -34,6 +50,7 @@ const { values: flags } = parseArgs({
     'lease-duration': { type: 'string', default: '15' },
     'settle-timeout': { type: 'string', default: '180' },
     keep: { type: 'boolean', default: false },
+    'no-remote': { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
   },
 });
@@ -59,6 +76,8 @@ const seed = flags.seed !== undefined ? positive('seed', flags.seed) : randomInt
 
 const NAMESPACE = 'soak';
 const TARGET_NAMESPACES = ['soak-t0', 'soak-t1', 'soak-t2', 'soak-t3'];
+const KUBECTL_NAMESPACE = 'soak-kubectl';
+const DR_SOURCE = 'soak-dr';
 const LEASE = 'syncline-soak';
 const OWNER_LABEL = 'syncline.dev/owner';
 const RSS_WARMUP_MS = 30_000;
@@ -85,6 +104,24 @@ for (const namespace of TARGET_NAMESPACES) {
   await rest.request({ method: 'POST', path: `/api/v1/namespaces/${namespace}/configmaps`, body: { metadata: { name: 'bystander' }, data: bystanderData } });
 }
 
+// --- NamespaceReplications (default kinds), mirrored and copied Secrets, a second control plane --------------
+let remotePlane: ControlPlane | undefined;
+const standbys: Standby[] = [{ name: 'standby-local', rest, namespace: `${DR_SOURCE}-standby` }];
+if (!flags['no-remote']) {
+  say('starting a second control plane for the RemoteCluster standby');
+  remotePlane = await startControlPlane();
+  const remoteKc = new KubeConfig();
+  remoteKc.loadFromFile(remotePlane.kubeconfigPath);
+  // The standby's credentials are excluded from what is replicated (as an SRE would).
+  await rest.request({ method: 'POST', path: `/api/v1/namespaces/${NAMESPACE}/secrets`, body: { metadata: { name: 'standby-kubeconfig', labels: { 'syncline.dev/dr': 'exclude' } }, stringData: { kubeconfig: await adminKubeconfig(remotePlane) } } });
+  await rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${NAMESPACE}/remoteclusters`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'RemoteCluster', metadata: { name: 'dr' }, spec: { kubeconfigSecretRef: { name: 'standby-kubeconfig', key: 'kubeconfig' } } } });
+  standbys.push({ name: 'standby-remote', rest: await createKubeRest(remoteKc), namespace: DR_SOURCE, cluster: 'dr' });
+}
+const replication = new ReplicationLoad({ rest, home: NAMESPACE, source: DR_SOURCE, random });
+await replication.setUp(standbys);
+const mirrors = new MirrorLoad({ rest, home: NAMESPACE, targets: TARGET_NAMESPACES, random });
+await mirrors.setUp();
+
 // --- the Git side: repositories behind a faulting proxy ---------------------------------------------------
 const gitProxy = await startGitProxy(git.url, random);
 const model = new SoakRepos({ syncs: SYNCS, repos: REPOS, namespaces: TARGET_NAMESPACES, random });
@@ -108,9 +145,23 @@ for (const sync of model.syncs) {
   });
 }
 
-// --- the operator: two replicas, talking to the API server through a proxy that can be cut -----------------
+// A Deployment and a Service for kubectl to edit, from a repository of their own.
+await rest.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: KUBECTL_NAMESPACE } } });
+const kubectlRepo = await git.createRepo('soak-kubectl');
+await kubectlRepo.commit(KubectlFaults.files(), { message: 'web' });
+await rest.request({
+  method: 'POST',
+  path: `/apis/syncline.dev/v1alpha1/namespaces/${NAMESPACE}/configsyncs`,
+  body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: 'kubectl-web' }, spec: { source: { git: { repo: proxiedUrl(kubectlRepo), revision: 'main', path: 'web' } }, refreshInterval: '30s', policy: 'Sync', drift: 'Correct', targets: [{ name: 'web', namespace: KUBECTL_NAMESPACE }] } },
+});
+const kubectlFaults = new KubectlFaults({ kubeconfig: controlPlane.kubeconfigPath, namespace: KUBECTL_NAMESPACE, workDir, random, log: say });
+
+// --- the operator: two replicas, talking to the API server through a proxy that can be cut, then one that can
+// hang watch streams -----------------------------------------------------------------------------------------
 const server = new URL(controlPlane.server);
-const apiProxy = await startApiProxy({ host: server.hostname, port: Number(server.port) });
+const hangProxy = await startWatchHangProxy({ dataDir: controlPlane.dataDir, upstream: { host: server.hostname, port: Number(server.port) } });
+// A cut spares the connections of frozen watch streams: only the operator's own deadline may end those.
+const apiProxy = await startApiProxy({ host: '127.0.0.1', port: hangProxy.port, spare: (port) => hangProxy.carriesFrozen(port) });
 // The serving certificate names 127.0.0.1 whatever the port, so TLS verifies through the proxy unchanged.
 const kubeconfigPath = join(workDir, 'kubeconfig');
 const kubeconfig = await readFile(controlPlane.kubeconfigPath, 'utf8');
@@ -137,13 +188,32 @@ await replicas.start('b');
 
 const faults = new AbortController();
 const samplers = new AbortController();
-const samplerLoops = [every(2_000, samplers.signal, () => replicas.sampleRss()), every(1_000, samplers.signal, () => countDualLeaders())];
+const leases = new LeaseWatcher({ rest, namespace: NAMESPACE, name: LEASE });
+/** The most watch streams seen open at once (sampled every second). */
+let mostWatchesOpen = 0;
+const sampleWatches = (): Promise<void> => {
+  mostWatchesOpen = Math.max(mostWatchesOpen, hangProxy.openWatches());
+  return Promise.resolve();
+};
+const samplerLoops = [
+  every(2_000, samplers.signal, () => replicas.sampleRss()),
+  every(1_000, samplers.signal, () => countDualLeaders()),
+  every(1_000, samplers.signal, sampleWatches),
+  leases.run(samplers.signal),
+];
 
 say('waiting for the first sync of every ConfigSync');
 const initial = await waitForConvergence(rest, 180_000);
 if (initial.length > 0) {
   await finish([`the first sync did not converge within 180 s: ${initial.slice(0, 5).join('; ')}`]);
 }
+say('waiting for the kubectl objects, the standbys and the copies');
+const initialOthers = [
+  ...(await waitFor(() => kubectlFaults.differences(rest), 120_000)).map((p) => `kubectl objects not as Git: ${p}`),
+  ...(await replication.waitForStandbys(standbys, 180_000)),
+  ...(await mirrors.waitForCopies(60_000)),
+];
+if (initialOthers.length > 0) await finish([`the first replication, copies or sync did not complete: ${initialOthers.slice(0, 6).join('; ')}`]);
 say('all synced; faults start');
 
 // --- the soak ---------------------------------------------------------------------------------------------
@@ -156,6 +226,8 @@ const counts = {
   git: { '500': { windows: 0, hits: 0 }, slow: { windows: 0, hits: 0 }, hang: { windows: 0, hits: 0 }, truncate: { windows: 0, hits: 0 }, reset: { windows: 0, hits: 0 } },
   apiCuts: 0,
   apiConnectionsCut: 0,
+  watchHangs: 0,
+  watchesFrozen: 0,
   restarts: 0,
   handovers: 0,
   handoverMs: [] as number[],
@@ -169,7 +241,8 @@ const progress = setInterval(
   () =>
     say(
       `commits ${counts.commits}, git faults ${gitFaultWindows()}, api cuts ${counts.apiCuts}, ` +
-        `restarts ${counts.restarts}, handovers ${counts.handovers}, webhooks ${webhooks.tally.sent} (${webhooks.tally.wrong} wrong)`,
+        `restarts ${counts.restarts}, handovers ${counts.handovers}, webhooks ${webhooks.tally.sent} (${webhooks.tally.wrong} wrong), ` +
+        `kubectl edits ${kubectlFaults.corrections.length}, watches hung ${counts.watchesFrozen}, lease renewals ${leases.renewals} (${leases.late.length} late)`,
     ),
   30_000,
 );
@@ -179,6 +252,10 @@ await Promise.all([
   gitFaultLoop(faults.signal),
   apiCutLoop(faults.signal),
   processFaultLoop(faults.signal),
+  watchHangLoop(faults.signal),
+  kubectlFaults.loop({ rest, spacingMs: 20_000, signal: faults.signal }),
+  replication.loop(faults.signal),
+  mirrors.loop(faults.signal),
   webhooks.flood({
     total: WEBHOOKS,
     durationMs,
@@ -211,6 +288,20 @@ if (objects.bystandersHarmed.length > 0) failures.push(`objects that are not our
 
 for (const line of await explainObjects(rest, [...objects.missing, ...objects.unexpected, ...objects.wrongData.map((w) => w.split(':')[0] ?? '')].slice(0, 8))) say(line);
 
+// The other loads: each compared with its source (the kubectl objects with Git), within what is left of the settle time.
+const remaining = (): number => Math.max(10_000, SETTLE_MS - (Date.now() - settleStarted));
+const kubectlLeft = await waitFor(() => kubectlFaults.differences(rest), remaining());
+if (kubectlLeft.length > 0) failures.push(`kubectl edits not corrected to Git: ${kubectlLeft.join('; ')}`);
+const uncorrected = kubectlFaults.corrections.filter((c) => c.ms === undefined);
+const standbyLeft = await replication.waitForStandbys(standbys, remaining());
+if (standbyLeft.length > 0) failures.push(`standbys not equal to the source: ${standbyLeft.slice(0, 8).join('; ')}`);
+const copiesLeft = await mirrors.waitForCopies(remaining());
+if (copiesLeft.length > 0) failures.push(`copies not at their source's data: ${copiesLeft.slice(0, 8).join('; ')}`);
+const hung = await waitFor(() => Promise.resolve(hangProxy.tally().stillFrozenPaths), remaining());
+if (hung.length > 0) failures.push(`${hung.length} hung watch streams never given up by the operator: ${hung.slice(0, 5).join(', ')}`);
+for (const late of leases.late) failures.push(`Lease renewal late: ${late.holder} renewed ${(late.gapMs / 1000).toFixed(1)}s after its previous renewal (lease ${late.periodMs / 1000}s) at ${late.at}`);
+if (leases.renewals === 0) failures.push('no Lease renewal was seen');
+
 const tally = webhooks.tally;
 if (tally.wrong > 0) failures.push(`${tally.wrong} webhook deliveries got a wrong answer: ${tally.wrongExamples.join(' | ')}`);
 const crashes = replicas.incarnations.filter((i) => i.end === 'crashed');
@@ -223,6 +314,14 @@ if (memory.failure !== undefined) failures.push(memory.failure);
 const syncsReady = SYNCS - notReady.length;
 const lostLeadership = replicas.incarnations.filter((i) => i.end === 'lostLeadership').length;
 const maxHandover = counts.handoverMs.length > 0 ? `${(Math.max(...counts.handoverMs) / 1000).toFixed(1)}s` : 'n/a';
+const hangTally = hangProxy.tally();
+// A frozen stream closed within 2 s of a replica's end went with its process; the others the operator gave up itself.
+const processEnds = replicas.incarnations.flatMap((i) => (i.endedAt === undefined ? [] : [i.endedAt]));
+const withProcess = hangTally.abandoned.filter((a) => processEnds.some((end) => Math.abs(a.at - end) <= 2_000));
+const byOperator = hangTally.abandoned.filter((a) => !withProcess.includes(a));
+const longest = (list: readonly { afterMs: number }[]): string => (list.length === 0 ? 'n/a' : `${(Math.max(...list.map((a) => a.afterMs)) / 1000).toFixed(0)}s`);
+const correctionMs = kubectlFaults.corrections.flatMap((c) => (c.ms === undefined ? [] : [c.ms]));
+const leaseFigures = leases.figures();
 const summary =
   `soak ${failures.length === 0 ? 'PASS' : 'FAIL'}: ${(durationMs / 1000).toFixed(0)}s seed=${seed} | ` +
   `commits=${counts.commits} (+${counts.added} ~${counts.changed} -${counts.removed}) | ` +
@@ -233,6 +332,11 @@ const summary =
   `webhooks sent=${tally.sent} accepted=${tally.accepted} rejected=${tally.rejected} unavailable=${tally.unavailable} unreachable=${tally.unreachable} wrong=${tally.wrong} | ` +
   `syncs ready=${syncsReady}/${SYNCS} (settled in ${(settleMs / 1000).toFixed(1)}s) | ` +
   `objects checked=${objects.checked} missing=${objects.missing.length} unexpected=${objects.unexpected.length} wrong-data=${objects.wrongData.length} | ` +
+  `kubectl edits=${kubectlFaults.corrections.length} corrected=${correctionMs.length} (max ${correctionMs.length === 0 ? 'n/a' : `${(Math.max(...correctionMs) / 1000).toFixed(1)}s`}, ${uncorrected.length} over 90s) refused=${kubectlFaults.refused.length} left=${kubectlLeft.length} | ` +
+  `watch hangs=${counts.watchHangs} (${hangTally.frozen} streams: ${byOperator.length} given up by the operator after at most ${longest(byOperator)}, ${withProcess.length} ended with their process, ${hung.length} still hung) | ` +
+  `standbys=${standbys.length} x ${replication.objectCount} objects of every default kind, churn +${replication.changes.added} ~${replication.changes.changed} -${replication.changes.removed}, differing=${standbyLeft.length} | ` +
+  `copies: ${mirrors.updates} source updates, differing=${copiesLeft.length} | ` +
+  `lease renewals=${leases.renewals} by ${leases.holders} holders, late=${leases.late.length} (max gap ${(leaseFigures.maxGapMs / 1000).toFixed(1)}s, p99 ${(leaseFigures.p99GapMs / 1000).toFixed(1)}s) | ` +
   `rss ${memory.summary}`;
 await finish(failures, summary);
 
@@ -356,7 +460,37 @@ async function processFaultLoop(signal: AbortSignal): Promise<void> {
   }
 }
 
+/**
+ * Watch streams frozen without closing, in the first half of the run so that even a watch the operator gives
+ * up on only at its deadline (the server-side timeout and a grace) is given up before the end: about one hang
+ * per four minutes, at least one.
+ */
+async function watchHangLoop(signal: AbortSignal): Promise<void> {
+  const hangs = Math.max(1, Math.round(durationMs / 240_000));
+  for (let h = 0; h < hangs; h++) {
+    const at = faultsStarted + durationMs * (0.05 + (0.4 * h) / Math.max(1, hangs - 1)) + between(0, 5_000);
+    if (!(await pause(Math.max(0, at - Date.now()), signal))) return;
+    // Right after an API cut the watches are not open again yet: wait (up to 30 s) until most of them are.
+    for (let retry = 0; hangProxy.openWatches() < 0.5 * mostWatchesOpen && retry < 15 && (await pause(2_000, signal)); retry++);
+    const frozen = hangProxy.hangOpenWatches();
+    counts.watchHangs++;
+    counts.watchesFrozen += frozen;
+    say(`watch hang: ${frozen} open watch streams go silent without closing`);
+  }
+}
+
 // --- helpers ----------------------------------------------------------------------------------------------
+
+/** Polls `probe` until it finds nothing (an empty list) or `timeoutMs` passes; returns what it found last. */
+async function waitFor(probe: () => Promise<string[]>, timeoutMs: number): Promise<string[]> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const found = await probe().catch((error: unknown) => [`could not check: ${error instanceof Error ? error.message : String(error)}`]);
+    if (found.length === 0 || Date.now() > until) return found;
+    await sleep(1_000);
+  }
+}
+
 
 async function leaseHolder(): Promise<string | undefined> {
   try {
@@ -550,6 +684,8 @@ async function finish(problems: readonly string[], summary?: string): Promise<ne
   await replicas.stop();
   await gitProxy.close();
   await apiProxy.close();
+  await hangProxy.close();
+  await remotePlane?.stop();
   for (const problem of problems) console.error(`FAIL: ${problem}`);
   if (summary !== undefined) console.log(summary);
   if (problems.length === 0 && !flags.keep) await rm(workDir, { recursive: true, force: true });

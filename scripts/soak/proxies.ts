@@ -8,24 +8,34 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 export type ApiProxy = {
   readonly port: number;
-  /** Destroys every proxied connection and stops accepting (new connections are refused); returns how many were cut. */
+  /**
+   * Destroys every proxied connection (but those `spare` names) and stops accepting (new connections are
+   * refused); returns how many were cut.
+   */
   cut(): Promise<number>;
   /** Accepts again on the same port. */
   restore(): Promise<void>;
   close(): Promise<void>;
 };
 
-export async function startApiProxy(target: { host: string; port: number }): Promise<ApiProxy> {
-  const sockets = new Set<Socket>();
-  const track = (socket: Socket): void => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  };
+/**
+ * `spare`: connections a cut leaves alone, by the local port of their upstream side (a hung watch socket
+ * behind this proxy must stay hung through a cut, so that only the operator's own deadline ends it).
+ */
+export async function startApiProxy(target: { host: string; port: number; spare?: (upstreamLocalPort: number) => boolean }): Promise<ApiProxy> {
+  const pairs = new Set<{ client: Socket; upstream: Socket }>();
   const newServer = (): Server =>
     createTcpServer((client) => {
       const upstream = connect(target.port, target.host);
-      track(client);
-      track(upstream);
+      const pair = { client, upstream };
+      pairs.add(pair);
+      const close = (): void => {
+        pairs.delete(pair);
+        client.destroy();
+        upstream.destroy();
+      };
+      client.once('close', close);
+      upstream.once('close', close);
       client.on('error', () => upstream.destroy());
       upstream.on('error', () => client.destroy());
       client.pipe(upstream).pipe(client);
@@ -41,18 +51,24 @@ export async function startApiProxy(target: { host: string; port: number }): Pro
 
   let server: Server | undefined = newServer();
   const port = await listen(server, 0);
-  const stopListening = async (): Promise<number> => {
+  const stopListening = async (options: { spareSome: boolean }): Promise<number> => {
     const current = server;
     server = undefined;
     const closed = current === undefined ? Promise.resolve() : new Promise<void>((resolve) => current.close(() => resolve()));
-    const count = sockets.size;
-    for (const socket of sockets) socket.destroy();
-    await closed;
+    let count = 0;
+    for (const pair of [...pairs]) {
+      if (options.spareSome && target.spare?.(pair.upstream.localPort ?? 0) === true) continue;
+      pair.client.destroy();
+      pair.upstream.destroy();
+      count += 2;
+    }
+    // The listening socket is closed at once; the callback waits for the connections, spared ones included.
+    if (!options.spareSome) await closed;
     return count;
   };
   return {
     port,
-    cut: stopListening,
+    cut: () => stopListening({ spareSome: true }),
     async restore() {
       if (server !== undefined) return;
       // The port was ours a moment ago; another process taking it in between is unlikely but retried for.
@@ -69,7 +85,7 @@ export async function startApiProxy(target: { host: string; port: number }): Pro
       }
     },
     async close() {
-      await stopListening();
+      await stopListening({ spareSome: false });
     },
   };
 }

@@ -179,7 +179,7 @@ export class ReplicaSet {
     const planned = slot.planned;
     slot.planned = false;
     if (planned) incarnation.end = this.#stopping ? 'stopped' : 'killed';
-    else incarnation.end = operator.logs.some((l) => l['msg'] === 'lost leadership; exiting') ? 'lostLeadership' : 'crashed';
+    else incarnation.end = operator.logs.some((l) => typeof l['msg'] === 'string' && l['msg'].startsWith('lost leadership')) ? 'lostLeadership' : 'crashed';
     incarnation.lastErrors = operator.logs
       .filter((l) => l['level'] === 'error' || l['level'] === 'fatal')
       .slice(-5)

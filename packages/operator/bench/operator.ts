@@ -1,5 +1,6 @@
-// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster]`
-// (DIR gets the operator's CPU profile; layout and scope: see _layout.ts): N ConfigSyncs × 5 objects on one repo against the
+// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed]`
+// (DIR gets the operator's CPU profile; layout and scope: see _layout.ts; --mixed: the figures alone and beside a NamespaceReplication
+// and mirrored Secrets, see _mixed.ts): N ConfigSyncs × 5 objects on one repo against the
 // real control plane and the real operator process. Prints time until all Ready, git fetches per new
 // commit, operator peak RSS, and for the steady state (nothing changing, refreshInterval 30s) the write
 // requests the API server counted (by verb, leases apart) and the operator's CPU time.
@@ -8,8 +9,10 @@ import { startOperator } from '@syncline/test-support';
 import { parseArgs } from 'node:util';
 import { benchLayout } from './_layout.ts';
 import { benchEnvironment, cpuSeconds, diff, peakRss, pool, requestCounts, sleep, writeRequests } from './_environment.ts';
+import { mixedPart, runMixedComparison } from './_mixed.ts';
 
-const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' }, layout: { type: 'string', default: 'shared' }, scope: { type: 'string', default: 'namespace' } } });
+const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' }, layout: { type: 'string', default: 'shared' }, scope: { type: 'string', default: 'namespace' }, mixed: { type: 'boolean', default: false }, part: { type: 'string' }, json: { type: 'string' } } });
+if (flags.mixed) await runMixedComparison(import.meta.filename, process.argv.slice(2));
 const SYNCS = Number(flags.syncs);
 const STEADY_SECONDS = Number(flags.steady);
 const namespace = 'bench';
@@ -23,10 +26,12 @@ const template = (i: number, rev: string): string =>
   `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "{{ target.name }}-${i}"\ndata:\n  revision: "${rev}"\n  target: "{{ target.name }}"\n`;
 const commitAll = (rev: string): Promise<string> => repo.commit(Object.fromEntries([1, 2, 3, 4, 5].map((i) => [`app/cm-${i}.yaml.hbs`, template(i, rev)])));
 const first = await commitAll('one');
+const part = await mixedPart(flags.part, { rest, namespace });
 
-await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: [...layout.operatorArgs, ...(flags.concurrency === undefined ? [] : ['--concurrency', flags.concurrency])], ...(flags.profile === undefined ? {} : { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${flags.profile}`] }) }); // info level: startOperator waits for the 'syncline started' line
+await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: [...layout.operatorArgs, ...(flags.concurrency === undefined ? [] : ['--concurrency', flags.concurrency]), ...(part?.operatorArgs ?? [])], ...(flags.profile === undefined ? {} : { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${flags.profile}`] }) }); // info level: startOperator waits for the 'syncline started' line
 
 const progress = (line: string): void => console.error(`[bench] ${line}`);
+await part?.ready(progress);
 progress(`control plane, Git server and operator up; creating ${SYNCS} ConfigSyncs`);
 // Phase 1: N ConfigSyncs created at once → all Ready.
 const started = Date.now();
@@ -100,6 +105,10 @@ console.log(`  first resync after the commit (35 s before this window): ${firstR
 console.log(`  reads other than watches (GET/LIST, non-lease):  ${reads.total}${reads.total > 0 ? `  ${JSON.stringify(reads.byVerbResource)}` : ''}  (target: 0)`);
 console.log(`  Git ref lookups:                                 ${resolvesDuringSteady} (${(resolvesDuringSteady / Math.max(1, refreshes)).toFixed(1)} per refresh interval; target ≤ 2)`);
 console.log(`  operator CPU:                                    ${cpuUsed.toFixed(2)} s (${((cpuUsed / steadyElapsed) * 100).toFixed(1)}% of one core${large ? `; target ≤ 10%: ${verdict(cpuUsed / steadyElapsed <= 0.1)}` : ''})`);
+
+if (part !== undefined && flags.json !== undefined) {
+  await part.report(flags.json, { allReadyMs, newCommitMs, fetchesPerCommit, peakRssMb, steadyWrites: writes.total, firstReads: firstReads.total, steadyReads: reads.total, refLookupsPerRefresh: resolvesDuringSteady / Math.max(1, refreshes), cpuPercent: (cpuUsed / steadyElapsed) * 100 });
+}
 
 /**
  * Resolves when every sync is Ready at `revision`, as a watch sees it: the moment the last one got there,
