@@ -103,6 +103,9 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
           name: shardLeaseName(flags.leaderElectionId, shard),
           identity,
           leaseDurationMs: Number(flags.leaseDuration) * 1000,
+          // A connection pool of its own: a renewal never queues behind the re-lists that follow an API outage,
+          // status writes or Events (they share the request pool), so a leader is not lost to its own backlog.
+          rest: await createKubeRest(connection, { userAgent: 'syncline-operator' }),
         }
       : undefined,
     writeFence: fence.signal,

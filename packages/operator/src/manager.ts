@@ -3,7 +3,7 @@
 // Secret/ConfigMap reference watches and the drift watches they share; leader election (only the leader
 // reconciles, so only the leader writes); and the readiness and liveness the health server reports. Each
 // controller's wiring is in its own module under controller/.
-import { DEFAULT_RENEW_DEADLINE_MS, DEFAULT_WATCH_BUDGET, WatchBudget, WatchBudgetError, runLeaderElection, type Informer, type KubeObject } from '@syncline/kube';
+import { DEFAULT_RENEW_DEADLINE_MS, DEFAULT_WATCH_BUDGET, WatchBudget, WatchBudgetError, runLeaderElection, type Informer, type KubeObject, type KubeRest } from '@syncline/kube';
 import type { ConfigSync } from './api/v1alpha1.ts';
 import { configSyncController } from './controller/configsync-controller.ts';
 import { errorMessage, type Controller, type ControllerContext } from './controller/controller.ts';
@@ -51,7 +51,8 @@ export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply
    * undefined = the default shard, which takes the unlabelled ones. See shard.ts.
    */
   readonly shard?: string;
-  readonly leaderElection?: { readonly namespace: string; readonly name: string; readonly identity: string; readonly leaseDurationMs?: number };
+  /** `rest`: the client the Lease is read and renewed with (default: the manager's own `rest`). */
+  readonly leaderElection?: { readonly namespace: string; readonly name: string; readonly identity: string; readonly leaseDurationMs?: number; readonly rest?: KubeRest };
   /** Bounds the watches the manager opens, in every cluster (default DEFAULT_WATCH_BUDGET). */
   readonly watchBudget?: WatchBudget;
   /** Re-list every informer this often even when watches look healthy (missed events cannot stall a sync). */
@@ -274,8 +275,8 @@ function lead(input: { options: ManagerOptions; queue: WorkQueue; leadership: { 
     const election = options.leaderElection;
     void runLeaderElection(
       {
-        rest: options.rest,
         ...election,
+        rest: election.rest ?? options.rest,
         onStartedLeading: () => {
           leadership.leader = true;
           logger.info({ identity: election.identity }, 'became leader');
