@@ -183,7 +183,7 @@ describe('Gitea end to end', () => {
     const failed = (await statused.statuses(broken)).filter((s) => s.context === context);
     expect(failed.map((s) => s.status)).toEqual(['failure', 'pending']);
     expect(failed[0]?.description).toMatch(/RenderFailed/);
-    expect(failed[0]?.description).toContain('app/cm.yaml.hbs');
+    expect(failed[0]?.description).toMatch(/app\/cm\.yaml\.hbs:\d+/);
     expect(await combined(broken)).toMatchObject({ state: 'failure', sha: broken, total_count: 1 });
     // and what was applied before stays
     expect((await configMapData(ns.name, 'statused'))?.['value']).toBe(ns.name);
