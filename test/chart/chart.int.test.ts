@@ -600,7 +600,7 @@ describe('charts/syncline', () => {
     const [rule] = find(objects, 'PrometheusRule');
     expect(rule?.metadata?.labels?.['release']).toBe('kube-prometheus-stack');
     const rules = (rule?.['spec'] as { groups: { rules: { alert: string; expr: string; for?: string; labels: Record<string, string> }[] }[] }).groups.flatMap((g) => g.rules);
-    expect([...new Set(rules.map((r) => r.alert))]).toEqual(['SynclineResourceNotReady', 'SynclineReconcileStalled', 'SynclineDRLagging', 'SynclineMirrorConflicts', 'SynclineOperatorDown', 'SynclineNoLeader']);
+    expect([...new Set(rules.map((r) => r.alert))]).toEqual(['SynclineResourceNotReady', 'SynclineReconcileStalled', 'SynclineDRLagging', 'SynclineMirrorConflicts', 'SynclineNotificationsFailing', 'SynclineOperatorDown', 'SynclineNoLeader']);
     expect(rules.find((r) => r.alert === 'SynclineResourceNotReady')?.for).toBe('10m');
     // one "down" alert per shard's metrics Service (the ServiceMonitor's job label)
     expect(rules.filter((r) => r.alert === 'SynclineOperatorDown').map((r) => /job="([^"]+)"/.exec(r.expr)?.[1])).toEqual(['syncline-metrics', 'syncline-shard-a-metrics', 'syncline-shard-b-metrics']);
@@ -738,7 +738,7 @@ function selects(selector: LabelSelector, labels: Record<string, string | undefi
 }
 
 /**
- * The metric names the operator registers (`name: 'syncline_…'` in its sources), plus the per-object
+ * The metric names the operator registers (`name: 'syncline_…'` or a constant in its sources), plus the per-object
  * readiness series the alerts and dashboard read: syncline_resource_info{kind,namespace,name,ready,suspended}.
  */
 async function exportedMetricNames(): Promise<Set<string>> {
@@ -746,7 +746,8 @@ async function exportedMetricNames(): Promise<Set<string>> {
   const names = new Set(['syncline_resource_info']);
   for (const file of await readdir(dir, { recursive: true })) {
     if (!file.endsWith('.ts') || file.endsWith('.test.ts')) continue;
-    for (const match of (await readFile(join(dir, file), 'utf8')).matchAll(/name: '(syncline_[a-z_]+)'/g)) names.add(match[1] ?? '');
+    // A name given inline, or through a constant (export const NOTIFICATIONS_METRIC = 'syncline_…').
+    for (const match of (await readFile(join(dir, file), 'utf8')).matchAll(/(?:name: |const [A-Z_]+ = )'(syncline_[a-z_]+)'/g)) names.add(match[1] ?? '');
   }
   return names;
 }

@@ -1,15 +1,18 @@
 // A real forge end to end: Gitea (built from its Go module by test support) holds a private repository
 // that a ConfigSync reads over HTTP with a token Secret; a push makes Gitea deliver its signed webhook to
 // the operator's receiver, which applies the change long before the 1 h refresh interval. The commit-status
-// API a forge notifier writes to is exercised with the same token and read back through Gitea's API.
+// API a forge notifier writes to is exercised with the same token and read back through Gitea's API, and a
+// Gitea Provider with an Alert has the operator itself write each pushed commit's status there.
 import { startGitea, startOperator, type Gitea, type GiteaRepo, type OperatorProcess } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyConfigSync, condition, configMapData, configMapYaml, configSync, core, eventually, installCrds, readConfigSync, waitForReady } from './harness.ts';
+import { applyConfigSync, condition, configMapData, configMapYaml, configSync, core, eventually, installCrds, readConfigSync, rest, waitForReady } from './harness.ts';
 
 const WEBHOOK_SECRET = 'gitea-hook-5e1d9c3b7a';
 const cm = (name: string, value: string): string => configMapYaml(name, `  value: "${value}"`);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** A ConfigMap rendered from a template; `value` names what the template reads (a missing one fails the render). */
+const template = (value: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: statused\ndata:\n  value: "{{ ${value} }}"\n`;
 
 describe('Gitea end to end', () => {
   let gitea: Gitea;
@@ -129,4 +132,63 @@ describe('Gitea end to end', () => {
     expect([401, 403, 404]).toContain(refused.status);
     expect((await repo.statuses(sha)).length).toBe(3);
   });
+
+  it('the operator writes commit statuses to Gitea: a pushed commit goes pending → success, a broken template to failure naming the file', async () => {
+    // given a Gitea Provider with no address and no Secret of its own (the API comes from the repository URL,
+    // the token from the ConfigSync's Git credentials) and an Alert for one ConfigSync
+    const create = (plural: string, body: Record<string, unknown>): Promise<unknown> => rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${ns.name}/${plural}`, body });
+    await create('providers', { apiVersion: 'syncline.dev/v1alpha1', kind: 'Provider', metadata: { name: 'gitea' }, spec: { type: 'gitea' } });
+    await create('alerts', { apiVersion: 'syncline.dev/v1alpha1', kind: 'Alert', metadata: { name: 'gitea' }, spec: { providerRef: { name: 'gitea' }, eventSources: [{ kind: 'ConfigSync', name: 'statused' }] } });
+    await eventually(async () => {
+      const alert = await rest.request<{ status?: { conditions?: { type: string; status: string }[] } }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${ns.name}/alerts/gitea` });
+      return alert.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? true : undefined;
+    }, 'the Alert to be Ready', 120_000);
+    const statused = await gitea.createRepo('statused');
+    const first = await statused.commit({ 'app/cm.yaml.hbs': template('target.name') });
+    await applyConfigSync(
+      configSync(ns.name, 'statused', {
+        source: { git: { repo: statused.url, revision: 'main', path: 'app', secretRef: { name: 'gitea-token' } } },
+        refreshInterval: '1h',
+        targets: [{ name: 'dev', namespace: ns.name }],
+      }),
+    );
+    await waitForReady(ns.name, 'statused', (cs) => cs.status?.sourceRevision === first, 120_000);
+    const context = `syncline/${ns.name}/statused/dev`;
+    const states = async (sha: string): Promise<string[]> => (await statused.statuses(sha)).filter((s) => s.context === context).map((s) => s.status);
+    await eventually(async () => ((await states(first)).includes('success') ? true : undefined), 'the first commit to succeed on Gitea', 120_000);
+    if (operator.webhookAddress === undefined) throw new Error('the operator started without a webhook receiver');
+    await statused.addWebhook({ url: `http://${operator.webhookAddress}/hooks/gitea`, secret: WEBHOOK_SECRET });
+
+    // when a commit is pushed (only Gitea's webhook can wake the sync before its 1 h interval)
+    const second = await statused.commit({ 'app/cm.yaml.hbs': template('target.namespace') }, { message: 'namespace' });
+
+    // then Syncline applies it, and Gitea's API shows the commit's status going pending → success (newest first)
+    await eventually(async () => ((await configMapData(ns.name, 'statused'))?.['value'] === ns.name ? true : undefined), 'the pushed commit applied', 180_000);
+    await eventually(async () => ((await states(second)).includes('success') ? true : undefined), 'the pushed commit to succeed on Gitea', 120_000);
+    const woken = operator.logs.filter((entry) => entry['msg'] === 'webhook push' && String(entry['repo']).includes('statused'));
+    expect(woken[0]).toMatchObject({ provider: 'gitea', refs: ['refs/heads/main'], woken: 1 });
+    const applied = (await statused.statuses(second)).filter((s) => s.context === context);
+    expect(applied.map((s) => s.status)).toEqual(['success', 'pending']);
+    expect(applied[0]?.description).toContain(second.slice(0, 12));
+    // written by the owner of the ConfigSync's token, and the combined status says success
+    expect(applied.every((s) => s.creator?.login === gitea.admin.username)).toBe(true);
+    const combined = (sha: string): Promise<{ state: string; sha: string; total_count: number }> => gitea.api('GET', `/repos/${statused.owner}/${statused.name}/commits/${sha}/status`);
+    expect(await combined(second)).toMatchObject({ state: 'success', sha: second, total_count: 1 });
+
+    // when a commit whose template reads a value that does not exist is pushed
+    const broken = await statused.commit({ 'app/cm.yaml.hbs': template('values.missing') }, { message: 'broken' });
+
+    // then its status goes pending → failure, the description naming the file, and so does the combined status
+    await eventually(async () => ((await states(broken)).includes('failure') ? true : undefined), 'the broken commit to fail on Gitea', 180_000);
+    const failed = (await statused.statuses(broken)).filter((s) => s.context === context);
+    expect(failed.map((s) => s.status)).toEqual(['failure', 'pending']);
+    expect(failed[0]?.description).toMatch(/RenderFailed/);
+    expect(failed[0]?.description).toMatch(/app\/cm\.yaml\.hbs:\d+/);
+    expect(await combined(broken)).toMatchObject({ state: 'failure', sha: broken, total_count: 1 });
+    // and what was applied before stays
+    expect((await configMapData(ns.name, 'statused'))?.['value']).toBe(ns.name);
+
+    // and the token is in nothing the operator logged
+    expect(JSON.stringify(operator.logs)).not.toContain(gitea.admin.token);
+  }, 600_000);
 });
