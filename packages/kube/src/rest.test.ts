@@ -1,5 +1,6 @@
-// The REST client's deadline: a server that accepts and never answers fails the request with an error that
-// says so, instead of holding it (and the reconcile waiting on it) forever.
+// The REST client's deadlines: a server that accepts and never answers fails the request with an error that
+// says so, instead of holding it (and the reconcile waiting on it) forever; a watch gone silent ends.
+import { createServer as createHttpServer, type ServerResponse } from 'node:http';
 import { createServer, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { KubeApiError, createKubeRest } from './rest.ts';
@@ -43,6 +44,59 @@ describe('createKubeRest: request deadlines', () => {
     } finally {
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+});
+
+describe('createKubeRest: hung watches', () => {
+  /** A server that answers a watch with its headers and one event, then stays silent with the socket open. */
+  async function frozenWatchServer(): Promise<{ url: string; close(): Promise<void> }> {
+    const responses = new Set<ServerResponse>();
+    const server = createHttpServer((_req, res) => {
+      responses.add(res);
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.write(`${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'a', resourceVersion: '7' } } })}\n`);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as { port: number }).port;
+    return {
+      url: `http://127.0.0.1:${port}`,
+      close: async () => {
+        for (const res of responses) res.destroy();
+        await new Promise((resolve) => server.close(resolve));
+      },
+    };
+  }
+
+  it('gives up a watch with bookmarks that stays silent past the idle limit, after passing on what it heard', async () => {
+    const server = await frozenWatchServer();
+    try {
+      const rest = await createKubeRest({ server: server.url, tls: {}, authHeaders: () => Promise.resolve({}) }, { watchIdleMs: 300 });
+      const events: unknown[] = [];
+      const started = Date.now();
+      await rest.watch('/api/v1/configmaps', { allowWatchBookmarks: true, timeoutSeconds: 300 }, (e) => events.push(e), new AbortController().signal);
+      expect(events).toEqual([{ type: 'ADDED', object: { metadata: { name: 'a', resourceVersion: '7' } } }]);
+      // ended by the idle limit, far before the server-side timeout and its grace
+      expect(Date.now() - started).toBeLessThan(60_000);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('leaves a watch without bookmarks to its timeoutSeconds (silence is normal there)', async () => {
+    const server = await frozenWatchServer();
+    try {
+      const rest = await createKubeRest({ server: server.url, tls: {}, authHeaders: () => Promise.resolve({}) }, { watchIdleMs: 300 });
+      const abort = new AbortController();
+      let ended = false;
+      const watching = rest.watch('/api/v1/configmaps', { timeoutSeconds: 300 }, () => undefined, abort.signal).then(() => (ended = true));
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect(ended).toBe(false);
+      abort.abort();
+      await watching;
+      expect(ended).toBe(true);
+    } finally {
+      await server.close();
     }
   });
 });

@@ -22,6 +22,13 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 /** How long after the server-side timeoutSeconds a silent watch is given up (a hung socket never ends on its own). */
 const WATCH_GRACE_MS = 30_000;
 const DEFAULT_WATCH_SECONDS = 300;
+/**
+ * How long a watch that asked for bookmarks may stay silent before it is given up as hung. The API server
+ * sends a bookmark to such a watch about once a minute even when nothing changes, so two minutes without a
+ * byte means the stream is dead (a proxy or NAT that dropped it without a reset): the informer then continues
+ * from its last resourceVersion on a new connection instead of serving a stale cache until timeoutSeconds.
+ */
+export const DEFAULT_WATCH_IDLE_MS = 120_000;
 
 export type KubeRequest = {
   readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -63,6 +70,8 @@ export type KubeRestOptions = {
   readonly writeFence?: AbortSignal;
   /** Sockets for ordinary requests (default REQUEST_SOCKETS); watches have their own pool. */
   readonly requestSockets?: number;
+  /** Silence after which a watch with allowWatchBookmarks is given up (default DEFAULT_WATCH_IDLE_MS). */
+  readonly watchIdleMs?: number;
 };
 
 export async function createKubeRest(target: KubeConnection | KubeConfigLike, options: KubeRestOptions = {}): Promise<KubeRest> {
@@ -159,8 +168,25 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
       // The server ends a watch after timeoutSeconds; one that stays silent well past that is a hung socket:
       // it ends here, and the informer continues from its last resourceVersion.
       const seconds = typeof query['timeoutSeconds'] === 'number' ? query['timeoutSeconds'] : DEFAULT_WATCH_SECONDS;
-      const signal = AbortSignal.any([callerSignal, AbortSignal.timeout(seconds * 1000 + WATCH_GRACE_MS)]);
-      return new Promise<void>((resolve, reject) => {
+      // With bookmarks asked for, silence is itself a sign of a hung stream (see DEFAULT_WATCH_IDLE_MS).
+      const idle = new AbortController();
+      const idleMs = query['allowWatchBookmarks'] === true ? (options.watchIdleMs ?? DEFAULT_WATCH_IDLE_MS) : undefined;
+      let idleTimer: NodeJS.Timeout | undefined;
+      const heard = (): void => {
+        if (idleMs === undefined) return;
+        clearTimeout(idleTimer);
+        idleTimer = setTimeout(() => idle.abort(new Error(`watch ${path}: silent for ${idleMs / 1000}s`)), idleMs);
+        idleTimer.unref();
+      };
+      heard();
+      const signal = AbortSignal.any([callerSignal, idle.signal, AbortSignal.timeout(seconds * 1000 + WATCH_GRACE_MS)]);
+      const settled = <T>(fn: (value: T) => void) => (value: T): void => {
+        clearTimeout(idleTimer);
+        fn(value);
+      };
+      return new Promise<void>((resolveRaw, rejectRaw) => {
+        const resolve = settled<void>(resolveRaw);
+        const reject = settled<unknown>(rejectRaw);
         send(
           { req: { method: 'GET', path, query: { timeoutSeconds: seconds, ...query, watch: true } }, signal, watch: true },
           (status, body) => {
@@ -168,6 +194,7 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
               reject(new KubeApiError({ status, reason: 'WatchFailed', message: `watch ${path}: ${status}` }));
               return;
             }
+            body.on('data', heard);
             const lines = createInterface({ input: body });
             lines.on('line', (line) => {
               if (line.trim() === '') return;

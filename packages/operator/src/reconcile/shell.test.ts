@@ -30,10 +30,15 @@ function fakeCluster(initial: Omit<Widget, 'apiVersion' | 'kind'>) {
   let stored: Widget = { apiVersion: 'syncline.dev/v1alpha1', kind: 'Widget', ...structuredClone(initial) };
   let cached: Widget | undefined = structuredClone(stored);
   const patches: KubeRequest[] = [];
+  const reads: string[] = [];
   const recorded: ShellEvent[] = [];
   const rest: KubeRest = {
     server: 'https://fake',
     request: <T>(req: KubeRequest): Promise<T> => {
+      if (req.method === 'GET') {
+        reads.push(req.path);
+        return Promise.resolve(structuredClone(stored) as T);
+      }
       patches.push(req);
       const body = req.body as { metadata?: { resourceVersion?: string; finalizers?: string[] }; status?: Record<string, unknown> };
       if (body.metadata?.resourceVersion !== undefined && body.metadata.resourceVersion !== stored.metadata.resourceVersion) {
@@ -62,6 +67,7 @@ function fakeCluster(initial: Omit<Widget, 'apiVersion' | 'kind'>) {
     rest,
     events,
     patches,
+    reads,
     recorded,
     read: () => (cached === undefined ? undefined : structuredClone(cached)),
     stored: () => stored,
@@ -204,6 +210,26 @@ describe('createReconciler', () => {
     expect(runs.map((r) => (r.spec as Spec).value)).toEqual(['a', 'b']);
     expect(cluster.stored().status).toMatchObject({ value: 'b' });
     expect(cluster.recorded).toEqual([{ type: 'Normal', reason: 'Synced', message: 'value b' }]);
+  });
+
+  it('after a 409, runs again from the object the API server holds, even while the cache stays stale (a hung watch)', async () => {
+    const cluster = fakeCluster(widget());
+    const { reconcile, runs } = reconcilerFor(cluster);
+    // given: the object changed and the cache never hears of it
+    cluster.stored().spec = { value: 'b' };
+    cluster.stored().metadata.resourceVersion = '2';
+    expect(await reconcile()).toEqual({ kind: 'retry' });
+    expect(cluster.reads).toEqual([]);
+    // when the queue runs it again, the cache still stale
+    expect(await reconcile()).toEqual({ kind: 'done' });
+    // then that run read the object once from the API server, and its status landed, computed from the current spec
+    expect(cluster.reads).toEqual([PATH]);
+    expect(runs.map((r) => (r.spec as Spec).value)).toEqual(['a', 'b']);
+    expect(cluster.stored().status).toMatchObject({ value: 'b' });
+    // and a run after that reads the cache again: no request
+    cluster.catchUp();
+    await reconcile();
+    expect(cluster.reads).toEqual([PATH]);
   });
 
   it('records a Warning once while the conditions say the same, and again when they change', async () => {

@@ -1,5 +1,5 @@
 // The reconcile shell every Syncline kind runs in (the controller-runtime shape): read the object from the
-// informer cache → deletion (the kind's finalize) → add the finalizer → parse the spec (an invalid one is
+// informer cache (from the API server after a 409) → deletion (the kind's finalize) → add the finalizer → parse the spec (an invalid one is
 // Stalled) → suspend (a Suspended condition, nothing else) → the kind's steps → status, written only when it
 // changed and conditioned on the resourceVersion that was read → Events that are news once → metrics.
 // A reconciler supplies only its steps; a fix to any of the above lands in every kind.
@@ -59,8 +59,24 @@ export type ReconcilerShellOptions<T extends ShellObject, Spec, S extends object
 
 export function createReconciler<T extends ShellObject, Spec, S extends { conditions?: Condition[] }>(options: ReconcilerShellOptions<T, Spec, S>): (key: string) => Promise<ReconcileOutcome> {
   const logKey = options.kind.toLowerCase();
+  // Objects whose last status write got 409 Conflict: the next run reads them from the API server, not the cache.
+  // Normally the cache catches up within milliseconds, but a watch that hangs (a dropped connection that sends
+  // nothing until it is detected) leaves it stale, and retrying from a stale cache would conflict again every time.
+  const conflicted = new Map<string, { namespace: string; name: string }>();
+  const current = async (key: string): Promise<T | undefined> => {
+    const cached = options.read(key);
+    const again = conflicted.get(key);
+    if (again === undefined) return cached;
+    conflicted.delete(key);
+    try {
+      return await options.rest.request<T>({ method: 'GET', path: objectPath(options.plural, again.namespace, again.name) });
+    } catch (error) {
+      if (error instanceof KubeApiError && error.status === 404) return undefined;
+      return cached;
+    }
+  };
   return async (key) => {
-    const object = options.read(key);
+    const object = await current(key);
     if (object === undefined) return { kind: 'done' };
     const started = performance.now();
     const log = options.logger.child({ [logKey]: key });
@@ -73,8 +89,10 @@ export function createReconciler<T extends ShellObject, Spec, S extends { condit
       label = 'error';
       // 409: the object changed since this run read it (or the cache had not caught up with our last status
       // write); the retry starts from the current object. Not worth a warning.
-      if (error instanceof KubeApiError && error.status === 409) log.debug({ err: safeMessage(error) }, `the ${options.kind} changed while it was reconciled; running again`);
-      else log.warn({ err: safeMessage(error) }, 'reconcile failed');
+      if (error instanceof KubeApiError && error.status === 409) {
+        log.debug({ err: safeMessage(error) }, `the ${options.kind} changed while it was reconciled; running again`);
+        conflicted.set(key, { namespace: object.metadata.namespace ?? 'default', name: object.metadata.name });
+      } else log.warn({ err: safeMessage(error) }, 'reconcile failed');
       return { kind: 'retry' };
     } finally {
       options.metrics?.reconcileDuration.observe({ result: label }, (performance.now() - started) / 1000);
