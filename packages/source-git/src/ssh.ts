@@ -43,6 +43,108 @@ export function shellQuote(path: string): string {
   return `'${path.replace(/'/g, `'\\''`).replace(/!/g, `'\\!'`)}'`;
 }
 
+/** What a conversation needs of its connection: the options, the overall deadline, and how failures are made. */
+type SshContext = {
+  readonly opts: SshOptions;
+  readonly signal: AbortSignal;
+  readonly fail: (code: GitSourceErrorCode, message: string) => GitSourceError;
+  readonly timedOut: () => GitSourceError;
+};
+
+/**
+ * One upload-pack conversation over an exec'd channel: the advertisement, then one request; the body is read with
+ * the idle timeout, the overall deadline (ctx.signal) and the byte budget, and upload-pack's exit status decides
+ * whether it ended well.
+ */
+async function converse(ctx: SshContext, channel: ClientChannel, end: () => Promise<void>): Promise<UploadPackConversation> {
+  const { opts, signal, fail, timedOut } = ctx;
+  let received = 0;
+  let stderr = '';
+  let exitCode: number | undefined;
+  channel.stderr.on('data', (c: Buffer) => {
+    if (stderr.length < 4096) stderr += c.toString('utf8');
+  });
+  channel.on('exit', (code: unknown) => {
+    if (typeof code === 'number') exitCode = code;
+  });
+  channel.on('error', () => undefined);
+  const channelClosed = new Promise<void>((resolve) => channel.once('close', () => resolve()));
+
+  async function* body(): AsyncGenerator<Uint8Array> {
+    const it = (channel as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+    let completed = false;
+    try {
+      for (;;) {
+        const next = await withIdleTimeout(() => it.next());
+        if (next.done === true) {
+          completed = true;
+          // upload-pack's exit status comes after the end of its output.
+          await withIdleTimeout(() => channelClosed);
+          if (exitCode !== undefined && exitCode !== 0) throw exited(exitCode);
+          return;
+        }
+        received += next.value.byteLength;
+        if (received > opts.maxResponseBytes) {
+          throw fail(GitSourceErrorCode.LimitExceeded, `${opts.shownRepo}: the server sent more than ${opts.maxResponseBytes} bytes; refusing the rest`);
+        }
+        yield next.value;
+      }
+    } finally {
+      if (!completed) await it.return?.().catch(() => undefined);
+    }
+  }
+
+  function exited(code: number): GitSourceError {
+    const said = stderr.trim().replace(/[^\x20-\x7e]/g, '?');
+    const shown = said.length > 200 ? `${said.slice(0, 200)}…` : said;
+    if (/does not appear to be a git repository|not a git repository|no such file|not found/i.test(said)) {
+      return fail(GitSourceErrorCode.RepoNotFound, `${opts.shownRepo}: repository not found (${shown})`);
+    }
+    return fail(GitSourceErrorCode.ServerError, `${opts.shownRepo}: git-upload-pack exited with ${code}${shown === '' ? '' : `: ${shown}`}`);
+  }
+
+  async function withIdleTimeout<T>(step: () => Promise<T>): Promise<T> {
+    if (signal.aborted) throw timedOut();
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    try {
+      return await Promise.race([
+        step(),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(fail(GitSourceErrorCode.Timeout, `${opts.shownRepo}: no response from the server for ${opts.idleTimeoutMs} ms`)), opts.idleTimeoutMs);
+          onAbort = () => reject(timedOut());
+          signal.addEventListener('abort', onAbort, { once: true });
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+      if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  const reader = new PktReader(body());
+  const advertisement = await readAdvertisement(reader, opts.shownRepo);
+  let requested = false;
+  let ended = false;
+  return {
+    advertisement,
+    async request(requestBody, consume) {
+      if (requested) throw new Error('one request per SSH conversation');
+      requested = true;
+      channel.write(requestBody);
+      return consume(reader);
+    },
+    async close() {
+      if (ended) return;
+      ended = true;
+      // A flush instead of wants: upload-pack ends cleanly.
+      if (!requested && channel.writable) channel.end('0000');
+      else channel.end();
+      await end();
+    },
+  };
+}
+
 export function sshUploadPack(opts: SshOptions): UploadPackTransport {
   const signal = AbortSignal.timeout(opts.timeoutMs);
   const deadline = performance.now() + opts.timeoutMs;
@@ -50,7 +152,6 @@ export function sshUploadPack(opts: SshOptions): UploadPackTransport {
   const shownHost = `${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}`;
   const from = credentials.from ?? 'the auth Secret';
   const secrets = sshSecrets(credentials);
-  let received = 0;
   const fail = (code: GitSourceErrorCode, message: string): GitSourceError => {
     const err = new GitSourceError(code, redact(message, secrets));
     opts.onFailure(err);
@@ -131,7 +232,7 @@ export function sshUploadPack(opts: SshOptions): UploadPackTransport {
       const channel = await new Promise<ClientChannel>((resolve, reject) => {
         client.exec(`git-upload-pack ${shellQuote(target.path)}`, (err, ch) => (err === undefined ? resolve(ch) : reject(err)));
       });
-      const conversation = await converse(channel, end);
+      const conversation = await converse({ opts, signal, fail, timedOut }, channel, end);
       return conversation;
     } catch (err) {
       await end();
@@ -151,93 +252,6 @@ export function sshUploadPack(opts: SshOptions): UploadPackTransport {
     }
     // Socket errors keep their code (ECONNREFUSED, …): transient, and named by the caller.
     return err;
-  }
-
-  async function converse(channel: ClientChannel, end: () => Promise<void>): Promise<UploadPackConversation> {
-    let stderr = '';
-    let exitCode: number | undefined;
-    channel.stderr.on('data', (c: Buffer) => {
-      if (stderr.length < 4096) stderr += c.toString('utf8');
-    });
-    channel.on('exit', (code: unknown) => {
-      if (typeof code === 'number') exitCode = code;
-    });
-    channel.on('error', () => undefined);
-    const channelClosed = new Promise<void>((resolve) => channel.once('close', () => resolve()));
-
-    async function* body(): AsyncGenerator<Uint8Array> {
-      const it = (channel as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
-      let completed = false;
-      try {
-        for (;;) {
-          const next = await withIdleTimeout(() => it.next());
-          if (next.done === true) {
-            completed = true;
-            // upload-pack's exit status comes after the end of its output.
-            await withIdleTimeout(() => channelClosed);
-            if (exitCode !== undefined && exitCode !== 0) throw exited(exitCode);
-            return;
-          }
-          received += next.value.byteLength;
-          if (received > opts.maxResponseBytes) {
-            throw fail(GitSourceErrorCode.LimitExceeded, `${opts.shownRepo}: the server sent more than ${opts.maxResponseBytes} bytes; refusing the rest`);
-          }
-          yield next.value;
-        }
-      } finally {
-        if (!completed) await it.return?.().catch(() => undefined);
-      }
-    }
-
-    function exited(code: number): GitSourceError {
-      const said = stderr.trim().replace(/[^\x20-\x7e]/g, '?');
-      const shown = said.length > 200 ? `${said.slice(0, 200)}…` : said;
-      if (/does not appear to be a git repository|not a git repository|no such file|not found/i.test(said)) {
-        return fail(GitSourceErrorCode.RepoNotFound, `${opts.shownRepo}: repository not found (${shown})`);
-      }
-      return fail(GitSourceErrorCode.ServerError, `${opts.shownRepo}: git-upload-pack exited with ${code}${shown === '' ? '' : `: ${shown}`}`);
-    }
-
-    async function withIdleTimeout<T>(step: () => Promise<T>): Promise<T> {
-      if (signal.aborted) throw timedOut();
-      let timer: NodeJS.Timeout | undefined;
-      let onAbort: (() => void) | undefined;
-      try {
-        return await Promise.race([
-          step(),
-          new Promise<never>((_, reject) => {
-            timer = setTimeout(() => reject(fail(GitSourceErrorCode.Timeout, `${opts.shownRepo}: no response from the server for ${opts.idleTimeoutMs} ms`)), opts.idleTimeoutMs);
-            onAbort = () => reject(timedOut());
-            signal.addEventListener('abort', onAbort, { once: true });
-          }),
-        ]);
-      } finally {
-        clearTimeout(timer);
-        if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
-      }
-    }
-
-    const reader = new PktReader(body());
-    const advertisement = await readAdvertisement(reader, opts.shownRepo);
-    let requested = false;
-    let ended = false;
-    return {
-      advertisement,
-      async request(requestBody, consume) {
-        if (requested) throw new Error('one request per SSH conversation');
-        requested = true;
-        channel.write(requestBody);
-        return consume(reader);
-      },
-      async close() {
-        if (ended) return;
-        ended = true;
-        // A flush instead of wants: upload-pack ends cleanly.
-        if (!requested && channel.writable) channel.end('0000');
-        else channel.end();
-        await end();
-      },
-    };
   }
 
   return { signal, open };
