@@ -123,17 +123,7 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
       const name = object.metadata.name;
       if (type === 'MODIFIED' && JSON.stringify(previous?.metadata['labels']) === JSON.stringify(object.metadata['labels']) && previous?.metadata['deletionTimestamp'] === object.metadata['deletionTimestamp']) return;
       // Only the sources this namespace now matches, or that have a replica in it.
-      const all = namespaceList() ?? [];
-      for (const kind of KINDS) {
-        const inNamespace = new Set(
-          (replicaInformers.get(kind)?.list() ?? []).filter((r) => r.metadata.namespace === name).map((r) => (r.metadata['annotations'] as Record<string, string> | undefined)?.[keys.source]),
-        );
-        for (const source of sourceList(kind) ?? []) {
-          const ref = refOf(source);
-          const resolved = resolveSource({ source, namespaces: all, keys, sourceNamespaces: options.sourceNamespaces, trusted: options.trusted });
-          if (inNamespace.has(formatSourceRef(ref)) || ('resolution' in resolved && resolved.resolution.namespaces.includes(name))) queue.add(mirrorQueueKey(kind, ref, name));
-        }
-      }
+      for (const key of sourcesTouching(name, { namespaces: namespaceList() ?? [], sources: sourceList, replicas: (kind) => replicaInformers.get(kind)?.list() ?? [], keys, sourceNamespaces: options.sourceNamespaces, trusted: options.trusted })) queue.add(key);
     },
     onError: (error) => log.warn({ err: errorMessage(error) }, 'mirroring namespace watch failed; restarting'),
   });
@@ -152,31 +142,7 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
   };
   const allInformers = [...sourceInformers.values(), ...replicaInformers.values(), namespaceInformer];
 
-  const report = (key: { kind: MirrorKind; source: SourceRef; only?: string }, next: readonly MirrorRow[] | undefined): void => {
-    const sourceKey = mirrorQueueKey(key.kind, key.source);
-    if (next === undefined) {
-      rows.delete(sourceKey);
-      conflictsGauge.remove({ kind: key.kind, namespace: key.source.namespace, name: key.source.name });
-      isNews(`${sourceKey}#conflicts`, '');
-      return;
-    }
-    let byNamespace = rows.get(sourceKey);
-    if (byNamespace === undefined || key.only === undefined) {
-      byNamespace = new Map();
-      rows.set(sourceKey, byNamespace);
-    }
-    if (key.only !== undefined) byNamespace.delete(key.only);
-    for (const row of next) byNamespace.set(row.namespace, row);
-    const conflicts = [...byNamespace.values()].filter((r) => r.state === MirrorState.Conflict).sort(compareRows);
-    conflictsGauge.set({ kind: key.kind, namespace: key.source.namespace, name: key.source.name }, conflicts.length);
-    const signature = conflicts.map((r) => `${r.namespace}: ${r.message ?? ''}`).join('\n');
-    if (!isNews(`${sourceKey}#conflicts`, signature) || conflicts.length === 0) return;
-    const source = sourceInformers.get(key.kind)?.get(`${key.source.namespace}/${key.source.name}`);
-    if (source === undefined) return;
-    const message = truncate(`${conflicts.length} replica(s) not written, another object holds the name: ${conflicts.map((r) => r.message ?? r.namespace).join('; ')}`);
-    log.warn({ source: sourceKey, conflicts: conflicts.length }, 'mirroring conflict');
-    void options.events.record({ apiVersion: 'v1', kind: key.kind, metadata: { name: source.metadata.name, namespace: source.metadata.namespace ?? '', uid: source.metadata['uid'] as string | undefined } }, { type: 'Warning', reason: 'Conflict', message });
-  };
+  const report = conflictReporter({ rows, isNews, gauge: conflictsGauge, log, events: options.events, source: (kind, key) => sourceInformers.get(kind)?.get(key) });
 
   const reconcile = createMirrorReconciler({
     rest,
@@ -236,18 +202,7 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
 
   return {
     ready: () => allInformers.every((i) => i.synced && i.healthy),
-    mirrors: () => {
-      const out = [...rows.values()].flatMap((m) => [...m.values()]);
-      const listed = new Set(out.map((r) => `${r.kind}/${r.namespace}/${r.source.split('/')[1] ?? ''}`));
-      for (const kind of KINDS) {
-        for (const replica of (replicaInformers.get(kind)?.list() ?? []) as unknown as MirrorCacheObject[]) {
-          if (listed.has(`${kind}/${replica.metadata.namespace ?? ''}/${replica.metadata.name}`)) continue;
-          const stale = replica.metadata.labels?.[keys.stale] === 'true';
-          out.push({ kind, source: replica.metadata.annotations?.[keys.source] ?? '?', namespace: replica.metadata.namespace ?? '', state: MirrorState.Stale, ...(stale ? { message: `source gone since ${replica.metadata.annotations?.[keys.staleSince] ?? '?'}` } : {}) });
-        }
-      }
-      return out.sort(compareRows);
-    },
+    mirrors: () => mirrorRows(rows, (kind) => (replicaInformers.get(kind)?.list() ?? []) as unknown as MirrorCacheObject[], keys),
     async stop() {
       clearInterval(leaderPoll);
       clearInterval(resync);
@@ -255,6 +210,85 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
       await Promise.all(allInformers.map((i) => i.stop()));
     },
   };
+}
+
+/**
+ * Keeps the rows of one source's replicas (the UI's mirror map and `mirrors()`), the conflict gauge, and one
+ * Warning Event on the source per new set of conflicts (not on every reconcile that finds the same ones).
+ */
+function conflictReporter(deps: {
+  readonly rows: Map<string, Map<string, MirrorRow>>;
+  readonly isNews: (key: string, signature: string) => boolean;
+  readonly gauge: MirrorControllerOptions['metrics']['mirrorConflicts'];
+  readonly log: MirrorControllerOptions['logger'];
+  readonly events: MirrorControllerOptions['events'];
+  readonly source: (kind: MirrorKind, key: string) => InformerObject | undefined;
+}): (key: { kind: MirrorKind; source: SourceRef; only?: string }, next: readonly MirrorRow[] | undefined) => void {
+  return (key, next) => {
+    const sourceKey = mirrorQueueKey(key.kind, key.source);
+    if (next === undefined) {
+      deps.rows.delete(sourceKey);
+      deps.gauge.remove({ kind: key.kind, namespace: key.source.namespace, name: key.source.name });
+      deps.isNews(`${sourceKey}#conflicts`, '');
+      return;
+    }
+    let byNamespace = deps.rows.get(sourceKey);
+    if (byNamespace === undefined || key.only === undefined) {
+      byNamespace = new Map();
+      deps.rows.set(sourceKey, byNamespace);
+    }
+    if (key.only !== undefined) byNamespace.delete(key.only);
+    for (const row of next) byNamespace.set(row.namespace, row);
+    const conflicts = [...byNamespace.values()].filter((r) => r.state === MirrorState.Conflict).sort(compareRows);
+    deps.gauge.set({ kind: key.kind, namespace: key.source.namespace, name: key.source.name }, conflicts.length);
+    const signature = conflicts.map((r) => `${r.namespace}: ${r.message ?? ''}`).join('\n');
+    if (!deps.isNews(`${sourceKey}#conflicts`, signature) || conflicts.length === 0) return;
+    const source = deps.source(key.kind, `${key.source.namespace}/${key.source.name}`);
+    if (source === undefined) return;
+    const message = truncate(`${conflicts.length} replica(s) not written, another object holds the name: ${conflicts.map((r) => r.message ?? r.namespace).join('; ')}`);
+    deps.log.warn({ source: sourceKey, conflicts: conflicts.length }, 'mirroring conflict');
+    void deps.events.record({ apiVersion: 'v1', kind: key.kind, metadata: { name: source.metadata.name, namespace: source.metadata.namespace ?? '', uid: source.metadata['uid'] as string | undefined } }, { type: 'Warning', reason: 'Conflict', message });
+  };
+}
+
+/** Every replica's row: those the reconciles reported, and the replicas left with no source (stale). */
+function mirrorRows(rows: ReadonlyMap<string, ReadonlyMap<string, MirrorRow>>, replicasOf: (kind: MirrorKind) => MirrorCacheObject[], keys: MirrorControllerOptions['keys']): MirrorRow[] {
+  const out = [...rows.values()].flatMap((m) => [...m.values()]);
+  const listed = new Set(out.map((r) => `${r.kind}/${r.namespace}/${r.source.split('/')[1] ?? ''}`));
+  for (const kind of KINDS) {
+    for (const replica of replicasOf(kind)) {
+      if (listed.has(`${kind}/${replica.metadata.namespace ?? ''}/${replica.metadata.name}`)) continue;
+      const stale = replica.metadata.labels?.[keys.stale] === 'true';
+      out.push({ kind, source: replica.metadata.annotations?.[keys.source] ?? '?', namespace: replica.metadata.namespace ?? '', state: MirrorState.Stale, ...(stale ? { message: `source gone since ${replica.metadata.annotations?.[keys.staleSince] ?? '?'}` } : {}) });
+    }
+  }
+  return out.sort(compareRows);
+}
+
+/** The queue keys of the sources a namespace's change concerns: those it now matches, and those with a replica in it. */
+function sourcesTouching(
+  name: string,
+  deps: {
+    readonly namespaces: MirrorNamespace[];
+    readonly sources: (kind: MirrorKind) => MirrorCacheObject[] | undefined;
+    readonly replicas: (kind: MirrorKind) => InformerObject[];
+    readonly keys: MirrorControllerOptions['keys'];
+    readonly sourceNamespaces: MirrorControllerOptions['sourceNamespaces'];
+    readonly trusted: MirrorControllerOptions['trusted'];
+  },
+): string[] {
+  const keys: string[] = [];
+  for (const kind of KINDS) {
+    const inNamespace = new Set(
+      deps.replicas(kind).filter((r) => r.metadata.namespace === name).map((r) => (r.metadata['annotations'] as Record<string, string> | undefined)?.[deps.keys.source]),
+    );
+    for (const source of deps.sources(kind) ?? []) {
+      const ref = refOf(source);
+      const resolved = resolveSource({ source, namespaces: deps.namespaces, keys: deps.keys, sourceNamespaces: deps.sourceNamespaces, trusted: deps.trusted });
+      if (inNamespace.has(formatSourceRef(ref)) || ('resolution' in resolved && resolved.resolution.namespaces.includes(name))) keys.push(mirrorQueueKey(kind, ref, name));
+    }
+  }
+  return keys;
 }
 
 function refOf(object: { metadata: { name: string; namespace?: string } }): SourceRef {
