@@ -78,6 +78,17 @@ describe('planApply', () => {
     if (policy === 'Sync') expect(step).toMatchObject({ reason: expect.stringContaining('kubectl') as unknown });
   });
 
+  it('namespacePolicy takes over an existing Namespace while the objects in it stay under policy', () => {
+    const theirs = (o: KubeObject): KubeObject => ({ ...o, metadata: { ...o.metadata, managedFields: [{ manager: 'kubectl-create', operation: 'Update' }] } });
+    const steps = plan({ desired: [ns('app'), cm('a')], live: liveOf(theirs(ns('app')), theirs(cm('a'))), policy: 'Sync', namespacePolicy: 'Adopt' }).apply;
+    expect(steps[0]).toMatchObject({ type: 'apply', id: '/Namespace//app', force: false, reason: 'adopted' });
+    expect(steps[1]).toMatchObject({ type: 'skip', id: '/ConfigMap/app/a', keep: false, reason: expect.stringContaining('Conflict') as unknown });
+    // adopted, not created: the Namespace is never pruned
+    const adopted = stored(ns('app'));
+    adopted.metadata.managedFields = [ourApply];
+    expect(plan({ desired: [cm('b')], inventory: [{ id: '/Namespace//app' }], live: liveOf(adopted), namespacePolicy: 'Adopt' }).prune[0]).toMatchObject({ type: 'forget', gone: false });
+  });
+
   it('never touches an object another sync owns, whatever the policy', () => {
     for (const policy of ['Sync', 'Adopt', 'Overwrite', 'Keep'] as const) {
       const step = plan({ desired: [cm('a')], live: liveOf(stored(cm('a'), other)), policy }).apply[0];

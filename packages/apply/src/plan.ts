@@ -96,6 +96,8 @@ export type PlanStep =
 export type PlanContext = {
   readonly owner: Owner;
   readonly policy: Policy;
+  /** The policy for a desired Namespace that exists and is not ours; default `policy`. */
+  readonly namespacePolicy?: Policy;
   readonly drift: DriftMode;
   /** Ids of Namespaces this sync created (from the inventory): only those may be deleted. */
   readonly createdNamespaces: ReadonlySet<string>;
@@ -124,6 +126,12 @@ export type PlanInput = {
   readonly live: LiveState;
   readonly owner: Owner;
   readonly policy?: Policy;
+  /**
+   * The policy for a desired Namespace that exists and is not ours (default: policy). A DR standby takes over the
+   * namespace it is given (Adopt) while every object already in it stays its owner's (Sync). An adopted
+   * Namespace is never deleted: only one this sync created is.
+   */
+  readonly namespacePolicy?: Policy;
   readonly drift?: DriftMode;
   /** Delete stale objects (default true); false leaves them in place and drops them from the inventory. */
   readonly prune?: boolean;
@@ -219,7 +227,7 @@ export function planObject(desired: KubeObject, live: KubeObject | undefined, co
       return { type: 'skip', id, tier, keep: false, reason: `Conflict: the object is owned by ${ownership.ownedBy}` };
     case 'unproven':
     case 'unmarked':
-      switch (context.policy) {
+      switch (tier === 0 && context.namespacePolicy !== undefined ? context.namespacePolicy : context.policy) {
         case 'Sync':
           return {
             type: 'skip',
@@ -304,6 +312,7 @@ export function planApply(input: PlanInput): Plan {
   const context: PlanContext = {
     owner: input.owner,
     policy: input.policy ?? 'Sync',
+    ...(input.namespacePolicy === undefined ? {} : { namespacePolicy: input.namespacePolicy }),
     drift: input.drift ?? 'Correct',
     prune: input.prune ?? true,
     createdNamespaces: new Set(input.inventory.filter((e) => e.created === true).map((e) => e.id)),

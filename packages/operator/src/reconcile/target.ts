@@ -42,6 +42,8 @@ export type TargetApplyInput = {
   readonly inventory: readonly string[] | undefined;
   readonly owner: Owner;
   readonly policy?: Policy;
+  /** The policy for a desired Namespace that exists and is not ours (default: policy); see @syncline/apply's planApply. */
+  readonly namespacePolicy?: Policy;
   readonly drift?: DriftMode;
   readonly prune?: boolean;
   readonly allowEmpty?: boolean;
@@ -120,7 +122,7 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
           desired: input.desired,
           inventory: input.inventory,
           owner: input.owner,
-          options: { policy: input.policy, drift: input.drift, prune: input.prune, allowEmpty: input.allowEmpty, pruneScope: input.pruneScope, wait: input.health?.wait },
+          options: { policy: input.policy, namespacePolicy: input.namespacePolicy, drift: input.drift, prune: input.prune, allowEmpty: input.allowEmpty, pruneScope: input.pruneScope, wait: input.health?.wait },
         });
   const last = noop?.records.get(noop.key);
   if (fingerprint !== undefined && noop !== undefined && last !== undefined && (input.health === undefined || last.health !== undefined) && stillUnchanged(last.record, fingerprint, noop.watched)) {
@@ -140,6 +142,7 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
       live,
       owner: input.owner,
       policy: input.policy,
+      ...(input.namespacePolicy === undefined ? {} : { namespacePolicy: input.namespacePolicy }),
       drift: input.drift,
       prune: input.prune,
       allowEmpty: input.allowEmpty,

@@ -1,0 +1,212 @@
+// End to end, variants of the trust rules the other suites do not try: what a user made before Syncline came
+// stays theirs. A NamespaceReplication whose standby namespace already holds the user's own objects (same names
+// as the source's, with the same or other data, and other names) never writes them, never prunes them when the
+// source loses the object, and says which ones it could not replicate.
+import { AppsV1Api, type V1Deployment } from '@kubernetes/client-node';
+import { startOperator, type OperatorProcess } from '@syncline/test-support';
+import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
+import type { NamespaceReplication } from '@syncline/operator';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { configMapData, core, eventually, installCrds, kc, rest } from './harness.ts';
+
+describe('a standby namespace that already holds the user’s objects (NamespaceReplication)', () => {
+  let ops: TestNamespace;
+  let standby: TestNamespace;
+  let operator: OperatorProcess;
+  const nrPath = (name: string): string => `/apis/syncline.dev/v1alpha1/namespaces/${ops.name}/namespacereplications/${name}`;
+  const readNr = (name: string): Promise<NamespaceReplication> => rest.request<NamespaceReplication>({ method: 'GET', path: nrPath(name) });
+  const condition = (nr: NamespaceReplication, type: string) => nr.status?.conditions?.find((c) => c.type === type);
+  const managers = async (name: string): Promise<string[]> => ((await core.readNamespacedConfigMap({ name, namespace: standby.name })).metadata?.managedFields ?? []).map((m) => `${m.manager ?? ''}/${m.operation ?? ''}`);
+  const labels = async (name: string): Promise<Record<string, string>> => (await core.readNamespacedConfigMap({ name, namespace: standby.name })).metadata?.labels ?? {};
+
+  beforeAll(async () => {
+    await installCrds();
+    ops = await testNamespace({ prefix: 'adv-ops' });
+    standby = await testNamespace({ prefix: 'adv-standby' });
+    // The source: what the replication copies.
+    for (const [name, data] of [
+      ['same-data', { v: 'one' }],
+      ['other-data', { v: 'source' }],
+      ['plain', { v: 'plain' }],
+      ['c1', { v: 'c1' }],
+    ] as const) {
+      await core.createNamespacedConfigMap({ namespace: ops.name, body: { metadata: { name }, data } });
+    }
+    // The standby namespace existed before, with the user's own objects: one equal to the source's, one at a
+    // source's name with other keys, and one at a name the source does not have.
+    await core.createNamespacedConfigMap({ namespace: standby.name, body: { metadata: { name: 'same-data' }, data: { v: 'one' } } });
+    await core.createNamespacedConfigMap({ namespace: standby.name, body: { metadata: { name: 'other-data' }, data: { mine: 'keep me' } } });
+    await core.createNamespacedConfigMap({ namespace: standby.name, body: { metadata: { name: 'users-own' }, data: { mine: 'keep me too' } } });
+    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', ops.name, '--operator-namespace', ops.name, '--mirror', 'off', '--webhook-addr', 'off', '--dr-heartbeat-interval', 'off'] });
+  }, 300_000);
+  afterAll(async () => {
+    await operator.stop();
+    await standby[Symbol.asyncDispose]();
+    await ops[Symbol.asyncDispose]();
+  });
+
+  it('replicates what is not there, leaves the user’s objects as they were and names them as conflicts', async () => {
+    await rest.request({
+      method: 'POST',
+      path: `/apis/syncline.dev/v1alpha1/namespaces/${ops.name}/namespacereplications`,
+      body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'NamespaceReplication', metadata: { name: 'pre' }, spec: { destination: { namespace: standby.name }, interval: '3s', resourceTypes: ['ConfigMap'], pruneGuard: { maxDeletions: '100%' } } },
+    });
+    const nr = await eventually(async () => {
+      const n = await readNr('pre');
+      return n.status?.observedGeneration === n.metadata.generation && (n.status?.failed?.length ?? 0) > 0 ? n : undefined;
+    }, 'the replication to report the user’s objects', 120_000);
+    // the source's other objects arrived
+    expect(await configMapData(standby.name, 'plain')).toEqual({ v: 'plain' });
+    expect(await configMapData(standby.name, 'c1')).toEqual({ v: 'c1' });
+    // the user's objects are untouched: no key written, no marks, no apply of ours
+    expect(await configMapData(standby.name, 'other-data')).toEqual({ mine: 'keep me' });
+    expect(await configMapData(standby.name, 'same-data')).toEqual({ v: 'one' });
+    for (const name of ['same-data', 'other-data', 'users-own']) {
+      expect(await managers(name)).not.toContain('syncline/Apply');
+      expect(Object.keys(await labels(name)).filter((k) => k.startsWith('syncline.dev/'))).toEqual([]);
+    }
+    // and the replication says which ones it could not replicate, by name
+    const failed = (nr.status?.failed ?? []).map((f) => `${f.id}: ${f.reason}`).join('\n');
+    expect(failed).toContain(`/ConfigMap/${standby.name}/same-data`);
+    expect(failed).toContain(`/ConfigMap/${standby.name}/other-data`);
+    expect(failed).toContain('Conflict');
+    expect(condition(nr, 'Ready')).toMatchObject({ status: 'False' });
+  }, 240_000);
+
+  it('never prunes the user’s objects when the source loses those names, and prunes its own copy', async () => {
+    for (const name of ['same-data', 'other-data', 'c1']) await core.deleteNamespacedConfigMap({ name, namespace: ops.name });
+    // c1 was ours: it goes. Waiting for it is waiting for the pass that would have pruned the others too.
+    await eventually(async () => ((await configMapData(standby.name, 'c1')) === undefined ? true : undefined), 'c1 pruned from the standby', 120_000);
+    await eventually(async () => {
+      const n = await readNr('pre');
+      return n.status?.observedGeneration === n.metadata.generation && condition(n, 'Ready')?.status === 'True' ? n : undefined;
+    }, 'the replication to be Ready once the conflicts left the source', 120_000);
+    expect(await configMapData(standby.name, 'same-data')).toEqual({ v: 'one' });
+    expect(await configMapData(standby.name, 'other-data')).toEqual({ mine: 'keep me' });
+    expect(await configMapData(standby.name, 'users-own')).toEqual({ mine: 'keep me too' });
+    expect(await configMapData(standby.name, 'plain')).toEqual({ v: 'plain' });
+  }, 240_000);
+
+  it('deleting the replication leaves the standby namespace (which it did not create) and everything in it', async () => {
+    await rest.request({ method: 'DELETE', path: nrPath('pre') });
+    await eventually(
+      () =>
+        readNr('pre').then(
+          () => undefined,
+          (error: unknown) => ((error as { status?: number }).status === 404 ? true : undefined),
+        ),
+      'the replication gone',
+      120_000,
+    );
+    const ns = await core.readNamespace({ name: standby.name });
+    expect(ns.metadata?.deletionTimestamp).toBeUndefined();
+    expect(await configMapData(standby.name, 'users-own')).toEqual({ mine: 'keep me too' });
+    expect(await configMapData(standby.name, 'same-data')).toEqual({ v: 'one' });
+    expect(await configMapData(standby.name, 'plain')).toEqual({ v: 'plain' });
+  }, 240_000);
+
+  it('a failover scales only the workloads its own apply is on, not a copy re-created at a recorded name', async () => {
+    const apps = kc.makeApiClient(AppsV1Api);
+    const deployment = (name: string, replicas: number): V1Deployment => ({
+      metadata: { name },
+      spec: { replicas, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name, image: 'nginx:1.27' }] } } },
+    });
+    for (const name of ['web', 'api']) await apps.createNamespacedDeployment({ namespace: ops.name, body: deployment(name, 2) });
+    await using standby2 = await testNamespace({ prefix: 'adv-fo' });
+    const path = nrPath('fo');
+    await rest.request({
+      method: 'POST',
+      path: `/apis/syncline.dev/v1alpha1/namespaces/${ops.name}/namespacereplications`,
+      body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'NamespaceReplication', metadata: { name: 'fo' }, spec: { destination: { namespace: standby2.name }, interval: '3s', resourceTypes: ['Deployment.apps'] } },
+    });
+    let last: unknown;
+    await eventually(async () => {
+      const n = await readNr('fo');
+      last = n.status;
+      return n.status?.observedGeneration === n.metadata.generation && condition(n, 'Ready')?.status === 'True' && n.status?.kinds?.find((k) => k.kind === 'Deployment')?.objects === 2 ? n : undefined;
+    }, 'both workloads replicated', 120_000).catch((error: unknown) => {
+      throw new Error(`${String(error)}; last status: ${JSON.stringify(last)}`);
+    });
+    await rest.request({ method: 'PATCH', path, contentType: 'application/merge-patch+json', body: { spec: { suspend: true } } });
+    await eventually(async () => {
+      const n = await readNr('fo');
+      return n.status?.observedGeneration === n.metadata.generation ? n : undefined;
+    }, 'the suspension observed', 60_000);
+    // In the standby, someone replaces the copy of web with their own, marks and recorded count copied along
+    // (`kubectl get -o yaml`, then delete and create): it is at a name the inventory records, but not ours.
+    const copy = await apps.readNamespacedDeployment({ name: 'web', namespace: standby2.name });
+    await apps.deleteNamespacedDeployment({ name: 'web', namespace: standby2.name });
+    await eventually(async () => apps.readNamespacedDeployment({ name: 'web', namespace: standby2.name }).then(() => undefined, () => true), 'the copy gone', 60_000);
+    const mine = deployment('web', 0);
+    mine.metadata = { name: 'web', labels: copy.metadata?.labels ?? {}, annotations: copy.metadata?.annotations ?? {} };
+    await apps.createNamespacedDeployment({ namespace: standby2.name, body: mine });
+    await rest.request({ method: 'PATCH', path, contentType: 'application/merge-patch+json', body: { spec: { suspend: false, failover: true } } });
+    await eventually(async () => {
+      const n = await readNr('fo');
+      return n.status?.observedGeneration === n.metadata.generation && condition(n, 'FailedOver')?.status === 'True' ? n : undefined;
+    }, 'the failover', 120_000);
+    expect((await apps.readNamespacedDeployment({ name: 'api', namespace: standby2.name })).spec?.replicas).toBe(2);
+    const web = await apps.readNamespacedDeployment({ name: 'web', namespace: standby2.name });
+    expect(web.spec?.replicas).toBe(0);
+    expect((web.metadata?.managedFields ?? []).map((m) => `${m.manager ?? ''}/${m.operation ?? ''}`)).not.toContain('syncline/Apply');
+    await rest.request({ method: 'DELETE', path });
+  }, 300_000);
+});
+
+// Label-driven mirroring: an object in a target namespace that carries replica marks (copied from a replica
+// elsewhere with `kubectl get -o yaml`) is not a replica Syncline wrote. It is never deleted to make room for
+// one, whichever source its marks name, and never replaced because it is immutable.
+describe('an object carrying copied replica marks where a mirror goes (label-driven mirroring)', () => {
+  const PREFIX = 'adversary.syncline.dev';
+  let src: TestNamespace;
+  let target: TestNamespace;
+  let operator: OperatorProcess;
+  const read = (name: string) => core.readNamespacedConfigMap({ name, namespace: target.name });
+
+  beforeAll(async () => {
+    await installCrds();
+    src = await testNamespace({ prefix: 'adv-msrc' });
+    target = await testNamespace({ prefix: 'adv-mdst' });
+    // In the target namespace, before any source: the user's objects, marked as replicas by a copy.
+    // 'other-source' names a source that does not exist (its replica was copied from another cluster);
+    await core.createNamespacedConfigMap({
+      namespace: target.name,
+      body: { metadata: { name: 'other-source', labels: { [`${PREFIX}/sync-replica`]: 'true' }, annotations: { [`${PREFIX}/source`]: 'elsewhere/old' } }, data: { mine: 'keep me' } },
+    });
+    // 'this-source-immutable' names the very source that will claim it, and is immutable with other data.
+    await core.createNamespacedConfigMap({
+      namespace: target.name,
+      body: { metadata: { name: 'this-source-immutable', labels: { [`${PREFIX}/sync-replica`]: 'true' }, annotations: { [`${PREFIX}/source`]: `${src.name}/this-source-immutable` } }, data: { mine: 'keep me' }, immutable: true },
+    });
+    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', src.name, '--operator-namespace', src.name, '--mirror-prefix', PREFIX, '--webhook-addr', 'off', '--dr-heartbeat-interval', 'off'] });
+  }, 300_000);
+  afterAll(async () => {
+    await operator.stop();
+    await target[Symbol.asyncDispose]();
+    await src[Symbol.asyncDispose]();
+  });
+
+  it('leaves both objects as they were (same uid, same data) while a fresh name is mirrored', async () => {
+    const before = { other: (await read('other-source')).metadata?.uid, immutable: (await read('this-source-immutable')).metadata?.uid };
+    const source = (name: string) => ({
+      metadata: { name, labels: { [`${PREFIX}/sync-source`]: 'true' }, annotations: { [`${PREFIX}/targets`]: target.name } },
+      data: { v: 'from the source' },
+    });
+    for (const name of ['other-source', 'this-source-immutable', 'fresh']) await core.createNamespacedConfigMap({ namespace: src.name, body: source(name) });
+    // The fresh name is mirrored: the pass that would replace the others has run.
+    await eventually(async () => ((await configMapData(target.name, 'fresh'))?.['v'] === 'from the source' ? true : undefined), 'the fresh replica', 120_000);
+    // Each source is reconciled on its own: wait until each either touched its object or reported it.
+    const conflictReported = async (name: string): Promise<boolean> =>
+      (await core.listNamespacedEvent({ namespace: src.name, fieldSelector: `involvedObject.name=${name},reason=Conflict` })).items.length > 0;
+    const changed = await eventually(async () => {
+      const other = await read('other-source').catch(() => undefined);
+      const immutable = await read('this-source-immutable').catch(() => undefined);
+      if (other?.metadata?.uid !== before.other || immutable?.metadata?.uid !== before.immutable) return 'replaced';
+      if (other?.data?.['v'] !== undefined || immutable?.data?.['v'] !== undefined) return 'written';
+      return (await conflictReported('other-source')) && (await conflictReported('this-source-immutable')) ? 'untouched' : undefined;
+    }, 'each object to be written or reported as a conflict', 120_000);
+    expect(changed).toBe('untouched');
+    expect((await read('other-source')).data).toEqual({ mine: 'keep me' });
+    expect((await read('this-source-immutable')).data).toEqual({ mine: 'keep me' });
+  }, 240_000);
+});
