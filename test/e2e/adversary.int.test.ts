@@ -210,3 +210,66 @@ describe('an object carrying copied replica marks where a mirror goes (label-dri
     expect((await read('this-source-immutable')).data).toEqual({ mine: 'keep me' });
   }, 240_000);
 });
+
+// ManifestSync: a user replaces a copy with their own object at the same name (`kubectl get -o yaml`, edit,
+// delete, create: every mark copied along, a new object). The name is in the inventory, but the object is not
+// one Syncline applied: a source change does not overwrite it, and neither removing the target nor deleting the
+// ManifestSync deletes it.
+describe('a copy the user replaced with their own object (ManifestSync)', () => {
+  let home: TestNamespace;
+  let target: TestNamespace;
+  let operator: OperatorProcess;
+  const msPath = (name: string): string => `/apis/syncline.dev/v1alpha1/namespaces/${home.name}/manifestsyncs/${name}`;
+  const readMs = (name: string) => rest.request<{ metadata: { generation?: number }; status?: { observedGeneration?: number; conditions?: { type: string; status: string; reason: string; message: string }[] } }>({ method: 'GET', path: msPath(name) });
+  const applyMs = async (name: string, spec: Record<string, unknown>): Promise<void> => {
+    await rest.request({ method: 'PATCH', path: msPath(name), query: { fieldManager: 'syncline-tests', force: true }, contentType: 'application/apply-patch+yaml', body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ManifestSync', metadata: { name, namespace: home.name }, spec } });
+  };
+
+  beforeAll(async () => {
+    await installCrds();
+    home = await testNamespace({ prefix: 'adv-ms' });
+    target = await testNamespace({ prefix: 'adv-mst' });
+    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', home.name, '--operator-namespace', home.name, '--mirror', 'off', '--webhook-addr', 'off', '--dr-heartbeat-interval', 'off'] });
+  }, 300_000);
+  afterAll(async () => {
+    await operator.stop();
+    await target[Symbol.asyncDispose]();
+    await home[Symbol.asyncDispose]();
+  });
+
+  it('neither overwrites the user’s object on a source change, nor deletes it when the target or the ManifestSync goes', async () => {
+    await core.createNamespacedConfigMap({ namespace: home.name, body: { metadata: { name: 'settings' }, data: { v: 'first' } } });
+    await applyMs('settings', { sourceRef: { apiVersion: 'v1', kind: 'ConfigMap', name: 'settings' }, targets: [{ namespace: target.name }, { namespace: home.name, name: 'settings-local' }] });
+    await eventually(async () => ((await configMapData(target.name, 'settings'))?.['v'] === 'first' ? true : undefined), 'the copy', 120_000);
+    // the user replaces the copy with their own object, marks and all
+    const copy = await core.readNamespacedConfigMap({ name: 'settings', namespace: target.name });
+    await core.deleteNamespacedConfigMap({ name: 'settings', namespace: target.name });
+    await eventually(async () => ((await configMapData(target.name, 'settings')) === undefined ? true : undefined), 'the copy gone', 60_000);
+    await core.createNamespacedConfigMap({ namespace: target.name, body: { metadata: { name: 'settings', labels: copy.metadata?.labels ?? {}, annotations: copy.metadata?.annotations ?? {} }, data: { v: 'mine' } } });
+    const uid = (await core.readNamespacedConfigMap({ name: 'settings', namespace: target.name })).metadata?.uid;
+    // the source changes: the other copy follows, which is the pass that would overwrite the user's object
+    await core.patchNamespacedConfigMap({ name: 'settings', namespace: home.name, body: [{ op: 'replace', path: '/data/v', value: 'second' }] });
+    await eventually(async () => ((await configMapData(home.name, 'settings-local'))?.['v'] === 'second' ? true : undefined), 'the other copy to follow', 120_000);
+    const reported = await eventually(async () => {
+      const ms = await readMs('settings');
+      const data = await configMapData(target.name, 'settings');
+      if (data?.['v'] !== 'mine') return `written: ${JSON.stringify(data)}`;
+      const ready = ms.status?.conditions?.find((c) => c.type === 'Ready');
+      return ready?.status === 'False' && ready.message.includes('Conflict') ? ready.message : undefined;
+    }, 'the user’s object reported as a conflict (or written)', 120_000);
+    expect(reported).toContain(target.name);
+    expect((await core.readNamespacedConfigMap({ name: 'settings', namespace: target.name })).metadata?.uid).toBe(uid);
+    // the target leaves the spec: the user's object stays
+    await applyMs('settings', { sourceRef: { apiVersion: 'v1', kind: 'ConfigMap', name: 'settings' }, targets: [{ namespace: home.name, name: 'settings-local' }] });
+    await eventually(async () => {
+      const ms = await readMs('settings');
+      return ms.status?.observedGeneration === ms.metadata.generation && ms.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? true : undefined;
+    }, 'the ManifestSync Ready with one target', 120_000);
+    expect(await configMapData(target.name, 'settings')).toEqual({ v: 'mine' });
+    // the ManifestSync goes: still there
+    await rest.request({ method: 'DELETE', path: msPath('settings') });
+    await eventually(async () => readMs('settings').then(() => undefined, (error: unknown) => ((error as { status?: number }).status === 404 ? true : undefined)), 'the ManifestSync gone', 120_000);
+    expect(await configMapData(target.name, 'settings')).toEqual({ v: 'mine' });
+    expect((await core.readNamespacedConfigMap({ name: 'settings', namespace: target.name })).metadata?.uid).toBe(uid);
+  }, 300_000);
+});
