@@ -190,11 +190,22 @@ describe('planApply', () => {
       expect(elsewhere.prune).toEqual([]);
     });
 
-    it('is recognised as ours when the inventory records it, whatever its managedFields', () => {
-      // A recorded object whose managedFields no longer show our apply (another apply manager took every field):
-      // the inventory is the proof for applying, and the render's change is applied (forced) as before.
-      const taken = copyOf(cm('a'), 'a', [{ manager: 'helm', operation: 'Apply' }]);
-      expect(summary(plan({ desired: [cm('a', { k: 'new' })], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(taken) }).apply)).toEqual(['apply /ConfigMap/app/a force']);
+    it('is not ours on the inventory alone, for applying either: a re-created or taken-over object is a conflict under Sync', () => {
+      // A recorded name whose object no longer shows our apply: re-created by someone (marks copied along), or every
+      // field taken by another apply manager. Overwriting it would put our apply on it, and a later prune would
+      // delete an object someone else made.
+      for (const managedFields of [[], [{ manager: 'kubectl-create', operation: 'Update' }], [{ manager: 'helm', operation: 'Apply' }]]) {
+        const taken = copyOf(cm('a'), 'a', managedFields);
+        expect(plan({ desired: [cm('a', { k: 'new' })], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(taken) }).apply[0]).toMatchObject({
+          type: 'skip',
+          keep: false,
+          reason: expect.stringMatching(/^Conflict: .*it is in the inventory, but has no server-side apply by field manager "syncline"/) as unknown,
+        });
+        // Adopt and Overwrite take it over as they take any object that is not ours
+        expect(plan({ desired: [cm('a', { k: 'new' })], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(taken), policy: 'Adopt' }).apply[0]).toMatchObject({ type: 'apply', reason: 'adopted' });
+      }
+      // our own object at that name is applied as before
+      expect(summary(plan({ desired: [cm('a', { k: 'new' })], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(cm('a'))) }).apply)).toEqual(['apply /ConfigMap/app/a force']);
     });
 
     it('is not deleted on the inventory alone: an object re-created at a recorded name, marks copied, is kept', () => {
@@ -373,8 +384,10 @@ describe('kubectl edits of an object of ours', () => {
 
   it('takes over for the plan\'s field manager, and never for an object that is not ours', () => {
     const live = editedBy('deployer', 'Update');
-    // In the inventory: the ownership proof (our own Apply entry) is for the plan's manager too, and this object's
-    // only Apply entry is syncline's.
+    // The ownership proof (our own Apply entry) is for the plan's manager too: syncline's Apply proves nothing to
+    // a plan applied as 'deployer', and deployer's Apply does.
+    expect(plan({ desired: [cm('a')], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(live), fieldManager: 'deployer' }).apply[0]).toMatchObject({ type: 'skip', reason: expect.stringContaining('Conflict') as unknown });
+    live.metadata.managedFields = [...(live.metadata.managedFields ?? []), managed('deployer', 'Apply', { 'f:metadata': {} })];
     expect(plan({ desired: [cm('a')], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(live), fieldManager: 'deployer' }).apply[0]).toMatchObject({ type: 'apply', reason: 'drift corrected: fields edited by deployer' });
     const unmarked: KubeObject = { ...cm('a'), metadata: { ...cm('a').metadata, resourceVersion: '3', managedFields: [managed('kubectl-edit', 'Update', { 'f:data': {} })] } };
     for (const policy of ['Adopt', 'Overwrite'] as const) {
