@@ -2,12 +2,13 @@
 // stays theirs. A NamespaceReplication whose standby namespace already holds the user's own objects (same names
 // as the source's, with the same or other data, and other names) never writes them, never prunes them when the
 // source loses the object, and says which ones it could not replicate.
-import { AppsV1Api, type V1Deployment } from '@kubernetes/client-node';
-import { startOperator, type OperatorProcess } from '@syncline/test-support';
+import { AppsV1Api, RbacAuthorizationV1Api, type V1Deployment } from '@kubernetes/client-node';
+import { randomBytes } from 'node:crypto';
+import { startGitServer, startOperator, type GitServer, type OperatorProcess } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import type { NamespaceReplication } from '@syncline/operator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configMapData, core, eventually, installCrds, kc, rest } from './harness.ts';
+import { applyConfigSync, configMapData, configMapYaml, configSync, core, eventually, installCrds, kc, readConfigSync, rest } from './harness.ts';
 
 describe('a standby namespace that already holds the user’s objects (NamespaceReplication)', () => {
   let ops: TestNamespace;
@@ -272,4 +273,67 @@ describe('a copy the user replaced with their own object (ManifestSync)', () => 
     expect(await configMapData(target.name, 'settings')).toEqual({ v: 'mine' });
     expect((await core.readNamespacedConfigMap({ name: 'settings', namespace: target.name })).metadata?.uid).toBe(uid);
   }, 300_000);
+});
+
+// ConfigSync tenancy: a target patch runs after the render placed namespaces, so it can give a cluster-scoped
+// object (a ClusterRole) the tenant's own namespace. The tenancy rule reads that namespace and would allow the
+// write, while the API server takes a cluster-scoped object at its cluster path whatever namespace its body
+// names: a tenant without a ServiceAccount would create a ClusterRole with the operator's rights.
+describe('a target patch that gives a cluster-scoped object the tenant’s namespace (ConfigSync tenancy)', () => {
+  const ID = randomBytes(3).toString('hex');
+  const escalate = `adversary-escalate-${ID}`;
+  let git: GitServer;
+  let tenant: TestNamespace;
+  let operator: OperatorProcess;
+  const rbac = () => kc.makeApiClient(RbacAuthorizationV1Api);
+  const clusterRoleExists = (): Promise<boolean> =>
+    rbac()
+      .readClusterRole({ name: escalate })
+      .then(
+        () => true,
+        (error: unknown) => {
+          if ((error as { code?: number }).code === 404) return false;
+          throw error;
+        },
+      );
+
+  beforeAll(async () => {
+    await installCrds();
+    git = await startGitServer();
+    tenant = await testNamespace({ prefix: 'adv-tenant' });
+    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', tenant.name, '--mirror', 'off', '--webhook-addr', 'off', '--dr-heartbeat-interval', 'off'] });
+  }, 300_000);
+  afterAll(async () => {
+    await operator.stop();
+    await tenant[Symbol.asyncDispose]();
+    await git.close();
+    await rbac().deleteClusterRole({ name: escalate }).catch(() => undefined);
+  });
+
+  it('is refused with an error naming the object, and no ClusterRole is written', async () => {
+    const repo = await git.createRepo(`adversary-patch-${ID}`);
+    await repo.commit({
+      'app/own.yaml': configMapYaml('own', '  v: "1"'),
+      'app/role.yaml': `apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: ${escalate}\nrules:\n- apiGroups: ["*"]\n  resources: ["*"]\n  verbs: ["*"]\n`,
+    });
+    await applyConfigSync(
+      configSync(tenant.name, 'patched', {
+        source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+        refreshInterval: '1h',
+        targets: [{ name: 'home', namespace: tenant.name, patches: [{ target: { kind: 'ClusterRole', name: escalate }, patch: { metadata: { namespace: tenant.name } } }] }],
+      }),
+    );
+    // Either the ClusterRole appears, or the sync says why it wrote nothing (a render error, or a failed target).
+    const refused = await eventually(async () => {
+      if (await clusterRoleExists()) return 'written';
+      const c = await readConfigSync(tenant.name, 'patched');
+      if (c.status?.observedGeneration !== c.metadata.generation) return undefined;
+      const said = [...(c.status?.conditions ?? []).map((x) => x.message ?? ''), ...(c.status?.targets ?? []).map((t) => t.message ?? '')].find((m) => m.includes(escalate));
+      return said;
+    }, 'the ClusterRole written, or refused by name', 120_000);
+    expect(await clusterRoleExists()).toBe(false);
+    // the render says so (the apply client refuses such an object too, whichever reconciler sends it)
+    expect(refused).toContain(`ClusterRole/${escalate}`);
+    expect(refused).toContain('cluster-scoped');
+  }, 240_000);
 });
