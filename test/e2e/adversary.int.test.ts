@@ -337,3 +337,49 @@ describe('a target patch that gives a cluster-scoped object the tenant’s names
     expect(refused).toContain('cluster-scoped');
   }, 240_000);
 });
+
+// ConfigSync: a target renamed in the spec (same namespace, same render). The objects are the sync's own; the
+// rename must hand them to the new target name, not delete them (a deleted PersistentVolumeClaim takes its
+// volume with it) and create them again.
+describe('a ConfigSync target renamed, its namespace unchanged', () => {
+  const ID = randomBytes(3).toString('hex');
+  let git: GitServer;
+  let home: TestNamespace;
+  let operator: OperatorProcess;
+
+  beforeAll(async () => {
+    await installCrds();
+    git = await startGitServer();
+    home = await testNamespace({ prefix: 'adv-rename' });
+    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', home.name, '--mirror', 'off', '--webhook-addr', 'off', '--dr-heartbeat-interval', 'off'] });
+  }, 300_000);
+  afterAll(async () => {
+    await operator.stop();
+    await home[Symbol.asyncDispose]();
+    await git.close();
+  });
+
+  it('keeps every object (same uid) and is Ready under the new name', async () => {
+    const repo = await git.createRepo(`adversary-rename-${ID}`);
+    await repo.commit({ 'app/settings.yaml': configMapYaml('settings', '  v: "1"') });
+    const spec = (target: string) => ({ source: { git: { repo: repo.url, revision: 'main', path: 'app' } }, refreshInterval: '1h', targets: [{ name: target, namespace: home.name }] });
+    await applyConfigSync(configSync(home.name, 'renamed', spec('blue')));
+    await eventually(async () => ((await configMapData(home.name, 'settings'))?.['v'] === '1' ? true : undefined), 'the object applied', 120_000);
+    const uid = (await core.readNamespacedConfigMap({ name: 'settings', namespace: home.name })).metadata?.uid;
+    await applyConfigSync(configSync(home.name, 'renamed', spec('green')));
+    let last: unknown;
+    const cs = await eventually(async () => {
+      const c = await readConfigSync(home.name, 'renamed');
+      last = c.status;
+      const ready = c.status?.conditions?.find((x) => x.type === 'Ready');
+      const live = await core.readNamespacedConfigMap({ name: 'settings', namespace: home.name }).catch(() => undefined);
+      if (live?.metadata?.uid !== uid) return 'recreated';
+      return c.status?.observedGeneration === c.metadata.generation && ready?.status === 'True' && c.status?.targets?.length === 1 ? 'kept' : undefined;
+    }, 'the renamed target Ready (or the object re-created)', 120_000).catch((error: unknown) => {
+      throw new Error(`${String(error)}; last status: ${JSON.stringify(last)}`);
+    });
+    expect(cs).toBe('kept');
+    const live = await core.readNamespacedConfigMap({ name: 'settings', namespace: home.name });
+    expect(live.metadata?.annotations?.['syncline.dev/owned-by']).toBe(`${home.name}/renamed/green`);
+  }, 240_000);
+});

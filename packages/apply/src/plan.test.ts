@@ -78,6 +78,16 @@ describe('planApply', () => {
     if (policy === 'Sync') expect(step).toMatchObject({ reason: expect.stringContaining('kubectl') as unknown });
   });
 
+  it('takes over the objects of a handed-over owner (a renamed target) only with our own apply on them', () => {
+    const renamed: Owner = { ...owner, target: 'old' };
+    const handoff = new Set(['team/web/old']);
+    expect(plan({ desired: [cm('a')], live: liveOf(stored(cm('a'), renamed)), handoff }).apply[0]).toMatchObject({ type: 'apply', force: true, reason: 'handed over from team/web/old' });
+    // another owner stays a conflict, and so does a copy marked by the old target without our apply
+    expect(plan({ desired: [cm('a')], live: liveOf(stored(cm('a'), other)), handoff }).apply[0]).toMatchObject({ type: 'skip', reason: 'Conflict: the object is owned by team/api/prod' });
+    const copy = { ...stored(cm('a'), renamed), metadata: { ...stored(cm('a'), renamed).metadata, managedFields: [{ manager: 'kubectl-create', operation: 'Update' }] } };
+    expect(plan({ desired: [cm('a')], live: liveOf(copy), handoff }).apply[0]).toMatchObject({ type: 'skip', reason: 'Conflict: the object is owned by team/web/old' });
+  });
+
   it('namespacePolicy takes over an existing Namespace while the objects in it stay under policy', () => {
     const theirs = (o: KubeObject): KubeObject => ({ ...o, metadata: { ...o.metadata, managedFields: [{ manager: 'kubectl-create', operation: 'Update' }] } });
     const steps = plan({ desired: [ns('app'), cm('a')], live: liveOf(theirs(ns('app')), theirs(cm('a'))), policy: 'Sync', namespacePolicy: 'Adopt' }).apply;

@@ -98,6 +98,8 @@ export type PlanContext = {
   readonly policy: Policy;
   /** The policy for a desired Namespace that exists and is not ours; default `policy`. */
   readonly namespacePolicy?: Policy;
+  /** Owners (OWNED_BY_ANNOTATION values) whose objects this plan takes over: see PlanInput.handoff. */
+  readonly handoff?: ReadonlySet<string>;
   readonly drift: DriftMode;
   /** Ids of Namespaces this sync created (from the inventory): only those may be deleted. */
   readonly createdNamespaces: ReadonlySet<string>;
@@ -132,6 +134,13 @@ export type PlanInput = {
    * Namespace is never deleted: only one this sync created is.
    */
   readonly namespacePolicy?: Policy;
+  /**
+   * Owners (OWNED_BY_ANNOTATION values) that hand their objects to this plan: the same sync's targets that left
+   * the spec in this pass (a target renamed). An object marked by one of them, with our own apply on it, is
+   * applied as ours instead of being a conflict, so a rename never deletes and re-creates it; the leaving
+   * target's prune then finds it marked by this plan's owner and leaves it.
+   */
+  readonly handoff?: ReadonlySet<string>;
   readonly drift?: DriftMode;
   /** Delete stale objects (default true); false leaves them in place and drops them from the inventory. */
   readonly prune?: boolean;
@@ -225,6 +234,9 @@ export function planObject(desired: KubeObject, live: KubeObject | undefined, co
   const ownership = provenOwnership(live, id, context);
   switch (ownership.kind) {
     case 'other':
+      if (context.handoff?.has(ownership.ownedBy) === true && appliedBy(live, context.fieldManager)) {
+        return { type: 'apply', id, tier, object, force: true, create: false, reason: `handed over from ${ownership.ownedBy}` };
+      }
       // Two syncs rendering the same object is a reported conflict, never a tug of war: no policy overrides it.
       return { type: 'skip', id, tier, keep: false, reason: `Conflict: the object is owned by ${ownership.ownedBy}` };
     case 'unproven':
@@ -312,6 +324,7 @@ export function planApply(input: PlanInput): Plan {
     owner: input.owner,
     policy: input.policy ?? 'Sync',
     ...(input.namespacePolicy === undefined ? {} : { namespacePolicy: input.namespacePolicy }),
+    ...(input.handoff === undefined || input.handoff.size === 0 ? {} : { handoff: input.handoff }),
     drift: input.drift ?? 'Correct',
     prune: input.prune ?? true,
     createdNamespaces: new Set(input.inventory.filter((e) => e.created === true).map((e) => e.id)),

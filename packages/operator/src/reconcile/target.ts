@@ -44,6 +44,8 @@ export type TargetApplyInput = {
   readonly policy?: Policy;
   /** The policy for a desired Namespace that exists and is not ours (default: policy); see @syncline/apply's planApply. */
   readonly namespacePolicy?: Policy;
+  /** Owners handing their objects to this target (a renamed target); see @syncline/apply's planApply. */
+  readonly handoff?: ReadonlySet<string>;
   readonly drift?: DriftMode;
   readonly prune?: boolean;
   readonly allowEmpty?: boolean;
@@ -122,7 +124,7 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
           desired: input.desired,
           inventory: input.inventory,
           owner: input.owner,
-          options: { policy: input.policy, namespacePolicy: input.namespacePolicy, drift: input.drift, prune: input.prune, allowEmpty: input.allowEmpty, pruneScope: input.pruneScope, wait: input.health?.wait },
+          options: { policy: input.policy, namespacePolicy: input.namespacePolicy, handoff: input.handoff === undefined ? undefined : [...input.handoff].sort().join(','), drift: input.drift, prune: input.prune, allowEmpty: input.allowEmpty, pruneScope: input.pruneScope, wait: input.health?.wait },
         });
   const last = noop?.records.get(noop.key);
   if (fingerprint !== undefined && noop !== undefined && last !== undefined && (input.health === undefined || last.health !== undefined) && stillUnchanged(last.record, fingerprint, noop.watched)) {
@@ -143,6 +145,7 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
       owner: input.owner,
       policy: input.policy,
       ...(input.namespacePolicy === undefined ? {} : { namespacePolicy: input.namespacePolicy }),
+      ...(input.handoff === undefined ? {} : { handoff: input.handoff }),
       drift: input.drift,
       prune: input.prune,
       allowEmpty: input.allowEmpty,
