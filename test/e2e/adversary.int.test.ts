@@ -244,9 +244,14 @@ describe('a copy the user replaced with their own object (ManifestSync)', () => 
     await eventually(async () => ((await configMapData(target.name, 'settings'))?.['v'] === 'first' ? true : undefined), 'the copy', 120_000);
     // the user replaces the copy with their own object, marks and all
     const copy = await core.readNamespacedConfigMap({ name: 'settings', namespace: target.name });
-    await core.deleteNamespacedConfigMap({ name: 'settings', namespace: target.name });
-    await eventually(async () => ((await configMapData(target.name, 'settings')) === undefined ? true : undefined), 'the copy gone', 60_000);
-    await core.createNamespacedConfigMap({ namespace: target.name, body: { metadata: { name: 'settings', labels: copy.metadata?.labels ?? {}, annotations: copy.metadata?.annotations ?? {} }, data: { v: 'mine' } } });
+    // (delete and create at once, as `kubectl replace --force` does; the operator may restore its copy in between,
+    // then the user tries again)
+    await eventually(async () => {
+      await core.deleteNamespacedConfigMap({ name: 'settings', namespace: target.name }).catch(() => undefined);
+      return core
+        .createNamespacedConfigMap({ namespace: target.name, body: { metadata: { name: 'settings', labels: copy.metadata?.labels ?? {}, annotations: copy.metadata?.annotations ?? {} }, data: { v: 'mine' } } })
+        .then(() => true);
+    }, 'the user’s object in place of the copy', 60_000);
     const uid = (await core.readNamespacedConfigMap({ name: 'settings', namespace: target.name })).metadata?.uid;
     // the source changes: the other copy follows, which is the pass that would overwrite the user's object
     await core.patchNamespacedConfigMap({ name: 'settings', namespace: home.name, body: [{ op: 'replace', path: '/data/v', value: 'second' }] });
