@@ -388,3 +388,39 @@ describe('a ConfigSync target renamed, its namespace unchanged', () => {
     expect(live.metadata?.annotations?.['syncline.dev/owned-by']).toBe(`${home.name}/renamed/green`);
   }, 240_000);
 });
+
+// Label mirroring with `--mirror-stale mark`: replicas of a gone source are labelled stale. An object that only
+// carries copied replica marks (its "source" never existed here) is not a replica Syncline wrote: not labelled.
+describe('an object carrying copied replica marks of a source that is gone (--mirror-stale mark)', () => {
+  const PREFIX = `adv-${randomBytes(3).toString('hex')}.stale`;
+  let src: TestNamespace;
+  let target: TestNamespace;
+  let operator: OperatorProcess;
+
+  beforeAll(async () => {
+    await installCrds();
+    src = await testNamespace({ prefix: 'adv-ssrc' });
+    target = await testNamespace({ prefix: 'adv-sdst' });
+    await core.createNamespacedConfigMap({
+      namespace: target.name,
+      body: { metadata: { name: 'gone', labels: { [`${PREFIX}/sync-replica`]: 'true' }, annotations: { [`${PREFIX}/source`]: `${src.name}/gone` } }, data: { mine: 'keep me' } },
+    });
+    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', src.name, '--operator-namespace', src.name, '--mirror-prefix', PREFIX, '--mirror-stale', 'mark', '--webhook-addr', 'off', '--dr-heartbeat-interval', 'off'] });
+  }, 300_000);
+  afterAll(async () => {
+    await operator.stop();
+    await target[Symbol.asyncDispose]();
+    await src[Symbol.asyncDispose]();
+  });
+
+  it('marks the replica it wrote, and leaves the copy unlabelled', async () => {
+    await core.createNamespacedConfigMap({ namespace: src.name, body: { metadata: { name: 'real', labels: { [`${PREFIX}/sync-source`]: 'true' }, annotations: { [`${PREFIX}/targets`]: target.name } }, data: { v: '1' } } });
+    await eventually(async () => ((await configMapData(target.name, 'real'))?.['v'] === '1' ? true : undefined), 'the replica', 120_000);
+    await core.deleteNamespacedConfigMap({ name: 'real', namespace: src.name });
+    await eventually(async () => ((await core.readNamespacedConfigMap({ name: 'real', namespace: target.name })).metadata?.labels?.[`${PREFIX}/stale`] === 'true' ? true : undefined), 'the replica marked stale', 120_000);
+    const copied = await core.readNamespacedConfigMap({ name: 'gone', namespace: target.name });
+    expect(copied.metadata?.labels?.[`${PREFIX}/stale`]).toBeUndefined();
+    expect(copied.metadata?.annotations?.[`${PREFIX}/stale-since`]).toBeUndefined();
+    expect(copied.data).toEqual({ mine: 'keep me' });
+  }, 240_000);
+});

@@ -335,6 +335,14 @@ async function cleanUp(input: { deps: MirrorReconcilerDeps; client: ApplyClient;
       }
       case 'mark-stale':
       case 'unmark-stale': {
+        // Only a replica our own apply is on is ours to mark: the replica labels alone are copied along with
+        // `kubectl get -o yaml`, and an object someone made that way is not written.
+        const live = await client.get(id);
+        if (live === undefined) return true;
+        if (!appliedBy(live, DEFAULT_FIELD_MANAGER)) {
+          log.debug({ namespace: action.namespace }, `replica not ${action.type === 'mark-stale' ? 'marked' : 'unmarked'}: it does not carry our own apply`);
+          return true;
+        }
         // A metadata-only merge patch: the source is gone, so there is no desired replica to apply.
         await deps.rest.request({
           method: 'PATCH',
