@@ -150,6 +150,18 @@ function resourcePath(info: ResourceInfo, namespace: string, name?: string): str
   return `${prefix}${ns}/${info.plural}${name === undefined ? '' : `/${encodeURIComponent(name)}`}`;
 }
 
+/**
+ * The path of one object. A cluster-scoped kind whose object names a namespace is refused: the API server would
+ * take it at the cluster path whatever namespace its body says, so a check that reads the namespace (where a
+ * write lands, whose it is) would be answered for a namespace the write never touches.
+ */
+function objectPath(info: ResourceInfo, ref: { readonly namespace: string; readonly name: string }): string {
+  if (!info.namespaced && ref.namespace !== '') {
+    throw new ApiError({ status: 400, reason: 'BadRequest', message: `${info.kind} ${ref.name} is cluster-scoped but names namespace ${ref.namespace}: refused (a cluster-scoped object has no namespace)` });
+  }
+  return resourcePath(info, ref.namespace, ref.name);
+}
+
 function notServed(what: string): ApiError {
   return new ApiError({ status: 404, reason: 'NotServed', message: `the API server does not serve ${what}` });
 }
@@ -227,7 +239,7 @@ export async function createApplyClient(target: KubeConnection | KubeConfigLike,
       const info = await infoFor(ref.group, ref.kind);
       if (info === undefined) return undefined;
       try {
-        const obj = await send<KubeObject>({ method: 'GET', path: resourcePath(info, ref.namespace, ref.name), signal });
+        const obj = await send<KubeObject>({ method: 'GET', path: objectPath(info, ref), signal });
         return obj;
       } catch (error) {
         if (error instanceof ApiError && error.status === 404) return undefined;
@@ -244,7 +256,7 @@ export async function createApplyClient(target: KubeConnection | KubeConfigLike,
       return send<KubeObject | undefined>({
         discardBody: read !== true,
         method: 'PATCH',
-        path: resourcePath(info, object.metadata.namespace ?? '', object.metadata.name),
+        path: objectPath(info, { namespace: object.metadata.namespace ?? '', name: object.metadata.name }),
         query: { fieldManager, ...(force ? { force: 'true' } : {}) },
         body: object,
         contentType: 'application/apply-patch+yaml',
@@ -255,7 +267,7 @@ export async function createApplyClient(target: KubeConnection | KubeConfigLike,
       const ref = parseObjectId(id);
       const info = await infoFor(ref.group, ref.kind, apiVersion);
       if (info === undefined) throw notServed(`${ref.group}/${ref.kind}`);
-      await send({ discardBody: true, method: 'PATCH', path: resourcePath(info, ref.namespace, ref.name), body: operations, contentType: 'application/json-patch+json', signal });
+      await send({ discardBody: true, method: 'PATCH', path: objectPath(info, ref), body: operations, contentType: 'application/json-patch+json', signal });
     },
     async delete(id, { apiVersion, uid, signal }) {
       const ref = parseObjectId(id);
@@ -265,7 +277,7 @@ export async function createApplyClient(target: KubeConnection | KubeConfigLike,
         await send({
           discardBody: true,
           method: 'DELETE',
-          path: resourcePath(info, ref.namespace, ref.name),
+          path: objectPath(info, ref),
           body: { apiVersion: 'v1', kind: 'DeleteOptions', propagationPolicy: 'Background', ...(uid === undefined ? {} : { preconditions: { uid } }) },
           signal,
         });

@@ -78,6 +78,27 @@ describe('planApply', () => {
     if (policy === 'Sync') expect(step).toMatchObject({ reason: expect.stringContaining('kubectl') as unknown });
   });
 
+  it('takes over the objects of a handed-over owner (a renamed target) only with our own apply on them', () => {
+    const renamed: Owner = { ...owner, target: 'old' };
+    const handoff = new Set(['team/web/old']);
+    expect(plan({ desired: [cm('a')], live: liveOf(stored(cm('a'), renamed)), handoff }).apply[0]).toMatchObject({ type: 'apply', force: true, reason: 'handed over from team/web/old' });
+    // another owner stays a conflict, and so does a copy marked by the old target without our apply
+    expect(plan({ desired: [cm('a')], live: liveOf(stored(cm('a'), other)), handoff }).apply[0]).toMatchObject({ type: 'skip', reason: 'Conflict: the object is owned by team/api/prod' });
+    const copy = { ...stored(cm('a'), renamed), metadata: { ...stored(cm('a'), renamed).metadata, managedFields: [{ manager: 'kubectl-create', operation: 'Update' }] } };
+    expect(plan({ desired: [cm('a')], live: liveOf(copy), handoff }).apply[0]).toMatchObject({ type: 'skip', reason: 'Conflict: the object is owned by team/web/old' });
+  });
+
+  it('namespacePolicy takes over an existing Namespace while the objects in it stay under policy', () => {
+    const theirs = (o: KubeObject): KubeObject => ({ ...o, metadata: { ...o.metadata, managedFields: [{ manager: 'kubectl-create', operation: 'Update' }] } });
+    const steps = plan({ desired: [ns('app'), cm('a')], live: liveOf(theirs(ns('app')), theirs(cm('a'))), policy: 'Sync', namespacePolicy: 'Adopt' }).apply;
+    expect(steps[0]).toMatchObject({ type: 'apply', id: '/Namespace//app', force: false, reason: 'adopted' });
+    expect(steps[1]).toMatchObject({ type: 'skip', id: '/ConfigMap/app/a', keep: false, reason: expect.stringContaining('Conflict') as unknown });
+    // adopted, not created: the Namespace is never pruned
+    const adopted = stored(ns('app'));
+    adopted.metadata.managedFields = [ourApply];
+    expect(plan({ desired: [cm('b')], inventory: [{ id: '/Namespace//app' }], live: liveOf(adopted), namespacePolicy: 'Adopt' }).prune[0]).toMatchObject({ type: 'forget', gone: false });
+  });
+
   it('never touches an object another sync owns, whatever the policy', () => {
     for (const policy of ['Sync', 'Adopt', 'Overwrite', 'Keep'] as const) {
       const step = plan({ desired: [cm('a')], live: liveOf(stored(cm('a'), other)), policy }).apply[0];
@@ -179,11 +200,22 @@ describe('planApply', () => {
       expect(elsewhere.prune).toEqual([]);
     });
 
-    it('is recognised as ours when the inventory records it, whatever its managedFields', () => {
-      // A recorded object whose managedFields no longer show our apply (another apply manager took every field):
-      // the inventory is the proof for applying, and the render's change is applied (forced) as before.
-      const taken = copyOf(cm('a'), 'a', [{ manager: 'helm', operation: 'Apply' }]);
-      expect(summary(plan({ desired: [cm('a', { k: 'new' })], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(taken) }).apply)).toEqual(['apply /ConfigMap/app/a force']);
+    it('is not ours on the inventory alone, for applying either: a re-created or taken-over object is a conflict under Sync', () => {
+      // A recorded name whose object no longer shows our apply: re-created by someone (marks copied along), or every
+      // field taken by another apply manager. Overwriting it would put our apply on it, and a later prune would
+      // delete an object someone else made.
+      for (const managedFields of [[], [{ manager: 'kubectl-create', operation: 'Update' }], [{ manager: 'helm', operation: 'Apply' }]]) {
+        const taken = copyOf(cm('a'), 'a', managedFields);
+        expect(plan({ desired: [cm('a', { k: 'new' })], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(taken) }).apply[0]).toMatchObject({
+          type: 'skip',
+          keep: false,
+          reason: expect.stringMatching(/^Conflict: .*it is in the inventory, but has no server-side apply by field manager "syncline"/) as unknown,
+        });
+        // Adopt and Overwrite take it over as they take any object that is not ours
+        expect(plan({ desired: [cm('a', { k: 'new' })], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(taken), policy: 'Adopt' }).apply[0]).toMatchObject({ type: 'apply', reason: 'adopted' });
+      }
+      // our own object at that name is applied as before
+      expect(summary(plan({ desired: [cm('a', { k: 'new' })], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(cm('a'))) }).apply)).toEqual(['apply /ConfigMap/app/a force']);
     });
 
     it('is not deleted on the inventory alone: an object re-created at a recorded name, marks copied, is kept', () => {
@@ -362,8 +394,10 @@ describe('kubectl edits of an object of ours', () => {
 
   it('takes over for the plan\'s field manager, and never for an object that is not ours', () => {
     const live = editedBy('deployer', 'Update');
-    // In the inventory: the ownership proof (our own Apply entry) is for the plan's manager too, and this object's
-    // only Apply entry is syncline's.
+    // The ownership proof (our own Apply entry) is for the plan's manager too: syncline's Apply proves nothing to
+    // a plan applied as 'deployer', and deployer's Apply does.
+    expect(plan({ desired: [cm('a')], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(live), fieldManager: 'deployer' }).apply[0]).toMatchObject({ type: 'skip', reason: expect.stringContaining('Conflict') as unknown });
+    live.metadata.managedFields = [...(live.metadata.managedFields ?? []), managed('deployer', 'Apply', { 'f:metadata': {} })];
     expect(plan({ desired: [cm('a')], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(live), fieldManager: 'deployer' }).apply[0]).toMatchObject({ type: 'apply', reason: 'drift corrected: fields edited by deployer' });
     const unmarked: KubeObject = { ...cm('a'), metadata: { ...cm('a').metadata, resourceVersion: '3', managedFields: [managed('kubectl-edit', 'Update', { 'f:data': {} })] } };
     for (const policy of ['Adopt', 'Overwrite'] as const) {

@@ -96,6 +96,10 @@ export type PlanStep =
 export type PlanContext = {
   readonly owner: Owner;
   readonly policy: Policy;
+  /** The policy for a desired Namespace that exists and is not ours; default `policy`. */
+  readonly namespacePolicy?: Policy;
+  /** Owners (OWNED_BY_ANNOTATION values) whose objects this plan takes over: see PlanInput.handoff. */
+  readonly handoff?: ReadonlySet<string>;
   readonly drift: DriftMode;
   /** Ids of Namespaces this sync created (from the inventory): only those may be deleted. */
   readonly createdNamespaces: ReadonlySet<string>;
@@ -124,6 +128,19 @@ export type PlanInput = {
   readonly live: LiveState;
   readonly owner: Owner;
   readonly policy?: Policy;
+  /**
+   * The policy for a desired Namespace that exists and is not ours (default: policy). A DR standby takes over the
+   * namespace it is given (Adopt) while every object already in it stays its owner's (Sync). An adopted
+   * Namespace is never deleted: only one this sync created is.
+   */
+  readonly namespacePolicy?: Policy;
+  /**
+   * Owners (OWNED_BY_ANNOTATION values) that hand their objects to this plan: the same sync's targets that left
+   * the spec in this pass (a target renamed). An object marked by one of them, with our own apply on it, is
+   * applied as ours instead of being a conflict, so a rename never deletes and re-creates it; the leaving
+   * target's prune then finds it marked by this plan's owner and leaves it.
+   */
+  readonly handoff?: ReadonlySet<string>;
   readonly drift?: DriftMode;
   /** Delete stale objects (default true); false leaves them in place and drops them from the inventory. */
   readonly prune?: boolean;
@@ -176,15 +193,15 @@ export function withOwnership(desired: KubeObject, owner: Owner): KubeObject {
  * Whose object is this, on proof rather than on marks alone. The ownership marks (OWNER_LABEL and
  * OWNED_BY_ANNOTATION) are plain metadata: `kubectl get -o yaml`, a rename and `kubectl apply` copy them onto
  * an object Syncline never applied, and prune would then delete that copy. So marks name the owner, and an
- * object is 'ours' only when, besides carrying this owner's exact marks, either
- * - the inventory records it (what this target's runs confirmed applying), or
- * - its managedFields record a server-side apply by our field manager (`operation: Apply`): the API server
- *   writes that entry when we apply, so an object applied by a run whose status write was lost (a crash, a
- *   leader kill or an API outage between apply and status) is still recognised and pruned, never leaked.
- * An object with our marks and neither proof is 'unproven': never deleted, and overwritten only the way an
- * object that is not ours would be (policy Adopt or Overwrite). Deleting asks more than applying: planStale and
- * the Namespace check delete only what also holds our own Apply entry, since the inventory records names, and a
- * name can be re-used.
+ * object is 'ours' only when, besides carrying this owner's exact marks, its managedFields record a server-side
+ * apply by our field manager (`operation: Apply`): the API server writes that entry when we apply, so an object
+ * applied by a run whose status write was lost (a crash, a leader kill or an API outage between apply and status)
+ * is still recognised and pruned, never leaked. The inventory is no proof on its own, for applying as for
+ * deleting: it records names, and a name can be re-used. An object someone deleted and re-created there (marks
+ * copied along), or whose every field another apply manager took, is not the object we applied; overwriting it
+ * would make it ours, and the next prune would delete it.
+ * An object with our marks and no such entry is 'unproven': never deleted, and overwritten only the way an
+ * object that is not ours would be (policy Adopt or Overwrite).
  *
  * The limit: managedFields can be written deliberately (a create or update that sets them), so someone with
  * write access to an object can forge our entry on it. That only lets them have their own object treated as
@@ -192,12 +209,14 @@ export function withOwnership(desired: KubeObject, owner: Owner): KubeObject {
  */
 export function provenOwnership(live: KubeObject, id: string, context: Pick<PlanContext, 'owner' | 'recorded' | 'fieldManager'>): Ownership | { readonly kind: 'unproven' } {
   const ownership = ownershipOf(live, context.owner);
-  if (ownership.kind !== 'ours' || context.recorded.has(id) || appliedBy(live, context.fieldManager)) return ownership;
+  if (ownership.kind !== 'ours' || appliedBy(live, context.fieldManager)) return ownership;
   return { kind: 'unproven' };
 }
 
-function unprovenWhy(context: Pick<PlanContext, 'fieldManager'>): string {
-  return `it is not in the inventory and has no server-side apply by field manager "${context.fieldManager}" (marks can be copied)`;
+function unprovenWhy(id: string, context: Pick<PlanContext, 'fieldManager' | 'recorded'>): string {
+  return context.recorded.has(id)
+    ? `it is in the inventory, but has no server-side apply by field manager "${context.fieldManager}" (re-created or taken over by someone else)`
+    : `it is not in the inventory and has no server-side apply by field manager "${context.fieldManager}" (marks can be copied)`;
 }
 
 function managersOf(live: KubeObject): string {
@@ -215,18 +234,21 @@ export function planObject(desired: KubeObject, live: KubeObject | undefined, co
   const ownership = provenOwnership(live, id, context);
   switch (ownership.kind) {
     case 'other':
+      if (context.handoff?.has(ownership.ownedBy) === true && appliedBy(live, context.fieldManager)) {
+        return { type: 'apply', id, tier, object, force: true, create: false, reason: `handed over from ${ownership.ownedBy}` };
+      }
       // Two syncs rendering the same object is a reported conflict, never a tug of war: no policy overrides it.
       return { type: 'skip', id, tier, keep: false, reason: `Conflict: the object is owned by ${ownership.ownedBy}` };
     case 'unproven':
     case 'unmarked':
-      switch (context.policy) {
+      switch (tier === 0 && context.namespacePolicy !== undefined ? context.namespacePolicy : context.policy) {
         case 'Sync':
           return {
             type: 'skip',
             id,
             tier,
             keep: false,
-            reason: `Conflict: the object exists and is not managed by Syncline${ownership.kind === 'unproven' ? ` (it carries this sync's ownership marks, but ${unprovenWhy(context)})` : ''}${managersOf(live)}; policy Sync leaves it (Adopt or Overwrite take it over)`,
+            reason: `Conflict: the object exists and is not managed by Syncline${ownership.kind === 'unproven' ? ` (it carries this sync's ownership marks, but ${unprovenWhy(id, context)})` : ''}${managersOf(live)}; policy Sync leaves it (Adopt or Overwrite take it over)`,
           };
         case 'Keep':
           return { type: 'skip', id, tier, keep: false, reason: 'the object exists; policy Keep never modifies it' };
@@ -281,13 +303,10 @@ export function planStale(id: string, live: KubeObject | undefined, context: Pla
   const ownership = provenOwnership(live, id, context);
   if (ownership.kind === 'other') return { type: 'forget', id, tier, gone: false, reason: `not pruned: now owned by ${ownership.ownedBy}` };
   if (ownership.kind === 'unmarked') return { type: 'forget', id, tier, gone: false, reason: 'not pruned: the object no longer carries our ownership mark' };
-  if (ownership.kind === 'unproven') return { type: 'forget', id, tier, gone: false, reason: `not pruned: the object carries our ownership marks, but ${unprovenWhy(context)}` };
-  // A delete needs the API server's own record of our apply on this very object. The inventory names an id, not
-  // an object: what sits at that name now may have been deleted and re-created by someone else (marks copied
-  // along), or every field of it taken over by another apply manager; either way it is no longer ours to delete.
-  if (!appliedBy(live, context.fieldManager)) {
-    return { type: 'forget', id, tier, gone: false, reason: `not pruned: it is in the inventory, but has no server-side apply by field manager "${context.fieldManager}" (re-created or taken over by someone else)` };
-  }
+  // A delete needs the API server's own record of our apply on this very object (provenOwnership). The inventory
+  // names an id, not an object: what sits at that name now may have been deleted and re-created by someone else
+  // (marks copied along), or every field of it taken over by another apply manager; either way it is not ours.
+  if (ownership.kind === 'unproven') return { type: 'forget', id, tier, gone: false, reason: `not pruned: the object carries our ownership marks, but ${unprovenWhy(id, context)}` };
   if (pruneDisabled(live)) return { type: 'forget', id, tier, gone: false, reason: 'not pruned: syncline.dev/prune is disabled' };
   if (tier === 0 && !context.createdNamespaces.has(id)) return { type: 'forget', id, tier, gone: false, reason: 'not pruned: a Namespace this sync did not create' };
   return { type: 'delete', id, tier, apiVersion: live.apiVersion, uid: live.metadata.uid };
@@ -304,6 +323,8 @@ export function planApply(input: PlanInput): Plan {
   const context: PlanContext = {
     owner: input.owner,
     policy: input.policy ?? 'Sync',
+    ...(input.namespacePolicy === undefined ? {} : { namespacePolicy: input.namespacePolicy }),
+    ...(input.handoff === undefined || input.handoff.size === 0 ? {} : { handoff: input.handoff }),
     drift: input.drift ?? 'Correct',
     prune: input.prune ?? true,
     createdNamespaces: new Set(input.inventory.filter((e) => e.created === true).map((e) => e.id)),

@@ -89,6 +89,19 @@ describe('renderTarget', () => {
     expect(object?.metadata.labels).toEqual({ tier: 'web' });
   });
 
+  it('holds a patched object to the scope rule: a patch that gives a cluster-scoped object a namespace is a render error naming it', () => {
+    const role = 'apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: wide\nrules: []\n';
+    const error = renderError({
+      files: { 'app/role.yaml': role },
+      target: { name: 'staging', namespace: 'staging', patches: [{ target: { kind: 'ClusterRole', name: 'wide' }, patch: { metadata: { namespace: 'staging' } } }] },
+    });
+    expect(error.reason).toBe(RenderErrorReason.NamespaceMismatch);
+    expect(error.message).toContain('ClusterRole/wide is cluster-scoped but sets metadata.namespace');
+    // a patch that drops a namespaced object's namespace puts it back in the target's
+    const [object] = render({ files: { 'app/cm.yaml': cm('data: {}\n') }, target: { name: 'staging', namespace: 'staging', patches: [{ target: { kind: 'ConfigMap', name: 'web' }, patch: { metadata: { namespace: null } } }] } });
+    expect(object?.metadata.namespace).toBe('staging');
+  });
+
   it('layers target values over the given values', () => {
     const [object] = render({ files: { 'app/cm.yaml.hbs': cm('data:\n  a: {{values.a}}\n  b: {{values.b}}\n') }, values: { a: 'base', b: 'base' }, target: { name: 's', namespace: 's', values: { b: 'target' } } });
     expect(object?.data).toEqual({ a: 'base', b: 'target' });

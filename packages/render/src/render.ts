@@ -116,7 +116,12 @@ export function renderTarget(options: RenderTargetOptions): KubernetesObject[] {
       placed = renderManifests(state).map(({ document, origin }) => ({ object: checkObject(document, origin, locate), origin }));
       placeNamespaces(placed, { discovery: options.discovery, namespace: options.target.namespace, locate });
     }
-    if (options.target.patches !== undefined && options.target.patches.length > 0) applyPatches(placed, options.target.patches, locate);
+    if (options.target.patches !== undefined && options.target.patches.length > 0) {
+      applyPatches(placed, options.target.patches, locate);
+      // A patch may set a namespace (or a kind): the scope rule holds for the patched object too, or a
+      // cluster-scoped object would carry a namespace its write never lands in.
+      if (options.target.data === undefined) placeNamespaces(placed, { discovery: options.discovery, namespace: options.target.namespace, locate });
+    }
     checkDataFields(placed, locate);
     rejectDuplicates(placed, locate);
     return orderObjects(placed).map(({ object }) => object);

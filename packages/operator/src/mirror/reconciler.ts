@@ -224,6 +224,12 @@ async function writeReplica(input: {
     // An update the API server would refuse (immutable data, Secret type) or another source's leftover replica:
     // delete exactly the object we looked at, then create.
     const replace = live === undefined ? undefined : decision.action === 'update' && decision.takeover ? 'it is the replica of a source that no longer claims it' : replicaReplacementReason(live, desired);
+    // Deleting asks for proof, not marks: the replica labels and the source annotation are copied along by
+    // `kubectl get -o yaml`, so only an object our own apply is on may be deleted to make room.
+    if (live !== undefined && replace !== undefined && !appliedBy(live, DEFAULT_FIELD_MANAGER)) {
+      const message = `${kind} ${namespace}/${ref.name} carries replica marks, but Syncline never applied it (no server-side apply by field manager "${DEFAULT_FIELD_MANAGER}"), and writing it would mean deleting it (${replace}): left alone`;
+      return { row: row(MirrorState.Conflict, message), failed: false };
+    }
     if (live !== undefined && replace !== undefined) {
       await client.delete(id, { apiVersion: 'v1', ...(live.metadata.uid === undefined ? {} : { uid: live.metadata.uid }) });
       log.info({ namespace, reason: replace }, 'replacing the replica');
@@ -329,6 +335,14 @@ async function cleanUp(input: { deps: MirrorReconcilerDeps; client: ApplyClient;
       }
       case 'mark-stale':
       case 'unmark-stale': {
+        // Only a replica our own apply is on is ours to mark: the replica labels alone are copied along with
+        // `kubectl get -o yaml`, and an object someone made that way is not written.
+        const live = await client.get(id);
+        if (live === undefined) return true;
+        if (!appliedBy(live, DEFAULT_FIELD_MANAGER)) {
+          log.debug({ namespace: action.namespace }, `replica not ${action.type === 'mark-stale' ? 'marked' : 'unmarked'}: it does not carry our own apply`);
+          return true;
+        }
         // A metadata-only merge patch: the source is gone, so there is no desired replica to apply.
         await deps.rest.request({
           method: 'PATCH',

@@ -3,7 +3,7 @@
 // resolve revision → fetch snapshot → render every target → plan → apply → prune → status.
 // It reconciles from current state, never from the event that woke it, so running it twice changes nothing.
 import { type EventRecorder, type KubeRest } from '@syncline/kube';
-import { digestRendered, objectId, recordHistory, type ApplyClient } from '@syncline/apply';
+import { digestRendered, objectId, ownedBy, recordHistory, type ApplyClient } from '@syncline/apply';
 import { RenderError, RenderErrorReason, renderTarget, type TemplateCache, type KubernetesObject } from '@syncline/render';
 import { GitSourceError, type GitSource } from '@syncline/source-git';
 import type { Logger } from 'pino';
@@ -332,8 +332,16 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
     syncKey: `${run.namespace}/${run.object.metadata.name}`,
   });
   const { noop } = run.deps;
+  // Targets that left the spec: a new target in the same cluster takes over their objects (a rename), before
+  // they prune (below), so a renamed target's objects are handed over, never deleted and created again.
+  const leaving = [...previousInventory.values()].filter((entry) => !specNames.has(entry.target) && entry.entries.length > 0);
+  const handoffIn = (cluster: string | undefined): ReadonlySet<string> | undefined => {
+    const owners = leaving.filter((e) => e.cluster === cluster).map((e) => ownedBy({ namespace: run.namespace, name: run.object.metadata.name, target: e.target }));
+    return owners.length === 0 ? undefined : new Set(owners);
+  };
   const applyOne = async (target: ConfigSyncSpec['targets'][number]): Promise<TargetOutcome> => {
     const cluster = target.cluster?.name;
+    const handoff = handoffIn(cluster);
     const inventory = previousInventory.get(target.name)?.entries;
     const access = clusters.get(target.name);
     const desired = rendered.get(target.name);
@@ -347,6 +355,7 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
       desired,
       inventory,
       policy: run.spec.policy,
+      ...(handoff === undefined ? {} : { handoff }),
       drift: run.spec.drift,
       prune: run.spec.prune,
       allowEmpty: run.spec.allowEmpty,
@@ -393,10 +402,8 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
     });
     return withCluster(outcome, entry.cluster);
   };
-  return Promise.all([
-    ...run.spec.targets.map(applyOne),
-    ...[...previousInventory.values()].filter((entry) => !specNames.has(entry.target) && entry.entries.length > 0).map(removed),
-  ]);
+  const applied = await Promise.all(run.spec.targets.map(applyOne));
+  return [...applied, ...(await Promise.all(leaving.map(removed)))];
 }
 
 /** Records the cluster with the inventory, so deletion and a removed target prune where they applied. */

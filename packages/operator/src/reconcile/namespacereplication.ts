@@ -193,9 +193,11 @@ async function replicate(deps: ReplicationRun, object: NamespaceReplication, spe
     desired,
     inventory,
     owner,
-    // The standby namespace belongs to the replication: an unmarked object of the same name is taken over
-    // (never forced: a field another manager owns is a conflict).
-    policy: 'Adopt',
+    // The standby Namespace is the replication's to mark (fencing and a failover from the standby read it), but
+    // an object someone else made in it stays theirs: taking it over would write their data and let a later
+    // deletion in the source prune it. It is a conflict, named in status.failed (data wins over a full standby).
+    policy: 'Sync',
+    namespacePolicy: 'Adopt',
     drift: 'Correct',
     // A held deletion: this pass deletes nothing, the held objects stay in the inventory (keepHeld).
     prune: spec.prune && guard.action === 'prune',
@@ -294,7 +296,9 @@ async function promote(
   const listed = new Set(marked.map((o) => objectId(o)));
   const promotable = (id: string): boolean => PROMOTED_KINDS.some((k) => id.startsWith(`${k.group}/${k.kind}/`));
   const recorded = decodeInventory(inventory).map((e) => e.id).filter((id) => !listed.has(id) && promotable(id));
-  const live = [...marked, ...(await Promise.all(recorded.map((id) => standby.get(id)))).filter((o): o is KubeObject => o !== undefined)];
+  // A recorded name proves nothing about what sits there now: an object re-created there (marks and recorded
+  // count copied along) is someone else's, and only one our own apply is on is scaled.
+  const live = [...marked, ...(await Promise.all(recorded.map((id) => standby.get(id)))).filter((o): o is KubeObject => o !== undefined && appliedBy(o, DEFAULT_FIELD_MANAGER))];
   const desired = live.map((o) => promoted(o, deps.mirrorKeys)).filter((o): o is KubeObject => o !== undefined);
   // Only the promoted objects are planned (their own inventory): nothing else is applied or pruned.
   const outcome = await applyTarget({

@@ -42,6 +42,10 @@ export type TargetApplyInput = {
   readonly inventory: readonly string[] | undefined;
   readonly owner: Owner;
   readonly policy?: Policy;
+  /** The policy for a desired Namespace that exists and is not ours (default: policy); see @syncline/apply's planApply. */
+  readonly namespacePolicy?: Policy;
+  /** Owners handing their objects to this target (a renamed target); see @syncline/apply's planApply. */
+  readonly handoff?: ReadonlySet<string>;
   readonly drift?: DriftMode;
   readonly prune?: boolean;
   readonly allowEmpty?: boolean;
@@ -120,7 +124,7 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
           desired: input.desired,
           inventory: input.inventory,
           owner: input.owner,
-          options: { policy: input.policy, drift: input.drift, prune: input.prune, allowEmpty: input.allowEmpty, pruneScope: input.pruneScope, wait: input.health?.wait },
+          options: { policy: input.policy, namespacePolicy: input.namespacePolicy, handoff: input.handoff === undefined ? undefined : [...input.handoff].sort().join(','), drift: input.drift, prune: input.prune, allowEmpty: input.allowEmpty, pruneScope: input.pruneScope, wait: input.health?.wait },
         });
   const last = noop?.records.get(noop.key);
   if (fingerprint !== undefined && noop !== undefined && last !== undefined && (input.health === undefined || last.health !== undefined) && stillUnchanged(last.record, fingerprint, noop.watched)) {
@@ -140,6 +144,8 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
       live,
       owner: input.owner,
       policy: input.policy,
+      ...(input.namespacePolicy === undefined ? {} : { namespacePolicy: input.namespacePolicy }),
+      ...(input.handoff === undefined ? {} : { handoff: input.handoff }),
       drift: input.drift,
       prune: input.prune,
       allowEmpty: input.allowEmpty,
