@@ -154,8 +154,15 @@ describe('drift watches in the namespaces syncs apply into', () => {
         return cs?.status?.targets?.[0]?.message?.includes('cannot watch') === true ? cs : undefined;
       }, 'to-locked to be Ready and say it cannot be watched');
       const watchesWithApp = budget.open;
-      // Settled: the first resync after the apply proves it from what the apply read back and the watch holds.
+      // Settled: the first resync after the apply proves it from what the apply read back and the watch holds; on
+      // a loaded machine the watch's own first LIST of `app` may come after those resyncs, so settled also means
+      // no read in `app` for three seconds of resyncs every second.
       await eventually(async () => ((await reconciles()) >= 6 ? true : undefined), 'a few resyncs');
+      await eventually(async () => {
+        const reads = counter.reads(app.name);
+        await new Promise((resolve) => setTimeout(resolve, 3_000));
+        return counter.reads(app.name) === reads ? true : undefined;
+      }, 'reads in app to settle');
       const versions = async (): Promise<string[]> => Promise.all(['to-app', 'to-locked'].map(async (name) => (await read(name)).metadata.resourceVersion ?? ''));
       const versionsBefore = await versions();
       const appReads = counter.reads(app.name);
