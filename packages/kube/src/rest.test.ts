@@ -5,36 +5,41 @@ import { createServer, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { KubeApiError, createKubeRest } from './rest.ts';
 
+/** A server that accepts connections and never answers. */
+async function silentServer(): Promise<{ url: string; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
 describe('createKubeRest: request deadlines', () => {
   it('fails a request the server never answers once its deadline passes', async () => {
-    const sockets = new Set<Socket>();
-    const silent = createServer((socket) => {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-    });
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    const port = (silent.address() as { port: number }).port;
+    const silent = await silentServer();
     try {
-      const rest = await createKubeRest({ server: `http://127.0.0.1:${port}`, tls: {}, authHeaders: () => Promise.resolve({}) });
+      const rest = await createKubeRest({ server: silent.url, tls: {}, authHeaders: () => Promise.resolve({}) });
       const error = await rest.request({ method: 'GET', path: '/api', timeoutMs: 300 }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(KubeApiError);
       expect(error).toMatchObject({ status: 0, reason: 'Timeout', message: 'GET /api: no answer within 0.3s' });
     } finally {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => silent.close(resolve));
+      await silent.close();
     }
   });
 
   it("keeps the caller's own abort an abort, not a timeout", async () => {
-    const sockets = new Set<Socket>();
-    const silent = createServer((socket) => {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-    });
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    const port = (silent.address() as { port: number }).port;
+    const silent = await silentServer();
     try {
-      const rest = await createKubeRest({ server: `http://127.0.0.1:${port}`, tls: {}, authHeaders: () => Promise.resolve({}) });
+      const rest = await createKubeRest({ server: silent.url, tls: {}, authHeaders: () => Promise.resolve({}) });
       const abort = new AbortController();
       const pending = rest.request({ method: 'GET', path: '/api', signal: abort.signal, timeoutMs: 60_000 }).catch((e: unknown) => e);
       abort.abort();
@@ -42,8 +47,7 @@ describe('createKubeRest: request deadlines', () => {
       expect(error).not.toBeInstanceOf(KubeApiError);
       expect((error as Error).name).toBe('AbortError');
     } finally {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => silent.close(resolve));
+      await silent.close();
     }
   });
 });

@@ -3,7 +3,7 @@
 // match differently; RemoteCluster a target names).
 import { Informer, WatchBudgetError, objectKey } from '@syncline/kube';
 import type { ManifestSync } from '../api/v1alpha1.ts';
-import type { MirrorNamespace } from '../mirror/index.ts';
+import { mirrorNamespaces, namespaceProjection, type MirrorNamespace } from '../mirror/index.ts';
 import { DEFAULT_INTERVAL_BOUNDS } from '../reconcile/configsync.ts';
 import { MANIFESTSYNC_KEY_PREFIX, createManifestSyncReconciler } from '../reconcile/manifestsync.ts';
 import type { RemoteClusters } from '../remote/clusters.ts';
@@ -42,12 +42,7 @@ export function manifestSyncController(ctx: ControllerContext, remote: RemoteClu
     budget: ctx.budget,
     rest: ctx.rest,
     path: '/api/v1/namespaces',
-    project: (object) => ({
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: { name: object.metadata.name, resourceVersion: object.metadata.resourceVersion, labels: object.metadata['labels'], deletionTimestamp: object.metadata['deletionTimestamp'] },
-      status: { phase: (object['status'] as { phase?: string } | undefined)?.phase },
-    }),
+    project: namespaceProjection,
     onEvent: (type, object, previous) => {
       // A namespace appeared, left, or changed its labels: selectors may now match differently.
       if (type === 'MODIFIED' && JSON.stringify(previous?.metadata['labels']) === JSON.stringify(object.metadata['labels']) && previous?.metadata['deletionTimestamp'] === object.metadata['deletionTimestamp']) return;
@@ -57,15 +52,7 @@ export function manifestSyncController(ctx: ControllerContext, remote: RemoteClu
     },
     onError: (error) => logger.debug({ err: errorMessage(error) }, 'Namespace watch failed; restarting'),
   });
-  const namespaceList = (): MirrorNamespace[] | undefined =>
-    namespaces.synced
-      ? namespaces.list().map((n) => ({
-          name: n.metadata.name,
-          labels: n.metadata['labels'] as Record<string, string> | undefined,
-          deletionTimestamp: n.metadata['deletionTimestamp'] as string | undefined,
-          phase: (n['status'] as { phase?: string } | undefined)?.phase,
-        }))
-      : undefined;
+  const namespaceList = (): MirrorNamespace[] | undefined => (namespaces.synced ? mirrorNamespaces(namespaces.list()) : undefined);
 
   const reconcile = createManifestSyncReconciler({
     ...options,

@@ -15,7 +15,7 @@ import { createMirrorReconciler, mirrorQueueKey } from './reconciler.ts';
 import { MirrorKind } from './spec.ts';
 import type { StalePolicy } from './stale.ts';
 import { MirrorState, compareRows, resolveSource, type MirrorRow } from './status.ts';
-import type { MirrorNamespace } from './targets.ts';
+import { mirrorNamespaces, namespaceProjection, type MirrorNamespace } from './targets.ts';
 import type { TrustedNamespaces } from '../tenancy.ts';
 
 export type MirrorControllerOptions = {
@@ -112,12 +112,7 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
     ...budget,
     rest,
     path: '/api/v1/namespaces',
-    project: (object) => ({
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: { name: object.metadata.name, resourceVersion: object.metadata.resourceVersion, labels: object.metadata['labels'], deletionTimestamp: object.metadata['deletionTimestamp'] },
-      status: { phase: (object['status'] as { phase?: string } | undefined)?.phase },
-    }),
+    project: namespaceProjection,
     onEvent: (type, object, previous) => {
       if (!namespaceInformer.synced || type === 'DELETED') return; // the first list: every source is reconciled anyway
       const name = object.metadata.name;
@@ -127,15 +122,7 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
     },
     onError: (error) => log.warn({ err: errorMessage(error) }, 'mirroring namespace watch failed; restarting'),
   });
-  const namespaceList = (): MirrorNamespace[] | undefined =>
-    namespaceInformer.synced
-      ? namespaceInformer.list().map((n) => ({
-          name: n.metadata.name,
-          labels: n.metadata['labels'] as Record<string, string> | undefined,
-          deletionTimestamp: n.metadata['deletionTimestamp'] as string | undefined,
-          phase: (n['status'] as { phase?: string } | undefined)?.phase,
-        }))
-      : undefined;
+  const namespaceList = (): MirrorNamespace[] | undefined => (namespaceInformer.synced ? mirrorNamespaces(namespaceInformer.list()) : undefined);
   const sourceList = (kind: MirrorKind): MirrorCacheObject[] | undefined => {
     const informer = sourceInformers.get(kind);
     return informer?.synced === true ? (informer.list() as unknown as MirrorCacheObject[]) : undefined;

@@ -35,6 +35,8 @@ export {
   mayBeMirrorSource,
   matchesLabelSelector,
   expandCopyTargets,
+  namespaceProjection,
+  mirrorNamespaces,
 } from './targets.ts';
 export type {
   MirrorNamespace,

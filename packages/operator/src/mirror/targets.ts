@@ -1,5 +1,6 @@
 // Which namespaces receive a copy: label-driven mirroring's targets/exclude against the namespaces that exist,
 // ManifestSync targets (names and label selectors), and which namespaces may be sources at all.
+import type { KubeObject as InformerObject } from '@syncline/kube';
 import { MirrorError, MirrorErrorReason } from './errors.ts';
 import { matchesPattern, parsePatternList, type NamePattern } from './glob.ts';
 import { acceptsReplicas, isMirrorDisabled, type MirrorKeys, type SourceRef } from './labels.ts';
@@ -13,6 +14,26 @@ export interface MirrorNamespace {
   readonly phase?: string | undefined;
   /** Set once the namespace is being deleted (before the phase says so). */
   readonly deletionTimestamp?: string | undefined;
+}
+
+/** What a Namespace informer keeps of each Namespace: what target selection reads, nothing more. */
+export function namespaceProjection(object: InformerObject): InformerObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: object.metadata.name, resourceVersion: object.metadata.resourceVersion, labels: object.metadata['labels'], deletionTimestamp: object.metadata['deletionTimestamp'] },
+    status: { phase: (object['status'] as { phase?: string } | undefined)?.phase },
+  };
+}
+
+/** The namespaces a (projected) Namespace informer holds, as the resolvers need them. */
+export function mirrorNamespaces(objects: readonly InformerObject[]): MirrorNamespace[] {
+  return objects.map((n) => ({
+    name: n.metadata.name,
+    labels: n.metadata['labels'] as Record<string, string> | undefined,
+    deletionTimestamp: n.metadata['deletionTimestamp'] as string | undefined,
+    phase: (n['status'] as { phase?: string } | undefined)?.phase,
+  }));
 }
 
 /** Why a namespace the targets matched receives nothing. */
