@@ -23,6 +23,8 @@ import {
   type Owner,
   type Policy,
   ownerHash,
+  DEFAULT_FIELD_MANAGER,
+  OWNER_LABEL,
 } from './index.ts';
 
 const kc = testKubeConfig();
@@ -142,6 +144,28 @@ describe('readLive with an owner: its own objects by label, never the whole name
     expect(wide.lists.map((l) => l.selector)).toEqual([`syncline.dev/owner=${ownerHash(owner)}`, undefined]);
     expect(fresh.unresolved?.size ?? 0).toBe(0);
     expect(fresh.objects.has(`/ConfigMap/${ns.name}/other-0`)).toBe(true);
+  });
+});
+
+describe('objects the read could not see: created where the name is free, in one request that proves it', () => {
+  it('creates missing objects without reading them, and leaves alone an object someone created after the read', async () => {
+    await using ns = await testNamespace();
+    const owner = ownerIn(ns.name);
+    const desired = [cm(ns.name, 'a'), cm(ns.name, 'b'), cm(ns.name, 'raced')];
+    // given the owner's read, which finds nothing: every object is unresolved
+    const counting = readCounting(admin);
+    const live = await readLive({ client: counting, desired, inventory: [], owner });
+    expect([...(live.unresolved ?? [])].sort()).toEqual(desired.map((o) => `/ConfigMap/${ns.name}/${o.metadata.name}`).sort());
+    // when someone creates one of the names between that read and the apply (with Syncline's marks copied on it)
+    await core.createNamespacedConfigMap({ namespace: ns.name, body: { metadata: { name: 'raced', labels: { ...cm(ns.name, 'raced').metadata.labels, [OWNER_LABEL]: ownerHash(owner) } }, data: { k: 'theirs' } } });
+    const result = await executePlan(planApply({ desired, inventory: [], live, owner }), { client: counting });
+    // then the free names are created with no read at all, and the taken one is read, found not ours, and not written
+    expect(actions(result)).toEqual({ [`/ConfigMap/${ns.name}/a`]: 'created', [`/ConfigMap/${ns.name}/b`]: 'created', [`/ConfigMap/${ns.name}/raced`]: 'skipped' });
+    expect(counting.gets).toBe(1);
+    const raced = await core.readNamespacedConfigMap({ namespace: ns.name, name: 'raced' });
+    expect(raced.data).toEqual({ k: 'theirs' });
+    expect(raced.metadata?.managedFields?.map((m) => m.manager)).not.toContain(DEFAULT_FIELD_MANAGER);
+    expect(result.inventory.map((e) => e.id).sort()).toEqual([`/ConfigMap/${ns.name}/a`, `/ConfigMap/${ns.name}/b`]);
   });
 });
 

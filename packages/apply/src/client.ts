@@ -40,8 +40,11 @@ export type ApplyClient = {
   /**
    * Server-side apply. The stored object is returned only with `read` (parsing 1,000 responses costs CPU the API
    * server needs): the operator reads it to prove what it wrote (see unchanged.ts), a one-off apply does not.
+   * `ifAbsent`: create only. The apply carries a resourceVersion no stored object can have, so the API server
+   * creates the object when the name is free and answers 409 Conflict, writing nothing, when anything exists
+   * there (whoever made it, whenever): a proof of absence and the create in one request, with no window between.
    */
-  apply(object: KubeObject, options: { fieldManager: string; force: boolean; read?: boolean; signal?: AbortSignal }): Promise<KubeObject | undefined>;
+  apply(object: KubeObject, options: { fieldManager: string; force: boolean; read?: boolean; ifAbsent?: boolean; signal?: AbortSignal }): Promise<KubeObject | undefined>;
   /** A JSON patch (RFC 6902) of one object; the stored object is not read. A failed `test` is a 422 ApiError. */
   jsonPatch(id: string, operations: readonly unknown[], options: { apiVersion?: string; signal?: AbortSignal }): Promise<void>;
   /** Deletes with a uid precondition when given; 'absent' when it was already gone. */
@@ -177,6 +180,12 @@ const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
 
 /** The default of ClientOptions.requestTimeoutMs. */
 const DEFAULT_APPLY_TIMEOUT_MS = 60_000;
+/**
+ * A resourceVersion as a precondition that no object meets: the API server compares it with the stored
+ * object's (an etcd revision, a signed 64-bit number) and ignores it when it creates. The largest unsigned
+ * 64-bit number still parses as a resourceVersion, and is not 0, which would mean "no precondition".
+ */
+const NO_OBJECT_HAS_THIS_VERSION = '18446744073709551615';
 /** Sockets for one apply client's requests (parallel applies of many targets). */
 const REQUEST_SOCKETS = 64;
 
@@ -246,7 +255,7 @@ export async function createApplyClient(target: KubeConnection | KubeConfigLike,
         throw error;
       }
     },
-    async apply(object, { fieldManager, force, read, signal }) {
+    async apply(object, { fieldManager, force, read, ifAbsent, signal }) {
       let info = await infoFor(groupOf(object.apiVersion), object.kind, object.apiVersion);
       // A kind from a CRD applied moments ago: read discovery again once.
       if (info === undefined || info.version !== (object.apiVersion.split('/')[1] ?? object.apiVersion)) {
@@ -258,7 +267,7 @@ export async function createApplyClient(target: KubeConnection | KubeConfigLike,
         method: 'PATCH',
         path: objectPath(info, { namespace: object.metadata.namespace ?? '', name: object.metadata.name }),
         query: { fieldManager, ...(force ? { force: 'true' } : {}) },
-        body: object,
+        body: ifAbsent === true ? { ...object, metadata: { ...object.metadata, resourceVersion: NO_OBJECT_HAS_THIS_VERSION } } : object,
         contentType: 'application/apply-patch+yaml',
         signal,
       });

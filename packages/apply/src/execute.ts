@@ -261,6 +261,13 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
       case 'invalid':
         return { entry: { id: step.id, action: 'failed', reason: step.reason }, inventory: keepEntry(step.id) };
       case 'resolve': {
+        // Most objects a sync cannot see yet do not exist (a first apply): create them where the name is free,
+        // in one request that proves the absence itself; an object that exists (409) is read and planned.
+        const absent = planObject(step.desired, undefined, plan.context);
+        if (absent.type === 'apply') {
+          const created = await applyStep(absent, { ifAbsent: true });
+          if (created !== 'exists') return created;
+        }
         let live: KubeObject | undefined;
         try {
           live = await client.get(step.id, signal);
@@ -271,29 +278,39 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
         return runApply(planObject(step.desired, live, plan.context));
       }
       case 'apply': {
-        const notTaken = step.takeover?.patch === undefined ? undefined : await takeOverEdits({ client, desired: step.object, takeover: step.takeover, owner: plan.owner, fieldManager, signal });
-        const reason = [step.reason, notTaken].filter((r) => r !== undefined).join('; ');
-        try {
-          const stored = await client.apply(step.object, { fieldManager, force: step.force, read: written !== undefined, signal });
-          // An edit that raced the apply still owns fields: not proven, so the next resync reads and corrects it.
-          const proof = stored === undefined || editManagersOf(stored, fieldManager).length > 0 ? undefined : proofOf(step.object, stored, plan.owner);
-          if (proof !== undefined) written?.set(step.id, proof);
-        } catch (error) {
-          if (signal?.aborted === true) throw error;
-          return { entry: { id: step.id, action: 'failed', reason: [describeError(error), notTaken].filter((r) => r !== undefined).join('; ') }, inventory: keepEntry(step.id) };
-        }
-        const created = step.create || previous.get(step.id)?.created === true;
-        const isNamespace = step.id.startsWith('/Namespace/');
-        return {
-          entry: { id: step.id, action: step.create ? 'created' : 'configured', ...(reason === '' ? {} : { reason }) },
-          inventory: isNamespace && created ? { id: step.id, created: true } : { id: step.id },
-        };
+        const outcome = await applyStep(step, { ifAbsent: false });
+        if (outcome === 'exists') throw new Error(`an unconditional apply of ${step.id} answered as a create-only one`);
+        return outcome;
       }
       case 'delete':
       case 'resolveStale':
       case 'forget':
         throw new Error(`a ${step.type} step among the applies of ${step.id}`);
     }
+  };
+
+  /** One apply step; with ifAbsent, 'exists' when the API server refused the create because the name is taken. */
+  const applyStep = async (step: Extract<PlanStep, { type: 'apply' }>, options: { ifAbsent: boolean }): Promise<Outcome | 'exists'> => {
+    const notTaken = step.takeover?.patch === undefined ? undefined : await takeOverEdits({ client, desired: step.object, takeover: step.takeover, owner: plan.owner, fieldManager, signal });
+    const reason = [step.reason, notTaken].filter((r) => r !== undefined).join('; ');
+    try {
+      const stored = await client.apply(step.object, { fieldManager, force: step.force, read: written !== undefined, ifAbsent: options.ifAbsent, signal });
+      // An edit that raced the apply still owns fields: not proven, so the next resync reads and corrects it.
+      const proof = stored === undefined || editManagersOf(stored, fieldManager).length > 0 ? undefined : proofOf(step.object, stored, plan.owner);
+      if (proof !== undefined) written?.set(step.id, proof);
+    } catch (error) {
+      if (signal?.aborted === true) throw error;
+      // 409: something is there. 400/422: an API server that will not take a resourceVersion on a create
+      // (an aggregated API): either way the object is read and planned as usual.
+      if (options.ifAbsent && error instanceof ApiError && [400, 409, 422].includes(error.status)) return 'exists';
+      return { entry: { id: step.id, action: 'failed', reason: [describeError(error), notTaken].filter((r) => r !== undefined).join('; ') }, inventory: keepEntry(step.id) };
+    }
+    const created = step.create || previous.get(step.id)?.created === true;
+    const isNamespace = step.id.startsWith('/Namespace/');
+    return {
+      entry: { id: step.id, action: step.create ? 'created' : 'configured', ...(reason === '' ? {} : { reason }) },
+      inventory: isNamespace && created ? { id: step.id, created: true } : { id: step.id },
+    };
   };
 
   const runPrune = async (step: PlanStep): Promise<Outcome> => {

@@ -34,6 +34,11 @@ const progress = (line: string): void => console.error(`[bench] ${line}`);
 await part?.ready(progress);
 progress(`control plane, Git server and operator up; creating ${SYNCS} ConfigSyncs`);
 // Phase 1: N ConfigSyncs created at once → all Ready.
+// Every request the API server counted in each phase (the bench's own POST/PATCH/LIST/WATCH included), by verb
+// and resource: what the operator's time went to, on the API server's side.
+const phaseRequests = (): ReturnType<typeof requestCounts> => requestCounts(rest, (_verb, resource) => resource !== '' && resource !== 'leases');
+const readyRequestsBefore = await phaseRequests();
+const readyCpuBefore = { controlPlane: cpuSeconds(controlPlane.pid), operator: cpuSeconds(operator.pid) };
 const started = Date.now();
 git.resetRequests();
 await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
@@ -45,12 +50,16 @@ await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
 );
 await waitForAll(first);
 const allReadyMs = Date.now() - started;
+const readyRequests = diff(await phaseRequests(), readyRequestsBefore);
+const readyCpu = { controlPlane: cpuSeconds(controlPlane.pid) - readyCpuBefore.controlPlane, operator: cpuSeconds(operator.pid) - readyCpuBefore.operator };
 const initialFetches = git.requests('configs').uploadPack;
 
 progress(`all Ready in ${allReadyMs} ms; committing a change`);
 // Phase 2: a new commit, every sync asked to reconcile now → fetches for that commit.
 const second = await commitAll('two');
 git.resetRequests();
+const commitRequestsBefore = await phaseRequests();
+const commitCpuBefore = { controlPlane: cpuSeconds(controlPlane.pid), operator: cpuSeconds(operator.pid) };
 const commitStarted = Date.now();
 const at = new Date().toISOString();
 await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
@@ -58,6 +67,8 @@ await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
 );
 await waitForAll(second);
 const newCommitMs = Date.now() - commitStarted;
+const commitRequests = diff(await phaseRequests(), commitRequestsBefore);
+const commitCpu = { controlPlane: cpuSeconds(controlPlane.pid) - commitCpuBefore.controlPlane, operator: cpuSeconds(operator.pid) - commitCpuBefore.operator };
 const fetchesPerCommit = git.requests('configs').uploadPack;
 const peakRssMb = peakRss(operator.pid);
 
@@ -97,6 +108,8 @@ const verdict = (ok: boolean): string => (ok ? 'met' : 'NOT met');
 console.log(`operator bench: ${SYNCS} ConfigSyncs × 5 objects, one repo, Node ${process.versions.node}; ${layout.description}`);
 console.log(`time until all ${SYNCS} Ready (from creation):      ${(allReadyMs / 1000).toFixed(2)} s  (${initialFetches} fetch(es) of the first commit)  (target ≤ ${readyTarget} s: ${verdict(allReadyMs <= readyTarget * 1000)})`);
 console.log(`new commit → all Ready (reconcile requested):      ${(newCommitMs / 1000).toFixed(2)} s  (target ≤ ${commitTarget} s: ${verdict(newCommitMs <= commitTarget * 1000)})`);
+console.log(`API requests until all Ready / for the new commit: ${readyRequests.total} ${JSON.stringify(readyRequests.byVerbResource)} / ${commitRequests.total} ${JSON.stringify(commitRequests.byVerbResource)}`);
+console.log(`CPU until all Ready / for the new commit:           control plane ${readyCpu.controlPlane.toFixed(2)} s, operator ${readyCpu.operator.toFixed(2)} s / control plane ${commitCpu.controlPlane.toFixed(2)} s, operator ${commitCpu.operator.toFixed(2)} s`);
 console.log(`git fetches for the new commit:                    ${fetchesPerCommit}  (target: 1)`);
 console.log(`operator peak RSS:                                 ${peakRssMb.toFixed(0)} MB  (target ≤ 200 MB: ${verdict(peakRssMb <= 200)})`);
 console.log(`steady state ${steadyElapsed.toFixed(0)} s after the first resync (refreshInterval 30s, ~${Math.round(refreshes * SYNCS)} resyncs):`);

@@ -14,8 +14,18 @@ export type LoggerOptions = {
   readonly destination?: { write(line: string): unknown };
 };
 
+/**
+ * Standard output, written without blocking: a log line never holds up a reconcile while the reader of the pipe
+ * (the container runtime, a test harness) is slow. Lines are written in order as soon as the previous write is
+ * done; what is still buffered when the process exits (SIGTERM, a crash) is flushed then. Only SIGKILL can
+ * lose the last few lines.
+ */
+function standardOutput(): { write(line: string): unknown } {
+  return pino.destination({ dest: 1, sync: false });
+}
+
 export function createLogger(options: LoggerOptions): Logger {
-  const out = options.destination ?? process.stdout;
+  const out = options.destination ?? standardOutput();
   return pino(
     {
       level: options.level,

@@ -489,7 +489,7 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   if (changed || revisionChanged) log.info({ revision, ...counts }, 'synced');
   else log.debug({ revision }, 'no changes');
   // Once per change (the event is recorded only with the status write it explains), naming what changed.
-  if (changed || revisionChanged) events.push({ type: 'Normal', reason: 'Synced', message: truncate(`revision ${revision.slice(0, 12)}: ${summary}${changes.length === 0 ? '' : `: ${describeChanges(changes)}`}`) });
+  if (changed || revisionChanged) events.push({ type: 'Normal', reason: 'Synced', message: truncate(`revision ${revision.slice(0, 12)}: ${summary}${changes.length === 0 ? '' : `: ${describeChanges(changes)}`}`), logged: true });
   if (health?.failure !== undefined) events.push({ type: 'Warning', reason: Reason.HealthCheckFailed, message: health.failure });
   // Still converging: the objects' status changes wake this sync; the timeout's expiry is the latest re-check.
   return { status, result: { kind: 'done', requeueAfterMs: Math.min(run.refreshMs, health?.requeueAfterMs ?? Infinity) }, events };

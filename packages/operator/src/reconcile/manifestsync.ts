@@ -237,7 +237,7 @@ async function sync(deps: ManifestSyncReconcilerDeps, object: ManifestSync, spec
   if (combined.conflicts.length > 0) events.push({ type: 'Warning', reason: Reason.Conflict, message: truncate(`${combined.conflicts.length} copy(ies) not written: ${combined.conflicts.join('; ')}`) });
   if (failures.length > 0) events.push({ type: 'Warning', reason: unresolved.length === 0 && onlyRefused(outcomes) ? Reason.NamespaceNotAllowed : Reason.ApplyFailed, message: truncate(`${summary}; ${failures.join('; ')}`) });
   if (ok && combined.changed) {
-    events.push({ type: 'Normal', reason: 'Synced', message: truncate(`${summary}: ${describeChanges(combined.changes)}`) });
+    events.push({ type: 'Normal', reason: 'Synced', message: truncate(`${summary}: ${describeChanges(combined.changes)}`), logged: true });
     log.info(combined.counts, 'copied');
   }
   const onlyWaiting = failures.every((f) => /forbidden|NamespaceNotAllowed|not supported yet|cannot list namespaces|RemoteCluster/i.test(f));

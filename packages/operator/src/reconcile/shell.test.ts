@@ -251,6 +251,16 @@ describe('createReconciler', () => {
     expect(logs.filter((l) => l.msg === 'Widget did not succeed').map((l) => l.level)).toEqual([30, 20, 20]);
   });
 
+  it('an Event the run has logged itself is recorded without a second log line; others get one', async () => {
+    const cluster = fakeCluster(widget());
+    const { reconcile, logs } = reconcilerFor(cluster, {
+      run: (object, spec) => ({ status: readyStatus(object, spec, 'ok'), result: { kind: 'done' }, events: [{ type: 'Normal', reason: 'Synced', message: 'value a', logged: true }, { type: 'Normal', reason: 'Pruned', message: 'one gone' }] }),
+    });
+    await reconcile();
+    expect(cluster.recorded).toEqual([{ type: 'Normal', reason: 'Synced', message: 'value a' }, { type: 'Normal', reason: 'Pruned', message: 'one gone' }]);
+    expect(logs.map((l) => l.msg)).toEqual(['Pruned']);
+  });
+
   it('suspend: a Suspended condition and nothing run; resuming removes it', async () => {
     const cluster = fakeCluster(widget({ spec: { value: 'a', suspend: true } }));
     const { reconcile, runs, metrics } = reconcilerFor(cluster);

@@ -12,7 +12,8 @@ import { Reason, removeCondition, setCondition } from './conditions.ts';
 import { conditionsDiffer, objectPath, patchFinalizers, writeStatus, type OwnObject } from './object-status.ts';
 import { truncate } from './target.ts';
 
-export type ShellEvent = { readonly type: 'Normal' | 'Warning'; readonly reason: string; readonly message: string };
+/** `logged`: the run wrote its own line about this (with structured fields): the Event is recorded without a second line. */
+export type ShellEvent = { readonly type: 'Normal' | 'Warning'; readonly reason: string; readonly message: string; readonly logged?: boolean };
 
 /** What a kind's steps found: the status to write, when to run again, and what to tell (recorded only as news). */
 export type ShellOutcome<S> = { readonly status: S; readonly result: ReconcileOutcome; readonly events: readonly ShellEvent[] };
@@ -153,9 +154,9 @@ async function report<T extends ShellObject, Spec, S extends object>(options: Re
   const news = wrote && conditionsDiffer(object.status?.conditions, (outcome.status as { conditions?: Condition[] }).conditions);
   for (const event of outcome.events) {
     const recorded = event.type === 'Warning' ? news : wrote;
-    if (event.type === 'Warning' || recorded) log[recorded ? 'info' : 'debug']({ reason: event.reason, message: event.message }, event.type === 'Warning' ? `${options.kind} did not succeed` : event.reason);
+    if (event.logged !== true && (event.type === 'Warning' || recorded)) log[recorded ? 'info' : 'debug']({ reason: event.reason, message: event.message }, event.type === 'Warning' ? `${options.kind} did not succeed` : event.reason);
     // Not waited for: the worker is free once the status is written (identical Events still count up in order).
-    if (recorded) void options.events.record(object, event);
+    if (recorded) void options.events.record(object, { type: event.type, reason: event.reason, message: event.message });
   }
 }
 
