@@ -17,6 +17,7 @@ export async function patchFinalizers(rest: KubeRest, path: string, object: OwnO
     method: 'PATCH',
     path,
     contentType: 'application/merge-patch+json',
+    discardBody: true,
     // resourceVersion makes this an optimistic update: a concurrent change fails it and we retry fresh.
     body: { metadata: { finalizers, resourceVersion: object.metadata.resourceVersion } },
   });
@@ -37,6 +38,8 @@ export async function writeStatus(rest: KubeRest, path: string, object: OwnObjec
       method: 'PATCH',
       path: `${path}/status`,
       contentType: 'application/merge-patch+json',
+      // The stored object comes back through the informer; parsing it here too is CPU for nothing.
+      discardBody: true,
       body: { ...(options.ifUnchanged === true && object.metadata.resourceVersion !== undefined ? { metadata: { resourceVersion: object.metadata.resourceVersion } } : {}), status: { ...nullOut(object.status ?? {}, clean), ...clean } },
     });
   } catch (error) {
