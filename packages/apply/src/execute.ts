@@ -329,7 +329,7 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
       }
       case 'delete':
         if (step.tier === 0) {
-          const held = await namespaceHeld(parseObjectId(step.id).name);
+          const held = await namespaceHeldBack(plan, options, parseObjectId(step.id).name);
           if (held !== undefined) return held.retry ? { entry: { id: step.id, action: 'failed', reason: held.reason }, inventory: keepEntry(step.id) } : { entry: { id: step.id, action: 'skipped', reason: held.reason } };
         }
         try {
@@ -349,9 +349,33 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
     }
   };
 
-  // Deleting a Namespace deletes everything in it: only when nothing but our own stale objects is left. Ours on
-  // proof, as for a prune (planStale): the mark and our own apply recorded on the object by the API server; a
-  // copy that carries our marks, or an object re-created at a name the inventory lists, keeps the Namespace.
+  const { outcomes, heldBack } = await applyWaves(plan, options, runApply, keepEntry);
+  const applyFailed = outcomes.filter((o) => o.entry.action === 'failed').length;
+  const prunes: Outcome[] = [];
+  if (applyFailed > 0 || heldBack !== undefined) {
+    const why = applyFailed > 0 ? `${applyFailed} object(s) failed to apply` : `later waves are not applied yet (${heldBack ?? ''})`;
+    for (const step of plan.prune) {
+      prunes.push({ entry: { id: step.id, action: 'skipped', reason: `not pruned: ${why}` }, inventory: keepEntry(step.id) });
+    }
+  } else {
+    for (const tier of [3, 2, 1, 0] as const) {
+      const steps = plan.prune.filter((s) => s.tier === tier);
+      if (steps.length > 0) prunes.push(...(await pool(steps, concurrency, runPrune)));
+    }
+  }
+
+  return changeSetOf([...outcomes, ...prunes], { pruned: applyFailed === 0 && heldBack === undefined, heldBack: heldBack === undefined || applyFailed > 0 ? undefined : heldBack, written });
+}
+
+/**
+ * Deleting a Namespace deletes everything in it: only when nothing but our own stale objects is left. Ours on
+ * proof, as for a prune (planStale): the mark and our own apply recorded on the object by the API server; a
+ * copy that carries our marks, or an object re-created at a name the inventory lists, keeps the Namespace.
+ * Undefined when the Namespace may go; otherwise why not, and whether to try again.
+ */
+async function namespaceHeldBack(plan: Plan, options: ExecuteOptions, namespace: string): Promise<{ reason: string; retry: boolean } | undefined> {
+  const { client, signal } = options;
+  const { fieldManager } = plan.context;
   const desiredIds = new Set(plan.apply.map((s) => s.id));
   const ours = (object: KubeObject): boolean => {
     const mark = object.metadata.annotations?.[OWNED_BY_ANNOTATION];
@@ -359,23 +383,29 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
     const id = objectId(object);
     return owned && !desiredIds.has(id) && appliedBy(object, fieldManager);
   };
-  const namespaceHeld = async (namespace: string): Promise<{ reason: string; retry: boolean } | undefined> => {
-    let contents: NamespaceContents;
-    try {
-      contents = await foreignObjectsIn({ client, namespace, ours, concurrency, signal });
-    } catch (error) {
-      if (signal?.aborted === true) throw error;
-      return { reason: `not pruned: could not check what the Namespace holds: ${describeError(error)}`, retry: true };
-    }
-    if (contents.foreign.length === 0 && contents.unreadable.length === 0) return undefined;
-    const shown = contents.foreign.slice(0, 5).join(', ') + (contents.foreign.length > 5 ? ` and ${contents.foreign.length - 5} more` : '');
-    const why =
-      contents.foreign.length > 0
-        ? `it holds objects that are not this sync's (${shown})`
-        : `its contents cannot all be read (${contents.unreadable.slice(0, 5).join(', ')}), so it may hold objects that are not this sync's`;
-    return { reason: `NamespaceOrphaned: not pruned: ${why}; the Namespace is left in place`, retry: false };
-  };
+  let contents: NamespaceContents;
+  try {
+    contents = await foreignObjectsIn({ client, namespace, ours, concurrency: options.concurrency ?? DEFAULT_CONCURRENCY, signal });
+  } catch (error) {
+    if (signal?.aborted === true) throw error;
+    return { reason: `not pruned: could not check what the Namespace holds: ${describeError(error)}`, retry: true };
+  }
+  if (contents.foreign.length === 0 && contents.unreadable.length === 0) return undefined;
+  const shown = contents.foreign.slice(0, 5).join(', ') + (contents.foreign.length > 5 ? ` and ${contents.foreign.length - 5} more` : '');
+  const why =
+    contents.foreign.length > 0
+      ? `it holds objects that are not this sync's (${shown})`
+      : `its contents cannot all be read (${contents.unreadable.slice(0, 5).join(', ')}), so it may hold objects that are not this sync's`;
+  return { reason: `NamespaceOrphaned: not pruned: ${why}; the Namespace is left in place`, retry: false };
+}
 
+/**
+ * The applies, wave by wave (a wave after a failed one, or one the gate holds, is skipped with the reason) and
+ * within a wave tier by tier (CRDs established before the custom resources that need them).
+ */
+async function applyWaves(plan: Plan, options: ExecuteOptions, runApply: (step: PlanStep) => Promise<Outcome>, keepEntry: (id: string) => InventoryEntry | undefined): Promise<{ outcomes: Outcome[]; heldBack: string | undefined }> {
+  const { client, signal } = options;
+  const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
   const outcomes: Outcome[] = [];
   const waves = [...new Set(plan.apply.map((s) => s.wave ?? 0))].sort((a, b) => a - b);
   let heldBack: string | undefined;
@@ -411,21 +441,11 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
     heldBack = failedHere > 0 ? `${failedHere} object(s) of wave ${wave} failed to apply` : await options.waveGate?.({ wave, entries });
   }
 
-  const applyFailed = outcomes.filter((o) => o.entry.action === 'failed').length;
-  const prunes: Outcome[] = [];
-  if (applyFailed > 0 || heldBack !== undefined) {
-    const why = applyFailed > 0 ? `${applyFailed} object(s) failed to apply` : `later waves are not applied yet (${heldBack ?? ''})`;
-    for (const step of plan.prune) {
-      prunes.push({ entry: { id: step.id, action: 'skipped', reason: `not pruned: ${why}` }, inventory: keepEntry(step.id) });
-    }
-  } else {
-    for (const tier of [3, 2, 1, 0] as const) {
-      const steps = plan.prune.filter((s) => s.tier === tier);
-      if (steps.length > 0) prunes.push(...(await pool(steps, concurrency, runPrune)));
-    }
-  }
+  return { outcomes, heldBack };
+}
 
-  const all = [...outcomes, ...prunes];
+/** The change set: every entry, and the inventory (each id once, in the order the outcomes came). */
+function changeSetOf(all: readonly Outcome[], result: { pruned: boolean; heldBack: string | undefined; written: Map<string, ProvenObject> | undefined }): ChangeSet {
   const inventory: InventoryEntry[] = [];
   const inInventory = new Set<string>();
   for (const o of all) {
@@ -437,9 +457,9 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
   return {
     entries: all.map((o) => o.entry),
     inventory,
-    pruned: applyFailed === 0 && heldBack === undefined,
-    ...(heldBack === undefined || applyFailed > 0 ? {} : { heldBack }),
-    ...(written === undefined ? {} : { written }),
+    pruned: result.pruned,
+    ...(result.heldBack === undefined ? {} : { heldBack: result.heldBack }),
+    ...(result.written === undefined ? {} : { written: result.written }),
   };
 }
 
