@@ -210,6 +210,32 @@ async function replicate(deps: ReplicationRun, object: NamespaceReplication, spe
   const held = guard.action === 'hold' ? heldPruneReport(guard, { spec, sourceNamespace, command: `syncline confirm-prune ${object.metadata.name} -n ${namespace}` }) : undefined;
   deps.metrics.drPruneHeld.set(objectLabels(metricKey), guard.action === 'hold' ? guard.held.length : 0);
 
+  return replicationResult(deps, { object, spec, key, now, desired, skipped, unserved, cluster, destinationNamespace, outcome, guard, held, excludedCredentials: replicable.excluded.length });
+}
+
+/** What one replication pass produced, as status, Events and metrics: counts by kind, failures, the prune guard. */
+function replicationResult(
+  deps: ReplicationRun,
+  pass: {
+    object: NamespaceReplication;
+    spec: NamespaceReplicationSpec;
+    key: string;
+    now: string;
+    desired: readonly KubeObject[];
+    skipped: ReadonlyMap<string, number>;
+    unserved: readonly string[];
+    cluster: string | undefined;
+    destinationNamespace: string;
+    outcome: Awaited<ReturnType<typeof applyTarget>>;
+    guard: ReturnType<typeof guardPrune>;
+    held: ReturnType<typeof heldPruneReport> | undefined;
+    excludedCredentials: number;
+  },
+): Result {
+  const { object, spec, key, now, desired, skipped, unserved, cluster, destinationNamespace, outcome, guard, held } = pass;
+  const previous = object.status ?? {};
+  const at = { generation: object.metadata.generation, now };
+  const metricKey = `${object.metadata.namespace ?? 'default'}/${object.metadata.name}`;
   const byKind = new Map<string, number>();
   for (const d of desired.slice(1)) byKind.set(d.kind, (byKind.get(d.kind) ?? 0) + 1);
   for (const [kind, count] of byKind) deps.metrics.drObjects.set({ ...objectLabels(metricKey), kind, result: 'replicated' }, count);
@@ -240,7 +266,7 @@ async function replicate(deps: ReplicationRun, object: NamespaceReplication, spe
     kinds: [...byKind].sort(([a], [b]) => (a < b ? -1 : 1)).map(([kind, objects]) => ({ kind, objects })),
     failed: failed.slice(0, 20),
     inventory: [{ ...outcome.inventory, ...(cluster === undefined ? {} : { cluster }) }],
-    excludedCredentials: replicable.excluded.length,
+    excludedCredentials: pass.excludedCredentials,
     ...(guard.action === 'hold' ? { pruneHold: guard.hold } : {}),
     recentDeletions: recordDeletions({
       recent: previous.recentDeletions,
