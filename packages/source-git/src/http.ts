@@ -324,9 +324,9 @@ export function createHttpSession(opts: SessionOptions): HttpSession {
       const tries = new Attempt(signal);
       try {
         const res = await send(req, tries);
-        const limit = rateLimitOf(res);
+        const limit = rateLimitOf(opts, res);
         if (retryableStatuses.has(res.statusCode) && attempt < opts.retry.attempts) {
-          const wait = delayBefore(attempt + 1, res.headers['retry-after']);
+          const wait = delayBefore(opts, attempt + 1, res.headers['retry-after']);
           if (performance.now() + wait < deadline) {
             await drain(res.body).catch(() => undefined);
             tries.end();
@@ -337,14 +337,14 @@ export function createHttpSession(opts: SessionOptions): HttpSession {
         }
         if (limit !== undefined) {
           await drain(res.body).catch(() => undefined);
-          throw rateLimited(limit, attempt < opts.retry.attempts ? "waiting that long would pass the operation's deadline" : `gave up after ${attempt} ${attempt === 1 ? 'try' : 'tries'}`);
+          throw rateLimited(opts, limit, attempt < opts.retry.attempts ? "waiting that long would pass the operation's deadline" : `gave up after ${attempt} ${attempt === 1 ? 'try' : 'tries'}`);
         }
         return await consume(res);
       } catch (err) {
         tries.end();
         if (signal.aborted && !(err instanceof GitSourceError && err.code !== GitSourceErrorCode.Timeout)) report(timeoutError('the operation timed out'));
         if (attempt >= opts.retry.attempts || !isTransient(err)) report(err);
-        const wait = delayBefore(attempt + 1, undefined);
+        const wait = delayBefore(opts, attempt + 1, undefined);
         if (performance.now() + wait >= deadline) report(err);
         received -= tries.bytes;
         await sleep(wait, signal).catch(() => report(timeoutError('the operation timed out')));
@@ -354,40 +354,12 @@ export function createHttpSession(opts: SessionOptions): HttpSession {
     }
   }
 
-  /** A 429 or 503 with a Retry-After closes the gate of the host that sent it (after redirects: the one that answered). */
-  function rateLimitOf(res: SessionResponse): (ClosedGate & { host: string }) | undefined {
-    if (!rateLimitStatuses.has(res.statusCode)) return undefined;
-    const askedMs = parseRetryAfter(res.headers['retry-after'], Date.now());
-    if (askedMs === undefined) return undefined;
-    const host = new URL(res.url).origin;
-    const waitMs = Math.min(askedMs, opts.retry.maxDelayMs);
-    if (askedMs > 0) opts.gates.close(host, { status: res.statusCode, askedMs, capMs: opts.retry.maxDelayMs });
-    return { host, status: res.statusCode, askedMs, waitMs };
-  }
-
-  /** Says which host limited us, with what and for how long (a URL origin: no credentials), and why we stopped. */
-  function rateLimited(limit: ClosedGate & { host: string }, why: string): GitSourceError {
-    const capped = limit.askedMs > opts.retry.maxDelayMs ? `, of which we wait at most ${seconds(opts.retry.maxDelayMs)}` : '';
-    return new GitSourceError(
-      GitSourceErrorCode.ServerError,
-      `${opts.shownRepo}: the host ${limit.host} rate-limited us (HTTP ${limit.status}, Retry-After ${seconds(limit.askedMs)}${capped}); ${why}`,
-    );
-  }
-
   /** Holds a request while its host's gate is closed; fails it when the gate would outlast the operation. */
   async function passGate(host: string): Promise<void> {
     for (let gate = opts.gates.closed(host); gate !== undefined; gate = opts.gates.closed(host)) {
-      if (performance.now() + gate.waitMs >= deadline) throw rateLimited({ ...gate, host }, "waiting for it to lift would pass the operation's deadline");
+      if (performance.now() + gate.waitMs >= deadline) throw rateLimited(opts, { ...gate, host }, "waiting for it to lift would pass the operation's deadline");
       await sleep(gate.waitMs, signal).catch(() => report(timeoutError('the operation timed out')));
     }
-  }
-
-  /** Backoff before try `attempt` (2, 3, …): exponential with jitter, at least what Retry-After asks, capped. */
-  function delayBefore(attempt: number, retryAfter: string | undefined): number {
-    const exponential = Math.min(opts.retry.maxDelayMs, opts.retry.baseDelayMs * 2 ** (attempt - 2));
-    const jittered = exponential * (0.5 + opts.random() / 2);
-    const asked = parseRetryAfter(retryAfter, Date.now());
-    return Math.min(opts.retry.maxDelayMs, Math.max(jittered, asked ?? 0));
   }
 
   async function send(req: SessionRequest, tries: Attempt): Promise<SessionResponse> {
@@ -473,6 +445,34 @@ export function createHttpSession(opts: SessionOptions): HttpSession {
   }
 
   return { exchange, signal };
+}
+
+/** A 429 or 503 with a Retry-After closes the gate of the host that sent it (after redirects: the one that answered). */
+function rateLimitOf(opts: SessionOptions, res: SessionResponse): (ClosedGate & { host: string }) | undefined {
+  if (!rateLimitStatuses.has(res.statusCode)) return undefined;
+  const askedMs = parseRetryAfter(res.headers['retry-after'], Date.now());
+  if (askedMs === undefined) return undefined;
+  const host = new URL(res.url).origin;
+  const waitMs = Math.min(askedMs, opts.retry.maxDelayMs);
+  if (askedMs > 0) opts.gates.close(host, { status: res.statusCode, askedMs, capMs: opts.retry.maxDelayMs });
+  return { host, status: res.statusCode, askedMs, waitMs };
+}
+
+/** Says which host limited us, with what and for how long (a URL origin: no credentials), and why we stopped. */
+function rateLimited(opts: SessionOptions, limit: ClosedGate & { host: string }, why: string): GitSourceError {
+  const capped = limit.askedMs > opts.retry.maxDelayMs ? `, of which we wait at most ${seconds(opts.retry.maxDelayMs)}` : '';
+  return new GitSourceError(
+    GitSourceErrorCode.ServerError,
+    `${opts.shownRepo}: the host ${limit.host} rate-limited us (HTTP ${limit.status}, Retry-After ${seconds(limit.askedMs)}${capped}); ${why}`,
+  );
+}
+
+/** Backoff before try `attempt` (2, 3, …): exponential with jitter, at least what Retry-After asks, capped. */
+function delayBefore(opts: SessionOptions, attempt: number, retryAfter: string | undefined): number {
+  const exponential = Math.min(opts.retry.maxDelayMs, opts.retry.baseDelayMs * 2 ** (attempt - 2));
+  const jittered = exponential * (0.5 + opts.random() / 2);
+  const asked = parseRetryAfter(retryAfter, Date.now());
+  return Math.min(opts.retry.maxDelayMs, Math.max(jittered, asked ?? 0));
 }
 
 /** One try of a request: its own abort (an idle timeout tears down this attempt only) and its bytes. */
