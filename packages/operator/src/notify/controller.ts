@@ -52,22 +52,12 @@ export type Notifications = {
 
 type ProviderState = { resolved?: ResolvedProvider; error?: ProviderError; resolving?: Promise<ResolvedProvider> };
 
-export function startNotifications(options: NotificationsOptions): Notifications {
-  const { rest, logger, trusted } = options;
-  const log = logger.child({ component: 'notifications' });
-  const counter = notificationsCounter(options.metrics.registry);
-  const dispatcher: Dispatcher = createDispatcher({ transport: options.transport ?? nodeHttpTransport, count: (provider, result) => counter.inc({ provider, result }), ...options.delivery });
-  const providerStates = new Map<string, ProviderState>();
-  const recovery = new RecoveryTracker();
-  const collection = (plural: string): string => `/apis/syncline.dev/v1alpha1${options.watchNamespace === undefined ? '' : `/namespaces/${options.watchNamespace}`}/${plural}`;
-  const status = createStatusWriter({ rest, log, isLeader: options.isLeader, read: (plural, key) => (plural === 'providers' ? providers : alerts).get(key), clock: options.clock });
-  let stopped = false;
-
-  /** The Provider as deliveries use it: read once per change of the Provider, and again after a failed delivery. */
-  const providerFor = async (key: string): Promise<ResolvedProvider> => {
+/** The Provider as deliveries use it: read once per change of the Provider, and again after a failed delivery. */
+function providerResolver(rest: KubeRest, providerStates: Map<string, ProviderState>, current: (key: string) => Provider | undefined): (key: string) => Promise<ResolvedProvider> {
+  return async (key) => {
     const state = providerStates.get(key) ?? {};
     providerStates.set(key, state);
-    const object = providers.get(key) as Provider | undefined;
+    const object = current(key);
     if (object === undefined) throw new ProviderError('InvalidSpec', `Provider ${key} not found`);
     const fresh = state.resolved !== undefined && state.resolved.generation === object.metadata.generation;
     if (fresh && state.resolved !== undefined) return state.resolved;
@@ -84,6 +74,20 @@ export function startNotifications(options: NotificationsOptions): Notifications
       throw state.error;
     }
   };
+}
+
+export function startNotifications(options: NotificationsOptions): Notifications {
+  const { rest, logger, trusted } = options;
+  const log = logger.child({ component: 'notifications' });
+  const counter = notificationsCounter(options.metrics.registry);
+  const dispatcher: Dispatcher = createDispatcher({ transport: options.transport ?? nodeHttpTransport, count: (provider, result) => counter.inc({ provider, result }), ...options.delivery });
+  const providerStates = new Map<string, ProviderState>();
+  const recovery = new RecoveryTracker();
+  const collection = (plural: string): string => `/apis/syncline.dev/v1alpha1${options.watchNamespace === undefined ? '' : `/namespaces/${options.watchNamespace}`}/${plural}`;
+  const status = createStatusWriter({ rest, log, isLeader: options.isLeader, read: (plural, key) => (plural === 'providers' ? providers : alerts).get(key), clock: options.clock });
+  let stopped = false;
+
+  const providerFor = providerResolver(rest, providerStates, (key) => providers.get(key) as Provider | undefined);
 
   /** Checks a Provider (and the Alerts that use it) and says so in their status. */
   const checkProvider = async (key: string): Promise<void> => {
