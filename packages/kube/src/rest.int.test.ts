@@ -1,8 +1,10 @@
 // The REST client against the real control plane: watches have a connection pool of their own, so however
 // many are open, a request (a status write, an Event, a Lease renewal) still gets a socket and an answer.
+import { createTestCa } from '@syncline/test-support';
 import { testKubeConfig, testNamespace } from '@syncline/test-support/kube';
 import { describe, expect, it } from 'vitest';
 import { createKubeRest } from './rest.ts';
+import { connectionFromKubeConfig } from './transport.ts';
 
 const WATCHES = 200;
 
@@ -43,4 +45,16 @@ describe('createKubeRest: watches and requests', () => {
       await Promise.allSettled(watches);
     }
   }, 180_000);
+});
+
+describe('createKubeRest: TLS', () => {
+  it("trusts the connection's own CA only: the same API server is refused under another CA, for requests and watches", async () => {
+    const connection = await connectionFromKubeConfig(testKubeConfig());
+    const good = await createKubeRest(connection);
+    expect(await good.request<{ kind: string }>({ method: 'GET', path: '/api/v1/namespaces/default' })).toMatchObject({ kind: 'Namespace' });
+    const other = await createTestCa();
+    const wrong = await createKubeRest({ ...connection, tls: { ...connection.tls, ca: Buffer.from(other.caCert) } });
+    await expect(wrong.request({ method: 'GET', path: '/api/v1/namespaces/default', timeoutMs: 10_000 })).rejects.toThrow(/certificate/i);
+    await expect(wrong.watch('/api/v1/namespaces', { timeoutSeconds: 5 }, () => undefined, new AbortController().signal)).rejects.toThrow(/certificate/i);
+  });
 });

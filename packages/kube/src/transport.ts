@@ -4,6 +4,7 @@
 // module loads every generated model), so nothing here imports it: a client-node KubeConfig is still
 // accepted, structurally (KubeConfigLike).
 import { Agent, type RequestOptions } from 'node:https';
+import { createSecureContext } from 'node:tls';
 
 /** An error answer of the API server (or a transport failure, status 0). */
 export class ApiError extends Error {
@@ -90,15 +91,17 @@ export async function toKubeConnection(target: KubeConnection | KubeConfigLike):
   return 'getCurrentCluster' in target ? connectionFromKubeConfig(target) : target;
 }
 
-/** One keep-alive agent with the connection's TLS material. */
+/**
+ * One keep-alive agent with the connection's TLS material. The certificates are parsed once, into one secure
+ * context every socket shares: otherwise each new connection (and every watch has its own) parses them again.
+ */
 export function agentFor(connection: KubeConnection, options: { maxSockets: number }): Agent {
   const { tls } = connection;
   return new Agent({
     keepAlive: true,
     maxSockets: options.maxSockets,
-    ca: tls.ca,
-    cert: tls.cert,
-    key: tls.key,
+    // Not also as ca/cert/key: the agent would turn them into its pool's key on every request.
+    secureContext: createSecureContext({ ca: tls.ca, cert: tls.cert, key: tls.key }),
     rejectUnauthorized: tls.rejectUnauthorized,
     servername: tls.servername,
     ...(connection.proxyUrl === undefined ? {} : { proxyEnv: { HTTPS_PROXY: connection.proxyUrl } }),
