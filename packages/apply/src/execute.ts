@@ -115,18 +115,18 @@ function describeError(error: unknown): string {
 
 /**
  * Above this many objects of a scope missing from the owner's LIST, one LIST of the whole scope is cheaper than
- * reading them one by one (a first apply into a namespace, a sync whose labels were stripped).
+ * resolving them one by one (a first apply into a namespace, a sync whose labels were stripped).
  */
 const MAX_SINGLE_READS_PER_SCOPE = 16;
 
 /**
  * Live state for a set of objects: one LIST per (group, Kind, namespace) they live in. A scope that cannot be
- * listed (forbidden, kind not served yet) is marked unknown and its objects are read one by one later.
+ * listed (forbidden, kind not served yet) is marked unknown and its objects are resolved one by one later.
  *
  * With `owner`, each scope is listed with the owner's label selector: a sync in a namespace of 5,000 objects
  * reads its own few, not all of them (200 syncs sharing a namespace made this quadratic). What that cannot
- * show (an object that does not exist yet, or exists without our mark) is read one by one by the executor;
- * when more than MAX_SINGLE_READS_PER_SCOPE of a scope are missing, the whole scope is listed instead.
+ * show (an object that does not exist yet, or exists without our mark) the executor resolves one by one: a
+ * create-only apply where the name is free, a read where it is not (see the 'resolve' step); when more than MAX_SINGLE_READS_PER_SCOPE of a scope are missing, the whole scope is listed instead.
  *
  * With `proven` (a watch's proof that objects are as the last apply read or wrote them: provenObjects), a
  * scope whose every id is a desired object proven so is not read at all: a new commit for a sync whose objects
