@@ -375,7 +375,8 @@ describe('the snapshot cache', () => {
     const files = await restarted.source.readPath(snapshot, '');
 
     // then
-    expect(server.requests(repo.name)).toEqual({ infoRefs: 0, uploadPack: 0 });
+    // no pack fetched again: one ref listing proves this (new) process's access before the cached commit is served
+    expect(server.requests(repo.name)).toEqual({ infoRefs: 1, uploadPack: 0 });
     expect(text(files)).toEqual({ 'a.yaml': 'a: 1\n' });
     expect(await readdir(join(first.cacheDir, 'tmp'))).toEqual([]);
     expect((await readdir(join(first.cacheDir, 'snapshots'))).some((d) => d.startsWith('x-'))).toBe(false);
@@ -524,6 +525,30 @@ describe('auth', () => {
         expect(String(err.stack)).not.toContain(secret);
       }
     }
+  });
+
+  it("never hands a commit another access fetched to a request without working credentials of its own", async () => {
+    // given a private repository's commit in the cache, fetched with the right credentials
+    const repo = await newRepo(basic);
+    const sha = await repo.commit({ 'secret.yaml': 's' });
+    const { source } = await newSource();
+    const good = { username: 'deploy', password: 'hunter2-pass' };
+    await source.fetchSnapshot({ repo: repo.url, sha, auth: good });
+
+    // when the same commit is asked for by SHA with no credentials, wrong ones, and (at once) beside a good fetch
+    const anonymous = await failure(source.fetchSnapshot({ repo: repo.url, sha }));
+    const wrong = await failure(source.fetchSnapshot({ repo: repo.url, sha, auth: { username: 'deploy', password: 'wrong-pass-xyz' } }));
+    const fresh = await repo.commit({ 'secret.yaml': 't' });
+    const [joined, owner] = await Promise.allSettled([source.fetchSnapshot({ repo: repo.url, sha: fresh }), source.fetchSnapshot({ repo: repo.url, sha: fresh, auth: good })]);
+    // and a branch is resolved without credentials after the good access listed it
+    await source.resolveRevision({ repo: repo.url, revision: 'main', auth: good });
+    const listing = await failure(source.resolveRevision({ repo: repo.url, revision: 'main', maxAgeMs: 3_600_000 }));
+
+    // then each fails as it would alone; the good access is served
+    for (const err of [anonymous, wrong, listing]) expect(err.code).toBe('AuthFailed');
+    expect(joined.status).toBe('rejected');
+    expect(owner.status).toBe('fulfilled');
+    expect(text(await source.readPath(await source.fetchSnapshot({ repo: repo.url, sha, auth: good }), ''))).toEqual({ 'secret.yaml': 's' });
   });
 
   it('does not send credentials to another host after a redirect', async () => {

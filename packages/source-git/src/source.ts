@@ -415,7 +415,7 @@ export function createGitSource(options: GitSourceOptions): GitSource {
   const retry: RetryPolicy = { ...defaultRetryPolicy, ...options.retry };
   const random = options.random ?? Math.random;
   const cache = new SnapshotCache({ dir: options.cacheDir, maxBytes: options.cacheMaxBytes ?? 2 * 1024 ** 3, now: () => clock.now() });
-  const inFlight = new Map<string, Promise<Snapshot>>();
+  const inFlight = new Map<string, { work: Promise<Snapshot>; access: string }>();
   const readMemo = new ReadMemo(READ_MEMO_BYTES);
   const gates = new HostGates({ onClosed: options.onRateLimited });
 
@@ -453,11 +453,24 @@ export function createGitSource(options: GitSourceOptions): GitSource {
     return `${createHash('sha256').update(url).digest('hex').slice(0, 16)}-${sha}`;
   }
 
-  // Shared per (repository, credentials); see ref-listings.ts for the freshness rule and the bound it gives.
+  /**
+   * Who asks, as far as the Git server can tell: the repository with the request's credentials, trusted CA and
+   * proxy. A listing is shared only under the same access, and a commit another request fetched (or the cache
+   * holds) is handed out only to an access that has itself listed this repository: a sync with wrong or no
+   * credentials, or a CA that does not verify the server, fails as it would alone, never reading what someone
+   * else's access fetched.
+   */
+  const accessKey = (op: Operation, req: { auth?: GitAuth | undefined; connection?: GitConnection | undefined }): string =>
+    createHash('sha256').update(op.url).update('\0').update(JSON.stringify([req.auth ?? null, req.connection?.caCert ?? null, req.connection?.proxy ?? null])).digest('hex');
+  /** Accesses that listed a repository successfully in this process (bounded by the syncs' distinct credentials). */
+  const proven = new Set<string>();
+  // Shared per access; see ref-listings.ts for the freshness rule and the bound it gives.
   const listings = new SharedListings<AdvertisedRef[]>({ now: () => clock.now() });
-  const listRefs = (op: Operation, req: ResolveRequest): Promise<AdvertisedRef[]> => {
-    const key = createHash('sha256').update(op.url).update('\0').update(JSON.stringify(req.auth ?? null)).digest('hex');
-    return listings.get(key, { maxAgeMs: req.maxAgeMs ?? 0, startedAfter: req.startedAfter }, () => listAdvertisedRefs(uploadPack(op)));
+  const listRefs = async (op: Operation, req: Pick<ResolveRequest, 'auth' | 'connection' | 'maxAgeMs' | 'startedAfter'>): Promise<AdvertisedRef[]> => {
+    const key = accessKey(op, req);
+    const refs = await listings.get(key, { maxAgeMs: req.maxAgeMs ?? 0, startedAfter: req.startedAfter }, () => listAdvertisedRefs(uploadPack(op)));
+    proven.add(key);
+    return refs;
   };
 
   async function resolveRevision(req: ResolveRequest): Promise<string> {
@@ -494,10 +507,23 @@ export function createGitSource(options: GitSourceOptions): GitSource {
       }
       const sha = req.sha.toLowerCase();
       const key = cacheKey(op.url, sha);
+      const access = accessKey(op, req);
+      // What another access fetched (in flight, or in the cache) is handed out only to an access that has listed
+      // this repository itself; one that fetches the commit itself proves its access by doing so.
+      const proveAccess = async (): Promise<void> => {
+        if (!proven.has(access)) await listRefs(op, { auth: req.auth, connection: req.connection, maxAgeMs: 0 });
+      };
       const pending = inFlight.get(key);
-      if (pending !== undefined) return pending;
+      if (pending !== undefined) {
+        if (pending.access === access) return pending.work;
+        await proveAccess();
+        // Another access's fetch that failed (its credentials, its CA) says nothing of this one: it fetches itself.
+        const shared = await pending.work.catch(() => undefined);
+        if (shared !== undefined) return shared;
+      }
       const work = (async (): Promise<Snapshot> => {
         await cache.load();
+        if (cache.has(key)) await proveAccess();
         const hit = await cache.touch(key);
         options.onFetch?.({ repo: op.shownRepo, sha, cached: hit !== undefined });
         if (hit !== undefined) return { repo: op.url, sha, dir: hit.dir };
@@ -505,17 +531,18 @@ export function createGitSource(options: GitSourceOptions): GitSource {
         try {
           await fetchInto({ op, sha, dir: scratch, connect: () => uploadPack(op), maxObjectBytes: limits.maxResponseBytes });
           const entry = await cache.commit(key, scratch, { repo: op.url, sha, bytes: await directoryBytes(scratch), format: snapshotFormat });
+          proven.add(access);
           return { repo: op.url, sha, dir: entry.dir };
         } catch (err) {
           await cache.discard(scratch);
           throw err;
         }
       })();
-      inFlight.set(key, work);
+      inFlight.set(key, { work, access });
       try {
         return await work;
       } finally {
-        inFlight.delete(key);
+        if (inFlight.get(key)?.work === work) inFlight.delete(key);
       }
     });
   }
