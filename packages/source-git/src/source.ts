@@ -549,44 +549,45 @@ export function createGitSource(options: GitSourceOptions): GitSource {
 
   /** The files under `path`, from the memo when this snapshot's path was read lately (callers share them: read only). */
   function readPath(snapshot: Snapshot, path: string): Promise<SnapshotFile[]> {
-    return readMemo.read(`${snapshot.dir}\0${path}`, () => readPathFromPack(snapshot, path));
-  }
-
-  async function readPathFromPack(snapshot: Snapshot, path: string): Promise<SnapshotFile[]> {
-    const shown = JSON.stringify(path);
-    const key = snapshot.dir.split(/[\\/]/).pop() ?? '';
-    let known = false;
-    try {
-      const segments = parseRequestPath(path);
-      await cache.load();
-      known = (await cache.touch(key)) !== undefined;
-      cache.pin(key);
-      try {
-        const reader = known ? await openPack(snapshot.dir) : undefined;
-        if (reader === undefined) {
-          throw new GitSourceError(GitSourceErrorCode.SnapshotUnavailable, `snapshot of ${snapshot.sha} in ${snapshot.repo} is no longer cached; fetch it again`);
-        }
-        try {
-          return await new TreeReader(reader, snapshot, limits).files(segments, shown);
-        } finally {
-          await reader.close();
-        }
-      } finally {
-        cache.unpin(key);
-      }
-    } catch (err) {
-      const error =
-        err instanceof GitSourceError
-          ? err
-          : new GitSourceError(GitSourceErrorCode.SnapshotUnavailable, `reading path ${shown} of ${snapshot.sha} in ${snapshot.repo} failed: ${errorText(err)}`);
-      // A snapshot that turns out inconsistent (an object missing or damaged) must not stay a cache hit that
-      // fails every read: drop it, so the retry this error asks for really fetches again.
-      if (error.code === GitSourceErrorCode.SnapshotUnavailable && known) await cache.remove(key);
-      throw error;
-    }
+    return readMemo.read(`${snapshot.dir}\0${path}`, () => readPathFromPack(cache, limits, snapshot, path));
   }
 
   return { resolveRevision, fetchSnapshot, readPath };
+}
+
+/** The files under `path` in a cached snapshot, the snapshot pinned while they are read. */
+async function readPathFromPack(cache: SnapshotCache, limits: GitSourceLimits, snapshot: Snapshot, path: string): Promise<SnapshotFile[]> {
+  const shown = JSON.stringify(path);
+  const key = snapshot.dir.split(/[\\/]/).pop() ?? '';
+  let known = false;
+  try {
+    const segments = parseRequestPath(path);
+    await cache.load();
+    known = (await cache.touch(key)) !== undefined;
+    cache.pin(key);
+    try {
+      const reader = known ? await openPack(snapshot.dir) : undefined;
+      if (reader === undefined) {
+        throw new GitSourceError(GitSourceErrorCode.SnapshotUnavailable, `snapshot of ${snapshot.sha} in ${snapshot.repo} is no longer cached; fetch it again`);
+      }
+      try {
+        return await new TreeReader(reader, snapshot, limits).files(segments, shown);
+      } finally {
+        await reader.close();
+      }
+    } finally {
+      cache.unpin(key);
+    }
+  } catch (err) {
+    const error =
+      err instanceof GitSourceError
+        ? err
+        : new GitSourceError(GitSourceErrorCode.SnapshotUnavailable, `reading path ${shown} of ${snapshot.sha} in ${snapshot.repo} failed: ${errorText(err)}`);
+    // A snapshot that turns out inconsistent (an object missing or damaged) must not stay a cache hit that
+    // fails every read: drop it, so the retry this error asks for really fetches again.
+    if (error.code === GitSourceErrorCode.SnapshotUnavailable && known) await cache.remove(key);
+    throw error;
+  }
 }
 
 async function openPack(gitdir: string): Promise<PackReader | undefined> {
