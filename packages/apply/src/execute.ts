@@ -126,7 +126,8 @@ const MAX_SINGLE_READS_PER_SCOPE = 16;
  * With `owner`, each scope is listed with the owner's label selector: a sync in a namespace of 5,000 objects
  * reads its own few, not all of them (200 syncs sharing a namespace made this quadratic). What that cannot
  * show (an object that does not exist yet, or exists without our mark) the executor resolves one by one: a
- * create-only apply where the name is free, a read where it is not (see the 'resolve' step); when more than MAX_SINGLE_READS_PER_SCOPE of a scope are missing, the whole scope is listed instead.
+ * create-only apply where the name is free, a read where it is not (see the 'resolve' step); when more than
+ * MAX_SINGLE_READS_PER_SCOPE of a scope are missing, the whole scope is listed instead.
  *
  * With `proven` (a watch's proof that objects are as the last apply read or wrote them: provenObjects), a
  * scope whose every id is a desired object proven so is not read at all: a new commit for a sync whose objects
@@ -261,27 +262,23 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
       case 'invalid':
         return { entry: { id: step.id, action: 'failed', reason: step.reason }, inventory: keepEntry(step.id) };
       case 'resolve': {
+        const readAndPlan = async (): Promise<Outcome> => {
+          let live: KubeObject | undefined;
+          try {
+            live = await client.get(step.id, signal);
+          } catch (error) {
+            if (signal?.aborted === true) throw error;
+            return { entry: { id: step.id, action: 'failed', reason: describeError(error) }, inventory: keepEntry(step.id) };
+          }
+          return runApply(planObject(step.desired, live, plan.context));
+        };
         // Most objects a sync cannot see yet do not exist (a first apply): create them where the name is free,
         // in one request that proves the absence itself; an object that exists (409) is read and planned.
         const absent = planObject(step.desired, undefined, plan.context);
-        if (absent.type === 'apply') {
-          const created = await applyStep(absent, { ifAbsent: true });
-          if (created !== 'exists') return created;
-        }
-        let live: KubeObject | undefined;
-        try {
-          live = await client.get(step.id, signal);
-        } catch (error) {
-          if (signal?.aborted === true) throw error;
-          return { entry: { id: step.id, action: 'failed', reason: describeError(error) }, inventory: keepEntry(step.id) };
-        }
-        return runApply(planObject(step.desired, live, plan.context));
+        return absent.type === 'apply' ? applyStep(absent, readAndPlan) : readAndPlan();
       }
-      case 'apply': {
-        const outcome = await applyStep(step, { ifAbsent: false });
-        if (outcome === 'exists') throw new Error(`an unconditional apply of ${step.id} answered as a create-only one`);
-        return outcome;
-      }
+      case 'apply':
+        return applyStep(step);
       case 'delete':
       case 'resolveStale':
       case 'forget':
@@ -289,12 +286,15 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
     }
   };
 
-  /** One apply step; with ifAbsent, 'exists' when the API server refused the create because the name is taken. */
-  const applyStep = async (step: Extract<PlanStep, { type: 'apply' }>, options: { ifAbsent: boolean }): Promise<Outcome | 'exists'> => {
+  /**
+   * One apply step. With `ifTaken` it is a create-only apply (see ApplyClient.apply's `ifAbsent`), and when the
+   * name turns out to be taken, `ifTaken` decides instead.
+   */
+  const applyStep = async (step: Extract<PlanStep, { type: 'apply' }>, ifTaken?: () => Promise<Outcome>): Promise<Outcome> => {
     const notTaken = step.takeover?.patch === undefined ? undefined : await takeOverEdits({ client, desired: step.object, takeover: step.takeover, owner: plan.owner, fieldManager, signal });
     const reason = [step.reason, notTaken].filter((r) => r !== undefined).join('; ');
     try {
-      const stored = await client.apply(step.object, { fieldManager, force: step.force, read: written !== undefined, ifAbsent: options.ifAbsent, signal });
+      const stored = await client.apply(step.object, { fieldManager, force: step.force, read: written !== undefined, ifAbsent: ifTaken !== undefined, signal });
       // An edit that raced the apply still owns fields: not proven, so the next resync reads and corrects it.
       const proof = stored === undefined || editManagersOf(stored, fieldManager).length > 0 ? undefined : proofOf(step.object, stored, plan.owner);
       if (proof !== undefined) written?.set(step.id, proof);
@@ -302,7 +302,7 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
       if (signal?.aborted === true) throw error;
       // 409: something is there. 400/422: an API server that will not take a resourceVersion on a create
       // (an aggregated API): either way the object is read and planned as usual.
-      if (options.ifAbsent && error instanceof ApiError && [400, 409, 422].includes(error.status)) return 'exists';
+      if (ifTaken !== undefined && error instanceof ApiError && [400, 409, 422].includes(error.status)) return ifTaken();
       return { entry: { id: step.id, action: 'failed', reason: [describeError(error), notTaken].filter((r) => r !== undefined).join('; ') }, inventory: keepEntry(step.id) };
     }
     const created = step.create || previous.get(step.id)?.created === true;

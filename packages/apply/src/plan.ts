@@ -50,8 +50,7 @@ export type DriftMode = (typeof DriftMode)[keyof typeof DriftMode];
  * Live state of the objects a plan touches. `objects` is keyed by objectId; an id whose (group/Kind/namespace)
  * scope is in `unknownScopes` could not be listed (forbidden, kind not served yet), and an id in `unresolved`
  * was not among what was listed (only the owner's objects were): the executor resolves both (created where the
- * name is free, read and planned where it is not). Any other
- * id missing from `objects` does not exist.
+ * name is free, read and planned where it is not). Any other id missing from `objects` does not exist.
  */
 export type LiveState = {
   readonly objects: ReadonlyMap<string, KubeObject>;

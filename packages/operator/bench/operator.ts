@@ -35,11 +35,19 @@ const progress = (line: string): void => console.error(`[bench] ${line}`);
 await part?.ready(progress);
 progress(`control plane, Git server and operator up; creating ${SYNCS} ConfigSyncs`);
 // Phase 1: N ConfigSyncs created at once → all Ready.
-// Every request the API server counted in each phase (the bench's own POST/PATCH/LIST/WATCH included), by verb
-// and resource: what the operator's time went to, on the API server's side.
+// What a phase cost: every request the API server counted (the bench's own POST/PATCH/LIST/WATCH included), by
+// verb and resource, and the CPU the control plane and the operator used.
 const phaseRequests = (): ReturnType<typeof requestCounts> => requestCounts(rest, (_verb, resource) => resource !== '' && resource !== 'leases');
-const readyRequestsBefore = await phaseRequests();
-const readyCpuBefore = { controlPlane: cpuSeconds(controlPlane.pid), operator: cpuSeconds(operator.pid) };
+const cpuNow = (): { controlPlane: number; operator: number } => ({ controlPlane: cpuSeconds(controlPlane.pid), operator: cpuSeconds(operator.pid) });
+async function startPhase(): Promise<() => Promise<{ requests: ReturnType<typeof diff>; cpu: { controlPlane: number; operator: number } }>> {
+  const requests = await phaseRequests();
+  const cpu = cpuNow();
+  return async () => {
+    const after = cpuNow();
+    return { requests: diff(await phaseRequests(), requests), cpu: { controlPlane: after.controlPlane - cpu.controlPlane, operator: after.operator - cpu.operator } };
+  };
+}
+const endReadyPhase = await startPhase();
 const started = Date.now();
 git.resetRequests();
 await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
@@ -51,16 +59,14 @@ await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
 );
 await waitForAll(first);
 const allReadyMs = Date.now() - started;
-const readyRequests = diff(await phaseRequests(), readyRequestsBefore);
-const readyCpu = { controlPlane: cpuSeconds(controlPlane.pid) - readyCpuBefore.controlPlane, operator: cpuSeconds(operator.pid) - readyCpuBefore.operator };
+const { requests: readyRequests, cpu: readyCpu } = await endReadyPhase();
 const initialFetches = git.requests('configs').uploadPack;
 
 progress(`all Ready in ${allReadyMs} ms; committing a change`);
 // Phase 2: a new commit, every sync asked to reconcile now → fetches for that commit.
 const second = await commitAll('two');
 git.resetRequests();
-const commitRequestsBefore = await phaseRequests();
-const commitCpuBefore = { controlPlane: cpuSeconds(controlPlane.pid), operator: cpuSeconds(operator.pid) };
+const endCommitPhase = await startPhase();
 const commitStarted = Date.now();
 const at = new Date().toISOString();
 await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
@@ -68,8 +74,7 @@ await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
 );
 await waitForAll(second);
 const newCommitMs = Date.now() - commitStarted;
-const commitRequests = diff(await phaseRequests(), commitRequestsBefore);
-const commitCpu = { controlPlane: cpuSeconds(controlPlane.pid) - commitCpuBefore.controlPlane, operator: cpuSeconds(operator.pid) - commitCpuBefore.operator };
+const { requests: commitRequests, cpu: commitCpu } = await endCommitPhase();
 const fetchesPerCommit = git.requests('configs').uploadPack;
 const peakRssMb = peakRss(operator.pid);
 

@@ -462,7 +462,7 @@ export function createGitSource(options: GitSourceOptions): GitSource {
    */
   const accessKey = (op: Operation, req: { auth?: GitAuth | undefined; connection?: GitConnection | undefined }): string =>
     createHash('sha256').update(op.url).update('\0').update(JSON.stringify([req.auth ?? null, req.connection?.caCert ?? null, req.connection?.proxy ?? null])).digest('hex');
-  /** Accesses that listed a repository successfully in this process (bounded by the syncs' distinct credentials). */
+  /** Accesses that listed or fetched from a repository in this process (bounded by the syncs' distinct credentials). */
   const proven = new Set<string>();
   // Shared per access; see ref-listings.ts for the freshness rule and the bound it gives.
   const listings = new SharedListings<AdvertisedRef[]>({ now: () => clock.now() });
