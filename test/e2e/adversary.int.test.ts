@@ -2,11 +2,11 @@
 // stays theirs. A NamespaceReplication whose standby namespace already holds the user's own objects (same names
 // as the source's, with the same or other data, and other names) never writes them, never prunes them when the
 // source loses the object, and says which ones it could not replicate.
-import { AppsV1Api, RbacAuthorizationV1Api, type V1Deployment } from '@kubernetes/client-node';
+import { AppsV1Api, RbacAuthorizationV1Api, Watch, type V1Deployment } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { startGitServer, startOperator, type GitServer, type OperatorProcess } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
-import type { NamespaceReplication } from '@syncline/operator';
+import type { ConfigSync, NamespaceReplication } from '@syncline/operator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyConfigSync, configMapData, configMapYaml, configSync, core, eventually, installCrds, kc, readConfigSync, rest } from './harness.ts';
 
@@ -371,6 +371,11 @@ describe('a ConfigSync target renamed, its namespace unchanged', () => {
     await applyConfigSync(configSync(home.name, 'renamed', spec('blue')));
     await eventually(async () => ((await configMapData(home.name, 'settings'))?.['v'] === '1' ? true : undefined), 'the object applied', 120_000);
     const uid = (await core.readNamespacedConfigMap({ name: 'settings', namespace: home.name })).metadata?.uid;
+    // Every status the API server stores from here on: the first write for the new generation is the one checked.
+    const written: { generation?: number; status?: ConfigSync['status'] }[] = [];
+    const watching = await new Watch(kc).watch(`/apis/syncline.dev/v1alpha1/namespaces/${home.name}/configsyncs`, { fieldSelector: 'metadata.name=renamed' }, (_type, object: ConfigSync) => {
+      written.push({ generation: object.metadata.generation, status: object.status });
+    }, () => undefined);
     await applyConfigSync(configSync(home.name, 'renamed', spec('green')));
     let last: unknown;
     const cs = await eventually(async () => {
@@ -379,11 +384,17 @@ describe('a ConfigSync target renamed, its namespace unchanged', () => {
       const ready = c.status?.conditions?.find((x) => x.type === 'Ready');
       const live = await core.readNamespacedConfigMap({ name: 'settings', namespace: home.name }).catch(() => undefined);
       if (live?.metadata?.uid !== uid) return 'recreated';
-      return c.status?.observedGeneration === c.metadata.generation && ready?.status === 'True' && c.status?.targets?.length === 1 ? 'kept' : undefined;
+      return c.status?.observedGeneration === c.metadata.generation && ready?.status === 'True' ? 'kept' : undefined;
     }, 'the renamed target Ready (or the object re-created)', 120_000).catch((error: unknown) => {
       throw new Error(`${String(error)}; last status: ${JSON.stringify(last)}`);
     });
     expect(cs).toBe('kept');
+    watching.abort();
+    // The reconcile that handed the objects over also dropped the old name: no later reconcile is due (refresh 1h).
+    const first = written.find((w) => w.generation !== undefined && w.status?.observedGeneration === w.generation && w.generation > 1);
+    expect(first?.status?.targets?.map((t) => t.name)).toEqual(['green']);
+    expect(first?.status?.inventory?.map((i) => i.target)).toEqual(['green']);
+    expect(first?.status?.appliedTargets).toBe(1);
     const live = await core.readNamespacedConfigMap({ name: 'settings', namespace: home.name });
     expect(live.metadata?.annotations?.['syncline.dev/owned-by']).toBe(`${home.name}/renamed/green`);
   }, 240_000);

@@ -441,7 +441,11 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   const previous = object.status ?? {};
   const { counts, failures, conflicts, drift, orphaned, changed, changes } = combineTargets(targets);
   deps.metrics.managedObjects.set({ namespace: run.namespace, name: object.metadata.name }, targets.reduce((n, t) => n + t.status.objects, 0));
-  const applied = targets.filter((t) => t.status.phase === 'Synced').length;
+  // A target removed from the spec stays listed only while its inventory still holds objects to prune: once they
+  // are pruned or handed to a renamed target, this status write drops it (no later reconcile is needed for that).
+  const inSpec = new Set(spec.targets.map((t) => t.name));
+  const listed = targets.filter((t) => inSpec.has(t.status.name) || t.inventory.entries.length > 0);
+  const applied = listed.filter((t) => inSpec.has(t.status.name) && t.status.phase === 'Synced').length;
   const ok = failures.length === 0 && conflicts.length === 0;
   // Later apply waves held back: the revision is not fully applied yet (not recorded as applied, no history).
   const complete = ok && targets.every((t) => t.status.phase !== 'Pending');
@@ -471,8 +475,8 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
     lastAttemptedRevision: revision,
     appliedTargets: applied,
     conditions,
-    targets: targets.map((t) => t.status),
-    inventory: targets.map((t) => t.inventory),
+    targets: listed.map((t) => t.status),
+    inventory: listed.map((t) => t.inventory),
     history,
     lastHandledReconcileAt: object.metadata.annotations?.[RECONCILE_REQUESTED_ANNOTATION] ?? previous.lastHandledReconcileAt,
   };
