@@ -66,16 +66,52 @@ export type DriftWatches = {
 type Watch = { readonly informer: Informer; readonly refused: Promise<void>; readonly startedAt: number; claimed: boolean; forbidden?: string };
 type Refusal = { readonly at: number; readonly why: string };
 
+/** What the drift watches hold between calls. */
+type WatchState = {
+  readonly watches: Map<string, Watch>;
+  /** Per-namespace watches refused, by scope. */
+  readonly refusals: Map<string, Refusal>;
+  /** The per-namespace scopes each user's inventory holds. */
+  readonly users: Map<string, ReadonlySet<string>>;
+  /** cluster → the credentials version its watches use. */
+  readonly clusterWatchKeys: Map<string, string>;
+  readonly now: () => number;
+};
+
+function forgetWatch(state: WatchState, scope: string): void {
+  const entry = state.watches.get(scope);
+  state.watches.delete(scope);
+  void entry?.informer.stop();
+}
+
+/** The per-namespace watches no user holds (and not just started for an apply) stop. */
+function sweepWatches(state: WatchState): void {
+  const used = new Set<string>();
+  for (const scopes of state.users.values()) for (const scope of scopes) used.add(scope);
+  for (const [scope, entry] of state.watches) {
+    if (scope.includes('|') || scope.split('/').length !== 3 || used.has(scope)) continue;
+    if (!entry.claimed && state.now() - entry.startedAt < FRESH_WATCH_GRACE_MS) continue;
+    forgetWatch(state, scope);
+  }
+  for (const scope of state.refusals.keys()) if (!used.has(scope)) state.refusals.delete(scope);
+}
+
+/** A remote cluster's credentials changed: its watches, started with the old ones, stop. */
+function stopStaleClusterWatches(state: WatchState, remote: RemoteClients): void {
+  const before = state.clusterWatchKeys.get(remote.cluster);
+  state.clusterWatchKeys.set(remote.cluster, remote.key);
+  if (before === undefined || before === remote.key) return;
+  for (const scope of [...state.watches.keys()]) if (scope.startsWith(`${before}|`)) forgetWatch(state, scope);
+}
+
 export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
   const { rest, budget, logger, watchNamespace } = options;
   const now = options.now ?? Date.now;
-  const watches = new Map<string, Watch>();
-  /** Per-namespace watches refused, by scope. */
-  const refusals = new Map<string, Refusal>();
-  /** The per-namespace scopes each user's inventory holds, and that inventory as last seen (JSON). */
-  const users = new Map<string, ReadonlySet<string>>();
+  const state: WatchState = { watches: new Map(), refusals: new Map(), users: new Map(), clusterWatchKeys: new Map(), now };
+  const { watches, refusals, users } = state;
   const seen = new Map<string, string>();
-  const clusterWatchKeys = new Map<string, string>(); // cluster → the credentials version its watches use
+  const forget = (scope: string): void => forgetWatch(state, scope);
+  const sweep = (): void => sweepWatches(state);
 
   /** The watch that covers an id: `group/Kind` (kind-wide), or `group/Kind/namespace` (one namespace of a namespace-scoped operator). */
   const scopeKey = (id: string, remote?: RemoteClients): string => {
@@ -112,35 +148,10 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
     informer.start();
     return entry;
   };
-  const forget = (scope: string): void => {
-    const entry = watches.get(scope);
-    watches.delete(scope);
-    void entry?.informer.stop();
-  };
-
-  /** The per-namespace watches no user holds (and not just started for an apply) stop. */
-  const sweep = (): void => {
-    const used = new Set<string>();
-    for (const scopes of users.values()) for (const scope of scopes) used.add(scope);
-    for (const [scope, entry] of watches) {
-      if (scope.includes('|') || scope.split('/').length !== 3 || used.has(scope)) continue;
-      if (!entry.claimed && now() - entry.startedAt < FRESH_WATCH_GRACE_MS) continue;
-      forget(scope);
-    }
-    for (const scope of refusals.keys()) if (!used.has(scope)) refusals.delete(scope);
-  };
-
-  const stopStaleClusterWatches = (remote: RemoteClients): void => {
-    const before = clusterWatchKeys.get(remote.cluster);
-    clusterWatchKeys.set(remote.cluster, remote.key);
-    if (before === undefined || before === remote.key) return;
-    for (const scope of [...watches.keys()]) if (scope.startsWith(`${before}|`)) forget(scope);
-  };
-
   return {
     async watch(ids, remote) {
       const discovery = await (remote?.apply ?? (await options.applyClient())).discovery();
-      if (remote !== undefined) stopStaleClusterWatches(remote);
+      if (remote !== undefined) stopStaleClusterWatches(state, remote);
       const { kindWide, namespaced } = missingWatches(ids, {
         discovery,
         scopeKey: (id) => scopeKey(id, remote),

@@ -88,18 +88,50 @@ function actorOf(deps: ManifestSyncReconcilerDeps, namespace: string, spec: Mani
   return { objectNamespace: namespace, serviceAccount: identityOf(deps, namespace, spec)?.serviceAccountName, trusted: deps.trusted ?? new Set(), cluster };
 }
 
+/** One reconcile of one ManifestSync: what every step reads. */
+type CopyRun = {
+  readonly deps: ManifestSyncReconcilerDeps;
+  readonly object: ManifestSync;
+  readonly spec: ManifestSyncSpec;
+  readonly namespace: string;
+  readonly now: string;
+  readonly requeueAfterMs: number;
+};
+
+/** A step that cannot go on: the sync stalls with this reason until the spec or the cluster changes. */
+type Stall = { readonly stall: { readonly reason: Reason; readonly message: string } };
+const isStall = (value: object): value is Stall => 'stall' in value;
+
+/** The copies of one target (a namespace here, or `cluster/namespace` in another cluster). */
+type DesiredTarget = { namespace: string; cluster?: string; objects: KubeObject[] };
+
 async function sync(deps: ManifestSyncReconcilerDeps, object: ManifestSync, spec: ManifestSyncSpec, log: Logger): Promise<Outcome> {
-  const namespace = object.metadata.namespace ?? 'default';
-  const now = deps.clock.now().toISOString();
   const interval = boundedInterval('syncPolicy.interval', spec.syncPolicy.interval, deps.intervalBounds);
-  const requeueAfterMs = Math.min(Math.round(interval.ms * (0.9 + (deps.random ?? Math.random)() * 0.2)), MAX_TIMER_MS);
-  const stall = (reason: Reason, message: string): Outcome => ({
-    status: stalledStatus(object, reason, message, now),
-    result: { kind: 'wait', requeueAfterMs },
+  const run: CopyRun = {
+    deps,
+    object,
+    spec,
+    namespace: object.metadata.namespace ?? 'default',
+    now: deps.clock.now().toISOString(),
+    requeueAfterMs: Math.min(Math.round(interval.ms * (0.9 + (deps.random ?? Math.random)() * 0.2)), MAX_TIMER_MS),
+  };
+  const stalled = ({ stall: { reason, message } }: Stall): Outcome => ({
+    status: stalledStatus(object, reason, message, run.now),
+    result: { kind: 'wait', requeueAfterMs: run.requeueAfterMs },
     events: [{ type: 'Warning', reason, message: truncate(message) }],
   });
+  const read = await readSource(run);
+  if (isStall(read)) return stalled(read);
+  const copies = desiredCopies(run, read.source, read.sourceNamespace);
+  if (isStall(copies)) return stalled(copies);
+  const outcomes = await applyCopies(run, read.client, copies.desired);
+  return copyOutcome(run, log, { source: read.source, sourceNamespace: read.sourceNamespace, desired: copies.desired, unresolved: copies.unresolved, outcomes });
+}
 
-  // Step 1: the source, read with the identity that will write the copies.
+/** Step 1: the source, read with the identity that will write the copies. */
+async function readSource(run: CopyRun): Promise<Stall | { client: ApplyClient; source: KubeObject; sourceNamespace: string }> {
+  const { deps, spec, namespace } = run;
+  const stall = (reason: Reason, message: string): Stall => ({ stall: { reason, message } });
   const sourceNamespace = spec.sourceRef.namespace ?? namespace;
   // Reading a source is held to the same rule as writing a copy: a copy in the tenant's own namespace would
   // otherwise hand it another namespace's Secret.
@@ -130,10 +162,14 @@ async function sync(deps: ManifestSyncReconcilerDeps, object: ManifestSync, spec
     throw error;
   }
   if (source === undefined) return stall(Reason.SourceNotFound, `the source ${spec.sourceRef.kind} ${sourceNamespace}/${spec.sourceRef.name} does not exist; copies are left as they are`);
+  return { client, source, sourceNamespace };
+}
 
-  // Step 2: one copy per target namespace (pure). A target in another cluster is keyed `cluster/namespace`.
+/** Step 2: one copy per target namespace (pure). A target in another cluster is keyed `cluster/namespace`. */
+function desiredCopies(run: CopyRun, source: KubeObject, sourceNamespace: string): Stall | { desired: Map<string, DesiredTarget>; unresolved: string[] } {
+  const { deps, spec } = run;
   const namespaces = deps.namespaces();
-  const desired = new Map<string, { namespace: string; cluster?: string; objects: KubeObject[] }>();
+  const desired = new Map<string, DesiredTarget>();
   const unresolved: string[] = [];
   if (namespaces === undefined && spec.targets.some((t) => t.namespaceSelector !== undefined && t.cluster === undefined)) unresolved.push('namespaceSelector: the operator cannot list namespaces');
   for (const target of spec.targets) {
@@ -149,12 +185,18 @@ async function sync(deps: ManifestSyncReconcilerDeps, object: ManifestSync, spec
       desired.set(id, entry);
     }
   } catch (error) {
-    if (isMirrorError(error)) return stall(Reason.InvalidSpec, error.message);
+    if (isMirrorError(error)) return { stall: { reason: Reason.InvalidSpec, message: error.message } };
     throw error;
   }
+  return { desired, unresolved };
+}
 
-  // Step 3: apply per target namespace, a bounded number at once; namespaces that left the list are pruned
-  // (their desired set is empty), in whichever cluster their inventory says.
+/**
+ * Step 3: apply per target namespace, a bounded number at once; namespaces that left the list are pruned
+ * (their desired set is empty), in whichever cluster their inventory says.
+ */
+async function applyCopies(run: CopyRun, client: ApplyClient, desired: ReadonlyMap<string, DesiredTarget>): Promise<TargetOutcome[]> {
+  const { deps, object, spec, namespace, now } = run;
   const previous = object.status ?? {};
   const previousInventory = new Map((previous.inventory ?? []).map((i) => [i.target, i]));
   const previousTargets = new Map((previous.targets ?? []).map((t) => [t.name, t]));
@@ -206,9 +248,18 @@ async function sync(deps: ManifestSyncReconcilerDeps, object: ManifestSync, spec
     });
     return cluster === undefined ? outcome : { ...outcome, inventory: { ...outcome.inventory, cluster } };
   };
-  const outcomes = await pool(ids, TARGET_CONCURRENCY, applyOne);
+  return pool(ids, TARGET_CONCURRENCY, applyOne);
+}
 
-  // Step 4: status.
+/** Step 4: status, Events and when to come back. */
+function copyOutcome(
+  run: CopyRun,
+  log: Logger,
+  done: { source: KubeObject; sourceNamespace: string; desired: ReadonlyMap<string, DesiredTarget>; unresolved: readonly string[]; outcomes: readonly TargetOutcome[] },
+): Outcome {
+  const { object, spec, now, requeueAfterMs } = run;
+  const { source, sourceNamespace, desired, unresolved, outcomes } = done;
+  const previous = object.status ?? {};
   const combined = combineTargets(outcomes);
   const failures = [...unresolved, ...combined.failures];
   const live = outcomes.filter((o) => desired.has(o.status.name) || o.inventory.entries.length > 0 || o.status.phase === 'Failed');
