@@ -153,7 +153,7 @@ export async function startGitServer(opts: { auth?: GitServerAuth; tls?: { key: 
   let hits = 0;
   let rng: () => number = Math.random;
   /** End of the rate-limit window (performance.now()), when a `rateLimit` behavior opened one. */
-  let limitedUntil = 0;
+  const limit = { until: 0 };
   const expectedAuth =
     opts.auth === undefined
       ? undefined
@@ -167,6 +167,7 @@ export async function startGitServer(opts: { auth?: GitServerAuth; tls?: { key: 
       res.end(String(err));
     });
   };
+  const where: Backend = { root, authenticated: expectedAuth !== undefined };
   const server = opts.tls === undefined ? createServer(listener) : createHttpsServer({ key: opts.tls.key, cert: opts.tls.cert }, listener);
   server.on('connection', (s: Socket) => {
     sockets.add(s);
@@ -215,57 +216,14 @@ export async function startGitServer(opts: { auth?: GitServerAuth; tls?: { key: 
 
     const b = behavior;
     const matches = b !== undefined && (b.only === undefined || b.only === endpoint) && (b.repo === undefined || b.repo === repo);
-    const limited = matches && b.kind === 'rateLimit' && performance.now() < limitedUntil;
+    const limited = matches && b.kind === 'rateLimit' && performance.now() < limit.until;
     const applies = matches && (limited || fires(b));
     entry.faulted = applies;
     if (applies) {
-      switch (b.kind) {
-        case 'rateLimit': {
-          if (!limited) limitedUntil = performance.now() + b.seconds * 1000;
-          req.resume();
-          const remaining = Math.max(1, Math.ceil((limitedUntil - performance.now()) / 1000));
-          res.writeHead(b.status ?? 429, { 'content-type': 'text/plain', 'retry-after': String(remaining) });
-          res.end('rate limited\n');
-          return;
-        }
-        case 'hang':
-          req.resume();
-          return; // never answer; close() destroys the socket
-        case 'status':
-          req.resume();
-          res.writeHead(b.status, { 'content-type': 'text/plain', ...(b.retryAfter === undefined ? {} : { 'retry-after': b.retryAfter }) });
-          res.end(`injected status ${b.status}\n`);
-          return;
-        case 'reset':
-          if (b.afterBytes === undefined) {
-            req.resume();
-            req.socket.destroy();
-            return;
-          }
-          await serveBackend(req, res, url, undefined, (body) => body.subarray(0, b.afterBytes), { destroyAfter: true });
-          return;
-        case 'truncate':
-          await serveBackend(req, res, url, undefined, (body) => truncatePackets(body, b));
-          return;
-        case 'pack':
-          await serveBackend(req, res, url, undefined, (body) => rewritePack(body, b.transform));
-          return;
-        case 'redirect':
-          req.resume();
-          res.writeHead(302, { location: b.to.replace(/\/$/, '') + url.pathname + url.search });
-          res.end();
-          return;
-        case 'huge':
-        case 'endless':
-          req.resume();
-          await sendJunk(res, endpoint, b.kind === 'huge' ? b.bytes : Infinity);
-          return;
-        case 'slow':
-          await serveBackend(req, res, url, { chunkBytes: b.chunkBytes ?? 64, intervalMs: b.intervalMs ?? 100 });
-          return;
-      }
+      await serveFault(b, { where, req, res, url, endpoint, limit, limited });
+      return;
     }
-    await serveBackend(req, res, url, undefined);
+    await serveBackend(where, req, res, url);
   }
 
   /** Whether a matching request gets the fault (see GitServerBehavior: every, times, probability). */
@@ -276,94 +234,6 @@ export async function startGitServer(opts: { auth?: GitServerAuth; tls?: { key: 
     if (b.times !== undefined && hits >= b.times) return false;
     hits++;
     return true;
-  }
-
-  /**
-   * Runs git http-backend for the request. With `rewrite`, the body is collected whole and replaced by what
-   * it returns (headers as the backend sent them, minus any content-length); `destroyAfter` then destroys the
-   * connection instead of ending the response cleanly.
-   */
-  async function serveBackend(
-    req: IncomingMessage,
-    res: ServerResponse,
-    url: URL,
-    slow: { chunkBytes: number; intervalMs: number } | undefined,
-    rewrite?: (body: Buffer) => Buffer | Promise<Buffer>,
-    rewriteOpts: { destroyAfter?: boolean } = {},
-  ): Promise<void> {
-    const env = gitEnv({
-      GIT_PROJECT_ROOT: root,
-      GIT_HTTP_EXPORT_ALL: '1',
-      PATH_INFO: url.pathname,
-      QUERY_STRING: url.search.replace(/^\?/, ''),
-      REQUEST_METHOD: req.method ?? 'GET',
-      CONTENT_TYPE: req.headers['content-type'] ?? '',
-      REMOTE_USER: expectedAuth === undefined ? '' : 'test',
-      REMOTE_ADDR: req.socket.remoteAddress ?? '127.0.0.1',
-      SERVER_PROTOCOL: 'HTTP/1.1',
-      GATEWAY_INTERFACE: 'CGI/1.1',
-    });
-    // http-backend undoes gzip request bodies itself when told the encoding; the body passes through as is.
-    if (req.headers['content-length'] !== undefined) env['CONTENT_LENGTH'] = req.headers['content-length'];
-    const encoding = req.headers['content-encoding'];
-    if (encoding !== undefined) env['HTTP_CONTENT_ENCODING'] = encoding;
-    const protocol = req.headers['git-protocol'];
-    if (typeof protocol === 'string') env['HTTP_GIT_PROTOCOL'] = protocol;
-
-    const child = spawn('git', ['http-backend'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
-    child.stdin.on('error', () => undefined);
-    req.pipe(child.stdin);
-    const stderr: Buffer[] = [];
-    child.stderr.on('data', (c: Buffer) => stderr.push(c));
-    res.on('close', () => {
-      if (child.exitCode === null) child.kill('SIGKILL');
-    });
-
-    let head = Buffer.alloc(0);
-    let headersDone = false;
-    const collected: Buffer[] = [];
-    const emit = async (chunk: Buffer): Promise<void> => {
-      if (rewrite === undefined) await write(res, chunk, slow);
-      else collected.push(chunk);
-    };
-    for await (const chunk of child.stdout as AsyncIterable<Buffer>) {
-      if (headersDone) {
-        await emit(chunk);
-        continue;
-      }
-      head = Buffer.concat([head, chunk]);
-      const sep = findHeaderEnd(head);
-      if (sep === undefined) continue;
-      headersDone = true;
-      const headerText = head.subarray(0, sep.index).toString('latin1');
-      let status = 200;
-      const headers: Record<string, string> = {};
-      for (const line of headerText.split(/\r?\n/)) {
-        const i = line.indexOf(':');
-        if (i < 0) continue;
-        const key = line.slice(0, i).trim().toLowerCase();
-        const value = line.slice(i + 1).trim();
-        if (key === 'status') status = Number.parseInt(value, 10);
-        else if (!(rewrite !== undefined && key === 'content-length')) headers[key] = value;
-      }
-      res.writeHead(status, headers);
-      await emit(head.subarray(sep.index + sep.length));
-    }
-    if (!headersDone) {
-      res.writeHead(500, { 'content-type': 'text/plain' });
-      res.end(`git http-backend failed: ${Buffer.concat(stderr).toString('utf8')}\n`);
-      return;
-    }
-    if (rewrite !== undefined) {
-      await write(res, await rewrite(Buffer.concat(collected)), undefined);
-      if (rewriteOpts.destroyAfter === true) {
-        // Let the bytes go out first, then cut the connection without ending the chunked body.
-        await new Promise((resolve) => setTimeout(resolve, 20));
-        req.socket.destroy();
-        return;
-      }
-    }
-    res.end();
   }
 
   const repos = new Map<string, TestRepo>();
@@ -403,7 +273,7 @@ export async function startGitServer(opts: { auth?: GitServerAuth; tls?: { key: 
       behavior = b;
       matched = 0;
       hits = 0;
-      limitedUntil = 0;
+      limit.until = 0;
       rng = b?.seed !== undefined ? seededRandom(b.seed) : Math.random;
     },
     async close() {
@@ -417,6 +287,145 @@ export async function startGitServer(opts: { auth?: GitServerAuth; tls?: { key: 
     },
   };
   return gitServer;
+}
+
+/** Where git http-backend serves from, and whether requests reached it authenticated. */
+type Backend = { readonly root: string; readonly authenticated: boolean };
+type BackendOptions = { slow?: { chunkBytes: number; intervalMs: number }; rewrite?: (body: Buffer) => Buffer | Promise<Buffer>; destroyAfter?: boolean };
+
+/**
+ * Runs git http-backend for the request. With `rewrite`, the body is collected whole and replaced by what
+ * it returns (headers as the backend sent them, minus any content-length); `destroyAfter` then destroys the
+ * connection instead of ending the response cleanly. `slow`: the body is written in chunks, paced.
+ */
+async function serveBackend(where: Backend, req: IncomingMessage, res: ServerResponse, url: URL, options: BackendOptions = {}): Promise<void> {
+  const { slow, rewrite } = options;
+  const env = gitEnv({
+    GIT_PROJECT_ROOT: where.root,
+    GIT_HTTP_EXPORT_ALL: '1',
+    PATH_INFO: url.pathname,
+    QUERY_STRING: url.search.replace(/^\?/, ''),
+    REQUEST_METHOD: req.method ?? 'GET',
+    CONTENT_TYPE: req.headers['content-type'] ?? '',
+    REMOTE_USER: where.authenticated ? 'test' : '',
+    REMOTE_ADDR: req.socket.remoteAddress ?? '127.0.0.1',
+    SERVER_PROTOCOL: 'HTTP/1.1',
+    GATEWAY_INTERFACE: 'CGI/1.1',
+  });
+  // http-backend undoes gzip request bodies itself when told the encoding; the body passes through as is.
+  if (req.headers['content-length'] !== undefined) env['CONTENT_LENGTH'] = req.headers['content-length'];
+  const encoding = req.headers['content-encoding'];
+  if (encoding !== undefined) env['HTTP_CONTENT_ENCODING'] = encoding;
+  const protocol = req.headers['git-protocol'];
+  if (typeof protocol === 'string') env['HTTP_GIT_PROTOCOL'] = protocol;
+
+  const child = spawn('git', ['http-backend'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  child.stdin.on('error', () => undefined);
+  req.pipe(child.stdin);
+  const stderr: Buffer[] = [];
+  child.stderr.on('data', (c: Buffer) => stderr.push(c));
+  res.on('close', () => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+
+  let head = Buffer.alloc(0);
+  let headersDone = false;
+  const collected: Buffer[] = [];
+  const emit = async (chunk: Buffer): Promise<void> => {
+    if (rewrite === undefined) await write(res, chunk, slow);
+    else collected.push(chunk);
+  };
+  for await (const chunk of child.stdout as AsyncIterable<Buffer>) {
+    if (headersDone) {
+      await emit(chunk);
+      continue;
+    }
+    head = Buffer.concat([head, chunk]);
+    const sep = findHeaderEnd(head);
+    if (sep === undefined) continue;
+    headersDone = true;
+    const headerText = head.subarray(0, sep.index).toString('latin1');
+    let status = 200;
+    const headers: Record<string, string> = {};
+    for (const line of headerText.split(/\r?\n/)) {
+      const i = line.indexOf(':');
+      if (i < 0) continue;
+      const key = line.slice(0, i).trim().toLowerCase();
+      const value = line.slice(i + 1).trim();
+      if (key === 'status') status = Number.parseInt(value, 10);
+      else if (!(rewrite !== undefined && key === 'content-length')) headers[key] = value;
+    }
+    res.writeHead(status, headers);
+    await emit(head.subarray(sep.index + sep.length));
+  }
+  if (!headersDone) {
+    res.writeHead(500, { 'content-type': 'text/plain' });
+    res.end(`git http-backend failed: ${Buffer.concat(stderr).toString('utf8')}\n`);
+    return;
+  }
+  if (rewrite !== undefined) {
+    await write(res, await rewrite(Buffer.concat(collected)), undefined);
+    if (options.destroyAfter === true) {
+      // Let the bytes go out first, then cut the connection without ending the chunked body.
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      req.socket.destroy();
+      return;
+    }
+  }
+  res.end();
+}
+
+/** Answers a request with the fault `b` injects (see GitServerBehavior). `limit`: the rate-limit window, shared across requests. */
+async function serveFault(
+  b: GitServerBehavior,
+  at: { where: Backend; req: IncomingMessage; res: ServerResponse; url: URL; endpoint: 'info/refs' | 'git-upload-pack'; limit: { until: number }; limited: boolean },
+): Promise<void> {
+  const { where, req, res, url, endpoint, limit, limited } = at;
+  switch (b.kind) {
+    case 'rateLimit': {
+      if (!limited) limit.until = performance.now() + b.seconds * 1000;
+      req.resume();
+      const remaining = Math.max(1, Math.ceil((limit.until - performance.now()) / 1000));
+      res.writeHead(b.status ?? 429, { 'content-type': 'text/plain', 'retry-after': String(remaining) });
+      res.end('rate limited\n');
+      return;
+    }
+    case 'hang':
+      req.resume();
+      return; // never answer; close() destroys the socket
+    case 'status':
+      req.resume();
+      res.writeHead(b.status, { 'content-type': 'text/plain', ...(b.retryAfter === undefined ? {} : { 'retry-after': b.retryAfter }) });
+      res.end(`injected status ${b.status}\n`);
+      return;
+    case 'reset':
+      if (b.afterBytes === undefined) {
+        req.resume();
+        req.socket.destroy();
+        return;
+      }
+      await serveBackend(where, req, res, url, { rewrite: (body) => body.subarray(0, b.afterBytes), destroyAfter: true });
+      return;
+    case 'truncate':
+      await serveBackend(where, req, res, url, { rewrite: (body) => truncatePackets(body, b) });
+      return;
+    case 'pack':
+      await serveBackend(where, req, res, url, { rewrite: (body) => rewritePack(body, b.transform) });
+      return;
+    case 'redirect':
+      req.resume();
+      res.writeHead(302, { location: b.to.replace(/\/$/, '') + url.pathname + url.search });
+      res.end();
+      return;
+    case 'huge':
+    case 'endless':
+      req.resume();
+      await sendJunk(res, endpoint, b.kind === 'huge' ? b.bytes : Infinity);
+      return;
+    case 'slow':
+      await serveBackend(where, req, res, url, { slow: { chunkBytes: b.chunkBytes ?? 64, intervalMs: b.intervalMs ?? 100 } });
+      return;
+  }
 }
 
 function findHeaderEnd(buf: Buffer): { index: number; length: number } | undefined {
