@@ -135,25 +135,35 @@ export function startNotifications(options: NotificationsOptions): Notifications
     },
     onError: (error) => log.warn({ err: error instanceof Error ? error.message : String(error) }, 'Provider watch failed; restarting'),
   });
-  /** Alerts by the namespace their sources cover (an event meets only those); rebuilt after any Alert changes. */
-  let byNamespace: Map<string, KubeObject[]> | undefined;
-  const alertsFor = (namespace: string): readonly KubeObject[] => {
-    if (byNamespace === undefined) {
-      byNamespace = new Map();
+  /**
+   * Alerts by the objects their sources name (namespace, kind or *, name or *): an event meets only the Alerts
+   * that could ask for it, not every Alert of its namespace (one Alert per sync is a common layout). Rebuilt
+   * after any Alert changes.
+   */
+  let bySource: Map<string, KubeObject[]> | undefined;
+  const alertsFor = (object: { namespace: string; kind: string; name: string }): readonly KubeObject[] => {
+    if (bySource === undefined) {
+      bySource = new Map();
       for (const alert of alerts.list()) {
         const view = alertView(alert);
         if (view === undefined) continue;
-        for (const ns of new Set(view.spec.eventSources.map((s) => sourceNamespace(view, s)))) byNamespace.set(ns, [...(byNamespace.get(ns) ?? []), alert]);
+        for (const key of new Set(view.spec.eventSources.map((s) => sourceKey(sourceNamespace(view, s), s.kind, s.name)))) {
+          const filed = bySource.get(key);
+          if (filed === undefined) bySource.set(key, [alert]);
+          else filed.push(alert);
+        }
       }
     }
-    return byNamespace.get(namespace) ?? [];
+    const found = new Set<KubeObject>();
+    for (const kind of [object.kind, '*']) for (const name of [object.name, '*']) for (const alert of bySource.get(sourceKey(object.namespace, kind, name)) ?? []) found.add(alert);
+    return [...found];
   };
   const alerts = new Informer({
     rest,
     ...(options.budget === undefined ? {} : { budget: options.budget }),
     path: collection('alerts'),
     onEvent: (type, object, previous) => {
-      byNamespace = undefined;
+      bySource = undefined;
       if (type === 'DELETED') return;
       if (type === 'MODIFIED' && previous?.metadata.generation === object.metadata.generation) return;
       checkAlert(objectKey(object));
@@ -175,7 +185,7 @@ export function startNotifications(options: NotificationsOptions): Notifications
     if (stopped || object.kind === 'Alert' || object.kind === 'Provider') return;
     const recovered = recovery.observe(`${object.kind}/${object.metadata.namespace ?? ''}/${object.metadata.name}`, event.type);
     const notification = notificationEvent({ object, event, recovered, now: options.clock.now() });
-    for (const alert of alertsFor(notification.namespace)) {
+    for (const alert of alertsFor(notification)) {
       const view = alertView(alert);
       if (view === undefined || !alertMatches(view, notification, trusted)) continue;
       const provider = providers.get(`${view.namespace}/${view.spec.providerRef.name}`) as Provider | undefined;
@@ -306,6 +316,9 @@ function alertView(object: KubeObject | undefined): AlertView | undefined {
   return view ?? undefined;
 }
 
+/** Where an Alert's source is filed: its namespace, kind and name (either may be `*`). */
+const sourceKey = (namespace: string, kind: string, name: string): string => `${namespace}\u0000${kind}\u0000${name}`;
+
 const providerKeyOf = (alert: KubeObject): string | undefined => {
   const ref = (alert['spec'] as { providerRef?: { name?: string } } | undefined)?.providerRef?.name;
   return ref === undefined ? undefined : `${alert.metadata.namespace ?? 'default'}/${ref}`;
@@ -314,7 +327,7 @@ const providerKeyOf = (alert: KubeObject): string | undefined => {
 type CommitStatusDeps = {
   readonly rest: KubeRest;
   /** The Alerts whose sources cover a namespace. */
-  readonly alerts: (namespace: string) => readonly KubeObject[];
+  readonly alerts: (object: { namespace: string; kind: string; name: string }) => readonly KubeObject[];
   readonly providers: (key: string) => Provider | undefined;
   readonly providerFor: (key: string) => Promise<ResolvedProvider>;
   readonly trusted: TrustedNamespaces;
@@ -387,7 +400,7 @@ function createCommitStatuses(deps: CommitStatusDeps): (type: 'ADDED' | 'MODIFIE
     }
     const object = { kind: 'ConfigSync', namespace: cs.metadata.namespace ?? 'default', name: cs.metadata.name, labels: cs.metadata.labels ?? {} };
     const targets: { alert: KubeObject; provider: Provider }[] = [];
-    for (const alert of deps.alerts(object.namespace)) {
+    for (const alert of deps.alerts(object)) {
       const view = alertView(alert);
       if (view === undefined || view.spec.suspend || !sourceMatches(view, object, deps.trusted)) continue;
       const provider = deps.providers(`${view.namespace}/${view.spec.providerRef.name}`);

@@ -80,6 +80,41 @@ describe('notifications against the real control plane', () => {
     }
   }, 180_000);
 
+  it('an event meets exactly the Alerts whose sources name it: by name, any name, any kind; not another name, kind or namespace', async () => {
+    await using ns = await testNamespace({ prefix: 'notify-match' });
+    await using other = await testNamespace({ prefix: 'notify-match-other' });
+    await using receiver = await startHttpReceiver();
+    const recorder: EventRecorder = { record: () => Promise.resolve() };
+    const notifications = startNotifications({ rest, logger: pino({ level: 'silent' }), metrics: createMetrics(), clock: { now: () => new Date() }, trusted: new Set([ns.name]), recorder, isLeader: () => true });
+    try {
+      await webhookSetup(ns.name, { address: `${receiver.url}/hook` });
+      const sources: Record<string, Record<string, string>[]> = {
+        named: [{ kind: 'ConfigSync', name: 'web' }],
+        'any-kind': [{ kind: '*', name: 'web' }],
+        'both-names': [{ kind: 'ConfigSync', name: 'api' }, { kind: 'ConfigSync', name: 'web' }],
+        'other-name': [{ kind: 'ConfigSync', name: 'api' }],
+        'other-kind': [{ kind: 'ManifestSync', name: '*' }],
+        'other-namespace': [{ kind: 'ConfigSync', name: 'web', namespace: other.name }],
+      };
+      // A Provider each: one channel does not carry the same words twice (deduplicated), whichever Alert asked.
+      for (const [name, eventSources] of Object.entries(sources)) {
+        await create(ns.name, 'providers', { apiVersion: 'syncline.dev/v1alpha1', kind: 'Provider', metadata: { name }, spec: { type: 'webhook', secretRef: { name: 'hook' } } });
+        await create(ns.name, 'alerts', { apiVersion: 'syncline.dev/v1alpha1', kind: 'Alert', metadata: { name }, spec: { providerRef: { name }, eventSources } });
+      }
+      for (const name of Object.keys(sources)) await eventually(async () => ((await readyOf(ns.name, 'alerts', name))?.status === 'True' ? true : undefined), `Alert ${name} Ready`);
+      // The Alerts are in the cache once Ready: one event of ConfigSync web, then one of a ManifestSync named web.
+      void notifications.events.record(involved(ns.name, 'web'), { type: 'Normal', reason: 'Synced', message: 'revision 0123456789ab: 1 created' });
+      void notifications.events.record({ ...involved(ns.name, 'web'), kind: 'ManifestSync' }, { type: 'Normal', reason: 'Synced', message: '1 created' });
+      // "all" (webhookSetup's, ConfigSync *) hears the ConfigSync; "any-kind" both.
+      await receiver.waitFor((r) => r.length >= 6, 'six deliveries');
+      await notifications.idle();
+      const heard = receiver.requests.map((r) => JSON.parse(r.body) as { alert: string; kind: string }).map((b) => `${b.kind} ${b.alert.split('/')[1] ?? ''}`);
+      expect(heard.sort()).toEqual(['ConfigSync all', 'ConfigSync any-kind', 'ConfigSync both-names', 'ConfigSync named', 'ManifestSync any-kind', 'ManifestSync other-kind']);
+    } finally {
+      await notifications.stop();
+    }
+  }, 120_000);
+
   it('a receiver that answers 500 is retried, then reported: a Warning Event and the condition on the Alert, and the metric; no URL anywhere', async () => {
     await using ns = await testNamespace({ prefix: 'notify-500' });
     await using receiver = await startHttpReceiver({ respond: () => ({ status: 500, body: 'boom' }) });
