@@ -398,6 +398,43 @@ describe('a ConfigSync target renamed, its namespace unchanged', () => {
     const live = await core.readNamespacedConfigMap({ name: 'settings', namespace: home.name });
     expect(live.metadata?.annotations?.['syncline.dev/owned-by']).toBe(`${home.name}/renamed/green`);
   }, 240_000);
+
+  it('keeps an object the new name fails to take over (not pruned with the old name), and hands it over once it can', async () => {
+    const repo = await git.createRepo(`adversary-rename-fail-${ID}`);
+    await repo.commit({ 'app/settings.yaml': configMapYaml('kept', '  v: "1"') });
+    // green's patch gives the object a label key the API server refuses: its apply fails.
+    const spec = (target: string, broken = false) => ({
+      source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+      refreshInterval: '1h',
+      targets: [{ name: target, namespace: home.name, ...(broken ? { patches: [{ target: { kind: 'ConfigMap', name: 'kept' }, patch: { metadata: { labels: { 'not a valid key!': 'x' } } } }] } : {}) }],
+    });
+    await applyConfigSync(configSync(home.name, 'handover', spec('blue')));
+    await eventually(async () => ((await configMapData(home.name, 'kept'))?.['v'] === '1' ? true : undefined), 'the object applied', 120_000);
+    const uid = (await core.readNamespacedConfigMap({ name: 'kept', namespace: home.name })).metadata?.uid;
+    await applyConfigSync(configSync(home.name, 'handover', spec('green', true)));
+    const failed = await eventually(async () => {
+      const c = await readConfigSync(home.name, 'handover');
+      return c.status?.observedGeneration === c.metadata.generation ? c.status : undefined;
+    }, 'the renamed target tried', 120_000);
+    // The object is still there, the same one, and the old name keeps it in its inventory until green holds it.
+    expect((await core.readNamespacedConfigMap({ name: 'kept', namespace: home.name })).metadata?.uid).toBe(uid);
+    expect(failed.targets?.find((t) => t.name === 'green')?.phase).toBe('Failed');
+    const blue = failed.targets?.find((t) => t.name === 'blue');
+    expect(blue?.objects).toBe(1);
+    expect(blue?.message).toContain('ConfigMap');
+    expect(failed.inventory?.find((i) => i.target === 'blue')?.entries.join()).toContain('kept');
+    // The patch fixed: green takes the object over (same uid) and blue leaves the status.
+    await applyConfigSync(configSync(home.name, 'handover', spec('green')));
+    const done = await eventually(async () => {
+      const c = await readConfigSync(home.name, 'handover');
+      const ready = c.status?.conditions?.find((x) => x.type === 'Ready');
+      return c.status?.observedGeneration === c.metadata.generation && ready?.status === 'True' ? c.status : undefined;
+    }, 'the renamed target Ready', 120_000);
+    expect(done.targets?.map((t) => t.name)).toEqual(['green']);
+    const live = await core.readNamespacedConfigMap({ name: 'kept', namespace: home.name });
+    expect(live.metadata?.uid).toBe(uid);
+    expect(live.metadata?.annotations?.['syncline.dev/owned-by']).toBe(`${home.name}/handover/green`);
+  }, 240_000);
 });
 
 // Label mirroring with `--mirror-stale mark`: replicas of a gone source are labelled stale. An object that only

@@ -3,7 +3,7 @@
 // resolve revision → fetch snapshot → render every target → plan → apply → prune → status.
 // It reconciles from current state, never from the event that woke it, so running it twice changes nothing.
 import { type EventRecorder, type KubeRest } from '@syncline/kube';
-import { digestRendered, objectId, ownedBy, recordHistory, type ApplyClient } from '@syncline/apply';
+import { decodeInventory, digestRendered, encodeInventory, objectId, ownedBy, recordHistory, type ApplyClient, type InventoryEntry } from '@syncline/apply';
 import { RenderError, RenderErrorReason, renderTarget, type TemplateCache, type KubernetesObject } from '@syncline/render';
 import { GitSourceError, type GitSource } from '@syncline/source-git';
 import type { Logger } from 'pino';
@@ -380,7 +380,15 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
     if (unwatched !== undefined) return { ...outcome, status: { ...outcome.status, message: truncate(`${unwatched}; checked every ${run.spec.refreshInterval} instead`) } };
     return outcome;
   };
-  const removed = async (entry: TargetInventory): Promise<TargetOutcome> => {
+  const removed = async (entry: TargetInventory, applied: readonly TargetOutcome[]): Promise<TargetOutcome> => {
+    // What a target in the spec renders in the same cluster but has not taken over yet (its apply failed, or
+    // its wave was held back) is not pruned: it stays in this inventory, to be handed over on a later run. A
+    // target there that was not rendered (its cluster unavailable) may want anything: nothing is pruned.
+    const sameCluster = run.spec.targets.filter((t) => t.cluster?.name === entry.cluster);
+    const { waiting, rest } = awaitingHandoff(entry, {
+      wanted: sameCluster.some((t) => !rendered.has(t.name)) ? 'all' : sameCluster.flatMap((t) => (rendered.get(t.name) ?? []).map((object) => objectId(object))),
+      held: applied.filter((o) => o.inventory.cluster === entry.cluster).flatMap((o) => decodeInventory(o.inventory.entries).map((e) => e.id)),
+    });
     let targetClient = client;
     if (entry.cluster !== undefined) {
       try {
@@ -394,16 +402,45 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
       client: targetClient,
       target: { name: entry.target, ...(entry.cluster === undefined ? {} : { cluster: entry.cluster }) },
       desired: [],
-      inventory: entry.entries,
+      inventory: rest,
       prune: run.spec.prune,
       allowEmpty: true,
       tenancy: actorOf(run.deps, run.namespace, run.spec, entry.cluster),
       ...common(entry.target),
     });
-    return withCluster(outcome, entry.cluster);
+    if (waiting.length === 0) return withCluster(outcome, entry.cluster);
+    const kept = decodeInventory(outcome.inventory.entries);
+    return withCluster(
+      {
+        ...outcome,
+        status: {
+          ...outcome.status,
+          objects: kept.length + waiting.length,
+          message: truncate(`removed from the spec; ${waiting.length} object(s) kept until a target in the spec takes them over: ${waiting.map((e) => readableId(e.id)).join(', ')}`),
+        },
+        inventory: { ...outcome.inventory, entries: encodeInventory([...kept, ...waiting]) },
+      },
+      entry.cluster,
+    );
   };
   const applied = await Promise.all(run.spec.targets.map(applyOne));
-  return [...applied, ...(await Promise.all(leaving.map(removed)))];
+  return [...applied, ...(await Promise.all(leaving.map((entry) => removed(entry, applied))))];
+}
+
+/**
+ * A removed target's inventory split in two: the objects a target still in the spec wants but does not hold yet
+ * (`waiting`: not pruned), and the rest (encoded, to prune as usual).
+ */
+function awaitingHandoff(entry: TargetInventory, targets: { wanted: readonly string[] | 'all'; held: readonly string[] }): { waiting: InventoryEntry[]; rest: string[] } {
+  const wanted = targets.wanted === 'all' ? { has: () => true } : new Set(targets.wanted);
+  const held = new Set(targets.held);
+  const waiting: InventoryEntry[] = [];
+  const others: InventoryEntry[] = [];
+  for (const e of decodeInventory(entry.entries)) {
+    if (wanted.has(e.id) && !held.has(e.id)) waiting.push(e);
+    else others.push(e);
+  }
+  return { waiting, rest: encodeInventory(others) };
 }
 
 /** Records the cluster with the inventory, so deletion and a removed target prune where they applied. */
