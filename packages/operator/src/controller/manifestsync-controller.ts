@@ -38,6 +38,8 @@ export function manifestSyncController(ctx: ControllerContext, remote: RemoteClu
     onError: (error) => logger.warn({ err: errorMessage(error) }, 'ManifestSync watch failed; restarting'),
   });
 
+  /** Whether listing Namespaces failed (the operator may not, or the API server did not answer) before it first listed. */
+  let namespacesFailed = false;
   const namespaces = new Informer({
     budget: ctx.budget,
     rest: ctx.rest,
@@ -50,7 +52,10 @@ export function manifestSyncController(ctx: ControllerContext, remote: RemoteClu
         if ((ms.spec.targets as ManifestSync['spec']['targets'] | undefined)?.some((t) => t.namespaceSelector !== undefined) === true) queue.add(manifestKey(ms));
       }
     },
-    onError: (error) => logger.debug({ err: errorMessage(error) }, 'Namespace watch failed; restarting'),
+    onError: (error) => {
+      namespacesFailed = true;
+      logger.debug({ err: errorMessage(error) }, 'Namespace watch failed; restarting');
+    },
   });
   const namespaceList = (): MirrorNamespace[] | undefined => (namespaces.synced ? mirrorNamespaces(namespaces.list()) : undefined);
 
@@ -59,6 +64,7 @@ export function manifestSyncController(ctx: ControllerContext, remote: RemoteClu
     intervalBounds: options.intervalBounds ?? DEFAULT_INTERVAL_BOUNDS,
     get: (key) => manifestSyncs.get(key) as ManifestSync | undefined,
     namespaces: namespaceList,
+    namespacesListing: () => !namespaces.synced && !namespacesFailed,
     remote,
     beforeApply: (ids, cluster) => ctx.watchBeforeApply(ids, cluster),
   });

@@ -3,9 +3,9 @@
 // the shared applyTarget (SSA, inventory, guarded prune, policies, drift) → status. A source that cannot be read
 // never prunes: copies stay as they are until the source is back.
 import { type EventRecorder, type KubeRest } from '@syncline/kube';
-import { objectId, pool, type ApplyClient, type KubeObject } from '@syncline/apply';
+import { decodeInventory, objectId, pool, type ApplyClient, type KubeObject } from '@syncline/apply';
 import type { Logger } from 'pino';
-import { ManifestSyncSpec, type Condition, type ManifestSync, type ManifestSyncStatus, type ManifestTargetStatus } from '../api/v1alpha1.ts';
+import { ManifestSyncSpec, type Condition, type ManifestSync, type ManifestSyncStatus, type ManifestTargetStatus, type TargetInventory } from '../api/v1alpha1.ts';
 import type { ReconcileOutcome } from '../controller/queue.ts';
 import { ServiceAccountError } from '../kube/errors.ts';
 import type { Metrics } from '../metrics.ts';
@@ -42,6 +42,8 @@ export type ManifestSyncReconcilerDeps = {
   readonly get: (key: string) => ManifestSync | undefined;
   /** Namespaces as the namespace informer knows them; undefined while it cannot list them. */
   readonly namespaces: () => readonly MirrorNamespace[] | undefined;
+  /** True while the Namespace cache is listing for the first time and has not failed: selectors wait for it. */
+  readonly namespacesListing?: () => boolean;
   readonly defaultServiceAccount?: string;
   /** Namespaces whose ManifestSyncs may read and write outside their own namespace with the operator's rights (tenancy.ts); default none. */
   readonly trusted?: TrustedNamespaces;
@@ -124,7 +126,9 @@ async function sync(deps: ManifestSyncReconcilerDeps, object: ManifestSync, spec
   if (isStall(read)) return stalled(read);
   const copies = desiredCopies(run, read.source, read.sourceNamespace);
   if (isStall(copies)) return stalled(copies);
-  const outcomes = await applyCopies(run, read.client, copies.desired);
+  // The operator has just started: what a selector picks is known in a moment. Nothing is written meanwhile.
+  if (copies.selectorsUnknown && deps.namespacesListing?.() === true) return { status: object.status ?? {}, result: { kind: 'wait', requeueAfterMs: 1000 }, events: [] };
+  const outcomes = await applyCopies(run, read.client, copies.desired, copies.selectorsUnknown);
   return copyOutcome(run, log, { source: read.source, sourceNamespace: read.sourceNamespace, desired: copies.desired, unresolved: copies.unresolved, outcomes });
 }
 
@@ -166,12 +170,13 @@ async function readSource(run: CopyRun): Promise<Stall | { client: ApplyClient; 
 }
 
 /** Step 2: one copy per target namespace (pure). A target in another cluster is keyed `cluster/namespace`. */
-function desiredCopies(run: CopyRun, source: KubeObject, sourceNamespace: string): Stall | { desired: Map<string, DesiredTarget>; unresolved: string[] } {
+function desiredCopies(run: CopyRun, source: KubeObject, sourceNamespace: string): Stall | { desired: Map<string, DesiredTarget>; unresolved: string[]; selectorsUnknown: boolean } {
   const { deps, spec } = run;
   const namespaces = deps.namespaces();
   const desired = new Map<string, DesiredTarget>();
   const unresolved: string[] = [];
-  if (namespaces === undefined && spec.targets.some((t) => t.namespaceSelector !== undefined && t.cluster === undefined)) unresolved.push('namespaceSelector: the operator cannot list namespaces');
+  const selectorsUnknown = namespaces === undefined && spec.targets.some((t) => t.namespaceSelector !== undefined && t.cluster === undefined);
+  if (selectorsUnknown) unresolved.push('namespaceSelector: the operator cannot list namespaces (yet); copies in the namespaces it selected are left as they are');
   for (const target of spec.targets) {
     if (target.cluster !== undefined && target.namespaceSelector !== undefined) unresolved.push(`cluster ${target.cluster.name}: a namespaceSelector in another cluster is not supported yet; name the namespace`);
   }
@@ -188,14 +193,16 @@ function desiredCopies(run: CopyRun, source: KubeObject, sourceNamespace: string
     if (isMirrorError(error)) return { stall: { reason: Reason.InvalidSpec, message: error.message } };
     throw error;
   }
-  return { desired, unresolved };
+  return { desired, unresolved, selectorsUnknown };
 }
 
 /**
  * Step 3: apply per target namespace, a bounded number at once; namespaces that left the list are pruned
- * (their desired set is empty), in whichever cluster their inventory says.
+ * (their desired set is empty), in whichever cluster their inventory says. While the namespaces a selector
+ * picks are unknown (`selectorsUnknown`: the Namespace cache has not listed, or may not), a namespace of this
+ * cluster that is not named is not known to have left: its copy is kept, and its line of the status too.
  */
-async function applyCopies(run: CopyRun, client: ApplyClient, desired: ReadonlyMap<string, DesiredTarget>): Promise<TargetOutcome[]> {
+async function applyCopies(run: CopyRun, client: ApplyClient, desired: ReadonlyMap<string, DesiredTarget>, selectorsUnknown: boolean): Promise<TargetOutcome[]> {
   const { deps, object, spec, namespace, now } = run;
   const previous = object.status ?? {};
   const previousInventory = new Map((previous.inventory ?? []).map((i) => [i.target, i]));
@@ -204,6 +211,7 @@ async function applyCopies(run: CopyRun, client: ApplyClient, desired: ReadonlyM
   const applyOne = async (id: string): Promise<TargetOutcome> => {
     const want = desired.get(id);
     const recorded = previousInventory.get(id);
+    if (want === undefined && recorded !== undefined && recorded.cluster === undefined && selectorsUnknown) return keptAsItWas(recorded, previousTargets.get(id));
     const cluster = want?.cluster ?? recorded?.cluster;
     const targetNamespace = want?.namespace ?? id.slice(id.lastIndexOf('/') + 1);
     const before = previousTargets.get(id);
@@ -249,6 +257,22 @@ async function applyCopies(run: CopyRun, client: ApplyClient, desired: ReadonlyM
     return cluster === undefined ? outcome : { ...outcome, inventory: { ...outcome.inventory, cluster } };
   };
   return pool(ids, TARGET_CONCURRENCY, applyOne);
+}
+
+/** A target left untouched this run: its inventory and status line as they were. */
+function keptAsItWas(recorded: TargetInventory, before: ManifestTargetStatus | undefined): TargetOutcome {
+  const { lastSuccessfulSyncTime, ...line } = before ?? { name: recorded.target, namespace: recorded.target, phase: 'Synced' as const, objects: decodeInventory(recorded.entries).length };
+  return {
+    status: { ...line, ...(lastSuccessfulSyncTime === undefined ? {} : { lastSyncedTime: lastSuccessfulSyncTime }) },
+    inventory: recorded,
+    counts: emptyCounts(),
+    failures: [],
+    conflicts: [],
+    drift: [],
+    orphaned: [],
+    changed: false,
+    changes: [],
+  };
 }
 
 /** Step 4: status, Events and when to come back. */
