@@ -232,6 +232,28 @@ describe('createReconciler', () => {
     expect(cluster.reads).toEqual([PATH]);
   });
 
+  it('a run from a cache that has not seen its last status write reads the object first, so that write cannot outlive the run', async () => {
+    const cluster = fakeCluster(widget());
+    let health = 'ok';
+    const { reconcile } = reconcilerFor(cluster, { run: (object, spec) => ({ status: readyStatus(object, spec, health), result: { kind: 'done' }, events: [] }) });
+    await reconcile();
+    cluster.catchUp();
+    // given: a run writes Ready False (a pod flapped), and the next run comes before the cache has seen that write
+    health = 'degraded';
+    await reconcile();
+    expect(cluster.stored().status?.conditions?.[0]?.status).toBe('False');
+    health = 'ok';
+    // when: that run finds everything fine again, as the cached status (one write old) already says
+    await reconcile();
+    // then: it read the object the API server holds, and wrote Ready True over the write the cache had not seen
+    expect(cluster.reads).toEqual([PATH]);
+    expect(cluster.stored().status?.conditions?.[0]?.status).toBe('True');
+    // and once the cache holds the object, runs read it from there again
+    cluster.catchUp();
+    await reconcile();
+    expect(cluster.reads).toEqual([PATH]);
+  });
+
   it('records a Warning once while the conditions say the same, and again when they change', async () => {
     const cluster = fakeCluster(widget());
     let attempt = 0;

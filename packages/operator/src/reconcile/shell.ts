@@ -64,9 +64,14 @@ export function createReconciler<T extends ShellObject, Spec, S extends { condit
   // Normally the cache catches up within milliseconds, but a watch that hangs (a dropped connection that sends
   // nothing until it is detected) leaves it stale, and retrying from a stale cache would conflict again every time.
   const conflicted = new Map<string, { namespace: string; name: string }>();
+  // The resourceVersion each object had when this shell last wrote its status: while the cache still holds that
+  // version, it has not seen the write, and a run from it would compute the status of one write ago (and, finding
+  // it equal to the cached one, leave the newer status standing). Such a run reads the object first.
+  const wroteOver = new Map<string, string>();
   const current = async (key: string): Promise<T | undefined> => {
     const cached = options.read(key);
-    const again = conflicted.get(key);
+    const again = conflicted.get(key) ?? (cached !== undefined && wroteOver.get(key) === cached.metadata.resourceVersion ? { namespace: cached.metadata.namespace ?? 'default', name: cached.metadata.name } : undefined);
+    wroteOver.delete(key);
     if (again === undefined) return cached;
     conflicted.delete(key);
     try {
@@ -85,6 +90,7 @@ export function createReconciler<T extends ShellObject, Spec, S extends { condit
     try {
       const outcome = await reconcileOnce(options, object, key, log);
       label = outcome.label;
+      if (outcome.wrote && object.metadata.resourceVersion !== undefined) wroteOver.set(key, object.metadata.resourceVersion);
       return outcome.result;
     } catch (error) {
       label = 'error';
@@ -107,7 +113,7 @@ async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions
   object: T,
   key: string,
   log: Logger,
-): Promise<{ result: ReconcileOutcome; label: string }> {
+): Promise<{ result: ReconcileOutcome; label: string; wrote?: boolean }> {
   const path = pathOf(options.plural, object);
   const finalizers = object.metadata.finalizers ?? [];
   if (object.metadata.deletionTimestamp !== undefined) {
@@ -124,22 +130,22 @@ async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions
     const message = `invalid spec: ${parsed.error.issues.map((i) => `${i.path.map(String).join('.')}: ${i.message}`).join('; ')}`;
     const reason = options.invalidReason ?? Reason.InvalidSpec;
     const status = options.invalid(object, reason, message, now);
-    await report(options, object, { status, result: { kind: 'stalled' }, events: [{ type: 'Warning', reason, message: truncate(message) }] }, log);
-    return { result: { kind: 'stalled' }, label: 'stalled' };
+    const wrote = await report(options, object, { status, result: { kind: 'stalled' }, events: [{ type: 'Warning', reason, message: truncate(message) }] }, log);
+    return { result: { kind: 'stalled' }, label: 'stalled', wrote };
   }
   const spec = parsed.data;
   if (options.suspend?.when(spec) === true) {
     // Visible, not silent: a Suspended condition (and column) for the generation that asked for it.
     const at = { generation: object.metadata.generation, now };
     const conditions = setCondition(object.status?.conditions ?? [], { type: 'Suspended', status: 'True', reason: Reason.Suspended, message: options.suspend.message }, at);
-    await report(options, object, { status: { ...object.status, observedGeneration: object.metadata.generation, conditions } as unknown as S, result: { kind: 'done' }, events: [] }, log);
-    return { result: { kind: 'done' }, label: 'suspended' };
+    const wrote = await report(options, object, { status: { ...object.status, observedGeneration: object.metadata.generation, conditions } as unknown as S, result: { kind: 'done' }, events: [] }, log);
+    return { result: { kind: 'done' }, label: 'suspended', wrote };
   }
   const outcome = await options.run({ object, spec, key, log });
   // A resumed object is no longer Suspended, whatever its steps say.
   const status = outcome.status.conditions === undefined ? outcome.status : { ...outcome.status, conditions: removeCondition(outcome.status.conditions, 'Suspended') };
-  await report(options, object, { ...outcome, status }, log);
-  return { result: outcome.result, label: outcome.result.kind === 'done' ? 'success' : outcome.result.kind };
+  const wrote = await report(options, object, { ...outcome, status }, log);
+  return { result: outcome.result, label: outcome.result.kind === 'done' ? 'success' : outcome.result.kind, wrote };
 }
 
 /**
@@ -149,7 +155,7 @@ async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions
  * older one. A Warning is news once: while the conditions say the same, repeats go to debug and record no Event
  * (a status write for another reason is not news of it); a Normal Event goes with any status write.
  */
-async function report<T extends ShellObject, Spec, S extends object>(options: ReconcilerShellOptions<T, Spec, S>, object: T, outcome: ShellOutcome<S>, log: Logger): Promise<void> {
+async function report<T extends ShellObject, Spec, S extends object>(options: ReconcilerShellOptions<T, Spec, S>, object: T, outcome: ShellOutcome<S>, log: Logger): Promise<boolean> {
   const wrote = await writeStatus(options.rest, pathOf(options.plural, object), object, outcome.status, { ifUnchanged: true });
   const news = wrote && conditionsDiffer(object.status?.conditions, (outcome.status as { conditions?: Condition[] }).conditions);
   for (const event of outcome.events) {
@@ -158,6 +164,7 @@ async function report<T extends ShellObject, Spec, S extends object>(options: Re
     // Not waited for: the worker is free once the status is written (identical Events still count up in order).
     if (recorded) void options.events.record(object, { type: event.type, reason: event.reason, message: event.message });
   }
+  return wrote;
 }
 
 /** Removes the kind's finalizer (conditioned on the resourceVersion read): the API server may then delete the object. */
