@@ -95,7 +95,14 @@ export type HeartbeatDeps = {
   readonly identity: string;
   /** The replications whose last renewal failed (a failure is logged as a warning once). */
   readonly failing?: Set<string>;
+  /** Where each replication's heartbeat was last renewed, to notice a new destination. */
+  readonly renewedAt?: Map<string, HeartbeatLocation>;
+  /** Heartbeats left at an old destination, removed (again each interval, until that works). */
+  readonly retiring?: Map<string, HeartbeatLocation[]>;
 };
+
+/** Where a heartbeat Lease lives: the standby cluster (undefined: this one) and namespace. */
+type HeartbeatLocation = { readonly cluster: string | undefined; readonly namespace: string };
 
 /** Renews every NamespaceReplication's heartbeat once (the leader only). */
 export async function renewHeartbeats(deps: HeartbeatDeps): Promise<void> {
@@ -112,10 +119,13 @@ export async function renewHeartbeats(deps: HeartbeatDeps): Promise<void> {
       const spec = parsed.data;
       const owner = nr.metadata.namespace ?? 'default';
       const key = `${owner}/${nr.metadata.name}`;
+      const here: HeartbeatLocation = { cluster: spec.destination.cluster?.name, namespace: standbyNamespaceOf(nr, spec) };
+      const before = deps.renewedAt?.get(key);
       try {
-        const cluster = spec.destination.cluster?.name;
+        const { cluster } = here;
         const client = cluster === undefined ? await deps.applyClient() : (await deps.remote.clients(owner, cluster)).apply;
-        await client.apply(heartbeatLease({ nr, namespace: standbyNamespaceOf(nr, spec), now: deps.clock.now(), intervalMs: deps.intervalMs, identity: deps.identity }), { fieldManager: HEARTBEAT_FIELD_MANAGER, force: true });
+        await client.apply(heartbeatLease({ nr, namespace: here.namespace, now: deps.clock.now(), intervalMs: deps.intervalMs, identity: deps.identity }), { fieldManager: HEARTBEAT_FIELD_MANAGER, force: true });
+        deps.renewedAt?.set(key, here);
         if (deps.failing?.delete(key) === true) deps.logger.info({ namespacereplication: key }, 'heartbeat renewed again');
       } catch (error) {
         // The standby unreachable, or its namespace not created yet: said once (warn), then at debug.
@@ -123,8 +133,30 @@ export async function renewHeartbeats(deps: HeartbeatDeps): Promise<void> {
         deps.failing?.add(key);
         deps.logger[level]({ namespacereplication: key, err: error instanceof Error ? error.message : String(error) }, 'heartbeat not renewed');
       }
+      await retireMoved(deps, { owner, name: nr.metadata.name }, { here, before });
     }),
   );
+}
+
+const sameLocation = (a: HeartbeatLocation, b: HeartbeatLocation): boolean => a.cluster === b.cluster && a.namespace === b.namespace;
+
+/**
+ * A replication with a new destination: the heartbeat at the old one goes (tried again each interval until it
+ * can be), or its expiry would read as the primary's death there, and an automatic failover would promote a
+ * standby that is no longer replicated. Back at an old destination, that Lease is this one again: kept.
+ */
+async function retireMoved(deps: HeartbeatDeps, replication: { owner: string; name: string }, at: { here: HeartbeatLocation; before: HeartbeatLocation | undefined }): Promise<void> {
+  const key = `${replication.owner}/${replication.name}`;
+  const { here, before } = at;
+  const pending = deps.retiring?.get(key) ?? [];
+  if (before !== undefined && !sameLocation(before, here)) pending.push(before);
+  const left: HeartbeatLocation[] = [];
+  for (const where of pending) {
+    if (sameLocation(where, here) || left.some((l) => sameLocation(l, where))) continue;
+    if (!(await removeHeartbeatAt(deps, replication, where))) left.push(where);
+  }
+  if (left.length > 0) deps.retiring?.set(key, left);
+  else deps.retiring?.delete(key);
 }
 
 /**
@@ -135,21 +167,27 @@ export async function renewHeartbeats(deps: HeartbeatDeps): Promise<void> {
 export async function retireHeartbeat(deps: Pick<HeartbeatDeps, 'applyClient' | 'remote' | 'logger'>, nr: NamespaceReplication): Promise<void> {
   const parsed = NamespaceReplicationSpec.safeParse(nr.spec);
   if (!parsed.success) return;
-  const owner = nr.metadata.namespace ?? 'default';
-  const cluster = parsed.data.destination.cluster?.name;
+  const removed = await removeHeartbeatAt(deps, { owner: nr.metadata.namespace ?? 'default', name: nr.metadata.name }, { cluster: parsed.data.destination.cluster?.name, namespace: standbyNamespaceOf(nr, parsed.data) });
+  if (!removed) deps.logger.warn({ namespacereplication: `${nr.metadata.namespace ?? 'default'}/${nr.metadata.name}` }, 'the heartbeat Lease of a deleted NamespaceReplication could not be removed from its standby: delete it by hand');
+}
+
+/** Deletes a replication's heartbeat Lease at `where` if it is ours (our heartbeat applied it); false when that failed. */
+async function removeHeartbeatAt(deps: Pick<HeartbeatDeps, 'applyClient' | 'remote' | 'logger'>, replication: { owner: string; name: string }, where: HeartbeatLocation): Promise<boolean> {
   try {
-    const client = cluster === undefined ? await deps.applyClient() : (await deps.remote.clients(owner, cluster)).apply;
-    const id = `coordination.k8s.io/Lease/${standbyNamespaceOf(nr, parsed.data)}/${heartbeatLeaseName(nr.metadata.name)}`;
+    const client = where.cluster === undefined ? await deps.applyClient() : (await deps.remote.clients(replication.owner, where.cluster)).apply;
+    const id = `coordination.k8s.io/Lease/${where.namespace}/${heartbeatLeaseName(replication.name)}`;
     const lease = await client.get(id);
     if (lease !== undefined && appliedBy(lease, HEARTBEAT_FIELD_MANAGER)) await client.delete(id, { apiVersion: lease.apiVersion, ...(lease.metadata.uid === undefined ? {} : { uid: lease.metadata.uid }) });
+    return true;
   } catch (error) {
-    deps.logger.warn({ namespacereplication: `${owner}/${nr.metadata.name}`, err: error instanceof Error ? error.message : String(error) }, 'the heartbeat Lease of a deleted NamespaceReplication could not be removed from its standby: delete it by hand');
+    deps.logger.debug({ namespacereplication: `${replication.owner}/${replication.name}`, err: error instanceof Error ? error.message : String(error) }, 'a heartbeat Lease could not be removed');
+    return false;
   }
 }
 
 /** Renews the heartbeats every interval until stopped. */
 export function startHeartbeats(options: HeartbeatDeps): { stop(): void } {
-  const deps = { ...options, failing: options.failing ?? new Set<string>() };
+  const deps = { ...options, failing: options.failing ?? new Set<string>(), renewedAt: options.renewedAt ?? new Map<string, HeartbeatLocation>(), retiring: options.retiring ?? new Map<string, HeartbeatLocation[]>() };
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   const tick = (): void => {
