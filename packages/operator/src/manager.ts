@@ -32,7 +32,7 @@ export const LEFT_SHARD_MESSAGE = 'left this shard (deleted, or relabelled to an
 /** How long the leader waits for its caches to fill before it reconciles anyway (see startWork). */
 const CACHE_SYNC_TIMEOUT_MS = 60_000;
 
-export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply' | 'remote' | 'targetBackoff' | 'remoteWatchesHealthy' | 'unwatchedDrift' | 'takeFreshRequest' | 'noop'> & {
+export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply' | 'remote' | 'targetBackoff' | 'remoteWatchesHealthy' | 'unwatchedDrift' | 'freshRequest' | 'freshRequestHandled' | 'noop'> & {
   /** Admit RemoteClusters with http:// servers or insecure-skip-tls-verify (tests only). */
   readonly allowInsecureRemote?: boolean;
   /** The webhook receiver's Secret (--webhook-secret): a credential, never replicated by a NamespaceReplication. */

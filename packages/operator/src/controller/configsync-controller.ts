@@ -102,10 +102,10 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
 
   const reconcile = createConfigSyncReconciler({
     ...options,
-    takeFreshRequest: (key) => {
-      const at = freshRequests.get(key);
-      freshRequests.delete(key);
-      return at;
+    freshRequest: (key) => freshRequests.get(key),
+    // A newer request (another push meanwhile) stands for the next run.
+    freshRequestHandled: (key, at) => {
+      if (freshRequests.get(key) === at) freshRequests.delete(key);
     },
     remote,
     targetBackoff: createTargetBackoff(),

@@ -60,10 +60,12 @@ export type ConfigSyncReconcilerDeps = {
   /** Per-target backoff of remote targets whose cluster failed: the other targets are not held back. */
   readonly targetBackoff?: TargetBackoff;
   /**
-   * When a webhook or a change of the object last asked `namespace/name` to look at its source now (epoch ms),
-   * once: that run accepts only a ref listing begun after it.
+   * When a webhook or a change of the object last asked `namespace/name` to look at its source now (epoch ms): a
+   * run accepts only a ref listing begun after it. It stands until `freshRequestHandled` says a run read the
+   * source for it (a run that waits for its dependencies has not).
    */
-  readonly takeFreshRequest?: (key: string) => number | undefined;
+  readonly freshRequest?: (key: string) => number | undefined;
+  readonly freshRequestHandled?: (key: string, at: number) => void;
   /** Whether the drift watches in a remote cluster are listed and healthy (undefined: not known). */
   readonly remoteWatchesHealthy?: (remote: RemoteClients) => boolean;
   /** Why the drift of some of these objects (in this cluster) cannot be watched (forbidden, the watch budget); undefined when it can. */
@@ -106,6 +108,8 @@ type SyncRun = {
   readonly refAgeMs: number;
   /** When refAgeMs is 0: a ref listing begun at or after this time (epoch ms) is fresh enough, shared by every sync woken together. */
   readonly refStartedAfter: number | undefined;
+  /** The fresh request this run answers, if one woke it. */
+  readonly wokenAt: number | undefined;
   /** Set when spec.refreshInterval was clamped: the IntervalClamped condition says so. */
   readonly refreshAdjusted: string | undefined;
   readonly now: string;
@@ -135,7 +139,7 @@ export function createConfigSyncReconciler(deps: ConfigSyncReconcilerDeps): (key
 function startRun(deps: ConfigSyncReconcilerDeps, object: ConfigSync, spec: ConfigSyncSpec, log: Logger): SyncRun {
   const refresh = boundedInterval('refreshInterval', spec.refreshInterval, deps.intervalBounds ?? DEFAULT_INTERVAL_BOUNDS);
   const now = deps.clock.now();
-  const wokenAt = deps.takeFreshRequest?.(objectKeyOf(object));
+  const wokenAt = deps.freshRequest?.(objectKeyOf(object));
   const fresh =
     wokenAt !== undefined ||
     object.status?.observedGeneration !== object.metadata.generation ||
@@ -149,6 +153,7 @@ function startRun(deps: ConfigSyncReconcilerDeps, object: ConfigSync, spec: Conf
     refreshMs: Math.min(jittered(refresh.ms, deps.random ?? Math.random), MAX_TIMER_MS),
     refAgeMs: fresh ? 0 : Math.floor(refresh.ms / 2),
     refStartedAfter: fresh ? (wokenAt ?? now.getTime()) : undefined,
+    wokenAt,
     refreshAdjusted: refresh.adjusted,
     now: now.toISOString(),
   };
@@ -160,6 +165,7 @@ async function sync(run: SyncRun): Promise<Outcome> {
   if (!dependencies.ok) return dependencies.outcome;
   const source = await reconcileSource(run);
   if (!source.ok) return source.outcome;
+  if (run.wokenAt !== undefined) run.deps.freshRequestHandled?.(objectKeyOf(run.object), run.wokenAt);
   const clusters = await resolveClusters(run);
   const rendered = await reconcileRender(run, source.value, clusters);
   if (!rendered.ok) return rendered.outcome;
