@@ -1,6 +1,6 @@
 // `pnpm bench mirror [--namespaces 500] [--steady 60] [--noise 10000]`: one labelled Secret with `*` into N
 // namespaces against the real control plane and the real operator process, then the same copy through a
-// ManifestSync with a namespaceSelector. Prints, with the issue's targets: time until all N replicas exist,
+// ManifestSync with a namespaceSelector. Prints, with their targets: time until all N replicas exist,
 // a source update until all N carry it and until the first does (p50 of several updates), a new namespace
 // until its replica exists, write requests in a steady state (with resyncs every 10 s, so no-op reconciles
 // run), and operator RSS before and after 10,000 unrelated 10 KB Secrets.

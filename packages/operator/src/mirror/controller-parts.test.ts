@@ -6,6 +6,7 @@ import { queueKeyOfOwner } from '../manager.ts';
 import { contentFingerprint, projectMirrorObject } from './cache.ts';
 import { makeReplica } from './copy.ts';
 import { mirrorOwner, mirrorQueueKey, parseMirrorQueueKey } from './reconciler.ts';
+import { isOwnEcho } from './controller.ts';
 import { MirrorState, mirrorStatusRows } from './status.ts';
 import { keys, secret } from './test-support.ts';
 
@@ -37,6 +38,19 @@ describe('contentFingerprint', () => {
 
   it('keeps no data value in the cache', () => {
     expect(JSON.stringify(projectMirrorObject(source, keys))).not.toContain('dg==');
+  });
+});
+
+describe('isOwnEcho', () => {
+  it('drops the event of our own write, unless a run of its source started after the write was planned', () => {
+    const ours = { fingerprint: 'f1', at: 7 };
+    // the run that planned the write (the 7th to start) is still the source's latest: an echo
+    expect(isOwnEcho(ours, 'f1', 7)).toBe(true);
+    // another run of the source started meanwhile: it read a cache without this replica, so the event wakes it
+    expect(isOwnEcho(ours, 'f1', 8)).toBe(false);
+    // someone else's content, or no write of ours
+    expect(isOwnEcho(ours, 'f2', 7)).toBe(false);
+    expect(isOwnEcho(undefined, 'f1', 7)).toBe(false);
   });
 });
 

@@ -11,7 +11,7 @@ import { truncate } from '../reconcile/target.ts';
 import { projectMirrorObject, type MirrorCacheObject } from './cache.ts';
 import type { NamePattern } from './glob.ts';
 import { formatSourceRef, parseSourceRef, replicaSelector, sourceSelector, type MirrorKeys, type SourceRef } from './labels.ts';
-import { createMirrorReconciler, mirrorQueueKey } from './reconciler.ts';
+import { createMirrorReconciler, mirrorQueueKey, parseMirrorQueueKey } from './reconciler.ts';
 import { MirrorKind } from './spec.ts';
 import type { StalePolicy } from './stale.ts';
 import { MirrorState, compareRows, resolveSource, type MirrorRow } from './status.ts';
@@ -62,8 +62,13 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
   const queue = new WorkQueue({ concurrency: options.concurrency ?? 4 });
   const conflictsGauge = options.metrics.mirrorConflicts;
 
-  // The fingerprint each replica will have once our write lands: its watch event is our own echo.
-  const expected = new Map<string, string>();
+  // The fingerprint each replica will have once our write lands: its watch event is our own echo. `at`: how many
+  // runs had started then. A run of the same source that started later could not have seen the replica in the
+  // cache (to clean it up, say, when its namespace stopped matching meanwhile): that echo is not dropped.
+  const expected = new Map<string, { fingerprint: string; at: number }>();
+  let runsStarted = 0;
+  /** The count of runs started when each source's latest run began, by `kind|source`. */
+  const sourceRunAt = new Map<string, number>();
   const rows = new Map<string, Map<string, MirrorRow>>(); // source key → target namespace ('' = the source) → row
   const noted = new Map<string, string>();
   const isNews = (key: string, signature: string): boolean => {
@@ -99,7 +104,7 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
         const source = parseSourceRef((object.metadata['annotations'] as Record<string, string> | undefined)?.[keys.source]);
         if (source === undefined) return;
         const id = `/${kind}/${object.metadata.namespace ?? ''}/${object.metadata.name}`;
-        if (type !== 'DELETED' && expected.get(id) === (object as unknown as MirrorCacheObject).fingerprint) return;
+        if (type !== 'DELETED' && isOwnEcho(expected.get(id), (object as unknown as MirrorCacheObject).fingerprint, sourceRunAt.get(`${kind}|${formatSourceRef(source)}`))) return;
         // The first list: one reconcile per source (which sees all its replicas), not one per replica.
         queue.add(replicas.synced ? mirrorQueueKey(kind, source, object.metadata.namespace) : mirrorQueueKey(kind, source));
       },
@@ -153,7 +158,7 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
     },
     namespaces: namespaceList,
     expect: (id, fingerprint) => {
-      expected.set(id, fingerprint);
+      expected.set(id, { fingerprint, at: runsStarted });
     },
     report,
     isNews,
@@ -176,7 +181,11 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
     if (working || !options.isLeader()) return;
     working = true;
     log.info('mirroring started');
-    queue.start(reconcile);
+    queue.start((key) => {
+      const parsed = parseMirrorQueueKey(key);
+      if (parsed !== undefined) sourceRunAt.set(`${parsed.kind}|${formatSourceRef(parsed.source)}`, ++runsStarted);
+      return reconcile(key);
+    });
     enqueueAll();
   };
   startWork();
@@ -197,6 +206,16 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
       await Promise.all(allInformers.map((i) => i.stop()));
     },
   };
+}
+
+/**
+ * Whether a replica's watch event is only the echo of our own write (`ours`: what that write will look like, and
+ * how many runs had started when it was planned): same content, and no run of its source has started since
+ * (`sourceRunAt`: the count when its latest run began). A later run read the cache without this replica, so its
+ * event still wakes the source.
+ */
+export function isOwnEcho(ours: { fingerprint: string; at: number } | undefined, fingerprint: string, sourceRunAt: number | undefined): boolean {
+  return ours !== undefined && ours.fingerprint === fingerprint && (sourceRunAt ?? 0) <= ours.at;
 }
 
 /**
