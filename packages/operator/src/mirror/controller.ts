@@ -63,12 +63,13 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
   const conflictsGauge = options.metrics.mirrorConflicts;
 
   // The fingerprint each replica will have once our write lands: its watch event is our own echo. `at`: how many
-  // runs had started then. A run of the same source that started later could not have seen the replica in the
-  // cache (to clean it up, say, when its namespace stopped matching meanwhile): that echo is not dropped.
+  // runs had started then. A run that started later and covers the replica's namespace (all of its source's
+  // namespaces, or that one) could not have seen the replica in the cache (to clean it up, say, when its
+  // namespace stopped matching meanwhile): that event is not dropped.
   const expected = new Map<string, { fingerprint: string; at: number }>();
   let runsStarted = 0;
-  /** The count of runs started when each source's latest run began, by `kind|source`. */
-  const sourceRunAt = new Map<string, number>();
+  /** The count of runs started when the latest run began, by `kind|source` (every namespace) or `kind|source|namespace`. */
+  const runAt = new Map<string, number>();
   const rows = new Map<string, Map<string, MirrorRow>>(); // source key → target namespace ('' = the source) → row
   const noted = new Map<string, string>();
   const isNews = (key: string, signature: string): boolean => {
@@ -104,7 +105,9 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
         const source = parseSourceRef((object.metadata['annotations'] as Record<string, string> | undefined)?.[keys.source]);
         if (source === undefined) return;
         const id = `/${kind}/${object.metadata.namespace ?? ''}/${object.metadata.name}`;
-        if (type !== 'DELETED' && isOwnEcho(expected.get(id), (object as unknown as MirrorCacheObject).fingerprint, sourceRunAt.get(`${kind}|${formatSourceRef(source)}`))) return;
+        const tag = `${kind}|${formatSourceRef(source)}`;
+        const laterRun = Math.max(runAt.get(tag) ?? 0, runAt.get(`${tag}|${object.metadata.namespace ?? ''}`) ?? 0);
+        if (type !== 'DELETED' && isOwnEcho(expected.get(id), (object as unknown as MirrorCacheObject).fingerprint, laterRun)) return;
         // The first list: one reconcile per source (which sees all its replicas), not one per replica.
         queue.add(replicas.synced ? mirrorQueueKey(kind, source, object.metadata.namespace) : mirrorQueueKey(kind, source));
       },
@@ -183,7 +186,7 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
     log.info('mirroring started');
     queue.start((key) => {
       const parsed = parseMirrorQueueKey(key);
-      if (parsed !== undefined) sourceRunAt.set(`${parsed.kind}|${formatSourceRef(parsed.source)}`, ++runsStarted);
+      if (parsed !== undefined) runAt.set(`${parsed.kind}|${formatSourceRef(parsed.source)}${parsed.only === undefined ? '' : `|${parsed.only}`}`, ++runsStarted);
       return reconcile(key);
     });
     enqueueAll();
@@ -210,12 +213,12 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
 
 /**
  * Whether a replica's watch event is only the echo of our own write (`ours`: what that write will look like, and
- * how many runs had started when it was planned): same content, and no run of its source has started since
- * (`sourceRunAt`: the count when its latest run began). A later run read the cache without this replica, so its
- * event still wakes the source.
+ * how many runs had started when it was planned): same content, and no run covering the replica has started
+ * since (`laterRun`: the count when the latest such run began). A later run read the cache without this replica,
+ * so its event still wakes the source.
  */
-export function isOwnEcho(ours: { fingerprint: string; at: number } | undefined, fingerprint: string, sourceRunAt: number | undefined): boolean {
-  return ours !== undefined && ours.fingerprint === fingerprint && (sourceRunAt ?? 0) <= ours.at;
+export function isOwnEcho(ours: { fingerprint: string; at: number } | undefined, fingerprint: string, laterRun: number): boolean {
+  return ours !== undefined && ours.fingerprint === fingerprint && laterRun <= ours.at;
 }
 
 /**
