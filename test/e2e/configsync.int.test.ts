@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configMapYaml, applyConfigSync, condition, configMapData, configSync, core, eventually, installCrds, kc, patchConfigSync, readConfigSync, waitForReady } from './harness.ts';
 
 const cm = configMapYaml;
+const WEBHOOK_SECRET = 'configsync-e2e';
 
 describe('ConfigSync end to end', () => {
   let git: GitServer;
@@ -19,7 +20,8 @@ describe('ConfigSync end to end', () => {
     git = await startGitServer();
     repo = await git.createRepo('configs');
     ns = await testNamespace({ prefix: 'e2e' });
-    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', ns.name] });
+    await core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: 'syncline-webhooks' }, stringData: { generic: WEBHOOK_SECRET } } });
+    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', ns.name, '--webhook-secret', `${ns.name}/syncline-webhooks`] });
   });
   afterAll(async () => {
     await operator.stop();
@@ -117,6 +119,41 @@ describe('ConfigSync end to end', () => {
     expect((await readConfigSync(ns.name, 'app')).metadata.resourceVersion).toBe(before.metadata.resourceVersion);
     expect((await core.listNamespacedEvent({ namespace: ns.name, fieldSelector: 'involvedObject.name=app' })).items).toHaveLength(eventsBefore);
   }, 120_000);
+
+  const push = async (repoUrl: string): Promise<void> => {
+    if (operator.webhookAddress === undefined) throw new Error('the operator started without a webhook receiver');
+    const body = JSON.stringify({ repo: repoUrl, ref: 'refs/heads/main' });
+    const signature = `sha256=${createHmac('sha256', WEBHOOK_SECRET).update(body).digest('hex')}`;
+    const response = await fetch(`http://${operator.webhookAddress}/hooks/generic`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-syncline-signature': signature, 'x-syncline-delivery': randomUUID() }, body });
+    expect(response.status).toBeLessThan(300);
+  };
+  const requestReconcile = (name: string): Promise<void> => patchConfigSync(ns.name, name, { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': new Date().toISOString() } } });
+
+  // A push delivered while the sync waits for a dependency: the run it wakes applies nothing, so the push still
+  // stands when the dependency is Ready, and that run lists the branch again instead of trusting an older listing.
+  it('applies a push that arrives while the sync waits for a dependency, once the dependency is Ready', async () => {
+    const base = await git.createRepo('push-wait-base');
+    const app = await git.createRepo('push-wait-app');
+    await base.commit({ 'base/cm.yaml.hbs': cm('pushed-base', '  v: "1"') });
+    await app.commit({ 'app/cm.yaml': cm('pushed-app', '  v: "1"') });
+    await applyConfigSync(configSync(ns.name, 'pushed-base', { source: { git: { repo: base.url, revision: 'main', path: 'base' } }, refreshInterval: '1h', targets: [{ name: 'base', namespace: ns.name }] }));
+    await applyConfigSync(configSync(ns.name, 'pushed-app', { source: { git: { repo: app.url, revision: 'main', path: 'app' } }, refreshInterval: '1h', dependsOn: [{ name: 'pushed-base' }], targets: [{ name: 'app', namespace: ns.name }] }));
+    await waitForReady(ns.name, 'pushed-app', undefined, 60_000);
+    // given the dependency broken (a template that does not render), so app waits for it
+    await base.commit({ 'base/cm.yaml.hbs': cm('pushed-base', '  v: {{ values.missing }}') }, { message: 'broken' });
+    await requestReconcile('pushed-base');
+    await eventually(async () => (condition(await readConfigSync(ns.name, 'pushed-base'), 'Ready')?.status === 'False' ? true : undefined), 'the dependency not Ready', 60_000);
+    // when a commit is pushed to app's repository and its webhook arrives while app waits
+    const pushed = await app.commit({ 'app/cm.yaml': cm('pushed-app', '  v: "2"') }, { message: 'v2' });
+    await push(app.url);
+    await eventually(async () => (condition(await readConfigSync(ns.name, 'pushed-app'), 'Ready')?.reason === 'DependencyNotReady' ? true : undefined), 'app waiting for its dependency', 60_000);
+    // and the dependency is fixed
+    await base.commit({ 'base/cm.yaml.hbs': cm('pushed-base', '  v: "2"') }, { message: 'fixed' });
+    await requestReconcile('pushed-base');
+    // then app applies the pushed commit (its refresh interval is an hour: only the push explains it)
+    await waitForReady(ns.name, 'pushed-app', (cs) => cs.status?.sourceRevision === pushed, 60_000);
+    expect(await configMapData(ns.name, 'pushed-app')).toEqual({ v: '2' });
+  }, 180_000);
 });
 
 /** One ConfigSync as `kubectl get` prints it: the API server's Table, column name → cell. */
@@ -136,58 +173,3 @@ async function printedRow(namespace: string, name: string): Promise<Record<strin
   const table = JSON.parse(body) as { columnDefinitions: { name: string }[]; rows: { cells: unknown[] }[] };
   return Object.fromEntries(table.columnDefinitions.map((c, i) => [c.name, table.rows[0]?.cells[i]]));
 }
-
-// A push delivered while the sync waits for a dependency: the run it wakes applies nothing, so the push still
-// stands when the dependency is Ready, and that run lists the branch again instead of trusting an older listing.
-describe('a push that arrives while its ConfigSync waits for a dependency', () => {
-  const SECRET = 'push-while-waiting';
-  let git: GitServer;
-  let ns: TestNamespace;
-  let operator: OperatorProcess;
-
-  beforeAll(async () => {
-    await installCrds();
-    git = await startGitServer();
-    ns = await testNamespace({ prefix: 'e2e-push-wait' });
-    await core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: 'syncline-webhooks' }, stringData: { generic: SECRET } } });
-    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', ns.name, '--webhook-secret', `${ns.name}/syncline-webhooks`] });
-  });
-  afterAll(async () => {
-    await operator.stop();
-    await ns[Symbol.asyncDispose]();
-    await git.close();
-  });
-
-  const push = async (repoUrl: string): Promise<void> => {
-    if (operator.webhookAddress === undefined) throw new Error('the operator started without a webhook receiver');
-    const body = JSON.stringify({ repo: repoUrl, ref: 'refs/heads/main' });
-    const signature = `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}`;
-    const response = await fetch(`http://${operator.webhookAddress}/hooks/generic`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-syncline-signature': signature, 'x-syncline-delivery': randomUUID() }, body });
-    expect(response.status).toBeLessThan(300);
-  };
-  const requestReconcile = (name: string): Promise<void> => patchConfigSync(ns.name, name, { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': new Date().toISOString() } } });
-
-  it('applies the pushed commit once the dependency is Ready', async () => {
-    const base = await git.createRepo('push-wait-base');
-    const app = await git.createRepo('push-wait-app');
-    await base.commit({ 'base/cm.yaml.hbs': cm('base', '  v: "1"') });
-    await app.commit({ 'app/cm.yaml': cm('app', '  v: "1"') });
-    await applyConfigSync(configSync(ns.name, 'base', { source: { git: { repo: base.url, revision: 'main', path: 'base' } }, refreshInterval: '1h', targets: [{ name: 'base', namespace: ns.name }] }));
-    await applyConfigSync(configSync(ns.name, 'app', { source: { git: { repo: app.url, revision: 'main', path: 'app' } }, refreshInterval: '1h', dependsOn: [{ name: 'base' }], targets: [{ name: 'app', namespace: ns.name }] }));
-    await waitForReady(ns.name, 'app', undefined, 60_000);
-    // given the dependency broken (a template that does not render), so app waits for it
-    await base.commit({ 'base/cm.yaml.hbs': cm('base', '  v: {{ values.missing }}') }, { message: 'broken' });
-    await requestReconcile('base');
-    await eventually(async () => (condition(await readConfigSync(ns.name, 'base'), 'Ready')?.status === 'False' ? true : undefined), 'the dependency not Ready', 60_000);
-    // when a commit is pushed to app's repository and its webhook arrives while app waits
-    const pushed = await app.commit({ 'app/cm.yaml': cm('app', '  v: "2"') }, { message: 'v2' });
-    await push(app.url);
-    await eventually(async () => (condition(await readConfigSync(ns.name, 'app'), 'Ready')?.reason === 'DependencyNotReady' ? true : undefined), 'app waiting for its dependency', 60_000);
-    // and the dependency is fixed
-    await base.commit({ 'base/cm.yaml.hbs': cm('base', '  v: "2"') }, { message: 'fixed' });
-    await requestReconcile('base');
-    // then app applies the pushed commit (its refresh interval is an hour: only the push explains it)
-    await waitForReady(ns.name, 'app', (cs) => cs.status?.sourceRevision === pushed, 60_000);
-    expect(await configMapData(ns.name, 'app')).toEqual({ v: '2' });
-  }, 180_000);
-});
