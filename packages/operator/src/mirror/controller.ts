@@ -62,14 +62,7 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
   const queue = new WorkQueue({ concurrency: options.concurrency ?? 4 });
   const conflictsGauge = options.metrics.mirrorConflicts;
 
-  // The fingerprint each replica will have once our write lands: its watch event is our own echo. `at`: how many
-  // runs had started then. A run that started later and covers the replica's namespace (all of its source's
-  // namespaces, or that one) could not have seen the replica in the cache (to clean it up, say, when its
-  // namespace stopped matching meanwhile): that event is not dropped.
-  const expected = new Map<string, { fingerprint: string; at: number }>();
-  let runsStarted = 0;
-  /** The count of runs started when the latest run began, by `kind|source` (every namespace) or `kind|source|namespace`. */
-  const runAt = new Map<string, number>();
+  const echoes = echoTracker();
   const rows = new Map<string, Map<string, MirrorRow>>(); // source key → target namespace ('' = the source) → row
   const noted = new Map<string, string>();
   const isNews = (key: string, signature: string): boolean => {
@@ -105,9 +98,7 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
         const source = parseSourceRef((object.metadata['annotations'] as Record<string, string> | undefined)?.[keys.source]);
         if (source === undefined) return;
         const id = `/${kind}/${object.metadata.namespace ?? ''}/${object.metadata.name}`;
-        const tag = `${kind}|${formatSourceRef(source)}`;
-        const laterRun = Math.max(runAt.get(tag) ?? 0, runAt.get(`${tag}|${object.metadata.namespace ?? ''}`) ?? 0);
-        if (type !== 'DELETED' && isOwnEcho(expected.get(id), (object as unknown as MirrorCacheObject).fingerprint, laterRun)) return;
+        if (type !== 'DELETED' && echoes.isEcho({ id, kind, source, namespace: object.metadata.namespace ?? '' }, (object as unknown as MirrorCacheObject).fingerprint)) return;
         // The first list: one reconcile per source (which sees all its replicas), not one per replica.
         queue.add(replicas.synced ? mirrorQueueKey(kind, source, object.metadata.namespace) : mirrorQueueKey(kind, source));
       },
@@ -160,9 +151,7 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
       return (candidates as unknown as MirrorCacheObject[]).filter((r) => r.metadata.annotations?.[keys.source] === text);
     },
     namespaces: namespaceList,
-    expect: (id, fingerprint) => {
-      expected.set(id, { fingerprint, at: runsStarted });
-    },
+    expect: echoes.expect,
     report,
     isNews,
   });
@@ -185,8 +174,7 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
     working = true;
     log.info('mirroring started');
     queue.start((key) => {
-      const parsed = parseMirrorQueueKey(key);
-      if (parsed !== undefined) runAt.set(`${parsed.kind}|${formatSourceRef(parsed.source)}${parsed.only === undefined ? '' : `|${parsed.only}`}`, ++runsStarted);
+      echoes.started(key);
       return reconcile(key);
     });
     enqueueAll();
@@ -207,6 +195,36 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
       clearInterval(resync);
       await queue.shutdown();
       await Promise.all(allInformers.map((i) => i.stop()));
+    },
+  };
+}
+
+/**
+ * Our own writes' watch events. `expect`: the fingerprint a replica will have once our write lands, and how many
+ * runs had started then. A run that started later and covers the replica's namespace (all of its source's
+ * namespaces, or that one) could not have seen the replica in the cache (to clean it up, say, when its namespace
+ * stopped matching meanwhile): its event is then not taken for an echo.
+ */
+function echoTracker(): {
+  expect: (id: string, fingerprint: string) => void;
+  started: (queueKey: string) => void;
+  isEcho: (replica: { id: string; kind: MirrorKind; source: SourceRef; namespace: string }, fingerprint: string) => boolean;
+} {
+  const expected = new Map<string, { fingerprint: string; at: number }>();
+  let runsStarted = 0;
+  /** The count of runs started when the latest run began, by `kind|source` (every namespace) or `kind|source|namespace`. */
+  const runAt = new Map<string, number>();
+  return {
+    expect: (id, fingerprint) => {
+      expected.set(id, { fingerprint, at: runsStarted });
+    },
+    started: (queueKey) => {
+      const parsed = parseMirrorQueueKey(queueKey);
+      if (parsed !== undefined) runAt.set(`${parsed.kind}|${formatSourceRef(parsed.source)}${parsed.only === undefined ? '' : `|${parsed.only}`}`, ++runsStarted);
+    },
+    isEcho: (replica, fingerprint) => {
+      const tag = `${replica.kind}|${formatSourceRef(replica.source)}`;
+      return isOwnEcho(expected.get(replica.id), fingerprint, Math.max(runAt.get(tag) ?? 0, runAt.get(`${tag}|${replica.namespace}`) ?? 0));
     },
   };
 }

@@ -135,35 +135,13 @@ export function startNotifications(options: NotificationsOptions): Notifications
     },
     onError: (error) => log.warn({ err: error instanceof Error ? error.message : String(error) }, 'Provider watch failed; restarting'),
   });
-  /**
-   * Alerts by the objects their sources name (namespace, kind or *, name or *): an event meets only the Alerts
-   * that could ask for it, not every Alert of its namespace (one Alert per sync is a common layout). Rebuilt
-   * after any Alert changes.
-   */
-  let bySource: Map<string, KubeObject[]> | undefined;
-  const alertsFor = (object: { namespace: string; kind: string; name: string }): readonly KubeObject[] => {
-    if (bySource === undefined) {
-      bySource = new Map();
-      for (const alert of alerts.list()) {
-        const view = alertView(alert);
-        if (view === undefined) continue;
-        for (const key of new Set(view.spec.eventSources.map((s) => sourceKey(sourceNamespace(view, s), s.kind, s.name)))) {
-          const filed = bySource.get(key);
-          if (filed === undefined) bySource.set(key, [alert]);
-          else filed.push(alert);
-        }
-      }
-    }
-    const found = new Set<KubeObject>();
-    for (const kind of [object.kind, '*']) for (const name of [object.name, '*']) for (const alert of bySource.get(sourceKey(object.namespace, kind, name)) ?? []) found.add(alert);
-    return [...found];
-  };
+  const alertsFor = alertIndex(() => alerts.list());
   const alerts = new Informer({
     rest,
     ...(options.budget === undefined ? {} : { budget: options.budget }),
     path: collection('alerts'),
     onEvent: (type, object, previous) => {
-      bySource = undefined;
+      alertsFor.reset();
       if (type === 'DELETED') return;
       if (type === 'MODIFIED' && previous?.metadata.generation === object.metadata.generation) return;
       checkAlert(objectKey(object));
@@ -185,7 +163,7 @@ export function startNotifications(options: NotificationsOptions): Notifications
     if (stopped || object.kind === 'Alert' || object.kind === 'Provider') return;
     const recovered = recovery.observe(`${object.kind}/${object.metadata.namespace ?? ''}/${object.metadata.name}`, event.type);
     const notification = notificationEvent({ object, event, recovered, now: options.clock.now() });
-    for (const alert of alertsFor(notification)) {
+    for (const alert of alertsFor.of(notification)) {
       const view = alertView(alert);
       if (view === undefined || !alertMatches(view, notification, trusted)) continue;
       const provider = providers.get(`${view.namespace}/${view.spec.providerRef.name}`) as Provider | undefined;
@@ -194,7 +172,7 @@ export function startNotifications(options: NotificationsOptions): Notifications
     }
   };
 
-  const commitStatuses = createCommitStatuses({ rest, alerts: alertsFor, providers: (key) => providers.get(key) as Provider | undefined, providerFor, trusted, dispatcher, delivered });
+  const commitStatuses = createCommitStatuses({ rest, alerts: alertsFor.of, providers: (key) => providers.get(key) as Provider | undefined, providerFor, trusted, dispatcher, delivered });
 
   return {
     events: {
@@ -314,6 +292,39 @@ function alertView(object: KubeObject | undefined): AlertView | undefined {
   const view = parsed.success ? { namespace: object.metadata.namespace ?? 'default', name: object.metadata.name, spec: parsed.data } : null;
   parsedAlerts.set(object, view);
   return view ?? undefined;
+}
+
+/**
+ * Alerts by the objects their sources name (namespace, kind or *, name or *): an event meets only the Alerts that
+ * could ask for it, not every Alert of its namespace (one Alert per sync is a common layout). Built on first use
+ * after `reset` (any Alert changed).
+ */
+function alertIndex(list: () => readonly KubeObject[]): { of: (object: { namespace: string; kind: string; name: string }) => readonly KubeObject[]; reset: () => void } {
+  let bySource: Map<string, KubeObject[]> | undefined;
+  const build = (): Map<string, KubeObject[]> => {
+    const index = new Map<string, KubeObject[]>();
+    for (const alert of list()) {
+      const view = alertView(alert);
+      if (view === undefined) continue;
+      for (const key of new Set(view.spec.eventSources.map((s) => sourceKey(sourceNamespace(view, s), s.kind, s.name)))) {
+        const filed = index.get(key);
+        if (filed === undefined) index.set(key, [alert]);
+        else filed.push(alert);
+      }
+    }
+    return index;
+  };
+  return {
+    of: (object) => {
+      bySource ??= build();
+      const found = new Set<KubeObject>();
+      for (const kind of [object.kind, '*']) for (const name of [object.name, '*']) for (const alert of bySource.get(sourceKey(object.namespace, kind, name)) ?? []) found.add(alert);
+      return [...found];
+    },
+    reset: () => {
+      bySource = undefined;
+    },
+  };
 }
 
 /** Where an Alert's source is filed: its namespace, kind and name (either may be `*`). */
