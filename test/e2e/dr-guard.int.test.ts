@@ -218,7 +218,12 @@ describe('disaster recovery guards (NamespaceReplication)', () => {
       for (const [i, name] of ['s1', 's2'].entries()) {
         await core.deleteNamespacedConfigMap({ name, namespace: slow.name });
         await eventually(async () => ((await standbyConfigMaps('standby-c')).includes(name) ? undefined : true), `${name} gone from the standby`, 60_000);
-        expect((await readNr('slow')).status?.recentDeletions?.reduce((sum, r) => sum + r.objects, 0)).toBe(i + 1);
+        // the status write that records the deletion follows the delete itself
+        const recorded = await eventually(async () => {
+          const sum = (await readNr('slow')).status?.recentDeletions?.reduce((total, r) => total + r.objects, 0);
+          return sum === i + 1 ? sum : undefined;
+        }, `${name} recorded as a recent deletion`, 60_000);
+        expect(recorded).toBe(i + 1);
       }
       await core.deleteNamespacedConfigMap({ name: 's3', namespace: slow.name });
       // then the third is held: three of eight within the window is more than 25%
