@@ -62,6 +62,7 @@ export type RunOptions = {
   webhookReadTimeout: string;
   drHeartbeatInterval: string;
   drAutoFailoverGrace?: string;
+  drAllowStandbyNamespaces?: string;
 };
 
 export type CliContext = {
@@ -243,7 +244,7 @@ function addDrCommands(program: Command, context: CliContext, io: { out: Out; er
         const kube = await c.connect(flags, context.env);
         if (flags.standby === true) {
           const dr = await import('./cli/dr.ts');
-          done(command === 'failover' ? await dr.standbyFailoverCommand(kube, names, { by: flags.by ?? context.env['USER'] ?? 'syncline-cli' }, out) : await dr.standbyFailbackCommand(kube, names, { reset: flags.resetStandby === true }, out));
+          done(command === 'failover' ? await dr.standbyFailoverCommand(kube, names, { by: flags.by ?? context.env['USER'] ?? 'syncline-cli' }, out, err) : await dr.standbyFailbackCommand(kube, names, { reset: flags.resetStandby === true }, out, err));
           return;
         }
         done(await c.failoverCommand(command, kube, names[0] ?? '', flags, out));
@@ -439,6 +440,7 @@ function addRunCommand(program: Command, context: CliContext, done: (code: numbe
     .option('--webhook-read-timeout <seconds>', 'seconds a sender has to deliver headers and body', '10')
     .option('--dr-heartbeat-interval <duration>', 'renew a heartbeat Lease per NamespaceReplication in its standby namespace this often ("off": none); the standby reads it (syncline dr status --standby, automatic failover)', '10s')
     .option('--dr-auto-failover-grace <duration>', 'standby side: promote a standby namespace whose heartbeat is older than this, unless held with the syncline.dev/dr-hold annotation (default off)')
+    .option('--dr-allow-standby-namespaces <ns,...>', "system namespaces (kube-system, kube-public, kube-node-lease, default) a NamespaceReplication may nonetheless use as its standby, and automatic failover may promote (default none; the operator's own namespace never)")
     .action(async (flags: RunOptions) => {
       done(await context.runOperator(flags));
     });

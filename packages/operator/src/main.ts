@@ -22,7 +22,7 @@ import { createLogger } from './logging.ts';
 import type { Logger } from 'pino';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { startProbeServer } from './server.ts';
-import { trustedNamespaces } from './tenancy.ts';
+import { standbyRules, trustedNamespaces } from './tenancy.ts';
 import { createActivityLog } from './ui/activity.ts';
 import { startUiServer, uiSignIn, type UiServer } from './ui/server.ts';
 import { startWebhookServer, type WebhookServer } from './webhook/receiver.ts';
@@ -67,6 +67,8 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   const staleTtlMs = flags.mirrorStaleTtl === undefined || flags.mirrorStaleTtl === '' ? undefined : parseDuration(flags.mirrorStaleTtl);
   // Whose objects may write outside their own namespace with the operator's rights (see tenancy.ts).
   const trusted = trustedNamespaces({ operatorNamespace: flags.operatorNamespace ?? podNamespace, list: flags.trustedNamespaces });
+  // Where a DR standby may never be, whoever writes it (see tenancy.ts's allowedStandby).
+  const standby = standbyRules({ operatorNamespace: flags.operatorNamespace ?? podNamespace, allow: flags.drAllowStandbyNamespaces });
   const applyClient = createApplyClients({ connection, rest, clock, writeFence: fence.signal });
   // The web UI's recent activity: what this recorder records, remembered in memory as it goes.
   const activity = createActivityLog();
@@ -93,6 +95,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     intervalBounds: { ...DEFAULT_INTERVAL_BOUNDS, minMs: parseDuration(flags.minRefreshInterval) },
     mirrorKeys: keys,
     trusted,
+    standbyRules: standby,
     ...(flags.webhookSecret === undefined || flags.webhookAddr === 'off' ? {} : { webhookSecret: parseSecretRef(flags.webhookSecret, podNamespace ?? 'default') }),
     watchNamespace: flags.namespace,
     ...(secretNamespaces === undefined ? {} : { secretNamespaces }),
@@ -147,9 +150,9 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   const autoFailover =
     flags.drAutoFailoverGrace === undefined || flags.drAutoFailoverGrace === 'off'
       ? undefined
-      : startAutoFailover({ rest, applyClient: () => applyClient(undefined), graceMs: parseDuration(flags.drAutoFailoverGrace), isLeader: () => manager.isLeader(), clock, logger, metrics, events, keys, identity });
+      : startAutoFailover({ rest, applyClient: () => applyClient(undefined), graceMs: parseDuration(flags.drAutoFailoverGrace), isLeader: () => manager.isLeader(), clock, logger, metrics, events, keys, identity, standbyRules: standby });
   // One NamespaceReplication per namespace a policy selects: it watches every namespace (not in --namespace mode).
-  const replicationPolicies = flags.namespace === undefined ? startReplicationPolicies({ rest, applyClient: () => applyClient(undefined), clock, logger, metrics, events, trusted, isLeader: () => manager.isLeader(), shard, watchBudget }) : undefined;
+  const replicationPolicies = flags.namespace === undefined ? startReplicationPolicies({ rest, applyClient: () => applyClient(undefined), clock, logger, metrics, events, trusted, standbyRules: standby, isLeader: () => manager.isLeader(), shard, watchBudget }) : undefined;
   const probes = await startProbeServer({ address: flags.probeAddr, metrics, ready: () => manager.ready() && (mirror?.ready() ?? true), live: () => manager.live(), logger });
   const webhooks = await startWebhooks(flags, { rest, manager, logger, metrics, podNamespace });
   // The UI reads the manager's caches; its actions are checked against the viewer's own RBAC first.

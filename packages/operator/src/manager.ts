@@ -20,6 +20,7 @@ import { NAMESPACEREPLICATION_KEY_PREFIX } from './reconcile/namespacereplicatio
 import type { RemoteClients } from './remote/clusters.ts';
 import { shardSelector } from './shard.ts';
 import { ResourceKind, objectLabels } from './metrics.ts';
+import type { StandbyRules } from './tenancy.ts';
 
 export { projectManaged, sameButStatus, writtenLastBy } from './controller/drift-watches.ts';
 export { errorMessage, onlyStatusChanged } from './controller/controller.ts';
@@ -64,6 +65,8 @@ export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply
   readonly stallTimeoutMs?: number;
   /** Renew a heartbeat Lease per NamespaceReplication in its standby this often (dr/heartbeat.ts); undefined = none. */
   readonly drHeartbeat?: { readonly intervalMs: number; readonly identity: string };
+  /** Where a DR standby may never be (tenancy.ts's allowedStandby); default: no system namespace. */
+  readonly standbyRules?: StandbyRules;
 };
 
 /** What /healthz reports: fine, or why the process should be restarted. */

@@ -242,6 +242,7 @@ const ObjectMeta = z.object({
   uid: z.string().optional(),
   generation: z.number().optional(),
   resourceVersion: z.string().optional(),
+  creationTimestamp: z.string().optional(),
   deletionTimestamp: z.string().optional(),
   finalizers: z.array(z.string()).optional(),
   annotations: z.record(z.string(), z.string()).optional(),

@@ -9,10 +9,16 @@ import { mirrorKeys } from '../mirror/index.ts';
 import type { ListFlags, Out } from '../cli.ts';
 import { table, type Kube } from './commands.ts';
 
+/** What a listing of every standby says of a system namespace it left out (it carries a standby's marks). */
+const skippedNote =
+  (err: Out) =>
+  (name: string): void =>
+    err(`${name}: a system namespace, never listed among the standbys (name it to act on it, if an admin opted it in with --dr-allow-standby-namespaces)\n`);
+
 /** Promotes the standby namespaces named (or every one): the fence first, then workloads to their counts. */
-export async function standbyFailoverCommand(kube: Kube, names: readonly string[], options: { by: string }, out: Out): Promise<number> {
+export async function standbyFailoverCommand(kube: Kube, names: readonly string[], options: { by: string }, out: Out, err: Out): Promise<number> {
   const client = await createApplyClient(kube.connection);
-  const standbys = await listStandbyNamespaces(client, names);
+  const standbys = await listStandbyNamespaces(client, names, { skipped: skippedNote(err) });
   if (standbys.length === 0) throw new Error('no standby namespaces in this cluster (none carries proof of a NamespaceReplication): nothing promoted');
   for (const standby of standbys) {
     const { workloads, promotion } = await promoteStandby(standby, { client, rest: kube.rest, keys: mirrorKeys(DEFAULT_MIRROR_PREFIX), by: options.by, now: new Date() });
@@ -22,14 +28,14 @@ export async function standbyFailoverCommand(kube: Kube, names: readonly string[
 }
 
 /** Resets promoted standby namespaces (named, or every promoted one) so the primary replicates over them again. */
-export async function standbyFailbackCommand(kube: Kube, names: readonly string[], options: { reset: boolean }, out: Out): Promise<number> {
+export async function standbyFailbackCommand(kube: Kube, names: readonly string[], options: { reset: boolean }, out: Out, err: Out): Promise<number> {
   if (!options.reset) {
     throw new Error(
       'failback --standby needs a choice: --reset-standby (the standby goes back to zero and the primary overwrites it) — or, to keep what changed in the standby, replicate it back to the primary first with a NamespaceReplication in the standby cluster',
     );
   }
   const client = await createApplyClient(kube.connection);
-  const standbys = (await listStandbyNamespaces(client, names)).filter((s) => names.length > 0 || s.promotion !== undefined);
+  const standbys = (await listStandbyNamespaces(client, names, { skipped: skippedNote(err) })).filter((s) => names.length > 0 || s.promotion !== undefined);
   if (standbys.length === 0) {
     out('no promoted standby namespaces: nothing to reset\n');
     return 0;
@@ -97,7 +103,7 @@ export function formatDrStatus(rows: readonly DrStatusRow[]): string {
 
 export async function drStatusCommand(kube: Kube, names: readonly string[], flags: Pick<ListFlags, 'output'>, out: Out, err: Out): Promise<number> {
   const client = await createApplyClient(kube.connection);
-  const standbys = await listStandbyNamespaces(client, names);
+  const standbys = await listStandbyNamespaces(client, names, { skipped: skippedNote(err) });
   const leases = (await kube.rest.request<{ items: KubeObject[] }>({ method: 'GET', path: '/apis/coordination.k8s.io/v1/leases', query: { labelSelector: HEARTBEAT_LABEL } })).items;
   const rows = drStatusRows(standbys, leases.map(readHeartbeat), Date.now());
   if (flags.output === 'json') out(`${JSON.stringify(rows, null, 2)}\n`);

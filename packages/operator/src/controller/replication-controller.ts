@@ -7,7 +7,7 @@ import type { ConfigSync, NamespaceReplication, RemoteCluster } from '../api/v1a
 import { retireHeartbeat, startHeartbeats } from '../dr/heartbeat.ts';
 import { DEFAULT_RESOURCE_TYPES, parseResourceType } from '../dr/transform.ts';
 import { DEFAULT_INTERVAL_BOUNDS } from '../reconcile/configsync.ts';
-import { NAMESPACEREPLICATION_KEY_PREFIX, createNamespaceReplicationReconciler } from '../reconcile/namespacereplication.ts';
+import { DEFAULT_STANDBY_RULES, NAMESPACEREPLICATION_KEY_PREFIX, createNamespaceReplicationReconciler } from '../reconcile/namespacereplication.ts';
 import type { RemoteClusters } from '../remote/clusters.ts';
 import { allowedWrite } from '../tenancy.ts';
 import { errorMessage, onlyStatusChanged, type Controller, type ControllerContext } from './controller.ts';
@@ -62,6 +62,8 @@ export function replicationController(ctx: ControllerContext, input: { remote: R
     events: options.events,
     get: (key) => namespaceReplications.get(key) as NamespaceReplication | undefined,
     ...(options.trusted === undefined ? {} : { trusted: options.trusted }),
+    ...(options.standbyRules === undefined ? {} : { standbyRules: options.standbyRules }),
+    replications: () => namespaceReplications.list() as unknown as NamespaceReplication[],
     intervalBounds: options.intervalBounds ?? DEFAULT_INTERVAL_BOUNDS,
     mirrorKeys: options.mirrorKeys,
     pendingSince: (key) => sources.pendingSince.get(`${NAMESPACEREPLICATION_KEY_PREFIX}${key}`),
@@ -88,6 +90,7 @@ export function replicationController(ctx: ControllerContext, input: { remote: R
           isLeader: ctx.isLeader,
           clock: options.clock,
           logger,
+          standby: { trusted: options.trusted ?? new Set<string>(), rules: options.standbyRules ?? DEFAULT_STANDBY_RULES, replications: () => namespaceReplications.list() as unknown as NamespaceReplication[] },
           ...options.drHeartbeat,
         });
 

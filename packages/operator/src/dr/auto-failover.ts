@@ -13,6 +13,7 @@ import type { Metrics } from '../metrics.ts';
 import type { MirrorKeys } from '../mirror/index.ts';
 import { HEARTBEAT_LABEL, isHeld, readHeartbeat, type Heartbeat } from './heartbeat.ts';
 import { listStandbyNamespaces, promoteStandby, type StandbyNamespace } from './standby.ts';
+import { standbyNamespaceRefusal, type StandbyRules } from '../tenancy.ts';
 
 export type AutoFailoverDecision = 'fresh' | 'held' | 'promoted' | 'promote';
 
@@ -39,6 +40,8 @@ export type AutoFailoverDeps = {
   readonly events: EventRecorder;
   readonly keys: MirrorKeys;
   readonly identity: string;
+  /** Where a standby may never be: such a namespace is never promoted, whatever Lease it holds. Default: no system namespace. */
+  readonly standbyRules?: StandbyRules;
 };
 
 /**
@@ -57,6 +60,11 @@ export async function checkHeartbeats(deps: AutoFailoverDeps, memory: AutoFailov
   for (const lease of leases) {
     const heartbeat = readHeartbeat(lease);
     const key = `${heartbeat.namespace}/${heartbeat.name}`;
+    const refused = standbyNamespaceRefusal(heartbeat.namespace, deps.standbyRules ?? { allowedSystem: new Set() });
+    if (refused !== undefined) {
+      deps.logger.debug({ lease: key, why: refused }, 'heartbeat in a namespace that is never a standby: ignored');
+      continue;
+    }
     const involved = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: heartbeat.name, namespace: heartbeat.namespace, ...(lease.metadata.uid === undefined ? {} : { uid: lease.metadata.uid }) } };
     let standby: StandbyNamespace | undefined;
     try {

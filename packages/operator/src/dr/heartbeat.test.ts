@@ -4,6 +4,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { NamespaceReplication } from '../api/v1alpha1.ts';
 import type { RemoteClusters } from '../remote/clusters.ts';
+import { PROMOTED_AT_ANNOTATION, PROMOTED_BY_ANNOTATION } from './fence.ts';
 import { HEARTBEAT_FIELD_MANAGER, renewHeartbeats, type HeartbeatDeps } from './heartbeat.ts';
 
 /** Standby clusters holding Leases by id, as server-side apply leaves them (our field manager on them). */
@@ -50,9 +51,11 @@ function heartbeatDeps(clusters: ReturnType<typeof standbys>, current: () => Nam
     logger: pino({ level: 'silent' }),
     intervalMs: 10_000,
     identity: 'test',
+    standby: { trusted: new Set(), rules: { allowedSystem: new Set() }, replications: () => [current()] },
     failing: new Set(),
     renewedAt: new Map(),
     retiring: new Map(),
+    fenced: new Set(),
   };
 }
 
@@ -86,5 +89,42 @@ describe('renewHeartbeats', () => {
     clusters.unreachable.delete('dr-2');
     await renewHeartbeats(deps);
     expect([...clusters.leases.keys()]).toEqual(['dr-2:shop-2/syncline-heartbeat-shop']);
+  });
+
+  it('writes nothing at all to a promoted standby: no renewal, no removal; renews again once the promotion is cleared', async () => {
+    const clusters = standbys();
+    let nr = replication({ namespace: 'shop', cluster: 'dr-1' });
+    const deps = heartbeatDeps(clusters, () => nr);
+    await renewHeartbeats(deps);
+    const renewed = clusters.leases.get('dr-1:shop/syncline-heartbeat-shop');
+    expect(renewed).toBeDefined();
+    // the standby promoted (the record on its Namespace, as `syncline failover --standby` writes it)
+    const promoted = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shop', annotations: { [PROMOTED_AT_ANNOTATION]: '2026-01-01T00:00:00Z', [PROMOTED_BY_ANNOTATION]: 'alice' } } };
+    clusters.leases.set('dr-1:/shop', promoted);
+    const later = { ...deps, clock: { now: () => new Date('2026-01-01T00:05:00Z') } };
+    await renewHeartbeats(later);
+    expect(clusters.leases.get('dr-1:shop/syncline-heartbeat-shop')).toBe(renewed);
+    expect(later.fenced?.has('shop/shop')).toBe(true);
+    // moved elsewhere: the Lease left in the promoted standby stays exactly as it was
+    nr = replication({ namespace: 'shop', cluster: 'dr-2' });
+    await renewHeartbeats(later);
+    expect(clusters.leases.get('dr-1:shop/syncline-heartbeat-shop')).toBe(renewed);
+    expect(clusters.leases.has('dr-2:shop/syncline-heartbeat-shop')).toBe(true);
+    // back, and the promotion cleared by a reset: renewed again
+    nr = replication({ namespace: 'shop', cluster: 'dr-1' });
+    clusters.leases.delete('dr-1:/shop');
+    await renewHeartbeats(later);
+    expect(clusters.leases.get('dr-1:shop/syncline-heartbeat-shop')).not.toBe(renewed);
+    expect(later.fenced?.has('shop/shop')).toBe(false);
+  });
+
+  it('renews nothing in a standby the replication may not write: a system namespace, or one another replication had first', async () => {
+    const clusters = standbys();
+    const deps = heartbeatDeps(clusters, () => replication({ namespace: 'kube-system', cluster: 'dr-1' }));
+    await renewHeartbeats(deps);
+    const first = { ...replication({ namespace: 'shop-dr', cluster: 'dr-1' }), metadata: { name: 'first', namespace: 'shop', creationTimestamp: '2026-01-01T00:00:00Z' } } as NamespaceReplication;
+    const later = { ...replication({ namespace: 'shop-dr', cluster: 'dr-1' }), metadata: { name: 'later', namespace: 'shop', creationTimestamp: '2026-01-02T00:00:00Z' } } as NamespaceReplication;
+    await renewHeartbeats({ ...deps, replications: () => [first, later], standby: { ...deps.standby, replications: () => [first, later] } });
+    expect([...clusters.leases.keys()]).toEqual(['dr-1:shop-dr/syncline-heartbeat-first']);
   });
 });

@@ -4,11 +4,18 @@
 // so 0.1 writes/s each). The Lease also carries what a person needs during an incident when the primary cannot
 // be asked: the last replicated change (the recovery point) and whether replication was Ready. A standby-side
 // operator with --dr-auto-failover-grace promotes a namespace whose Lease went stale (auto-failover.ts).
+//
+// A renewal asks what a replication pass asks first: may this replication write its standby at all
+// (claims.ts), and is the standby promoted (fence.ts)? A promoted standby gets no write from the old primary,
+// the heartbeat included, so the standby's audit log and its automatic failover see a clean cut; the primary
+// says it is fenced in its own cluster (the replication's Fenced condition), nowhere in the standby.
 import { appliedBy, type ApplyClient, type KubeObject } from '@syncline/apply';
 import type { Logger } from 'pino';
 import { NamespaceReplicationSpec, type NamespaceReplication } from '../api/v1alpha1.ts';
 import type { KubeRest } from '@syncline/kube';
 import type { RemoteClusters } from '../remote/clusters.ts';
+import { standbyWriteVerdict, type StandbyContext } from './claims.ts';
+import { readFence } from './fence.ts';
 
 export const HEARTBEAT_LABEL = 'syncline.dev/heartbeat';
 export const HEARTBEAT_FIELD_MANAGER = 'syncline-heartbeat';
@@ -93,12 +100,16 @@ export type HeartbeatDeps = {
   readonly logger: Logger;
   readonly intervalMs: number;
   readonly identity: string;
+  /** Who may write which standby (claims.ts): a replication refused there gets no heartbeat either. */
+  readonly standby: StandbyContext;
   /** The replications whose last renewal failed (a failure is logged as a warning once). */
   readonly failing?: Set<string>;
   /** Where each replication's heartbeat was last renewed, to notice a new destination. */
   readonly renewedAt?: Map<string, HeartbeatLocation>;
   /** Heartbeats left at an old destination, removed (again each interval, until that works). */
   readonly retiring?: Map<string, HeartbeatLocation[]>;
+  /** The replications whose standby was promoted at the last look (said once, at info). */
+  readonly fenced?: Set<string>;
 };
 
 /** Where a heartbeat Lease lives: the standby cluster (undefined: this one) and namespace. */
@@ -121,21 +132,37 @@ export async function renewHeartbeats(deps: HeartbeatDeps): Promise<void> {
       const key = `${owner}/${nr.metadata.name}`;
       const here: HeartbeatLocation = { cluster: spec.destination.cluster?.name, namespace: standbyNamespaceOf(nr, spec) };
       const before = deps.renewedAt?.get(key);
-      try {
-        const { cluster } = here;
-        const client = cluster === undefined ? await deps.applyClient() : (await deps.remote.clients(owner, cluster)).apply;
-        await client.apply(heartbeatLease({ nr, namespace: here.namespace, now: deps.clock.now(), intervalMs: deps.intervalMs, identity: deps.identity }), { fieldManager: HEARTBEAT_FIELD_MANAGER, force: true });
-        deps.renewedAt?.set(key, here);
-        if (deps.failing?.delete(key) === true) deps.logger.info({ namespacereplication: key }, 'heartbeat renewed again');
-      } catch (error) {
-        // The standby unreachable, or its namespace not created yet: said once (warn), then at debug.
-        const level = deps.failing === undefined || deps.failing.has(key) ? 'debug' : 'warn';
-        deps.failing?.add(key);
-        deps.logger[level]({ namespacereplication: key, err: error instanceof Error ? error.message : String(error) }, 'heartbeat not renewed');
-      }
+      // A standby the replication may not write gets no heartbeat either (its reconcile says why).
+      if (standbyWriteVerdict(nr, spec, deps.standby).allowed) await renewOne(deps, { nr, key, here });
       await retireMoved(deps, { owner, name: nr.metadata.name }, { here, before });
     }),
   );
+}
+
+/** One replication's renewal: its fence read first (a promoted standby gets nothing), then the Lease applied. */
+async function renewOne(deps: HeartbeatDeps, input: { nr: NamespaceReplication; key: string; here: HeartbeatLocation }): Promise<void> {
+  const { nr, key, here } = input;
+  const owner = nr.metadata.namespace ?? 'default';
+  try {
+    const client = here.cluster === undefined ? await deps.applyClient() : (await deps.remote.clients(owner, here.cluster)).apply;
+    // Promoted, or not known not to be: nothing is written there, the old Lease stays as it was.
+    const fence = await readFence(client, here.namespace);
+    if (fence.kind === 'unknown') throw new Error(fence.message);
+    if (fence.kind === 'promoted') {
+      if (deps.fenced?.has(key) !== true) deps.logger.info({ namespacereplication: key, promotedAt: fence.promotion.at }, 'the standby was promoted: no heartbeat is written there (fenced)');
+      deps.fenced?.add(key);
+      return;
+    }
+    if (deps.fenced?.delete(key) === true) deps.logger.info({ namespacereplication: key }, 'the standby is no longer promoted: heartbeat renewed again');
+    await client.apply(heartbeatLease({ nr, namespace: here.namespace, now: deps.clock.now(), intervalMs: deps.intervalMs, identity: deps.identity }), { fieldManager: HEARTBEAT_FIELD_MANAGER, force: true });
+    deps.renewedAt?.set(key, here);
+    if (deps.failing?.delete(key) === true) deps.logger.info({ namespacereplication: key }, 'heartbeat renewed again');
+  } catch (error) {
+    // The standby unreachable, or its namespace not created yet: said once (warn), then at debug.
+    const level = deps.failing === undefined || deps.failing.has(key) ? 'debug' : 'warn';
+    deps.failing?.add(key);
+    deps.logger[level]({ namespacereplication: key, err: error instanceof Error ? error.message : String(error) }, 'heartbeat not renewed');
+  }
 }
 
 const sameLocation = (a: HeartbeatLocation, b: HeartbeatLocation): boolean => a.cluster === b.cluster && a.namespace === b.namespace;
@@ -176,6 +203,11 @@ async function removeHeartbeatAt(deps: Pick<HeartbeatDeps, 'applyClient' | 'remo
   try {
     const client = where.cluster === undefined ? await deps.applyClient() : (await deps.remote.clients(replication.owner, where.cluster)).apply;
     const id = `coordination.k8s.io/Lease/${where.namespace}/${heartbeatLeaseName(replication.name)}`;
+    // A promoted standby is left exactly as it is: its old Lease is inert there (a promoted namespace is not
+    // promoted again) and a reset by failback removes it.
+    const fence = await readFence(client, where.namespace);
+    if (fence.kind === 'unknown') throw new Error(fence.message);
+    if (fence.kind === 'promoted') return true;
     const lease = await client.get(id);
     if (lease !== undefined && appliedBy(lease, HEARTBEAT_FIELD_MANAGER)) await client.delete(id, { apiVersion: lease.apiVersion, ...(lease.metadata.uid === undefined ? {} : { uid: lease.metadata.uid }) });
     return true;
@@ -187,7 +219,7 @@ async function removeHeartbeatAt(deps: Pick<HeartbeatDeps, 'applyClient' | 'remo
 
 /** Renews the heartbeats every interval until stopped. */
 export function startHeartbeats(options: HeartbeatDeps): { stop(): void } {
-  const deps = { ...options, failing: options.failing ?? new Set<string>(), renewedAt: options.renewedAt ?? new Map<string, HeartbeatLocation>(), retiring: options.retiring ?? new Map<string, HeartbeatLocation[]>() };
+  const deps = { ...options, failing: options.failing ?? new Set<string>(), fenced: options.fenced ?? new Set<string>(), renewedAt: options.renewedAt ?? new Map<string, HeartbeatLocation>(), retiring: options.retiring ?? new Map<string, HeartbeatLocation[]>() };
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   const tick = (): void => {

@@ -101,6 +101,40 @@ describe('planPolicy', () => {
   });
 });
 
+describe('planPolicy and the standby rule', () => {
+  const onto = (names: Record<string, string>): NamespaceReplicationPolicySpec => NamespaceReplicationPolicySpec.parse({ ...spec, namespaceMapping: { names } });
+  const rules = { operatorNamespace: 'syncline-system', allowedSystem: new Set<string>() };
+
+  it('refuses a mapping onto a system namespace or the operator namespace, per namespace with the rule named, and creates the rest', () => {
+    const mapping = onto({ a: 'kube-system', b: 'kube-public', c: 'kube-node-lease', d: 'default', e: 'syncline-system', f: 'f-dr' });
+    const namespaces = ['a', 'b', 'c', 'd', 'e', 'f'].map((name) => ({ name, labels: gold }));
+    const plan = planPolicy({ policy: policy(), spec: mapping, namespaces, replications: [], rules, claims: [] });
+    expect(plan.apply.map((a) => a.namespace)).toEqual(['f']);
+    expect(plan.rows.filter((r) => r.replication === undefined).map((r) => [r.namespace, r.standbyNamespace])).toEqual([['a', 'kube-system'], ['b', 'kube-public'], ['c', 'kube-node-lease'], ['d', 'default'], ['e', 'syncline-system']]);
+    expect(plan.rows[0]?.message).toMatch(/^NamespaceNotAllowed: standby namespace kube-system: a system namespace/);
+    expect(plan.rows[4]?.message).toContain("the operator's own namespace is never a DR standby");
+    // opted in by an admin
+    const opted = planPolicy({ policy: policy(), spec: mapping, namespaces, replications: [], rules: { ...rules, allowedSystem: new Set(['default']) }, claims: [] });
+    expect(opted.apply.map((a) => a.namespace)).toEqual(['d', 'f']);
+  });
+
+  it('removes a replication it made whose mapping became refused (its standby stays as it is)', () => {
+    const owned = policy([{ replication: 'gold-shop', uid: 'gold-shop-uid', namespace: 'shop' }]);
+    const plan = planPolicy({ policy: owned, spec: onto({ shop: 'kube-system' }), namespaces: [{ name: 'shop', labels: gold }], replications: [replication('gold-shop', 'shop')], rules, claims: [] });
+    expect(plan.remove).toEqual([{ name: 'gold-shop', uid: 'gold-shop-uid', namespace: 'shop' }]);
+  });
+
+  it('leaves a standby namespace to the replication that has it (any namespace), and two of its own mapped alike to the first by name', () => {
+    const elsewhere = { replication: 'team/by-hand', createdAt: '2026-01-01T00:00:00Z', sourceNamespace: 'blog', cluster: 'syncline-system/dr', standbyNamespace: 'shop-dr' };
+    const plan = planPolicy({ policy: policy(), spec, namespaces: [{ name: 'shop', labels: gold }], replications: [], rules, claims: [elsewhere] });
+    expect(plan.apply).toEqual([]);
+    expect(plan.rows[0]?.message).toContain('already the standby namespace of NamespaceReplication team/by-hand, created first');
+    const twice = planPolicy({ policy: policy(), spec: onto({ a: 'same', b: 'same' }), namespaces: [{ name: 'a', labels: gold }, { name: 'b', labels: gold }], replications: [], rules, claims: [] });
+    expect(twice.apply.map((a) => a.namespace)).toEqual(['a']);
+    expect(twice.rows[1]?.message).toContain('NamespaceReplication syncline-system/gold-a');
+  });
+});
+
 describe('summarise', () => {
   it('counts matched, ready and promoted namespaces, and gives the oldest last change (the worst recovery point)', () => {
     expect(

@@ -18,6 +18,7 @@ import {
   type NamespaceReplicationPolicyStatus,
 } from '../api/v1alpha1.ts';
 import { matchesLabelSelector } from '../mirror/targets.ts';
+import { allowedStandby, type StandbyClaim, type StandbyRules } from '../tenancy.ts';
 
 export const POLICY_FIELD_MANAGER = 'syncline-policy';
 /** On each replication a policy created: the policy's name (for people and label selectors; not a proof). */
@@ -81,6 +82,10 @@ export function planPolicy(input: {
   readonly replications: readonly NamespaceReplication[];
   /** Labels every replication carries besides the policy's (the shard label). */
   readonly labels?: Readonly<Record<string, string>>;
+  /** Where a standby may never be; default: no system namespace. */
+  readonly rules?: StandbyRules;
+  /** Where every NamespaceReplication of the cluster reads and writes (dr/claims.ts's claimOf), for the standby rule. */
+  readonly claims?: readonly StandbyClaim[];
 }): PolicyPlan {
   const { policy, spec } = input;
   const home = policy.metadata.namespace ?? 'default';
@@ -96,6 +101,7 @@ export function planPolicy(input: {
   const apply: { namespace: string; object: KubeObject; exists: boolean }[] = [];
   const rows: Row[] = [];
   const wanted = new Set<string>();
+  const others = standbyClaims({ policy, spec, matching: matching.map((ns) => ns.name), byName, claims: input.claims ?? [] });
   for (const ns of matching) {
     const name = replicationName(policy.metadata.name, ns.name);
     const standby = standbyNamespaceName(ns.name, spec.namespaceMapping);
@@ -117,6 +123,13 @@ export function planPolicy(input: {
       rows.push({ namespace: ns.name, message: 'the standby would be the namespace itself: name template.destination.cluster or rename with namespaceMapping' });
       continue;
     }
+    // The standby rule (tenancy.ts): refused per namespace, nothing created (and a replication it had, removed).
+    const claim = others.find((c) => c.replication === `${home}/${name}`);
+    const verdict = claim === undefined ? { allowed: true as const } : allowedStandby({ claim, rules: input.rules ?? { allowedSystem: new Set() }, others });
+    if (!verdict.allowed) {
+      rows.push({ namespace: ns.name, standbyNamespace: standby.name, message: verdict.message });
+      continue;
+    }
     wanted.add(name);
     const object = replicationObject({ policy, spec, name, source: ns.name, standby: standby.name, labels: input.labels ?? {} });
     if (existing === undefined || !sameSpec(existing, object)) apply.push({ namespace: ns.name, object, exists: existing !== undefined });
@@ -124,6 +137,23 @@ export function planPolicy(input: {
   }
   const remove = owned.filter((nr) => !wanted.has(nr.metadata.name)).map((nr) => ({ name: nr.metadata.name, uid: nr.metadata.uid ?? '', namespace: nr.spec.sourceNamespace ?? home }));
   return { apply, remove, inventory, rows: rows.slice(0, MAX_ROWS) };
+}
+
+/**
+ * The claims the standby rule weighs: every replication of the cluster, this policy's as they would be after
+ * this pass (existing ones with their creationTimestamp, new ones after every existing one, by name).
+ */
+function standbyClaims(input: { policy: NamespaceReplicationPolicy; spec: NamespaceReplicationPolicySpec; matching: readonly string[]; byName: ReadonlyMap<string, NamespaceReplication>; claims: readonly StandbyClaim[] }): StandbyClaim[] {
+  const home = input.policy.metadata.namespace ?? 'default';
+  const cluster = input.spec.template.destination.cluster?.name;
+  const planned = input.matching.flatMap((namespace): StandbyClaim[] => {
+    const standby = standbyNamespaceName(namespace, input.spec.namespaceMapping);
+    if ('error' in standby) return [];
+    const name = replicationName(input.policy.metadata.name, namespace);
+    return [{ replication: `${home}/${name}`, createdAt: input.byName.get(name)?.metadata.creationTimestamp, sourceNamespace: namespace, cluster: cluster === undefined ? undefined : `${home}/${cluster}`, standbyNamespace: standby.name }];
+  });
+  const plannedNames = new Set(planned.map((c) => c.replication));
+  return [...input.claims.filter((c) => !plannedNames.has(c.replication)), ...planned];
 }
 
 /** One namespace's line: what its replication reports (Ready, the last replicated change, a promotion). */

@@ -1,10 +1,10 @@
-import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, OWNER_LABEL, ownedBy, ownerHash, type KubeObject } from '@syncline/apply';
+import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, OWNER_LABEL, ownedBy, ownerHash, type ApplyClient, type KubeObject } from '@syncline/apply';
 import { describe, expect, it } from 'vitest';
 import { mirrorKeys } from '../mirror/index.ts';
 import { decideAutoFailover } from './auto-failover.ts';
 import { fencedMessage, promotionOf, PROMOTED_AT_ANNOTATION, PROMOTED_BY_ANNOTATION } from './fence.ts';
 import { HOLD_ANNOTATION, heartbeatLease, heartbeatLeaseName, readHeartbeat } from './heartbeat.ts';
-import { demoted, replicationOwnerOf, type StandbyNamespace } from './standby.ts';
+import { demoted, listStandbyNamespaces, replicationOwnerOf, type StandbyNamespace } from './standby.ts';
 import { ORIGINAL_REPLICAS_ANNOTATION, ORIGINAL_SUSPEND_ANNOTATION } from './transform.ts';
 import type { NamespaceReplication } from '../api/v1alpha1.ts';
 
@@ -28,6 +28,17 @@ describe('replicationOwnerOf', () => {
     const configSync = { namespace: 'apps', name: 'web', target: 'prod' };
     expect(replicationOwnerOf(namespace({ labels: { [OWNER_LABEL]: ownerHash(configSync) }, annotations: { [OWNED_BY_ANNOTATION]: ownedBy(configSync) } }))).toBeUndefined();
     expect(replicationOwnerOf(namespace({ labels: {}, annotations: {} }))).toBeUndefined();
+  });
+});
+
+describe('listStandbyNamespaces', () => {
+  it('never lists a system namespace among all standbys, whatever marks it carries (it says so); a named one is looked at', async () => {
+    const marked = ['kube-system', 'shop', 'default'].map((name) => namespace({ name }));
+    const client = { list: () => Promise.resolve(marked), get: (id: string) => Promise.resolve(marked.find((n) => id === `/Namespace//${n.metadata.name}`)) } as unknown as ApplyClient;
+    const skipped: string[] = [];
+    expect((await listStandbyNamespaces(client, [], { skipped: (name) => skipped.push(name) })).map((s) => s.name)).toEqual(['shop']);
+    expect(skipped).toEqual(['kube-system', 'default']);
+    expect((await listStandbyNamespaces(client, ['default'])).map((s) => s.name)).toEqual(['default']);
   });
 });
 

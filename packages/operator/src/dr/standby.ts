@@ -14,6 +14,7 @@ import { PROMOTED_KINDS } from '../reconcile/namespacereplication.ts';
 import { applyTarget } from '../reconcile/target.ts';
 import { PROMOTED_AT_ANNOTATION, PROMOTED_BY_ANNOTATION, promotionOf, type Promotion } from './fence.ts';
 import { HEARTBEAT_FIELD_MANAGER, HEARTBEAT_LABEL } from './heartbeat.ts';
+import { SYSTEM_NAMESPACES } from '../tenancy.ts';
 import { ORIGINAL_REPLICAS_ANNOTATION, ORIGINAL_SUSPEND_ANNOTATION, promoted } from './transform.ts';
 
 type Json = Record<string, unknown>;
@@ -50,9 +51,11 @@ function standbyNamespace(object: KubeObject): StandbyNamespace | undefined {
 
 /**
  * The namespaces of this cluster that a NamespaceReplication keeps as standbys (all of them, or the ones named;
- * a named one that is not a proven standby is an error naming it).
+ * a named one that is not a proven standby is an error naming it). "All" never includes a system namespace
+ * (tenancy.ts's SYSTEM_NAMESPACES), whatever marks it carries: an admin who opted one in as a standby names it
+ * to act on it; `skipped` hears of each one left out.
  */
-export async function listStandbyNamespaces(client: ApplyClient, names: readonly string[] = []): Promise<StandbyNamespace[]> {
+export async function listStandbyNamespaces(client: ApplyClient, names: readonly string[] = [], options: { readonly skipped?: (name: string) => void } = {}): Promise<StandbyNamespace[]> {
   if (names.length > 0) {
     return Promise.all(
       names.map(async (name) => {
@@ -65,7 +68,9 @@ export async function listStandbyNamespaces(client: ApplyClient, names: readonly
     );
   }
   const marked = await client.list({ group: '', kind: 'Namespace', namespace: '', labelSelector: OWNER_LABEL });
-  return marked.map(standbyNamespace).filter((s): s is StandbyNamespace => s !== undefined).sort((a, b) => (a.name < b.name ? -1 : 1));
+  const standbys = marked.map(standbyNamespace).filter((s): s is StandbyNamespace => s !== undefined);
+  for (const system of standbys.filter((s) => SYSTEM_NAMESPACES.has(s.name))) options.skipped?.(system.name);
+  return standbys.filter((s) => !SYSTEM_NAMESPACES.has(s.name)).sort((a, b) => (a.name < b.name ? -1 : 1));
 }
 
 /** The replication's workloads in the standby namespace: listed by its owner label, kept only on proof. */

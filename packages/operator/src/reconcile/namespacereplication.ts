@@ -21,9 +21,12 @@ import { MAX_TIMER_MS, boundedInterval, parseDuration, type IntervalBounds } fro
 import { createReconciler, type ShellEvent } from './shell.ts';
 import { guardPrune, guardedInventory, heldPruneReport, keepHeld, pruneHeldConditions, replicableObjects, sourceNamespaceState } from './replication-guard.ts';
 import { applyTarget, describeChanges, truncate } from './target.ts';
-import { allowedWrite, type Actor, type TrustedNamespaces } from '../tenancy.ts';
+import { standbyWriteVerdict } from '../dr/claims.ts';
+import { type StandbyRules, type TrustedNamespaces } from '../tenancy.ts';
 
 export const NAMESPACEREPLICATION_KEY_PREFIX = 'NamespaceReplication/';
+/** No system namespace is a standby; the operator's namespace is unknown. */
+export const DEFAULT_STANDBY_RULES: StandbyRules = { allowedSystem: new Set() };
 const STANDBY_TARGET = 'standby';
 /** What a failover scales back up (or resumes): see dr/transform.ts's promoted. */
 export const PROMOTED_KINDS = [
@@ -48,6 +51,10 @@ export type NamespaceReplicationReconcilerDeps = {
   readonly get: (key: string) => NamespaceReplication | undefined;
   /** Namespaces whose NamespaceReplications may read and write other namespaces of this cluster (tenancy.ts); default none. */
   readonly trusted?: TrustedNamespaces;
+  /** Where a standby may never be (tenancy.ts's allowedStandby); default: no system namespace, no operator namespace known. */
+  readonly standbyRules?: StandbyRules;
+  /** Every NamespaceReplication of the cache, for the standby rule's "claimed first"; default none. */
+  readonly replications?: () => readonly NamespaceReplication[];
   readonly intervalBounds: IntervalBounds;
   readonly mirrorKeys: MirrorKeys;
   readonly beforeApply?: (ids: readonly string[], remote?: RemoteClients) => Promise<void>;
@@ -109,19 +116,9 @@ async function replicate(deps: ReplicationRun, object: NamespaceReplication, spe
   const previous = object.status ?? {};
   const metricKey = `${namespace}/${object.metadata.name}`;
 
-  // Tenancy: reading another namespace (to copy it to a cluster the tenant controls) and writing a standby in
-  // this cluster (another namespace, and its Namespace object) are for trusted namespaces only; a standby in
-  // another cluster is written with that RemoteCluster's credentials, which the API server there judges.
-  const actor: Actor = { objectNamespace: namespace, serviceAccount: undefined, trusted: deps.trusted ?? new Set() };
-  if (!allowedWrite({ ...actor, targetNamespace: sourceNamespace }).allowed) {
-    return stalled(object, Reason.SourceNotAllowed, `spec.sourceNamespace ${sourceNamespace}: only a NamespaceReplication in a trusted namespace (the operator's own, --trusted-namespaces) may replicate another namespace`, now);
-  }
-  // (The standby's Namespace object is cluster-scoped: it is refused whenever its namespace is.)
-  const standbyWrite = allowedWrite({ ...actor, cluster, targetNamespace: destinationNamespace });
-  if (!standbyWrite.allowed) return stalled(object, Reason.NamespaceNotAllowed, `destination.namespace ${destinationNamespace}: ${standbyWrite.message}`, now);
-  if (cluster === undefined && destinationNamespace === sourceNamespace) {
-    return stalled(object, Reason.InvalidSpec, 'the standby would be the source itself: name destination.cluster or another destination.namespace', now);
-  }
+  // Tenancy and the standby rule (dr/claims.ts): asked before anything is read from or written to the standby.
+  const verdict = standbyWriteVerdict(object, spec, { trusted: deps.trusted ?? new Set(), rules: deps.standbyRules ?? DEFAULT_STANDBY_RULES, replications: deps.replications ?? (() => []) });
+  if (!verdict.allowed) return stalled(object, verdict.reason, verdict.message, now);
   const refused = deps.watchRefusal?.(key);
   if (refused !== undefined) {
     const conditions = setCondition(previous.conditions ?? [], { type: 'Ready', status: 'False', reason: Reason.WatchBudgetExceeded, message: truncate(refused) }, at);

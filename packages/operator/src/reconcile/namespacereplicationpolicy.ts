@@ -13,7 +13,8 @@ import { WorkQueue, type ReconcileOutcome } from '../controller/queue.ts';
 import { POLICY_FIELD_MANAGER, planPolicy, summarise, type PolicyNamespace } from '../dr/policy.ts';
 import type { Metrics } from '../metrics.ts';
 import { SHARD_LABEL, shardSelector } from '../shard.ts';
-import type { TrustedNamespaces } from '../tenancy.ts';
+import type { StandbyRules, TrustedNamespaces } from '../tenancy.ts';
+import { claimOf } from '../dr/claims.ts';
 import { Reason, removeCondition, setCondition } from './conditions.ts';
 import { createReconciler, type ShellEvent } from './shell.ts';
 import { truncate } from './target.ts';
@@ -26,6 +27,8 @@ export type ReplicationPolicyOptions = {
   readonly metrics: Pick<Metrics, 'reconcileDuration' | 'reconcileTotal'>;
   readonly events: EventRecorder;
   readonly trusted: TrustedNamespaces;
+  /** Where a standby may never be (tenancy.ts's allowedStandby); default: no system namespace. */
+  readonly standbyRules?: StandbyRules;
   /** Only the leader writes (the manager's election). */
   readonly isLeader: () => boolean;
   /** The shard this operator runs (see shard.ts): its policies, whose replications carry the same shard label. */
@@ -87,6 +90,7 @@ export function startReplicationPolicies(options: ReplicationPolicyOptions): { s
     get: (key) => policies.get(key) as NamespaceReplicationPolicy | undefined,
     namespaces: () => (namespaces.synced ? namespaces.list().map((ns) => ({ name: ns.metadata.name, labels: ns.metadata['labels'] as Record<string, string> | undefined })) : undefined),
     replications: (namespace) => (replications.synced ? (replications.list() as unknown as NamespaceReplication[]).filter((nr) => nr.metadata.namespace === namespace) : undefined),
+    allReplications: () => (replications.synced ? (replications.list() as unknown as NamespaceReplication[]) : undefined),
   });
   const caches = [policies, namespaces, replications];
   for (const informer of caches) informer.start();
@@ -119,6 +123,8 @@ export type PolicyReconcilerDeps = Omit<ReplicationPolicyOptions, 'isLeader' | '
   readonly namespaces: () => readonly PolicyNamespace[] | undefined;
   /** The NamespaceReplications of one namespace; undefined until the cache has listed them. */
   readonly replications: (namespace: string) => readonly NamespaceReplication[] | undefined;
+  /** Every NamespaceReplication of the cluster (the standby rule weighs them all); default: those of the policy's namespace. */
+  readonly allReplications?: () => readonly NamespaceReplication[] | undefined;
 };
 
 export function createPolicyReconciler(deps: PolicyReconcilerDeps): (key: string) => Promise<ReconcileOutcome> {
@@ -160,7 +166,11 @@ async function enforcePolicy(deps: PolicyReconcilerDeps, policy: NamespaceReplic
   const replications = deps.replications(home);
   if (namespaces === undefined || replications === undefined) return { status: policy.status ?? {}, events: [], result: { kind: 'wait', requeueAfterMs: 1000 } };
   const shard = policy.metadata.labels?.[SHARD_LABEL];
-  const plan = planPolicy({ policy, spec, namespaces, replications, labels: shard === undefined ? {} : { [SHARD_LABEL]: shard } });
+  const claims = (deps.allReplications?.() ?? replications).flatMap((nr) => {
+    const claim = nr.metadata.deletionTimestamp === undefined ? claimOf(nr) : undefined;
+    return claim === undefined ? [] : [claim];
+  });
+  const plan = planPolicy({ policy, spec, namespaces, replications, labels: shard === undefined ? {} : { [SHARD_LABEL]: shard }, rules: deps.standbyRules ?? { allowedSystem: new Set() }, claims });
 
   const client = await deps.applyClient();
   const inventory = [...plan.inventory];
