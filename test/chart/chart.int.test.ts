@@ -81,6 +81,7 @@ const everything = (namespace: string): string[] => [
   '--set', `operator.watchNamespace=${namespace}`,
   '--set', 'operator.logLevel=debug',
   '--set', 'operator.dr.autoFailoverGrace=60s',
+  '--set', 'operator.dr.allowStandbyNamespaces={default}',
   '--set', `leaderElection.namespace=${namespace}`,
   '--set', 'imagePullSecrets[0].name=registry',
   '--set', 'podDisruptionBudget.minAvailable=2',

@@ -1,10 +1,11 @@
 // End to end, the day the primary is gone, with two real control planes of its own: a NamespaceReplication
 // keeps a standby; the primary control plane (and its operator) is killed; `syncline failover --standby`, run
 // with the standby's kubeconfig only, promotes the standby (workloads at their recorded counts); the primary
-// started again from its data reads the promotion and does not replicate over the standby (Fenced, an Event);
-// `syncline failback --standby --reset-standby` hands the standby back. Then automatic failover: a standby-side
-// operator promotes when the heartbeat stops, not while a person holds it; a deleted replication's heartbeat
-// is removed.
+// started again from its data reads the promotion and writes nothing at all to the standby — no object, no
+// heartbeat: every object and Lease there keeps its resourceVersion for a minute while it runs (Fenced, an
+// Event); `syncline failback --standby --reset-standby` hands the standby back. Then automatic failover: a
+// standby-side operator promotes when the heartbeat stops, not while a person holds it; the old primary back
+// again stays silent; a deleted replication's heartbeat is removed.
 import { AppsV1Api, BatchV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -47,6 +48,28 @@ describe('disaster recovery with the primary gone', () => {
   const standbyAnnotations = async (): Promise<Record<string, string>> => (await standbyCore().readNamespace({ name: NS })).metadata?.annotations ?? {};
   const readNr = (): Promise<NamespaceReplication> => primaryRest.request<NamespaceReplication>({ method: 'GET', path: nrPath });
   const condition = (nr: NamespaceReplication, type: string): { status: string; reason: string; message: string } | undefined => nr.status?.conditions?.find((c) => c.type === type);
+  const standbyLease = async (): Promise<{ spec?: { renewTime?: string } }> => (await createKubeRest(standbyKc)).request({ method: 'GET', path: `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/syncline-heartbeat-shop` });
+  /** `Kind/name` → resourceVersion of everything of these kinds in the standby namespace, and the Namespace itself. */
+  const standbyVersions = async (): Promise<Record<string, string>> => {
+    const standbyRest = await createKubeRest(standbyKc);
+    const versions: Record<string, string> = {};
+    const ns = await standbyRest.request<{ metadata: { resourceVersion?: string } }>({ method: 'GET', path: `/api/v1/namespaces/${NS}` });
+    versions[`Namespace/${NS}`] = ns.metadata.resourceVersion ?? '';
+    const kinds = [
+      ['Deployment', `/apis/apps/v1/namespaces/${NS}/deployments`],
+      ['StatefulSet', `/apis/apps/v1/namespaces/${NS}/statefulsets`],
+      ['CronJob', `/apis/batch/v1/namespaces/${NS}/cronjobs`],
+      ['ConfigMap', `/api/v1/namespaces/${NS}/configmaps`],
+      ['Secret', `/api/v1/namespaces/${NS}/secrets`],
+      ['Service', `/api/v1/namespaces/${NS}/services`],
+      ['Lease', `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases`],
+    ] as const;
+    for (const [kind, path] of kinds) {
+      const list = await standbyRest.request<{ items: { metadata: { name: string; resourceVersion?: string } }[] }>({ method: 'GET', path });
+      for (const item of list.items) versions[`${kind}/${item.metadata.name}`] = item.metadata.resourceVersion ?? '';
+    }
+    return Object.fromEntries(Object.entries(versions).sort(([a], [b]) => (a < b ? -1 : 1)));
+  };
   const startPrimaryOperator = (kubeconfig: string): Promise<OperatorProcess> => startOperator({ kubeconfig, args: ['--mirror', 'off', '--dr-heartbeat-interval', '1s'] });
 
   beforeAll(async () => {
@@ -69,7 +92,7 @@ describe('disaster recovery with the primary gone', () => {
     const template = (app: string) => ({ metadata: { labels: { app } }, spec: { containers: [{ name: app, image: 'nginx:1.27' }] } });
     await apps.createNamespacedDeployment({ namespace: NS, body: { metadata: { name: 'web' }, spec: { replicas: 3, selector: { matchLabels: { app: 'web' } }, template: template('web') } } });
     await apps.createNamespacedStatefulSet({ namespace: NS, body: { metadata: { name: 'db' }, spec: { replicas: 2, serviceName: 'db', selector: { matchLabels: { app: 'db' } }, template: template('db') } } });
-    await primaryKc.makeApiClient(BatchV1Api).createNamespacedCronJob({ namespace: NS, body: { metadata: { name: 'report' }, spec: { schedule: '0 * * * *', jobTemplate: { spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'r', image: 'busybox' }] } } } } } } });
+    await primaryKc.makeApiClient(BatchV1Api).createNamespacedCronJob({ namespace: NS, body: { metadata: { name: 'report' }, spec: { schedule: '0 0 1 1 *', jobTemplate: { spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'r', image: 'busybox' }] } } } } } } });
     await core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: 'settings' }, data: { mode: 'before' } } });
     await primaryRest.request({
       method: 'POST',
@@ -148,6 +171,23 @@ describe('disaster recovery with the primary gone', () => {
     // the standby kept its promoted state: nothing replicated over it
     expect(await replicas('web')).toBe(3);
     expect((await standbyCore().readNamespacedConfigMap({ name: 'settings', namespace: NS })).data?.['mode']).toBe('before');
+
+    // not one write from the fenced primary for a minute (it reconciles every 3 s, its heartbeat ticks every
+    // second): once the standby's own controllers are quiet, every object and Lease keeps its resourceVersion
+    const quiet = await eventually(async () => {
+      const first = await standbyVersions();
+      await new Promise((resolve) => setTimeout(resolve, 5_000));
+      const second = await standbyVersions();
+      return JSON.stringify(first) === JSON.stringify(second) ? second : undefined;
+    }, 'the standby to be quiet', 120_000);
+    expect(Object.keys(quiet)).toEqual(expect.arrayContaining(['Namespace/shop', 'Lease/syncline-heartbeat-shop', 'Deployment/web', 'StatefulSet/db', 'CronJob/report', 'ConfigMap/settings']));
+    const renewedBefore = (await standbyLease()).spec?.renewTime;
+    await new Promise((resolve) => setTimeout(resolve, 60_000));
+    expect(await standbyVersions()).toEqual(quiet);
+    expect((await standbyLease()).spec?.renewTime).toBe(renewedBefore);
+    // while the primary was running all along, fenced, and said so in its own cluster
+    expect(condition(await readNr(), 'Fenced')?.status).toBe('True');
+    expect(operator?.logs.some((l) => l['msg'] === 'the standby was promoted: no heartbeat is written there (fenced)')).toBe(true);
   }, 400_000);
 
   it('fails back by resetting the standby: workloads at zero, replication from the primary resumes', async () => {
@@ -193,12 +233,21 @@ describe('disaster recovery with the primary gone', () => {
     expect(metrics).toMatch(/syncline_dr_promotions_total\{namespace="shop",trigger="heartbeat"\} 1/);
   }, 300_000);
 
-  it("removes a deleted replication's heartbeat, so a deletion is not taken for the primary's death", async () => {
+  it("the old primary back after an automatic failover stays silent; reset, it heartbeats again, and a deleted replication's heartbeat is removed", async () => {
     const standbyRest = await createKubeRest(standbyKc);
     const leasePath = `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/syncline-heartbeat-shop`;
-    // given the primary's operator running again (fenced: the standby is promoted) and heartbeating
+    const stale = await standbyLease();
+    // given the primary's operator running again: fenced (the standby is promoted), it renews nothing there
     operator = await startPrimaryOperator(primary.kubeconfigPath);
-    await eventually(async () => (Date.now() - Date.parse((await standbyRest.request<{ spec?: { renewTime?: string } }>({ method: 'GET', path: leasePath })).spec?.renewTime ?? '') < 5_000 ? true : undefined), 'a fresh heartbeat', 60_000);
+    await eventually(async () => (condition(await readNr(), 'Fenced')?.status === 'True' ? true : undefined), 'the replication to report the fence', 120_000);
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    expect((await standbyLease()).spec?.renewTime).toBe(stale.spec?.renewTime);
+    // when the standby is handed back (its Leases removed, the promotion cleared), the heartbeat resumes
+    await standbyOperator?.stop();
+    standbyOperator = undefined;
+    const reset = await syncline(['failback', '--standby', '--reset-standby', '--kubeconfig', standby.kubeconfigPath, NS]);
+    expect([reset.code, reset.stderr]).toEqual([0, '']);
+    await eventually(async () => (Date.now() - Date.parse((await standbyLease()).spec?.renewTime ?? '') < 5_000 ? true : undefined), 'a fresh heartbeat', 60_000);
     // when the NamespaceReplication is deleted
     await primaryRest.request({ method: 'DELETE', path: nrPath });
     // then its heartbeat Lease leaves the standby
@@ -207,5 +256,5 @@ describe('disaster recovery with the primary gone', () => {
       'the heartbeat Lease to be removed',
       60_000,
     );
-  }, 180_000);
+  }, 240_000);
 });
