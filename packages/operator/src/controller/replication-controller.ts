@@ -90,7 +90,7 @@ export function replicationController(ctx: ControllerContext, input: { remote: R
           isLeader: ctx.isLeader,
           clock: options.clock,
           logger,
-          standby: { trusted: options.trusted ?? new Set<string>(), rules: options.standbyRules ?? DEFAULT_STANDBY_RULES, replications: () => namespaceReplications.list() as unknown as NamespaceReplication[] },
+          standby: { trusted: options.trusted ?? new Set<string>(), rules: options.standbyRules ?? DEFAULT_STANDBY_RULES },
           ...options.drHeartbeat,
         });
 

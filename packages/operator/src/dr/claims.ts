@@ -2,14 +2,17 @@
 // before a pass or a failover, the heartbeat before each renewal): the tenancy rule for its source and a
 // standby in this cluster, a standby that is not its own source, and the standby rule (tenancy.ts's
 // allowedStandby) against every other replication this operator sees.
-import { NamespaceReplicationSpec, type NamespaceReplication } from '../api/v1alpha1.ts';
+import type { NamespaceReplication, NamespaceReplicationSpec } from '../api/v1alpha1.ts';
 import { Reason } from '../reconcile/conditions.ts';
 import { allowedStandby, allowedWrite, type StandbyClaim, type StandbyRules, type TrustedNamespaces } from '../tenancy.ts';
 
-/** Where `nr` reads and writes; undefined when its spec does not parse (it writes nothing then). */
-export function claimOf(nr: NamespaceReplication, parsed?: NamespaceReplicationSpec): StandbyClaim | undefined {
-  const spec = parsed ?? NamespaceReplicationSpec.safeParse(nr.spec).data;
-  if (spec === undefined) return undefined;
+/**
+ * Where `nr` reads and writes, from its spec as stored (no parse: asked of every replication in the cache at
+ * each heartbeat); undefined without a destination (such a spec does not parse, and writes nothing).
+ */
+export function claimOf(nr: NamespaceReplication): StandbyClaim | undefined {
+  const spec = nr.spec as Partial<NamespaceReplicationSpec> | undefined;
+  if (spec?.destination === undefined) return undefined;
   const home = nr.metadata.namespace ?? 'default';
   const sourceNamespace = spec.sourceNamespace ?? home;
   const cluster = spec.destination.cluster?.name;
@@ -22,19 +25,27 @@ export function claimOf(nr: NamespaceReplication, parsed?: NamespaceReplicationS
   };
 }
 
+/** The claims of every live replication of a list (one being deleted no longer holds its namespaces). */
+export function claimsOf(replications: readonly NamespaceReplication[]): StandbyClaim[] {
+  return replications.flatMap((nr) => {
+    const claim = nr.metadata.deletionTimestamp === undefined ? claimOf(nr) : undefined;
+    return claim === undefined ? [] : [claim];
+  });
+}
+
 export type StandbyContext = {
   readonly trusted: TrustedNamespaces;
   readonly rules: StandbyRules;
-  /** Every NamespaceReplication this operator sees (its cache), to find the one that claimed a namespace first. */
-  readonly replications: () => readonly NamespaceReplication[];
+  /** The claims of every NamespaceReplication this operator sees (claimsOf its cache), to find the one that came first. */
+  readonly claims: readonly StandbyClaim[];
 };
 
 export type StandbyWriteVerdict = { readonly allowed: true } | { readonly allowed: false; readonly reason: Reason; readonly message: string };
 
 /** The one question before any write into `nr`'s standby: allowed, or the stalling reason and why. */
 export function standbyWriteVerdict(nr: NamespaceReplication, spec: NamespaceReplicationSpec, context: StandbyContext): StandbyWriteVerdict {
-  const claim = claimOf(nr, spec);
-  if (claim === undefined) return { allowed: false, reason: Reason.InvalidSpec, message: 'the spec does not parse' };
+  const claim = claimOf({ ...nr, spec });
+  if (claim === undefined) return { allowed: false, reason: Reason.InvalidSpec, message: 'the spec has no destination' };
   const home = nr.metadata.namespace ?? 'default';
   // Tenancy: reading another namespace (to copy it to a cluster the tenant controls) and writing a standby in
   // this cluster (another namespace, and its Namespace object) are for trusted namespaces only; a standby in
@@ -49,10 +60,6 @@ export function standbyWriteVerdict(nr: NamespaceReplication, spec: NamespaceRep
   if (claim.cluster === undefined && claim.standbyNamespace === claim.sourceNamespace) {
     return { allowed: false, reason: Reason.InvalidSpec, message: 'the standby would be the source itself: name destination.cluster or another destination.namespace' };
   }
-  const others = context.replications().flatMap((other) => {
-    const c = other.metadata.deletionTimestamp === undefined ? claimOf(other) : undefined;
-    return c === undefined ? [] : [c];
-  });
-  const standby = allowedStandby({ claim, rules: context.rules, others });
+  const standby = allowedStandby({ claim, rules: context.rules, others: context.claims });
   return standby.allowed ? { allowed: true } : { allowed: false, reason: Reason.NamespaceNotAllowed, message: standby.message };
 }

@@ -51,7 +51,7 @@ function heartbeatDeps(clusters: ReturnType<typeof standbys>, current: () => Nam
     logger: pino({ level: 'silent' }),
     intervalMs: 10_000,
     identity: 'test',
-    standby: { trusted: new Set(), rules: { allowedSystem: new Set() }, replications: () => [current()] },
+    standby: { trusted: new Set(), rules: { allowedSystem: new Set() } },
     failing: new Set(),
     renewedAt: new Map(),
     retiring: new Map(),
@@ -124,7 +124,7 @@ describe('renewHeartbeats', () => {
     await renewHeartbeats(deps);
     const first = { ...replication({ namespace: 'shop-dr', cluster: 'dr-1' }), metadata: { name: 'first', namespace: 'shop', creationTimestamp: '2026-01-01T00:00:00Z' } } as NamespaceReplication;
     const later = { ...replication({ namespace: 'shop-dr', cluster: 'dr-1' }), metadata: { name: 'later', namespace: 'shop', creationTimestamp: '2026-01-02T00:00:00Z' } } as NamespaceReplication;
-    await renewHeartbeats({ ...deps, replications: () => [first, later], standby: { ...deps.standby, replications: () => [first, later] } });
+    await renewHeartbeats({ ...deps, replications: () => [first, later] });
     expect([...clusters.leases.keys()]).toEqual(['dr-1:shop-dr/syncline-heartbeat-first']);
   });
 });

@@ -14,7 +14,7 @@ import type { Logger } from 'pino';
 import { NamespaceReplicationSpec, type NamespaceReplication } from '../api/v1alpha1.ts';
 import type { KubeRest } from '@syncline/kube';
 import type { RemoteClusters } from '../remote/clusters.ts';
-import { standbyWriteVerdict, type StandbyContext } from './claims.ts';
+import { claimsOf, standbyWriteVerdict, type StandbyContext } from './claims.ts';
 import { readFence } from './fence.ts';
 
 export const HEARTBEAT_LABEL = 'syncline.dev/heartbeat';
@@ -101,7 +101,7 @@ export type HeartbeatDeps = {
   readonly intervalMs: number;
   readonly identity: string;
   /** Who may write which standby (claims.ts): a replication refused there gets no heartbeat either. */
-  readonly standby: StandbyContext;
+  readonly standby: Omit<StandbyContext, 'claims'>;
   /** The replications whose last renewal failed (a failure is logged as a warning once). */
   readonly failing?: Set<string>;
   /** Where each replication's heartbeat was last renewed, to notice a new destination. */
@@ -123,8 +123,10 @@ export async function renewHeartbeats(deps: HeartbeatDeps): Promise<void> {
   } catch {
     return;
   }
+  const replications = deps.replications();
+  const standby: StandbyContext = { ...deps.standby, claims: claimsOf(replications) };
   await Promise.all(
-    deps.replications().map(async (nr) => {
+    replications.map(async (nr) => {
       const parsed = NamespaceReplicationSpec.safeParse(nr.spec);
       if (!parsed.success || nr.metadata.deletionTimestamp !== undefined) return;
       const spec = parsed.data;
@@ -133,7 +135,7 @@ export async function renewHeartbeats(deps: HeartbeatDeps): Promise<void> {
       const here: HeartbeatLocation = { cluster: spec.destination.cluster?.name, namespace: standbyNamespaceOf(nr, spec) };
       const before = deps.renewedAt?.get(key);
       // A standby the replication may not write gets no heartbeat either (its reconcile says why).
-      if (standbyWriteVerdict(nr, spec, deps.standby).allowed) await renewOne(deps, { nr, key, here });
+      if (standbyWriteVerdict(nr, spec, standby).allowed) await renewOne(deps, { nr, key, here });
       await retireMoved(deps, { owner, name: nr.metadata.name }, { here, before });
     }),
   );

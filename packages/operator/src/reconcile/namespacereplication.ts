@@ -21,7 +21,7 @@ import { MAX_TIMER_MS, boundedInterval, parseDuration, type IntervalBounds } fro
 import { createReconciler, type ShellEvent } from './shell.ts';
 import { guardPrune, guardedInventory, heldPruneReport, keepHeld, pruneHeldConditions, replicableObjects, sourceNamespaceState } from './replication-guard.ts';
 import { applyTarget, describeChanges, truncate } from './target.ts';
-import { standbyWriteVerdict } from '../dr/claims.ts';
+import { claimsOf, standbyWriteVerdict } from '../dr/claims.ts';
 import { type StandbyRules, type TrustedNamespaces } from '../tenancy.ts';
 
 export const NAMESPACEREPLICATION_KEY_PREFIX = 'NamespaceReplication/';
@@ -117,7 +117,7 @@ async function replicate(deps: ReplicationRun, object: NamespaceReplication, spe
   const metricKey = `${namespace}/${object.metadata.name}`;
 
   // Tenancy and the standby rule (dr/claims.ts): asked before anything is read from or written to the standby.
-  const verdict = standbyWriteVerdict(object, spec, { trusted: deps.trusted ?? new Set(), rules: deps.standbyRules ?? DEFAULT_STANDBY_RULES, replications: deps.replications ?? (() => []) });
+  const verdict = standbyWriteVerdict(object, spec, { trusted: deps.trusted ?? new Set(), rules: deps.standbyRules ?? DEFAULT_STANDBY_RULES, claims: claimsOf(deps.replications?.() ?? []) });
   if (!verdict.allowed) return stalled(object, verdict.reason, verdict.message, now);
   const refused = deps.watchRefusal?.(key);
   if (refused !== undefined) {

@@ -14,7 +14,7 @@ import { POLICY_FIELD_MANAGER, planPolicy, summarise, type PolicyNamespace } fro
 import type { Metrics } from '../metrics.ts';
 import { SHARD_LABEL, shardSelector } from '../shard.ts';
 import type { StandbyRules, TrustedNamespaces } from '../tenancy.ts';
-import { claimOf } from '../dr/claims.ts';
+import { claimsOf } from '../dr/claims.ts';
 import { Reason, removeCondition, setCondition } from './conditions.ts';
 import { createReconciler, type ShellEvent } from './shell.ts';
 import { truncate } from './target.ts';
@@ -166,10 +166,7 @@ async function enforcePolicy(deps: PolicyReconcilerDeps, policy: NamespaceReplic
   const replications = deps.replications(home);
   if (namespaces === undefined || replications === undefined) return { status: policy.status ?? {}, events: [], result: { kind: 'wait', requeueAfterMs: 1000 } };
   const shard = policy.metadata.labels?.[SHARD_LABEL];
-  const claims = (deps.allReplications?.() ?? replications).flatMap((nr) => {
-    const claim = nr.metadata.deletionTimestamp === undefined ? claimOf(nr) : undefined;
-    return claim === undefined ? [] : [claim];
-  });
+  const claims = claimsOf(deps.allReplications?.() ?? replications);
   const plan = planPolicy({ policy, spec, namespaces, replications, labels: shard === undefined ? {} : { [SHARD_LABEL]: shard }, rules: deps.standbyRules ?? { allowedSystem: new Set() }, claims });
 
   const client = await deps.applyClient();
