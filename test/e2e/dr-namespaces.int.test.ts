@@ -166,6 +166,10 @@ describe('DR standbys never land in a system namespace or the operator namespace
     }
     expect(conditionOf(await replication(hand('remote', OPS)), 'Stalled')?.message).toContain("the operator's own namespace is never a DR standby");
     expect(conditionOf(await replication(hand('local', 'kube-system')), 'Stalled')?.message).toContain('--dr-allow-standby-namespaces');
+    // what a person reads in the primary: the standby column does not call such a namespace a standby
+    const table = await syncline(['get', 'nsrepl', '-n', OPS, '--kubeconfig', primary.kubeconfigPath]);
+    expect(table.stdout).toMatch(/^hand-remote-kube-system\s.*\snot allowed\s+\d+[smhd]\S*$/m);
+    expect(table.stdout).toMatch(/^remote-r-ok\s.*\sstandby\s+\d+[smhd]\S*$/m);
   }, 240_000);
 
   it('two replications never share a standby, nor write into another one\'s source: the one created first keeps it', async () => {

@@ -7,12 +7,13 @@ import { KubeApiError, type KubeRest } from '@syncline/kube';
 import type { KubeObject } from '@syncline/apply';
 import { NamespaceReplicationSpec, type NamespaceReplication, type RemoteCluster } from '../api/v1alpha1.ts';
 import { promotionOf } from '../dr/fence.ts';
+import { Reason } from '../reconcile/conditions.ts';
 import { heartbeatLeaseName, readHeartbeat, standbyNamespaceOf } from '../dr/heartbeat.ts';
 import { RemoteClusterError, createRemoteClusters } from '../remote/clusters.ts';
 
 const STANDBY_TIMEOUT_MS = 5_000;
 
-/** Per replication: `state` is standby, promoted, or why the standby could not be read. */
+/** Per replication: `state` is standby, promoted, not allowed (refused by the tenancy or standby rule), or why the standby could not be read. */
 export type StandbyView = { readonly state: string; readonly lastHeartbeat?: string; readonly promotedAt?: string; readonly promotedBy?: string };
 
 /** Reads every replication's standby view (one client per RemoteCluster, all in parallel). */
@@ -25,7 +26,9 @@ export async function standbyViews(rest: KubeRest, items: readonly NamespaceRepl
       const key = `${nr.metadata.namespace ?? 'default'}/${nr.metadata.name}`;
       const parsed = NamespaceReplicationSpec.safeParse(nr.spec);
       if (!parsed.success) return;
-      views.set(key, await standbyView({ rest, nr, spec: parsed.data, remoteClusters, remote }));
+      // A standby the replication may not write (tenancy.ts) is no standby of it: not read, said so.
+      const refused = nr.status?.conditions?.find((c) => c.type === 'Stalled' && c.status === 'True' && (c.reason === Reason.NamespaceNotAllowed || c.reason === Reason.SourceNotAllowed));
+      views.set(key, refused === undefined ? await standbyView({ rest, nr, spec: parsed.data, remoteClusters, remote }) : { state: 'not allowed' });
     }),
   );
   return views;
