@@ -33,7 +33,7 @@ import { startApiProxy, startGitProxy, type GitFaultMode } from './soak/proxies.
 import { ReplicaSet, type Incarnation } from './soak/replicas.ts';
 import { SoakRepos } from './soak/repos.ts';
 import { ReplicationLoad, type Standby } from './soak/replication.ts';
-import { startWatchHangProxy } from './soak/watch-hang.ts';
+import { startWatchHangProxy } from '@syncline/test-support';
 import { WebhookSender, type WebhookSecrets } from './soak/webhooks.ts';
 
 const usage = `usage: pnpm soak [--minutes N | --seconds N] [--syncs N] [--repos N] [--webhooks N] [--seed N]

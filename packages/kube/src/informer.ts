@@ -93,6 +93,12 @@ export class Informer {
     attempt.abort.abort(new Error(`watch ${this.#options.path}: restarted, not heard from since ${this.#heardAt === undefined ? 'it started' : new Date(this.#heardAt).toISOString()}`));
     return true;
   }
+  /** isFresh(), and when the cache is listed but not fresh, restart() (its silent stream is given up now). */
+  freshOrRestart(now = Date.now()): boolean {
+    if (this.isFresh(now)) return true;
+    if (this.#synced) this.restart();
+    return false;
+  }
   get(key: string): KubeObject | undefined {
     return this.#cache.get(key);
   }
