@@ -75,8 +75,9 @@ describe('drift watches: a silent watch vouches for nothing', () => {
       await drift.watch([id]);
       expect(drift.version(id)).toBe(created.metadata.resourceVersion);
 
-      // When: every watch stream freezes, and someone edits the object.
-      expect(proxy.hangOpenWatches()).toBeGreaterThan(0);
+      // When: the watch stream (open once the list is in) freezes, and someone edits the object.
+      expect(await until(() => proxy.openWatches() > 0, 30_000)).toBe(true);
+      expect(proxy.hangOpenWatches()).toBe(1);
       const edited = await rest.request<{ metadata: { resourceVersion: string } }>({ method: 'PATCH', path: `${path}/app`, contentType: 'application/merge-patch+json', body: { data: { a: 'by hand' } } });
       await new Promise((resolve) => setTimeout(resolve, 1_500));
 
