@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import { benchEnvironment } from '../packages/operator/bench/_environment.ts';
 import type { TestRepo } from '@syncline/test-support';
 import { startControlPlane, type ControlPlane } from '@syncline/test-support';
-import { createKubeRest } from '@syncline/operator';
+import { WATCH_FRESH_MS, createKubeRest } from '@syncline/operator';
 import { KubeConfig } from '@kubernetes/client-node';
 import { adminKubeconfig } from '../packages/operator/bench/_environment.ts';
 import { KubectlFaults } from './soak/kubectl-edits.ts';
@@ -33,7 +33,7 @@ import { startApiProxy, startGitProxy, type GitFaultMode } from './soak/proxies.
 import { ReplicaSet, type Incarnation } from './soak/replicas.ts';
 import { SoakRepos } from './soak/repos.ts';
 import { ReplicationLoad, type Standby } from './soak/replication.ts';
-import { startWatchHangProxy } from './soak/watch-hang.ts';
+import { startWatchHangProxy } from '@syncline/test-support';
 import { WebhookSender, type WebhookSecrets } from './soak/webhooks.ts';
 
 const usage = `usage: pnpm soak [--minutes N | --seconds N] [--syncs N] [--repos N] [--webhooks N] [--seed N]
@@ -147,12 +147,20 @@ for (const sync of model.syncs) {
 
 // A Deployment and a Service for kubectl to edit, from a repository of their own.
 await rest.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: KUBECTL_NAMESPACE } } });
+/** The kubectl sync's refresh interval. */
+const KUBECTL_REFRESH_MS = 30_000;
+/**
+ * How late a kubectl edit may be corrected: one refresh interval and 10 s. A frozen watch stream is trusted (its
+ * cache vouches for a no-op resync) until it has been silent for WATCH_FRESH_MS, the API server's bookmark period
+ * and a margin; a refresh interval shorter than that is held to that instead.
+ */
+const CORRECTION_LIMIT_MS = Math.max(KUBECTL_REFRESH_MS, WATCH_FRESH_MS) + 10_000;
 const kubectlRepo = await git.createRepo('soak-kubectl');
 await kubectlRepo.commit(KubectlFaults.files(), { message: 'web' });
 await rest.request({
   method: 'POST',
   path: `/apis/syncline.dev/v1alpha1/namespaces/${NAMESPACE}/configsyncs`,
-  body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: 'kubectl-web' }, spec: { source: { git: { repo: proxiedUrl(kubectlRepo), revision: 'main', path: 'web' } }, refreshInterval: '30s', policy: 'Sync', drift: 'Correct', targets: [{ name: 'web', namespace: KUBECTL_NAMESPACE }] } },
+  body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: 'kubectl-web' }, spec: { source: { git: { repo: proxiedUrl(kubectlRepo), revision: 'main', path: 'web' } }, refreshInterval: `${KUBECTL_REFRESH_MS / 1000}s`, policy: 'Sync', drift: 'Correct', targets: [{ name: 'web', namespace: KUBECTL_NAMESPACE }] } },
 });
 const kubectlFaults = new KubectlFaults({ kubeconfig: controlPlane.kubeconfigPath, namespace: KUBECTL_NAMESPACE, workDir, random, log: say });
 
@@ -253,7 +261,7 @@ await Promise.all([
   apiCutLoop(faults.signal),
   processFaultLoop(faults.signal),
   watchHangLoop(faults.signal),
-  kubectlFaults.loop({ rest, spacingMs: 20_000, signal: faults.signal }),
+  kubectlFaults.loop({ rest, spacingMs: 20_000, limitMs: CORRECTION_LIMIT_MS, signal: faults.signal }),
   replication.loop(faults.signal),
   mirrors.loop(faults.signal),
   webhooks.flood({
@@ -292,7 +300,7 @@ for (const line of await explainObjects(rest, [...objects.missing, ...objects.un
 const remaining = (): number => Math.max(10_000, SETTLE_MS - (Date.now() - settleStarted));
 const kubectlLeft = await waitFor(() => kubectlFaults.differences(rest), remaining());
 if (kubectlLeft.length > 0) failures.push(`kubectl edits not corrected to Git: ${kubectlLeft.join('; ')}`);
-const uncorrected = kubectlFaults.corrections.filter((c) => c.ms === undefined);
+for (const late of kubectlFaults.late) failures.push(`kubectl edit corrected later than ${CORRECTION_LIMIT_MS / 1000}s: ${late}`);
 const standbyLeft = await replication.waitForStandbys(standbys, remaining());
 if (standbyLeft.length > 0) failures.push(`standbys not equal to the source: ${standbyLeft.slice(0, 8).join('; ')}`);
 const copiesLeft = await mirrors.waitForCopies(remaining());
@@ -332,7 +340,7 @@ const summary =
   `webhooks sent=${tally.sent} accepted=${tally.accepted} rejected=${tally.rejected} unavailable=${tally.unavailable} unreachable=${tally.unreachable} wrong=${tally.wrong} | ` +
   `syncs ready=${syncsReady}/${SYNCS} (settled in ${(settleMs / 1000).toFixed(1)}s) | ` +
   `objects checked=${objects.checked} missing=${objects.missing.length} unexpected=${objects.unexpected.length} wrong-data=${objects.wrongData.length} | ` +
-  `kubectl edits=${kubectlFaults.corrections.length} corrected=${correctionMs.length} (max ${correctionMs.length === 0 ? 'n/a' : `${(Math.max(...correctionMs) / 1000).toFixed(1)}s`}, ${uncorrected.length} over 90s) refused=${kubectlFaults.refused.length} left=${kubectlLeft.length} | ` +
+  `kubectl edits=${kubectlFaults.corrections.length} corrected=${correctionMs.length} (max ${correctionMs.length === 0 ? 'n/a' : `${(Math.max(...correctionMs) / 1000).toFixed(1)}s`}, ${kubectlFaults.late.length} later than ${CORRECTION_LIMIT_MS / 1000}s) refused=${kubectlFaults.refused.length} left=${kubectlLeft.length} | ` +
   `watch hangs=${counts.watchHangs} (${hangTally.frozen} streams: ${byOperator.length} given up by the operator after at most ${longest(byOperator)}, ${withProcess.length} ended with their process, ${hung.length} still hung) | ` +
   `standbys=${standbys.length} x ${replication.objectCount} objects of every default kind, churn +${replication.changes.added} ~${replication.changes.changed} -${replication.changes.removed}, differing=${standbyLeft.length} | ` +
   `copies: ${mirrors.updates} source updates, differing=${copiesLeft.length} | ` +

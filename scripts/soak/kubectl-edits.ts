@@ -91,6 +91,8 @@ export class KubectlFaults {
   /** Per edit: how long until the objects equalled Git again (undefined: not within the wait). */
   readonly corrections: Array<{ edit: string; ms: number | undefined }> = [];
   readonly refused: string[] = [];
+  /** Edits corrected later than the loop's limit (or not at all): what happened, when. */
+  readonly late: string[] = [];
 
   constructor(options: { kubeconfig: string; namespace: string; workDir: string; random: () => number; log: (line: string) => void }) {
     this.#kubeconfig = options.kubeconfig;
@@ -127,8 +129,11 @@ export class KubectlFaults {
     return { 'web/deployment.yaml': JSON.stringify(deployment()), 'web/service.yaml': JSON.stringify(service) };
   }
 
-  /** Edits one object at a time, `spacing` ms apart on average, each followed by a wait for its correction. */
-  async loop(options: { rest: KubeRest; spacingMs: number; signal: AbortSignal }): Promise<void> {
+  /**
+   * Edits one object at a time, `spacing` ms apart on average, each followed by a wait for its correction (up to
+   * twice `limitMs`, so a late one is still timed); `late` lists those corrected after `limitMs`, or never.
+   */
+  async loop(options: { rest: KubeRest; spacingMs: number; limitMs: number; signal: AbortSignal }): Promise<void> {
     for (;;) {
       const wait = options.spacingMs / 2 + this.#random() * options.spacingMs;
       try {
@@ -149,10 +154,11 @@ export class KubectlFaults {
       }
       if (/no change|unchanged/.test(output)) continue;
       const editedAt = Date.now();
-      const corrected = await this.#waitUntilGit(options.rest, 90_000);
+      const corrected = await this.#waitUntilGit(options.rest, 2 * options.limitMs);
       const ms = corrected ? Date.now() - editedAt : undefined;
       this.corrections.push({ edit: edit.name, ms });
-      this.#log(`kubectl ${edit.name}: ${ms === undefined ? 'NOT corrected within 90 s' : `corrected in ${(ms / 1000).toFixed(1)}s`}`);
+      if (ms === undefined || ms > options.limitMs) this.late.push(`${edit.name} at ${new Date(editedAt).toISOString()}: ${ms === undefined ? `not corrected within ${(2 * options.limitMs) / 1000}s` : `corrected after ${(ms / 1000).toFixed(1)}s`}`);
+      this.#log(`kubectl ${edit.name}: ${ms === undefined ? `NOT corrected within ${(2 * options.limitMs) / 1000} s` : `corrected in ${(ms / 1000).toFixed(1)}s${ms > options.limitMs ? ` (LATE: limit ${options.limitMs / 1000}s)` : ''}`}`);
     }
   }
 

@@ -19,7 +19,7 @@ export {
   inClusterKubeconfig,
 } from './kubeconfig.ts';
 export type { KubeconfigCluster, KubeconfigUser, KubeconfigContext, KubeconfigData, KubeConfigOptions } from './kubeconfig.ts';
-export { KubeApiError, DEFAULT_REQUEST_TIMEOUT_MS, createKubeRest, isStatus } from './rest.ts';
+export { KubeApiError, BOOKMARK_PERIOD_MS, DEFAULT_REQUEST_TIMEOUT_MS, WATCH_FRESH_MS, createKubeRest, isStatus } from './rest.ts';
 export type { KubeRequest, KubeRest, KubeRestOptions } from './rest.ts';
 export { Informer, objectKey } from './informer.ts';
 export type { KubeObject, InformerEvent, InformerOptions } from './informer.ts';

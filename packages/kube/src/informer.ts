@@ -1,8 +1,13 @@
 // A list-watch cache for one resource path, hardened against the informer's known failure modes: a watch
 // that errors or ends is restarted from the last resourceVersion, a 410 Gone (expired version) re-lists,
 // and every failure backs off instead of stopping for good. `synced` and `healthy` feed /readyz.
+//
+// A watch stream can also go silent without ending (a proxy or NAT that dropped it): the cache then no longer
+// hears the cluster, yet looks healthy. So the informer keeps when it last heard from the server (a list, the
+// server opening a watch, an event or a bookmark); a decision that trusts the cache asks `isFresh()` first and,
+// when it is not, reads instead and may `restart()` the watch.
 import type { KubeRest } from './rest.ts';
-import { KubeApiError } from './rest.ts';
+import { KubeApiError, WATCH_FRESH_MS } from './rest.ts';
 import { sleep } from './sleep.ts';
 import type { WatchBudget } from './watch-budget.ts';
 
@@ -49,6 +54,10 @@ export class Informer {
   readonly #firstSync = Promise.withResolvers<void>();
   #running: Promise<void> | undefined;
   #release: (() => void) | undefined;
+  /** When the server was last heard from (epoch ms); undefined before the first list. */
+  #heardAt: number | undefined;
+  /** The watch request in flight, and when it was made. */
+  #attempt: { readonly abort: AbortController; readonly at: number } | undefined;
 
   constructor(options: InformerOptions) {
     this.#options = options;
@@ -60,6 +69,35 @@ export class Informer {
   /** False while the watch is down (between a failure and the next successful list or watch). */
   get healthy(): boolean {
     return this.#healthy;
+  }
+  /** When the server was last heard from: a list, the server opening a watch, an event or a bookmark (epoch ms). */
+  get heardAt(): number | undefined {
+    return this.#heardAt;
+  }
+  /**
+   * Whether the cache can be trusted to know of every change until now: listed, watching, and heard from within
+   * `windowMs` (default WATCH_FRESH_MS: the API server's bookmark period and a margin, so a live watch with
+   * nothing to say stays fresh on bookmarks alone).
+   */
+  isFresh(now = Date.now(), windowMs = WATCH_FRESH_MS): boolean {
+    return this.#synced && this.#healthy && this.#heardAt !== undefined && now - this.#heardAt <= windowMs;
+  }
+  /**
+   * Gives the current watch stream up and watches again from the last resourceVersion (what changed meanwhile
+   * arrives as events). Nothing happens when a watch was started after the server was last heard from: that one
+   * is still opening, and is given up by the idle limit if it never answers. Returns whether it restarted.
+   */
+  restart(): boolean {
+    const attempt = this.#attempt;
+    if (attempt === undefined || (this.#heardAt !== undefined && attempt.at > this.#heardAt)) return false;
+    attempt.abort.abort(new Error(`watch ${this.#options.path}: restarted, not heard from since ${this.#heardAt === undefined ? 'it started' : new Date(this.#heardAt).toISOString()}`));
+    return true;
+  }
+  /** isFresh(), and when the cache is listed but not fresh, restart() (its silent stream is given up now). */
+  freshOrRestart(now = Date.now()): boolean {
+    if (this.isFresh(now)) return true;
+    if (this.#synced) this.restart();
+    return false;
   }
   get(key: string): KubeObject | undefined {
     return this.#cache.get(key);
@@ -155,34 +193,47 @@ export class Informer {
       }
     }
     this.#synced = true;
+    this.#heardAt = Date.now();
     this.#firstSync.resolve();
     return list.metadata.resourceVersion;
   }
 
-  async #watch(from: string, signal: AbortSignal): Promise<string> {
+  async #watch(from: string, loop: AbortSignal): Promise<string> {
     let resourceVersion = from;
-    await this.#options.rest.watch(
-      this.#options.path,
-      { resourceVersion: from, allowWatchBookmarks: true, labelSelector: this.#options.labelSelector, fieldSelector: this.#options.fieldSelector, timeoutSeconds: this.#options.watchTimeoutSeconds ?? 300 },
-      (raw) => {
-        const event = raw as { type: string; object: KubeObject & { code?: number } };
-        const project = this.#options.project ?? ((o: KubeObject) => o);
-        if (event.type === 'ERROR') {
-          if (event.object.code === 410) throw new ExpiredError();
-          throw new Error(`watch ${this.#options.path}: ${JSON.stringify(event.object).slice(0, 300)}`);
-        }
-        const rv = event.object.metadata.resourceVersion;
-        if (rv !== undefined) resourceVersion = rv;
-        if (event.type === 'BOOKMARK') return;
-        const object = project(event.object);
-        const key = objectKey(object);
-        const previous = this.#cache.get(key);
-        if (event.type === 'DELETED') this.#cache.delete(key);
-        else this.#cache.set(key, object);
-        this.#options.onEvent(event.type as InformerEvent, object, previous);
-      },
-      signal,
-    );
+    const attempt = { abort: new AbortController(), at: Date.now() };
+    this.#attempt = attempt;
+    const signal = AbortSignal.any([loop, attempt.abort.signal]);
+    const heard = (): void => {
+      if (this.#attempt === attempt) this.#heardAt = Date.now();
+    };
+    try {
+      await this.#options.rest.watch(
+        this.#options.path,
+        { resourceVersion: from, allowWatchBookmarks: true, labelSelector: this.#options.labelSelector, fieldSelector: this.#options.fieldSelector, timeoutSeconds: this.#options.watchTimeoutSeconds ?? 300 },
+        (raw) => {
+          const event = raw as { type: string; object: KubeObject & { code?: number } };
+          const project = this.#options.project ?? ((o: KubeObject) => o);
+          if (event.type === 'ERROR') {
+            if (event.object.code === 410) throw new ExpiredError();
+            throw new Error(`watch ${this.#options.path}: ${JSON.stringify(event.object).slice(0, 300)}`);
+          }
+          heard();
+          const rv = event.object.metadata.resourceVersion;
+          if (rv !== undefined) resourceVersion = rv;
+          if (event.type === 'BOOKMARK') return;
+          const object = project(event.object);
+          const key = objectKey(object);
+          const previous = this.#cache.get(key);
+          if (event.type === 'DELETED') this.#cache.delete(key);
+          else this.#cache.set(key, object);
+          this.#options.onEvent(event.type as InformerEvent, object, previous);
+        },
+        signal,
+        heard,
+      );
+    } finally {
+      if (this.#attempt === attempt) this.#attempt = undefined;
+    }
     return resourceVersion;
   }
 }

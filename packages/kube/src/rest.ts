@@ -23,12 +23,22 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 const WATCH_GRACE_MS = 30_000;
 const DEFAULT_WATCH_SECONDS = 300;
 /**
- * How long a watch that asked for bookmarks may stay silent before it is given up as hung. The API server
- * sends a bookmark to such a watch about once a minute even when nothing changes, so two minutes without a
- * byte means the stream is dead (a proxy or NAT that dropped it without a reset): the informer then continues
- * from its last resourceVersion on a new connection instead of serving a stale cache until timeoutSeconds.
+ * How often the API server sends a bookmark to a watch that asked for them when nothing changes: its watch
+ * cache schedules one a minute per watcher (scripts/bookmark-period.ts on the test control plane: 59.1–61.0 s
+ * apart). It drops one that carries no newer resourceVersion than the watch has, so on a quiet cluster the
+ * first after a watch opens may come a minute later; such a watch is restarted at the idle limit (one request,
+ * no read), which counts as hearing from the server.
  */
-export const DEFAULT_WATCH_IDLE_MS = 120_000;
+export const BOOKMARK_PERIOD_MS = 60_000;
+/**
+ * How long a watch that asked for bookmarks may stay silent before it is given up as hung, and how long after it
+ * was last heard from (an event, a bookmark, or the server opening the stream) a cache may still be trusted to
+ * know of every change: the bookmark period and a margin for a loaded API server or process. Longer silence
+ * means the stream is dead (a proxy or NAT that dropped it without a reset): the informer then continues from
+ * its last resourceVersion on a new connection, and decisions that trust its cache read instead meanwhile.
+ */
+export const WATCH_FRESH_MS = BOOKMARK_PERIOD_MS + 15_000;
+export const DEFAULT_WATCH_IDLE_MS = WATCH_FRESH_MS;
 
 export type KubeRequest = {
   readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -50,8 +60,11 @@ export type KubeRequest = {
 export type KubeRest = {
   readonly server: string;
   request<T>(req: KubeRequest): Promise<T>;
-  /** Streams a watch: one parsed JSON event per line until the server closes or the signal aborts. */
-  watch(path: string, query: Record<string, string | number | boolean | undefined>, onEvent: (event: unknown) => void, signal: AbortSignal): Promise<void>;
+  /**
+   * Streams a watch: one parsed JSON event per line until the server closes or the signal aborts. `onOpen` runs
+   * when the server answered the watch (the stream is live from that moment).
+   */
+  watch(path: string, query: Record<string, string | number | boolean | undefined>, onEvent: (event: unknown) => void, signal: AbortSignal, onOpen?: () => void): Promise<void>;
 };
 
 function url(server: string, path: string, query: KubeRequest['query']): URL {
@@ -164,7 +177,7 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
         );
       });
     },
-    watch(path, query, onEvent, callerSignal) {
+    watch(path, query, onEvent, callerSignal, onOpen) {
       // The server ends a watch after timeoutSeconds; one that stays silent well past that is a hung socket:
       // it ends here, and the informer continues from its last resourceVersion.
       const seconds = typeof query['timeoutSeconds'] === 'number' ? query['timeoutSeconds'] : DEFAULT_WATCH_SECONDS;
@@ -195,6 +208,7 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
               return;
             }
             body.on('data', heard);
+            onOpen?.();
             const lines = createInterface({ input: body });
             lines.on('line', (line) => {
               if (line.trim() === '') return;

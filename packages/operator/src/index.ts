@@ -27,6 +27,6 @@ export { main } from './main.ts';
 export { runCli } from './cli.ts';
 export { formatStatus, rollbackRevision } from './cli/commands.ts';
 export { FINALIZER, RECONCILE_REQUESTED_ANNOTATION } from './reconcile/configsync.ts';
-export { createKubeRest, KubeApiError } from '@syncline/kube';
+export { createKubeRest, KubeApiError, WATCH_FRESH_MS } from '@syncline/kube';
 export type { KubeRest, KubeRequest } from '@syncline/kube';
 export { installCrds } from './kube/crds.ts';

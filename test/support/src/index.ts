@@ -19,3 +19,5 @@ export { startOidcIssuer } from './oidc-issuer.ts';
 export type { OidcIssuer, OidcUser } from './oidc-issuer.ts';
 export { forgeStatusApi, startHttpReceiver } from './receiver.ts';
 export type { Answer, ForgeStatus, HttpReceiver, ReceivedRequest, Responder } from './receiver.ts';
+export { startWatchHangProxy } from './watch-hang.ts';
+export type { Abandoned, WatchHangProxy } from './watch-hang.ts';

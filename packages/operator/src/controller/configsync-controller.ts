@@ -113,7 +113,7 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
     unwatchedDrift: (ids) => drift.unwatched(ids),
     get: (key) => configSyncs.get(key) as ConfigSync | undefined,
     beforeApply: (ids, cluster) => ctx.watchBeforeApply(ids, cluster),
-    noop: { records: noopRecords, watched: (id, cluster) => drift.version(id, cluster) },
+    noop: { records: noopRecords, watched: (id, cluster, onStale) => drift.version(id, cluster, onStale) },
   });
 
   const controller: Controller = {

@@ -11,9 +11,14 @@
 //   budget. One the API server refuses (the operator may not list the kind there) or the budget has no room for
 //   is tried again only after REFUSAL_RETRY_MS: until then the target says so in its status and its drift is
 //   checked by reads at every refresh instead.
+//
+// A watch can also go silent without ending (a proxy or NAT that dropped the stream): its cache then proves
+// nothing. `version` answers only from a watch heard from within WATCH_FRESH_MS (the API server's bookmark period
+// and a margin: a live watch stays fresh on bookmarks alone); for a silent one it answers "not covered", so the
+// target reads its objects (a LIST of its own kinds per namespace), restarts that watch, and says so in its status.
 import { createHash } from 'node:crypto';
 import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, healthOf, parseObjectId, type ApplyClient, type Discovery, type KubeObject as ApplyObject, type ResourceInfo } from '@syncline/apply';
-import { Informer, KubeApiError, WatchBudgetError, type KubeObject, type KubeRest, type WatchBudget } from '@syncline/kube';
+import { Informer, KubeApiError, WATCH_FRESH_MS, WatchBudgetError, type KubeObject, type KubeRest, type WatchBudget } from '@syncline/kube';
 import type { Logger } from 'pino';
 import type { TargetInventory } from '../api/v1alpha1.ts';
 import type { RemoteClients } from '../remote/clusters.ts';
@@ -53,8 +58,12 @@ export type DriftWatches = {
   settle(user: string, inventory: readonly TargetInventory[] | undefined): void;
   /** `user` left: the per-namespace watches only it needed stop. */
   release(user: string): void;
-  /** The resourceVersion a synced, healthy watch holds for `id`; null when it holds none; undefined when none covers it. */
-  version(id: string, remote?: RemoteClients): string | null | undefined;
+  /**
+   * The resourceVersion a synced, healthy and fresh watch holds for `id`; null when it holds none; undefined when
+   * none covers it. A watch that covers it but was not heard from within WATCH_FRESH_MS answers undefined too:
+   * it is restarted, and `onStale` hears why (for the target's status).
+   */
+  version(id: string, remote?: RemoteClients, onStale?: (why: string) => void): string | null | undefined;
   /** Why the drift of some of `ids` (in this cluster) cannot be watched, naming the kind and namespace; undefined when it can. */
   unwatched(ids: readonly string[]): string | undefined;
   /** Whether every drift watch in a remote cluster is listed and healthy. */
@@ -204,10 +213,18 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
       sweep();
     },
 
-    version(id, remote) {
-      const entry = watches.get(scopeKey(id, remote));
+    version(id, remote, onStale) {
+      const scope = scopeKey(id, remote);
+      const entry = watches.get(scope);
       if (entry === undefined || !entry.informer.synced || !entry.informer.healthy) return undefined;
-      const { namespace, name } = parseObjectId(id);
+      const { kind, namespace, name } = parseObjectId(id);
+      if (!entry.informer.isFresh(now())) {
+        const heardAt = entry.informer.heardAt;
+        if (entry.informer.restart()) logger.warn({ scope, silentSeconds: heardAt === undefined ? undefined : Math.round((now() - heardAt) / 1000) }, 'drift watch silent past the bookmark period; restarted, its targets read instead');
+        // No figure that changes from run to run: an unchanged message writes no status.
+        onStale?.(`the drift watch of ${kind}${remote === undefined ? '' : ` in cluster ${remote.cluster}`} was not heard from within ${WATCH_FRESH_MS / 1000}s (restarted); read instead`);
+        return undefined;
+      }
       return entry.informer.get(namespace === '' ? name : `${namespace}/${name}`)?.metadata.resourceVersion ?? null;
     },
 

@@ -1,6 +1,9 @@
 // Watches(Secret), Watches(ConfigMap): the Secrets and ConfigMaps objects reference (a ConfigSync's Git
 // credentials and valuesFrom, a RemoteCluster's kubeconfig) wake the objects that reference them. Metadata only:
 // Secret data never sits in this process's cache.
+//
+// A Secret watch gone silent (a dropped stream) would hide a rotation: asking for a Secret restarts a watch not
+// heard from within WATCH_FRESH_MS, and the change it missed arrives as an event, waking the referencing objects.
 import { Informer, type KubeObject, type KubeRest, type WatchBudget } from '@syncline/kube';
 import type { Logger } from 'pino';
 import type { WorkQueue } from './queue.ts';
@@ -8,7 +11,7 @@ import type { WorkQueue } from './queue.ts';
 export type ReferenceWatches = {
   /** `key` is woken when any of `refs` (`namespace/Kind/name`) changes; replaces what `key` referenced before. */
   index(key: string, refs: readonly string[]): void;
-  /** A Secret's metadata, as the watch last saw it. */
+  /** A Secret's metadata, as the watch last saw it (a watch gone silent is restarted: see the module comment). */
   secret(namespace: string, name: string): KubeObject | undefined;
   /** The watches (Secrets, one per namespace with --secret-namespaces; ConfigMaps). */
   readonly informers: readonly Informer[];
@@ -47,7 +50,11 @@ export function createReferenceWatches(input: {
         references.set(ref, set);
       }
     },
-    secret: (namespace, name) => (secrets.get(namespace) ?? secrets.get(''))?.get(`${namespace}/${name}`),
+    secret: (namespace, name) => {
+      const informer = secrets.get(namespace) ?? secrets.get('');
+      informer?.freshOrRestart();
+      return informer?.get(`${namespace}/${name}`);
+    },
     informers: [...secrets.values(), configMaps],
   };
 }

@@ -69,9 +69,10 @@ export function replicationController(ctx: ControllerContext, input: { remote: R
     pendingSince: (key) => sources.pendingSince.get(`${NAMESPACEREPLICATION_KEY_PREFIX}${key}`),
     watchRefusal: (key) => sources.refusals.get(`${NAMESPACEREPLICATION_KEY_PREFIX}${key}`),
     beforeApply: (ids, cluster) => ctx.watchBeforeApply(ids, cluster),
-    // Which Secrets are the operator's credentials is known once these caches have been read.
+    // Which Secrets are the operator's credentials is known once these caches have been read, and while their
+    // watches are heard from (one gone silent is restarted; the pass waits for it).
     credentialHolders: () =>
-      credentials.remoteClusters.synced && credentials.configSyncs.synced && credentials.otherShards.synced
+      [credentials.remoteClusters, credentials.configSyncs, credentials.otherShards].map((informer) => informer.freshOrRestart()).every(Boolean)
         ? {
             remoteClusters: credentials.remoteClusters.list() as unknown as RemoteCluster[],
             configSyncs: [...(credentials.configSyncs.list() as unknown as ConfigSync[]), ...(credentials.otherShards.list() as unknown as ConfigSync[])],

@@ -127,6 +127,10 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
     return informer?.synced === true ? (informer.list() as unknown as MirrorCacheObject[]) : undefined;
   };
   const allInformers = [...sourceInformers.values(), ...replicaInformers.values(), namespaceInformer];
+  // A reconcile decides from these caches (which namespaces a source targets, which replicas to clean up) only
+  // while their watches are heard from: one gone silent (a dropped stream) is restarted, and the reconcile waits
+  // for it. Reopened, a watch is heard from at once, and what changed meanwhile arrives as events.
+  const fresh = (...informers: (Informer | undefined)[]): boolean => informers.map((informer) => informer?.freshOrRestart() === true).every(Boolean);
 
   const report = conflictReporter({ rows, isNews, gauge: conflictsGauge, log, events: options.events, source: (kind, key) => sourceInformers.get(kind)?.get(key) });
 
@@ -143,14 +147,14 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
     stalePolicy: options.staleMode,
     staleTtlMs: options.staleTtlMs,
     namespaceConcurrency: options.namespaceConcurrency ?? 16,
-    sources: sourceList,
+    sources: (kind) => (fresh(sourceInformers.get(kind), replicaInformers.get(kind)) ? sourceList(kind) : undefined),
     replicasOf: (kind, source, only) => {
       const text = formatSourceRef(source);
       const informer = replicaInformers.get(kind);
       const candidates = only === undefined ? (informer?.list() ?? []) : [informer?.get(`${only}/${source.name}`)].filter((r) => r !== undefined);
       return (candidates as unknown as MirrorCacheObject[]).filter((r) => r.metadata.annotations?.[keys.source] === text);
     },
-    namespaces: namespaceList,
+    namespaces: () => (fresh(namespaceInformer) ? namespaceList() : undefined),
     expect: echoes.expect,
     report,
     isNews,

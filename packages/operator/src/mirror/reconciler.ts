@@ -114,7 +114,7 @@ export function createMirrorReconciler(deps: MirrorReconcilerDeps): (key: string
     const { kind, source: ref, only } = parsed;
     const sources = deps.sources(kind);
     const namespaces = deps.namespaces();
-    // Nothing is decided before both caches listed: an empty source cache would clean up every replica.
+    // Nothing is decided before both caches listed (and are heard from): an empty source cache would clean up every replica.
     if (sources === undefined || namespaces === undefined) return { kind: 'wait', requeueAfterMs: 1000 };
     const log = deps.logger.child({ mirror: key });
     const client = await deps.client();

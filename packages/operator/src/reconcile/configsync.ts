@@ -74,7 +74,7 @@ export type ConfigSyncReconcilerDeps = {
    * No-op resyncs without requests: the last clean no-op per target (keys start with `namespace/name/`) and
    * what the drift watches know of an object (see applyTarget's `noop`).
    */
-  readonly noop?: { readonly records: Map<string, TargetNoop>; readonly watched: (id: string, remote?: RemoteClients) => string | null | undefined };
+  readonly noop?: { readonly records: Map<string, TargetNoop>; readonly watched: (id: string, remote?: RemoteClients, onStale?: (why: string) => void) => string | null | undefined };
 };
 
 /**
@@ -355,7 +355,9 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
       return unavailableTarget({ name: target.name, namespace: target.namespace, cluster }, access !== undefined && 'unavailable' in access ? access.unavailable : 'not rendered', inventory, previousTargets.get(target.name));
     }
     const remote = access?.clients;
-    const outcome = await applyTarget({
+    // A drift watch gone silent proves nothing: the target read instead, and says so (see drift-watches.ts).
+    const stale = new Set<string>();
+    const applied = await applyTarget({
       client: remote?.apply ?? client,
       target: { name: target.name, ...(target.namespace === undefined ? {} : { namespace: target.namespace }), ...(cluster === undefined ? {} : { cluster }) },
       desired,
@@ -366,11 +368,12 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
       prune: run.spec.prune,
       allowEmpty: run.spec.allowEmpty,
       ...(run.deps.beforeApply === undefined ? {} : { beforeApply: (ids: readonly string[]) => run.deps.beforeApply?.(ids, remote) ?? Promise.resolve() }),
-      ...(noop === undefined ? {} : { noop: { records: noop.records, key: `${run.namespace}/${run.object.metadata.name}/${target.name}@${cluster ?? ''}`, watched: (id: string) => noop.watched(id, remote) } }),
+      ...(noop === undefined ? {} : { noop: { records: noop.records, key: `${run.namespace}/${run.object.metadata.name}/${target.name}@${cluster ?? ''}`, watched: (id: string) => noop.watched(id, remote, (why) => stale.add(why)) } }),
       health: { wait: target.wait ?? run.spec.wait },
       tenancy: actorOf(run.deps, run.namespace, run.spec, cluster),
       ...common(target.name),
     });
+    const outcome = stale.size > 0 && applied.status.phase === 'Synced' ? { ...applied, status: { ...applied.status, message: truncate([...stale].join('; ')) } } : applied;
     if (remote !== undefined) {
       if (outcome.failures.some((f) => /Timeout|TransportError/.test(f))) run.deps.targetBackoff?.failed(backoffKey(run, target.name));
       else run.deps.targetBackoff?.succeeded(backoffKey(run, target.name));

@@ -1,8 +1,9 @@
-// A hung watch socket: an HTTPS proxy in front of the API server that, on command, stops forwarding the bytes
-// of every watch stream open at that moment without closing anything, the way a stateful firewall or a NAT
-// that dropped its entry leaves a long-lived connection: the client sees neither an error nor an end, only
-// silence. The client must notice by itself (a watch deadline) and watch again; until it gives up, the
-// frozen stream stays frozen. Ordinary requests pass through untouched, and so do watches opened later.
+// A hung watch socket (for the soak and the hung-watch tests): an HTTPS proxy in front of the API server that,
+// on command, stops forwarding the bytes of every watch stream open at that moment without closing anything,
+// the way a stateful firewall or a NAT that dropped its entry leaves a long-lived connection: the client sees
+// neither an error nor an end, only silence. The client must notice by itself (a watch deadline) and watch
+// again; until it gives up, the frozen stream stays frozen. Ordinary requests pass through untouched, and so
+// do watches opened later.
 //
 // It terminates TLS with the control plane's own serving certificate (which names 127.0.0.1 whatever the
 // port), so it can tell a watch from a request by its URL; the bearer token passes through unchanged.

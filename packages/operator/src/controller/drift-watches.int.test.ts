@@ -1,0 +1,103 @@
+// The drift watches against the real control plane, through a proxy that freezes watch streams without closing
+// them (a NAT or firewall that dropped the connection): a watch not heard from within WATCH_FRESH_MS vouches for
+// nothing. `version` then answers "not covered" (the target reads instead), says why, and restarts the watch, whose
+// new stream brings the change the frozen one hid.
+import { readFile, writeFile, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { OWNED_BY_ANNOTATION, OWNER_LABEL, createApplyClient, objectId } from '@syncline/apply';
+import { WATCH_FRESH_MS, WatchBudget, createKubeRest } from '@syncline/kube';
+import { startWatchHangProxy, type WatchHangProxy } from '@syncline/test-support';
+import { testKubeconfigPath, testNamespace } from '@syncline/test-support/kube';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDriftWatches } from './drift-watches.ts';
+
+/** A kubeconfig for the test control plane whose server is the hang proxy (its serving certificate names 127.0.0.1 on any port). */
+async function proxiedKubeConfig(proxy: WatchHangProxy, dir: string): Promise<KubeConfig> {
+  const text = await readFile(testKubeconfigPath(), 'utf8');
+  const server = /server: (https:\/\/127\.0\.0\.1:\d+)/.exec(text)?.[1];
+  if (server === undefined) throw new Error('the test kubeconfig names no loopback server');
+  const path = join(dir, 'kubeconfig');
+  await writeFile(path, text.replace(`server: ${server}`, `server: https://127.0.0.1:${proxy.port}`), { mode: 0o600 });
+  const config = new KubeConfig();
+  config.loadFromFile(path);
+  return config;
+}
+
+const until = async (condition: () => boolean, timeoutMs: number): Promise<boolean> => {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return true;
+};
+
+describe('drift watches: a silent watch vouches for nothing', () => {
+  let proxy: WatchHangProxy;
+  let dir: string;
+
+  beforeAll(async () => {
+    const server = /server: https:\/\/(127\.0\.0\.1):(\d+)/.exec(await readFile(testKubeconfigPath(), 'utf8'));
+    proxy = await startWatchHangProxy({ dataDir: dirname(testKubeconfigPath()), upstream: { host: server?.[1] ?? '127.0.0.1', port: Number(server?.[2]) } });
+    dir = await mkdtemp(join(tmpdir(), 'syncline-drift-'));
+  });
+  afterAll(async () => {
+    await proxy.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('answers from a watch heard from; a frozen one past the window is read instead, restarted, and brings the hidden edit', async () => {
+    await using ns = await testNamespace({ prefix: 'drift-fresh' });
+    const config = await proxiedKubeConfig(proxy, dir);
+    const rest = await createKubeRest(config);
+    const client = await createApplyClient(config);
+    // The clock the freshness is judged by: moved forward to be past the window without waiting it out.
+    let skew = 0;
+    const drifted: string[] = [];
+    const warned: string[] = [];
+    const drift = createDriftWatches({
+      rest,
+      budget: new WatchBudget(50),
+      logger: { debug: () => undefined, warn: (_fields: unknown, message?: string) => void warned.push(String(message)) } as never,
+      watchNamespace: ns.name,
+      applyClient: () => Promise.resolve(client),
+      onDrift: (owner) => drifted.push(owner),
+      now: () => Date.now() + skew,
+    });
+    try {
+      // Given: a managed ConfigMap, and its drift watch listed.
+      const configMap = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'app', namespace: ns.name, labels: { [OWNER_LABEL]: 'x' }, annotations: { [OWNED_BY_ANNOTATION]: 'me' } }, data: { a: '1' } };
+      const path = `/api/v1/namespaces/${ns.name}/configmaps`;
+      const created = await rest.request<{ metadata: { resourceVersion: string } }>({ method: 'POST', path, body: configMap });
+      const id = objectId(configMap);
+      await drift.watch([id]);
+      expect(drift.version(id)).toBe(created.metadata.resourceVersion);
+
+      // When: the watch stream (open once the list is in) freezes, and someone edits the object.
+      expect(await until(() => proxy.openWatches() > 0, 30_000)).toBe(true);
+      expect(proxy.hangOpenWatches()).toBe(1);
+      const edited = await rest.request<{ metadata: { resourceVersion: string } }>({ method: 'PATCH', path: `${path}/app`, contentType: 'application/merge-patch+json', body: { data: { a: 'by hand' } } });
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+
+      // Then: within the window the watch still vouches for the old version (this is what the window allows) ...
+      expect(drifted).toEqual([]);
+      expect(drift.version(id)).toBe(created.metadata.resourceVersion);
+
+      // ... past it, it vouches for nothing: the caller reads instead and is told why, and the watch restarts.
+      skew = WATCH_FRESH_MS + 1_000;
+      const why: string[] = [];
+      expect(drift.version(id, undefined, (reason) => why.push(reason))).toBeUndefined();
+      expect(why).toEqual([`the drift watch of ConfigMap was not heard from within ${WATCH_FRESH_MS / 1000}s (restarted); read instead`]);
+      expect(warned).toEqual(['drift watch silent past the bookmark period; restarted, its targets read instead']);
+
+      // The new stream brings the edit the frozen one hid: the owner is woken, and the cache knows the new version.
+      expect(await until(() => drifted.includes('me'), 30_000)).toBe(true);
+      skew = 0;
+      expect(drift.version(id)).toBe(edited.metadata.resourceVersion);
+    } finally {
+      await drift.stop();
+    }
+  });
+});
