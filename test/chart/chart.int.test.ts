@@ -184,7 +184,7 @@ describe('charts/syncline', () => {
     const ports = (name: string): unknown => (find(objects, 'Service', name)[0]?.['spec'] as { ports?: unknown } | undefined)?.ports;
     expect(ports('syncline-metrics')).toEqual([{ name: 'metrics', port: 8080, targetPort: 'probes', protocol: 'TCP' }]);
     expect(ports('syncline-webhooks')).toEqual([{ name: 'webhooks', port: 9292, targetPort: 'webhooks', protocol: 'TCP' }]);
-    expect(find(objects, 'CustomResourceDefinition').map((s) => s.metadata?.name)).toEqual(['alerts.syncline.dev', 'configsyncs.syncline.dev', 'manifestsyncs.syncline.dev', 'namespacereplicationpolicies.syncline.dev', 'namespacereplications.syncline.dev', 'providers.syncline.dev', 'remoteclusters.syncline.dev']);
+    expect(find(objects, 'CustomResourceDefinition').map((s) => s.metadata?.name)).toEqual(['configsyncs.syncline.dev', 'manifestsyncs.syncline.dev', 'namespacereplicationpolicies.syncline.dev', 'namespacereplications.syncline.dev', 'notificationalerts.syncline.dev', 'notificationproviders.syncline.dev', 'remoteclusters.syncline.dev']);
   });
 
   it('values.schema.json: a wrong type, a bad enum value or an unknown key fails helm template', () => {
@@ -362,7 +362,7 @@ describe('charts/syncline', () => {
       ['syncline', ns.name],
       ['syncline-leader-election', ns.name],
     ]);
-    expect(rulesOf(objects, 'Role')).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications', 'providers', 'alerts'], verbs: ['get', 'list', 'watch', 'patch', 'update'] });
+    expect(rulesOf(objects, 'Role')).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications', 'notificationproviders', 'notificationalerts'], verbs: ['get', 'list', 'watch', 'patch', 'update'] });
     expect(container(objects).args).toContain(`--namespace=${ns.name}`);
     expect(() => template('--set', 'rbac.scope=everywhere')).toThrow();
   });
@@ -532,7 +532,7 @@ describe('charts/syncline', () => {
   });
 
   it('aggregated ClusterRoles: view (every Syncline kind, read) joins view by default; edit joins edit/admin only when asked', () => {
-    const kinds = ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications', 'namespacereplicationpolicies', 'providers', 'alerts'];
+    const kinds = ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications', 'namespacereplicationpolicies', 'notificationproviders', 'notificationalerts'];
     const objects = template();
     const [view] = find(objects, 'ClusterRole', 'syncline-view');
     const [edit] = find(objects, 'ClusterRole', 'syncline-edit');

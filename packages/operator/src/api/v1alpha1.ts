@@ -625,8 +625,11 @@ export type NamespaceReplicationSpec = z.infer<typeof NamespaceReplicationSpec>;
 export type NamespaceReplicationStatus = z.infer<typeof NamespaceReplicationStatus>;
 export type NamespaceReplication = z.infer<typeof NamespaceReplication>;
 
-// Notifications: a Provider says where messages go (chat, a webhook, a Git forge's commit status); an Alert says
-// which objects' events go there. The operator sends what it already records as Events, from memory.
+// Notifications: a NotificationProvider says where messages go (chat, a webhook, a Git forge's commit status); a
+// NotificationAlert says which objects' events go there. The names are not Flux's Provider and Alert: kubectl
+// resolves a plural or short name to one kind, and the same plural in two API groups makes `kubectl get alerts`
+// list whichever it finds first.
+// The operator sends what it already records as Events, from memory.
 
 export const ProviderType = z
   .enum(['slack', 'msteams', 'discord', 'webhook', 'github', 'gitlab', 'gitea', 'forgejo', 'bitbucket'])
@@ -670,11 +673,11 @@ export const ProviderSpec = z
     contentType: z.string().max(200).optional().meta({ description: 'webhook type with a template: the Content-Type of the body (default application/json).' }),
     rateLimit: z
       .object({
-        messages: z.number().int().min(1).max(10_000).default(20).meta({ description: 'Messages this Provider sends per interval at most; more wait in the queue (and are dropped when it is full).' }),
+        messages: z.number().int().min(1).max(10_000).default(20).meta({ description: 'Messages this NotificationProvider sends per interval at most; more wait in the queue (and are dropped when it is full).' }),
         interval: Interval.default('1m').meta({ description: 'The interval of messages, from 1s to 168h.' }),
       })
       .optional()
-      .meta({ description: 'How fast this Provider sends (default 20 messages per minute).' }),
+      .meta({ description: 'How fast this NotificationProvider sends (default 20 messages per minute).' }),
     timeout: Duration.default('15s').meta({ description: 'How long one delivery attempt may take.' }),
     suspend: z.boolean().default(false).meta({ description: 'Send nothing while true (events meanwhile are not kept).' }),
   })
@@ -689,15 +692,15 @@ export const ProviderStatus = z.object({
   conditions: Conditions.optional(),
 });
 
-export const Provider = z.object({
+export const NotificationProvider = z.object({
   apiVersion: z.literal(API_VERSION),
-  kind: z.literal('Provider'),
+  kind: z.literal('NotificationProvider'),
   metadata: ObjectMeta,
   spec: ProviderSpec,
   status: ProviderStatus.optional(),
 });
 
-/** What an Alert can ask for: a category of the operator's events, or an exact Event reason. */
+/** What a NotificationAlert can ask for: a category of the operator's events, or an exact Event reason. */
 export const EventCategory = z.enum(['Applied', 'Failed', 'DriftCorrected', 'HealthDegraded', 'Failover', 'Recovered']);
 
 export const EventSource = z.object({
@@ -706,13 +709,13 @@ export const EventSource = z.object({
     .meta({ description: "The kind whose events are sent, or '*' for every kind the operator records events of." }),
   name: z.string().min(1).max(253).default('*').meta({ description: "The object's name, or '*' (default) for every object of the kind." }),
   namespace: dnsLabel.optional().meta({
-    description: "The objects' namespace; default: the Alert's own. Another namespace only from a trusted namespace (the operator's own, --trusted-namespaces); otherwise the source matches nothing and the Alert says so.",
+    description: "The objects' namespace; default: the NotificationAlert's own. Another namespace only from a trusted namespace (the operator's own, --trusted-namespaces); otherwise the source matches nothing and the NotificationAlert says so.",
   }),
   matchLabels: describe(z.record(z.string(), z.string()), 'Only objects with all of these labels.').optional(),
 });
 
 export const AlertSpec = z.object({
-  providerRef: LocalObjectReference.meta({ description: 'The Provider in the same namespace that sends the messages.' }),
+  providerRef: LocalObjectReference.meta({ description: 'The NotificationProvider in the same namespace that sends the messages.' }),
   eventSources: z.array(EventSource).min(1).max(50).meta({ description: 'Which objects: any source that matches sends the event.' }),
   eventSeverity: z
     .enum(['info', 'error'])
@@ -724,10 +727,10 @@ export const AlertSpec = z.object({
     .optional()
     .meta({
       description:
-        'Which events: categories (Applied, Failed, DriftCorrected, HealthDegraded, Failover, Recovered) or exact Event reasons (e.g. RenderFailed); default: all. Commit status Providers read the sync\'s status instead and ignore this.',
+        'Which events: categories (Applied, Failed, DriftCorrected, HealthDegraded, Failover, Recovered) or exact Event reasons (e.g. RenderFailed); default: all. Commit status NotificationProviders read the sync\'s status instead and ignore this.',
     }),
-  summary: z.string().max(1024).optional().meta({ description: 'A line added to every message of this Alert (e.g. the cluster or the team to call).' }),
-  suspend: z.boolean().default(false).meta({ description: 'Send nothing for this Alert while true.' }),
+  summary: z.string().max(1024).optional().meta({ description: 'A line added to every message of this NotificationAlert (e.g. the cluster or the team to call).' }),
+  suspend: z.boolean().default(false).meta({ description: 'Send nothing for this NotificationAlert while true.' }),
 });
 
 export const AlertStatus = z.object({
@@ -735,9 +738,9 @@ export const AlertStatus = z.object({
   conditions: Conditions.optional(),
 });
 
-export const Alert = z.object({
+export const NotificationAlert = z.object({
   apiVersion: z.literal(API_VERSION),
-  kind: z.literal('Alert'),
+  kind: z.literal('NotificationAlert'),
   metadata: ObjectMeta,
   spec: AlertSpec,
   status: AlertStatus.optional(),
@@ -745,11 +748,11 @@ export const Alert = z.object({
 
 export type ProviderType = z.infer<typeof ProviderType>;
 export type ProviderSpec = z.infer<typeof ProviderSpec>;
-export type Provider = z.infer<typeof Provider>;
+export type NotificationProvider = z.infer<typeof NotificationProvider>;
 export type EventCategory = z.infer<typeof EventCategory>;
 export type EventSource = z.infer<typeof EventSource>;
 export type AlertSpec = z.infer<typeof AlertSpec>;
-export type Alert = z.infer<typeof Alert>;
+export type NotificationAlert = z.infer<typeof NotificationAlert>;
 
 /** The CRDs this module defines, for the generator: one entry per kind. */
 export const crdDefinitions = [
@@ -863,14 +866,14 @@ export const crdDefinitions = [
     ],
   },
   {
-    kind: 'Provider',
-    plural: 'providers',
-    singular: 'provider',
+    kind: 'NotificationProvider',
+    plural: 'notificationproviders',
+    singular: 'notificationprovider',
     shortNames: ['nprovider'],
     scope: 'Namespaced',
     description: 'Where notifications go: a chat channel, a webhook, or commit statuses on a Git forge.',
     specDescription: 'The receiver, its credentials Secret, and how fast and how long to send.',
-    statusDescription: 'Whether the Provider can send (its Secrets read, its last delivery not failed).',
+    statusDescription: 'Whether the NotificationProvider can send (its Secrets read, its last delivery not failed).',
     spec: ProviderSpec,
     status: ProviderStatus,
     printerColumns: [
@@ -881,14 +884,14 @@ export const crdDefinitions = [
     ],
   },
   {
-    kind: 'Alert',
-    plural: 'alerts',
-    singular: 'alert',
+    kind: 'NotificationAlert',
+    plural: 'notificationalerts',
+    singular: 'notificationalert',
     shortNames: ['nalert'],
     scope: 'Namespaced',
-    description: "Sends the events of chosen Syncline objects to a Provider.",
-    specDescription: 'Which objects, which events, and the Provider that sends them.',
-    statusDescription: 'Whether the Alert is valid and its deliveries succeed.',
+    description: 'Sends the events of chosen Syncline objects to a NotificationProvider.',
+    specDescription: 'Which objects, which events, and the NotificationProvider that sends them.',
+    statusDescription: 'Whether the NotificationAlert is valid and its deliveries succeed.',
     spec: AlertSpec,
     status: AlertStatus,
     printerColumns: [
