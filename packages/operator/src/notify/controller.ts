@@ -160,7 +160,8 @@ export function startNotifications(options: NotificationsOptions): Notifications
 
   /** The tap: an Event the operator records, offered to every NotificationAlert that asks for it. Never throws, never waits. */
   const offer = (object: InvolvedObject, event: RecordedEvent): void => {
-    if (stopped || object.kind === 'NotificationAlert' || object.kind === 'NotificationProvider') return;
+    // A repeat counts up an Event already sent: one notification per failure until its cause changes.
+    if (stopped || event.repeat === true || object.kind === 'NotificationAlert' || object.kind === 'NotificationProvider') return;
     const recovered = recovery.observe(`${object.kind}/${object.metadata.namespace ?? ''}/${object.metadata.name}`, event.type);
     const notification = notificationEvent({ object, event, recovered, now: options.clock.now() });
     for (const alert of alertsFor.of(notification)) {

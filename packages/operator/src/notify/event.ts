@@ -15,7 +15,7 @@ export type InvolvedObject = {
   readonly status?: unknown;
 };
 
-export type RecordedEvent = { readonly type: 'Normal' | 'Warning'; readonly reason: string; readonly message: string };
+export type RecordedEvent = { readonly type: 'Normal' | 'Warning'; readonly reason: string; readonly message: string; readonly repeat?: boolean };
 
 export type NotificationEvent = {
   readonly kind: string;

@@ -14,7 +14,7 @@ import type { ReconcileOutcome } from '../controller/queue.ts';
 import { ServiceAccountError } from '../kube/errors.ts';
 import type { Metrics } from '../metrics.ts';
 import { Reason, keepTransitions, removeCondition, setCondition, type ConditionInput } from './conditions.ts';
-import { MAX_TIMER_MS, boundedInterval, formatDuration, parseDuration, type IntervalBounds } from './duration.ts';
+import { MAX_TIMER_MS, boundedInterval, parseDuration, type IntervalBounds } from './duration.ts';
 import { objectPath, writeStatus } from './object-status.ts';
 import { createReconciler, removeFinalizer, type ShellEvent, type ShellOutcome } from './shell.ts';
 import { StallError, readGitAccess, readValues } from './inputs.ts';
@@ -175,7 +175,7 @@ async function sync(run: SyncRun): Promise<Outcome> {
   const desired = [...rendered.value.values()].flat();
   const outcome = syncedOutcome(run, source.value.revision, targets, desired);
   // A target waiting out its backoff asks to run again when that ends, not at the next refresh.
-  const retryAt = Math.min(...run.spec.targets.map((t) => run.deps.targetBackoff?.retryInMs(backoffKey(run, t.name)) ?? Infinity));
+  const retryAt = Math.min(...run.spec.targets.map((t) => run.deps.targetBackoff?.waiting(backoffKey(run, t.name))?.retryInMs ?? Infinity));
   if (Number.isFinite(retryAt) && outcome.result.kind === 'done') return { ...outcome, result: { kind: 'done', requeueAfterMs: Math.min(outcome.result.requeueAfterMs ?? retryAt, Math.max(retryAt, 1000)) } };
   return outcome;
 }
@@ -234,9 +234,10 @@ async function resolveClusters(run: SyncRun): Promise<ClusterAccess> {
   await Promise.all(
     run.spec.targets.map(async (target) => {
       if (target.cluster === undefined) return;
-      const waiting = run.deps.targetBackoff?.retryInMs(backoffKey(run, target.name));
+      // Waiting out a failure: said in the words of that failure (no countdown), so the message stays the same.
+      const waiting = run.deps.targetBackoff?.waiting(backoffKey(run, target.name));
       if (waiting !== undefined) {
-        access.set(target.name, { unavailable: `cluster ${target.cluster.name} failed recently; next attempt in ${formatDuration(waiting)}` });
+        access.set(target.name, { unavailable: waiting.failure });
         return;
       }
       if (run.deps.remote === undefined) {
@@ -249,8 +250,9 @@ async function resolveClusters(run: SyncRun): Promise<ClusterAccess> {
         await clients.apply.discovery();
         access.set(target.name, { clients });
       } catch (error) {
-        run.deps.targetBackoff?.failed(backoffKey(run, target.name));
-        access.set(target.name, { unavailable: safeError(error).message });
+        const unavailable = `cluster ${target.cluster.name}: ${safeError(error).message}`;
+        run.deps.targetBackoff?.failed(backoffKey(run, target.name), unavailable);
+        access.set(target.name, { unavailable });
       }
     }),
   );
@@ -372,7 +374,9 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
       ...common(target.name),
     });
     if (remote !== undefined) {
-      if (outcome.failures.some((f) => /Timeout|TransportError/.test(f))) run.deps.targetBackoff?.failed(backoffKey(run, target.name));
+      const unreachable = outcome.failures.find((f) => /Timeout|TransportError/.test(f));
+      // Kept as the skipped runs will word it (unavailableTarget prefixes the target's name again).
+      if (unreachable !== undefined) run.deps.targetBackoff?.failed(backoffKey(run, target.name), unreachable.startsWith(`${target.name}: `) ? unreachable.slice(target.name.length + 2) : unreachable);
       else run.deps.targetBackoff?.succeeded(backoffKey(run, target.name));
       // Drift there is seen by watches in that cluster; when it cannot be watched, the refresh interval stands in.
       if (outcome.status.phase === 'Synced' && run.deps.remoteWatchesHealthy?.(remote) === false) {
@@ -530,7 +534,9 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
     // A tenancy refusal too: it needs a ServiceAccount or a trusted namespace.
     const waitForPerson = failures.every((f) => /forbidden|NamespaceNotAllowed/i.test(f));
     if (conflicts.length > 0) events.push({ type: 'Warning', reason: Reason.Conflict, message: truncate(`${conflicts.length} object(s) not applied: ${conflicts.join('; ')}`) });
-    if (failures.length > 0) events.push({ type: 'Warning', reason: onlyRefused(targets) ? Reason.NamespaceNotAllowed : Reason.ApplyFailed, message: truncate(`${summary}, ${counts.failed} failed: ${failures.join('; ')}`) });
+    // The failures as the Ready condition lists them, after what was written, if anything: no "0 failed" beside one.
+    const wrote = counts.created + counts.configured + counts.deleted > 0 ? `${summary}; ` : '';
+    if (failures.length > 0) events.push({ type: 'Warning', reason: onlyRefused(targets) ? Reason.NamespaceNotAllowed : Reason.ApplyFailed, message: truncate(`${wrote}${failures.length} failed: ${failures.join('; ')}`) });
     return { status, result: waitForPerson ? { kind: 'wait', requeueAfterMs: run.refreshMs } : { kind: 'retry' }, events };
   }
   if (changed || revisionChanged) log.info({ revision, ...counts }, 'synced');
