@@ -68,7 +68,7 @@ describe('kinds', () => {
     // and each short name reaches its kind
     for (const def of crdDefinitions) {
       const short = shell(`kubectl get ${def.shortNames[0] ?? ''} -n ${ns.name} -o name`);
-      expect(short.stdout, `kubectl get ${def.shortNames[0] ?? ''}`).toBe(`${def.plural}.syncline.dev/sample\n`);
+      expect(short.stdout, `kubectl get ${def.shortNames[0] ?? ''}`).toBe(`${def.singular}.syncline.dev/sample\n`);
     }
   });
 

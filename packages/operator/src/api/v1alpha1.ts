@@ -869,7 +869,9 @@ export const crdDefinitions = [
     kind: 'NotificationProvider',
     plural: 'notificationproviders',
     singular: 'notificationprovider',
-    shortNames: ['nprovider'],
+    // Not the earlier kind's nprovider: while both CRDs exist during an upgrade, a shared short name keeps the
+    // later one from being served.
+    shortNames: ['synprovider'],
     scope: 'Namespaced',
     description: 'Where notifications go: a chat channel, a webhook, or commit statuses on a Git forge.',
     specDescription: 'The receiver, its credentials Secret, and how fast and how long to send.',
@@ -887,7 +889,7 @@ export const crdDefinitions = [
     kind: 'NotificationAlert',
     plural: 'notificationalerts',
     singular: 'notificationalert',
-    shortNames: ['nalert'],
+    shortNames: ['synalert'],
     scope: 'Namespaced',
     description: 'Sends the events of chosen Syncline objects to a NotificationProvider.',
     specDescription: 'Which objects, which events, and the NotificationProvider that sends them.',
