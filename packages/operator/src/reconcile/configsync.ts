@@ -529,14 +529,14 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   };
   const events: SyncEvent[] = orphaned.map((o) => ({ type: 'Warning', reason: Reason.NamespaceOrphaned, message: truncate(o) }));
   if (!ok) {
-    log.info({ failures: failures.length, conflicts: conflicts.length }, 'sync finished with failures');
+    log.info({ failures: failures.length, conflicts: conflicts.length, ...counts }, 'sync finished with failures');
     // Forbidden needs an RBAC change and a conflict a person's decision, not hammering: wait for the refresh interval.
     // A tenancy refusal too: it needs a ServiceAccount or a trusted namespace.
     const waitForPerson = failures.every((f) => /forbidden|NamespaceNotAllowed/i.test(f));
     if (conflicts.length > 0) events.push({ type: 'Warning', reason: Reason.Conflict, message: truncate(`${conflicts.length} object(s) not applied: ${conflicts.join('; ')}`) });
-    // The failures as the Ready condition lists them, after what was written, if anything: no "0 failed" beside one.
-    const wrote = counts.created + counts.configured + counts.deleted > 0 ? `${summary}; ` : '';
-    if (failures.length > 0) events.push({ type: 'Warning', reason: onlyRefused(targets) ? Reason.NamespaceNotAllowed : Reason.ApplyFailed, message: truncate(`${wrote}${failures.length} failed: ${failures.join('; ')}`) });
+    // The failures as the Ready condition lists them (what the other targets wrote is in the log line above):
+    // the same failure next time is the same message, which counts up one Event.
+    if (failures.length > 0) events.push({ type: 'Warning', reason: onlyRefused(targets) ? Reason.NamespaceNotAllowed : Reason.ApplyFailed, message: truncate(`${failures.length} failed: ${failures.join('; ')}`) });
     return { status, result: waitForPerson ? { kind: 'wait', requeueAfterMs: run.refreshMs } : { kind: 'retry' }, events };
   }
   if (changed || revisionChanged) log.info({ revision, ...counts }, 'synced');
