@@ -225,7 +225,11 @@ export const ConfigSyncStatus = z.object({
   observedGeneration: ObservedGeneration.optional(),
   lastSyncedTime: Timestamp('When the sync last changed something in the cluster or applied a new revision.').optional(),
   sourceRevision: z.string().optional().meta({ description: 'The commit SHA last applied.' }),
-  shortRevision: z.string().optional().meta({ description: 'sourceRevision shortened to 7 characters, for the Revision column.' }),
+  shortRevision: z
+    .string()
+    .optional()
+    .meta({ description: 'The Revision column: sourceRevision shortened to 7 characters, and "(trying abc1234)" while another commit is being tried (lastAttemptedRevision, e.g. while it fails).' }),
+  drifted: z.number().int().optional().meta({ description: 'Objects that differ from what Git says and were left so (drift: Report), at the last apply (the Drifted column).' }),
   followedRef: z.string().optional().meta({ description: 'The branch or tag sourceRevision was resolved from, or "pinned" when spec.source.git.revision is a commit SHA (the Ref column).' }),
   lastAttemptedRevision: z.string().optional().meta({ description: 'The commit SHA last tried (differs from sourceRevision while it fails).' }),
   lastHandledReconcileAt: z.string().optional().meta({ description: 'The value of the syncline.dev/reconcile-requested-at annotation last handled.' }),
@@ -768,13 +772,15 @@ export const crdDefinitions = [
     statusDescription: 'What was applied (revision, inventory, history) and how it went (conditions, per-target lines).',
     spec: ConfigSyncSpec,
     status: ConfigSyncStatus,
+    // What Flux's and Argo CD's lists show by default: ready, why not, the commit, drift, age; the rest with -o wide.
     printerColumns: [
       { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
-      { name: 'Ref', type: 'string', description: 'The branch or tag followed, or "pinned" for a commit SHA.', jsonPath: '.status.followedRef' },
-      { name: 'Revision', type: 'string', description: 'The commit applied (short).', jsonPath: '.status.shortRevision' },
-      { name: 'Suspended', type: 'boolean', jsonPath: '.spec.suspend' },
-      { name: 'Health', type: 'string', description: 'The Healthy condition\'s reason (kstatus health of what was applied).', jsonPath: ".status.conditions[?(@.type=='Healthy')].reason" },
-      { name: 'Status', type: 'string', priority: 1, jsonPath: ".status.conditions[?(@.type=='Ready')].message" },
+      { name: 'Status', type: 'string', description: "The Ready condition's message.", jsonPath: ".status.conditions[?(@.type=='Ready')].message" },
+      { name: 'Revision', type: 'string', description: 'The commit applied (short), and the one being tried when it differs.', jsonPath: '.status.shortRevision' },
+      { name: 'Drifted', type: 'integer', description: 'Objects that differ from Git and were left so (drift: Report).', jsonPath: '.status.drifted' },
+      { name: 'Ref', type: 'string', priority: 1, description: 'The branch or tag followed, or "pinned" for a commit SHA.', jsonPath: '.status.followedRef' },
+      { name: 'Suspended', type: 'boolean', priority: 1, jsonPath: '.spec.suspend' },
+      { name: 'Health', type: 'string', priority: 1, description: 'The Healthy condition\'s reason (kstatus health of what was applied).', jsonPath: ".status.conditions[?(@.type=='Healthy')].reason" },
       { name: 'Full Revision', type: 'string', priority: 1, jsonPath: '.status.sourceRevision' },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
     ],

@@ -130,9 +130,12 @@ export function createConfigSyncReconciler(deps: ConfigSyncReconcilerDeps): (key
     read: deps.get,
     finalizer: { name: FINALIZER, finalize: (object, log) => finalize(deps, object, log) },
     parse: (spec) => ConfigSyncSpec.safeParse(spec),
-    invalid: (object, reason, message) => stalledStatus(deps, object, reason, message),
+    invalid: (object, reason, message) => withRevisionColumn(stalledStatus(deps, object, reason, message)),
     suspend: { when: (spec) => spec.suspend, message: 'spec.suspend is true: nothing is fetched, applied or pruned until it is false' },
-    run: ({ object, spec, log }) => sync(startRun(deps, object, spec, log)),
+    run: async ({ object, spec, log }) => {
+      const outcome = await sync(startRun(deps, object, spec, log));
+      return { ...outcome, status: withRevisionColumn(outcome.status) };
+    },
   });
 }
 
@@ -517,7 +520,7 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
     lastSyncedTime,
     sourceRevision: complete ? revision : previous.sourceRevision,
     // The Ref and Revision columns: a printer column cannot shorten a string or test it for a SHA.
-    shortRevision: complete ? revision.slice(0, 7) : previous.shortRevision,
+    drifted: drift.length,
     followedRef: complete ? followedRef(spec.source.git.revision) : previous.followedRef,
     lastAttemptedRevision: revision,
     appliedTargets: applied,
@@ -546,6 +549,19 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   if (health?.failure !== undefined) events.push({ type: 'Warning', reason: Reason.HealthCheckFailed, message: health.failure });
   // Still converging: the objects' status changes wake this sync; the timeout's expiry is the latest re-check.
   return { status, result: { kind: 'done', requeueAfterMs: Math.min(run.refreshMs, health?.requeueAfterMs ?? Infinity) }, events };
+}
+
+/**
+ * The Revision column (status.shortRevision): a printer column can neither shorten a string nor compare two, so
+ * the applied commit and the one being tried, when it differs, are written out.
+ */
+function withRevisionColumn(status: ConfigSyncStatus): ConfigSyncStatus {
+  const applied = status.sourceRevision?.slice(0, 7);
+  const tried = status.lastAttemptedRevision?.slice(0, 7);
+  const column = tried === undefined || tried === applied ? applied : applied === undefined ? `(trying ${tried})` : `${applied} (trying ${tried})`;
+  if (column === status.shortRevision) return status;
+  const { shortRevision: _previous, ...rest } = status;
+  return column === undefined ? rest : { ...rest, shortRevision: column };
 }
 
 /** The ref a revision was resolved from, or "pinned" when the spec names a commit SHA. */
