@@ -195,3 +195,15 @@ syncline.dev/shard: {{ .shard }}
 {{ include "syncline.selectorLabels" .root }}
 {{- end }}
 {{- end }}
+
+{{/*
+rbac.manage.bindAndEscalate: syncs may apply Roles, ClusterRoles and bindings granting rights the operator's
+own verbs do not cover (see values.yaml for what that lets a tenant do).
+*/}}
+{{- define "syncline.bindAndEscalateRule" -}}
+{{- if .Values.rbac.manage.bindAndEscalate -}}
+- apiGroups: ["rbac.authorization.k8s.io"]
+  resources: ["roles", "clusterroles"]
+  verbs: ["bind", "escalate"]
+{{- end -}}
+{{- end }}
