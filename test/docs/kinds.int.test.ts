@@ -70,6 +70,14 @@ describe('kinds', () => {
       const short = shell(`kubectl get ${def.shortNames[0] ?? ''} -n ${ns.name} -o name`);
       expect(short.stdout, `kubectl get ${def.shortNames[0] ?? ''}`).toBe(`${def.singular}.syncline.dev/sample\n`);
     }
+    // and docs/install.md's check lists the seven kinds
+    const resources = shell('kubectl api-resources --categories syncline -o name');
+    expect(resources.stdout.trim().split('\n').sort()).toEqual(crdDefinitions.map((d) => `${d.plural}.syncline.dev`).sort());
+    // and docs/uninstall.md's `kubectl delete syncline --all --wait` removes every kind (here in one namespace:
+    // the control plane is shared with the other test files)
+    const deleted = shell(`kubectl delete syncline -n ${ns.name} --all --wait`);
+    expect(deleted.status, deleted.stderr).toBe(0);
+    expect(shell(`kubectl get syncline -n ${ns.name} -o name`).stdout).toBe('');
   });
 
   it('no plural, singular or short name is one Flux, Argo CD, cert-manager or the Prometheus Operator serves', () => {

@@ -83,7 +83,9 @@ const kinds = (): Promise<typeof Kinds> => import('./cli/kinds.ts');
 
 /** The verbs that take a kind first (`get KIND`, `suspend KIND NAME`, …), for help and completion. */
 const KIND_VERBS = ['get', 'suspend', 'resume', 'reconcile', 'events'];
-const KIND_HELP = 'configsyncs (csync), manifestsyncs (msync), namespacereplications (nsrepl), remoteclusters (rcluster)';
+/** Every kind by plural and short names, for help texts (written out: help loads no schemas; cli.test.ts checks it). */
+export const KIND_HELP =
+  'configsyncs (csync), manifestsyncs (msync), remoteclusters (rcluster), namespacereplications (nsrepl), namespacereplicationpolicies (drpolicy), notificationproviders (synprovider), notificationalerts (synalert)';
 
 const EXIT_CODES = `
 Exit codes:
