@@ -124,7 +124,8 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
     .option('--set <key=value>', 'a value, e.g. image.tag=v2 (repeatable; wins over --values)', collect, [])
     .option('--target <name>', 'the target name templates see', 'local')
     .option('-n, --namespace <ns>', 'the target namespace templates see', 'default')
-    .action(async (path: string, flags: { values: string[]; set: string[]; target: string; namespace: string }) => {
+    .addOption(new Option('-o, --output <format>', 'yaml (documents) or json (one object, or a List, as kubectl prints)').choices(['yaml', 'json']).default('yaml'))
+    .action(async (path: string, flags: { values: string[]; set: string[]; target: string; namespace: string; output: 'yaml' | 'json' }) => {
       code = await (await commands()).renderCommand(path, flags, out);
     });
 
