@@ -185,7 +185,7 @@ describe('charts/syncline', () => {
     const ports = (name: string): unknown => (find(objects, 'Service', name)[0]?.['spec'] as { ports?: unknown } | undefined)?.ports;
     expect(ports('syncline-metrics')).toEqual([{ name: 'metrics', port: 8080, targetPort: 'probes', protocol: 'TCP' }]);
     expect(ports('syncline-webhooks')).toEqual([{ name: 'webhooks', port: 9292, targetPort: 'webhooks', protocol: 'TCP' }]);
-    expect(find(objects, 'CustomResourceDefinition').map((s) => s.metadata?.name)).toEqual(['alerts.syncline.dev', 'configsyncs.syncline.dev', 'manifestsyncs.syncline.dev', 'namespacereplicationpolicies.syncline.dev', 'namespacereplications.syncline.dev', 'providers.syncline.dev', 'remoteclusters.syncline.dev']);
+    expect(find(objects, 'CustomResourceDefinition').map((s) => s.metadata?.name)).toEqual(['configsyncs.syncline.dev', 'manifestsyncs.syncline.dev', 'namespacereplicationpolicies.syncline.dev', 'namespacereplications.syncline.dev', 'notificationalerts.syncline.dev', 'notificationproviders.syncline.dev', 'remoteclusters.syncline.dev']);
   });
 
   it('values.schema.json: a wrong type, a bad enum value or an unknown key fails helm template', () => {
@@ -338,7 +338,7 @@ describe('charts/syncline', () => {
     expect(find(objects, 'ClusterRole').map((o) => o.metadata?.name).sort()).toEqual(['syncline', 'syncline-edit', 'syncline-manage', 'syncline-view']);
     expect(find(objects, 'Role').map((o) => o.metadata?.name)).toEqual(['syncline-leader-election']);
     const own = find(objects, 'ClusterRole', 'syncline').flatMap((o) => o['rules'] as Rule[]);
-    expect(own).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['configsyncs/status', 'manifestsyncs/status', 'remoteclusters/status', 'namespacereplications/status', 'providers/status', 'alerts/status'], verbs: ['get', 'patch', 'update'] });
+    expect(own).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['configsyncs/status', 'manifestsyncs/status', 'remoteclusters/status', 'namespacereplications/status', 'notificationproviders/status', 'notificationalerts/status'], verbs: ['get', 'patch', 'update'] });
     expect(own).toContainEqual({ apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'] });
     // NamespaceReplicationPolicies: the replications they stand for are created and removed by the operator
     expect(own).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['namespacereplicationpolicies/status'], verbs: ['get', 'patch', 'update'] });
@@ -349,7 +349,12 @@ describe('charts/syncline', () => {
 
     // restricting what it may sync: the manage role follows rbac.manage.rules, and none at all is allowed
     const narrowed = template('--set', 'rbac.manage.rules[0].apiGroups[0]=apps', '--set', 'rbac.manage.rules[0].resources[0]=deployments', '--set', 'rbac.manage.rules[0].verbs[0]=patch');
-    expect(find(narrowed, 'ClusterRole', 'syncline-manage')[0]?.['rules']).toEqual([{ apiGroups: ['apps'], resources: ['deployments'], verbs: ['patch'] }]);
+    const bindAndEscalate = { apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'clusterroles'], verbs: ['bind', 'escalate'] };
+    expect(find(narrowed, 'ClusterRole', 'syncline-manage')[0]?.['rules']).toEqual([{ apiGroups: ['apps'], resources: ['deployments'], verbs: ['patch'] }, bindAndEscalate]);
+    // syncs may apply RBAC beyond the operator's verbs unless the narrower install is asked for
+    const noEscalation = template('--set', 'rbac.manage.bindAndEscalate=false');
+    expect(rulesOf(noEscalation, 'ClusterRole')).not.toContainEqual(bindAndEscalate);
+    expect(rulesOf(template('--set', 'rbac.scope=namespace'), 'Role')).toContainEqual(bindAndEscalate);
     const none = template('--set', 'rbac.manage.rules=null');
     expect(find(none, 'ClusterRole').map((o) => o.metadata?.name).sort()).toEqual(['syncline', 'syncline-edit', 'syncline-view']);
     expect(find(none, 'ClusterRoleBinding').map((o) => o.metadata?.name)).toEqual(['syncline']);
@@ -363,7 +368,7 @@ describe('charts/syncline', () => {
       ['syncline', ns.name],
       ['syncline-leader-election', ns.name],
     ]);
-    expect(rulesOf(objects, 'Role')).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications', 'providers', 'alerts'], verbs: ['get', 'list', 'watch', 'patch', 'update'] });
+    expect(rulesOf(objects, 'Role')).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications', 'notificationproviders', 'notificationalerts'], verbs: ['get', 'list', 'watch', 'patch', 'update'] });
     expect(container(objects).args).toContain(`--namespace=${ns.name}`);
     expect(() => template('--set', 'rbac.scope=everywhere')).toThrow();
   });
@@ -493,6 +498,67 @@ describe('charts/syncline', () => {
     }
   }, 120_000);
 
+  it.each([
+    ['default values', [] as string[], true],
+    ['rbac.manage.bindAndEscalate=false', ['--set', 'rbac.manage.bindAndEscalate=false'], false],
+  ] as const)("RBAC a platform team syncs, as the chart's ServiceAccount (%s): a ClusterRole beyond the operator's verbs and a RoleBinding to admin", async (_name, values, allowed) => {
+    // given the chart's cluster-mode RBAC applied for real, and a trusted namespace whose sync holds RBAC
+    await using platform = await testNamespace({ prefix: 'chart-grant' });
+    const release = `grant-${platform.name.slice(-8)}`;
+    const rendered = runHelm(helm, ['template', release, chartDir, '--namespace', platform.name, '--set', `operator.trustedNamespaces[0]=${platform.name}`, ...values], helmHome);
+    expect(rendered.status, rendered.stderr).toBe(0);
+    const objects = (parseYamlDocuments(rendered.stdout) as (Rendered | null)[]).filter((o): o is Rendered => o !== null);
+    const rbac = objects.filter((o) => ['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind ?? ''));
+    for (const object of rbac) await serverSideApply(rest, object, platform.name);
+    const granted = `${release}-deployers`;
+    try {
+      const token = (await rest.request<{ status: { token: string } }>({
+        method: 'POST',
+        path: `/api/v1/namespaces/${platform.name}/serviceaccounts/${release}-syncline/token`,
+        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+      })).status.token;
+      const kubeconfig = join(helmHome, `${platform.name}.kubeconfig`);
+      await writeFile(kubeconfig, serviceAccountKubeconfig(token));
+      await using git = await startGitServer();
+      const repo = await git.createRepo('grants');
+      const sha = await repo.commit({
+        // more than the operator's own verbs: every verb, impersonation
+        'app/clusterrole.yaml': `apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: ${granted}\nrules:\n  - apiGroups: ["*"]\n    resources: ["*"]\n    verbs: ["*"]\n  - apiGroups: [""]\n    resources: ["users", "groups", "serviceaccounts"]\n    verbs: ["impersonate"]\n`,
+        // the built-in admin role holds deletecollection, impersonate and more
+        'app/rolebinding.yaml': `apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: team-admins\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: admin\nsubjects:\n  - apiGroup: rbac.authorization.k8s.io\n    kind: Group\n    name: team-a\n`,
+      });
+
+      // when the operator runs with the chart's flags, on a shard of its own (other test files' syncs stay theirs)
+      const args = container(objects).args.filter((a) => /^--(trusted-namespaces|operator-namespace|concurrency|log-level|mirror)\b/.test(a));
+      expect(args).toContain(`--trusted-namespaces=${platform.name}`);
+      const shard = release;
+      await using _operator = await startOperator({ kubeconfig, args: [...args, '--webhook-addr=off', '--shard', shard] });
+      const sync = configSync(platform.name, 'rbac', { source: { git: { repo: repo.url, revision: 'main', path: 'app' } }, targets: [{ name: 'here', namespace: platform.name }] });
+      sync.metadata = { ...sync.metadata, labels: { 'syncline.dev/shard': shard } };
+      await applyConfigSync(sync);
+
+      if (allowed) {
+        // then both are applied
+        await waitForReady(platform.name, 'rbac', (cs) => cs.status?.sourceRevision === sha, 60_000);
+        await rest.request({ method: 'GET', path: `/apis/rbac.authorization.k8s.io/v1/clusterroles/${granted}` });
+        await rest.request({ method: 'GET', path: `/apis/rbac.authorization.k8s.io/v1/namespaces/${platform.name}/rolebindings/team-admins` });
+      } else {
+        // then the API server refuses both, and the sync says why
+        const refused = await eventually(async () => {
+          const ready = (await readConfigSync(platform.name, 'rbac'))?.status?.conditions?.find((c) => c.type === 'Ready');
+          return ready?.status === 'False' ? ready : undefined;
+        }, 'the sync to fail', 60_000);
+        expect(refused.message).toMatch(/attempting to grant RBAC permissions not currently held/);
+        expect(refused.message).toMatch(new RegExp(`ClusterRole/[^:]*${granted}`));
+        expect(refused.message).toMatch(/RoleBinding\/[^:]*team-admins/);
+      }
+    } finally {
+      for (const object of [...rbac, { kind: 'ClusterRole', metadata: { name: granted } }].filter((o) => o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding')) {
+        await rest.request({ method: 'DELETE', path: `/apis/rbac.authorization.k8s.io/v1/${clusterPlural(object.kind ?? '')}/${object.metadata?.name ?? ''}` }).catch(() => undefined);
+      }
+    }
+  }, 150_000);
+
   it('networkPolicy selects the pods of every shard, and no other release\'s', () => {
     const objects = template('--set', 'networkPolicy.enabled=true', '--set', 'shards={a,b}');
     const [policy] = find(objects, 'NetworkPolicy');
@@ -533,7 +599,7 @@ describe('charts/syncline', () => {
   });
 
   it('aggregated ClusterRoles: view (every Syncline kind, read) joins view by default; edit joins edit/admin only when asked', () => {
-    const kinds = ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications', 'namespacereplicationpolicies', 'providers', 'alerts'];
+    const kinds = ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications', 'namespacereplicationpolicies', 'notificationproviders', 'notificationalerts'];
     const objects = template();
     const [view] = find(objects, 'ClusterRole', 'syncline-view');
     const [edit] = find(objects, 'ClusterRole', 'syncline-edit');

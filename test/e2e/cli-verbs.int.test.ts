@@ -70,12 +70,12 @@ describe('syncline CLI verbs', () => {
       const table = await syncline(['get', 'configsyncs', '-n', ns.name]);
       expect(table).toMatchObject({ code: 0, stderr: '' });
       const [header = '', ...rows] = table.stdout.trimEnd().split('\n');
-      expect(header.split(/\s{2,}/)).toEqual(['NAME', 'READY', 'REF', 'REVISION', 'SUSPENDED', 'HEALTH', 'AGE']);
+      expect(header.split(/\s{2,}/)).toEqual(['NAME', 'READY', 'STATUS', 'REVISION', 'DRIFTED', 'AGE']);
       expect(rows.map((r) => r.split(/\s+/)[0]).sort()).toEqual(['api', 'web']);
-      expect(rows.find((r) => r.startsWith('web'))).toMatch(/^web\s+True\s+main\s+[0-9a-f]{7}\s+false\s/);
+      expect(rows.find((r) => r.startsWith('web'))).toMatch(/^web\s+True\s+Applied revision [0-9a-f]{40}\s+[0-9a-f]{7}\s+0\s/);
 
       const wide = await syncline(['get', 'csync', 'web', '-n', ns.name, '-o', 'wide']);
-      expect(wide.stdout.split('\n')[0]).toMatch(/STATUS\s+FULL REVISION\s+AGE$/);
+      expect(wide.stdout.split('\n')[0]).toMatch(/REF\s+SUSPENDED\s+HEALTH\s+FULL REVISION\s+AGE$/);
       expect(wide.stdout).toMatch(/[0-9a-f]{40}/);
 
       expect((await syncline(['get', 'msync', '-n', ns.name])).stdout).toMatch(/^copy\s+src\s+Secret\s/m);

@@ -2,7 +2,7 @@
 // and a real operator. Help and --version, kubectl's flags and wording, KUBECONFIG=a:b, --context, -o,
 // diff's unified output and exit codes, reconcile --wait.
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { startGitServer, startOperator, type GitServer, type OperatorProcess, type TestRepo } from '@syncline/test-support';
@@ -96,7 +96,9 @@ describe('syncline CLI', () => {
     });
 
     it('every syncline command README.md, examples/README.md and the guides in docs/ print names a real subcommand and flags it has', async () => {
-      const guides = ['docs/install.md', 'docs/upgrade.md', 'docs/uninstall.md', 'docs/troubleshooting.md'];
+      // Every guide in docs/ (api.md is generated from the schemas), and the chart's README.
+      const guides = [...(await readdir(join(root, 'docs'))).filter((f) => f.endsWith('.md') && f !== 'api.md').map((f) => `docs/${f}`), 'charts/syncline/README.md'];
+      expect(guides).toEqual(expect.arrayContaining(['docs/install.md', 'docs/upgrade.md', 'docs/uninstall.md', 'docs/troubleshooting.md', 'docs/manifestsync.md']));
       const texts = await Promise.all(['README.md', 'examples/README.md', ...guides].map((file) => readFile(join(root, file), 'utf8')));
       const commands = texts.flatMap((text) => [...text.matchAll(/(?<=^|`|\.\/pnpm exec )syncline ([a-z][^`\n]*)/gm)].map((m) => (m[1] ?? '').trim()));
       expect(commands.length).toBeGreaterThan(10);

@@ -2,7 +2,7 @@
 // that a ConfigSync reads over HTTP with a token Secret; a push makes Gitea deliver its signed webhook to
 // the operator's receiver, which applies the change long before the 1 h refresh interval. The commit-status
 // API a forge notifier writes to is exercised with the same token and read back through Gitea's API, and a
-// Gitea Provider with an Alert has the operator itself write each pushed commit's status there.
+// Gitea NotificationProvider with a NotificationAlert has the operator itself write each pushed commit's status there.
 import { startGitea, startOperator, type Gitea, type GiteaRepo, type OperatorProcess } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -134,15 +134,15 @@ describe('Gitea end to end', () => {
   });
 
   it('the operator writes commit statuses to Gitea: a pushed commit goes pending → success, a broken template to failure naming the file', async () => {
-    // given a Gitea Provider with no address and no Secret of its own (the API comes from the repository URL,
-    // the token from the ConfigSync's Git credentials) and an Alert for one ConfigSync
+    // given a Gitea NotificationProvider with no address and no Secret of its own (the API comes from the repository URL,
+    // the token from the ConfigSync's Git credentials) and a NotificationAlert for one ConfigSync
     const create = (plural: string, body: Record<string, unknown>): Promise<unknown> => rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${ns.name}/${plural}`, body });
-    await create('providers', { apiVersion: 'syncline.dev/v1alpha1', kind: 'Provider', metadata: { name: 'gitea' }, spec: { type: 'gitea' } });
-    await create('alerts', { apiVersion: 'syncline.dev/v1alpha1', kind: 'Alert', metadata: { name: 'gitea' }, spec: { providerRef: { name: 'gitea' }, eventSources: [{ kind: 'ConfigSync', name: 'statused' }] } });
+    await create('notificationproviders', { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationProvider', metadata: { name: 'gitea' }, spec: { type: 'gitea' } });
+    await create('notificationalerts', { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationAlert', metadata: { name: 'gitea' }, spec: { providerRef: { name: 'gitea' }, eventSources: [{ kind: 'ConfigSync', name: 'statused' }] } });
     await eventually(async () => {
-      const alert = await rest.request<{ status?: { conditions?: { type: string; status: string }[] } }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${ns.name}/alerts/gitea` });
+      const alert = await rest.request<{ status?: { conditions?: { type: string; status: string }[] } }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${ns.name}/notificationalerts/gitea` });
       return alert.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? true : undefined;
-    }, 'the Alert to be Ready', 120_000);
+    }, 'the NotificationAlert to be Ready', 120_000);
     const statused = await gitea.createRepo('statused');
     const first = await statused.commit({ 'app/cm.yaml.hbs': template('target.name') });
     await applyConfigSync(

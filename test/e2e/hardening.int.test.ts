@@ -143,7 +143,7 @@ describe('hardening', () => {
     expect(await configMapData(ns.name, 'second-own')).toEqual({ v: '1' });
     expect(await configMapData(ns.name, 'contested')).toEqual({ by: 'first' });
 
-    // once: more reconciles of the same conflict record no more Events
+    // once: more reconciles of the same conflict add no Event, they count up the one there is
     for (let i = 0; i < 3; i++) {
       const at = new Date(Date.now() + i).toISOString();
       await patchConfigSync(ns.name, 'second', { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': at } } });
@@ -152,6 +152,7 @@ describe('hardening', () => {
     const events = await eventsOf('second', 'Conflict');
     expect(events).toHaveLength(1);
     expect(events[0]?.message).toContain(`${ns.name}/first/main`);
+    expect(events[0]?.count).toBeGreaterThanOrEqual(4);
   });
 
   it('shows suspension (a Suspended condition and column, observedGeneration current), and reconcile refuses it', async () => {

@@ -71,21 +71,21 @@ describe('notifications end to end', () => {
   });
 
   it('a failing render: one Slack message naming file:line; the fix: a recovery; commit statuses pending → failure, then pending → success', async () => {
-    // given Providers (Slack through an incoming webhook URL kept in a Secret; GitHub with its own token; Gitea
-    // with none, so the ConfigSync's Git token is used) and one Alert each for the ConfigSync
+    // given NotificationProviders (Slack through an incoming webhook URL kept in a Secret; GitHub with its own token; Gitea
+    // with none, so the ConfigSync's Git token is used) and one NotificationAlert each for the ConfigSync
     await create('secrets', { metadata: { name: 'slack' }, stringData: { address: `${slack.url}/services/T0/B0/XSECRET` } });
     await create('secrets', { metadata: { name: 'github' }, stringData: { token: GITHUB_TOKEN } });
     await create('secrets', { metadata: { name: 'git-auth' }, stringData: { bearerToken: GIT_TOKEN } });
-    await create('providers', { apiVersion: 'syncline.dev/v1alpha1', kind: 'Provider', metadata: { name: 'slack' }, spec: { type: 'slack', secretRef: { name: 'slack' } } });
-    await create('providers', { apiVersion: 'syncline.dev/v1alpha1', kind: 'Provider', metadata: { name: 'github' }, spec: { type: 'github', address: forge.url, secretRef: { name: 'github' } } });
-    await create('providers', { apiVersion: 'syncline.dev/v1alpha1', kind: 'Provider', metadata: { name: 'gitea' }, spec: { type: 'gitea', address: `${forge.url}/api/v1` } });
+    await create('notificationproviders', { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationProvider', metadata: { name: 'slack' }, spec: { type: 'slack', secretRef: { name: 'slack' } } });
+    await create('notificationproviders', { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationProvider', metadata: { name: 'github' }, spec: { type: 'github', address: forge.url, secretRef: { name: 'github' } } });
+    await create('notificationproviders', { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationProvider', metadata: { name: 'gitea' }, spec: { type: 'gitea', address: `${forge.url}/api/v1` } });
     for (const provider of ['slack', 'github', 'gitea']) {
-      await create('alerts', { apiVersion: 'syncline.dev/v1alpha1', kind: 'Alert', metadata: { name: provider }, spec: { providerRef: { name: provider }, eventSources: [{ kind: 'ConfigSync', name: 'web' }], summary: 'e2e' } });
+      await create('notificationalerts', { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationAlert', metadata: { name: provider }, spec: { providerRef: { name: provider }, eventSources: [{ kind: 'ConfigSync', name: 'web' }], summary: 'e2e' } });
     }
     await eventually(async () => {
-      const list = await rest.request<{ items: { status?: { conditions?: { type: string; status: string }[] } }[] }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${ns.name}/alerts` });
+      const list = await rest.request<{ items: { status?: { conditions?: { type: string; status: string }[] } }[] }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${ns.name}/notificationalerts` });
       return list.items.length === 3 && list.items.every((a) => a.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) ? true : undefined;
-    }, 'the three Alerts to be Ready', 60_000);
+    }, 'the three NotificationAlerts to be Ready', 60_000);
 
     // when a ConfigSync follows a commit whose template names a value that does not exist
     const broken = await repo.commit({ 'app/web.yaml.hbs': template('values.missing') });

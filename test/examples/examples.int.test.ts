@@ -52,7 +52,7 @@ describe('examples', () => {
   const targetNamespaces = new Map<string, TestNamespace>();
   const configSyncs: ConfigSync[] = [];
   let slack: HttpReceiver;
-  /** The kinds of the notification objects the examples hold (Provider, Alert). */
+  /** The kinds of the notification objects the examples hold (NotificationProvider, NotificationAlert). */
   const notificationObjects: string[] = [];
   const ns = (exampleNamespace: string): string => {
     const mapped = targetNamespaces.get(exampleNamespace);
@@ -98,10 +98,10 @@ describe('examples', () => {
           await core.createNamespacedSecret({ namespace: home.name, body: { ...object, metadata: { ...object.metadata, namespace: home.name }, stringData } });
           break;
         }
-        case 'Provider':
-        case 'Alert':
+        case 'NotificationProvider':
+        case 'NotificationAlert':
           notificationObjects.push(object.kind ?? '');
-          await rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${home.name}/${object.kind === 'Provider' ? 'providers' : 'alerts'}`, body: { ...object, metadata: { ...object.metadata, namespace: home.name } } });
+          await rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${home.name}/${object.kind === 'NotificationProvider' ? 'notificationproviders' : 'notificationalerts'}`, body: { ...object, metadata: { ...object.metadata, namespace: home.name } } });
           break;
         case 'ConfigMap':
           await core.createNamespacedConfigMap({ namespace: home.name, body: { ...object, metadata: { ...object.metadata, namespace: home.name } } });
@@ -124,9 +124,9 @@ describe('examples', () => {
     await slack?.close();
   });
 
-  it('notifications: the Provider and the Alert are Ready, and Slack hears nothing while every sync succeeds (eventSeverity error)', async () => {
-    expect(notificationObjects.sort()).toEqual(['Alert', 'Provider']);
-    for (const plural of ['providers', 'alerts']) {
+  it('notifications: the NotificationProvider and the NotificationAlert are Ready, and Slack hears nothing while every sync succeeds (eventSeverity error)', async () => {
+    expect(notificationObjects.sort()).toEqual(['NotificationAlert', 'NotificationProvider']);
+    for (const plural of ['notificationproviders', 'notificationalerts']) {
       await eventually(async () => {
         const list = await rest.request<{ items: { status?: { conditions?: { type: string; status: string }[] } }[] }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${home.name}/${plural}` });
         return list.items.length === 1 && list.items.every((o) => o.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) ? true : undefined;

@@ -65,10 +65,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
      events. ServiceAccount tokens are syncline.tokenRule's. */}}
 {{- define "syncline.coreRules" -}}
 - apiGroups: ["syncline.dev"]
-  resources: ["configsyncs", "manifestsyncs", "remoteclusters", "namespacereplications", "providers", "alerts"]
+  resources: ["configsyncs", "manifestsyncs", "remoteclusters", "namespacereplications", "notificationproviders", "notificationalerts"]
   verbs: ["get", "list", "watch", "patch", "update"]
 - apiGroups: ["syncline.dev"]
-  resources: ["configsyncs/status", "manifestsyncs/status", "remoteclusters/status", "namespacereplications/status", "providers/status", "alerts/status"]
+  resources: ["configsyncs/status", "manifestsyncs/status", "remoteclusters/status", "namespacereplications/status", "notificationproviders/status", "notificationalerts/status"]
   verbs: ["get", "patch", "update"]
 - apiGroups: ["syncline.dev"]
   resources: ["configsyncs/finalizers", "manifestsyncs/finalizers"]
@@ -194,4 +194,16 @@ syncline.dev/shard: {{ .shard }}
 {{- else -}}
 {{ include "syncline.selectorLabels" .root }}
 {{- end }}
+{{- end }}
+
+{{/*
+rbac.manage.bindAndEscalate: syncs may apply Roles, ClusterRoles and bindings granting rights the operator's
+own verbs do not cover (see values.yaml for what that lets a tenant do).
+*/}}
+{{- define "syncline.bindAndEscalateRule" -}}
+{{- if .Values.rbac.manage.bindAndEscalate -}}
+- apiGroups: ["rbac.authorization.k8s.io"]
+  resources: ["roles", "clusterroles"]
+  verbs: ["bind", "escalate"]
+{{- end -}}
 {{- end }}

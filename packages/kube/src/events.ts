@@ -2,8 +2,19 @@
 // the status changed). Messages come from source-git, render and apply, which redact credentials.
 import { KubeApiError, type KubeRest } from './rest.ts';
 
+export type RecordedEvent = {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+  /**
+   * The same news again (a failure that has not changed since it was recorded): it counts up the Event
+   * recorded for it, however long ago, and is not news to anyone who listens (notifications, activity).
+   */
+  repeat?: boolean;
+};
+
 export type EventRecorder = {
-  record(object: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; uid?: string } }, event: { type: 'Normal' | 'Warning'; reason: string; message: string }): Promise<void>;
+  record(object: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; uid?: string } }, event: RecordedEvent): Promise<void>;
 };
 
 /** How long an identical event (same object, type, reason, message) counts up the earlier one, as kubectl shows it. */
@@ -12,7 +23,7 @@ const AGGREGATE_MS = 10 * 60_000;
 const REMEMBERED = 2_000;
 
 /**
- * Records Events; an identical one within AGGREGATE_MS (two reconciles that both saw the same news, e.g. from
+ * Records Events; a repeat, or an identical one within AGGREGATE_MS (two reconciles that both saw the same news, e.g. from
  * a cache that had not yet caught up with the first one's status write) raises the first one's count and
  * lastTimestamp instead of adding a second Event, as Kubernetes' own recorder does.
  */
@@ -42,10 +53,11 @@ export function createEventRecorder(options: { rest: KubeRest; component: string
     const now = at.toISOString();
     const earlier = recent.get(key);
     try {
-      if (earlier !== undefined && at.getTime() - earlier.at < AGGREGATE_MS) {
+      if (earlier !== undefined && (event.repeat === true || at.getTime() - earlier.at < AGGREGATE_MS)) {
         const count = earlier.count + 1;
         try {
           await options.rest.request({ method: 'PATCH', path: `/api/v1/namespaces/${namespace}/events/${earlier.name}`, contentType: 'application/merge-patch+json', body: { count, lastTimestamp: now } });
+          recent.delete(key);
           recent.set(key, { ...earlier, count });
           return;
         } catch (error) {

@@ -1,7 +1,7 @@
 // `pnpm bench notify [--syncs 200] [--rounds 5] [--profile DIR]`: the reconcile figures of `bench operator` (N
 // ConfigSyncs × 5 objects on one repo, the real control plane and the real operator process) in two namespaces,
-// each with its own operator: one without notifications, one with one Alert per sync sending every event to one
-// webhook Provider (a real HTTP receiver). Prints, per variant, the time until all Ready and the median time a
+// each with its own operator: one without notifications, one with one NotificationAlert per sync sending every event to one
+// webhook NotificationProvider (a real HTTP receiver). Prints, per variant, the time until all Ready and the median time a
 // new commit takes to reach all syncs (rounds alternate between the variants), the operator's CPU per commit, and
 // the API server requests each new commit caused (leases apart): the notifications must add none (the Events
 // they are made of are recorded either way). DIR gets both operators' CPU profiles (DIR/<namespace>/).
@@ -28,25 +28,25 @@ type Variant = { namespace: string; alerts: boolean; pid: number; allReadyMs: nu
 /**
  * Requests the API server counted, leases and the /metrics scrape apart; watches too: the API server counts one when
  * it ends, and the control plane's own controllers end theirs at random (each operator's watches are the same
- * set but for the Provider and Alert watches, two long-lived ones); Services too: the API server's own repair
+ * set but for the NotificationProvider and NotificationAlert watches, two long-lived ones); Services too: the API server's own repair
  * loops LIST them every 3 minutes (as in `bench operator`).
  */
 const apiRequests = (): ReturnType<typeof requestCounts> => requestCounts(rest, (verb, resource) => resource !== '' && resource !== 'leases' && resource !== 'services' && verb !== 'WATCH');
 
-/** The namespace, its Provider and Alerts (with alerts), and its own operator watching only it. */
+/** The namespace, its NotificationProvider and NotificationAlerts (with alerts), and its own operator watching only it. */
 async function setUp(namespace: string, alerts: boolean): Promise<Variant & { operator: AsyncDisposable }> {
   if (namespace !== 'bench-plain') await rest.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: namespace } } });
   if (alerts) {
     await rest.request({ method: 'POST', path: `/api/v1/namespaces/${namespace}/secrets`, body: { metadata: { name: 'hook' }, stringData: { address: `${receiver.url}/hook` } } });
-    await rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/providers`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'Provider', metadata: { name: 'hook' }, spec: { type: 'webhook', secretRef: { name: 'hook' }, rateLimit: { messages: 10_000, interval: '1m' } } } });
+    await rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/notificationproviders`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationProvider', metadata: { name: 'hook' }, spec: { type: 'webhook', secretRef: { name: 'hook' }, rateLimit: { messages: 10_000, interval: '1m' } } } });
     await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
-      rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/alerts`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'Alert', metadata: { name: `s${i}` }, spec: { providerRef: { name: 'hook' }, eventSources: [{ kind: 'ConfigSync', name: `s${i}` }] } } }),
+      rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/notificationalerts`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationAlert', metadata: { name: `s${i}` }, spec: { providerRef: { name: 'hook' }, eventSources: [{ kind: 'ConfigSync', name: `s${i}` }] } } }),
     );
   }
   const operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', namespace], ...(flags.profile === undefined ? {} : { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${flags.profile}/${namespace}`] }) });
-  // The Alerts' first status writes are setup, not reconcile work: wait them out before the syncs are created.
+  // The NotificationAlerts' first status writes are setup, not reconcile work: wait them out before the syncs are created.
   while (alerts) {
-    const list = await rest.request<{ items: { status?: { conditions?: { type: string; status: string }[] } }[] }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/alerts` });
+    const list = await rest.request<{ items: { status?: { conditions?: { type: string; status: string }[] } }[] }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/notificationalerts` });
     if (list.items.filter((a) => a.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length === SYNCS) break;
     await sleep(1000);
   }
@@ -54,7 +54,7 @@ async function setUp(namespace: string, alerts: boolean): Promise<Variant & { op
 }
 
 async function createSyncs(variant: Variant): Promise<void> {
-  progress(`${variant.namespace}: creating ${SYNCS} ConfigSyncs${variant.alerts ? ` (${SYNCS} Alerts exist)` : ''}`);
+  progress(`${variant.namespace}: creating ${SYNCS} ConfigSyncs${variant.alerts ? ` (${SYNCS} NotificationAlerts exist)` : ''}`);
   const started = Date.now();
   // A refresh interval of an hour: only the measured commits reconcile (no resync of one variant during the other's round).
   await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
@@ -116,7 +116,7 @@ const slowerReady = (notified.allReadyMs - plain.allReadyMs) / plain.allReadyMs;
 const extraRequests = total(notified.requestsPerCommit) - total(plain.requestsPerCommit);
 const verdict = (ok: boolean): string => (ok ? 'met' : 'NOT met');
 const pct = (x: number): string => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%`;
-console.log(`notify bench: ${SYNCS} ConfigSyncs × 5 objects, one Alert each to one webhook Provider; ${ROUNDS} new commits per variant; Node ${process.versions.node}`);
+console.log(`notify bench: ${SYNCS} ConfigSyncs × 5 objects, one NotificationAlert each to one webhook Provider; ${ROUNDS} new commits per variant; Node ${process.versions.node}`);
 console.log(`time until all ${SYNCS} Ready (from creation):  without ${(plain.allReadyMs / 1000).toFixed(2)} s, with alerts ${(notified.allReadyMs / 1000).toFixed(2)} s (${pct(slowerReady)}; target within 5%: ${verdict(slowerReady <= 0.05)})`);
 console.log(`new commit → all Ready (median of ${ROUNDS}, alternating): without ${(plainCommit / 1000).toFixed(2)} s, with alerts ${(notifiedCommit / 1000).toFixed(2)} s (${pct(slower)}; target within 5%: ${verdict(slower <= 0.05)})`);
 console.log(`  each round, without: ${plain.commitMs.join(', ')} ms; with: ${notified.commitMs.join(', ')} ms`);

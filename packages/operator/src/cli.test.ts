@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ConfigSync } from './api/v1alpha1.ts';
 import { ApiError } from '@syncline/apply';
-import { formatError } from './cli.ts';
+import { KIND_HELP, formatError } from './cli.ts';
+import { crdDefinitions } from './api/v1alpha1.ts';
 import { formatStatus, revisionText, rollbackRevision } from './cli/commands.ts';
 
 const sha = (c: string): string => c.repeat(40);
@@ -78,5 +79,11 @@ describe('revisionText', () => {
     expect(revisionText('main', sha('a'))).toBe(`main@sha1:${sha('a')}`);
     expect(revisionText(sha('a'), sha('a'))).toBe(`sha1:${sha('a')}`);
     expect(revisionText('v1.2.0', 'b'.repeat(64))).toBe(`v1.2.0@sha256:${'b'.repeat(64)}`);
+  });
+});
+
+describe('help texts', () => {
+  it('name every kind the CRDs define, with its short names', () => {
+    expect(KIND_HELP).toBe(crdDefinitions.map((d) => `${d.plural} (${d.shortNames.join(', ')})`).join(', '));
   });
 });

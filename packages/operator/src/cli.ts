@@ -84,7 +84,9 @@ const kinds = (): Promise<typeof Kinds> => import('./cli/kinds.ts');
 
 /** The verbs that take a kind first (`get KIND`, `suspend KIND NAME`, …), for help and completion. */
 const KIND_VERBS = ['get', 'suspend', 'resume', 'reconcile', 'events'];
-const KIND_HELP = 'configsyncs (csync), manifestsyncs (msync), namespacereplications (nsrepl), remoteclusters (rcluster)';
+/** Every kind by plural and short names, for help texts (written out: help loads no schemas; cli.test.ts checks it). */
+export const KIND_HELP =
+  'configsyncs (csync), manifestsyncs (msync), remoteclusters (rcluster), namespacereplications (nsrepl), namespacereplicationpolicies (drpolicy), notificationproviders (synprovider), notificationalerts (synalert)';
 
 const EXIT_CODES = `
 Exit codes:
@@ -123,7 +125,8 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
     .option('--set <key=value>', 'a value, e.g. image.tag=v2 (repeatable; wins over --values)', collect, [])
     .option('--target <name>', 'the target name templates see', 'local')
     .option('-n, --namespace <ns>', 'the target namespace templates see', 'default')
-    .action(async (path: string, flags: { values: string[]; set: string[]; target: string; namespace: string }) => {
+    .addOption(new Option('-o, --output <format>', 'yaml (documents) or json (one object, or a List, as kubectl prints)').choices(['yaml', 'json']).default('yaml'))
+    .action(async (path: string, flags: { values: string[]; set: string[]; target: string; namespace: string; output: 'yaml' | 'json' }) => {
       code = await (await commands()).renderCommand(path, flags, out);
     });
 

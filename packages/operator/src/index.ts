@@ -20,6 +20,9 @@ export {
   NamespaceReplicationPolicy,
   NamespaceReplicationPolicySpec,
   NamespaceReplicationPolicyStatus,
+  NotificationProvider,
+  NotificationAlert,
+  crdDefinitions,
 } from './api/v1alpha1.ts';
 export type { Condition, HistoryEntry, TargetStatus, SyncPolicy, DriftPolicy, DeletionPolicy } from './api/v1alpha1.ts';
 export { customResourceDefinitions } from './api/crd.ts';

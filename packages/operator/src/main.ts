@@ -77,7 +77,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   const shutdown = new AbortController();
   // One budget for every watch of the process: the manager's and mirroring's.
   const watchBudget = new WatchBudget(Number(flags.watchBudget));
-  // Every Event the operator records is also offered to the Alerts (Providers and Alerts: notify/controller.ts).
+  // Every Event the operator records is also offered to the NotificationAlerts (NotificationProviders and NotificationAlerts: notify/controller.ts).
   const notifications = startNotifications({ rest, logger, metrics, clock, trusted, budget: watchBudget, watchNamespace: flags.namespace, isLeader: () => manager.isLeader(), recorder: recorded });
   const events = notifications.events;
   const manager = startManager({

@@ -166,7 +166,10 @@ export async function ensureGiteaBinary(options: Pick<GiteaOptions, 'cacheDir' |
     throw new Error(`Gitea for the forge tests is built from its Go module and needs Go (${GITEA_MODULE.path}@${GITEA_MODULE.version} wants 1.26.2 or newer); 'go version' failed`);
   }
   await mkdir(root, { recursive: true });
-  // Several processes may build at once: each builds aside, the first rename wins, the others discard theirs.
+  // Concurrent runs (two vitest processes, two worktrees) build once: one holds the lock, the others wait for
+  // its result. The build still happens aside and is renamed into place, so a crash leaves nothing half-built.
+  await using _lock = await buildLock(`${dir}.lock`, options.onProgress);
+  if (existsSync(result.binary) && existsSync(join(result.staticRoot, 'templates'))) return result;
   const aside = await mkdtemp(join(root, `${buildKey()}.build-`));
   try {
     options.onProgress?.(`building Gitea ${GITEA_MODULE.version} (first run on this machine; several minutes) with ${go.stdout.trim()}`);
@@ -190,6 +193,43 @@ export async function ensureGiteaBinary(options: Pick<GiteaOptions, 'cacheDir' |
     return result;
   } finally {
     await rm(aside, { recursive: true, force: true });
+  }
+}
+
+/** How often a waiting process looks whether the build lock was released. */
+const LOCK_POLL_MS = 2_000;
+
+/**
+ * A lock between processes: a directory only one `mkdir` can create, holding the owner's pid. A lock whose
+ * process is gone (killed mid-build) is taken over. Released on dispose.
+ */
+async function buildLock(path: string, onProgress: ((line: string) => void) | undefined): Promise<AsyncDisposable> {
+  let told = false;
+  for (;;) {
+    try {
+      await mkdir(path);
+      await writeFile(join(path, 'pid'), String(process.pid));
+      return { [Symbol.asyncDispose]: () => rm(path, { recursive: true, force: true }) };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const owner = Number(await readFile(join(path, 'pid'), 'utf8').catch(() => ''));
+    if (Number.isInteger(owner) && owner > 0 && !processAlive(owner)) {
+      await rm(path, { recursive: true, force: true });
+      continue;
+    }
+    if (!told) onProgress?.(`waiting for the Gitea build of process ${owner > 0 ? owner : '(starting)'}`);
+    told = true;
+    await sleep(LOCK_POLL_MS);
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -62,9 +62,10 @@ describe('generated API files', () => {
       expect((conditions[0]?.node['items'] as Node)['required']).toContain('type');
     });
 
-    it('ConfigSync columns: Ready, Ref, short Revision, Suspended, Health, Age', () => {
+    it("ConfigSync columns: what Flux's and Argo CD's lists show (Ready, Status, Revision, Drifted, Age); the rest with -o wide", () => {
       const configSync = crds.find((c) => c.kind === 'ConfigSync');
-      expect(configSync?.columns.filter((c) => !('priority' in c)).map((c) => c.name)).toEqual(['Ready', 'Ref', 'Revision', 'Suspended', 'Health', 'Age']);
+      expect(configSync?.columns.filter((c) => !('priority' in c)).map((c) => c.name)).toEqual(['Ready', 'Status', 'Revision', 'Drifted', 'Age']);
+      expect(configSync?.columns.filter((c) => 'priority' in c).map((c) => c.name)).toEqual(['Ref', 'Suspended', 'Health', 'Full Revision']);
     });
   });
 });

@@ -9,7 +9,9 @@ export function generatedFiles(): Map<string, string> {
   const files = new Map<string, string>();
   for (const crd of customResourceDefinitions()) {
     const name = (crd['metadata'] as { name: string }).name;
-    files.set(join('crds', `${name}.yaml`), `# Generated from packages/operator/src/api/v1alpha1.ts by \`pnpm generate\`. Do not edit.\n${stringify(crd, { lineWidth: 0 })}`);
+    const text = `# Generated from packages/operator/src/api/v1alpha1.ts by \`pnpm generate\`. Do not edit.\n${stringify(crd, { lineWidth: 0 })}`;
+    // The chart carries the same files (Helm installs a chart's crds/ on first install).
+    for (const dir of ['crds', join('charts', 'syncline', 'crds')]) files.set(join(dir, `${name}.yaml`), text);
   }
   files.set(join('docs', 'api.md'), `${apiReference()}\n`);
   return files;

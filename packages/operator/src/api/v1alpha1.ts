@@ -225,7 +225,11 @@ export const ConfigSyncStatus = z.object({
   observedGeneration: ObservedGeneration.optional(),
   lastSyncedTime: Timestamp('When the sync last changed something in the cluster or applied a new revision.').optional(),
   sourceRevision: z.string().optional().meta({ description: 'The commit SHA last applied.' }),
-  shortRevision: z.string().optional().meta({ description: 'sourceRevision shortened to 7 characters, for the Revision column.' }),
+  shortRevision: z
+    .string()
+    .optional()
+    .meta({ description: 'The Revision column: sourceRevision shortened to 7 characters, and "(trying abc1234)" while another commit is being tried (lastAttemptedRevision, e.g. while it fails).' }),
+  drifted: z.number().int().optional().meta({ description: 'Objects that differ from what Git says and were left so (drift: Report), at the last apply (the Drifted column).' }),
   followedRef: z.string().optional().meta({ description: 'The branch or tag sourceRevision was resolved from, or "pinned" when spec.source.git.revision is a commit SHA (the Ref column).' }),
   lastAttemptedRevision: z.string().optional().meta({ description: 'The commit SHA last tried (differs from sourceRevision while it fails).' }),
   lastHandledReconcileAt: z.string().optional().meta({ description: 'The value of the syncline.dev/reconcile-requested-at annotation last handled.' }),
@@ -626,8 +630,11 @@ export type NamespaceReplicationSpec = z.infer<typeof NamespaceReplicationSpec>;
 export type NamespaceReplicationStatus = z.infer<typeof NamespaceReplicationStatus>;
 export type NamespaceReplication = z.infer<typeof NamespaceReplication>;
 
-// Notifications: a Provider says where messages go (chat, a webhook, a Git forge's commit status); an Alert says
-// which objects' events go there. The operator sends what it already records as Events, from memory.
+// Notifications: a NotificationProvider says where messages go (chat, a webhook, a Git forge's commit status); a
+// NotificationAlert says which objects' events go there. The names are not Flux's Provider and Alert: kubectl
+// resolves a plural or short name to one kind, and the same plural in two API groups makes `kubectl get alerts`
+// list whichever it finds first.
+// The operator sends what it already records as Events, from memory.
 
 export const ProviderType = z
   .enum(['slack', 'msteams', 'discord', 'webhook', 'github', 'gitlab', 'gitea', 'forgejo', 'bitbucket'])
@@ -671,11 +678,11 @@ export const ProviderSpec = z
     contentType: z.string().max(200).optional().meta({ description: 'webhook type with a template: the Content-Type of the body (default application/json).' }),
     rateLimit: z
       .object({
-        messages: z.number().int().min(1).max(10_000).default(20).meta({ description: 'Messages this Provider sends per interval at most; more wait in the queue (and are dropped when it is full).' }),
+        messages: z.number().int().min(1).max(10_000).default(20).meta({ description: 'Messages this NotificationProvider sends per interval at most; more wait in the queue (and are dropped when it is full).' }),
         interval: Interval.default('1m').meta({ description: 'The interval of messages, from 1s to 168h.' }),
       })
       .optional()
-      .meta({ description: 'How fast this Provider sends (default 20 messages per minute).' }),
+      .meta({ description: 'How fast this NotificationProvider sends (default 20 messages per minute).' }),
     timeout: Duration.default('15s').meta({ description: 'How long one delivery attempt may take.' }),
     suspend: z.boolean().default(false).meta({ description: 'Send nothing while true (events meanwhile are not kept).' }),
   })
@@ -690,15 +697,15 @@ export const ProviderStatus = z.object({
   conditions: Conditions.optional(),
 });
 
-export const Provider = z.object({
+export const NotificationProvider = z.object({
   apiVersion: z.literal(API_VERSION),
-  kind: z.literal('Provider'),
+  kind: z.literal('NotificationProvider'),
   metadata: ObjectMeta,
   spec: ProviderSpec,
   status: ProviderStatus.optional(),
 });
 
-/** What an Alert can ask for: a category of the operator's events, or an exact Event reason. */
+/** What a NotificationAlert can ask for: a category of the operator's events, or an exact Event reason. */
 export const EventCategory = z.enum(['Applied', 'Failed', 'DriftCorrected', 'HealthDegraded', 'Failover', 'Recovered']);
 
 export const EventSource = z.object({
@@ -707,13 +714,13 @@ export const EventSource = z.object({
     .meta({ description: "The kind whose events are sent, or '*' for every kind the operator records events of." }),
   name: z.string().min(1).max(253).default('*').meta({ description: "The object's name, or '*' (default) for every object of the kind." }),
   namespace: dnsLabel.optional().meta({
-    description: "The objects' namespace; default: the Alert's own. Another namespace only from a trusted namespace (the operator's own, --trusted-namespaces); otherwise the source matches nothing and the Alert says so.",
+    description: "The objects' namespace; default: the NotificationAlert's own. Another namespace only from a trusted namespace (the operator's own, --trusted-namespaces); otherwise the source matches nothing and the NotificationAlert says so.",
   }),
   matchLabels: describe(z.record(z.string(), z.string()), 'Only objects with all of these labels.').optional(),
 });
 
 export const AlertSpec = z.object({
-  providerRef: LocalObjectReference.meta({ description: 'The Provider in the same namespace that sends the messages.' }),
+  providerRef: LocalObjectReference.meta({ description: 'The NotificationProvider in the same namespace that sends the messages.' }),
   eventSources: z.array(EventSource).min(1).max(50).meta({ description: 'Which objects: any source that matches sends the event.' }),
   eventSeverity: z
     .enum(['info', 'error'])
@@ -725,10 +732,10 @@ export const AlertSpec = z.object({
     .optional()
     .meta({
       description:
-        'Which events: categories (Applied, Failed, DriftCorrected, HealthDegraded, Failover, Recovered) or exact Event reasons (e.g. RenderFailed); default: all. Commit status Providers read the sync\'s status instead and ignore this.',
+        'Which events: categories (Applied, Failed, DriftCorrected, HealthDegraded, Failover, Recovered) or exact Event reasons (e.g. RenderFailed); default: all. Commit status NotificationProviders read the sync\'s status instead and ignore this.',
     }),
-  summary: z.string().max(1024).optional().meta({ description: 'A line added to every message of this Alert (e.g. the cluster or the team to call).' }),
-  suspend: z.boolean().default(false).meta({ description: 'Send nothing for this Alert while true.' }),
+  summary: z.string().max(1024).optional().meta({ description: 'A line added to every message of this NotificationAlert (e.g. the cluster or the team to call).' }),
+  suspend: z.boolean().default(false).meta({ description: 'Send nothing for this NotificationAlert while true.' }),
 });
 
 export const AlertStatus = z.object({
@@ -736,9 +743,9 @@ export const AlertStatus = z.object({
   conditions: Conditions.optional(),
 });
 
-export const Alert = z.object({
+export const NotificationAlert = z.object({
   apiVersion: z.literal(API_VERSION),
-  kind: z.literal('Alert'),
+  kind: z.literal('NotificationAlert'),
   metadata: ObjectMeta,
   spec: AlertSpec,
   status: AlertStatus.optional(),
@@ -746,11 +753,11 @@ export const Alert = z.object({
 
 export type ProviderType = z.infer<typeof ProviderType>;
 export type ProviderSpec = z.infer<typeof ProviderSpec>;
-export type Provider = z.infer<typeof Provider>;
+export type NotificationProvider = z.infer<typeof NotificationProvider>;
 export type EventCategory = z.infer<typeof EventCategory>;
 export type EventSource = z.infer<typeof EventSource>;
 export type AlertSpec = z.infer<typeof AlertSpec>;
-export type Alert = z.infer<typeof Alert>;
+export type NotificationAlert = z.infer<typeof NotificationAlert>;
 
 /** The CRDs this module defines, for the generator: one entry per kind. */
 export const crdDefinitions = [
@@ -766,13 +773,15 @@ export const crdDefinitions = [
     statusDescription: 'What was applied (revision, inventory, history) and how it went (conditions, per-target lines).',
     spec: ConfigSyncSpec,
     status: ConfigSyncStatus,
+    // What Flux's and Argo CD's lists show by default: ready, why not, the commit, drift, age; the rest with -o wide.
     printerColumns: [
       { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
-      { name: 'Ref', type: 'string', description: 'The branch or tag followed, or "pinned" for a commit SHA.', jsonPath: '.status.followedRef' },
-      { name: 'Revision', type: 'string', description: 'The commit applied (short).', jsonPath: '.status.shortRevision' },
-      { name: 'Suspended', type: 'boolean', jsonPath: '.spec.suspend' },
-      { name: 'Health', type: 'string', description: 'The Healthy condition\'s reason (kstatus health of what was applied).', jsonPath: ".status.conditions[?(@.type=='Healthy')].reason" },
-      { name: 'Status', type: 'string', priority: 1, jsonPath: ".status.conditions[?(@.type=='Ready')].message" },
+      { name: 'Status', type: 'string', description: "The Ready condition's message.", jsonPath: ".status.conditions[?(@.type=='Ready')].message" },
+      { name: 'Revision', type: 'string', description: 'The commit applied (short), and the one being tried when it differs.', jsonPath: '.status.shortRevision' },
+      { name: 'Drifted', type: 'integer', description: 'Objects that differ from Git and were left so (drift: Report).', jsonPath: '.status.drifted' },
+      { name: 'Ref', type: 'string', priority: 1, description: 'The branch or tag followed, or "pinned" for a commit SHA.', jsonPath: '.status.followedRef' },
+      { name: 'Suspended', type: 'boolean', priority: 1, jsonPath: '.spec.suspend' },
+      { name: 'Health', type: 'string', priority: 1, description: 'The Healthy condition\'s reason (kstatus health of what was applied).', jsonPath: ".status.conditions[?(@.type=='Healthy')].reason" },
       { name: 'Full Revision', type: 'string', priority: 1, jsonPath: '.status.sourceRevision' },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
     ],
@@ -864,14 +873,16 @@ export const crdDefinitions = [
     ],
   },
   {
-    kind: 'Provider',
-    plural: 'providers',
-    singular: 'provider',
-    shortNames: ['nprovider'],
+    kind: 'NotificationProvider',
+    plural: 'notificationproviders',
+    singular: 'notificationprovider',
+    // Not the earlier kind's nprovider: while both CRDs exist during an upgrade, a shared short name keeps the
+    // later one from being served.
+    shortNames: ['synprovider'],
     scope: 'Namespaced',
     description: 'Where notifications go: a chat channel, a webhook, or commit statuses on a Git forge.',
     specDescription: 'The receiver, its credentials Secret, and how fast and how long to send.',
-    statusDescription: 'Whether the Provider can send (its Secrets read, its last delivery not failed).',
+    statusDescription: 'Whether the NotificationProvider can send (its Secrets read, its last delivery not failed).',
     spec: ProviderSpec,
     status: ProviderStatus,
     printerColumns: [
@@ -882,14 +893,14 @@ export const crdDefinitions = [
     ],
   },
   {
-    kind: 'Alert',
-    plural: 'alerts',
-    singular: 'alert',
-    shortNames: ['nalert'],
+    kind: 'NotificationAlert',
+    plural: 'notificationalerts',
+    singular: 'notificationalert',
+    shortNames: ['synalert'],
     scope: 'Namespaced',
-    description: "Sends the events of chosen Syncline objects to a Provider.",
-    specDescription: 'Which objects, which events, and the Provider that sends them.',
-    statusDescription: 'Whether the Alert is valid and its deliveries succeed.',
+    description: 'Sends the events of chosen Syncline objects to a NotificationProvider.',
+    specDescription: 'Which objects, which events, and the NotificationProvider that sends them.',
+    statusDescription: 'Whether the NotificationAlert is valid and its deliveries succeed.',
     spec: AlertSpec,
     status: AlertStatus,
     printerColumns: [

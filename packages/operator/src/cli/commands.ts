@@ -147,11 +147,13 @@ function durationFlag(flag: string, text: string): number {
   }
 }
 
-export async function renderCommand(path: string, flags: { values: string[]; set: string[]; target: string; namespace: string }, out: Out): Promise<number> {
+export async function renderCommand(path: string, flags: { values: string[]; set: string[]; target: string; namespace: string; output?: 'yaml' | 'json' }, out: Out): Promise<number> {
   const layers: Values[] = [];
-  for (const file of flags.values) layers.push(parseValues(await readFile(file, 'utf8'), file));
+  for (const file of flags.values) layers.push(parseValues(await readLocal(file, '--values'), file));
   for (const assignment of flags.set) layers.push(setValue(assignment));
-  const isDirectory = (await stat(path)).isDirectory();
+  const found = await stat(path).catch(() => undefined);
+  if (found === undefined) throw new Error(`${path}: no such file or directory (render takes a template file or a directory of templates)`);
+  const isDirectory = found.isDirectory();
   const root = isDirectory ? path : dirname(path);
   // A file renders with the partials beside it; a directory with everything under it.
   const files = isDirectory ? await readLocalFiles(root, root) : [{ path: relative(root, path).split(sep).join('/'), content: await readFile(path) }, ...(await readLocalFiles(root, join(root, '_partials')).catch(() => []))];
@@ -164,8 +166,19 @@ export async function renderCommand(path: string, flags: { values: string[]; set
     discovery: createStaticDiscovery(),
     cache: new TemplateCache(),
   });
-  out(objects.map((o) => stringify(o)).join('---\n'));
+  if (flags.output === 'json') out(`${JSON.stringify(objects.length === 1 ? objects[0] : { apiVersion: 'v1', kind: 'List', items: objects }, null, 4)}\n`);
+  else out(objects.map((o) => stringify(o)).join('---\n'));
   return 0;
+}
+
+/** A local file a flag names, or an error that says which flag and which file. */
+async function readLocal(file: string, flag: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new Error(`${flag} ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a directory, not a file' : error instanceof Error ? error.message : String(error)}`);
+  }
 }
 
 /**

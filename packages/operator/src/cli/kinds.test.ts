@@ -22,7 +22,7 @@ describe('printer columns', () => {
   const object = {
     metadata: { name: 'web', namespace: 'ops', creationTimestamp: '2026-11-25T10:00:00Z' },
     spec: { suspend: false },
-    status: { followedRef: 'main', shortRevision: 'abc1234', sourceRevision: 'abc1234'.padEnd(40, '0'), conditions: [{ type: 'Healthy', status: 'True', reason: 'Current' }, { type: 'Ready', status: 'True', message: 'applied' }] },
+    status: { followedRef: 'main', shortRevision: 'abc1234', drifted: 0, sourceRevision: 'abc1234'.padEnd(40, '0'), conditions: [{ type: 'Healthy', status: 'True', reason: 'Current' }, { type: 'Ready', status: 'True', message: 'applied' }] },
   };
 
   it('evaluates the JSONPath forms the CRDs use', () => {
@@ -37,11 +37,11 @@ describe('printer columns', () => {
     const now = new Date('2026-11-25T12:30:00Z');
     const info = resolveKind('csync');
     expect(formatTable(info, [object], { wide: false, allNamespaces: false, now })).toBe(
-      'NAME   READY   REF    REVISION   SUSPENDED   HEALTH    AGE\nweb    True    main   abc1234    false       Current   150m\n',
+      'NAME   READY   STATUS    REVISION   DRIFTED   AGE\nweb    True    applied   abc1234    0         150m\n',
     );
     const wide = formatTable(info, [object], { wide: true, allNamespaces: true, now }).split('\n');
-    expect(wide[0]).toMatch(/^NAMESPACE\s+NAME\s+READY\s+REF\s+REVISION\s+SUSPENDED\s+HEALTH\s+STATUS\s+FULL REVISION\s+AGE$/);
-    expect(wide[1]).toMatch(/^ops\s+web\s+True\s+main\s+abc1234\s+false\s+Current\s+applied\s+abc1234000/);
+    expect(wide[0]).toMatch(/^NAMESPACE\s+NAME\s+READY\s+STATUS\s+REVISION\s+DRIFTED\s+REF\s+SUSPENDED\s+HEALTH\s+FULL REVISION\s+AGE$/);
+    expect(wide[1]).toMatch(/^ops\s+web\s+True\s+applied\s+abc1234\s+0\s+main\s+false\s+Current\s+abc1234000/);
   });
 
   it("ages as kubectl does", () => {

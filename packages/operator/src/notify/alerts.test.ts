@@ -8,14 +8,14 @@ const object = (namespace: string, labels: Record<string, string> = {}) => ({ ap
 const event = (namespace: string, type: 'Normal' | 'Warning', reason: string, recovered = false) => notificationEvent({ object: object(namespace), event: { type, reason, message: 'm' }, recovered, now: new Date(0) });
 
 describe('alertMatches', () => {
-  it('an untrusted Alert sees only its own namespace, and says why for the rest', () => {
+  it('an untrusted NotificationAlert sees only its own namespace, and says why for the rest', () => {
     const a = alert('team', { eventSources: [{ kind: 'ConfigSync', name: '*', namespace: 'other' }, { kind: 'ConfigSync', name: '*' }] });
     expect(alertMatches(a, event('team', 'Warning', 'RenderFailed'), trusted)).toBe(true);
     expect(alertMatches(a, event('other', 'Warning', 'RenderFailed'), trusted)).toBe(false);
     expect(refusedSources(a, trusted)[0]).toMatch(/NamespaceNotAllowed.*own namespace/);
   });
 
-  it('a trusted Alert may name other namespaces', () => {
+  it('a trusted NotificationAlert may name other namespaces', () => {
     const a = alert('platform', { eventSources: [{ kind: 'ConfigSync', name: 'web', namespace: 'team' }] });
     expect(alertMatches(a, event('team', 'Normal', 'Synced'), trusted)).toBe(true);
     expect(refusedSources(a, trusted)).toEqual([]);

@@ -1,6 +1,6 @@
-// Which Alerts an event goes to: pure matching of an Alert's sources, severity and reasons, under the tenancy
-// rule: an Alert in a namespace that is not trusted sees only objects in its own namespace (the events of
-// other tenants' objects are theirs to read), and always sends through a Provider of its own namespace.
+// Which NotificationAlerts an event goes to: pure matching of a NotificationAlert's sources, severity and reasons, under the tenancy
+// rule: a NotificationAlert in a namespace that is not trusted sees only objects in its own namespace (the events of
+// other tenants' objects are theirs to read), and always sends through a NotificationProvider of its own namespace.
 import type { AlertSpec, EventCategory, EventSource } from '../api/v1alpha1.ts';
 import { NAMESPACE_NOT_ALLOWED, type TrustedNamespaces } from '../tenancy.ts';
 import type { NotificationEvent } from './event.ts';
@@ -9,21 +9,21 @@ export const EVENT_CATEGORIES: readonly EventCategory[] = ['Applied', 'Failed', 
 
 export type AlertView = { readonly namespace: string; readonly name: string; readonly spec: AlertSpec };
 
-/** The namespace a source covers: its own, or the Alert's. */
+/** The namespace a source covers: its own, or the NotificationAlert's. */
 export const sourceNamespace = (alert: AlertView, source: EventSource): string => source.namespace ?? alert.namespace;
 
-/** Sources that reach outside the Alert's namespace without the right to: they match nothing. Empty when all may. */
+/** Sources that reach outside the NotificationAlert's namespace without the right to: they match nothing. Empty when all may. */
 export function refusedSources(alert: AlertView, trusted: TrustedNamespaces): string[] {
   if (trusted.has(alert.namespace)) return [];
   return alert.spec.eventSources
     .filter((s) => sourceNamespace(alert, s) !== alert.namespace)
     .map(
       (s) =>
-        `${NAMESPACE_NOT_ALLOWED}: eventSources ${s.kind}/${s.name} in namespace ${sourceNamespace(alert, s)}: an Alert in namespace ${alert.namespace} sees only objects in its own namespace (trust the namespace with --trusted-namespaces)`,
+        `${NAMESPACE_NOT_ALLOWED}: eventSources ${s.kind}/${s.name} in namespace ${sourceNamespace(alert, s)}: a NotificationAlert in namespace ${alert.namespace} sees only objects in its own namespace (trust the namespace with --trusted-namespaces)`,
     );
 }
 
-/** Whether one of the Alert's sources covers the object (kind, name, namespace, labels), within what it may see. */
+/** Whether one of the NotificationAlert's sources covers the object (kind, name, namespace, labels), within what it may see. */
 export function sourceMatches(alert: AlertView, object: { kind: string; namespace: string; name: string; labels: Readonly<Record<string, string>> }, trusted: TrustedNamespaces): boolean {
   return alert.spec.eventSources.some((source) => {
     const namespace = sourceNamespace(alert, source);
@@ -35,11 +35,11 @@ export function sourceMatches(alert: AlertView, object: { kind: string; namespac
   });
 }
 
-/** Whether the Alert asks for this event: its source, its severity, and its reasons (categories or exact Event reasons). */
+/** Whether the NotificationAlert asks for this event: its source, its severity, and its reasons (categories or exact Event reasons). */
 export function alertMatches(alert: AlertView, event: NotificationEvent, trusted: TrustedNamespaces): boolean {
   if (alert.spec.suspend) return false;
   if (!sourceMatches(alert, event, trusted)) return false;
-  // A recovery ends an error someone was told about, so an Alert for errors hears it too.
+  // A recovery ends an error someone was told about, so a NotificationAlert for errors hears it too.
   if (alert.spec.eventSeverity === 'error' && event.severity !== 'error' && !event.recovered) return false;
   const reasons = alert.spec.eventReasons;
   if (reasons === undefined || reasons.length === 0) return true;

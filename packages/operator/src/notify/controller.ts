@@ -1,14 +1,14 @@
 // Notifications, wired in process: a tap on the operator's Event recorder (every Event it records anyway is
-// offered to the Alerts that ask for it) and on the ConfigSync cache (commit statuses follow each sync's
-// status). Providers and Alerts are watched; their Secrets are read when they change (provider.ts). Sending
+// offered to the NotificationAlerts that ask for it) and on the ConfigSync cache (commit statuses follow each sync's
+// status). NotificationProviders and NotificationAlerts are watched; their Secrets are read when they change (provider.ts). Sending
 // is the dispatcher's, off the reconcile path: the tap returns at once, and notifications make no request to
-// the API server per event. Failures are Warning Events on the Alert and a Ready condition on Alert and
+// the API server per event. Failures are Warning Events on the NotificationAlert and a Ready condition on NotificationAlert and
 // Provider; nothing that is logged, recorded or written names a URL or a credential.
 import { Informer, objectKey, type EventRecorder, type KubeObject, type KubeRest, type WatchBudget } from '@syncline/kube';
 import { nodeHttpTransport, type HttpTransport } from '@syncline/source-git';
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
-import { AlertSpec, type Condition, type ConfigSync, type Provider } from '../api/v1alpha1.ts';
+import { AlertSpec, type Condition, type ConfigSync, type NotificationProvider } from '../api/v1alpha1.ts';
 import { objectPath, writeStatus } from '../reconcile/object-status.ts';
 import type { TrustedNamespaces } from '../tenancy.ts';
 import { alertMatches, refusedSources, sourceMatches, sourceNamespace, type AlertView } from './alerts.ts';
@@ -20,7 +20,7 @@ import { ProviderError, channelSettings, forgeCredentialsFromGitSecret, isCommit
 
 export const NOTIFICATIONS_METRIC = 'syncline_notifications_total';
 export const DELIVERY_FAILED = 'DeliveryFailed';
-/** How often a replica looks whether it became leader (and then checks every Provider and Alert). */
+/** How often a replica looks whether it became leader (and then checks every NotificationProvider and NotificationAlert). */
 const LEADERSHIP_CHECK_MS = 5_000;
 
 export type NotificationsOptions = {
@@ -34,14 +34,14 @@ export type NotificationsOptions = {
   /** Only the leader sends and writes status (the others' taps see no Events anyway). */
   readonly isLeader: () => boolean;
   readonly budget?: WatchBudget;
-  /** Watch Providers and Alerts in this namespace only; undefined = all. */
+  /** Watch NotificationProviders and NotificationAlerts in this namespace only; undefined = all. */
   readonly watchNamespace?: string | undefined;
   readonly transport?: HttpTransport;
   readonly delivery?: Pick<DispatcherOptions, 'dedupWindowMs' | 'queueSize' | 'attempts' | 'initialBackoffMs'>;
 };
 
 export type Notifications = {
-  /** The recorder to hand to every reconciler: records as before, and offers each Event to the Alerts. */
+  /** The recorder to hand to every reconciler: records as before, and offers each Event to the NotificationAlerts. */
   readonly events: EventRecorder;
   /** Feed of ConfigSync changes from the operator's own cache (the manager's observe): commit statuses. */
   readonly observeConfigSync: (type: 'ADDED' | 'MODIFIED' | 'DELETED', object: KubeObject) => void;
@@ -52,13 +52,13 @@ export type Notifications = {
 
 type ProviderState = { resolved?: ResolvedProvider; error?: ProviderError; resolving?: Promise<ResolvedProvider> };
 
-/** The Provider as deliveries use it: read once per change of the Provider, and again after a failed delivery. */
-function providerResolver(rest: KubeRest, providerStates: Map<string, ProviderState>, current: (key: string) => Provider | undefined): (key: string) => Promise<ResolvedProvider> {
+/** The NotificationProvider as deliveries use it: read once per change of the NotificationProvider, and again after a failed delivery. */
+function providerResolver(rest: KubeRest, providerStates: Map<string, ProviderState>, current: (key: string) => NotificationProvider | undefined): (key: string) => Promise<ResolvedProvider> {
   return async (key) => {
     const state = providerStates.get(key) ?? {};
     providerStates.set(key, state);
     const object = current(key);
-    if (object === undefined) throw new ProviderError('InvalidSpec', `Provider ${key} not found`);
+    if (object === undefined) throw new ProviderError('InvalidSpec', `NotificationProvider ${key} not found`);
     const fresh = state.resolved !== undefined && state.resolved.generation === object.metadata.generation;
     if (fresh && state.resolved !== undefined) return state.resolved;
     state.resolving ??= resolveProvider(rest, object, Date.now()).finally(() => {
@@ -70,7 +70,7 @@ function providerResolver(rest: KubeRest, providerStates: Map<string, ProviderSt
       return state.resolved;
     } catch (error) {
       state.resolved = undefined;
-      state.error = error instanceof ProviderError ? error : new ProviderError('InvalidSecret', 'the Provider\'s Secrets could not be read');
+      state.error = error instanceof ProviderError ? error : new ProviderError('InvalidSecret', 'the NotificationProvider\'s Secrets could not be read');
       throw state.error;
     }
   };
@@ -84,20 +84,20 @@ export function startNotifications(options: NotificationsOptions): Notifications
   const providerStates = new Map<string, ProviderState>();
   const recovery = new RecoveryTracker();
   const collection = (plural: string): string => `/apis/syncline.dev/v1alpha1${options.watchNamespace === undefined ? '' : `/namespaces/${options.watchNamespace}`}/${plural}`;
-  const status = createStatusWriter({ rest, log, isLeader: options.isLeader, read: (plural, key) => (plural === 'providers' ? providers : alerts).get(key), clock: options.clock });
+  const status = createStatusWriter({ rest, log, isLeader: options.isLeader, read: (plural, key) => (plural === 'notificationproviders' ? providers : alerts).get(key), clock: options.clock });
   let stopped = false;
 
-  const providerFor = providerResolver(rest, providerStates, (key) => providers.get(key) as Provider | undefined);
+  const providerFor = providerResolver(rest, providerStates, (key) => providers.get(key) as NotificationProvider | undefined);
 
-  /** Checks a Provider (and the Alerts that use it) and says so in their status. */
+  /** Checks a NotificationProvider (and the NotificationAlerts that use it) and says so in their status. */
   const checkProvider = async (key: string): Promise<void> => {
     if (!options.isLeader() || stopped) return;
     try {
       const resolved = await providerFor(key);
-      status.ready('providers', key, { status: 'True', reason: 'Ready', message: `${resolved.spec.type} provider ready` });
+      status.ready('notificationproviders', key, { status: 'True', reason: 'Ready', message: `${resolved.spec.type} provider ready` });
     } catch (error) {
-      const e = error instanceof ProviderError ? error : new ProviderError('InvalidSecret', 'the Provider could not be read');
-      status.ready('providers', key, { status: 'False', reason: e.reason, message: e.message });
+      const e = error instanceof ProviderError ? error : new ProviderError('InvalidSecret', 'the NotificationProvider could not be read');
+      status.ready('notificationproviders', key, { status: 'False', reason: e.reason, message: e.message });
     }
     for (const alert of alerts.list()) if (providerKeyOf(alert) === key) checkAlert(objectKey(alert));
   };
@@ -106,22 +106,22 @@ export function startNotifications(options: NotificationsOptions): Notifications
     if (!options.isLeader() || stopped) return;
     const view = alertView(alerts.get(key));
     if (view === undefined) {
-      status.ready('alerts', key, { status: 'False', reason: 'InvalidSpec', message: 'invalid spec' });
+      status.ready('notificationalerts', key, { status: 'False', reason: 'InvalidSpec', message: 'invalid spec' });
       return;
     }
     const refused = refusedSources(view, trusted);
     const providerKey = `${view.namespace}/${view.spec.providerRef.name}`;
     const provider = providerStates.get(providerKey);
-    if (refused.length > 0) status.ready('alerts', key, { status: 'False', reason: 'NamespaceNotAllowed', message: refused.join('; ') });
-    else if (providers.get(providerKey) === undefined) status.ready('alerts', key, { status: 'False', reason: 'ProviderNotFound', message: `Provider ${providerKey} not found` });
-    else if (provider?.error !== undefined) status.ready('alerts', key, { status: 'False', reason: 'ProviderNotReady', message: `Provider ${providerKey}: ${provider.error.message}` });
-    else status.ready('alerts', key, { status: 'True', reason: 'Ready', message: `sending to Provider ${providerKey}` }, { keepFailure: true });
+    if (refused.length > 0) status.ready('notificationalerts', key, { status: 'False', reason: 'NamespaceNotAllowed', message: refused.join('; ') });
+    else if (providers.get(providerKey) === undefined) status.ready('notificationalerts', key, { status: 'False', reason: 'ProviderNotFound', message: `NotificationProvider ${providerKey} not found` });
+    else if (provider?.error !== undefined) status.ready('notificationalerts', key, { status: 'False', reason: 'ProviderNotReady', message: `NotificationProvider ${providerKey}: ${provider.error.message}` });
+    else status.ready('notificationalerts', key, { status: 'True', reason: 'Ready', message: `sending to NotificationProvider ${providerKey}` }, { keepFailure: true });
   };
 
   const providers = new Informer({
     rest,
     ...(options.budget === undefined ? {} : { budget: options.budget }),
-    path: collection('providers'),
+    path: collection('notificationproviders'),
     onEvent: (type, object, previous) => {
       const key = objectKey(object);
       if (type === 'DELETED') {
@@ -139,7 +139,7 @@ export function startNotifications(options: NotificationsOptions): Notifications
   const alerts = new Informer({
     rest,
     ...(options.budget === undefined ? {} : { budget: options.budget }),
-    path: collection('alerts'),
+    path: collection('notificationalerts'),
     onEvent: (type, object, previous) => {
       alertsFor.reset();
       if (type === 'DELETED') return;
@@ -150,7 +150,7 @@ export function startNotifications(options: NotificationsOptions): Notifications
   });
   providers.start();
   alerts.start();
-  // A replica that becomes leader checks every Provider and Alert once (as a follower it wrote no status).
+  // A replica that becomes leader checks every NotificationProvider and NotificationAlert once (as a follower it wrote no status).
   const leadership = onLeading(() => options.isLeader() && providers.synced && alerts.synced, () => {
     for (const provider of providers.list()) void checkProvider(objectKey(provider));
     for (const alert of alerts.list()) checkAlert(objectKey(alert));
@@ -158,21 +158,22 @@ export function startNotifications(options: NotificationsOptions): Notifications
 
   const delivered = createDeliveryReporter({ log, status, recorder: options.recorder, isLeader: options.isLeader, alert: (key) => alerts.get(key), forgetProvider: (key) => providerStates.delete(key) });
 
-  /** The tap: an Event the operator records, offered to every Alert that asks for it. Never throws, never waits. */
+  /** The tap: an Event the operator records, offered to every NotificationAlert that asks for it. Never throws, never waits. */
   const offer = (object: InvolvedObject, event: RecordedEvent): void => {
-    if (stopped || object.kind === 'Alert' || object.kind === 'Provider') return;
+    // A repeat counts up an Event already sent: one notification per failure until its cause changes.
+    if (stopped || event.repeat === true || object.kind === 'NotificationAlert' || object.kind === 'NotificationProvider') return;
     const recovered = recovery.observe(`${object.kind}/${object.metadata.namespace ?? ''}/${object.metadata.name}`, event.type);
     const notification = notificationEvent({ object, event, recovered, now: options.clock.now() });
     for (const alert of alertsFor.of(notification)) {
       const view = alertView(alert);
       if (view === undefined || !alertMatches(view, notification, trusted)) continue;
-      const provider = providers.get(`${view.namespace}/${view.spec.providerRef.name}`) as Provider | undefined;
+      const provider = providers.get(`${view.namespace}/${view.spec.providerRef.name}`) as NotificationProvider | undefined;
       if (provider === undefined || provider.spec.suspend === true || isCommitStatusType(provider.spec.type)) continue;
       deliverChat({ dispatcher, providerFor, delivered }, { alertKey: objectKey(alert), view, provider, notification });
     }
   };
 
-  const commitStatuses = createCommitStatuses({ rest, alerts: alertsFor.of, providers: (key) => providers.get(key) as Provider | undefined, providerFor, trusted, dispatcher, delivered });
+  const commitStatuses = createCommitStatuses({ rest, alerts: alertsFor.of, providers: (key) => providers.get(key) as NotificationProvider | undefined, providerFor, trusted, dispatcher, delivered });
 
   return {
     events: {
@@ -181,14 +182,14 @@ export function startNotifications(options: NotificationsOptions): Notifications
         try {
           offer(object, event);
         } catch (error) {
-          log.debug({ err: error instanceof Error ? error.message : String(error) }, 'could not offer an event to the Alerts');
+          log.debug({ err: error instanceof Error ? error.message : String(error) }, 'could not offer an event to the NotificationAlerts');
         }
         return written;
       },
     },
     observeConfigSync: (type, object) => {
       if (stopped || !options.isLeader()) return;
-      // The common case costs one look at the Providers: none sets commit statuses.
+      // The common case costs one look at the NotificationProviders: none sets commit statuses.
       if (!providers.list().some((p) => isCommitStatusType(String((p['spec'] as { type?: unknown } | undefined)?.type)))) return;
       try {
         commitStatuses(type, object as unknown as ConfigSync);
@@ -208,7 +209,7 @@ export function startNotifications(options: NotificationsOptions): Notifications
 
 type Reporter = (alertKey: string, providerKey: string, providerType: string) => (result: DeliveryResult, error?: string) => void;
 
-/** What happened to one delivery of an Alert (counted already): a failure is a Warning Event on the Alert and a condition on both. */
+/** What happened to one delivery of a NotificationAlert (counted already): a failure is a Warning Event on the NotificationAlert and a condition on both. */
 function createDeliveryReporter(deps: {
   readonly log: Logger;
   readonly status: ReturnType<typeof createStatusWriter>;
@@ -219,8 +220,8 @@ function createDeliveryReporter(deps: {
 }): Reporter {
   return (alertKey, providerKey, providerType) => (result, error) => {
     if (result === DeliveryResult.Sent) {
-      deps.status.recovered('alerts', alertKey, `sending to Provider ${providerKey}`);
-      deps.status.recovered('providers', providerKey, `${providerType} provider ready`);
+      deps.status.recovered('notificationalerts', alertKey, `sending to NotificationProvider ${providerKey}`);
+      deps.status.recovered('notificationproviders', providerKey, `${providerType} provider ready`);
       return;
     }
     if (result === DeliveryResult.Deduplicated) return;
@@ -228,21 +229,21 @@ function createDeliveryReporter(deps: {
       deps.log.debug({ alert: alertKey, provider: providerKey }, 'notification dropped: the queue is full');
       return;
     }
-    const message = `${providerType} Provider ${providerKey}: failed: ${error ?? 'unknown error'}`;
+    const message = `${providerType} NotificationProvider ${providerKey}: failed: ${error ?? 'unknown error'}`;
     deps.log.warn({ alert: alertKey, provider: providerKey, err: error }, 'notification not delivered');
     // A rotated token or webhook URL shows as a failure: the next delivery reads the Secrets again.
     deps.forgetProvider(providerKey);
     const alert = deps.alert(alertKey);
     if (alert !== undefined && deps.isLeader()) void deps.recorder.record(alert as unknown as InvolvedObject, { type: 'Warning', reason: DELIVERY_FAILED, message });
-    deps.status.ready('alerts', alertKey, { status: 'False', reason: DELIVERY_FAILED, message });
-    deps.status.ready('providers', providerKey, { status: 'False', reason: DELIVERY_FAILED, message });
+    deps.status.ready('notificationalerts', alertKey, { status: 'False', reason: DELIVERY_FAILED, message });
+    deps.status.ready('notificationproviders', providerKey, { status: 'False', reason: DELIVERY_FAILED, message });
   };
 }
 
-/** One chat or webhook message of one Alert, to the dispatcher; the request is built when its turn comes. */
+/** One chat or webhook message of one NotificationAlert, to the dispatcher; the request is built when its turn comes. */
 function deliverChat(
   deps: { readonly dispatcher: Dispatcher; readonly providerFor: (key: string) => Promise<ResolvedProvider>; readonly delivered: Reporter },
-  input: { readonly alertKey: string; readonly view: AlertView; readonly provider: Provider; readonly notification: NotificationEvent },
+  input: { readonly alertKey: string; readonly view: AlertView; readonly provider: NotificationProvider; readonly notification: NotificationEvent },
 ): void {
   const { alertKey, view, provider, notification } = input;
   const providerKey = `${view.namespace}/${view.spec.providerRef.name}`;
@@ -278,10 +279,10 @@ function onLeading(leading: () => boolean, then: () => void): NodeJS.Timeout {
 function notificationsCounter(registry: Registry): Counter<'provider' | 'result'> {
   const existing = registry.getSingleMetric(NOTIFICATIONS_METRIC);
   if (existing !== undefined) return existing as Counter<'provider' | 'result'>;
-  return new Counter({ name: NOTIFICATIONS_METRIC, help: 'Notifications by Provider type and result: sent, failed (after retries), dropped (queue full), deduplicated.', labelNames: ['provider', 'result'], registers: [registry] });
+  return new Counter({ name: NOTIFICATIONS_METRIC, help: 'Notifications by NotificationProvider type and result: sent, failed (after retries), dropped (queue full), deduplicated.', labelNames: ['provider', 'result'], registers: [registry] });
 }
 
-/** Parsed Alerts by cached object (the informer holds a new one per change): every event meets every Alert, each is parsed once. */
+/** Parsed NotificationAlerts by cached object (the informer holds a new one per change): every event meets every NotificationAlert, each is parsed once. */
 const parsedAlerts = new WeakMap<KubeObject, AlertView | null>();
 
 function alertView(object: KubeObject | undefined): AlertView | undefined {
@@ -295,9 +296,9 @@ function alertView(object: KubeObject | undefined): AlertView | undefined {
 }
 
 /**
- * Alerts by the objects their sources name (namespace, kind or *, name or *): an event meets only the Alerts that
- * could ask for it, not every Alert of its namespace (one Alert per sync is a common layout). Built on first use
- * after `reset` (any Alert changed).
+ * NotificationAlerts by the objects their sources name (namespace, kind or *, name or *): an event meets only the NotificationAlerts that
+ * could ask for it, not every NotificationAlert of its namespace (one NotificationAlert per sync is a common layout). Built on first use
+ * after `reset` (any NotificationAlert changed).
  */
 function alertIndex(list: () => readonly KubeObject[]): { of: (object: { namespace: string; kind: string; name: string }) => readonly KubeObject[]; reset: () => void } {
   let bySource: Map<string, KubeObject[]> | undefined;
@@ -327,7 +328,7 @@ function alertIndex(list: () => readonly KubeObject[]): { of: (object: { namespa
   };
 }
 
-/** Where an Alert's source is filed: its namespace, kind and name (either may be `*`). */
+/** Where a NotificationAlert's source is filed: its namespace, kind and name (either may be `*`). */
 const sourceKey = (namespace: string, kind: string, name: string): string => `${namespace}\u0000${kind}\u0000${name}`;
 
 const providerKeyOf = (alert: KubeObject): string | undefined => {
@@ -337,23 +338,23 @@ const providerKeyOf = (alert: KubeObject): string | undefined => {
 
 type CommitStatusDeps = {
   readonly rest: KubeRest;
-  /** The Alerts whose sources cover a namespace. */
+  /** The NotificationAlerts whose sources cover a namespace. */
   readonly alerts: (object: { namespace: string; kind: string; name: string }) => readonly KubeObject[];
-  readonly providers: (key: string) => Provider | undefined;
+  readonly providers: (key: string) => NotificationProvider | undefined;
   readonly providerFor: (key: string) => Promise<ResolvedProvider>;
   readonly trusted: TrustedNamespaces;
   readonly dispatcher: Dispatcher;
   readonly delivered: Reporter;
 };
 
-/** Remembered per sync target and Alert, at most this many: the oldest are forgotten first. */
+/** Remembered per sync target and NotificationAlert, at most this many: the oldest are forgotten first. */
 const REMEMBERED = 10_000;
 
 /**
  * Commit statuses from a ConfigSync's status changes. A target's state is posted when it changes; before a final
  * state of a commit nothing was posted for yet, pending goes first (so the forge shows the commit go from pending
  * to its result even when one reconcile applied it). What the cache holds at start is not posted again: it was
- * final before this process (or before the Alert) saw it.
+ * final before this process (or before the NotificationAlert) saw it.
  */
 function createCommitStatuses(deps: CommitStatusDeps): (type: 'ADDED' | 'MODIFIED' | 'DELETED', cs: ConfigSync) => void {
   const seen = new Map<string, Map<string, string>>();
@@ -378,7 +379,7 @@ function createCommitStatuses(deps: CommitStatusDeps): (type: 'ADDED' | 'MODIFIE
     }
   };
 
-  const post = (alert: KubeObject, provider: Provider, cs: ConfigSync, status: CommitStatus): void => {
+  const post = (alert: KubeObject, provider: NotificationProvider, cs: ConfigSync, status: CommitStatus): void => {
     const namespace = cs.metadata.namespace ?? 'default';
     const providerKey = `${provider.metadata.namespace ?? 'default'}/${provider.metadata.name}`;
     deps.dispatcher.deliver({
@@ -410,14 +411,14 @@ function createCommitStatuses(deps: CommitStatusDeps): (type: 'ADDED' | 'MODIFIE
       return;
     }
     const object = { kind: 'ConfigSync', namespace: cs.metadata.namespace ?? 'default', name: cs.metadata.name, labels: cs.metadata.labels ?? {} };
-    const targets: { alert: KubeObject; provider: Provider }[] = [];
+    const targets: { alert: KubeObject; provider: NotificationProvider }[] = [];
     for (const alert of deps.alerts(object)) {
       const view = alertView(alert);
       if (view === undefined || view.spec.suspend || !sourceMatches(view, object, deps.trusted)) continue;
       const provider = deps.providers(`${view.namespace}/${view.spec.providerRef.name}`);
       if (provider !== undefined && provider.spec.suspend !== true && isCommitStatusType(provider.spec.type)) targets.push({ alert, provider });
     }
-    // No commit status asked for: nothing remembered either (an Alert added later starts from what it then sees).
+    // No commit status asked for: nothing remembered either (a NotificationAlert added later starts from what it then sees).
     if (targets.length === 0) {
       seen.delete(key);
       return;
@@ -442,7 +443,7 @@ function createCommitStatuses(deps: CommitStatusDeps): (type: 'ADDED' | 'MODIFIE
 type ReadyInput = { readonly status: 'True' | 'False'; readonly reason: string; readonly message: string };
 
 /**
- * The Ready condition of Providers and Alerts, written only by the leader and only when it says something new;
+ * The Ready condition of NotificationProviders and NotificationAlerts, written only by the leader and only when it says something new;
  * one write at a time per object. `recovered` clears a DeliveryFailed once a delivery succeeds.
  */
 function createStatusWriter(deps: { rest: KubeRest; log: Logger; isLeader: () => boolean; read: (plural: string, key: string) => KubeObject | undefined; clock: { now(): Date } }) {

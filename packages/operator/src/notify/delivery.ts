@@ -1,6 +1,6 @@
-// Delivery: one channel per Provider, off the reconcile path. Identical messages within a window are sent once;
+// Delivery: one channel per NotificationProvider, off the reconcile path. Identical messages within a window are sent once;
 // a bounded queue (cockatiel's bulkhead, one request at a time so a commit's pending precedes its success)
-// drops what does not fit; a token bucket holds the Provider to its rate; each request has a timeout and a
+// drops what does not fit; a token bucket holds the NotificationProvider to its rate; each request has a timeout and a
 // failed one (network, 429, 5xx) is retried with exponential backoff (cockatiel). Every outcome is counted.
 // Nothing here logs or returns a URL, a header or a response body: they may hold credentials.
 import { BulkheadRejectedError, ExponentialBackoff, TaskCancelledError, TimeoutStrategy, bulkhead, handleWhen, retry, timeout, type BulkheadPolicy } from 'cockatiel';
@@ -21,9 +21,9 @@ export type PreparedRequest = OutgoingRequest & {
 export type ChannelSettings = { readonly messages: number; readonly intervalMs: number; readonly timeoutMs: number };
 
 export type Delivery = {
-  /** The Provider (`namespace/name`): one channel each. */
+  /** The NotificationProvider (`namespace/name`): one channel each. */
   readonly provider: string;
-  /** The Provider's type: the metric's label. */
+  /** The NotificationProvider's type: the metric's label. */
   readonly providerType: string;
   /** Equal keys within the dedup window are sent once. */
   readonly dedupKey: string;
@@ -51,7 +51,7 @@ export type DispatcherOptions = {
   readonly now?: () => number;
   /** Identical messages within this window are sent once (default 5 min). */
   readonly dedupWindowMs?: number;
-  /** Deliveries waiting per Provider beyond the one in flight (default 1,000); more are dropped. */
+  /** Deliveries waiting per NotificationProvider beyond the one in flight (default 1,000); more are dropped. */
   readonly queueSize?: number;
   /** Attempts per delivery, the first included (default 4), and the first backoff (default 500 ms). */
   readonly attempts?: number;
@@ -142,7 +142,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
           (error: unknown) => {
             if (error instanceof BulkheadRejectedError) {
               options.count(delivery.providerType, DeliveryResult.Dropped);
-              delivery.done?.(DeliveryResult.Dropped, `the queue of this Provider is full (${queueSize} waiting)`);
+              delivery.done?.(DeliveryResult.Dropped, `the queue of this NotificationProvider is full (${queueSize} waiting)`);
               return;
             }
             if (stopped.signal.aborted) return;

@@ -1,5 +1,5 @@
 // What a notification says, taken from an Event the operator records anyway: the object, the severity, the
-// Event's reason, and the category an Alert filters on. Pure: the recorder tap calls this in process.
+// Event's reason, and the category a NotificationAlert filters on. Pure: the recorder tap calls this in process.
 import type { EventCategory } from '../api/v1alpha1.ts';
 
 export type InvolvedObject = {
@@ -15,7 +15,7 @@ export type InvolvedObject = {
   readonly status?: unknown;
 };
 
-export type RecordedEvent = { readonly type: 'Normal' | 'Warning'; readonly reason: string; readonly message: string };
+export type RecordedEvent = { readonly type: 'Normal' | 'Warning'; readonly reason: string; readonly message: string; readonly repeat?: boolean };
 
 export type NotificationEvent = {
   readonly kind: string;

@@ -23,7 +23,7 @@ describe('forgeRepository: the forge API from the repository URL', () => {
     expect(forgeRepository('gitlab', 'https://gitlab.com/group/sub/configs.git').project).toBe('group/sub/configs');
   });
 
-  it("uses the Provider's address as the API base when given", () => {
+  it("uses the NotificationProvider's address as the API base when given", () => {
     expect(forgeRepository('github', 'https://github.com/org/configs', 'http://127.0.0.1:8080/').api).toBe('http://127.0.0.1:8080');
   });
 

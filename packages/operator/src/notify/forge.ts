@@ -16,7 +16,7 @@ export type ForgeRepository = { readonly api: string; readonly owner: string; re
  * The forge API of the repository a ConfigSync follows. `repoUrl` is https://host[:port]/[prefix/]owner/repo[.git],
  * ssh://[user@]host[:port]/owner/repo[.git] or user@host:owner/repo[.git]; the API is reached over https on the
  * host (an ssh port says nothing about it; an http:// repository keeps http and its port). `address` (the
- * Provider's spec.address) replaces the derived API base. GitHub: api.github.com, or host/api/v3 (Enterprise);
+ * NotificationProvider's spec.address) replaces the derived API base. GitHub: api.github.com, or host/api/v3 (Enterprise);
  * GitLab: host/api/v4 and the whole path as the project; Gitea and Forgejo: host/[prefix/]api/v1 (a
  * path prefix before owner/repo is where the forge is served); Bitbucket Cloud: api.bitbucket.org/2.0.
  */
@@ -70,7 +70,7 @@ function pathSegments(path: string): string[] {
     .map((s) => decodeURIComponent(s));
 }
 
-/** The token a forge takes: the Provider's own, else the ConfigSync's Git credentials (bearerToken, or the password of username/password). */
+/** The token a forge takes: the NotificationProvider's own, else the ConfigSync's Git credentials (bearerToken, or the password of username/password). */
 export type ForgeCredentials = Pick<ProviderCredentials, 'token' | 'username' | 'password'>;
 
 export type CommitStatus = {
@@ -90,7 +90,7 @@ export function commitStatusRequest(type: ForgeType, repository: ForgeRepository
   const description = cut(status.description, 140);
   const post = (url: string, headers: Record<string, string>, body: unknown): OutgoingRequest => ({ url, method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   const needToken = (): string => {
-    if (token === undefined || token === '') throw new Error(`${type} commit statuses need a token (the Provider Secret's token key, or the ConfigSync's Git credentials)`);
+    if (token === undefined || token === '') throw new Error(`${type} commit statuses need a token (the NotificationProvider Secret's token key, or the ConfigSync's Git credentials)`);
     return token;
   };
   const targetUrl = status.targetUrl === undefined ? {} : { target_url: status.targetUrl };

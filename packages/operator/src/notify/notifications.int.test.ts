@@ -1,7 +1,7 @@
-// Notifications in process against the real control plane: Providers, Alerts and their Secrets are real
+// Notifications in process against the real control plane: NotificationProviders, NotificationAlerts and their Secrets are real
 // objects; deliveries go to a real HTTP receiver. A flood of 1,000 events to one channel is deduplicated and
 // rate-limited (and what does not fit the queue is dropped and counted); a receiver that answers 500 is retried,
-// then reported as a Warning Event and a condition on the Alert and a metric, none of which names the URL.
+// then reported as a Warning Event and a condition on the NotificationAlert and a metric, none of which names the URL.
 import { connectionFromKubeConfig, createEventRecorder, createKubeRest, type EventRecorder, type KubeRest } from '@syncline/kube';
 import { startHttpReceiver } from '@syncline/test-support';
 import { testKubeConfig, testNamespace } from '@syncline/test-support/kube';
@@ -39,10 +39,10 @@ const readyOf = async (namespace: string, plural: string, name: string): Promise
 
 async function webhookSetup(namespace: string, options: { address: string; rateLimit?: { messages: number; interval: string } }): Promise<void> {
   await create(namespace, 'secrets', { metadata: { name: 'hook' }, stringData: { address: options.address, hmacKey: 'shared-key' } });
-  await create(namespace, 'providers', { apiVersion: 'syncline.dev/v1alpha1', kind: 'Provider', metadata: { name: 'hook' }, spec: { type: 'webhook', secretRef: { name: 'hook' }, ...(options.rateLimit === undefined ? {} : { rateLimit: options.rateLimit }) } });
-  await create(namespace, 'alerts', { apiVersion: 'syncline.dev/v1alpha1', kind: 'Alert', metadata: { name: 'all' }, spec: { providerRef: { name: 'hook' }, eventSources: [{ kind: 'ConfigSync', name: '*' }] } });
-  await eventually(async () => ((await readyOf(namespace, 'providers', 'hook'))?.status === 'True' ? true : undefined), 'the Provider to be Ready');
-  await eventually(async () => ((await readyOf(namespace, 'alerts', 'all'))?.status === 'True' ? true : undefined), 'the Alert to be Ready');
+  await create(namespace, 'notificationproviders', { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationProvider', metadata: { name: 'hook' }, spec: { type: 'webhook', secretRef: { name: 'hook' }, ...(options.rateLimit === undefined ? {} : { rateLimit: options.rateLimit }) } });
+  await create(namespace, 'notificationalerts', { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationAlert', metadata: { name: 'all' }, spec: { providerRef: { name: 'hook' }, eventSources: [{ kind: 'ConfigSync', name: '*' }] } });
+  await eventually(async () => ((await readyOf(namespace, 'notificationproviders', 'hook'))?.status === 'True' ? true : undefined), 'the NotificationProvider to be Ready');
+  await eventually(async () => ((await readyOf(namespace, 'notificationalerts', 'all'))?.status === 'True' ? true : undefined), 'the NotificationAlert to be Ready');
 }
 
 const involved = (namespace: string, name: string) => ({ apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name, namespace, uid: `uid-${name}` } });
@@ -80,7 +80,7 @@ describe('notifications against the real control plane', () => {
     }
   }, 180_000);
 
-  it('an event meets exactly the Alerts whose sources name it: by name, any name, any kind; not another name, kind or namespace', async () => {
+  it('an event meets exactly the NotificationAlerts whose sources name it: by name, any name, any kind; not another name, kind or namespace', async () => {
     await using ns = await testNamespace({ prefix: 'notify-match' });
     await using other = await testNamespace({ prefix: 'notify-match-other' });
     await using receiver = await startHttpReceiver();
@@ -96,13 +96,13 @@ describe('notifications against the real control plane', () => {
         'other-kind': [{ kind: 'ManifestSync', name: '*' }],
         'other-namespace': [{ kind: 'ConfigSync', name: 'web', namespace: other.name }],
       };
-      // A Provider each: one channel does not carry the same words twice (deduplicated), whichever Alert asked.
+      // A NotificationProvider each: one channel does not carry the same words twice (deduplicated), whichever NotificationAlert asked.
       for (const [name, eventSources] of Object.entries(sources)) {
-        await create(ns.name, 'providers', { apiVersion: 'syncline.dev/v1alpha1', kind: 'Provider', metadata: { name }, spec: { type: 'webhook', secretRef: { name: 'hook' } } });
-        await create(ns.name, 'alerts', { apiVersion: 'syncline.dev/v1alpha1', kind: 'Alert', metadata: { name }, spec: { providerRef: { name }, eventSources } });
+        await create(ns.name, 'notificationproviders', { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationProvider', metadata: { name }, spec: { type: 'webhook', secretRef: { name: 'hook' } } });
+        await create(ns.name, 'notificationalerts', { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationAlert', metadata: { name }, spec: { providerRef: { name }, eventSources } });
       }
-      for (const name of Object.keys(sources)) await eventually(async () => ((await readyOf(ns.name, 'alerts', name))?.status === 'True' ? true : undefined), `Alert ${name} Ready`);
-      // The Alerts are in the cache once Ready: one event of ConfigSync web, then one of a ManifestSync named web.
+      for (const name of Object.keys(sources)) await eventually(async () => ((await readyOf(ns.name, 'notificationalerts', name))?.status === 'True' ? true : undefined), `NotificationAlert ${name} Ready`);
+      // The NotificationAlerts are in the cache once Ready: one event of ConfigSync web, then one of a ManifestSync named web.
       void notifications.events.record(involved(ns.name, 'web'), { type: 'Normal', reason: 'Synced', message: 'revision 0123456789ab: 1 created' });
       void notifications.events.record({ ...involved(ns.name, 'web'), kind: 'ManifestSync' }, { type: 'Normal', reason: 'Synced', message: '1 created' });
       // "all" (webhookSetup's, ConfigSync *) hears the ConfigSync; "any-kind" both.
@@ -115,7 +115,7 @@ describe('notifications against the real control plane', () => {
     }
   }, 120_000);
 
-  it('a receiver that answers 500 is retried, then reported: a Warning Event and the condition on the Alert, and the metric; no URL anywhere', async () => {
+  it('a receiver that answers 500 is retried, then reported: a Warning Event and the condition on the NotificationAlert, and the metric; no URL anywhere', async () => {
     await using ns = await testNamespace({ prefix: 'notify-500' });
     await using receiver = await startHttpReceiver({ respond: () => ({ status: 500, body: 'boom' }) });
     const lines: string[] = [];
@@ -129,15 +129,15 @@ describe('notifications against the real control plane', () => {
       void notifications.events.record(involved(ns.name, 'web'), { type: 'Normal', reason: 'Synced', message: 'revision 0123456789ab: 1 created' });
       await receiver.waitFor((r) => r.length >= 4, 'four attempts');
       const ready = await eventually(async () => {
-        const r = await readyOf(ns.name, 'alerts', 'all');
+        const r = await readyOf(ns.name, 'notificationalerts', 'all');
         return r?.reason === 'DeliveryFailed' ? r : undefined;
-      }, 'the Alert to say DeliveryFailed');
-      expect(ready.message).toMatch(/webhook Provider .*\/hook: failed: the receiver answered HTTP 500/);
+      }, 'the NotificationAlert to say DeliveryFailed');
+      expect(ready.message).toMatch(/webhook NotificationProvider .*\/hook: failed: the receiver answered HTTP 500/);
       const events = await eventually(async () => {
         const list = await rest.request<{ items: { reason: string; message: string; involvedObject: { kind: string; name: string } }[] }>({ method: 'GET', path: `/api/v1/namespaces/${ns.name}/events` });
-        const found = list.items.filter((e) => e.involvedObject.kind === 'Alert' && e.reason === 'DeliveryFailed');
+        const found = list.items.filter((e) => e.involvedObject.kind === 'NotificationAlert' && e.reason === 'DeliveryFailed');
         return found.length > 0 ? found : undefined;
-      }, 'a DeliveryFailed Event on the Alert');
+      }, 'a DeliveryFailed Event on the NotificationAlert');
       expect(events[0]?.involvedObject.name).toBe('all');
       const failed = (await metrics.registry.getSingleMetric('syncline_notifications_total')?.get())?.values.find((v) => v.labels['result'] === 'failed' && v.labels['provider'] === 'webhook');
       expect(failed?.value).toBe(1);

@@ -1,4 +1,4 @@
-// Request bodies and headers of the chat and webhook Providers, as their receivers document them. Pure: the
+// Request bodies and headers of the chat and webhook NotificationProviders, as their receivers document them. Pure: the
 // delivery sends what these return. Limits are the receivers' own (Slack's 3,000-character section text,
 // Discord's 256-character title and 4,096-character description); longer text is cut with an ellipsis.
 import { createHmac } from 'node:crypto';
@@ -9,7 +9,7 @@ import type { NotificationEvent } from './event.ts';
 /** One HTTP request to a receiver. `url` and headers may hold credentials: never logged. */
 export type OutgoingRequest = { readonly url: string; readonly method: 'POST'; readonly headers: Readonly<Record<string, string>>; readonly body: string };
 
-/** What a Provider needs from its Secret (and spec.address): each may be absent. */
+/** What a NotificationProvider needs from its Secret (and spec.address): each may be absent. */
 export type ProviderCredentials = { readonly address?: string; readonly token?: string; readonly hmacKey?: string; readonly username?: string; readonly password?: string };
 
 export type ChatProvider = {
@@ -20,10 +20,10 @@ export type ChatProvider = {
   readonly contentType?: string | undefined;
 };
 
-/** A notification as every chat Provider words it. */
+/** A notification as every chat NotificationProvider words it. */
 export type Message = {
   readonly event: NotificationEvent;
-  /** The Alert that sent it (`namespace/name`). */
+  /** The NotificationAlert that sent it (`namespace/name`). */
   readonly alert: string;
   readonly summary?: string | undefined;
 };
@@ -51,7 +51,7 @@ export function cut(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
-/** The request that delivers `message` through a chat or webhook Provider. Throws when a credential it needs is missing. */
+/** The request that delivers `message` through a chat or webhook NotificationProvider. Throws when a credential it needs is missing. */
 export function chatRequest(provider: ChatProvider, credentials: ProviderCredentials, message: Message): OutgoingRequest {
   switch (provider.type) {
     case 'slack':
@@ -152,7 +152,7 @@ export function discordBody(provider: Pick<ChatProvider, 'username'>, message: M
   };
 }
 
-/** The webhook type's JSON body: the event as it is, plus the Alert and its summary. */
+/** The webhook type's JSON body: the event as it is, plus the NotificationAlert and its summary. */
 export function webhookBody(message: Message): Record<string, unknown> {
   return { ...message.event, alert: message.alert, ...(message.summary === undefined ? {} : { summary: message.summary }) };
 }

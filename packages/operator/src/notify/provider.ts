@@ -1,11 +1,11 @@
-// A Provider as deliveries use it: its spec checked, its Secrets read (credentials, proxy, CA) and kept in
-// memory, its template compiled. Reading happens when the Provider changes and again after a failed delivery
+// A NotificationProvider as deliveries use it: its spec checked, its Secrets read (credentials, proxy, CA) and kept in
+// memory, its template compiled. Reading happens when the NotificationProvider changes and again after a failed delivery
 // (a rotated token or webhook URL shows as one): never per message, so deliveries add no requests to the API
-// server. A Secret changed while deliveries still succeed is read at the next change of the Provider.
+// server. A Secret changed while deliveries still succeed is read at the next change of the NotificationProvider.
 import { KubeApiError, type KubeRest } from '@syncline/kube';
 import { compileMessageTemplate, type MessageTemplate } from '@syncline/render';
 import { authFromSecretData, proxyFromSecretData, type HttpProxy } from '@syncline/source-git';
-import { COMMIT_STATUS_PROVIDERS, ProviderSpec, type Provider } from '../api/v1alpha1.ts';
+import { COMMIT_STATUS_PROVIDERS, ProviderSpec, type NotificationProvider } from '../api/v1alpha1.ts';
 import { parseDuration } from '../reconcile/duration.ts';
 import type { ChannelSettings } from './delivery.ts';
 import type { ForgeCredentials } from './forge.ts';
@@ -23,7 +23,7 @@ export type ResolvedProvider = {
   readonly readAt: number;
 };
 
-/** Why a Provider cannot send: the condition reason and a message that names no credential. */
+/** Why a NotificationProvider cannot send: the condition reason and a message that names no credential. */
 export class ProviderError extends Error {
   readonly reason: 'InvalidSpec' | 'SecretNotFound' | 'InvalidSecret';
   constructor(reason: ProviderError['reason'], message: string) {
@@ -55,8 +55,8 @@ const decode = (data: SecretData | undefined, key: string): string | undefined =
   return text === '' ? undefined : text;
 };
 
-/** Checks the spec, reads the Provider's Secrets and compiles its template. Throws ProviderError. */
-export async function resolveProvider(rest: KubeRest, provider: Provider, now: number): Promise<ResolvedProvider> {
+/** Checks the spec, reads the NotificationProvider's Secrets and compiles its template. Throws ProviderError. */
+export async function resolveProvider(rest: KubeRest, provider: NotificationProvider, now: number): Promise<ResolvedProvider> {
   const namespace = provider.metadata.namespace ?? 'default';
   const parsed = ProviderSpec.safeParse(provider.spec);
   if (!parsed.success) throw new ProviderError('InvalidSpec', `invalid spec: ${parsed.error.issues.map((i) => `${i.path.map(String).join('.')}: ${i.message}`).join('; ')}`);
@@ -114,7 +114,7 @@ export async function resolveProvider(rest: KubeRest, provider: Provider, now: n
   };
 }
 
-/** Rate and timeout of a Provider's channel (the API server applied the schema's defaults; these are for the rest). */
+/** Rate and timeout of a NotificationProvider's channel (the API server applied the schema's defaults; these are for the rest). */
 export function channelSettings(spec: Partial<Pick<ProviderSpec, 'rateLimit' | 'timeout'>>): ChannelSettings {
   return { messages: spec.rateLimit?.messages ?? 20, intervalMs: parseDuration(spec.rateLimit?.interval ?? '1m'), timeoutMs: parseDuration(spec.timeout ?? '15s') };
 }
@@ -131,7 +131,7 @@ export function forgeCredentialsFromGitSecret(data: SecretData | undefined): For
     if ('bearerToken' in auth && auth.bearerToken !== undefined) return { token: auth.bearerToken };
     if ('username' in auth && auth.username !== undefined) return { username: auth.username, password: auth.password };
   } catch {
-    // No https credentials (an SSH key, or none): the Provider needs a token of its own.
+    // No https credentials (an SSH key, or none): the NotificationProvider needs a token of its own.
   }
   return {};
 }

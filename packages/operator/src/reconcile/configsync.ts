@@ -14,7 +14,7 @@ import type { ReconcileOutcome } from '../controller/queue.ts';
 import { ServiceAccountError } from '../kube/errors.ts';
 import type { Metrics } from '../metrics.ts';
 import { Reason, keepTransitions, removeCondition, setCondition, type ConditionInput } from './conditions.ts';
-import { MAX_TIMER_MS, boundedInterval, formatDuration, parseDuration, type IntervalBounds } from './duration.ts';
+import { MAX_TIMER_MS, boundedInterval, parseDuration, type IntervalBounds } from './duration.ts';
 import { objectPath, writeStatus } from './object-status.ts';
 import { createReconciler, removeFinalizer, type ShellEvent, type ShellOutcome } from './shell.ts';
 import { StallError, readGitAccess, readValues } from './inputs.ts';
@@ -130,9 +130,12 @@ export function createConfigSyncReconciler(deps: ConfigSyncReconcilerDeps): (key
     read: deps.get,
     finalizer: { name: FINALIZER, finalize: (object, log) => finalize(deps, object, log) },
     parse: (spec) => ConfigSyncSpec.safeParse(spec),
-    invalid: (object, reason, message) => stalledStatus(deps, object, reason, message),
+    invalid: (object, reason, message) => withRevisionColumn(stalledStatus(deps, object, reason, message)),
     suspend: { when: (spec) => spec.suspend, message: 'spec.suspend is true: nothing is fetched, applied or pruned until it is false' },
-    run: ({ object, spec, log }) => sync(startRun(deps, object, spec, log)),
+    run: async ({ object, spec, log }) => {
+      const outcome = await sync(startRun(deps, object, spec, log));
+      return { ...outcome, status: withRevisionColumn(outcome.status) };
+    },
   });
 }
 
@@ -175,7 +178,7 @@ async function sync(run: SyncRun): Promise<Outcome> {
   const desired = [...rendered.value.values()].flat();
   const outcome = syncedOutcome(run, source.value.revision, targets, desired);
   // A target waiting out its backoff asks to run again when that ends, not at the next refresh.
-  const retryAt = Math.min(...run.spec.targets.map((t) => run.deps.targetBackoff?.retryInMs(backoffKey(run, t.name)) ?? Infinity));
+  const retryAt = Math.min(...run.spec.targets.map((t) => run.deps.targetBackoff?.waiting(backoffKey(run, t.name))?.retryInMs ?? Infinity));
   if (Number.isFinite(retryAt) && outcome.result.kind === 'done') return { ...outcome, result: { kind: 'done', requeueAfterMs: Math.min(outcome.result.requeueAfterMs ?? retryAt, Math.max(retryAt, 1000)) } };
   return outcome;
 }
@@ -234,9 +237,10 @@ async function resolveClusters(run: SyncRun): Promise<ClusterAccess> {
   await Promise.all(
     run.spec.targets.map(async (target) => {
       if (target.cluster === undefined) return;
-      const waiting = run.deps.targetBackoff?.retryInMs(backoffKey(run, target.name));
+      // Waiting out a failure: said in the words of that failure (no countdown), so the message stays the same.
+      const waiting = run.deps.targetBackoff?.waiting(backoffKey(run, target.name));
       if (waiting !== undefined) {
-        access.set(target.name, { unavailable: `cluster ${target.cluster.name} failed recently; next attempt in ${formatDuration(waiting)}` });
+        access.set(target.name, { unavailable: waiting.failure });
         return;
       }
       if (run.deps.remote === undefined) {
@@ -249,8 +253,9 @@ async function resolveClusters(run: SyncRun): Promise<ClusterAccess> {
         await clients.apply.discovery();
         access.set(target.name, { clients });
       } catch (error) {
-        run.deps.targetBackoff?.failed(backoffKey(run, target.name));
-        access.set(target.name, { unavailable: safeError(error).message });
+        const unavailable = `cluster ${target.cluster.name}: ${safeError(error).message}`;
+        run.deps.targetBackoff?.failed(backoffKey(run, target.name), unavailable);
+        access.set(target.name, { unavailable });
       }
     }),
   );
@@ -375,7 +380,9 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
     });
     const outcome = stale.size > 0 && applied.status.phase === 'Synced' ? { ...applied, status: { ...applied.status, message: truncate([...stale].join('; ')) } } : applied;
     if (remote !== undefined) {
-      if (outcome.failures.some((f) => /Timeout|TransportError/.test(f))) run.deps.targetBackoff?.failed(backoffKey(run, target.name));
+      const unreachable = outcome.failures.find((f) => /Timeout|TransportError/.test(f));
+      // Kept as the skipped runs will word it (unavailableTarget prefixes the target's name again).
+      if (unreachable !== undefined) run.deps.targetBackoff?.failed(backoffKey(run, target.name), unreachable.startsWith(`${target.name}: `) ? unreachable.slice(target.name.length + 2) : unreachable);
       else run.deps.targetBackoff?.succeeded(backoffKey(run, target.name));
       // Drift there is seen by watches in that cluster; when it cannot be watched, the refresh interval stands in.
       if (outcome.status.phase === 'Synced' && run.deps.remoteWatchesHealthy?.(remote) === false) {
@@ -516,7 +523,7 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
     lastSyncedTime,
     sourceRevision: complete ? revision : previous.sourceRevision,
     // The Ref and Revision columns: a printer column cannot shorten a string or test it for a SHA.
-    shortRevision: complete ? revision.slice(0, 7) : previous.shortRevision,
+    drifted: drift.length,
     followedRef: complete ? followedRef(spec.source.git.revision) : previous.followedRef,
     lastAttemptedRevision: revision,
     appliedTargets: applied,
@@ -528,12 +535,14 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   };
   const events: SyncEvent[] = orphaned.map((o) => ({ type: 'Warning', reason: Reason.NamespaceOrphaned, message: truncate(o) }));
   if (!ok) {
-    log.info({ failures: failures.length, conflicts: conflicts.length }, 'sync finished with failures');
+    log.info({ failures: failures.length, conflicts: conflicts.length, ...counts }, 'sync finished with failures');
     // Forbidden needs an RBAC change and a conflict a person's decision, not hammering: wait for the refresh interval.
     // A tenancy refusal too: it needs a ServiceAccount or a trusted namespace.
     const waitForPerson = failures.every((f) => /forbidden|NamespaceNotAllowed/i.test(f));
     if (conflicts.length > 0) events.push({ type: 'Warning', reason: Reason.Conflict, message: truncate(`${conflicts.length} object(s) not applied: ${conflicts.join('; ')}`) });
-    if (failures.length > 0) events.push({ type: 'Warning', reason: onlyRefused(targets) ? Reason.NamespaceNotAllowed : Reason.ApplyFailed, message: truncate(`${summary}, ${counts.failed} failed: ${failures.join('; ')}`) });
+    // The failures as the Ready condition lists them (what the other targets wrote is in the log line above):
+    // the same failure next time is the same message, which counts up one Event.
+    if (failures.length > 0) events.push({ type: 'Warning', reason: onlyRefused(targets) ? Reason.NamespaceNotAllowed : Reason.ApplyFailed, message: truncate(`${failures.length} failed: ${failures.join('; ')}`) });
     return { status, result: waitForPerson ? { kind: 'wait', requeueAfterMs: run.refreshMs } : { kind: 'retry' }, events };
   }
   if (changed || revisionChanged) log.info({ revision, ...counts }, 'synced');
@@ -543,6 +552,19 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   if (health?.failure !== undefined) events.push({ type: 'Warning', reason: Reason.HealthCheckFailed, message: health.failure });
   // Still converging: the objects' status changes wake this sync; the timeout's expiry is the latest re-check.
   return { status, result: { kind: 'done', requeueAfterMs: Math.min(run.refreshMs, health?.requeueAfterMs ?? Infinity) }, events };
+}
+
+/**
+ * The Revision column (status.shortRevision): a printer column can neither shorten a string nor compare two, so
+ * the applied commit and the one being tried, when it differs, are written out.
+ */
+function withRevisionColumn(status: ConfigSyncStatus): ConfigSyncStatus {
+  const applied = status.sourceRevision?.slice(0, 7);
+  const tried = status.lastAttemptedRevision?.slice(0, 7);
+  const column = tried === undefined || tried === applied ? applied : applied === undefined ? `(trying ${tried})` : `${applied} (trying ${tried})`;
+  if (column === status.shortRevision) return status;
+  const { shortRevision: _previous, ...rest } = status;
+  return column === undefined ? rest : { ...rest, shortRevision: column };
 }
 
 /** The ref a revision was resolved from, or "pinned" when the spec names a commit SHA. */

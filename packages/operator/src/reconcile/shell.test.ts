@@ -254,7 +254,7 @@ describe('createReconciler', () => {
     expect(cluster.reads).toEqual([PATH]);
   });
 
-  it('records a Warning once while the conditions say the same, and again when they change', async () => {
+  it('records a Warning as news once while the conditions say the same; its repeats are marked to count it up', async () => {
     const cluster = fakeCluster(widget());
     let attempt = 0;
     const { reconcile, logs } = reconcilerFor(cluster, {
@@ -269,7 +269,8 @@ describe('createReconciler', () => {
       cluster.catchUp();
     }
     expect(cluster.statusWrites()).toBe(3);
-    expect(cluster.recorded).toEqual([{ type: 'Warning', reason: Reason.ApplyFailed, message: 'broken' }]);
+    const broken = { type: 'Warning', reason: Reason.ApplyFailed, message: 'broken' };
+    expect(cluster.recorded).toEqual([broken, { ...broken, repeat: true }, { ...broken, repeat: true }]);
     expect(logs.filter((l) => l.msg === 'Widget did not succeed').map((l) => l.level)).toEqual([30, 20, 20]);
   });
 
@@ -307,7 +308,8 @@ describe('createReconciler', () => {
     expect(await reconcile()).toEqual({ kind: 'stalled' });
     expect(runs).toHaveLength(0);
     expect(cluster.stored().status?.conditions).toEqual([expect.objectContaining({ type: 'Stalled', reason: Reason.InvalidSpec })]);
-    expect(cluster.recorded).toEqual([{ type: 'Warning', reason: Reason.InvalidSpec, message: expect.stringMatching(/^invalid spec: value: /) as string }]);
+    const invalid = { type: 'Warning', reason: Reason.InvalidSpec, message: expect.stringMatching(/^invalid spec: value: /) as string };
+    expect(cluster.recorded).toEqual([invalid, { ...invalid, repeat: true }]);
   });
 
   it("an invalid spec is reported under the kind's own reason when it names one", async () => {

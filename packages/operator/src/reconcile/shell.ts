@@ -152,17 +152,20 @@ async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions
  * Status and Events. The write is conditioned on the resourceVersion this run read (the shell writes nothing
  * else to the object on the way here): a run that started from a cache that had not yet seen the previous run's
  * status write gets 409 Conflict and runs again, instead of overwriting that status with one computed from the
- * older one. A Warning is news once: while the conditions say the same, repeats go to debug and record no Event
- * (a status write for another reason is not news of it); a Normal Event goes with any status write.
+ * older one. A Warning is news once: while the conditions say the same, repeats go to debug and count up the
+ * first one's Event (a status write for another reason is not news of it); a Normal Event goes with any status write.
  */
 async function report<T extends ShellObject, Spec, S extends object>(options: ReconcilerShellOptions<T, Spec, S>, object: T, outcome: ShellOutcome<S>, log: Logger): Promise<boolean> {
   const wrote = await writeStatus(options.rest, pathOf(options.plural, object), object, outcome.status, { ifUnchanged: true });
   const news = wrote && conditionsDiffer(object.status?.conditions, (outcome.status as { conditions?: Condition[] }).conditions);
   for (const event of outcome.events) {
-    const recorded = event.type === 'Warning' ? news : wrote;
-    if (event.logged !== true && (event.type === 'Warning' || recorded)) log[recorded ? 'info' : 'debug']({ reason: event.reason, message: event.message }, event.type === 'Warning' ? `${options.kind} did not succeed` : event.reason);
+    // A Warning the conditions already said is a repeat: it counts up its Event (kubectl's "x6 over 2m") and is
+    // no news to notifications. A Normal Event goes with the status write it explains.
+    const repeat = event.type === 'Warning' && !news;
+    const recorded = event.type === 'Warning' || wrote;
+    if (event.logged !== true && recorded) log[repeat ? 'debug' : 'info']({ reason: event.reason, message: event.message }, event.type === 'Warning' ? `${options.kind} did not succeed` : event.reason);
     // Not waited for: the worker is free once the status is written (identical Events still count up in order).
-    if (recorded) void options.events.record(object, { type: event.type, reason: event.reason, message: event.message });
+    if (recorded) void options.events.record(object, { type: event.type, reason: event.reason, message: event.message, ...(repeat ? { repeat } : {}) });
   }
   return wrote;
 }

@@ -31,7 +31,8 @@ export function createActivityLog(options: { limit?: number; now?: () => Date } 
       return {
         record(object, event) {
           // Only the kinds the UI shows; a mirrored Secret's events stay out (the UI lists no Secrets).
-          if (KINDS.includes(object.kind)) {
+          // A repeat counts up an Event already listed.
+          if (KINDS.includes(object.kind) && event.repeat !== true) {
             remember({
               id: ++sequence,
               at: now().toISOString(),
