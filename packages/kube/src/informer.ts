@@ -84,19 +84,21 @@ export class Informer {
   }
   /**
    * Gives the current watch stream up and watches again from the last resourceVersion (what changed meanwhile
-   * arrives as events). Nothing happens when a watch was started after the server was last heard from: that one
-   * is still opening, and is given up by the idle limit if it never answers. Returns whether it restarted.
+   * arrives as events). Nothing happens while a watch started after the server was last heard from is still
+   * within `windowMs` of its start: that one is still opening. One opened longer ago whose answer never came
+   * (a stream frozen before its headers arrived) is given up like any silent one. Returns whether it restarted.
    */
-  restart(): boolean {
+  restart(now = Date.now(), windowMs = WATCH_FRESH_MS): boolean {
     const attempt = this.#attempt;
-    if (attempt === undefined || (this.#heardAt !== undefined && attempt.at > this.#heardAt)) return false;
+    if (attempt === undefined) return false;
+    if (this.#heardAt !== undefined && attempt.at > this.#heardAt && now - attempt.at <= windowMs) return false;
     attempt.abort.abort(new Error(`watch ${this.#options.path}: restarted, not heard from since ${this.#heardAt === undefined ? 'it started' : new Date(this.#heardAt).toISOString()}`));
     return true;
   }
   /** isFresh(), and when the cache is listed but not fresh, restart() (its silent stream is given up now). */
   freshOrRestart(now = Date.now()): boolean {
     if (this.isFresh(now)) return true;
-    if (this.#synced) this.restart();
+    if (this.#synced) this.restart(now);
     return false;
   }
   get(key: string): KubeObject | undefined {

@@ -220,7 +220,7 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
       const { kind, namespace, name } = parseObjectId(id);
       if (!entry.informer.isFresh(now())) {
         const heardAt = entry.informer.heardAt;
-        if (entry.informer.restart()) logger.warn({ scope, silentSeconds: heardAt === undefined ? undefined : Math.round((now() - heardAt) / 1000) }, 'drift watch silent past the bookmark period; restarted, its targets read instead');
+        if (entry.informer.restart(now())) logger.warn({ scope, silentSeconds: heardAt === undefined ? undefined : Math.round((now() - heardAt) / 1000) }, 'drift watch silent past the bookmark period; restarted, its targets read instead');
         // No figure that changes from run to run: an unchanged message writes no status.
         onStale?.(`the drift watch of ${kind}${remote === undefined ? '' : ` in cluster ${remote.cluster}`} was not heard from within ${WATCH_FRESH_MS / 1000}s (restarted); read instead`);
         return undefined;
