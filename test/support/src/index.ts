@@ -21,5 +21,5 @@ export { startOidcIssuer } from './oidc-issuer.ts';
 export type { OidcIssuer, OidcUser } from './oidc-issuer.ts';
 export { forgeStatusApi, startHttpReceiver } from './receiver.ts';
 export type { Answer, ForgeStatus, HttpReceiver, ReceivedRequest, Responder } from './receiver.ts';
-export { SOPS_TOOL, ensureSops } from './sops.ts';
+export { SOPS_TOOL, ensureSops, generateAgeKey } from './sops.ts';
 export type { SopsCli } from './sops.ts';

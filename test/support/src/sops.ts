@@ -45,3 +45,10 @@ export async function ensureSops(onProgress?: (line: string) => void): Promise<S
     decrypt: ({ name, encrypted, env }) => run(name, encrypted, ['decrypt'], env),
   };
 }
+
+/** A fresh age key pair (the identity goes into a key Secret's `*.agekey`, the recipient to `sops --age`). */
+export async function generateAgeKey(): Promise<{ identity: string; recipient: string }> {
+  const { generateIdentity, identityToRecipient } = await import('age-encryption');
+  const identity = await generateIdentity();
+  return { identity, recipient: await identityToRecipient(identity) };
+}
