@@ -70,11 +70,11 @@ export async function readKeyRing(rest: KubeRest, context: DecryptionContext, na
 }
 
 /** The files with every encrypted one replaced by its plaintext; files that are not encrypted are handed on as they are. */
-export async function decryptFiles(context: DecryptionContext, files: readonly SourceFile[], ring: SopsKeyRing | undefined): Promise<SourceFile[]> {
+export async function decryptFiles(context: DecryptionContext, files: readonly { readonly path: string; readonly content: Uint8Array | string }[], ring: SopsKeyRing | undefined): Promise<SourceFile[]> {
   const out: SourceFile[] = [];
   for (const file of files) {
     if (!isSopsEncrypted(file.path, file.content)) {
-      out.push(file);
+      out.push(typeof file.content === 'string' ? { path: file.path, content: new Uint8Array(Buffer.from(file.content, 'utf8')) } : (file as SourceFile));
       continue;
     }
     try {
