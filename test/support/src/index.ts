@@ -23,3 +23,5 @@ export { forgeStatusApi, startHttpReceiver } from './receiver.ts';
 export type { Answer, ForgeStatus, HttpReceiver, ReceivedRequest, Responder } from './receiver.ts';
 export { SOPS_TOOL, ensureSops, generateAgeKey } from './sops.ts';
 export type { SopsCli } from './sops.ts';
+export { LOCAL_KMS_TOOL, startLocalKms } from './local-kms.ts';
+export type { LocalKms } from './local-kms.ts';
