@@ -12,7 +12,7 @@ export { createStaticDiscovery } from './discovery.ts';
 export { mergePatch } from './objects.ts';
 export type { ApiDiscovery, KubernetesObject, ObjectMeta, TargetPatch } from './objects.ts';
 export type { SourceFile, SourceFiles } from './files.ts';
-export { DataKeyCache, DEFAULT_MAX_ENCRYPTED_BYTES, decryptSopsFile, isSopsEncrypted } from './sops/decrypt.ts';
+export { DataKeyCache, DecryptedFileCache, DEFAULT_MAX_ENCRYPTED_BYTES, decryptSopsFile, isSopsEncrypted } from './sops/decrypt.ts';
 export type { DecryptFileOptions } from './sops/decrypt.ts';
 export { SopsError, SopsErrorCause, isSopsError } from './sops/errors.ts';
 export { parseKeySecret } from './sops/keys.ts';

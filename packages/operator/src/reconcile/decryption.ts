@@ -3,13 +3,15 @@
 // namespace. A sync without spec.decryption that meets an encrypted file fails naming it: ciphertext is never
 // applied. spec.valuesFiles and targets[].valuesFiles are read from the same snapshot and decrypted the same way.
 import { KubeApiError, type KubeRest } from '@syncline/kube';
-import { DataKeyCache, SopsError, SopsErrorCause, decryptSopsFile, isSopsEncrypted, layerValues, parseKeySecret, parseValues, type KeyServiceOptions, type SopsKeyRing, type Values } from '@syncline/render';
+import { DataKeyCache, DecryptedFileCache, SopsError, SopsErrorCause, decryptSopsFile, isSopsEncrypted, layerValues, parseKeySecret, parseValues, type KeyServiceOptions, type SopsKeyRing, type Values } from '@syncline/render';
 import type { ConfigSyncSpec } from '../api/v1alpha1.ts';
 
 /** What the operator gives every sync's decryption: key-service settings and the in-memory data key cache. */
 export type DecryptionContext = {
   readonly services: KeyServiceOptions;
   readonly cache: DataKeyCache;
+  /** Decrypted files by (path, ciphertext, keys) digest: a steady sync decrypts nothing again. Memory only. */
+  readonly decrypted: DecryptedFileCache;
   /** Parsed key rings by `namespace/name`, with the Secret's resourceVersion they were read at. */
   readonly rings: Map<string, { resourceVersion: string; ring: SopsKeyRing }>;
   /** The key Secret's resourceVersion as the reference watch last saw it (lets a steady sync skip the GET). */
@@ -17,7 +19,7 @@ export type DecryptionContext = {
 };
 
 export function createDecryptionContext(services: KeyServiceOptions = {}, watchedVersion?: (namespace: string, name: string) => string | undefined): DecryptionContext {
-  return { services, cache: new DataKeyCache(), rings: new Map(), ...(watchedVersion === undefined ? {} : { watchedVersion }) };
+  return { services, cache: new DataKeyCache(), decrypted: new DecryptedFileCache(), rings: new Map(), ...(watchedVersion === undefined ? {} : { watchedVersion }) };
 }
 
 /** A stalling (input must change) or retryable (a key service was unreachable) decryption failure; the message carries no secret. */
@@ -78,7 +80,7 @@ export async function decryptFiles(context: DecryptionContext, files: readonly {
       continue;
     }
     try {
-      const plain = await decryptSopsFile({ path: file.path, content: file.content, keys: ring, services: context.services, cache: context.cache });
+      const plain = await decryptSopsFile({ path: file.path, content: file.content, keys: ring, services: context.services, cache: context.cache, decrypted: context.decrypted });
       out.push({ path: file.path, content: typeof plain === 'string' ? new Uint8Array(Buffer.from(plain, 'utf8')) : plain });
     } catch (error) {
       if (error instanceof SopsError) throw fromSops(error);

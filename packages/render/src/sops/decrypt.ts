@@ -37,13 +37,54 @@ export function isSopsEncrypted(path: string, content: Uint8Array | string): boo
   if (text === undefined) return false;
   const format = sopsFormatOf(path);
   if (!mayBeEncrypted(format, text)) return false;
-  if (format === SopsFormat.Ini) return true;
-  try {
-    const loaded = loadEncrypted(format, text);
-    return loaded.metadata instanceof SopsMap && loaded.metadata.items.some(([key]) => key === 'mac' || key === 'version' || key === 'lastmodified');
-  } catch (error) {
-    // A file that has a sops section but does not load is reported by decryptSopsFile, not read as plaintext.
-    return error instanceof FormatError && !error.message.includes('has no sops metadata') && /(^|\n)sops[_:]/.test(text);
+  // The metadata's own fields, as sops writes them: a cheap test that keeps a plain file with a `sops:` key of
+  // its own a plain file. A file that passes but does not load is reported by decryptSopsFile, never applied.
+  switch (format) {
+    case SopsFormat.Yaml:
+      return /(^|\n)sops:[ \t]*(\r?\n[ \t]+[^\n]*)*\n[ \t]+"?(mac|lastmodified)"?:/.test(text) || /"sops"\s*:\s*\{[^]*"(mac|lastmodified)"\s*:/.test(text);
+    case SopsFormat.Json:
+    case SopsFormat.Binary:
+      return /"sops"\s*:\s*\{[^]*"(mac|lastmodified)"\s*:/.test(text);
+    case SopsFormat.Dotenv:
+      return /(^|\n)sops_(mac|lastmodified)=/.test(text);
+    case SopsFormat.Ini:
+      return /\n(mac|lastmodified)\s*=/.test(text);
+  }
+}
+
+/** Decrypted files by digest of (path, encrypted bytes, key ring): memory only, bounded by bytes. A new commit decrypts only what changed. */
+export class DecryptedFileCache {
+  private readonly entries = new Map<string, Uint8Array | string>();
+  private bytes = 0;
+  private readonly maxBytes: number;
+
+  constructor(maxBytes = 64 * 1024 * 1024) {
+    this.maxBytes = maxBytes;
+  }
+
+  static keyOf(path: string, content: Uint8Array | string, ring: SopsKeyRing): string {
+    return createHash('sha256').update(path).update('\0').update(content).update('\0').update(ring.fingerprint).digest('hex');
+  }
+
+  get(key: string): Uint8Array | string | undefined {
+    const value = this.entries.get(key);
+    if (value !== undefined) {
+      this.entries.delete(key);
+      this.entries.set(key, value);
+    }
+    return value;
+  }
+
+  set(key: string, value: Uint8Array | string): void {
+    const size = typeof value === 'string' ? value.length * 2 : value.byteLength;
+    if (size > this.maxBytes / 4) return;
+    this.entries.set(key, value);
+    this.bytes += size;
+    for (const [oldest, held] of this.entries) {
+      if (this.bytes <= this.maxBytes) break;
+      this.entries.delete(oldest);
+      this.bytes -= typeof held === 'string' ? held.length * 2 : held.byteLength;
+    }
   }
 }
 
@@ -88,6 +129,8 @@ export interface DecryptFileOptions {
   readonly keys: SopsKeyRing | undefined;
   readonly services?: KeyServiceOptions;
   readonly cache?: DataKeyCache;
+  /** Decrypted files of earlier runs (same bytes, same keys): decrypted once. */
+  readonly decrypted?: DecryptedFileCache;
   readonly maxBytes?: number;
 }
 
@@ -104,6 +147,9 @@ export async function decryptSopsFile(options: DecryptFileOptions): Promise<Uint
   }
   const text = asText(options.content);
   if (text === undefined) throw fail(path, SopsErrorCause.MalformedFile, 'the encrypted file is not UTF-8 text');
+  const memoKey = options.decrypted === undefined || options.keys === undefined ? undefined : DecryptedFileCache.keyOf(path, options.content, options.keys);
+  const memo = memoKey === undefined ? undefined : options.decrypted?.get(memoKey);
+  if (memo !== undefined) return memo;
   const loaded = load(path, text);
   const metadata = readMetadata(path, loaded);
   if (options.keys === undefined) {
@@ -120,7 +166,9 @@ export async function decryptSopsFile(options: DecryptFileOptions): Promise<Uint
     throw fail(path, SopsErrorCause.MalformedFile, `the value at ${at} is not encrypted although the file's rules say it must be (a half-encrypted file?)`);
   }
   verifyMac(path, metadata, dataKey, tree.mac);
-  return emit(loaded, tree.branches, dataKey);
+  const plaintext = emit(loaded, tree.branches, dataKey);
+  if (memoKey !== undefined) options.decrypted?.set(memoKey, plaintext);
+  return plaintext;
 }
 
 function load(path: string, text: string): LoadedAny {

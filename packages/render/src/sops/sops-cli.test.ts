@@ -12,7 +12,7 @@ import { isMap, isScalar, isSeq, parseAllDocuments } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureSops } from '@syncline/test-support';
 import type { SopsCli } from '@syncline/test-support';
-import { DataKeyCache, decryptSopsFile, isSopsEncrypted } from './decrypt.ts';
+import { DataKeyCache, DecryptedFileCache, decryptSopsFile, isSopsEncrypted } from './decrypt.ts';
 import { SopsError, SopsErrorCause } from './errors.ts';
 import { parseKeySecret } from './keys.ts';
 import type { SopsKeyRing } from './keys.ts';
@@ -239,6 +239,15 @@ describe('integrity: the MAC and the values are verified', () => {
     const other = sops.encrypt({ name: 'db.yaml', plaintext: secretYaml.replace('s3cr3t-P@ss', 'other-pass'), args: ['--age', recipient(0)] }).toString();
     const foreign = /password: (ENC\[[^\n]*\])/.exec(other)?.[1] ?? '';
     await expectMacMismatch(encrypted.replace(/(password: )ENC\[[^\n]*\]/, `$1${foreign}`));
+  });
+
+  it('verifies a changed file again even when its earlier bytes were decrypted and cached', async () => {
+    const decrypted = new DecryptedFileCache();
+    const cache = new DataKeyCache();
+    expect(await decryptSopsFile({ path: 'secrets/db.yaml', content: encrypted, keys: ring, cache, decrypted })).toContain('s3cr3t-P@ss');
+    const tampered = encrypted.replace(/\n\s+unicode: ENC\[[^\n]*/, '');
+    const error = await failure(decryptSopsFile({ path: 'secrets/db.yaml', content: tampered, keys: ring, cache, decrypted }));
+    expect(error.code).toBe(SopsErrorCause.MacMismatch);
   });
 
   it('refuses reordered documents', async () => {
