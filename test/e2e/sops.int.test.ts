@@ -66,8 +66,9 @@ describe('SOPS decryption end to end', () => {
     // given an encrypted Secret, a template fed by an encrypted values file, and the key Secret
     const first = await repo.commit({
       'app/db.yaml': encrypt('db.yaml', secretYaml('db', PASSWORD), 0),
-      'app/settings.yaml.hbs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  greeting: "{{ values.greeting }}"\n',
-      'values.sops.yaml': encrypt('values.sops.yaml', `greeting: ${GREETING}\n`, 0),
+      'app/settings.yaml.hbs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  greeting: "{{ values.greeting }}{{ values.suffix }}"\n',
+      'values.sops.yaml': encrypt('values.sops.yaml', `greeting: ${GREETING}\nsuffix: -shared\n`, 0),
+      'env/dev.yaml': 'suffix: -dev\n',
     });
     await setKeys(0);
     await applyConfigSync(
@@ -76,14 +77,14 @@ describe('SOPS decryption end to end', () => {
         refreshInterval: '1s',
         valuesFiles: ['values.sops.yaml'],
         decryption: { provider: 'sops', secretRef: { name: 'sops-keys' } },
-        targets: [{ name: 'dev', namespace: ns.name }],
+        targets: [{ name: 'dev', namespace: ns.name, valuesFiles: ['env/dev.yaml'] }],
       }),
     );
 
-    // then the Secret holds the plaintext and the template saw the decrypted value
+    // then the Secret holds the plaintext and the template saw the decrypted value (the target's values file over it)
     const cs = await waitForReady(ns.name, 'app', (c) => c.status?.sourceRevision === first, 60_000);
     expect(await secretValue('db')).toBe(PASSWORD);
-    expect(await configMapData(ns.name, 'settings')).toEqual({ greeting: GREETING });
+    expect(await configMapData(ns.name, 'settings')).toEqual({ greeting: `${GREETING}-dev` });
     // and no plaintext is in the status or Events
     expect(JSON.stringify(cs.status)).not.toContain(PASSWORD);
     expect(await eventsOf('app')).not.toContain(PASSWORD);
@@ -97,7 +98,7 @@ describe('SOPS decryption end to end', () => {
     expect(condition(failed, 'Ready')?.message).toContain('app/db.yaml');
     expect(failed.status?.lastAttemptedRevision).toBe(bad);
     expect(await secretValue('db')).toBe(PASSWORD);
-    expect(await configMapData(ns.name, 'settings')).toEqual({ greeting: GREETING });
+    expect(await configMapData(ns.name, 'settings')).toEqual({ greeting: `${GREETING}-dev` });
     expect(JSON.stringify(failed.status)).not.toContain('changed-pw');
 
     // when the file is fixed, then it syncs again (and the removed template is pruned now)
