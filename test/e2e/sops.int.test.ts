@@ -158,4 +158,26 @@ describe('SOPS decryption end to end', () => {
     const cs = await readConfigSync(ns.name, 'rotate');
     expect(condition(cs, 'Ready')?.status).toBe('True');
   });
+  it('stalls on a missing or bad key Secret, naming it and the bad entry, and recovers when it is fixed', async () => {
+    // given a sync whose key Secret does not exist yet
+    const revision = await repo.commit({ 'keys/cfg.yaml': encrypt('cfg.yaml', secretYaml('cfg', 'cfg-pw'), 0) });
+    await applyConfigSync(
+      configSync(ns.name, 'keys', {
+        source: { git: { repo: repo.url, revision: 'main', path: 'keys' } },
+        refreshInterval: '1h',
+        decryption: { provider: 'sops', secretRef: { name: 'team-keys' } },
+        targets: [{ name: 'dev', namespace: ns.name }],
+      }),
+    );
+    await failedWith('keys', `the Secret ${ns.name}/team-keys named in spec.decryption.secretRef does not exist`);
+    // when it is created with a line that is not an age identity, then that line is named, never its text
+    await core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: 'team-keys' }, stringData: { 'team.agekey': `${keys[0]?.identity}\nnot-an-identity-secret-text\n` } } });
+    const bad = await failedWith('keys', 'key team.agekey line 2 is not an age identity');
+    expect(JSON.stringify(bad.status)).not.toContain('not-an-identity-secret-text');
+    expect(JSON.stringify(bad.status)).not.toContain(keys[0]?.identity);
+    // when it is fixed, then the watch wakes the sync (refreshInterval 1h) and it applies
+    await core.replaceNamespacedSecret({ name: 'team-keys', namespace: ns.name, body: { metadata: { name: 'team-keys' }, stringData: { 'team.agekey': `${keys[0]?.identity}\n` } } });
+    await waitForReady(ns.name, 'keys', (c) => c.status?.sourceRevision === revision, 60_000);
+    expect(await secretValue('cfg')).toBe('cfg-pw');
+  });
 });
