@@ -44,12 +44,25 @@ export function isSopsEncrypted(path: string, content: Uint8Array | string): boo
       return /(^|\n)sops:[ \t]*(\r?\n[ \t]+[^\n]*)*\n[ \t]+"?(mac|lastmodified)"?:/.test(text) || /"sops"\s*:\s*\{[^]*"(mac|lastmodified)"\s*:/.test(text);
     case SopsFormat.Json:
     case SopsFormat.Binary:
-      return /"sops"\s*:\s*\{[^]*"(mac|lastmodified)"\s*:/.test(text);
+      // JSON cannot tell a top-level key from a nested one by its text; the native parser is cheap.
+      return topLevelSopsJson(text);
     case SopsFormat.Dotenv:
       return /(^|\n)sops_(mac|lastmodified)=/.test(text);
     case SopsFormat.Ini:
       return /\n(mac|lastmodified)\s*=/.test(text);
   }
+}
+
+function topLevelSopsJson(text: string): boolean {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return false;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const sops = (value as Record<string, unknown>)['sops'];
+  return typeof sops === 'object' && sops !== null && ('mac' in sops || 'lastmodified' in sops);
 }
 
 /** Decrypted files by digest of (path, encrypted bytes, key ring): memory only, bounded by bytes. A new commit decrypts only what changed. */

@@ -325,5 +325,7 @@ describe('keys and bad input', () => {
     expect(isSopsEncrypted('a.yaml', 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {sops: yes}\n')).toBe(false);
     expect(isSopsEncrypted('values.yaml', 'sops:\n  enabled: true\n')).toBe(false);
     expect(isSopsEncrypted('README.md', '# notes about "sops": none\n')).toBe(false);
+    expect(isSopsEncrypted('cm.json', JSON.stringify({ kind: 'ConfigMap', data: { sops: { mac: 'x', lastmodified: 'y' } } }))).toBe(false);
+    expect(isSopsEncrypted('cm.yaml', 'kind: ConfigMap\ndata:\n  sops:\n    mac: x\n    lastmodified: y\n')).toBe(false);
   });
 });
