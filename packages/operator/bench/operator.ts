@@ -1,18 +1,19 @@
-// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed]`
+// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed] [--encrypted]`
+// (--encrypted, with --layout namespace-per-sync: one object of the five is a SOPS-encrypted Secret, age, decrypted by every sync)
 // (DIR gets the operator's CPU profile; layout and scope: see _layout.ts; --mixed: the figures alone and beside a NamespaceReplication
 // and mirrored Secrets, see _mixed.ts): N ConfigSyncs × 5 objects on one repo against the
 // real control plane and the real operator process. Prints time until all Ready, git fetches per new
 // commit, operator peak RSS, and for the steady state (nothing changing, refreshInterval 30s) the write
 // requests the API server counted (by verb, leases apart) and the operator's CPU time.
 import type { ConfigSync } from '@syncline/operator';
-import { startOperator } from '@syncline/test-support';
+import { ensureSops, generateAgeKey, startOperator } from '@syncline/test-support';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { benchLayout } from './_layout.ts';
 import { benchEnvironment, cpuSeconds, diff, peakRss, pool, requestCounts, sleep, writeRequests } from './_environment.ts';
 import { mixedPart, runMixedComparison } from './_mixed.ts';
 
-const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' }, layout: { type: 'string', default: 'shared' }, scope: { type: 'string', default: 'namespace' }, mixed: { type: 'boolean', default: false }, part: { type: 'string' }, json: { type: 'string' } } });
+const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' }, layout: { type: 'string', default: 'shared' }, scope: { type: 'string', default: 'namespace' }, mixed: { type: 'boolean', default: false }, encrypted: { type: 'boolean', default: false }, part: { type: 'string' }, json: { type: 'string' } } });
 if (flags.mixed) await runMixedComparison(import.meta.filename, process.argv.slice(2));
 const SYNCS = Number(flags.syncs);
 const STEADY_SECONDS = Number(flags.steady);
@@ -25,7 +26,18 @@ const layout = await benchLayout({ layout: flags.layout, scope: flags.scope, nam
 const repo = await git.createRepo('configs');
 const template = (i: number, rev: string): string =>
   `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "{{ target.name }}-${i}"\ndata:\n  revision: "${rev}"\n  target: "{{ target.name }}"\n`;
-const commitAll = (rev: string): Promise<string> => repo.commit(Object.fromEntries([1, 2, 3, 4, 5].map((i) => [`app/cm-${i}.yaml.hbs`, template(i, rev)])));
+if (flags.encrypted && flags.layout !== 'namespace-per-sync') throw new Error('--encrypted needs --layout namespace-per-sync (the encrypted Secret has one name in every target namespace)');
+const sopsKey = flags.encrypted ? await generateAgeKey() : undefined;
+const encryptedSecret =
+  sopsKey === undefined
+    ? undefined
+    : (await ensureSops((line) => console.error(`[bench] ${line}`))).encrypt({ name: 'db.yaml', plaintext: 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ntype: Opaque\nstringData:\n  password: bench-password\n', args: ['--age', sopsKey.recipient, '--encrypted-regex', '^(data|stringData)$'] });
+if (sopsKey !== undefined) await rest.request({ method: 'POST', path: `/api/v1/namespaces/${namespace}/secrets`, body: { metadata: { name: 'sops-keys' }, stringData: { 'identity.agekey': sopsKey.identity } } });
+const commitAll = (rev: string): Promise<string> =>
+  repo.commit({
+    ...Object.fromEntries((encryptedSecret === undefined ? [1, 2, 3, 4, 5] : [1, 2, 3, 4]).map((i) => [`app/cm-${i}.yaml.hbs`, template(i, rev)])),
+    ...(encryptedSecret === undefined ? {} : { 'app/db.yaml': encryptedSecret }),
+  });
 const first = await commitAll('one');
 const part = await mixedPart(flags.part, { rest, namespace });
 
@@ -54,7 +66,7 @@ await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
   rest.request({
     method: 'POST',
     path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs`,
-    body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: `s${i}` }, spec: { source: { git: { repo: repo.url, path: 'app' } }, refreshInterval: '30s', targets: [{ name: `s${i}`, namespace: layout.targetNamespace(i) }] } },
+    body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: `s${i}` }, spec: { source: { git: { repo: repo.url, path: 'app' } }, refreshInterval: '30s', ...(sopsKey === undefined ? {} : { decryption: { provider: 'sops', secretRef: { name: 'sops-keys' } } }), targets: [{ name: `s${i}`, namespace: layout.targetNamespace(i) }] } },
   }),
 );
 await waitForAll(first);
@@ -111,7 +123,7 @@ const readyTarget = large ? 20 : 5;
 const commitTarget = large ? 10 : 2;
 const refreshes = steadyElapsed / 30;
 const verdict = (ok: boolean): string => (ok ? 'met' : 'NOT met');
-console.log(`operator bench: ${SYNCS} ConfigSyncs × 5 objects, one repo, Node ${process.versions.node}; ${layout.description}`);
+console.log(`operator bench: ${SYNCS} ConfigSyncs × 5 objects${sopsKey === undefined ? '' : ' (1 of the 5 a SOPS-encrypted Secret, age)'}, one repo, Node ${process.versions.node}; ${layout.description}`);
 console.log(`time until all ${SYNCS} Ready (from creation):      ${(allReadyMs / 1000).toFixed(2)} s  (${initialFetches} fetch(es) of the first commit)  (target ≤ ${readyTarget} s: ${verdict(allReadyMs <= readyTarget * 1000)})`);
 console.log(`new commit → all Ready (reconcile requested):      ${(newCommitMs / 1000).toFixed(2)} s  (target ≤ ${commitTarget} s: ${verdict(newCommitMs <= commitTarget * 1000)})`);
 console.log(`API requests until all Ready / for the new commit: ${readyRequests.total} ${JSON.stringify(readyRequests.byVerbResource)} / ${commitRequests.total} ${JSON.stringify(commitRequests.byVerbResource)}`);

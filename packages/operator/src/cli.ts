@@ -44,6 +44,8 @@ export type RunOptions = {
   minRefreshInterval: string;
   defaultServiceAccount?: string;
   allowInsecureHttp?: boolean;
+  sopsAllowEnvironmentCredentials?: boolean;
+  sopsKmsEndpoint?: string;
   logLevel: string;
   logFormat: 'json' | 'text';
   webhookAddr: string;
@@ -391,6 +393,8 @@ function addRunCommand(program: Command, context: CliContext, done: (code: numbe
     .option('--kubeconfig <file>', 'default $KUBECONFIG (several files merged), then ~/.kube/config, then in-cluster')
     .option('--context <name>', 'the kubeconfig context to use')
     .option('-n, --namespace <ns>', 'watch ConfigSyncs in one namespace only (default: all)')
+    .option('--sops-allow-environment-credentials', "let syncs without sops.aws-kms in their key Secret use the operator's own AWS credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN) for KMS keys; default: never")
+    .option('--sops-kms-endpoint <url>', 'the AWS KMS endpoint to call instead of https://kms.<region>.amazonaws.com (a VPC endpoint; tests)')
     .option('--secret-namespaces <ns,...>', 'watch Secrets in these namespaces only, one watch each (for an operator without cluster-wide Secret rights; needs --mirror off; default: all)')
     .option('--leader-elect', 'elect a leader on a Lease (the chart sets it when replicas > 1)')
     .option('--leader-election-namespace <ns>', 'the Lease\'s namespace (default: the pod\'s namespace or "default")')

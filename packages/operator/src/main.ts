@@ -3,7 +3,7 @@
 // and hands them to the command. Nothing deeper reads process.env.
 import { createEventRecorder, connectKubeconfig, loadKubeConfig, createKubeRest, WatchBudget, type KubeRest } from '@syncline/kube';
 import { parseShard, shardLeaseName, shardedWaker } from './shard.ts';
-import { TemplateCache } from '@syncline/render';
+import { TemplateCache, type AwsCredentials } from '@syncline/render';
 import { createGitSource, proxyFromEnvironment } from '@syncline/source-git';
 import { hostname, homedir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +17,7 @@ import { startReplicationPolicies } from './reconcile/namespacereplicationpolicy
 import { startMirrorController } from './mirror/controller.ts';
 import { StalePolicy, mirrorKeys, parseMirrorSourceNamespaces } from './mirror/index.ts';
 import { DEFAULT_INTERVAL_BOUNDS } from './reconcile/configsync.ts';
+import { createDecryptionContext } from './reconcile/decryption.ts';
 import { parseDuration } from './reconcile/duration.ts';
 import { createLogger } from './logging.ts';
 import type { Logger } from 'pino';
@@ -96,6 +97,10 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     mirrorKeys: keys,
     trusted,
     standbyRules: standby,
+    decryption: createDecryptionContext({
+      environmentAws: flags.sopsAllowEnvironmentCredentials === true ? awsEnvironmentCredentials(env) : undefined,
+      ...(flags.sopsKmsEndpoint === undefined ? {} : { kmsEndpoint: () => flags.sopsKmsEndpoint ?? '' }),
+    }),
     ...(flags.webhookSecret === undefined || flags.webhookAddr === 'off' ? {} : { webhookSecret: parseSecretRef(flags.webhookSecret, podNamespace ?? 'default') }),
     watchNamespace: flags.namespace,
     ...(secretNamespaces === undefined ? {} : { secretNamespaces }),
@@ -257,4 +262,12 @@ if (import.meta.main) {
       process.exit(1);
     },
   );
+}
+
+/** The operator's own static AWS credentials, for SOPS KMS keys when the admin allowed them; undefined when unset. */
+function awsEnvironmentCredentials(env: NodeJS.ProcessEnv): AwsCredentials | undefined {
+  const accessKeyId = env['AWS_ACCESS_KEY_ID'];
+  const secretAccessKey = env['AWS_SECRET_ACCESS_KEY'];
+  if (accessKeyId === undefined || secretAccessKey === undefined || accessKeyId === '' || secretAccessKey === '') return undefined;
+  return { accessKeyId, secretAccessKey, sessionToken: env['AWS_SESSION_TOKEN'] };
 }

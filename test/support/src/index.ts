@@ -2,6 +2,8 @@
 // need the vitest run (the shared cluster's kubeconfig, per-test namespaces) live in '@syncline/test-support/kube'.
 export { ensureControlPlaneBinary, startControlPlane, MissingGoError } from './control-plane.ts';
 export type { ControlPlane, ControlPlaneOptions } from './control-plane.ts';
+export { ensureGoTool } from './go-tool.ts';
+export type { GoTool, GoToolOptions } from './go-tool.ts';
 export { startGitServer, generateRepo } from './git-server.ts';
 export type { GitServer, TestRepo } from './git-server.ts';
 export { GITEA_MODULE, ensureGiteaBinary, startGitea } from './gitea.ts';
@@ -21,3 +23,7 @@ export { forgeStatusApi, startHttpReceiver } from './receiver.ts';
 export type { Answer, ForgeStatus, HttpReceiver, ReceivedRequest, Responder } from './receiver.ts';
 export { startWatchHangProxy } from './watch-hang.ts';
 export type { Abandoned, WatchHangProxy } from './watch-hang.ts';
+export { SOPS_TOOL, ensureSops, generateAgeKey } from './sops.ts';
+export type { SopsCli } from './sops.ts';
+export { LOCAL_KMS_TOOL, startLocalKms } from './local-kms.ts';
+export type { LocalKms } from './local-kms.ts';

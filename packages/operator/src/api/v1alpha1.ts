@@ -110,6 +110,26 @@ export const DataMode = z.object({
   key: z.string().min(1).optional().meta({ description: "Data key for a single file (default: the file's base name)." }),
 });
 
+/** Repo-relative values files (YAML, SOPS-encrypted or not), read from the same snapshot as the manifests. */
+const ValuesFiles = z
+  .array(
+    z
+      .string()
+      .min(1)
+      .max(1024)
+      .regex(/^[^/]/, 'a repo-relative path (no leading /)')
+      .refine((path) => !path.split('/').includes('..'), 'a repo-relative path without ".."'),
+  )
+  .max(20);
+
+export const Decryption = z.object({
+  provider: describe(z.enum(['sops']), 'How encrypted files are decrypted: `sops` (age, OpenPGP, Vault transit, AWS KMS).'),
+  secretRef: LocalObjectReference.optional().meta({
+    description:
+      'A Secret in this namespace holding the keys: `*.agekey` (age identities), `*.asc` (armored OpenPGP private keys), `sops.vault-token`, `sops.aws-kms` (AWS credentials). Omitted: only the operator\'s own AWS credentials, when its admin allows them.',
+  }),
+});
+
 export const Target = z.object({
   name: dnsLabel.meta({ description: 'Stable id of the target, unique in the list.' }),
   namespace: dnsLabel.optional().meta({ description: 'Namespace for namespaced objects that name none.' }),
@@ -119,6 +139,7 @@ export const Target = z.object({
   data: DataMode.optional().meta({
     description: 'Data mode: the file(s) at the path become one ConfigMap or Secret instead of manifests.',
   }),
+  valuesFiles: ValuesFiles.optional().meta({ description: 'Repo-relative values files for this target, deep-merged in order over spec.valuesFrom and under target.values; SOPS-encrypted files are decrypted.' }),
   wait: z.boolean().optional().meta({ description: "Overrides spec.wait for this target: whether Ready (and the next apply wave) waits for this target's objects to be healthy." }),
 });
 
@@ -136,6 +157,12 @@ export const ConfigSyncSpec = z.object({
   suspend: z.boolean().default(false).meta({ description: 'Stop fetching, applying and pruning; applied objects stay as they are.' }),
   values: Values.optional().meta({ description: 'Template values for every target (Handlebars context `values`).' }),
   valuesFrom: z.array(ValuesFromSource).max(20).optional().meta({ description: 'ConfigMaps or Secrets in this namespace holding values, deep-merged in order over spec.values (a later one wins).' }),
+  valuesFiles: ValuesFiles.optional().meta({
+    description: 'Repo-relative values files (YAML) read from the same commit, deep-merged in order under spec.values; SOPS-encrypted files are decrypted (spec.decryption). Listed files are values, never rendered as manifests.',
+  }),
+  decryption: Decryption.optional().meta({
+    description: 'Decrypt SOPS-encrypted files of the source in memory before rendering. Without it, an encrypted file fails the sync (DecryptionFailed).',
+  }),
   targets: z
     .array(Target)
     .min(1)

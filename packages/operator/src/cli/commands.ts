@@ -1,5 +1,6 @@
 // What the `syncline` subcommands do (src/cli.ts parses the command line and loads this module only when
 // a command needs a cluster or the render code, so --help and --version start fast).
+import { createDecryptionContext, decryptFiles } from '../reconcile/decryption.ts';
 import { type KubeConnection, connectKubeconfig, loadKubeConfig, createKubeRest, type KubeRest } from '@syncline/kube';
 import { createApplyClient, type KubeObject as ApplyObject } from '@syncline/apply';
 import { RenderError, TemplateCache, createStaticDiscovery, layerValues, parseValues, renderTarget, type SourceFile, type Values } from '@syncline/render';
@@ -157,6 +158,8 @@ export async function renderCommand(path: string, flags: { values: string[]; set
   const root = isDirectory ? path : dirname(path);
   // A file renders with the partials beside it; a directory with everything under it.
   const files = isDirectory ? await readLocalFiles(root, root) : [{ path: relative(root, path).split(sep).join('/'), content: await readFile(path) }, ...(await readLocalFiles(root, join(root, '_partials')).catch(() => []))];
+  // A local render has no key Secret: an encrypted file fails naming itself instead of rendering ciphertext.
+  await decryptFiles(createDecryptionContext(), files, undefined);
   const objects = renderTarget({
     files,
     path: relative(root, path).split(sep).join('/'),
@@ -227,7 +230,7 @@ export async function diffCommand(options: Kube & { name: string; out: Out; err:
     const source =
       options.localPath === undefined
         ? await readSource({ rest: options.rest, git, object })
-        : { revision: LOCAL_REVISION, files: await readCheckout(options.localPath, spec.source.git.path) };
+        : { revision: LOCAL_REVISION, files: await readCheckout(options.localPath, spec.source.git.path), read: (at: string) => readCheckout(options.localPath ?? '.', at) };
     const client = await createApplyClient(options.connection);
     let changed = 0;
     for (const target of await diffSync({ rest: options.rest, client, object, source })) {

@@ -4,10 +4,11 @@
 // health), and compares two deploys of the history with `diffRevisions`.
 import type { KubeRest } from '@syncline/kube';
 import { decodeInventory, healthOf, planApply, readLive, type ApplyClient, type KubeObject as ApplyObject, type PlanStep } from '@syncline/apply';
-import { renderTarget, type ApiDiscovery, type SourceFile } from '@syncline/render';
+import { layerValues, renderTarget, type ApiDiscovery, type SourceFile } from '@syncline/render';
 import type { GitSource } from '@syncline/source-git';
 import { ConfigSyncSpec, type ConfigSync } from '../api/v1alpha1.ts';
 import { readGitAccess, readValues } from '../reconcile/inputs.ts';
+import { createDecryptionContext, decryptFiles, readKeyRing, readValuesFiles } from '../reconcile/decryption.ts';
 import { diffYaml, maskSecrets, normalizeSecret, projectLive, unifiedDiff } from './diff.ts';
 
 /** How an object stands against its source: `in-sync`, `drifted` (live differs), `missing`, `prune`, or `note`. */
@@ -29,7 +30,7 @@ export type ObjectDiff = {
 export type TargetDiff = { name: string; cluster?: string; revision: string; skipped?: string; blocked?: string; objects: ObjectDiff[] };
 
 /** The source files of a revision, and the revision's SHA. */
-export type SourceRead = { revision: string; files: SourceFile[] };
+export type SourceRead = { revision: string; files: SourceFile[]; /** Reads another path of the same revision (spec.valuesFiles). */ read?: (path: string) => Promise<SourceFile[]> };
 
 /** The ConfigSync's source as the operator reads it: `revision` (default: spec's) resolved, its path read. */
 export async function readSource(input: { rest: KubeRest; git: GitSource; object: ConfigSync; revision?: string }): Promise<SourceRead> {
@@ -37,21 +38,33 @@ export async function readSource(input: { rest: KubeRest; git: GitSource; object
   const { auth, connection } = await readGitAccess(input.rest, input.object.metadata.namespace ?? 'default', spec.source.git);
   const repo = spec.source.git.repo;
   const revision = await input.git.resolveRevision({ repo, revision: input.revision ?? spec.source.git.revision, auth, connection });
-  return { revision, files: await input.git.readPath(await input.git.fetchSnapshot({ repo, sha: revision, auth, connection }), spec.source.git.path) };
+  const snapshot = await input.git.fetchSnapshot({ repo, sha: revision, auth, connection });
+  return { revision, files: await input.git.readPath(snapshot, spec.source.git.path), read: (path) => input.git.readPath(snapshot, path) };
 }
 
 /** Each target's rendered objects (targets of another cluster are left out: they are read there, not here). */
 export async function renderSync(input: { rest: KubeRest; object: ConfigSync; source: SourceRead; discovery: ApiDiscovery }): Promise<{ name: string; cluster?: string; objects?: ApplyObject[] }[]> {
   const spec = ConfigSyncSpec.parse(input.object.spec);
   const namespace = input.object.metadata.namespace ?? 'default';
-  const values = await readValues(input.rest, namespace, spec);
+  // SOPS files decrypted in memory with the sync's key Secret, read with the caller's own rights (who may not
+  // read it cannot decrypt); Secret values in the diff stay masked.
+  const decryption = createDecryptionContext();
+  const ring = await readKeyRing(input.rest, decryption, namespace, spec);
+  const read = input.source.read ?? (() => Promise.resolve([]));
+  const valuesFiles = await readValuesFiles(decryption, spec, ring, async (path) => (await read(path)).map((f) => ({ path: f.path, content: typeof f.content === 'string' ? new Uint8Array(Buffer.from(f.content)) : f.content })));
+  const files = await decryptFiles(
+    decryption,
+    input.source.files.filter((f) => !valuesFiles.paths.has(f.path)).map((f) => ({ path: f.path, content: typeof f.content === 'string' ? new Uint8Array(Buffer.from(f.content)) : f.content })),
+    ring,
+  );
+  const values = layerValues([valuesFiles.spec, await readValues(input.rest, namespace, spec)]);
   return spec.targets.map((target) => {
     if (target.cluster !== undefined) return { name: target.name, cluster: target.cluster.name };
     const objects = renderTarget({
-      files: input.source.files,
+      files,
       path: spec.source.git.path,
       values,
-      target: { name: target.name, namespace: target.namespace ?? namespace, values: target.values, patches: target.patches, data: target.data },
+      target: { name: target.name, namespace: target.namespace ?? namespace, values: layerValues([valuesFiles.targets.get(target.name), target.values]), patches: target.patches, data: target.data },
       source: { repo: spec.source.git.repo, revision: input.source.revision, path: spec.source.git.path },
       discovery: input.discovery,
     }) as ApplyObject[];

@@ -5,6 +5,7 @@ import { Informer, objectKey } from '@syncline/kube';
 import { decodeInventory } from '@syncline/apply';
 import type { ConfigSync } from '../api/v1alpha1.ts';
 import { createConfigSyncReconciler } from '../reconcile/configsync.ts';
+import { createDecryptionContext } from '../reconcile/decryption.ts';
 import type { TargetNoop } from '../reconcile/target.ts';
 import { createTargetBackoff } from '../remote/backoff.ts';
 import type { RemoteClusters } from '../remote/clusters.ts';
@@ -38,6 +39,8 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
       ...(object.spec.source.git.secretRef !== undefined ? [`${namespace}/Secret/${object.spec.source.git.secretRef.name}`] : []),
       ...(object.spec.source.git.proxySecretRef !== undefined ? [`${namespace}/Secret/${object.spec.source.git.proxySecretRef.name}`] : []),
       ...(object.spec.valuesFrom ?? []).map((v) => `${namespace}/${v.kind}/${v.name}`),
+      // The SOPS key Secret: a new or rotated key reconciles at once, as a valuesFrom change does.
+      ...(object.spec.decryption?.secretRef !== undefined ? [`${namespace}/Secret/${object.spec.decryption.secretRef.name}`] : []),
     ]);
   };
 
@@ -87,13 +90,15 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
     path: ctx.collection('syncline.dev', 'v1alpha1', 'configsyncs'),
     labelSelector: otherShardsSelector(options.shard),
     project: (object) => {
-      const git = (object['spec'] as ConfigSync['spec'] | undefined)?.source?.git;
+      const spec = object['spec'] as ConfigSync['spec'] | undefined;
+      const git = spec?.source?.git;
+      const keys = spec?.decryption?.secretRef;
       return {
         apiVersion: object.apiVersion,
         kind: object.kind,
         metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion },
-        // secretRef: a NamespaceReplication never copies another shard's Git credentials either.
-        spec: { source: { git: { repo: git?.repo, revision: git?.revision, ...(git?.secretRef === undefined ? {} : { secretRef: git.secretRef }) } } },
+        // secretRef, decryption: a NamespaceReplication never copies another shard's Git credentials or SOPS keys either.
+        spec: { source: { git: { repo: git?.repo, revision: git?.revision, ...(git?.secretRef === undefined ? {} : { secretRef: git.secretRef }) } }, ...(keys === undefined ? {} : { decryption: { secretRef: keys } }) },
       };
     },
     onEvent: () => undefined,
@@ -102,6 +107,8 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
 
   const reconcile = createConfigSyncReconciler({
     ...options,
+    // The key Secret's resourceVersion from the reference watch: a steady sync reuses its parsed keys without a GET.
+    decryption: createDecryptionContext(options.decryption?.services ?? {}, (namespace, name) => ctx.references.secret(namespace, name)?.metadata.resourceVersion),
     freshRequest: (key) => freshRequests.get(key),
     // A newer request (another push meanwhile) stands for the next run.
     freshRequestHandled: (key, at) => {

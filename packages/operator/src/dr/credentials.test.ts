@@ -13,7 +13,7 @@ const holders: CredentialHolders = {
   ],
   configSyncs: [
     { metadata: { namespace: 'shop' }, spec: { source: { git: { secretRef: { name: 'git-auth' } } } } },
-    { metadata: { namespace: 'shop' }, spec: { source: { git: {} } } },
+    { metadata: { namespace: 'shop' }, spec: { source: { git: {} }, decryption: { secretRef: { name: 'sops-keys' } } } },
     { metadata: { namespace: 'other' }, spec: { source: { git: { secretRef: { name: 'app-values' } } } } },
   ],
   webhookSecret: { namespace: 'shop', name: 'webhook' },
@@ -26,6 +26,7 @@ describe('credentialSecretsIn', () => {
       'east-token': "a RemoteCluster's token",
       'east-ca': "a RemoteCluster's CA",
       'git-auth': "a ConfigSync's Git credentials",
+      'sops-keys': "a ConfigSync's SOPS decryption keys",
       webhook: "the webhook receiver's secret",
     });
   });

@@ -62,6 +62,13 @@ describe('sanitizeCopy', () => {
     expect(() => sanitizeCopy(token, { keys })).toThrow(expect.objectContaining({ reason: MirrorErrorReason.NotCopyable }) as Error);
   });
 
+  it.each([['identity.agekey'], ['team.asc'], ['sops.vault-token'], ['sops.aws-kms']])('refuses a Secret holding SOPS keys (%s), judged by key names only', (key) => {
+    const keysSecret = secret({ data: { [key]: 'c2VjcmV0', other: 'eA==' } });
+    expect(() => sanitizeCopy(keysSecret, { keys })).toThrow(/^Secret dev\/db: a Secret holding SOPS decryption keys .* is never copied/);
+    expect(() => sanitizeCopy(secret({ extra: { stringData: { [key]: 'x' } } }), { keys })).toThrow(expect.objectContaining({ reason: MirrorErrorReason.NotCopyable }) as Error);
+    expect(() => sanitizeCopy(secret({ data: { 'identity.txt': 'eA==' } }), { keys })).not.toThrow();
+  });
+
   it('folds Secret stringData into data, stringData winning', () => {
     const desired = secret({ data: { a: 'b2xk', b: 'Yg==' }, extra: { stringData: { a: 'new' } } });
     const copy = sanitizeCopy(desired, { keys });

@@ -6,7 +6,7 @@ import { mergePatch } from '@syncline/render';
 import { classifyExisting } from './conflicts.ts';
 import { MirrorError, MirrorErrorReason, describeObject } from './errors.ts';
 import { formatSourceRef, mirrorObjectKeys, sourceRefHash, type MirrorKeys } from './labels.ts';
-import { MirrorStrategy, SERVICE_ACCOUNT_TOKEN } from './spec.ts';
+import { MirrorStrategy, SERVICE_ACCOUNT_TOKEN, SOPS_KEYS_NEVER_COPIED, isSopsKeySecret } from './spec.ts';
 
 type Json = Record<string, unknown>;
 
@@ -87,6 +87,10 @@ export const COPY_RULES: Readonly<Record<string, readonly CopyRule[]>> = {
     {
       why: 'a service-account token belongs to one account in one namespace',
       refuse: (object) => (object.type === SERVICE_ACCOUNT_TOKEN ? `a ${SERVICE_ACCOUNT_TOKEN} Secret is never copied (its token belongs to one service account in one namespace)` : undefined),
+    },
+    {
+      why: 'SOPS decryption keys are a credential the operator decrypts with, for the syncs of one namespace',
+      refuse: (object) => (isSopsKeySecret(object) ? SOPS_KEYS_NEVER_COPIED : undefined),
     },
     {
       // The API server does this on write; a desired object with stringData would always differ from the live one.

@@ -93,6 +93,11 @@ describe('parseMirrorSpec', () => {
       expect(errorOf(() => parseMirrorSpec(role, keys)).reason).toBe(MirrorErrorReason.UnsupportedKind);
     });
 
+    it('a Secret holding SOPS decryption keys', () => {
+      const keysSecret = secret({ labels: { [keys.syncSource]: 'true' }, annotations: { [keys.targets]: '*' } });
+      expect(errorOf(() => parseMirrorSpec({ ...keysSecret, data: { 'identity.agekey': 'eA==' } }, keys)).reason).toBe(MirrorErrorReason.NotCopyable);
+    });
+
     it('a service-account token Secret', () => {
       const token = secret({ type: 'kubernetes.io/service-account-token', labels: { [keys.syncSource]: 'true' }, annotations: { [keys.targets]: '*' } });
       expect(errorOf(() => parseMirrorSpec(token, keys)).reason).toBe(MirrorErrorReason.NotCopyable);

@@ -40,6 +40,14 @@ export interface MirrorSpec {
 /** The Secret type that is never copied (copy.ts refuses it too). */
 export const SERVICE_ACCOUNT_TOKEN = 'kubernetes.io/service-account-token';
 
+export const SOPS_KEYS_NEVER_COPIED = 'a Secret holding SOPS decryption keys (*.agekey, *.asc, sops.vault-token, sops.aws-kms) is never copied: it is a credential the operator decrypts with for this namespace';
+
+/** A Secret with the keys spec.decryption reads. Judged by its data's key names, never its values. */
+export function isSopsKeySecret(object: KubeObject): boolean {
+  const names = [object['data'], object['stringData']].flatMap((field) => (typeof field === 'object' && field !== null ? Object.keys(field) : []));
+  return names.some((name) => name.endsWith('.agekey') || name.endsWith('.asc') || name === 'sops.vault-token' || name === 'sops.aws-kms');
+}
+
 const DASHED = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 
 /**
@@ -68,6 +76,7 @@ export function parseMirrorSpec(object: KubeObject, keys: MirrorKeys): MirrorSpe
   if (object.kind === MirrorKind.Secret && object.type === SERVICE_ACCOUNT_TOKEN) {
     return fail(MirrorErrorReason.NotCopyable, `a ${SERVICE_ACCOUNT_TOKEN} Secret is never mirrored (the token belongs to one service account in one namespace)`);
   }
+  if (object.kind === MirrorKind.Secret && isSopsKeySecret(object)) return fail(MirrorErrorReason.NotCopyable, SOPS_KEYS_NEVER_COPIED);
 
   const warnings: string[] = [];
   const setting = (key: string): { text: string; from: 'annotation' | 'label' } | undefined => {

@@ -7,6 +7,8 @@ export const Reason = {
   Progressing: 'Progressing',
   FetchFailed: 'FetchFailed',
   RenderFailed: 'RenderFailed',
+  /** A SOPS-encrypted file of the source could not be decrypted (no decryption configured, no key opens it, MAC mismatch, bad key Secret, key service unreachable). */
+  DecryptionFailed: 'DecryptionFailed',
   InvalidSpec: 'InvalidSpec',
   ApplyFailed: 'ApplyFailed',
   PruneFailed: 'PruneFailed',

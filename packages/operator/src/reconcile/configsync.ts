@@ -4,7 +4,7 @@
 // It reconciles from current state, never from the event that woke it, so running it twice changes nothing.
 import { type EventRecorder, type KubeRest } from '@syncline/kube';
 import { decodeInventory, digestRendered, encodeInventory, objectId, ownedBy, recordHistory, type ApplyClient, type InventoryEntry } from '@syncline/apply';
-import { RenderError, RenderErrorReason, renderTarget, type TemplateCache, type KubernetesObject } from '@syncline/render';
+import { RenderError, RenderErrorReason, layerValues, renderTarget, type TemplateCache, type KubernetesObject, type Values } from '@syncline/render';
 import { GitSourceError, type GitSource } from '@syncline/source-git';
 import type { Logger } from 'pino';
 import { ConfigSyncSpec, INTERVAL_BOUNDS, type Condition, type ConfigSync, type ConfigSyncStatus, type HistoryEntry, type TargetInventory, type TargetStatus } from '../api/v1alpha1.ts';
@@ -18,6 +18,7 @@ import { MAX_TIMER_MS, boundedInterval, parseDuration, type IntervalBounds } fro
 import { objectPath, writeStatus } from './object-status.ts';
 import { createReconciler, removeFinalizer, type ShellEvent, type ShellOutcome } from './shell.ts';
 import { StallError, readGitAccess, readValues } from './inputs.ts';
+import { DecryptionFailure, createDecryptionContext, decryptFiles, readKeyRing, readValuesFiles, type DecryptionContext, type LayeredValuesFiles } from './decryption.ts';
 import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, onlyRefused, partitionInventory, readableId, truncate, type TargetNoop, type TargetOutcome } from './target.ts';
 import { dependencyNotReady, findCycle } from './dependencies.ts';
 import { healthConditions } from './health.ts';
@@ -75,6 +76,8 @@ export type ConfigSyncReconcilerDeps = {
    * what the drift watches know of an object (see applyTarget's `noop`).
    */
   readonly noop?: { readonly records: Map<string, TargetNoop>; readonly watched: (id: string, remote?: RemoteClients, onStale?: (why: string) => void) => string | null | undefined };
+  /** SOPS decryption: key-service settings, the in-memory data key cache and parsed key rings (default: a private one). */
+  readonly decryption?: DecryptionContext;
 };
 
 /**
@@ -170,7 +173,9 @@ async function sync(run: SyncRun): Promise<Outcome> {
   if (!source.ok) return source.outcome;
   if (run.wokenAt !== undefined) run.deps.freshRequestHandled?.(objectKeyOf(run.object), run.wokenAt);
   const clusters = await resolveClusters(run);
-  const rendered = await reconcileRender(run, source.value, clusters);
+  const decrypted = await reconcileDecryption(run, source.value);
+  if (!decrypted.ok) return decrypted.outcome;
+  const rendered = await reconcileRender(run, decrypted.value, clusters);
   if (!rendered.ok) return rendered.outcome;
   const client = await applyClientFor(run, source.value.revision);
   if (!client.ok) return client.outcome;
@@ -209,7 +214,8 @@ function reconcileDependencies(run: SyncRun): Step<undefined> {
   return { ok: false, outcome: { status: { ...previous, observedGeneration: run.object.metadata.generation, conditions }, result: { kind: 'wait', requeueAfterMs: Math.min(DEPENDENCY_RETRY_MS, run.refreshMs) }, events: [] } };
 }
 
-type Source = { revision: string; files: Awaited<ReturnType<GitSource['readPath']>> };
+type Snapshot = Awaited<ReturnType<GitSource['fetchSnapshot']>>;
+type Source = { revision: string; files: Awaited<ReturnType<GitSource['readPath']>>; snapshot: Snapshot; valuesFiles?: LayeredValuesFiles };
 
 /** Resolve the revision and read the path from its snapshot. A failure here never touches the cluster. */
 async function reconcileSource(run: SyncRun): Promise<Step<Source>> {
@@ -218,12 +224,42 @@ async function reconcileSource(run: SyncRun): Promise<Step<Source>> {
     const { auth, connection } = await readGitAccess(deps.rest, run.namespace, spec.source.git);
     const revision = await timed(deps, 'resolve', () => deps.git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision, auth, connection, maxAgeMs: run.refAgeMs, startedAfter: run.refStartedAfter }));
     const snapshot = await timed(deps, 'fetch', () => deps.git.fetchSnapshot({ repo: spec.source.git.repo, sha: revision, auth, connection }));
-    return { ok: true, value: { revision, files: await deps.git.readPath(snapshot, spec.source.git.path) } };
+    return { ok: true, value: { revision, files: await deps.git.readPath(snapshot, spec.source.git.path), snapshot } };
   } catch (error) {
     if (error instanceof StallError) return { ok: false, outcome: stalled(run, error.reason, error.message) };
     if (error instanceof GitSourceError && !error.retryable) return { ok: false, outcome: stalled(run, Reason.FetchFailed, error.message) };
     const message = error instanceof GitSourceError ? error.message : `fetching the source failed: ${safeError(error).message}`;
     return { ok: false, outcome: failed(run, Reason.FetchFailed, message, { kind: 'retry' }) };
+  }
+}
+
+const defaultDecryption = new WeakMap<ConfigSyncReconcilerDeps, DecryptionContext>();
+
+/**
+ * Decrypt every SOPS-encrypted file of the source in memory, and read spec.valuesFiles / targets[].valuesFiles
+ * from the same snapshot. Always runs: without spec.decryption an encrypted file stalls the sync, naming it.
+ * Bad input (no key opens a file, a MAC mismatch, a bad key Secret) stalls; an unreachable Vault or KMS is
+ * retried with backoff. Nothing is applied or pruned when a file cannot be decrypted.
+ */
+async function reconcileDecryption(run: SyncRun, source: Source): Promise<Step<Source>> {
+  const { deps, spec } = run;
+  let context = deps.decryption ?? defaultDecryption.get(deps);
+  if (context === undefined) {
+    context = createDecryptionContext();
+    defaultDecryption.set(deps, context);
+  }
+  try {
+    const ring = await readKeyRing(deps.rest, context, run.namespace, spec);
+    const valuesFiles = await readValuesFiles(context, spec, ring, (path) => deps.git.readPath(source.snapshot, path));
+    const files = await decryptFiles(context, source.files.filter((file) => !valuesFiles.paths.has(file.path)), ring);
+    return { ok: true, value: { ...source, files, valuesFiles } };
+  } catch (error) {
+    const message = truncate(`${error instanceof Error ? error.message : 'decryption failed'}`);
+    if (error instanceof DecryptionFailure && !error.retryable) return { ok: false, outcome: stalled(run, Reason.DecryptionFailed, `DecryptionFailed: ${message}`, source.revision) };
+    if (error instanceof DecryptionFailure) return { ok: false, outcome: failed(run, Reason.DecryptionFailed, `DecryptionFailed: ${message}`, { kind: 'retry' }) };
+    if (error instanceof RenderError) return { ok: false, outcome: stalled(run, Reason.RenderFailed, error.message, source.revision) };
+    if (error instanceof GitSourceError && !error.retryable) return { ok: false, outcome: stalled(run, Reason.RenderFailed, `valuesFiles: ${error.message}`, source.revision) };
+    return { ok: false, outcome: failed(run, Reason.DecryptionFailed, `DecryptionFailed: reading the key Secret or values files failed: ${safeError(error).message}`, { kind: 'retry' }) };
   }
 }
 
@@ -267,7 +303,7 @@ async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAc
   const { deps, spec } = run;
   const rendered = new Map<string, KubernetesObject[]>();
   try {
-    const values = await readValues(deps.rest, run.namespace, spec);
+    const values = layerValues([source.valuesFiles?.spec, await readValues(deps.rest, run.namespace, spec)]);
     const defaultClient = await deps.applyClient(undefined);
     const renderAll = async (refresh: boolean): Promise<void> => {
       rendered.clear();
@@ -282,7 +318,7 @@ async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAc
             files: source.files,
             path: spec.source.git.path,
             values,
-            target: { name: target.name, namespace: target.namespace ?? run.namespace, values: target.values, patches: target.patches, data: target.data, ...(target.cluster === undefined ? {} : { cluster: target.cluster.name }) },
+            target: { name: target.name, namespace: target.namespace ?? run.namespace, values: targetValues(source, target.name, target.values), patches: target.patches, data: target.data, ...(target.cluster === undefined ? {} : { cluster: target.cluster.name }) },
             source: { repo: spec.source.git.repo, revision: source.revision, path: spec.source.git.path },
             discovery: await client.discovery(refresh ? { refresh: true } : {}),
             cache: deps.templates,
@@ -304,6 +340,12 @@ async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAc
     return { ok: false, outcome: failed(run, Reason.RenderFailed, `rendering failed: ${safeError(error).message}`, { kind: 'retry' }) };
   }
   return { ok: true, value: rendered };
+}
+
+/** targets[].valuesFiles under targets[].values. */
+function targetValues(source: Source, target: string, values: Values | undefined): Values | undefined {
+  const files = source.valuesFiles?.targets.get(target);
+  return files === undefined ? values : layerValues([files, values]);
 }
 
 function identityOf(deps: ConfigSyncReconcilerDeps, namespace: string, spec: ConfigSyncSpec | undefined): ApplyIdentity {

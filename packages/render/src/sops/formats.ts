@@ -1,0 +1,225 @@
+// The file formats sops writes (getsops/sops stores/): which format a path has, how its encrypted form is
+// read into a tree plus metadata, and how the decrypted tree is written back out. The format comes from the
+// file name as sops chooses it: .yaml/.yml, .json, .env, .ini, anything else binary (a JSON envelope whose
+// `data` value holds the whole file).
+import { Document, isAlias, isMap, isScalar, isSeq, parseAllDocuments } from 'yaml';
+import type { Node as YamlNode } from 'yaml';
+import { SopsMap } from './tree.ts';
+import type { SopsValue } from './tree.ts';
+import { formatFloat } from './tree.ts';
+
+export const SopsFormat = { Yaml: 'yaml', Json: 'json', Dotenv: 'dotenv', Ini: 'ini', Binary: 'binary' } as const;
+export type SopsFormat = (typeof SopsFormat)[keyof typeof SopsFormat];
+
+export function sopsFormatOf(path: string): SopsFormat {
+  if (/\.ya?ml$/.test(path)) return SopsFormat.Yaml;
+  if (path.endsWith('.json')) return SopsFormat.Json;
+  if (path.endsWith('.env')) return SopsFormat.Dotenv;
+  if (path.endsWith('.ini')) return SopsFormat.Ini;
+  return SopsFormat.Binary;
+}
+
+/** A cheap look at the text before any parse: most files of a repository are not encrypted. */
+export function mayBeEncrypted(format: SopsFormat, text: string): boolean {
+  switch (format) {
+    case SopsFormat.Yaml:
+      return /(^|\n)sops:/.test(text) || /(^|\n)\s*"sops"\s*:/.test(text);
+    case SopsFormat.Json:
+    case SopsFormat.Binary:
+      return /"sops"\s*:/.test(text);
+    case SopsFormat.Dotenv:
+      return /(^|\n)sops_(version|mac|lastmodified)=/.test(text);
+    case SopsFormat.Ini:
+      return /(^|\n)\[sops\]/.test(text);
+  }
+}
+
+/** Where and why a file does not parse: a 1-based line and a reason that quotes none of the text. */
+export class FormatError extends Error {
+  readonly line: number | undefined;
+
+  constructor(message: string, line?: number) {
+    super(message);
+    this.line = line;
+  }
+}
+
+export interface LoadedFile {
+  readonly branches: SopsMap[];
+  /** The `sops` mapping (for dotenv, unflattened). */
+  readonly metadata: SopsValue;
+}
+
+/** At most this many tree nodes per file, aliases expanded (an alias bomb stops here). */
+const MAX_NODES = 1_000_000;
+
+function fromYamlNode(node: unknown, doc: Document, budget: { left: number }): SopsValue {
+  if (--budget.left < 0) throw new FormatError('the file expands to more values than allowed (aliases?)');
+  if (node === null || node === undefined) return null;
+  if (isAlias(node)) return fromYamlNode(node.resolve(doc), doc, budget);
+  if (isMap(node)) {
+    return new SopsMap(
+      node.items.map((pair) => {
+        const key = isScalar(pair.key) ? pair.key.value : pair.key;
+        if (typeof key !== 'string') throw new FormatError('a mapping key is not a string', lineOf(doc, pair.key));
+        return [key, fromYamlNode(pair.value, doc, budget)];
+      }),
+    );
+  }
+  if (isSeq(node)) return node.items.map((item) => fromYamlNode(item, doc, budget));
+  if (isScalar(node)) {
+    const value = node.value;
+    if (value === null || typeof value === 'string' || typeof value === 'bigint' || typeof value === 'number' || typeof value === 'boolean') return value;
+    return value instanceof Date ? value.toISOString() : JSON.stringify(value) ?? '';
+  }
+  throw new FormatError('unexpected YAML node');
+}
+
+function lineOf(doc: Document, node: unknown): number | undefined {
+  const offset = (node as YamlNode | undefined)?.range?.[0];
+  if (offset === undefined) return undefined;
+  const text = (doc as unknown as { __source?: string }).__source;
+  return text === undefined ? undefined : text.slice(0, offset).split('\n').length;
+}
+
+function lineAt(text: string, offset: number): number {
+  return text.slice(0, offset).split('\n').length;
+}
+
+/** YAML (every document) or JSON (one document): documents must be mappings; `sops` is taken from the first. */
+function loadTreeFormat(text: string, json: boolean): LoadedFile {
+  const docs = parseAllDocuments(text, { version: '1.2', intAsBigInt: true, merge: false, uniqueKeys: true, prettyErrors: false });
+  const budget = { left: MAX_NODES };
+  const branches: SopsMap[] = [];
+  let metadata: SopsValue | undefined;
+  const list = Array.isArray(docs) ? docs : [];
+  if (json && list.length !== 1) throw new FormatError('a JSON file holds one value');
+  for (const [index, doc] of list.entries()) {
+    const error = doc.errors[0];
+    if (error !== undefined) throw new FormatError(`does not parse (${error.code})`, lineAt(text, error.pos[0]));
+    (doc as unknown as { __source?: string }).__source = text;
+    const root = fromYamlNode(doc.contents, doc, budget);
+    if (root === null) {
+      branches.push(new SopsMap([]));
+      continue;
+    }
+    if (!(root instanceof SopsMap)) throw new FormatError('a document is not a mapping', lineOf(doc, doc.contents));
+    const own = root.items.filter(([key]) => key === 'sops');
+    if (index === 0 && own[0] !== undefined) metadata = own[0][1];
+    branches.push(new SopsMap(root.items.filter(([key]) => key !== 'sops')));
+  }
+  if (metadata === undefined) throw new FormatError('has no sops metadata');
+  return { branches, metadata };
+}
+
+/** dotenv: KEY=value lines (`\n` escapes a newline), `#` comments, metadata flattened into `sops_…` keys. */
+function loadDotenv(text: string): LoadedFile & { comments: Map<number, string> } {
+  const items: Array<[string, SopsValue]> = [];
+  const flat: Array<[string, string]> = [];
+  const comments = new Map<number, string>();
+  for (const [index, line] of text.split('\n').entries()) {
+    if (line === '') continue;
+    if (line.startsWith('#')) {
+      comments.set(items.length, line.slice(1));
+      items.push([`\0comment${index}`, null]);
+      continue;
+    }
+    const equals = line.indexOf('=');
+    if (equals === -1) throw new FormatError('a line is neither KEY=value nor a comment', index + 1);
+    const key = line.slice(0, equals);
+    const value = line.slice(equals + 1).replaceAll('\\n', '\n');
+    if (key.startsWith('sops_')) flat.push([key.slice('sops_'.length), value]);
+    else items.push([key, value]);
+  }
+  if (flat.length === 0) throw new FormatError('has no sops metadata');
+  return { branches: [new SopsMap(items)], metadata: unflatten(flat), comments };
+}
+
+/** sops' unflattenTreeBranch: `a__map_b` is a.b, `a__list_0` is a[0]; keys sorted as sops sorts them. */
+function unflatten(flat: ReadonlyArray<[string, string]>): SopsValue {
+  type Slot = { value?: string; keys?: Map<string, Slot>; indices?: Map<number, Slot> };
+  const root: Slot = {};
+  for (const [path, value] of flat) {
+    let slot = root;
+    for (const token of path.split(/(?=__map_|__list_)/)) {
+      if (token.startsWith('__list_')) {
+        const position = Number(token.slice('__list_'.length));
+        slot.indices ??= new Map();
+        slot = slot.indices.get(position) ?? slot.indices.set(position, {}).get(position)!;
+      } else {
+        const name = token.startsWith('__map_') ? token.slice('__map_'.length) : token;
+        slot.keys ??= new Map();
+        slot = slot.keys.get(name) ?? slot.keys.set(name, {}).get(name)!;
+      }
+    }
+    if (slot.value !== undefined) throw new FormatError('sops metadata has a duplicate key');
+    slot.value = value;
+  }
+  const convert = (slot: Slot): SopsValue => {
+    if (slot.value !== undefined) return slot.value;
+    if (slot.indices !== undefined) {
+      const length = slot.indices.size;
+      return Array.from({ length }, (_, i) => {
+        const item = slot.indices?.get(i);
+        if (item === undefined) throw new FormatError('sops metadata has an incomplete list');
+        return convert(item);
+      });
+    }
+    return new SopsMap([...(slot.keys ?? new Map<string, Slot>())].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, item]) => [key, convert(item)]));
+  };
+  return convert(root);
+}
+
+export type LoadedAny = LoadedFile & { readonly format: SopsFormat; readonly comments?: Map<number, string> };
+
+export function loadEncrypted(format: SopsFormat, text: string): LoadedAny {
+  switch (format) {
+    case SopsFormat.Yaml:
+      return { format, ...loadTreeFormat(text, false) };
+    case SopsFormat.Json:
+    case SopsFormat.Binary:
+      return { format, ...loadTreeFormat(text, true) };
+    case SopsFormat.Dotenv:
+      return { format, ...loadDotenv(text) };
+    case SopsFormat.Ini:
+      throw new FormatError('INI files encrypted with sops are not supported; use dotenv, YAML or JSON');
+  }
+}
+
+/** A tree as plain data for `yaml`'s writer: Maps keep the file's key order. */
+function toPlain(value: SopsValue): unknown {
+  if (value instanceof SopsMap) return new Map(value.items.map(([key, item]) => [key, toPlain(item)]));
+  if (Array.isArray(value)) return value.map(toPlain);
+  return value;
+}
+
+export function emitYaml(branches: readonly SopsMap[]): string {
+  return branches.map((branch) => new Document(toPlain(branch), { version: '1.2' }).toString({ lineWidth: 0 })).join('---\n');
+}
+
+export function emitJson(value: SopsValue, indent = ''): string {
+  const inner = `${indent}    `;
+  if (value instanceof SopsMap) {
+    if (value.items.length === 0) return '{}';
+    return `{\n${value.items.map(([key, item]) => `${inner}${JSON.stringify(key)}: ${emitJson(item, inner)}`).join(',\n')}\n${indent}}`;
+  }
+  if (Array.isArray(value)) {
+    if (value.length === 0) return '[]';
+    return `[\n${value.map((item) => `${inner}${emitJson(item, inner)}`).join(',\n')}\n${indent}]`;
+  }
+  if (typeof value === 'bigint') return value.toString();
+  if (typeof value === 'number') return Number.isFinite(value) ? JSON.stringify(value) : JSON.stringify(formatFloat(value));
+  return JSON.stringify(value);
+}
+
+/** sops' dotenv writer: `#comment` lines, KEY=value with newlines escaped as `\n`. */
+export function emitDotenv(branch: SopsMap, comments: ReadonlyMap<number, string>): string {
+  return branch.items
+    .map(([key, value], index) => {
+      const comment = comments.get(index);
+      if (comment !== undefined) return `#${comment}\n`;
+      const text = typeof value === 'string' ? value.replaceAll('\n', '\\n') : typeof value === 'number' ? formatFloat(value) : typeof value === 'bigint' || typeof value === 'boolean' ? String(value) : '';
+      return `${key}=${text}\n`;
+    })
+    .join('');
+}

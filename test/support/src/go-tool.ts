@@ -1,0 +1,147 @@
+// Command-line tools that tests compare Syncline against (sops, kustomize, jsonnet, ...), built from their
+// official Go modules with `go install module/cmd@version` and cached by what goes into the build: the
+// first run on a machine builds (minutes), every later run finds the binary. A tool is built only when a
+// test that needs it asks for it, and one build runs at a time on a machine (a lock shared by every test
+// process), so a cold run never compiles two tools at once on a small machine.
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { MissingGoError } from './control-plane.ts';
+
+export interface GoTool {
+  /** The binary's name in the cache, e.g. `sops`. */
+  readonly name: string;
+  /** The package to install, e.g. `github.com/getsops/sops/v3/cmd/sops`. */
+  readonly pkg: string;
+  /** The module version, e.g. `v3.11.0`. */
+  readonly version: string;
+  /** Linker flags (version stamps); part of the cache key. */
+  readonly ldflags?: string;
+  /** Build tags; part of the cache key. */
+  readonly tags?: readonly string[];
+  /** Set CGO_ENABLED=1 (default 0: a static binary that needs no C toolchain). */
+  readonly cgo?: boolean;
+}
+
+export interface GoToolOptions {
+  /** Directory for the binary cache; default `$XDG_CACHE_HOME/syncline` or `~/.cache/syncline`. */
+  readonly cacheDir?: string;
+  /** Called with one line of progress at a time. */
+  readonly onProgress?: (line: string) => void;
+}
+
+function defaultCacheDir(): string {
+  // Test-only helper: reading the environment here is the test harness's own composition root.
+  const xdg = process.env['XDG_CACHE_HOME'];
+  return join(xdg !== undefined && xdg !== '' ? xdg : join(homedir(), '.cache'), 'syncline');
+}
+
+function toolKey(tool: GoTool): string {
+  const hash = createHash('sha256');
+  for (const part of [tool.pkg, tool.version, tool.ldflags ?? '', (tool.tags ?? []).join(','), tool.cgo === true ? 'cgo' : 'nocgo']) hash.update(part).update('\0');
+  return `${tool.version}-${hash.digest('hex').slice(0, 12)}`;
+}
+
+/** The path of the tool's binary, built when the cache has none for this package, version and flags. */
+export async function ensureGoTool(tool: GoTool, options: GoToolOptions = {}): Promise<string> {
+  const cacheDir = options.cacheDir ?? defaultCacheDir();
+  const dir = join(cacheDir, 'tools', tool.name, toolKey(tool));
+  const binary = join(dir, tool.name);
+  if (existsSync(binary)) return binary;
+  return withBuildLock(join(cacheDir, 'tools', '.build-lock'), options, async () => {
+    // Another process may have built it while this one waited for the lock.
+    if (existsSync(binary)) return binary;
+    await buildTool(tool, dir, binary, options);
+    return binary;
+  });
+}
+
+async function buildTool(tool: GoTool, dir: string, binary: string, options: GoToolOptions): Promise<void> {
+  const go = spawnSync('go', ['version'], { encoding: 'utf8' });
+  if (go.error !== undefined || go.status !== 0) throw new MissingGoError();
+  // Built aside, then renamed: a build that dies half way leaves nothing under the key.
+  const aside = join(dir, `build-${process.pid}-${randomBytes(4).toString('hex')}`);
+  mkdirSync(aside, { recursive: true });
+  options.onProgress?.(`building ${tool.name} ${tool.version} from its Go module (first run on this machine; minutes)`);
+  const started = Date.now();
+  const args = ['install', '-trimpath', `-ldflags=-s -w ${tool.ldflags ?? ''}`.trim()];
+  if (tool.tags !== undefined && tool.tags.length > 0) args.push(`-tags=${tool.tags.join(',')}`);
+  args.push(`${tool.pkg}@${tool.version}`);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn('go', args, {
+        // Outside any module, so `go install pkg@version` uses the tool's own go.mod and go.sum.
+        cwd: aside,
+        env: { ...process.env, GOBIN: aside, GOTOOLCHAIN: 'local', CGO_ENABLED: tool.cgo === true ? '1' : '0', GOFLAGS: '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.on('error', reject);
+      child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`go install ${tool.pkg}@${tool.version} failed (exit ${code}):\n${output.slice(-4000)}`))));
+    });
+    const built = join(aside, tool.pkg.split('/').at(-1) ?? tool.name);
+    renameSync(built, binary);
+  } finally {
+    rmSync(aside, { recursive: true, force: true });
+  }
+  options.onProgress?.(`built ${tool.name} in ${Math.round((Date.now() - started) / 1000)}s`);
+}
+
+/**
+ * Runs `fn` holding a machine-wide lock (a directory created atomically). A lock left by a process that
+ * died is taken over; a waiting process says so every 30 s.
+ */
+async function withBuildLock<T>(path: string, options: GoToolOptions, fn: () => Promise<T>): Promise<T> {
+  mkdirSync(join(path, '..'), { recursive: true });
+  const waitingSince = Date.now();
+  let lastSaid = 0;
+  for (;;) {
+    try {
+      mkdirSync(path);
+      writeFileSync(join(path, 'pid'), String(process.pid));
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      if (holderDied(path)) {
+        rmSync(path, { recursive: true, force: true });
+        continue;
+      }
+      if (Date.now() - lastSaid > 30_000) {
+        options.onProgress?.(`waiting for another tool build to finish (${Math.round((Date.now() - waitingSince) / 1000)}s)`);
+        lastSaid = Date.now();
+      }
+      await sleep(1000);
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    rmSync(path, { recursive: true, force: true });
+  }
+}
+
+function holderDied(path: string): boolean {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(join(path, 'pid'), 'utf8'));
+  } catch {
+    // The holder has created the directory but not yet written its pid: give it a moment, not forever.
+    try {
+      return Date.now() - statSync(path).mtimeMs > 10_000;
+    } catch {
+      return false;
+    }
+  }
+  if (!Number.isInteger(pid) || pid <= 0) return true;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
