@@ -12,3 +12,8 @@ export { createStaticDiscovery } from './discovery.ts';
 export { mergePatch } from './objects.ts';
 export type { ApiDiscovery, KubernetesObject, ObjectMeta, TargetPatch } from './objects.ts';
 export type { SourceFile, SourceFiles } from './files.ts';
+export { finishObjects } from './render.ts';
+export { RenderEngine, EngineFailure, EngineFailureKind, EngineName, defaultEngineLimits } from './engines/process.ts';
+export type { EngineLimits, EngineRequest, EngineObject, EngineFile, RenderEngineOptions, RenderEngineStats } from './engines/process.ts';
+export { renderWithEngine, detectEngine, EngineRenderCache, kustomizationFileNames } from './engines/render.ts';
+export type { EngineRenderOptions, EngineSpec, KustomizeOptions, HelmOptions, JsonnetOptions, ClusterCapabilities } from './engines/render.ts';

@@ -21,3 +21,5 @@ export { startOidcIssuer } from './oidc-issuer.ts';
 export type { OidcIssuer, OidcUser } from './oidc-issuer.ts';
 export { forgeStatusApi, startHttpReceiver } from './receiver.ts';
 export type { Answer, ForgeStatus, HttpReceiver, ReceivedRequest, Responder } from './receiver.ts';
+export { ensureRenderEngine } from './render-engine.ts';
+export { HELM_VERSION, KUSTOMIZE_VERSION, JSONNET_VERSION, ensureHelm, ensureKustomize, ensureJsonnet } from './engine-tools.ts';
