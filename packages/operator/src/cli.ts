@@ -29,6 +29,9 @@ export type RunOptions = {
   probeAddr: string;
   cacheDir?: string;
   cacheMaxBytes?: string;
+  renderEngine?: string;
+  renderTimeout: string;
+  renderMemoryLimit: string;
   concurrency: string;
   watchBudget: string;
   stallTimeout: string;
@@ -396,6 +399,9 @@ function addRunCommand(program: Command, context: CliContext, done: (code: numbe
     .option('--probe-addr <host:port>', '/healthz, /readyz, /metrics', '0.0.0.0:8080')
     .option('--cache-dir <dir>', 'Git snapshot cache (default ~/.cache/syncline/snapshots)')
     .option('--cache-max-bytes <n>', 'snapshot cache bound (default 2 GiB)')
+    .option('--render-engine <file>', 'the syncline-render binary that renders Kustomize, Helm and Jsonnet (default: $SYNCLINE_RENDER_ENGINE, then /usr/local/bin/syncline-render when it exists)')
+    .option('--render-timeout <duration>', 'a Kustomize, Helm or Jsonnet render that takes longer is stopped (RenderFailed)', '30s')
+    .option('--render-memory-limit <MiB>', 'heap of the render process; a render that needs more is stopped (RenderFailed)', '512')
     .option('--concurrency <n>', 'reconciles run at once (each mostly waits on the API server)', '32')
     .option('--stall-timeout <duration>', '/healthz fails when the work queue has had work and finished none of it for this long', '10m')
     .option('--shutdown-timeout <duration>', 'on SIGTERM, how long in-flight reconciles may drain before the process exits anyway (below the pod\'s terminationGracePeriodSeconds)', '25s')

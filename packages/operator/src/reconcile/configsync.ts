@@ -4,7 +4,7 @@
 // It reconciles from current state, never from the event that woke it, so running it twice changes nothing.
 import { type EventRecorder, type KubeRest } from '@syncline/kube';
 import { decodeInventory, digestRendered, encodeInventory, objectId, ownedBy, recordHistory, type ApplyClient, type InventoryEntry } from '@syncline/apply';
-import { RenderError, RenderErrorReason, renderTarget, type TemplateCache, type KubernetesObject } from '@syncline/render';
+import { EngineFailure, RenderError, RenderErrorReason, renderTarget, renderWithEngine, type EngineRenderCache, type RenderEngine, type TemplateCache, type KubernetesObject } from '@syncline/render';
 import { GitSourceError, type GitSource } from '@syncline/source-git';
 import type { Logger } from 'pino';
 import { ConfigSyncSpec, INTERVAL_BOUNDS, type Condition, type ConfigSync, type ConfigSyncStatus, type HistoryEntry, type TargetInventory, type TargetStatus } from '../api/v1alpha1.ts';
@@ -21,6 +21,7 @@ import { StallError, readGitAccess, readValues } from './inputs.ts';
 import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, onlyRefused, partitionInventory, readableId, truncate, type TargetNoop, type TargetOutcome } from './target.ts';
 import { dependencyNotReady, findCycle } from './dependencies.ts';
 import { healthConditions } from './health.ts';
+import { capabilitiesOf, engineSpecFor, readsWholeRepository, targetPath } from './engines.ts';
 import { NAMESPACE_NOT_ALLOWED, type Actor, type TrustedNamespaces } from '../tenancy.ts';
 
 /** How long a sync waits for spec.timeout when it sets none (Flux's default for wait is its interval; 5m here). */
@@ -39,6 +40,10 @@ export type ConfigSyncReconcilerDeps = {
   /** An apply client for the operator itself (undefined) or impersonating a tenant's ServiceAccount. */
   readonly applyClient: (identity: ApplyIdentity) => Promise<ApplyClient>;
   readonly templates: TemplateCache;
+  /** The Kustomize, Helm and Jsonnet render process; without it a sync that needs one fails (and says so). */
+  readonly renderEngine?: RenderEngine;
+  /** Engine renders by commit, path, inputs and target: a resync of an unchanged commit renders nothing. */
+  readonly engineCache?: EngineRenderCache;
   readonly clock: { now(): Date };
   readonly logger: Logger;
   readonly metrics: Metrics;
@@ -215,7 +220,10 @@ async function reconcileSource(run: SyncRun): Promise<Step<Source>> {
     const { auth, connection } = await readGitAccess(deps.rest, run.namespace, spec.source.git);
     const revision = await timed(deps, 'resolve', () => deps.git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision, auth, connection, maxAgeMs: run.refAgeMs, startedAfter: run.refStartedAfter }));
     const snapshot = await timed(deps, 'fetch', () => deps.git.fetchSnapshot({ repo: spec.source.git.repo, sha: revision, auth, connection }));
-    return { ok: true, value: { revision, files: await deps.git.readPath(snapshot, spec.source.git.path) } };
+    // An engine's overlay reaches bases elsewhere in the repository: then the whole snapshot is read.
+    let files = readsWholeRepository(spec) ? await deps.git.readPath(snapshot, '') : await deps.git.readPath(snapshot, spec.source.git.path);
+    if (spec.source.git.path !== '' && !readsWholeRepository(spec) && readsWholeRepository(spec, files)) files = await deps.git.readPath(snapshot, '');
+    return { ok: true, value: { revision, files } };
   } catch (error) {
     if (error instanceof StallError) return { ok: false, outcome: stalled(run, error.reason, error.message) };
     if (error instanceof GitSourceError && !error.retryable) return { ok: false, outcome: stalled(run, Reason.FetchFailed, error.message) };
@@ -271,16 +279,31 @@ async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAc
         if (access !== undefined && 'unavailable' in access) continue;
         // Each cluster's own discovery says which kinds it serves and which are namespaced.
         const client = access === undefined ? defaultClient : access.clients.apply;
+        const path = targetPath(spec, target);
+        const renderTargetSpec = { name: target.name, namespace: target.namespace ?? run.namespace, values: target.values, patches: target.patches, data: target.data, ...(target.cluster === undefined ? {} : { cluster: target.cluster.name }) };
+        const renderSource = { repo: spec.source.git.repo, revision: source.revision, path };
+        const discovery = await client.discovery(refresh ? { refresh: true } : {});
+        const engine = target.data === undefined ? engineSpecFor(spec, target, source.files) : undefined;
+        if (engine === undefined) {
+          rendered.set(target.name, renderTarget({ files: source.files, path, values, target: renderTargetSpec, source: renderSource, discovery, cache: deps.templates }));
+          continue;
+        }
+        if (deps.renderEngine === undefined) throw new StallError(Reason.RenderFailed, `${path === '' ? 'the repository root' : path} needs ${engine.engine}, and this operator runs without the render engine (syncline run --render-engine)`);
+        const rest = access === undefined ? deps.rest : access.clients.rest;
         rendered.set(
           target.name,
-          renderTarget({
+          await renderWithEngine({
+            engine: deps.renderEngine,
+            spec: engine,
             files: source.files,
-            path: spec.source.git.path,
+            path,
             values,
-            target: { name: target.name, namespace: target.namespace ?? run.namespace, values: target.values, patches: target.patches, data: target.data, ...(target.cluster === undefined ? {} : { cluster: target.cluster.name }) },
-            source: { repo: spec.source.git.repo, revision: source.revision, path: spec.source.git.path },
-            discovery: await client.discovery(refresh ? { refresh: true } : {}),
-            cache: deps.templates,
+            target: renderTargetSpec,
+            source: renderSource,
+            discovery,
+            capabilities: engine.engine === 'helm' ? capabilitiesOf(discovery, await serverVersion(rest)) : {},
+            releaseName: run.object.metadata.name,
+            ...(deps.engineCache === undefined ? {} : { cache: deps.engineCache }),
           }),
         );
       }
@@ -296,9 +319,26 @@ async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAc
   } catch (error) {
     if (error instanceof RenderError) return { ok: false, outcome: stalled(run, Reason.RenderFailed, error.message, source.revision) };
     if (error instanceof StallError) return { ok: false, outcome: stalled(run, error.reason, error.message, source.revision) };
+    // The render process itself failed (not the repository's input): a fresh one starts on the retry.
+    if (error instanceof EngineFailure) return { ok: false, outcome: failed(run, Reason.RenderFailed, error.message, { kind: 'retry' }) };
     return { ok: false, outcome: failed(run, Reason.RenderFailed, `rendering failed: ${safeError(error).message}`, { kind: 'retry' }) };
   }
   return { ok: true, value: rendered };
+}
+
+/** The cluster's version (GET /version), read once a few minutes per cluster, for Helm's .Capabilities. */
+const versions = new WeakMap<KubeRest, { at: number; version: Promise<string | undefined> }>();
+const VERSION_TTL_MS = 5 * 60_000;
+
+function serverVersion(rest: KubeRest): Promise<string | undefined> {
+  const known = versions.get(rest);
+  if (known !== undefined && Date.now() - known.at < VERSION_TTL_MS) return known.version;
+  const version = rest
+    .request<{ gitVersion?: string }>({ method: 'GET', path: '/version' })
+    .then((v) => v.gitVersion)
+    .catch(() => undefined);
+  versions.set(rest, { at: Date.now(), version });
+  return version;
 }
 
 function identityOf(deps: ConfigSyncReconcilerDeps, namespace: string, spec: ConfigSyncSpec | undefined): ApplyIdentity {

@@ -166,6 +166,7 @@ describe('limits: stopped, reported, and the process keeps serving', () => {
 
   it('a render that never ends is killed at the time limit, naming the engine and the limit', async () => {
     const loop = 'local loop(n) = if n == 0 then {} else loop(n - 1) tailstrict;\nloop(1e15)';
+    await ok();
     const starts = engine.stats.starts;
     const error = await failure({ engine: EngineName.Jsonnet, options: {} }, { 'j/main.jsonnet': loop }, 'j/main.jsonnet', { timeoutMs: 1500 });
     expect(error.reason).toBe(RenderErrorReason.LimitExceeded);

@@ -120,6 +120,9 @@ export class RenderEngine {
       env: { SYNCLINE_RENDER_MEMORY_LIMIT: String(limits.memoryBytes), GOMEMLIMIT: String(limits.memoryBytes), GOGC: '100', HOME: '/nonexistent' },
     });
     child.stdin.on('error', () => undefined);
+    // An idle render process never holds its parent open; a render in flight does (its timer).
+    child.unref();
+    for (const stream of [child.stdin, child.stdout, child.stderr] as unknown as { unref?: () => void }[]) stream.unref?.();
     this.#starts++;
     return child;
   }
