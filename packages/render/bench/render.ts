@@ -6,6 +6,7 @@
 // Figures and targets on the last lines. Each figure is wall-clock and, beside it, the CPU time of the process
 // (process.cpuUsage, user + system) over the same render: on a shared machine the CPU time moves far less with load.
 import { performance } from 'node:perf_hooks';
+import { benchEngines } from './_engines.ts';
 import { TemplateCache, createStaticDiscovery, layerValues, renderTarget } from '../src/index.ts';
 import type { SourceFile } from '../src/index.ts';
 
@@ -132,3 +133,5 @@ console.log(`no cache (compile every target):         total ${u.toFixed(0)} ms (
 console.log(`cold cache (compile each template once): total ${c.toFixed(0)} ms (${cpuNote(cold)}), ${perObject(c)}, compiles ${coldStats.misses}, cache hits ${coldStats.hits}`);
 console.log(`new commit (1% of templates changed):    total ${n.toFixed(0)} ms (${cpuNote(commit)}), ${perObject(n)}, compiles ${commitCompiles}`);
 console.log(`target: ${objects} objects after a new commit ≤ 1000 ms: ${n.toFixed(0)} ms ${n <= 1000 ? 'met' : 'NOT met'} (CPU ${cpuOf(commit).toFixed(0)} ms); cold cache ${c.toFixed(0)} ms (${c <= 1000 ? 'also within' : 'over'} 1000 ms)`);
+
+await benchEngines();

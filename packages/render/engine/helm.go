@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -158,7 +159,7 @@ func manifestObjects(source, content string) ([]Object, error) {
 	sort.Sort(releaseutil.BySplitManifestsOrder(keys))
 	var out []Object
 	for _, key := range keys {
-		body, err := yaml.YAMLToJSON([]byte(documents[key]))
+		body, err := documentJSON(documents[key])
 		if err != nil {
 			return nil, invalid("%s: %v", source, err)
 		}
@@ -168,6 +169,28 @@ func manifestObjects(source, content string) ([]Object, error) {
 		out = append(out, Object{Source: source, Object: body})
 	}
 	return out, nil
+}
+
+// converted remembers the JSON of documents seen lately (a chart's CRDs and unchanged templates render to
+// the same text every time): the conversion is most of a large chart's render. Bounded; cleared when full.
+var converted = map[[32]byte][]byte{}
+
+const maxConverted = 4096
+
+func documentJSON(document string) ([]byte, error) {
+	key := sha256.Sum256([]byte(document))
+	if body, ok := converted[key]; ok {
+		return body, nil
+	}
+	body, err := yaml.YAMLToJSON([]byte(document))
+	if err != nil {
+		return nil, err
+	}
+	if len(converted) >= maxConverted {
+		converted = map[[32]byte][]byte{}
+	}
+	converted[key] = body
+	return body, nil
 }
 
 // chartFiles are the chart directory's files as Helm's directory loader would read them: .helmignore applied,

@@ -93,6 +93,11 @@ export class RenderEngine {
     this.limits = { ...defaultEngineLimits, ...options.limits };
   }
 
+  /** The render process's pid while it runs. */
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
   get stats(): RenderEngineStats {
     return { starts: this.#starts, renders: this.#renders };
   }
@@ -117,7 +122,7 @@ export class RenderEngine {
     const child = spawn(this.#binary, [], {
       stdio: ['pipe', 'pipe', 'pipe'],
       // Nothing from the operator's environment: no credentials, no proxies, no PATH to find programs on.
-      env: { SYNCLINE_RENDER_MEMORY_LIMIT: String(limits.memoryBytes), GOMEMLIMIT: String(limits.memoryBytes), GOGC: '100', HOME: '/nonexistent' },
+      env: { SYNCLINE_RENDER_MEMORY_LIMIT: String(limits.memoryBytes), GOMEMLIMIT: String(limits.memoryBytes), GOGC: '200', HOME: '/nonexistent' },
     });
     child.stdin.on('error', () => undefined);
     // An idle render process never holds its parent open; a render in flight does (its timer).
