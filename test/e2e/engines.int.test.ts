@@ -2,6 +2,7 @@
 // with values per environment) sync unchanged through the real operator and its render process, against the
 // real control plane; what the engines render goes through the same tenancy rule, apply and prune as
 // Handlebars output.
+import { spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { ensureRenderEngine, startGitServer, startOperator, type GitServer, type OperatorProcess, type TestRepo } from '@syncline/test-support';
@@ -32,6 +33,7 @@ describe('Kustomize, Helm and Jsonnet repositories end to end', () => {
   let repo: TestRepo;
   let ns: TestNamespace;
   let operator: OperatorProcess;
+  let engine: string;
 
   const until = async (name: string, check: (cs: ConfigSync) => boolean, what: string, timeoutMs = 90_000): Promise<ConfigSync> => {
     let last: ConfigSync | undefined;
@@ -70,7 +72,7 @@ describe('Kustomize, Helm and Jsonnet repositories end to end', () => {
       'rbac/role.yaml': 'apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: tenant-wants-this\nrules: []\n',
     });
     ns = await testNamespace({ prefix: 'engines' });
-    const engine = await ensureRenderEngine({ onProgress: (line) => console.log(`[engines] ${line}`) });
+    engine = await ensureRenderEngine({ onProgress: (line) => console.log(`[engines] ${line}`) });
     operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', ns.name, '--render-engine', engine] });
   }, 1_200_000);
   afterAll(async () => {
@@ -190,5 +192,21 @@ describe('Kustomize, Helm and Jsonnet repositories end to end', () => {
     expect(condition(cs, 'Stalled')?.status).toBe('True');
     expect(condition(cs, 'Ready')?.message).toMatch(/^helm: template: broken\/templates\/cm\.yaml:4:\d+: /);
     await ready('jsonnet');
+  });
+
+  it('syncline render previews an overlay and a chart locally, naming the engine of each object', () => {
+    const cli = (args: readonly string[]): string => {
+      const result = spawnSync(process.execPath, [join(import.meta.dirname, '..', '..', 'packages', 'operator', 'bin', 'syncline.js'), 'render', ...args, '--render-engine', engine], { encoding: 'utf8' });
+      expect(result.stderr).toBe('');
+      expect(result.status).toBe(0);
+      return result.stdout;
+    };
+    const overlay = cli([join(testdata, 'kustomize', 'overlays', 'prod'), '--repo-root', join(testdata, 'kustomize')]);
+    expect(overlay).toContain('# kustomize\n');
+    expect(overlay).toContain('name: web-prod');
+    const chart = cli([join(testdata, 'helm', 'web'), '--repo-root', join(testdata, 'helm'), '--release-name', 'shop', '--set', 'replicaCount=4', '-n', 'store']);
+    expect(chart).toContain('# helm\n');
+    expect(chart).toContain('replicas: 4');
+    expect(chart).toContain('name: shop-web');
   });
 });

@@ -125,8 +125,15 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
     .option('--set <key=value>', 'a value, e.g. image.tag=v2 (repeatable; wins over --values)', collect, [])
     .option('--target <name>', 'the target name templates see', 'local')
     .option('-n, --namespace <ns>', 'the target namespace templates see', 'default')
-    .action(async (path: string, flags: { values: string[]; set: string[]; target: string; namespace: string }) => {
-      code = await (await commands()).renderCommand(path, flags, out);
+    .addOption(new Option('--engine <name>', 'render with this engine (default: kustomize when the path holds a kustomization.yaml, helm when it holds a Chart.yaml, else Handlebars)').choices(['kustomize', 'helm', 'jsonnet']))
+    .option('--repo-root <dir>', 'the repository root an engine may read (overlays reach bases elsewhere in it; default: the nearest directory above the path holding .git, else the path)')
+    .option('--release-name <name>', 'helm: the release name', 'local')
+    .option('-J, --jpath <dir>', 'jsonnet: a library path, relative to --repo-root (repeatable)', collect, [])
+    .option('-V, --ext-str <key=value>', 'jsonnet: an external variable (repeatable)', collect, [])
+    .option('-A, --tla-str <key=value>', 'jsonnet: a top-level argument (repeatable)', collect, [])
+    .option('--render-engine <file>', 'the syncline-render binary (default: $SYNCLINE_RENDER_ENGINE, then /usr/local/bin/syncline-render)')
+    .action(async (path: string, flags: { values: string[]; set: string[]; target: string; namespace: string; engine?: 'kustomize' | 'helm' | 'jsonnet'; repoRoot?: string; releaseName: string; jpath: string[]; extStr: string[]; tlaStr: string[]; renderEngine?: string }) => {
+      code = await (await commands()).renderCommand(path, { ...flags, env: context.env }, out);
     });
 
   kubeFlags(

@@ -2,7 +2,8 @@
 // a command needs a cluster or the render code, so --help and --version start fast).
 import { type KubeConnection, connectKubeconfig, loadKubeConfig, createKubeRest, type KubeRest } from '@syncline/kube';
 import { createApplyClient, type KubeObject as ApplyObject } from '@syncline/apply';
-import { RenderError, TemplateCache, createStaticDiscovery, layerValues, parseValues, renderTarget, type SourceFile, type Values } from '@syncline/render';
+import { EngineName, RenderEngine, RenderError, TemplateCache, createStaticDiscovery, detectEngine, layerValues, parseValues, renderTarget, renderWithEngine, type EngineSpec, type SourceFile, type Values } from '@syncline/render';
+import { existsSync } from 'node:fs';
 import { createGitSource, proxyFromEnvironment } from '@syncline/source-git';
 import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -147,10 +148,40 @@ function durationFlag(flag: string, text: string): number {
   }
 }
 
-export async function renderCommand(path: string, flags: { values: string[]; set: string[]; target: string; namespace: string }, out: Out): Promise<number> {
+type RenderFlags = {
+  values: string[];
+  set: string[];
+  target: string;
+  namespace: string;
+  engine?: 'kustomize' | 'helm' | 'jsonnet';
+  repoRoot?: string;
+  releaseName?: string;
+  jpath?: string[];
+  extStr?: string[];
+  tlaStr?: string[];
+  renderEngine?: string;
+  env?: NodeJS.ProcessEnv;
+};
+
+function assignments(flag: string, list: readonly string[] = []): Record<string, string> {
+  return Object.fromEntries(
+    list.map((entry) => {
+      const at = entry.indexOf('=');
+      if (at <= 0) throw new Error(`${flag} takes key=value, not ${JSON.stringify(entry)}`);
+      return [entry.slice(0, at), entry.slice(at + 1)];
+    }),
+  );
+}
+
+export async function renderCommand(path: string, flags: RenderFlags, out: Out): Promise<number> {
   const layers: Values[] = [];
   for (const file of flags.values) layers.push(parseValues(await readFile(file, 'utf8'), file));
   for (const assignment of flags.set) layers.push(setValue(assignment));
+  const engineOutput = await renderLocalEngine(path, flags, layerValues(layers));
+  if (engineOutput !== undefined) {
+    out(engineOutput);
+    return 0;
+  }
   const isDirectory = (await stat(path)).isDirectory();
   const root = isDirectory ? path : dirname(path);
   // A file renders with the partials beside it; a directory with everything under it.
@@ -166,6 +197,53 @@ export async function renderCommand(path: string, flags: { values: string[]; set
   });
   out(objects.map((o) => stringify(o)).join('---\n'));
   return 0;
+}
+
+/** The nearest directory at or above `start` holding .git, else `start`. */
+function repositoryRoot(start: string): string {
+  for (let dir = start; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, '.git'))) return dir;
+    if (dirname(dir) === dir) return start;
+  }
+}
+
+/**
+ * `syncline render` of a Kustomize overlay, a Helm chart or Jsonnet: the render process the operator runs, fed
+ * the repository's files; undefined when the path is Handlebars and plain manifests.
+ */
+async function renderLocalEngine(path: string, flags: RenderFlags, values: Values): Promise<string | undefined> {
+  const isDirectory = (await stat(path)).isDirectory();
+  const root = flags.repoRoot ?? repositoryRoot(isDirectory ? path : dirname(path));
+  const relativePath = relative(root, path).split(sep).join('/');
+  if (relativePath.startsWith('..')) throw new Error(`${path} is not inside --repo-root ${root}`);
+  const files = await readLocalFiles(root, root);
+  const engine = flags.engine ?? (path.endsWith('.jsonnet') ? EngineName.Jsonnet : detectEngine(files, relativePath));
+  if (engine === undefined) return undefined;
+  const binary = flags.renderEngine ?? flags.env?.['SYNCLINE_RENDER_ENGINE'] ?? '/usr/local/bin/syncline-render';
+  if (!existsSync(binary)) throw new Error(`${path} needs ${engine}: no render engine at ${binary} (--render-engine or SYNCLINE_RENDER_ENGINE)`);
+  const spec: EngineSpec =
+    engine === EngineName.Helm
+      ? { engine, options: { includeCRDs: true, skipTests: true } }
+      : engine === EngineName.Kustomize
+        ? { engine, options: {} }
+        : { engine, options: { libraryPaths: flags.jpath ?? [], extVars: assignments('--ext-str', flags.extStr), tlas: assignments('--tla-str', flags.tlaStr) } };
+  const process = new RenderEngine({ binary });
+  try {
+    const objects = await renderWithEngine({
+      engine: process,
+      spec,
+      files,
+      path: relativePath,
+      values,
+      target: { name: flags.target, namespace: flags.namespace },
+      source: { repo: 'local', revision: 'local' },
+      discovery: createStaticDiscovery(),
+      releaseName: flags.releaseName ?? 'local',
+    });
+    return objects.map((o) => `# ${engine}\n${stringify(o)}`).join('---\n');
+  } finally {
+    process.close();
+  }
 }
 
 /**
