@@ -213,6 +213,9 @@ function repositoryRoot(start: string): string {
  */
 async function renderLocalEngine(path: string, flags: RenderFlags, values: Values): Promise<string | undefined> {
   const isDirectory = (await stat(path)).isDirectory();
+  // Nothing more is read for Handlebars and plain manifests.
+  const marked = isDirectory && ['kustomization.yaml', 'kustomization.yml', 'Kustomization', 'Chart.yaml'].some((name) => existsSync(join(path, name)));
+  if (flags.engine === undefined && !path.endsWith('.jsonnet') && !marked) return undefined;
   const root = flags.repoRoot ?? repositoryRoot(isDirectory ? path : dirname(path));
   const relativePath = relative(root, path).split(sep).join('/');
   if (relativePath.startsWith('..')) throw new Error(`${path} is not inside --repo-root ${root}`);
