@@ -2,7 +2,7 @@
 // with values per environment) sync unchanged through the real operator and its render process, against the
 // real control plane; what the engines render goes through the same tenancy rule, apply and prune as
 // Handlebars output.
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { ensureRenderEngine, startGitServer, startOperator, type GitServer, type OperatorProcess, type TestRepo } from '@syncline/test-support';
@@ -159,6 +159,22 @@ describe('Kustomize, Helm and Jsonnet repositories end to end', () => {
     expect(await absent(`/api/v1/namespaces/${ns.name}/pods/shop-dev-web-test`)).toBe(true);
     const secrets = await rest.request<{ items: Obj[] }>({ method: 'GET', path: `/api/v1/namespaces/${ns.name}/secrets` });
     expect(secrets.items.filter((s) => s.metadata.name.startsWith('sh.helm.release'))).toEqual([]);
+  });
+
+  it('syncline diff renders a chart and an overlay as the operator does, naming the engine: nothing to change', async () => {
+    await ready('shop-dev');
+    await ready('apps');
+    for (const [name, engineName] of [['shop-dev', 'helm'], ['apps', 'kustomize']] as const) {
+      const result = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        execFile(process.execPath, [join(import.meta.dirname, '..', '..', 'packages', 'operator', 'bin', 'syncline.js'), 'diff', name, '--kubeconfig', testKubeconfigPath(), '-n', ns.name, '--allow-insecure-http', '--render-engine', engine], { timeout: 120_000 }, (error, stdout, stderr) => {
+          resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
+        });
+      });
+      expect(result.stderr, name).toBe('');
+      expect(result.stdout, name).toContain(`(rendered by ${engineName})`);
+      expect(result.stdout, name).toContain('# 0 object(s) differ');
+      expect(result.code, name).toBe(0);
+    }
   });
 
   it("a tenant's chart or overlay that renders cluster-scoped objects is refused as any render is", async () => {

@@ -142,11 +142,12 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
       .description('show what a sync of a ConfigSync would change: a unified YAML diff of live vs desired per object (Secret values masked)')
       .argument('<name>', 'the ConfigSync')
       .option('--path <dir>', "a local checkout of the ConfigSync's repository (its root): diff its working tree, uncommitted edits included, instead of the revision in Git")
-      .option('--allow-insecure-http', 'accept an http:// repository (tests and demos only)'),
-  ).action(async (name: string, flags: KubeFlags & { allowInsecureHttp?: boolean; path?: string }) => {
+      .option('--allow-insecure-http', 'accept an http:// repository (tests and demos only)')
+      .option('--render-engine <file>', 'the syncline-render binary, for syncs rendered by Kustomize, Helm or Jsonnet (default: $SYNCLINE_RENDER_ENGINE, then /usr/local/bin/syncline-render)'),
+  ).action(async (name: string, flags: KubeFlags & { allowInsecureHttp?: boolean; path?: string; renderEngine?: string }) => {
     const c = await commands();
     const kube = await c.connect(flags, context.env);
-    code = await c.diffCommand({ ...kube, name, out, err, allowInsecureHttp: flags.allowInsecureHttp === true, localPath: flags.path, env: context.env });
+    code = await c.diffCommand({ ...kube, name, out, err, allowInsecureHttp: flags.allowInsecureHttp === true, localPath: flags.path, renderEngine: flags.renderEngine, env: context.env });
   });
 
   addKindVerbs(program, context, { out, err }, (c) => (code = c));

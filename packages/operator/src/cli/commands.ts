@@ -18,6 +18,7 @@ import { parseDuration } from '../reconcile/duration.ts';
 import { StallError } from '../reconcile/inputs.ts';
 import type { KubeFlags, ListFlags, Out } from '../cli.ts';
 import { diffSync, readSource } from './sync-diff.ts';
+import { readsWholeRepository } from '../reconcile/engines.ts';
 
 export type Kube = { connection: KubeConnection; rest: KubeRest; namespace: string; allNamespaces: boolean };
 
@@ -282,7 +283,7 @@ export async function failoverCommand(command: 'failover' | 'failback', kube: Ku
  * the apply, and prints per object a unified diff of live vs desired limited to the fields Syncline writes.
  * Exit 0: no differences; 1: differences; 2: error.
  */
-export async function diffCommand(options: Kube & { name: string; out: Out; err: Out; allowInsecureHttp: boolean; localPath?: string | undefined; env?: NodeJS.ProcessEnv }): Promise<number> {
+export async function diffCommand(options: Kube & { name: string; out: Out; err: Out; allowInsecureHttp: boolean; localPath?: string | undefined; renderEngine?: string | undefined; env?: NodeJS.ProcessEnv }): Promise<number> {
   const { out, err } = options;
   const object = await getConfigSync(options, options.name);
   const spec = ConfigSyncSpec.parse(object.spec);
@@ -295,15 +296,23 @@ export async function diffCommand(options: Kube & { name: string; out: Out; err:
     const source =
       options.localPath === undefined
         ? await readSource({ rest: options.rest, git, object })
-        : { revision: LOCAL_REVISION, files: await readCheckout(options.localPath, spec.source.git.path) };
+        : { revision: LOCAL_REVISION, files: await readCheckout(options.localPath, readsWholeRepository(spec) ? '' : spec.source.git.path) };
     const client = await createApplyClient(options.connection);
     let changed = 0;
-    for (const target of await diffSync({ rest: options.rest, client, object, source })) {
+    const binary = options.renderEngine ?? options.env?.['SYNCLINE_RENDER_ENGINE'] ?? '/usr/local/bin/syncline-render';
+    const engine = existsSync(binary) ? new RenderEngine({ binary }) : undefined;
+    let targets;
+    try {
+      targets = await diffSync({ rest: options.rest, client, object, source, engine });
+    } finally {
+      engine?.close();
+    }
+    for (const target of targets) {
       if (target.skipped !== undefined) {
         err(`# target ${target.name} (cluster ${target.cluster ?? ''}): not diffed (diff reads this cluster only)\n`);
         continue;
       }
-      out(`# target ${target.name} @ ${source.revision === LOCAL_REVISION ? `local checkout ${options.localPath ?? ''}` : revisionText(spec.source.git.revision, source.revision)}\n`);
+      out(`# target ${target.name} @ ${source.revision === LOCAL_REVISION ? `local checkout ${options.localPath ?? ''}` : revisionText(spec.source.git.revision, source.revision)}${target.engine === undefined || target.engine === 'handlebars' ? '' : ` (rendered by ${target.engine})`}\n`);
       if (target.blocked !== undefined) {
         out(`# blocked: ${target.blocked}\n`);
         changed++;

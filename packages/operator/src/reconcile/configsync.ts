@@ -21,7 +21,7 @@ import { StallError, readGitAccess, readValues } from './inputs.ts';
 import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, onlyRefused, partitionInventory, readableId, truncate, type TargetNoop, type TargetOutcome } from './target.ts';
 import { dependencyNotReady, findCycle } from './dependencies.ts';
 import { healthConditions } from './health.ts';
-import { capabilitiesOf, engineSpecFor, readsWholeRepository, targetPath } from './engines.ts';
+import { capabilitiesOf, engineSpecFor, readsWholeRepository, serverVersion, targetPath } from './engines.ts';
 import { NAMESPACE_NOT_ALLOWED, type Actor, type TrustedNamespaces } from '../tenancy.ts';
 
 /** How long a sync waits for spec.timeout when it sets none (Flux's default for wait is its interval; 5m here). */
@@ -324,21 +324,6 @@ async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAc
     return { ok: false, outcome: failed(run, Reason.RenderFailed, `rendering failed: ${safeError(error).message}`, { kind: 'retry' }) };
   }
   return { ok: true, value: rendered };
-}
-
-/** The cluster's version (GET /version), read once a few minutes per cluster, for Helm's .Capabilities. */
-const versions = new WeakMap<KubeRest, { at: number; version: Promise<string | undefined> }>();
-const VERSION_TTL_MS = 5 * 60_000;
-
-function serverVersion(rest: KubeRest): Promise<string | undefined> {
-  const known = versions.get(rest);
-  if (known !== undefined && Date.now() - known.at < VERSION_TTL_MS) return known.version;
-  const version = rest
-    .request<{ gitVersion?: string }>({ method: 'GET', path: '/version' })
-    .then((v) => v.gitVersion)
-    .catch(() => undefined);
-  versions.set(rest, { at: Date.now(), version });
-  return version;
 }
 
 function identityOf(deps: ConfigSyncReconcilerDeps, namespace: string, spec: ConfigSyncSpec | undefined): ApplyIdentity {

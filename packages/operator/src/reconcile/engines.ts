@@ -2,6 +2,7 @@
 // one, otherwise what the path holds (a kustomization file, as Flux detects it; a Chart.yaml, as Argo CD does),
 // otherwise Handlebars and plain manifests. Per-target fields go over the sync's.
 import { EngineName, detectEngine, type ClusterCapabilities, type EngineSpec, type KustomizeOptions, type SourceFiles } from '@syncline/render';
+import type { KubeRest } from '@syncline/kube';
 import type { ConfigSyncSpec } from '../api/v1alpha1.ts';
 
 type Target = ConfigSyncSpec['targets'][number];
@@ -69,12 +70,30 @@ function kustomizeOptions(sync: KustomizeFields | undefined, target: KustomizeFi
 }
 
 /** .Capabilities for Helm from the target cluster's discovery: every served group/version and group/version/Kind. */
-export function capabilitiesOf(discovery: { kinds?: () => readonly { group: string; version: string; kind: string }[] }, kubeVersion: string | undefined): ClusterCapabilities {
+export function capabilitiesOf(discovery: object, kubeVersion: string | undefined): ClusterCapabilities {
   const versions = new Set<string>();
-  for (const r of discovery.kinds?.() ?? []) {
+  // The operator's discovery lists what it serves; a fixed discovery (no cluster) lists nothing.
+  const listed = (discovery as { kinds?: unknown }).kinds;
+  const kinds = typeof listed === 'function' ? ((listed as () => readonly { group: string; version: string; kind: string }[]).call(discovery)) : [];
+  for (const r of kinds) {
     const groupVersion = r.group === '' ? r.version : `${r.group}/${r.version}`;
     versions.add(groupVersion);
     versions.add(`${groupVersion}/${r.kind}`);
   }
   return { ...(kubeVersion === undefined ? {} : { kubeVersion }), apiVersions: [...versions].sort() };
+}
+
+/** The cluster's version (GET /version), read once a few minutes per cluster, for Helm's .Capabilities. */
+const versions = new WeakMap<KubeRest, { at: number; version: Promise<string | undefined> }>();
+const VERSION_TTL_MS = 5 * 60_000;
+
+export function serverVersion(rest: KubeRest): Promise<string | undefined> {
+  const known = versions.get(rest);
+  if (known !== undefined && Date.now() - known.at < VERSION_TTL_MS) return known.version;
+  const version = rest
+    .request<{ gitVersion?: string }>({ method: 'GET', path: '/version' })
+    .then((v) => v.gitVersion)
+    .catch(() => undefined);
+  versions.set(rest, { at: Date.now(), version });
+  return version;
 }
