@@ -6,7 +6,7 @@
 // walkthrough until Ctrl-C.
 import { KubeConfig } from '@kubernetes/client-node';
 import { createKubeRest, installCrds, formatStatus, runCli, type ConfigSync, type KubeRest } from '@syncline/operator';
-import { startControlPlane, startGitServer, startOperator, type TestRepo } from '@syncline/test-support';
+import { ensureRenderEngine, startControlPlane, startGitServer, startOperator, type TestRepo } from '@syncline/test-support';
 import { mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -107,7 +107,9 @@ try {
     }
   });
 
-  const operator = await step('starting the operator (syncline run)', () => startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', home, '--operator-namespace', home, '--dr-heartbeat-interval', '1s'] }));
+  // The Kustomize, Helm and Jsonnet examples render in syncline-render, built from its Go module on first use.
+  const renderEngine = await step('building the render engine (Kustomize, Helm, Jsonnet; cached after the first run)', () => ensureRenderEngine());
+  const operator = await step('starting the operator (syncline run)', () => startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', home, '--operator-namespace', home, '--dr-heartbeat-interval', '1s', '--render-engine', renderEngine] }));
   cleanup = [() => operator.stop(), ...cleanup];
 
   await step('applying examples/configsyncs (the Git URL pointed at the local server)', async () => {
@@ -123,7 +125,9 @@ try {
   });
 
   const table = showStatus(rest);
-  await step('every example ConfigSync is Ready at the imported commit', () => allReady(rest, first));
+  // web and web-settings: Handlebars; shop: a Kustomize overlay per environment; hello: a Helm chart; quotas: Jsonnet.
+  const exampleSyncs = ['web', 'web-settings', 'shop', 'hello', 'quotas'];
+  await step('every example ConfigSync is Ready at the imported commit (Handlebars, a Kustomize overlay, a Helm chart, Jsonnet)', () => allReady(rest, first));
   await table.print();
 
   // 1. A change in Git is applied.
@@ -131,8 +135,7 @@ try {
     'apps/web/feature-flags.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-feature-flags\ndata:\n  checkout: "new"\n',
   }, { message: 'Add feature flags' });
   await step(`commit ${second.slice(0, 7)} adds apps/web/feature-flags.yaml → created in all three environments`, async () => {
-    await requestReconcile(rest, 'web');
-    await requestReconcile(rest, 'web-settings');
+    for (const name of exampleSyncs) await requestReconcile(rest, name);
     await allReady(rest, second);
     for (const ns of ['web-dev', 'web-staging', 'web-prod']) await until(`web-feature-flags in ${ns}`, () => rest.request({ method: 'GET', path: `/api/v1/namespaces/${ns}/configmaps/web-feature-flags` }));
   });
@@ -166,8 +169,7 @@ try {
   // 4. Fix it: Ready again.
   const fixed = await repo.commit({ 'apps/web/service.yaml.hbs': readTree(join(root, 'examples', 'repo'))['apps/web/service.yaml.hbs'] ?? '' }, { message: 'Fix the service template' });
   await step(`commit ${fixed.slice(0, 7)} fixes it → Ready again, feature flags applied`, async () => {
-    await requestReconcile(rest, 'web');
-    await requestReconcile(rest, 'web-settings');
+    for (const name of exampleSyncs) await requestReconcile(rest, name);
     await allReady(rest, fixed);
     for (const ns of ['web-dev', 'web-staging', 'web-prod']) await until(`web-feature-flags in ${ns}`, () => rest.request({ method: 'GET', path: `/api/v1/namespaces/${ns}/configmaps/web-feature-flags` }));
   });
@@ -266,7 +268,7 @@ try {
     const primary = await step('the primary back from its data: its operator sees the promotion and does not replicate over the standby', async () => {
       const back = await startControlPlane({ dataDir: primaryDataDir });
       cleanup = [() => back.stop(), ...cleanup];
-      const again = await startOperator({ kubeconfig: back.kubeconfigPath, args: ['--namespace', home, '--operator-namespace', home] });
+      const again = await startOperator({ kubeconfig: back.kubeconfigPath, args: ['--namespace', home, '--operator-namespace', home, '--render-engine', renderEngine] });
       cleanup = [() => again.stop(), ...cleanup];
       const backKc = new KubeConfig();
       backKc.loadFromFile(back.kubeconfigPath);

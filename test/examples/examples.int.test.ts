@@ -3,7 +3,7 @@
 // the real operator process syncs them into the real control plane.
 import { AppsV1Api, type KubernetesObject, type V1Deployment } from '@kubernetes/client-node';
 import type { ConfigSync } from '@syncline/operator';
-import { startGitServer, startHttpReceiver, startOperator, type GitServer, type HttpReceiver, type OperatorProcess, type TestRepo } from '@syncline/test-support';
+import { ensureRenderEngine, startGitServer, startHttpReceiver, startOperator, type GitServer, type HttpReceiver, type OperatorProcess, type TestRepo } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { execFile, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -84,7 +84,7 @@ describe('examples', () => {
             metadata: { ...cs.metadata, namespace: home.name },
             spec: {
               ...cs.spec,
-              source: { git: { ...cs.spec.source.git, repo: repo.url } },
+              source: { ...cs.spec.source, git: { ...cs.spec.source.git, repo: repo.url } },
               targets: cs.spec.targets.map((t) => (t.namespace === undefined ? t : { ...t, namespace: ns(t.namespace) })),
             },
           });
@@ -111,7 +111,7 @@ describe('examples', () => {
       }
     }
     // The examples live in the platform team's namespace, which writes into the environments: trusted.
-    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', home.name, '--trusted-namespaces', home.name] });
+    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', home.name, '--trusted-namespaces', home.name, '--render-engine', await ensureRenderEngine()] });
     // ConfigSync's zod type keeps timestamps as strings where client-node's KubernetesObject says Date.
     for (const cs of configSyncs) await applyConfigSync(cs as unknown as KubernetesObject);
   });
@@ -137,7 +137,7 @@ describe('examples', () => {
   }, 120_000);
 
   it('has examples to test', () => {
-    expect(configSyncs.map((cs) => cs.metadata.name).sort()).toEqual(['web', 'web-settings']);
+    expect(configSyncs.map((cs) => cs.metadata.name).sort()).toEqual(['hello', 'quotas', 'shop', 'web', 'web-settings']);
     expect([...targetNamespaces.keys()].sort()).toEqual(['web-dev', 'web-prod', 'web-staging']);
   });
 
@@ -179,6 +179,31 @@ describe('examples', () => {
     expect((await deployment(ns('web-dev'), 'web')).spec?.strategy?.rollingUpdate).toEqual({ maxUnavailable: '25%', maxSurge: '25%' });
     const prod = (await deployment(ns('web-prod'), 'web')).spec?.template.spec?.containers[0]?.resources;
     expect(prod).toEqual({ requests: { cpu: '500m', memory: '512Mi' }, limits: { memory: '1Gi' } });
+  });
+
+  it('renders the Kustomize overlays, the Helm chart and the Jsonnet per environment', async () => {
+    for (const name of ['shop', 'hello', 'quotas']) await waitForReady(home.name, name);
+    // Kustomize: the dev overlay's merged generator, the prod overlay's patch, the prod target's image
+    const shopDev = await deployment(ns('web-dev'), 'shop');
+    expect(shopDev.spec?.replicas).toBe(1);
+    expect(shopDev.spec?.template.spec?.containers[0]?.image).toBe('registry.example.com/shop/api:2.4.0');
+    const configName = shopDev.spec?.template.spec?.containers[0]?.envFrom?.[0]?.configMapRef?.name ?? '';
+    expect(configName).toMatch(/^shop-config-[a-z0-9]+$/);
+    expect(await configMapData(ns('web-dev'), configName)).toEqual({ LOG_LEVEL: 'debug' });
+    const shopProd = await deployment(ns('web-prod'), 'shop');
+    expect(shopProd.spec?.replicas).toBe(3);
+    expect(shopProd.spec?.template.spec?.containers[0]?.image).toBe('registry.example.com/shop/api:2.3.9');
+    // Helm: spec.values for both, the prod target's values over them
+    for (const [env, replicas] of [['dev', 1], ['prod', 2]] as const) {
+      const hello = await deployment(ns(`web-${env}`), 'hello');
+      expect(hello.spec?.replicas, env).toBe(replicas);
+      expect(hello.spec?.template.spec?.containers[0]?.env, env).toEqual([{ name: 'MESSAGE', value: 'hello from Syncline' }]);
+    }
+    // Jsonnet: an ext var per target
+    for (const [env, pods] of [['dev', '20'], ['prod', '200']] as const) {
+      const quota = await core.readNamespacedResourceQuota({ name: 'team-quota', namespace: ns(`web-${env}`) });
+      expect(quota.spec?.hard?.['pods'], env).toBe(pods);
+    }
   });
 
   it('takes the database credentials from the valuesFrom Secret, not from Git', async () => {

@@ -29,6 +29,9 @@ export type RunOptions = {
   probeAddr: string;
   cacheDir?: string;
   cacheMaxBytes?: string;
+  renderEngine?: string;
+  renderTimeout: string;
+  renderMemoryLimit: string;
   concurrency: string;
   watchBudget: string;
   stallTimeout: string;
@@ -128,8 +131,15 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
     .option('--target <name>', 'the target name templates see', 'local')
     .option('-n, --namespace <ns>', 'the target namespace templates see', 'default')
     .addOption(new Option('-o, --output <format>', 'yaml (documents) or json (one object, or a List, as kubectl prints)').choices(['yaml', 'json']).default('yaml'))
-    .action(async (path: string, flags: { values: string[]; set: string[]; target: string; namespace: string; output: 'yaml' | 'json' }) => {
-      code = await (await commands()).renderCommand(path, flags, out);
+    .addOption(new Option('--engine <name>', 'render with this engine (default: kustomize when the path holds a kustomization.yaml, helm when it holds a Chart.yaml, else Handlebars)').choices(['kustomize', 'helm', 'jsonnet']))
+    .option('--repo-root <dir>', 'the repository root an engine may read (overlays reach bases elsewhere in it; default: the nearest directory above the path holding .git, else the path)')
+    .option('--release-name <name>', 'helm: the release name', 'local')
+    .option('-J, --jpath <dir>', 'jsonnet: a library path, relative to --repo-root (repeatable)', collect, [])
+    .option('-V, --ext-str <key=value>', 'jsonnet: an external variable (repeatable)', collect, [])
+    .option('-A, --tla-str <key=value>', 'jsonnet: a top-level argument (repeatable)', collect, [])
+    .option('--render-engine <file>', 'the syncline-render binary (default: $SYNCLINE_RENDER_ENGINE, then /usr/local/bin/syncline-render)')
+    .action(async (path: string, flags: { values: string[]; set: string[]; target: string; namespace: string; engine?: 'kustomize' | 'helm' | 'jsonnet'; repoRoot?: string; releaseName: string; jpath: string[]; extStr: string[]; tlaStr: string[]; renderEngine?: string; output: 'yaml' | 'json' }) => {
+      code = await (await commands()).renderCommand(path, { ...flags, env: context.env }, out);
     });
 
   kubeFlags(
@@ -138,11 +148,12 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
       .description('show what a sync of a ConfigSync would change: a unified YAML diff of live vs desired per object (Secret values masked)')
       .argument('<name>', 'the ConfigSync')
       .option('--path <dir>', "a local checkout of the ConfigSync's repository (its root): diff its working tree, uncommitted edits included, instead of the revision in Git")
-      .option('--allow-insecure-http', 'accept an http:// repository (tests and demos only)'),
-  ).action(async (name: string, flags: KubeFlags & { allowInsecureHttp?: boolean; path?: string }) => {
+      .option('--allow-insecure-http', 'accept an http:// repository (tests and demos only)')
+      .option('--render-engine <file>', 'the syncline-render binary, for syncs rendered by Kustomize, Helm or Jsonnet (default: $SYNCLINE_RENDER_ENGINE, then /usr/local/bin/syncline-render)'),
+  ).action(async (name: string, flags: KubeFlags & { allowInsecureHttp?: boolean; path?: string; renderEngine?: string }) => {
     const c = await commands();
     const kube = await c.connect(flags, context.env);
-    code = await c.diffCommand({ ...kube, name, out, err, allowInsecureHttp: flags.allowInsecureHttp === true, localPath: flags.path, env: context.env });
+    code = await c.diffCommand({ ...kube, name, out, err, allowInsecureHttp: flags.allowInsecureHttp === true, localPath: flags.path, renderEngine: flags.renderEngine, env: context.env });
   });
 
   addKindVerbs(program, context, { out, err }, (c) => (code = c));
@@ -404,6 +415,9 @@ function addRunCommand(program: Command, context: CliContext, done: (code: numbe
     .option('--probe-addr <host:port>', '/healthz, /readyz, /metrics', '0.0.0.0:8080')
     .option('--cache-dir <dir>', 'Git snapshot cache (default ~/.cache/syncline/snapshots)')
     .option('--cache-max-bytes <n>', 'snapshot cache bound (default 2 GiB)')
+    .option('--render-engine <file>', 'the syncline-render binary that renders Kustomize, Helm and Jsonnet (default: $SYNCLINE_RENDER_ENGINE, then /usr/local/bin/syncline-render when it exists)')
+    .option('--render-timeout <duration>', 'a Kustomize, Helm or Jsonnet render that takes longer is stopped (RenderFailed)', '30s')
+    .option('--render-memory-limit <MiB>', 'heap of the render process; a render that needs more is stopped (RenderFailed)', '512')
     .option('--concurrency <n>', 'reconciles run at once (each mostly waits on the API server)', '32')
     .option('--stall-timeout <duration>', '/healthz fails when the work queue has had work and finished none of it for this long', '10m')
     .option('--shutdown-timeout <duration>', 'on SIGTERM, how long in-flight reconciles may drain before the process exits anyway (below the pod\'s terminationGracePeriodSeconds)', '25s')

@@ -3,7 +3,8 @@
 // and hands them to the command. Nothing deeper reads process.env.
 import { createEventRecorder, connectKubeconfig, loadKubeConfig, createKubeRest, WatchBudget, type KubeRest } from '@syncline/kube';
 import { parseShard, shardLeaseName, shardedWaker } from './shard.ts';
-import { TemplateCache, type AwsCredentials } from '@syncline/render';
+import { EngineRenderCache, RenderEngine, TemplateCache, type AwsCredentials } from '@syncline/render';
+import { existsSync } from 'node:fs';
 import { createGitSource, proxyFromEnvironment } from '@syncline/source-git';
 import { hostname, homedir } from 'node:os';
 import { join } from 'node:path';
@@ -29,6 +30,21 @@ import { startUiServer, uiSignIn, type UiServer } from './ui/server.ts';
 import { startWebhookServer, type WebhookServer } from './webhook/receiver.ts';
 import { createWebhookSecrets, parseSecretRef } from './webhook/secrets.ts';
 import { createWaker } from './webhook/wake.ts';
+
+/** The image's copy of the render process (Dockerfile). */
+const IMAGE_RENDER_ENGINE = '/usr/local/bin/syncline-render';
+
+/** The Kustomize, Helm and Jsonnet render process, when its binary is found; it starts on the first render. */
+function startRenderEngine(flags: RunOptions, env: NodeJS.ProcessEnv, logger: Logger): RenderEngine | undefined {
+  const binary = flags.renderEngine ?? env['SYNCLINE_RENDER_ENGINE'] ?? (existsSync(IMAGE_RENDER_ENGINE) ? IMAGE_RENDER_ENGINE : undefined);
+  if (binary === undefined) {
+    logger.info('no render engine (--render-engine): syncs that need Kustomize, Helm or Jsonnet report RenderFailed');
+    return undefined;
+  }
+  const memory = Number(flags.renderMemoryLimit);
+  if (!Number.isInteger(memory) || memory < 64) throw new Error(`--render-memory-limit must be a number of MiB, at least 64, not ${flags.renderMemoryLimit}`);
+  return new RenderEngine({ binary, limits: { timeoutMs: parseDuration(flags.renderTimeout), memoryBytes: memory * 1024 * 1024 } });
+}
 
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
   return runCli(argv, { env, runOperator: (flags) => runOperator(flags, env) });
@@ -57,6 +73,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     // One line per closing of a host's gate (not per waiting request): every sync of that host waits it out.
     onRateLimited: (event) => logger.warn({ host: event.host, status: event.status, waitMs: event.waitMs }, 'the Git host rate-limited us; every request to it waits'),
   });
+  const renderEngine = startRenderEngine(flags, env, logger);
   const identity = `${hostname()}-${process.pid}`;
   const podNamespace = env['POD_NAMESPACE'];
 
@@ -86,6 +103,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     git,
     applyClient,
     templates: new TemplateCache(),
+    ...(renderEngine === undefined ? {} : { renderEngine, engineCache: new EngineRenderCache() }),
     clock,
     logger,
     metrics,
@@ -161,7 +179,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   const probes = await startProbeServer({ address: flags.probeAddr, metrics, ready: () => manager.ready() && (mirror?.ready() ?? true), live: () => manager.live(), logger });
   const webhooks = await startWebhooks(flags, { rest, manager, logger, metrics, podNamespace });
   // The UI reads the manager's caches; its actions are checked against the viewer's own RBAC first.
-  const ui: UiServer | undefined = flags.uiAddr === 'off' ? undefined : await startUiServer({ address: flags.uiAddr, rest, source: manager, logger, activity, diffs: { git, client: () => applyClient(undefined) }, ...uiSignIn(flags, podNamespace), ...(mirror === undefined ? {} : { mirrors: () => mirror.mirrors() }) });
+  const ui: UiServer | undefined = flags.uiAddr === 'off' ? undefined : await startUiServer({ address: flags.uiAddr, rest, source: manager, logger, activity, diffs: { git, client: () => applyClient(undefined), engine: renderEngine }, ...uiSignIn(flags, podNamespace), ...(mirror === undefined ? {} : { mirrors: () => mirror.mirrors() }) });
   logger.info({ probes: probes.address, webhooks: webhooks?.address ?? 'off', ui: ui?.address ?? 'off', identity, leaderElection: flags.leaderElect === true, trustedNamespaces: [...trusted].sort() }, 'syncline started');
 
   await new Promise<void>((resolve) => {
@@ -184,6 +202,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     await notifications.stop();
   });
   await probes.close();
+  renderEngine?.close();
   if (!drained) {
     logger.error({ shutdownTimeoutMs }, 'reconciles still running at the shutdown timeout; exiting without them');
     return 1;

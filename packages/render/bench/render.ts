@@ -6,6 +6,7 @@
 // Figures and targets on the last lines. Each figure is wall-clock and, beside it, the CPU time of the process
 // (process.cpuUsage, user + system) over the same render: on a shared machine the CPU time moves far less with load.
 import { performance } from 'node:perf_hooks';
+import { benchEngines } from './_engines.ts';
 import { TemplateCache, createStaticDiscovery, layerValues, renderTarget } from '../src/index.ts';
 import type { SourceFile } from '../src/index.ts';
 
@@ -201,3 +202,4 @@ console.log(`sops: of which decryption ${median(decryptOnly.slice(1)).toFixed(1)
   console.log(`sops: a file re-encrypted from scratch (new data key, one age X25519 unwrap): ${(performance.now() - t0).toFixed(1)} ms`);
 }
 console.log(`target: decrypt + render ≤ 1.5× plaintext render: ${ratio.toFixed(2)}× ${ratio <= 1.5 ? 'met' : 'NOT met'} (CPU ${cpuRatio.toFixed(2)}×)`);
+await benchEngines();

@@ -42,6 +42,13 @@ export const RenderErrorReason = {
   InvalidValues: 'InvalidValues',
   /** Data mode cannot build its ConfigMap/Secret (duplicate keys, bad key, `key` with several files). */
   InvalidDataMode: 'InvalidDataMode',
+  /** Kustomize, Helm or Jsonnet reported an error in the repository's input (the message names the engine). */
+  EngineFailed: 'EngineFailed',
+  /**
+   * The input asks an engine for what a render may not do: fetch (remote bases, chart dependencies, schema
+   * references), run a program (KRM functions, plugins), read a cluster (Helm's lookup) or leave the repository.
+   */
+  EngineRefused: 'EngineRefused',
 } as const;
 export type RenderErrorReason = (typeof RenderErrorReason)[keyof typeof RenderErrorReason];
 

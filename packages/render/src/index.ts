@@ -18,3 +18,8 @@ export { SopsError, SopsErrorCause, isSopsError } from './sops/errors.ts';
 export { parseKeySecret } from './sops/keys.ts';
 export type { AwsCredentials, SopsKeyRing } from './sops/keys.ts';
 export type { KeyServiceOptions } from './sops/providers.ts';
+export { finishObjects } from './render.ts';
+export { RenderEngine, EngineFailure, EngineFailureKind, EngineName, defaultEngineLimits } from './engines/process.ts';
+export type { EngineLimits, EngineRequest, EngineObject, EngineFile, RenderEngineOptions, RenderEngineStats } from './engines/process.ts';
+export { renderWithEngine, detectEngine, EngineRenderCache, kustomizationFileNames } from './engines/render.ts';
+export type { EngineRenderOptions, EngineSpec, KustomizeOptions, HelmOptions, JsonnetOptions, ClusterCapabilities } from './engines/render.ts';

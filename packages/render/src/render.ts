@@ -109,25 +109,33 @@ export function renderTarget(options: RenderTargetOptions): KubernetesObject[] {
   };
   const locate: Locate = (origin, path) => locateDocument(state, origin, path);
   try {
-    let placed: PlacedObject[];
     if (options.target.data !== undefined) {
-      placed = [{ object: renderData(state, options.target.data), origin: { file: selection.root, document: 0 } }];
-    } else {
-      placed = renderManifests(state).map(({ document, origin }) => ({ object: checkObject(document, origin, locate), origin }));
-      placeNamespaces(placed, { discovery: options.discovery, namespace: options.target.namespace, locate });
+      const placed = [{ object: renderData(state, options.target.data), origin: { file: selection.root, document: 0 } }];
+      return finishObjects(placed, { discovery: options.discovery, target: options.target, locate, manifests: false });
     }
-    if (options.target.patches !== undefined && options.target.patches.length > 0) {
-      applyPatches(placed, options.target.patches, locate);
-      // A patch may set a namespace (or a kind): the scope rule holds for the patched object too, or a
-      // cluster-scoped object would carry a namespace its write never lands in.
-      if (options.target.data === undefined) placeNamespaces(placed, { discovery: options.discovery, namespace: options.target.namespace, locate });
-    }
-    checkDataFields(placed, locate);
-    rejectDuplicates(placed, locate);
-    return orderObjects(placed).map(({ object }) => object);
+    const placed = renderManifests(state).map(({ document, origin }) => ({ object: checkObject(document, origin, locate), origin }));
+    return finishObjects(placed, { discovery: options.discovery, target: options.target, locate, manifests: true });
   } catch (error) {
     throw withRawOutputNote(state, error);
   }
+}
+
+/**
+ * What every render's objects go through, whichever engine made them: namespaces placed by the cluster's
+ * discovery, the target's patches, Secret and ConfigMap data checked, duplicates refused, apply order.
+ */
+export function finishObjects(placed: PlacedObject[], options: { discovery: ApiDiscovery; target: RenderTarget; locate: Locate; manifests: boolean }): KubernetesObject[] {
+  const { discovery, target, locate } = options;
+  if (options.manifests) placeNamespaces(placed, { discovery, namespace: target.namespace, locate });
+  if (target.patches !== undefined && target.patches.length > 0) {
+    applyPatches(placed, target.patches, locate);
+    // A patch may set a namespace (or a kind): the scope rule holds for the patched object too, or a
+    // cluster-scoped object would carry a namespace its write never lands in.
+    if (options.manifests) placeNamespaces(placed, { discovery, namespace: target.namespace, locate });
+  }
+  checkDataFields(placed, locate);
+  rejectDuplicates(placed, locate);
+  return orderObjects(placed).map(({ object }) => object);
 }
 
 function plain(fields: Record<string, unknown>): object {

@@ -84,7 +84,11 @@ async function buildTool(tool: GoTool, dir: string, binary: string, options: GoT
       child.on('error', reject);
       child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`go install ${tool.pkg}@${tool.version} failed (exit ${code}):\n${output.slice(-4000)}`))));
     });
-    const built = join(aside, tool.pkg.split('/').at(-1) ?? tool.name);
+    // `go install` names the binary after the package's last element, or the one before a major-version suffix
+    // (sigs.k8s.io/kustomize/kustomize/v5 → kustomize).
+    const elements = tool.pkg.split('/');
+    const last = elements.at(-1) ?? tool.name;
+    const built = join(aside, /^v[0-9]+$/.test(last) && elements.length > 1 ? (elements.at(-2) ?? tool.name) : last);
     renameSync(built, binary);
   } finally {
     rmSync(aside, { recursive: true, force: true });
@@ -96,7 +100,7 @@ async function buildTool(tool: GoTool, dir: string, binary: string, options: GoT
  * Runs `fn` holding a machine-wide lock (a directory created atomically). A lock left by a process that
  * died is taken over; a waiting process says so every 30 s.
  */
-async function withBuildLock<T>(path: string, options: GoToolOptions, fn: () => Promise<T>): Promise<T> {
+export async function withBuildLock<T>(path: string, options: GoToolOptions, fn: () => Promise<T>): Promise<T> {
   mkdirSync(join(path, '..'), { recursive: true });
   const waitingSince = Date.now();
   let lastSaid = 0;

@@ -27,3 +27,5 @@ export { SOPS_TOOL, ensureSops, generateAgeKey } from './sops.ts';
 export type { SopsCli } from './sops.ts';
 export { LOCAL_KMS_TOOL, startLocalKms } from './local-kms.ts';
 export type { LocalKms } from './local-kms.ts';
+export { ensureRenderEngine } from './render-engine.ts';
+export { HELM_VERSION, KUSTOMIZE_VERSION, JSONNET_VERSION, ensureHelm, ensureKustomize, ensureJsonnet } from './engine-tools.ts';

@@ -85,6 +85,82 @@ export const GitSource = z
     ],
   });
 
+/** Flux Kustomization fields that change a `kustomize build` (written into the kustomization before it runs). */
+const KustomizeFields = {
+  targetNamespace: dnsLabel.optional().meta({ description: "Sets the namespace of every namespaced object the build yields (the kustomization's namespace field; Flux: targetNamespace)." }),
+  namePrefix: z.string().max(200).optional().meta({ description: 'Prefix for every object name (the kustomization\'s namePrefix).' }),
+  nameSuffix: z.string().max(200).optional().meta({ description: 'Suffix for every object name (the kustomization\'s nameSuffix).' }),
+  images: z
+    .array(
+      z.object({
+        name: describe(z.string().min(1), 'The image name to match, as in the manifests (e.g. nginx).'),
+        newName: describe(z.string(), 'Replace the name (e.g. registry.example.com/nginx).').optional(),
+        newTag: describe(z.string(), 'Replace the tag.').optional(),
+        digest: describe(z.string(), 'Replace the tag with this digest (sha256:...).').optional(),
+      }),
+    )
+    .max(100)
+    .optional()
+    .meta({ description: 'Image overrides, appended to the kustomization\'s images.' }),
+  patches: z
+    .array(
+      z.object({
+        patch: describe(z.string().min(1), 'A strategic merge patch or a JSON 6902 patch (YAML), as in a kustomization\'s patches.'),
+        target: z
+          .object({
+            group: z.string().optional(),
+            version: z.string().optional(),
+            kind: z.string().optional(),
+            name: z.string().optional(),
+            namespace: z.string().optional(),
+            labelSelector: z.string().optional(),
+            annotationSelector: z.string().optional(),
+          })
+          .optional()
+          .meta({ description: 'Which objects the patch applies to (required for a JSON 6902 patch).' }),
+      }),
+    )
+    .max(100)
+    .optional()
+    .meta({ description: 'Patches appended to the kustomization\'s patches.' }),
+  components: z.array(z.string().min(1)).max(50).optional().meta({ description: 'Components (paths relative to the kustomization) appended to its components.' }),
+  commonMetadata: z
+    .object({
+      labels: z.record(z.string(), z.string()).optional().meta({ description: 'Labels set on every object (not on selectors).' }),
+      annotations: z.record(z.string(), z.string()).optional().meta({ description: 'Annotations set on every object.' }),
+    })
+    .optional()
+    .meta({ description: 'Labels and annotations on every object the build yields (Flux: commonMetadata).' }),
+};
+
+export const KustomizeSource = z.object(KustomizeFields).meta({
+  description:
+    'Render with Kustomize (`kustomize build` of the path, or of targets[].path). Also chosen without this field when the path holds a kustomization.yaml, as Flux does. Only files of the repository are read (root-only load restrictor); remote bases, exec functions and plugins are refused.',
+});
+
+export const HelmSource = z
+  .object({
+    chart: z.string().optional().meta({ description: 'Repo-relative directory of the chart; default: the path. Dependencies must be vendored in its charts/ (nothing is downloaded).' }),
+    releaseName: z.string().max(53).optional().meta({ description: "The release name templates see (.Release.Name); default: the ConfigSync's name." }),
+    includeCRDs: z.boolean().default(true).meta({ description: "Apply the chart's crds/ directory too (helm template --include-crds)." }),
+    skipTests: z.boolean().default(true).meta({ description: 'Leave out test hooks (helm template --skip-tests). false refuses a chart with test hooks: Syncline runs no helm test.' }),
+    kubeVersion: z.string().optional().meta({ description: "Override .Capabilities.KubeVersion; default: the target cluster's version." }),
+    apiVersions: z.array(z.string()).max(500).optional().meta({ description: "Added to .Capabilities.APIVersions, which holds the target cluster's served versions already." }),
+  })
+  .meta({
+    description:
+      'Render a Helm chart held in the repository (helm template semantics): spec.values, valuesFrom and targets[].values are the chart\'s values. Applied like every other render (no Helm release Secrets); install/upgrade hooks become apply waves, other hooks are refused; lookup is refused. Also chosen without this field when the path holds a Chart.yaml.',
+  });
+
+export const JsonnetSource = z
+  .object({
+    main: z.string().optional().meta({ description: 'The file to evaluate, relative to the path (omit when the path is the file).' }),
+    libraryPaths: z.array(z.string()).max(20).optional().meta({ description: 'Repo-relative directories searched for imports after the importing file\'s own (jsonnet -J).' }),
+    extVars: z.record(z.string(), z.string()).optional().meta({ description: 'External variables as strings (jsonnet --ext-str), for std.extVar.' }),
+    tlas: z.record(z.string(), z.string()).optional().meta({ description: 'Top-level arguments as strings (jsonnet --tla-str).' }),
+  })
+  .meta({ description: 'Render Jsonnet: the output is a Kubernetes object, a list of them, or objects nested in objects and arrays.' });
+
 export const ValuesFromSource = z.object({
   kind: describe(z.enum(['ConfigMap', 'Secret']), 'Kind of the object holding the values.'),
   name: describe(objectName, 'Name of the ConfigMap or Secret, in the same namespace.'),
@@ -141,6 +217,18 @@ export const Target = z.object({
   }),
   valuesFiles: ValuesFiles.optional().meta({ description: 'Repo-relative values files for this target, deep-merged in order over spec.valuesFrom and under target.values; SOPS-encrypted files are decrypted.' }),
   wait: z.boolean().optional().meta({ description: "Overrides spec.wait for this target: whether Ready (and the next apply wave) waits for this target's objects to be healthy." }),
+  path: z.string().optional().meta({ description: 'Render this repo-relative path for this target instead of spec.source.git.path (e.g. overlays/prod).' }),
+  kustomize: z
+    .object(KustomizeFields)
+    .optional()
+    .meta({ description: 'Kustomize fields for this target: targetNamespace, namePrefix and nameSuffix replace spec.source.kustomize\'s; images, patches, components and commonMetadata are added to them.' }),
+  jsonnet: z
+    .object({
+      extVars: z.record(z.string(), z.string()).optional().meta({ description: 'External variables for this target, over spec.source.jsonnet.extVars.' }),
+      tlas: z.record(z.string(), z.string()).optional().meta({ description: 'Top-level arguments for this target, over spec.source.jsonnet.tlas.' }),
+    })
+    .optional()
+    .meta({ description: 'Jsonnet inputs for this target.' }),
 });
 
 export const SyncPolicy = z.enum(['Sync', 'Keep', 'Adopt', 'Overwrite']);
@@ -152,7 +240,17 @@ export const DependsOn = z.object({
 });
 
 export const ConfigSyncSpec = z.object({
-  source: z.object({ git: GitSource }).meta({ description: 'Where the manifests and templates come from.' }),
+  source: z
+    .object({
+      git: GitSource,
+      kustomize: KustomizeSource.optional(),
+      helm: HelmSource.optional(),
+      jsonnet: JsonnetSource.optional(),
+    })
+    .meta({
+      description: 'Where the manifests come from, and the engine that renders them: Handlebars templates and plain manifests (default), kustomize, helm or jsonnet (one at most).',
+      'x-kubernetes-validations': [{ rule: "(has(self.kustomize) ? 1 : 0) + (has(self.helm) ? 1 : 0) + (has(self.jsonnet) ? 1 : 0) <= 1", message: 'name one engine at most: kustomize, helm or jsonnet' }],
+    }),
   refreshInterval: Interval.default('5m').meta({ description: 'How often the revision is resolved again and drift re-checked (webhooks make a push immediate), from 1s to 168h.' }),
   suspend: z.boolean().default(false).meta({ description: 'Stop fetching, applying and pruning; applied objects stay as they are.' }),
   values: Values.optional().meta({ description: 'Template values for every target (Handlebars context `values`).' }),

@@ -3,7 +3,8 @@
 import { createDecryptionContext, decryptFiles } from '../reconcile/decryption.ts';
 import { type KubeConnection, connectKubeconfig, loadKubeConfig, createKubeRest, type KubeRest } from '@syncline/kube';
 import { createApplyClient, type KubeObject as ApplyObject } from '@syncline/apply';
-import { RenderError, TemplateCache, createStaticDiscovery, layerValues, parseValues, renderTarget, type SourceFile, type Values } from '@syncline/render';
+import { EngineName, RenderEngine, RenderError, TemplateCache, createStaticDiscovery, detectEngine, layerValues, parseValues, renderTarget, renderWithEngine, type EngineSpec, type SourceFile, type Values } from '@syncline/render';
+import { existsSync } from 'node:fs';
 import { createGitSource, proxyFromEnvironment } from '@syncline/source-git';
 import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -18,6 +19,7 @@ import { parseDuration } from '../reconcile/duration.ts';
 import { StallError } from '../reconcile/inputs.ts';
 import type { KubeFlags, ListFlags, Out } from '../cli.ts';
 import { diffSync, readSource } from './sync-diff.ts';
+import { readsWholeRepository } from '../reconcile/engines.ts';
 
 export type Kube = { connection: KubeConnection; rest: KubeRest; namespace: string; allNamespaces: boolean };
 
@@ -148,12 +150,43 @@ function durationFlag(flag: string, text: string): number {
   }
 }
 
-export async function renderCommand(path: string, flags: { values: string[]; set: string[]; target: string; namespace: string; output?: 'yaml' | 'json' }, out: Out): Promise<number> {
+type RenderFlags = {
+  values: string[];
+  set: string[];
+  target: string;
+  namespace: string;
+  engine?: 'kustomize' | 'helm' | 'jsonnet';
+  repoRoot?: string;
+  releaseName?: string;
+  jpath?: string[];
+  extStr?: string[];
+  tlaStr?: string[];
+  renderEngine?: string;
+  env?: NodeJS.ProcessEnv;
+  output?: 'yaml' | 'json';
+};
+
+function assignments(flag: string, list: readonly string[] = []): Record<string, string> {
+  return Object.fromEntries(
+    list.map((entry) => {
+      const at = entry.indexOf('=');
+      if (at <= 0) throw new Error(`${flag} takes key=value, not ${JSON.stringify(entry)}`);
+      return [entry.slice(0, at), entry.slice(at + 1)];
+    }),
+  );
+}
+
+export async function renderCommand(path: string, flags: RenderFlags, out: Out): Promise<number> {
   const layers: Values[] = [];
   for (const file of flags.values) layers.push(parseValues(await readLocal(file, '--values'), file));
   for (const assignment of flags.set) layers.push(setValue(assignment));
   const found = await stat(path).catch(() => undefined);
   if (found === undefined) throw new Error(`${path}: no such file or directory (render takes a template file or a directory of templates)`);
+  const engineOutput = await renderLocalEngine(path, flags, layerValues(layers));
+  if (engineOutput !== undefined) {
+    out(engineOutput);
+    return 0;
+  }
   const isDirectory = found.isDirectory();
   const root = isDirectory ? path : dirname(path);
   // A file renders with the partials beside it; a directory with everything under it.
@@ -181,6 +214,59 @@ async function readLocal(file: string, flag: string): Promise<string> {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     throw new Error(`${flag} ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a directory, not a file' : error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/** The nearest directory at or above `start` holding .git, else `start`. */
+function repositoryRoot(start: string): string {
+  for (let dir = start; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, '.git'))) return dir;
+    if (dirname(dir) === dir) return start;
+  }
+}
+
+/**
+ * `syncline render` of a Kustomize overlay, a Helm chart or Jsonnet: the render process the operator runs, fed
+ * the repository's files; undefined when the path is Handlebars and plain manifests.
+ */
+async function renderLocalEngine(path: string, flags: RenderFlags, values: Values): Promise<string | undefined> {
+  const isDirectory = (await stat(path)).isDirectory();
+  // Nothing more is read for Handlebars and plain manifests.
+  const marked = isDirectory && ['kustomization.yaml', 'kustomization.yml', 'Kustomization', 'Chart.yaml'].some((name) => existsSync(join(path, name)));
+  if (flags.engine === undefined && !path.endsWith('.jsonnet') && !marked) return undefined;
+  const root = flags.repoRoot ?? repositoryRoot(isDirectory ? path : dirname(path));
+  const relativePath = relative(root, path).split(sep).join('/');
+  if (relativePath.startsWith('..')) throw new Error(`${path} is not inside --repo-root ${root}`);
+  // A local render has no key Secret: an encrypted file under the path fails naming itself; one elsewhere in
+  // the repository is left out (the engine then fails on the missing file if it needs it), never rendered as ciphertext.
+  const { files } = await decryptFiles(createDecryptionContext(), await readLocalFiles(root, root), undefined, [relativePath]);
+  const engine = flags.engine ?? (path.endsWith('.jsonnet') ? EngineName.Jsonnet : detectEngine(files, relativePath));
+  if (engine === undefined) return undefined;
+  const binary = flags.renderEngine ?? flags.env?.['SYNCLINE_RENDER_ENGINE'] ?? '/usr/local/bin/syncline-render';
+  if (!existsSync(binary)) throw new Error(`${path} needs ${engine}: no render engine at ${binary} (--render-engine or SYNCLINE_RENDER_ENGINE)`);
+  const spec: EngineSpec =
+    engine === EngineName.Helm
+      ? { engine, options: { includeCRDs: true, skipTests: true } }
+      : engine === EngineName.Kustomize
+        ? { engine, options: {} }
+        : { engine, options: { libraryPaths: flags.jpath ?? [], extVars: assignments('--ext-str', flags.extStr), tlas: assignments('--tla-str', flags.tlaStr) } };
+  const process = new RenderEngine({ binary });
+  try {
+    const objects = await renderWithEngine({
+      engine: process,
+      spec,
+      files,
+      path: relativePath,
+      values,
+      target: { name: flags.target, namespace: flags.namespace },
+      source: { repo: 'local', revision: 'local' },
+      discovery: createStaticDiscovery(),
+      releaseName: flags.releaseName ?? 'local',
+    });
+    if (flags.output === 'json') return `${JSON.stringify(objects.length === 1 ? objects[0] : { apiVersion: 'v1', kind: 'List', items: objects }, null, 4)}\n`;
+    return objects.map((o) => `# ${engine}\n${stringify(o)}`).join('---\n');
+  } finally {
+    process.close();
   }
 }
 
@@ -217,7 +303,7 @@ export async function failoverCommand(command: 'failover' | 'failback', kube: Ku
  * the apply, and prints per object a unified diff of live vs desired limited to the fields Syncline writes.
  * Exit 0: no differences; 1: differences; 2: error.
  */
-export async function diffCommand(options: Kube & { name: string; out: Out; err: Out; allowInsecureHttp: boolean; localPath?: string | undefined; env?: NodeJS.ProcessEnv }): Promise<number> {
+export async function diffCommand(options: Kube & { name: string; out: Out; err: Out; allowInsecureHttp: boolean; localPath?: string | undefined; renderEngine?: string | undefined; env?: NodeJS.ProcessEnv }): Promise<number> {
   const { out, err } = options;
   const object = await getConfigSync(options, options.name);
   const spec = ConfigSyncSpec.parse(object.spec);
@@ -230,15 +316,23 @@ export async function diffCommand(options: Kube & { name: string; out: Out; err:
     const source =
       options.localPath === undefined
         ? await readSource({ rest: options.rest, git, object })
-        : { revision: LOCAL_REVISION, files: await readCheckout(options.localPath, spec.source.git.path), read: (at: string) => readCheckout(options.localPath ?? '.', at) };
+        : { revision: LOCAL_REVISION, files: await readCheckout(options.localPath, readsWholeRepository(spec) ? '' : spec.source.git.path), read: (at: string) => readCheckout(options.localPath ?? '.', at) };
     const client = await createApplyClient(options.connection);
     let changed = 0;
-    for (const target of await diffSync({ rest: options.rest, client, object, source })) {
+    const binary = options.renderEngine ?? options.env?.['SYNCLINE_RENDER_ENGINE'] ?? '/usr/local/bin/syncline-render';
+    const engine = existsSync(binary) ? new RenderEngine({ binary }) : undefined;
+    let targets;
+    try {
+      targets = await diffSync({ rest: options.rest, client, object, source, engine });
+    } finally {
+      engine?.close();
+    }
+    for (const target of targets) {
       if (target.skipped !== undefined) {
         err(`# target ${target.name} (cluster ${target.cluster ?? ''}): not diffed (diff reads this cluster only)\n`);
         continue;
       }
-      out(`# target ${target.name} @ ${source.revision === LOCAL_REVISION ? `local checkout ${options.localPath ?? ''}` : revisionText(spec.source.git.revision, source.revision)}\n`);
+      out(`# target ${target.name} @ ${source.revision === LOCAL_REVISION ? `local checkout ${options.localPath ?? ''}` : revisionText(spec.source.git.revision, source.revision)}${target.engine === undefined || target.engine === 'handlebars' ? '' : ` (rendered by ${target.engine})`}\n`);
       if (target.blocked !== undefined) {
         out(`# blocked: ${target.blocked}\n`);
         changed++;

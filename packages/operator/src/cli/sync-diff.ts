@@ -4,11 +4,12 @@
 // health), and compares two deploys of the history with `diffRevisions`.
 import type { KubeRest } from '@syncline/kube';
 import { decodeInventory, healthOf, planApply, readLive, type ApplyClient, type KubeObject as ApplyObject, type PlanStep } from '@syncline/apply';
-import { layerValues, renderTarget, type ApiDiscovery, type SourceFile } from '@syncline/render';
+import { layerValues, renderTarget, renderWithEngine, type ApiDiscovery, type RenderEngine, type SourceFile } from '@syncline/render';
 import type { GitSource } from '@syncline/source-git';
 import { ConfigSyncSpec, type ConfigSync } from '../api/v1alpha1.ts';
 import { readGitAccess, readValues } from '../reconcile/inputs.ts';
 import { createDecryptionContext, decryptFiles, readKeyRing, readValuesFiles } from '../reconcile/decryption.ts';
+import { capabilitiesOf, engineSpecFor, readsWholeRepository, serverVersion, targetPath } from '../reconcile/engines.ts';
 import { diffYaml, maskSecrets, normalizeSecret, projectLive, unifiedDiff } from './diff.ts';
 
 /** How an object stands against its source: `in-sync`, `drifted` (live differs), `missing`, `prune`, or `note`. */
@@ -27,7 +28,7 @@ export type ObjectDiff = {
   healthMessage?: string;
 };
 
-export type TargetDiff = { name: string; cluster?: string; revision: string; skipped?: string; blocked?: string; objects: ObjectDiff[] };
+export type TargetDiff = { name: string; cluster?: string; revision: string; skipped?: string; blocked?: string; objects: ObjectDiff[]; /** The engine that rendered it: handlebars, kustomize, helm or jsonnet. */ engine?: string };
 
 /** The source files of a revision, and the revision's SHA. */
 export type SourceRead = { revision: string; files: SourceFile[]; /** Reads another path of the same revision (spec.valuesFiles). */ read?: (path: string) => Promise<SourceFile[]> };
@@ -39,11 +40,17 @@ export async function readSource(input: { rest: KubeRest; git: GitSource; object
   const repo = spec.source.git.repo;
   const revision = await input.git.resolveRevision({ repo, revision: input.revision ?? spec.source.git.revision, auth, connection });
   const snapshot = await input.git.fetchSnapshot({ repo, sha: revision, auth, connection });
-  return { revision, files: await input.git.readPath(snapshot, spec.source.git.path), read: (path) => input.git.readPath(snapshot, path) };
+  // As the operator reads it: the whole snapshot when an engine may reach beyond the path.
+  let files = await input.git.readPath(snapshot, readsWholeRepository(spec) ? '' : spec.source.git.path);
+  if (!readsWholeRepository(spec) && spec.source.git.path !== '' && readsWholeRepository(spec, files)) files = await input.git.readPath(snapshot, '');
+  return { revision, files, read: (path) => input.git.readPath(snapshot, path) };
 }
 
-/** Each target's rendered objects (targets of another cluster are left out: they are read there, not here). */
-export async function renderSync(input: { rest: KubeRest; object: ConfigSync; source: SourceRead; discovery: ApiDiscovery }): Promise<{ name: string; cluster?: string; objects?: ApplyObject[] }[]> {
+/**
+ * Each target's rendered objects and the engine that rendered them (targets of another cluster are left out:
+ * they are read there, not here). Kustomize, Helm and Jsonnet need the render process (`engine`).
+ */
+export async function renderSync(input: { rest: KubeRest; object: ConfigSync; source: SourceRead; discovery: ApiDiscovery; engine?: RenderEngine | undefined }): Promise<{ name: string; cluster?: string; objects?: ApplyObject[]; engine?: string }[]> {
   const spec = ConfigSyncSpec.parse(input.object.spec);
   const namespace = input.object.metadata.namespace ?? 'default';
   // SOPS files decrypted in memory with the sync's key Secret, read with the caller's own rights (who may not
@@ -51,33 +58,40 @@ export async function renderSync(input: { rest: KubeRest; object: ConfigSync; so
   const decryption = createDecryptionContext();
   const ring = await readKeyRing(input.rest, decryption, namespace, spec);
   const read = input.source.read ?? (() => Promise.resolve([]));
-  const valuesFiles = await readValuesFiles(decryption, spec, ring, async (path) => (await read(path)).map((f) => ({ path: f.path, content: typeof f.content === 'string' ? new Uint8Array(Buffer.from(f.content)) : f.content })));
-  const files = await decryptFiles(
-    decryption,
-    input.source.files.filter((f) => !valuesFiles.paths.has(f.path)).map((f) => ({ path: f.path, content: typeof f.content === 'string' ? new Uint8Array(Buffer.from(f.content)) : f.content })),
-    ring,
-  );
+  const bytes = (f: SourceFile): { path: string; content: Uint8Array } => ({ path: f.path, content: typeof f.content === 'string' ? new Uint8Array(Buffer.from(f.content)) : f.content });
+  const valuesFiles = await readValuesFiles(decryption, spec, ring, async (path) => (await read(path)).map(bytes));
+  const roots = spec.targets.map((target) => targetPath(spec, target).split('/').filter((part) => part !== '' && part !== '.').join('/'));
+  const { files } = await decryptFiles(decryption, input.source.files.filter((f) => !valuesFiles.paths.has(f.path)).map(bytes), ring, roots);
   const values = layerValues([valuesFiles.spec, await readValues(input.rest, namespace, spec)]);
-  return spec.targets.map((target) => {
-    if (target.cluster !== undefined) return { name: target.name, cluster: target.cluster.name };
-    const objects = renderTarget({
-      files,
-      path: spec.source.git.path,
-      values,
-      target: { name: target.name, namespace: target.namespace ?? namespace, values: layerValues([valuesFiles.targets.get(target.name), target.values]), patches: target.patches, data: target.data },
-      source: { repo: spec.source.git.repo, revision: input.source.revision, path: spec.source.git.path },
-      discovery: input.discovery,
-    }) as ApplyObject[];
-    return { name: target.name, objects };
-  });
+  const out: { name: string; cluster?: string; objects?: ApplyObject[]; engine?: string }[] = [];
+  for (const target of spec.targets) {
+    if (target.cluster !== undefined) {
+      out.push({ name: target.name, cluster: target.cluster.name });
+      continue;
+    }
+    const path = targetPath(spec, target);
+    const renderTargetSpec = { name: target.name, namespace: target.namespace ?? namespace, values: layerValues([valuesFiles.targets.get(target.name), target.values]), patches: target.patches, data: target.data };
+    const source = { repo: spec.source.git.repo, revision: input.source.revision, path };
+    const engineSpec = target.data === undefined ? engineSpecFor(spec, target, files) : undefined;
+    if (engineSpec === undefined) {
+      out.push({ name: target.name, engine: 'handlebars', objects: renderTarget({ files, path, values, target: renderTargetSpec, source, discovery: input.discovery }) });
+      continue;
+    }
+    if (input.engine === undefined) throw new Error(`target ${target.name} renders with ${engineSpec.engine}: no render engine here (--render-engine, or SYNCLINE_RENDER_ENGINE)`);
+    // .Capabilities as the operator gives them: this cluster's version and served API versions.
+    const capabilities = engineSpec.engine === 'helm' ? capabilitiesOf(input.discovery, await serverVersion(input.rest)) : {};
+    const objects = await renderWithEngine({ engine: input.engine, spec: engineSpec, files, path, values, target: renderTargetSpec, source, discovery: input.discovery, capabilities, releaseName: input.object.metadata.name });
+    out.push({ name: target.name, engine: engineSpec.engine, objects: objects });
+  }
+  return out;
 }
 
 /** Live against desired for every target of this cluster: `syncline diff` as data. */
-export async function diffSync(input: { rest: KubeRest; client: ApplyClient; object: ConfigSync; source: SourceRead }): Promise<TargetDiff[]> {
+export async function diffSync(input: { rest: KubeRest; client: ApplyClient; object: ConfigSync; source: SourceRead; engine?: RenderEngine | undefined }): Promise<TargetDiff[]> {
   const spec = ConfigSyncSpec.parse(input.object.spec);
   const namespace = input.object.metadata.namespace ?? 'default';
   const discovery = await input.client.discovery();
-  const rendered = await renderSync({ rest: input.rest, object: input.object, source: input.source, discovery });
+  const rendered = await renderSync({ rest: input.rest, object: input.object, source: input.source, discovery, engine: input.engine });
   const out: TargetDiff[] = [];
   for (const target of rendered) {
     if (target.objects === undefined) {
@@ -89,7 +103,7 @@ export async function diffSync(input: { rest: KubeRest; client: ApplyClient; obj
     const plan = planApply({ desired: target.objects, inventory, live, owner: { namespace, name: input.object.metadata.name, target: target.name }, policy: spec.policy, drift: spec.drift, prune: spec.prune, allowEmpty: spec.allowEmpty });
     const desired = new Map(target.objects.map((o) => [idOf(o), o]));
     const objects = [...plan.apply, ...plan.prune].map((step) => objectDiff(reportedDrift(step, desired), live.objects.get(step.id)));
-    out.push({ name: target.name, revision: input.source.revision, ...(plan.blocked === undefined ? {} : { blocked: plan.blocked }), objects });
+    out.push({ name: target.name, revision: input.source.revision, ...(plan.blocked === undefined ? {} : { blocked: plan.blocked }), ...(target.engine === undefined ? {} : { engine: target.engine }), objects });
   }
   return out;
 }

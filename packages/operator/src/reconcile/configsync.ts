@@ -4,7 +4,7 @@
 // It reconciles from current state, never from the event that woke it, so running it twice changes nothing.
 import { type EventRecorder, type KubeRest } from '@syncline/kube';
 import { decodeInventory, digestRendered, encodeInventory, objectId, ownedBy, recordHistory, type ApplyClient, type InventoryEntry } from '@syncline/apply';
-import { RenderError, RenderErrorReason, layerValues, renderTarget, type TemplateCache, type KubernetesObject, type Values } from '@syncline/render';
+import { EngineFailure, RenderError, RenderErrorReason, layerValues, renderTarget, renderWithEngine, type EngineRenderCache, type RenderEngine, type TemplateCache, type KubernetesObject, type Values } from '@syncline/render';
 import { GitSourceError, type GitSource } from '@syncline/source-git';
 import type { Logger } from 'pino';
 import { ConfigSyncSpec, INTERVAL_BOUNDS, type Condition, type ConfigSync, type ConfigSyncStatus, type HistoryEntry, type TargetInventory, type TargetStatus } from '../api/v1alpha1.ts';
@@ -22,6 +22,7 @@ import { DecryptionFailure, createDecryptionContext, decryptFiles, readKeyRing, 
 import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, onlyRefused, partitionInventory, readableId, truncate, type TargetNoop, type TargetOutcome } from './target.ts';
 import { dependencyNotReady, findCycle } from './dependencies.ts';
 import { healthConditions } from './health.ts';
+import { capabilitiesOf, engineSpecFor, readsWholeRepository, serverVersion, targetPath } from './engines.ts';
 import { NAMESPACE_NOT_ALLOWED, type Actor, type TrustedNamespaces } from '../tenancy.ts';
 
 /** How long a sync waits for spec.timeout when it sets none (Flux's default for wait is its interval; 5m here). */
@@ -40,6 +41,10 @@ export type ConfigSyncReconcilerDeps = {
   /** An apply client for the operator itself (undefined) or impersonating a tenant's ServiceAccount. */
   readonly applyClient: (identity: ApplyIdentity) => Promise<ApplyClient>;
   readonly templates: TemplateCache;
+  /** The Kustomize, Helm and Jsonnet render process; without it a sync that needs one fails (and says so). */
+  readonly renderEngine?: RenderEngine;
+  /** Engine renders by commit, path, inputs and target: a resync of an unchanged commit renders nothing. */
+  readonly engineCache?: EngineRenderCache;
   readonly clock: { now(): Date };
   readonly logger: Logger;
   readonly metrics: Metrics;
@@ -215,7 +220,14 @@ function reconcileDependencies(run: SyncRun): Step<undefined> {
 }
 
 type Snapshot = Awaited<ReturnType<GitSource['fetchSnapshot']>>;
-type Source = { revision: string; files: Awaited<ReturnType<GitSource['readPath']>>; snapshot: Snapshot; valuesFiles?: LayeredValuesFiles };
+type Source = {
+  revision: string;
+  files: Awaited<ReturnType<GitSource['readPath']>>;
+  snapshot: Snapshot;
+  valuesFiles?: LayeredValuesFiles;
+  /** Encrypted files outside the rendered paths that could not be decrypted, left out of the render. */
+  withheld?: readonly string[];
+};
 
 /** Resolve the revision and read the path from its snapshot. A failure here never touches the cluster. */
 async function reconcileSource(run: SyncRun): Promise<Step<Source>> {
@@ -224,7 +236,10 @@ async function reconcileSource(run: SyncRun): Promise<Step<Source>> {
     const { auth, connection } = await readGitAccess(deps.rest, run.namespace, spec.source.git);
     const revision = await timed(deps, 'resolve', () => deps.git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision, auth, connection, maxAgeMs: run.refAgeMs, startedAfter: run.refStartedAfter }));
     const snapshot = await timed(deps, 'fetch', () => deps.git.fetchSnapshot({ repo: spec.source.git.repo, sha: revision, auth, connection }));
-    return { ok: true, value: { revision, files: await deps.git.readPath(snapshot, spec.source.git.path), snapshot } };
+    // An engine's overlay reaches bases elsewhere in the repository: then the whole snapshot is read.
+    let files = readsWholeRepository(spec) ? await deps.git.readPath(snapshot, '') : await deps.git.readPath(snapshot, spec.source.git.path);
+    if (spec.source.git.path !== '' && !readsWholeRepository(spec) && readsWholeRepository(spec, files)) files = await deps.git.readPath(snapshot, '');
+    return { ok: true, value: { revision, files, snapshot } };
   } catch (error) {
     if (error instanceof StallError) return { ok: false, outcome: stalled(run, error.reason, error.message) };
     if (error instanceof GitSourceError && !error.retryable) return { ok: false, outcome: stalled(run, Reason.FetchFailed, error.message) };
@@ -251,8 +266,9 @@ async function reconcileDecryption(run: SyncRun, source: Source): Promise<Step<S
   try {
     const ring = await readKeyRing(deps.rest, context, run.namespace, spec);
     const valuesFiles = await readValuesFiles(context, spec, ring, (path) => deps.git.readPath(source.snapshot, path));
-    const files = await decryptFiles(context, source.files.filter((file) => !valuesFiles.paths.has(file.path)), ring);
-    return { ok: true, value: { ...source, files, valuesFiles } };
+    const roots = spec.targets.map((target) => targetPath(spec, target).split('/').filter((part) => part !== '' && part !== '.').join('/'));
+    const { files, withheld } = await decryptFiles(context, source.files.filter((file) => !valuesFiles.paths.has(file.path)), ring, roots);
+    return { ok: true, value: { ...source, files, valuesFiles, withheld } };
   } catch (error) {
     const message = truncate(`${error instanceof Error ? error.message : 'decryption failed'}`);
     if (error instanceof DecryptionFailure && !error.retryable) return { ok: false, outcome: stalled(run, Reason.DecryptionFailed, `DecryptionFailed: ${message}`, source.revision) };
@@ -312,16 +328,31 @@ async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAc
         if (access !== undefined && 'unavailable' in access) continue;
         // Each cluster's own discovery says which kinds it serves and which are namespaced.
         const client = access === undefined ? defaultClient : access.clients.apply;
+        const path = targetPath(spec, target);
+        const renderTargetSpec = { name: target.name, namespace: target.namespace ?? run.namespace, values: targetValues(source, target.name, target.values), patches: target.patches, data: target.data, ...(target.cluster === undefined ? {} : { cluster: target.cluster.name }) };
+        const renderSource = { repo: spec.source.git.repo, revision: source.revision, path };
+        const discovery = await client.discovery(refresh ? { refresh: true } : {});
+        const engine = target.data === undefined ? engineSpecFor(spec, target, source.files) : undefined;
+        if (engine === undefined) {
+          rendered.set(target.name, renderTarget({ files: source.files, path, values, target: renderTargetSpec, source: renderSource, discovery, cache: deps.templates }));
+          continue;
+        }
+        if (deps.renderEngine === undefined) throw new StallError(Reason.RenderFailed, `${path === '' ? 'the repository root' : path} needs ${engine.engine}, and this operator runs without the render engine (syncline run --render-engine)`);
+        const rest = access === undefined ? deps.rest : access.clients.rest;
         rendered.set(
           target.name,
-          renderTarget({
+          await renderWithEngine({
+            engine: deps.renderEngine,
+            spec: engine,
             files: source.files,
-            path: spec.source.git.path,
+            path,
             values,
-            target: { name: target.name, namespace: target.namespace ?? run.namespace, values: targetValues(source, target.name, target.values), patches: target.patches, data: target.data, ...(target.cluster === undefined ? {} : { cluster: target.cluster.name }) },
-            source: { repo: spec.source.git.repo, revision: source.revision, path: spec.source.git.path },
-            discovery: await client.discovery(refresh ? { refresh: true } : {}),
-            cache: deps.templates,
+            target: renderTargetSpec,
+            source: renderSource,
+            discovery,
+            capabilities: engine.engine === 'helm' ? capabilitiesOf(discovery, await serverVersion(rest)) : {},
+            releaseName: run.object.metadata.name,
+            ...(deps.engineCache === undefined ? {} : { cache: deps.engineCache }),
           }),
         );
       }
@@ -335,11 +366,21 @@ async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAc
       await renderAll(true);
     }
   } catch (error) {
-    if (error instanceof RenderError) return { ok: false, outcome: stalled(run, Reason.RenderFailed, error.message, source.revision) };
+    if (error instanceof RenderError) return { ok: false, outcome: stalled(run, Reason.RenderFailed, truncate(`${error.message}${withheldNote(source)}`), source.revision) };
     if (error instanceof StallError) return { ok: false, outcome: stalled(run, error.reason, error.message, source.revision) };
+    // The render process itself failed (not the repository's input): a fresh one starts on the retry.
+    if (error instanceof EngineFailure) return { ok: false, outcome: failed(run, Reason.RenderFailed, error.message, { kind: 'retry' }) };
     return { ok: false, outcome: failed(run, Reason.RenderFailed, `rendering failed: ${safeError(error).message}`, { kind: 'retry' }) };
   }
   return { ok: true, value: rendered };
+}
+
+/** Said after a render error when encrypted files outside the rendered paths were left out (the error may be about one of them). */
+function withheldNote(source: Source): string {
+  const withheld = source.withheld ?? [];
+  if (withheld.length === 0) return '';
+  const shown = withheld.slice(0, 3).join(', ');
+  return ` (left out of the render: ${withheld.length} encrypted file(s) outside the rendered paths that the sync's keys do not open: ${shown}${withheld.length > 3 ? ', …' : ''})`;
 }
 
 /** targets[].valuesFiles under targets[].values. */

@@ -71,9 +71,21 @@ export async function readKeyRing(rest: KubeRest, context: DecryptionContext, na
   }
 }
 
-/** The files with every encrypted one replaced by its plaintext; files that are not encrypted are handed on as they are. */
-export async function decryptFiles(context: DecryptionContext, files: readonly { readonly path: string; readonly content: Uint8Array | string }[], ring: SopsKeyRing | undefined): Promise<SourceFile[]> {
+/** Decrypted files, and the encrypted ones outside the rendered paths that could not be opened (left out). */
+export type DecryptedFiles = { readonly files: SourceFile[]; readonly withheld: readonly string[] };
+
+const under = (path: string, root: string): boolean => root === '' || path === root || path.startsWith(`${root}/`);
+
+/**
+ * The files with every encrypted one replaced by its plaintext; files that are not encrypted are handed on as
+ * they are. An engine reads the whole snapshot (an overlay reaches bases elsewhere), which may hold files
+ * encrypted for other teams' keys: an encrypted file under one of `roots` (the paths the targets render) must
+ * decrypt or the sync fails, one outside them that does not decrypt is left out of what the engine sees and
+ * named in `withheld` (a render that needs it then fails on the missing file, never on ciphertext).
+ */
+export async function decryptFiles(context: DecryptionContext, files: readonly { readonly path: string; readonly content: Uint8Array | string }[], ring: SopsKeyRing | undefined, roots: readonly string[] = ['']): Promise<DecryptedFiles> {
   const out: SourceFile[] = [];
+  const withheld: string[] = [];
   for (const file of files) {
     if (!isSopsEncrypted(file.path, file.content)) {
       out.push(typeof file.content === 'string' ? { path: file.path, content: new Uint8Array(Buffer.from(file.content, 'utf8')) } : (file as SourceFile));
@@ -83,11 +95,16 @@ export async function decryptFiles(context: DecryptionContext, files: readonly {
       const plain = await decryptSopsFile({ path: file.path, content: file.content, keys: ring, services: context.services, cache: context.cache, decrypted: context.decrypted });
       out.push({ path: file.path, content: typeof plain === 'string' ? new Uint8Array(Buffer.from(plain, 'utf8')) : plain });
     } catch (error) {
+      const strict = roots.some((root) => under(file.path, root));
+      if (error instanceof SopsError && !strict && !error.retryable) {
+        withheld.push(file.path);
+        continue;
+      }
       if (error instanceof SopsError) throw fromSops(error);
       throw error;
     }
   }
-  return out;
+  return { files: out, withheld };
 }
 
 export type LayeredValuesFiles = {
@@ -110,7 +127,7 @@ export async function readValuesFiles(context: DecryptionContext, spec: ConfigSy
     const files = await read(at);
     const file = files.find((f) => normalize(f.path) === at);
     if (file === undefined || files.length !== 1) throw new DecryptionFailure(SopsErrorCause.MalformedFile, `${field}: ${at} is not a file of the source`, false);
-    const [plain] = await decryptFiles(context, [file], ring);
+    const [plain] = (await decryptFiles(context, [file], ring)).files;
     const values = parseValues(Buffer.from(plain?.content ?? new Uint8Array()).toString('utf8'), at);
     parsed.set(at, values);
     return values;

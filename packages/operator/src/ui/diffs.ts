@@ -5,14 +5,14 @@
 // page cost one render.
 import type { ApplyClient } from '@syncline/apply';
 import type { KubeObject, KubeRest } from '@syncline/kube';
-import { isRenderError } from '@syncline/render';
+import { isRenderError, type RenderEngine } from '@syncline/render';
 import type { GitSource } from '@syncline/source-git';
 import type { ConfigSync } from '../api/v1alpha1.ts';
 import { diffRenders, diffSync, readSource, renderSync } from '../cli/sync-diff.ts';
 import { StallError } from '../reconcile/inputs.ts';
 import type { UiDeployDiff, UiSyncDiff } from './model.ts';
 
-export type DiffSource = { git: GitSource; client: () => Promise<ApplyClient> };
+export type DiffSource = { git: GitSource; client: () => Promise<ApplyClient>; /** The Kustomize, Helm and Jsonnet render process, for syncs that need it. */ engine?: RenderEngine | undefined };
 
 /** May the viewer `get` this object? Each object's diff is shown only to a viewer who could read it anyway. */
 export type MayGet = (ref: { group: string; resource: string; namespace: string; name: string }) => Promise<boolean>;
@@ -58,7 +58,7 @@ export function createSyncDiffs(options: { rest: KubeRest; source: DiffSource; n
       const shared = await once(`live/${keyOf(object)}`, async () => {
         const sync = object as unknown as ConfigSync;
         const source = await readSource({ rest: options.rest, git: options.source.git, object: sync });
-        const targets = await diffSync({ rest: options.rest, client: await options.source.client(), object: sync, source });
+        const targets = await diffSync({ rest: options.rest, client: await options.source.client(), object: sync, source, engine: options.source.engine });
         return { revision: source.revision, targets };
       });
       const targets = [];
@@ -78,7 +78,7 @@ export function createSyncDiffs(options: { rest: KubeRest; source: DiffSource; n
         const sync = object as unknown as ConfigSync;
         const discovery = await (await options.source.client()).discovery();
         const render = async (revision: string): ReturnType<typeof renderSync> =>
-          renderSync({ rest: options.rest, object: sync, discovery, source: await readSource({ rest: options.rest, git: options.source.git, object: sync, revision }) });
+          renderSync({ rest: options.rest, object: sync, discovery, engine: options.source.engine, source: await readSource({ rest: options.rest, git: options.source.git, object: sync, revision }) });
         const [a, b] = [await render(from), await render(to)];
         return { from, to, objects: diffRenders(a, b, { from: from.slice(0, 12), to: to.slice(0, 12) }) };
       });

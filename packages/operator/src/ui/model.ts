@@ -48,7 +48,7 @@ export type UiActivity = { id: number; at: string; kind: UiKind; namespace: stri
 
 /** A ConfigSync's objects against Git (what `syncline diff` shows), with their health. */
 export type UiObjectDiff = { label: string; change: 'in-sync' | 'drifted' | 'missing' | 'prune' | 'note'; diff: string; note?: string; health?: string; healthMessage?: string };
-export type UiSyncDiff = { revision: string; targets: { name: string; cluster?: string; skipped?: string; blocked?: string; objects: UiObjectDiff[] }[] };
+export type UiSyncDiff = { revision: string; targets: { name: string; cluster?: string; skipped?: string; blocked?: string; engine?: string; objects: UiObjectDiff[] }[] };
 /** What changed between two deploys of the history. */
 export type UiDeployDiff = { from: string; to: string; objects: { target: string; label: string; diff: string }[] };
 

@@ -114,7 +114,7 @@ function SyncObjects({ object: o }: { object: UiObject }): ComponentChildren {
   return html`<section class="objects"><h2>Objects against Git ${diff !== undefined && html`<code>@ ${diff.revision.slice(0, 12)}</code>`} <button class="small" disabled=${state.loading} onClick=${load}>${state.loading ? 'Comparing…' : 'Compare again'}</button></h2>
     ${state.error !== undefined && html`<p class="diff-error" role="alert">${state.error}</p>`}
     ${diff !== undefined && html`<p class="hint">${differ === 0 ? 'Live equals Git for every object (syncline diff would print nothing).' : `${differ} object(s) differ from Git.`} Secret values are never shown.</p>
-      ${diff.targets.map((t) => html`<h3>target ${t.name}${t.cluster === undefined ? '' : ` (cluster ${t.cluster})`}</h3>
+      ${diff.targets.map((t) => html`<h3>target ${t.name}${t.cluster === undefined ? '' : ` (cluster ${t.cluster})`}${t.engine === undefined ? '' : html` <span class="hint" data-engine=${t.engine}>rendered by ${t.engine}</span>`}</h3>
         ${t.skipped !== undefined && html`<p class="hint">${t.skipped}</p>`}
         ${t.blocked !== undefined && html`<p class="result bad">blocked: ${t.blocked}</p>`}
         <ul class="applied">${t.objects.map((x) => html`<li class=${`applied-object ${x.change}`} data-object=${x.label}>

@@ -1,0 +1,3 @@
+{
+  image(env):: if env == 'prod' then 'nginx:1.27' else 'nginx:latest',
+}
