@@ -32,6 +32,8 @@ const DIGEST = `sha256:${'0123456789abcdef'.repeat(4)}`;
  */
 const everything = (namespace: string): string[] => [
   '--set', 'metrics.serviceMonitor.enabled=true',
+  '--set', 'operator.sops.allowEnvironmentCredentials=true',
+  '--set', 'operator.sops.kmsEndpoint=https://kms.example.internal',
   '--set', 'ui.enabled=true',
   '--set', 'ui.anonymous=true',
   '--set', 'ui.oidc.issuer=https://login.example.com',

@@ -108,13 +108,13 @@ const KustomizeFields = {
         patch: describe(z.string().min(1), 'A strategic merge patch or a JSON 6902 patch (YAML), as in a kustomization\'s patches.'),
         target: z
           .object({
-            group: z.string().optional(),
-            version: z.string().optional(),
-            kind: z.string().optional(),
-            name: z.string().optional(),
-            namespace: z.string().optional(),
-            labelSelector: z.string().optional(),
-            annotationSelector: z.string().optional(),
+            group: describe(z.string().optional(), 'API group of the objects to patch (empty: the core group).'),
+            version: describe(z.string().optional(), 'API version of the objects to patch.'),
+            kind: describe(z.string().optional(), 'Kind of the objects to patch.'),
+            name: describe(z.string().optional(), 'Name of the object to patch (a regular expression, as in Kustomize).'),
+            namespace: describe(z.string().optional(), 'Namespace of the objects to patch.'),
+            labelSelector: describe(z.string().optional(), 'Label selector the objects to patch match (`app=web,tier!=db`).'),
+            annotationSelector: describe(z.string().optional(), 'Annotation selector the objects to patch match.'),
           })
           .optional()
           .meta({ description: 'Which objects the patch applies to (required for a JSON 6902 patch).' }),
