@@ -13,6 +13,8 @@ ARG BASE_IMAGE=node:${NODE_VERSION}-bookworm-slim
 #   prebuilt  a binary built beforehand (`packages/render/engine/build.sh DIR/syncline-render`), given as
 #             the build context `render-engine-binary`: `--build-arg RENDER_ENGINE=prebuilt
 #             --build-context render-engine-binary=DIR`. scripts/build-image.sh does this (no Docker Hub).
+# Podman and Buildah: pass --build-arg RENDER_ENGINE=… either way (Buildah 1.28 resolves the stage below only
+# from a command-line value, not from this default).
 ARG RENDER_ENGINE=source
 ARG GO_IMAGE=golang:1.26-bookworm
 
