@@ -6,6 +6,30 @@ ARG NODE_VERSION=24.21.0
 # Where Docker Hub is out of reach, scripts/build-image.sh builds one from Debian and the npm registry and
 # passes it here: `--build-arg BASE_IMAGE=localhost/syncline-node-base:…`.
 ARG BASE_IMAGE=node:${NODE_VERSION}-bookworm-slim
+# The render process for Kustomize, Helm and Jsonnet (syncline-render, packages/render/engine) goes to
+# /usr/local/bin/syncline-render, where the chart's --render-engine points. Where it comes from:
+#   source    (default) built here from the Go module by its build.sh in a golang stage, for a plain
+#             `docker build .`; GO_IMAGE names the Go image (at least the go.mod's Go version).
+#   prebuilt  a binary built beforehand (`packages/render/engine/build.sh DIR/syncline-render`), given as
+#             the build context `render-engine-binary`: `--build-arg RENDER_ENGINE=prebuilt
+#             --build-context render-engine-binary=DIR`. scripts/build-image.sh does this (no Docker Hub).
+# Podman and Buildah: pass --build-arg RENDER_ENGINE=… either way (Buildah 1.28 resolves the stage below only
+# from a command-line value, not from this default).
+ARG RENDER_ENGINE=source
+ARG GO_IMAGE=golang:1.26-bookworm
+
+FROM ${GO_IMAGE} AS render-engine-source
+WORKDIR /src
+COPY packages/render/engine/ ./
+RUN --mount=type=secret,id=build-ca \
+    if [ -f /run/secrets/build-ca ]; then export SSL_CERT_FILE=/run/secrets/build-ca; fi; \
+    sh build.sh /out/syncline-render
+
+FROM scratch AS render-engine-prebuilt
+COPY --from=render-engine-binary --chmod=0755 syncline-render /out/syncline-render
+
+# The stage RENDER_ENGINE names; the builder skips the other one.
+FROM render-engine-${RENDER_ENGINE} AS render-engine
 
 FROM ${BASE_IMAGE} AS build
 ARG PNPM_VERSION=10.34.8
@@ -32,6 +56,8 @@ WORKDIR /app
 # Owned by root and not writable by the user the operator runs as; the Git snapshot cache goes to a
 # volume (the Helm chart mounts an emptyDir at /var/cache/syncline and passes --cache-dir).
 COPY --from=build /app /app
+# Root-owned and 0755: the operator's user runs it and cannot replace it.
+COPY --from=render-engine --chown=0:0 --chmod=0755 /out/syncline-render /usr/local/bin/syncline-render
 # As root, before USER: `syncline` on PATH is the package's bin (packages/operator/bin/syncline.js), so
 # `docker run IMAGE status -A` works; the cache directory is the one path the operator's user may write.
 RUN ln -s /app/packages/operator/bin/syncline.js /usr/local/bin/syncline \

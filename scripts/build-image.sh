@@ -11,6 +11,12 @@
 # `node` with uid and gid 1000: the layout of node:<version>-bookworm-slim. The Dockerfile takes it through
 # its BASE_IMAGE build argument, so the same Dockerfile steps run on either base.
 #
+# The render process (syncline-render) is built on this machine by the Go module's own build.sh
+# (packages/render/engine; Go from the toolchain, modules from the Go module proxy) and given to the
+# Dockerfile as its prebuilt binary (RENDER_ENGINE=prebuilt, build context render-engine-binary), so no
+# golang image is pulled. It is cached under ~/.cache/syncline/render-engine/<hash of its sources>, the key
+# test/support's ensureRenderEngine uses, so tests and image builds share one build.
+#
 # Usage: scripts/build-image.sh OUT_DIR [--pull]
 #   --pull   use the Dockerfile's default base (node:…-bookworm-slim from a registry) instead
 # Environment: SYNCLINE_IMAGE_STORAGE  buildah's storage root (default: OUT_DIR/../containers)
@@ -103,9 +109,39 @@ build_base() {
   bah commit --quiet --rm "$c" "$image" >/dev/null
 }
 
+# The hash of what goes into syncline-render's build, as test/support/src/render-engine.ts computes it:
+# go.mod, go.sum, build.sh and the non-test .go files, sorted, each as name NUL contents NUL.
+render_engine_key() {
+  local dir="$SYNCLINE_ROOT/packages/render/engine" f
+  (cd "$dir" && for f in $(ls | LC_ALL=C sort); do
+    case "$f" in go.mod | go.sum | build.sh) ;; *_test.go) continue ;; *.go) ;; *) continue ;; esac
+    printf '%s\0' "$f"; cat "$f"; printf '\0'
+  done) | sha256sum | cut -c1-16
+}
+
+# Prints the directory holding syncline-render for this checkout's sources, building it when not cached.
+ensure_render_engine() {
+  local dir aside
+  dir="${XDG_CACHE_HOME:-$HOME/.cache}/syncline/render-engine/$(render_engine_key)"
+  if [ ! -x "$dir/syncline-render" ]; then
+    if ! command -v go >/dev/null 2>&1; then
+      echo "Building the image needs Go $(sed -n 's/^go //p' "$SYNCLINE_ROOT/packages/render/engine/go.mod") or later on PATH to build syncline-render (packages/render/engine/build.sh); or build with \`docker build .\`, whose golang stage builds it." >&2
+      exit 1
+    fi
+    say "building syncline-render from packages/render/engine (first build for these sources; minutes)"
+    mkdir -p "$dir"
+    # Built aside, then renamed: a build that dies half way leaves no binary under the key.
+    aside="$dir/syncline-render.$$"
+    sh "$SYNCLINE_ROOT/packages/render/engine/build.sh" "$aside" >&2 || { rm -f "$aside"; exit 1; }
+    mv -f "$aside" "$dir/syncline-render"
+  fi
+  printf '%s\n' "$dir"
+}
+
 ensure_image_tools
 mkdir -p "$storage"
-args=()
+engine_dir="$(ensure_render_engine)"
+args=(--build-arg RENDER_ENGINE=prebuilt --build-context "render-engine-binary=$engine_dir")
 if [ "$pull" != --pull ]; then
   base="localhost/syncline-node-base:$NODE_VERSION-$(base_key)"
   bah inspect --type image "$base" >/dev/null 2>&1 || build_base "$base"
