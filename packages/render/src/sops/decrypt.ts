@@ -190,7 +190,7 @@ function load(path: string, text: string): LoadedAny {
   } catch (error) {
     if (!(error instanceof FormatError)) throw error;
     const where = error.line === undefined ? '' : `line ${error.line}: `;
-    const cause = error.message.startsWith('INI') ? SopsErrorCause.Unsupported : SopsErrorCause.MalformedFile;
+    const cause = error.unsupported ? SopsErrorCause.Unsupported : SopsErrorCause.MalformedFile;
     throw fail(path, cause, `${where}${error.message}`);
   }
 }

@@ -37,10 +37,13 @@ export function mayBeEncrypted(format: SopsFormat, text: string): boolean {
 /** Where and why a file does not parse: a 1-based line and a reason that quotes none of the text. */
 export class FormatError extends Error {
   readonly line: number | undefined;
+  /** True when the file is well formed but in a form Syncline does not read (INI), rather than malformed. */
+  readonly unsupported: boolean;
 
-  constructor(message: string, line?: number) {
+  constructor(message: string, line?: number, options: { unsupported?: boolean } = {}) {
     super(message);
     this.line = line;
+    this.unsupported = options.unsupported === true;
   }
 }
 
@@ -182,7 +185,7 @@ export function loadEncrypted(format: SopsFormat, text: string): LoadedAny {
     case SopsFormat.Dotenv:
       return { format, ...loadDotenv(text) };
     case SopsFormat.Ini:
-      throw new FormatError('INI files encrypted with sops are not supported; use dotenv, YAML or JSON');
+      throw new FormatError('INI files encrypted with sops are not supported; use dotenv, YAML or JSON', undefined, { unsupported: true });
   }
 }
 
