@@ -10,6 +10,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, readdir, rename, rm, stat, utimes } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { withBuildLock } from '../support/src/go-tool.ts';
 import { buildContextFiles, repositoryRoot } from './context.ts';
 
 /** What config.json (the OCI runtime config umoci writes from the image's config) says to run. */
@@ -18,6 +19,8 @@ type RuntimeConfig = { process: { user: { uid: number; gid: number }; args: stri
 export type BuiltImage = {
   /** The unpacked root filesystem. */
   readonly rootfs: string;
+  /** The image as an OCI image layout (one manifest), as buildah pushed it: what a release archives. */
+  readonly ociLayout: string;
   /** ENTRYPOINT + CMD, Env, WorkingDir and User as the image declares them. */
   readonly config: RuntimeConfig['process'];
   readonly size: { readonly uncompressedBytes: number; readonly compressedBytes: number };
@@ -44,31 +47,34 @@ async function imageKey(): Promise<string> {
 export async function ensureImage(options: { cacheDir?: string; onProgress?: (line: string) => void } = {}): Promise<BuiltImage> {
   const base = join(options.cacheDir ?? defaultCacheDir(), 'image');
   const dir = join(base, await imageKey());
-  let buildSeconds: number | undefined;
-  if (!existsSync(join(dir, 'size.json'))) {
-    // Built aside, then renamed: a run that dies half way leaves no half image under the key.
-    const aside = join(base, `build-${process.pid}-${randomBytes(4).toString('hex')}`);
-    await mkdir(base, { recursive: true });
-    options.onProgress?.('building the image with scripts/build-image.sh (first run for these sources; minutes)');
-    const started = Date.now();
-    try {
-      await runBuild(aside, base, options.onProgress);
-      // Another run may have finished the same image meanwhile: its copy is as good as ours.
-      await rename(aside, dir).catch((error: unknown) => {
-        if (!existsSync(join(dir, 'size.json'))) throw error;
-      });
-    } finally {
-      await rm(aside, { recursive: true, force: true });
-    }
-    buildSeconds = (Date.now() - started) / 1000;
-    options.onProgress?.(`built the image in ${Math.round(buildSeconds)}s`);
-    await pruneOtherImages(base, dir);
-  }
+  // One build at a time on a machine (the image test and a release may ask at once): the second waits, then
+  // finds the first one's image.
+  const buildSeconds = existsSync(join(dir, 'size.json')) ? undefined : await withBuildLock(join(base, '.build-lock'), options, () => buildInto(base, dir, options.onProgress));
   // Its age says when it was last used (pruneOtherImages).
   await utimes(dir, new Date(), new Date());
   const config = JSON.parse(await readFile(join(dir, 'bundle', 'config.json'), 'utf8')) as RuntimeConfig;
   const size = JSON.parse(await readFile(join(dir, 'size.json'), 'utf8')) as BuiltImage['size'];
-  return { rootfs: join(dir, 'bundle', 'rootfs'), config: config.process, size, buildSeconds };
+  return { rootfs: join(dir, 'bundle', 'rootfs'), ociLayout: join(dir, 'oci'), config: config.process, size, buildSeconds };
+}
+
+/** Builds the image into `dir` unless another run did while this one waited; the seconds it took, if it built. */
+async function buildInto(base: string, dir: string, onProgress: ((line: string) => void) | undefined): Promise<number | undefined> {
+  if (existsSync(join(dir, 'size.json'))) return undefined;
+  // Built aside, then renamed: a run that dies half way leaves no half image under the key.
+  const aside = join(base, `build-${process.pid}-${randomBytes(4).toString('hex')}`);
+  await mkdir(base, { recursive: true });
+  onProgress?.('building the image with scripts/build-image.sh (first run for these sources; minutes)');
+  const started = Date.now();
+  try {
+    await runBuild(aside, base, onProgress);
+    await rename(aside, dir);
+  } finally {
+    await rm(aside, { recursive: true, force: true });
+  }
+  const buildSeconds = (Date.now() - started) / 1000;
+  onProgress?.(`built the image in ${Math.round(buildSeconds)}s`);
+  await pruneOtherImages(base, dir);
+  return buildSeconds;
 }
 
 function runBuild(out: string, cacheBase: string, onProgress: ((line: string) => void) | undefined): Promise<void> {

@@ -2,6 +2,7 @@
 // and a real operator. Help and --version, kubectl's flags and wording, KUBECONFIG=a:b, --context, -o,
 // diff's unified output and exit codes, reconcile --wait.
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
@@ -14,12 +15,24 @@ import { applyConfigSync, configMapYaml, configSync, installCrds, waitForReady }
 const root = join(import.meta.dirname, '..', '..');
 const bin = join(root, 'packages', 'operator', 'bin', 'syncline.js');
 
+/**
+ * The executable under test. By default the package's bin with this Node. SYNCLINE_CLI=/path runs the same
+ * cases against another executable, e.g. a release's standalone `syncline-V-linux-amd64`; SYNCLINE_CLI=standalone
+ * builds this checkout's (scripts/release.ts; test/release/cli-standalone.int.test.ts runs it so). A standalone
+ * executable runs with no Node on PATH: it must need none.
+ */
+const standalone = process.env['SYNCLINE_CLI'];
+let executable: string | undefined;
+const withoutNode = (path: string): string => path.split(delimiter).filter((dir) => dir !== '' && !existsSync(join(dir, 'node'))).join(delimiter);
+
 type Result = { code: number; stdout: string; stderr: string };
 
 /** Runs the real executable; async (not spawnSync): the Git server the CLI fetches from runs in this process. */
 function syncline(args: readonly string[], options: { env?: NodeJS.ProcessEnv; file?: string } = {}): Promise<Result> {
-  const env = { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env['PATH'] ?? ''}`, ...options.env };
-  const [file, argv] = options.file === undefined ? [process.execPath, [bin, ...args]] : [options.file, [...args]];
+  const nodeFirst = `${dirname(process.execPath)}${delimiter}${process.env['PATH'] ?? ''}`;
+  const path = executable !== undefined && options.file === undefined ? withoutNode(process.env['PATH'] ?? '') : nodeFirst;
+  const env = { ...process.env, PATH: path, ...options.env };
+  const [file, argv] = options.file !== undefined ? [options.file, [...args]] : executable !== undefined ? [executable, [...args]] : [process.execPath, [bin, ...args]];
   return new Promise((resolve) => {
     execFile(file, argv, { env, cwd: root, timeout: 120_000 }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
@@ -46,6 +59,8 @@ describe('syncline CLI', () => {
   });
 
   beforeAll(async () => {
+    if (standalone === 'standalone') executable = await (await import('../../scripts/release.ts')).ensureCli('amd64', (line) => console.log(`[release] ${line}`));
+    else if (standalone !== undefined && standalone !== '') executable = standalone;
     await installCrds();
     git = await startGitServer();
     [ns, unwatched, empty] = await Promise.all([testNamespace({ prefix: 'cli' }), testNamespace({ prefix: 'cli-off' }), testNamespace({ prefix: 'cli-empty' })]);
@@ -55,7 +70,7 @@ describe('syncline CLI', () => {
     await applyConfigSync(configSync(ns.name, 'web', { source: { git: { repo: repo.url, revision: 'main', path: 'app' } }, refreshInterval: '1h', targets: [{ name: 'main', namespace: ns.name }] }));
     dir = await mkdtemp(join(tmpdir(), 'syncline-cli-'));
     await waitForReady(ns.name, 'web', undefined, 60_000);
-  }, 120_000);
+  }, 360_000);
   afterAll(async () => {
     await operator.stop();
     await Promise.all([ns[Symbol.asyncDispose](), unwatched[Symbol.asyncDispose](), empty[Symbol.asyncDispose]()]);

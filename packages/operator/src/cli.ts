@@ -13,6 +13,7 @@ import type * as Kinds from './cli/kinds.ts';
 import { SHELLS, completionScript, type Shell } from './cli/completion.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import * as sea from 'node:sea';
 import { DEFAULT_MIRROR_PREFIX } from './mirror/labels.ts';
 
 /** The flags of `syncline run`, as commander hands them over (camelCase). */
@@ -504,6 +505,8 @@ function httpReason(status: number): string {
 
 /** `0.1.0 (commit abc123def456)` — the commit when this runs from a Git checkout. */
 export function versionText(): string {
+  // A single executable (a release's `syncline`) has no files beside it: its build wrote the version as an asset.
+  if (sea.isSea()) return sea.getAsset('version', 'utf8').trim();
   const packageDir = join(import.meta.dirname, '..');
   const { version } = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8')) as { version: string };
   const commit = gitCommit(join(packageDir, '..', '..'));

@@ -6,6 +6,7 @@
 // loading .ts in the worker made Node instantiate its TypeScript stripper there too, ~30 MB of the fetch's peak.
 import { readFileSync } from 'node:fs';
 import * as nodeModule from 'node:module';
+import * as sea from 'node:sea';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import type { IndexJob, IndexOutcome } from './index-pack.ts';
 import { garbageCollector } from './gc.ts';
@@ -53,11 +54,20 @@ export function indexInWorker(job: IndexJob, signal: AbortSignal): Promise<Index
 let entry: URL | undefined;
 
 /**
+ * In a single executable (`syncline` as a release ships it: one bundled script, no module files beside it), the
+ * worker is the bundle of this module that the executable carries as its asset `index-pack-worker.mjs`.
+ */
+function seaEntry(): URL | undefined {
+  if (!sea.isSea()) return undefined;
+  return new URL(`data:text/javascript;base64,${Buffer.from(sea.getAsset('index-pack-worker.mjs')).toString('base64')}`);
+}
+
+/**
  * This module and what it imports (index-pack.ts, pack.ts, gc.ts: Node built-ins only) as `data:` URLs of JavaScript,
  * stripped once per process; where that is not possible (no `stripTypeScriptTypes`), this file itself.
  */
 function workerEntry(): URL {
-  entry ??= strippedEntry() ?? new URL(import.meta.url);
+  entry ??= seaEntry() ?? strippedEntry() ?? new URL(import.meta.url);
   return entry;
 }
 
