@@ -129,10 +129,12 @@ export async function buildRelease(options: { out: string; parts?: readonly Part
 type OciIndex = { schemaVersion: number; manifests: { mediaType: string; digest: string; size: number; annotations?: Record<string, string> }[] };
 
 /**
- * The cached image's OCI layout as one tar (an "oci-archive"), its index naming the image twice: the OCI
- * ref.name (the version: `skopeo copy oci-archive:FILE:V`) and containerd's image name (REPOSITORY:V:
- * `ctr images import` and `kind load image-archive` take it from there, so the chart's default repository
- * and the pinned digest find it on a node without a registry). The tar is reproducible: sorted names, time 0.
+ * The cached image's OCI layout as one tar (an "oci-archive") whose index lists its one manifest twice, under
+ * the names a node's containerd gives it on `ctr images import` or `kind load image-archive`
+ * (io.containerd.image.name): REPOSITORY:V, and REPOSITORY@DIGEST, the reference the packaged chart's pods
+ * ask for (the kubelet finds an image by digest only under a name of that form, which a pull creates and an
+ * import otherwise does not). The first entry also carries the OCI ref.name V: `skopeo copy
+ * oci-archive:FILE:V`. The tar is reproducible: sorted names, time 0.
  */
 async function writeImageArchive(files: Release['files'], version: string, repository: string, say: Progress): Promise<string> {
   const image = await ensureImage({ onProgress: (line) => say(`[image] ${line}`) });
@@ -140,7 +142,13 @@ async function writeImageArchive(files: Release['files'], version: string, repos
   const index = JSON.parse(await readFile(join(layout, 'index.json'), 'utf8')) as OciIndex;
   const manifest = index.manifests[0];
   if (index.manifests.length !== 1 || manifest === undefined) throw new Error(`${layout}/index.json holds ${index.manifests.length} manifests; the image has one`);
-  const named: OciIndex = { ...index, manifests: [{ ...manifest, annotations: { 'org.opencontainers.image.ref.name': version, 'io.containerd.image.name': `${repository}:${version}` } }] };
+  const named: OciIndex = {
+    ...index,
+    manifests: [
+      { ...manifest, annotations: { 'org.opencontainers.image.ref.name': version, 'io.containerd.image.name': `${repository}:${version}` } },
+      { ...manifest, annotations: { 'io.containerd.image.name': `${repository}@${manifest.digest}` } },
+    ],
+  };
   const stage = await mkdtemp(join(tmpdir(), 'syncline-release-index-'));
   try {
     await writeFile(join(stage, 'index.json'), `${JSON.stringify(named)}\n`);
