@@ -308,8 +308,9 @@ export async function ensureCli(arch: Arch, say: Progress = () => undefined): Pr
 
 /**
  * A CycloneDX 1.6 SBOM by cdxgen: the npm packages of pnpm-lock.yaml (dev-only ones left out: `--no-babel`
- * keeps cdxgen to the lockfile's own dev flags, `--required-only` drops them) and the Go modules of
- * syncline-render (packages/render/engine/go.mod). Cached by the hash of those inputs.
+ * keeps cdxgen to the lockfile's own dev flags, `--required-only` drops them) and the Go modules
+ * syncline-render requires directly (packages/render/engine/go.mod; `--required-only` drops its indirect ones
+ * too). Cached by the hash of those inputs.
  */
 async function ensureSbom(version: string, say: Progress): Promise<string> {
   const hash = createHash('sha256').update(`${RELEASE_TOOLS.cdxgen}\0${version}\0`);
