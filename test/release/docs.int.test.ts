@@ -79,7 +79,9 @@ async function followGuide(file: string, hooks: Hooks = {}): Promise<{ ran: DocB
   const { sh } = docBlocks(await readFile(join(root, file), 'utf8'), file);
   const ran: DocBlock[] = [];
   const results: ShellResult[] = [];
+  for (const block of sh.filter((b) => b.kind === 'alternative')) console.log(`[docs] ${file}:${block.line} not run here (alternative): ${firstCommand(block)}`);
   for (const block of sh.filter((b) => b.kind === 'run')) {
+    console.log(`[docs] ${file}:${block.line} runs: ${firstCommand(block)}`);
     await hooks.before?.(block);
     const result = await runBlock(block, { cwd: release.dir, env });
     expect(result.status, `${file}:${block.line}: ${block.script}\n${result.stderr}`).toBe(0);
