@@ -1,4 +1,6 @@
-// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed] [--encrypted] [--trigger webhook|annotation]`
+// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed] [--encrypted] [--trigger webhook|annotation] [--heap-snapshot DIR]`
+// (--heap-snapshot: DIR gets a heap snapshot of the operator when the new commit is everywhere, the RSS peak's neighbourhood;
+// `node scripts/heap-by-type.ts FILE` sums it by constructor)
 // (--trigger: how the new commit reaches the syncs: `webhook`, the default, is what users do, one signed GitHub push to the
 // operator's receiver, which wakes every sync of the repository; `annotation` patches each ConfigSync's reconcile-requested-at)
 // (--encrypted, with --layout namespace-per-sync: one object of the five is a SOPS-encrypted Secret, age, decrypted by every sync)
@@ -9,6 +11,7 @@
 // requests the API server counted (by verb, leases apart) and the operator's CPU time.
 import type { ConfigSync } from '@syncline/operator';
 import { ensureSops, generateAgeKey, startOperator } from '@syncline/test-support';
+import { readdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { benchLayout } from './_layout.ts';
@@ -16,7 +19,7 @@ import { benchEnvironment, cpuSeconds, diff, peakRss, pool, requestCounts, sleep
 import { mixedPart, runMixedComparison } from './_mixed.ts';
 import { deliverPush } from './_push.ts';
 
-const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' }, layout: { type: 'string', default: 'shared' }, scope: { type: 'string', default: 'namespace' }, mixed: { type: 'boolean', default: false }, encrypted: { type: 'boolean', default: false }, trigger: { type: 'string', default: 'webhook' }, part: { type: 'string' }, json: { type: 'string' } } });
+const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' }, 'heap-snapshot': { type: 'string' }, layout: { type: 'string', default: 'shared' }, scope: { type: 'string', default: 'namespace' }, mixed: { type: 'boolean', default: false }, encrypted: { type: 'boolean', default: false }, trigger: { type: 'string', default: 'webhook' }, part: { type: 'string' }, json: { type: 'string' } } });
 if (flags.mixed) await runMixedComparison(import.meta.filename, process.argv.slice(2));
 const SYNCS = Number(flags.syncs);
 const STEADY_SECONDS = Number(flags.steady);
@@ -48,7 +51,7 @@ const commitAll = (rev: string): Promise<string> =>
 const first = await commitAll('one');
 const part = await mixedPart(flags.part, { rest, namespace });
 
-await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: [...layout.operatorArgs, ...(viaWebhook ? ['--webhook-secret', `${namespace}/webhooks`] : []), ...(flags.concurrency === undefined ? [] : ['--concurrency', flags.concurrency]), ...(part?.operatorArgs ?? [])], ...(flags.profile === undefined ? {} : { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${flags.profile}`] }) }); // info level: startOperator waits for the 'syncline started' line
+await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: [...layout.operatorArgs, ...(viaWebhook ? ['--webhook-secret', `${namespace}/webhooks`] : []), ...(flags.concurrency === undefined ? [] : ['--concurrency', flags.concurrency]), ...(part?.operatorArgs ?? [])], nodeArgs: [...(flags.profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${flags.profile}`]), ...(flags['heap-snapshot'] === undefined ? [] : ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${flags['heap-snapshot']}`])] }); // info level: startOperator waits for the 'syncline started' line
 
 const progress = (line: string): void => console.error(`[bench] ${line}`);
 await part?.ready(progress);
@@ -101,6 +104,7 @@ const newCommitMs = Date.now() - commitStarted;
 const { requests: commitRequests, cpu: commitCpu } = await endCommitPhase();
 const fetchesPerCommit = git.requests('configs').uploadPack;
 const peakRssMb = peakRss(operator.pid);
+if (flags['heap-snapshot'] !== undefined) await heapSnapshot(operator.pid, flags['heap-snapshot']);
 
 progress(`new commit applied everywhere in ${newCommitMs} ms; steady state for ${STEADY_SECONDS} s`);
 // Phase 3: steady state — nothing changes; resyncs every 30 s must write nothing.
@@ -205,4 +209,20 @@ async function waitForAll(revision: string): Promise<void> {
     if (ready.size === SYNCS) return;
   }
   throw new Error(`timed out: ${ready.size}/${SYNCS} Ready at ${revision.slice(0, 8)}`);
+}
+
+/** Asks the operator for a heap snapshot (SIGUSR2, --heapsnapshot-signal) and waits until it is written to `dir`. */
+async function heapSnapshot(pid: number, dir: string): Promise<void> {
+  const before = new Set(readdirSync(dir));
+  process.kill(pid, 'SIGUSR2');
+  for (let waited = 0; waited < 120_000; waited += 500) {
+    await sleep(500);
+    const written = readdirSync(dir).filter((f) => f.endsWith('.heapsnapshot') && !before.has(f));
+    if (written.length > 0) {
+      await sleep(2000); // the file is complete once its size stops growing; V8 writes it in one go, blocking the process
+      progress(`heap snapshot: ${dir}/${written[0]}`);
+      return;
+    }
+  }
+  throw new Error(`no heap snapshot appeared in ${dir}`);
 }
