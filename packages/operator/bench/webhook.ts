@@ -5,9 +5,9 @@
 // nobody sends webhooks for, waiting for its 10 s refresh interval. Figures on the last lines.
 import type { KubeRest } from '@syncline/operator';
 import { startOperator, type TestRepo } from '@syncline/test-support';
-import { createHmac, randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { benchEnvironment, percentile, sleep } from './_environment.ts';
+import { deliverPush } from './_push.ts';
 
 const { values: flags } = parseArgs({ options: { pushes: { type: 'string', default: '50' }, polls: { type: 'string', default: '10' } } });
 const PUSHES = Number(flags.pushes);
@@ -56,7 +56,7 @@ git.resetRequests();
 for (let i = 1; i <= PUSHES; i++) {
   const sha = await change(hooked, 'hooked', String(i));
   const started = performance.now();
-  await deliverPush(webhookAddress, hooked.url, sha);
+  await deliverPush({ address: webhookAddress, secret, repoUrl: hooked.url, sha });
   await allApplied('hooked', String(i), 30_000);
   pushMs.push(performance.now() - started);
   await sleep(200);
@@ -80,30 +80,6 @@ const ms = (v: number): string => (v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `$
 console.log(`webhook bench: push → all ${OBJECTS} objects of a change applied, one ConfigSync, Node ${process.versions.node}`);
 console.log(`webhook (GitHub push, ${PUSHES} pushes):        p50 ${ms(percentile(pushMs, 50))}  p99 ${ms(percentile(pushMs, 99))}  max ${ms(Math.max(...pushMs))}  (target p50 ≤ 500 ms, p99 ≤ 1.5 s; ${fetchesPerPush.toFixed(2)} fetches/push)`);
 console.log(`refresh interval 10s (${POLLS} changes, no webhook): p50 ${ms(percentile(pollMs, 50))}  p99 ${ms(percentile(pollMs, 99))}  max ${ms(Math.max(...pollMs))}`);
-
-function deliverPush(address: string, repoUrl: string, sha: string): Promise<void> {
-  const body = JSON.stringify({
-    ref: 'refs/heads/main',
-    before: '0'.repeat(40),
-    after: sha,
-    repository: { full_name: 'bench/hooked', clone_url: repoUrl, html_url: repoUrl.replace(/\.git$/, ''), default_branch: 'main' },
-    pusher: { name: 'bench' },
-    head_commit: { id: sha, message: 'bench change' },
-  });
-  return fetch(`http://${address}/hooks/github`, {
-    method: 'POST',
-    headers: {
-      'Content-Type': 'application/json',
-      'X-GitHub-Event': 'push',
-      'X-GitHub-Delivery': randomUUID(),
-      'X-Hub-Signature-256': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`,
-    },
-    body,
-  }).then(async (response) => {
-    await response.arrayBuffer();
-    if (response.status !== 202) throw new Error(`the receiver answered ${response.status}`);
-  });
-}
 
 function allApplied(prefix: string, revision: string, timeoutMs: number): Promise<void> {
   const done = (): boolean => Array.from({ length: OBJECTS }, (_, i) => seen.get(`${prefix}-${i}`)).every((r) => r === revision);
