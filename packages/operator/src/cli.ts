@@ -11,6 +11,7 @@ import type * as Commands from './cli/commands.ts';
 import type * as Verbs from './cli/verbs.ts';
 import type * as Kinds from './cli/kinds.ts';
 import { SHELLS, completionScript, type Shell } from './cli/completion.ts';
+import { parseOutputFormat } from './cli/output.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DEFAULT_MIRROR_PREFIX } from './mirror/labels.ts';
@@ -309,8 +310,9 @@ function kubeFlags(command: Command): Command {
     .option('--kubeconfig <file>', 'the kubeconfig file (default: $KUBECONFIG, several files merged as kubectl does, then ~/.kube/config, then in-cluster)');
 }
 
-function listFlags(command: Command, formats: readonly string[] = ['table', 'json', 'yaml']): Command {
-  return command.option('-A, --all-namespaces', 'list across all namespaces').addOption(new Option('-o, --output <format>', 'output format').choices(formats).default('table'));
+function listFlags(command: Command, output: { formats: readonly string[]; parse?: (value: string) => unknown } = { formats: ['table', 'json', 'yaml'] }): Command {
+  const option = new Option('-o, --output <format>', `output format: ${output.formats.join(', ')}`).default('table');
+  return command.option('-A, --all-namespaces', 'list across all namespaces').addOption(output.parse === undefined ? option.choices(output.formats) : option.argParser(output.parse));
 }
 
 function addKindVerbs(program: Command, context: CliContext, io: { out: Out; err: Out }, done: (code: number) => void): void {
@@ -325,7 +327,7 @@ function addKindVerbs(program: Command, context: CliContext, io: { out: Out; err
         .option('-w, --watch', 'after listing, print each change until interrupted')
         .option('--no-headers', 'leave out the header row'),
     ),
-    ['table', 'wide', 'json', 'yaml', 'name'],
+    { formats: ['table', 'wide', 'json', 'yaml', 'name', 'jsonpath=TEMPLATE', 'jsonpath-as-json=TEMPLATE', 'jsonpath-file=FILE', 'custom-columns=SPEC', 'custom-columns-file=FILE'], parse: parseOutputFormat },
   ).action(async (kind: string, name: string | undefined, flags: Omit<ListFlags, 'output'> & { output: Verbs.GetFlags['output']; selector?: string; watch?: boolean; headers?: boolean }) => {
     const info = (await kinds()).resolveKind(kind);
     const kube = await (await commands()).connect(flags, context.env);
