@@ -1,5 +1,5 @@
 // The `syncline` command line: every subcommand (run, render, diff, get, status, clusters, events, reconcile,
-// suspend, resume, rollback, failover, failback, version, completion, dr, confirm-prune) parsed by commander with kubectl's conventions: -h/--help, --version, -n/--namespace,
+// suspend, resume, rollback, trace, check, failover, failback, version, completion, dr, confirm-prune) parsed by commander with kubectl's conventions: -h/--help, --version, -n/--namespace,
 // -A/--all-namespaces, --context, --kubeconfig (and KUBECONFIG=a:b merged), -o table|json|yaml, "No
 // resources found", errors as kubectl words them (no REST paths).
 //
@@ -213,6 +213,31 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
     const revision = c.rollbackRevision(object, { to: flags.to, steps: flags.steps });
     await kube.rest.request({ method: 'PATCH', path: c.configSyncPath(kube.namespace, name), contentType: 'application/merge-patch+json', body: { spec: { source: { git: { revision } } } } });
     out(`${kube.namespace}/${name}: revision pinned to ${revision} (set it back to a branch to follow it again)\n`);
+  });
+
+  kubeFlags(
+    program
+      .command('trace')
+      .description("which sync (ConfigSync, ManifestSync, NamespaceReplication or mirroring), target, commit (SHA, message, author) and file produced an object, proven by the owner's inventory; exit 1 when it is not Syncline's")
+      .argument('<kind/name>', 'the object: KIND/NAME (or KIND NAME), the kind as kubectl takes it (deployment, configmaps, deployments.apps)')
+      .argument('[name]', 'the name, when the kind is given alone')
+      .option('--allow-insecure-http', 'read the commit from an http:// repository (tests and demos only)')
+      .addOption(new Option('-o, --output <format>', 'output format').choices(['json', 'yaml'])),
+  ).action(async (first: string, second: string | undefined, flags: KubeFlags & { allowInsecureHttp?: boolean; output?: 'json' | 'yaml' }) => {
+    const trace = await import('./cli/trace.ts');
+    const kube = await (await commands()).connect(flags, context.env);
+    code = await trace.traceCommand(kube, trace.traceTarget(first, second), { output: flags.output, env: context.env, allowInsecureHttp: flags.allowInsecureHttp === true }, out);
+  });
+
+  kubeFlags(
+    program
+      .command('check')
+      .description('check the cluster for Syncline (as flux check): Kubernetes version, CRDs installed and current, the operator reachable, your rights in the namespace; exit 1 when a check fails')
+      .option('--operator-namespace <ns>', "look for the operator's Deployments and leader Lease here only (default: every namespace you may list)")
+      .option('--metrics-url <url>', "also check the operator's /metrics answers, e.g. http://127.0.0.1:8080/metrics (a port-forward)"),
+  ).action(async (flags: KubeFlags & { operatorNamespace?: string; metricsUrl?: string }) => {
+    const kube = await (await commands()).connect(flags, context.env);
+    code = await (await import('./cli/check.ts')).checkCommand(kube, { operatorNamespace: flags.operatorNamespace, metricsUrl: flags.metricsUrl }, out);
   });
 
   addDrCommands(program, context, { out, err }, (c) => (code = c));
