@@ -419,7 +419,7 @@ function addVersionAndCompletion(program: Command, context: CliContext, io: { ou
         description: c.description(),
         flags: c.options.flatMap((o) => [o.long, o.short].filter((f): f is string => f !== undefined)),
       }));
-      io.out(completionScript(shell, { commands: specs, kinds: KINDS.flatMap((k) => [k.plural, ...k.names.filter((n) => n !== k.plural && n !== k.kind.toLowerCase())]), kindVerbs: KIND_VERBS }));
+      io.out(completionScript(shell, { commands: specs, kinds: KINDS.flatMap((k) => [k.plural, ...k.names.filter((n) => n !== k.plural && n !== k.kind.toLowerCase())]), kindVerbs: KIND_VERBS, configSyncVerbs: ['status', 'diff', 'rollback'] }));
       done(0);
     });
 }
