@@ -324,6 +324,13 @@ function addDrCommands(program: Command, context: CliContext, io: { out: Out; er
   });
 }
 
+/** Every flag that takes a value, of every command except those the scripts handle themselves. */
+function valueFlags(program: Command): string[] {
+  const flags = program.commands.flatMap((c) => c.options.filter((o) => o.required || o.optional).flatMap((o) => [o.long, o.short]));
+  const handled = new Set(['-n', '--namespace', '--context', '--kubeconfig']);
+  return [...new Set(flags.filter((f): f is string => f !== undefined && !handled.has(f)))].sort();
+}
+
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
@@ -419,7 +426,7 @@ function addVersionAndCompletion(program: Command, context: CliContext, io: { ou
         description: c.description(),
         flags: c.options.flatMap((o) => [o.long, o.short].filter((f): f is string => f !== undefined)),
       }));
-      io.out(completionScript(shell, { commands: specs, kinds: KINDS.flatMap((k) => [k.plural, ...k.names.filter((n) => n !== k.plural && n !== k.kind.toLowerCase())]), kindVerbs: KIND_VERBS, configSyncVerbs: ['status', 'diff', 'rollback'] }));
+      io.out(completionScript(shell, { commands: specs, kinds: KINDS.flatMap((k) => [k.plural, ...k.names.filter((n) => n !== k.plural && n !== k.kind.toLowerCase())]), kindVerbs: KIND_VERBS, configSyncVerbs: ['status', 'diff', 'rollback'], valueFlags: valueFlags(program) }));
       done(0);
     });
 }

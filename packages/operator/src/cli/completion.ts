@@ -10,6 +10,8 @@ export type CompletionInput = {
   readonly kindVerbs: readonly string[];
   /** Verbs whose first argument is a ConfigSync's name (status, diff, rollback, reconcile NAME, events NAME). */
   readonly configSyncVerbs: readonly string[];
+  /** Flags that take a value (the next word is not an argument). */
+  readonly valueFlags?: readonly string[];
 };
 
 /** The template that lists names (one word each), read by the scripts. */
@@ -36,17 +38,22 @@ function bashScript(input: CompletionInput): string {
   const cases = input.commands.map((c) => `    ${c.name}) flags=${quote(words(c.flags))} ;;`).join('\n');
   return `# syncline completion for bash. Load it with: source <(syncline completion bash)
 _syncline() {
-  local cur sub flags i
-  local -a conn
+  local cur sub flags i npos
+  local -a conn pos
   cur="\${COMP_WORDS[COMP_CWORD]}"
   sub="\${COMP_WORDS[1]}"
-  # the connection flags typed so far, for listing names from the cluster
+  # the arguments typed so far (flags and their values left out), and the connection flags, for listing
+  # names from the cluster
   for ((i = 2; i < COMP_CWORD; i++)); do
     case "\${COMP_WORDS[i]}" in
-      -n|--namespace|--context|--kubeconfig) conn+=("\${COMP_WORDS[i]}" "\${COMP_WORDS[i+1]}") ;;
+      -n|--namespace|--context|--kubeconfig) conn+=("\${COMP_WORDS[i]}" "\${COMP_WORDS[i+1]}"); ((i++)) ;;
       -A|--all-namespaces) conn+=("-A") ;;
+      ${(input.valueFlags ?? []).join('|') || '--no-value-flags'}) ((i++)) ;;
+      -*) ;;
+      *) pos+=("\${COMP_WORDS[i]}") ;;
     esac
   done
+  npos=\${#pos[@]}
   if [ "$COMP_CWORD" -eq 1 ]; then
     COMPREPLY=( $(compgen -W ${quote(words(input.commands.map((c) => c.name)))} -- "$cur") )
     return
@@ -59,11 +66,11 @@ ${cases}
     COMPREPLY=( $(compgen -W "$flags" -- "$cur") )
   elif [[ "\${COMP_WORDS[COMP_CWORD-1]}" == -n || "\${COMP_WORDS[COMP_CWORD-1]}" == --namespace ]]; then
     COMPREPLY=( $(compgen -W "$(kubectl get namespaces -o ${quote(NAMES_TEMPLATE)} "\${conn[@]}" 2>/dev/null)" -- "$cur") )
-  elif [ "$COMP_CWORD" -eq 2 ] && [[ " ${words(input.kindVerbs)} " == *" $sub "* ]]; then
+  elif [ "$npos" -eq 0 ] && [[ " ${words(input.kindVerbs)} " == *" $sub "* ]]; then
     COMPREPLY=( $(compgen -W ${quote(words(input.kinds))} -- "$cur") )
-  elif [ "$COMP_CWORD" -eq 3 ] && [[ " ${words(input.kindVerbs)} " == *" $sub "* ]]; then
-    COMPREPLY=( $(compgen -W "$(syncline get "\${COMP_WORDS[2]}" -o ${quote(NAMES_TEMPLATE)} "\${conn[@]}" 2>/dev/null)" -- "$cur") )
-  elif [ "$COMP_CWORD" -eq 2 ] && [[ " ${words(input.configSyncVerbs)} " == *" $sub "* ]]; then
+  elif [ "$npos" -eq 1 ] && [[ " ${words(input.kindVerbs)} " == *" $sub "* ]]; then
+    COMPREPLY=( $(compgen -W "$(syncline get "\${pos[0]}" -o ${quote(NAMES_TEMPLATE)} "\${conn[@]}" 2>/dev/null)" -- "$cur") )
+  elif [ "$npos" -eq 0 ] && [[ " ${words(input.configSyncVerbs)} " == *" $sub "* ]]; then
     COMPREPLY=( $(compgen -W "$(syncline get configsyncs -o ${quote(NAMES_TEMPLATE)} "\${conn[@]}" 2>/dev/null)" -- "$cur") )
   else
     COMPREPLY=( $(compgen -f -- "$cur") )
@@ -79,12 +86,15 @@ function zshScript(input: CompletionInput): string {
   return `#compdef syncline
 # syncline completion for zsh. Load it with: source <(syncline completion zsh)
 _syncline() {
-  local -a subcommands flags kinds conn
+  local -a subcommands flags kinds conn pos
   local i
   for ((i = 3; i < CURRENT; i++)); do
     case "\${words[i]}" in
-      -n|--namespace|--context|--kubeconfig) conn+=("\${words[i]}" "\${words[i+1]}") ;;
+      -n|--namespace|--context|--kubeconfig) conn+=("\${words[i]}" "\${words[i+1]}"); ((i++)) ;;
       -A|--all-namespaces) conn+=(-A) ;;
+      ${(input.valueFlags ?? []).join('|') || '--no-value-flags'}) ((i++)) ;;
+      -*) ;;
+      *) pos+=("\${words[i]}") ;;
     esac
   done
   subcommands=(
@@ -103,11 +113,11 @@ ${cases}
     compadd -- $flags
   elif [[ "\${words[CURRENT-1]}" == -n || "\${words[CURRENT-1]}" == --namespace ]]; then
     compadd -- \${=\$(kubectl get namespaces -o ${quote(NAMES_TEMPLATE)} "\${conn[@]}" 2>/dev/null)}
-  elif (( CURRENT == 3 )) && [[ " ${words(input.kindVerbs)} " == *" \${words[2]} "* ]]; then
+  elif (( \${#pos} == 0 )) && [[ " ${words(input.kindVerbs)} " == *" \${words[2]} "* ]]; then
     compadd -- $kinds
-  elif (( CURRENT == 4 )) && [[ " ${words(input.kindVerbs)} " == *" \${words[2]} "* ]]; then
-    compadd -- \${=\$(syncline get "\${words[3]}" -o ${quote(NAMES_TEMPLATE)} "\${conn[@]}" 2>/dev/null)}
-  elif (( CURRENT == 3 )) && [[ " ${words(input.configSyncVerbs)} " == *" \${words[2]} "* ]]; then
+  elif (( \${#pos} == 1 )) && [[ " ${words(input.kindVerbs)} " == *" \${words[2]} "* ]]; then
+    compadd -- \${=\$(syncline get "\${pos[1]}" -o ${quote(NAMES_TEMPLATE)} "\${conn[@]}" 2>/dev/null)}
+  elif (( \${#pos} == 0 )) && [[ " ${words(input.configSyncVerbs)} " == *" \${words[2]} "* ]]; then
     compadd -- \${=\$(syncline get configsyncs -o ${quote(NAMES_TEMPLATE)} "\${conn[@]}" 2>/dev/null)}
   else
     _files
