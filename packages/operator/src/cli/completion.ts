@@ -112,13 +112,13 @@ ${cases}
   if [[ "\${words[CURRENT]}" == -* ]]; then
     compadd -- $flags
   elif [[ "\${words[CURRENT-1]}" == -n || "\${words[CURRENT-1]}" == --namespace ]]; then
-    compadd -- \${=\$(kubectl get namespaces -o ${quote(NAMES_TEMPLATE)} "\${conn[@]}" 2>/dev/null)}
+    compadd -- \${=$(kubectl get namespaces -o ${quote(NAMES_TEMPLATE)} "\${conn[@]}" 2>/dev/null)}
   elif (( \${#pos} == 0 )) && [[ " ${words(input.kindVerbs)} " == *" \${words[2]} "* ]]; then
     compadd -- $kinds
   elif (( \${#pos} == 1 )) && [[ " ${words(input.kindVerbs)} " == *" \${words[2]} "* ]]; then
-    compadd -- \${=\$(syncline get "\${pos[1]}" -o ${quote(NAMES_TEMPLATE)} "\${conn[@]}" 2>/dev/null)}
+    compadd -- \${=$(syncline get "\${pos[1]}" -o ${quote(NAMES_TEMPLATE)} "\${conn[@]}" 2>/dev/null)}
   elif (( \${#pos} == 0 )) && [[ " ${words(input.configSyncVerbs)} " == *" \${words[2]} "* ]]; then
-    compadd -- \${=\$(syncline get configsyncs -o ${quote(NAMES_TEMPLATE)} "\${conn[@]}" 2>/dev/null)}
+    compadd -- \${=$(syncline get configsyncs -o ${quote(NAMES_TEMPLATE)} "\${conn[@]}" 2>/dev/null)}
   else
     _files
   fi
