@@ -28,7 +28,7 @@ function syncline(args: readonly string[], options: { env?: NodeJS.ProcessEnv; f
   });
 }
 
-const SUBCOMMANDS = ['run', 'render', 'diff', 'get', 'status', 'clusters', 'events', 'reconcile', 'suspend', 'resume', 'rollback', 'failover', 'failback', 'version', 'completion', 'dr', 'confirm-prune'];
+const SUBCOMMANDS = ['run', 'render', 'diff', 'get', 'status', 'clusters', 'events', 'reconcile', 'suspend', 'resume', 'rollback', 'trace', 'check', 'failover', 'failback', 'version', 'completion', 'dr', 'confirm-prune'];
 
 describe('syncline CLI', () => {
   let git: GitServer;
