@@ -479,23 +479,28 @@ describe('web UI in a browser', () => {
     await rbac.createNamespacedRole({ namespace: mine.name, body: { metadata: { name: 'ui-editor-workloads' }, rules: [{ apiGroups: ['apps'], resources: ['deployments', 'replicasets'], verbs: ['get', 'list'] }, { apiGroups: [''], resources: ['pods', 'events'], verbs: ['get', 'list'] }] } });
     await rbac.createNamespacedRoleBinding({ namespace: mine.name, body: { metadata: { name: 'ui-editor-workloads' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'ui-editor-workloads' }, subjects: [{ kind: 'ServiceAccount', name: 'editor', namespace: mine.name }] } });
 
+    // and what a Deployment controller makes, as it makes it: a ReplicaSet owned by the Deployment and a Pod owned
+    // by the ReplicaSet, with an Event on the Pod (this control plane runs no Deployment controller and no nodes;
+    // the tree follows ownerReferences, whoever wrote them)
+    const shopUid = (await rest.request<{ metadata: { uid: string } }>({ method: 'GET', path: `/apis/apps/v1/namespaces/${mine.name}/deployments/shop` })).metadata.uid;
+    const owner = (apiVersion: string, kind: string, name: string, uid: string) => [{ apiVersion, kind, name, uid, controller: true, blockOwnerDeletion: true }];
+    const template = { metadata: { labels: { app: 'shop', 'pod-template-hash': '7d9f' } }, spec: { containers: [{ name: 'shop', image: 'registry.example/shop:1' }] } };
+    const rs = await rest.request<{ metadata: { uid: string } }>({ method: 'POST', path: `/apis/apps/v1/namespaces/${mine.name}/replicasets`, body: { metadata: { name: 'shop-7d9f', ownerReferences: owner('apps/v1', 'Deployment', 'shop', shopUid) }, spec: { replicas: 1, selector: { matchLabels: template.metadata.labels }, template } } });
+    const pod = await rest.request<{ metadata: { uid: string } }>({ method: 'POST', path: `/api/v1/namespaces/${mine.name}/pods`, body: { metadata: { name: 'shop-7d9f-x2k4', labels: template.metadata.labels, ownerReferences: owner('apps/v1', 'ReplicaSet', 'shop-7d9f', rs.metadata.uid) }, spec: template.spec } });
+    const now = new Date().toISOString();
+    await rest.request({ method: 'POST', path: `/api/v1/namespaces/${mine.name}/events`, body: { metadata: { name: 'shop-7d9f-x2k4.1' }, involvedObject: { apiVersion: 'v1', kind: 'Pod', name: 'shop-7d9f-x2k4', namespace: mine.name, uid: pod.metadata.uid }, type: 'Warning', reason: 'FailedScheduling', message: '0/0 nodes are available', count: 3, firstTimestamp: now, lastTimestamp: now, source: { component: 'default-scheduler' } } });
+
     // when the editor opens its page
     const page = await signIn('editor');
     await page.goto(`${url}/objects/ConfigSync/${mine.name}/tree`);
-    // then the target's tree holds the Deployment and, under it, the ReplicaSet its controller made, with its Events
+    // then the target's tree holds the Deployment, under it the ReplicaSet, under that the Pod with its Event
     const target = page.locator('.tree-target[data-target="dev"]');
     const shop = target.locator('.tree-node[data-node="Deployment/shop"]');
-    const replicaSet = shop.locator('.tree-node[data-node^="ReplicaSet/shop-"]');
-    await eventually(async () => {
-      await page.reload();
-      return (await replicaSet.count()) > 0 ? true : undefined;
-    }, 'the ReplicaSet under the Deployment', SLOW);
+    const podNode = shop.locator('.tree-node[data-node="ReplicaSet/shop-7d9f"] .tree-node[data-node="Pod/shop-7d9f-x2k4"]');
+    await podNode.locator('.node-events .reason').filter({ hasText: 'FailedScheduling' }).waitFor({ timeout: SLOW });
+    expect(await podNode.locator('.node-events').textContent()).toContain('0/0 nodes are available (x3)');
     expect(await shop.locator(':scope > .health').textContent()).toMatch(/^(Current|InProgress|Failed)$/);
     expect(await target.locator('.tree-node[data-node="ConfigMap/shop-settings"] > .health').textContent()).toBe('Current');
-    await replicaSet.first().locator('.node-events .reason').filter({ hasText: 'SuccessfulCreate' }).first().waitFor({ timeout: SLOW });
-    // (Pods only where the control plane's controllers made them: the tree shows what exists)
-    const pods = await replicaSet.first().locator('.tree-node[data-node^="Pod/shop-"]').count();
-    console.log(`[webui] resource tree: Deployment → ReplicaSet → ${pods} Pod(s)`);
     // and the targets' HEALTH column is filled from status.targets[].health
     const health = (await page.locator('section.targets tbody tr').first().locator('td').nth(5).textContent()) ?? '';
     expect(health).toMatch(/^(Healthy|Progressing|Degraded|Unknown) \(\d+ of 2( failed| not read)?\)$/);
