@@ -21,7 +21,7 @@ describe('syncline render', () => {
     const json = render(...web, '-o', 'json');
     expect(json.status, json.stderr).toBe(0);
     expect(JSON.parse(json.stdout)).toEqual({ apiVersion: 'v1', kind: 'List', items: documents });
-  });
+  }, 60_000);
 
   it('a path or values file that is not there is one line naming it, exit 1', () => {
     const missing = render('apps/nowhere');
@@ -35,5 +35,5 @@ describe('syncline render', () => {
     } finally {
       rmSync(empty, { recursive: true, force: true });
     }
-  });
+  }, 60_000);
 });
