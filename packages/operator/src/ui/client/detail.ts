@@ -20,8 +20,8 @@ function DiffText({ text }: { text: string }): ComponentChildren {
 
 /**
  * The error the page leads with (the summary of a failed object, else what needs attention): every other place
- * that would repeat it (a condition, a target, the diff against Git) says "above" instead, so one error is
- * shown once.
+ * that would repeat it (a condition, the only target, the diff against Git) says "above" instead, so one
+ * error is shown once. With several targets or copies each row keeps its own message: the row says which.
  */
 export function leadingError(o: Pick<UiObject, 'state' | 'summary' | 'attention'>): string | undefined {
   return o.state === 'failed' ? o.summary : o.attention;
@@ -91,7 +91,7 @@ function Facts({ title, facts }: { title: string; facts: Record<string, string> 
 function Targets({ object: o, lead }: { object: UiObject; lead: string | undefined }): ComponentChildren {
   const copies = o.kind === 'ManifestSync';
   return html`<section class="targets"><h2>${copies ? 'Copies' : 'Targets'}</h2><div class="scroll"><table><thead><tr>${copies ? '' : html`<th>Name</th>`}<th>Cluster</th><th>Namespace</th><th>${copies ? 'In sync' : 'Phase'}</th><th>Objects</th>${copies ? html`<th>Last synced</th>` : html`<th>Health</th>`}<th>Message</th></tr></thead>
-    <tbody>${o.targets.map((t) => html`<tr class=${t.phase === 'Failed' ? 'bad' : ''}>${copies ? '' : html`<td>${t.name}</td>`}<td>${t.cluster ?? 'this cluster'}</td><td>${t.namespace ?? ''}</td><td>${copies ? (t.phase === 'Synced' ? 'yes' : (t.phase ?? '')) : (t.phase ?? '')}</td><td>${t.objects ?? ''}</td><td>${copies ? html`<time>${t.lastSyncedTime ?? ''}</time>` : (t.health ?? '')}</td><td class="msg">${repeats(t.message, lead) ? ABOVE : [t.reason, t.message].filter((m) => m !== undefined).join(': ')}</td></tr>`)}</tbody></table></div></section>`;
+    <tbody>${o.targets.map((t) => html`<tr class=${t.phase === 'Failed' ? 'bad' : ''}>${copies ? '' : html`<td>${t.name}</td>`}<td>${t.cluster ?? 'this cluster'}</td><td>${t.namespace ?? ''}</td><td>${copies ? (t.phase === 'Synced' ? 'yes' : (t.phase ?? '')) : (t.phase ?? '')}</td><td>${t.objects ?? ''}</td><td>${copies ? html`<time>${t.lastSyncedTime ?? ''}</time>` : (t.health ?? '')}</td><td class="msg">${o.targets.length === 1 && repeats(t.message, lead) ? ABOVE : [t.reason, t.message].filter((m) => m !== undefined).join(': ')}</td></tr>`)}</tbody></table></div></section>`;
 }
 
 /** Lag as the page sees it: none while Ready; otherwise since Ready last turned False (the recovery point). */
