@@ -7,7 +7,7 @@ import { delimiter, dirname, join } from 'node:path';
 import { startGitServer, startOperator, type GitServer, type OperatorProcess } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyConfigSync, configMapYaml, configSync, installCrds, rest, waitForReady } from './harness.ts';
+import { applyConfigSync, configMapYaml, configSync, eventually, installCrds, rest, waitForReady } from './harness.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const bin = join(root, 'packages', 'operator', 'bin', 'syncline.js');
@@ -69,6 +69,17 @@ describe('syncline trace, check and completion', () => {
     const json = await syncline(['trace', 'cm', 'settings', '-n', ns.name, '--allow-insecure-http', '-o', 'json']);
     expect(json.code, json.stderr).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({ managed: true, owner: { kind: 'ConfigSync', name: 'web', target: 'main' }, source: { commit: { sha, message: 'Settings for the web app\n\nWith a body.' }, files: ['app/settings.yaml'] } });
+  }, 120_000);
+
+  it("trace of a ManifestSync's copy names the ManifestSync and the copy's namespace, proven by its inventory", async () => {
+    await rest.request({ method: 'POST', path: `/api/v1/namespaces/${ns.name}/configmaps`, body: { metadata: { name: 'origin' }, data: { a: '1' } } });
+    await rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${ns.name}/manifestsyncs`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ManifestSync', metadata: { name: 'copy' }, spec: { sourceRef: { apiVersion: 'v1', kind: 'ConfigMap', name: 'origin' }, targets: [{ namespace: ns.name, name: 'origin-copy' }] } } });
+    const traced = await eventually(async () => {
+      const result = await syncline(['trace', 'configmap/origin-copy', '-n', ns.name]);
+      return result.code === 0 ? result : undefined;
+    }, 'the copy to be traced', 90_000);
+    expect(traced.stdout).toMatch(new RegExp(`^Proof: +listed in status.inventory of ManifestSync ${ns.name}/copy, target ${ns.name}$`, 'm'));
+    expect(traced.stdout).toMatch(new RegExp(`^ManifestSync: +${ns.name}/copy$`, 'm'));
   }, 120_000);
 
   it("trace says so when an object is not Syncline's: no marks, or marks no inventory backs (exit 1)", async () => {

@@ -99,11 +99,14 @@ function claimedOwner(object: KubeObject): Owned | undefined {
   const ownedBy = object.metadata.annotations?.[OWNED_BY_ANNOTATION];
   const kind = labels[OWNER_KIND_LABEL];
   if (kind === 'Mirror') return undefined;
-  const [annotationNamespace, annotationName, target] = ownedBy?.split('/') ?? [];
+  // The annotation reads namespace/name/target, the name `Kind:name` for other kinds than ConfigSync (and the
+  // only record of a name too long for a label).
+  const [annotationNamespace, annotationOwner, target] = ownedBy?.split('/') ?? [];
+  const [annotationKind, annotationName] = annotationOwner?.includes(':') === true ? annotationOwner.split(':', 2) : ['ConfigSync', annotationOwner];
   const name = labels[OWNER_NAME_LABEL] ?? annotationName;
   const namespace = labels[OWNER_NAMESPACE_LABEL] ?? annotationNamespace;
   if (name === undefined || namespace === undefined) return undefined;
-  return { kind: kind ?? 'ConfigSync', namespace, name, ...(target === undefined ? {} : { target }) };
+  return { kind: kind ?? annotationKind ?? 'ConfigSync', namespace, name, ...(target === undefined ? {} : { target }) };
 }
 
 function mirrorSource(object: KubeObject): string | undefined {
