@@ -41,7 +41,7 @@ function syncline(args: readonly string[], options: { env?: NodeJS.ProcessEnv; f
   });
 }
 
-const SUBCOMMANDS = ['run', 'render', 'diff', 'get', 'status', 'clusters', 'events', 'reconcile', 'suspend', 'resume', 'rollback', 'failover', 'failback', 'version', 'completion', 'dr', 'confirm-prune'];
+const SUBCOMMANDS = ['run', 'render', 'diff', 'get', 'status', 'clusters', 'events', 'reconcile', 'suspend', 'resume', 'rollback', 'trace', 'check', 'failover', 'failback', 'version', 'completion', 'dr', 'confirm-prune'];
 
 describe('syncline CLI', () => {
   let git: GitServer;
@@ -129,6 +129,19 @@ describe('syncline CLI', () => {
           expect(helps.get(sub), `"syncline ${command}": ${flag}`).toMatch(new RegExp(`(^|[ ,])${flag}[ ,<\\n]`, 'm'));
         }
       }
+    });
+
+    it("README's command table has a row for every subcommand syncline --help lists, and no row for one it does not", async () => {
+      const help = await syncline(['--help']);
+      const listed = [...help.stdout.matchAll(/^ {2}([a-z][a-z-]*) /gm)].map((m) => m[1] ?? '').filter((c) => c !== 'help');
+      expect(listed).toEqual(expect.arrayContaining(SUBCOMMANDS));
+      const readme = await readFile(join(root, 'README.md'), 'utf8');
+      const table = readme.slice(readme.indexOf('## The `syncline` command'), readme.indexOf('## Concepts'));
+      const rows = [...table.matchAll(/^\| `([a-z][a-z-]*)/gm)].map((m) => m[1] ?? '');
+      // a row may start with another command of the same line (`failover --standby`, `dr status`)
+      const named = new Set([...rows, ...[...table.matchAll(/^\|[^|]*`([a-z][a-z-]*) [^`]*`[^|]*\|/gm)].map((m) => m[1] ?? '')]);
+      expect(listed.filter((command) => !named.has(command))).toEqual([]);
+      expect(rows.filter((command) => !listed.includes(command))).toEqual([]);
     });
 
     it('refuses an unknown flag by name, exit 1 (diff: 2), and suggests a close one', async () => {

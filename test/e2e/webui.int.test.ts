@@ -181,15 +181,19 @@ describe('web UI in a browser', () => {
     }, 'InvalidSource in status', SLOW);
     // then the page shows the file and line, pushed over the stream
     // (a locator, not waitForFunction: the page's CSP forbids the eval that would need)
-    await page.locator('.conditions pre.message').filter({ hasText: /settings\.yaml\.hbs:\d+:\d+/ }).first().waitFor({ timeout: SLOW });
+    await page.locator('p.summary.error').filter({ hasText: /settings\.yaml\.hbs:\d+:\d+/ }).first().waitFor({ timeout: SLOW });
     const shownAt = Date.now();
     const delay = shownAt - (await statusAt);
     console.log(`[webui] file:line on the page ${delay} ms after a 150 ms status poll saw it`);
     expect(delay).toBeLessThan(5_000);
     expect(await page.evaluate('window.notReloaded')).toBe(true);
     expect(await page.textContent('h1 .badge')).toBe('failed');
-    // and the comparison with Git says why it cannot render, with the place
-    await page.locator('section.objects .diff-error').filter({ hasText: /settings\.yaml\.hbs:\d+:\d+/ }).waitFor({ timeout: SLOW });
+    // and the comparison with Git cannot render either: the error is shown once, where the page leads, and the
+    // conditions and the comparison point to it
+    await page.locator('section.objects .diff-error').waitFor({ timeout: SLOW });
+    const places = await page.locator('p.summary, .attention-line, .conditions pre.message, section.targets td.msg, section.objects .diff-error').allTextContents();
+    expect(places.filter((text) => /settings\.yaml\.hbs:\d+:\d+/.test(text)), places.join('\n')).toHaveLength(1);
+    expect(await page.locator('.conditions .above').count()).toBeGreaterThan(0);
     await page.screenshot({ path: join(screenshots, 'ui-configsync.png'), fullPage: true });
 
     // and the overview lists it under "needs attention"
@@ -462,4 +466,70 @@ describe('web UI in a browser', () => {
     await page.goto(`${url}/`);
     await page.locator(`.attention li[data-attention="RemoteCluster/${mine.name}/nowhere"]`).filter({ hasText: 'unreachable' }).waitFor({ timeout: SLOW });
   }, 240_000);
+
+  it("draws each target's resource tree from ownerReferences (health, Events), fills HEALTH, names each deploy's commit and author; a viewer sees only what they may read", async () => {
+    // given a sync of a Deployment and a ConfigMap, from a commit with a message
+    const deployment = `apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: shop\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: shop}\n  template:\n    metadata:\n      labels: {app: shop}\n    spec:\n      containers:\n      - name: shop\n        image: registry.example/shop:1\n`;
+    const sha = await repo.commit({ 'tree/shop.yaml': deployment, 'tree/settings.yaml': configMapYaml('shop-settings', '  a: "1"') }, { message: 'Ship the shop Deployment\n\nIts first release.' });
+    const object = configSync(mine.name, 'tree', { source: { git: { repo: repo.url, revision: sha, path: 'tree' } }, targets: [{ name: 'dev', namespace: mine.name }], refreshInterval: '1h' });
+    object.metadata = { ...object.metadata, labels: { 'syncline.dev/shard': SHARD } };
+    await applyConfigSync(object);
+    await eventually(async () => ((await readConfigSync(mine.name, 'tree')).status?.sourceRevision === sha ? true : undefined), 'the tree sync to apply', SLOW);
+    // and the editor may read Deployments, what they own and the Events; the reader may not
+    await rbac.createNamespacedRole({ namespace: mine.name, body: { metadata: { name: 'ui-editor-workloads' }, rules: [{ apiGroups: ['apps'], resources: ['deployments', 'replicasets'], verbs: ['get', 'list'] }, { apiGroups: [''], resources: ['pods', 'events'], verbs: ['get', 'list'] }] } });
+    await rbac.createNamespacedRoleBinding({ namespace: mine.name, body: { metadata: { name: 'ui-editor-workloads' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'ui-editor-workloads' }, subjects: [{ kind: 'ServiceAccount', name: 'editor', namespace: mine.name }] } });
+
+    // and what a Deployment controller makes, as it makes it: a ReplicaSet owned by the Deployment and a Pod owned
+    // by the ReplicaSet, with an Event on the Pod (this control plane runs no Deployment controller and no nodes;
+    // the tree follows ownerReferences, whoever wrote them)
+    const shopUid = (await rest.request<{ metadata: { uid: string } }>({ method: 'GET', path: `/apis/apps/v1/namespaces/${mine.name}/deployments/shop` })).metadata.uid;
+    const owner = (apiVersion: string, kind: string, name: string, uid: string) => [{ apiVersion, kind, name, uid, controller: true, blockOwnerDeletion: true }];
+    const template = { metadata: { labels: { app: 'shop', 'pod-template-hash': '7d9f' } }, spec: { containers: [{ name: 'shop', image: 'registry.example/shop:1' }] } };
+    const rs = await rest.request<{ metadata: { uid: string } }>({ method: 'POST', path: `/apis/apps/v1/namespaces/${mine.name}/replicasets`, body: { metadata: { name: 'shop-7d9f', ownerReferences: owner('apps/v1', 'Deployment', 'shop', shopUid) }, spec: { replicas: 1, selector: { matchLabels: template.metadata.labels }, template } } });
+    const pod = await rest.request<{ metadata: { uid: string } }>({ method: 'POST', path: `/api/v1/namespaces/${mine.name}/pods`, body: { metadata: { name: 'shop-7d9f-x2k4', labels: template.metadata.labels, ownerReferences: owner('apps/v1', 'ReplicaSet', 'shop-7d9f', rs.metadata.uid) }, spec: template.spec } });
+    const now = new Date().toISOString();
+    await rest.request({ method: 'POST', path: `/api/v1/namespaces/${mine.name}/events`, body: { metadata: { name: 'shop-7d9f-x2k4.1' }, involvedObject: { apiVersion: 'v1', kind: 'Pod', name: 'shop-7d9f-x2k4', namespace: mine.name, uid: pod.metadata.uid }, type: 'Warning', reason: 'FailedScheduling', message: '0/0 nodes are available', count: 3, firstTimestamp: now, lastTimestamp: now, source: { component: 'default-scheduler' } } });
+
+    // when the editor opens its page
+    const page = await signIn('editor');
+    await page.goto(`${url}/objects/ConfigSync/${mine.name}/tree`);
+    // then the target's tree holds the Deployment, under it the ReplicaSet, under that the Pod with its Event
+    const target = page.locator('.tree-target[data-target="dev"]');
+    const shop = target.locator('.tree-node[data-node="Deployment/shop"]');
+    const podNode = shop.locator('.tree-node[data-node="ReplicaSet/shop-7d9f"] .tree-node[data-node="Pod/shop-7d9f-x2k4"]');
+    await podNode.locator('.node-events .reason').filter({ hasText: 'FailedScheduling' }).waitFor({ timeout: SLOW });
+    expect(await podNode.locator('.node-events').textContent()).toContain('0/0 nodes are available (x3)');
+    expect(await shop.locator(':scope > .health').textContent()).toMatch(/^(Current|InProgress|Failed)$/);
+    expect(await target.locator('.tree-node[data-node="ConfigMap/shop-settings"] > .health').textContent()).toBe('Current');
+    // and the targets' HEALTH column is filled from status.targets[].health
+    const health = (await page.locator('section.targets tbody tr').first().locator('td').nth(5).textContent()) ?? '';
+    expect(health).toMatch(/^(Healthy|Progressing|Degraded|Unknown) \(\d+ of 2( failed| not read)?\)$/);
+    // and the deploy history names the commit's subject and author
+    await page.locator('section.history td.commit-message').filter({ hasText: 'Ship the shop Deployment' }).waitFor({ timeout: SLOW });
+    expect(await page.locator('section.history td.commit-author').first().textContent()).toBe('Syncline Test');
+    await page.screenshot({ path: join(screenshots, 'ui-resource-tree.png'), fullPage: true });
+
+    // and the reader, who may get the sync but not Deployments, sees neither it nor what it owns
+    const reader = await signIn('reader');
+    const tree = (await (await reader.request.get(`${url}/api/tree/ConfigSync/${mine.name}/tree`)).json()) as { targets: { nodes: { kind: string; children: unknown[] }[]; hidden: number }[] };
+    expect(tree.targets[0]?.nodes.map((n) => n.kind)).toEqual(['ConfigMap']);
+    expect(tree.targets[0]?.hidden).toBe(1);
+    expect(JSON.stringify(tree)).not.toContain('ReplicaSet');
+    // and a viewer of another namespace gets neither its tree nor its commits
+    expect((await reader.request.get(`${url}/api/tree/ConfigSync/${other.name}/elsewhere`)).status()).toBe(403);
+    expect((await reader.request.get(`${url}/api/commits/ConfigSync/${other.name}/elsewhere`)).status()).toBe(403);
+  }, 300_000);
+
+  it('filters the overview by ?state= as typed (any case, kubectl words) and says so when the state does not exist', async () => {
+    const page = await signIn('editor');
+    await page.goto(`${url}/?state=Suspended`);
+    await page.waitForSelector(`[data-key="ConfigSync/${mine.name}/paused"]`);
+    expect(await page.$(`.row[data-key="ConfigSync/${mine.name}/app"]`)).toBeNull();
+    expect(await page.locator('select[aria-label=State]').inputValue()).toBe('suspended');
+    await page.goto(`${url}/?state=paused`);
+    await page.waitForSelector(`[data-key="ConfigSync/${mine.name}/paused"]`);
+    await page.goto(`${url}/?state=sleeping`);
+    await page.locator('.list [role=alert]').filter({ hasText: 'No state "sleeping"' }).waitFor({ timeout: SLOW });
+    expect(await page.locator('.list .row').count()).toBe(0);
+  }, 120_000);
 });

@@ -1,5 +1,5 @@
 // The `syncline` command line: every subcommand (run, render, diff, get, status, clusters, events, reconcile,
-// suspend, resume, rollback, failover, failback, version, completion, dr, confirm-prune) parsed by commander with kubectl's conventions: -h/--help, --version, -n/--namespace,
+// suspend, resume, rollback, trace, check, failover, failback, version, completion, dr, confirm-prune) parsed by commander with kubectl's conventions: -h/--help, --version, -n/--namespace,
 // -A/--all-namespaces, --context, --kubeconfig (and KUBECONFIG=a:b merged), -o table|json|yaml, "No
 // resources found", errors as kubectl words them (no REST paths).
 //
@@ -11,6 +11,7 @@ import type * as Commands from './cli/commands.ts';
 import type * as Verbs from './cli/verbs.ts';
 import type * as Kinds from './cli/kinds.ts';
 import { SHELLS, completionScript, type Shell } from './cli/completion.ts';
+import { parseOutputFormat } from './cli/output.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import * as sea from 'node:sea';
@@ -215,6 +216,31 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
     out(`${kube.namespace}/${name}: revision pinned to ${revision} (set it back to a branch to follow it again)\n`);
   });
 
+  kubeFlags(
+    program
+      .command('trace')
+      .description("which sync (ConfigSync, ManifestSync, NamespaceReplication or mirroring), target, commit (SHA, message, author) and file produced an object, proven by the owner's inventory; exit 1 when it is not Syncline's")
+      .argument('<kind/name>', 'the object: KIND/NAME (or KIND NAME), the kind as kubectl takes it (deployment, configmaps, deployments.apps)')
+      .argument('[name]', 'the name, when the kind is given alone')
+      .option('--allow-insecure-http', 'read the commit from an http:// repository (tests and demos only)')
+      .addOption(new Option('-o, --output <format>', 'output format').choices(['json', 'yaml'])),
+  ).action(async (first: string, second: string | undefined, flags: KubeFlags & { allowInsecureHttp?: boolean; output?: 'json' | 'yaml' }) => {
+    const trace = await import('./cli/trace.ts');
+    const kube = await (await commands()).connect(flags, context.env);
+    code = await trace.traceCommand(kube, trace.traceTarget(first, second), { output: flags.output, env: context.env, allowInsecureHttp: flags.allowInsecureHttp === true }, out);
+  });
+
+  kubeFlags(
+    program
+      .command('check')
+      .description('check the cluster for Syncline (as flux check): Kubernetes version, CRDs installed and current, the operator reachable, your rights in the namespace; exit 1 when a check fails')
+      .option('--operator-namespace <ns>', "look for the operator's Deployments and leader Lease here only (default: every namespace you may list)")
+      .option('--metrics-url <url>', "also check the operator's /metrics answers, e.g. http://127.0.0.1:8080/metrics (a port-forward)"),
+  ).action(async (flags: KubeFlags & { operatorNamespace?: string; metricsUrl?: string }) => {
+    const kube = await (await commands()).connect(flags, context.env);
+    code = await (await import('./cli/check.ts')).checkCommand(kube, { operatorNamespace: flags.operatorNamespace, metricsUrl: flags.metricsUrl }, out);
+  });
+
   addDrCommands(program, context, { out, err }, (c) => (code = c));
   addVersionAndCompletion(program, context, { out, err }, (c) => (code = c));
   try {
@@ -299,6 +325,13 @@ function addDrCommands(program: Command, context: CliContext, io: { out: Out; er
   });
 }
 
+/** Every flag that takes a value, of every command except those the scripts handle themselves. */
+function valueFlags(program: Command): string[] {
+  const flags = program.commands.flatMap((c) => c.options.filter((o) => o.required || o.optional).flatMap((o) => [o.long, o.short]));
+  const handled = new Set(['-n', '--namespace', '--context', '--kubeconfig']);
+  return [...new Set(flags.filter((f): f is string => f !== undefined && !handled.has(f)))].sort();
+}
+
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
@@ -310,8 +343,9 @@ function kubeFlags(command: Command): Command {
     .option('--kubeconfig <file>', 'the kubeconfig file (default: $KUBECONFIG, several files merged as kubectl does, then ~/.kube/config, then in-cluster)');
 }
 
-function listFlags(command: Command, formats: readonly string[] = ['table', 'json', 'yaml']): Command {
-  return command.option('-A, --all-namespaces', 'list across all namespaces').addOption(new Option('-o, --output <format>', 'output format').choices(formats).default('table'));
+function listFlags(command: Command, output: { formats: readonly string[]; parse?: (value: string) => unknown } = { formats: ['table', 'json', 'yaml'] }): Command {
+  const option = new Option('-o, --output <format>', `output format: ${output.formats.join(', ')}`).default('table');
+  return command.option('-A, --all-namespaces', 'list across all namespaces').addOption(output.parse === undefined ? option.choices(output.formats) : option.argParser(output.parse));
 }
 
 function addKindVerbs(program: Command, context: CliContext, io: { out: Out; err: Out }, done: (code: number) => void): void {
@@ -326,7 +360,7 @@ function addKindVerbs(program: Command, context: CliContext, io: { out: Out; err
         .option('-w, --watch', 'after listing, print each change until interrupted')
         .option('--no-headers', 'leave out the header row'),
     ),
-    ['table', 'wide', 'json', 'yaml', 'name'],
+    { formats: ['table', 'wide', 'json', 'yaml', 'name', 'jsonpath=TEMPLATE', 'jsonpath-as-json=TEMPLATE', 'jsonpath-file=FILE', 'custom-columns=SPEC', 'custom-columns-file=FILE'], parse: parseOutputFormat },
   ).action(async (kind: string, name: string | undefined, flags: Omit<ListFlags, 'output'> & { output: Verbs.GetFlags['output']; selector?: string; watch?: boolean; headers?: boolean }) => {
     const info = (await kinds()).resolveKind(kind);
     const kube = await (await commands()).connect(flags, context.env);
@@ -393,7 +427,7 @@ function addVersionAndCompletion(program: Command, context: CliContext, io: { ou
         description: c.description(),
         flags: c.options.flatMap((o) => [o.long, o.short].filter((f): f is string => f !== undefined)),
       }));
-      io.out(completionScript(shell, { commands: specs, kinds: KINDS.flatMap((k) => [k.plural, ...k.names.filter((n) => n !== k.plural && n !== k.kind.toLowerCase())]), kindVerbs: KIND_VERBS }));
+      io.out(completionScript(shell, { commands: specs, kinds: KINDS.flatMap((k) => [k.plural, ...k.names.filter((n) => n !== k.plural && n !== k.kind.toLowerCase())]), kindVerbs: KIND_VERBS, configSyncVerbs: ['status', 'diff', 'rollback'], valueFlags: valueFlags(program) }));
       done(0);
     });
 }

@@ -19,3 +19,4 @@ export type { EnvironmentProxy } from './proxy-env.ts';
 export { fetchTransport, nodeHttpTransport } from './http.ts';
 export type { HttpTransport, HttpRequest, HttpResponse, HttpProxy, RateLimitEvent } from './http.ts';
 export { parseRequestPath } from './paths.ts';
+export type { CommitMetadata, CommitPerson } from './pack.ts';

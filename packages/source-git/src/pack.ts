@@ -369,6 +369,27 @@ export function parseTree(data: Buffer): TreeEntry[] {
   return entries;
 }
 
+/** Who wrote or committed a commit, as its header says. */
+export type CommitPerson = { readonly name: string; readonly email: string; readonly time: string };
+
+/** A commit's author, committer and message (the text a person wrote: shown, never interpreted). */
+export type CommitMetadata = { readonly author: CommitPerson; readonly committer: CommitPerson; readonly message: string };
+
+/** The author, committer and message of a commit object. */
+export function parseCommit(data: Buffer): CommitMetadata {
+  const text = data.toString('utf8');
+  const end = text.indexOf('\n\n');
+  const headers = (end === -1 ? text : text.slice(0, end)).split('\n');
+  const person = (key: string): CommitPerson => {
+    const line = headers.find((h) => h.startsWith(`${key} `)) ?? '';
+    const m = /^\S+ (.*?) <([^>]*)> (\d+) ([+-]\d{4})$/.exec(line);
+    if (m === null) return { name: '', email: '', time: '' };
+    const [, name = '', email = '', seconds = '0'] = m;
+    return { name, email, time: new Date(Number(seconds) * 1000).toISOString() };
+  };
+  return { author: person('author'), committer: person('committer'), message: end === -1 ? '' : text.slice(end + 2) };
+}
+
 /** The tree id of a commit object. */
 export function commitTree(data: Buffer): string {
   const m = /^tree ([0-9a-f]{40})\n/.exec(data.toString('latin1', 0, 46));

@@ -180,6 +180,23 @@ describe('fetchSnapshot and readPath', () => {
     expect((await failure(source.readPath(snapshot, 'apps/db'))).code).toBe('SnapshotUnavailable');
   });
 
+  it("reads a snapshot's commit: its message and who committed it", async () => {
+    // given a commit with a two-line message
+    const repo = await newRepo();
+    const sha = await repo.commit({ 'a.yaml': 'a\n' }, { message: 'Raise the web replicas\n\nFor the sale.' });
+    const { source } = await newSource();
+    const snapshot = await source.fetchSnapshot({ repo: repo.url, sha });
+
+    // when its commit is read
+    const commit = await source.readCommit(snapshot);
+
+    // then the message is the one written, with the committer's name, email and time
+    expect(commit.message.trim()).toBe('Raise the web replicas\n\nFor the sale.');
+    expect(commit.committer.name).not.toBe('');
+    expect(commit.committer.email).toContain('@');
+    expect(Date.parse(commit.committer.time)).toBeGreaterThan(Date.parse('2020-01-01'));
+  });
+
   it('reads a directory, one file, and a pinned older commit that is no branch tip', async () => {
     // given
     const repo = await newRepo();

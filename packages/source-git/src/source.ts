@@ -10,8 +10,8 @@ import type { HttpProxy, HttpTransport, RateLimitEvent, RetryPolicy, TransportLi
 import { HostGates, HttpStatusError, ProxyRefusedError, createHttpSession, defaultRetryPolicy, nodeHttpTransport } from './http.ts';
 import { garbageCollector } from './gc.ts';
 import { indexInWorker } from './index-pack-worker.ts';
-import { ObjectType, PackError, PackReader, commitTree, ownBuffer, parseTree } from './pack.ts';
-import type { TreeEntry } from './pack.ts';
+import { ObjectType, PackError, PackReader, commitTree, ownBuffer, parseCommit, parseTree } from './pack.ts';
+import type { CommitMetadata, TreeEntry } from './pack.ts';
 import { fetchPack, httpUploadPack, listRefs as listAdvertisedRefs } from './upload-pack.ts';
 import type { AdvertisedRef, UploadPackTransport } from './upload-pack.ts';
 import { isSafeEntryName, parseRequestPath, resolveSymlinkTarget } from './paths.ts';
@@ -158,6 +158,8 @@ export interface GitSource {
   fetchSnapshot(req: FetchRequest): Promise<Snapshot>;
   /** The files under `path` (a directory or one file), sorted by path. */
   readPath(snapshot: Snapshot, path: string): Promise<SnapshotFile[]>;
+  /** The snapshot's commit: author, committer and message. */
+  readCommit(snapshot: Snapshot): Promise<CommitMetadata>;
 }
 
 const fullSha = /^[0-9a-f]{40}$/i;
@@ -552,7 +554,32 @@ export function createGitSource(options: GitSourceOptions): GitSource {
     return readMemo.read(`${snapshot.dir}\0${path}`, () => readPathFromPack(cache, limits, snapshot, path));
   }
 
-  return { resolveRevision, fetchSnapshot, readPath };
+  function readCommit(snapshot: Snapshot): Promise<CommitMetadata> {
+    return readCommitFromPack(cache, snapshot);
+  }
+
+  return { resolveRevision, fetchSnapshot, readPath, readCommit };
+}
+
+/** The commit object of a cached snapshot, the snapshot pinned while it is read. */
+async function readCommitFromPack(cache: SnapshotCache, snapshot: Snapshot): Promise<CommitMetadata> {
+  const key = snapshot.dir.split(/[\\/]/).pop() ?? '';
+  await cache.load();
+  const known = (await cache.touch(key)) !== undefined;
+  cache.pin(key);
+  try {
+    const reader = known ? await openPack(snapshot.dir) : undefined;
+    if (reader === undefined) throw new GitSourceError(GitSourceErrorCode.SnapshotUnavailable, `snapshot of ${snapshot.sha} in ${snapshot.repo} is no longer cached; fetch it again`);
+    try {
+      const commit = await reader.read(snapshot.sha, { maxBytes: 1024 * 1024, onTooLarge: (size) => new GitSourceError(GitSourceErrorCode.LimitExceeded, `${snapshot.repo} at ${snapshot.sha}: the commit object is ${size} bytes`) });
+      if (commit === undefined || commit.type !== ObjectType.commit) throw new GitSourceError(GitSourceErrorCode.SnapshotUnavailable, `${snapshot.repo} at ${snapshot.sha}: the commit is missing from the cached snapshot; fetch it again`);
+      return parseCommit(commit.data);
+    } finally {
+      await reader.close();
+    }
+  } finally {
+    cache.unpin(key);
+  }
 }
 
 /** The files under `path` in a cached snapshot, the snapshot pinned while they are read. */

@@ -191,6 +191,7 @@ export async function renderCommand(path: string, flags: RenderFlags, out: Out):
   const root = isDirectory ? path : dirname(path);
   // A file renders with the partials beside it; a directory with everything under it.
   const files = isDirectory ? await readLocalFiles(root, root) : [{ path: relative(root, path).split(sep).join('/'), content: await readFile(path) }, ...(await readLocalFiles(root, join(root, '_partials')).catch(() => []))];
+  if (files.length === 0) throw new Error(`${path}: an empty directory (render takes a template file or a directory of templates)`);
   // A local render has no key Secret: an encrypted file fails naming itself instead of rendering ciphertext.
   await decryptFiles(createDecryptionContext(), files, undefined);
   const objects = renderTarget({

@@ -50,7 +50,7 @@ describe('printer columns', () => {
 });
 
 describe('completion', () => {
-  const input = { commands: [{ name: 'get', description: 'list: things', flags: ['--selector', '-l'] }, { name: 'version', description: 'versions', flags: ['--client'] }], kinds: ['configsyncs', 'csync'], kindVerbs: ['get'] };
+  const input = { commands: [{ name: 'get', description: 'list: things', flags: ['--selector', '-l'] }, { name: 'version', description: 'versions', flags: ['--client'] }], kinds: ['configsyncs', 'csync'], kindVerbs: ['get'], configSyncVerbs: ['status'] };
   it('each shell gets the subcommands, their flags and the kinds', () => {
     for (const shell of ['bash', 'zsh', 'fish'] as const) {
       const script = completionScript(shell, input);

@@ -6,11 +6,12 @@ import { RECONCILE_REQUESTED_ANNOTATION } from '../reconcile/configsync.ts';
 import type { NamespaceReplication } from '../api/v1alpha1.ts';
 import { standbyViews } from './standby-view.ts';
 import type { Out } from '../cli.ts';
+import { printTemplated, type OutputFormat } from './output.ts';
 import { age, alignRows, collectionPath, formatTable, objectPath, type KindInfo } from './kinds.ts';
 
 export type Target = { rest: KubeRest; namespace: string; allNamespaces: boolean };
 type Item = Record<string, unknown> & { metadata: { name: string; namespace?: string; resourceVersion?: string; managedFields?: unknown } };
-export type GetFlags = { output: 'table' | 'wide' | 'json' | 'yaml' | 'name'; selector?: string; watch?: boolean; noHeaders?: boolean };
+export type GetFlags = { output: OutputFormat; selector?: string; watch?: boolean; noHeaders?: boolean };
 
 function withoutManagedFields(item: Item): Item {
   const { managedFields: _managedFields, ...metadata } = item.metadata;
@@ -48,7 +49,12 @@ export async function getCommand(target: Target, info: KindInfo, name: string | 
     items = items.map((item) => ({ ...item, standbyView: views.get(`${item.metadata.namespace ?? 'default'}/${item.metadata.name}`) }));
   }
   const print = (rows: readonly Item[], headers: boolean): void => {
-    if (flags.output === 'json' || flags.output === 'yaml') {
+    if (typeof flags.output === 'object') {
+      // As kubectl: the template sees the object as the API server sent it (managedFields too), a list as a v1 List.
+      const value = single || flags.watch === true ? rows[0] : { apiVersion: 'v1', items: rows, kind: 'List', metadata: { resourceVersion: '' } };
+      if (single || flags.watch !== true) io.out(printTemplated(flags.output, value, { items: rows, noHeaders: !headers || flags.noHeaders === true }));
+      else for (const row of rows) io.out(printTemplated(flags.output, row, { items: [row], noHeaders: !headers || flags.noHeaders === true }));
+    } else if (flags.output === 'json' || flags.output === 'yaml') {
       const clean = rows.map(withoutManagedFields);
       const value = single || flags.watch === true ? clean : [{ apiVersion: 'v1', kind: 'List', items: clean, metadata: { resourceVersion: '' } }];
       for (const v of value) io.out(flags.output === 'json' ? `${JSON.stringify(v, null, 4)}\n` : `${flags.watch === true ? '---\n' : ''}${stringify(v)}`);
@@ -59,7 +65,7 @@ export async function getCommand(target: Target, info: KindInfo, name: string | 
     }
   };
   if (items.length === 0 && flags.watch !== true) {
-    if (flags.output === 'json' || flags.output === 'yaml') print([], true);
+    if (flags.output === 'json' || flags.output === 'yaml' || typeof flags.output === 'object') print([], true);
     else io.err(noResources(target));
     return 0;
   }

@@ -54,3 +54,19 @@ export type UiDeployDiff = { from: string; to: string; objects: { target: string
 
 /** One (source, target namespace) of label-driven mirroring, as `syncline status --mirrors` prints it. */
 export type UiMirrorRow = { kind: string; source: string; namespace: string; state: string; message?: string };
+
+/** A deploy's commit: what its author wrote (shown as text, never as HTML). */
+export type UiCommit = { subject: string; message: string; author: string; email: string; time: string };
+
+/** One object of a resource tree: its health (kstatus words), latest Events, and what it owns. */
+export type UiTreeNode = {
+  kind: string;
+  namespace: string;
+  name: string;
+  health: string;
+  healthMessage: string;
+  events: { type: string; reason: string; message: string; count: number; at: string }[];
+  children: UiTreeNode[];
+};
+/** A ConfigSync's targets, each with the objects it applied as roots; `hidden` counts those the viewer may not get. */
+export type UiTree = { targets: { name: string; namespace?: string; cluster?: string; skipped?: string; nodes: UiTreeNode[]; hidden: number }[] };

@@ -13,6 +13,7 @@ import { listen } from '../server.ts';
 import type { ActivityLog } from './activity.ts';
 import { DiffError, createSyncDiffs, type DiffSource, type MayGet, type SyncDiffs } from './diffs.ts';
 import { visibleMirrorRows } from './mirrors.ts';
+import { deployCommits, syncTree, type MayRead } from './tree.ts';
 import { BRIEF_FIELDS, type UiActivity, type UiMirrorRow } from './model.ts';
 import { OidcError, createOidcSignIn, oidcSettingsFromFlags, type OidcSettings, type OidcSignIn } from './oidc.ts';
 import { PLURALS, createAccess, createSessions, reviewToken, sameSecret, type Access, type Session, type Viewer } from './auth.ts';
@@ -70,7 +71,7 @@ function createSummaryCache(): { json(kind: WatchedKind, object: KubeObject): st
 }
 type Streams = Set<(change: Change) => void>;
 
-type Context = { rest: KubeRest; source: UiSource; logger: Logger; access: Access; sessions: ReturnType<typeof createSessions>; assets: { js: Buffer; css: Buffer }; activity?: ActivityLog; diffs?: SyncDiffs; oidc?: OidcSignIn; anonymous: boolean; summaries: ReturnType<typeof createSummaryCache>; mirrors?: () => readonly UiMirrorRow[] };
+type Context = { rest: KubeRest; source: UiSource; logger: Logger; access: Access; sessions: ReturnType<typeof createSessions>; assets: { js: Buffer; css: Buffer }; activity?: ActivityLog; diffs?: SyncDiffs; diffSource?: DiffSource; oidc?: OidcSignIn; anonymous: boolean; summaries: ReturnType<typeof createSummaryCache>; mirrors?: () => readonly UiMirrorRow[] };
 
 export type UiServerOptions = {
   address: string;
@@ -101,7 +102,7 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
     ...(oidc === undefined ? {} : { oidc: createOidcSignIn({ settings: oidc, rest: options.rest }) }),
     access: createAccess({ rest: options.rest }),
     sessions: createSessions(),
-    ...(diffs === undefined ? {} : { diffs: createSyncDiffs({ rest: options.rest, source: diffs }) }),
+    ...(diffs === undefined ? {} : { diffs: createSyncDiffs({ rest: options.rest, source: diffs }), diffSource: diffs }),
     assets: { js: readFileSync(join(dir, 'app.js')), css: readFileSync(join(dir, 'style.css')) },
   };
   const streams: Streams = new Set();
@@ -176,6 +177,8 @@ async function route(context: Context, streams: Streams, req: IncomingMessage, r
     }
     const one = /^\/api\/objects\/([A-Za-z]+)\/([^/]+)\/([^/]+)$/.exec(path);
     if (method === 'GET' && one !== null) return showObject(context, session, { kind: one[1] ?? '', namespace: decodeURIComponent(one[2] ?? ''), name: decodeURIComponent(one[3] ?? '') }, res);
+    const extra = /^\/api\/(tree|commits)\/ConfigSync\/([^/]+)\/([^/]+)$/.exec(path);
+    if (method === 'GET' && extra !== null) return showTreeOrCommits(context, session, { which: extra[1] as 'tree' | 'commits', namespace: decodeURIComponent(extra[2] ?? ''), name: decodeURIComponent(extra[3] ?? '') }, res);
     const diff = /^\/api\/(diff|deploys)\/ConfigSync\/([^/]+)\/([^/]+)$/.exec(path);
     if (method === 'GET' && diff !== null) return showDiff(context, session, { which: diff[1] as 'diff' | 'deploys', namespace: decodeURIComponent(diff[2] ?? ''), name: decodeURIComponent(diff[3] ?? ''), query: new URL(req.url ?? '/', 'http://ui').searchParams }, res);
     return json(res, 404, { error: 'not found' });
@@ -325,6 +328,23 @@ async function showDiff(context: Context, session: Session, request: { which: 'd
     if (error instanceof DiffError) return json(res, 422, { error: error.message });
     throw error;
   }
+}
+
+/**
+ * A ConfigSync's resource tree (its applied objects and what they own, with health and Events) or its deploys'
+ * commits (message, author), for a viewer who may `get` it; each object of the tree only if they may read it.
+ */
+async function showTreeOrCommits(context: Context, session: Session, request: { which: 'tree' | 'commits'; namespace: string; name: string }, res: ServerResponse): Promise<void> {
+  const { namespace, name } = request;
+  if (context.diffSource === undefined) return json(res, 501, { error: 'this operator serves no trees or commits' });
+  if (!(await context.access.allowed(session.viewer, { verb: 'get', kind: 'ConfigSync', namespace, name }))) {
+    return json(res, 403, { error: `forbidden: ${session.viewer.username} may not get configsyncs in namespace ${namespace}` });
+  }
+  const object = context.source.watched('ConfigSync').find((o) => o.metadata.namespace === namespace && o.metadata.name === name);
+  if (object === undefined) return json(res, 404, { error: `ConfigSync ${namespace}/${name} not found` });
+  if (request.which === 'commits') return json(res, 200, await deployCommits({ rest: context.rest, git: context.diffSource.git, object }));
+  const mayRead: MayRead = (ref) => context.access.allowedResource(session.viewer, ref);
+  return json(res, 200, await syncTree({ rest: context.rest, client: await context.diffSource.client(), object, mayRead }));
 }
 
 const ACTIONS = ['reconcile', 'suspend', 'resume', 'rollback', 'failover', 'failback'] as const;

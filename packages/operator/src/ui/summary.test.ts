@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createSessions } from './auth.ts';
-import { UiState, stateOf, summarize, withoutCredentials } from './summary.ts';
+import { UiState, healthText, stateOf, summarize, withoutCredentials } from './summary.ts';
 
 const ready = { type: 'Ready', status: 'True', reason: 'Synced', message: 'Applied revision abc' };
 
@@ -105,5 +105,17 @@ describe('what needs attention', () => {
   it('asks nothing of a suspended object', () => {
     const object = { ...base, kind: 'ConfigSync', spec: { suspend: true, source: { git: { repo: 'https://h/r', revision: 'main', path: '' } }, targets: [] }, status: { conditions: [{ ...ready, status: 'False' }] } };
     expect(summarize('ConfigSync', object).attention).toBeUndefined();
+  });
+});
+
+describe("a target's HEALTH cell", () => {
+  it('says the worst state of its applied objects in Argo CD words, with counts; nothing without health', () => {
+    expect(healthText({})).toBeUndefined();
+    expect(healthText({ healthy: 3, progressing: 0, failed: 0, unknown: 0 })).toBe('Healthy (3 of 3)');
+    expect(healthText({ healthy: 1, progressing: 2, failed: 0, unknown: 0 })).toBe('Progressing (2 of 3)');
+    expect(healthText({ healthy: 1, progressing: 1, failed: 1, unknown: 0 })).toBe('Degraded (1 of 3 failed)');
+    expect(healthText({ healthy: 0, progressing: 0, failed: 0, unknown: 2 })).toBe('Unknown (2 of 2 not read)');
+    const summary = summarize('ConfigSync', { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: 'web', namespace: 'apps' }, spec: { targets: [{ name: 'main' }] }, status: { targets: [{ name: 'main', phase: 'Synced', objects: 2, health: { healthy: 2, progressing: 0, failed: 0, unknown: 0 } }] } });
+    expect(summary.targets[0]?.health).toBe('Healthy (2 of 2)');
   });
 });

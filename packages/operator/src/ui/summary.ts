@@ -93,6 +93,20 @@ export function attentionOf(o: Pick<UiObject, 'kind' | 'state' | 'summary' | 'dr
   return undefined;
 }
 
+/**
+ * A target's HEALTH cell from status.targets[].health's counts, in Argo CD's words: Degraded when one failed,
+ * else Progressing, else Unknown, else Healthy; with how many of the applied objects are so.
+ */
+export function healthText(health: Loose): string | undefined {
+  const count = (key: string): number => num(health[key]) ?? 0;
+  const total = count('healthy') + count('progressing') + count('failed') + count('unknown');
+  if (Object.keys(health).length === 0) return undefined;
+  if (count('failed') > 0) return `Degraded (${count('failed')} of ${total} failed)`;
+  if (count('progressing') > 0) return `Progressing (${count('progressing')} of ${total})`;
+  if (count('unknown') > 0) return `Unknown (${count('unknown')} of ${total} not read)`;
+  return `Healthy (${count('healthy')} of ${total})`;
+}
+
 function configSyncParts(spec: Loose, status: Loose): Pick<UiObject, 'source' | 'targets' | 'history' | 'facts'> {
   const git = record(record(spec['source'])['git']);
   const statusTargets = list(status['targets']);
@@ -107,7 +121,7 @@ function configSyncParts(spec: Loose, status: Loose): Pick<UiObject, 'source' | 
       phase: text(live['phase']),
       objects: num(live['objects']),
       message: text(live['message']),
-      health: text(health['status']),
+      health: healthText(health),
     });
   });
   return {

@@ -20,6 +20,15 @@ export function Badge({ state }: { state: UiState | 'drifted' }): ComponentChild
 
 type Filter = { kind: string; namespace: string; state: string; label: string; text: string };
 
+/** Words people type for a state (kubectl's READY column, condition reasons) → the filter's value. */
+const STATE_ALIASES: Record<string, string> = { true: 'ready', healthy: 'ready', synced: 'ready', false: 'failed', notready: 'failed', stalled: 'failed', error: 'failed', degraded: 'failed', reconciling: 'progressing', pending: 'progressing', unknown: 'progressing', suspend: 'suspended', paused: 'suspended', drift: 'drifted', outofsync: 'drifted' };
+
+/** `?state=` as typed (any case, an alias) → one of the filter's values, or the text as given (then nothing matches and the page says why). */
+export function stateFilter(typed: string): string {
+  const lower = typed.trim().toLowerCase().replace(/[\s_-]/g, '');
+  return (STATE_FILTERS as readonly string[]).includes(lower) ? lower : (STATE_ALIASES[lower] ?? typed);
+}
+
 /** `key=value` or `key` (present) against an object's labels. */
 function hasLabel(o: UiObject, selector: string): boolean {
   const [key = '', ...value] = selector.split('=');
@@ -38,7 +47,8 @@ export function matches(o: UiObject, filter: Filter): boolean {
 
 export function Overview({ objects, activity, url, connected }: { objects: UiObject[]; activity: UiActivity[]; url: URL; connected: boolean }): ComponentChildren {
   const q = url.searchParams;
-  const filter: Filter = { kind: q.get('kind') ?? '', namespace: q.get('namespace') ?? '', state: q.get('state') ?? '', label: q.get('label') ?? '', text: q.get('q') ?? '' };
+  const filter: Filter = { kind: q.get('kind') ?? '', namespace: q.get('namespace') ?? '', state: stateFilter(q.get('state') ?? ''), label: q.get('label') ?? '', text: q.get('q') ?? '' };
+  const unknownState = filter.state !== '' && !(STATE_FILTERS as readonly string[]).includes(filter.state);
   const setFilter = (key: string, value: string): void => {
     const next = new URL(url);
     if (value === '') next.searchParams.delete(key);
@@ -79,8 +89,9 @@ export function Overview({ objects, activity, url, connected }: { objects: UiObj
       <input type="search" aria-label="Search" placeholder="search name, namespace, message" value=${filter.text} onInput=${(e: Event) => setFilter('q', (e.target as HTMLInputElement).value)} />
     </section>
     <section class="list">
+      ${unknownState && html`<p class="result bad" role="alert">No state "${filter.state}": the states are ${STATE_FILTERS.join(', ')}.</p>`}
       ${shown.length === 0
-        ? html`<p class="empty">Nothing matches.</p>`
+        ? html`<p class="empty">Nothing matches${filter.state === '' || unknownState ? '' : ` state ${filter.state}`}.</p>`
         : html`<ul class="rows">${shown.slice(0, limit).map((o) => html`<li class="row" data-key=${o.key}><a href=${objectHref(o)}><span class="badges"><${Badge} state=${o.state} />${o.drifted && html`<${Badge} state="drifted" />`}</span><span class="kind">${o.kind}</span><span class="id">${o.namespace}/${o.name}</span><span class="msg">${o.summary}</span></a></li>`)}</ul>
           ${shown.length > limit && html`<p class="hint">${shown.length - limit} more: <a href=${`${url.pathname}${url.search === '' ? '?' : `${url.search}&`}all`}>show all</a>, or narrow the filters.</p>`}`}
     </section>`;
