@@ -55,7 +55,7 @@ export async function applyTargetWithHooks(input: HookedApplyInput, apply: (inpu
   const split = splitHooks(input.desired);
   const previous = input.previous;
   if (split.hooks.length === 0 && split.invalid.length === 0 && previous?.hooks === undefined) return apply(input);
-  if (split.invalid.length > 0) return notApplied(input, 'Failed', Reason.HookFailed, `invalid hook(s): ${split.invalid.join('; ')}`, []);
+  if (split.invalid.length > 0) return notApplied(input, 'Failed', Reason.HookFailed, `invalid hook(s): ${split.invalid.join('; ')}`, {});
   if (input.tenancy !== undefined) {
     const refused = refusedObjects(input.tenancy, split.hooks.map((h) => h.object));
     if (refused.length > 0) return refusedTarget(input, describeRefusal(refused));
@@ -68,10 +68,10 @@ export async function applyTargetWithHooks(input: HookedApplyInput, apply: (inpu
     earlier: sameCommit ? [] : (previous?.hooks ?? []),
   };
   const pre = await runPhase(run, HookPhase.PreSync);
-  if (pre.state === 'running') return notApplied(input, 'Pending', Reason.HookRunning, pre.message, recordsOf(run));
+  if (pre.state === 'running') return notApplied(input, 'Pending', Reason.HookRunning, pre.message, hookFields(run));
   if (pre.state === 'failed') {
     await runPhase(run, HookPhase.SyncFail);
-    return notApplied(input, 'Failed', Reason.HookFailed, `${pre.message}; nothing of this commit was applied`, recordsOf(run));
+    return notApplied(input, 'Failed', Reason.HookFailed, `${pre.message}; nothing of this commit was applied`, hookFields(run));
   }
   const outcome = await apply({ ...input, desired: split.objects });
   if (outcome.status.phase === 'Failed') {
@@ -120,14 +120,24 @@ function recordsOf(run: Run): HookStatus[] {
   return [...run.records.values()].sort((a, b) => order.indexOf(a.hook) - order.indexOf(b.hook) || a.source.localeCompare(b.source));
 }
 
-function withHooks(run: Run, outcome: TargetOutcome): TargetOutcome {
+/**
+ * The status fields of the hooks: this commit's once any of its hooks started, else the previous commit's, kept
+ * so that their objects can still go when this commit's hooks are created (BeforeHookCreation).
+ */
+function hookFields(run: Run): Pick<TargetStatus, 'hooks' | 'hooksRevision'> {
   const hooks = recordsOf(run);
+  if (hooks.length > 0) return { hooksRevision: run.input.revision, hooks };
+  const previous = run.input.previous;
+  return run.earlier.length > 0 && previous?.hooksRevision !== undefined ? { hooksRevision: previous.hooksRevision, hooks: [...run.earlier] } : {};
+}
+
+function withHooks(run: Run, outcome: TargetOutcome): TargetOutcome {
   const { hooks: _h, hooksRevision: _r, ...status } = outcome.status;
-  return { ...outcome, status: hooks.length === 0 ? status : { ...status, hooksRevision: run.input.revision, hooks } };
+  return { ...outcome, status: { ...status, ...hookFields(run) } };
 }
 
 /** The target when its objects were not applied (a PreSync hook runs or failed): its inventory and sync time kept. */
-function notApplied(input: HookedApplyInput, phase: 'Pending' | 'Failed', reason: string, message: string, hooks: HookStatus[]): TargetOutcome {
+function notApplied(input: HookedApplyInput, phase: 'Pending' | 'Failed', reason: string, message: string, hooks: Pick<TargetStatus, 'hooks' | 'hooksRevision'>): TargetOutcome {
   const { target, previous } = input;
   const inventory = input.inventory ?? [];
   return {
@@ -141,7 +151,7 @@ function notApplied(input: HookedApplyInput, phase: 'Pending' | 'Failed', reason
       message: truncate(message),
       ...(previous?.lastSyncedTime === undefined ? {} : { lastSyncedTime: previous.lastSyncedTime }),
       ...(previous?.health === undefined ? {} : { health: previous.health }),
-      ...(hooks.length === 0 ? {} : { hooksRevision: input.revision, hooks }),
+      ...hooks,
     },
     inventory: { target: target.name, entries: [...inventory] },
     counts: phase === 'Failed' ? { ...emptyCounts(), failed: 1 } : emptyCounts(),
