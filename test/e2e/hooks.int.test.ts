@@ -5,7 +5,8 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { createKubeRest, installCrds, type ConfigSync, type KubeRest } from '@syncline/operator';
 import { JOB_OUTCOME_LABEL, JobOutcome, startGitServer, startKwokCluster, startOperator, tektonCrds, tektonRunStatus, type GitServer, type KwokCluster, type OperatorProcess, type TestRepo } from '@syncline/test-support';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 type Job = { metadata: { name: string; uid: string; annotations?: Record<string, string> }; status?: { conditions?: { type: string; status: string }[] } };
@@ -87,6 +88,25 @@ describe('hooks around a sync, with Pods that run', () => {
     kubectl(['-n', ns, 'label', 'pod', '-l', `job-name=${jobName}`, `${JOB_OUTCOME_LABEL}=${outcome}`, '--overwrite']);
   };
   const events = async (ns: string): Promise<{ reason: string; message: string }[]> => (await rest.request<{ items: { reason: string; message: string }[] }>({ method: 'GET', path: `/api/v1/namespaces/${ns}/events` })).items;
+
+  /** Counts the writes to a ConfigSync (MODIFIED events of a watch) until stopped. */
+  const countWrites = (ns: string, name: string): { listening: Promise<void>; stop: () => number } => {
+    const child = spawn('kubectl', ['--kubeconfig', cluster.kubeconfigPath, '-n', ns, 'get', 'configsync', name, '--watch', '--output-watch-events', '-o', 'jsonpath={.type}{"\\n"}'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let modified = 0;
+    const listening = new Promise<void>((resolve) => {
+      createInterface({ input: child.stdout }).on('line', (line) => {
+        if (line.trim() === 'ADDED') resolve();
+        if (line.trim() === 'MODIFIED') modified++;
+      });
+    });
+    return {
+      listening,
+      stop: () => {
+        child.kill();
+        return modified;
+      },
+    };
+  };
 
   beforeAll(async () => {
     cluster = await startKwokCluster();
@@ -211,6 +231,49 @@ spec:
     expect(spawnSync('kubectl', ['--kubeconfig', cluster.kubeconfigPath, '-n', ns, 'get', 'configmap', 'skipped']).status).not.toBe(0);
     // Hooks are not ordinary objects: not in the inventory (never pruned or checked for drift).
     expect(cs.status?.inventory?.[0]?.entries.some((e) => e.includes('/Job/'))).toBe(false);
+  }, 300_000);
+
+  it('a hook in a namespace the sync may not write to is refused there, and nothing of the target is applied', async () => {
+    const ns = namespace('tenant');
+    const elsewhere = namespace('elsewhere');
+    const repo = await git.createRepo('tenant');
+    // Given: a sync without a ServiceAccount in an untrusted namespace, whose PreSync hook names another namespace.
+    await repo.commit({ 'app/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata: {a: "1"}\n', 'app/migrate.yaml': job({ name: 'migrate', hook: 'PreSync' }).replace('  annotations:', `  namespace: ${elsewhere}\n  annotations:`) });
+    await applySync(ns, 'tenant', repo, 'app');
+    // Then: the target is refused by the tenancy rule, naming the hook; no Job runs anywhere and nothing is applied.
+    const cs = await until(ns, 'tenant', 'refused', (c) => c.status?.targets?.[0]?.reason === 'NamespaceNotAllowed');
+    expect(cs.status?.targets?.[0]?.message).toContain(`Job/${elsewhere}/migrate`);
+    expect(await jobs(elsewhere)).toEqual([]);
+    expect(spawnSync('kubectl', ['--kubeconfig', cluster.kubeconfigPath, '-n', ns, 'get', 'configmap', 'app']).status).not.toBe(0);
+  }, 300_000);
+
+  it('hooks add at most one write per hook per commit beyond the hook objects themselves', async () => {
+    const ns = namespace('writes');
+    const repo = await git.createRepo('writes');
+    const cm = (name: string, value: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata: {a: "${value}"}\n`;
+    const files = (value: string): Record<string, string> => ({
+      'plain/cm.yaml': cm('plain', value),
+      'hooked/cm.yaml': cm('hooked', value),
+      'hooked/pre.yaml': job({ generateName: 'pre-', hook: 'PreSync' }),
+      'hooked/post.yaml': job({ generateName: 'post-', hook: 'PostSync' }),
+    });
+    // Given: two syncs of a ConfigMap each, one with a PreSync and a PostSync Job, both Ready.
+    const first = await repo.commit(files('1'));
+    await applySync(ns, 'plain', repo, 'plain');
+    await applySync(ns, 'hooked', repo, 'hooked');
+    for (const name of ['plain', 'hooked']) await until(ns, name, 'Ready', (c) => ready(c)?.status === 'True' && c.status?.sourceRevision === first);
+    // When: a new commit changes the ConfigMap, and the writes to each ConfigSync are counted until both are Ready.
+    const counters = ['plain', 'hooked'].map((name) => countWrites(ns, name));
+    await Promise.all(counters.map((c) => c.listening));
+    const second = await repo.commit(files('2'));
+    for (const name of ['plain', 'hooked']) await until(ns, name, 'Ready at the new commit', (c) => ready(c)?.status === 'True' && c.status?.sourceRevision === second);
+    // Let a late write show (nothing should come: resyncs every 2 s write nothing).
+    await new Promise((resolve) => setTimeout(resolve, 5000));
+    const [plain, hooked] = counters.map((c) => c.stop());
+    console.log(`status writes for one commit: without hooks ${plain}, with a PreSync and a PostSync hook ${hooked}`);
+    // Then: two hooks cost at most two more writes of the ConfigSync.
+    expect(plain).toBeGreaterThanOrEqual(1);
+    expect((hooked ?? 0) - (plain ?? 0)).toBeLessThanOrEqual(2);
   }, 300_000);
 
   it('a restart of the operator mid-hook neither runs the hook twice nor loses it', async () => {

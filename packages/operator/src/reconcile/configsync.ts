@@ -603,7 +603,7 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   const judged = targets.flatMap((t) => (t.health === undefined ? [] : [{ name: t.status.name, wait: waitOf.get(t.status.name) ?? false, report: t.health }]));
   const health = judged.length === 0 ? undefined : healthConditions({ conditions, targets: judged, lastSyncedTime, timeoutMs: parseDuration(spec.timeout ?? DEFAULT_HEALTH_TIMEOUT), at });
   if (health !== undefined) conditions = keepTransitions(previous.conditions, health.conditions);
-  conditions = hookConditions(conditions, targets, at);
+  conditions = keepTransitions(previous.conditions, hookConditions(conditions, targets, at));
 
   const status: ConfigSyncStatus = {
     ...previous,

@@ -108,9 +108,11 @@ async function afterApply(run: Run, outcome: TargetOutcome, result: PhaseResult)
   if (result.state === 'done') return withHooks(run, outcome);
   if (result.state === 'failed') await runPhase(run, HookPhase.SyncFail);
   const failed = result.state === 'failed';
+  // Applied and not Synced: the target's sync time moves only with a change (as summarizeChanges has it for Synced).
+  const lastSyncedTime = outcome.changed ? outcome.status.lastSyncedTime : (run.input.previous?.lastSyncedTime ?? outcome.status.lastSyncedTime);
   return withHooks(run, {
     ...outcome,
-    status: { ...outcome.status, phase: failed ? 'Failed' : 'Pending', reason: failed ? Reason.HookFailed : Reason.HookRunning, message: truncate(result.message) },
+    status: { ...outcome.status, phase: failed ? 'Failed' : 'Pending', reason: failed ? Reason.HookFailed : Reason.HookRunning, message: truncate(result.message), ...(lastSyncedTime === undefined ? {} : { lastSyncedTime }) },
     ...(failed ? { failures: [...outcome.failures, `${run.input.target.name}: ${result.message}`] } : {}),
   });
 }
@@ -241,7 +243,8 @@ async function stepHook(run: Run, hook: Hook, phase: HookPhase): Promise<HookSta
     if (result.phase === 'Running' && Date.parse(run.input.now) - Date.parse(started) > timeoutMs) {
       return save(await cleanUp(run, hook, finish(run, running, { phase: 'Failed', message: `did not finish within ${formatDuration(timeoutMs)} (${result.message})` }), live));
     }
-    if (result.phase === 'Running') return save({ ...running, message: truncate(result.message, 256) });
+    // No progress text while it runs: a Job's active count or a pipeline's task tally would cost a status write each.
+    if (result.phase === 'Running') return save(running);
     return save(await cleanUp(run, hook, finish(run, running, { phase: result.phase, message: result.message }), live));
   } catch (error) {
     // A read or write the API server refused (forbidden, a kind it does not serve): the hook fails, naming why.
