@@ -3,7 +3,7 @@
 // Tekton PipelineRuns are the documented tekton.dev/v1 kind, their status driven by the test as Tekton's
 // controller would write it. The operator is the real process (`syncline run`).
 import { KubeConfig } from '@kubernetes/client-node';
-import { createKubeRest, installCrds, type ConfigSync, type KubeRest } from '@syncline/operator';
+import { createKubeRest, installCrds, runCli, type ConfigSync, type KubeRest } from '@syncline/operator';
 import { JOB_OUTCOME_LABEL, JobOutcome, startGitServer, startKwokCluster, startOperator, tektonCrds, tektonRunStatus, type GitServer, type KwokCluster, type OperatorProcess, type TestRepo } from '@syncline/test-support';
 import { spawn, spawnSync } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -231,6 +231,12 @@ spec:
     expect(spawnSync('kubectl', ['--kubeconfig', cluster.kubeconfigPath, '-n', ns, 'get', 'configmap', 'skipped']).status).not.toBe(0);
     // Hooks are not ordinary objects: not in the inventory (never pruned or checked for drift).
     expect(cs.status?.inventory?.[0]?.entries.some((e) => e.includes('/Job/'))).toBe(false);
+    // `syncline status NAME` lists them.
+    let out = '';
+    const code = await runCli(['status', 'argo', '-n', ns, '--kubeconfig', cluster.kubeconfigPath], { env: {}, runOperator: () => Promise.reject(new Error('not here')), out: (text) => (out += text), err: () => undefined });
+    expect(code).toBe(0);
+    expect(out).toMatch(/HOOK\s+OBJECT\s+PHASE/);
+    expect(out).toMatch(/main\s+PostSync\s+Job\/check\s+Failed/);
   }, 300_000);
 
   it('a hook in a namespace the sync may not write to is refused there, and nothing of the target is applied', async () => {
