@@ -633,10 +633,12 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
     if (failures.length > 0) events.push({ type: 'Warning', reason: onlyRefused(targets) ? Reason.NamespaceNotAllowed : hooksFailed(targets.map((t) => t.status)) ? Reason.HookFailed : Reason.ApplyFailed, message: truncate(`${failures.length} failed: ${failures.join('; ')}`) });
     return { status, result: waitForPerson ? { kind: 'wait', requeueAfterMs: run.refreshMs } : { kind: 'retry' }, events };
   }
-  if (changed || revisionChanged) log.info({ revision, ...counts }, 'synced');
+  // A commit whose PreSync hooks run has written nothing yet: its Synced Event comes with the apply.
+  const announce = changed || (revisionChanged && !hooksRunning(targets.map((t) => t.status)));
+  if (announce) log.info({ revision, ...counts }, 'synced');
   else log.debug({ revision }, 'no changes');
   // Once per change (the event is recorded only with the status write it explains), naming what changed.
-  if (changed || revisionChanged) events.push({ type: 'Normal', reason: 'Synced', message: truncate(`revision ${revision.slice(0, 12)}: ${summary}${changes.length === 0 ? '' : `: ${describeChanges(changes)}`}`), logged: true });
+  if (announce) events.push({ type: 'Normal', reason: 'Synced', message: truncate(`revision ${revision.slice(0, 12)}: ${summary}${changes.length === 0 ? '' : `: ${describeChanges(changes)}`}`), logged: true });
   if (health?.failure !== undefined) events.push({ type: 'Warning', reason: Reason.HealthCheckFailed, message: health.failure });
   // Still converging: the objects' status changes wake this sync; the timeout's expiry is the latest re-check.
   const hookPoll = hooksRunning(targets.map((t) => t.status)) ? HOOK_POLL_MS : Infinity;
