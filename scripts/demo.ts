@@ -1,12 +1,12 @@
 // `pnpm demo [--once]`: Syncline on this machine, nothing else needed. Starts the real test control
-// plane, a local Git server holding a repo made from examples/repo, and the operator; applies the example
+// plane with simulated nodes (KWOK: Pods are scheduled and Running, Deployments become Available), a local Git server holding a repo made from examples/repo, and the operator; applies the example
 // ConfigSyncs; then walks through a change, a rollback with prune, a broken template and its fix, showing
 // what is synced as it goes. --once runs the walkthrough non-interactively, checks every step and exits
 // non-zero on the first failure (CI runs it). Without --once it keeps the live status table up after the
 // walkthrough until Ctrl-C.
 import { KubeConfig } from '@kubernetes/client-node';
 import { createKubeRest, installCrds, formatStatus, runCli, type ConfigSync, type KubeRest } from '@syncline/operator';
-import { ensureRenderEngine, startControlPlane, startGitServer, startOperator, type TestRepo } from '@syncline/test-support';
+import { ensureRenderEngine, startControlPlane, startGitServer, startKwokCluster, startOperator, type TestRepo } from '@syncline/test-support';
 import { mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -82,15 +82,16 @@ let exitCode = 0;
 const primaryDataDir = mkdtempSync(join(tmpdir(), 'syncline-demo-primary-'));
 let cleanup: (() => Promise<void>)[] = [() => rm(primaryDataDir, { recursive: true, force: true })];
 try {
-  const startLabel = 'starting a real Kubernetes control plane (etcd + kube-apiserver + kube-controller-manager)';
-  const controlPlane = await step(startLabel, () =>
-    startControlPlane({
+  const startLabel = 'starting a real Kubernetes control plane (etcd + kube-apiserver + kube-controller-manager + kube-scheduler) with a simulated node (KWOK)';
+  const cluster = await step(startLabel, () =>
+    startKwokCluster({
       dataDir: primaryDataDir,
       // The first run on a machine builds it from the Kubernetes Go modules: say so while it takes minutes.
       onProgress: (line) => (tty ? spin(`${startLabel}: ${line.slice(0, 60)}`) : console.log(dim(`  ${line}`))),
     }),
   );
-  cleanup = [() => controlPlane.stop(), ...cleanup];
+  const { controlPlane } = cluster;
+  cleanup = [() => cluster.stop(), ...cleanup];
   const kc = new KubeConfig();
   kc.loadFromFile(controlPlane.kubeconfigPath);
   const rest = await createKubeRest(kc);
@@ -129,6 +130,16 @@ try {
   const exampleSyncs = ['web', 'web-settings', 'shop', 'hello', 'quotas'];
   await step('every example ConfigSync is Ready at the imported commit (Handlebars, a Kustomize overlay, a Helm chart, Jsonnet)', () => allReady(rest, first));
   await table.print();
+  await step('their Deployments roll out: Pods scheduled onto the simulated node and Running, every Deployment Available', async () => {
+    for (const ns of ['web-dev', 'web-staging', 'web-prod']) {
+      await until(`the Deployments in ${ns} to be Available`, async () => {
+        const list = await rest.request<{ items: { metadata: { name: string }; spec?: { replicas?: number }; status?: { availableReplicas?: number } }[] }>({ method: 'GET', path: `/apis/apps/v1/namespaces/${ns}/deployments` });
+        return list.items.length > 0 && list.items.every((d) => (d.status?.availableReplicas ?? 0) === (d.spec?.replicas ?? 1)) ? list.items : undefined;
+      }, 120_000);
+    }
+    const pods = await rest.request<{ items: { spec?: { nodeName?: string }; status?: { phase?: string } }[] }>({ method: 'GET', path: '/api/v1/namespaces/web-prod/pods' });
+    console.log(dim(`    web-prod: ${pods.items.length} Pod(s) ${[...new Set(pods.items.map((p) => `${p.status?.phase ?? '?'} on ${p.spec?.nodeName ?? '?'}`))].join(', ')}`));
+  });
 
   // 1. A change in Git is applied.
   const second = await repo.commit({
@@ -244,7 +255,7 @@ try {
   await step('the primary is gone: its operator and its control plane are killed', async () => {
     await operator.kill();
     process.kill(controlPlane.pid, 'SIGKILL');
-    await controlPlane.stop();
+    await cluster.stop();
   });
   await step('`syncline failover --standby`, with only the standby\'s kubeconfig → web-prod promoted, Deployments at their recorded counts', async () => {
     const failover = await syncline(['failover', '--standby', '--kubeconfig', standby.kubeconfigPath, '--by', 'demo-oncall']);

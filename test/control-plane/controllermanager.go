@@ -13,6 +13,7 @@ type controllerManagerInput struct {
 	dataDir    string
 	pki        *pkiFiles
 	kubeconfig string
+	workloads  bool
 }
 
 // The controllers tests depend on: namespaces really go away, owners garbage-collect their dependents,
@@ -20,6 +21,12 @@ type controllerManagerInput struct {
 // aggregate-to-view/edit/admin join the built-in roles (the chart's aggregated roles).
 const controllers = "namespace-controller,garbage-collector-controller,serviceaccount-controller," +
 	"serviceaccount-token-controller,root-ca-certificate-publisher-controller,clusterrole-aggregation-controller"
+
+// With --workloads, the controllers that turn workloads into Pods and follow them: Deployments make
+// ReplicaSets, ReplicaSets and StatefulSets make Pods, Jobs make Pods and complete or fail from their
+// phases, finished Jobs expire by ttlSecondsAfterFinished, and Pods of vanished nodes are collected.
+const workloadControllers = ",deployment-controller,replicaset-controller,statefulset-controller,job-controller," +
+	"ttl-after-finished-controller,pod-garbage-collector-controller"
 
 func startControllerManager(ctx context.Context, in controllerManagerInput) (<-chan error, error) {
 	s, err := options.NewKubeControllerManagerOptions()
@@ -36,7 +43,7 @@ func startControllerManager(ctx context.Context, in controllerManagerInput) (<-c
 		"--kubeconfig=" + in.kubeconfig,
 		"--authentication-kubeconfig=" + in.kubeconfig,
 		"--authorization-kubeconfig=" + in.kubeconfig,
-		"--controllers=" + controllers,
+		"--controllers=" + enabledControllers(in.workloads),
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--use-service-account-credentials=false",
@@ -59,4 +66,11 @@ func startControllerManager(ctx context.Context, in controllerManagerInput) (<-c
 	done := make(chan error, 1)
 	go func() { done <- app.Run(ctx, c.Complete()) }()
 	return done, nil
+}
+
+func enabledControllers(workloads bool) string {
+	if workloads {
+		return controllers + workloadControllers
+	}
+	return controllers
 }

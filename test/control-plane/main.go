@@ -1,6 +1,8 @@
 // Command control-plane runs a real, single-process Kubernetes control plane for tests and the demo:
 // embedded etcd, kube-apiserver and kube-controller-manager (namespace, garbage-collector and
-// service-account controllers), all from the official Go modules, on loopback and free ports.
+// service-account controllers), all from the official Go modules, on loopback and free ports. With
+// --workloads it also runs the Deployment, ReplicaSet, StatefulSet and Job controllers and kube-scheduler,
+// so that Pods are scheduled onto nodes a node simulator (KWOK) registers and workloads make progress.
 //
 // It writes <data-dir>/kubeconfig (contexts "admin" and "restricted", static tokens) and prints one JSON
 // line {"ready":true,...} on stdout once /readyz is ok and the default namespace exists. SIGTERM or
@@ -21,14 +23,16 @@ import (
 )
 
 type config struct {
-	dataDir string
-	verbose int
+	dataDir   string
+	verbose   int
+	workloads bool
 }
 
 func main() {
 	var cfg config
 	flag.StringVar(&cfg.dataDir, "data-dir", "", "directory for etcd data, certificates and the kubeconfig (created; required)")
 	flag.IntVar(&cfg.verbose, "v", 0, "klog verbosity of the embedded components")
+	flag.BoolVar(&cfg.workloads, "workloads", false, "also run the workload controllers (Deployment, ReplicaSet, StatefulSet, Job) and kube-scheduler")
 	flag.Parse()
 	if cfg.dataDir == "" {
 		fmt.Fprintln(os.Stderr, "control-plane: --data-dir is required")
@@ -79,9 +83,16 @@ func run(cfg config) error {
 		return fmt.Errorf("waiting for kube-apiserver: %w", err)
 	}
 
-	kcmDone, err := startControllerManager(ctx, controllerManagerInput{dataDir: dataDir, pki: pki, kubeconfig: kubeconfigPath})
+	kcmDone, err := startControllerManager(ctx, controllerManagerInput{dataDir: dataDir, pki: pki, kubeconfig: kubeconfigPath, workloads: cfg.workloads})
 	if err != nil {
 		return fmt.Errorf("starting kube-controller-manager: %w", err)
+	}
+	// Without --workloads nothing schedules: a channel that never delivers keeps the select below uniform.
+	schedulerDone := make(<-chan error)
+	if cfg.workloads {
+		if schedulerDone, err = startScheduler(ctx, kubeconfigPath); err != nil {
+			return fmt.Errorf("starting kube-scheduler: %w", err)
+		}
 	}
 
 	line, _ := json.Marshal(map[string]any{
@@ -104,6 +115,11 @@ func run(cfg config) error {
 			return fmt.Errorf("kube-controller-manager stopped: %w", err)
 		}
 		return errors.New("kube-controller-manager stopped unexpectedly")
+	case err := <-schedulerDone:
+		if err != nil {
+			return fmt.Errorf("kube-scheduler stopped: %w", err)
+		}
+		return errors.New("kube-scheduler stopped unexpectedly")
 	}
 
 	// Shutting down: the API server drains in-flight requests, then etcd closes (deferred).

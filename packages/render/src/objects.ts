@@ -57,6 +57,8 @@ function isMapping(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
+const isHook = (annotations: unknown): boolean => isMapping(annotations) && (typeof annotations['syncline.dev/hook'] === 'string' || typeof annotations['argocd.argoproj.io/hook'] === 'string');
+
 /** Check a document is an object with apiVersion, kind and metadata.name. */
 export function checkObject(document: unknown, origin: DocumentOrigin, locate: Locate): KubernetesObject {
   const fail = (detail: string): never => {
@@ -67,6 +69,9 @@ export function checkObject(document: unknown, origin: DocumentOrigin, locate: L
   if (typeof document.kind !== 'string' || document.kind === '') return fail('has no kind');
   const metadata = document.metadata;
   if (!isMapping(metadata)) return fail(`${document.kind} has no metadata`);
+  // A hook (syncline.dev/hook, argocd.argoproj.io/hook) may name itself by generateName: it stands in as the name
+  // here, and the operator derives the object's name per run (reconcile/hooks.ts).
+  if ((metadata.name === undefined || metadata.name === '') && typeof metadata.generateName === 'string' && metadata.generateName !== '' && isHook(metadata.annotations)) metadata.name = metadata.generateName;
   if (typeof metadata.name !== 'string' || metadata.name === '') return fail(`${document.kind} has no metadata.name`);
   if (metadata.namespace !== undefined && (typeof metadata.namespace !== 'string' || metadata.namespace === '')) {
     return fail(`${document.kind}/${metadata.name} has an invalid metadata.namespace`);

@@ -19,6 +19,11 @@ export type ControlPlaneOptions = {
   readonly onProgress?: (line: string) => void;
   /** How long to wait for readiness; default 180 s. */
   readonly startTimeoutMs?: number;
+  /**
+   * Also run the workload controllers (Deployment, ReplicaSet, StatefulSet, Job) and kube-scheduler, so Pods
+   * are scheduled onto nodes a simulator registers (see kwok.ts); default false: no Pod is ever scheduled.
+   */
+  readonly workloads?: boolean;
 };
 
 export type ControlPlane = {
@@ -60,7 +65,7 @@ function versionLdflags(): string {
 function buildKey(): string {
   const hash = createHash('sha256');
   hash.update(versionLdflags());
-  for (const file of ['go.mod', 'go.sum', 'main.go', 'apiserver.go', 'controllermanager.go', 'etcd.go', 'kubeconfig.go', 'pki.go']) {
+  for (const file of ['go.mod', 'go.sum', 'main.go', 'apiserver.go', 'controllermanager.go', 'scheduler.go', 'etcd.go', 'kubeconfig.go', 'pki.go']) {
     hash.update(file).update(readFileSync(join(moduleDir, file)));
   }
   return hash.digest('hex').slice(0, 16);
@@ -129,7 +134,8 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   const logPath = join(dataDir, 'control-plane.log');
   const log = createWriteStream(logPath);
 
-  const child = spawn(binary, ['--data-dir', dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const args = ['--data-dir', dataDir, ...(options.workloads === true ? ['--workloads'] : [])];
+  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   child.stderr.pipe(log);
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
 

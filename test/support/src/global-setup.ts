@@ -5,6 +5,7 @@ import { isAbsolute, join, relative } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startControlPlane } from './control-plane.ts';
 import { ensureGiteaBinary } from './gitea.ts';
+import { ensureKwok } from './kwok.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -17,6 +18,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   if (external !== undefined && external !== '') {
     project.provide('kubeconfig', external);
     if (needsGitea(project)) await buildGitea();
+    if (selects(project, KWOK_TESTS)) await buildKwok();
     return async () => {};
   }
   const started = Date.now();
@@ -24,6 +26,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   console.log(`[control-plane] ready at ${controlPlane.server} in ${((Date.now() - started) / 1000).toFixed(1)}s`);
   project.provide('kubeconfig', controlPlane.kubeconfigPath);
   if (needsGitea(project)) await buildGitea();
+  if (selects(project, KWOK_TESTS)) await buildKwok();
   return () => controlPlane.stop();
 }
 
@@ -43,15 +46,32 @@ async function buildGitea(): Promise<void> {
 /** The test files that start Gitea (startGitea): a run that selects none of them does not build it. */
 const GITEA_TESTS = ['test/e2e/gitea.int.test.ts'];
 
+/** The test files that start simulated nodes (startKwokCluster): KWOK is built (minutes, once) only for them. */
+const KWOK_TESTS = ['test/e2e/hooks.int.test.ts', 'test/support/src/kwok.int.test.ts'];
+
+/** Like Gitea, KWOK is built before any test file runs, so a cold build counts against no test's timeout. */
+async function buildKwok(): Promise<void> {
+  try {
+    await ensureKwok({ onProgress: (line) => console.log(`[kwok] ${line}`) });
+  } catch (error) {
+    console.log(`[kwok] not built: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
 /**
  * Whether the run's file filters (`vitest run a b`: each a part of a path) select a file that starts Gitea.
  * No filter selects every file.
  */
 export function needsGitea(project: Pick<TestProject, 'vitest'> & { config: { root: string } }): boolean {
+  return selects(project, GITEA_TESTS);
+}
+
+/** Whether the run's file filters select one of `files`. */
+function selects(project: Pick<TestProject, 'vitest'> & { config: { root: string } }, files: readonly string[]): boolean {
   const filters = (project.vitest as { filenamePattern?: readonly string[] }).filenamePattern;
   if (filters === undefined || filters.length === 0) return true;
   const root = project.config.root;
-  return GITEA_TESTS.some((file) =>
+  return files.some((file) =>
     filters.some((filter) => {
       const relativeFilter = isAbsolute(filter) ? relative(root, filter) : filter;
       return join(root, file).includes(filter) || file.includes(relativeFilter.replace(/^\.\//, ''));

@@ -29,3 +29,6 @@ export { LOCAL_KMS_TOOL, startLocalKms } from './local-kms.ts';
 export type { LocalKms } from './local-kms.ts';
 export { ensureRenderEngine } from './render-engine.ts';
 export { HELM_VERSION, KUSTOMIZE_VERSION, JSONNET_VERSION, ensureHelm, ensureKustomize, ensureJsonnet } from './engine-tools.ts';
+export { JOB_OUTCOME_LABEL, JobOutcome, KWOK_TOOL, ensureKwok, kwokStages, startKwokCluster } from './kwok.ts';
+export type { KwokCluster } from './kwok.ts';
+export { tektonCrds, tektonRunStatus } from './tekton.ts';

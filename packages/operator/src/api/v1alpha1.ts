@@ -321,6 +321,23 @@ export const TargetHealth = z
   })
   .meta({ description: "Health of the target's applied objects, by the kstatus rules." });
 
+export const HookStatus = z
+  .object({
+    hook: describe(z.enum(['PreSync', 'Sync', 'PostSync', 'SyncFail']), 'When the hook runs: PreSync before the objects are applied, Sync with them, PostSync once they are healthy, SyncFail when the apply, their health or a hook failed.'),
+    kind: describe(z.string(), 'The hook object\'s kind (Job, PipelineRun, TaskRun, ...).'),
+    apiVersion: describe(z.string(), 'The hook object\'s apiVersion.'),
+    namespace: describe(z.string(), 'The namespace the hook object runs in; empty when cluster-scoped.').optional(),
+    name: describe(z.string(), 'The hook object\'s name (generated from metadata.generateName when the source sets that).'),
+    source: describe(z.string(), 'The hook as the source names it: Kind/name, or Kind/generateName for a generated name.'),
+    phase: describe(z.enum(['Pending', 'Running', 'Succeeded', 'Failed']), 'Pending: not created yet (waiting for an earlier step); Running; Succeeded; Failed (see message).'),
+    uid: describe(z.string(), 'The uid of the object this sync created for the hook.').optional(),
+    startedAt: Timestamp('When this sync created the hook object.').optional(),
+    finishedAt: Timestamp('When the hook was seen finished.').optional(),
+    duration: describe(z.string(), 'How long the hook ran, from creation to the finish seen (e.g. 12s).').optional(),
+    message: describe(z.string(), 'What the hook\'s status says, or why it failed.').optional(),
+  })
+  .meta({ description: 'One hook of a target at the revision in hooksRevision.' });
+
 export const TargetStatus = z.object({
   name: describe(z.string(), 'The target (spec.targets[].name).'),
   cluster: describe(z.string(), 'The RemoteCluster of the target; absent = this cluster.').optional(),
@@ -331,6 +348,8 @@ export const TargetStatus = z.object({
   message: describe(z.string(), 'Why the target failed, or a notice.').optional(),
   lastSyncedTime: Timestamp('When the target last changed something in the cluster (or first synced).').optional(),
   health: TargetHealth.optional(),
+  hooksRevision: describe(z.string(), 'The commit the hooks below ran for: each hook runs once per sync, target and commit.').optional(),
+  hooks: z.array(HookStatus).max(100).optional().meta({ description: 'The hooks (objects annotated syncline.dev/hook or argocd.argoproj.io/hook) of the target at hooksRevision.' }),
 });
 
 export const TargetInventory = z.object({
@@ -736,6 +755,7 @@ export type ConditionType = z.infer<typeof ConditionType>;
 export type Condition = z.infer<typeof Condition>;
 export type TargetHealth = z.infer<typeof TargetHealth>;
 export type TargetStatus = z.infer<typeof TargetStatus>;
+export type HookStatus = z.infer<typeof HookStatus>;
 export type TargetInventory = z.infer<typeof TargetInventory>;
 export type HistoryEntry = z.infer<typeof HistoryEntry>;
 export type ConfigSyncStatus = z.infer<typeof ConfigSyncStatus>;
@@ -831,7 +851,7 @@ export const NotificationProvider = z.object({
 });
 
 /** What a NotificationAlert can ask for: a category of the operator's events, or an exact Event reason. */
-export const EventCategory = z.enum(['Applied', 'Failed', 'DriftCorrected', 'HealthDegraded', 'Failover', 'Recovered']);
+export const EventCategory = z.enum(['Applied', 'Failed', 'DriftCorrected', 'HealthDegraded', 'Failover', 'Recovered', 'HookFailed']);
 
 export const EventSource = z.object({
   kind: z

@@ -69,6 +69,7 @@ export async function statusCommand(kube: Kube, name: string | undefined, flags:
   }
   out(formatStatus(items));
   if (name !== undefined) out(formatTargets(items[0]?.status?.targets ?? []));
+  if (name !== undefined) out(formatHooks(items[0]?.status?.targets ?? []));
   return 0;
 }
 
@@ -406,6 +407,13 @@ export function formatStatus(items: readonly ConfigSync[]): string {
 }
 
 /** Per target: where it applies (cluster, namespace), its phase and why. */
+/** The hooks of each target's last commit that ran hooks (status.targets[].hooks), one line each. */
+export function formatHooks(targets: readonly TargetStatus[]): string {
+  const rows = targets.flatMap((t) => (t.hooks ?? []).map((h) => [t.name, h.hook, `${h.kind}/${h.name}`, h.phase, h.duration ?? '', (t.hooksRevision ?? '').slice(0, 7), (h.message ?? '').slice(0, 60)]));
+  if (rows.length === 0) return '';
+  return `\n${table([['TARGET', 'HOOK', 'OBJECT', 'PHASE', 'DURATION', 'COMMIT', 'MESSAGE'], ...rows])}`;
+}
+
 export function formatTargets(targets: readonly TargetStatus[]): string {
   if (targets.length === 0) return '';
   return `\n${table([['TARGET', 'CLUSTER', 'NAMESPACE', 'PHASE', 'OBJECTS', 'MESSAGE'], ...targets.map((t) => [t.name, t.cluster ?? '(local)', t.namespace ?? '', t.phase, String(t.objects), (t.message ?? '').slice(0, 80)])])}`;

@@ -45,6 +45,7 @@ describe('categories', () => {
     const o = object('team');
     expect(categorize(o, { type: 'Warning', reason: 'StandbyPromoted', message: '' }, false)).toBe('Failover');
     expect(categorize(o, { type: 'Warning', reason: 'HealthCheckFailed', message: '' }, false)).toBe('HealthDegraded');
+    expect(categorize(o, { type: 'Warning', reason: 'HookFailed', message: '' }, false)).toBe('HookFailed');
     expect(categorize(o, { type: 'Warning', reason: 'ApplyFailed', message: '' }, false)).toBe('Failed');
     expect(categorize(o, { type: 'Normal', reason: 'Synced', message: 'revision 0123456789ab: 1 configured' }, true)).toBe('Recovered');
     const synced = { ...o, metadata: { ...o.metadata, generation: 2 }, status: { observedGeneration: 2, sourceRevision: '0123456789abcdef0123456789abcdef01234567' } };

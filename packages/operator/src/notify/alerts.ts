@@ -5,7 +5,7 @@ import type { AlertSpec, EventCategory, EventSource } from '../api/v1alpha1.ts';
 import { NAMESPACE_NOT_ALLOWED, type TrustedNamespaces } from '../tenancy.ts';
 import type { NotificationEvent } from './event.ts';
 
-export const EVENT_CATEGORIES: readonly EventCategory[] = ['Applied', 'Failed', 'DriftCorrected', 'HealthDegraded', 'Failover', 'Recovered'];
+export const EVENT_CATEGORIES: readonly EventCategory[] = ['Applied', 'Failed', 'DriftCorrected', 'HealthDegraded', 'Failover', 'Recovered', 'HookFailed'];
 
 export type AlertView = { readonly namespace: string; readonly name: string; readonly spec: AlertSpec };
 

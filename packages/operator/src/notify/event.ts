@@ -37,6 +37,8 @@ export type NotificationEvent = {
 /** Event reasons that say a standby took over (or gave back). */
 const FAILOVER_REASONS = new Set(['FailedOver', 'FailedBack', 'StandbyPromoted', 'PromotionHeld']);
 const HEALTH_REASONS = new Set(['HealthCheckFailed']);
+/** A PreSync, Sync, PostSync or SyncFail hook of a sync failed (reconcile/hooks.ts). */
+const HOOK_REASONS = new Set(['HookFailed']);
 
 /**
  * The category of a recorded Event. A sync's Normal Event at the revision and generation it had already
@@ -46,6 +48,7 @@ const HEALTH_REASONS = new Set(['HealthCheckFailed']);
 export function categorize(object: InvolvedObject, event: RecordedEvent, recovered: boolean): EventCategory {
   if (FAILOVER_REASONS.has(event.reason)) return 'Failover';
   if (HEALTH_REASONS.has(event.reason)) return 'HealthDegraded';
+  if (HOOK_REASONS.has(event.reason)) return 'HookFailed';
   if (event.type === 'Warning') return 'Failed';
   if (recovered) return 'Recovered';
   if ((event.reason === 'Synced' || event.reason === 'Replicated') && sameRevisionAndGeneration(object, event)) return 'DriftCorrected';

@@ -23,6 +23,10 @@ export const Reason = {
   Healthy: 'Healthy',
   /** An applied object failed (ProgressDeadlineExceeded, a failed Job, ...) or did not become healthy within spec.timeout. */
   HealthCheckFailed: 'HealthCheckFailed',
+  /** A PreSync, Sync or PostSync hook of the current commit is still running (reconcile/hooks.ts). */
+  HookRunning: 'HookRunning',
+  /** A hook failed or timed out: PreSync keeps the previous version applied; SyncFail hooks ran. */
+  HookFailed: 'HookFailed',
   /** A ConfigSync in spec.dependsOn is missing or not Ready at its current revision. */
   DependencyNotReady: 'DependencyNotReady',
   /** spec.dependsOn leads back to this ConfigSync. */

@@ -24,6 +24,7 @@ import { dependencyNotReady, findCycle } from './dependencies.ts';
 import { healthConditions } from './health.ts';
 import { capabilitiesOf, engineSpecFor, readsWholeRepository, serverVersion, targetPath } from './engines.ts';
 import { NAMESPACE_NOT_ALLOWED, type Actor, type TrustedNamespaces } from '../tenancy.ts';
+import { HOOK_POLL_MS, applyTargetWithHooks, hookConditions, hooksFailed, hooksRunning } from './hook-run.ts';
 
 /** How long a sync waits for spec.timeout when it sets none (Flux's default for wait is its interval; 5m here). */
 export const DEFAULT_HEALTH_TIMEOUT = '5m';
@@ -184,7 +185,7 @@ async function sync(run: SyncRun): Promise<Outcome> {
   if (!rendered.ok) return rendered.outcome;
   const client = await applyClientFor(run, source.value.revision);
   if (!client.ok) return client.outcome;
-  const targets = await reconcileTargets(run, client.value, rendered.value, clusters);
+  const targets = await reconcileTargets(run, client.value, rendered.value, clusters, source.value.revision);
   const desired = [...rendered.value.values()].flat();
   const outcome = syncedOutcome(run, source.value.revision, targets, desired);
   // A target waiting out its backoff asks to run again when that ends, not at the next refresh.
@@ -413,7 +414,7 @@ async function applyClientFor(run: SyncRun, revision: string): Promise<Step<Appl
  * Plan, apply and prune every target at once (clusters in parallel); a target that fails fails alone. A
  * target removed from the spec is pruned where its inventory says it was applied.
  */
-async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: ReadonlyMap<string, KubernetesObject[]>, clusters: ClusterAccess): Promise<TargetOutcome[]> {
+async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: ReadonlyMap<string, KubernetesObject[]>, clusters: ClusterAccess, revision: string): Promise<TargetOutcome[]> {
   const previous = run.object.status ?? {};
   const previousInventory = new Map((previous.inventory ?? []).map((i) => [i.target, i]));
   const previousTargets = new Map((previous.targets ?? []).map((t) => [t.name, t]));
@@ -445,7 +446,10 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
     const remote = access?.clients;
     // A drift watch gone silent proves nothing: the target read instead, and says so (see drift-watches.ts).
     const stale = new Set<string>();
-    const applied = await applyTarget({
+    // Hooks (syncline.dev/hook, argocd.argoproj.io/hook) run around the apply of the other objects (hook-run.ts).
+    const applied = await applyTargetWithHooks({
+      revision,
+      hookTimeoutMs: parseDuration(run.spec.timeout ?? DEFAULT_HEALTH_TIMEOUT),
       client: remote?.apply ?? client,
       target: { name: target.name, ...(target.namespace === undefined ? {} : { namespace: target.namespace }), ...(cluster === undefined ? {} : { cluster }) },
       desired,
@@ -460,7 +464,7 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
       health: { wait: target.wait ?? run.spec.wait },
       tenancy: actorOf(run.deps, run.namespace, run.spec, cluster),
       ...common(target.name),
-    });
+    }, applyTarget);
     const outcome = stale.size > 0 && applied.status.phase === 'Synced' ? { ...applied, status: { ...applied.status, message: truncate([...stale].join('; ')) } } : applied;
     if (remote !== undefined) {
       const unreachable = outcome.failures.find((f) => /Timeout|TransportError/.test(f));
@@ -599,6 +603,7 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   const judged = targets.flatMap((t) => (t.health === undefined ? [] : [{ name: t.status.name, wait: waitOf.get(t.status.name) ?? false, report: t.health }]));
   const health = judged.length === 0 ? undefined : healthConditions({ conditions, targets: judged, lastSyncedTime, timeoutMs: parseDuration(spec.timeout ?? DEFAULT_HEALTH_TIMEOUT), at });
   if (health !== undefined) conditions = keepTransitions(previous.conditions, health.conditions);
+  conditions = keepTransitions(previous.conditions, hookConditions(conditions, targets, at));
 
   const status: ConfigSyncStatus = {
     ...previous,
@@ -625,16 +630,19 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
     if (conflicts.length > 0) events.push({ type: 'Warning', reason: Reason.Conflict, message: truncate(`${conflicts.length} object(s) not applied: ${conflicts.join('; ')}`) });
     // The failures as the Ready condition lists them (what the other targets wrote is in the log line above):
     // the same failure next time is the same message, which counts up one Event.
-    if (failures.length > 0) events.push({ type: 'Warning', reason: onlyRefused(targets) ? Reason.NamespaceNotAllowed : Reason.ApplyFailed, message: truncate(`${failures.length} failed: ${failures.join('; ')}`) });
+    if (failures.length > 0) events.push({ type: 'Warning', reason: onlyRefused(targets) ? Reason.NamespaceNotAllowed : hooksFailed(targets.map((t) => t.status)) ? Reason.HookFailed : Reason.ApplyFailed, message: truncate(`${failures.length} failed: ${failures.join('; ')}`) });
     return { status, result: waitForPerson ? { kind: 'wait', requeueAfterMs: run.refreshMs } : { kind: 'retry' }, events };
   }
-  if (changed || revisionChanged) log.info({ revision, ...counts }, 'synced');
+  // A commit whose PreSync hooks run has written nothing yet: its Synced Event comes with the apply.
+  const announce = changed || (revisionChanged && !hooksRunning(targets.map((t) => t.status)));
+  if (announce) log.info({ revision, ...counts }, 'synced');
   else log.debug({ revision }, 'no changes');
   // Once per change (the event is recorded only with the status write it explains), naming what changed.
-  if (changed || revisionChanged) events.push({ type: 'Normal', reason: 'Synced', message: truncate(`revision ${revision.slice(0, 12)}: ${summary}${changes.length === 0 ? '' : `: ${describeChanges(changes)}`}`), logged: true });
+  if (announce) events.push({ type: 'Normal', reason: 'Synced', message: truncate(`revision ${revision.slice(0, 12)}: ${summary}${changes.length === 0 ? '' : `: ${describeChanges(changes)}`}`), logged: true });
   if (health?.failure !== undefined) events.push({ type: 'Warning', reason: Reason.HealthCheckFailed, message: health.failure });
   // Still converging: the objects' status changes wake this sync; the timeout's expiry is the latest re-check.
-  return { status, result: { kind: 'done', requeueAfterMs: Math.min(run.refreshMs, health?.requeueAfterMs ?? Infinity) }, events };
+  const hookPoll = hooksRunning(targets.map((t) => t.status)) ? HOOK_POLL_MS : Infinity;
+  return { status, result: { kind: 'done', requeueAfterMs: Math.min(run.refreshMs, health?.requeueAfterMs ?? Infinity, hookPoll) }, events };
 }
 
 /**
