@@ -6,6 +6,7 @@ import { type EventRecorder, type KubeRest } from '@syncline/kube';
 import { decodeInventory, digestRendered, encodeInventory, objectId, ownedBy, recordHistory, type ApplyClient, type InventoryEntry } from '@syncline/apply';
 import { EngineFailure, RenderError, RenderErrorReason, layerValues, renderTarget, renderWithEngine, type EngineRenderCache, type RenderEngine, type TemplateCache, type KubernetesObject, type Values } from '@syncline/render';
 import { GitSourceError, type GitSource } from '@syncline/source-git';
+import { ChartSourceError, type ChartSource, type FetchedChart } from '@syncline/source-helm';
 import type { Logger } from 'pino';
 import { ConfigSyncSpec, INTERVAL_BOUNDS, type Condition, type ConfigSync, type ConfigSyncStatus, type HistoryEntry, type TargetInventory, type TargetStatus } from '../api/v1alpha1.ts';
 import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
@@ -22,6 +23,7 @@ import { DecryptionFailure, createDecryptionContext, decryptFiles, readKeyRing, 
 import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, onlyRefused, partitionInventory, readableId, truncate, type TargetNoop, type TargetOutcome } from './target.ts';
 import { dependencyNotReady, findCycle } from './dependencies.ts';
 import { healthConditions } from './health.ts';
+import { fetchPublishedChart } from './charts.ts';
 import { capabilitiesOf, engineSpecFor, readsWholeRepository, serverVersion, targetPath } from './engines.ts';
 import { NAMESPACE_NOT_ALLOWED, type Actor, type TrustedNamespaces } from '../tenancy.ts';
 
@@ -45,6 +47,8 @@ export type ConfigSyncReconcilerDeps = {
   readonly renderEngine?: RenderEngine;
   /** Engine renders by commit, path, inputs and target: a resync of an unchanged commit renders nothing. */
   readonly engineCache?: EngineRenderCache;
+  /** Charts from Helm repositories and OCI registries (spec.source.helm.repository), cached by digest. */
+  readonly charts?: ChartSource;
   readonly clock: { now(): Date };
   readonly logger: Logger;
   readonly metrics: Metrics;
@@ -180,7 +184,9 @@ async function sync(run: SyncRun): Promise<Outcome> {
   const clusters = await resolveClusters(run);
   const decrypted = await reconcileDecryption(run, source.value);
   if (!decrypted.ok) return decrypted.outcome;
-  const rendered = await reconcileRender(run, decrypted.value, clusters);
+  const chart = await reconcileChart(run, decrypted.value);
+  if (!chart.ok) return chart.outcome;
+  const rendered = await reconcileRender(run, chart.value, clusters);
   if (!rendered.ok) return rendered.outcome;
   const client = await applyClientFor(run, source.value.revision);
   if (!client.ok) return client.outcome;
@@ -227,7 +233,26 @@ type Source = {
   valuesFiles?: LayeredValuesFiles;
   /** Encrypted files outside the rendered paths that could not be decrypted, left out of the render. */
   withheld?: readonly string[];
+  /** The published chart (spec.source.helm.repository) the Helm render reads instead of the Git files. */
+  chart?: FetchedChart;
 };
+
+/**
+ * spec.source.helm.repository: the chart resolved, downloaded and verified before anything renders. A bad spec
+ * or Secret stalls; an unreachable server, a digest that does not match or a version not published yet is
+ * retried with backoff. Either way nothing is applied or pruned.
+ */
+async function reconcileChart(run: SyncRun, source: Source): Promise<Step<Source>> {
+  try {
+    const chart = await fetchPublishedChart({ rest: run.deps.rest, charts: run.deps.charts, namespace: run.namespace, spec: run.spec, maxAgeMs: run.refAgeMs });
+    return { ok: true, value: chart === undefined ? source : { ...source, chart } };
+  } catch (error) {
+    if (error instanceof StallError) return { ok: false, outcome: stalled(run, error.reason, error.message, source.revision) };
+    if (error instanceof ChartSourceError && !error.retryable) return { ok: false, outcome: stalled(run, Reason.FetchFailed, `chart: ${error.message}`, source.revision) };
+    const message = error instanceof ChartSourceError ? error.message : safeError(error).message;
+    return { ok: false, outcome: failed(run, Reason.FetchFailed, `chart: ${message}`, { kind: 'retry' }) };
+  }
+}
 
 /** Resolve the revision and read the path from its snapshot. A failure here never touches the cluster. */
 async function reconcileSource(run: SyncRun): Promise<Step<Source>> {
@@ -332,7 +357,7 @@ async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAc
         const renderTargetSpec = { name: target.name, namespace: target.namespace ?? run.namespace, values: targetValues(source, target.name, target.values), patches: target.patches, data: target.data, ...(target.cluster === undefined ? {} : { cluster: target.cluster.name }) };
         const renderSource = { repo: spec.source.git.repo, revision: source.revision, path };
         const discovery = await client.discovery(refresh ? { refresh: true } : {});
-        const engine = target.data === undefined ? engineSpecFor(spec, target, source.files) : undefined;
+        const engine = target.data === undefined ? engineSpecFor(spec, target, source.files, source.chart?.dir) : undefined;
         if (engine === undefined) {
           rendered.set(target.name, renderTarget({ files: source.files, path, values, target: renderTargetSpec, source: renderSource, discovery, cache: deps.templates }));
           continue;
@@ -344,9 +369,10 @@ async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAc
           await renderWithEngine({
             engine: deps.renderEngine,
             spec: engine,
-            files: source.files,
+            files: source.chart?.files ?? source.files,
             path,
             values,
+            ...(source.chart === undefined ? {} : { chartDigest: source.chart.digest }),
             target: renderTargetSpec,
             source: renderSource,
             discovery,
