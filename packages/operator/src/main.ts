@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { createGitSource, proxyFromEnvironment } from '@syncline/source-git';
 import { createChartSource } from '@syncline/source-helm';
 import { hostname, homedir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runCli, type RunOptions } from './cli.ts';
 import { createApplyClients } from './kube/identity.ts';
@@ -75,12 +75,12 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     onRateLimited: (event) => logger.warn({ host: event.host, status: event.status, waitMs: event.waitMs }, 'the Git host rate-limited us; every request to it waits'),
   });
   const renderEngine = startRenderEngine(flags, env, logger);
-  // Published charts (spec.source.helm.repository), cached by digest beside the Git snapshots; the render process
-  // chooses the version with Helm's semver library, so there are none without it.
+  // Published charts (spec.source.helm.repository), cached by digest in the cache directory beside the Git
+  // snapshots; the render process chooses their versions with Helm's semver library, so none without it.
   const charts =
     renderEngine === undefined
       ? undefined
-      : createChartSource({ chooseVersion: (versions, version) => renderEngine.chooseChartVersion(versions, version), allowInsecureHttp: flags.allowInsecureHttp === true, cacheDir: join(dirname(flags.cacheDir ?? join(env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'syncline', 'snapshots')), 'charts') });
+      : createChartSource({ chooseVersion: (versions, version) => renderEngine.chooseChartVersion(versions, version), allowInsecureHttp: flags.allowInsecureHttp === true, cacheDir: join(flags.cacheDir ?? join(env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'syncline', 'snapshots'), 'charts') });
   const identity = `${hostname()}-${process.pid}`;
   const podNamespace = env['POD_NAMESPACE'];
 

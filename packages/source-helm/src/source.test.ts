@@ -49,14 +49,14 @@ async function helmTemplate(args: readonly string[]): Promise<unknown[]> {
     .filter((o) => o !== null);
 }
 
-async function renderFetched(chart: { dir: string; files: readonly { path: string; content: Uint8Array }[]; digest: string }, values?: Record<string, unknown>): Promise<unknown[]> {
+async function renderFetched(chart: { dir: string; files: readonly { path: string; content: Uint8Array }[]; digest: string }, values?: Record<string, unknown>, targetValues?: Record<string, unknown>): Promise<unknown[]> {
   const objects = await renderWithEngine({
     engine,
     spec: { engine: EngineName.Helm, options: { chart: chart.dir, releaseName: 'demo', includeCRDs: true, skipTests: true } },
     files: chart.files,
     path: '',
     ...(values === undefined ? {} : { values }),
-    target: { name: 'default', namespace: 'shop' },
+    target: { name: 'default', namespace: 'shop', ...(targetValues === undefined ? {} : { values: targetValues }) },
     source: { repo: 'https://git.example/repo', revision: 'a'.repeat(40), path: '' },
     discovery: createStaticDiscovery(),
     releaseName: 'demo',
@@ -101,6 +101,23 @@ describe('a Helm repository (index.yaml over HTTPS, basic auth, private CA)', ()
     const expected = await helmTemplate(['hello', '--repo', repo.url, '--version', '^1.0', '--username', auth.username, '--password', auth.password, '--ca-file', caFile]);
     expect(await renderFetched(chart)).toEqual(expected);
     expect(JSON.stringify(expected)).toContain('bonjour');
+  });
+
+  it('null in the sync\'s or the target\'s values deletes the chart\'s default, as helm template -f does', async () => {
+    const chart = await source().fetchChart({ url: repo.url, chart: 'hello', version: '1.0.0', auth, ca: ca.caCert });
+    const sync = { greeting: null, settings: { color: 'red' } };
+    const target = { settings: { size: null } };
+    const caFile = join(work, 'ca.crt');
+    writeFileSync(caFile, ca.caCert);
+    writeFileSync(join(work, 'sync.json'), JSON.stringify(sync));
+    writeFileSync(join(work, 'target.json'), JSON.stringify(target));
+    const expected = await helmTemplate(['hello', '--repo', repo.url, '--version', '1.0.0', '--username', auth.username, '--password', auth.password, '--ca-file', caFile, '-f', join(work, 'sync.json'), '-f', join(work, 'target.json')]);
+    const rendered = await renderFetched(chart, sync, target);
+    expect(rendered).toEqual(expected);
+    const configMap = rendered.find((o) => (o as { kind: string }).kind === 'ConfigMap') as { data: Record<string, string> };
+    // greeting's default is gone: `quote` of nothing renders an empty YAML value, as with helm template.
+    expect(configMap.data).toMatchObject({ color: 'red', greeting: null });
+    expect(configMap.data['size']).toBeUndefined();
   });
 
   it('picks the newest release (no prerelease) for an empty version, and an exact prerelease when named', async () => {

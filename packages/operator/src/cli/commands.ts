@@ -182,7 +182,7 @@ export async function renderCommand(path: string, flags: RenderFlags, out: Out):
   for (const assignment of flags.set) layers.push(setValue(assignment));
   const found = await stat(path).catch(() => undefined);
   if (found === undefined) throw new Error(`${path}: no such file or directory (render takes a template file or a directory of templates)`);
-  const engineOutput = await renderLocalEngine(path, flags, layerValues(layers));
+  const engineOutput = await renderLocalEngine(path, flags, layerValues(layers, { keepNulls: true }));
   if (engineOutput !== undefined) {
     out(engineOutput);
     return 0;

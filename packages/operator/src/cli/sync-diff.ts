@@ -62,7 +62,7 @@ export async function renderSync(input: { rest: KubeRest; object: ConfigSync; so
   const valuesFiles = await readValuesFiles(decryption, spec, ring, async (path) => (await read(path)).map(bytes));
   const roots = spec.targets.map((target) => targetPath(spec, target).split('/').filter((part) => part !== '' && part !== '.').join('/'));
   const { files } = await decryptFiles(decryption, input.source.files.filter((f) => !valuesFiles.paths.has(f.path)).map(bytes), ring, roots);
-  const values = layerValues([valuesFiles.spec, await readValues(input.rest, namespace, spec)]);
+  const values = layerValues([valuesFiles.spec, await readValues(input.rest, namespace, spec)], { keepNulls: true });
   const out: { name: string; cluster?: string; objects?: ApplyObject[]; engine?: string }[] = [];
   for (const target of spec.targets) {
     if (target.cluster !== undefined) {
@@ -70,7 +70,7 @@ export async function renderSync(input: { rest: KubeRest; object: ConfigSync; so
       continue;
     }
     const path = targetPath(spec, target);
-    const renderTargetSpec = { name: target.name, namespace: target.namespace ?? namespace, values: layerValues([valuesFiles.targets.get(target.name), target.values]), patches: target.patches, data: target.data };
+    const renderTargetSpec = { name: target.name, namespace: target.namespace ?? namespace, values: layerValues([valuesFiles.targets.get(target.name), target.values], { keepNulls: true }), patches: target.patches, data: target.data };
     const source = { repo: spec.source.git.repo, revision: input.source.revision, path };
     const engineSpec = target.data === undefined ? engineSpecFor(spec, target, files) : undefined;
     if (engineSpec === undefined) {

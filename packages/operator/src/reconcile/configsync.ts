@@ -344,7 +344,7 @@ async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAc
   const { deps, spec } = run;
   const rendered = new Map<string, KubernetesObject[]>();
   try {
-    const values = layerValues([source.valuesFiles?.spec, await readValues(deps.rest, run.namespace, spec)]);
+    const values = layerValues([source.valuesFiles?.spec, await readValues(deps.rest, run.namespace, spec)], { keepNulls: true });
     const defaultClient = await deps.applyClient(undefined);
     const renderAll = async (refresh: boolean): Promise<void> => {
       rendered.clear();
@@ -412,7 +412,7 @@ function withheldNote(source: Source): string {
 /** targets[].valuesFiles under targets[].values. */
 function targetValues(source: Source, target: string, values: Values | undefined): Values | undefined {
   const files = source.valuesFiles?.targets.get(target);
-  return files === undefined ? values : layerValues([files, values]);
+  return files === undefined ? values : layerValues([files, values], { keepNulls: true });
 }
 
 function identityOf(deps: ConfigSyncReconcilerDeps, namespace: string, spec: ConfigSyncSpec | undefined): ApplyIdentity {

@@ -162,7 +162,8 @@ function engineInput(options: EngineRenderOptions, path: string): { engine: Engi
           chart: normalizePath(o.chart ?? path),
           releaseName: o.releaseName ?? options.releaseName,
           namespace: target.namespace ?? 'default',
-          values: layerValues([options.values, target.values]),
+          // Nulls stay for Helm, which deletes the chart defaults they name (see layerValues).
+          values: layerValues([options.values, target.values], { keepNulls: true }),
           includeCRDs: o.includeCRDs ?? true,
           skipTests: o.skipTests ?? true,
           ...((o.kubeVersion ?? capabilities.kubeVersion) === undefined ? {} : { kubeVersion: o.kubeVersion ?? capabilities.kubeVersion }),
