@@ -88,7 +88,8 @@ describe('charts from an OCI registry and a Helm repository, end to end', () => 
   it('an OCI chart gets Ready; a version bump re-renders; a wrong digest fails (retried) and loses nothing', async () => {
     // given a sync of the OCI chart at 1.0.0
     await applyConfigSync(ociSync({ version: '1.0.0' }));
-    await ready('from-oci');
+    const synced = await ready('from-oci');
+    expect(synced.status?.targets?.[0]).toMatchObject({ engine: 'helm', chart: expect.stringMatching(/^hello@1\.0\.0 \(sha256:[0-9a-f]{64}\)$/) as unknown });
     // then the chart's objects are applied with the sync's values (null deletes the chart's default, as in Helm)
     const first = await configMapData(ns.name, 'from-oci-hello');
     expect(first).toMatchObject({ chartVersion: '1.0.0', greeting: 'from the sync', color: 'blue' });
@@ -96,7 +97,7 @@ describe('charts from an OCI registry and a Helm repository, end to end', () => 
 
     // when the version is bumped (a range admitting the newer one), the new chart renders
     await applyConfigSync(ociSync({ version: '^1.0' }));
-    await ready('from-oci');
+    expect((await ready('from-oci')).status?.targets?.[0]?.chart).toMatch(/^hello@1\.1\.0 /);
     expect((await configMapData(ns.name, 'from-oci-hello'))?.['chartVersion']).toBe('1.1.0');
 
     // when the sync pins a digest the registry does not have, it fails clearly and keeps retrying

@@ -1,4 +1,5 @@
-// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed] [--encrypted]`
+// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed] [--encrypted] [--engine handlebars|kustomize|helm] [--engines]`
+// (--engine: what renders the syncs, see _engines.ts; --engines: all three runs side by side)
 // (--encrypted, with --layout namespace-per-sync: one object of the five is a SOPS-encrypted Secret, age, decrypted by every sync)
 // (DIR gets the operator's CPU profile; layout and scope: see _layout.ts; --mixed: the figures alone and beside a NamespaceReplication
 // and mirrored Secrets, see _mixed.ts): N ConfigSyncs × 5 objects on one repo against the
@@ -6,15 +7,21 @@
 // commit, operator peak RSS, and for the steady state (nothing changing, refreshInterval 30s) the write
 // requests the API server counted (by verb, leases apart) and the operator's CPU time.
 import type { ConfigSync } from '@syncline/operator';
-import { ensureSops, generateAgeKey, startOperator } from '@syncline/test-support';
+import { ensureRenderEngine, ensureSops, generateAgeKey, startOperator } from '@syncline/test-support';
+import { writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { benchLayout } from './_layout.ts';
 import { benchEnvironment, cpuSeconds, diff, peakRss, pool, requestCounts, sleep, writeRequests } from './_environment.ts';
 import { mixedPart, runMixedComparison } from './_mixed.ts';
+import { BenchEngine, engineFiles, engineSource, parseBenchEngine, runEngineComparison } from './_engines.ts';
 
-const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' }, layout: { type: 'string', default: 'shared' }, scope: { type: 'string', default: 'namespace' }, mixed: { type: 'boolean', default: false }, encrypted: { type: 'boolean', default: false }, part: { type: 'string' }, json: { type: 'string' } } });
+const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' }, layout: { type: 'string', default: 'shared' }, scope: { type: 'string', default: 'namespace' }, mixed: { type: 'boolean', default: false }, encrypted: { type: 'boolean', default: false }, engine: { type: 'string', default: 'handlebars' }, engines: { type: 'boolean', default: false }, part: { type: 'string' }, json: { type: 'string' } } });
 if (flags.mixed) await runMixedComparison(import.meta.filename, process.argv.slice(2));
+if (flags.engines) await runEngineComparison(import.meta.filename, process.argv.slice(2));
+const engine = parseBenchEngine(flags.engine);
+if (engine !== BenchEngine.Handlebars && flags.encrypted) throw new Error('--encrypted is measured with Handlebars only');
+const renderEngineArgs = engine === BenchEngine.Handlebars ? [] : ['--render-engine', await ensureRenderEngine({ onProgress: (line) => console.error(`[bench] ${line}`) })];
 const SYNCS = Number(flags.syncs);
 const STEADY_SECONDS = Number(flags.steady);
 const namespace = 'bench';
@@ -35,13 +42,14 @@ const encryptedSecret =
 if (sopsKey !== undefined) await rest.request({ method: 'POST', path: `/api/v1/namespaces/${namespace}/secrets`, body: { metadata: { name: 'sops-keys' }, stringData: { 'identity.agekey': sopsKey.identity } } });
 const commitAll = (rev: string): Promise<string> =>
   repo.commit({
-    ...Object.fromEntries((encryptedSecret === undefined ? [1, 2, 3, 4, 5] : [1, 2, 3, 4]).map((i) => [`app/cm-${i}.yaml.hbs`, template(i, rev)])),
+    ...(engine !== BenchEngine.Handlebars ? engineFiles(engine, rev) : {}),
+    ...Object.fromEntries(engine !== BenchEngine.Handlebars ? [] : (encryptedSecret === undefined ? [1, 2, 3, 4, 5] : [1, 2, 3, 4]).map((i) => [`app/cm-${i}.yaml.hbs`, template(i, rev)])),
     ...(encryptedSecret === undefined ? {} : { 'app/db.yaml': encryptedSecret }),
   });
 const first = await commitAll('one');
 const part = await mixedPart(flags.part, { rest, namespace });
 
-await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: [...layout.operatorArgs, ...(flags.concurrency === undefined ? [] : ['--concurrency', flags.concurrency]), ...(part?.operatorArgs ?? [])], ...(flags.profile === undefined ? {} : { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${flags.profile}`] }) }); // info level: startOperator waits for the 'syncline started' line
+await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: [...layout.operatorArgs, ...renderEngineArgs, ...(flags.concurrency === undefined ? [] : ['--concurrency', flags.concurrency]), ...(part?.operatorArgs ?? [])], ...(flags.profile === undefined ? {} : { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${flags.profile}`] }) }); // info level: startOperator waits for the 'syncline started' line
 
 const progress = (line: string): void => console.error(`[bench] ${line}`);
 await part?.ready(progress);
@@ -66,7 +74,7 @@ await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
   rest.request({
     method: 'POST',
     path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs`,
-    body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: `s${i}` }, spec: { source: { git: { repo: repo.url, path: 'app' } }, refreshInterval: '30s', ...(sopsKey === undefined ? {} : { decryption: { provider: 'sops', secretRef: { name: 'sops-keys' } } }), targets: [{ name: `s${i}`, namespace: layout.targetNamespace(i) }] } },
+    body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: `s${i}` }, spec: { source: { git: { repo: repo.url, path: 'app' }, ...engineSource(engine, i) }, refreshInterval: '30s', ...(sopsKey === undefined ? {} : { decryption: { provider: 'sops', secretRef: { name: 'sops-keys' } } }), targets: [{ name: `s${i}`, namespace: layout.targetNamespace(i) }] } },
   }),
 );
 await waitForAll(first);
@@ -141,6 +149,9 @@ console.log(`  reads other than watches (GET/LIST, non-lease):  ${reads.total}${
 console.log(`  Git ref lookups:                                 ${resolvesDuringSteady} (${(resolvesDuringSteady / Math.max(1, refreshes)).toFixed(1)} per refresh interval; target ≤ 2)`);
 console.log(`  operator CPU:                                    ${cpuUsed.toFixed(2)} s (${((cpuUsed / steadyElapsed) * 100).toFixed(1)}% of one core${large ? `; target ≤ 10%: ${verdict(cpuUsed / steadyElapsed <= 0.1)}` : ''})`);
 
+if (part === undefined && flags.json !== undefined) {
+  await writeFile(flags.json, JSON.stringify({ allReadyMs, newCommitMs, fetchesPerCommit, peakRssMb, steadyWrites: writes.total, firstReads: firstReads.total, steadyReads: reads.total, refLookupsPerRefresh: resolvesDuringSteady / Math.max(1, refreshes), cpuPercent: (cpuUsed / steadyElapsed) * 100 }));
+}
 if (part !== undefined && flags.json !== undefined) {
   await part.report(flags.json, { allReadyMs, newCommitMs, fetchesPerCommit, peakRssMb, steadyWrites: writes.total, firstReads: firstReads.total, steadyReads: reads.total, refLookupsPerRefresh: resolvesDuringSteady / Math.max(1, refreshes), cpuPercent: (cpuUsed / steadyElapsed) * 100 });
 }

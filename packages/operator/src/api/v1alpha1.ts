@@ -376,6 +376,8 @@ export const TargetStatus = z.object({
   message: describe(z.string(), 'Why the target failed, or a notice.').optional(),
   lastSyncedTime: Timestamp('When the target last changed something in the cluster (or first synced).').optional(),
   health: TargetHealth.optional(),
+  engine: describe(z.enum(['handlebars', 'kustomize', 'helm', 'jsonnet']), 'The engine that rendered the target at the last render: handlebars (templates and plain manifests), kustomize, helm or jsonnet.').optional(),
+  chart: describe(z.string(), 'The published chart the target rendered (spec.source.helm.repository): name@version and its digest.').optional(),
 });
 
 export const TargetInventory = z.object({

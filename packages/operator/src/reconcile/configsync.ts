@@ -186,13 +186,14 @@ async function sync(run: SyncRun): Promise<Outcome> {
   if (!decrypted.ok) return decrypted.outcome;
   const chart = await reconcileChart(run, decrypted.value);
   if (!chart.ok) return chart.outcome;
-  const rendered = await reconcileRender(run, chart.value, clusters);
+  const renderedBy = new Map<string, RenderedBy>();
+  const rendered = await reconcileRender(run, chart.value, clusters, renderedBy);
   if (!rendered.ok) return rendered.outcome;
   const client = await applyClientFor(run, source.value.revision);
   if (!client.ok) return client.outcome;
   const targets = await reconcileTargets(run, client.value, rendered.value, clusters);
   const desired = [...rendered.value.values()].flat();
-  const outcome = syncedOutcome(run, source.value.revision, targets, desired);
+  const outcome = withRenderedBy(syncedOutcome(run, source.value.revision, targets, desired), renderedBy);
   // A target waiting out its backoff asks to run again when that ends, not at the next refresh.
   const retryAt = Math.min(...run.spec.targets.map((t) => run.deps.targetBackoff?.waiting(backoffKey(run, t.name))?.retryInMs ?? Infinity));
   if (Number.isFinite(retryAt) && outcome.result.kind === 'done') return { ...outcome, result: { kind: 'done', requeueAfterMs: Math.min(outcome.result.requeueAfterMs ?? retryAt, Math.max(retryAt, 1000)) } };
@@ -339,8 +340,21 @@ async function resolveClusters(run: SyncRun): Promise<ClusterAccess> {
   return access;
 }
 
+/** Which engine rendered a target (status.targets[].engine), and the published chart it read. */
+type RenderedBy = { readonly engine: NonNullable<TargetStatus['engine']>; readonly chart?: string };
+
+function withRenderedBy(outcome: Outcome, renderedBy: ReadonlyMap<string, RenderedBy>): Outcome {
+  const targets = outcome.status.targets?.map((t) => {
+    const by = renderedBy.get(t.name);
+    if (by === undefined) return t;
+    const { chart: _chart, ...rest } = t;
+    return { ...rest, engine: by.engine, ...(by.chart === undefined ? {} : { chart: by.chart }) };
+  });
+  return targets === undefined ? outcome : { ...outcome, status: { ...outcome.status, targets } };
+}
+
 /** Render every target before applying any, so a bad template never half-applies. */
-async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAccess): Promise<Step<Map<string, KubernetesObject[]>>> {
+async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAccess, renderedBy: Map<string, RenderedBy>): Promise<Step<Map<string, KubernetesObject[]>>> {
   const { deps, spec } = run;
   const rendered = new Map<string, KubernetesObject[]>();
   try {
@@ -358,6 +372,8 @@ async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAc
         const renderSource = { repo: spec.source.git.repo, revision: source.revision, path };
         const discovery = await client.discovery(refresh ? { refresh: true } : {});
         const engine = target.data === undefined ? engineSpecFor(spec, target, source.files, source.chart?.dir) : undefined;
+        const repository = spec.source.helm?.repository;
+        if (target.data === undefined) renderedBy.set(target.name, { engine: engine?.engine ?? 'handlebars', ...(source.chart === undefined || repository === undefined ? {} : { chart: `${repository.chart}@${source.chart.version} (${source.chart.digest})` }) });
         if (engine === undefined) {
           rendered.set(target.name, renderTarget({ files: source.files, path, values, target: renderTargetSpec, source: renderSource, discovery, cache: deps.templates }));
           continue;
