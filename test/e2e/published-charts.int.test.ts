@@ -3,6 +3,7 @@
 // repository (`helm package` + `helm repo index`, HTTPS with a private CA, basic auth from a Secret in the
 // sync's namespace). A version bump re-renders; a wrong digest or an unreachable server fails the sync clearly,
 // is retried, and leaves what was applied in place.
+import { execFile } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +25,7 @@ describe('charts from an OCI registry and a Helm repository, end to end', () => 
   let registry: OciRegistry;
   let charts: HelmRepository & { down: boolean };
   let work: string;
+  let engine: string;
 
   const until = async (name: string, check: (cs: ConfigSync) => boolean, what: string, timeoutMs = 120_000): Promise<ConfigSync> => {
     let last: ConfigSync | undefined;
@@ -65,7 +67,7 @@ describe('charts from an OCI registry and a Helm repository, end to end', () => 
       path: `/api/v1/namespaces/${ns.name}/secrets`,
       body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'chart-repo' }, stringData: { username: auth.username, password: auth.password, 'ca.crt': ca.caCert } },
     });
-    const engine = await ensureRenderEngine({ onProgress: progress });
+    engine = await ensureRenderEngine({ onProgress: progress });
     operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', ns.name, '--render-engine', engine] });
   }, 1_800_000);
   afterAll(async () => {
@@ -114,6 +116,17 @@ describe('charts from an OCI registry and a Helm repository, end to end', () => 
     const manifest = await fetch(`http://${registry.host}/v2/charts/hello/manifests/1.1.0`, { headers: { accept: 'application/vnd.oci.image.manifest.v1+json' } });
     await applyConfigSync(ociSync({ version: '^1.0', digest: manifest.headers.get('docker-content-digest') }));
     await ready('from-oci');
+
+    // and syncline diff fetches and renders the chart as the operator does: nothing to change
+    const diff = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      execFile(process.execPath, [join(import.meta.dirname, '..', '..', 'packages', 'operator', 'bin', 'syncline.js'), 'diff', 'from-oci', '--kubeconfig', testKubeconfigPath(), '-n', ns.name, '--allow-insecure-http', '--render-engine', engine], { timeout: 120_000 }, (error, stdout, stderr) => {
+        resolve({ code: typeof error?.code === 'number' ? error.code : 0, stdout, stderr });
+      });
+    });
+    expect(diff.stderr).toBe('');
+    expect(diff.stdout).toContain('(rendered by helm)');
+    expect(diff.stdout).toContain('# 0 object(s) differ');
+    expect(diff.code).toBe(0);
   });
 
   it('a Helm repository chart over HTTPS with basic auth and CA from a Secret; an outage fails clearly and loses nothing', async () => {

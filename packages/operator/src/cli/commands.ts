@@ -18,6 +18,7 @@ import { RECONCILE_REQUESTED_ANNOTATION } from '../reconcile/configsync.ts';
 import { parseDuration } from '../reconcile/duration.ts';
 import { StallError } from '../reconcile/inputs.ts';
 import type { KubeFlags, ListFlags, Out } from '../cli.ts';
+import { createChartSource } from '@syncline/source-helm';
 import { diffSync, readSource } from './sync-diff.ts';
 import { readsWholeRepository } from '../reconcile/engines.ts';
 
@@ -323,7 +324,8 @@ export async function diffCommand(options: Kube & { name: string; out: Out; err:
     const engine = existsSync(binary) ? new RenderEngine({ binary }) : undefined;
     let targets;
     try {
-      targets = await diffSync({ rest: options.rest, client, object, source, engine });
+      const charts = engine === undefined ? undefined : createChartSource({ chooseVersion: (versions, version) => engine.chooseChartVersion(versions, version), allowInsecureHttp: options.allowInsecureHttp });
+      targets = await diffSync({ rest: options.rest, client, object, source, engine, ...(charts === undefined ? {} : { charts }) });
     } finally {
       engine?.close();
     }
