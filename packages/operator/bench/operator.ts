@@ -12,7 +12,7 @@ import { writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { benchLayout } from './_layout.ts';
-import { benchEnvironment, cpuSeconds, diff, peakRss, pool, requestCounts, sleep, writeRequests } from './_environment.ts';
+import { benchEnvironment, childrenPeakRss, cpuSeconds, diff, peakRss, pool, requestCounts, sleep, writeRequests } from './_environment.ts';
 import { mixedPart, runMixedComparison } from './_mixed.ts';
 import { BenchEngine, engineFiles, engineSource, parseBenchEngine, runEngineComparison } from './_engines.ts';
 
@@ -96,7 +96,9 @@ await waitForAll(second);
 const newCommitMs = Date.now() - commitStarted;
 const { requests: commitRequests, cpu: commitCpu } = await endCommitPhase();
 const fetchesPerCommit = git.requests('configs').uploadPack;
-const peakRssMb = peakRss(operator.pid);
+// With an engine, the render process is the operator's too: its peak is added (an upper bound of the pair's peak).
+const renderRssMb = childrenPeakRss(operator.pid);
+const peakRssMb = peakRss(operator.pid) + renderRssMb;
 
 progress(`new commit applied everywhere in ${newCommitMs} ms; steady state for ${STEADY_SECONDS} s`);
 // Phase 3: steady state — nothing changes; resyncs every 30 s must write nothing.
@@ -141,7 +143,7 @@ const cores = availableParallelism();
 console.log(`CPU until all Ready / for the new commit:           control plane ${readyCpu.controlPlane.toFixed(2)} s, operator ${readyCpu.operator.toFixed(2)} s / control plane ${commitCpu.controlPlane.toFixed(2)} s, operator ${commitCpu.operator.toFixed(2)} s`);
 console.log(`  the control plane's CPU alone over ${cores} cores:  ${(readyCpu.controlPlane / cores).toFixed(2)} s / ${(commitCpu.controlPlane / cores).toFixed(2)} s (no operator on this machine can be faster)`);
 console.log(`git fetches for the new commit:                    ${fetchesPerCommit}  (target: 1)`);
-console.log(`operator peak RSS:                                 ${peakRssMb.toFixed(0)} MB  (target ≤ 200 MB: ${verdict(peakRssMb <= 200)})`);
+console.log(`operator peak RSS:                                 ${peakRssMb.toFixed(0)} MB${renderRssMb > 0 ? ` (the render process's ${renderRssMb.toFixed(0)} MB included)` : ''}  (target ≤ 200 MB: ${verdict(peakRssMb <= 200)})`);
 console.log(`steady state ${steadyElapsed.toFixed(0)} s after the first resync (refreshInterval 30s, ~${Math.round(refreshes * SYNCS)} resyncs):`);
 console.log(`  write requests to the API server (non-lease):    ${writes.total}${writes.total > 0 ? `  ${JSON.stringify(writes.byVerbResource)}` : ''}  (target: 0)`);
 console.log(`  first resync after the commit (35 s before this window): ${firstReads.total} reads${firstReads.total > 0 ? `  ${JSON.stringify(firstReads.byVerbResource)}` : ''} (target 0: ${verdict(firstReads.total === 0)}; the applies' responses proved what they wrote)`);
