@@ -4,7 +4,7 @@
 // chart from the same server; digests are verified; a resolution and an archive are fetched once.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -183,6 +183,19 @@ describe('a Helm repository (index.yaml over HTTPS, basic auth, private CA)', ()
     expect((await fresh.fetchChart(request)).files).toEqual(first.files);
     expect(repo.requests.slice(reread)).toEqual(['GET /charts/index.yaml']);
     expect(fresh.stats.downloads).toBe(0);
+  });
+
+  it('the disk cache keeps under its bound, the oldest archive out first', async () => {
+    const cacheDir = join(work, 'small-cache');
+    const charts = createChartSource({ chooseVersion: (versions, version) => engine.chooseChartVersion(versions, version), cacheDir, diskBytes: 1 });
+    await charts.fetchChart({ url: repo.url, chart: 'hello', version: '1.0.0', auth, ca: ca.caCert });
+    await charts.fetchChart({ url: repo.url, chart: 'hello', version: '1.1.0', auth, ca: ca.caCert });
+    // A bound below one archive keeps none on disk; the charts were still served (from memory next time).
+    expect(readdirSync(cacheDir).filter((f) => f.endsWith('.tgz'))).toEqual([]);
+    const roomy = join(work, 'roomy-cache');
+    const kept = createChartSource({ chooseVersion: (versions, version) => engine.chooseChartVersion(versions, version), cacheDir: roomy });
+    const chart = await kept.fetchChart({ url: repo.url, chart: 'hello', version: '1.0.0', auth, ca: ca.caCert });
+    expect(readdirSync(roomy)).toEqual([`${chart.digest.replace(':', '-')}.tgz`]);
   });
 
   it('an unreachable repository is Unreachable (retried)', async () => {

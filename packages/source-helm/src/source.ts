@@ -5,7 +5,7 @@
 // memory and on disk; a resolution is reused while younger than the caller's maxAgeMs, so a resync within it
 // asks the server nothing.
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { HttpTransport } from '@syncline/source-git';
 import { readChartArchive, type ChartFile } from './archive.ts';
@@ -68,6 +68,8 @@ export interface ChartSourceOptions {
   readonly limits?: Partial<ChartLimits>;
   /** Bytes of archives kept in memory. */
   readonly memoryBytes?: number;
+  /** Bytes of archives kept in cacheDir; the least recently written go first (default 512 MiB). */
+  readonly diskBytes?: number;
   readonly now?: () => number;
 }
 
@@ -159,6 +161,7 @@ export function createChartSource(options: ChartSourceOptions): ChartSource {
         const aside = `${file}.${process.pid}.tmp`;
         await writeFile(aside, bytes);
         await rename(aside, file);
+        await trimDiskCache(options.cacheDir, options.diskBytes ?? 512 << 20);
       }
     }
     const chart = readChartArchive(bytes, label, { maxBytes: limits.unpackedBytes, maxFiles: limits.files });
@@ -186,6 +189,19 @@ export function createChartSource(options: ChartSourceOptions): ChartSource {
       return started;
     },
   };
+}
+
+/** Removes the oldest archives of the disk cache until it holds at most `maxBytes`. */
+async function trimDiskCache(dir: string, maxBytes: number): Promise<void> {
+  const files = await Promise.all(
+    (await readdir(dir)).filter((name) => name.endsWith('.tgz')).map(async (name) => ({ path: join(dir, name), ...(await stat(join(dir, name)).then((s) => ({ bytes: s.size, mtime: s.mtimeMs }), () => ({ bytes: 0, mtime: 0 }))) })),
+  );
+  let total = files.reduce((sum, f) => sum + f.bytes, 0);
+  for (const file of files.sort((a, b) => a.mtime - b.mtime)) {
+    if (total <= maxBytes) break;
+    await rm(file.path, { force: true });
+    total -= file.bytes;
+  }
 }
 
 function checkUrl(request: ChartRequest, allowInsecureHttp: boolean): void {
