@@ -29,5 +29,5 @@ export { LOCAL_KMS_TOOL, startLocalKms } from './local-kms.ts';
 export type { LocalKms } from './local-kms.ts';
 export { ensureRenderEngine } from './render-engine.ts';
 export { HELM_VERSION, KUSTOMIZE_VERSION, JSONNET_VERSION, ensureHelm, ensureKustomize, ensureJsonnet } from './engine-tools.ts';
-export { REGISTRY_TOOL, ensureRegistry, startOciRegistry, startHelmRepository, helmPackage } from './chart-servers.ts';
+export { REGISTRY_VERSION, ensureRegistry, startOciRegistry, startHelmRepository, helmPackage } from './chart-servers.ts';
 export type { OciRegistry, HelmRepository } from './chart-servers.ts';
