@@ -96,7 +96,7 @@ describe('Kustomize, Helm and Jsonnet repositories end to end', () => {
     );
     // then both overlays are applied: generators, patches of each kind, replacements and the component
     const cs = await ready('apps');
-    expect(cs.status?.targets?.map((t) => [t.name, t.phase])).toEqual([['dev', 'Synced'], ['prod', 'Synced']]);
+    expect(cs.status?.targets?.map((t) => [t.name, t.phase, t.engine])).toEqual([['dev', 'Synced', 'kustomize'], ['prod', 'Synced', 'kustomize']]);
     const dev = await get(`/apis/apps/v1/namespaces/${ns.name}/deployments/dev-web`);
     expect(dev.spec?.['replicas']).toBe(2);
     expect(dev.metadata.labels).toMatchObject({ env: 'dev', 'app.kubernetes.io/name': 'web' });

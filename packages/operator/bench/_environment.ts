@@ -3,7 +3,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { createKubeRest, installCrds, type KubeRest } from '@syncline/operator';
 import { startControlPlane, startGitServer, type ControlPlane, type GitServer } from '@syncline/test-support';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { parse, stringify } from 'yaml';
 
@@ -80,6 +80,22 @@ export async function adminKubeconfig(plane: ControlPlane): Promise<string> {
 export function peakRss(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+/** The peak RSS of a process's children (the render process), summed, in MB: 0 without children. */
+export function childrenPeakRss(pid: number): number {
+  let total = 0;
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    const children = readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
+    for (const child of children === '' ? [] : children.split(/\s+/)) {
+      try {
+        total += peakRss(Number(child));
+      } catch {
+        // Gone since it was listed.
+      }
+    }
+  }
+  return total;
 }
 
 /** CPU time a process used so far (user + system), in seconds. */

@@ -6,6 +6,7 @@ import { parseShard, shardLeaseName, shardedWaker } from './shard.ts';
 import { EngineRenderCache, RenderEngine, TemplateCache, type AwsCredentials } from '@syncline/render';
 import { existsSync } from 'node:fs';
 import { createGitSource, proxyFromEnvironment } from '@syncline/source-git';
+import { createChartSource } from '@syncline/source-helm';
 import { hostname, homedir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
@@ -74,6 +75,12 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     onRateLimited: (event) => logger.warn({ host: event.host, status: event.status, waitMs: event.waitMs }, 'the Git host rate-limited us; every request to it waits'),
   });
   const renderEngine = startRenderEngine(flags, env, logger);
+  // Published charts (spec.source.helm.repository), cached by digest in the cache directory beside the Git
+  // snapshots; the render process chooses their versions with Helm's semver library, so none without it.
+  const charts =
+    renderEngine === undefined
+      ? undefined
+      : createChartSource({ chooseVersion: (versions, version) => renderEngine.chooseChartVersion(versions, version), allowInsecureHttp: flags.allowInsecureHttp === true, cacheDir: join(flags.cacheDir ?? join(env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'syncline', 'snapshots'), 'charts') });
   const identity = `${hostname()}-${process.pid}`;
   const podNamespace = env['POD_NAMESPACE'];
 
@@ -103,7 +110,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     git,
     applyClient,
     templates: new TemplateCache(),
-    ...(renderEngine === undefined ? {} : { renderEngine, engineCache: new EngineRenderCache() }),
+    ...(renderEngine === undefined ? {} : { renderEngine, engineCache: new EngineRenderCache(), charts }),
     clock,
     logger,
     metrics,

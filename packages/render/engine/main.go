@@ -32,12 +32,13 @@ type File struct {
 
 // Request asks for one render by one engine.
 type Request struct {
-	Engine         string          `json:"engine"`
-	Files          []File          `json:"files"`
-	Kustomize      *KustomizeInput `json:"kustomize,omitempty"`
-	Helm           *HelmInput      `json:"helm,omitempty"`
-	Jsonnet        *JsonnetInput   `json:"jsonnet,omitempty"`
-	MaxOutputBytes int             `json:"maxOutputBytes,omitempty"`
+	Engine         string             `json:"engine"`
+	Files          []File             `json:"files"`
+	Kustomize      *KustomizeInput    `json:"kustomize,omitempty"`
+	Helm           *HelmInput         `json:"helm,omitempty"`
+	Jsonnet        *JsonnetInput      `json:"jsonnet,omitempty"`
+	ChartVersion   *ChartVersionInput `json:"chartVersion,omitempty"`
+	MaxOutputBytes int                `json:"maxOutputBytes,omitempty"`
 }
 
 // Object is one rendered Kubernetes object as JSON, with the file it came from when the engine says.
@@ -152,6 +153,11 @@ func render(request *Request) (objects []Object, err error) {
 			return nil, invalid("the request has no jsonnet input")
 		}
 		return renderJsonnet(request.Files, request.Jsonnet)
+	case "chartVersion":
+		if request.ChartVersion == nil {
+			return nil, invalid("the request has no chartVersion input")
+		}
+		return chooseChartVersion(request.ChartVersion)
 	}
 	return nil, invalid("unknown engine %q", request.Engine)
 }

@@ -13,6 +13,16 @@ describe('layerValues', () => {
     expect(layerValues(layers)).toEqual(want);
   });
 
+  it('null removes a key at any depth, also under a mapping no lower layer had', () => {
+    expect(layerValues([{ a: { b: 1, c: 2 } }, { a: { b: null } }])).toEqual({ a: { c: 2 } });
+    expect(layerValues([{}, { a: { b: null, c: 1 } }])).toEqual({ a: { c: 1 } });
+  });
+
+  it('keepNulls: a null replaces the lower value and stays, as Helm merges -f files before it deletes chart defaults', () => {
+    expect(layerValues([{ a: { b: 1, c: 2 }, d: 1 }, { a: { b: null }, d: null }], { keepNulls: true })).toEqual({ a: { b: null, c: 2 }, d: null });
+    expect(layerValues([{ a: { b: null } }, { a: { b: 3 } }], { keepNulls: true })).toEqual({ a: { b: 3 } });
+  });
+
   it('does not modify its inputs', () => {
     const base = { a: { b: 1 } };
     layerValues([base, { a: { c: 2 } }]);

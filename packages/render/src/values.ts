@@ -43,30 +43,36 @@ export function parseValues(yamlText: string, origin: string): Values {
 /**
  * Deep-merge values layers, lowest precedence first. Returns a fresh copy of plain data; inputs are not
  * modified. `undefined` layers are skipped so optional sources can be passed as they are.
+ *
+ * A `null` removes the key at any depth. With `keepNulls` it stays, as a null that replaces the lower layers'
+ * value: Helm merges user values files this way (`-f a.yaml -f b.yaml`) and then deletes the chart's own default
+ * for every key that is null when it coalesces them with the chart's values.yaml, so Helm renders need the nulls.
  */
-export function layerValues(layers: readonly (Values | undefined)[]): Values {
+export function layerValues(layers: readonly (Values | undefined)[], options: { keepNulls?: boolean } = {}): Values {
+  const keepNulls = options.keepNulls === true;
   let result: Values = {};
   layers.forEach((layer, index) => {
     if (layer === undefined) return;
     if (!isPlainMapping(layer)) {
       throw new RenderError({ reason: RenderErrorReason.InvalidValues, file: `values layer ${index}`, detail: `values must be a mapping, not ${describeKind(layer)}` });
     }
-    result = mergeMapping(result, toPlainValues(layer, `values layer ${index}`));
+    result = mergeMapping(result, toPlainValues(layer, `values layer ${index}`), keepNulls);
   });
   return result;
 }
 
-function mergeMapping(base: Values, over: Values): Values {
+function mergeMapping(base: Values, over: Values, keepNulls: boolean): Values {
   const out = {} as Values;
   for (const key of Object.keys(base)) defineValue(out, key, base[key]);
   for (const key of Object.keys(over)) {
     const value = over[key];
-    if (value === null) {
+    if (value === null && !keepNulls) {
       delete out[key];
       continue;
     }
     const previous = Object.hasOwn(out, key) ? out[key] : undefined;
-    defineValue(out, key, isPlainMapping(previous) && isPlainMapping(value) ? mergeMapping(previous, value) : value);
+    // A mapping with nothing under it merges over an empty one, so its own nested nulls are handled alike.
+    defineValue(out, key, isPlainMapping(value) ? mergeMapping(isPlainMapping(previous) ? previous : {}, value, keepNulls) : value);
   }
   return out;
 }

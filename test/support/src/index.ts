@@ -32,3 +32,5 @@ export { HELM_VERSION, KUSTOMIZE_VERSION, JSONNET_VERSION, ensureHelm, ensureKus
 export { JOB_OUTCOME_LABEL, JobOutcome, KWOK_TOOL, ensureKwok, kwokStages, startKwokCluster } from './kwok.ts';
 export type { KwokCluster } from './kwok.ts';
 export { tektonCrds, tektonRunStatus } from './tekton.ts';
+export { REGISTRY_VERSION, ensureRegistry, startOciRegistry, startHelmRepository, helmPackage } from './chart-servers.ts';
+export type { OciRegistry, HelmRepository } from './chart-servers.ts';

@@ -138,9 +138,53 @@ export const KustomizeSource = z.object(KustomizeFields).meta({
     'Render with Kustomize (`kustomize build` of the path, or of targets[].path). Also chosen without this field when the path holds a kustomization.yaml, as Flux does. Only files of the repository are read (root-only load restrictor); remote bases, exec functions and plugins are refused.',
 });
 
+export const HelmChartRepository = z
+  .object({
+    url: z
+      .string()
+      .min(1)
+      .max(2048)
+      .meta({
+        description:
+          'Where the chart is published: a Helm repository (https://host/path, whose index.yaml lists the chart) or an OCI registry (oci://host/path; the chart is the OCI repository path/<chart>, as `helm pull oci://host/path/<chart>`). http:// and insecure registries need the operator\'s --allow-insecure-http.',
+      }),
+    chart: z
+      .string()
+      .min(1)
+      .max(250)
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'a chart name')
+      .meta({ description: "The chart's name in the repository or registry (Flux: chart.spec.chart; Argo CD: chart)." }),
+    version: z
+      .string()
+      .max(256)
+      .default('')
+      .meta({
+        description:
+          'An exact version or a semver range (^1.2, ~1.2.3, >=1.0 <2.0), chosen as Helm chooses: an exact match first, else the newest version the range admits; empty = the newest release that is not a prerelease. Looked up again every refreshInterval, so a range follows new releases (Flux: chart.spec.version; Argo CD: targetRevision).',
+      }),
+    digest: z
+      .string()
+      .regex(/^sha256:[0-9a-f]{64}$/, 'sha256:<64 hex digits>')
+      .optional()
+      .meta({
+        description:
+          'Pin the chart by digest: for OCI the manifest digest (what helm push prints), for a Helm repository the archive\'s sha256. Another digest fails the sync (FetchFailed, retried) and nothing is applied. Every download is verified against the index\'s or the registry\'s digest anyway.',
+      }),
+    secretRef: LocalObjectReference.optional().meta({
+      description:
+        'A Secret in this namespace: username and password (basic auth to the repository\'s own host; for a registry also what its token service is asked with) and ca.crt (PEM) to trust a private CA besides the system roots. Never sent to another host.',
+    }),
+    insecure: z.boolean().default(false).meta({ description: 'OCI only: talk plain HTTP to the registry (helm --plain-http). Refused unless the operator runs with --allow-insecure-http.' }),
+  })
+  .meta({
+    description:
+      'Fetch the chart from a Helm repository or an OCI registry instead of the Git repository (values, valuesFrom and valuesFiles still come from the sync; valuesFiles from its Git source). The archive is verified by digest and cached by it; the render sees only the chart\'s files.',
+  });
+
 export const HelmSource = z
   .object({
-    chart: z.string().optional().meta({ description: 'Repo-relative directory of the chart; default: the path. Dependencies must be vendored in its charts/ (nothing is downloaded).' }),
+    chart: z.string().optional().meta({ description: 'Repo-relative directory of the chart; default: the path. Dependencies must be vendored in its charts/ (nothing is downloaded). Not with repository.' }),
+    repository: HelmChartRepository.optional(),
     releaseName: z.string().max(53).optional().meta({ description: "The release name templates see (.Release.Name); default: the ConfigSync's name." }),
     includeCRDs: z.boolean().default(true).meta({ description: "Apply the chart's crds/ directory too (helm template --include-crds)." }),
     skipTests: z.boolean().default(true).meta({ description: 'Leave out test hooks (helm template --skip-tests). false refuses a chart with test hooks: Syncline runs no helm test.' }),
@@ -148,8 +192,9 @@ export const HelmSource = z
     apiVersions: z.array(z.string()).max(500).optional().meta({ description: "Added to .Capabilities.APIVersions, which holds the target cluster's served versions already." }),
   })
   .meta({
+    'x-kubernetes-validations': [{ rule: '!(has(self.chart) && has(self.repository))', message: 'chart (a directory of the Git repository) and repository (a published chart) exclude each other' }],
     description:
-      'Render a Helm chart held in the repository (helm template semantics): spec.values, valuesFrom and targets[].values are the chart\'s values. Applied like every other render (no Helm release Secrets); install/upgrade hooks become apply waves, other hooks are refused; lookup is refused. Also chosen without this field when the path holds a Chart.yaml.',
+      'Render a Helm chart held in the Git repository, or published in a Helm repository or OCI registry (repository) (helm template semantics): spec.values, valuesFrom and targets[].values are the chart\'s values. Applied like every other render (no Helm release Secrets); install/upgrade hooks become apply waves, other hooks are refused; lookup is refused. Also chosen without this field when the path holds a Chart.yaml.',
   });
 
 export const JsonnetSource = z
@@ -350,6 +395,8 @@ export const TargetStatus = z.object({
   health: TargetHealth.optional(),
   hooksRevision: describe(z.string(), 'The commit the hooks below ran for: each hook runs once per sync, target and commit.').optional(),
   hooks: z.array(HookStatus).max(100).optional().meta({ description: 'The hooks (objects annotated syncline.dev/hook or argocd.argoproj.io/hook) of the target at hooksRevision.' }),
+  engine: describe(z.enum(['handlebars', 'kustomize', 'helm', 'jsonnet']), 'The engine that rendered the target at the last render: handlebars (templates and plain manifests), kustomize, helm or jsonnet.').optional(),
+  chart: describe(z.string(), 'The published chart the target rendered (spec.source.helm.repository): name@version and its digest.').optional(),
 });
 
 export const TargetInventory = z.object({

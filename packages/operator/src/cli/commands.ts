@@ -18,6 +18,7 @@ import { RECONCILE_REQUESTED_ANNOTATION } from '../reconcile/configsync.ts';
 import { parseDuration } from '../reconcile/duration.ts';
 import { StallError } from '../reconcile/inputs.ts';
 import type { KubeFlags, ListFlags, Out } from '../cli.ts';
+import { createChartSource } from '@syncline/source-helm';
 import { diffSync, readSource } from './sync-diff.ts';
 import { readsWholeRepository } from '../reconcile/engines.ts';
 
@@ -183,7 +184,7 @@ export async function renderCommand(path: string, flags: RenderFlags, out: Out):
   for (const assignment of flags.set) layers.push(setValue(assignment));
   const found = await stat(path).catch(() => undefined);
   if (found === undefined) throw new Error(`${path}: no such file or directory (render takes a template file or a directory of templates)`);
-  const engineOutput = await renderLocalEngine(path, flags, layerValues(layers));
+  const engineOutput = await renderLocalEngine(path, flags, layerValues(layers, { keepNulls: true }));
   if (engineOutput !== undefined) {
     out(engineOutput);
     return 0;
@@ -325,7 +326,8 @@ export async function diffCommand(options: Kube & { name: string; out: Out; err:
     const engine = existsSync(binary) ? new RenderEngine({ binary }) : undefined;
     let targets;
     try {
-      targets = await diffSync({ rest: options.rest, client, object, source, engine });
+      const charts = engine === undefined ? undefined : createChartSource({ chooseVersion: (versions, version) => engine.chooseChartVersion(versions, version), allowInsecureHttp: options.allowInsecureHttp });
+      targets = await diffSync({ rest: options.rest, client, object, source, engine, ...(charts === undefined ? {} : { charts }) });
     } finally {
       engine?.close();
     }

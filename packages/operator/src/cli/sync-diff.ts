@@ -9,6 +9,8 @@ import type { GitSource } from '@syncline/source-git';
 import { ConfigSyncSpec, type ConfigSync } from '../api/v1alpha1.ts';
 import { readGitAccess, readValues } from '../reconcile/inputs.ts';
 import { createDecryptionContext, decryptFiles, readKeyRing, readValuesFiles } from '../reconcile/decryption.ts';
+import { createChartSource, type ChartSource } from '@syncline/source-helm';
+import { fetchPublishedChart } from '../reconcile/charts.ts';
 import { capabilitiesOf, engineSpecFor, readsWholeRepository, serverVersion, targetPath } from '../reconcile/engines.ts';
 import { diffYaml, maskSecrets, normalizeSecret, projectLive, unifiedDiff } from './diff.ts';
 
@@ -46,11 +48,24 @@ export async function readSource(input: { rest: KubeRest; git: GitSource; object
   return { revision, files, read: (path) => input.git.readPath(snapshot, path) };
 }
 
+/** Published charts for previews, one source per render process (memory only; https and secure registries only). */
+const previewCharts = new WeakMap<RenderEngine, ChartSource>();
+
+function chartsFor(engine: RenderEngine | undefined): ChartSource | undefined {
+  if (engine === undefined) return undefined;
+  let charts = previewCharts.get(engine);
+  if (charts === undefined) {
+    charts = createChartSource({ chooseVersion: (versions, version) => engine.chooseChartVersion(versions, version) });
+    previewCharts.set(engine, charts);
+  }
+  return charts;
+}
+
 /**
  * Each target's rendered objects and the engine that rendered them (targets of another cluster are left out:
  * they are read there, not here). Kustomize, Helm and Jsonnet need the render process (`engine`).
  */
-export async function renderSync(input: { rest: KubeRest; object: ConfigSync; source: SourceRead; discovery: ApiDiscovery; engine?: RenderEngine | undefined }): Promise<{ name: string; cluster?: string; objects?: ApplyObject[]; engine?: string }[]> {
+export async function renderSync(input: { rest: KubeRest; object: ConfigSync; source: SourceRead; discovery: ApiDiscovery; engine?: RenderEngine | undefined; charts?: ChartSource }): Promise<{ name: string; cluster?: string; objects?: ApplyObject[]; engine?: string }[]> {
   const spec = ConfigSyncSpec.parse(input.object.spec);
   const namespace = input.object.metadata.namespace ?? 'default';
   // SOPS files decrypted in memory with the sync's key Secret, read with the caller's own rights (who may not
@@ -62,7 +77,9 @@ export async function renderSync(input: { rest: KubeRest; object: ConfigSync; so
   const valuesFiles = await readValuesFiles(decryption, spec, ring, async (path) => (await read(path)).map(bytes));
   const roots = spec.targets.map((target) => targetPath(spec, target).split('/').filter((part) => part !== '' && part !== '.').join('/'));
   const { files } = await decryptFiles(decryption, input.source.files.filter((f) => !valuesFiles.paths.has(f.path)).map(bytes), ring, roots);
-  const values = layerValues([valuesFiles.spec, await readValues(input.rest, namespace, spec)]);
+  const values = layerValues([valuesFiles.spec, await readValues(input.rest, namespace, spec)], { keepNulls: true });
+  // A published chart (helm.repository) is fetched with the sync's own Secret, as the operator fetches it.
+  const chart = await fetchPublishedChart({ rest: input.rest, charts: input.charts ?? chartsFor(input.engine), namespace, spec, maxAgeMs: 60_000 });
   const out: { name: string; cluster?: string; objects?: ApplyObject[]; engine?: string }[] = [];
   for (const target of spec.targets) {
     if (target.cluster !== undefined) {
@@ -70,9 +87,9 @@ export async function renderSync(input: { rest: KubeRest; object: ConfigSync; so
       continue;
     }
     const path = targetPath(spec, target);
-    const renderTargetSpec = { name: target.name, namespace: target.namespace ?? namespace, values: layerValues([valuesFiles.targets.get(target.name), target.values]), patches: target.patches, data: target.data };
+    const renderTargetSpec = { name: target.name, namespace: target.namespace ?? namespace, values: layerValues([valuesFiles.targets.get(target.name), target.values], { keepNulls: true }), patches: target.patches, data: target.data };
     const source = { repo: spec.source.git.repo, revision: input.source.revision, path };
-    const engineSpec = target.data === undefined ? engineSpecFor(spec, target, files) : undefined;
+    const engineSpec = target.data === undefined ? engineSpecFor(spec, target, files, chart?.dir) : undefined;
     if (engineSpec === undefined) {
       out.push({ name: target.name, engine: 'handlebars', objects: renderTarget({ files, path, values, target: renderTargetSpec, source, discovery: input.discovery }) });
       continue;
@@ -80,18 +97,18 @@ export async function renderSync(input: { rest: KubeRest; object: ConfigSync; so
     if (input.engine === undefined) throw new Error(`target ${target.name} renders with ${engineSpec.engine}: no render engine here (--render-engine, or SYNCLINE_RENDER_ENGINE)`);
     // .Capabilities as the operator gives them: this cluster's version and served API versions.
     const capabilities = engineSpec.engine === 'helm' ? capabilitiesOf(input.discovery, await serverVersion(input.rest)) : {};
-    const objects = await renderWithEngine({ engine: input.engine, spec: engineSpec, files, path, values, target: renderTargetSpec, source, discovery: input.discovery, capabilities, releaseName: input.object.metadata.name });
+    const objects = await renderWithEngine({ engine: input.engine, spec: engineSpec, files: chart?.files ?? files, path, values, target: renderTargetSpec, source, discovery: input.discovery, capabilities, releaseName: input.object.metadata.name, ...(chart === undefined ? {} : { chartDigest: chart.digest }) });
     out.push({ name: target.name, engine: engineSpec.engine, objects: objects });
   }
   return out;
 }
 
 /** Live against desired for every target of this cluster: `syncline diff` as data. */
-export async function diffSync(input: { rest: KubeRest; client: ApplyClient; object: ConfigSync; source: SourceRead; engine?: RenderEngine | undefined }): Promise<TargetDiff[]> {
+export async function diffSync(input: { rest: KubeRest; client: ApplyClient; object: ConfigSync; source: SourceRead; engine?: RenderEngine | undefined; charts?: ChartSource }): Promise<TargetDiff[]> {
   const spec = ConfigSyncSpec.parse(input.object.spec);
   const namespace = input.object.metadata.namespace ?? 'default';
   const discovery = await input.client.discovery();
-  const rendered = await renderSync({ rest: input.rest, object: input.object, source: input.source, discovery, engine: input.engine });
+  const rendered = await renderSync({ rest: input.rest, object: input.object, source: input.source, discovery, engine: input.engine, ...(input.charts === undefined ? {} : { charts: input.charts }) });
   const out: TargetDiff[] = [];
   for (const target of rendered) {
     if (target.objects === undefined) {

@@ -6,6 +6,7 @@ import { type EventRecorder, type KubeRest } from '@syncline/kube';
 import { decodeInventory, digestRendered, encodeInventory, objectId, ownedBy, recordHistory, type ApplyClient, type InventoryEntry } from '@syncline/apply';
 import { EngineFailure, RenderError, RenderErrorReason, layerValues, renderTarget, renderWithEngine, type EngineRenderCache, type RenderEngine, type TemplateCache, type KubernetesObject, type Values } from '@syncline/render';
 import { GitSourceError, type GitSource } from '@syncline/source-git';
+import { ChartSourceError, type ChartSource, type FetchedChart } from '@syncline/source-helm';
 import type { Logger } from 'pino';
 import { ConfigSyncSpec, INTERVAL_BOUNDS, type Condition, type ConfigSync, type ConfigSyncStatus, type HistoryEntry, type TargetInventory, type TargetStatus } from '../api/v1alpha1.ts';
 import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
@@ -22,6 +23,7 @@ import { DecryptionFailure, createDecryptionContext, decryptFiles, readKeyRing, 
 import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, onlyRefused, partitionInventory, readableId, truncate, type TargetNoop, type TargetOutcome } from './target.ts';
 import { dependencyNotReady, findCycle } from './dependencies.ts';
 import { healthConditions } from './health.ts';
+import { fetchPublishedChart } from './charts.ts';
 import { capabilitiesOf, engineSpecFor, readsWholeRepository, serverVersion, targetPath } from './engines.ts';
 import { NAMESPACE_NOT_ALLOWED, type Actor, type TrustedNamespaces } from '../tenancy.ts';
 import { HOOK_POLL_MS, applyTargetWithHooks, hookConditions, hooksFailed, hooksRunning } from './hook-run.ts';
@@ -46,6 +48,8 @@ export type ConfigSyncReconcilerDeps = {
   readonly renderEngine?: RenderEngine;
   /** Engine renders by commit, path, inputs and target: a resync of an unchanged commit renders nothing. */
   readonly engineCache?: EngineRenderCache;
+  /** Charts from Helm repositories and OCI registries (spec.source.helm.repository), cached by digest. */
+  readonly charts?: ChartSource;
   readonly clock: { now(): Date };
   readonly logger: Logger;
   readonly metrics: Metrics;
@@ -181,13 +185,16 @@ async function sync(run: SyncRun): Promise<Outcome> {
   const clusters = await resolveClusters(run);
   const decrypted = await reconcileDecryption(run, source.value);
   if (!decrypted.ok) return decrypted.outcome;
-  const rendered = await reconcileRender(run, decrypted.value, clusters);
+  const chart = await reconcileChart(run, decrypted.value);
+  if (!chart.ok) return chart.outcome;
+  const renderedBy = new Map<string, RenderedBy>();
+  const rendered = await reconcileRender(run, chart.value, clusters, renderedBy);
   if (!rendered.ok) return rendered.outcome;
   const client = await applyClientFor(run, source.value.revision);
   if (!client.ok) return client.outcome;
   const targets = await reconcileTargets(run, client.value, rendered.value, clusters, source.value.revision);
   const desired = [...rendered.value.values()].flat();
-  const outcome = syncedOutcome(run, source.value.revision, targets, desired);
+  const outcome = withRenderedBy(syncedOutcome(run, source.value.revision, targets, desired), renderedBy);
   // A target waiting out its backoff asks to run again when that ends, not at the next refresh.
   const retryAt = Math.min(...run.spec.targets.map((t) => run.deps.targetBackoff?.waiting(backoffKey(run, t.name))?.retryInMs ?? Infinity));
   if (Number.isFinite(retryAt) && outcome.result.kind === 'done') return { ...outcome, result: { kind: 'done', requeueAfterMs: Math.min(outcome.result.requeueAfterMs ?? retryAt, Math.max(retryAt, 1000)) } };
@@ -228,7 +235,26 @@ type Source = {
   valuesFiles?: LayeredValuesFiles;
   /** Encrypted files outside the rendered paths that could not be decrypted, left out of the render. */
   withheld?: readonly string[];
+  /** The published chart (spec.source.helm.repository) the Helm render reads instead of the Git files. */
+  chart?: FetchedChart;
 };
+
+/**
+ * spec.source.helm.repository: the chart resolved, downloaded and verified before anything renders. A bad spec
+ * or Secret stalls; an unreachable server, a digest that does not match or a version not published yet is
+ * retried with backoff. Either way nothing is applied or pruned.
+ */
+async function reconcileChart(run: SyncRun, source: Source): Promise<Step<Source>> {
+  try {
+    const chart = await fetchPublishedChart({ rest: run.deps.rest, charts: run.deps.charts, namespace: run.namespace, spec: run.spec, maxAgeMs: run.refAgeMs });
+    return { ok: true, value: chart === undefined ? source : { ...source, chart } };
+  } catch (error) {
+    if (error instanceof StallError) return { ok: false, outcome: stalled(run, error.reason, error.message, source.revision) };
+    if (error instanceof ChartSourceError && !error.retryable) return { ok: false, outcome: stalled(run, Reason.FetchFailed, `chart: ${error.message}`, source.revision) };
+    const message = error instanceof ChartSourceError ? error.message : safeError(error).message;
+    return { ok: false, outcome: failed(run, Reason.FetchFailed, `chart: ${message}`, { kind: 'retry' }) };
+  }
+}
 
 /** Resolve the revision and read the path from its snapshot. A failure here never touches the cluster. */
 async function reconcileSource(run: SyncRun): Promise<Step<Source>> {
@@ -315,12 +341,25 @@ async function resolveClusters(run: SyncRun): Promise<ClusterAccess> {
   return access;
 }
 
+/** Which engine rendered a target (status.targets[].engine), and the published chart it read. */
+type RenderedBy = { readonly engine: NonNullable<TargetStatus['engine']>; readonly chart?: string };
+
+function withRenderedBy(outcome: Outcome, renderedBy: ReadonlyMap<string, RenderedBy>): Outcome {
+  const targets = outcome.status.targets?.map((t) => {
+    const by = renderedBy.get(t.name);
+    if (by === undefined) return t;
+    const { chart: _chart, ...rest } = t;
+    return { ...rest, engine: by.engine, ...(by.chart === undefined ? {} : { chart: by.chart }) };
+  });
+  return targets === undefined ? outcome : { ...outcome, status: { ...outcome.status, targets } };
+}
+
 /** Render every target before applying any, so a bad template never half-applies. */
-async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAccess): Promise<Step<Map<string, KubernetesObject[]>>> {
+async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAccess, renderedBy: Map<string, RenderedBy>): Promise<Step<Map<string, KubernetesObject[]>>> {
   const { deps, spec } = run;
   const rendered = new Map<string, KubernetesObject[]>();
   try {
-    const values = layerValues([source.valuesFiles?.spec, await readValues(deps.rest, run.namespace, spec)]);
+    const values = layerValues([source.valuesFiles?.spec, await readValues(deps.rest, run.namespace, spec)], { keepNulls: true });
     const defaultClient = await deps.applyClient(undefined);
     const renderAll = async (refresh: boolean): Promise<void> => {
       rendered.clear();
@@ -333,7 +372,9 @@ async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAc
         const renderTargetSpec = { name: target.name, namespace: target.namespace ?? run.namespace, values: targetValues(source, target.name, target.values), patches: target.patches, data: target.data, ...(target.cluster === undefined ? {} : { cluster: target.cluster.name }) };
         const renderSource = { repo: spec.source.git.repo, revision: source.revision, path };
         const discovery = await client.discovery(refresh ? { refresh: true } : {});
-        const engine = target.data === undefined ? engineSpecFor(spec, target, source.files) : undefined;
+        const engine = target.data === undefined ? engineSpecFor(spec, target, source.files, source.chart?.dir) : undefined;
+        const repository = spec.source.helm?.repository;
+        if (target.data === undefined) renderedBy.set(target.name, { engine: engine?.engine ?? 'handlebars', ...(source.chart === undefined || repository === undefined ? {} : { chart: `${repository.chart}@${source.chart.version} (${source.chart.digest})` }) });
         if (engine === undefined) {
           rendered.set(target.name, renderTarget({ files: source.files, path, values, target: renderTargetSpec, source: renderSource, discovery, cache: deps.templates }));
           continue;
@@ -345,9 +386,10 @@ async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAc
           await renderWithEngine({
             engine: deps.renderEngine,
             spec: engine,
-            files: source.files,
+            files: source.chart?.files ?? source.files,
             path,
             values,
+            ...(source.chart === undefined ? {} : { chartDigest: source.chart.digest }),
             target: renderTargetSpec,
             source: renderSource,
             discovery,
@@ -387,7 +429,7 @@ function withheldNote(source: Source): string {
 /** targets[].valuesFiles under targets[].values. */
 function targetValues(source: Source, target: string, values: Values | undefined): Values | undefined {
   const files = source.valuesFiles?.targets.get(target);
-  return files === undefined ? values : layerValues([files, values]);
+  return files === undefined ? values : layerValues([files, values], { keepNulls: true });
 }
 
 function identityOf(deps: ConfigSyncReconcilerDeps, namespace: string, spec: ConfigSyncSpec | undefined): ApplyIdentity {

@@ -139,7 +139,7 @@ export async function readValuesFiles(context: DecryptionContext, spec: ConfigSy
     if (target.valuesFiles === undefined) continue;
     const layers: Values[] = [];
     for (const [index, path] of target.valuesFiles.entries()) layers.push(await load(path, `targets[${target.name}].valuesFiles[${index}]`));
-    targets.set(target.name, layerValues(layers));
+    targets.set(target.name, layerValues(layers, { keepNulls: true }));
   }
-  return { spec: specLayers.length === 0 ? undefined : layerValues(specLayers), targets, paths: new Set(parsed.keys()) };
+  return { spec: specLayers.length === 0 ? undefined : layerValues(specLayers, { keepNulls: true }), targets, paths: new Set(parsed.keys()) };
 }

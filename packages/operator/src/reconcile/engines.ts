@@ -19,16 +19,21 @@ export function targetPath(spec: ConfigSyncSpec, target: Target): string {
  */
 export function readsWholeRepository(spec: ConfigSyncSpec, files?: SourceFiles): boolean {
   const source = spec.source;
-  if (source.kustomize !== undefined || source.helm !== undefined || source.jsonnet !== undefined) return true;
+  // A published chart (helm.repository) is fetched on its own: the Git source holds only values files then.
+  if (source.kustomize !== undefined || (source.helm !== undefined && source.helm.repository === undefined) || source.jsonnet !== undefined) return true;
   if (spec.targets.some((t) => t.path !== undefined && t.path !== source.git.path)) return true;
   return files !== undefined && detectEngine(files, source.git.path) !== undefined;
 }
 
-/** The engine and its inputs for one target; undefined: Handlebars and plain manifests. */
-export function engineSpecFor(spec: ConfigSyncSpec, target: Target, files: SourceFiles): EngineSpec | undefined {
+/**
+ * The engine and its inputs for one target; undefined: Handlebars and plain manifests. `publishedChart` is the
+ * directory of a chart fetched for helm.repository (the render's files are that chart's then).
+ */
+export function engineSpecFor(spec: ConfigSyncSpec, target: Target, files: SourceFiles, publishedChart?: string): EngineSpec | undefined {
   const source = spec.source;
   if (source.helm !== undefined) {
-    const { chart, releaseName, includeCRDs, skipTests, kubeVersion, apiVersions } = source.helm;
+    const { releaseName, includeCRDs, skipTests, kubeVersion, apiVersions } = source.helm;
+    const chart = source.helm.repository === undefined ? source.helm.chart : (publishedChart ?? source.helm.repository.chart);
     return { engine: EngineName.Helm, options: { ...(chart === undefined ? {} : { chart }), ...(releaseName === undefined ? {} : { releaseName }), includeCRDs, skipTests, ...(kubeVersion === undefined ? {} : { kubeVersion }), ...(apiVersions === undefined ? {} : { apiVersions }) } };
   }
   if (source.jsonnet !== undefined) {

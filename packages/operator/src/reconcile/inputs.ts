@@ -64,7 +64,8 @@ export async function readValues(rest: KubeRest, namespace: string, spec: Config
     }
     layers.push(parseValues(text, origin));
   }
-  return layerValues(layers);
+  // Nulls stay: a Helm render deletes the chart defaults they name; Handlebars drops them (layerValues).
+  return layerValues(layers, { keepNulls: true });
 }
 
 async function readObject<T>(rest: KubeRest, path: string): Promise<T | undefined> {

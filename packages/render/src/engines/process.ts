@@ -30,6 +30,8 @@ export interface EngineRequest {
   readonly files: readonly EngineFile[];
   /** The engine's own input (see packages/render/engine: KustomizeInput, HelmInput, JsonnetInput). */
   readonly input: Readonly<Record<string, unknown>>;
+  /** A request that is no render: `chartVersion` asks which published chart version Helm would pick. */
+  readonly operation?: 'chartVersion';
 }
 
 /** A rendered object and the file the engine says it came from. */
@@ -110,6 +112,18 @@ export class RenderEngine {
     );
     this.#queue = run.catch(() => undefined);
     return run;
+  }
+
+  /**
+   * Which of a chart's published versions Helm picks for `version` (an exact version, a semver range, or empty
+   * for the newest release), by Helm's own semver library in the render process: an exact match first, then
+   * the newest version the range admits. An Invalid EngineFailure when none does.
+   */
+  async chooseChartVersion(versions: readonly string[], version: string): Promise<string> {
+    const [answer] = await this.render({ engine: EngineName.Helm, operation: 'chartVersion', files: [], input: { versions, version } });
+    const chosen = (answer?.object as { version?: unknown } | undefined)?.version;
+    if (typeof chosen !== 'string') throw new EngineFailure(EngineFailureKind.Unavailable, EngineName.Helm, 'helm: the render process gave no chart version');
+    return chosen;
   }
 
   /** Ends the process (a later render starts another). */
@@ -207,9 +221,9 @@ export class RenderEngine {
 function encodeRequest(request: EngineRequest, limits: EngineLimits): Buffer {
   const body = Buffer.from(
     JSON.stringify({
-      engine: request.engine,
+      engine: request.operation ?? request.engine,
       files: request.files.map((file) => ({ path: file.path, data: (typeof file.content === 'string' ? Buffer.from(file.content, 'utf8') : Buffer.from(file.content.buffer, file.content.byteOffset, file.content.byteLength)).toString('base64') })),
-      [request.engine]: request.input,
+      [request.operation ?? request.engine]: request.input,
       maxOutputBytes: limits.maxOutputBytes,
     }),
     'utf8',

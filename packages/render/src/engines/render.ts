@@ -74,6 +74,11 @@ export interface EngineRenderOptions {
   readonly releaseName: string;
   readonly cache?: EngineRenderCache;
   readonly limits?: Partial<EngineLimits>;
+  /**
+   * The digest of a chart fetched from a Helm repository or an OCI registry, when `files` hold that chart: part
+   * of the render's cache key, since the commit alone does not say which chart version rendered.
+   */
+  readonly chartDigest?: string;
 }
 
 export const kustomizationFileNames = ['kustomization.yaml', 'kustomization.yml', 'Kustomization'] as const;
@@ -105,7 +110,7 @@ export async function renderWithEngine(options: EngineRenderOptions): Promise<Ku
   const path = normalizePath(options.path);
   const { engine, input } = engineInput(options, path);
   const files = fileList(options.files).map((file) => ({ path: normalizePath(file.path), content: file.content }));
-  const key = options.cache === undefined ? undefined : renderKey(options.source.revision, path, engine, input, options.target);
+  const key = options.cache === undefined ? undefined : renderKey(`${options.source.revision}${options.chartDigest === undefined ? '' : `+${options.chartDigest}`}`, path, engine, input, options.target);
   let objects = key === undefined ? undefined : options.cache?.get(key);
   if (objects === undefined) {
     objects = await runEngine(options.engine, { engine, files, input }, options.limits);
@@ -157,7 +162,8 @@ function engineInput(options: EngineRenderOptions, path: string): { engine: Engi
           chart: normalizePath(o.chart ?? path),
           releaseName: o.releaseName ?? options.releaseName,
           namespace: target.namespace ?? 'default',
-          values: layerValues([options.values, target.values]),
+          // Nulls stay for Helm, which deletes the chart defaults they name (see layerValues).
+          values: layerValues([options.values, target.values], { keepNulls: true }),
           includeCRDs: o.includeCRDs ?? true,
           skipTests: o.skipTests ?? true,
           ...((o.kubeVersion ?? capabilities.kubeVersion) === undefined ? {} : { kubeVersion: o.kubeVersion ?? capabilities.kubeVersion }),

@@ -1,0 +1,191 @@
+// Where tests get Helm charts from, as users do: an OCI registry (CNCF distribution, built from its Go module
+// with the filesystem storage driver only, cached by content hash, on loopback) that the real `helm push` writes to, and a Helm repository (static files made by the
+// real `helm package` and `helm repo index`) served over HTTP or HTTPS, behind basic auth when asked.
+import { spawn, spawnSync, execFile } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { createServer as createNetServer } from 'node:net';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, normalize } from 'node:path';
+import { promisify } from 'node:util';
+import { MissingGoError } from './control-plane.ts';
+import { withBuildLock, type GoToolOptions } from './go-tool.ts';
+import { ensureHelm } from './engine-tools.ts';
+
+const run = promisify(execFile);
+
+/** CNCF distribution, the reference OCI registry (docker's registry:3): test/support/registry requires this version. */
+export const REGISTRY_VERSION = 'v3.1.2';
+
+const registryModule = join(import.meta.dirname, '..', 'registry');
+
+/**
+ * The registry binary, built from test/support/registry (upstream's registry package with the filesystem driver
+ * only: `go install .../cmd/registry` also links the Azure, GCS and S3 drivers, 612 s cold here against 232 s)
+ * and cached by the hash of its go.mod, go.sum and main.go. One build at a time per machine.
+ */
+export async function ensureRegistry(options: GoToolOptions = {}): Promise<string> {
+  const xdg = process.env['XDG_CACHE_HOME'];
+  const cacheDir = options.cacheDir ?? join(xdg !== undefined && xdg !== '' ? xdg : join(homedir(), '.cache'), 'syncline');
+  const hash = createHash('sha256');
+  for (const file of ['go.mod', 'go.sum', 'main.go']) hash.update(file).update('\0').update(readFileSync(join(registryModule, file))).update('\0');
+  const dir = join(cacheDir, 'tools', 'registry', `${REGISTRY_VERSION}-${hash.digest('hex').slice(0, 12)}`);
+  const binary = join(dir, 'registry');
+  if (existsSync(binary)) return binary;
+  return withBuildLock(join(cacheDir, 'tools', '.build-lock'), options, async () => {
+    if (existsSync(binary)) return binary;
+    const go = spawnSync('go', ['version'], { encoding: 'utf8' });
+    if (go.error !== undefined || go.status !== 0) throw new MissingGoError();
+    mkdirSync(dir, { recursive: true });
+    const aside = `${binary}.${process.pid}.${randomBytes(4).toString('hex')}`;
+    options.onProgress?.(`building the registry (distribution ${REGISTRY_VERSION}) from its Go module (first run on this machine; minutes)`);
+    const started = Date.now();
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const child = spawn('go', ['build', '-trimpath', '-ldflags=-s -w', '-o', aside, '.'], { cwd: registryModule, env: { ...process.env, CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' }, stdio: ['ignore', 'pipe', 'pipe'] });
+        let output = '';
+        child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+        child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+        child.on('error', reject);
+        child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`building the registry failed (exit ${code}):\n${output.slice(-4000)}`))));
+      });
+      renameSync(aside, binary);
+    } finally {
+      rmSync(aside, { force: true });
+    }
+    options.onProgress?.(`built the registry in ${Math.round((Date.now() - started) / 1000)}s`);
+    return binary;
+  });
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createNetServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export interface OciRegistry extends AsyncDisposable {
+  /** host:port on 127.0.0.1 (plain HTTP). */
+  readonly host: string;
+  /** `helm push` of a packaged chart (.tgz) to oci://host/<repository>. */
+  push(archive: string, repository: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A distribution registry on loopback with its storage in a temporary directory (no auth: plain HTTP). */
+export async function startOciRegistry(options: GoToolOptions = {}): Promise<OciRegistry> {
+  const [binary, helm] = await Promise.all([ensureRegistry(options), ensureHelm(options)]);
+  const dir = await mkdtemp(join(tmpdir(), 'syncline-registry-'));
+  const port = await freePort();
+  const config = ['version: 0.1', 'log:', '  level: warn', 'storage:', `  filesystem:`, `    rootdirectory: ${join(dir, 'data')}`, '  delete:', '    enabled: true', 'http:', `  addr: 127.0.0.1:${port}`, ''].join('\n');
+  await writeFile(join(dir, 'config.yml'), config);
+  const child = spawn(binary, ['serve', join(dir, 'config.yml')], { env: { PATH: process.env['PATH'] ?? '', HOME: dir, OTEL_TRACES_EXPORTER: 'none' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
+  const host = `127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the registry exited (${child.exitCode}): ${stderr}`);
+    const ready = await fetch(`http://${host}/v2/`).then((r) => r.ok, () => false);
+    if (ready) break;
+    if (Date.now() > deadline) throw new Error(`the registry did not answer within 60s: ${stderr}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const close = async (): Promise<void> => {
+    if (child.exitCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    await rm(dir, { recursive: true, force: true });
+  };
+  return {
+    host,
+    push: async (archive, repository) => {
+      await run(helm, ['push', archive, `oci://${host}/${repository}`, '--plain-http'], { env: { PATH: process.env['PATH'] ?? '', HOME: dir, HELM_REGISTRY_CONFIG: join(dir, 'helm-registry.json'), HELM_CACHE_HOME: join(dir, 'helm-cache'), HELM_CONFIG_HOME: join(dir, 'helm-config') } });
+    },
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
+
+/** `helm package` of a chart directory into `into`: the archive's path. */
+export async function helmPackage(chartDir: string, into: string, options: GoToolOptions = {}): Promise<string> {
+  const helm = await ensureHelm(options);
+  const { stdout } = await run(helm, ['package', chartDir, '--destination', into], { env: { PATH: process.env['PATH'] ?? '', HOME: into } });
+  const match = /saved it to: (.+\.tgz)/.exec(stdout);
+  if (match?.[1] === undefined) throw new Error(`helm package said: ${stdout}`);
+  return match[1].trim();
+}
+
+export interface HelmRepository extends AsyncDisposable {
+  /** The repository's URL (http(s)://127.0.0.1:port/charts). */
+  readonly url: string;
+  /** The directory served: put archives here and call index() again. */
+  readonly dir: string;
+  /** `helm repo index` of the directory (absolute chart URLs under url). */
+  index(): Promise<void>;
+  /** Requests seen, as method and path (the Authorization header never kept). */
+  readonly requests: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * A Helm chart repository as static files under /charts, made by the real `helm repo index`; basic auth when
+ * `auth` is given, HTTPS when `tls` is. `down` makes it answer 503 to everything (an outage).
+ */
+export async function startHelmRepository(options: GoToolOptions & { auth?: { username: string; password: string }; tls?: { key: string; cert: string } } = {}): Promise<HelmRepository & { down: boolean }> {
+  const helm = await ensureHelm(options);
+  const dir = await mkdtemp(join(tmpdir(), 'syncline-helm-repo-'));
+  const requests: string[] = [];
+  const state = { down: false };
+  const expected = options.auth === undefined ? undefined : `Basic ${Buffer.from(`${options.auth.username}:${options.auth.password}`).toString('base64')}`;
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    requests.push(`${req.method ?? 'GET'} ${path}`);
+    if (state.down) return void res.writeHead(503).end('down');
+    if (expected !== undefined && req.headers.authorization !== expected) return void res.writeHead(401, { 'www-authenticate': 'Basic realm="charts"' }).end();
+    const relative = normalize(decodeURIComponent(path)).replace(/^\/charts\//, '');
+    if (!path.startsWith('/charts/') || relative.includes('..') || relative.includes('/')) return void res.writeHead(404).end();
+    readFile(join(dir, relative)).then(
+      (body) => res.writeHead(200, { 'content-type': relative.endsWith('.yaml') ? 'application/x-yaml' : 'application/gzip' }).end(body),
+      () => res.writeHead(404).end(),
+    );
+  };
+  const server: Server = options.tls === undefined ? createHttpServer(handler) : createHttpsServer({ key: options.tls.key, cert: options.tls.cert }, handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (typeof address !== 'object' || address === null) throw new Error('no address');
+  const url = `${options.tls === undefined ? 'http' : 'https'}://127.0.0.1:${address.port}/charts`;
+  const close = async (): Promise<void> => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    await rm(dir, { recursive: true, force: true });
+  };
+  const repo = {
+    url,
+    dir,
+    requests,
+    index: async () => {
+      await run(helm, ['repo', 'index', dir, '--url', url], { env: { PATH: process.env['PATH'] ?? '', HOME: dir } });
+    },
+    close,
+    [Symbol.asyncDispose]: close,
+    get down() {
+      return state.down;
+    },
+    set down(value: boolean) {
+      state.down = value;
+    },
+  };
+  return repo;
+}
