@@ -24,6 +24,7 @@ import { dependencyNotReady, findCycle } from './dependencies.ts';
 import { healthConditions } from './health.ts';
 import { capabilitiesOf, engineSpecFor, readsWholeRepository, serverVersion, targetPath } from './engines.ts';
 import { NAMESPACE_NOT_ALLOWED, type Actor, type TrustedNamespaces } from '../tenancy.ts';
+import { FindingCause, findingMessage, isTransient, isUnreachable, sortFindings } from './findings.ts';
 
 /** How long a sync waits for spec.timeout when it sets none (Flux's default for wait is its interval; 5m here). */
 export const DEFAULT_HEALTH_TIMEOUT = '5m';
@@ -463,9 +464,9 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
     });
     const outcome = stale.size > 0 && applied.status.phase === 'Synced' ? { ...applied, status: { ...applied.status, message: truncate([...stale].join('; ')) } } : applied;
     if (remote !== undefined) {
-      const unreachable = outcome.failures.find((f) => /Timeout|TransportError/.test(f));
-      // Kept as the skipped runs will word it (unavailableTarget prefixes the target's name again).
-      if (unreachable !== undefined) run.deps.targetBackoff?.failed(backoffKey(run, target.name), unreachable.startsWith(`${target.name}: `) ? unreachable.slice(target.name.length + 2) : unreachable);
+      const unreachable = outcome.findings.find(isUnreachable);
+      // Kept as the skipped runs will word it (unavailableTarget names the target again).
+      if (unreachable !== undefined) run.deps.targetBackoff?.failed(backoffKey(run, target.name), unreachable.subject === target.name ? unreachable.reason : findingMessage(unreachable));
       else run.deps.targetBackoff?.succeeded(backoffKey(run, target.name));
       // Drift there is seen by watches in that cluster; when it cannot be watched, the refresh interval stands in.
       if (outcome.status.phase === 'Synced' && run.deps.remoteWatchesHealthy?.(remote) === false) {
@@ -549,7 +550,6 @@ function withCluster(outcome: TargetOutcome, cluster: string | undefined): Targe
 
 /** A target that could not be tried: it keeps its inventory and last sync time, and says why. */
 function unavailableTarget(target: { name: string; namespace?: string | undefined; cluster?: string | undefined }, why: string, inventory: readonly string[] | undefined, previous: TargetStatus | undefined): TargetOutcome {
-  const message = `${target.name}: ${why}`;
   return {
     status: {
       name: target.name,
@@ -562,8 +562,7 @@ function unavailableTarget(target: { name: string; namespace?: string | undefine
     },
     inventory: { target: target.name, entries: [...(inventory ?? [])], ...(target.cluster === undefined ? {} : { cluster: target.cluster }) },
     counts: emptyCounts(),
-    failures: [message],
-    conflicts: [],
+    ...sortFindings([{ cause: FindingCause.ClusterUnavailable, subject: target.name, reason: why }]),
     drift: [],
     orphaned: [],
     changed: false,
@@ -575,7 +574,7 @@ function unavailableTarget(target: { name: string; namespace?: string | undefine
 function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetOutcome[], allDesired: readonly KubernetesObject[]): Outcome {
   const { deps, object, spec, log, now } = run;
   const previous = object.status ?? {};
-  const { counts, failures, conflicts, drift, orphaned, changed, changes } = combineTargets(targets);
+  const { counts, findings, failures, conflicts, drift, orphaned, changed, changes } = combineTargets(targets);
   deps.metrics.managedObjects.set({ namespace: run.namespace, name: object.metadata.name }, targets.reduce((n, t) => n + t.status.objects, 0));
   // A target removed from the spec stays listed only while its inventory still holds objects to prune: once they
   // are pruned or handed to a renamed target, this status write drops it (no later reconcile is needed for that).
@@ -621,7 +620,7 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
     log.info({ failures: failures.length, conflicts: conflicts.length, ...counts }, 'sync finished with failures');
     // Forbidden needs an RBAC change and a conflict a person's decision, not hammering: wait for the refresh interval.
     // A tenancy refusal too: it needs a ServiceAccount or a trusted namespace.
-    const waitForPerson = failures.every((f) => /forbidden|NamespaceNotAllowed/i.test(f));
+    const waitForPerson = findings.every((f) => !isTransient(f.cause));
     if (conflicts.length > 0) events.push({ type: 'Warning', reason: Reason.Conflict, message: truncate(`${conflicts.length} object(s) not applied: ${conflicts.join('; ')}`) });
     // The failures as the Ready condition lists them (what the other targets wrote is in the log line above):
     // the same failure next time is the same message, which counts up one Event.

@@ -21,6 +21,7 @@ import { MAX_TIMER_MS, boundedInterval, parseDuration, type IntervalBounds } fro
 import { createReconciler, type ShellEvent } from './shell.ts';
 import { guardPrune, guardedInventory, heldPruneReport, keepHeld, pruneHeldConditions, replicableObjects, sourceNamespaceState } from './replication-guard.ts';
 import { applyTarget, describeChanges, truncate } from './target.ts';
+import { isConflict } from './findings.ts';
 import { claimsOf, standbyWriteVerdict } from '../dr/claims.ts';
 import { type StandbyRules, type TrustedNamespaces } from '../tenancy.ts';
 
@@ -237,10 +238,8 @@ function replicationResult(
   for (const d of desired.slice(1)) byKind.set(d.kind, (byKind.get(d.kind) ?? 0) + 1);
   for (const [kind, count] of byKind) deps.metrics.drObjects.set({ ...objectLabels(metricKey), kind, result: 'replicated' }, count);
   for (const [kind, count] of skipped) deps.metrics.drObjects.set({ ...objectLabels(metricKey), kind, result: 'skipped' }, count);
-  const failed = [...outcome.failures, ...outcome.conflicts].map((f) => {
-    const [id = '', ...rest] = f.split(': ');
-    return { id, reason: truncate(rest.join(': '), 300) };
-  });
+  // Failures, then conflicts, as status.failed lists them: the object (or the target as a whole) and why.
+  const failed = [...outcome.findings.filter((f) => !isConflict(f)), ...outcome.findings.filter(isConflict)].map((f) => ({ id: f.subject ?? '', reason: truncate(f.reason, 300) }));
   deps.metrics.drObjects.set({ ...objectLabels(metricKey), kind: '*', result: 'failed' }, failed.length);
   const ok = failed.length === 0;
   let conditions = removeCondition(previous.conditions ?? [], 'Stalled');
