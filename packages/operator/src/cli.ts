@@ -15,6 +15,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DEFAULT_MIRROR_PREFIX } from './mirror/labels.ts';
 import type { RunFlags, RunOptions } from './run-options.ts';
+import type { KubeFlags, ListFlags, Out } from './cli/flags.ts';
 
 export type { RunOptions } from './run-options.ts';
 
@@ -26,9 +27,7 @@ export type CliContext = {
   readonly err?: (text: string) => void;
 };
 
-export type Out = (text: string) => void;
-export type KubeFlags = { namespace?: string; context?: string; kubeconfig?: string };
-export type ListFlags = KubeFlags & { allNamespaces?: boolean; output: 'table' | 'json' | 'yaml' };
+export type { KubeFlags, ListFlags, Out } from './cli/flags.ts';
 
 /** The subcommands' code, loaded when a command runs. */
 const commands = (): Promise<typeof Commands> => import('./cli/commands.ts');

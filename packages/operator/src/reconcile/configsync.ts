@@ -10,8 +10,10 @@ import type { Logger } from 'pino';
 import { ConfigSyncSpec, INTERVAL_BOUNDS, type Condition, type ConfigSync, type ConfigSyncStatus, type HistoryEntry, type TargetInventory, type TargetStatus } from '../api/v1alpha1.ts';
 import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
 import type { TargetBackoff } from '../remote/backoff.ts';
-import type { ReconcileOutcome } from '../controller/queue.ts';
+import type { ReconcileOutcome } from './shell.ts';
 import { ServiceAccountError } from '../kube/errors.ts';
+import type { ApplyIdentity } from '../kube/identity.ts';
+import { FINALIZER, RECONCILE_REQUESTED_ANNOTATION } from '../api/annotations.ts';
 import type { Metrics } from '../metrics.ts';
 import { Reason, keepTransitions, removeCondition, setCondition, type ConditionInput } from './conditions.ts';
 import { MAX_TIMER_MS, boundedInterval, parseDuration, type IntervalBounds } from './duration.ts';
@@ -31,10 +33,8 @@ export const DEFAULT_HEALTH_TIMEOUT = '5m';
 /** A sync whose dependencies are not Ready looks again after this at the latest (their status changes wake it sooner). */
 const DEPENDENCY_RETRY_MS = 30_000;
 
-export const FINALIZER = 'syncline.dev/finalizer';
-export const RECONCILE_REQUESTED_ANNOTATION = 'syncline.dev/reconcile-requested-at';
-
-export type ApplyIdentity = { readonly namespace: string; readonly serviceAccountName: string } | undefined;
+export { FINALIZER, RECONCILE_REQUESTED_ANNOTATION };
+export type { ApplyIdentity };
 
 export type ConfigSyncReconcilerDeps = {
   readonly rest: KubeRest;

@@ -7,16 +7,16 @@ import { type EventRecorder, type KubeRest } from '@syncline/kube';
 import { DEFAULT_FIELD_MANAGER, OWNER_LABEL, appliedBy, decodeInventory, objectId, ownerHash, type ApplyClient, type KubeObject } from '@syncline/apply';
 import type { Logger } from 'pino';
 import { NamespaceReplicationSpec, type Condition, type NamespaceReplication, type NamespaceReplicationStatus } from '../api/v1alpha1.ts';
-import type { ReconcileOutcome } from '../controller/queue.ts';
+import type { ReconcileOutcome } from './shell.ts';
 import { fencedMessage, readFence, type FenceState } from '../dr/fence.ts';
-import { DEFAULT_RESOURCE_TYPES, parseResourceType, promoted, skipReason, standbyCopy, type ResourceType } from '../dr/transform.ts';
+import { DEFAULT_RESOURCE_TYPES, PROMOTED_KINDS, parseResourceType, promoted, skipReason, standbyCopy, type ResourceType } from '../dr/transform.ts';
 import { objectLabels, type Metrics } from '../metrics.ts';
 import type { MirrorKeys } from '../mirror/index.ts';
 import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
 import type { CredentialHolders } from '../dr/credentials.ts';
 import { recordDeletions, type Settling } from '../dr/prune-guard.ts';
 import { Reason, removeCondition, setCondition } from './conditions.ts';
-import type { ApplyIdentity } from './configsync.ts';
+import type { ApplyIdentity } from '../kube/identity.ts';
 import { MAX_TIMER_MS, boundedInterval, parseDuration, type IntervalBounds } from './duration.ts';
 import { createReconciler, type ShellEvent } from './shell.ts';
 import { guardPrune, guardedInventory, heldPruneReport, keepHeld, pruneHeldConditions, replicableObjects, sourceNamespaceState } from './replication-guard.ts';
@@ -29,12 +29,6 @@ export const NAMESPACEREPLICATION_KEY_PREFIX = 'NamespaceReplication/';
 /** No system namespace is a standby; the operator's namespace is unknown. */
 export const DEFAULT_STANDBY_RULES: StandbyRules = { allowedSystem: new Set() };
 const STANDBY_TARGET = 'standby';
-/** What a failover scales back up (or resumes): see dr/transform.ts's promoted. */
-export const PROMOTED_KINDS = [
-  { group: 'apps', kind: 'Deployment' },
-  { group: 'apps', kind: 'StatefulSet' },
-  { group: 'batch', kind: 'CronJob' },
-] as const;
 
 /** The owner the standby's objects are marked with (its name carries the kind, see queueKeyOfOwner). */
 export function namespaceReplicationOwner(namespace: string, name: string): { namespace: string; name: string; target: string } {

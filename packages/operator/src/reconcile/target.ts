@@ -30,7 +30,7 @@ import {
 } from '@syncline/apply';
 import type { Condition, TargetInventory, TargetStatus } from '../api/v1alpha1.ts';
 import { objectLabels, type Metrics } from '../metrics.ts';
-import { Reason, removeCondition, setCondition } from './conditions.ts';
+import { Reason, removeCondition, setCondition, truncate } from './conditions.ts';
 import { summarizeHealth, type HealthReport } from './health.ts';
 import { NAMESPACE_NOT_ALLOWED, describeRefusal, refusedObjects, type Actor } from '../tenancy.ts';
 import { FindingCause, findingMessage, sortFindings, type Finding } from './findings.ts';
@@ -340,9 +340,7 @@ export function combineTargets(outcomes: readonly TargetOutcome[]): {
   };
 }
 
-export function truncate(text: string, max = 1024): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
-}
+export { truncate };
 
 /**
  * Ready/Synced/Failed after the targets were applied. A conflict (another owner's object) is named as
