@@ -33,4 +33,4 @@ export { FINALIZER, RECONCILE_REQUESTED_ANNOTATION } from './api/annotations.ts'
 export { coalescingWindows } from './webhook/wake.ts';
 export { createKubeRest, KubeApiError, WATCH_FRESH_MS } from '@syncline/kube';
 export type { KubeRest, KubeRequest } from '@syncline/kube';
-export { installCrds } from './kube/crds.ts';
+export { installCrds } from './cluster/crds.ts';

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runCli } from './cli.ts';
 import type { RunOptions } from './run-options.ts';
-import { createApplyClients } from './kube/identity.ts';
+import { createApplyClients } from './cluster/identity.ts';
 import { startManager } from './manager.ts';
 import { startNotifications } from './notify/controller.ts';
 import { startAutoFailover } from './dr/auto-failover.ts';

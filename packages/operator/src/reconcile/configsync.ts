@@ -11,8 +11,8 @@ import { ConfigSyncSpec, INTERVAL_BOUNDS, type Condition, type ConfigSync, type 
 import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
 import type { TargetBackoff } from '../remote/backoff.ts';
 import type { ReconcileOutcome } from './shell.ts';
-import { ServiceAccountError } from '../kube/errors.ts';
-import type { ApplyIdentity } from '../kube/identity.ts';
+import { ServiceAccountError } from '../cluster/errors.ts';
+import type { ApplyIdentity } from '../cluster/identity.ts';
 import { FINALIZER, RECONCILE_REQUESTED_ANNOTATION } from '../api/annotations.ts';
 import type { Metrics } from '../metrics.ts';
 import { Reason, keepTransitions, removeCondition, setCondition, type ConditionInput } from './conditions.ts';

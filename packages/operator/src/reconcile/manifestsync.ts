@@ -7,11 +7,11 @@ import { ApplyCause, causeOfError, decodeInventory, objectId, pool, type ApplyCl
 import type { Logger } from 'pino';
 import { ManifestSyncSpec, type Condition, type ManifestSync, type ManifestSyncStatus, type ManifestTargetStatus, type TargetInventory } from '../api/v1alpha1.ts';
 import type { ReconcileOutcome } from './shell.ts';
-import { ServiceAccountError } from '../kube/errors.ts';
+import { ServiceAccountError } from '../cluster/errors.ts';
 import type { Metrics } from '../metrics.ts';
 import { expandCopyTargets, isMirrorError, makeCopy, type MirrorKeys, type MirrorNamespace } from '../mirror/index.ts';
 import { Reason, removeCondition, setCondition } from './conditions.ts';
-import type { ApplyIdentity } from '../kube/identity.ts';
+import type { ApplyIdentity } from '../cluster/identity.ts';
 import { MAX_TIMER_MS, boundedInterval, type IntervalBounds } from './duration.ts';
 import { createReconciler, removeFinalizer, type ShellEvent, type ShellOutcome } from './shell.ts';
 import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, onlyRefused, partitionInventory, truncate, type TargetOutcome } from './target.ts';

@@ -16,7 +16,7 @@ import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
 import type { CredentialHolders } from '../dr/credentials.ts';
 import { recordDeletions, type Settling } from '../dr/prune-guard.ts';
 import { Reason, removeCondition, setCondition } from './conditions.ts';
-import type { ApplyIdentity } from '../kube/identity.ts';
+import type { ApplyIdentity } from '../cluster/identity.ts';
 import { MAX_TIMER_MS, boundedInterval, parseDuration, type IntervalBounds } from './duration.ts';
 import { createReconciler, type ShellEvent } from './shell.ts';
 import { guardPrune, guardedInventory, heldPruneReport, keepHeld, pruneHeldConditions, replicableObjects, sourceNamespaceState } from './replication-guard.ts';
