@@ -24,8 +24,7 @@ import { homedir, tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensureImage } from '../test/dockerfile/image.ts';
-import { ensureHelm } from '../test/support/src/engine-tools.ts';
-import { withBuildLock } from '../test/support/src/go-tool.ts';
+import { ensureHelm, withBuildLock } from '@syncline/test-support';
 
 const root = resolve(import.meta.dirname, '..');
 

@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, readdir, rename, rm, stat, utimes } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { withBuildLock } from '../support/src/go-tool.ts';
+import { withBuildLock } from '@syncline/test-support';
 import { buildContextFiles, repositoryRoot } from './context.ts';
 
 /** What config.json (the OCI runtime config umoci writes from the image's config) says to run. */

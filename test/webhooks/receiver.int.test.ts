@@ -5,7 +5,7 @@ import { startGitServer, startOperator, type GitServer, type OperatorProcess, ty
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { coalescingWindows } from '../../packages/operator/src/webhook/wake.ts';
+import { coalescingWindows } from '@syncline/operator';
 import { configMapYaml, applyConfigSync, configMapData, configSync, core, eventually, installCrds, waitForReady } from '../e2e/harness.ts';
 import { providerHeaders, pushDelivery, send, type Provider } from './deliveries.ts';
 

@@ -205,9 +205,10 @@ describe('executePlan against the real API server', () => {
       results[name] = await sync([cm(ns.name, name)], { owner, policy });
     }
     const entry = (name: string) => results[name]?.entries[0];
-    expect(entry('sync')).toMatchObject({ action: 'skipped', reason: expect.stringContaining('someone') as unknown });
-    expect(entry('keep')).toMatchObject({ action: 'skipped' });
-    expect(entry('adopt')).toMatchObject({ action: 'failed', reason: expect.stringMatching(/Conflict.*someone/) as unknown });
+    expect(entry('sync')).toMatchObject({ action: 'skipped', cause: 'NotOwned', reason: expect.stringContaining('someone') as unknown });
+    expect(entry('keep')).toMatchObject({ action: 'skipped', cause: 'Kept' });
+    // a field conflict with another manager is the API server's 409, not an ownership conflict
+    expect(entry('adopt')).toMatchObject({ action: 'failed', cause: 'FieldConflict', reason: expect.stringMatching(/Conflict.*someone/) as unknown });
     expect(entry('adopt-same')).toMatchObject({ action: 'configured', reason: 'adopted' });
     expect(entry('overwrite')).toMatchObject({ action: 'configured', reason: 'overwritten' });
     // then only the taken-over objects are ours, and the others are untouched
@@ -218,7 +219,7 @@ describe('executePlan against the real API server', () => {
     expect((await core.readNamespacedConfigMap({ name: 'overwrite', namespace: ns.name })).data).toEqual({ k: 'v' });
     // and a second sync of another owner never takes ours over
     const rival = await sync([cm(ns.name, 'overwrite')], { owner: ownerIn(ns.name, 'staging'), policy: 'Overwrite' });
-    expect(rival.entries[0]).toMatchObject({ action: 'skipped', reason: `Conflict: the object is owned by ${ns.name}/web/prod` });
+    expect(rival.entries[0]).toMatchObject({ action: 'skipped', cause: 'Conflict', reason: `Conflict: the object is owned by ${ns.name}/web/prod` });
   });
 
   it('reports drift under Report and corrects it with one write under Correct', async () => {
@@ -317,7 +318,7 @@ describe('executePlan against the real API server', () => {
 
     // when the delete of a stale object fails, then it stays in the inventory and the object remains
     const failing = await sync([cm(ns.name, 'a')], { owner, inventory: first.inventory, client: instrumented(admin, { failDeletes: true }) });
-    expect(failing.entries.find((e) => e.id.endsWith('/b'))).toMatchObject({ action: 'failed', reason: 'InternalError: injected delete failure' });
+    expect(failing.entries.find((e) => e.id.endsWith('/b'))).toMatchObject({ action: 'failed', cause: 'ServerError', reason: 'InternalError: injected delete failure' });
     expect(failing.inventory.map((e) => e.id)).toContain(`/ConfigMap/${ns.name}/b`);
     expect(await exists(ns.name, 'b')).toBe(true);
 
@@ -409,8 +410,8 @@ describe('executePlan against the real API server', () => {
         const entry = changes.entries.find((e) => e.id === `/Namespace//${created}`);
         const expectKept = foreign !== undefined || keepConfigMap === true;
         if (expectKept) {
-          expect(entry).toMatchObject({ action: 'skipped' });
-          expect(entry?.reason).toMatch(/^NamespaceOrphaned: not pruned: it holds objects that are not this sync's/);
+          expect(entry).toMatchObject({ action: 'skipped', cause: 'Orphaned' });
+          expect(entry?.reason).toMatch(/^not pruned: it holds objects that are not this sync's/);
           if (foreign !== undefined) expect(entry?.reason).toContain(foreign);
           expect(await alive(created)).toBe(true);
           // orphaned: it leaves the inventory, so a later sync never deletes it behind anyone's back
@@ -476,7 +477,7 @@ describe('executePlan against the real API server', () => {
     const changes = await sync([cm(ns.name, 'a'), secret(ns.name, 's')], { owner, inventory: stale.inventory, client: restricted });
     // then the ConfigMap is created and the Secret fails alone, naming the reason
     expect(actions(changes)[`/ConfigMap/${ns.name}/a`]).toBe('created');
-    expect(changes.entries.find((e) => e.id === `/Secret/${ns.name}/s`)).toMatchObject({ action: 'failed', reason: expect.stringMatching(/^Forbidden: .*secrets/) as unknown });
+    expect(changes.entries.find((e) => e.id === `/Secret/${ns.name}/s`)).toMatchObject({ action: 'failed', cause: 'Forbidden', reason: expect.stringMatching(/^Forbidden: .*secrets/) as unknown });
     // and nothing is pruned while an apply failed
     expect(changes.pruned).toBe(false);
     expect(await exists(ns.name, 'old')).toBe(true);
@@ -499,7 +500,7 @@ describe('executePlan against the real API server', () => {
     });
     // then wave 0 is applied, wave 1 is not, and nothing is pruned
     expect(gated.heldBack).toBe('wave 0 is not healthy');
-    expect(actions(gated)[`/ConfigMap/${ns.name}/later`]).toBe('skipped');
+    expect(gated.entries.find((e) => e.id === `/ConfigMap/${ns.name}/later`)).toMatchObject({ action: 'skipped', cause: 'HeldBack', reason: 'not applied yet: wave 0 is not healthy' });
     expect(await exists(ns.name, 'later')).toBe(false);
     expect(gated.pruned).toBe(false);
     expect(gated.inventory.map((e) => e.id)).not.toContain(`/ConfigMap/${ns.name}/later`);

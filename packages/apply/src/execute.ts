@@ -1,5 +1,6 @@
 // The I/O half of apply: reads live state with LISTs, runs a plan tier by tier with bounded parallelism and
 // turns every API error into a per-object result. Bookkeeping follows confirmed side effects only.
+import { ApplyCause, causeOfError } from './causes.ts';
 import { ApiError, type ApplyClient } from './client.ts';
 import { differingPaths } from './compare.ts';
 import {
@@ -31,14 +32,18 @@ export const ChangeAction = {
 } as const;
 export type ChangeAction = (typeof ChangeAction)[keyof typeof ChangeAction];
 
-export type ChangeSetEntry = {
+type EntryBase = {
   readonly id: string;
-  readonly action: ChangeAction;
-  /** Why: the conflicting manager, the API error, the drifted fields, the policy that held it back. */
+  /** Why, for people: the conflicting manager, the API error, the drifted fields, the policy that held it back. */
   readonly reason?: string;
   /** Drifted field paths (drift Report, or corrected under Correct). */
   readonly drift?: readonly string[];
 };
+
+/** One object's result. A skipped or failed entry says why as data (`cause`), which callers decide from. */
+export type ChangeSetEntry =
+  | (EntryBase & { readonly action: 'created' | 'configured' | 'unchanged' | 'deleted' })
+  | (EntryBase & { readonly action: 'skipped' | 'failed'; readonly cause: ApplyCause });
 
 export type ChangeSet = {
   /** One entry per desired object and per stale inventory id, in execution order. */
@@ -258,9 +263,9 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
       case 'unchanged':
         return { entry: { id: step.id, action: 'unchanged' }, inventory: keepEntry(step.id) ?? { id: step.id } };
       case 'skip':
-        return { entry: { id: step.id, action: 'skipped', reason: step.reason, ...(step.drift === undefined ? {} : { drift: step.drift }) }, inventory: step.keep ? keepEntry(step.id) : undefined };
+        return { entry: { id: step.id, action: 'skipped', cause: step.cause, reason: step.reason, ...(step.drift === undefined ? {} : { drift: step.drift }) }, inventory: step.keep ? keepEntry(step.id) : undefined };
       case 'invalid':
-        return { entry: { id: step.id, action: 'failed', reason: step.reason }, inventory: keepEntry(step.id) };
+        return { entry: { id: step.id, action: 'failed', cause: ApplyCause.Invalid, reason: step.reason }, inventory: keepEntry(step.id) };
       case 'resolve': {
         const readAndPlan = async (): Promise<Outcome> => {
           let live: KubeObject | undefined;
@@ -268,7 +273,7 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
             live = await client.get(step.id, signal);
           } catch (error) {
             if (signal?.aborted === true) throw error;
-            return { entry: { id: step.id, action: 'failed', reason: describeError(error) }, inventory: keepEntry(step.id) };
+            return { entry: { id: step.id, action: 'failed', cause: causeOfError(error), reason: describeError(error) }, inventory: keepEntry(step.id) };
           }
           return runApply(planObject(step.desired, live, plan.context));
         };
@@ -303,7 +308,7 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
       // 409: something is there. 400/422: an API server that will not take a resourceVersion on a create
       // (an aggregated API): either way the object is read and planned as usual.
       if (ifTaken !== undefined && error instanceof ApiError && [400, 409, 422].includes(error.status)) return ifTaken();
-      return { entry: { id: step.id, action: 'failed', reason: [describeError(error), notTaken].filter((r) => r !== undefined).join('; ') }, inventory: keepEntry(step.id) };
+      return { entry: { id: step.id, action: 'failed', cause: causeOfError(error), reason: [describeError(error), notTaken].filter((r) => r !== undefined).join('; ') }, inventory: keepEntry(step.id) };
     }
     const created = step.create || previous.get(step.id)?.created === true;
     const isNamespace = step.id.startsWith('/Namespace/');
@@ -316,21 +321,21 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
   const runPrune = async (step: PlanStep): Promise<Outcome> => {
     switch (step.type) {
       case 'forget':
-        return { entry: { id: step.id, action: step.gone ? 'deleted' : 'skipped', reason: step.reason } };
+        return { entry: step.gone ? { id: step.id, action: 'deleted', reason: step.reason } : { id: step.id, action: 'skipped', cause: ApplyCause.Left, reason: step.reason } };
       case 'resolveStale': {
         let live: KubeObject | undefined;
         try {
           live = await client.get(step.id, signal);
         } catch (error) {
           if (signal?.aborted === true) throw error;
-          return { entry: { id: step.id, action: 'failed', reason: `not pruned: ${describeError(error)}` }, inventory: keepEntry(step.id) };
+          return { entry: { id: step.id, action: 'failed', cause: causeOfError(error), reason: `not pruned: ${describeError(error)}` }, inventory: keepEntry(step.id) };
         }
         return runPrune(planStale(step.id, live, plan.context));
       }
       case 'delete':
         if (step.tier === 0) {
           const held = await namespaceHeldBack(plan, options, parseObjectId(step.id).name);
-          if (held !== undefined) return held.retry ? { entry: { id: step.id, action: 'failed', reason: held.reason }, inventory: keepEntry(step.id) } : { entry: { id: step.id, action: 'skipped', reason: held.reason } };
+          if (held !== undefined) return { entry: { id: step.id, action: held.retry ? 'failed' : 'skipped', cause: held.cause, reason: held.reason }, ...(held.retry ? { inventory: keepEntry(step.id) } : {}) };
         }
         try {
           const result = await client.delete(step.id, { apiVersion: step.apiVersion, uid: step.uid, signal });
@@ -338,7 +343,7 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
         } catch (error) {
           if (signal?.aborted === true) throw error;
           // The entry stays: the delete is retried on the next sync.
-          return { entry: { id: step.id, action: 'failed', reason: describeError(error) }, inventory: keepEntry(step.id) };
+          return { entry: { id: step.id, action: 'failed', cause: causeOfError(error), reason: describeError(error) }, inventory: keepEntry(step.id) };
         }
       case 'apply':
       case 'unchanged':
@@ -355,7 +360,7 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
   if (applyFailed > 0 || heldBack !== undefined) {
     const why = applyFailed > 0 ? `${applyFailed} object(s) failed to apply` : `later waves are not applied yet (${heldBack ?? ''})`;
     for (const step of plan.prune) {
-      prunes.push({ entry: { id: step.id, action: 'skipped', reason: `not pruned: ${why}` }, inventory: keepEntry(step.id) });
+      prunes.push({ entry: { id: step.id, action: 'skipped', cause: ApplyCause.PruneHeldBack, reason: `not pruned: ${why}` }, inventory: keepEntry(step.id) });
     }
   } else {
     for (const tier of [3, 2, 1, 0] as const) {
@@ -373,7 +378,7 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
  * copy that carries our marks, or an object re-created at a name the inventory lists, keeps the Namespace.
  * Undefined when the Namespace may go; otherwise why not, and whether to try again.
  */
-async function namespaceHeldBack(plan: Plan, options: ExecuteOptions, namespace: string): Promise<{ reason: string; retry: boolean } | undefined> {
+async function namespaceHeldBack(plan: Plan, options: ExecuteOptions, namespace: string): Promise<{ cause: ApplyCause; reason: string; retry: boolean } | undefined> {
   const { client, signal } = options;
   const { fieldManager } = plan.context;
   const desiredIds = new Set(plan.apply.map((s) => s.id));
@@ -388,7 +393,7 @@ async function namespaceHeldBack(plan: Plan, options: ExecuteOptions, namespace:
     contents = await foreignObjectsIn({ client, namespace, ours, concurrency: options.concurrency ?? DEFAULT_CONCURRENCY, signal });
   } catch (error) {
     if (signal?.aborted === true) throw error;
-    return { reason: `not pruned: could not check what the Namespace holds: ${describeError(error)}`, retry: true };
+    return { cause: causeOfError(error), reason: `not pruned: could not check what the Namespace holds: ${describeError(error)}`, retry: true };
   }
   if (contents.foreign.length === 0 && contents.unreadable.length === 0) return undefined;
   const shown = contents.foreign.slice(0, 5).join(', ') + (contents.foreign.length > 5 ? ` and ${contents.foreign.length - 5} more` : '');
@@ -396,7 +401,7 @@ async function namespaceHeldBack(plan: Plan, options: ExecuteOptions, namespace:
     contents.foreign.length > 0
       ? `it holds objects that are not this sync's (${shown})`
       : `its contents cannot all be read (${contents.unreadable.slice(0, 5).join(', ')}), so it may hold objects that are not this sync's`;
-  return { reason: `NamespaceOrphaned: not pruned: ${why}; the Namespace is left in place`, retry: false };
+  return { cause: ApplyCause.Orphaned, reason: `not pruned: ${why}; the Namespace is left in place`, retry: false };
 }
 
 /**
@@ -412,7 +417,7 @@ async function applyWaves(plan: Plan, options: ExecuteOptions, runApply: (step: 
   for (const [index, wave] of waves.entries()) {
     const inWave = plan.apply.filter((s) => (s.wave ?? 0) === wave);
     if (heldBack !== undefined) {
-      for (const step of inWave) outcomes.push({ entry: { id: step.id, action: 'skipped', reason: `not applied yet: ${heldBack}` }, inventory: keepEntry(step.id) });
+      for (const step of inWave) outcomes.push({ entry: { id: step.id, action: 'skipped', cause: ApplyCause.HeldBack, reason: `not applied yet: ${heldBack}` }, inventory: keepEntry(step.id) });
       continue;
     }
     const results: Outcome[] = [];

@@ -2,7 +2,8 @@
 //
 // Use: `const client = await createApplyClient(kc)`; `const live = await readLive({ client, desired, inventory })`;
 // `const plan = planApply({ desired, inventory, live, owner, policy, drift })` (pure);
-// `const changes = await executePlan(plan, { client })`; record `encodeInventory(changes.inventory)` in status
+// `const changes = await executePlan(plan, { client })` (a skipped or failed entry says why as an ApplyCause: decide
+// from that, never from its reason text); record `encodeInventory(changes.inventory)` in status
 // and `recordHistory(history, { revision, appliedAt, objects, digest: digestRendered(desired) }, limit)`.
 // Do not call planApply when fetch or render failed: the plan prunes whatever the desired set lacks.
 // Health: `readHealth({ client, entries: changes.entries, desired, live })` judges what was applied (kstatus,
@@ -38,6 +39,7 @@ export type { Plan, PlanInput, PlanStep, PlanContext, LiveState, ProvenObject, T
 export { planFieldTakeover, editManagersOf, setBy, unionFields } from './takeover.ts';
 export type { FieldTakeover, JsonPatchOperation } from './takeover.ts';
 export { createApplyClient, ApiError } from './client.ts';
+export { ApplyCause, causeOfError, isTransientCause } from './causes.ts';
 export type { ApplyClient, ClientOptions, Discovery, ResourceInfo } from './client.ts';
 export { executePlan, readLive, readHealth, pool, ChangeAction, DEFAULT_CONCURRENCY } from './execute.ts';
 export type { ChangeSet, ChangeSetEntry, ExecuteOptions, WaveResult } from './execute.ts';

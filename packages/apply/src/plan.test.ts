@@ -83,7 +83,7 @@ describe('planApply', () => {
     const handoff = new Set(['team/web/old']);
     expect(plan({ desired: [cm('a')], live: liveOf(stored(cm('a'), renamed)), handoff }).apply[0]).toMatchObject({ type: 'apply', force: true, reason: 'handed over from team/web/old' });
     // another owner stays a conflict, and so does a copy marked by the old target without our apply
-    expect(plan({ desired: [cm('a')], live: liveOf(stored(cm('a'), other)), handoff }).apply[0]).toMatchObject({ type: 'skip', reason: 'Conflict: the object is owned by team/api/prod' });
+    expect(plan({ desired: [cm('a')], live: liveOf(stored(cm('a'), other)), handoff }).apply[0]).toMatchObject({ type: 'skip', cause: 'Conflict', reason: 'Conflict: the object is owned by team/api/prod' });
     const copy = { ...stored(cm('a'), renamed), metadata: { ...stored(cm('a'), renamed).metadata, managedFields: [{ manager: 'kubectl-create', operation: 'Update' }] } };
     expect(plan({ desired: [cm('a')], live: liveOf(copy), handoff }).apply[0]).toMatchObject({ type: 'skip', reason: 'Conflict: the object is owned by team/web/old' });
   });
@@ -108,7 +108,7 @@ describe('planApply', () => {
 
   it('Keep creates a missing object but leaves a changed one of ours alone', () => {
     expect(summary(plan({ desired: [cm('a')], policy: 'Keep' }).apply)).toEqual(['apply /ConfigMap/app/a']);
-    expect(plan({ desired: [cm('a', { k: 'new' })], live: liveOf(stored(cm('a'))), policy: 'Keep' }).apply[0]).toMatchObject({ type: 'skip', keep: true });
+    expect(plan({ desired: [cm('a', { k: 'new' })], live: liveOf(stored(cm('a'))), policy: 'Keep' }).apply[0]).toMatchObject({ type: 'skip', keep: true, cause: 'Kept' });
   });
 
   it('prunes only stale objects that carry our mark, in reverse tier order', () => {
@@ -184,7 +184,7 @@ describe('planApply', () => {
     it.each(copies)('is not overwritten when the render adds an object of its name: a conflict under Sync, as for any object not ours (%s)', (_, managedFields) => {
       const copy = copyOf(cm('a'), 'b', managedFields);
       const p = plan({ desired: [cm('a'), cm('b', { k: 'ours' })], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(cm('a')), copy) });
-      expect(p.apply[1]).toMatchObject({ type: 'skip', id: '/ConfigMap/app/b', keep: false, reason: expect.stringMatching(/^Conflict: .*carries this sync's ownership marks.*not in the inventory.*field manager "syncline"/) as unknown });
+      expect(p.apply[1]).toMatchObject({ type: 'skip', id: '/ConfigMap/app/b', keep: false, cause: 'NotOwned', reason: expect.stringMatching(/^Conflict: .*carries this sync's ownership marks.*not in the inventory.*field manager "syncline"/) as unknown });
       expect(plan({ desired: [cm('b')], live: liveOf(copy), policy: 'Keep' }).apply[0]).toMatchObject({ type: 'skip', keep: false });
       // Adopt and Overwrite take it over as they take any object that is not ours
       expect(plan({ desired: [cm('b')], live: liveOf(copy), policy: 'Adopt' }).apply[0]).toMatchObject({ type: 'apply', force: false, reason: 'adopted' });
@@ -382,7 +382,7 @@ describe('kubectl edits of an object of ours', () => {
   });
 
   it('reports the edits under drift Report and leaves them under policy Keep', () => {
-    expect(plan({ desired: [cm('a')], live: liveOf(editedBy('kubectl-set')), drift: 'Report' }).apply[0]).toMatchObject({ type: 'skip', keep: true, reason: 'drifted: fields edited by kubectl-set', drift: ['fields edited by kubectl-set'] });
+    expect(plan({ desired: [cm('a')], live: liveOf(editedBy('kubectl-set')), drift: 'Report' }).apply[0]).toMatchObject({ type: 'skip', keep: true, cause: 'Drifted', reason: 'drifted: fields edited by kubectl-set', drift: ['fields edited by kubectl-set'] });
     expect(plan({ desired: [cm('a')], live: liveOf(editedBy('kubectl-set')), policy: 'Keep' }).apply[0]).toMatchObject({ type: 'unchanged' });
   });
 

@@ -21,6 +21,7 @@ import {
   type Owner,
   type Ownership,
 } from './identity.ts';
+import { ApplyCause } from './causes.ts';
 import { diffInventory, type Inventory } from './inventory.ts';
 import { planFieldTakeover, type FieldTakeover } from './takeover.ts';
 
@@ -81,7 +82,7 @@ export type PlanStep =
   | { readonly type: 'apply'; readonly id: string; readonly tier: Tier; readonly wave?: number; readonly object: KubeObject; readonly force: boolean; readonly create: boolean; readonly reason?: string; readonly takeover?: FieldTakeover }
   | { readonly type: 'unchanged'; readonly id: string; readonly tier: Tier; readonly wave?: number }
   /** Nothing to write; `keep` says whether the id stays in the inventory. */
-  | { readonly type: 'skip'; readonly id: string; readonly tier: Tier; readonly wave?: number; readonly reason: string; readonly keep: boolean; readonly drift?: readonly string[] }
+  | { readonly type: 'skip'; readonly id: string; readonly tier: Tier; readonly wave?: number; readonly cause: ApplyCause; readonly reason: string; readonly keep: boolean; readonly drift?: readonly string[] }
   /** The desired object cannot be applied as written (an invalid apply-wave): it fails, and holds back pruning. */
   | { readonly type: 'invalid'; readonly id: string; readonly tier: Tier; readonly wave?: number; readonly reason: string }
   /** Live state unknown: the executor reads the object and plans it with planObject. */
@@ -238,7 +239,7 @@ export function planObject(desired: KubeObject, live: KubeObject | undefined, co
         return { type: 'apply', id, tier, object, force: true, create: false, reason: `handed over from ${ownership.ownedBy}` };
       }
       // Two syncs rendering the same object is a reported conflict, never a tug of war: no policy overrides it.
-      return { type: 'skip', id, tier, keep: false, reason: `Conflict: the object is owned by ${ownership.ownedBy}` };
+      return { type: 'skip', id, tier, keep: false, cause: ApplyCause.Conflict, reason: `Conflict: the object is owned by ${ownership.ownedBy}` };
     case 'unproven':
     case 'unmarked':
       switch (tier === 0 && context.namespacePolicy !== undefined ? context.namespacePolicy : context.policy) {
@@ -248,10 +249,11 @@ export function planObject(desired: KubeObject, live: KubeObject | undefined, co
             id,
             tier,
             keep: false,
+            cause: ApplyCause.NotOwned,
             reason: `Conflict: the object exists and is not managed by Syncline${ownership.kind === 'unproven' ? ` (it carries this sync's ownership marks, but ${unprovenWhy(id, context)})` : ''}${managersOf(live)}; policy Sync leaves it (Adopt or Overwrite take it over)`,
           };
         case 'Keep':
-          return { type: 'skip', id, tier, keep: false, reason: 'the object exists; policy Keep never modifies it' };
+          return { type: 'skip', id, tier, keep: false, cause: ApplyCause.Kept, reason: 'the object exists; policy Keep never modifies it' };
         case 'Adopt':
           return { type: 'apply', id, tier, object, force: false, create: false, reason: 'adopted' };
         case 'Overwrite':
@@ -286,12 +288,12 @@ function planOurs(ours: { id: string; object: KubeObject; drift: readonly string
   const tier = tierOf(id);
   const edited = takeover?.managers.map((manager) => `fields edited by ${manager}`) ?? [];
   if (ours.drift !== undefined && ours.drift.length === 0 && edited.length === 0) return { type: 'unchanged', id, tier };
-  if (context.policy === 'Keep') return { type: 'skip', id, tier, keep: true, reason: 'policy Keep never modifies an existing object' };
+  if (context.policy === 'Keep') return { type: 'skip', id, tier, keep: true, cause: ApplyCause.Kept, reason: 'policy Keep never modifies an existing object' };
   const withTakeover = takeover === undefined ? {} : { takeover };
   // Ours: force, as a controller should for the fields it manages (someone's kubectl edit took them over).
   if (ours.drift === undefined) return { type: 'apply', id, tier, object, force: true, create: false, ...withTakeover, ...(edited.length === 0 ? {} : { reason: `taken over: ${edited.join(', ')}` }) };
   const drift = [...ours.drift, ...edited];
-  if (context.drift === 'Report') return { type: 'skip', id, tier, keep: true, reason: `drifted: ${drift.join(', ')}`, drift };
+  if (context.drift === 'Report') return { type: 'skip', id, tier, keep: true, cause: ApplyCause.Drifted, reason: `drifted: ${drift.join(', ')}`, drift };
   return { type: 'apply', id, tier, object, force: true, create: false, reason: `drift corrected: ${drift.join(', ')}`, ...withTakeover };
 }
 
@@ -341,12 +343,12 @@ export function planApply(input: PlanInput): Plan {
   for (const desired of input.desired) {
     const id = objectId(desired);
     if (seen.has(id)) {
-      apply.push({ type: 'skip', id, tier: tierOf(id), keep: false, reason: 'duplicate: the render holds this object more than once' });
+      apply.push({ type: 'skip', id, tier: tierOf(id), keep: false, cause: ApplyCause.Invalid, reason: 'duplicate: the render holds this object more than once' });
       continue;
     }
     seen.add(id);
     if (groupOf(desired.apiVersion) === '' && desired.kind === 'Namespace' && desired.metadata.namespace !== undefined) {
-      apply.push({ type: 'skip', id, tier: 0, keep: false, reason: 'a Namespace cannot have a namespace' });
+      apply.push({ type: 'skip', id, tier: 0, keep: false, cause: ApplyCause.Invalid, reason: 'a Namespace cannot have a namespace' });
       continue;
     }
     const wave = waveOf(desired);

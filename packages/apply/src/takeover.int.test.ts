@@ -156,7 +156,7 @@ describe('kubectl edits of an object of ours', () => {
 
     const client = counting(admin);
     const changes = await sync(desired, { owner, inventory, client, drift: 'Report' });
-    expect(changes.entries).toEqual([{ id: `apps/Deployment/${ns.name}/web`, action: 'skipped', reason: 'drifted: fields edited by kubectl-set', drift: ['fields edited by kubectl-set'] }]);
+    expect(changes.entries).toEqual([{ id: `apps/Deployment/${ns.name}/web`, action: 'skipped', cause: 'Drifted', reason: 'drifted: fields edited by kubectl-set', drift: ['fields edited by kubectl-set'] }]);
     expect(client.writes).toBe(0);
     const after = await apps.readNamespacedDeployment({ name: 'web', namespace: ns.name });
     expect(after.spec?.template.spec?.containers[0]?.env?.map((e) => e.name)).toEqual(['LOG_LEVEL', 'EXTRA']);

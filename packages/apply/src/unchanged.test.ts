@@ -65,8 +65,8 @@ describe('recordNoop', () => {
     const versions = live({ a: '1', b: '2' });
     const with_ = (changes: Partial<ChangeSet>) => recordNoop('f', { desired, inventory, live: versions, changes: { ...noop, ...changes }, owner });
     const unclean = [
-      with_({ entries: [{ id: '/ConfigMap/ns/a', action: 'failed' }, { id: '/ConfigMap/ns/b', action: 'unchanged' }] }),
-      with_({ entries: [{ id: '/ConfigMap/ns/a', action: 'skipped', drift: ['data.k'] }, { id: '/ConfigMap/ns/b', action: 'unchanged' }] }),
+      with_({ entries: [{ id: '/ConfigMap/ns/a', action: 'failed', cause: 'ServerError' }, { id: '/ConfigMap/ns/b', action: 'unchanged' }] }),
+      with_({ entries: [{ id: '/ConfigMap/ns/a', action: 'skipped', cause: 'Drifted', drift: ['data.k'] }, { id: '/ConfigMap/ns/b', action: 'unchanged' }] }),
       with_({ entries: [...noop.entries, { id: '/ConfigMap/ns/c', action: 'deleted' }] }),
       with_({ blocked: 'refused' }),
       with_({ inventory: [inventory[0] ?? { id: '' }] }),

@@ -16,61 +16,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import * as sea from 'node:sea';
 import { DEFAULT_MIRROR_PREFIX } from './mirror/labels.ts';
+import type { RunFlags, RunOptions } from './run-options.ts';
+import type { KubeFlags, ListFlags, Out } from './cli/flags.ts';
 
-/** The flags of `syncline run`, as commander hands them over (camelCase). */
-export type RunOptions = {
-  kubeconfig?: string;
-  context?: string;
-  namespace?: string;
-  secretNamespaces?: string;
-  leaderElect?: boolean;
-  leaderElectionNamespace?: string;
-  leaderElectionId: string;
-  shard?: string;
-  leaseDuration: string;
-  probeAddr: string;
-  cacheDir?: string;
-  cacheMaxBytes?: string;
-  renderEngine?: string;
-  renderTimeout: string;
-  renderMemoryLimit: string;
-  concurrency: string;
-  watchBudget: string;
-  stallTimeout: string;
-  shutdownTimeout: string;
-  operatorNamespace?: string;
-  trustedNamespaces?: string;
-  mirrorPrefix: string;
-  mirror: 'on' | 'off';
-  mirrorSourceNamespaces?: string;
-  mirrorStale: 'delete' | 'mark';
-  mirrorStaleTtl?: string;
-  mirrorResync: string;
-  minRefreshInterval: string;
-  defaultServiceAccount?: string;
-  allowInsecureHttp?: boolean;
-  sopsAllowEnvironmentCredentials?: boolean;
-  sopsKmsEndpoint?: string;
-  logLevel: string;
-  logFormat: 'json' | 'text';
-  webhookAddr: string;
-  uiAddr: string;
-  uiOidcIssuer?: string;
-  uiOidcClientId?: string;
-  uiOidcClientSecret?: string;
-  uiOidcRedirectUrl?: string;
-  uiOidcUsernameClaim: string;
-  uiOidcUsernamePrefix?: string;
-  uiOidcGroupsClaim: string;
-  uiOidcGroupsPrefix: string;
-  uiAnonymous?: boolean;
-  webhookSecret?: string;
-  webhookMaxBodyBytes: string;
-  webhookReadTimeout: string;
-  drHeartbeatInterval: string;
-  drAutoFailoverGrace?: string;
-  drAllowStandbyNamespaces?: string;
-};
+export type { RunOptions } from './run-options.ts';
 
 export type CliContext = {
   readonly env: NodeJS.ProcessEnv;
@@ -80,9 +29,7 @@ export type CliContext = {
   readonly err?: (text: string) => void;
 };
 
-export type Out = (text: string) => void;
-export type KubeFlags = { namespace?: string; context?: string; kubeconfig?: string };
-export type ListFlags = KubeFlags & { allNamespaces?: boolean; output: 'table' | 'json' | 'yaml' };
+export type { KubeFlags, ListFlags, Out } from './cli/flags.ts';
 
 /** The subcommands' code, loaded when a command runs. */
 const commands = (): Promise<typeof Commands> => import('./cli/commands.ts');
@@ -497,8 +444,15 @@ function addRunCommand(program: Command, context: CliContext, done: (code: numbe
     .option('--dr-heartbeat-interval <duration>', 'renew a heartbeat Lease per NamespaceReplication in its standby namespace this often ("off": none); the standby reads it (syncline dr status --standby, automatic failover)', '10s')
     .option('--dr-auto-failover-grace <duration>', 'standby side: promote a standby namespace whose heartbeat is older than this, unless held with the syncline.dev/dr-hold annotation (default off)')
     .option('--dr-allow-standby-namespaces <ns,...>', "system namespaces (kube-system, kube-public, kube-node-lease, default) a NamespaceReplication may nonetheless use as its standby, and automatic failover may promote (default none; the operator's own namespace never)")
-    .action(async (flags: RunOptions) => {
-      done(await context.runOperator(flags));
+    .action(async (flags: RunFlags) => {
+      // Every flag checked before anything starts; each bad one named (zod is loaded only for `run`).
+      const parsed = (await import('./run-options.ts')).parseRunOptions(flags);
+      if (!parsed.ok) {
+        for (const line of parsed.errors) (context.err ?? ((text: string) => process.stderr.write(text)))(`error: ${line}\n`);
+        done(1);
+        return;
+      }
+      done(await context.runOperator(parsed.options));
     });
 }
 

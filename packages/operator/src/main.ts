@@ -10,8 +10,9 @@ import { createChartSource } from '@syncline/source-helm';
 import { hostname, homedir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
-import { runCli, type RunOptions } from './cli.ts';
-import { createApplyClients } from './kube/identity.ts';
+import { runCli } from './cli.ts';
+import type { RunOptions } from './run-options.ts';
+import { createApplyClients } from './cluster/identity.ts';
 import { startManager } from './manager.ts';
 import { startNotifications } from './notify/controller.ts';
 import { startAutoFailover } from './dr/auto-failover.ts';
@@ -20,7 +21,6 @@ import { startMirrorController } from './mirror/controller.ts';
 import { StalePolicy, mirrorKeys, parseMirrorSourceNamespaces } from './mirror/index.ts';
 import { DEFAULT_INTERVAL_BOUNDS } from './reconcile/configsync.ts';
 import { createDecryptionContext } from './reconcile/decryption.ts';
-import { parseDuration } from './reconcile/duration.ts';
 import { createLogger } from './logging.ts';
 import type { Logger } from 'pino';
 import { createMetrics, type Metrics } from './metrics.ts';
@@ -42,9 +42,7 @@ function startRenderEngine(flags: RunOptions, env: NodeJS.ProcessEnv, logger: Lo
     logger.info('no render engine (--render-engine): syncs that need Kustomize, Helm or Jsonnet report RenderFailed');
     return undefined;
   }
-  const memory = Number(flags.renderMemoryLimit);
-  if (!Number.isInteger(memory) || memory < 64) throw new Error(`--render-memory-limit must be a number of MiB, at least 64, not ${flags.renderMemoryLimit}`);
-  return new RenderEngine({ binary, limits: { timeoutMs: parseDuration(flags.renderTimeout), memoryBytes: memory * 1024 * 1024 } });
+  return new RenderEngine({ binary, limits: { timeoutMs: flags.renderTimeout, memoryBytes: flags.renderMemoryLimit * 1024 * 1024 } });
 }
 
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
@@ -66,7 +64,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   if (shard !== undefined) metrics.registry.setDefaultLabels({ shard });
   const git = createGitSource({
     cacheDir: flags.cacheDir ?? join(env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'syncline', 'snapshots'),
-    cacheMaxBytes: flags.cacheMaxBytes !== undefined ? Number(flags.cacheMaxBytes) : undefined,
+    cacheMaxBytes: flags.cacheMaxBytes,
     allowInsecureHttp: flags.allowInsecureHttp === true,
     // HTTPS_PROXY/NO_PROXY of the pod (chart: operator.extraEnv); a ConfigSync's proxySecretRef wins.
     environmentProxy: proxyFromEnvironment(env),
@@ -89,7 +87,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   if (secretNamespaces !== undefined && flags.mirror === 'on') throw new Error('--secret-namespaces needs --mirror off (mirroring watches Secrets in every namespace)');
   const keys = mirrorKeys(flags.mirrorPrefix);
   const sourceNamespaces = parseMirrorSourceNamespaces(flags.mirrorSourceNamespaces ?? '');
-  const staleTtlMs = flags.mirrorStaleTtl === undefined || flags.mirrorStaleTtl === '' ? undefined : parseDuration(flags.mirrorStaleTtl);
+  const staleTtlMs = flags.mirrorStaleTtl;
   // Whose objects may write outside their own namespace with the operator's rights (see tenancy.ts).
   const trusted = trustedNamespaces({ operatorNamespace: flags.operatorNamespace ?? podNamespace, list: flags.trustedNamespaces });
   // Where a DR standby may never be, whoever writes it (see tenancy.ts's allowedStandby).
@@ -101,7 +99,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
 
   const shutdown = new AbortController();
   // One budget for every watch of the process: the manager's and mirroring's.
-  const watchBudget = new WatchBudget(Number(flags.watchBudget));
+  const watchBudget = new WatchBudget(flags.watchBudget);
   // Every Event the operator records is also offered to the NotificationAlerts (NotificationProviders and NotificationAlerts: notify/controller.ts).
   const notifications = startNotifications({ rest, logger, metrics, clock, trusted, budget: watchBudget, watchNamespace: flags.namespace, isLeader: () => manager.isLeader(), recorder: recorded });
   const events = notifications.events;
@@ -116,9 +114,9 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
     metrics,
     events,
     defaultServiceAccount: flags.defaultServiceAccount,
-    concurrency: Number(flags.concurrency),
+    concurrency: flags.concurrency,
     watchBudget,
-    intervalBounds: { ...DEFAULT_INTERVAL_BOUNDS, minMs: parseDuration(flags.minRefreshInterval) },
+    intervalBounds: { ...DEFAULT_INTERVAL_BOUNDS, minMs: flags.minRefreshInterval },
     mirrorKeys: keys,
     trusted,
     standbyRules: standby,
@@ -135,15 +133,15 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
           namespace: flags.leaderElectionNamespace ?? podNamespace ?? 'default',
           name: shardLeaseName(flags.leaderElectionId, shard),
           identity,
-          leaseDurationMs: Number(flags.leaseDuration) * 1000,
+          leaseDurationMs: flags.leaseDuration,
           // A connection pool of its own: a renewal never queues behind the re-lists that follow an API outage,
           // status writes or Events (they share the request pool), so a leader is not lost to its own backlog.
           rest: await createKubeRest(connection, { userAgent: 'syncline-operator' }),
         }
       : undefined,
     writeFence: fence.signal,
-    stallTimeoutMs: parseDuration(flags.stallTimeout),
-    ...(flags.drHeartbeatInterval === 'off' ? {} : { drHeartbeat: { intervalMs: parseDuration(flags.drHeartbeatInterval), identity } }),
+    stallTimeoutMs: flags.stallTimeout,
+    ...(flags.drHeartbeatInterval === 'off' ? {} : { drHeartbeat: { intervalMs: flags.drHeartbeatInterval, identity } }),
     onLostLeadership: () => {
       // Like controller-runtime: a replica that lost the lease exits, and a fresh process competes again.
       fence.abort(new Error('this replica lost its leadership'));
@@ -172,7 +170,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
           staleMode: flags.mirrorStale === 'mark' ? StalePolicy.Mark : StalePolicy.Delete,
           staleTtlMs,
           isLeader: () => manager.isLeader(),
-          resyncMs: parseDuration(flags.mirrorResync),
+          resyncMs: flags.mirrorResync,
           watchBudget,
         })
       : undefined;
@@ -180,7 +178,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   const autoFailover =
     flags.drAutoFailoverGrace === undefined || flags.drAutoFailoverGrace === 'off'
       ? undefined
-      : startAutoFailover({ rest, applyClient: () => applyClient(undefined), graceMs: parseDuration(flags.drAutoFailoverGrace), isLeader: () => manager.isLeader(), clock, logger, metrics, events, keys, identity, standbyRules: standby });
+      : startAutoFailover({ rest, applyClient: () => applyClient(undefined), graceMs: flags.drAutoFailoverGrace, isLeader: () => manager.isLeader(), clock, logger, metrics, events, keys, identity, standbyRules: standby });
   // One NamespaceReplication per namespace a policy selects: it watches every namespace (not in --namespace mode).
   const replicationPolicies = flags.namespace === undefined ? startReplicationPolicies({ rest, applyClient: () => applyClient(undefined), clock, logger, metrics, events, trusted, standbyRules: standby, isLeader: () => manager.isLeader(), shard, watchBudget }) : undefined;
   const probes = await startProbeServer({ address: flags.probeAddr, metrics, ready: () => manager.ready() && (mirror?.ready() ?? true), live: () => manager.live(), logger });
@@ -198,7 +196,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   logger.info('shutting down');
   // The in-flight reconciles drain, within a bound: the kubelet kills the pod at its terminationGracePeriod,
   // and a process that outlives its servers' ports would make the next start fail with EADDRINUSE.
-  const shutdownTimeoutMs = parseDuration(flags.shutdownTimeout);
+  const shutdownTimeoutMs = flags.shutdownTimeout;
   const drained = await within(shutdownTimeoutMs, async () => {
     await webhooks?.close();
     await ui?.close();
@@ -239,8 +237,8 @@ async function startWebhooks(
     ),
     logger,
     metrics,
-    maxBodyBytes: Number(flags.webhookMaxBodyBytes),
-    readTimeoutMs: Number(flags.webhookReadTimeout) * 1000,
+    maxBodyBytes: flags.webhookMaxBodyBytes,
+    readTimeoutMs: flags.webhookReadTimeout,
   });
 }
 

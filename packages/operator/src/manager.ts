@@ -3,27 +3,25 @@
 // Secret/ConfigMap reference watches and the drift watches they share; leader election (only the leader
 // reconciles, so only the leader writes); and the readiness and liveness the health server reports. Each
 // controller's wiring is in its own module under controller/.
-import { DEFAULT_RENEW_DEADLINE_MS, DEFAULT_WATCH_BUDGET, WatchBudget, WatchBudgetError, runLeaderElection, type Informer, type KubeObject, type KubeRest } from '@syncline/kube';
+import { DEFAULT_RENEW_DEADLINE_MS, DEFAULT_WATCH_BUDGET, WatchBudget, WatchBudgetError, runLeaderElection, type Informer, type KubeObject } from '@syncline/kube';
 import type { ConfigSync } from './api/v1alpha1.ts';
 import { configSyncController } from './controller/configsync-controller.ts';
-import { errorMessage, type Controller, type ControllerContext } from './controller/controller.ts';
+import { errorMessage, type Controller, type ControllerContext, type ManagerOptions, type WatchedChange, type WatchedKind } from './controller/controller.ts';
 import { createDriftWatches } from './controller/drift-watches.ts';
 import { manifestSyncController } from './controller/manifestsync-controller.ts';
 import { WorkQueue, type ReconcileOutcome } from './controller/queue.ts';
 import { createReferenceWatches } from './controller/references.ts';
 import { probedRemoteClusters, remoteClusterController } from './controller/remotecluster-controller.ts';
 import { replicationController } from './controller/replication-controller.ts';
-import type { MirrorKeys } from './mirror/index.ts';
-import type { ConfigSyncReconcilerDeps } from './reconcile/configsync.ts';
 import { MANIFESTSYNC_KEY_PREFIX } from './reconcile/manifestsync.ts';
 import { NAMESPACEREPLICATION_KEY_PREFIX } from './reconcile/namespacereplication.ts';
 import type { RemoteClients } from './remote/clusters.ts';
 import { shardSelector } from './shard.ts';
 import { ResourceKind, objectLabels } from './metrics.ts';
-import type { StandbyRules } from './tenancy.ts';
 
 export { projectManaged, sameButStatus, writtenLastBy } from './controller/drift-watches.ts';
 export { errorMessage, onlyStatusChanged } from './controller/controller.ts';
+export type { ManagerOptions, WatchedChange, WatchedKind } from './controller/controller.ts';
 
 const LEFT_KIND = { configsync: ResourceKind.ConfigSync, manifestsync: ResourceKind.ManifestSync, namespacereplication: ResourceKind.NamespaceReplication } as const;
 
@@ -33,51 +31,10 @@ export const LEFT_SHARD_MESSAGE = 'left this shard (deleted, or relabelled to an
 /** How long the leader waits for its caches to fill before it reconciles anyway (see startWork). */
 const CACHE_SYNC_TIMEOUT_MS = 60_000;
 
-export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply' | 'remote' | 'targetBackoff' | 'remoteWatchesHealthy' | 'unwatchedDrift' | 'freshRequest' | 'freshRequestHandled' | 'noop'> & {
-  /** Admit RemoteClusters with http:// servers or insecure-skip-tls-verify (tests only). */
-  readonly allowInsecureRemote?: boolean;
-  /** The webhook receiver's Secret (--webhook-secret): a credential, never replicated by a NamespaceReplication. */
-  readonly webhookSecret?: { readonly namespace: string; readonly name: string };
-  readonly mirrorKeys: MirrorKeys;
-  readonly concurrency: number;
-  /** Watch ConfigSyncs in this namespace only; undefined = all namespaces. */
-  readonly watchNamespace?: string;
-  /**
-   * Watch Secrets in these namespaces only (one watch each), for an operator without cluster-wide Secret
-   * rights (--secret-namespaces); undefined = one watch over all namespaces (or watchNamespace).
-   */
-  readonly secretNamespaces?: readonly string[];
-  /**
-   * The shard this operator runs (--shard): it watches the syncs labelled syncline.dev/shard=<shard>;
-   * undefined = the default shard, which takes the unlabelled ones. See shard.ts.
-   */
-  readonly shard?: string;
-  /** `rest`: the client the Lease is read and renewed with (default: the manager's own `rest`). */
-  readonly leaderElection?: { readonly namespace: string; readonly name: string; readonly identity: string; readonly leaseDurationMs?: number; readonly rest?: KubeRest };
-  /** Bounds the watches the manager opens, in every cluster (default DEFAULT_WATCH_BUDGET). */
-  readonly watchBudget?: WatchBudget;
-  /** Re-list every informer this often even when watches look healthy (missed events cannot stall a sync). */
-  readonly resyncMs?: number;
-  readonly onLostLeadership: () => void;
-  /** The fence of every client this manager makes (remote clusters'); main aborts it when leadership is lost. */
-  readonly writeFence?: AbortSignal;
-  /** Liveness fails when the work queue has had work and finished none of it for this long (default 10 min). */
-  readonly stallTimeoutMs?: number;
-  /** Renew a heartbeat Lease per NamespaceReplication in its standby this often (dr/heartbeat.ts); undefined = none. */
-  readonly drHeartbeat?: { readonly intervalMs: number; readonly identity: string };
-  /** Where a DR standby may never be (tenancy.ts's allowedStandby); default: no system namespace. */
-  readonly standbyRules?: StandbyRules;
-};
-
 /** What /healthz reports: fine, or why the process should be restarted. */
 export type Liveness = { readonly ok: true } | { readonly ok: false; readonly reason: string };
 
 export const DEFAULT_STALL_TIMEOUT_MS = 10 * 60_000;
-/** The kinds whose objects the web UI shows, straight from this operator's informers. */
-export type WatchedKind = 'ConfigSync' | 'ManifestSync' | 'NamespaceReplication' | 'RemoteCluster';
-/** A change of a watched object, as its informer saw it (DELETED: `object` is its last known state). */
-export type WatchedChange = (kind: WatchedKind, type: 'ADDED' | 'MODIFIED' | 'DELETED', object: KubeObject) => void;
-
 export type Manager = {
   /** Caches synced and watches alive. */
   ready(): boolean;

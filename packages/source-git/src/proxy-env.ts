@@ -2,7 +2,13 @@
 // repositories unless NO_PROXY names the host. A ConfigSync's own proxySecretRef wins over it, as in Flux.
 import { BlockList, isIP } from 'node:net';
 import { GitSourceError, GitSourceErrorCode } from './errors.ts';
-import type { GitProxy } from './source.ts';
+
+/** A forward proxy, `http://host:port` (or https://), with basic credentials if it wants them. */
+export interface GitProxy {
+  url: string;
+  username?: string | undefined;
+  password?: string | undefined;
+}
 
 /** A proxy for every https repository but those `bypass` names. */
 export interface EnvironmentProxy {

@@ -18,7 +18,9 @@ import { isSafeEntryName, parseRequestPath, resolveSymlinkTarget } from './paths
 import { SharedListings } from './ref-listings.ts';
 import { parseRepoUrl } from './repo-url.ts';
 import type { RepoUrl } from './repo-url.ts';
-import type { EnvironmentProxy } from './proxy-env.ts';
+import type { EnvironmentProxy, GitProxy } from './proxy-env.ts';
+
+export type { GitProxy };
 import { sshSecrets, sshUploadPack } from './ssh.ts';
 import type { SshCredentials } from './ssh.ts';
 
@@ -44,13 +46,6 @@ export interface GitConnection {
   /** PEM certificates trusted for the repository's server besides the system's roots. */
   caCert?: string | undefined;
   proxy?: GitProxy | undefined;
-}
-
-/** A forward proxy, `http://host:port` (or https://), with basic credentials if it wants them. */
-export interface GitProxy {
-  url: string;
-  username?: string | undefined;
-  password?: string | undefined;
 }
 
 export interface GitSourceLimits {

@@ -1,6 +1,6 @@
 // Digests and names of charts as messages and caches use them.
 import { createHash } from 'node:crypto';
-import type { ChartRequest } from './source.ts';
+import type { ChartRequest } from './types.ts';
 
 export const sha256 = (data: Uint8Array): string => `sha256:${createHash('sha256').update(data).digest('hex')}`;
 

@@ -6,7 +6,7 @@
 import { ChartSourceError, ChartSourceErrorCode } from './errors.ts';
 import { httpGet, statusError, type GetResponse } from './http.ts';
 import { sha256, where } from './names.ts';
-import type { ResolveContext, Resolution } from './source.ts';
+import type { ResolveContext, Resolution } from './types.ts';
 
 const MANIFEST_TYPES = ['application/vnd.oci.image.manifest.v1+json', 'application/vnd.docker.distribution.manifest.v2+json'];
 const CHART_LAYER_TYPES = new Set(['application/vnd.cncf.helm.chart.content.v1.tar+gzip', 'application/tar+gzip']);

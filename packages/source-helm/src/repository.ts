@@ -5,7 +5,7 @@ import { parse } from 'yaml';
 import { ChartSourceError, ChartSourceErrorCode } from './errors.ts';
 import { httpGet, statusError } from './http.ts';
 import { normalizeDigest, where } from './names.ts';
-import type { ResolveContext, Resolution } from './source.ts';
+import type { ResolveContext, Resolution } from './types.ts';
 
 interface IndexEntry {
   version?: unknown;

@@ -2,7 +2,7 @@
 // need the vitest run (the shared cluster's kubeconfig, per-test namespaces) live in '@syncline/test-support/kube'.
 export { ensureControlPlaneBinary, startControlPlane, MissingGoError } from './control-plane.ts';
 export type { ControlPlane, ControlPlaneOptions } from './control-plane.ts';
-export { ensureGoTool } from './go-tool.ts';
+export { ensureGoTool, withBuildLock } from './go-tool.ts';
 export type { GoTool, GoToolOptions } from './go-tool.ts';
 export { startGitServer, generateRepo } from './git-server.ts';
 export type { GitServer, TestRepo } from './git-server.ts';

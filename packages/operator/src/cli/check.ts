@@ -6,7 +6,7 @@ import { canonicalJson } from '@syncline/apply';
 import { customResourceDefinitions } from '../api/crd.ts';
 import type { Kube } from './commands.ts';
 import { OPERATOR_SELECTOR } from './verbs.ts';
-import type { Out } from '../cli.ts';
+import type { Out } from './flags.ts';
 
 /** The oldest Kubernetes the chart installs on (its Chart.yaml kubeVersion). */
 export const MIN_KUBERNETES = [1, 28] as const;

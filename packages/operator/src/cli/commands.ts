@@ -14,10 +14,10 @@ import { ConfigSyncSpec, type ConfigSync, type HistoryEntry, type RemoteCluster,
 import { mirrorKeys, parseMirrorSourceNamespaces, replicaSelector, sourceSelector, type MirrorKeys, type MirrorNamespace, type NamePattern } from '../mirror/index.ts';
 import { trustedNamespaces, type TrustedNamespaces } from '../tenancy.ts';
 import { formatMirrorRows, mirrorStatusRows, resolveSource, type MirrorRow } from '../mirror/status.ts';
-import { RECONCILE_REQUESTED_ANNOTATION } from '../reconcile/configsync.ts';
+import { RECONCILE_REQUESTED_ANNOTATION } from '../api/annotations.ts';
 import { parseDuration } from '../reconcile/duration.ts';
 import { StallError } from '../reconcile/inputs.ts';
-import type { KubeFlags, ListFlags, Out } from '../cli.ts';
+import type { KubeFlags, ListFlags, Out } from './flags.ts';
 import { createChartSource } from '@syncline/source-helm';
 import { diffSync, readSource } from './sync-diff.ts';
 import { readsWholeRepository } from '../reconcile/engines.ts';

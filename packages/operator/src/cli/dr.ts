@@ -6,7 +6,7 @@ import { readHeartbeat, HEARTBEAT_LABEL, type Heartbeat } from '../dr/heartbeat.
 import { listStandbyNamespaces, promoteStandby, resetStandby, type StandbyNamespace } from '../dr/standby.ts';
 import { DEFAULT_MIRROR_PREFIX } from '../mirror/labels.ts';
 import { mirrorKeys } from '../mirror/index.ts';
-import type { ListFlags, Out } from '../cli.ts';
+import type { ListFlags, Out } from './flags.ts';
 import { table, type Kube } from './commands.ts';
 
 /** What a listing of every standby says of a system namespace it left out (it carries a standby's marks). */

@@ -14,7 +14,7 @@ import { readGitAccess } from '../reconcile/inputs.ts';
 import { mirrorKeys } from '../mirror/labels.ts';
 import { KINDS } from './kinds.ts';
 import type { Kube } from './commands.ts';
-import type { Out } from '../cli.ts';
+import type { Out } from './flags.ts';
 import { revisionText } from './commands.ts';
 
 const API = '/apis/syncline.dev/v1alpha1';

@@ -2,10 +2,10 @@
 // suspend, resume, reconcile, events; and version.
 import { stringify } from 'yaml';
 import type { KubeRest } from '@syncline/kube';
-import { RECONCILE_REQUESTED_ANNOTATION } from '../reconcile/configsync.ts';
+import { RECONCILE_REQUESTED_ANNOTATION } from '../api/annotations.ts';
 import type { NamespaceReplication } from '../api/v1alpha1.ts';
 import { standbyViews } from './standby-view.ts';
-import type { Out } from '../cli.ts';
+import type { Out } from './flags.ts';
 import { printTemplated, type OutputFormat } from './output.ts';
 import { age, alignRows, collectionPath, formatTable, objectPath, type KindInfo } from './kinds.ts';
 

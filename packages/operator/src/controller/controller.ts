@@ -7,12 +7,56 @@
 // (drift-watches.ts), which map the owned-by annotation of a changed object to its owner's key.
 import type { Informer, KubeObject, KubeRest, WatchBudget } from '@syncline/kube';
 import type { Logger } from 'pino';
-import type { ManagerOptions, WatchedChange, WatchedKind } from '../manager.ts';
+import type { MirrorKeys } from '../mirror/index.ts';
+import type { ConfigSyncReconcilerDeps } from '../reconcile/configsync.ts';
+import type { StandbyRules } from '../tenancy.ts';
 import type { Metrics } from '../metrics.ts';
 import type { DriftWatches } from './drift-watches.ts';
 import type { ReconcileOutcome, WorkQueue } from './queue.ts';
 import type { ReferenceWatches } from './references.ts';
 import type { RemoteClients } from '../remote/clusters.ts';
+
+/** What the manager is started with (main.ts): the reconcilers' dependencies and the manager's own settings. */
+export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply' | 'remote' | 'targetBackoff' | 'remoteWatchesHealthy' | 'unwatchedDrift' | 'freshRequest' | 'freshRequestHandled' | 'noop'> & {
+  /** Admit RemoteClusters with http:// servers or insecure-skip-tls-verify (tests only). */
+  readonly allowInsecureRemote?: boolean;
+  /** The webhook receiver's Secret (--webhook-secret): a credential, never replicated by a NamespaceReplication. */
+  readonly webhookSecret?: { readonly namespace: string; readonly name: string };
+  readonly mirrorKeys: MirrorKeys;
+  readonly concurrency: number;
+  /** Watch ConfigSyncs in this namespace only; undefined = all namespaces. */
+  readonly watchNamespace?: string;
+  /**
+   * Watch Secrets in these namespaces only (one watch each), for an operator without cluster-wide Secret
+   * rights (--secret-namespaces); undefined = one watch over all namespaces (or watchNamespace).
+   */
+  readonly secretNamespaces?: readonly string[];
+  /**
+   * The shard this operator runs (--shard): it watches the syncs labelled syncline.dev/shard=<shard>;
+   * undefined = the default shard, which takes the unlabelled ones. See shard.ts.
+   */
+  readonly shard?: string;
+  /** `rest`: the client the Lease is read and renewed with (default: the manager's own `rest`). */
+  readonly leaderElection?: { readonly namespace: string; readonly name: string; readonly identity: string; readonly leaseDurationMs?: number; readonly rest?: KubeRest };
+  /** Bounds the watches the manager opens, in every cluster (default DEFAULT_WATCH_BUDGET). */
+  readonly watchBudget?: WatchBudget;
+  /** Re-list every informer this often even when watches look healthy (missed events cannot stall a sync). */
+  readonly resyncMs?: number;
+  readonly onLostLeadership: () => void;
+  /** The fence of every client this manager makes (remote clusters'); main aborts it when leadership is lost. */
+  readonly writeFence?: AbortSignal;
+  /** Liveness fails when the work queue has had work and finished none of it for this long (default 10 min). */
+  readonly stallTimeoutMs?: number;
+  /** Renew a heartbeat Lease per NamespaceReplication in its standby this often (dr/heartbeat.ts); undefined = none. */
+  readonly drHeartbeat?: { readonly intervalMs: number; readonly identity: string };
+  /** Where a DR standby may never be (tenancy.ts's allowedStandby); default: no system namespace. */
+  readonly standbyRules?: StandbyRules;
+};
+
+/** The kinds whose objects the web UI shows, straight from this operator's informers. */
+export type WatchedKind = 'ConfigSync' | 'ManifestSync' | 'NamespaceReplication' | 'RemoteCluster';
+/** A change of a watched object, as its informer saw it (DELETED: `object` is its last known state). */
+export type WatchedChange = (kind: WatchedKind, type: 'ADDED' | 'MODIFIED' | 'DELETED', object: KubeObject) => void;
 
 export type Controller = {
   /** The kind it reconciles (and the web UI lists). */

@@ -3,16 +3,9 @@
 // wins, and per-key exponential backoff with jitter for transient failures (cockatiel).
 import { ExponentialBackoff, type IBackoff, type IBackoffFactory } from 'cockatiel';
 import { MAX_TIMER_MS } from '../reconcile/duration.ts';
+import type { ReconcileOutcome } from '../reconcile/shell.ts';
 
-export type ReconcileOutcome =
-  /** Done; run again after the given delay (the refresh interval), or only on the next event. */
-  | { readonly kind: 'done'; readonly requeueAfterMs?: number }
-  /** A transient failure: retry with this key's exponential backoff. */
-  | { readonly kind: 'retry' }
-  /** Waiting on something with a known delay. */
-  | { readonly kind: 'wait'; readonly requeueAfterMs: number }
-  /** Bad spec or source: wait for a change event, never retry on a timer. */
-  | { readonly kind: 'stalled' };
+export type { ReconcileOutcome };
 
 export type WorkQueueOptions = {
   readonly concurrency: number;

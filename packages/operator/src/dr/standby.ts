@@ -10,7 +10,7 @@
 import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, OWNER_LABEL, appliedBy, objectId, ownerHash, ownershipOf, type ApplyClient, type KubeObject, type Owner } from '@syncline/apply';
 import type { KubeRest } from '@syncline/kube';
 import { sanitizeCopy, type MirrorKeys } from '../mirror/index.ts';
-import { PROMOTED_KINDS } from '../reconcile/namespacereplication.ts';
+import { PROMOTED_KINDS } from './transform.ts';
 import { applyTarget } from '../reconcile/target.ts';
 import { PROMOTED_AT_ANNOTATION, PROMOTED_BY_ANNOTATION, promotionOf, type Promotion } from './fence.ts';
 import { HEARTBEAT_FIELD_MANAGER, HEARTBEAT_LABEL } from './heartbeat.ts';

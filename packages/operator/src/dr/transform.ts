@@ -5,6 +5,13 @@
 import type { KubeObject } from '@syncline/apply';
 import { sanitizeCopy, type MirrorKeys } from '../mirror/index.ts';
 
+/** What a failover scales back up (or resumes): see promoted. */
+export const PROMOTED_KINDS = [
+  { group: 'apps', kind: 'Deployment' },
+  { group: 'apps', kind: 'StatefulSet' },
+  { group: 'batch', kind: 'CronJob' },
+] as const;
+
 type Json = Record<string, unknown>;
 const isRecord = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
 

@@ -7,7 +7,7 @@ import type { ApplyClient } from '@syncline/apply';
 import type { Logger } from 'pino';
 import { WorkQueue } from '../controller/queue.ts';
 import type { Metrics } from '../metrics.ts';
-import { truncate } from '../reconcile/target.ts';
+import { truncate } from '../reconcile/conditions.ts';
 import { projectMirrorObject, type MirrorCacheObject } from './cache.ts';
 import type { NamePattern } from './glob.ts';
 import { formatSourceRef, parseSourceRef, replicaSelector, sourceSelector, type MirrorKeys, type SourceRef } from './labels.ts';

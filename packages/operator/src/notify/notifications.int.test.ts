@@ -8,7 +8,7 @@ import { testKubeConfig, testNamespace } from '@syncline/test-support/kube';
 import { pino } from 'pino';
 import { Writable } from 'node:stream';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { installCrds } from '../kube/crds.ts';
+import { installCrds } from '../cluster/crds.ts';
 import { createMetrics } from '../metrics.ts';
 import { startNotifications } from './controller.ts';
 

@@ -109,3 +109,8 @@ function conditionOrder(type: string): number {
   const i = order.indexOf(type);
   return i === -1 ? order.length : i;
 }
+
+/** A condition or Event message: at most `max` characters (the API server refuses a longer condition message than 32 KiB; people read the first line). */
+export function truncate(text: string, max = 1024): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}

@@ -11,8 +11,10 @@ import type { Logger } from 'pino';
 import { ConfigSyncSpec, INTERVAL_BOUNDS, type Condition, type ConfigSync, type ConfigSyncStatus, type HistoryEntry, type TargetInventory, type TargetStatus } from '../api/v1alpha1.ts';
 import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
 import type { TargetBackoff } from '../remote/backoff.ts';
-import type { ReconcileOutcome } from '../controller/queue.ts';
-import { ServiceAccountError } from '../kube/errors.ts';
+import type { ReconcileOutcome } from './shell.ts';
+import { ServiceAccountError } from '../cluster/errors.ts';
+import type { ApplyIdentity } from '../cluster/identity.ts';
+import { FINALIZER, RECONCILE_REQUESTED_ANNOTATION } from '../api/annotations.ts';
 import type { Metrics } from '../metrics.ts';
 import { Reason, keepTransitions, removeCondition, setCondition, type ConditionInput } from './conditions.ts';
 import { MAX_TIMER_MS, boundedInterval, parseDuration, type IntervalBounds } from './duration.ts';
@@ -27,16 +29,15 @@ import { fetchPublishedChart } from './charts.ts';
 import { capabilitiesOf, engineSpecFor, readsWholeRepository, serverVersion, targetPath } from './engines.ts';
 import { NAMESPACE_NOT_ALLOWED, type Actor, type TrustedNamespaces } from '../tenancy.ts';
 import { HOOK_POLL_MS, applyTargetWithHooks, hookConditions, hooksFailed, hooksRunning } from './hook-run.ts';
+import { FindingCause, findingMessage, isTransient, isUnreachable, sortFindings } from './findings.ts';
 
 /** How long a sync waits for spec.timeout when it sets none (Flux's default for wait is its interval; 5m here). */
 export const DEFAULT_HEALTH_TIMEOUT = '5m';
 /** A sync whose dependencies are not Ready looks again after this at the latest (their status changes wake it sooner). */
 const DEPENDENCY_RETRY_MS = 30_000;
 
-export const FINALIZER = 'syncline.dev/finalizer';
-export const RECONCILE_REQUESTED_ANNOTATION = 'syncline.dev/reconcile-requested-at';
-
-export type ApplyIdentity = { readonly namespace: string; readonly serviceAccountName: string } | undefined;
+export { FINALIZER, RECONCILE_REQUESTED_ANNOTATION };
+export type { ApplyIdentity };
 
 export type ConfigSyncReconcilerDeps = {
   readonly rest: KubeRest;
@@ -509,9 +510,9 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
     }, applyTarget);
     const outcome = stale.size > 0 && applied.status.phase === 'Synced' ? { ...applied, status: { ...applied.status, message: truncate([...stale].join('; ')) } } : applied;
     if (remote !== undefined) {
-      const unreachable = outcome.failures.find((f) => /Timeout|TransportError/.test(f));
-      // Kept as the skipped runs will word it (unavailableTarget prefixes the target's name again).
-      if (unreachable !== undefined) run.deps.targetBackoff?.failed(backoffKey(run, target.name), unreachable.startsWith(`${target.name}: `) ? unreachable.slice(target.name.length + 2) : unreachable);
+      const unreachable = outcome.findings.find(isUnreachable);
+      // Kept as the skipped runs will word it (unavailableTarget names the target again).
+      if (unreachable !== undefined) run.deps.targetBackoff?.failed(backoffKey(run, target.name), unreachable.subject === target.name ? unreachable.reason : findingMessage(unreachable));
       else run.deps.targetBackoff?.succeeded(backoffKey(run, target.name));
       // Drift there is seen by watches in that cluster; when it cannot be watched, the refresh interval stands in.
       if (outcome.status.phase === 'Synced' && run.deps.remoteWatchesHealthy?.(remote) === false) {
@@ -595,7 +596,6 @@ function withCluster(outcome: TargetOutcome, cluster: string | undefined): Targe
 
 /** A target that could not be tried: it keeps its inventory and last sync time, and says why. */
 function unavailableTarget(target: { name: string; namespace?: string | undefined; cluster?: string | undefined }, why: string, inventory: readonly string[] | undefined, previous: TargetStatus | undefined): TargetOutcome {
-  const message = `${target.name}: ${why}`;
   return {
     status: {
       name: target.name,
@@ -608,8 +608,7 @@ function unavailableTarget(target: { name: string; namespace?: string | undefine
     },
     inventory: { target: target.name, entries: [...(inventory ?? [])], ...(target.cluster === undefined ? {} : { cluster: target.cluster }) },
     counts: emptyCounts(),
-    failures: [message],
-    conflicts: [],
+    ...sortFindings([{ cause: FindingCause.ClusterUnavailable, subject: target.name, reason: why }]),
     drift: [],
     orphaned: [],
     changed: false,
@@ -621,7 +620,7 @@ function unavailableTarget(target: { name: string; namespace?: string | undefine
 function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetOutcome[], allDesired: readonly KubernetesObject[]): Outcome {
   const { deps, object, spec, log, now } = run;
   const previous = object.status ?? {};
-  const { counts, failures, conflicts, drift, orphaned, changed, changes } = combineTargets(targets);
+  const { counts, findings, failures, conflicts, drift, orphaned, changed, changes } = combineTargets(targets);
   deps.metrics.managedObjects.set({ namespace: run.namespace, name: object.metadata.name }, targets.reduce((n, t) => n + t.status.objects, 0));
   // A target removed from the spec stays listed only while its inventory still holds objects to prune: once they
   // are pruned or handed to a renamed target, this status write drops it (no later reconcile is needed for that).
@@ -668,7 +667,7 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
     log.info({ failures: failures.length, conflicts: conflicts.length, ...counts }, 'sync finished with failures');
     // Forbidden needs an RBAC change and a conflict a person's decision, not hammering: wait for the refresh interval.
     // A tenancy refusal too: it needs a ServiceAccount or a trusted namespace.
-    const waitForPerson = failures.every((f) => /forbidden|NamespaceNotAllowed/i.test(f));
+    const waitForPerson = findings.every((f) => !isTransient(f.cause));
     if (conflicts.length > 0) events.push({ type: 'Warning', reason: Reason.Conflict, message: truncate(`${conflicts.length} object(s) not applied: ${conflicts.join('; ')}`) });
     // The failures as the Ready condition lists them (what the other targets wrote is in the log line above):
     // the same failure next time is the same message, which counts up one Event.

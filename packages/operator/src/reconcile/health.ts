@@ -4,9 +4,8 @@
 // Healthy condition itself (its lastTransitionTime), so a restarted operator keeps the same deadline.
 import { parseObjectId, type Health } from '@syncline/apply';
 import type { Condition, TargetHealth } from '../api/v1alpha1.ts';
-import { Reason, findCondition, setCondition } from './conditions.ts';
+import { Reason, findCondition, setCondition, truncate } from './conditions.ts';
 import { formatDuration } from './duration.ts';
-import { truncate } from './target.ts';
 
 /** How many objects a condition message names before it says "and N more". */
 const NAMED = 5;

@@ -7,6 +7,7 @@ const target = (name: string, reason?: string, message?: string): TargetOutcome 
   status: { name, phase: reason === undefined ? 'Synced' : reason === 'HookFailed' ? 'Failed' : 'Pending', objects: 1, ...(reason === undefined ? {} : { reason }), ...(message === undefined ? {} : { message }) },
   inventory: { target: name, entries: [] },
   counts: emptyCounts(),
+  findings: [],
   failures: [],
   conflicts: [],
   drift: [],

@@ -20,6 +20,7 @@ import {
 import type { Condition, HookStatus, TargetStatus } from '../api/v1alpha1.ts';
 import { describeRefusal, refusedObjects } from '../tenancy.ts';
 import { Reason, setCondition } from './conditions.ts';
+import { FindingCause, sortFindings } from './findings.ts';
 import { HOOK_RUN_ANNOTATION, HookDeletePolicy, HookPhase, formatDuration, hookObjectName, hookResult, hookRunKey, splitHooks, type Hook } from './hooks.ts';
 import { emptyCounts, readableId, refusedTarget, truncate, type TargetApplyInput, type TargetOutcome } from './target.ts';
 
@@ -113,7 +114,7 @@ async function afterApply(run: Run, outcome: TargetOutcome, result: PhaseResult)
   return withHooks(run, {
     ...outcome,
     status: { ...outcome.status, phase: failed ? 'Failed' : 'Pending', reason: failed ? Reason.HookFailed : Reason.HookRunning, message: truncate(result.message), ...(lastSyncedTime === undefined ? {} : { lastSyncedTime }) },
-    ...(failed ? { failures: [...outcome.failures, `${run.input.target.name}: ${result.message}`] } : {}),
+    ...(failed ? sortFindings([...outcome.findings, { cause: FindingCause.HookFailed, subject: run.input.target.name, reason: result.message }]) : {}),
   });
 }
 
@@ -157,8 +158,7 @@ function notApplied(input: HookedApplyInput, phase: 'Pending' | 'Failed', reason
     },
     inventory: { target: target.name, entries: [...inventory] },
     counts: phase === 'Failed' ? { ...emptyCounts(), failed: 1 } : emptyCounts(),
-    failures: phase === 'Failed' ? [`${target.name}: ${message}`] : [],
-    conflicts: [],
+    ...sortFindings(phase === 'Failed' ? [{ cause: FindingCause.HookFailed, subject: target.name, reason: message }] : []),
     drift: [],
     orphaned: [],
     changed: false,

@@ -3,20 +3,21 @@
 // the shared applyTarget (SSA, inventory, guarded prune, policies, drift) → status. A source that cannot be read
 // never prunes: copies stay as they are until the source is back.
 import { type EventRecorder, type KubeRest } from '@syncline/kube';
-import { decodeInventory, objectId, pool, type ApplyClient, type KubeObject } from '@syncline/apply';
+import { ApplyCause, causeOfError, decodeInventory, objectId, pool, type ApplyClient, type KubeObject } from '@syncline/apply';
 import type { Logger } from 'pino';
 import { ManifestSyncSpec, type Condition, type ManifestSync, type ManifestSyncStatus, type ManifestTargetStatus, type TargetInventory } from '../api/v1alpha1.ts';
-import type { ReconcileOutcome } from '../controller/queue.ts';
-import { ServiceAccountError } from '../kube/errors.ts';
+import type { ReconcileOutcome } from './shell.ts';
+import { ServiceAccountError } from '../cluster/errors.ts';
 import type { Metrics } from '../metrics.ts';
 import { expandCopyTargets, isMirrorError, makeCopy, type MirrorKeys, type MirrorNamespace } from '../mirror/index.ts';
 import { Reason, removeCondition, setCondition } from './conditions.ts';
-import type { ApplyIdentity } from './configsync.ts';
+import type { ApplyIdentity } from '../cluster/identity.ts';
 import { MAX_TIMER_MS, boundedInterval, type IntervalBounds } from './duration.ts';
 import { createReconciler, removeFinalizer, type ShellEvent, type ShellOutcome } from './shell.ts';
 import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, onlyRefused, partitionInventory, truncate, type TargetOutcome } from './target.ts';
 import { NAMESPACE_NOT_ALLOWED, allowedWrite, type Actor, type TrustedNamespaces } from '../tenancy.ts';
-import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
+import { RemoteClusterError, type RemoteClients, type RemoteClusters } from '../remote/clusters.ts';
+import { FindingCause, findingMessage, isConflict, isTransient, sortFindings, type Finding } from './findings.ts';
 
 export const MANIFESTSYNC_FINALIZER = 'syncline.dev/finalizer';
 
@@ -161,8 +162,7 @@ async function readSource(run: CopyRun): Promise<Stall | { client: ApplyClient; 
   try {
     source = await client.get(sourceId);
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    if (/forbidden/i.test(message)) return stall(Reason.SourceForbidden, `reading the source ${sourceNamespace}/${spec.sourceRef.name}: ${message}`);
+    if (causeOfError(error) === ApplyCause.Forbidden) return stall(Reason.SourceForbidden, `reading the source ${sourceNamespace}/${spec.sourceRef.name}: ${error instanceof Error ? error.message : String(error)}`);
     throw error;
   }
   if (source === undefined) return stall(Reason.SourceNotFound, `the source ${spec.sourceRef.kind} ${sourceNamespace}/${spec.sourceRef.name} does not exist; copies are left as they are`);
@@ -223,13 +223,12 @@ async function applyCopies(run: CopyRun, client: ApplyClient, desired: ReadonlyM
         remote = await deps.remote.clients(namespace, cluster);
         targetClient = remote.apply;
       } catch (error) {
-        const message = `${id}: ${error instanceof Error ? error.message : String(error)}`;
+        const finding: Finding = { cause: error instanceof RemoteClusterError ? FindingCause.ClusterUnavailable : causeOfError(error), subject: id, reason: error instanceof Error ? error.message : String(error) };
         return {
-          status: { name: id, namespace: targetNamespace, cluster, phase: 'Failed', objects: recorded?.entries.length ?? 0, message: truncate(message), ...(before?.lastSuccessfulSyncTime === undefined ? {} : { lastSyncedTime: before.lastSuccessfulSyncTime }) },
+          status: { name: id, namespace: targetNamespace, cluster, phase: 'Failed', objects: recorded?.entries.length ?? 0, message: truncate(findingMessage(finding)), ...(before?.lastSuccessfulSyncTime === undefined ? {} : { lastSyncedTime: before.lastSuccessfulSyncTime }) },
           inventory: { target: id, cluster, entries: [...(recorded?.entries ?? [])] },
           counts: emptyCounts(),
-          failures: [message],
-          conflicts: [],
+          ...sortFindings([finding]),
           drift: [],
           orphaned: [],
           changed: false,
@@ -266,8 +265,7 @@ function keptAsItWas(recorded: TargetInventory, before: ManifestTargetStatus | u
     status: { ...line, ...(lastSuccessfulSyncTime === undefined ? {} : { lastSyncedTime: lastSuccessfulSyncTime }) },
     inventory: recorded,
     counts: emptyCounts(),
-    failures: [],
-    conflicts: [],
+    ...sortFindings([]),
     drift: [],
     orphaned: [],
     changed: false,
@@ -315,7 +313,9 @@ function copyOutcome(
     events.push({ type: 'Normal', reason: 'Synced', message: truncate(`${summary}: ${describeChanges(combined.changes)}`), logged: true });
     log.info(combined.counts, 'copied');
   }
-  const onlyWaiting = failures.every((f) => /forbidden|NamespaceNotAllowed|not supported yet|cannot list namespaces|RemoteCluster/i.test(f));
+  // What needs a person (RBAC, the tenancy rule) or another cluster, and what this operator cannot resolve yet
+  // (`unresolved`), is looked at again at the interval, not retried with backoff.
+  const onlyWaiting = combined.findings.filter((f) => !isConflict(f)).every((f) => !isTransient(f.cause) || f.cause === FindingCause.ClusterUnavailable);
   return { status, result: ok || onlyWaiting ? { kind: 'done', requeueAfterMs } : { kind: 'retry' }, events: changed || !ok ? events : [] };
 }
 

@@ -7,20 +7,21 @@ import { type EventRecorder, type KubeRest } from '@syncline/kube';
 import { DEFAULT_FIELD_MANAGER, OWNER_LABEL, appliedBy, decodeInventory, objectId, ownerHash, type ApplyClient, type KubeObject } from '@syncline/apply';
 import type { Logger } from 'pino';
 import { NamespaceReplicationSpec, type Condition, type NamespaceReplication, type NamespaceReplicationStatus } from '../api/v1alpha1.ts';
-import type { ReconcileOutcome } from '../controller/queue.ts';
+import type { ReconcileOutcome } from './shell.ts';
 import { fencedMessage, readFence, type FenceState } from '../dr/fence.ts';
-import { DEFAULT_RESOURCE_TYPES, parseResourceType, promoted, skipReason, standbyCopy, type ResourceType } from '../dr/transform.ts';
+import { DEFAULT_RESOURCE_TYPES, PROMOTED_KINDS, parseResourceType, promoted, skipReason, standbyCopy, type ResourceType } from '../dr/transform.ts';
 import { objectLabels, type Metrics } from '../metrics.ts';
 import type { MirrorKeys } from '../mirror/index.ts';
 import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
 import type { CredentialHolders } from '../dr/credentials.ts';
 import { recordDeletions, type Settling } from '../dr/prune-guard.ts';
 import { Reason, removeCondition, setCondition } from './conditions.ts';
-import type { ApplyIdentity } from './configsync.ts';
+import type { ApplyIdentity } from '../cluster/identity.ts';
 import { MAX_TIMER_MS, boundedInterval, parseDuration, type IntervalBounds } from './duration.ts';
 import { createReconciler, type ShellEvent } from './shell.ts';
 import { guardPrune, guardedInventory, heldPruneReport, keepHeld, pruneHeldConditions, replicableObjects, sourceNamespaceState } from './replication-guard.ts';
 import { applyTarget, describeChanges, truncate } from './target.ts';
+import { isConflict } from './findings.ts';
 import { claimsOf, standbyWriteVerdict } from '../dr/claims.ts';
 import { type StandbyRules, type TrustedNamespaces } from '../tenancy.ts';
 
@@ -28,12 +29,6 @@ export const NAMESPACEREPLICATION_KEY_PREFIX = 'NamespaceReplication/';
 /** No system namespace is a standby; the operator's namespace is unknown. */
 export const DEFAULT_STANDBY_RULES: StandbyRules = { allowedSystem: new Set() };
 const STANDBY_TARGET = 'standby';
-/** What a failover scales back up (or resumes): see dr/transform.ts's promoted. */
-export const PROMOTED_KINDS = [
-  { group: 'apps', kind: 'Deployment' },
-  { group: 'apps', kind: 'StatefulSet' },
-  { group: 'batch', kind: 'CronJob' },
-] as const;
 
 /** The owner the standby's objects are marked with (its name carries the kind, see queueKeyOfOwner). */
 export function namespaceReplicationOwner(namespace: string, name: string): { namespace: string; name: string; target: string } {
@@ -237,10 +232,8 @@ function replicationResult(
   for (const d of desired.slice(1)) byKind.set(d.kind, (byKind.get(d.kind) ?? 0) + 1);
   for (const [kind, count] of byKind) deps.metrics.drObjects.set({ ...objectLabels(metricKey), kind, result: 'replicated' }, count);
   for (const [kind, count] of skipped) deps.metrics.drObjects.set({ ...objectLabels(metricKey), kind, result: 'skipped' }, count);
-  const failed = [...outcome.failures, ...outcome.conflicts].map((f) => {
-    const [id = '', ...rest] = f.split(': ');
-    return { id, reason: truncate(rest.join(': '), 300) };
-  });
+  // Failures, then conflicts, as status.failed lists them: the object (or the target as a whole) and why.
+  const failed = [...outcome.findings.filter((f) => !isConflict(f)), ...outcome.findings.filter(isConflict)].map((f) => ({ id: f.subject ?? '', reason: truncate(f.reason, 300) }));
   deps.metrics.drObjects.set({ ...objectLabels(metricKey), kind: '*', result: 'failed' }, failed.length);
   const ok = failed.length === 0;
   let conditions = removeCondition(previous.conditions ?? [], 'Stalled');

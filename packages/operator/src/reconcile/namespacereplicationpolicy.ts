@@ -15,9 +15,8 @@ import type { Metrics } from '../metrics.ts';
 import { SHARD_LABEL, shardSelector } from '../shard.ts';
 import type { StandbyRules, TrustedNamespaces } from '../tenancy.ts';
 import { claimsOf } from '../dr/claims.ts';
-import { Reason, removeCondition, setCondition } from './conditions.ts';
+import { Reason, removeCondition, setCondition, truncate } from './conditions.ts';
 import { createReconciler, type ShellEvent } from './shell.ts';
-import { truncate } from './target.ts';
 
 export type ReplicationPolicyOptions = {
   readonly rest: KubeRest;

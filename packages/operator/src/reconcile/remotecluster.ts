@@ -5,13 +5,12 @@
 import { type EventRecorder, type KubeRest } from '@syncline/kube';
 import type { Logger } from 'pino';
 import { RemoteClusterSpec, type Condition, type RemoteCluster, type RemoteClusterStatus } from '../api/v1alpha1.ts';
-import type { ReconcileOutcome } from '../controller/queue.ts';
+import type { ReconcileOutcome } from './shell.ts';
 import { RemoteClusterError, RemoteClusterReason, probeCluster, type RemoteClusters } from '../remote/clusters.ts';
-import { setCondition, type Reason } from './conditions.ts';
+import { setCondition, truncate, type Reason } from './conditions.ts';
 import { MAX_TIMER_MS, boundedInterval, type IntervalBounds } from './duration.ts';
 import { conditionsDiffer } from './object-status.ts';
 import { createReconciler, type ShellEvent } from './shell.ts';
-import { truncate } from './target.ts';
 
 export const REMOTECLUSTER_KEY_PREFIX = 'RemoteCluster/';
 

@@ -4,7 +4,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Condition } from '../api/v1alpha1.ts';
-import type { ReconcileOutcome } from '../controller/queue.ts';
+import type { ReconcileOutcome } from './shell.ts';
 import { createMetrics } from '../metrics.ts';
 import { Reason, setCondition } from './conditions.ts';
 import { createReconciler, removeFinalizer, type ShellEvent, type ShellObject, type ShellOutcome } from './shell.ts';

@@ -6,11 +6,20 @@
 import { KubeApiError, type EventRecorder, type KubeRest } from '@syncline/kube';
 import type { Logger } from 'pino';
 import type { Condition } from '../api/v1alpha1.ts';
-import type { ReconcileOutcome } from '../controller/queue.ts';
 import type { Metrics } from '../metrics.ts';
-import { Reason, removeCondition, setCondition } from './conditions.ts';
+import { Reason, removeCondition, setCondition, truncate } from './conditions.ts';
 import { conditionsDiffer, objectPath, patchFinalizers, writeStatus, type OwnObject } from './object-status.ts';
-import { truncate } from './target.ts';
+
+/** What a reconcile tells the work queue (controller/queue.ts): when to run the key again. */
+export type ReconcileOutcome =
+  /** Done; run again after the given delay (the refresh interval), or only on the next event. */
+  | { readonly kind: 'done'; readonly requeueAfterMs?: number }
+  /** A transient failure: retry with this key's exponential backoff. */
+  | { readonly kind: 'retry' }
+  /** Waiting on something with a known delay. */
+  | { readonly kind: 'wait'; readonly requeueAfterMs: number }
+  /** Bad spec or source: wait for a change event, never retry on a timer. */
+  | { readonly kind: 'stalled' };
 
 /** `logged`: the run wrote its own line about this (with structured fields): the Event is recorded without a second line. */
 export type ShellEvent = { readonly type: 'Normal' | 'Warning'; readonly reason: string; readonly message: string; readonly logged?: boolean };

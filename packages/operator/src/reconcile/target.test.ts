@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { encodeInventory, type ApplyClient, type ChangeSet } from '@syncline/apply';
+import { ApplyCause, encodeInventory, type ApplyClient, type ChangeSet } from '@syncline/apply';
+import { FindingCause } from './findings.ts';
 import { applyTarget, combineTargets, describeChanges, onlyRefused, partitionInventory, summarizeChanges } from './target.ts';
 import { trustedNamespaces } from '../tenancy.ts';
 
@@ -14,11 +15,12 @@ describe('summarizeChanges', () => {
   });
 
   it.each([
-    ['another sync owns it', 'Conflict: the object is owned by ops/api/prod'],
-    ['nobody we may take it from owns it', 'Conflict: the object exists and is not managed by Syncline (field managers: kubectl); policy Sync leaves it (Adopt or Overwrite take it over)'],
-  ])('given a skipped object because %s, then it is a conflict naming the owner, not a silent success', (_why, reason) => {
-    const outcome = summarizeChanges(input, changes([{ id: '/ConfigMap/shop/a', action: 'skipped', reason }, { id: '/ConfigMap/shop/b', action: 'created' }]));
+    ['another sync owns it', ApplyCause.Conflict, 'Conflict: the object is owned by ops/api/prod'],
+    ['nobody we may take it from owns it', ApplyCause.NotOwned, 'Conflict: the object exists and is not managed by Syncline (field managers: kubectl); policy Sync leaves it (Adopt or Overwrite take it over)'],
+  ] as const)('given a skipped object because %s, then it is a conflict naming the owner, not a silent success', (_why, cause, reason) => {
+    const outcome = summarizeChanges(input, changes([{ id: '/ConfigMap/shop/a', action: 'skipped', cause, reason }, { id: '/ConfigMap/shop/b', action: 'created' }]));
     expect(outcome.conflicts).toEqual([`/ConfigMap/shop/a: ${reason}`]);
+    expect(outcome.findings).toEqual([{ cause, subject: '/ConfigMap/shop/a', reason }]);
     expect(outcome.status.phase).toBe('Failed');
     expect(outcome.status.message).toContain(reason);
     expect(outcome.failures).toEqual([]);
@@ -26,31 +28,34 @@ describe('summarizeChanges', () => {
   });
 
   it('given a skip that is a policy choice (Keep), then it is neither a conflict nor a failure', () => {
-    const outcome = summarizeChanges(input, changes([{ id: '/ConfigMap/shop/a', action: 'skipped', reason: 'the object exists; policy Keep never modifies it' }]));
+    const outcome = summarizeChanges(input, changes([{ id: '/ConfigMap/shop/a', action: 'skipped', cause: ApplyCause.Kept, reason: 'the object exists; policy Keep never modifies it' }]));
     expect(outcome.conflicts).toEqual([]);
+    expect(outcome.findings).toEqual([]);
     expect(outcome.status.phase).toBe('Synced');
   });
 
   it('given an orphaned Namespace, then it is reported without failing the target', () => {
-    const outcome = summarizeChanges(input, changes([{ id: '/Namespace//team', action: 'skipped', reason: "NamespaceOrphaned: not pruned: it holds objects that are not this sync's (/ConfigMap/team/x); the Namespace is left in place" }]));
+    const outcome = summarizeChanges(input, changes([{ id: '/Namespace//team', action: 'skipped', cause: ApplyCause.Orphaned, reason: "not pruned: it holds objects that are not this sync's (/ConfigMap/team/x); the Namespace is left in place" }]));
     expect(outcome.orphaned).toEqual(["/Namespace//team: not pruned: it holds objects that are not this sync's (/ConfigMap/team/x); the Namespace is left in place"]);
     expect(outcome.status.phase).toBe('Synced');
   });
 
   it('given a refused plan and a failed object, then both are failures and the counts say so', () => {
-    const outcome = summarizeChanges(input, changes([{ id: '/ConfigMap/shop/a', action: 'failed', reason: 'Forbidden: no' }], { blocked: 'refusing to prune' }));
+    const outcome = summarizeChanges(input, changes([{ id: '/ConfigMap/shop/a', action: 'failed', cause: ApplyCause.Forbidden, reason: 'Forbidden: no' }], { blocked: 'refusing to prune' }));
     expect(outcome.failures).toEqual(['refusing to prune', '/ConfigMap/shop/a: Forbidden: no']);
+    expect(outcome.findings.map((f) => f.cause)).toEqual([FindingCause.EmptyRender, FindingCause.Forbidden]);
     expect(outcome.counts.failed).toBe(1);
   });
 });
 
 describe('combineTargets', () => {
   it('prefixes each finding with its target once and adds the counts up', () => {
-    const a = summarizeChanges(input, changes([{ id: '/ConfigMap/shop/a', action: 'created' }, { id: '/ConfigMap/shop/x', action: 'skipped', reason: 'Conflict: the object is owned by ops/api/prod' }]));
+    const a = summarizeChanges(input, changes([{ id: '/ConfigMap/shop/a', action: 'created' }, { id: '/ConfigMap/shop/x', action: 'skipped', cause: ApplyCause.Conflict, reason: 'Conflict: the object is owned by ops/api/prod' }]));
     const b = summarizeChanges({ ...input, target: { name: 'dev', namespace: 'dev' } }, changes([{ id: '/ConfigMap/dev/a', action: 'configured' }]));
     const combined = combineTargets([a, b]);
     expect(combined.counts).toMatchObject({ created: 1, configured: 1 });
     expect(combined.conflicts).toEqual(['prod: /ConfigMap/shop/x: Conflict: the object is owned by ops/api/prod']);
+    expect(combined.findings).toEqual([{ cause: ApplyCause.Conflict, subject: 'prod', reason: '/ConfigMap/shop/x: Conflict: the object is owned by ops/api/prod' }]);
     expect(combined.changed).toBe(true);
   });
 });
@@ -62,7 +67,7 @@ describe('what changed, for the Event', () => {
       { id: '/ConfigMap/shop/a', action: 'unchanged' },
       { id: '/ConfigMap/shop/b', action: 'created' },
       { id: 'rbac.authorization.k8s.io/ClusterRole//reader', action: 'deleted' },
-      { id: '/Secret/shop/s', action: 'skipped', reason: 'the object exists; policy Keep never modifies it' },
+      { id: '/Secret/shop/s', action: 'skipped', cause: ApplyCause.Kept, reason: 'the object exists; policy Keep never modifies it' },
     ]));
     expect(outcome.changes).toEqual(['Deployment/shop/web configured', 'ConfigMap/shop/b created', 'ClusterRole/reader deleted']);
   });
@@ -96,6 +101,7 @@ describe('applyTarget under the tenancy rule', () => {
       expect(outcome.status.message).toMatch(/^NamespaceNotAllowed: nothing written; refused (ConfigMap\/kube-system\/planted|ClusterRole\/escalate): /);
       expect(outcome.changed).toBe(false);
       expect(onlyRefused([outcome])).toBe(true);
+      expect(outcome.findings.map((f) => f.cause)).toEqual([FindingCause.NotAllowed]);
     }
   });
 

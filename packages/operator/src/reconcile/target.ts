@@ -3,7 +3,9 @@
 // copy, a DR transform); this reads live state, plans, executes and prunes through the one apply engine,
 // then turns the change set into the target's status line and the findings the sync reports.
 import {
+  ApplyCause,
   applyFingerprint,
+  causeOfError,
   decodeInventory,
   encodeInventory,
   parseObjectId,
@@ -21,7 +23,6 @@ import {
   type WaveResult,
   type ApplyClient,
   type ChangeSet,
-  type ChangeSetEntry,
   type KubeObject,
   type Owner,
   type Policy,
@@ -29,9 +30,10 @@ import {
 } from '@syncline/apply';
 import type { Condition, TargetInventory, TargetStatus } from '../api/v1alpha1.ts';
 import { objectLabels, type Metrics } from '../metrics.ts';
-import { Reason, removeCondition, setCondition } from './conditions.ts';
+import { Reason, removeCondition, setCondition, truncate } from './conditions.ts';
 import { summarizeHealth, type HealthReport } from './health.ts';
 import { NAMESPACE_NOT_ALLOWED, describeRefusal, refusedObjects, type Actor } from '../tenancy.ts';
+import { FindingCause, findingMessage, sortFindings, type Finding } from './findings.ts';
 
 export type TargetApplyInput = {
   readonly client: ApplyClient;
@@ -88,9 +90,11 @@ export type TargetOutcome = {
   readonly status: TargetStatus;
   readonly inventory: TargetInventory;
   readonly counts: Counts;
-  /** `id: reason` of objects that failed (and a refused plan). */
+  /** Every failure and conflict with its cause: what reconcilers decide from (see findings.ts). */
+  readonly findings: readonly Finding[];
+  /** `id: reason` of objects that failed (and a refused plan): the findings' messages, for people. */
   readonly failures: readonly string[];
-  /** `id: reason` of objects held back because someone else owns them. */
+  /** `id: reason` of objects held back because someone else owns them: the findings' messages, for people. */
   readonly conflicts: readonly string[];
   /** `id (paths)` of objects that drifted and were left (drift Report). */
   readonly drift: readonly string[];
@@ -106,8 +110,6 @@ export type TargetOutcome = {
 
 export const emptyCounts = (): Counts => ({ created: 0, configured: 0, deleted: 0, failed: 0, drifted: 0 });
 
-const isConflict = (entry: ChangeSetEntry): boolean => entry.action === 'skipped' && entry.reason?.startsWith('Conflict:') === true;
-const isOrphaned = (entry: ChangeSetEntry): boolean => entry.action === 'skipped' && entry.reason?.startsWith('NamespaceOrphaned:') === true;
 
 /** Never throws for the cluster's answers: a failure to read or write becomes the target's Failed status. */
 export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcome> {
@@ -167,14 +169,13 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
       ...(noop === undefined ? {} : { prove: true }), // what it writes, read back, needs no read next time
     });
   } catch (error) {
-    const message = `${input.target.name}: ${error instanceof Error ? error.message : String(error)}`;
+    const finding: Finding = { cause: causeOfError(error), subject: input.target.name, reason: error instanceof Error ? error.message : String(error) };
     input.metrics?.targetFailures.inc({ ...objectLabels(input.syncKey), target: input.target.name });
     return {
-      status: { ...statusBase(input), phase: 'Failed', objects: previousInventory.length, message, lastSyncedTime: input.previous?.lastSyncedTime },
+      status: { ...statusBase(input), phase: 'Failed', objects: previousInventory.length, message: findingMessage(finding), lastSyncedTime: input.previous?.lastSyncedTime },
       inventory: { target: input.target.name, entries: encodeInventory(previousInventory) },
       counts: { ...emptyCounts(), failed: 1 },
-      failures: [message],
-      conflicts: [],
+      ...sortFindings([finding]),
       drift: [],
       orphaned: [],
       changed: false,
@@ -187,7 +188,7 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
     if (noop !== undefined && record !== undefined) noop.records.set(noop.key, { record });
     return outcome;
   }
-  const heldBack = changes.heldBack === undefined ? [] : changes.entries.filter((e) => e.action === 'skipped' && e.reason?.startsWith('not applied yet: ') === true).map((e) => e.id);
+  const heldBack = changes.heldBack === undefined ? [] : changes.entries.filter((e) => e.action === 'skipped' && e.cause === ApplyCause.HeldBack).map((e) => e.id);
   const health = summarizeHealth(await readHealth({ client: input.client, entries: changes.entries, desired: input.desired, live, owner: input.owner }), heldBack);
   if (noop !== undefined && record !== undefined) noop.records.set(noop.key, { record, health });
   return { ...outcome, status: { ...outcome.status, health: health.counts }, health };
@@ -227,8 +228,7 @@ export function refusedTarget(input: Pick<TargetApplyInput, 'target' | 'inventor
     },
     inventory: { target: input.target.name, entries: [...(input.inventory ?? [])] },
     counts: emptyCounts(),
-    failures: [`${input.target.name}: ${message}`],
-    conflicts: [],
+    ...sortFindings([{ cause: FindingCause.NotAllowed, subject: input.target.name, reason: message }]),
     drift: [],
     orphaned: [],
     changed: false,
@@ -245,8 +245,7 @@ export function onlyRefused(outcomes: readonly TargetOutcome[]): boolean {
 /** Pure: a change set → the target's status line and findings. */
 export function summarizeChanges(input: Pick<TargetApplyInput, 'target' | 'previous' | 'now' | 'metrics' | 'syncKey'>, changes: ChangeSet): TargetOutcome {
   const counts = emptyCounts();
-  const failures: string[] = changes.blocked === undefined ? [] : [changes.blocked];
-  const conflicts: string[] = [];
+  const findings: Finding[] = changes.blocked === undefined ? [] : [{ cause: FindingCause.EmptyRender, reason: changes.blocked }];
   const drift: string[] = [];
   const orphaned: string[] = [];
   for (const entry of changes.entries) {
@@ -255,16 +254,17 @@ export function summarizeChanges(input: Pick<TargetApplyInput, 'target' | 'previ
     if (entry.action === 'deleted') counts.deleted++;
     if (entry.action === 'failed') {
       counts.failed++;
-      failures.push(`${entry.id}: ${entry.reason ?? 'failed'}`);
+      findings.push({ cause: entry.cause, subject: entry.id, reason: entry.reason ?? 'failed' });
     }
-    if (isConflict(entry)) conflicts.push(`${entry.id}: ${entry.reason ?? 'conflict'}`);
-    if (isOrphaned(entry)) orphaned.push(`${entry.id}: ${(entry.reason ?? '').replace(/^NamespaceOrphaned: /, '')}`);
+    if (entry.action === 'skipped' && (entry.cause === ApplyCause.Conflict || entry.cause === ApplyCause.NotOwned)) findings.push({ cause: entry.cause, subject: entry.id, reason: entry.reason ?? 'conflict' });
+    if (entry.action === 'skipped' && entry.cause === ApplyCause.Orphaned) orphaned.push(`${entry.id}: ${entry.reason ?? ''}`);
     if (entry.drift !== undefined && entry.drift.length > 0 && entry.action !== 'configured') {
       counts.drifted++;
       drift.push(`${entry.id} (${entry.drift.slice(0, 3).join(', ')})`);
     }
     if (entry.action !== 'unchanged') input.metrics?.objectsApplied.inc({ action: entry.action });
   }
+  const { failures, conflicts } = sortFindings(findings);
   const problems = [...failures, ...conflicts];
   if (problems.length > 0) input.metrics?.targetFailures.inc({ ...objectLabels(input.syncKey), target: input.target.name });
   const ok = problems.length === 0;
@@ -282,8 +282,7 @@ export function summarizeChanges(input: Pick<TargetApplyInput, 'target' | 'previ
     },
     inventory: { target: input.target.name, entries: encodeInventory(changes.inventory) },
     counts,
-    failures,
-    conflicts,
+    ...sortFindings(findings),
     drift,
     orphaned,
     changed,
@@ -316,14 +315,23 @@ function statusBase(input: Pick<TargetApplyInput, 'target'>): Pick<TargetStatus,
 }
 
 /** The findings of several targets, prefixed with their target's name. */
-export function combineTargets(outcomes: readonly TargetOutcome[]): { counts: Counts; failures: string[]; conflicts: string[]; drift: string[]; orphaned: string[]; changed: boolean; changes: string[] } {
+export function combineTargets(outcomes: readonly TargetOutcome[]): {
+  counts: Counts;
+  findings: readonly Finding[];
+  failures: readonly string[];
+  conflicts: readonly string[];
+  drift: string[];
+  orphaned: string[];
+  changed: boolean;
+  changes: string[];
+} {
   const counts = emptyCounts();
-  const prefixed = (pick: (o: TargetOutcome) => readonly string[]): string[] => outcomes.flatMap((o) => pick(o).map((f) => (f.startsWith(`${o.status.name}: `) ? f : `${o.status.name}: ${f}`)));
+  // Each finding named by its target: one about the target as a whole names it already.
+  const named = outcomes.flatMap((o) => o.findings.map((f): Finding => (f.subject === o.status.name ? f : { cause: f.cause, subject: o.status.name, reason: findingMessage(f) })));
   for (const o of outcomes) for (const key of Object.keys(counts) as (keyof Counts)[]) counts[key] += o.counts[key];
   return {
     counts,
-    failures: prefixed((o) => o.failures),
-    conflicts: prefixed((o) => o.conflicts),
+    ...sortFindings(named),
     drift: outcomes.flatMap((o) => o.drift),
     orphaned: outcomes.flatMap((o) => o.orphaned),
     changed: outcomes.some((o) => o.changed),
@@ -332,9 +340,7 @@ export function combineTargets(outcomes: readonly TargetOutcome[]): { counts: Co
   };
 }
 
-export function truncate(text: string, max = 1024): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
-}
+export { truncate };
 
 /**
  * Ready/Synced/Failed after the targets were applied. A conflict (another owner's object) is named as

@@ -2,9 +2,9 @@
 // key once at a time, so a burst of pushes coalesces into at most one running and one pending reconcile).
 // A follower has no running queue (only the leader writes), so it asks the leader the way `syncline
 // reconcile` does: by setting the reconcile-requested-at annotation, which the leader's watch sees.
-import { type KubeRest } from '@syncline/kube';
+import { KubeApiError, type KubeRest } from '@syncline/kube';
 import type { Logger } from 'pino';
-import { RECONCILE_REQUESTED_ANNOTATION } from '../reconcile/configsync.ts';
+import { RECONCILE_REQUESTED_ANNOTATION } from '../api/annotations.ts';
 
 export function createWaker(options: {
   rest: KubeRest;
@@ -44,7 +44,8 @@ export function createWaker(options: {
         } catch (error) {
           const delay = delays[attempt];
           const message = error instanceof Error ? error.message : String(error);
-          if (delay === undefined || /\b404\b/.test(message)) {
+          // A ConfigSync that is gone (404) will not be reconciled by anyone: asking again cannot help.
+          if (delay === undefined || (error instanceof KubeApiError && error.status === 404)) {
             options.logger.warn({ configsync: key, err: message, attempts: attempt + 1 }, 'could not ask the leader to reconcile; the refresh interval will');
             return;
           }

@@ -2,7 +2,7 @@
 // additional data (getsops/sops aes/cipher.go). node:crypto does the cipher; this only reads the envelope
 // and turns the plaintext back into the type sops recorded.
 import { createDecipheriv } from 'node:crypto';
-import { formatFloat } from './tree.ts';
+import { formatFloat } from './float.ts';
 
 const envelope = /^ENC\[AES256_GCM,data:(.+),iv:(.+),tag:(.+),type:(.+)\]/;
 const base64 = /^[A-Za-z0-9+/]*={0,2}$/;

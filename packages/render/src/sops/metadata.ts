@@ -2,15 +2,8 @@
 // key (one group, or several groups joined by Shamir's threshold), which values are encrypted, and the MAC.
 // Reading it is strict: a field of the wrong shape is a malformed file, not a default.
 import { SopsMap } from './tree.ts';
-import type { SopsValue } from './tree.ts';
+import type { CryptRules, SopsValue } from './tree.ts';
 
-/** Which values of the tree are encrypted: sops allows at most one rule per file; none means `_unencrypted` suffix. */
-export interface CryptRules {
-  readonly unencryptedSuffix?: string;
-  readonly encryptedSuffix?: string;
-  readonly unencryptedRegex?: string;
-  readonly encryptedRegex?: string;
-}
 
 export type MasterKey =
   | { readonly type: 'age'; readonly recipient: string; readonly enc: string }

@@ -9,7 +9,17 @@
 //   it; with mac_only_encrypted only the encrypted values are, after a fixed prefix.
 import { createHash } from 'node:crypto';
 import { decryptValue } from './cipher.ts';
-import type { CryptRules } from './metadata.ts';
+import { formatFloat } from './float.ts';
+
+export { formatFloat };
+
+/** Which values of the tree are encrypted: sops allows at most one rule per file; none means `_unencrypted` suffix. */
+export interface CryptRules {
+  readonly unencryptedSuffix?: string;
+  readonly encryptedSuffix?: string;
+  readonly unencryptedRegex?: string;
+  readonly encryptedRegex?: string;
+}
 
 /** A mapping in file order (a JS object would move integer-like keys to the front and lose sops' order). */
 export class SopsMap {
@@ -71,21 +81,6 @@ export function compileRules(rules: CryptRules): (path: readonly string[]) => bo
     if (encryptedRegex !== undefined) encrypted = path.some((p) => encryptedRegex.test(p));
     return encrypted;
   };
-}
-
-/** Go's strconv.FormatFloat(f, 'f', -1, 64): the shortest digits that read back to f, never an exponent. */
-export function formatFloat(value: number): string {
-  if (Number.isNaN(value)) return 'NaN';
-  if (!Number.isFinite(value)) return value > 0 ? '+Inf' : '-Inf';
-  const text = String(value);
-  const exponent = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(text);
-  if (exponent === null) return text;
-  const [, sign = '', lead = '', rest = '', power = '0'] = exponent;
-  const digits = lead + rest;
-  const point = 1 + Number(power);
-  if (point <= 0) return `${sign}0.${'0'.repeat(-point)}${digits}`;
-  if (point >= digits.length) return `${sign}${digits}${'0'.repeat(point - digits.length)}`;
-  return `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
 }
 
 /** sops' ToBytes for a leaf of a plain (decrypted or never encrypted) tree. */

@@ -3,8 +3,10 @@
 // account may and nothing more. Works with every authenticator, unlike impersonation headers.
 import { type KubeConnection, KubeApiError, type KubeRest } from '@syncline/kube';
 import { createApplyClient, type ApplyClient } from '@syncline/apply';
-import type { ApplyIdentity } from '../reconcile/configsync.ts';
 import { ServiceAccountError } from './errors.ts';
+
+/** Whose rights an apply uses: a tenant's ServiceAccount, or the operator's own (undefined). */
+export type ApplyIdentity = { readonly namespace: string; readonly serviceAccountName: string } | undefined;
 
 const TOKEN_SECONDS = 3600;
 
