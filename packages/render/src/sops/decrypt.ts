@@ -7,7 +7,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { combine } from 'shamir-secret-sharing';
 import { decryptValue } from './cipher.ts';
 import { SopsError, SopsErrorCause } from './errors.ts';
-import { FormatError, SopsFormat, emitDotenv, emitJson, emitYaml, loadEncrypted, mayBeEncrypted, sopsFormatOf } from './formats.ts';
+import { FormatError, SopsFormat, emitDotenv, emitInPlace, emitJson, emitYaml, loadEncrypted, mayBeEncrypted, sopsFormatOf } from './formats.ts';
 import type { LoadedAny } from './formats.ts';
 import { unwrapAge, unwrapPgp } from './keys.ts';
 import type { SopsKeyRing } from './keys.ts';
@@ -16,6 +16,7 @@ import type { MasterKey, SopsMetadata } from './metadata.ts';
 import { KeyServiceFailure, unwrapKms, unwrapVault } from './providers.ts';
 import type { KeyServiceOptions } from './providers.ts';
 import { SopsMap, TreeWalkError, decryptTree } from './tree.ts';
+import type { DecryptedTree } from './tree.ts';
 
 /** Largest encrypted file decrypted (Kubernetes objects are at most ~1.5 MiB; values files are smaller). */
 export const DEFAULT_MAX_ENCRYPTED_BYTES = 8 * 1024 * 1024;
@@ -179,7 +180,7 @@ export async function decryptSopsFile(options: DecryptFileOptions): Promise<Uint
     throw fail(path, SopsErrorCause.MalformedFile, `the value at ${at} is not encrypted although the file's rules say it must be (a half-encrypted file?)`);
   }
   verifyMac(path, metadata, dataKey, tree.mac);
-  const plaintext = emit(loaded, tree.branches, dataKey);
+  const plaintext = emit(loaded, tree, dataKey);
   if (memoKey !== undefined) options.decrypted?.set(memoKey, plaintext);
   return plaintext;
 }
@@ -216,12 +217,13 @@ function verifyMac(path: string, metadata: SopsMetadata, dataKey: Uint8Array, co
   }
 }
 
-function emit(loaded: LoadedAny, branches: SopsMap[], dataKey: Uint8Array): Uint8Array | string {
+function emit(loaded: LoadedAny, tree: DecryptedTree, dataKey: Uint8Array): Uint8Array | string {
+  const branches = tree.branches;
   switch (loaded.format) {
     case SopsFormat.Yaml:
-      return emitYaml(branches);
+      return (loaded.source === undefined ? undefined : emitInPlace(loaded.source, tree.opened, false)) ?? emitYaml(branches);
     case SopsFormat.Json:
-      return `${emitJson(branches[0] ?? new SopsMap([]))}`;
+      return (loaded.source === undefined ? undefined : emitInPlace(loaded.source, tree.opened, true)) ?? `${emitJson(branches[0] ?? new SopsMap([]))}`;
     case SopsFormat.Binary: {
       // The whole file is the `data` value; take its bytes as decrypted (it need not be UTF-8).
       const data = loaded.branches[0]?.items.find(([key]) => key === 'data')?.[1];

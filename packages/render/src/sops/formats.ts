@@ -51,27 +51,42 @@ export interface LoadedFile {
   readonly branches: SopsMap[];
   /** The `sops` mapping (for dotenv, unflattened). */
   readonly metadata: SopsValue;
+  /**
+   * YAML and JSON: the committed text, the range of every leaf scalar in tree walk order, and the ranges of
+   * the `sops` entries. Undefined when the text cannot be written back in place (aliases).
+   */
+  readonly source?: { readonly text: string; readonly leaves: ReadonlyArray<readonly [number, number]>; readonly removed: ReadonlyArray<readonly [number, number]> } | undefined;
 }
 
 /** At most this many tree nodes per file, aliases expanded (an alias bomb stops here). */
 const MAX_NODES = 1_000_000;
 
-function fromYamlNode(node: unknown, doc: Document, budget: { left: number }): SopsValue {
+/** What a tree walk meets, in walk order: the text range of every leaf scalar (for writing values back in place). */
+interface Positions {
+  readonly leaves: Array<readonly [number, number]>;
+  aliased: boolean;
+}
+
+function fromYamlNode(node: unknown, doc: Document, budget: { left: number }, positions: Positions): SopsValue {
   if (--budget.left < 0) throw new FormatError('the file expands to more values than allowed (aliases?)');
   if (node === null || node === undefined) return null;
-  if (isAlias(node)) return fromYamlNode(node.resolve(doc), doc, budget);
+  if (isAlias(node)) {
+    positions.aliased = true;
+    return fromYamlNode(node.resolve(doc), doc, budget, positions);
+  }
   if (isMap(node)) {
     return new SopsMap(
       node.items.map((pair) => {
         const key = isScalar(pair.key) ? pair.key.value : pair.key;
         if (typeof key !== 'string') throw new FormatError('a mapping key is not a string', lineOf(doc, pair.key));
-        return [key, fromYamlNode(pair.value, doc, budget)];
+        return [key, fromYamlNode(pair.value, doc, budget, positions)];
       }),
     );
   }
-  if (isSeq(node)) return node.items.map((item) => fromYamlNode(item, doc, budget));
+  if (isSeq(node)) return node.items.map((item) => fromYamlNode(item, doc, budget, positions));
   if (isScalar(node)) {
     const value = node.value;
+    if (value !== null && node.range !== undefined && node.range !== null) positions.leaves.push([node.range[0], node.range[1]]);
     if (value === null || typeof value === 'string' || typeof value === 'bigint' || typeof value === 'number' || typeof value === 'boolean') return value;
     return value instanceof Date ? value.toISOString() : JSON.stringify(value) ?? '';
   }
@@ -89,11 +104,17 @@ function lineAt(text: string, offset: number): number {
   return text.slice(0, offset).split('\n').length;
 }
 
-/** YAML (every document) or JSON (one document): documents must be mappings; `sops` is taken from the first. */
+/**
+ * YAML (every document) or JSON (one document): documents must be mappings; `sops` is taken from the first.
+ * Also returns where each leaf and each document's `sops` entry is in the text, so the plaintext can be the
+ * committed text with values written back in place (every line where it was in the file).
+ */
 function loadTreeFormat(text: string, json: boolean): LoadedFile {
   const docs = parseAllDocuments(text, { version: '1.2', intAsBigInt: true, merge: false, uniqueKeys: true, prettyErrors: false });
   const budget = { left: MAX_NODES };
   const branches: SopsMap[] = [];
+  const positions: Positions = { leaves: [], aliased: false };
+  const removed: Array<readonly [number, number]> = [];
   let metadata: SopsValue | undefined;
   const list = Array.isArray(docs) ? docs : [];
   if (json && list.length !== 1) throw new FormatError('a JSON file holds one value');
@@ -101,7 +122,8 @@ function loadTreeFormat(text: string, json: boolean): LoadedFile {
     const error = doc.errors[0];
     if (error !== undefined) throw new FormatError(`does not parse (${error.code})`, lineAt(text, error.pos[0]));
     (doc as unknown as { __source?: string }).__source = text;
-    const root = fromYamlNode(doc.contents, doc, budget);
+    const leavesBefore = positions.leaves.length;
+    const root = fromYamlNode(doc.contents, doc, budget, positions);
     if (root === null) {
       branches.push(new SopsMap([]));
       continue;
@@ -110,9 +132,35 @@ function loadTreeFormat(text: string, json: boolean): LoadedFile {
     const own = root.items.filter(([key]) => key === 'sops');
     if (index === 0 && own[0] !== undefined) metadata = own[0][1];
     branches.push(new SopsMap(root.items.filter(([key]) => key !== 'sops')));
+    if (own.length > 0 && isMap(doc.contents)) {
+      const span = sopsEntrySpan(doc.contents.items, json);
+      if (span === undefined) positions.aliased = true;
+      else {
+        removed.push(span);
+        // The metadata's own scalars are not leaves of the tree.
+        const kept = positions.leaves.splice(leavesBefore).filter(([start]) => start < span[0] || start >= span[1]);
+        positions.leaves.push(...kept);
+      }
+    }
   }
   if (metadata === undefined) throw new FormatError('has no sops metadata');
-  return { branches, metadata };
+  return { branches, metadata, source: positions.aliased ? undefined : { text, leaves: positions.leaves, removed } };
+}
+
+type YamlPair = { key: unknown; value: unknown };
+const rangeOf = (node: unknown): readonly [number, number, number] | undefined => (node as YamlNode | null | undefined)?.range ?? undefined;
+
+/** The text of the top-level `sops` entry, with the comma that joins it to its neighbour in JSON. */
+function sopsEntrySpan(items: readonly YamlPair[], json: boolean): readonly [number, number] | undefined {
+  const at = items.findIndex((pair) => isScalar(pair.key) && pair.key.value === 'sops');
+  const key = rangeOf(items[at]?.key);
+  const value = rangeOf(items[at]?.value);
+  if (key === undefined || value === undefined) return undefined;
+  if (!json) return [key[0], value[1]];
+  const next = rangeOf(items[at + 1]?.key);
+  if (next !== undefined) return [key[0], next[0]];
+  const previous = rangeOf(items[at - 1]?.value);
+  return previous === undefined ? [key[0], value[1]] : [previous[1], value[1]];
 }
 
 /** dotenv: KEY=value lines (`\n` escapes a newline), `#` comments, metadata flattened into `sops_…` keys. */
@@ -187,6 +235,45 @@ export function loadEncrypted(format: SopsFormat, text: string): LoadedAny {
     case SopsFormat.Ini:
       throw new FormatError('INI files encrypted with sops are not supported; use dotenv, YAML or JSON', undefined, { unsupported: true });
   }
+}
+
+/**
+ * The committed YAML or JSON text with each decrypted value written over its `ENC[…]` scalar (a string as a
+ * one-line double-quoted scalar, valid in both) and the `sops` entries blanked to their line breaks: the same
+ * documents `sops decrypt` prints, with every line where it is in the committed file, so an error in a
+ * decrypted file points at the line a user can open. Undefined when a value has no one-line form here.
+ */
+export function emitInPlace(source: NonNullable<LoadedFile['source']>, opened: ReadonlyArray<string | bigint | number | boolean | undefined>, json: boolean): string | undefined {
+  if (opened.length !== source.leaves.length) return undefined;
+  const edits: Array<readonly [number, number, string]> = [];
+  for (const [index, value] of opened.entries()) {
+    if (value === undefined) continue;
+    const range = source.leaves[index];
+    const written = scalarText(value, json);
+    if (range === undefined || written === undefined) return undefined;
+    edits.push([range[0], range[1], written]);
+  }
+  for (const [start, end] of source.removed) edits.push([start, end, source.text.slice(start, end).replace(/[^\n]/g, '')]);
+  edits.sort((a, b) => a[0] - b[0]);
+  const parts: string[] = [];
+  let at = 0;
+  for (const [start, end, written] of edits) {
+    if (start < at) return undefined;
+    parts.push(source.text.slice(at, start), written);
+    at = end;
+  }
+  parts.push(source.text.slice(at));
+  // The metadata is last in a file as sops writes it: its blanked lines are not kept at the end.
+  return `${parts.join('').replace(/\s+$/, '')}\n`;
+}
+
+function scalarText(value: string | bigint | number | boolean, json: boolean): string | undefined {
+  // JSON's escapes are YAML's; the few characters YAML readers refuse raw in a stream are escaped too.
+  if (typeof value === 'string') return JSON.stringify(value).replace(/[\u007f-\u009f\ufeff\ufffe\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  if (typeof value === 'bigint' || typeof value === 'boolean') return String(value);
+  if (Number.isFinite(value)) return String(value);
+  if (json) return undefined;
+  return Number.isNaN(value) ? '.nan' : value > 0 ? '.inf' : '-.inf';
 }
 
 /** A tree as plain data for `yaml`'s writer: Maps keep the file's key order. */

@@ -11,6 +11,8 @@ import * as openpgp from 'openpgp';
 import { isMap, isScalar, isSeq, parseAllDocuments } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureSops } from '@syncline/test-support';
+import { RenderErrorReason } from '../errors.ts';
+import { renderError } from '../test-support.ts';
 import type { SopsCli } from '@syncline/test-support';
 import { DataKeyCache, DecryptedFileCache, decryptSopsFile, isSopsEncrypted } from './decrypt.ts';
 import { SopsError, SopsErrorCause } from './errors.ts';
@@ -319,6 +321,56 @@ describe('keys and bad input', () => {
     expect(error.code).toBe(SopsErrorCause.MalformedFile);
     expect(error.message).toMatch(/^bad\.yaml: line \d+: does not parse/);
     expect(error.message).not.toContain('secret-text');
+  });
+
+  it('keeps every line of a decrypted YAML or JSON file where it is in the committed file', async () => {
+    const encrypted = sops.encrypt({ name: 'secret.yaml', plaintext: secretYaml, args: ['--age', recipient(0)] }).toString();
+    const ours = (await decrypt('secrets/secret.yaml', encrypted)) as string;
+    const committed = encrypted.split('\n');
+    // every line reads as committed: keys, indentation and document markers in place, a value where its ENC[…] was
+    for (const [index, line] of ours.trimEnd().split('\n').entries()) {
+      const at = committed[index] ?? '';
+      if (line.trim() === '') continue;
+      if (at.includes('ENC[')) expect(line.startsWith(at.slice(0, at.indexOf('ENC[')))).toBe(true);
+      else expect(line).toBe(at);
+    }
+    // and the metadata is gone: only blank lines are left where it was
+    expect(ours).not.toMatch(/^sops:/m);
+    expect(ours.trimEnd().split('\n').length).toBeLessThan(committed.length);
+    const json = sops.encrypt({ name: 'v.json', plaintext: '{\n  "a": {"b": "secret-b", "n": 7},\n  "c": [true, "x"]\n}\n', args: ['--age', recipient(0)] }).toString();
+    const plainJson = (await decrypt('v.json', json)) as string;
+    expect(JSON.parse(plainJson)).toEqual({ a: { b: 'secret-b', n: 7 }, c: [true, 'x'] });
+    expect(plainJson.split('\n').findIndex((line) => line.includes('secret-b'))).toBe(json.split('\n').findIndex((line) => line.includes('"b"')));
+  });
+
+  it('points a render error in a decrypted manifest at the line of the committed file, without quoting values', async () => {
+    // given a committed encrypted file whose second document is a ConfigMap without a name
+    const plaintext = 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n# the password below\nstringData:\n  password: hidden-pw-1\n  user: app\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels:\n    team: secret-team-label\ndata:\n  k: v\n';
+    const encrypted = sops.encrypt({ name: 'db.yaml', plaintext, args: ['--age', recipient(0)] }).toString();
+    const secondDocument = encrypted.split('\n').findIndex((line) => line === '---') + 2;
+    // when it is decrypted and rendered
+    const decrypted = (await decrypt('app/db.yaml', encrypted)) as string;
+    const error = renderError({ files: { 'app/db.yaml': decrypted } });
+    // then the error names the file and the line where that document starts in the committed file
+    expect(error.reason).toBe(RenderErrorReason.InvalidObject);
+    expect(error.file).toBe('app/db.yaml');
+    expect(error.line).toBe(secondDocument);
+    expect(error.message).toContain('ConfigMap has no metadata.name');
+    expect(error.message).not.toContain('hidden-pw-1');
+    expect(error.message).not.toContain('secret-team-label');
+  });
+
+  it('names file and line of a merge conflict left in an encrypted file, without quoting either side', async () => {
+    const ours = sops.encrypt({ name: 'c.yaml', plaintext: 'password: ours-pw\n', args: ['--age', recipient(0)] }).toString();
+    const theirs = sops.encrypt({ name: 'c.yaml', plaintext: 'password: theirs-pw\n', args: ['--age', recipient(0)] }).toString();
+    const [oursFirst = '', ...oursRest] = ours.split('\n');
+    const [theirsFirst = ''] = theirs.split('\n');
+    const conflicted = ['<<<<<<< HEAD', oursFirst, '=======', theirsFirst, '>>>>>>> feature', ...oursRest].join('\n');
+    const error = await failure(decrypt('secrets/c.yaml', conflicted));
+    expect(error.code).toBe(SopsErrorCause.MalformedFile);
+    expect(error.message).toMatch(/^secrets\/c\.yaml: line [1-5]: does not parse \([A-Z_]+\)$/);
+    expect(error.message).not.toContain('ENC[');
+    expect(error.message).not.toContain('HEAD');
   });
 
   it('does not take a plain file for an encrypted one', () => {
