@@ -29,3 +29,5 @@ export { LOCAL_KMS_TOOL, startLocalKms } from './local-kms.ts';
 export type { LocalKms } from './local-kms.ts';
 export { ensureRenderEngine } from './render-engine.ts';
 export { HELM_VERSION, KUSTOMIZE_VERSION, JSONNET_VERSION, ensureHelm, ensureKustomize, ensureJsonnet } from './engine-tools.ts';
+export { ensureVaultTransit, startVaultTransit } from './vault.ts';
+export type { VaultTransit } from './vault.ts';

@@ -267,7 +267,12 @@ export function emitInPlace(source: NonNullable<LoadedFile['source']>, opened: R
   return `${parts.join('').replace(/\s+$/, '')}\n`;
 }
 
+/** A string that reads back as the same string when written plain, in YAML 1.1 and 1.2 alike. */
+const PLAIN = /^[A-Za-z][\w./@+-]*$/;
+const YAML11_SPECIAL = /^(y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF|null|Null|NULL)$/;
+
 function scalarText(value: string | bigint | number | boolean, json: boolean): string | undefined {
+  if (typeof value === 'string' && !json && PLAIN.test(value) && !YAML11_SPECIAL.test(value)) return value;
   // JSON's escapes are YAML's; the few characters YAML readers refuse raw in a stream are escaped too.
   if (typeof value === 'string') return JSON.stringify(value).replace(/[\u007f-\u009f\ufeff\ufffe\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
   if (typeof value === 'bigint' || typeof value === 'boolean') return String(value);
