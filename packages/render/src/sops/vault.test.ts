@@ -43,7 +43,7 @@ describe('Vault transit (Vault’s transit engine on loopback)', () => {
     expect(encrypted.toString()).toContain('engine_path: transit');
     expect(encrypted.toString()).toMatch(/enc: vault:v1:/);
     const ours = await decryptSopsFile({ path: 'db.yaml', content: encrypted, keys });
-    expect(parseAllDocuments(ours as string).map((doc) => doc.toJS())).toEqual(parseAllDocuments(sops.decrypt({ name: 'db.yaml', encrypted, env: sopsEnv() }).toString()).map((doc) => doc.toJS()));
+    expect(parseAllDocuments(ours as string).map((doc): unknown => doc.toJS() as unknown)).toEqual(parseAllDocuments(sops.decrypt({ name: 'db.yaml', encrypted, env: sopsEnv() }).toString()).map((doc): unknown => doc.toJS() as unknown));
     expect(ours).toContain('password: vault-wrapped');
 
     const env = 'PASSWORD=from-a-second-mount\n#a comment\nUSER=app\n';
