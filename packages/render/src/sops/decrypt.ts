@@ -9,6 +9,7 @@ import { decryptValue } from './cipher.ts';
 import { SopsError, SopsErrorCause } from './errors.ts';
 import { FormatError, SopsFormat, emitDotenv, emitInPlace, emitJson, emitYaml, loadEncrypted, mayBeEncrypted, sopsFormatOf } from './formats.ts';
 import type { LoadedAny } from './formats.ts';
+import { emitIni } from './ini.ts';
 import { unwrapAge, unwrapPgp } from './keys.ts';
 import type { SopsKeyRing } from './keys.ts';
 import { MetadataError, parseMetadata } from './metadata.ts';
@@ -241,7 +242,7 @@ function emit(loaded: LoadedAny, tree: DecryptedTree, dataKey: Uint8Array): Uint
       return emitDotenv(branches[0] ?? new SopsMap([]), comments);
     }
     case SopsFormat.Ini:
-      return '';
+      return loaded.ini === undefined ? '' : emitIni(loaded.ini, tree.opened, dataKey);
   }
 }
 

@@ -4,6 +4,8 @@
 // `data` value holds the whole file).
 import { Document, isAlias, isMap, isScalar, isSeq, parseAllDocuments } from 'yaml';
 import type { Node as YamlNode } from 'yaml';
+import { loadIni } from './ini.ts';
+import type { LoadedIni } from './ini.ts';
 import { SopsMap } from './tree.ts';
 import type { SopsValue } from './tree.ts';
 import { formatFloat } from './tree.ts';
@@ -187,7 +189,7 @@ function loadDotenv(text: string): LoadedFile & { comments: Map<number, string> 
 }
 
 /** sops' unflattenTreeBranch: `a__map_b` is a.b, `a__list_0` is a[0]; keys sorted as sops sorts them. */
-function unflatten(flat: ReadonlyArray<[string, string]>): SopsValue {
+export function unflatten(flat: ReadonlyArray<[string, string]>): SopsValue {
   type Slot = { value?: string; keys?: Map<string, Slot>; indices?: Map<number, Slot> };
   const root: Slot = {};
   for (const [path, value] of flat) {
@@ -221,7 +223,7 @@ function unflatten(flat: ReadonlyArray<[string, string]>): SopsValue {
   return convert(root);
 }
 
-export type LoadedAny = LoadedFile & { readonly format: SopsFormat; readonly comments?: Map<number, string> };
+export type LoadedAny = LoadedFile & { readonly format: SopsFormat; readonly comments?: Map<number, string>; readonly ini?: Pick<LoadedIni, 'lines' | 'kinds'> };
 
 export function loadEncrypted(format: SopsFormat, text: string): LoadedAny {
   switch (format) {
@@ -232,8 +234,10 @@ export function loadEncrypted(format: SopsFormat, text: string): LoadedAny {
       return { format, ...loadTreeFormat(text, true) };
     case SopsFormat.Dotenv:
       return { format, ...loadDotenv(text) };
-    case SopsFormat.Ini:
-      throw new FormatError('INI files encrypted with sops are not supported; use dotenv, YAML or JSON', undefined, { unsupported: true });
+    case SopsFormat.Ini: {
+      const ini = loadIni(text);
+      return { format, branches: ini.branches, metadata: ini.metadata, ini };
+    }
   }
 }
 

@@ -381,3 +381,51 @@ describe('keys and bad input', () => {
     expect(isSopsEncrypted('cm.yaml', 'kind: ConfigMap\ndata:\n  sops:\n    mac: x\n    lastmodified: y\n')).toBe(false);
   });
 });
+
+describe('INI files written by the sops CLI', () => {
+  const ini = [
+    'top = level',
+    '; a comment before a section',
+    '[database]',
+    'user = app',
+    'password = p=a;ss # an inline comment',
+    'port=5432',
+    'spaced = "  padded  "',
+    'tick = has`backtick',
+    '',
+    '[empty]',
+    '[cache]',
+    '# hash comment',
+    'ttl = 1.5',
+    'hash = a#b',
+    'unicode = héllo ✓',
+    'empty =',
+    '',
+  ].join('\n');
+
+  it('decrypts INI byte for byte as sops decrypt prints it, comments included', async () => {
+    const encrypted = sops.encrypt({ name: 'app.ini', plaintext: ini, args: ['--age', recipient(0)] });
+    expect(isSopsEncrypted('config/app.ini', encrypted)).toBe(true);
+    expect(encrypted.toString()).not.toContain('p=a');
+    const ours = await decrypt('config/app.ini', encrypted);
+    const theirs = sops.decrypt({ name: 'app.ini', encrypted, env: ageEnv(0) });
+    expect(ours).toBe(theirs.toString());
+    expect(ours).toContain('password = p=a\n');
+  });
+
+  it('decrypts INI with encrypted_regex (some values in plaintext, quoted as go-ini quotes them) and keeps its lines', async () => {
+    const encrypted = sops.encrypt({ name: 'app.ini', plaintext: ini, args: ['--age', recipient(0), '--encrypted-regex', '^(password|hash)$'] });
+    const ours = (await decrypt('app.ini', encrypted)) as string;
+    expect(ours).toBe(sops.decrypt({ name: 'app.ini', encrypted, env: ageEnv(0) }).toString());
+    const committed = encrypted.toString().split('\n');
+    for (const [index, line] of ours.replace(/\n+$/, '').split('\n').entries()) {
+      if (!committed[index]?.includes('ENC[')) expect(line).toBe(committed[index]);
+    }
+  });
+
+  it('refuses a tampered INI value', async () => {
+    const encrypted = sops.encrypt({ name: 'app.ini', plaintext: ini, args: ['--age', recipient(0)] }).toString();
+    const tampered = encrypted.replace(/(user\s+= ENC\[AES256_GCM,data:)(.)/, (_all, head: string, c: string) => `${head}${c === 'A' ? 'B' : 'A'}`);
+    expect((await failure(decrypt('app.ini', tampered))).code).toBe(SopsErrorCause.MacMismatch);
+  });
+});
