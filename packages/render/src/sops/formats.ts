@@ -39,7 +39,7 @@ export function mayBeEncrypted(format: SopsFormat, text: string): boolean {
 /** Where and why a file does not parse: a 1-based line and a reason that quotes none of the text. */
 export class FormatError extends Error {
   readonly line: number | undefined;
-  /** True when the file is well formed but in a form Syncline does not read (INI), rather than malformed. */
+  /** True when the file is well formed but in a form Syncline does not read (an option this decrypter does not implement), rather than malformed. */
   readonly unsupported: boolean;
 
   constructor(message: string, line?: number, options: { unsupported?: boolean } = {}) {

@@ -12,7 +12,7 @@ import { isMap, isScalar, isSeq, parseAllDocuments } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureSops } from '@syncline/test-support';
 import { RenderErrorReason } from '../errors.ts';
-import { renderError } from '../test-support.ts';
+import { render, renderError } from '../test-support.ts';
 import type { SopsCli } from '@syncline/test-support';
 import { DataKeyCache, DecryptedFileCache, decryptSopsFile, isSopsEncrypted } from './decrypt.ts';
 import { SopsError, SopsErrorCause } from './errors.ts';
@@ -421,6 +421,13 @@ describe('INI files written by the sops CLI', () => {
     for (const [index, line] of ours.replace(/\n+$/, '').split('\n').entries()) {
       if (!committed[index]?.includes('ENC[')) expect(line).toBe(committed[index]);
     }
+  });
+
+  it('feeds the data mode: the decrypted INI file becomes a Secret key holding what sops decrypt prints', async () => {
+    const encrypted = sops.encrypt({ name: 'app.ini', plaintext: ini, args: ['--age', recipient(0)] });
+    const plain = await decrypt('app/app.ini', encrypted);
+    const [secret] = render({ files: { 'app/app.ini': plain as string }, target: { name: 's', namespace: 'ns', data: { type: 'Secret', name: 'app-config' } } });
+    expect(secret?.['data']).toEqual({ 'app.ini': sops.decrypt({ name: 'app.ini', encrypted, env: ageEnv(0) }).toString('base64') });
   });
 
   it('refuses a tampered INI value', async () => {
