@@ -160,11 +160,12 @@ export async function decryptSopsFile(options: DecryptFileOptions): Promise<Uint
   if (path.endsWith('.hbs')) {
     throw fail(path, SopsErrorCause.Unsupported, 'a template is never decrypted: encrypt a values file (spec.valuesFiles) and reference its values from the template');
   }
-  const text = asText(options.content);
-  if (text === undefined) throw fail(path, SopsErrorCause.MalformedFile, 'the encrypted file is not UTF-8 text');
+  // An unchanged file of an earlier commit (same bytes, same keys) is looked up before anything is decoded.
   const memoKey = options.decrypted === undefined || options.keys === undefined ? undefined : DecryptedFileCache.keyOf(path, options.content, options.keys);
   const memo = memoKey === undefined ? undefined : options.decrypted?.get(memoKey);
   if (memo !== undefined) return memo;
+  const text = asText(options.content);
+  if (text === undefined) throw fail(path, SopsErrorCause.MalformedFile, 'the encrypted file is not UTF-8 text');
   const loaded = load(path, text);
   const metadata = readMetadata(path, loaded);
   if (options.keys === undefined) {
