@@ -67,9 +67,13 @@ function topLevelSopsJson(text: string): boolean {
   return typeof sops === 'object' && sops !== null && ('mac' in sops || 'lastmodified' in sops);
 }
 
-/** Decrypted files by digest of (path, encrypted bytes, key ring): memory only, bounded by bytes. A new commit decrypts only what changed. */
+/**
+ * Decrypted files by (path, key ring), each with the encrypted bytes it was decrypted from: memory only, bounded
+ * by bytes. A file whose bytes are equal to those (compared in full, cheaper than a digest) is not decrypted
+ * again, so a new commit decrypts only what changed.
+ */
 export class DecryptedFileCache {
-  private readonly entries = new Map<string, Uint8Array | string>();
+  private readonly entries = new Map<string, { readonly encrypted: Uint8Array; readonly plain: Uint8Array | string; readonly size: number }>();
   private bytes = 0;
   private readonly maxBytes: number;
 
@@ -77,28 +81,42 @@ export class DecryptedFileCache {
     this.maxBytes = maxBytes;
   }
 
-  static keyOf(path: string, content: Uint8Array | string, ring: SopsKeyRing): string {
-    return createHash('sha256').update(path).update('\0').update(content).update('\0').update(ring.fingerprint).digest('hex');
+  private static slot(path: string, ring: SopsKeyRing): string {
+    return `${ring.fingerprint}\0${path}`;
   }
 
-  get(key: string): Uint8Array | string | undefined {
-    const value = this.entries.get(key);
-    if (value !== undefined) {
-      this.entries.delete(key);
-      this.entries.set(key, value);
-    }
-    return value;
+  private static bytesOf(content: Uint8Array | string): Uint8Array {
+    return typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
   }
 
-  set(key: string, value: Uint8Array | string): void {
-    const size = typeof value === 'string' ? value.length * 2 : value.byteLength;
+  get(path: string, content: Uint8Array | string, ring: SopsKeyRing): Uint8Array | string | undefined {
+    const slot = DecryptedFileCache.slot(path, ring);
+    const entry = this.entries.get(slot);
+    if (entry === undefined) return undefined;
+    const bytes = DecryptedFileCache.bytesOf(content);
+    if (Buffer.compare(entry.encrypted, bytes) !== 0) return undefined;
+    this.entries.delete(slot);
+    this.entries.set(slot, entry);
+    return entry.plain;
+  }
+
+  set(path: string, content: Uint8Array | string, ring: SopsKeyRing, plain: Uint8Array | string): void {
+    // A copy: a caller that reuses its buffer for other bytes cannot make an entry answer for them.
+    const encrypted = new Uint8Array(DecryptedFileCache.bytesOf(content));
+    const size = encrypted.byteLength + (typeof plain === 'string' ? plain.length * 2 : plain.byteLength);
     if (size > this.maxBytes / 4) return;
-    this.entries.set(key, value);
+    const slot = DecryptedFileCache.slot(path, ring);
+    const previous = this.entries.get(slot);
+    if (previous !== undefined) {
+      this.entries.delete(slot);
+      this.bytes -= previous.size;
+    }
+    this.entries.set(slot, { encrypted, plain, size });
     this.bytes += size;
     for (const [oldest, held] of this.entries) {
       if (this.bytes <= this.maxBytes) break;
       this.entries.delete(oldest);
-      this.bytes -= typeof held === 'string' ? held.length * 2 : held.byteLength;
+      this.bytes -= held.size;
     }
   }
 }
@@ -161,8 +179,7 @@ export async function decryptSopsFile(options: DecryptFileOptions): Promise<Uint
     throw fail(path, SopsErrorCause.Unsupported, 'a template is never decrypted: encrypt a values file (spec.valuesFiles) and reference its values from the template');
   }
   // An unchanged file of an earlier commit (same bytes, same keys) is looked up before anything is decoded.
-  const memoKey = options.decrypted === undefined || options.keys === undefined ? undefined : DecryptedFileCache.keyOf(path, options.content, options.keys);
-  const memo = memoKey === undefined ? undefined : options.decrypted?.get(memoKey);
+  const memo = options.keys === undefined ? undefined : options.decrypted?.get(path, options.content, options.keys);
   if (memo !== undefined) return memo;
   const text = asText(options.content);
   if (text === undefined) throw fail(path, SopsErrorCause.MalformedFile, 'the encrypted file is not UTF-8 text');
@@ -183,7 +200,7 @@ export async function decryptSopsFile(options: DecryptFileOptions): Promise<Uint
   }
   verifyMac(path, metadata, dataKey, tree.mac);
   const plaintext = emit(loaded, tree, dataKey);
-  if (memoKey !== undefined) options.decrypted?.set(memoKey, plaintext);
+  if (options.keys !== undefined) options.decrypted?.set(path, options.content, options.keys, plaintext);
   return plaintext;
 }
 
