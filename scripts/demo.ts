@@ -203,7 +203,7 @@ try {
       return Buffer.from(applied.data?.['password'] ?? '', 'base64').toString('utf8') === password ? true : undefined;
     });
     if (JSON.stringify((await get(rest, 'web-secrets')).status).includes(password)) throw new Error('the password reached the status');
-    console.log(dim(`    in Git: password: ${/password: (ENC\[AES256_GCM,data:[^,]{0,12})/.exec(encrypted)?.[1] ?? 'ENC[…'}…]; in web-dev: Secret db-credentials with the value (never in status, logs or Events)`));
+    console.log(dim(`    in Git: password: ${/password: (ENC\[AES256_GCM,data:[^,]{0,12})/.exec(encrypted)?.[1] ?? 'ENC[…'}…]; in web-dev: Secret db-credentials with the value; the sync's status holds none`));
   });
   await table.print();
 
