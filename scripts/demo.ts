@@ -1,12 +1,13 @@
 // `pnpm demo [--once]`: Syncline on this machine, nothing else needed. Starts the real test control
-// plane with simulated nodes (KWOK: Pods are scheduled and Running, Deployments become Available), a local Git server holding a repo made from examples/repo, and the operator; applies the example
-// ConfigSyncs; then walks through a change, a rollback with prune, a broken template and its fix, showing
-// what is synced as it goes. --once runs the walkthrough non-interactively, checks every step and exits
+// plane with simulated nodes (KWOK: Pods are scheduled and Running, Deployments become Available), a local Git
+// server holding a repo made from examples/repo, and the operator; applies the example ConfigSyncs; then walks
+// through a change, a rollback with prune, a broken template and its fix, a Secret committed encrypted with sops,
+// showing what is synced as it goes. --once runs the walkthrough non-interactively, checks every step and exits
 // non-zero on the first failure (CI runs it). Without --once it keeps the live status table up after the
 // walkthrough until Ctrl-C.
 import { KubeConfig } from '@kubernetes/client-node';
 import { createKubeRest, installCrds, formatStatus, runCli, type ConfigSync, type KubeRest } from '@syncline/operator';
-import { ensureRenderEngine, startControlPlane, startGitServer, startKwokCluster, startOperator, type TestRepo } from '@syncline/test-support';
+import { ensureRenderEngine, ensureSops, generateAgeKey, startControlPlane, startGitServer, startKwokCluster, startOperator, type TestRepo } from '@syncline/test-support';
 import { mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -183,6 +184,38 @@ try {
     for (const name of exampleSyncs) await requestReconcile(rest, name);
     await allReady(rest, fixed);
     for (const ns of ['web-dev', 'web-staging', 'web-prod']) await until(`web-feature-flags in ${ns}`, () => rest.request({ method: 'GET', path: `/api/v1/namespaces/${ns}/configmaps/web-feature-flags` }));
+  });
+  await table.print();
+
+  // 4b. A Secret committed encrypted with sops: the operator decrypts it in memory with a key from a Secret in the
+  // sync's own namespace. The key is generated here; sops is the real CLI (built from its Go module, cached).
+  await step('sops encrypts apps/secrets/db.yaml for a fresh age key; the key goes into Secret sops-keys → the Secret is applied decrypted', async () => {
+    const [sops, key] = await Promise.all([ensureSops(), generateAgeKey()]);
+    const password = `demo-${Date.now().toString(36)}`;
+    const secret = `apiVersion: v1\nkind: Secret\nmetadata:\n  name: db-credentials\ntype: Opaque\nstringData:\n  username: shop\n  password: ${password}\n`;
+    const encrypted = sops.encrypt({ name: 'db.yaml', plaintext: secret, args: ['--age', key.recipient, '--encrypted-regex', '^(data|stringData)$'] }).toString();
+    if (encrypted.includes(password)) throw new Error('sops left the password in plaintext');
+    const commit = await repo.commit({ 'apps/secrets/db.yaml': encrypted }, { message: 'Add the database credentials, encrypted with sops' });
+    await rest.request({ method: 'POST', path: `/api/v1/namespaces/${home}/secrets`, body: { metadata: { name: 'sops-keys' }, stringData: { 'identity.agekey': `${key.identity}\n` } } });
+    await rest.request({
+      method: 'PATCH',
+      path: `/apis/syncline.dev/v1alpha1/namespaces/${home}/configsyncs/web-secrets`,
+      query: { fieldManager: 'syncline-demo', force: true },
+      contentType: 'application/apply-patch+yaml',
+      body: {
+        apiVersion: 'syncline.dev/v1alpha1',
+        kind: 'ConfigSync',
+        metadata: { name: 'web-secrets', namespace: home },
+        spec: { source: { git: { repo: repo.url, revision: 'main', path: 'apps/secrets' } }, refreshInterval: '1m', decryption: { provider: 'sops', secretRef: { name: 'sops-keys' } }, targets: [{ name: 'dev', namespace: 'web-dev' }] },
+      },
+    });
+    await allReady(rest, commit, ['web-secrets']);
+    await until('the decrypted Secret in web-dev', async () => {
+      const applied = await rest.request<{ data?: Record<string, string> }>({ method: 'GET', path: '/api/v1/namespaces/web-dev/secrets/db-credentials' });
+      return Buffer.from(applied.data?.['password'] ?? '', 'base64').toString('utf8') === password ? true : undefined;
+    });
+    if (JSON.stringify((await get(rest, 'web-secrets')).status).includes(password)) throw new Error('the password reached the status');
+    console.log(dim(`    in Git: password: ${/password: (ENC\[AES256_GCM,data:[^,]{0,12})/.exec(encrypted)?.[1] ?? 'ENC[…'}…]; in web-dev: Secret db-credentials with the value; the sync's status holds none`));
   });
   await table.print();
 

@@ -1,7 +1,8 @@
 // End to end: SOPS-encrypted files written by the real sops CLI, committed to the real Git server, decrypted by
 // the real operator in memory and applied to the real control plane. Plaintext reaches the cluster only as the
 // Secret it belongs in; status, conditions and Events name files and recipients, never values.
-import { ensureSops, generateAgeKey, startGitServer, startOperator, type GitServer, type OperatorProcess, type SopsCli, type TestRepo } from '@syncline/test-support';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { ensureSops, generateAgeKey, startGitServer, startOperator, startVaultTransit, type GitServer, type OperatorProcess, type SopsCli, type TestRepo } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyConfigSync, condition, configMapData, configSync, core, eventually, installCrds, readConfigSync, waitForReady } from './harness.ts';
@@ -180,4 +181,58 @@ describe('SOPS decryption end to end', () => {
     await waitForReady(ns.name, 'keys', (c) => c.status?.sourceRevision === revision, 60_000);
     expect(await secretValue('cfg')).toBe('cfg-pw');
   });
+
+  it('decrypts a file sops wrapped with Vault transit, and retries with backoff while Vault is unreachable', async () => {
+    // given a Vault-compatible server reached through a loopback forwarder (its own process: sops runs synchronously
+    // from this one) that the test can take down and bring back on the same port
+    const vault = await startVaultTransit({ onProgress: (line) => console.log(line) });
+    await vault.createKey('transit', 'app');
+    const upstream = new URL(vault.address);
+    const script = `const net = require('node:net');
+      const server = net.createServer((c) => { const t = net.connect(${upstream.port}, '127.0.0.1'); c.pipe(t).pipe(c); c.on('error', () => t.destroy()); t.on('error', () => c.destroy()); });
+      server.listen(Number(process.argv[1]), '127.0.0.1', () => console.log(String(server.address().port)));`;
+    const forward = (port: number): Promise<{ child: ChildProcess; port: number }> =>
+      new Promise((resolve, reject) => {
+        const child = spawn(process.execPath, ['-e', script, String(port)], { stdio: ['ignore', 'pipe', 'inherit'] });
+        child.stdout?.once('data', (chunk: Buffer) => resolve({ child, port: Number(chunk.toString().trim()) }));
+        child.once('exit', (code) => reject(new Error(`the forwarder exited (${code})`)));
+      });
+    const close = async (forwarder: { child: ChildProcess }): Promise<void> => {
+      if (forwarder.child.exitCode !== null || forwarder.child.signalCode !== null) return;
+      const exited = new Promise((resolve) => forwarder.child.once('exit', resolve));
+      forwarder.child.kill();
+      await exited;
+    };
+    let forwarder = await forward(0);
+    const port = forwarder.port;
+    try {
+      const address = `http://127.0.0.1:${port}`;
+      const encrypted = sops.encrypt({ name: 'vault.yaml', plaintext: secretYaml('vaulted', 'vault-pw-b81e'), args: ['--hc-vault-transit', `${address}/v1/transit/keys/app`], env: { VAULT_TOKEN: vault.token } });
+      const revision = await repo.commit({ 'vault/vault.yaml': encrypted });
+      await core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: 'vault-keys' }, stringData: { 'sops.vault-token': vault.token } } });
+      // when Vault cannot be reached
+      await close(forwarder);
+      await applyConfigSync(
+        configSync(ns.name, 'vault', {
+          source: { git: { repo: repo.url, revision: 'main', path: 'vault' } },
+          refreshInterval: '1h',
+          decryption: { provider: 'sops', secretRef: { name: 'vault-keys' } },
+          targets: [{ name: 'dev', namespace: ns.name }],
+        }),
+      );
+      // then the sync fails naming the provider and the cause, not the token, and is not stalled (it retries)
+      const failed = await failedWith('vault', `Vault ${address} transit/keys/app: unreachable`);
+      expect(condition(failed, 'Stalled')?.status).not.toBe('True');
+      expect(JSON.stringify(failed.status)).not.toContain(vault.token);
+      expect(await eventsOf('vault')).not.toContain(vault.token);
+      expect(await secretValue('vaulted')).toBeUndefined();
+      // when Vault is back, then a retry (refreshInterval is 1h: only the backoff can wake it) applies the Secret
+      forwarder = await forward(port);
+      await waitForReady(ns.name, 'vault', (c) => c.status?.sourceRevision === revision, 180_000);
+      expect(await secretValue('vaulted')).toBe('vault-pw-b81e');
+    } finally {
+      await close(forwarder).catch(() => undefined);
+      await vault.stop();
+    }
+  }, 6 * 60_000);
 });

@@ -7,8 +7,9 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { combine } from 'shamir-secret-sharing';
 import { decryptValue } from './cipher.ts';
 import { SopsError, SopsErrorCause } from './errors.ts';
-import { FormatError, SopsFormat, emitDotenv, emitJson, emitYaml, loadEncrypted, mayBeEncrypted, sopsFormatOf } from './formats.ts';
+import { FormatError, SopsFormat, emitDotenv, emitInPlace, emitJson, emitYaml, loadEncrypted, mayBeEncrypted, sopsFormatOf } from './formats.ts';
 import type { LoadedAny } from './formats.ts';
+import { emitIni } from './ini.ts';
 import { unwrapAge, unwrapPgp } from './keys.ts';
 import type { SopsKeyRing } from './keys.ts';
 import { MetadataError, parseMetadata } from './metadata.ts';
@@ -16,6 +17,7 @@ import type { MasterKey, SopsMetadata } from './metadata.ts';
 import { KeyServiceFailure, unwrapKms, unwrapVault } from './providers.ts';
 import type { KeyServiceOptions } from './providers.ts';
 import { SopsMap, TreeWalkError, decryptTree } from './tree.ts';
+import type { DecryptedTree } from './tree.ts';
 
 /** Largest encrypted file decrypted (Kubernetes objects are at most ~1.5 MiB; values files are smaller). */
 export const DEFAULT_MAX_ENCRYPTED_BYTES = 8 * 1024 * 1024;
@@ -65,9 +67,13 @@ function topLevelSopsJson(text: string): boolean {
   return typeof sops === 'object' && sops !== null && ('mac' in sops || 'lastmodified' in sops);
 }
 
-/** Decrypted files by digest of (path, encrypted bytes, key ring): memory only, bounded by bytes. A new commit decrypts only what changed. */
+/**
+ * Decrypted files by (path, key ring), each with the encrypted bytes it was decrypted from: memory only, bounded
+ * by bytes. A file whose bytes are equal to those (compared in full, cheaper than a digest) is not decrypted
+ * again, so a new commit decrypts only what changed.
+ */
 export class DecryptedFileCache {
-  private readonly entries = new Map<string, Uint8Array | string>();
+  private readonly entries = new Map<string, { readonly encrypted: Uint8Array; readonly plain: Uint8Array | string; readonly size: number }>();
   private bytes = 0;
   private readonly maxBytes: number;
 
@@ -75,28 +81,42 @@ export class DecryptedFileCache {
     this.maxBytes = maxBytes;
   }
 
-  static keyOf(path: string, content: Uint8Array | string, ring: SopsKeyRing): string {
-    return createHash('sha256').update(path).update('\0').update(content).update('\0').update(ring.fingerprint).digest('hex');
+  private static slot(path: string, ring: SopsKeyRing): string {
+    return `${ring.fingerprint}\0${path}`;
   }
 
-  get(key: string): Uint8Array | string | undefined {
-    const value = this.entries.get(key);
-    if (value !== undefined) {
-      this.entries.delete(key);
-      this.entries.set(key, value);
-    }
-    return value;
+  private static bytesOf(content: Uint8Array | string): Uint8Array {
+    return typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
   }
 
-  set(key: string, value: Uint8Array | string): void {
-    const size = typeof value === 'string' ? value.length * 2 : value.byteLength;
+  get(path: string, content: Uint8Array | string, ring: SopsKeyRing): Uint8Array | string | undefined {
+    const slot = DecryptedFileCache.slot(path, ring);
+    const entry = this.entries.get(slot);
+    if (entry === undefined) return undefined;
+    const bytes = DecryptedFileCache.bytesOf(content);
+    if (Buffer.compare(entry.encrypted, bytes) !== 0) return undefined;
+    this.entries.delete(slot);
+    this.entries.set(slot, entry);
+    return entry.plain;
+  }
+
+  set(path: string, content: Uint8Array | string, ring: SopsKeyRing, plain: Uint8Array | string): void {
+    // A copy: a caller that reuses its buffer for other bytes cannot make an entry answer for them.
+    const encrypted = new Uint8Array(DecryptedFileCache.bytesOf(content));
+    const size = encrypted.byteLength + (typeof plain === 'string' ? plain.length * 2 : plain.byteLength);
     if (size > this.maxBytes / 4) return;
-    this.entries.set(key, value);
+    const slot = DecryptedFileCache.slot(path, ring);
+    const previous = this.entries.get(slot);
+    if (previous !== undefined) {
+      this.entries.delete(slot);
+      this.bytes -= previous.size;
+    }
+    this.entries.set(slot, { encrypted, plain, size });
     this.bytes += size;
     for (const [oldest, held] of this.entries) {
       if (this.bytes <= this.maxBytes) break;
       this.entries.delete(oldest);
-      this.bytes -= typeof held === 'string' ? held.length * 2 : held.byteLength;
+      this.bytes -= held.size;
     }
   }
 }
@@ -158,11 +178,11 @@ export async function decryptSopsFile(options: DecryptFileOptions): Promise<Uint
   if (path.endsWith('.hbs')) {
     throw fail(path, SopsErrorCause.Unsupported, 'a template is never decrypted: encrypt a values file (spec.valuesFiles) and reference its values from the template');
   }
+  // An unchanged file of an earlier commit (same bytes, same keys) is looked up before anything is decoded.
+  const memo = options.keys === undefined ? undefined : options.decrypted?.get(path, options.content, options.keys);
+  if (memo !== undefined) return memo;
   const text = asText(options.content);
   if (text === undefined) throw fail(path, SopsErrorCause.MalformedFile, 'the encrypted file is not UTF-8 text');
-  const memoKey = options.decrypted === undefined || options.keys === undefined ? undefined : DecryptedFileCache.keyOf(path, options.content, options.keys);
-  const memo = memoKey === undefined ? undefined : options.decrypted?.get(memoKey);
-  if (memo !== undefined) return memo;
   const loaded = load(path, text);
   const metadata = readMetadata(path, loaded);
   if (options.keys === undefined) {
@@ -179,8 +199,8 @@ export async function decryptSopsFile(options: DecryptFileOptions): Promise<Uint
     throw fail(path, SopsErrorCause.MalformedFile, `the value at ${at} is not encrypted although the file's rules say it must be (a half-encrypted file?)`);
   }
   verifyMac(path, metadata, dataKey, tree.mac);
-  const plaintext = emit(loaded, tree.branches, dataKey);
-  if (memoKey !== undefined) options.decrypted?.set(memoKey, plaintext);
+  const plaintext = emit(loaded, tree, dataKey);
+  if (options.keys !== undefined) options.decrypted?.set(path, options.content, options.keys, plaintext);
   return plaintext;
 }
 
@@ -216,12 +236,13 @@ function verifyMac(path: string, metadata: SopsMetadata, dataKey: Uint8Array, co
   }
 }
 
-function emit(loaded: LoadedAny, branches: SopsMap[], dataKey: Uint8Array): Uint8Array | string {
+function emit(loaded: LoadedAny, tree: DecryptedTree, dataKey: Uint8Array): Uint8Array | string {
+  const branches = tree.branches;
   switch (loaded.format) {
     case SopsFormat.Yaml:
-      return emitYaml(branches);
+      return (loaded.source === undefined ? undefined : emitInPlace(loaded.source, tree.opened, false)) ?? emitYaml(branches);
     case SopsFormat.Json:
-      return `${emitJson(branches[0] ?? new SopsMap([]))}`;
+      return (loaded.source === undefined ? undefined : emitInPlace(loaded.source, tree.opened, true)) ?? `${emitJson(branches[0] ?? new SopsMap([]))}`;
     case SopsFormat.Binary: {
       // The whole file is the `data` value; take its bytes as decrypted (it need not be UTF-8).
       const data = loaded.branches[0]?.items.find(([key]) => key === 'data')?.[1];
@@ -239,7 +260,7 @@ function emit(loaded: LoadedAny, branches: SopsMap[], dataKey: Uint8Array): Uint
       return emitDotenv(branches[0] ?? new SopsMap([]), comments);
     }
     case SopsFormat.Ini:
-      return '';
+      return loaded.ini === undefined ? '' : emitIni(loaded.ini, tree.opened, dataKey);
   }
 }
 

@@ -65,7 +65,8 @@ function publicReason(body: string): string {
 
 function base64Field(value: unknown, service: string, field: string): Uint8Array {
   if (typeof value !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(value)) throw new KeyServiceFailure(service, `answered without ${field}`, false);
-  return Buffer.from(value, 'base64');
+  // A plain Uint8Array, not a Buffer: the Shamir combiner takes nothing else for a key group's share.
+  return new Uint8Array(Buffer.from(value, 'base64'));
 }
 
 /** Vault transit: POST /v1/<engine>/decrypt/<key> with the ring's token. */

@@ -11,6 +11,8 @@ import * as openpgp from 'openpgp';
 import { isMap, isScalar, isSeq, parseAllDocuments } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureSops } from '@syncline/test-support';
+import { RenderErrorReason } from '../errors.ts';
+import { render, renderError } from '../test-support.ts';
 import type { SopsCli } from '@syncline/test-support';
 import { DataKeyCache, DecryptedFileCache, decryptSopsFile, isSopsEncrypted } from './decrypt.ts';
 import { SopsError, SopsErrorCause } from './errors.ts';
@@ -321,11 +323,116 @@ describe('keys and bad input', () => {
     expect(error.message).not.toContain('secret-text');
   });
 
+  it('keeps every line of a decrypted YAML or JSON file where it is in the committed file', async () => {
+    const encrypted = sops.encrypt({ name: 'secret.yaml', plaintext: secretYaml, args: ['--age', recipient(0)] }).toString();
+    const ours = (await decrypt('secrets/secret.yaml', encrypted)) as string;
+    const committed = encrypted.split('\n');
+    // every line reads as committed: keys, indentation and document markers in place, a value where its ENC[…] was
+    for (const [index, line] of ours.trimEnd().split('\n').entries()) {
+      const at = committed[index] ?? '';
+      if (line.trim() === '') continue;
+      if (at.includes('ENC[')) expect(line.startsWith(at.slice(0, at.indexOf('ENC[')))).toBe(true);
+      else expect(line).toBe(at);
+    }
+    // and the metadata is gone: only blank lines are left where it was
+    expect(ours).not.toMatch(/^sops:/m);
+    expect(ours.trimEnd().split('\n').length).toBeLessThan(committed.length);
+    const json = sops.encrypt({ name: 'v.json', plaintext: '{\n  "a": {"b": "secret-b", "n": 7},\n  "c": [true, "x"]\n}\n', args: ['--age', recipient(0)] }).toString();
+    const plainJson = (await decrypt('v.json', json)) as string;
+    expect(JSON.parse(plainJson)).toEqual({ a: { b: 'secret-b', n: 7 }, c: [true, 'x'] });
+    expect(plainJson.split('\n').findIndex((line) => line.includes('secret-b'))).toBe(json.split('\n').findIndex((line) => line.includes('"b"')));
+  });
+
+  it('points a render error in a decrypted manifest at the line of the committed file, without quoting values', async () => {
+    // given a committed encrypted file whose second document is a ConfigMap without a name
+    const plaintext = 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n# the password below\nstringData:\n  password: hidden-pw-1\n  user: app\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels:\n    team: secret-team-label\ndata:\n  k: v\n';
+    const encrypted = sops.encrypt({ name: 'db.yaml', plaintext, args: ['--age', recipient(0)] }).toString();
+    const secondDocument = encrypted.split('\n').findIndex((line) => line === '---') + 2;
+    // when it is decrypted and rendered
+    const decrypted = (await decrypt('app/db.yaml', encrypted)) as string;
+    const error = renderError({ files: { 'app/db.yaml': decrypted } });
+    // then the error names the file and the line where that document starts in the committed file
+    expect(error.reason).toBe(RenderErrorReason.InvalidObject);
+    expect(error.file).toBe('app/db.yaml');
+    expect(error.line).toBe(secondDocument);
+    expect(error.message).toContain('ConfigMap has no metadata.name');
+    expect(error.message).not.toContain('hidden-pw-1');
+    expect(error.message).not.toContain('secret-team-label');
+  });
+
+  it('names file and line of a merge conflict left in an encrypted file, without quoting either side', async () => {
+    const ours = sops.encrypt({ name: 'c.yaml', plaintext: 'password: ours-pw\n', args: ['--age', recipient(0)] }).toString();
+    const theirs = sops.encrypt({ name: 'c.yaml', plaintext: 'password: theirs-pw\n', args: ['--age', recipient(0)] }).toString();
+    const [oursFirst = '', ...oursRest] = ours.split('\n');
+    const [theirsFirst = ''] = theirs.split('\n');
+    const conflicted = ['<<<<<<< HEAD', oursFirst, '=======', theirsFirst, '>>>>>>> feature', ...oursRest].join('\n');
+    const error = await failure(decrypt('secrets/c.yaml', conflicted));
+    expect(error.code).toBe(SopsErrorCause.MalformedFile);
+    expect(error.message).toMatch(/^secrets\/c\.yaml: line [1-5]: does not parse \([A-Z_]+\)$/);
+    expect(error.message).not.toContain('ENC[');
+    expect(error.message).not.toContain('HEAD');
+  });
+
   it('does not take a plain file for an encrypted one', () => {
     expect(isSopsEncrypted('a.yaml', 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {sops: yes}\n')).toBe(false);
     expect(isSopsEncrypted('values.yaml', 'sops:\n  enabled: true\n')).toBe(false);
     expect(isSopsEncrypted('README.md', '# notes about "sops": none\n')).toBe(false);
     expect(isSopsEncrypted('cm.json', JSON.stringify({ kind: 'ConfigMap', data: { sops: { mac: 'x', lastmodified: 'y' } } }))).toBe(false);
     expect(isSopsEncrypted('cm.yaml', 'kind: ConfigMap\ndata:\n  sops:\n    mac: x\n    lastmodified: y\n')).toBe(false);
+  });
+});
+
+describe('INI files written by the sops CLI', () => {
+  const ini = [
+    'top = level',
+    '; a comment before a section',
+    '[database]',
+    'user = app',
+    'password = p=a;ss # an inline comment',
+    'port=5432',
+    'spaced = "  padded  "',
+    'tick = has`backtick',
+    '',
+    '[empty]',
+    '[cache]',
+    '# hash comment',
+    'ttl = 1.5',
+    'hash = a#b',
+    'unicode = héllo ✓',
+    'empty =',
+    '',
+  ].join('\n');
+
+  it('decrypts INI byte for byte as sops decrypt prints it, comments included', async () => {
+    const encrypted = sops.encrypt({ name: 'app.ini', plaintext: ini, args: ['--age', recipient(0)] });
+    expect(isSopsEncrypted('config/app.ini', encrypted)).toBe(true);
+    expect(encrypted.toString()).not.toContain('p=a');
+    const ours = await decrypt('config/app.ini', encrypted);
+    const theirs = sops.decrypt({ name: 'app.ini', encrypted, env: ageEnv(0) });
+    expect(ours).toBe(theirs.toString());
+    expect(ours).toContain('password = p=a\n');
+  });
+
+  it('decrypts INI with encrypted_regex (some values in plaintext, quoted as go-ini quotes them) and keeps its lines', async () => {
+    const encrypted = sops.encrypt({ name: 'app.ini', plaintext: ini, args: ['--age', recipient(0), '--encrypted-regex', '^(password|hash)$'] });
+    const ours = (await decrypt('app.ini', encrypted)) as string;
+    expect(ours).toBe(sops.decrypt({ name: 'app.ini', encrypted, env: ageEnv(0) }).toString());
+    const committed = encrypted.toString().split('\n');
+    for (const [index, line] of ours.replace(/\n+$/, '').split('\n').entries()) {
+      if (!committed[index]?.includes('ENC[')) expect(line).toBe(committed[index]);
+    }
+  });
+
+  it('feeds the data mode: the decrypted INI file becomes a Secret key holding what sops decrypt prints', async () => {
+    const encrypted = sops.encrypt({ name: 'app.ini', plaintext: ini, args: ['--age', recipient(0)] });
+    const plain = await decrypt('app/app.ini', encrypted);
+    const [secret] = render({ files: { 'app/app.ini': plain as string }, target: { name: 's', namespace: 'ns', data: { type: 'Secret', name: 'app-config' } } });
+    expect(secret?.['data']).toEqual({ 'app.ini': sops.decrypt({ name: 'app.ini', encrypted, env: ageEnv(0) }).toString('base64') });
+  });
+
+  it('refuses a tampered INI value', async () => {
+    const encrypted = sops.encrypt({ name: 'app.ini', plaintext: ini, args: ['--age', recipient(0)] }).toString();
+    const tampered = encrypted.replace(/(user\s+= ENC\[AES256_GCM,data:)(.)/, (_all, head: string, c: string) => `${head}${c === 'A' ? 'B' : 'A'}`);
+    expect((await failure(decrypt('app.ini', tampered))).code).toBe(SopsErrorCause.MacMismatch);
   });
 });

@@ -53,6 +53,8 @@ export interface DecryptedTree {
   readonly branches: SopsMap[];
   /** Upper-case hex SHA-512, as sops stores it (encrypted) in `sops.mac`. */
   readonly mac: string;
+  /** Every leaf in walk order: its decrypted value, or undefined when it was not encrypted. */
+  readonly opened: ReadonlyArray<string | bigint | number | boolean | undefined>;
 }
 
 /** Compiles sops' rules once per file: Go RE2 patterns as JS regular expressions (an inline `(?i)` prefix becomes the `i` flag). */
@@ -103,18 +105,20 @@ export function decryptTree(options: DecryptTreeOptions): DecryptedTree {
   const shouldBeEncrypted = compileRules(options.rules);
   const hash = createHash('sha512');
   if (options.macOnlyEncrypted) hash.update(MAC_ONLY_ENCRYPTED_INITIALIZATION);
+  const opened: Array<string | bigint | number | boolean | undefined> = [];
   const leaf = (value: string | bigint | number | boolean, path: readonly string[]): SopsValue => {
     const encrypted = shouldBeEncrypted(path);
     let plain: string | bigint | number | boolean = value;
     let bytes: Uint8Array | undefined;
     if (encrypted) {
       if (typeof value !== 'string') throw new TreeWalkError('unencrypted', path);
-      const opened = decryptValue(value, options.dataKey, `${path.join(':')}:`);
-      if (opened === 'malformed') throw new TreeWalkError('unencrypted', path);
-      if (opened === 'unauthenticated') throw new TreeWalkError('authentication', path);
-      plain = opened.value;
-      bytes = opened.macBytes;
+      const result = decryptValue(value, options.dataKey, `${path.join(':')}:`);
+      if (result === 'malformed') throw new TreeWalkError('unencrypted', path);
+      if (result === 'unauthenticated') throw new TreeWalkError('authentication', path);
+      plain = result.value;
+      bytes = result.macBytes;
     }
+    opened.push(encrypted ? plain : undefined);
     if (!options.macOnlyEncrypted || encrypted) hash.update(bytes ?? leafBytes(plain));
     return plain;
   };
@@ -125,5 +129,5 @@ export function decryptTree(options: DecryptTreeOptions): DecryptedTree {
     return leaf(value, path);
   };
   const branches = options.branches.map((branch) => walk(branch, []) as SopsMap);
-  return { branches, mac: hash.digest('hex').toUpperCase() };
+  return { branches, mac: hash.digest('hex').toUpperCase(), opened };
 }
