@@ -4,7 +4,6 @@
 // file's own format. Unwrapped data keys are cached in memory by (key groups, key ring) digest, so a commit
 // that changes values but not recipients costs no asymmetric work.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { combine } from 'shamir-secret-sharing';
 import { decryptValue } from './cipher.ts';
 import { SopsError, SopsErrorCause } from './errors.ts';
 import { FormatError, SopsFormat, emitDotenv, emitInPlace, emitJson, emitYaml, loadEncrypted, mayBeEncrypted, sopsFormatOf } from './formats.ts';
@@ -311,7 +310,8 @@ async function recoverDataKey(path: string, metadata: SopsMetadata, ring: SopsKe
   let dataKey: Uint8Array;
   if (metadata.keyGroups.length > 1) {
     try {
-      dataKey = await combine(parts);
+      // Loaded on first use, like the key libraries (keys.ts): only key groups need it.
+      dataKey = await (await import('shamir-secret-sharing')).combine(parts);
     } catch {
       throw fail(path, SopsErrorCause.MacMismatch, 'MAC mismatch: the key groups do not combine into a data key');
     }

@@ -3,8 +3,13 @@
 // `sops.vault-token` (a Vault token for transit keys) and `sops.aws-kms` (AWS credentials for KMS keys).
 // Everything here stays in memory; `fingerprint` is a digest of the material, for cache keys only.
 import { createHash } from 'node:crypto';
-import { Decrypter, armor, identityToRecipient } from 'age-encryption';
-import * as openpgp from 'openpgp';
+import type * as ageEncryption from 'age-encryption';
+import type * as openpgp from 'openpgp';
+
+// The age and OpenPGP libraries are loaded on first use: an operator whose syncs hold no such key (most) does not
+// carry their code in memory.
+const ageLibrary = (): Promise<typeof ageEncryption> => import('age-encryption');
+const pgpLibrary = (): Promise<typeof openpgp> => import('openpgp');
 import { parse as parseYaml } from 'yaml';
 import { SopsError, SopsErrorCause } from './errors.ts';
 
@@ -67,6 +72,7 @@ export async function parseKeySecret(source: string, data: Readonly<Record<strin
 
 async function readAgeIdentities(source: string, key: string, content: string): Promise<{ identity: string; recipient: string }[]> {
   const identities: { identity: string; recipient: string }[] = [];
+  const { identityToRecipient } = await ageLibrary();
   const lines = content.split(/\r?\n/);
   for (const [index, raw] of lines.entries()) {
     const line = raw.trim();
@@ -85,7 +91,7 @@ async function readAgeIdentities(source: string, key: string, content: string): 
 async function readPgpKeys(source: string, key: string, content: string): Promise<openpgp.PrivateKey[]> {
   let keys: openpgp.PrivateKey[];
   try {
-    keys = await openpgp.readPrivateKeys({ armoredKeys: content });
+    keys = await (await pgpLibrary()).readPrivateKeys({ armoredKeys: content });
   } catch {
     throw new SopsError({ cause: SopsErrorCause.InvalidKey, file: source, detail: `key ${key} is not an armored OpenPGP private key` });
   }
@@ -118,6 +124,7 @@ function readAwsCredentials(source: string, key: string, content: string): AwsCr
 /** age: the data key is an armored age file; any identity of the ring may open it. */
 export async function unwrapAge(ring: SopsKeyRing, enc: string): Promise<Uint8Array | undefined> {
   if (ring.age.length === 0) return undefined;
+  const { Decrypter, armor } = await ageLibrary();
   let file: Uint8Array;
   try {
     file = armor.decode(enc);
@@ -137,8 +144,9 @@ export async function unwrapAge(ring: SopsKeyRing, enc: string): Promise<Uint8Ar
 export async function unwrapPgp(ring: SopsKeyRing, enc: string): Promise<Uint8Array | undefined> {
   if (ring.pgp.length === 0) return undefined;
   try {
-    const message = await openpgp.readMessage({ armoredMessage: enc });
-    const decrypted = await openpgp.decrypt({ message, decryptionKeys: [...ring.pgp], format: 'binary' });
+    const pgp = await pgpLibrary();
+    const message = await pgp.readMessage({ armoredMessage: enc });
+    const decrypted = await pgp.decrypt({ message, decryptionKeys: [...ring.pgp], format: 'binary' });
     const data: unknown = decrypted.data;
     return data instanceof Uint8Array ? data : undefined;
   } catch {
