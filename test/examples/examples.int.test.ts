@@ -178,7 +178,7 @@ describe('examples', () => {
     expect((await deployment(ns('web-prod'), 'web')).spec?.strategy?.rollingUpdate).toEqual({ maxUnavailable: 0, maxSurge: 1 });
     expect((await deployment(ns('web-dev'), 'web')).spec?.strategy?.rollingUpdate).toEqual({ maxUnavailable: '25%', maxSurge: '25%' });
     const prod = (await deployment(ns('web-prod'), 'web')).spec?.template.spec?.containers[0]?.resources;
-    expect(prod).toEqual({ requests: { cpu: '500m', memory: '512Mi' }, limits: { memory: '1Gi' } });
+    expect(prod).toEqual({ requests: { cpu: '500m', memory: '512Mi' }, limits: { cpu: '1', memory: '1Gi' } });
   });
 
   it('renders the Kustomize overlays, the Helm chart and the Jsonnet per environment', async () => {
