@@ -1,10 +1,7 @@
 // Where tests get Helm charts from, as users do: an OCI registry (CNCF distribution, built from its Go module
 // with the filesystem storage driver only, cached by content hash, on loopback) that the real `helm push` writes to, and a Helm repository (static files made by the
 // real `helm package` and `helm repo index`) served over HTTP or HTTPS, behind basic auth when asked.
-import { spawn, spawnSync, execFile } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { spawn, execFile } from 'node:child_process';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { createServer as createNetServer } from 'node:net';
@@ -12,8 +9,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, normalize } from 'node:path';
 import { promisify } from 'node:util';
-import { MissingGoError } from './control-plane.ts';
-import { withBuildLock, type GoToolOptions } from './go-tool.ts';
+import { ensureLocalGoBuild, moduleKey, type GoToolOptions } from './go-tool.ts';
 import { ensureHelm } from './engine-tools.ts';
 
 const run = promisify(execFile);
@@ -28,38 +24,19 @@ const registryModule = join(import.meta.dirname, '..', 'registry');
  * only: `go install .../cmd/registry` also links the Azure, GCS and S3 drivers, 612 s cold here against 232 s)
  * and cached by the hash of its go.mod, go.sum and main.go. One build at a time per machine.
  */
-export async function ensureRegistry(options: GoToolOptions = {}): Promise<string> {
-  const xdg = process.env['XDG_CACHE_HOME'];
-  const cacheDir = options.cacheDir ?? join(xdg !== undefined && xdg !== '' ? xdg : join(homedir(), '.cache'), 'syncline');
-  const hash = createHash('sha256');
-  for (const file of ['go.mod', 'go.sum', 'main.go']) hash.update(file).update('\0').update(readFileSync(join(registryModule, file))).update('\0');
-  const dir = join(cacheDir, 'tools', 'registry', `${REGISTRY_VERSION}-${hash.digest('hex').slice(0, 12)}`);
-  const binary = join(dir, 'registry');
-  if (existsSync(binary)) return binary;
-  return withBuildLock(join(cacheDir, 'tools', '.build-lock'), options, async () => {
-    if (existsSync(binary)) return binary;
-    const go = spawnSync('go', ['version'], { encoding: 'utf8' });
-    if (go.error !== undefined || go.status !== 0) throw new MissingGoError();
-    mkdirSync(dir, { recursive: true });
-    const aside = `${binary}.${process.pid}.${randomBytes(4).toString('hex')}`;
-    options.onProgress?.(`building the registry (distribution ${REGISTRY_VERSION}) from its Go module (first run on this machine; minutes)`);
-    const started = Date.now();
-    try {
-      await new Promise<void>((resolve, reject) => {
-        const child = spawn('go', ['build', '-trimpath', '-ldflags=-s -w', '-o', aside, '.'], { cwd: registryModule, env: { ...process.env, CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' }, stdio: ['ignore', 'pipe', 'pipe'] });
-        let output = '';
-        child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-        child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-        child.on('error', reject);
-        child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`building the registry failed (exit ${code}):\n${output.slice(-4000)}`))));
-      });
-      renameSync(aside, binary);
-    } finally {
-      rmSync(aside, { force: true });
-    }
-    options.onProgress?.(`built the registry in ${Math.round((Date.now() - started) / 1000)}s`);
-    return binary;
-  });
+export function ensureRegistry(options: GoToolOptions = {}): Promise<string> {
+  return ensureLocalGoBuild(
+    {
+      name: 'the registry',
+      moduleDir: registryModule,
+      cachePath: ['tools', 'registry', `${REGISTRY_VERSION}-${moduleKey(registryModule, ['go.mod', 'go.sum', 'main.go'], 12)}`],
+      binaryName: 'registry',
+      command: (out) => ['go', 'build', '-trimpath', '-ldflags=-s -w', '-o', out, '.'],
+      env: { ...process.env, CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' },
+      what: `the registry (distribution ${REGISTRY_VERSION}) from its Go module`,
+    },
+    options,
+  );
 }
 
 async function freePort(): Promise<number> {

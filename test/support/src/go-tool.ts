@@ -5,7 +5,7 @@
 // process), so a cold run never compiles two tools at once on a small machine.
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -94,6 +94,65 @@ async function buildTool(tool: GoTool, dir: string, binary: string, options: GoT
     rmSync(aside, { recursive: true, force: true });
   }
   options.onProgress?.(`built ${tool.name} in ${Math.round((Date.now() - started) / 1000)}s`);
+}
+
+/** A binary built from a Go module kept in this repository (test/support/registry, packages/render/engine, …). */
+export interface LocalGoBuild {
+  /** Named in progress lines and errors. */
+  readonly name: string;
+  /** The module's directory (the build runs there). */
+  readonly moduleDir: string;
+  /** Where the binary goes, under the cache directory: `[...subdirs, key]`, the key a hash of what goes into the build. */
+  readonly cachePath: readonly string[];
+  readonly binaryName: string;
+  /** The build command, given the path to write the binary to. */
+  readonly command: (out: string) => readonly [string, ...string[]];
+  /** The build's environment (default: this process's). */
+  readonly env?: NodeJS.ProcessEnv;
+  /** What the progress line says is being built, e.g. "the registry (distribution v3.1.2) from its Go module". */
+  readonly what: string;
+}
+
+/** The hash of a module directory's build inputs: the named files, or every non-test .go file plus go.mod and go.sum. */
+export function moduleKey(moduleDir: string, files?: readonly string[], length = 16): string {
+  const hash = createHash('sha256');
+  const names = files ?? readdirSync(moduleDir).filter((f) => f === 'go.mod' || f === 'go.sum' || (f.endsWith('.go') && !f.endsWith('_test.go')));
+  for (const file of [...names].sort()) hash.update(file).update('\0').update(readFileSync(join(moduleDir, file))).update('\0');
+  return hash.digest('hex').slice(0, length);
+}
+
+/** The path of a local module's binary, built when the cache has none (minutes on a cold machine); one build at a time per machine. */
+export async function ensureLocalGoBuild(build: LocalGoBuild, options: GoToolOptions = {}): Promise<string> {
+  const cacheDir = options.cacheDir ?? defaultCacheDir();
+  const dir = join(cacheDir, ...build.cachePath);
+  const binary = join(dir, build.binaryName);
+  if (existsSync(binary)) return binary;
+  return withBuildLock(join(cacheDir, 'tools', '.build-lock'), options, async () => {
+    if (existsSync(binary)) return binary;
+    const go = spawnSync('go', ['version'], { encoding: 'utf8' });
+    if (go.error !== undefined || go.status !== 0) throw new MissingGoError();
+    mkdirSync(dir, { recursive: true });
+    // Built aside, then renamed: a build that dies half way leaves nothing under the key.
+    const aside = `${binary}.${process.pid}.${randomBytes(4).toString('hex')}`;
+    options.onProgress?.(`building ${build.what} (first run on this machine; minutes)`);
+    const started = Date.now();
+    const [command, ...args] = build.command(aside);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const child = spawn(command, args, { cwd: build.moduleDir, env: build.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+        let output = '';
+        child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+        child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+        child.on('error', reject);
+        child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`building ${build.name} failed (exit ${code}):\n${output.slice(-4000)}`))));
+      });
+      renameSync(aside, binary);
+    } finally {
+      rmSync(aside, { force: true });
+    }
+    options.onProgress?.(`built ${build.name} in ${Math.round((Date.now() - started) / 1000)}s`);
+    return binary;
+  });
 }
 
 /**

@@ -4,13 +4,10 @@
 // storage like `vault server -dev`. Built from its Go module on first use and cached by the hash of what goes
 // into the build; one build at a time per machine (the lock ensureGoTool uses). The whole Vault or OpenBao
 // server is not built: it takes far longer, and tests need only the engine.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { MissingGoError } from './control-plane.ts';
-import { withBuildLock } from './go-tool.ts';
+import { ensureLocalGoBuild, moduleKey, type GoToolOptions } from './go-tool.ts';
 
 const moduleDir = join(import.meta.dirname, '..', 'vault-transit');
 
@@ -24,53 +21,20 @@ export interface VaultTransit {
   stop(): Promise<void>;
 }
 
-function defaultCacheDir(): string {
-  // Test-only helper: reading the environment here is the test harness's own composition root.
-  const xdg = process.env['XDG_CACHE_HOME'];
-  return join(xdg !== undefined && xdg !== '' ? xdg : join(homedir(), '.cache'), 'syncline');
-}
-
-function buildKey(): string {
-  const hash = createHash('sha256');
-  const files = readdirSync(moduleDir).filter((f) => f === 'go.mod' || f === 'go.sum' || (f.endsWith('.go') && !f.endsWith('_test.go')));
-  for (const file of files.sort()) hash.update(file).update('\0').update(readFileSync(join(moduleDir, file))).update('\0');
-  return hash.digest('hex').slice(0, 16);
-}
-
 /** The path of the vault-transit binary for this source, built when the cache has none (minutes on a cold machine). */
-export async function ensureVaultTransit(options: { cacheDir?: string; onProgress?: (line: string) => void } = {}): Promise<string> {
-  const cacheDir = options.cacheDir ?? defaultCacheDir();
-  const dir = join(cacheDir, 'tools', 'vault-transit', buildKey());
-  const binary = join(dir, 'vault-transit');
-  if (existsSync(binary)) return binary;
-  return withBuildLock(join(cacheDir, 'tools', '.build-lock'), options, async () => {
-    if (existsSync(binary)) return binary;
-    const go = spawnSync('go', ['version'], { encoding: 'utf8' });
-    if (go.error !== undefined || go.status !== 0) throw new MissingGoError();
-    mkdirSync(dir, { recursive: true });
-    const aside = `${binary}.${process.pid}.${randomBytes(4).toString('hex')}`;
-    options.onProgress?.('building vault-transit (Vault’s transit engine) from test/support/vault-transit (first run on this machine; minutes)');
-    const started = Date.now();
-    try {
-      await new Promise<void>((resolve, reject) => {
-        const child = spawn('go', ['build', '-trimpath', '-ldflags=-s -w', '-o', aside, '.'], {
-          cwd: moduleDir,
-          env: { ...process.env, CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: '-mod=readonly' },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        });
-        let output = '';
-        child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-        child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-        child.on('error', reject);
-        child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`building vault-transit failed (exit ${code}):\n${output.slice(-4000)}`))));
-      });
-      renameSync(aside, binary);
-    } finally {
-      rmSync(aside, { force: true });
-    }
-    options.onProgress?.(`built vault-transit in ${Math.round((Date.now() - started) / 1000)}s`);
-    return binary;
-  });
+export function ensureVaultTransit(options: GoToolOptions = {}): Promise<string> {
+  return ensureLocalGoBuild(
+    {
+      name: 'vault-transit',
+      moduleDir,
+      cachePath: ['tools', 'vault-transit', moduleKey(moduleDir)],
+      binaryName: 'vault-transit',
+      command: (out) => ['go', 'build', '-trimpath', '-ldflags=-s -w', '-o', out, '.'],
+      env: { ...process.env, CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: '-mod=readonly' },
+      what: 'vault-transit (Vault’s transit engine) from test/support/vault-transit',
+    },
+    options,
+  );
 }
 
 /** Starts the server with the transit engine mounted at each of `mounts` (default `transit`), on a free loopback port. */
