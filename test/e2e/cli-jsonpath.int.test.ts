@@ -157,7 +157,18 @@ spec:
   it('-o custom-columns=: the same table, -A, --no-headers, one object, an empty namespace', async () => {
     for (const spec of COLUMNS) await same(['get', 'csync', '-n', ns.name, '-o', `custom-columns=${spec}`]);
     await same(['get', 'csync', '-n', ns.name, '--no-headers', '-o', `custom-columns=${COLUMNS[1] ?? ''}`]);
-    await same(['get', 'csync', '-A', '-o', 'custom-columns=NS:.metadata.namespace,NAME:.metadata.name,REV:.spec.source.git.revision']);
+    // -A reads the whole shared control plane, where other tests create and delete syncs between the two reads:
+    // compare until both tools read the same set (this file's rows must be in it)
+    const everywhere = ['get', 'csync', '-A', '-o', 'custom-columns=NS:.metadata.namespace,NAME:.metadata.name,REV:.spec.source.git.revision'];
+    for (let attempt = 1; ; attempt += 1) {
+      const [theirs, ours] = await Promise.all([kubectl(everywhere), syncline(everywhere)]);
+      if ((ours.stdout === theirs.stdout && ours.code === theirs.code) || attempt === 10) {
+        expect({ stdout: ours.stdout, code: ours.code }).toEqual({ stdout: theirs.stdout, code: theirs.code });
+        expect(ours.stdout).toMatch(new RegExp(`^${ns.name} +web +main$`, 'm'));
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
     await same(['get', 'csync', 'web', '-n', ns.name, '-o', 'custom-columns=NAME:.metadata.name,MSG:.status.conditions[0].message']);
     await same(['get', 'csync', '-n', empty.name, '-o', 'custom-columns=NAME:.metadata.name']);
     const table = await same(['get', 'csync', '-n', ns.name, '-o', 'custom-columns=NAME:.metadata.name,REV:.spec.source.git.revision']);

@@ -148,11 +148,21 @@ function SyncObjects({ object: o, lead }: { object: UiObject; lead: string | und
 
 const HEALTH_CLASS: Record<string, string> = { Current: 'good', InProgress: 'progressing', Failed: 'bad', Missing: 'bad', Unknown: 'unknown' };
 
+/** How often an open resource tree is read again. */
+const TREE_REFRESH_MS = 10_000;
+
 /** What each target applied and what those objects own (ReplicaSets, Pods, Jobs), with health and Events, as Argo CD draws it. */
 function ResourceTree({ object: o }: { object: UiObject }): ComponentChildren {
   const [state, setState] = useState<{ tree?: UiTree; error?: string }>({});
   useEffect(() => {
-    void getJson<UiTree>(`/api/tree/ConfigSync/${encodeURIComponent(o.namespace)}/${encodeURIComponent(o.name)}`).then((r) => setState(r.ok ? { tree: r.value } : { error: r.error }));
+    // Pods, ReplicaSets and Events change without the sync changing, and a right just granted shows only once the
+    // server's access answers expire: read the tree again while the page is open, as Argo CD's live tree does.
+    const load = (): void => {
+      void getJson<UiTree>(`/api/tree/ConfigSync/${encodeURIComponent(o.namespace)}/${encodeURIComponent(o.name)}`).then((r) => setState(r.ok ? { tree: r.value } : { error: r.error }));
+    };
+    load();
+    const timer = setInterval(load, TREE_REFRESH_MS);
+    return () => clearInterval(timer);
   }, [o.key, o.source['revision'], o.facts['lastSyncedTime'], o.state]);
   return html`<section class="tree"><h2>Resource tree</h2>
     ${state.error !== undefined && html`<p class="hint">${state.error}</p>`}
