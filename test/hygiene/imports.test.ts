@@ -4,6 +4,9 @@
 //   that dependencies point one way impossible;
 // - a package is entered through its entry points only (its package.json `exports`, e.g. src/index.ts),
 //   never through another file of its own, whether by package name or by a relative path.
+// - dependencies between packages point one way: a package's files (its tests included) import only the workspace
+//   packages its package.json declares, the declared graph has no cycle, and the split packages declare no more
+//   than their place in the layering allows (LAYERS below);
 // The graph comes from TypeScript's own scanner (ts.preProcessFile): static and dynamic imports, re-exports.
 import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -24,15 +27,33 @@ const ALLOWED_DEEP_IMPORTS: ReadonlyArray<{ readonly from: RegExp; readonly to: 
   { from: /^scripts\/release(-sea-main)?\.ts$/, to: /^packages\/operator\/src\/(cli|main)\.ts$/ },
 ];
 
-type Workspace = { readonly name: string; readonly dir: string; readonly entries: ReadonlyMap<string, string> };
+/**
+ * The layering of the packages split out of the operator, lowest first: each may declare (and so import) only the
+ * workspace packages listed for it, test-support aside (a test-only package every layer may use in its tests).
+ * The API is the bottom (zod only); the runtime is generic over the kind; the operator and notifications build on
+ * both; the web UI and the CLI are clients; the `syncline` binary composes them.
+ */
+const LAYERS: Readonly<Record<string, readonly string[]>> = {
+  '@syncline/api': [],
+};
+
+type Workspace = {
+  readonly name: string;
+  readonly dir: string;
+  readonly entries: ReadonlyMap<string, string>;
+  /** The workspace packages its package.json declares, in dependencies or devDependencies. */
+  readonly declared: readonly string[];
+};
 
 /** Every workspace package: its name, its directory and its entry points (subpath → file). */
 function workspaces(): Workspace[] {
   const dirs = [...readdirSync(join(root, 'packages')).map((d) => join('packages', d)), join('test', 'support')];
   return dirs.map((dir) => {
-    const manifest = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as { name: string; exports: Record<string, { default: string }> };
+    type Manifest = { name: string; exports: Record<string, { default: string }>; dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
+    const manifest = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as Manifest;
     const entries = new Map(Object.entries(manifest.exports).map(([subpath, target]) => [subpath, join(dir, target.default)]));
-    return { name: manifest.name, dir, entries };
+    const declared = Object.entries({ ...manifest.dependencies, ...manifest.devDependencies }).filter(([, range]) => range.startsWith('workspace:')).map(([name]) => name);
+    return { name: manifest.name, dir, entries, declared };
   });
 }
 
@@ -122,5 +143,31 @@ describe('the import graph', () => {
       return !ALLOWED_DEEP_IMPORTS.some((allowed) => allowed.from.test(e.from) && allowed.to.test(e.to));
     });
     expect(reaching.map((e) => `${e.from} imports ${e.specifier}`)).toEqual([]);
+  });
+
+  it('points dependencies between packages one way: each file imports only packages its own declares', () => {
+    const packageOf = (file: string): Workspace | undefined => packages.find((p) => file.startsWith(`${p.dir}/`));
+    const undeclared = edges.filter((e) => {
+      const [from, to] = [packageOf(e.from), packageOf(e.to)];
+      // test-support is test-only and at the bottom of every layer (the root package.json declares it for all tests and benchmarks).
+      if (to?.name === '@syncline/test-support' && /(\.test\.ts$|\/bench\/)/.test(e.from)) return false;
+      return from !== undefined && to !== undefined && from !== to && !from.declared.includes(to.name);
+    });
+    expect(undeclared.map((e) => `${e.from} imports ${e.specifier}, which ${packageOf(e.from)?.name} does not declare`)).toEqual([]);
+  });
+
+  it('has no cycle between the packages as declared', () => {
+    const declaredEdges = packages.flatMap((p) => p.declared.map((to) => ({ from: p.name, to, specifier: to })));
+    expect(cycles(declaredEdges)).toEqual([]);
+  });
+
+  it('keeps the split packages in their layers: none declares a package above it', () => {
+    const beyond = packages.flatMap((p) => {
+      const allowed = LAYERS[p.name];
+      if (allowed === undefined) return [];
+      return p.declared.filter((d) => d !== '@syncline/test-support' && !allowed.includes(d)).map((d) => `${p.name} depends on ${d}`);
+    });
+    expect(beyond).toEqual([]);
+    expect(Object.keys(LAYERS).filter((name) => !packages.some((p) => p.name === name))).toEqual([]);
   });
 });

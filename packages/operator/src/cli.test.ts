@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { ConfigSync } from './api/v1alpha1.ts';
+import type { ConfigSync } from '@syncline/api';
 import { ApiError } from '@syncline/apply';
 import { KIND_HELP, formatError } from './cli.ts';
-import { crdDefinitions } from './api/v1alpha1.ts';
+import { crdDefinitions } from '@syncline/api';
 import { formatStatus, revisionText, rollbackRevision } from './cli/commands.ts';
 
 const sha = (c: string): string => c.repeat(40);

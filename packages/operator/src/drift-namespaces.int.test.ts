@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { ConfigSync } from './api/v1alpha1.ts';
+import type { ConfigSync } from '@syncline/api';
 import { installCrds } from './cluster/crds.ts';
 import { createApplyClients } from './cluster/identity.ts';
 import { startManager } from './manager.ts';

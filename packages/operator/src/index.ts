@@ -23,13 +23,13 @@ export {
   NotificationProvider,
   NotificationAlert,
   crdDefinitions,
-} from './api/v1alpha1.ts';
-export type { Condition, HistoryEntry, TargetStatus, SyncPolicy, DriftPolicy, DeletionPolicy } from './api/v1alpha1.ts';
-export { customResourceDefinitions } from './api/crd.ts';
+} from '@syncline/api';
+export type { Condition, HistoryEntry, TargetStatus, SyncPolicy, DriftPolicy, DeletionPolicy } from '@syncline/api';
+export { customResourceDefinitions } from '@syncline/api';
 export { main } from './main.ts';
 export { runCli } from './cli.ts';
 export { formatStatus, rollbackRevision } from './cli/commands.ts';
-export { FINALIZER, RECONCILE_REQUESTED_ANNOTATION } from './api/annotations.ts';
+export { FINALIZER, RECONCILE_REQUESTED_ANNOTATION } from '@syncline/api';
 export { coalescingWindows } from './webhook/wake.ts';
 export { createKubeRest, KubeApiError, WATCH_FRESH_MS } from '@syncline/kube';
 export type { KubeRest, KubeRequest } from '@syncline/kube';

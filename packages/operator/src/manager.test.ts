@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ConfigSync } from './api/v1alpha1.ts';
+import type { ConfigSync } from '@syncline/api';
 import { onlyStatusChanged, projectManaged, sameButStatus, writtenLastBy } from './manager.ts';
 
 const base = (patch: Partial<ConfigSync['metadata']> = {}, status: ConfigSync['status'] = {}): ConfigSync =>

@@ -4,7 +4,7 @@
 // reconciles, so only the leader writes); and the readiness and liveness the health server reports. Each
 // controller's wiring is in its own module under controller/.
 import { DEFAULT_RENEW_DEADLINE_MS, DEFAULT_WATCH_BUDGET, WatchBudget, WatchBudgetError, runLeaderElection, type Informer, type KubeObject } from '@syncline/kube';
-import type { ConfigSync } from './api/v1alpha1.ts';
+import type { ConfigSync } from '@syncline/api';
 import { configSyncController } from './controller/configsync-controller.ts';
 import { errorMessage, type Controller, type ControllerContext, type ManagerOptions, type WatchedChange, type WatchedKind } from './controller/controller.ts';
 import { createDriftWatches } from './controller/drift-watches.ts';

@@ -1,6 +1,6 @@
 // syncline check's judgements that need no cluster (test/e2e/cli-trace.int.test.ts runs the command).
 import { describe, expect, it } from 'vitest';
-import { customResourceDefinitions } from '../api/crd.ts';
+import { customResourceDefinitions } from '@syncline/api';
 import { compareCrd, versionResult } from './check.ts';
 
 describe('check', () => {

@@ -3,7 +3,7 @@
 // reachable (its Deployments ready, a leader Lease renewed lately, or its /metrics answering), and the rights
 // the person running it has (SelfSubjectAccessReviews). Exit 1 when a check fails.
 import { canonicalJson } from '@syncline/apply';
-import { customResourceDefinitions } from '../api/crd.ts';
+import { customResourceDefinitions } from '@syncline/api';
 import type { Kube } from './commands.ts';
 import { OPERATOR_SELECTOR } from './verbs.ts';
 import type { Out } from './flags.ts';

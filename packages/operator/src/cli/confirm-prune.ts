@@ -2,7 +2,7 @@
 // standby. It confirms exactly the held set it read (status.pruneHold.token goes to spec.confirmPrune, so
 // Git can do the same); a set that changed in between is held again under a new token and needs a new
 // confirmation. With --wait it waits until the operator has deleted it (or held a changed set again).
-import type { NamespaceReplicationStatus } from '../api/v1alpha1.ts';
+import type { NamespaceReplicationStatus } from '@syncline/api';
 import type { Out } from './flags.ts';
 import { parseDuration } from '../reconcile/duration.ts';
 import type { KubeRest } from '@syncline/kube';

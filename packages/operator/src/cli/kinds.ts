@@ -1,7 +1,7 @@
 // The kinds the CLI's generic verbs (get, suspend, resume, reconcile, events) work on, named as kubectl
 // names them (kind, plural, singular or short name, case-insensitive), and their table columns: the CRDs'
 // own printer columns, so `syncline get` and `kubectl get` show the same thing.
-import { GROUP, VERSION, crdDefinitions } from '../api/v1alpha1.ts';
+import { GROUP, VERSION, crdDefinitions } from '@syncline/api';
 
 export type KindInfo = {
   readonly kind: string;

@@ -5,7 +5,7 @@
 // no status write per heartbeat). A standby that does not answer within a few seconds says so.
 import { KubeApiError, type KubeRest } from '@syncline/kube';
 import type { KubeObject } from '@syncline/apply';
-import { NamespaceReplicationSpec, type NamespaceReplication, type RemoteCluster } from '../api/v1alpha1.ts';
+import { NamespaceReplicationSpec, type NamespaceReplication, type RemoteCluster } from '@syncline/api';
 import { promotionOf } from '../dr/fence.ts';
 import { Reason } from '../reconcile/conditions.ts';
 import { heartbeatLeaseName, readHeartbeat, standbyNamespaceOf } from '../dr/heartbeat.ts';

@@ -6,7 +6,7 @@ import type { KubeRest } from '@syncline/kube';
 import { decodeInventory, healthOf, planApply, readLive, type ApplyClient, type KubeObject as ApplyObject, type PlanStep } from '@syncline/apply';
 import { layerValues, renderTarget, renderWithEngine, type ApiDiscovery, type RenderEngine, type SourceFile } from '@syncline/render';
 import type { GitSource } from '@syncline/source-git';
-import { ConfigSyncSpec, type ConfigSync } from '../api/v1alpha1.ts';
+import { ConfigSyncSpec, type ConfigSync } from '@syncline/api';
 import { readGitAccess, readValues } from '../reconcile/inputs.ts';
 import { createDecryptionContext, decryptFiles, readKeyRing, readValuesFiles } from '../reconcile/decryption.ts';
 import { createChartSource, type ChartSource } from '@syncline/source-helm';

@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
-import { ConfigSyncSpec, type ConfigSync, type TargetInventory } from '../api/v1alpha1.ts';
+import { ConfigSyncSpec, type ConfigSync, type TargetInventory } from '@syncline/api';
 import { readGitAccess } from '../reconcile/inputs.ts';
 import { mirrorKeys } from '../mirror/labels.ts';
 import { KINDS } from './kinds.ts';

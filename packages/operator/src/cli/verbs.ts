@@ -2,8 +2,8 @@
 // suspend, resume, reconcile, events; and version.
 import { stringify } from 'yaml';
 import type { KubeRest } from '@syncline/kube';
-import { RECONCILE_REQUESTED_ANNOTATION } from '../api/annotations.ts';
-import type { NamespaceReplication } from '../api/v1alpha1.ts';
+import { RECONCILE_REQUESTED_ANNOTATION } from '@syncline/api';
+import type { NamespaceReplication } from '@syncline/api';
 import { standbyViews } from './standby-view.ts';
 import type { Out } from './flags.ts';
 import { printTemplated, type OutputFormat } from './output.ts';

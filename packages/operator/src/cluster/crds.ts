@@ -1,7 +1,7 @@
 // Installs the CRDs this operator serves (server-side apply, raw JSON: client-node's typed serializer
 // would drop the x-kubernetes-* keys of the schemas) and waits until the API server serves them.
 import { type KubeRest } from '@syncline/kube';
-import { customResourceDefinitions } from '../api/crd.ts';
+import { customResourceDefinitions } from '@syncline/api';
 
 export async function installCrds(rest: KubeRest, options: { fieldManager?: string; timeoutMs?: number } = {}): Promise<void> {
   const crds = customResourceDefinitions();

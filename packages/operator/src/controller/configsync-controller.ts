@@ -3,7 +3,7 @@
 // other shards' ConfigSyncs (metadata and Git source only) that a push to this shard's webhook receiver wakes.
 import { Informer, objectKey } from '@syncline/kube';
 import { decodeInventory } from '@syncline/apply';
-import type { ConfigSync } from '../api/v1alpha1.ts';
+import type { ConfigSync } from '@syncline/api';
 import { createConfigSyncReconciler } from '../reconcile/configsync.ts';
 import { createDecryptionContext } from '../reconcile/decryption.ts';
 import type { TargetNoop } from '../reconcile/target.ts';

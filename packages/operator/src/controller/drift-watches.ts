@@ -20,7 +20,7 @@ import { createHash } from 'node:crypto';
 import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, healthOf, parseObjectId, type ApplyClient, type Discovery, type KubeObject as ApplyObject, type ResourceInfo } from '@syncline/apply';
 import { Informer, KubeApiError, WATCH_FRESH_MS, WatchBudgetError, type KubeObject, type KubeRest, type WatchBudget } from '@syncline/kube';
 import type { Logger } from 'pino';
-import type { TargetInventory } from '../api/v1alpha1.ts';
+import type { TargetInventory } from '@syncline/api';
 import type { RemoteClients } from '../remote/clusters.ts';
 
 /** How long an apply waits for a new drift watch to list before it writes anyway. */

@@ -2,7 +2,7 @@
 // Watches(its source object: one single-object watch per source in Immediate mode; Namespace: a selector may
 // match differently; RemoteCluster a target names).
 import { Informer, WatchBudgetError, objectKey } from '@syncline/kube';
-import type { ManifestSync } from '../api/v1alpha1.ts';
+import type { ManifestSync } from '@syncline/api';
 import { mirrorNamespaces, namespaceProjection, type MirrorNamespace } from '../mirror/index.ts';
 import { DEFAULT_INTERVAL_BOUNDS } from '../reconcile/configsync.ts';
 import { MANIFESTSYNC_KEY_PREFIX, createManifestSyncReconciler } from '../reconcile/manifestsync.ts';

@@ -2,7 +2,7 @@
 // probed on an interval and whenever a Secret they read changes; their clients are cached per credentials
 // version (remote/clusters.ts) and lent to every controller with targets in other clusters.
 import { Informer, objectKey, type KubeObject } from '@syncline/kube';
-import type { RemoteCluster } from '../api/v1alpha1.ts';
+import type { RemoteCluster } from '@syncline/api';
 import { DEFAULT_INTERVAL_BOUNDS } from '../reconcile/configsync.ts';
 import { REMOTECLUSTER_KEY_PREFIX, createRemoteClusterReconciler } from '../reconcile/remotecluster.ts';
 import { createRemoteClusters, type RemoteClusters } from '../remote/clusters.ts';

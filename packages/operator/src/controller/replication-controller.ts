@@ -3,7 +3,7 @@
 // first change not yet replicated starts the lag clock; a ConfigSync or RemoteCluster whose Secrets become
 // credentials; the RemoteCluster of its destination), and the heartbeat Leases of its standbys.
 import { Informer, SharedWatches, WatchBudgetError, objectKey, type KubeObject } from '@syncline/kube';
-import type { ConfigSync, NamespaceReplication, RemoteCluster } from '../api/v1alpha1.ts';
+import type { ConfigSync, NamespaceReplication, RemoteCluster } from '@syncline/api';
 import { retireHeartbeat, startHeartbeats } from '../dr/heartbeat.ts';
 import { DEFAULT_RESOURCE_TYPES, parseResourceType } from '../dr/transform.ts';
 import { DEFAULT_INTERVAL_BOUNDS } from '../reconcile/configsync.ts';

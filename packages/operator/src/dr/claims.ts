@@ -2,7 +2,7 @@
 // before a pass or a failover, the heartbeat before each renewal): the tenancy rule for its source and a
 // standby in this cluster, a standby that is not its own source, and the standby rule (tenancy.ts's
 // allowedStandby) against every other replication this operator sees.
-import type { NamespaceReplication, NamespaceReplicationSpec } from '../api/v1alpha1.ts';
+import type { NamespaceReplication, NamespaceReplicationSpec } from '@syncline/api';
 import { Reason } from '../reconcile/conditions.ts';
 import { allowedStandby, allowedWrite, type StandbyClaim, type StandbyRules, type TrustedNamespaces } from '../tenancy.ts';
 

@@ -2,7 +2,7 @@ import type { ApplyClient, KubeObject } from '@syncline/apply';
 import type { KubeRest } from '@syncline/kube';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { NamespaceReplication } from '../api/v1alpha1.ts';
+import type { NamespaceReplication } from '@syncline/api';
 import type { RemoteClusters } from '../remote/clusters.ts';
 import { PROMOTED_AT_ANNOTATION, PROMOTED_BY_ANNOTATION } from './fence.ts';
 import { HEARTBEAT_FIELD_MANAGER, renewHeartbeats, type HeartbeatDeps } from './heartbeat.ts';

@@ -11,7 +11,7 @@
 // says it is fenced in its own cluster (the replication's Fenced condition), nowhere in the standby.
 import { appliedBy, type ApplyClient, type KubeObject } from '@syncline/apply';
 import type { Logger } from 'pino';
-import { NamespaceReplicationSpec, type NamespaceReplication } from '../api/v1alpha1.ts';
+import { NamespaceReplicationSpec, type NamespaceReplication } from '@syncline/api';
 import type { KubeRest } from '@syncline/kube';
 import type { RemoteClusters } from '../remote/clusters.ts';
 import { claimsOf, standbyWriteVerdict, type StandbyContext } from './claims.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { NamespaceReplicationPolicySpec, type NamespaceReplication, type NamespaceReplicationPolicy } from '../api/v1alpha1.ts';
+import { NamespaceReplicationPolicySpec, type NamespaceReplication, type NamespaceReplicationPolicy } from '@syncline/api';
 import { POLICY_FIELD_MANAGER, ownedByPolicy, planPolicy, replicationName, standbyNamespaceName, summarise } from './policy.ts';
 
 const spec = NamespaceReplicationPolicySpec.parse({ namespaceSelector: { matchLabels: { dr: 'gold' } }, namespaceMapping: { suffix: '-dr' }, template: { destination: { cluster: { name: 'dr' } }, interval: '1m' } });

@@ -16,7 +16,7 @@ import {
   type NamespaceReplicationPolicy,
   type NamespaceReplicationPolicySpec,
   type NamespaceReplicationPolicyStatus,
-} from '../api/v1alpha1.ts';
+} from '@syncline/api';
 import { matchesLabelSelector } from '../mirror/targets.ts';
 import { allowedStandby, type StandbyClaim, type StandbyRules } from '../tenancy.ts';
 

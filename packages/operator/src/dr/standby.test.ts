@@ -6,7 +6,7 @@ import { fencedMessage, promotionOf, PROMOTED_AT_ANNOTATION, PROMOTED_BY_ANNOTAT
 import { HOLD_ANNOTATION, heartbeatLease, heartbeatLeaseName, readHeartbeat } from './heartbeat.ts';
 import { demoted, listStandbyNamespaces, replicationOwnerOf, type StandbyNamespace } from './standby.ts';
 import { ORIGINAL_REPLICAS_ANNOTATION, ORIGINAL_SUSPEND_ANNOTATION } from './transform.ts';
-import type { NamespaceReplication } from '../api/v1alpha1.ts';
+import type { NamespaceReplication } from '@syncline/api';
 
 const owner = { namespace: 'apps', name: 'NamespaceReplication:shop', target: 'standby' };
 const applied = [{ manager: DEFAULT_FIELD_MANAGER, operation: 'Apply' }];

@@ -1,7 +1,7 @@
 // Which NotificationAlerts an event goes to: pure matching of a NotificationAlert's sources, severity and reasons, under the tenancy
 // rule: a NotificationAlert in a namespace that is not trusted sees only objects in its own namespace (the events of
 // other tenants' objects are theirs to read), and always sends through a NotificationProvider of its own namespace.
-import type { AlertSpec, EventCategory, EventSource } from '../api/v1alpha1.ts';
+import type { AlertSpec, EventCategory, EventSource } from '@syncline/api';
 import { NAMESPACE_NOT_ALLOWED, type TrustedNamespaces } from '../tenancy.ts';
 import type { NotificationEvent } from './event.ts';
 

@@ -8,7 +8,7 @@ import { Informer, objectKey, type EventRecorder, type KubeObject, type KubeRest
 import { nodeHttpTransport, type HttpTransport } from '@syncline/source-git';
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
-import { AlertSpec, type Condition, type ConfigSync, type NotificationProvider } from '../api/v1alpha1.ts';
+import { AlertSpec, type Condition, type ConfigSync, type NotificationProvider } from '@syncline/api';
 import { objectPath, writeStatus } from '../reconcile/object-status.ts';
 import type { TrustedNamespaces } from '../tenancy.ts';
 import { alertMatches, refusedSources, sourceMatches, sourceNamespace, type AlertView } from './alerts.ts';

@@ -1,6 +1,6 @@
 // What a notification says, taken from an Event the operator records anyway: the object, the severity, the
 // Event's reason, and the category a NotificationAlert filters on. Pure: the recorder tap calls this in process.
-import type { EventCategory } from '../api/v1alpha1.ts';
+import type { EventCategory } from '@syncline/api';
 
 export type InvolvedObject = {
   readonly apiVersion: string;

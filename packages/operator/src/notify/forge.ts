@@ -1,7 +1,7 @@
 // Commit statuses on Git forges: where a repository's API is (derived from the repository URL a ConfigSync
 // follows), the request each forge documents, and the state of each sync target's commit as its status says.
 // Pure: no I/O, no clock.
-import type { ConfigSync } from '../api/v1alpha1.ts';
+import type { ConfigSync } from '@syncline/api';
 import type { OutgoingRequest, ProviderCredentials } from './payloads.ts';
 import { cut } from './payloads.ts';
 import { createHash } from 'node:crypto';

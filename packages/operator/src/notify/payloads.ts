@@ -3,7 +3,7 @@
 // Discord's 256-character title and 4,096-character description); longer text is cut with an ellipsis.
 import { createHmac } from 'node:crypto';
 import type { MessageTemplate } from '@syncline/render';
-import type { ProviderType } from '../api/v1alpha1.ts';
+import type { ProviderType } from '@syncline/api';
 import type { NotificationEvent } from './event.ts';
 
 /** One HTTP request to a receiver. `url` and headers may hold credentials: never logged. */

@@ -4,7 +4,7 @@
 import type { KubeRest } from '@syncline/kube';
 import { KubeApiError } from '@syncline/kube';
 import type { ChartRequest, ChartSource, FetchedChart } from '@syncline/source-helm';
-import type { ConfigSyncSpec } from '../api/v1alpha1.ts';
+import type { ConfigSyncSpec } from '@syncline/api';
 import { Reason } from './conditions.ts';
 import { StallError } from './inputs.ts';
 

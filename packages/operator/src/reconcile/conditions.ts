@@ -1,6 +1,6 @@
 // Standard metav1 Conditions, pure: a condition's lastTransitionTime moves only when its status does,
 // so a no-op resync produces an identical status and therefore no write.
-import type { Condition, ConditionType } from '../api/v1alpha1.ts';
+import type { Condition, ConditionType } from '@syncline/api';
 
 export const Reason = {
   Succeeded: 'ReconciliationSucceeded',

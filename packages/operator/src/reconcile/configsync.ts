@@ -8,13 +8,13 @@ import { EngineFailure, RenderError, RenderErrorReason, layerValues, renderTarge
 import { GitSourceError, type GitSource } from '@syncline/source-git';
 import { ChartSourceError, type ChartSource, type FetchedChart } from '@syncline/source-helm';
 import type { Logger } from 'pino';
-import { ConfigSyncSpec, INTERVAL_BOUNDS, type Condition, type ConfigSync, type ConfigSyncStatus, type HistoryEntry, type TargetInventory, type TargetStatus } from '../api/v1alpha1.ts';
+import { ConfigSyncSpec, INTERVAL_BOUNDS, type Condition, type ConfigSync, type ConfigSyncStatus, type HistoryEntry, type TargetInventory, type TargetStatus } from '@syncline/api';
 import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
 import type { TargetBackoff } from '../remote/backoff.ts';
 import type { ReconcileOutcome } from './shell.ts';
 import { ServiceAccountError } from '../cluster/errors.ts';
 import type { ApplyIdentity } from '../cluster/identity.ts';
-import { FINALIZER, RECONCILE_REQUESTED_ANNOTATION } from '../api/annotations.ts';
+import { FINALIZER, RECONCILE_REQUESTED_ANNOTATION } from '@syncline/api';
 import type { Metrics } from '../metrics.ts';
 import { Reason, keepTransitions, removeCondition, setCondition, type ConditionInput } from './conditions.ts';
 import { MAX_TIMER_MS, boundedInterval, parseDuration, type IntervalBounds } from './duration.ts';

@@ -4,7 +4,7 @@
 // applied. spec.valuesFiles and targets[].valuesFiles are read from the same snapshot and decrypted the same way.
 import { KubeApiError, type KubeRest } from '@syncline/kube';
 import { DataKeyCache, DecryptedFileCache, SopsError, SopsErrorCause, decryptSopsFile, isSopsEncrypted, layerValues, parseKeySecret, parseValues, type KeyServiceOptions, type SopsKeyRing, type Values } from '@syncline/render';
-import type { ConfigSyncSpec } from '../api/v1alpha1.ts';
+import type { ConfigSyncSpec } from '@syncline/api';
 
 /** What the operator gives every sync's decryption: key-service settings and the in-memory data key cache. */
 export type DecryptionContext = {

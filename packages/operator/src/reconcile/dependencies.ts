@@ -1,6 +1,6 @@
 // spec.dependsOn, pure: whether a dependency is Ready at its current revision, and whether the chain of
 // dependencies leads back to the sync asking (a cycle is refused, never waited on).
-import type { ConfigSync } from '../api/v1alpha1.ts';
+import type { ConfigSync } from '@syncline/api';
 
 /**
  * The cycle through `start`, as the names along it (`[a, b, a]`), or undefined. `dependsOn` answers a name's

@@ -3,7 +3,7 @@
 // otherwise Handlebars and plain manifests. Per-target fields go over the sync's.
 import { EngineName, detectEngine, type ClusterCapabilities, type EngineSpec, type KustomizeOptions, type SourceFiles } from '@syncline/render';
 import type { KubeRest } from '@syncline/kube';
-import type { ConfigSyncSpec } from '../api/v1alpha1.ts';
+import type { ConfigSyncSpec } from '@syncline/api';
 
 type Target = ConfigSyncSpec['targets'][number];
 type KustomizeFields = NonNullable<ConfigSyncSpec['source']['kustomize']>;

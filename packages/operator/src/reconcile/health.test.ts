@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Health } from '@syncline/apply';
-import type { Condition } from '../api/v1alpha1.ts';
+import type { Condition } from '@syncline/api';
 import { findCondition, setCondition, Reason } from './conditions.ts';
 import { healthConditions, summarizeHealth, type TargetHealthInput } from './health.ts';
 

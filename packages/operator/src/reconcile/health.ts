@@ -3,7 +3,7 @@
 // starts at the last apply or when health last stopped being True, whichever is later, and is stored in the
 // Healthy condition itself (its lastTransitionTime), so a restarted operator keeps the same deadline.
 import { parseObjectId, type Health } from '@syncline/apply';
-import type { Condition, TargetHealth } from '../api/v1alpha1.ts';
+import type { Condition, TargetHealth } from '@syncline/api';
 import { Reason, findCondition, setCondition, truncate } from './conditions.ts';
 import { formatDuration } from './duration.ts';
 

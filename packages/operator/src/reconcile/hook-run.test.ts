@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Condition } from '../api/v1alpha1.ts';
+import type { Condition } from '@syncline/api';
 import { hookConditions, hooksFailed, hooksRunning } from './hook-run.ts';
 import { emptyCounts, type TargetOutcome } from './target.ts';
 

@@ -17,7 +17,7 @@ import {
   type KubeObject,
   type Owner,
 } from '@syncline/apply';
-import type { Condition, HookStatus, TargetStatus } from '../api/v1alpha1.ts';
+import type { Condition, HookStatus, TargetStatus } from '@syncline/api';
 import { describeRefusal, refusedObjects } from '../tenancy.ts';
 import { Reason, setCondition } from './conditions.ts';
 import { FindingCause, sortFindings } from './findings.ts';

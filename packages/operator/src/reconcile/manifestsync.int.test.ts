@@ -7,7 +7,7 @@ import { connectionFromKubeConfig, createKubeRest, type EventRecorder, type Kube
 import { testKubeConfig, testNamespace } from '@syncline/test-support/kube';
 import { pino } from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { ManifestSync } from '../api/v1alpha1.ts';
+import type { ManifestSync } from '@syncline/api';
 import { installCrds } from '../cluster/crds.ts';
 import { createApplyClients } from '../cluster/identity.ts';
 import { createMetrics } from '../metrics.ts';

@@ -5,7 +5,7 @@
 import { type EventRecorder, type KubeRest } from '@syncline/kube';
 import { ApplyCause, causeOfError, decodeInventory, objectId, pool, type ApplyClient, type KubeObject } from '@syncline/apply';
 import type { Logger } from 'pino';
-import { ManifestSyncSpec, type Condition, type ManifestSync, type ManifestSyncStatus, type ManifestTargetStatus, type TargetInventory } from '../api/v1alpha1.ts';
+import { ManifestSyncSpec, type Condition, type ManifestSync, type ManifestSyncStatus, type ManifestTargetStatus, type TargetInventory } from '@syncline/api';
 import type { ReconcileOutcome } from './shell.ts';
 import { ServiceAccountError } from '../cluster/errors.ts';
 import type { Metrics } from '../metrics.ts';

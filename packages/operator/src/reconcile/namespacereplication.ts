@@ -6,7 +6,7 @@
 import { type EventRecorder, type KubeRest } from '@syncline/kube';
 import { DEFAULT_FIELD_MANAGER, OWNER_LABEL, appliedBy, decodeInventory, objectId, ownerHash, type ApplyClient, type KubeObject } from '@syncline/apply';
 import type { Logger } from 'pino';
-import { NamespaceReplicationSpec, type Condition, type NamespaceReplication, type NamespaceReplicationStatus } from '../api/v1alpha1.ts';
+import { NamespaceReplicationSpec, type Condition, type NamespaceReplication, type NamespaceReplicationStatus } from '@syncline/api';
 import type { ReconcileOutcome } from './shell.ts';
 import { fencedMessage, readFence, type FenceState } from '../dr/fence.ts';
 import { DEFAULT_RESOURCE_TYPES, PROMOTED_KINDS, parseResourceType, promoted, skipReason, standbyCopy, type ResourceType } from '../dr/transform.ts';

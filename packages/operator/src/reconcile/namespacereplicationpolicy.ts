@@ -8,7 +8,7 @@
 import { Informer, objectKey, type EventRecorder, type KubeRest, type WatchBudget } from '@syncline/kube';
 import type { ApplyClient } from '@syncline/apply';
 import type { Logger } from 'pino';
-import { API_VERSION, NamespaceReplicationPolicySpec, type Condition, type NamespaceReplication, type NamespaceReplicationPolicy, type NamespaceReplicationPolicyStatus } from '../api/v1alpha1.ts';
+import { API_VERSION, NamespaceReplicationPolicySpec, type Condition, type NamespaceReplication, type NamespaceReplicationPolicy, type NamespaceReplicationPolicyStatus } from '@syncline/api';
 import { WorkQueue, type ReconcileOutcome } from '../controller/queue.ts';
 import { POLICY_FIELD_MANAGER, planPolicy, summarise, type PolicyNamespace } from '../dr/policy.ts';
 import type { Metrics } from '../metrics.ts';

@@ -1,7 +1,7 @@
 // What every reconciler does to its own object, whatever the kind: the finalizer, a status written only
 // when it changed, and Events that are news once.
 import { KubeApiError, type KubeRest } from '@syncline/kube';
-import type { Condition } from '../api/v1alpha1.ts';
+import type { Condition } from '@syncline/api';
 
 /** A Syncline object as the reconcilers read it: enough to patch it and its status. */
 export type OwnObject = {

@@ -4,7 +4,7 @@
 // token is picked up without a restart.
 import { type EventRecorder, type KubeRest } from '@syncline/kube';
 import type { Logger } from 'pino';
-import { RemoteClusterSpec, type Condition, type RemoteCluster, type RemoteClusterStatus } from '../api/v1alpha1.ts';
+import { RemoteClusterSpec, type Condition, type RemoteCluster, type RemoteClusterStatus } from '@syncline/api';
 import type { ReconcileOutcome } from './shell.ts';
 import { RemoteClusterError, RemoteClusterReason, probeCluster, type RemoteClusters } from '../remote/clusters.ts';
 import { setCondition, truncate, type Reason } from './conditions.ts';

@@ -4,7 +4,7 @@
 // stay in the standby, updates still flow), and the held ids go back into the inventory, so that they remain
 // ours to prune once the hold is released.
 import { OWNER_LABEL, decodeInventory, encodeInventory, objectId, ownerHash, type ApplyClient, type KubeObject, type Owner } from '@syncline/apply';
-import type { Condition, NamespaceReplication, NamespaceReplicationSpec, TargetInventory } from '../api/v1alpha1.ts';
+import type { Condition, NamespaceReplication, NamespaceReplicationSpec, TargetInventory } from '@syncline/api';
 import { credentialSecretsIn, withoutCredentials, type CredentialHolders } from '../dr/credentials.ts';
 import { decidePrune, PruneHoldReason, SETTLE_MS, type PruneDecision, type Settling, type SourceNamespaceState } from '../dr/prune-guard.ts';
 import { Reason, removeCondition, setCondition, type ConditionInput } from './conditions.ts';

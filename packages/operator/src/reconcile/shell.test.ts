@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { Condition } from '../api/v1alpha1.ts';
+import type { Condition } from '@syncline/api';
 import type { ReconcileOutcome } from './shell.ts';
 import { createMetrics } from '../metrics.ts';
 import { Reason, setCondition } from './conditions.ts';

@@ -5,7 +5,7 @@
 // A reconciler supplies only its steps; a fix to any of the above lands in every kind.
 import { KubeApiError, type EventRecorder, type KubeRest } from '@syncline/kube';
 import type { Logger } from 'pino';
-import type { Condition } from '../api/v1alpha1.ts';
+import type { Condition } from '@syncline/api';
 import type { Metrics } from '../metrics.ts';
 import { Reason, removeCondition, setCondition, truncate } from './conditions.ts';
 import { conditionsDiffer, objectPath, patchFinalizers, writeStatus, type OwnObject } from './object-status.ts';

@@ -28,7 +28,7 @@ import {
   type Policy,
   type DriftMode,
 } from '@syncline/apply';
-import type { Condition, TargetInventory, TargetStatus } from '../api/v1alpha1.ts';
+import type { Condition, TargetInventory, TargetStatus } from '@syncline/api';
 import { objectLabels, type Metrics } from '../metrics.ts';
 import { Reason, removeCondition, setCondition, truncate } from './conditions.ts';
 import { summarizeHealth, type HealthReport } from './health.ts';

@@ -4,7 +4,7 @@
 // timeout of its own, so one slow cluster fails only its own targets.
 import { type KubeConnection, KubeApiError, createKubeRest, type KubeRest } from '@syncline/kube';
 import { createApplyClient, type ApplyClient } from '@syncline/apply';
-import type { RemoteCluster, RemoteClusterSpec } from '../api/v1alpha1.ts';
+import type { RemoteCluster, RemoteClusterSpec } from '@syncline/api';
 import { InvalidCredentialsError, credentialsFromParts, parseKubeconfig, type CredentialOptions, type RemoteCredentials } from './credentials.ts';
 
 export const RemoteClusterReason = {

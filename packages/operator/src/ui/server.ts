@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { KubeObject } from '@syncline/kube';
 import type { KubeRest } from '@syncline/kube';
 import type { WatchedChange, WatchedKind } from '../manager.ts';
-import { RECONCILE_REQUESTED_ANNOTATION } from '../api/annotations.ts';
+import { RECONCILE_REQUESTED_ANNOTATION } from '@syncline/api';
 import { listen } from '../server.ts';
 import type { ActivityLog } from './activity.ts';
 import { DiffError, createSyncDiffs, type DiffSource, type MayGet, type SyncDiffs } from './diffs.ts';

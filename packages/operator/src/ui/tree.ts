@@ -6,7 +6,7 @@
 import { decodeInventory, healthOf, parseObjectId, type ApplyClient, type KubeObject as ApplyObject } from '@syncline/apply';
 import type { KubeObject, KubeRest } from '@syncline/kube';
 import type { GitSource, CommitMetadata } from '@syncline/source-git';
-import type { ConfigSync } from '../api/v1alpha1.ts';
+import type { ConfigSync } from '@syncline/api';
 import { readGitAccess } from '../reconcile/inputs.ts';
 import type { UiCommit, UiTree, UiTreeNode } from './model.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ConfigSync } from '../api/v1alpha1.ts';
+import type { ConfigSync } from '@syncline/api';
 import { followersOf } from './match.ts';
 import type { Push } from './providers.ts';
 

@@ -1,6 +1,6 @@
 // Which ConfigSyncs a push wakes: those whose repo is the pushed repository and whose revision is a
 // branch or tag the push moved. A full commit SHA is a pin and is never woken.
-import type { ConfigSync } from '../api/v1alpha1.ts';
+import type { ConfigSync } from '@syncline/api';
 import type { Push } from './providers.ts';
 import { repoKey } from './repo-key.ts';
 

@@ -4,7 +4,7 @@
 // pushed repository and ref. Nothing about the payload or the secrets reaches a log line.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { ConfigSync } from '../api/v1alpha1.ts';
+import type { ConfigSync } from '@syncline/api';
 import type { Metrics } from '../metrics.ts';
 import { listen } from '../server.ts';
 import { BodyError, readBody } from './body.ts';

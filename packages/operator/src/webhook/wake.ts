@@ -4,7 +4,7 @@
 // reconcile` does: by setting the reconcile-requested-at annotation, which the leader's watch sees.
 import { KubeApiError, type KubeRest } from '@syncline/kube';
 import type { Logger } from 'pino';
-import { RECONCILE_REQUESTED_ANNOTATION } from '../api/annotations.ts';
+import { RECONCILE_REQUESTED_ANNOTATION } from '@syncline/api';
 
 export function createWaker(options: {
   rest: KubeRest;

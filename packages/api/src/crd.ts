@@ -83,7 +83,7 @@ export function apiReference(): string {
   const lines = [
     '# Syncline API reference',
     '',
-    `Generated from \`packages/operator/src/api/v1alpha1.ts\` by \`pnpm generate\`; CI fails when it is stale.`,
+    `Generated from \`packages/api/src/v1alpha1.ts\` by \`pnpm generate\`; CI fails when it is stale.`,
     '',
   ];
   for (const def of crdDefinitions) {

@@ -9,7 +9,7 @@ export function generatedFiles(): Map<string, string> {
   const files = new Map<string, string>();
   for (const crd of customResourceDefinitions()) {
     const name = (crd['metadata'] as { name: string }).name;
-    const text = `# Generated from packages/operator/src/api/v1alpha1.ts by \`pnpm generate\`. Do not edit.\n${stringify(crd, { lineWidth: 0 })}`;
+    const text = `# Generated from packages/api/src/v1alpha1.ts by \`pnpm generate\`. Do not edit.\n${stringify(crd, { lineWidth: 0 })}`;
     // The chart carries the same files (Helm installs a chart's crds/ on first install).
     for (const dir of ['crds', join('charts', 'syncline', 'crds')]) files.set(join(dir, `${name}.yaml`), text);
   }
@@ -32,7 +32,7 @@ export function staleFiles(root: string): string[] {
 }
 
 if (import.meta.main) {
-  const root = join(import.meta.dirname, '..', '..', '..', '..');
+  const root = join(import.meta.dirname, '..', '..', '..');
   if (process.argv.includes('--check')) {
     const stale = staleFiles(root);
     if (stale.length > 0) {
