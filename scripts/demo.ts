@@ -6,7 +6,8 @@
 // non-zero on the first failure (CI runs it). Without --once it keeps the live status table up after the
 // walkthrough until Ctrl-C.
 import { KubeConfig } from '@kubernetes/client-node';
-import { createKubeRest, installCrds, formatStatus, runCli, type ConfigSync, type KubeRest } from '@syncline/operator';
+import { createKubeRest, installCrds, type ConfigSync, type KubeRest } from '@syncline/operator';
+import { formatStatus, runCli } from '@syncline/cli';
 import { ensureRenderEngine, ensureSops, generateAgeKey, startControlPlane, startGitServer, startKwokCluster, startOperator, type TestRepo } from '@syncline/test-support';
 import { mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';

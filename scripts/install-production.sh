@@ -22,4 +22,4 @@ find packages -name node_modules -prune -o \
 # The web UI's page (Preact + htm), bundled by esbuild into packages/operator/dist/ui, where `--ui-addr` serves it.
 node packages/operator/src/ui/build.ts
 
-node packages/operator/bin/syncline.js --help >/dev/null
+node packages/cli/bin/syncline.js --help >/dev/null

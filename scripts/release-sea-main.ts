@@ -1,11 +1,11 @@
 // The entry of the standalone `syncline` executable (scripts/release.ts bundles it into one CommonJS script
-// for Node's single-executable applications). It is packages/operator/bin/syncline.js without the Node
+// for Node's single-executable applications). It is packages/cli/bin/syncline.js without the Node
 // version check (the executable carries its own Node) and without top-level await, which a CommonJS bundle
 // cannot hold.
-import { runCli } from '../packages/operator/src/cli.ts';
+import { runCli } from '../packages/cli/src/cli.ts';
 
-// The operator (main.ts, the composition root) is evaluated only for `run`, as in bin/syncline.js.
-const runOperator: Parameters<typeof runCli>[1]['runOperator'] = async (flags) => (await import('../packages/operator/src/main.ts')).runOperator(flags, process.env);
+// The operator (@syncline/operator/run) is evaluated only for `run`, as in bin/syncline.js.
+const runOperator: Parameters<typeof runCli>[1]['runOperator'] = async (flags) => (await import('@syncline/operator/run')).runOperator(flags, process.env);
 runCli(process.argv.slice(2), { env: process.env, runOperator }).then(
   (code) => {
     process.exit(code);

@@ -75,12 +75,14 @@ function cacheRoot(): string {
   return join(xdg !== undefined && xdg !== '' ? xdg : join(homedir(), '.cache'), 'syncline', 'release');
 }
 
-/** The version: the chart's appVersion, which must be the operator package's version. */
+/** The version: the chart's appVersion, which must be the operator package's version and the CLI's (its --version). */
 export async function releaseVersion(): Promise<string> {
   const chart = await readFile(join(root, 'charts', 'syncline', 'Chart.yaml'), 'utf8');
   const appVersion = /^appVersion:\s*"?([^"\s]+)"?\s*$/m.exec(chart)?.[1];
   const { version } = JSON.parse(await readFile(join(root, 'packages', 'operator', 'package.json'), 'utf8')) as { version: string };
   if (appVersion !== version) throw new Error(`charts/syncline/Chart.yaml appVersion (${appVersion ?? 'none'}) is not packages/operator's version (${version})`);
+  const cli = (JSON.parse(await readFile(join(root, 'packages', 'cli', 'package.json'), 'utf8')) as { version: string }).version;
+  if (cli !== version) throw new Error(`packages/cli's version (${cli}) is not packages/operator's version (${version})`);
   return version;
 }
 
@@ -268,7 +270,7 @@ async function bundleCli(stage: string, versionText: string): Promise<{ main: st
 /** The standalone `syncline` for linux-ARCH, cached by the hash of its bundle, its Node and postject. */
 export async function ensureCli(arch: Arch, say: Progress = () => undefined): Promise<string> {
   const nodeVersion = process.versions.node;
-  const { versionText } = await import('../packages/operator/src/cli.ts');
+  const { versionText } = await import('../packages/cli/src/cli.ts');
   const stage = await mkdtemp(join(tmpdir(), 'syncline-release-sea-'));
   try {
     const bundle = await bundleCli(stage, versionText());

@@ -645,7 +645,7 @@ function memoryFigures(incarnations: readonly Incarnation[]): { summary: string;
 
 /** The operator's refresh-interval floor, when this version has one: the soak's syncs refresh every 5–30 s. */
 function minRefreshIntervalArgs(): string[] {
-  const main = join(import.meta.dirname, '..', 'packages', 'operator', 'src', 'main.ts');
+  const main = join(import.meta.dirname, '..', 'packages', 'cli', 'src', 'main.ts');
   // `run --help` lists the flags of run; versions before the commander CLI listed them in `--help`.
   const help = [['run', '--help'], ['--help']].map((args) => spawnSync(process.execPath, [main, ...args], { encoding: 'utf8' }).stdout).join('');
   return help.includes('--min-refresh-interval') ? ['--min-refresh-interval', '5s'] : [];
@@ -656,7 +656,7 @@ function minRefreshIntervalArgs(): string[] {
  * when this version has the flag (before it, every namespace could).
  */
 function trustedNamespaceArgs(): string[] {
-  const main = join(import.meta.dirname, '..', 'packages', 'operator', 'src', 'main.ts');
+  const main = join(import.meta.dirname, '..', 'packages', 'cli', 'src', 'main.ts');
   const help = spawnSync(process.execPath, [main, 'run', '--help'], { encoding: 'utf8' }).stdout;
   return help.includes('--trusted-namespaces') ? ['--trusted-namespaces', NAMESPACE] : [];
 }

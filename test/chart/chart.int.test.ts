@@ -17,7 +17,7 @@ import { ensureHelm, runHelm } from './helm.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const chartDir = join(root, 'charts', 'syncline');
-const mainPath = join(root, 'packages', 'operator', 'src', 'main.ts');
+const mainPath = join(root, 'packages', 'cli', 'src', 'main.ts');
 
 type Rendered = KubernetesObject & Record<string, unknown>;
 type Rule = { apiGroups?: string[]; resources?: string[]; resourceNames?: string[]; verbs?: string[] };

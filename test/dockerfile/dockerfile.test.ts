@@ -49,7 +49,7 @@ describe('Dockerfile', () => {
   });
 
   it('builds from a context with sources and manifests only', () => {
-    expect(context).toEqual(expect.arrayContaining(['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', 'scripts/install-production.sh', 'packages/operator/src/main.ts', 'packages/operator/bin/syncline.js']));
+    expect(context).toEqual(expect.arrayContaining(['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', 'scripts/install-production.sh', 'packages/cli/src/main.ts', 'packages/cli/bin/syncline.js']));
     const unwanted = context.filter((p) => /(^|\/)node_modules\//.test(p) || /^(\.git|\.toolchain|test|docs|examples|charts)\//.test(p));
     expect(unwanted).toEqual([]);
   });
@@ -60,7 +60,7 @@ describe('Dockerfile', () => {
     expect(dockerfile).toMatch(/^ARG BASE_IMAGE=node:\$\{NODE_VERSION\}-bookworm-slim$/m);
     expect(dockerfile).toMatch(/^FROM \$\{BASE_IMAGE\} AS build$/m);
     expect(dockerfile).toMatch(/^RUN scripts\/install-production\.sh \/app/m);
-    expect(dockerfile).toMatch(/^RUN ln -s \/app\/packages\/operator\/bin\/syncline\.js \/usr\/local\/bin\/syncline/m);
+    expect(dockerfile).toMatch(/^RUN ln -s \/app\/packages\/cli\/bin\/syncline\.js \/usr\/local\/bin\/syncline/m);
     // the user switch comes last: nothing after it may need root (image.int.test.ts builds it for real)
     const afterUser = dockerfile.slice(dockerfile.search(/^USER 1000:1000$/m));
     expect(afterUser).not.toMatch(/^RUN /m);
@@ -72,7 +72,7 @@ describe('Dockerfile', () => {
 
   it('runs the CLI from the installed tree', () => {
     // given the installed tree, when `syncline --help` runs from it, then it prints the usage
-    const help = spawnSync(process.execPath, ['packages/operator/bin/syncline.js', '--help'], { cwd: work, encoding: 'utf8' });
+    const help = spawnSync(process.execPath, ['packages/cli/bin/syncline.js', '--help'], { cwd: work, encoding: 'utf8' });
     expect(help.stderr).toBe('');
     expect(help.status).toBe(0);
     expect(help.stdout).toMatch(/^ {2}run \[options\]\s+run the operator$/m);
@@ -82,7 +82,7 @@ describe('Dockerfile', () => {
     // given the Dockerfile's link on a PATH, when `syncline --version` runs, then the bin answers
     const bin = join(work, 'usr-local-bin');
     await mkdir(bin);
-    await symlink(join(work, 'packages/operator/bin/syncline.js'), join(bin, 'syncline'));
+    await symlink(join(work, 'packages/cli/bin/syncline.js'), join(bin, 'syncline'));
     const version = spawnSync('syncline', ['--version'], { cwd: tmpdir(), encoding: 'utf8', env: { ...process.env, PATH: [bin, dirname(process.execPath), process.env['PATH'] ?? ''].join(delimiter) } });
     expect(version.stderr).toBe('');
     expect(version.status).toBe(0);
@@ -92,7 +92,7 @@ describe('Dockerfile', () => {
   it('renders templates from the installed tree (Handlebars and YAML load at runtime)', async () => {
     await mkdir(join(work, 'probe'));
     await writeFile(join(work, 'probe', 'cm.yaml.hbs'), 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{values.name}}\ndata:\n  env: {{quote target.name}}\n');
-    const render = spawnSync(process.execPath, ['packages/operator/src/main.ts', 'render', 'probe/cm.yaml.hbs', '--set', 'name=probe', '--target', 'prod'], { cwd: work, encoding: 'utf8' });
+    const render = spawnSync(process.execPath, ['packages/cli/src/main.ts', 'render', 'probe/cm.yaml.hbs', '--set', 'name=probe', '--target', 'prod'], { cwd: work, encoding: 'utf8' });
     expect(render.stderr).toBe('');
     expect(render.stdout).toContain('name: probe');
     expect(render.stdout).toContain('env: prod');

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyConfigSync, configMapYaml, configSync, eventually, installCrds, rest, waitForReady } from './harness.ts';
 
 const root = join(import.meta.dirname, '..', '..');
-const bin = join(root, 'packages', 'operator', 'bin', 'syncline.js');
+const bin = join(root, 'packages', 'cli', 'bin', 'syncline.js');
 
 type Result = { code: number; stdout: string; stderr: string };
 

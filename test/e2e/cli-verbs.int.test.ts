@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyConfigSync, configMapYaml, configSync, eventually, installCrds, readConfigSync, rest, waitForReady } from './harness.ts';
 
 const root = join(import.meta.dirname, '..', '..');
-const bin = join(root, 'packages', 'operator', 'bin', 'syncline.js');
+const bin = join(root, 'packages', 'cli', 'bin', 'syncline.js');
 const env = { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env['PATH'] ?? ''}` };
 
 type Result = { code: number; stdout: string; stderr: string };

@@ -13,7 +13,7 @@ import { parse, stringify } from 'yaml';
 import { applyConfigSync, configMapYaml, configSync, installCrds, waitForReady } from './harness.ts';
 
 const root = join(import.meta.dirname, '..', '..');
-const bin = join(root, 'packages', 'operator', 'bin', 'syncline.js');
+const bin = join(root, 'packages', 'cli', 'bin', 'syncline.js');
 
 /**
  * The executable under test. By default the package's bin with this Node. SYNCLINE_CLI=/path runs the same
@@ -80,7 +80,7 @@ describe('syncline CLI', () => {
 
   describe('conventions', () => {
     it('prints the version with --version, from the bin and through pnpm\'s shim (node_modules/.bin/syncline)', async () => {
-      const { version } = JSON.parse(await readFile(join(root, 'packages', 'operator', 'package.json'), 'utf8')) as { version: string };
+      const { version } = JSON.parse(await readFile(join(root, 'packages', 'cli', 'package.json'), 'utf8')) as { version: string };
       const direct = await syncline(['--version']);
       expect(direct).toMatchObject({ code: 0, stderr: '' });
       expect(direct.stdout).toMatch(new RegExp(`^syncline ${version.replaceAll('.', '\\.')}( \\(commit [0-9a-f]{12}\\))?\\n$`));

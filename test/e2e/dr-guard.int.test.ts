@@ -26,7 +26,7 @@ function run(file: string, args: readonly string[]): Promise<Run> {
   });
 }
 const kubectl = (...args: string[]): Promise<Run> => run('kubectl', ['--kubeconfig', testKubeconfigPath(), ...args]);
-const syncline = (...args: string[]): Promise<Run> => run(process.execPath, [join(root, 'packages', 'operator', 'bin', 'syncline.js'), ...args, '--kubeconfig', testKubeconfigPath()]);
+const syncline = (...args: string[]): Promise<Run> => run(process.execPath, [join(root, 'packages', 'cli', 'bin', 'syncline.js'), ...args, '--kubeconfig', testKubeconfigPath()]);
 
 describe('disaster recovery guards (NamespaceReplication)', () => {
   let ops: TestNamespace;

@@ -14,7 +14,7 @@ import { parse, stringify } from 'yaml';
 import { eventually } from './harness.ts';
 
 const root = join(import.meta.dirname, '..', '..');
-const bin = join(root, 'packages', 'operator', 'bin', 'syncline.js');
+const bin = join(root, 'packages', 'cli', 'bin', 'syncline.js');
 type Result = { code: number; stdout: string; stderr: string };
 
 function run(file: string, args: readonly string[]): Promise<Result> {

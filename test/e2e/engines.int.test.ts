@@ -166,7 +166,7 @@ describe('Kustomize, Helm and Jsonnet repositories end to end', () => {
     await ready('apps');
     for (const [name, engineName] of [['shop-dev', 'helm'], ['apps', 'kustomize']] as const) {
       const result = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-        execFile(process.execPath, [join(import.meta.dirname, '..', '..', 'packages', 'operator', 'bin', 'syncline.js'), 'diff', name, '--kubeconfig', testKubeconfigPath(), '-n', ns.name, '--allow-insecure-http', '--render-engine', engine], { timeout: 120_000 }, (error, stdout, stderr) => {
+        execFile(process.execPath, [join(import.meta.dirname, '..', '..', 'packages', 'cli', 'bin', 'syncline.js'), 'diff', name, '--kubeconfig', testKubeconfigPath(), '-n', ns.name, '--allow-insecure-http', '--render-engine', engine], { timeout: 120_000 }, (error, stdout, stderr) => {
           resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
         });
       });
@@ -212,7 +212,7 @@ describe('Kustomize, Helm and Jsonnet repositories end to end', () => {
 
   it('syncline render previews an overlay and a chart locally, naming the engine of each object', () => {
     const cli = (args: readonly string[]): string => {
-      const result = spawnSync(process.execPath, [join(import.meta.dirname, '..', '..', 'packages', 'operator', 'bin', 'syncline.js'), 'render', ...args, '--render-engine', engine], { encoding: 'utf8' });
+      const result = spawnSync(process.execPath, [join(import.meta.dirname, '..', '..', 'packages', 'cli', 'bin', 'syncline.js'), 'render', ...args, '--render-engine', engine], { encoding: 'utf8' });
       expect(result.stderr).toBe('');
       expect(result.status).toBe(0);
       return result.stdout;

@@ -9,7 +9,7 @@ import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyConfigSync, condition, configMapData, configMapYaml, configSync, core, deleteConfigSync, eventually, installCrds, patchConfigSync, readConfigSync, waitForReady } from './harness.ts';
 
-const mainPath = join(import.meta.dirname, '..', '..', 'packages', 'operator', 'src', 'main.ts');
+const mainPath = join(import.meta.dirname, '..', '..', 'packages', 'cli', 'src', 'main.ts');
 
 describe('hardening', () => {
   let git: GitServer;

@@ -3,7 +3,8 @@
 // Tekton PipelineRuns are the documented tekton.dev/v1 kind, their status driven by the test as Tekton's
 // controller would write it. The operator is the real process (`syncline run`).
 import { KubeConfig } from '@kubernetes/client-node';
-import { createKubeRest, installCrds, runCli, type ConfigSync, type KubeRest } from '@syncline/operator';
+import { createKubeRest, installCrds, type ConfigSync, type KubeRest } from '@syncline/operator';
+import { runCli } from '@syncline/cli';
 import { JOB_OUTCOME_LABEL, JobOutcome, startGitServer, startKwokCluster, startOperator, tektonCrds, tektonRunStatus, type GitServer, type KwokCluster, type OperatorProcess, type TestRepo } from '@syncline/test-support';
 import { spawn, spawnSync } from 'node:child_process';
 import { createInterface } from 'node:readline';

@@ -17,7 +17,7 @@ import { core, eventually, installCrds, rest } from './harness.ts';
 
 type Obj = { apiVersion?: string; kind?: string; metadata: { name: string; namespace?: string; uid?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; data?: Record<string, string>; type?: string; immutable?: boolean };
 
-const MAIN = join(import.meta.dirname, '..', '..', 'packages', 'operator', 'src', 'main.ts');
+const MAIN = join(import.meta.dirname, '..', '..', 'packages', 'cli', 'src', 'main.ts');
 const ID = randomBytes(2).toString('hex');
 const FILE_PREFIX = `mirror-${ID}.test`;
 /** Namespace prefixes unique to this file, so a glob here never matches another file's namespaces. */

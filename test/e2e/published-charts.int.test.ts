@@ -119,7 +119,7 @@ describe('charts from an OCI registry and a Helm repository, end to end', () => 
 
     // and syncline diff fetches and renders the chart as the operator does: nothing to change
     const diff = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile(process.execPath, [join(import.meta.dirname, '..', '..', 'packages', 'operator', 'bin', 'syncline.js'), 'diff', 'from-oci', '--kubeconfig', testKubeconfigPath(), '-n', ns.name, '--allow-insecure-http', '--render-engine', engine], { timeout: 120_000 }, (error, stdout, stderr) => {
+      execFile(process.execPath, [join(import.meta.dirname, '..', '..', 'packages', 'cli', 'bin', 'syncline.js'), 'diff', 'from-oci', '--kubeconfig', testKubeconfigPath(), '-n', ns.name, '--allow-insecure-http', '--render-engine', engine], { timeout: 120_000 }, (error, stdout, stderr) => {
         resolve({ code: typeof error?.code === 'number' ? error.code : 0, stdout, stderr });
       });
     });

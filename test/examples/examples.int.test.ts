@@ -244,7 +244,7 @@ describe('examples', () => {
   it('syncline diff renders what the operator renders for the web example (valuesFrom included): nothing to change', async () => {
     await waitForReady(home.name, 'web');
     // Not spawnSync: the Git server the CLI fetches from runs in this process and must keep answering.
-    const result = await run(process.execPath, [join(root, 'packages/operator/bin/syncline.js'), 'diff', 'web', '-n', home.name, '--kubeconfig', testKubeconfigPath(), '--allow-insecure-http'], { cwd: root });
+    const result = await run(process.execPath, [join(root, 'packages/cli/bin/syncline.js'), 'diff', 'web', '-n', home.name, '--kubeconfig', testKubeconfigPath(), '--allow-insecure-http'], { cwd: root });
     expect(result.stderr).toBe('');
     expect(result.stdout).toMatch(/^# 0 object\(s\) differ$/m);
     // and the database Secret came from valuesFrom, or it would show as a change
@@ -255,7 +255,7 @@ describe('examples', () => {
     // given the preview values file, when `syncline render` runs, then it prints the same objects
     const result = spawnSync(
       process.execPath,
-      [join(root, 'packages/operator/src/main.ts'), 'render', 'examples/repo/apps/web', '--values', 'examples/preview/web-dev.yaml', '--target', 'dev', '--namespace', 'web-dev'],
+      [join(root, 'packages/cli/src/main.ts'), 'render', 'examples/repo/apps/web', '--values', 'examples/preview/web-dev.yaml', '--target', 'dev', '--namespace', 'web-dev'],
       { cwd: root, encoding: 'utf8' },
     );
     expect(result.stderr).toBe('');

@@ -19,12 +19,12 @@ const root = join(import.meta.dirname, '..', '..');
  * Deep imports allowed, each with its reason:
  * - the operator's benchmark helpers (packages/operator/bench, not part of the package's source) are shared with
  *   the soak script, which drives the same kinds at scale;
- * - the release bundles the standalone CLI from the same two entry points as the package's bin/syncline.js (the
+ * - the release bundles the standalone CLI from the same entry points as the CLI package's bin/syncline.js (the
  *   CLI, and the operator loaded only for `run`), and reads the CLI's version text.
  */
 const ALLOWED_DEEP_IMPORTS: ReadonlyArray<{ readonly from: RegExp; readonly to: RegExp }> = [
   { from: /^scripts\//, to: /^packages\/operator\/bench\/_[a-z-]+\.ts$/ },
-  { from: /^scripts\/release(-sea-main)?\.ts$/, to: /^packages\/operator\/src\/(cli|main)\.ts$/ },
+  { from: /^scripts\/release(-sea-main)?\.ts$/, to: /^packages\/cli\/src\/cli\.ts$/ },
 ];
 
 /**
@@ -35,6 +35,8 @@ const ALLOWED_DEEP_IMPORTS: ReadonlyArray<{ readonly from: RegExp; readonly to: 
  */
 const LAYERS: Readonly<Record<string, readonly string[]>> = {
   '@syncline/api': [],
+  '@syncline/operator': ['@syncline/api', '@syncline/apply', '@syncline/kube', '@syncline/render', '@syncline/source-git', '@syncline/source-helm'],
+  '@syncline/cli': ['@syncline/api', '@syncline/apply', '@syncline/kube', '@syncline/operator', '@syncline/render', '@syncline/source-git', '@syncline/source-helm'],
 };
 
 type Workspace = {

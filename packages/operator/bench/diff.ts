@@ -6,7 +6,7 @@
 // case under 1 s and 256 MB peak RSS.
 import { spawnSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
-import { diffYaml, maskSecrets, normalizeSecret, projectLive, unifiedDiff } from '../src/cli/diff.ts';
+import { diffYaml, maskSecrets, normalizeSecret, projectLive, unifiedDiff } from '../src/diff/diff.ts';
 
 const { values: flags } = parseArgs({ options: { lines: { type: 'string', default: '20000' }, runs: { type: 'string', default: '3' }, case: { type: 'string' } } });
 const LINES = Number(flags.lines);

@@ -26,9 +26,7 @@ export {
 } from '@syncline/api';
 export type { Condition, HistoryEntry, TargetStatus, SyncPolicy, DriftPolicy, DeletionPolicy } from '@syncline/api';
 export { customResourceDefinitions } from '@syncline/api';
-export { main } from './main.ts';
-export { runCli } from './cli.ts';
-export { formatStatus, rollbackRevision } from './cli/commands.ts';
+export { runOperator } from './main.ts';
 export { FINALIZER, RECONCILE_REQUESTED_ANNOTATION } from '@syncline/api';
 export { coalescingWindows } from './webhook/wake.ts';
 export { createKubeRest, KubeApiError, WATCH_FRESH_MS } from '@syncline/kube';

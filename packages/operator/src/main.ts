@@ -10,7 +10,6 @@ import { createChartSource } from '@syncline/source-helm';
 import { hostname, homedir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
-import { runCli } from './cli.ts';
 import type { RunOptions } from './run-options.ts';
 import { createApplyClients } from './cluster/identity.ts';
 import { startManager } from './manager.ts';
@@ -43,10 +42,6 @@ function startRenderEngine(flags: RunOptions, env: NodeJS.ProcessEnv, logger: Lo
     return undefined;
   }
   return new RenderEngine({ binary, limits: { timeoutMs: flags.renderTimeout, memoryBytes: flags.renderMemoryLimit * 1024 * 1024 } });
-}
-
-export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
-  return runCli(argv, { env, runOperator: (flags) => runOperator(flags, env) });
 }
 
 /** `syncline run`: the operator, until SIGTERM/SIGINT or lost leadership. */
@@ -276,16 +271,6 @@ function boundHeap(env: NodeJS.ProcessEnv): void {
   if (!/heap[-_]growing[-_]percent/.test(given)) setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
   if (/optimize[-_]for[-_]size|max[-_]semi[-_]space[-_]size/.test(given)) return;
   setFlagsFromString('--optimize-for-size');
-}
-
-if (import.meta.main) {
-  main(process.argv.slice(2), process.env).then(
-    (code) => process.exit(code),
-    (error: unknown) => {
-      console.error(error instanceof Error ? error.message : error);
-      process.exit(1);
-    },
-  );
 }
 
 /** The operator's own static AWS credentials, for SOPS KMS keys when the admin allowed them; undefined when unset. */

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
-const mainPath = join(import.meta.dirname, '..', '..', '..', 'packages', 'operator', 'src', 'main.ts');
+const mainPath = join(import.meta.dirname, '..', '..', '..', 'packages', 'cli', 'src', 'main.ts');
 
 export type OperatorProcess = {
   readonly pid: number;

@@ -8,7 +8,7 @@ import type { KubeObject, KubeRest } from '@syncline/kube';
 import { isRenderError, type RenderEngine } from '@syncline/render';
 import type { GitSource } from '@syncline/source-git';
 import type { ConfigSync } from '@syncline/api';
-import { diffRenders, diffSync, readSource, renderSync } from '../cli/sync-diff.ts';
+import { diffRenders, diffSync, readSource, renderSync } from '../diff/sync-diff.ts';
 import { StallError } from '../reconcile/inputs.ts';
 import type { UiDeployDiff, UiSyncDiff } from './model.ts';
 

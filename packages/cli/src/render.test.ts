@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 
-const root = join(import.meta.dirname, '..', '..', '..', '..');
-const bin = join(root, 'packages', 'operator', 'bin', 'syncline.js');
+const root = join(import.meta.dirname, '..', '..', '..');
+const bin = join(root, 'packages', 'cli', 'bin', 'syncline.js');
 const render = (...args: string[]) => spawnSync(process.execPath, [bin, 'render', ...args], { cwd: root, encoding: 'utf8', timeout: 60_000 });
 const web = ['examples/repo/apps/web', '--values', 'examples/preview/web-dev.yaml', '--target', 'dev', '--namespace', 'web-dev'];
 

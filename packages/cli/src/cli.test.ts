@@ -3,7 +3,7 @@ import type { ConfigSync } from '@syncline/api';
 import { ApiError } from '@syncline/apply';
 import { KIND_HELP, formatError } from './cli.ts';
 import { crdDefinitions } from '@syncline/api';
-import { formatStatus, revisionText, rollbackRevision } from './cli/commands.ts';
+import { formatStatus, revisionText, rollbackRevision } from './commands.ts';
 
 const sha = (c: string): string => c.repeat(40);
 const sync = (history: string[], digests?: string[]): ConfigSync =>

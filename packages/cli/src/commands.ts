@@ -1,6 +1,6 @@
 // What the `syncline` subcommands do (src/cli.ts parses the command line and loads this module only when
 // a command needs a cluster or the render code, so --help and --version start fast).
-import { createDecryptionContext, decryptFiles } from '../reconcile/decryption.ts';
+import { createDecryptionContext, decryptFiles } from '@syncline/operator/client';
 import { type KubeConnection, connectKubeconfig, loadKubeConfig, createKubeRest, type KubeRest } from '@syncline/kube';
 import { createApplyClient, type KubeObject as ApplyObject } from '@syncline/apply';
 import { EngineName, RenderEngine, RenderError, TemplateCache, createStaticDiscovery, detectEngine, layerValues, parseValues, renderTarget, renderWithEngine, type EngineSpec, type SourceFile, type Values } from '@syncline/render';
@@ -11,16 +11,16 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, sep } from 'node:path';
 import { stringify } from 'yaml';
 import { ConfigSyncSpec, type ConfigSync, type HistoryEntry, type RemoteCluster, type TargetStatus } from '@syncline/api';
-import { mirrorKeys, parseMirrorSourceNamespaces, replicaSelector, sourceSelector, type MirrorKeys, type MirrorNamespace, type NamePattern } from '../mirror/index.ts';
-import { trustedNamespaces, type TrustedNamespaces } from '../tenancy.ts';
-import { formatMirrorRows, mirrorStatusRows, resolveSource, type MirrorRow } from '../mirror/status.ts';
+import { mirrorKeys, parseMirrorSourceNamespaces, replicaSelector, sourceSelector, type MirrorKeys, type MirrorNamespace, type NamePattern } from '@syncline/operator/client';
+import { trustedNamespaces, type TrustedNamespaces } from '@syncline/operator/client';
+import { formatMirrorRows, mirrorStatusRows, resolveSource, type MirrorRow } from '@syncline/operator/client';
 import { RECONCILE_REQUESTED_ANNOTATION } from '@syncline/api';
-import { parseDuration } from '../reconcile/duration.ts';
-import { StallError } from '../reconcile/inputs.ts';
+import { parseDuration } from '@syncline/operator/client';
+import { StallError } from '@syncline/operator/client';
 import type { KubeFlags, ListFlags, Out } from './flags.ts';
 import { createChartSource } from '@syncline/source-helm';
-import { diffSync, readSource } from './sync-diff.ts';
-import { readsWholeRepository } from '../reconcile/engines.ts';
+import { diffSync, readSource } from '@syncline/operator/client';
+import { readsWholeRepository } from '@syncline/operator/client';
 
 export type Kube = { connection: KubeConnection; rest: KubeRest; namespace: string; allNamespaces: boolean };
 

@@ -2,10 +2,10 @@
 // disaster recovery run with nothing but the standby cluster's kubeconfig (the primary may be gone).
 import { createApplyClient, type KubeObject } from '@syncline/apply';
 import { stringify } from 'yaml';
-import { readHeartbeat, HEARTBEAT_LABEL, type Heartbeat } from '../dr/heartbeat.ts';
-import { listStandbyNamespaces, promoteStandby, resetStandby, type StandbyNamespace } from '../dr/standby.ts';
-import { DEFAULT_MIRROR_PREFIX } from '../mirror/labels.ts';
-import { mirrorKeys } from '../mirror/index.ts';
+import { readHeartbeat, HEARTBEAT_LABEL, type Heartbeat } from '@syncline/operator/client';
+import { listStandbyNamespaces, promoteStandby, resetStandby, type StandbyNamespace } from '@syncline/operator/client';
+import { DEFAULT_MIRROR_PREFIX } from '@syncline/operator/client';
+import { mirrorKeys } from '@syncline/operator/client';
 import type { ListFlags, Out } from './flags.ts';
 import { table, type Kube } from './commands.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { drStatusRows, formatAge, formatDrStatus } from './dr.ts';
-import type { StandbyNamespace } from '../dr/standby.ts';
+import type { StandbyNamespace } from '@syncline/operator/client';
 
 const owner = { namespace: 'apps', name: 'NamespaceReplication:shop', target: 'standby' };
 const standby = (name: string, promotion?: { at: string; by: string }): StandbyNamespace => ({ name, replication: `apps/${name}`, owner, promotion, object: { apiVersion: 'v1', kind: 'Namespace', metadata: { name } } });

@@ -4,7 +4,7 @@
 // confirmation. With --wait it waits until the operator has deleted it (or held a changed set again).
 import type { NamespaceReplicationStatus } from '@syncline/api';
 import type { Out } from './flags.ts';
-import { parseDuration } from '../reconcile/duration.ts';
+import { parseDuration } from '@syncline/operator/client';
 import type { KubeRest } from '@syncline/kube';
 
 type Replication = { metadata: { generation?: number }; status?: NamespaceReplicationStatus };

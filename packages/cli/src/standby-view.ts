@@ -6,10 +6,10 @@
 import { KubeApiError, type KubeRest } from '@syncline/kube';
 import type { KubeObject } from '@syncline/apply';
 import { NamespaceReplicationSpec, type NamespaceReplication, type RemoteCluster } from '@syncline/api';
-import { promotionOf } from '../dr/fence.ts';
-import { Reason } from '../reconcile/conditions.ts';
-import { heartbeatLeaseName, readHeartbeat, standbyNamespaceOf } from '../dr/heartbeat.ts';
-import { RemoteClusterError, createRemoteClusters } from '../remote/clusters.ts';
+import { promotionOf } from '@syncline/operator/client';
+import { Reason } from '@syncline/operator/client';
+import { heartbeatLeaseName, readHeartbeat, standbyNamespaceOf } from '@syncline/operator/client';
+import { RemoteClusterError, createRemoteClusters } from '@syncline/operator/client';
 
 const STANDBY_TIMEOUT_MS = 5_000;
 

@@ -7,19 +7,19 @@
 // diff: 0 no differences, 1 differences, 2 error (as kubectl diff and flux diff).
 import { DEFAULT_WATCH_BUDGET } from '@syncline/kube';
 import { Argument, Command, CommanderError, Option } from 'commander';
-import type * as Commands from './cli/commands.ts';
-import type * as Verbs from './cli/verbs.ts';
-import type * as Kinds from './cli/kinds.ts';
-import { SHELLS, completionScript, type Shell } from './cli/completion.ts';
-import { parseOutputFormat } from './cli/output.ts';
+import type * as Commands from './commands.ts';
+import type * as Verbs from './verbs.ts';
+import type * as Kinds from './kinds.ts';
+import { SHELLS, completionScript, type Shell } from './completion.ts';
+import { parseOutputFormat } from './output.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import * as sea from 'node:sea';
-import { DEFAULT_MIRROR_PREFIX } from './mirror/labels.ts';
-import type { RunFlags, RunOptions } from './run-options.ts';
-import type { KubeFlags, ListFlags, Out } from './cli/flags.ts';
+import { DEFAULT_MIRROR_PREFIX } from '@syncline/operator/options';
+import type { RunFlags, RunOptions } from '@syncline/operator/options';
+import type { KubeFlags, ListFlags, Out } from './flags.ts';
 
-export type { RunOptions } from './run-options.ts';
+export type { RunOptions } from '@syncline/operator/options';
 
 export type CliContext = {
   readonly env: NodeJS.ProcessEnv;
@@ -29,12 +29,12 @@ export type CliContext = {
   readonly err?: (text: string) => void;
 };
 
-export type { KubeFlags, ListFlags, Out } from './cli/flags.ts';
+export type { KubeFlags, ListFlags, Out } from './flags.ts';
 
 /** The subcommands' code, loaded when a command runs. */
-const commands = (): Promise<typeof Commands> => import('./cli/commands.ts');
-const verbs = (): Promise<typeof Verbs> => import('./cli/verbs.ts');
-const kinds = (): Promise<typeof Kinds> => import('./cli/kinds.ts');
+const commands = (): Promise<typeof Commands> => import('./commands.ts');
+const verbs = (): Promise<typeof Verbs> => import('./verbs.ts');
+const kinds = (): Promise<typeof Kinds> => import('./kinds.ts');
 
 /** The verbs that take a kind first (`get KIND`, `suspend KIND NAME`, …), for help and completion. */
 const KIND_VERBS = ['get', 'suspend', 'resume', 'reconcile', 'events'];
@@ -172,7 +172,7 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
       .option('--allow-insecure-http', 'read the commit from an http:// repository (tests and demos only)')
       .addOption(new Option('-o, --output <format>', 'output format').choices(['json', 'yaml'])),
   ).action(async (first: string, second: string | undefined, flags: KubeFlags & { allowInsecureHttp?: boolean; output?: 'json' | 'yaml' }) => {
-    const trace = await import('./cli/trace.ts');
+    const trace = await import('./trace.ts');
     const kube = await (await commands()).connect(flags, context.env);
     code = await trace.traceCommand(kube, trace.traceTarget(first, second), { output: flags.output, env: context.env, allowInsecureHttp: flags.allowInsecureHttp === true }, out);
   });
@@ -185,7 +185,7 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
       .option('--metrics-url <url>', "also check the operator's /metrics answers, e.g. http://127.0.0.1:8080/metrics (a port-forward)"),
   ).action(async (flags: KubeFlags & { operatorNamespace?: string; metricsUrl?: string }) => {
     const kube = await (await commands()).connect(flags, context.env);
-    code = await (await import('./cli/check.ts')).checkCommand(kube, { operatorNamespace: flags.operatorNamespace, metricsUrl: flags.metricsUrl }, out);
+    code = await (await import('./check.ts')).checkCommand(kube, { operatorNamespace: flags.operatorNamespace, metricsUrl: flags.metricsUrl }, out);
   });
 
   addDrCommands(program, context, { out, err }, (c) => (code = c));
@@ -233,7 +233,7 @@ function addDrCommands(program: Command, context: CliContext, io: { out: Out; er
         const c = await commands();
         const kube = await c.connect(flags, context.env);
         if (flags.standby === true) {
-          const dr = await import('./cli/dr.ts');
+          const dr = await import('./dr.ts');
           done(command === 'failover' ? await dr.standbyFailoverCommand(kube, names, { by: flags.by ?? context.env['USER'] ?? 'syncline-cli' }, out, err) : await dr.standbyFailbackCommand(kube, names, { reset: flags.resetStandby === true }, out, err));
           return;
         }
@@ -255,7 +255,7 @@ function addDrCommands(program: Command, context: CliContext, io: { out: Out; er
     if (flags.standby !== true) throw new Error("dr status reads the standby cluster: pass --standby with the standby's kubeconfig (the primary's view is syncline get/kubectl get namespacereplications)");
     const c = await commands();
     const kube = await c.connect(flags, context.env);
-    done(await (await import('./cli/dr.ts')).drStatusCommand(kube, names, flags, out, err));
+    done(await (await import('./dr.ts')).drStatusCommand(kube, names, flags, out, err));
   });
   kubeFlags(
     program
@@ -268,7 +268,7 @@ function addDrCommands(program: Command, context: CliContext, io: { out: Out; er
   ).action(async (name: string, flags: KubeFlags & { token?: string; wait?: boolean; timeout: string }) => {
     const c = await commands();
     const kube = await c.connect(flags, context.env);
-    done(await (await import('./cli/confirm-prune.ts')).confirmPruneCommand({ rest: kube.rest, namespace: kube.namespace, name, token: flags.token, wait: flags.wait, timeout: flags.timeout, out }));
+    done(await (await import('./confirm-prune.ts')).confirmPruneCommand({ rest: kube.rest, namespace: kube.namespace, name, token: flags.token, wait: flags.wait, timeout: flags.timeout, out }));
   });
 }
 
@@ -446,7 +446,7 @@ function addRunCommand(program: Command, context: CliContext, done: (code: numbe
     .option('--dr-allow-standby-namespaces <ns,...>', "system namespaces (kube-system, kube-public, kube-node-lease, default) a NamespaceReplication may nonetheless use as its standby, and automatic failover may promote (default none; the operator's own namespace never)")
     .action(async (flags: RunFlags) => {
       // Every flag checked before anything starts; each bad one named (zod is loaded only for `run`).
-      const parsed = (await import('./run-options.ts')).parseRunOptions(flags);
+      const parsed = (await import('@syncline/operator/options')).parseRunOptions(flags);
       if (!parsed.ok) {
         for (const line of parsed.errors) (context.err ?? ((text: string) => process.stderr.write(text)))(`error: ${line}\n`);
         done(1);

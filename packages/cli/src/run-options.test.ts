@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { runCli } from './cli.ts';
-import type { RunOptions } from './run-options.ts';
+import type { RunOptions } from '@syncline/operator/options';
 
 /** `syncline run ARGS` without starting anything: the options the operator would get, or the errors and exit code. */
 async function run(args: readonly string[]): Promise<{ code: number; options: RunOptions | undefined; err: string }> {

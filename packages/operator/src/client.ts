@@ -1,0 +1,21 @@
+// Entry point `@syncline/operator/client`: what the clients (the CLI, and the web UI's reads) take from the
+// operator's domains, without starting anything. It stays light: none of these modules loads
+// @kubernetes/client-node (footprint.test.ts), so the CLI's commands start as fast as before the split.
+export { createDecryptionContext, decryptFiles } from './reconcile/decryption.ts';
+export { mirrorKeys, parseMirrorSourceNamespaces, replicaSelector, sourceSelector, DEFAULT_MIRROR_PREFIX } from './mirror/index.ts';
+export type { MirrorKeys, MirrorNamespace, NamePattern } from './mirror/index.ts';
+export { trustedNamespaces } from './tenancy.ts';
+export type { TrustedNamespaces } from './tenancy.ts';
+export { formatMirrorRows, mirrorStatusRows, resolveSource } from './mirror/status.ts';
+export type { MirrorRow } from './mirror/status.ts';
+export { parseDuration } from './reconcile/duration.ts';
+export { StallError, readGitAccess } from './reconcile/inputs.ts';
+export { readsWholeRepository } from './reconcile/engines.ts';
+export { Reason } from './reconcile/conditions.ts';
+export { diffSync, readSource } from './diff/sync-diff.ts';
+export { listStandbyNamespaces, promoteStandby, resetStandby } from './dr/standby.ts';
+export type { StandbyNamespace } from './dr/standby.ts';
+export { readHeartbeat, heartbeatLeaseName, standbyNamespaceOf, HEARTBEAT_LABEL } from './dr/heartbeat.ts';
+export type { Heartbeat } from './dr/heartbeat.ts';
+export { promotionOf } from './dr/fence.ts';
+export { RemoteClusterError, createRemoteClusters } from './remote/clusters.ts';
