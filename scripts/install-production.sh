@@ -19,7 +19,7 @@ find packages -name node_modules -prune -o \
   \( -type d \( -name bench -o -name testdata \) -prune -print0 \) -o \
   \( -type f \( -name '*.test.ts' -o -name test-support.ts \) -print0 \) | xargs -0 rm -rf
 
-# The web UI's page (Preact + htm), bundled by esbuild into packages/operator/dist/ui, where `--ui-addr` serves it.
-node packages/operator/src/ui/build.ts
+# The web UI's page (Preact + htm), bundled by esbuild into packages/ui/dist/ui, where `--ui-addr` serves it.
+node packages/ui/src/build.ts
 
 node packages/cli/bin/syncline.js --help >/dev/null

@@ -4,8 +4,8 @@
 // cannot hold.
 import { runCli } from '../packages/cli/src/cli.ts';
 
-// The operator (@syncline/operator/run) is evaluated only for `run`, as in bin/syncline.js.
-const runOperator: Parameters<typeof runCli>[1]['runOperator'] = async (flags) => (await import('@syncline/operator/run')).runOperator(flags, process.env);
+// The operator and the web UI (the CLI package's main.ts, the composition root) are evaluated only for `run`, as in bin/syncline.js.
+const runOperator: Parameters<typeof runCli>[1]['runOperator'] = async (flags) => (await import('../packages/cli/src/main.ts')).runOperator(flags, process.env);
 runCli(process.argv.slice(2), { env: process.env, runOperator }).then(
   (code) => {
     process.exit(code);

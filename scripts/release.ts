@@ -243,8 +243,8 @@ async function ensureNpmTool(name: string, version: string, say: Progress): Prom
 
 /** The CLI bundled into one CommonJS script (what a single executable runs) and the pack indexer's worker. */
 async function bundleCli(stage: string, versionText: string): Promise<{ main: string; worker: string; version: string }> {
-  // esbuild is the operator package's dependency (it builds the web UI); resolved from there.
-  const esbuild = createRequire(join(root, 'packages', 'operator', 'package.json'))('esbuild') as { build: (options: Record<string, unknown>) => Promise<unknown> };
+  // esbuild is the web UI package's dependency (it builds the page); resolved from there.
+  const esbuild = createRequire(join(root, 'packages', 'ui', 'package.json'))('esbuild') as { build: (options: Record<string, unknown>) => Promise<unknown> };
   // absWorkingDir: the paths in the bundle's comments, and so its hash, do not depend on where this runs.
   const common = { bundle: true, platform: 'node', target: 'node24', legalComments: 'inline', logLevel: 'error', absWorkingDir: root } as const;
   const main = join(stage, 'syncline.cjs');

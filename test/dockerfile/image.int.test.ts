@@ -93,7 +93,7 @@ describe('the image (Dockerfile, built with buildah, run as uid 1000 on a read-o
   });
 
   it("ships the web UI's bundled page (what --ui-addr serves)", () => {
-    for (const file of ['app.js', 'style.css']) expect(existsSync(join(image.rootfs, 'app', 'packages', 'operator', 'dist', 'ui', file)), file).toBe(true);
+    for (const file of ['app.js', 'style.css']) expect(existsSync(join(image.rootfs, 'app', 'packages', 'ui', 'dist', 'ui', file)), file).toBe(true);
   });
 
   it('carries the render process at the path the chart passes as --render-engine, root-owned and 0755', async () => {

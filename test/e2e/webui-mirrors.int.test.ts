@@ -30,7 +30,7 @@ describe('web UI: the label-driven mirroring map', () => {
 
   beforeAll(async () => {
     const executablePath = ensureChromium();
-    execFileSync(process.execPath, [join(root, 'packages', 'operator', 'src', 'ui', 'build.ts')], { stdio: 'inherit' });
+    execFileSync(process.execPath, [join(root, 'packages', 'ui', 'src', 'build.ts')], { stdio: 'inherit' });
     await installCrds();
     home = await testNamespace({ prefix: 'uim-home' });
     src = await testNamespace({ prefix: 'uim-src' });

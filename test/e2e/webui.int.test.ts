@@ -41,7 +41,7 @@ describe('web UI in a browser', () => {
   beforeAll(async () => {
     const executablePath = ensureChromium();
     // What `pnpm build:ui` does: the page's script and style, bundled by esbuild.
-    execFileSync(process.execPath, [join(root, 'packages', 'operator', 'src', 'ui', 'build.ts')], { stdio: 'inherit' });
+    execFileSync(process.execPath, [join(root, 'packages', 'ui', 'src', 'build.ts')], { stdio: 'inherit' });
     await installCrds();
     git = await startGitServer();
     repo = await git.createRepo('webui');

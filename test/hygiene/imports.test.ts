@@ -24,19 +24,21 @@ const root = join(import.meta.dirname, '..', '..');
  */
 const ALLOWED_DEEP_IMPORTS: ReadonlyArray<{ readonly from: RegExp; readonly to: RegExp }> = [
   { from: /^scripts\//, to: /^packages\/operator\/bench\/_[a-z-]+\.ts$/ },
-  { from: /^scripts\/release(-sea-main)?\.ts$/, to: /^packages\/cli\/src\/cli\.ts$/ },
+  { from: /^scripts\/release(-sea-main)?\.ts$/, to: /^packages\/cli\/src\/(cli|main)\.ts$/ },
 ];
 
 /**
  * The layering of the packages split out of the operator, lowest first: each may declare (and so import) only the
  * workspace packages listed for it, test-support aside (a test-only package every layer may use in its tests).
  * The API is the bottom (zod only); the runtime is generic over the kind; the operator and notifications build on
- * both; the web UI and the CLI are clients; the `syncline` binary composes them.
+ * both; the web UI and the CLI are clients; the `syncline` binary composes them. The binary lives in the CLI
+ * package (bin/syncline.js, src/main.ts), so the CLI may declare the web UI; the web UI never declares the CLI.
  */
 const LAYERS: Readonly<Record<string, readonly string[]>> = {
   '@syncline/api': [],
   '@syncline/operator': ['@syncline/api', '@syncline/apply', '@syncline/kube', '@syncline/render', '@syncline/source-git', '@syncline/source-helm'],
-  '@syncline/cli': ['@syncline/api', '@syncline/apply', '@syncline/kube', '@syncline/operator', '@syncline/render', '@syncline/source-git', '@syncline/source-helm'],
+  '@syncline/ui': ['@syncline/api', '@syncline/apply', '@syncline/kube', '@syncline/operator', '@syncline/render', '@syncline/source-git'],
+  '@syncline/cli': ['@syncline/ui', '@syncline/api', '@syncline/apply', '@syncline/kube', '@syncline/operator', '@syncline/render', '@syncline/source-git', '@syncline/source-helm'],
 };
 
 type Workspace = {

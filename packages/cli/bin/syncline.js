@@ -10,9 +10,9 @@ if (major < 24) {
   process.exit(1);
 }
 // Imported only now, so an old Node gets the line above instead of a parse error from a .ts file. The
-// operator (@syncline/operator/run) loads only for `run`: --help and the other commands start faster.
+// operator and the web UI (src/main.ts, the composition root) load only for `run`: --help and the other commands start faster.
 const { runCli } = await import('../src/cli.ts');
-const runOperator = async (flags) => (await import('@syncline/operator/run')).runOperator(flags, process.env);
+const runOperator = async (flags) => (await import('../src/main.ts')).runOperator(flags, process.env);
 runCli(process.argv.slice(2), { env: process.env, runOperator }).then(
   (code) => {
     // `run` and the waits end by themselves; exit anyway so a lingering keep-alive socket does not hold the CLI.

@@ -1,12 +1,18 @@
 #!/usr/bin/env node
-// The composition root of the `syncline` binary: the CLI, with the operator (@syncline/operator's runOperator)
-// loaded only for `run`, so --help and the other commands start faster. bin/syncline.js and the release's
-// standalone executable are this file with a Node version check in front; tests and scripts run it directly
-// (`node packages/cli/src/main.ts run …`).
-import { runCli } from './cli.ts';
+// The composition root of the `syncline` binary: the CLI, and for `run` the operator (@syncline/operator's
+// runOperator) with the web UI (@syncline/ui) plugged in, both loaded only then, so --help and the other commands
+// start faster. bin/syncline.js and the release's standalone executable run the CLI with this runOperator; tests
+// and scripts run this file directly (`node packages/cli/src/main.ts run …`).
+import { runCli, type RunOptions } from './cli.ts';
+
+/** `syncline run`: the operator, serving the web UI. */
+export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Promise<number> {
+  const [operator, ui] = await Promise.all([import('@syncline/operator/run'), import('@syncline/ui')]);
+  return operator.runOperator(flags, env, { ui: ui.createWebUi() });
+}
 
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
-  return runCli(argv, { env, runOperator: async (flags) => (await import('@syncline/operator/run')).runOperator(flags, env) });
+  return runCli(argv, { env, runOperator: (flags) => runOperator(flags, env) });
 }
 
 if (import.meta.main) {

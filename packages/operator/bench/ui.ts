@@ -8,8 +8,10 @@
 //   - P open pages (SSE streams): the API-server requests they add (target 0: the page is fed from the
 //     operator's informers) and what they add to the operator's RSS.
 import { ensureChromium, startOperator } from '@syncline/test-support';
+import { execFileSync } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { benchEnvironment, diff, percentile, pool, requestCounts, sleep } from './_environment.ts';
@@ -24,7 +26,8 @@ const API = `/apis/syncline.dev/v1alpha1/namespaces/${namespace}`;
 const progress = (line: string): void => console.error(`[bench] ${line}`);
 
 const executablePath = ensureChromium();
-await import('../src/ui/build.ts').then((m) => m.buildUiAssets());
+// The page's assets, as `pnpm build:ui` builds them (the web UI is its own package, above this one).
+execFileSync(process.execPath, [join(import.meta.dirname, '..', '..', 'ui', 'src', 'build.ts')], { stdio: 'inherit' });
 await using environment = await benchEnvironment(namespace);
 const { controlPlane, git, rest } = environment;
 const repo = await git.createRepo('ui');

@@ -1,18 +1,19 @@
 #!/usr/bin/env node
 // The composition root: reads flags and environment once, builds { kube, git, clock, logger, metrics }
 // and hands them to the command. Nothing deeper reads process.env.
-import { createEventRecorder, connectKubeconfig, loadKubeConfig, createKubeRest, WatchBudget, type KubeRest } from '@syncline/kube';
+import { createEventRecorder, connectKubeconfig, loadKubeConfig, createKubeRest, WatchBudget, type EventRecorder, type KubeRest } from '@syncline/kube';
 import { parseShard, shardLeaseName, shardedWaker } from './shard.ts';
 import { EngineRenderCache, RenderEngine, TemplateCache, type AwsCredentials } from '@syncline/render';
 import { existsSync } from 'node:fs';
-import { createGitSource, proxyFromEnvironment } from '@syncline/source-git';
+import { createGitSource, proxyFromEnvironment, type GitSource } from '@syncline/source-git';
+import type { ApplyClient } from '@syncline/apply';
 import { createChartSource } from '@syncline/source-helm';
 import { hostname, homedir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import type { RunOptions } from './run-options.ts';
 import { createApplyClients } from './cluster/identity.ts';
-import { startManager } from './manager.ts';
+import { startManager, type Manager } from './manager.ts';
 import { startNotifications } from './notify/controller.ts';
 import { startAutoFailover } from './dr/auto-failover.ts';
 import { startReplicationPolicies } from './reconcile/namespacereplicationpolicy.ts';
@@ -25,8 +26,7 @@ import type { Logger } from 'pino';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { startProbeServer } from './server.ts';
 import { standbyRules, trustedNamespaces } from './tenancy.ts';
-import { createActivityLog } from './ui/activity.ts';
-import { startUiServer, uiSignIn, type UiServer } from './ui/server.ts';
+import type { MirrorRow } from './mirror/status.ts';
 import { startWebhookServer, type WebhookServer } from './webhook/receiver.ts';
 import { createWebhookSecrets, parseSecretRef } from './webhook/secrets.ts';
 import { createWaker } from './webhook/wake.ts';
@@ -44,8 +44,32 @@ function startRenderEngine(flags: RunOptions, env: NodeJS.ProcessEnv, logger: Lo
   return new RenderEngine({ binary, limits: { timeoutMs: flags.renderTimeout, memoryBytes: flags.renderMemoryLimit * 1024 * 1024 } });
 }
 
-/** `syncline run`: the operator, until SIGTERM/SIGINT or lost leadership. */
-export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Promise<number> {
+/**
+ * The web UI, as the composition root (the `syncline` binary) plugs it in: @syncline/ui's createWebUi. The operator
+ * hands it what it watches, records and caches, and knows nothing else of it; without it, no web UI is served.
+ */
+export type WebUi = {
+  /** The recorder the operator records Events through, wrapped so the UI's recent activity sees what it records. */
+  record(recorder: EventRecorder): EventRecorder;
+  /** Serves the UI at options.address; the UI reads the manager's caches, its actions checked against the viewer's RBAC. */
+  start(options: WebUiOptions): Promise<{ address: string; close(): Promise<void> }>;
+};
+export type WebUiOptions = {
+  readonly address: string;
+  /** The run flags (the UI reads its sign-in settings from them) and the pod's namespace. */
+  readonly flags: RunOptions;
+  readonly podNamespace: string | undefined;
+  readonly rest: KubeRest;
+  readonly source: Manager;
+  readonly logger: Logger;
+  /** The operator's Git cache, apply client and render process, for live and deploy diffs of a ConfigSync. */
+  readonly diffs: { git: GitSource; client: () => Promise<ApplyClient>; engine: RenderEngine | undefined };
+  /** Label-driven mirroring's rows from the mirroring controller's memory; absent = mirroring off here. */
+  readonly mirrors?: () => MirrorRow[];
+};
+
+/** `syncline run`: the operator, until SIGTERM/SIGINT or lost leadership. `parts.ui`: the web UI, when there is one. */
+export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv, parts: { readonly ui?: WebUi } = {}): Promise<number> {
   boundHeap(env);
   const shard = parseShard(flags.shard);
   const logger = createLogger({ level: flags.logLevel, format: flags.logFormat, base: { pid: process.pid, shard: shard ?? 'default' } });
@@ -89,8 +113,8 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   const standby = standbyRules({ operatorNamespace: flags.operatorNamespace ?? podNamespace, allow: flags.drAllowStandbyNamespaces });
   const applyClient = createApplyClients({ connection, rest, clock, writeFence: fence.signal });
   // The web UI's recent activity: what this recorder records, remembered in memory as it goes.
-  const activity = createActivityLog();
-  const recorded = activity.wrap(createEventRecorder({ rest, component: 'syncline', host: identity, clock, onError: (error) => logger.debug({ err: String(error) }, 'could not record an event') }));
+  const recorder = createEventRecorder({ rest, component: 'syncline', host: identity, clock, onError: (error) => logger.debug({ err: String(error) }, 'could not record an event') });
+  const recorded = parts.ui === undefined ? recorder : parts.ui.record(recorder);
 
   const shutdown = new AbortController();
   // One budget for every watch of the process: the manager's and mirroring's.
@@ -179,7 +203,8 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv): Pr
   const probes = await startProbeServer({ address: flags.probeAddr, metrics, ready: () => manager.ready() && (mirror?.ready() ?? true), live: () => manager.live(), logger });
   const webhooks = await startWebhooks(flags, { rest, manager, logger, metrics, podNamespace });
   // The UI reads the manager's caches; its actions are checked against the viewer's own RBAC first.
-  const ui: UiServer | undefined = flags.uiAddr === 'off' ? undefined : await startUiServer({ address: flags.uiAddr, rest, source: manager, logger, activity, diffs: { git, client: () => applyClient(undefined), engine: renderEngine }, ...uiSignIn(flags, podNamespace), ...(mirror === undefined ? {} : { mirrors: () => mirror.mirrors() }) });
+  if (flags.uiAddr !== 'off' && parts.ui === undefined) logger.warn('--ui-addr: this process was started without the web UI; none is served');
+  const ui = flags.uiAddr === 'off' || parts.ui === undefined ? undefined : await parts.ui.start({ address: flags.uiAddr, flags, podNamespace, rest, source: manager, logger, diffs: { git, client: () => applyClient(undefined), engine: renderEngine }, ...(mirror === undefined ? {} : { mirrors: () => mirror.mirrors() }) });
   logger.info({ probes: probes.address, webhooks: webhooks?.address ?? 'off', ui: ui?.address ?? 'off', identity, leaderElection: flags.leaderElect === true, trustedNamespaces: [...trusted].sort() }, 'syncline started');
 
   await new Promise<void>((resolve) => {

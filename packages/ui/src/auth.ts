@@ -4,7 +4,7 @@
 // with kubectl. Answers are cached briefly per user, kind and namespace.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { KubeRest } from '@syncline/kube';
-import type { WatchedKind } from '../manager.ts';
+import type { WatchedKind } from '@syncline/operator/client';
 
 export type Viewer = { username: string; uid?: string; groups: string[]; extra?: Record<string, string[]> };
 export type Session = { id: string; viewer: Viewer; csrf: string; expiresAt: number };

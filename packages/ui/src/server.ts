@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { KubeObject } from '@syncline/kube';
 import type { KubeRest } from '@syncline/kube';
-import type { WatchedChange, WatchedKind } from '../manager.ts';
+import type { WatchedChange, WatchedKind } from '@syncline/operator/client';
 import { RECONCILE_REQUESTED_ANNOTATION } from '@syncline/api';
-import { listen } from '../server.ts';
+import { listen } from '@syncline/operator/client';
 import type { ActivityLog } from './activity.ts';
 import { DiffError, createSyncDiffs, type DiffSource, type MayGet, type SyncDiffs } from './diffs.ts';
 import { visibleMirrorRows } from './mirrors.ts';
@@ -19,8 +19,8 @@ import { OidcError, createOidcSignIn, oidcSettingsFromFlags, type OidcSettings, 
 import { PLURALS, createAccess, createSessions, reviewToken, sameSecret, type Access, type Session, type Viewer } from './auth.ts';
 import { summarize, type UiObject } from './summary.ts';
 
-/** Where `pnpm build:ui` (src/ui/build.ts) writes the page's script and style. */
-export const UI_ASSETS_DIR = join(import.meta.dirname, '..', '..', 'dist', 'ui');
+/** Where `pnpm build:ui` (src/build.ts) writes the page's script and style. */
+export const UI_ASSETS_DIR = join(import.meta.dirname, '..', 'dist', 'ui');
 const COOKIE = 'syncline_session';
 /** The state of an OIDC sign-in under way; Lax, since the issuer's redirect back is a cross-site navigation. */
 const OIDC_COOKIE = 'syncline_oidc';

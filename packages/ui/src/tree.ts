@@ -7,7 +7,7 @@ import { decodeInventory, healthOf, parseObjectId, type ApplyClient, type KubeOb
 import type { KubeObject, KubeRest } from '@syncline/kube';
 import type { GitSource, CommitMetadata } from '@syncline/source-git';
 import type { ConfigSync } from '@syncline/api';
-import { readGitAccess } from '../reconcile/inputs.ts';
+import { readGitAccess } from '@syncline/operator/client';
 import type { UiCommit, UiTree, UiTreeNode } from './model.ts';
 
 /** May the viewer `verb` this resource (namespace '' = cluster-wide; name absent = any)? */

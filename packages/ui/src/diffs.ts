@@ -8,8 +8,8 @@ import type { KubeObject, KubeRest } from '@syncline/kube';
 import { isRenderError, type RenderEngine } from '@syncline/render';
 import type { GitSource } from '@syncline/source-git';
 import type { ConfigSync } from '@syncline/api';
-import { diffRenders, diffSync, readSource, renderSync } from '../diff/sync-diff.ts';
-import { StallError } from '../reconcile/inputs.ts';
+import { diffRenders, diffSync, readSource, renderSync } from '@syncline/operator/client';
+import { StallError } from '@syncline/operator/client';
 import type { UiDeployDiff, UiSyncDiff } from './model.ts';
 
 export type DiffSource = { git: GitSource; client: () => Promise<ApplyClient>; /** The Kustomize, Helm and Jsonnet render process, for syncs that need it. */ engine?: RenderEngine | undefined };

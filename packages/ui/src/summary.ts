@@ -2,7 +2,7 @@
 // so nothing the list does not name (spec.values, valuesFrom contents, credentials, a Secret's data) can reach a
 // browser, and a repository URL loses any user:password part.
 import type { KubeObject } from '@syncline/kube';
-import type { WatchedKind } from '../manager.ts';
+import type { WatchedKind } from '@syncline/operator/client';
 
 import { UiState, type UiCondition, type UiObject } from './model.ts';
 
