@@ -811,12 +811,14 @@ function selects(selector: LabelSelector, labels: Record<string, string | undefi
  * readiness series the alerts and dashboard read: syncline_resource_info{kind,namespace,name,ready,suspended}.
  */
 async function exportedMetricNames(): Promise<Set<string>> {
-  const dir = join(root, 'packages', 'operator', 'src');
   const names = new Set(['syncline_resource_info']);
-  for (const file of await readdir(dir, { recursive: true })) {
-    if (!file.endsWith('.ts') || file.endsWith('.test.ts')) continue;
-    // A name given inline, or through a constant (export const NOTIFICATIONS_METRIC = 'syncline_…').
-    for (const match of (await readFile(join(dir, file), 'utf8')).matchAll(/(?:name: |const [A-Z_]+ = )'(syncline_[a-z_]+)'/g)) names.add(match[1] ?? '');
+  // The operator's own metrics, and those of the parts the syncline binary plugs into it (notifications).
+  for (const dir of ['operator', 'notify'].map((pkg) => join(root, 'packages', pkg, 'src'))) {
+    for (const file of await readdir(dir, { recursive: true })) {
+      if (!file.endsWith('.ts') || file.endsWith('.test.ts')) continue;
+      // A name given inline, or through a constant (export const NOTIFICATIONS_METRIC = 'syncline_…').
+      for (const match of (await readFile(join(dir, file), 'utf8')).matchAll(/(?:name: |const [A-Z_]+ = )'(syncline_[a-z_]+)'/g)) names.add(match[1] ?? '');
+    }
   }
   return names;
 }

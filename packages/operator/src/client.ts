@@ -1,5 +1,5 @@
-// Entry point `@syncline/operator/client`: what the clients (the CLI, and the web UI's reads) take from the
-// operator's domains, without starting anything. It stays light: none of these modules loads
+// Entry point `@syncline/operator/client`: what the packages above the operator (the CLI, the web UI,
+// notifications) take from its domains, without starting anything. It stays light: none of these modules loads
 // @kubernetes/client-node (footprint.test.ts), so the CLI's commands start as fast as before the split.
 export { createDecryptionContext, decryptFiles } from './reconcile/decryption.ts';
 export { mirrorKeys, parseMirrorSourceNamespaces, replicaSelector, sourceSelector, DEFAULT_MIRROR_PREFIX } from './mirror/index.ts';
@@ -22,3 +22,6 @@ export { RemoteClusterError, createRemoteClusters } from './remote/clusters.ts';
 export type { WatchedKind, WatchedChange } from './manager.ts';
 export { listen } from './server.ts';
 export type { WebUi, WebUiOptions } from './main.ts';
+export { NAMESPACE_NOT_ALLOWED } from './tenancy.ts';
+export { objectPath, writeStatus } from './reconcile/object-status.ts';
+export type { NotificationsPart } from './main.ts';

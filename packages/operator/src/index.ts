@@ -32,3 +32,4 @@ export { coalescingWindows } from './webhook/wake.ts';
 export { createKubeRest, KubeApiError, WATCH_FRESH_MS } from '@syncline/kube';
 export type { KubeRest, KubeRequest } from '@syncline/kube';
 export { installCrds } from './cluster/crds.ts';
+export { createMetrics } from './metrics.ts';

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The composition root: reads flags and environment once, builds { kube, git, clock, logger, metrics }
 // and hands them to the command. Nothing deeper reads process.env.
-import { createEventRecorder, connectKubeconfig, loadKubeConfig, createKubeRest, WatchBudget, type EventRecorder, type KubeRest } from '@syncline/kube';
+import { createEventRecorder, connectKubeconfig, loadKubeConfig, createKubeRest, WatchBudget, type EventRecorder, type KubeObject, type KubeRest } from '@syncline/kube';
 import { parseShard, shardLeaseName, shardedWaker } from './shard.ts';
 import { EngineRenderCache, RenderEngine, TemplateCache, type AwsCredentials } from '@syncline/render';
 import { existsSync } from 'node:fs';
@@ -14,7 +14,6 @@ import { setFlagsFromString } from 'node:v8';
 import type { RunOptions } from './run-options.ts';
 import { createApplyClients } from './cluster/identity.ts';
 import { startManager, type Manager } from './manager.ts';
-import { startNotifications } from './notify/controller.ts';
 import { startAutoFailover } from './dr/auto-failover.ts';
 import { startReplicationPolicies } from './reconcile/namespacereplicationpolicy.ts';
 import { startMirrorController } from './mirror/controller.ts';
@@ -27,6 +26,7 @@ import { createMetrics, type Metrics } from './metrics.ts';
 import { startProbeServer } from './server.ts';
 import { standbyRules, trustedNamespaces } from './tenancy.ts';
 import type { MirrorRow } from './mirror/status.ts';
+import type { TrustedNamespaces } from './tenancy.ts';
 import { startWebhookServer, type WebhookServer } from './webhook/receiver.ts';
 import { createWebhookSecrets, parseSecretRef } from './webhook/secrets.ts';
 import { createWaker } from './webhook/wake.ts';
@@ -68,8 +68,29 @@ export type WebUiOptions = {
   readonly mirrors?: () => MirrorRow[];
 };
 
-/** `syncline run`: the operator, until SIGTERM/SIGINT or lost leadership. `parts.ui`: the web UI, when there is one. */
-export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv, parts: { readonly ui?: WebUi } = {}): Promise<number> {
+/**
+ * Notifications (@syncline/notify's startNotifications), as the composition root plugs them in: they take the
+ * operator's event feed (every Event it records, and its cache's ConfigSync changes) and their own kinds'
+ * watches, and hand back the recorder every reconciler records through. Absent: no notifications are sent.
+ */
+export type NotificationsPart = (options: {
+  readonly rest: KubeRest;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly clock: { now(): Date };
+  readonly trusted: TrustedNamespaces;
+  readonly budget: WatchBudget;
+  readonly watchNamespace: string | undefined;
+  readonly isLeader: () => boolean;
+  readonly recorder: EventRecorder;
+}) => {
+  readonly events: EventRecorder;
+  readonly observeConfigSync: (type: 'ADDED' | 'MODIFIED' | 'DELETED', object: KubeObject) => void;
+  stop(): Promise<void>;
+};
+
+/** `syncline run`: the operator, until SIGTERM/SIGINT or lost leadership. `parts`: the web UI and notifications, when there are. */
+export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv, parts: { readonly ui?: WebUi; readonly notifications?: NotificationsPart } = {}): Promise<number> {
   boundHeap(env);
   const shard = parseShard(flags.shard);
   const logger = createLogger({ level: flags.logLevel, format: flags.logFormat, base: { pid: process.pid, shard: shard ?? 'default' } });
@@ -119,8 +140,8 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv, par
   const shutdown = new AbortController();
   // One budget for every watch of the process: the manager's and mirroring's.
   const watchBudget = new WatchBudget(flags.watchBudget);
-  // Every Event the operator records is also offered to the NotificationAlerts (NotificationProviders and NotificationAlerts: notify/controller.ts).
-  const notifications = startNotifications({ rest, logger, metrics, clock, trusted, budget: watchBudget, watchNamespace: flags.namespace, isLeader: () => manager.isLeader(), recorder: recorded });
+  // Every Event the operator records is also offered to the NotificationAlerts (NotificationProviders and NotificationAlerts: @syncline/notify).
+  const notifications = parts.notifications?.({ rest, logger, metrics, clock, trusted, budget: watchBudget, watchNamespace: flags.namespace, isLeader: () => manager.isLeader(), recorder: recorded }) ?? { events: recorded, observeConfigSync: () => undefined, stop: () => Promise.resolve() };
   const events = notifications.events;
   const manager = startManager({
     rest,

@@ -8,8 +8,8 @@ import { testKubeConfig, testNamespace } from '@syncline/test-support/kube';
 import { pino } from 'pino';
 import { Writable } from 'node:stream';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { installCrds } from '../cluster/crds.ts';
-import { createMetrics } from '../metrics.ts';
+import { installCrds } from '@syncline/operator';
+import { createMetrics } from '@syncline/operator';
 import { startNotifications } from './controller.ts';
 
 const eventually = async <T>(probe: () => Promise<T | undefined> | T | undefined, what: string, timeoutMs = 60_000): Promise<T> => {
