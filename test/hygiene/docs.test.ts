@@ -28,7 +28,7 @@ function codeLiterals(): Set<string> {
       }
     }
   };
-  for (const pkg of ['api', 'operator', 'notify', 'ui', 'cli', 'apply', 'source-git', 'render', 'kube']) walk(join(root, 'packages', pkg, 'src'));
+  for (const pkg of ['api', 'runtime', 'operator', 'notify', 'ui', 'cli', 'apply', 'source-git', 'render', 'kube']) walk(join(root, 'packages', pkg, 'src'));
   return literals;
 }
 

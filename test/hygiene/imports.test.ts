@@ -36,7 +36,8 @@ const ALLOWED_DEEP_IMPORTS: ReadonlyArray<{ readonly from: RegExp; readonly to: 
  */
 const LAYERS: Readonly<Record<string, readonly string[]>> = {
   '@syncline/api': [],
-  '@syncline/operator': ['@syncline/api', '@syncline/apply', '@syncline/kube', '@syncline/render', '@syncline/source-git', '@syncline/source-helm'],
+  '@syncline/runtime': ['@syncline/api', '@syncline/kube'],
+  '@syncline/operator': ['@syncline/runtime', '@syncline/api', '@syncline/apply', '@syncline/kube', '@syncline/render', '@syncline/source-git', '@syncline/source-helm'],
   '@syncline/notify': ['@syncline/api', '@syncline/kube', '@syncline/operator', '@syncline/render', '@syncline/source-git'],
   '@syncline/ui': ['@syncline/api', '@syncline/apply', '@syncline/kube', '@syncline/operator', '@syncline/render', '@syncline/source-git'],
   '@syncline/cli': ['@syncline/ui', '@syncline/notify', '@syncline/api', '@syncline/apply', '@syncline/kube', '@syncline/operator', '@syncline/render', '@syncline/source-git', '@syncline/source-helm'],

@@ -9,7 +9,7 @@ import { configSyncController } from './controller/configsync-controller.ts';
 import { errorMessage, type Controller, type ControllerContext, type ManagerOptions, type WatchedChange, type WatchedKind } from './controller/controller.ts';
 import { createDriftWatches } from './controller/drift-watches.ts';
 import { manifestSyncController } from './controller/manifestsync-controller.ts';
-import { WorkQueue, type ReconcileOutcome } from './controller/queue.ts';
+import { WorkQueue, type ReconcileOutcome } from '@syncline/runtime';
 import { createReferenceWatches } from './controller/references.ts';
 import { probedRemoteClusters, remoteClusterController } from './controller/remotecluster-controller.ts';
 import { replicationController } from './controller/replication-controller.ts';

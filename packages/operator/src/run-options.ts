@@ -3,7 +3,7 @@
 // the flag, before anything starts. `--concurrency 0` or `--lease-duration 15s` would otherwise start an
 // operator whose queue never runs, noticed only when liveness fails minutes later.
 import { z } from 'zod';
-import { parseDuration } from './reconcile/duration.ts';
+import { parseDuration } from '@syncline/runtime';
 
 const count = (what: string, min: number) =>
   z.string().transform((text, context) => {

@@ -1,6 +1,6 @@
 // A ConfigSync's objects against Git (what `syncline diff` shows, with each object's health) and the difference
 // between two deploys of its history, computed on request with the operator's Git cache and its own client,
-// by the same code as `syncline diff` (cli/sync-diff.ts): Secret values are masked there, on both sides.
+// by the same code as `syncline diff` (the operator's diff/sync-diff.ts): Secret values are masked there, on both sides.
 // One computation per sync at a time, and its answer is reused for a few seconds: ten viewers opening the same
 // page cost one render.
 import type { ApplyClient } from '@syncline/apply';

@@ -12,7 +12,7 @@ import type { ConfigSyncReconcilerDeps } from '../reconcile/configsync.ts';
 import type { StandbyRules } from '../tenancy.ts';
 import type { Metrics } from '../metrics.ts';
 import type { DriftWatches } from './drift-watches.ts';
-import type { ReconcileOutcome, WorkQueue } from './queue.ts';
+import type { ReconcileOutcome, WorkQueue } from '@syncline/runtime';
 import type { ReferenceWatches } from './references.ts';
 import type { RemoteClients } from '../remote/clusters.ts';
 

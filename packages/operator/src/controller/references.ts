@@ -6,7 +6,7 @@
 // heard from within WATCH_FRESH_MS, and the change it missed arrives as an event, waking the referencing objects.
 import { Informer, type KubeObject, type KubeRest, type WatchBudget } from '@syncline/kube';
 import type { Logger } from 'pino';
-import type { WorkQueue } from './queue.ts';
+import type { WorkQueue } from '@syncline/runtime';
 
 export type ReferenceWatches = {
   /** `key` is woken when any of `refs` (`namespace/Kind/name`) changes; replaces what `key` referenced before. */

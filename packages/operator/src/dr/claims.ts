@@ -3,7 +3,7 @@
 // standby in this cluster, a standby that is not its own source, and the standby rule (tenancy.ts's
 // allowedStandby) against every other replication this operator sees.
 import type { NamespaceReplication, NamespaceReplicationSpec } from '@syncline/api';
-import { Reason } from '../reconcile/conditions.ts';
+import { Reason } from '@syncline/runtime';
 import { allowedStandby, allowedWrite, type StandbyClaim, type StandbyRules, type TrustedNamespaces } from '../tenancy.ts';
 
 /**

@@ -5,9 +5,9 @@
 import { Informer, type WatchBudget, type KubeObject as InformerObject, type EventRecorder, type KubeRest } from '@syncline/kube';
 import type { ApplyClient } from '@syncline/apply';
 import type { Logger } from 'pino';
-import { WorkQueue } from '../controller/queue.ts';
+import { WorkQueue } from '@syncline/runtime';
 import type { Metrics } from '../metrics.ts';
-import { truncate } from '../reconcile/conditions.ts';
+import { truncate } from '@syncline/runtime';
 import { projectMirrorObject, type MirrorCacheObject } from './cache.ts';
 import type { NamePattern } from './glob.ts';
 import { formatSourceRef, parseSourceRef, replicaSelector, sourceSelector, type MirrorKeys, type SourceRef } from './labels.ts';

@@ -20,7 +20,7 @@ import {
   type Policy,
 } from '@syncline/apply';
 import type { Logger } from 'pino';
-import type { ReconcileOutcome } from '../reconcile/shell.ts';
+import type { ReconcileOutcome } from '@syncline/runtime';
 import type { Metrics } from '../metrics.ts';
 import { applyTarget, truncate, type TargetOutcome } from '../reconcile/target.ts';
 import { contentFingerprint, type MirrorCacheObject } from './cache.ts';

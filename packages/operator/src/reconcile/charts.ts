@@ -5,7 +5,7 @@ import type { KubeRest } from '@syncline/kube';
 import { KubeApiError } from '@syncline/kube';
 import type { ChartRequest, ChartSource, FetchedChart } from '@syncline/source-helm';
 import type { ConfigSyncSpec } from '@syncline/api';
-import { Reason } from './conditions.ts';
+import { Reason } from '@syncline/runtime';
 import { StallError } from './inputs.ts';
 
 type Repository = NonNullable<NonNullable<ConfigSyncSpec['source']['helm']>['repository']>;

@@ -20,7 +20,7 @@ import { installCrds } from '../cluster/crds.ts';
 import { createApplyClients, type ApplyIdentity } from '../cluster/identity.ts';
 import { createMetrics } from '../metrics.ts';
 import { createConfigSyncReconciler } from './configsync.ts';
-import type { ReconcileOutcome } from './shell.ts';
+import type { ReconcileOutcome } from '@syncline/runtime';
 
 const kc = testKubeConfig();
 const core = kc.makeApiClient(CoreV1Api);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Health } from '@syncline/apply';
 import type { Condition } from '@syncline/api';
-import { findCondition, setCondition, Reason } from './conditions.ts';
+import { findCondition, setCondition, Reason } from '@syncline/runtime';
 import { healthConditions, summarizeHealth, type TargetHealthInput } from './health.ts';
 
 const FIVE_MIN = 5 * 60_000;

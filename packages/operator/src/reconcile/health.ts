@@ -4,8 +4,8 @@
 // Healthy condition itself (its lastTransitionTime), so a restarted operator keeps the same deadline.
 import { parseObjectId, type Health } from '@syncline/apply';
 import type { Condition, TargetHealth } from '@syncline/api';
-import { Reason, findCondition, setCondition, truncate } from './conditions.ts';
-import { formatDuration } from './duration.ts';
+import { Reason, findCondition, setCondition, truncate } from '@syncline/runtime';
+import { formatDuration } from '@syncline/runtime';
 
 /** How many objects a condition message names before it says "and N more". */
 const NAMED = 5;

@@ -19,7 +19,7 @@ import {
 } from '@syncline/apply';
 import type { Condition, HookStatus, TargetStatus } from '@syncline/api';
 import { describeRefusal, refusedObjects } from '../tenancy.ts';
-import { Reason, setCondition } from './conditions.ts';
+import { Reason, setCondition } from '@syncline/runtime';
 import { FindingCause, sortFindings } from './findings.ts';
 import { HOOK_RUN_ANNOTATION, HookDeletePolicy, HookPhase, formatDuration, hookObjectName, hookResult, hookRunKey, splitHooks, type Hook } from './hooks.ts';
 import { emptyCounts, readableId, refusedTarget, truncate, type TargetApplyInput, type TargetOutcome } from './target.ts';

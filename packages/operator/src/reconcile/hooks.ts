@@ -4,7 +4,7 @@
 // A hook is not an ordinary object: it is never planned, pruned or checked for drift; hook-run.ts runs it.
 import { createHash } from 'node:crypto';
 import { healthOf, type KubeObject } from '@syncline/apply';
-import { parseDuration } from './duration.ts';
+import { parseDuration } from '@syncline/runtime';
 
 export const HOOK_ANNOTATION = 'syncline.dev/hook';
 export const HOOK_DELETE_POLICY_ANNOTATION = 'syncline.dev/hook-delete-policy';

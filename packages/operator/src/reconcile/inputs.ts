@@ -4,7 +4,7 @@ import { KubeApiError, type KubeRest } from '@syncline/kube';
 import { layerValues, parseValues, type Values } from '@syncline/render';
 import { gitAccessFromSecretData, proxyFromSecretData, type GitAuth, type GitConnection, type GitProxy } from '@syncline/source-git';
 import type { ConfigSyncSpec } from '@syncline/api';
-import { Reason } from './conditions.ts';
+import { Reason } from '@syncline/runtime';
 
 /** An error that a spec or source change must fix: no backoff, the sync waits for that change. */
 export class StallError extends Error {

@@ -9,14 +9,14 @@ import { Informer, objectKey, type EventRecorder, type KubeRest, type WatchBudge
 import type { ApplyClient } from '@syncline/apply';
 import type { Logger } from 'pino';
 import { API_VERSION, NamespaceReplicationPolicySpec, type Condition, type NamespaceReplication, type NamespaceReplicationPolicy, type NamespaceReplicationPolicyStatus } from '@syncline/api';
-import { WorkQueue, type ReconcileOutcome } from '../controller/queue.ts';
+import { WorkQueue, type ReconcileOutcome } from '@syncline/runtime';
 import { POLICY_FIELD_MANAGER, planPolicy, summarise, type PolicyNamespace } from '../dr/policy.ts';
 import type { Metrics } from '../metrics.ts';
 import { SHARD_LABEL, shardSelector } from '../shard.ts';
 import type { StandbyRules, TrustedNamespaces } from '../tenancy.ts';
 import { claimsOf } from '../dr/claims.ts';
-import { Reason, removeCondition, setCondition, truncate } from './conditions.ts';
-import { createReconciler, type ShellEvent } from './shell.ts';
+import { Reason, removeCondition, setCondition, truncate } from '@syncline/runtime';
+import { createReconciler, type ShellEvent } from '@syncline/runtime';
 
 export type ReplicationPolicyOptions = {
   readonly rest: KubeRest;

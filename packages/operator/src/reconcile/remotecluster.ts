@@ -5,12 +5,12 @@
 import { type EventRecorder, type KubeRest } from '@syncline/kube';
 import type { Logger } from 'pino';
 import { RemoteClusterSpec, type Condition, type RemoteCluster, type RemoteClusterStatus } from '@syncline/api';
-import type { ReconcileOutcome } from './shell.ts';
+import type { ReconcileOutcome } from '@syncline/runtime';
 import { RemoteClusterError, RemoteClusterReason, probeCluster, type RemoteClusters } from '../remote/clusters.ts';
-import { setCondition, truncate, type Reason } from './conditions.ts';
-import { MAX_TIMER_MS, boundedInterval, type IntervalBounds } from './duration.ts';
-import { conditionsDiffer } from './object-status.ts';
-import { createReconciler, type ShellEvent } from './shell.ts';
+import { setCondition, truncate, type Reason } from '@syncline/runtime';
+import { MAX_TIMER_MS, boundedInterval, type IntervalBounds } from '@syncline/runtime';
+import { conditionsDiffer } from '@syncline/runtime';
+import { createReconciler, type ShellEvent } from '@syncline/runtime';
 
 export const REMOTECLUSTER_KEY_PREFIX = 'RemoteCluster/';
 

@@ -7,8 +7,8 @@ import { OWNER_LABEL, decodeInventory, encodeInventory, objectId, ownerHash, typ
 import type { Condition, NamespaceReplication, NamespaceReplicationSpec, TargetInventory } from '@syncline/api';
 import { credentialSecretsIn, withoutCredentials, type CredentialHolders } from '../dr/credentials.ts';
 import { decidePrune, PruneHoldReason, SETTLE_MS, type PruneDecision, type Settling, type SourceNamespaceState } from '../dr/prune-guard.ts';
-import { Reason, removeCondition, setCondition, type ConditionInput } from './conditions.ts';
-import { parseDuration } from './duration.ts';
+import { Reason, removeCondition, setCondition, type ConditionInput } from '@syncline/runtime';
+import { parseDuration } from '@syncline/runtime';
 import { readableId, truncate } from './target.ts';
 
 /** Whether the source namespace still exists and is not being deleted; a namespace that cannot be read counts as there. */

@@ -4,10 +4,10 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Condition } from '@syncline/api';
-import type { ReconcileOutcome } from './shell.ts';
+import type { ReconcileOutcome } from '@syncline/runtime';
 import { createMetrics } from '../metrics.ts';
-import { Reason, setCondition } from './conditions.ts';
-import { createReconciler, removeFinalizer, type ShellEvent, type ShellObject, type ShellOutcome } from './shell.ts';
+import { Reason, setCondition } from '@syncline/runtime';
+import { createReconciler, removeFinalizer, type ShellEvent, type ShellObject, type ShellOutcome } from '@syncline/runtime';
 
 const Spec = z.object({ value: z.string(), suspend: z.boolean().default(false) });
 type Spec = z.infer<typeof Spec>;

@@ -30,7 +30,7 @@ import {
 } from '@syncline/apply';
 import type { Condition, TargetInventory, TargetStatus } from '@syncline/api';
 import { objectLabels, type Metrics } from '../metrics.ts';
-import { Reason, removeCondition, setCondition, truncate } from './conditions.ts';
+import { Reason, removeCondition, setCondition, truncate } from '@syncline/runtime';
 import { summarizeHealth, type HealthReport } from './health.ts';
 import { NAMESPACE_NOT_ALLOWED, describeRefusal, refusedObjects, type Actor } from '../tenancy.ts';
 import { FindingCause, findingMessage, sortFindings, type Finding } from './findings.ts';

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Reason } from './conditions.ts';
+import { Reason } from '@syncline/runtime';
 
 const doc = readFileSync(join(import.meta.dirname, '..', '..', '..', '..', 'docs', 'troubleshooting.md'), 'utf8');
 

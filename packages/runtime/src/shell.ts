@@ -6,9 +6,14 @@
 import { KubeApiError, type EventRecorder, type KubeRest } from '@syncline/kube';
 import type { Logger } from 'pino';
 import type { Condition } from '@syncline/api';
-import type { Metrics } from '../metrics.ts';
 import { Reason, removeCondition, setCondition, truncate } from './conditions.ts';
 import { conditionsDiffer, objectPath, patchFinalizers, writeStatus, type OwnObject } from './object-status.ts';
+
+/** The reconcile metrics the shell records (the operator's syncline_reconcile_duration_seconds and _total). */
+export type ShellMetrics = {
+  readonly reconcileDuration: { observe(labels: { result: string }, seconds: number): void };
+  readonly reconcileTotal: { inc(labels: { result: string }): void };
+};
 
 /** What a reconcile tells the work queue (controller/queue.ts): when to run the key again. */
 export type ReconcileOutcome =
@@ -48,7 +53,7 @@ export type ReconcilerShellOptions<T extends ShellObject, Spec, S extends object
   readonly events: EventRecorder;
   readonly clock: { now(): Date };
   /** Reconcile duration and result; omitted: not counted. */
-  readonly metrics?: Pick<Metrics, 'reconcileDuration' | 'reconcileTotal'>;
+  readonly metrics?: ShellMetrics;
   /** The informer cache: current state by key. */
   readonly read: (key: string) => T | undefined;
   /**

@@ -2,8 +2,8 @@
 // (an add while it runs marks it dirty and it runs again after), delayed requeues where the earliest
 // wins, and per-key exponential backoff with jitter for transient failures (cockatiel).
 import { ExponentialBackoff, type IBackoff, type IBackoffFactory } from 'cockatiel';
-import { MAX_TIMER_MS } from '../reconcile/duration.ts';
-import type { ReconcileOutcome } from '../reconcile/shell.ts';
+import { MAX_TIMER_MS } from './duration.ts';
+import type { ReconcileOutcome } from './shell.ts';
 
 export type { ReconcileOutcome };
 
