@@ -15,7 +15,7 @@ export type ShellMetrics = {
   readonly reconcileTotal: { inc(labels: { result: string }): void };
 };
 
-/** What a reconcile tells the work queue (controller/queue.ts): when to run the key again. */
+/** What a reconcile tells the work queue (queue.ts): when to run the key again. */
 export type ReconcileOutcome =
   /** Done; run again after the given delay (the refresh interval), or only on the next event. */
   | { readonly kind: 'done'; readonly requeueAfterMs?: number }

@@ -1,4 +1,4 @@
-// The ConfigSync reconciler: step functions, run in the reconcile shell (shell.ts: the object, finalizer,
+// The ConfigSync reconciler: step functions, run in the reconcile shell (@syncline/runtime's shell.ts: the object, finalizer,
 // suspend, status, Events and metrics), that each return early when there is nothing to do:
 // resolve revision → fetch snapshot → render every target → plan → apply → prune → status.
 // It reconciles from current state, never from the event that woke it, so running it twice changes nothing.
@@ -100,7 +100,7 @@ export const DEFAULT_INTERVAL_BOUNDS: IntervalBounds = { minMs: 10_000, maxMs: p
 
 type SyncEvent = ShellEvent;
 
-/** Events are recorded only when the status changed (see shell.ts), so a repeated finding is news once. */
+/** Events are recorded only when the status changed (see @syncline/runtime's shell.ts), so a repeated finding is news once. */
 type Outcome = ShellOutcome<ConfigSyncStatus>;
 
 /** A step either hands its value to the next one or ends the sync with an outcome. */

@@ -1,4 +1,4 @@
-// The ManifestSync reconciler: three steps, run in the reconcile shell (shell.ts): read the source object →
+// The ManifestSync reconciler: three steps, run in the reconcile shell (@syncline/runtime's shell.ts): read the source object →
 // turn it into one desired copy per target namespace (pure: mirror/copy.ts) → apply each namespace through
 // the shared applyTarget (SSA, inventory, guarded prune, policies, drift) → status. A source that cannot be read
 // never prunes: copies stay as they are until the source is back.

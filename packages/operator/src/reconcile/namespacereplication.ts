@@ -1,5 +1,5 @@
 // The NamespaceReplication reconciler: a warm standby of one namespace in another cluster. Steps run in the
-// reconcile shell (shell.ts): read the source namespace → the standby copies (pure: dr/transform.ts) →
+// reconcile shell (@syncline/runtime's shell.ts): read the source namespace → the standby copies (pure: dr/transform.ts) →
 // applyTarget into the standby (SSA, inventory, guarded prune) → status. With spec.failover the standby is
 // promoted instead: replication stops overwriting it and its workloads go to their recorded counts, read from
 // the standby's own objects.
