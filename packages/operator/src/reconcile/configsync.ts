@@ -782,16 +782,11 @@ async function finalize(deps: ConfigSyncReconcilerDeps, object: ConfigSync, log:
     const blocked: string[] = [];
     for (const { target, entries, cluster } of object.status?.inventory ?? []) {
       if (entries.length === 0) continue;
-      let targetClient = client;
-      if (cluster !== undefined) {
-        try {
-          if (deps.remote === undefined) throw new Error('remote clusters are not enabled in this operator');
-          targetClient = (await deps.remote.clients(namespace, cluster)).apply;
-        } catch (error) {
-          blocked.push(`${target}: cluster ${cluster}: ${safeError(error).message}`);
-          continue;
-        }
-      }
+      const targetClient = await clusterClient(deps, { namespace, cluster, client }).catch((error: unknown) => {
+        blocked.push(`${target}: cluster ${cluster ?? ''}: ${safeError(error).message}`);
+        return undefined;
+      });
+      if (targetClient === undefined) continue;
       const { allowed, refused } = partitionInventory(actorOf(deps, namespace, parsed.success ? parsed.data : undefined, cluster), entries);
       if (refused.length > 0) {
         const message = truncate(`${refused.length} object(s) of target ${target} left in place: ${NAMESPACE_NOT_ALLOWED}: this ConfigSync may not delete outside its namespace (${refused.slice(0, 5).map(readableId).join(', ')})`);
@@ -816,16 +811,11 @@ async function finalize(deps: ConfigSyncReconcilerDeps, object: ConfigSync, log:
     // The hook objects the last hooked commits left: never in the inventory, proven by their records.
     for (const { name: target, cluster, hooks } of object.status?.targets ?? []) {
       if (hooks === undefined || hooks.length === 0) continue;
-      let targetClient = client;
-      if (cluster !== undefined) {
-        try {
-          if (deps.remote === undefined) throw new Error('remote clusters are not enabled in this operator');
-          targetClient = (await deps.remote.clients(namespace, cluster)).apply;
-        } catch (error) {
-          blocked.push(`${target}: hooks: cluster ${cluster}: ${safeError(error).message}`);
-          continue;
-        }
-      }
+      const targetClient = await clusterClient(deps, { namespace, cluster, client }).catch((error: unknown) => {
+        blocked.push(`${target}: hooks: cluster ${cluster ?? ''}: ${safeError(error).message}`);
+        return undefined;
+      });
+      if (targetClient === undefined) continue;
       const tenancy = actorOf(deps, namespace, parsed.success ? parsed.data : undefined, cluster);
       const outcome = await deleteHookObjects({ client: targetClient, owner: { namespace, name: object.metadata.name, target }, hooks, tenancy });
       if (outcome.deleted.length > 0) log.info({ target, hooks: outcome.deleted.length }, 'deleted hook objects');
@@ -846,6 +836,13 @@ async function finalize(deps: ConfigSyncReconcilerDeps, object: ConfigSync, log:
   return { kind: 'done' };
 }
 
+
+/** The client of a target's cluster: this cluster's (the sync's identity), or the RemoteCluster's. */
+async function clusterClient(deps: ConfigSyncReconcilerDeps, input: { namespace: string; cluster: string | undefined; client: ApplyClient }): Promise<ApplyClient> {
+  if (input.cluster === undefined) return input.client;
+  if (deps.remote === undefined) throw new Error('remote clusters are not enabled in this operator');
+  return (await deps.remote.clients(input.namespace, input.cluster)).apply;
+}
 
 async function timed<T>(deps: ConfigSyncReconcilerDeps, operation: 'resolve' | 'fetch', run: () => Promise<T>): Promise<T> {
   const started = performance.now();
