@@ -75,7 +75,7 @@ describe('syncline CLI verbs', () => {
       expect(rows.find((r) => r.startsWith('web'))).toMatch(/^web\s+True\s+Applied revision [0-9a-f]{40}\s+[0-9a-f]{7}\s+0\s/);
 
       const wide = await syncline(['get', 'csync', 'web', '-n', ns.name, '-o', 'wide']);
-      expect(wide.stdout.split('\n')[0]).toMatch(/REF\s+SUSPENDED\s+HEALTH\s+FULL REVISION\s+AGE$/);
+      expect(wide.stdout.split('\n')[0]).toMatch(/REF\s+SUSPENDED\s+HEALTH\s+HOOKS\s+FULL REVISION\s+AGE$/);
       expect(wide.stdout).toMatch(/[0-9a-f]{40}/);
 
       expect((await syncline(['get', 'msync', '-n', ns.name])).stdout).toMatch(/^copy\s+src\s+Secret\s/m);

@@ -310,4 +310,62 @@ spec:
     expect((await jobs(ns)).map((j) => j.metadata.uid)).toEqual([before[0]?.metadata.uid]);
     expect(image(ns)).toBe('registry.example.com/web:1');
   }, 300_000);
+
+  it('get -o wide and trace show the hooks; deleting the ConfigSync deletes the hook objects its records prove ours, and nothing else', async () => {
+    const ns = namespace('cleanup');
+    const repo = await git.createRepo('cleanup');
+    const cli = async (args: readonly string[]): Promise<{ code: number; out: string }> => {
+      let out = '';
+      const code = await runCli([...args, '-n', ns, '--kubeconfig', cluster.kubeconfigPath], { env: {}, runOperator: () => Promise.reject(new Error('not here')), out: (text) => (out += text), err: (text) => (out += text) });
+      return { code, out };
+    };
+    // Given: a sync of a ConfigMap with a PreSync Job (generated name) and a PostSync Job (fixed name), both kept
+    // after they ran (the default BeforeHookCreation).
+    const sha = await repo.commit({ 'app/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata: {a: "1"}\n', 'app/pre.yaml': job({ generateName: 'pre-', hook: 'PreSync' }), 'app/post.yaml': job({ name: 'post', hook: 'PostSync' }) });
+    await applySync(ns, 'cleanup', repo, 'app');
+    const cs = await until(ns, 'cleanup', 'Ready with both hooks', (c) => ready(c)?.status === 'True' && hooksOf(c).filter((h) => h.phase === 'Succeeded').length === 2);
+    const pre = hooksOf(cs).find((h) => h.hook === 'PreSync')?.name ?? '';
+
+    // Then: the Hooks column (-o wide) is the same in kubectl and syncline, and absent from the default table.
+    const wide = await cli(['get', 'csync', 'cleanup', '-o', 'wide']);
+    expect(wide.code).toBe(0);
+    const kubectlWide = kubectl(['-n', ns, 'get', 'csync', 'cleanup', '-o', 'wide']);
+    for (const table of [wide.out, kubectlWide]) {
+      const [header = '', row = ''] = table.split('\n');
+      const at = header.indexOf('HOOKS');
+      expect(at, table).toBeGreaterThan(0);
+      expect(row.slice(at).startsWith('2 Succeeded'), table).toBe(true);
+    }
+    expect((await cli(['get', 'csync', 'cleanup'])).out).not.toContain('HOOKS');
+    // and trace proves the PreSync Job by its hook record and names its hook, phase, commit and file
+    const traced = await cli(['trace', `job/${pre}`, '--allow-insecure-http']);
+    expect(traced.code, traced.out).toBe(0);
+    expect(traced.out).toMatch(/Status:\s+Managed by Syncline/);
+    expect(traced.out).toMatch(/Proof:\s+the PreSync hook Job\/pre- of ConfigSync .*same uid/);
+    expect(traced.out).toMatch(/Hook:\s+PreSync Job\/pre-/);
+    expect(traced.out).toMatch(/Phase:\s+Succeeded \(\d+s\)/);
+    expect(traced.out).toContain(sha.slice(0, 12));
+    expect(traced.out).toMatch(/File:\s+app\/pre\.yaml/);
+
+    // Given: the PostSync Job replaced by someone else's under the same name, with its marks copied, and another
+    // Job carrying the same marks: marks alone prove nothing.
+    const original = JSON.parse(kubectl(['-n', ns, 'get', 'job', 'post', '-o', 'json'])) as { metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } };
+    kubectl(['-n', ns, 'delete', 'job', 'post', '--wait=true']);
+    const lookAlike = (name: string): string => JSON.stringify({ apiVersion: 'batch/v1', kind: 'Job', metadata: { name, labels: original.metadata.labels, annotations: original.metadata.annotations }, spec: { backoffLimit: 0, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'registry.example.com/other:1' }] } } } });
+    kubectl(['-n', ns, 'create', '-f', '-'], lookAlike('post'));
+    kubectl(['-n', ns, 'create', '-f', '-'], lookAlike('lookalike'));
+    const replaced = (await jobs(ns)).find((j) => j.metadata.name === 'post')?.metadata.uid;
+    expect((await cli(['trace', 'job/post'])).code).toBe(1);
+
+    // When: the ConfigSync is deleted (deletionPolicy Delete, the default).
+    kubectl(['-n', ns, 'delete', 'configsync', 'cleanup', '--wait=true', '--timeout=120s']);
+    // Then: the PreSync Job it created goes with the ConfigMap; the replaced and the look-alike Jobs stay.
+    const deadline = Date.now() + 60_000;
+    while ((await jobs(ns)).some((j) => j.metadata.name === pre) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 300));
+    const left = await jobs(ns);
+    expect(left.map((j) => j.metadata.name).sort()).toEqual(['lookalike', 'post']);
+    expect(left.find((j) => j.metadata.name === 'post')?.metadata.uid).toBe(replaced);
+    expect(spawnSync('kubectl', ['--kubeconfig', cluster.kubeconfigPath, '-n', ns, 'get', 'configmap', 'app']).status).not.toBe(0);
+  }, 300_000);
 });
+

@@ -65,7 +65,7 @@ describe('generated API files', () => {
     it("ConfigSync columns: what Flux's and Argo CD's lists show (Ready, Status, Revision, Drifted, Age); the rest with -o wide", () => {
       const configSync = crds.find((c) => c.kind === 'ConfigSync');
       expect(configSync?.columns.filter((c) => !('priority' in c)).map((c) => c.name)).toEqual(['Ready', 'Status', 'Revision', 'Drifted', 'Age']);
-      expect(configSync?.columns.filter((c) => 'priority' in c).map((c) => c.name)).toEqual(['Ref', 'Suspended', 'Health', 'Full Revision']);
+      expect(configSync?.columns.filter((c) => 'priority' in c).map((c) => c.name)).toEqual(['Ref', 'Suspended', 'Health', 'Hooks', 'Full Revision']);
     });
   });
 });

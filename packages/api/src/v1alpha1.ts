@@ -421,6 +421,10 @@ export const ConfigSyncStatus = z.object({
     .optional()
     .meta({ description: 'The Revision column: sourceRevision shortened to 7 characters, and "(trying abc1234)" while another commit is being tried (lastAttemptedRevision, e.g. while it fails).' }),
   drifted: z.number().int().optional().meta({ description: 'Objects that differ from what Git says and were left so (drift: Report), at the last apply (the Drifted column).' }),
+  hookSummary: z
+    .string()
+    .optional()
+    .meta({ description: 'The Hooks column (-o wide): the hooks of the targets\' last hooked commits counted by phase, e.g. "1 Running, 2 Succeeded"; absent without hooks.' }),
   followedRef: z.string().optional().meta({ description: 'The branch or tag sourceRevision was resolved from, or "pinned" when spec.source.git.revision is a commit SHA (the Ref column).' }),
   lastAttemptedRevision: z.string().optional().meta({ description: 'The commit SHA last tried (differs from sourceRevision while it fails).' }),
   lastHandledReconcileAt: z.string().optional().meta({ description: 'The value of the syncline.dev/reconcile-requested-at annotation last handled.' }),
@@ -974,6 +978,7 @@ export const crdDefinitions = [
       { name: 'Ref', type: 'string', priority: 1, description: 'The branch or tag followed, or "pinned" for a commit SHA.', jsonPath: '.status.followedRef' },
       { name: 'Suspended', type: 'boolean', priority: 1, jsonPath: '.spec.suspend' },
       { name: 'Health', type: 'string', priority: 1, description: 'The Healthy condition\'s reason (kstatus health of what was applied).', jsonPath: ".status.conditions[?(@.type=='Healthy')].reason" },
+      { name: 'Hooks', type: 'string', priority: 1, description: 'The hooks of the last hooked commit by phase (status.hookSummary).', jsonPath: '.status.hookSummary' },
       { name: 'Full Revision', type: 'string', priority: 1, jsonPath: '.status.sourceRevision' },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
     ],

@@ -40,7 +40,7 @@ describe('printer columns', () => {
       'NAME   READY   STATUS    REVISION   DRIFTED   AGE\nweb    True    applied   abc1234    0         150m\n',
     );
     const wide = formatTable(info, [object], { wide: true, allNamespaces: true, now }).split('\n');
-    expect(wide[0]).toMatch(/^NAMESPACE\s+NAME\s+READY\s+STATUS\s+REVISION\s+DRIFTED\s+REF\s+SUSPENDED\s+HEALTH\s+FULL REVISION\s+AGE$/);
+    expect(wide[0]).toMatch(/^NAMESPACE\s+NAME\s+READY\s+STATUS\s+REVISION\s+DRIFTED\s+REF\s+SUSPENDED\s+HEALTH\s+HOOKS\s+FULL REVISION\s+AGE$/);
     expect(wide[1]).toMatch(/^ops\s+web\s+True\s+applied\s+abc1234\s+0\s+main\s+false\s+Current\s+abc1234000/);
   });
 

@@ -2,14 +2,15 @@
 // target, at which commit (SHA, message, author) and from which file. Ownership is proven, never taken from
 // labels: the object must be listed in its owner's status.inventory (ConfigSync, ManifestSync,
 // NamespaceReplication); a mirroring replica must carry the replica label and name a source that still
-// exists. An object with Syncline's marks that no inventory lists is reported as not Syncline's.
+// exists. A hook object (never in an inventory) is proven by its ConfigSync's hook record: same kind, name and
+// uid in status.targets[].hooks. An object with Syncline's marks that neither lists is reported as not Syncline's.
 import { createApplyClient, decodeInventory, objectId, type KubeObject, type ResourceInfo } from '@syncline/apply';
 import { createGitSource, proxyFromEnvironment, type CommitMetadata } from '@syncline/source-git';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
-import { ConfigSyncSpec, type ConfigSync, type TargetInventory } from '@syncline/api';
+import { ConfigSyncSpec, type ConfigSync, type TargetInventory, type TargetStatus } from '@syncline/api';
 import { readGitAccess } from '@syncline/operator/client';
 import { mirrorKeys } from '@syncline/operator/client';
 import { KINDS } from './kinds.ts';
@@ -30,6 +31,8 @@ export type Trace = {
   /** Why it is or is not Syncline's. */
   proof: string;
   owner?: { kind: string; namespace: string; name: string; target?: string; ready?: string; message?: string };
+  /** Set when the object is a hook the owner ran: its record in status.targets[].hooks. */
+  hook?: { hook: string; source: string; phase: string; revision?: string; startedAt?: string; duration?: string; message?: string };
   source?: {
     repo?: string;
     path?: string;
@@ -44,7 +47,10 @@ export type Trace = {
 };
 
 type Owned = { kind: string; namespace: string; name: string; target?: string };
-type Synced = { metadata: { name: string; namespace?: string }; status?: { inventory?: TargetInventory[]; conditions?: Array<{ type: string; status: string; message?: string }> } };
+type Synced = {
+  metadata: { name: string; namespace?: string };
+  status?: { inventory?: TargetInventory[]; conditions?: Array<{ type: string; status: string; message?: string }>; targets?: Array<Pick<TargetStatus, 'name' | 'cluster' | 'hooks' | 'hooksRevision'>> };
+};
 
 /** `KIND/NAME` or `KIND NAME` → kind and name; the kind as kubectl takes it (Kind, plural or singular, with .group). */
 export function traceTarget(first: string, second: string | undefined): { kind: string; name: string } {
@@ -84,7 +90,7 @@ export async function traceCommand(kube: Kube, typed: { kind: string; name: stri
   const trace: Trace = { object: { apiVersion, kind: resource.kind, ...(namespace === '' ? {} : { namespace }), name: typed.name }, managed: false, proof: '' };
   const owned = claimedOwner(object);
   const mirrored = mirrorSource(object);
-  if (owned !== undefined) await proveInventory(kube, { owned, id, trace });
+  if (owned !== undefined) await proveInventory(kube, { owned, id, object, trace });
   else if (mirrored !== undefined) await proveMirror(kube, { source: mirrored, object, trace });
   else trace.proof = 'it carries none of the marks Syncline puts on what it applies (syncline.dev/owned-by, syncline.dev/name) and is no mirroring replica';
   if (trace.managed && trace.owner?.kind === 'ConfigSync') await traceSource(kube, { trace, object, options });
@@ -117,8 +123,8 @@ function mirrorSource(object: KubeObject): string | undefined {
 const PLURALS: Record<string, string> = { ConfigSync: 'configsyncs', ManifestSync: 'manifestsyncs', NamespaceReplication: 'namespacereplications' };
 
 /** The claimed owner is read; the object is Syncline's only when that owner's inventory lists it. */
-async function proveInventory(kube: Kube, input: { owned: Owned; id: string; trace: Trace }): Promise<void> {
-  const { owned, id, trace } = input;
+async function proveInventory(kube: Kube, input: { owned: Owned; id: string; object: KubeObject; trace: Trace }): Promise<void> {
+  const { owned, id, object, trace } = input;
   const plural = PLURALS[owned.kind];
   const label = `${owned.kind} ${owned.namespace}/${owned.name}`;
   if (plural === undefined) {
@@ -137,11 +143,37 @@ async function proveInventory(kube: Kube, input: { owned: Owned; id: string; tra
   const ready = owner.status?.conditions?.find((c) => c.type === 'Ready');
   trace.owner = { kind: owned.kind, namespace: owned.namespace, name: owned.name, ...(listing === undefined ? {} : { target: listing.target }), ready: ready?.status ?? 'Unknown', ...(ready?.message === undefined ? {} : { message: ready.message }) };
   if (listing === undefined) {
+    if (proveHook(owner, object, trace, label)) return;
     trace.proof = `its marks name ${label}, but its status.inventory does not list it: Syncline neither updates nor prunes it`;
     return;
   }
   trace.managed = true;
   trace.proof = `listed in status.inventory of ${label}, target ${listing.target}${listing.cluster === undefined ? '' : ` (cluster ${listing.cluster})`}`;
+}
+
+/** A hook object: its owner's hook record names it with the same uid (a later object of that name is not the hook's). */
+function proveHook(owner: Synced, object: KubeObject, trace: Trace, label: string): boolean {
+  const uid = object.metadata.uid;
+  const namespace = object.metadata.namespace;
+  for (const target of owner.status?.targets ?? []) {
+    if (target.cluster !== undefined) continue;
+    const record = (target.hooks ?? []).find((h) => h.kind === object.kind && h.name === object.metadata.name && h.namespace === namespace && h.uid !== undefined && h.uid === uid);
+    if (record === undefined) continue;
+    trace.managed = true;
+    trace.proof = `the ${record.hook} hook ${record.source} of ${label}, target ${target.name}: status.targets[].hooks records this object (same uid); hooks are created by the sync and never in its inventory`;
+    if (trace.owner !== undefined) trace.owner.target = target.name;
+    trace.hook = {
+      hook: record.hook,
+      source: record.source,
+      phase: record.phase,
+      ...(target.hooksRevision === undefined ? {} : { revision: target.hooksRevision }),
+      ...(record.startedAt === undefined ? {} : { startedAt: record.startedAt }),
+      ...(record.duration === undefined ? {} : { duration: record.duration }),
+      ...(record.message === undefined ? {} : { message: record.message }),
+    };
+    return true;
+  }
+  return false;
 }
 
 async function proveMirror(kube: Kube, input: { source: string; object: KubeObject; trace: Trace }): Promise<void> {
@@ -172,7 +204,8 @@ async function traceSource(kube: Kube, input: { trace: Trace; object: KubeObject
   const spec = ConfigSyncSpec.parse(sync.spec);
   const target = spec.targets.find((t) => t.name === owner.target);
   const path = target?.path ?? spec.source.git.path;
-  const sha = sync.status?.sourceRevision;
+  // A hook ran for its own commit (hooksRevision), which is not the applied one while a PreSync hook holds it.
+  const sha = trace.hook?.revision ?? sync.status?.sourceRevision;
   trace.source = { repo: spec.source.git.repo, path: path === '' ? '.' : path, ...(sha === undefined ? {} : { revision: revisionText(spec.source.git.revision, sha) }) };
   const applied = [...(sync.status?.history ?? [])].reverse().find((h) => h.revision === sha);
   if (applied !== undefined) trace.source.appliedAt = applied.appliedAt;
@@ -184,7 +217,10 @@ async function traceSource(kube: Kube, input: { trace: Trace; object: KubeObject
     const snapshot = await git.fetchSnapshot({ repo: spec.source.git.repo, sha, auth, connection });
     trace.source.commit = commitOf(sha, await git.readCommit(snapshot));
     const files = await git.readPath(snapshot, path);
-    const found = filesHolding(files, object);
+    // A hook with a generated name is found by its generateName, as the source spells it (Kind/generateName).
+    const source = trace.hook?.source;
+    const named = source === undefined ? object : { ...object, metadata: { ...object.metadata, name: source.slice(source.indexOf('/') + 1) } };
+    const found = filesHolding(files, named);
     if (found.files.length > 0) trace.source.files = found.files;
     if (found.engine !== undefined) trace.source.engine = found.engine;
     if (found.note !== undefined) trace.source.note = found.note;
@@ -225,9 +261,9 @@ function filesHolding(files: ReadonlyArray<{ path: string; content: Uint8Array }
 
 function matches(document: unknown, object: KubeObject): boolean {
   if (typeof document !== 'object' || document === null) return false;
-  const d = document as { kind?: unknown; metadata?: { name?: unknown }; items?: unknown[] };
+  const d = document as { kind?: unknown; metadata?: { name?: unknown; generateName?: unknown }; items?: unknown[] };
   if (Array.isArray(d.items)) return d.items.some((item) => matches(item, object));
-  return d.kind === object.kind && d.metadata?.name === object.metadata.name;
+  return d.kind === object.kind && (d.metadata?.name === object.metadata.name || (d.metadata?.name === undefined && d.metadata?.generateName === object.metadata.name));
 }
 
 function escape(text: string): string {
@@ -247,6 +283,12 @@ export function formatTrace(trace: Trace): string {
     if (owner.target !== undefined) lines.push(['Target', owner.target]);
     if (owner.ready !== undefined) lines.push(['Ready', owner.ready]);
     if (owner.message !== undefined) lines.push(['Message', owner.message.replace(/\s*\n\s*/g, ' ')]);
+  }
+  const hook = trace.hook;
+  if (hook !== undefined) {
+    lines.push(['Hook', `${hook.hook} ${hook.source}`], ['Phase', `${hook.phase}${hook.duration === undefined ? '' : ` (${hook.duration})`}`]);
+    if (hook.startedAt !== undefined) lines.push(['Started', hook.startedAt]);
+    if (hook.message !== undefined) lines.push(['Hook message', hook.message.replace(/\s*\n\s*/g, ' ')]);
   }
   const source = trace.source;
   if (source !== undefined) {

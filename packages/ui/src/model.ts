@@ -68,5 +68,24 @@ export type UiTreeNode = {
   events: { type: string; reason: string; message: string; count: number; at: string }[];
   children: UiTreeNode[];
 };
-/** A ConfigSync's targets, each with the objects it applied as roots; `hidden` counts those the viewer may not get. */
-export type UiTree = { targets: { name: string; namespace?: string; cluster?: string; skipped?: string; nodes: UiTreeNode[]; hidden: number }[] };
+/**
+ * One hook of a target's last hooked commit, from status.targets[].hooks: when it runs, its phase, duration and
+ * message, and its live object (a Job with its Pods) when it still exists, is the one the sync created (same
+ * uid) and the viewer may get it.
+ */
+export type UiTreeHook = {
+  hook: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  phase: string;
+  duration?: string;
+  message?: string;
+  startedAt?: string;
+  node?: UiTreeNode;
+};
+/**
+ * A ConfigSync's targets, each with the objects it applied as roots; `hidden` counts those the viewer may not get.
+ * `hooks` are the hooks of the commit in `hooksRevision`.
+ */
+export type UiTree = { targets: { name: string; namespace?: string; cluster?: string; skipped?: string; nodes: UiTreeNode[]; hidden: number; hooksRevision?: string; hooks?: UiTreeHook[] }[] };

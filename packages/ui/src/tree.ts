@@ -1,14 +1,16 @@
 // A ConfigSync's resource tree (as Argo CD draws one) and the commits of its deploys, computed on request.
 // The tree starts from each target's inventory (what the sync applied, in this cluster) and follows
 // ownerReferences down: a Deployment's ReplicaSets, their Pods, a CronJob's Jobs, with each node's health and
-// latest Events. It shows whatever exists (a cluster without nodes has ReplicaSets and no Pods). Every object,
-// child and Event list is shown only to a viewer who may read it; the rest is counted as hidden.
-import { decodeInventory, healthOf, parseObjectId, type ApplyClient, type KubeObject as ApplyObject } from '@syncline/apply';
+// latest Events. It shows whatever exists (a cluster without nodes has ReplicaSets and no Pods). Each target's
+// hooks of its last hooked commit (status.targets[].hooks) hang beside the applied objects, each with its live
+// object (a Job and its Pods) while that is still the one the sync created. Every object, child and Event list
+// is shown only to a viewer who may read it; the rest is counted as hidden.
+import { decodeInventory, healthOf, objectId, parseObjectId, type ApplyClient, type KubeObject as ApplyObject } from '@syncline/apply';
 import type { KubeObject, KubeRest } from '@syncline/kube';
 import type { GitSource, CommitMetadata } from '@syncline/source-git';
-import type { ConfigSync } from '@syncline/api';
+import type { ConfigSync, HookStatus } from '@syncline/api';
 import { readGitAccess } from '@syncline/operator/client';
-import type { UiCommit, UiTree, UiTreeNode } from './model.ts';
+import type { UiCommit, UiTree, UiTreeHook, UiTreeNode } from './model.ts';
 
 /** May the viewer `verb` this resource (namespace '' = cluster-wide; name absent = any)? */
 export type MayRead = (ref: { verb: 'get' | 'list'; group: string; resource: string; namespace: string; name?: string }) => Promise<boolean>;
@@ -59,9 +61,53 @@ export async function syncTree(input: { rest: KubeRest; client: ApplyClient; obj
       }
       nodes.push(await nodeOf(live, ref.namespace === '' ? undefined : await namespaceOf(ref.namespace), 0));
     }
-    targets.push({ name: entry.target, ...(target?.namespace === undefined ? {} : { namespace: target.namespace }), nodes, hidden });
+    const status = sync.status?.targets?.find((t) => t.name === entry.target && t.cluster === undefined);
+    const hooks: UiTreeHook[] = [];
+    for (const record of status?.hooks ?? []) {
+      const hook = await hookOf(input, record, namespaceOf, budget-- > 0);
+      if (hook === undefined) hidden++;
+      else hooks.push(hook);
+    }
+    targets.push({
+      name: entry.target,
+      ...(target?.namespace === undefined ? {} : { namespace: target.namespace }),
+      nodes,
+      hidden,
+      ...(status?.hooksRevision === undefined || status.hooks === undefined ? {} : { hooksRevision: status.hooksRevision, hooks }),
+    });
   }
   return { targets };
+}
+
+/**
+ * A hook as its record says (phase, duration, message) with its live object under it, or undefined when the viewer
+ * may not get that kind there. An object under the hook's name that is not the one the sync created (another uid)
+ * is not shown as the hook's.
+ */
+async function hookOf(
+  input: { client: ApplyClient; mayRead: MayRead },
+  record: HookStatus,
+  namespaceOf: (namespace: string) => Promise<Namespace>,
+  withObject: boolean,
+): Promise<UiTreeHook | undefined> {
+  const namespace = record.namespace ?? '';
+  const slash = record.apiVersion.indexOf('/');
+  const info = (await input.client.discovery()).preferred(slash === -1 ? '' : record.apiVersion.slice(0, slash), record.kind);
+  if (info === undefined || !(await input.mayRead({ verb: 'get', group: info.group, resource: info.plural, namespace, name: record.name }))) return undefined;
+  const hook: UiTreeHook = {
+    hook: record.hook,
+    kind: record.kind,
+    namespace,
+    name: record.name,
+    phase: record.phase,
+    ...(record.duration === undefined ? {} : { duration: record.duration }),
+    ...(record.message === undefined ? {} : { message: record.message }),
+    ...(record.startedAt === undefined ? {} : { startedAt: record.startedAt }),
+  };
+  if (!withObject || record.uid === undefined) return hook;
+  const live = (await input.client.get(objectId({ apiVersion: record.apiVersion, kind: record.kind, metadata: { name: record.name, ...(namespace === '' ? {} : { namespace }) } }))) as Owned | undefined;
+  if (live === undefined || live.metadata.uid !== record.uid) return hook;
+  return { ...hook, node: await nodeOf(live, namespace === '' ? undefined : await namespaceOf(namespace), 0) };
 }
 
 type Namespace = { children: Owned[]; events: Map<string, KubeEvent[]> | undefined };

@@ -28,7 +28,8 @@ import { healthConditions } from './health.ts';
 import { fetchPublishedChart } from './charts.ts';
 import { capabilitiesOf, engineSpecFor, readsWholeRepository, serverVersion, targetPath } from './engines.ts';
 import { NAMESPACE_NOT_ALLOWED, type Actor, type TrustedNamespaces } from '../tenancy.ts';
-import { HOOK_POLL_MS, applyTargetWithHooks, hookConditions, hooksFailed, hooksRunning } from './hook-run.ts';
+import { HOOK_POLL_MS, applyTargetWithHooks, deleteHookObjects, hookConditions, hooksFailed, hooksRunning } from './hook-run.ts';
+import { hookSummary } from './hooks.ts';
 import { FindingCause, findingMessage, isTransient, isUnreachable, sortFindings } from './findings.ts';
 
 /** How long a sync waits for spec.timeout when it sets none (Flux's default for wait is its interval; 5m here). */
@@ -686,11 +687,24 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   return { status, result: { kind: 'done', requeueAfterMs: Math.min(run.refreshMs, health?.requeueAfterMs ?? Infinity, hookPoll) }, events };
 }
 
+/** The columns a printer column cannot compute (Revision, Hooks), written into the status. */
+function withRevisionColumn(status: ConfigSyncStatus): ConfigSyncStatus {
+  return withHooksColumn(withShortRevision(status));
+}
+
+/** The Hooks column (status.hookSummary), from the targets' hook records. */
+function withHooksColumn(status: ConfigSyncStatus): ConfigSyncStatus {
+  const column = hookSummary(status.targets ?? []);
+  if (column === status.hookSummary) return status;
+  const { hookSummary: _previous, ...rest } = status;
+  return column === undefined ? rest : { ...rest, hookSummary: column };
+}
+
 /**
  * The Revision column (status.shortRevision): a printer column can neither shorten a string nor compare two, so
  * the applied commit and the one being tried, when it differs, are written out.
  */
-function withRevisionColumn(status: ConfigSyncStatus): ConfigSyncStatus {
+function withShortRevision(status: ConfigSyncStatus): ConfigSyncStatus {
   const applied = status.sourceRevision?.slice(0, 7);
   const tried = status.lastAttemptedRevision?.slice(0, 7);
   const column = tried === undefined || tried === applied ? applied : applied === undefined ? `(trying ${tried})` : `${applied} (trying ${tried})`;
@@ -768,16 +782,11 @@ async function finalize(deps: ConfigSyncReconcilerDeps, object: ConfigSync, log:
     const blocked: string[] = [];
     for (const { target, entries, cluster } of object.status?.inventory ?? []) {
       if (entries.length === 0) continue;
-      let targetClient = client;
-      if (cluster !== undefined) {
-        try {
-          if (deps.remote === undefined) throw new Error('remote clusters are not enabled in this operator');
-          targetClient = (await deps.remote.clients(namespace, cluster)).apply;
-        } catch (error) {
-          blocked.push(`${target}: cluster ${cluster}: ${safeError(error).message}`);
-          continue;
-        }
-      }
+      const targetClient = await clusterClient(deps, { namespace, cluster, client }).catch((error: unknown) => {
+        blocked.push(`${target}: cluster ${cluster ?? ''}: ${safeError(error).message}`);
+        return undefined;
+      });
+      if (targetClient === undefined) continue;
       const { allowed, refused } = partitionInventory(actorOf(deps, namespace, parsed.success ? parsed.data : undefined, cluster), entries);
       if (refused.length > 0) {
         const message = truncate(`${refused.length} object(s) of target ${target} left in place: ${NAMESPACE_NOT_ALLOWED}: this ConfigSync may not delete outside its namespace (${refused.slice(0, 5).map(readableId).join(', ')})`);
@@ -799,6 +808,19 @@ async function finalize(deps: ConfigSyncReconcilerDeps, object: ConfigSync, log:
       for (const orphan of outcome.orphaned) await deps.events.record(object, { type: 'Warning', reason: Reason.NamespaceOrphaned, message: truncate(orphan) });
       if (outcome.failures.length > 0) blocked.push(...outcome.failures);
     }
+    // The hook objects the last hooked commits left: never in the inventory, proven by their records.
+    for (const { name: target, cluster, hooks } of object.status?.targets ?? []) {
+      if (hooks === undefined || hooks.length === 0) continue;
+      const targetClient = await clusterClient(deps, { namespace, cluster, client }).catch((error: unknown) => {
+        blocked.push(`${target}: hooks: cluster ${cluster ?? ''}: ${safeError(error).message}`);
+        return undefined;
+      });
+      if (targetClient === undefined) continue;
+      const tenancy = actorOf(deps, namespace, parsed.success ? parsed.data : undefined, cluster);
+      const outcome = await deleteHookObjects({ client: targetClient, owner: { namespace, name: object.metadata.name, target }, hooks, tenancy });
+      if (outcome.deleted.length > 0) log.info({ target, hooks: outcome.deleted.length }, 'deleted hook objects');
+      blocked.push(...outcome.failures.map((f) => `${target}: ${f}`));
+    }
     if (blocked.length > 0) {
       // The finalizer holds until every cluster has pruned (deletionPolicy Orphan releases it): say why.
       const message = truncate(`deletion waits: could not prune every target (deletionPolicy Orphan releases the objects): ${blocked.join('; ')}`);
@@ -814,6 +836,13 @@ async function finalize(deps: ConfigSyncReconcilerDeps, object: ConfigSync, log:
   return { kind: 'done' };
 }
 
+
+/** The client of a target's cluster: this cluster's (the sync's identity), or the RemoteCluster's. */
+async function clusterClient(deps: ConfigSyncReconcilerDeps, input: { namespace: string; cluster: string | undefined; client: ApplyClient }): Promise<ApplyClient> {
+  if (input.cluster === undefined) return input.client;
+  if (deps.remote === undefined) throw new Error('remote clusters are not enabled in this operator');
+  return (await deps.remote.clients(input.namespace, input.cluster)).apply;
+}
 
 async function timed<T>(deps: ConfigSyncReconcilerDeps, operation: 'resolve' | 'fetch', run: () => Promise<T>): Promise<T> {
   const started = performance.now();

@@ -14,11 +14,12 @@ import {
   ownedBy,
   ownershipOf,
   withOwnership,
+  type ApplyClient,
   type KubeObject,
   type Owner,
 } from '@syncline/apply';
 import type { Condition, HookStatus, TargetStatus } from '@syncline/api';
-import { describeRefusal, refusedObjects } from '../tenancy.ts';
+import { describeRefusal, refusedObjects, type Actor } from '../tenancy.ts';
 import { Reason, setCondition } from '@syncline/runtime';
 import { FindingCause, sortFindings } from './findings.ts';
 import { HOOK_RUN_ANNOTATION, HookDeletePolicy, HookPhase, formatDuration, hookObjectName, hookResult, hookRunKey, splitHooks, type Hook } from './hooks.ts';
@@ -301,4 +302,33 @@ export function hookConditions(conditions: readonly Condition[], targets: readon
   if (running.length === 0) return [...conditions];
   const next = setCondition([...conditions], { type: 'Ready', status: 'False', reason: Reason.HookRunning, message: lines(running) }, at);
   return setCondition(next, { type: 'Reconciling', status: 'True', reason: Reason.HookRunning, message: lines(running) }, at);
+}
+
+/**
+ * Deleting the sync (deletionPolicy Delete): the hook objects its targets' last hooked commits left, as Argo CD's
+ * cascading delete takes an application's hook objects with its other resources. A hook is never in the
+ * inventory; its record is the proof: only the object with the uid the record holds (never a successor under the
+ * same name) that our field manager applied with this target's marks is deleted, and none where the sync may not
+ * write (tenancy). Returns what it deleted, and the failures that should hold the finalizer.
+ */
+export async function deleteHookObjects(input: { client: ApplyClient; owner: Owner; hooks: readonly HookStatus[]; tenancy?: Actor }): Promise<{ deleted: string[]; failures: string[] }> {
+  const deleted: string[] = [];
+  const failures: string[] = [];
+  for (const record of input.hooks) {
+    if (record.uid === undefined) continue;
+    const object = { apiVersion: record.apiVersion, kind: record.kind, metadata: { name: record.name, ...(record.namespace === undefined ? {} : { namespace: record.namespace }) } };
+    if (input.tenancy !== undefined && refusedObjects(input.tenancy, [object]).length > 0) continue;
+    const id = objectId(object);
+    try {
+      const live = await input.client.get(id);
+      if (live === undefined || live.metadata.uid !== record.uid || !proven(live, input.owner)) continue;
+      if (live.metadata['deletionTimestamp'] === undefined) await input.client.delete(id, { apiVersion: live.apiVersion, uid: record.uid });
+      deleted.push(id);
+    } catch (error) {
+      // Gone, or replaced (the uid precondition failed) between the read and the delete: nothing of ours is left.
+      if (error instanceof ApiError && (error.status === 404 || error.status === 409)) continue;
+      failures.push(`${hookLabel(record)}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  return { deleted, failures };
 }

@@ -1,6 +1,6 @@
 import type { KubeObject } from '@syncline/apply';
 import { describe, expect, it } from 'vitest';
-import { formatDuration, hookObjectName, hookResult, hookRunKey, splitHooks } from './hooks.ts';
+import { formatDuration, hookObjectName, hookResult, hookRunKey, hookSummary, splitHooks } from './hooks.ts';
 
 const object = (kind: string, name: string, annotations?: Record<string, string>, extra: Record<string, unknown> = {}): KubeObject => ({
   apiVersion: kind === 'Job' ? 'batch/v1' : kind === 'PipelineRun' ? 'tekton.dev/v1' : 'v1',
@@ -99,5 +99,13 @@ describe('hookResult', () => {
 describe('formatDuration', () => {
   it('says seconds, minutes and hours as a Go duration would', () => {
     expect([formatDuration(12_400), formatDuration(184_000), formatDuration(3_720_000)]).toEqual(['12s', '3m4s', '1h2m']);
+  });
+});
+
+describe('hookSummary', () => {
+  it('counts the hooks of every target by phase, failures first, and is absent without hooks', () => {
+    const targets = [{ hooks: [{ phase: 'Succeeded' as const }, { phase: 'Running' as const }] }, { hooks: [{ phase: 'Succeeded' as const }, { phase: 'Failed' as const }] }, {}];
+    expect(hookSummary(targets)).toBe('1 Failed, 1 Running, 2 Succeeded');
+    expect(hookSummary([{}, { hooks: [] }])).toBeUndefined();
   });
 });

@@ -175,3 +175,16 @@ export function formatDuration(ms: number): string {
   if (minutes < 60) return `${minutes}m${seconds % 60 === 0 ? '' : `${seconds % 60}s`}`;
   return `${Math.floor(minutes / 60)}h${minutes % 60 === 0 ? '' : `${minutes % 60}m`}`;
 }
+
+const SUMMARY_ORDER = ['Failed', 'Running', 'Pending', 'Succeeded'] as const;
+
+/**
+ * The Hooks column: the targets' hooks counted by phase, failures first ("1 Failed, 2 Succeeded"); undefined when
+ * no target has hooks. It changes only with the hook records, so it costs no write of its own.
+ */
+export function hookSummary(targets: readonly { readonly hooks?: readonly { readonly phase: (typeof SUMMARY_ORDER)[number] }[] }[]): string | undefined {
+  const counts = new Map<string, number>();
+  for (const target of targets) for (const hook of target.hooks ?? []) counts.set(hook.phase, (counts.get(hook.phase) ?? 0) + 1);
+  if (counts.size === 0) return undefined;
+  return SUMMARY_ORDER.filter((phase) => counts.has(phase)).map((phase) => `${counts.get(phase) ?? 0} ${phase}`).join(', ');
+}

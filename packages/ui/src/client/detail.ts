@@ -5,7 +5,7 @@
 import { html } from 'htm/preact';
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import type { UiActivity, UiCommit, UiDeployDiff, UiObject, UiSyncDiff, UiTree, UiTreeNode } from '../model.ts';
+import type { UiActivity, UiCommit, UiDeployDiff, UiObject, UiSyncDiff, UiTree, UiTreeHook, UiTreeNode } from '../model.ts';
 import { Activity, Badge } from './overview.ts';
 import { getJson } from './store.ts';
 
@@ -169,6 +169,8 @@ function ResourceTree({ object: o }: { object: UiObject }): ComponentChildren {
     ${state.tree?.targets.map((t) => html`<div class="tree-target" data-target=${t.name}><h3>target ${t.name}${t.namespace === undefined ? '' : ` → ${t.namespace}`}${t.cluster === undefined ? '' : ` (cluster ${t.cluster})`}</h3>
       ${t.skipped !== undefined && html`<p class="hint">${t.skipped}</p>`}
       <ul class="tree-nodes">${t.nodes.map((n) => html`<${TreeNode} node=${n} />`)}</ul>
+      ${t.hooks !== undefined && t.hooks.length > 0 && html`<h4 class="tree-hooks-title">Hooks of commit <code>${(t.hooksRevision ?? '').slice(0, 12)}</code></h4>
+        <ul class="tree-nodes tree-hooks">${t.hooks.map((h) => html`<${HookNode} hook=${h} />`)}</ul>`}
       ${t.hidden > 0 && html`<p class="hint">${t.hidden} object(s) you may not get are not shown.</p>`}</div>`)}
   </section>`;
 }
@@ -178,6 +180,19 @@ function TreeNode({ node }: { node: UiTreeNode }): ComponentChildren {
     <span class="node-kind">${node.kind}</span> <code>${node.name}</code> <span class=${`health ${HEALTH_CLASS[node.health] ?? 'unknown'}`} title=${node.healthMessage}>${node.health}</span>${node.healthMessage !== '' && html` <span class="msg">${node.healthMessage}</span>`}
     ${node.events.length > 0 && html`<ul class="node-events">${node.events.map((e) => html`<li class=${`event ${e.type === 'Warning' ? 'warning' : 'normal'}`}><span class="reason">${e.reason}</span> <span class="msg">${e.message}</span>${e.count > 1 ? ` (x${e.count})` : ''}</li>`)}</ul>`}
     ${node.children.length > 0 && html`<ul class="tree-nodes">${node.children.map((c) => html`<${TreeNode} node=${c} />`)}</ul>`}
+  </li>`;
+}
+
+const HOOK_PHASE_CLASS: Record<string, string> = { Succeeded: 'good', Running: 'progressing', Pending: 'unknown', Failed: 'bad' };
+
+/** A hook of the last hooked commit: when it runs, its phase, how long it ran, its message; under it what its object owns (a Job's Pods). */
+function HookNode({ hook: h }: { hook: UiTreeHook }): ComponentChildren {
+  const node = h.node;
+  return html`<li class="tree-node tree-hook" data-hook=${`${h.hook}/${h.kind}/${h.name}`}>
+    <span class="hook-type">${h.hook}</span> <span class="node-kind">${h.kind}</span> <code>${h.name}</code> <span class=${`health hook-phase ${HOOK_PHASE_CLASS[h.phase] ?? 'unknown'}`}>${h.phase}</span>${h.duration !== undefined && html` <span class="hook-duration">${h.duration}</span>`}${h.message !== undefined && h.message !== '' && html` <span class="msg">${h.message}</span>`}
+    ${node === undefined && h.phase !== 'Pending' && html` <span class="hint">(its object is gone)</span>`}
+    ${node !== undefined && node.events.length > 0 && html`<ul class="node-events">${node.events.map((e) => html`<li class=${`event ${e.type === 'Warning' ? 'warning' : 'normal'}`}><span class="reason">${e.reason}</span> <span class="msg">${e.message}</span>${e.count > 1 ? ` (x${e.count})` : ''}</li>`)}</ul>`}
+    ${node !== undefined && node.children.length > 0 && html`<ul class="tree-nodes">${node.children.map((c) => html`<${TreeNode} node=${c} />`)}</ul>`}
   </li>`;
 }
 
