@@ -12,6 +12,9 @@ export default defineConfig({
           sequence: { groupOrder: 0 },
           include: ['packages/*/src/**/*.test.ts', 'test/**/*.test.ts', 'scripts/**/*.test.ts'],
           exclude: ['**/*.int.test.ts', '**/node_modules/**'],
+          // Some unit tests start a process (Node on the installed tree, git, a render engine): seconds each on a
+          // loaded 2-core machine, where vitest's 5 s default fails them while nothing is wrong.
+          testTimeout: 30_000,
         },
       },
       {
