@@ -104,7 +104,7 @@ describe('web UI: the resource tree on a cluster whose Pods run, with hooks', ()
   beforeAll(async () => {
     const executablePath = ensureChromium();
     // What `pnpm build:ui` does: the page's script and style, bundled by esbuild.
-    execFileSync(process.execPath, [join(root, 'packages', 'operator', 'src', 'ui', 'build.ts')], { stdio: 'inherit' });
+    execFileSync(process.execPath, [join(root, 'packages', 'ui', 'src', 'build.ts')], { stdio: 'inherit' });
     cluster = await startKwokCluster();
     const kc = new KubeConfig();
     kc.loadFromFile(cluster.kubeconfigPath);
