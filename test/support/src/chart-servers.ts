@@ -2,8 +2,8 @@
 // with the filesystem storage driver only, cached by content hash, on loopback) that the real `helm push` writes to, and a Helm repository (static files made by the
 // real `helm package` and `helm repo index`) served over HTTP or HTTPS, behind basic auth when asked.
 import { spawn, execFile } from 'node:child_process';
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import { createServer as createHttpServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, request as httpsRequest } from 'node:https';
 import { createServer as createNetServer } from 'node:net';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -51,28 +51,63 @@ async function freePort(): Promise<number> {
 }
 
 export interface OciRegistry extends AsyncDisposable {
-  /** host:port on 127.0.0.1 (plain HTTP). */
+  /** host:port on 127.0.0.1 (plain HTTP, or HTTPS when started with `tls`). */
   readonly host: string;
-  /** `helm push` of a packaged chart (.tgz) to oci://host/<repository>. */
+  /** `helm push` of a packaged chart (.tgz) to oci://host/<repository> (after `helm registry login` when auth is on). */
   push(archive: string, repository: string): Promise<void>;
+  /** The registry's own log (stderr), its last 64 KiB: what a test checks for leaked credentials. */
+  readonly log: () => string;
   close(): Promise<void>;
 }
 
-/** A distribution registry on loopback with its storage in a temporary directory (no auth: plain HTTP). */
-export async function startOciRegistry(options: GoToolOptions = {}): Promise<OciRegistry> {
+export interface OciRegistryOptions extends GoToolOptions {
+  /** Users the registry's htpasswd access controller admits (bcrypt, hashed by the registry binary itself). */
+  readonly auth?: { readonly username: string; readonly password: string };
+  /** Serve HTTPS with this key and certificate (its CA is what helm and the sync trust). */
+  readonly tls?: { readonly key: string; readonly cert: string; readonly ca: string };
+}
+
+/** The registry's configuration: filesystem storage under `dir`, htpasswd auth and TLS when asked. */
+function registryConfig(dir: string, port: number, options: OciRegistryOptions): string {
+  const lines = ['version: 0.1', 'log:', '  level: info', 'storage:', '  filesystem:', `    rootdirectory: ${join(dir, 'data')}`, '  delete:', '    enabled: true', 'http:', `  addr: 127.0.0.1:${port}`];
+  if (options.tls !== undefined) lines.push('  tls:', `    certificate: ${join(dir, 'tls.crt')}`, `    key: ${join(dir, 'tls.key')}`);
+  if (options.auth !== undefined) lines.push('auth:', '  htpasswd:', '    realm: syncline-test-registry', `    path: ${join(dir, 'htpasswd')}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * A distribution registry on loopback with its storage in a temporary directory: plain HTTP without auth, or,
+ * as private registries run, HTTPS with a private CA and basic auth checked against a bcrypt htpasswd file
+ * (distribution's `auth.htpasswd`; its docs require TLS with it).
+ */
+export async function startOciRegistry(options: OciRegistryOptions = {}): Promise<OciRegistry> {
   const [binary, helm] = await Promise.all([ensureRegistry(options), ensureHelm(options)]);
   const dir = await mkdtemp(join(tmpdir(), 'syncline-registry-'));
   const port = await freePort();
-  const config = ['version: 0.1', 'log:', '  level: warn', 'storage:', `  filesystem:`, `    rootdirectory: ${join(dir, 'data')}`, '  delete:', '    enabled: true', 'http:', `  addr: 127.0.0.1:${port}`, ''].join('\n');
-  await writeFile(join(dir, 'config.yml'), config);
-  const child = spawn(binary, ['serve', join(dir, 'config.yml')], { env: { PATH: process.env['PATH'] ?? '', HOME: dir, OTEL_TRACES_EXPORTER: 'none' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const env = { PATH: process.env['PATH'] ?? '', HOME: dir, OTEL_TRACES_EXPORTER: 'none' };
+  if (options.auth !== undefined) {
+    const hashed = await new Promise<string>((resolve, reject) => {
+      const child = execFile(binary, ['htpasswd', options.auth?.username ?? ''], { env }, (error, stdout) => (error === null ? resolve(stdout) : reject(error)));
+      child.stdin?.end(options.auth?.password);
+    });
+    await writeFile(join(dir, 'htpasswd'), hashed);
+  }
+  if (options.tls !== undefined) {
+    await writeFile(join(dir, 'tls.crt'), options.tls.cert);
+    await writeFile(join(dir, 'tls.key'), options.tls.key);
+    await writeFile(join(dir, 'ca.crt'), options.tls.ca);
+  }
+  await writeFile(join(dir, 'config.yml'), registryConfig(dir, port, options));
+  const child = spawn(binary, ['serve', join(dir, 'config.yml')], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
+  child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-65536)));
   const host = `127.0.0.1:${port}`;
+  const origin = `${options.tls === undefined ? 'http' : 'https'}://${host}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`the registry exited (${child.exitCode}): ${stderr}`);
-    const ready = await fetch(`http://${host}/v2/`).then((r) => r.ok, () => false);
+    // Up is any answer from /v2/: 200 open, 401 with auth on.
+    const ready = await probe(`${origin}/v2/`, options.tls?.ca);
     if (ready) break;
     if (Date.now() > deadline) throw new Error(`the registry did not answer within 60s: ${stderr}`);
     await new Promise((r) => setTimeout(r, 200));
@@ -85,14 +120,38 @@ export async function startOciRegistry(options: GoToolOptions = {}): Promise<Oci
     }
     await rm(dir, { recursive: true, force: true });
   };
+  const helmEnv = { PATH: process.env['PATH'] ?? '', HOME: dir, HELM_REGISTRY_CONFIG: join(dir, 'helm-registry.json'), HELM_CACHE_HOME: join(dir, 'helm-cache'), HELM_CONFIG_HOME: join(dir, 'helm-config') };
+  const transport = options.tls === undefined ? ['--plain-http'] : ['--ca-file', join(dir, 'ca.crt')];
+  let loggedIn = false;
   return {
     host,
+    log: () => stderr,
     push: async (archive, repository) => {
-      await run(helm, ['push', archive, `oci://${host}/${repository}`, '--plain-http'], { env: { PATH: process.env['PATH'] ?? '', HOME: dir, HELM_REGISTRY_CONFIG: join(dir, 'helm-registry.json'), HELM_CACHE_HOME: join(dir, 'helm-cache'), HELM_CONFIG_HOME: join(dir, 'helm-config') } });
+      if (options.auth !== undefined && !loggedIn) {
+        await new Promise<void>((resolve, reject) => {
+          const login = execFile(helm, ['registry', 'login', host, '--username', options.auth?.username ?? '', '--password-stdin', ...transport], { env: helmEnv }, (error) => (error === null ? resolve() : reject(error)));
+          login.stdin?.end(options.auth?.password);
+        });
+        loggedIn = true;
+      }
+      await run(helm, ['push', archive, `oci://${host}/${repository}`, ...transport], { env: helmEnv });
     },
     close,
     [Symbol.asyncDispose]: close,
   };
+}
+
+/** True when the URL answers at all (any status), trusting `ca` besides the system roots. */
+function probe(url: string, ca: string | undefined): Promise<boolean> {
+  return new Promise((resolve) => {
+    const request = (url.startsWith('https:') ? httpsRequest : httpRequest)(url, { method: 'GET', ...(ca === undefined ? {} : { ca }), timeout: 5_000 }, (response) => {
+      response.resume();
+      resolve(true);
+    });
+    request.on('error', () => resolve(false));
+    request.on('timeout', () => request.destroy());
+    request.end();
+  });
 }
 
 /** `helm package` of a chart directory into `into`: the archive's path. */

@@ -251,9 +251,11 @@ async function reconcileChart(run: SyncRun, source: Source): Promise<Step<Source
     return { ok: true, value: chart === undefined ? source : { ...source, chart } };
   } catch (error) {
     if (error instanceof StallError) return { ok: false, outcome: stalled(run, error.reason, error.message, source.revision) };
-    if (error instanceof ChartSourceError && !error.retryable) return { ok: false, outcome: stalled(run, Reason.FetchFailed, `chart: ${error.message}`, source.revision) };
+    // The message names the sync too: it travels beyond the object (events, logs, notifications).
+    const sync = `ConfigSync ${run.namespace}/${run.object.metadata.name}: chart`;
+    if (error instanceof ChartSourceError && !error.retryable) return { ok: false, outcome: stalled(run, Reason.FetchFailed, `${sync} ${error.message}`, source.revision) };
     const message = error instanceof ChartSourceError ? error.message : safeError(error).message;
-    return { ok: false, outcome: failed(run, Reason.FetchFailed, `chart: ${message}`, { kind: 'retry' }) };
+    return { ok: false, outcome: failed(run, Reason.FetchFailed, `${sync} ${message}`, { kind: 'retry' }) };
   }
 }
 
