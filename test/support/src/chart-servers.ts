@@ -87,7 +87,7 @@ export async function startOciRegistry(options: OciRegistryOptions = {}): Promis
   const env = { PATH: process.env['PATH'] ?? '', HOME: dir, OTEL_TRACES_EXPORTER: 'none' };
   if (options.auth !== undefined) {
     const hashed = await new Promise<string>((resolve, reject) => {
-      const child = execFile(binary, ['htpasswd', options.auth?.username ?? ''], { env }, (error, stdout) => (error === null ? resolve(stdout) : reject(error)));
+      const child = execFile(binary, ['htpasswd', options.auth?.username ?? ''], { env }, (error, stdout, stderr) => (error === null ? resolve(stdout) : reject(new Error(`the registry's htpasswd: ${stderr}`))));
       child.stdin?.end(options.auth?.password);
     });
     await writeFile(join(dir, 'htpasswd'), hashed);
@@ -129,7 +129,7 @@ export async function startOciRegistry(options: OciRegistryOptions = {}): Promis
     push: async (archive, repository) => {
       if (options.auth !== undefined && !loggedIn) {
         await new Promise<void>((resolve, reject) => {
-          const login = execFile(helm, ['registry', 'login', host, '--username', options.auth?.username ?? '', '--password-stdin', ...transport], { env: helmEnv }, (error) => (error === null ? resolve() : reject(error)));
+          const login = execFile(helm, ['registry', 'login', host, '--username', options.auth?.username ?? '', '--password-stdin', ...transport], { env: helmEnv }, (error, _stdout, stderr) => (error === null ? resolve() : reject(new Error(`helm registry login: ${stderr}`))));
           login.stdin?.end(options.auth?.password);
         });
         loggedIn = true;

@@ -58,7 +58,13 @@ export async function fetchPublishedChart(options: { rest: KubeRest; charts: Cha
   } catch (error) {
     // Which credentials were refused: the Secret by name (never its values), or none given.
     if (error instanceof ChartSourceError && error.code === ChartSourceErrorCode.AuthFailed) {
-      const used = repository.secretRef === undefined ? 'no spec.source.helm.repository.secretRef is set, and the server wants credentials' : `credentials from the Secret ${options.namespace}/${repository.secretRef.name}`;
+      const secret = repository.secretRef === undefined ? undefined : `the Secret ${options.namespace}/${repository.secretRef.name}`;
+      const used =
+        secret === undefined
+          ? 'no spec.source.helm.repository.secretRef is set, and the server wants credentials'
+          : request.auth === undefined
+            ? `${secret} holds no credentials (username and password, or .dockerconfigjson), and the server wants some`
+            : `credentials from ${secret}`;
       throw new ChartSourceError(ChartSourceErrorCode.AuthFailed, `${error.message}; ${used}`);
     }
     throw error;
