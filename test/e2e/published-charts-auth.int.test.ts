@@ -1,6 +1,7 @@
 // End to end: charts in private places, as Flux and Argo CD users keep them. A CNCF distribution registry over
 // HTTPS with a private CA and htpasswd (bcrypt) basic auth, the chart pushed by the real `helm registry login`
-// + `helm push`; a Helm repository behind basic auth. Credentials come from a Secret in the sync's namespace,
+// + `helm push`, and one using the Docker token flow (distribution's auth.token, a token service issuing ES256
+// JWTs); a Helm repository behind basic auth. Credentials come from a Secret in the sync's namespace,
 // with Flux HelmRepository's keys (username/password, ca.crt) or, for a registry, a kubernetes.io/dockerconfigjson
 // Secret as `kubectl create secret docker-registry` makes it. A wrong password fails the sync with a message
 // naming the ConfigSync, the registry and the chart, and the password appears in no status, event or log line;
@@ -35,6 +36,8 @@ describe('charts from a private OCI registry and a private Helm repository, end 
   let charts: HelmRepository & { down: boolean };
   let work: string;
   let caCert: string;
+  let ca: { key: string; cert: string };
+  let archive: string;
 
   const until = async (name: string, check: (cs: ConfigSync) => boolean, what: string, timeoutMs = 120_000): Promise<ConfigSync> => {
     let last: ConfigSync | undefined;
@@ -92,15 +95,16 @@ describe('charts from a private OCI registry and a private Helm repository, end 
     await repo.commit({ 'README.md': 'charts come from elsewhere\n' });
     ns = await testNamespace({ prefix: 'private-charts' });
     other = await testNamespace({ prefix: 'other-tenant' });
-    const ca = await createTestCa();
-    caCert = ca.caCert;
-    registry = await startOciRegistry({ auth: registryAuth, tls: { ...ca.server, ca: ca.caCert }, onProgress: progress });
+    const testCa = await createTestCa();
+    caCert = testCa.caCert;
+    ca = testCa.server;
+    registry = await startOciRegistry({ auth: registryAuth, tls: { ...ca, ca: caCert }, onProgress: progress });
     const dir = join(work, 'hello');
     cpSync(chartSource, dir, { recursive: true });
     writeFileSync(join(dir, 'Chart.yaml'), readFileSync(join(dir, 'Chart.yaml'), 'utf8').replace(/^version: .*$/m, 'version: 1.0.0'));
-    const archive = await helmPackage(dir, join(work, 'packages'), { onProgress: progress });
+    archive = await helmPackage(dir, join(work, 'packages'), { onProgress: progress });
     await registry.push(archive, 'charts');
-    charts = await startHelmRepository({ auth: repoAuth, tls: ca.server, onProgress: progress });
+    charts = await startHelmRepository({ auth: repoAuth, tls: ca, onProgress: progress });
     cpSync(archive, join(charts.dir, 'hello-1.0.0.tgz'));
     await charts.index();
     const engine = await ensureRenderEngine({ onProgress: progress });
@@ -179,6 +183,39 @@ describe('charts from a private OCI registry and a private Helm repository, end 
     const failing = await fetchFailed('docker-config', 'HTTP 401');
     expect(condition(failing, 'Ready')?.message).toContain(`the Secret ${ns.name}/regcred`);
     await expectNoPassword('docker-config');
+  });
+
+  it("a registry using the Docker token flow: the Secret's credentials buy a token for the chart's pull scope", async () => {
+    // given a registry whose 401 names a token service (distribution's auth.token), the chart pushed by helm through it
+    await using tokenRegistry = await startOciRegistry({ auth: registryAuth, tls: { ...ca, ca: caCert }, tokenAuth: true, onProgress: progress });
+    await tokenRegistry.push(archive, 'team/charts');
+    expect(tokenRegistry.tokenRequests.some((r) => r.granted && r.userAgent.startsWith('Helm/'))).toBe(true);
+    const tokenSync = (name: string, secretName: string) =>
+      configSync(ns.name, name, {
+        source: { git: { repo: repo.url, revision: 'main' }, helm: { repository: { url: `oci://${tokenRegistry.host}/team/charts`, chart: 'hello', version: '1.0.0', secretRef: { name: secretName } } } },
+        refreshInterval: '1h',
+        targets: [{ name: 'main', namespace: ns.name }],
+      });
+    await secret(ns.name, 'token-auth', { stringData: { username: registryAuth.username, password: registryAuth.password, 'ca.crt': caCert } });
+    await applyConfigSync(tokenSync('token-flow', 'token-auth'));
+    // then the sync gets a token for pulling the chart's repository, and the chart syncs
+    await ready('token-flow');
+    expect((await configMapData(ns.name, 'token-flow-hello'))?.['chartVersion']).toBe('1.0.0');
+    const ours = tokenRegistry.tokenRequests.filter((r) => r.userAgent === 'syncline');
+    expect(ours.length).toBeGreaterThan(0);
+    expect(ours.every((r) => r.granted && r.username === registryAuth.username)).toBe(true);
+    expect(ours.flatMap((r) => r.scopes)).toContain('repository:team/charts/hello:pull');
+
+    // when the password is wrong, the token service refuses it and the sync says so, naming what it must
+    await secret(ns.name, 'token-auth', { stringData: { username: registryAuth.username, password: wrongPassword, 'ca.crt': caCert } });
+    await askAgain('token-flow');
+    const failing = await fetchFailed('token-flow', "the registry's token service: HTTP 401");
+    const message = condition(failing, 'Ready')?.message ?? '';
+    expect(message).toContain(`ConfigSync ${ns.name}/token-flow`);
+    expect(message).toContain(`oci://${tokenRegistry.host}/team/charts/hello`);
+    expect(message).toContain(`the Secret ${ns.name}/token-auth`);
+    expect(tokenRegistry.tokenRequests.some((r) => r.userAgent === 'syncline' && !r.granted)).toBe(true);
+    for (const text of [JSON.stringify(failing.status), JSON.stringify(operator.logs), tokenRegistry.log()]) for (const password of allPasswords) expect(text).not.toContain(password);
   });
 
   it('a Secret in another namespace is never read: the reference has no namespace', async () => {

@@ -2,6 +2,7 @@
 // with the filesystem storage driver only, cached by content hash, on loopback) that the real `helm push` writes to, and a Helm repository (static files made by the
 // real `helm package` and `helm repo index`) served over HTTP or HTTPS, behind basic auth when asked.
 import { spawn, execFile } from 'node:child_process';
+import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
 import { createServer as createHttpServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, request as httpsRequest } from 'node:https';
 import { createServer as createNetServer } from 'node:net';
@@ -57,6 +58,8 @@ export interface OciRegistry extends AsyncDisposable {
   push(archive: string, repository: string): Promise<void>;
   /** The registry's own log (stderr), its last 64 KiB: what a test checks for leaked credentials. */
   readonly log: () => string;
+  /** What the token service was asked (empty unless started with tokenAuth). */
+  readonly tokenRequests: readonly TokenRequest[];
   close(): Promise<void>;
 }
 
@@ -65,14 +68,77 @@ export interface OciRegistryOptions extends GoToolOptions {
   readonly auth?: { readonly username: string; readonly password: string };
   /** Serve HTTPS with this key and certificate (its CA is what helm and the sync trust). */
   readonly tls?: { readonly key: string; readonly cert: string; readonly ca: string };
+  /**
+   * With `auth` (and `tls`): the Docker token flow instead of htpasswd. The registry's 401 names a token service
+   * (distribution's `auth.token`, trusting an ES256 key by its JWKS); the service, in this process, takes the
+   * user's basic credentials and issues a signed JWT granting the scopes asked for.
+   */
+  readonly tokenAuth?: boolean;
+}
+
+/** A token request the token service answered: who asked (never the password), for what, and whether granted. */
+export interface TokenRequest {
+  readonly username: string;
+  readonly scopes: readonly string[];
+  readonly userAgent: string;
+  readonly granted: boolean;
 }
 
 /** The registry's configuration: filesystem storage under `dir`, htpasswd auth and TLS when asked. */
-function registryConfig(dir: string, port: number, options: OciRegistryOptions): string {
+function registryConfig(dir: string, port: number, options: OciRegistryOptions, token: { realm: string } | undefined): string {
   const lines = ['version: 0.1', 'log:', '  level: info', 'storage:', '  filesystem:', `    rootdirectory: ${join(dir, 'data')}`, '  delete:', '    enabled: true', 'http:', `  addr: 127.0.0.1:${port}`];
   if (options.tls !== undefined) lines.push('  tls:', `    certificate: ${join(dir, 'tls.crt')}`, `    key: ${join(dir, 'tls.key')}`);
-  if (options.auth !== undefined) lines.push('auth:', '  htpasswd:', '    realm: syncline-test-registry', `    path: ${join(dir, 'htpasswd')}`);
+  if (token !== undefined) lines.push('auth:', '  token:', `    realm: ${token.realm}`, `    service: ${TOKEN_SERVICE}`, `    issuer: ${TOKEN_ISSUER}`, `    jwks: ${join(dir, 'jwks.json')}`, '    signingalgorithms:', '      - ES256');
+  else if (options.auth !== undefined) lines.push('auth:', '  htpasswd:', '    realm: syncline-test-registry', `    path: ${join(dir, 'htpasswd')}`);
   return `${lines.join('\n')}\n`;
+}
+
+const TOKEN_SERVICE = 'syncline-test-registry';
+const TOKEN_ISSUER = 'syncline-test-token-issuer';
+
+/**
+ * The token service of the Docker token flow: GET /token?service=…&scope=repository:name:pull,push with basic
+ * credentials answers {token, access_token}, an ES256 JWT (kid in the header, the key in the registry's JWKS)
+ * granting the scopes asked for; wrong credentials get 401. HTTPS with the registry's certificate.
+ */
+async function startTokenService(dir: string, auth: { username: string; password: string }, tls: { key: string; cert: string }): Promise<{ realm: string; requests: TokenRequest[]; close: () => Promise<void> }> {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const kid = 'syncline-test-key';
+  await writeFile(join(dir, 'jwks.json'), JSON.stringify({ keys: [{ ...publicKey.export({ format: 'jwk' }), kid, alg: 'ES256', use: 'sig' }] }));
+  const requests: TokenRequest[] = [];
+  const b64 = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const server = createHttpsServer({ key: tls.key, cert: tls.cert }, (req, res) => {
+    const url = new URL(req.url ?? '/', 'https://x');
+    const header = req.headers.authorization ?? '';
+    const decoded = header.startsWith('Basic ') ? Buffer.from(header.slice(6), 'base64').toString('utf8') : '';
+    const colon = decoded.indexOf(':');
+    const username = colon === -1 ? '' : decoded.slice(0, colon);
+    const granted = url.pathname === '/token' && colon !== -1 && username === auth.username && decoded.slice(colon + 1) === auth.password;
+    const scopes = url.searchParams.getAll('scope').flatMap((scope) => scope.split(' ')).filter((scope) => scope !== '');
+    requests.push({ username, scopes, userAgent: req.headers['user-agent'] ?? '', granted });
+    if (!granted) return void res.writeHead(401, { 'www-authenticate': 'Basic realm="token"', 'content-type': 'application/json' }).end('{"details":"unauthorized"}');
+    const now = Math.floor(Date.now() / 1000);
+    const access = scopes.flatMap((scope) => {
+      const match = /^([a-z]+):(.+):([a-z*,]+)$/.exec(scope);
+      return match === null ? [] : [{ type: match[1], name: match[2], actions: (match[3] ?? '').split(',') }];
+    });
+    const claims = { iss: TOKEN_ISSUER, sub: username, aud: url.searchParams.get('service') ?? '', exp: now + 300, nbf: now - 10, iat: now, jti: randomUUID(), access };
+    const signingInput = `${b64({ alg: 'ES256', typ: 'JWT', kid })}.${b64(claims)}`;
+    const signature = sign('sha256', Buffer.from(signingInput), { key: privateKey, dsaEncoding: 'ieee-p1363' }).toString('base64url');
+    const token = `${signingInput}.${signature}`;
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ token, access_token: token, expires_in: 300, issued_at: new Date().toISOString() }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (typeof address !== 'object' || address === null) throw new Error('no address');
+  return {
+    realm: `https://127.0.0.1:${address.port}/token`,
+    requests,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
 }
 
 /**
@@ -85,7 +151,9 @@ export async function startOciRegistry(options: OciRegistryOptions = {}): Promis
   const dir = await mkdtemp(join(tmpdir(), 'syncline-registry-'));
   const port = await freePort();
   const env = { PATH: process.env['PATH'] ?? '', HOME: dir, OTEL_TRACES_EXPORTER: 'none' };
-  if (options.auth !== undefined) {
+  const token = options.tokenAuth === true && options.auth !== undefined && options.tls !== undefined ? await startTokenService(dir, options.auth, options.tls) : undefined;
+  if (options.tokenAuth === true && token === undefined) throw new Error('tokenAuth needs auth and tls');
+  if (options.auth !== undefined && token === undefined) {
     const hashed = await new Promise<string>((resolve, reject) => {
       const child = execFile(binary, ['htpasswd', options.auth?.username ?? ''], { env }, (error, stdout, stderr) => (error === null ? resolve(stdout) : reject(new Error(`the registry's htpasswd: ${stderr}`))));
       child.stdin?.end(options.auth?.password);
@@ -97,7 +165,7 @@ export async function startOciRegistry(options: OciRegistryOptions = {}): Promis
     await writeFile(join(dir, 'tls.key'), options.tls.key);
     await writeFile(join(dir, 'ca.crt'), options.tls.ca);
   }
-  await writeFile(join(dir, 'config.yml'), registryConfig(dir, port, options));
+  await writeFile(join(dir, 'config.yml'), registryConfig(dir, port, options, token));
   const child = spawn(binary, ['serve', join(dir, 'config.yml')], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-65536)));
@@ -118,6 +186,7 @@ export async function startOciRegistry(options: OciRegistryOptions = {}): Promis
       child.kill('SIGTERM');
       await exited;
     }
+    await token?.close();
     await rm(dir, { recursive: true, force: true });
   };
   const helmEnv = { PATH: process.env['PATH'] ?? '', HOME: dir, HELM_REGISTRY_CONFIG: join(dir, 'helm-registry.json'), HELM_CACHE_HOME: join(dir, 'helm-cache'), HELM_CONFIG_HOME: join(dir, 'helm-config') };
@@ -126,6 +195,7 @@ export async function startOciRegistry(options: OciRegistryOptions = {}): Promis
   return {
     host,
     log: () => stderr,
+    tokenRequests: token?.requests ?? [],
     push: async (archive, repository) => {
       if (options.auth !== undefined && !loggedIn) {
         await new Promise<void>((resolve, reject) => {
