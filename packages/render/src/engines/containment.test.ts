@@ -112,6 +112,8 @@ describe('a render fetches nothing and runs nothing', () => {
       'ssh://git@git.example.com/org/repo.git//base?ref=main',
       'git::https://git.example.com/org/repo//base',
       'git.example.com/org/repo/base',
+      // a repository on the render process's own disk
+      'file:///srv/git/configs.git//base?ref=main',
     ];
     for (const remote of remotes) {
       const error = await failure(kustomize, { 'app/kustomization.yaml': kustomization(`resources:\n  - cm.yaml\n  - ${remote}\n`), 'app/cm.yaml': cm('a') }, 'app');
