@@ -1,6 +1,8 @@
 // Where tests get Helm charts from, as users do: an OCI registry (CNCF distribution, built from its Go module
-// with the filesystem storage driver only, cached by content hash, on loopback) that the real `helm push` writes to, and a Helm repository (static files made by the
-// real `helm package` and `helm repo index`) served over HTTP or HTTPS, behind basic auth when asked.
+// with the filesystem storage driver only, cached by content hash, on loopback) that the real `helm push` writes
+// to, open over plain HTTP or private (HTTPS with a test CA, htpasswd basic auth or the Docker token flow), and a
+// Helm repository (static files made by the real `helm package` and `helm repo index`) served over HTTP or
+// HTTPS, behind basic auth when asked.
 import { spawn, execFile } from 'node:child_process';
 import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
 import { createServer as createHttpServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
