@@ -68,6 +68,13 @@ describe('disaster recovery guards (NamespaceReplication)', () => {
     // The README's layout: the standby's credentials in the very namespace that is replicated.
     await core.createNamespacedSecret({ namespace: ops.name, body: { metadata: { name: 'dr-kubeconfig' }, stringData: { kubeconfig } } });
     await rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${ops.name}/remoteclusters`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'RemoteCluster', metadata: { name: 'dr' }, spec: { kubeconfigSecretRef: { name: 'dr-kubeconfig', key: 'kubeconfig' }, probeInterval: '5s' } } });
+    // A ConfigSync's chart credentials beside them (suspended: only its reference matters here).
+    await core.createNamespacedSecret({ namespace: ops.name, body: { metadata: { name: 'chart-auth' }, stringData: { username: 'robot', password: 'chart-Pass-1' } } });
+    await rest.request({
+      method: 'POST',
+      path: `/apis/syncline.dev/v1alpha1/namespaces/${ops.name}/configsyncs`,
+      body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: 'chart' }, spec: { suspend: true, source: { git: { repo: 'https://git.example.com/configs.git' }, helm: { repository: { url: 'oci://registry.example.com/charts', chart: 'web', secretRef: { name: 'chart-auth' } } } }, targets: [{ name: 'main', namespace: ops.name }] } },
+    });
     operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', ops.name, '--operator-namespace', ops.name] });
     const apps = kc.makeApiClient(AppsV1Api);
     for (const name of ['c1', 'c2', 'c3', 'c4', 'c5', 'c6']) await core.createNamespacedConfigMap({ namespace: ops.name, body: { metadata: { name }, data: { v: name } } });
@@ -80,7 +87,7 @@ describe('disaster recovery guards (NamespaceReplication)', () => {
     await ops[Symbol.asyncDispose]();
   });
 
-  it("replicates the namespace without the RemoteCluster's kubeconfig Secret, and counts what it left out", async () => {
+  it("replicates the namespace without the RemoteCluster's kubeconfig Secret or a ConfigSync's chart credentials, and counts what it left out", async () => {
     await applyNr('whole', { destination: { cluster: { name: 'dr' }, namespace: 'standby-a' } });
     const nr = await eventually(async () => {
       const n = await readNr('whole');
@@ -89,9 +96,10 @@ describe('disaster recovery guards (NamespaceReplication)', () => {
     expect(await standbyConfigMaps('standby-a')).toEqual(['c1', 'c2', 'c3', 'c4', 'c5', 'c6']);
     expect(await exists(() => drCore().readNamespacedSecret({ name: 'app-secret', namespace: 'standby-a' }))).toBe(true);
     expect(await exists(() => drKc.makeApiClient(AppsV1Api).readNamespacedDeployment({ name: 'web', namespace: 'standby-a' }))).toBe(true);
-    // never copied: the standby's own admin credentials
+    // never copied: the standby's own admin credentials, nor a ConfigSync's chart credentials
     expect(await exists(() => drCore().readNamespacedSecret({ name: 'dr-kubeconfig', namespace: 'standby-a' }))).toBe(false);
-    expect(nr.status?.excludedCredentials).toBe(1);
+    expect(await exists(() => drCore().readNamespacedSecret({ name: 'chart-auth', namespace: 'standby-a' }))).toBe(false);
+    expect(nr.status?.excludedCredentials).toBe(2);
     expect(JSON.stringify(nr.status)).not.toContain('certificate-authority-data');
     expect(condition(nr, 'PruneHeld')).toBeUndefined();
   }, 240_000);

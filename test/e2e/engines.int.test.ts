@@ -210,6 +210,27 @@ describe('Kustomize, Helm and Jsonnet repositories end to end', () => {
     await ready('jsonnet');
   });
 
+  it('a remote base is refused (RenderFailed naming the sync, the kustomization file and the reference), even one the operator could reach', async () => {
+    // given an overlay whose base is another repository on a Git server the operator reaches (Flux would refuse
+    // it with --no-remote-bases; Argo CD would clone it)
+    const shared = await git.createRepo('shared-bases');
+    await shared.commit({ 'base/kustomization.yaml': 'resources:\n  - cm.yaml\n', 'base/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-remote-base\ndata:\n  a: b\n' });
+    const remote = `${shared.url}//base?ref=main`;
+    await repo.commit({ 'remote/kustomization.yaml': `resources:\n  - cm.yaml\n  - ${remote}\n`, 'remote/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: local-part\ndata:\n  a: b\n' });
+    git.resetRequests();
+    await applyConfigSync(configSync(ns.name, 'remote-base', { source: { git: { repo: repo.url, revision: 'main', path: 'remote' } }, refreshInterval: '1h', targets: [{ name: 'main', namespace: ns.name }] }));
+    // then the sync stalls with RenderFailed, naming itself, the file and the reference
+    const cs = await until('remote-base', (c) => condition(c, 'Ready')?.reason === 'RenderFailed', 'RenderFailed');
+    expect(condition(cs, 'Stalled')?.status).toBe('True');
+    expect(condition(cs, 'Ready')?.message).toBe(
+      `ConfigSync ${ns.name}/remote-base: refused: kustomize: remote/kustomization.yaml: resources entry ${JSON.stringify(remote)} is a remote base or resource, and remote bases are not fetched: a render reads only the repository (vendor it into the repository)`,
+    );
+    // and nothing was fetched from the other repository, nor applied (not even the local part)
+    expect(git.requests('shared-bases')).toEqual({ infoRefs: 0, uploadPack: 0 });
+    expect(await absent(`/api/v1/namespaces/${ns.name}/configmaps/local-part`)).toBe(true);
+    expect(await absent(`/api/v1/namespaces/${ns.name}/configmaps/from-remote-base`)).toBe(true);
+  });
+
   it('syncline render previews an overlay and a chart locally, naming the engine of each object', () => {
     const cli = (args: readonly string[]): string => {
       const result = spawnSync(process.execPath, [join(import.meta.dirname, '..', '..', 'packages', 'cli', 'bin', 'syncline.js'), 'render', ...args, '--render-engine', engine], { encoding: 'utf8' });

@@ -135,7 +135,7 @@ const KustomizeFields = {
 
 export const KustomizeSource = z.object(KustomizeFields).meta({
   description:
-    'Render with Kustomize (`kustomize build` of the path, or of targets[].path). Also chosen without this field when the path holds a kustomization.yaml, as Flux does. Only files of the repository are read (root-only load restrictor); remote bases, exec functions and plugins are refused.',
+    'Render with Kustomize (`kustomize build` of the path, or of targets[].path). Also chosen without this field when the path holds a kustomization.yaml, as Flux does. Only files of the repository are read (root-only load restrictor); exec functions and plugins are refused, and so are remote bases and resources (a Git repo spec or URL in resources, components or bases, in any kustomization the build reads): RenderFailed naming the kustomization file and the entry; vendor them into the repository.',
 });
 
 export const HelmChartRepository = z
@@ -172,7 +172,7 @@ export const HelmChartRepository = z
       }),
     secretRef: LocalObjectReference.optional().meta({
       description:
-        'A Secret in this namespace: username and password (basic auth to the repository\'s own host; for a registry also what its token service is asked with) and ca.crt (PEM) to trust a private CA besides the system roots. Never sent to another host.',
+        'A Secret in this namespace (Flux HelmRepository\'s keys): username and password (basic auth to the repository\'s own host; for a registry also what its token service is asked with) and ca.crt (PEM) to trust a private CA besides the system roots; or, for an oci:// registry, a Secret of type kubernetes.io/dockerconfigjson (kubectl create secret docker-registry), whose .dockerconfigjson entry for the registry\'s host is used (ca.crt may sit beside it). Never sent to another host; refused credentials fail the sync (FetchFailed) naming the Secret, never its values.',
     }),
     insecure: z.boolean().default(false).meta({ description: 'OCI only: talk plain HTTP to the registry (helm --plain-http). Refused unless the operator runs with --allow-insecure-http.' }),
   })

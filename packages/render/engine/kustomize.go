@@ -41,6 +41,9 @@ func renderKustomize(files []File, input *KustomizeInput) ([]Object, error) {
 	if err := prepareKustomization(fs, dir, input); err != nil {
 		return nil, err
 	}
+	if err := refuseRemoteBases(fs, dir); err != nil {
+		return nil, err
+	}
 	options := krusty.MakeDefaultOptions()
 	// Only files under the kustomization's own root (bases are roots of their own); builtin plugins only, so
 	// no exec or container KRM function and no Go plugin runs; the order `kustomize build` prints.

@@ -4,3 +4,4 @@ export { createChartSource, defaultChartLimits } from './source.ts';
 export type { ChartSource, ChartSourceOptions, ChartRequest, ChartAuth, ChartLimits, FetchedChart } from './source.ts';
 export type { ChartFile } from './archive.ts';
 export { ChartSourceError, ChartSourceErrorCode } from './errors.ts';
+export { credentialsFromDockerConfig, registryHostOf } from './docker-config.ts';

@@ -4,7 +4,7 @@
 import { parse } from 'yaml';
 import { ChartSourceError, ChartSourceErrorCode } from './errors.ts';
 import { httpGet, statusError } from './http.ts';
-import { normalizeDigest, where } from './names.ts';
+import { normalizeDigest, redactUrl, where } from './names.ts';
 import type { ResolveContext, Resolution } from './types.ts';
 
 interface IndexEntry {
@@ -20,7 +20,8 @@ export async function resolveFromRepository(context: ResolveContext): Promise<Re
   const authorization = request.auth === undefined ? undefined : { origin, value: `Basic ${Buffer.from(`${request.auth.username}:${request.auth.password}`).toString('base64')}` };
   const get = (url: string, what: string, maxBytes: number) =>
     httpGet(context.transport, { url, ...(authorization === undefined ? {} : { authorization }), ...(request.ca === undefined ? {} : { ca: request.ca }), maxBytes, timeoutMs: limits.timeoutMs, what });
-  const indexWhat = `${base}/index.yaml`;
+  // The index is named with the chart asked for: a refusal of the index is a refusal of that chart.
+  const indexWhat = `${redactUrl(base)}/index.yaml (chart ${request.chart})`;
   const index = await get(`${base}/index.yaml`, indexWhat, limits.indexBytes);
   if (index.status !== 200) {
     const error = statusError(index.status, indexWhat);

@@ -1,9 +1,12 @@
 // Where tests get Helm charts from, as users do: an OCI registry (CNCF distribution, built from its Go module
-// with the filesystem storage driver only, cached by content hash, on loopback) that the real `helm push` writes to, and a Helm repository (static files made by the
-// real `helm package` and `helm repo index`) served over HTTP or HTTPS, behind basic auth when asked.
+// with the filesystem storage driver only, cached by content hash, on loopback) that the real `helm push` writes
+// to, open over plain HTTP or private (HTTPS with a test CA, htpasswd basic auth or the Docker token flow), and a
+// Helm repository (static files made by the real `helm package` and `helm repo index`) served over HTTP or
+// HTTPS, behind basic auth when asked.
 import { spawn, execFile } from 'node:child_process';
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
+import { createServer as createHttpServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, request as httpsRequest } from 'node:https';
 import { createServer as createNetServer } from 'node:net';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -51,28 +54,130 @@ async function freePort(): Promise<number> {
 }
 
 export interface OciRegistry extends AsyncDisposable {
-  /** host:port on 127.0.0.1 (plain HTTP). */
+  /** host:port on 127.0.0.1 (plain HTTP, or HTTPS when started with `tls`). */
   readonly host: string;
-  /** `helm push` of a packaged chart (.tgz) to oci://host/<repository>. */
+  /** `helm push` of a packaged chart (.tgz) to oci://host/<repository> (after `helm registry login` when auth is on). */
   push(archive: string, repository: string): Promise<void>;
+  /** The registry's own log (stderr), its last 64 KiB: what a test checks for leaked credentials. */
+  readonly log: () => string;
+  /** What the token service was asked (empty unless started with tokenAuth). */
+  readonly tokenRequests: readonly TokenRequest[];
   close(): Promise<void>;
 }
 
-/** A distribution registry on loopback with its storage in a temporary directory (no auth: plain HTTP). */
-export async function startOciRegistry(options: GoToolOptions = {}): Promise<OciRegistry> {
+export interface OciRegistryOptions extends GoToolOptions {
+  /** Users the registry's htpasswd access controller admits (bcrypt, hashed by the registry binary itself). */
+  readonly auth?: { readonly username: string; readonly password: string };
+  /** Serve HTTPS with this key and certificate (its CA is what helm and the sync trust). */
+  readonly tls?: { readonly key: string; readonly cert: string; readonly ca: string };
+  /**
+   * With `auth` (and `tls`): the Docker token flow instead of htpasswd. The registry's 401 names a token service
+   * (distribution's `auth.token`, trusting an ES256 key by its JWKS); the service, in this process, takes the
+   * user's basic credentials and issues a signed JWT granting the scopes asked for.
+   */
+  readonly tokenAuth?: boolean;
+}
+
+/** A token request the token service answered: who asked (never the password), for what, and whether granted. */
+export interface TokenRequest {
+  readonly username: string;
+  readonly scopes: readonly string[];
+  readonly userAgent: string;
+  readonly granted: boolean;
+}
+
+/** The registry's configuration: filesystem storage under `dir`, htpasswd auth and TLS when asked. */
+function registryConfig(dir: string, port: number, options: OciRegistryOptions, token: { realm: string } | undefined): string {
+  const lines = ['version: 0.1', 'log:', '  level: info', 'storage:', '  filesystem:', `    rootdirectory: ${join(dir, 'data')}`, '  delete:', '    enabled: true', 'http:', `  addr: 127.0.0.1:${port}`];
+  if (options.tls !== undefined) lines.push('  tls:', `    certificate: ${join(dir, 'tls.crt')}`, `    key: ${join(dir, 'tls.key')}`);
+  if (token !== undefined) lines.push('auth:', '  token:', `    realm: ${token.realm}`, `    service: ${TOKEN_SERVICE}`, `    issuer: ${TOKEN_ISSUER}`, `    jwks: ${join(dir, 'jwks.json')}`, '    signingalgorithms:', '      - ES256');
+  else if (options.auth !== undefined) lines.push('auth:', '  htpasswd:', '    realm: syncline-test-registry', `    path: ${join(dir, 'htpasswd')}`);
+  return `${lines.join('\n')}\n`;
+}
+
+const TOKEN_SERVICE = 'syncline-test-registry';
+const TOKEN_ISSUER = 'syncline-test-token-issuer';
+
+/**
+ * The token service of the Docker token flow: GET /token?service=…&scope=repository:name:pull,push with basic
+ * credentials answers {token, access_token}, an ES256 JWT (kid in the header, the key in the registry's JWKS)
+ * granting the scopes asked for; wrong credentials get 401. HTTPS with the registry's certificate.
+ */
+async function startTokenService(dir: string, auth: { username: string; password: string }, tls: { key: string; cert: string }): Promise<{ realm: string; requests: TokenRequest[]; close: () => Promise<void> }> {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const kid = 'syncline-test-key';
+  await writeFile(join(dir, 'jwks.json'), JSON.stringify({ keys: [{ ...publicKey.export({ format: 'jwk' }), kid, alg: 'ES256', use: 'sig' }] }));
+  const requests: TokenRequest[] = [];
+  const b64 = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const server = createHttpsServer({ key: tls.key, cert: tls.cert }, (req, res) => {
+    const url = new URL(req.url ?? '/', 'https://x');
+    const header = req.headers.authorization ?? '';
+    const decoded = header.startsWith('Basic ') ? Buffer.from(header.slice(6), 'base64').toString('utf8') : '';
+    const colon = decoded.indexOf(':');
+    const username = colon === -1 ? '' : decoded.slice(0, colon);
+    const granted = url.pathname === '/token' && colon !== -1 && username === auth.username && decoded.slice(colon + 1) === auth.password;
+    const scopes = url.searchParams.getAll('scope').flatMap((scope) => scope.split(' ')).filter((scope) => scope !== '');
+    requests.push({ username, scopes, userAgent: req.headers['user-agent'] ?? '', granted });
+    if (!granted) return void res.writeHead(401, { 'www-authenticate': 'Basic realm="token"', 'content-type': 'application/json' }).end('{"details":"unauthorized"}');
+    const now = Math.floor(Date.now() / 1000);
+    const access = scopes.flatMap((scope) => {
+      const match = /^([a-z]+):(.+):([a-z*,]+)$/.exec(scope);
+      return match === null ? [] : [{ type: match[1], name: match[2], actions: (match[3] ?? '').split(',') }];
+    });
+    const claims = { iss: TOKEN_ISSUER, sub: username, aud: url.searchParams.get('service') ?? '', exp: now + 300, nbf: now - 10, iat: now, jti: randomUUID(), access };
+    const signingInput = `${b64({ alg: 'ES256', typ: 'JWT', kid })}.${b64(claims)}`;
+    const signature = sign('sha256', Buffer.from(signingInput), { key: privateKey, dsaEncoding: 'ieee-p1363' }).toString('base64url');
+    const token = `${signingInput}.${signature}`;
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ token, access_token: token, expires_in: 300, issued_at: new Date().toISOString() }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (typeof address !== 'object' || address === null) throw new Error('no address');
+  return {
+    realm: `https://127.0.0.1:${address.port}/token`,
+    requests,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/**
+ * A distribution registry on loopback with its storage in a temporary directory: plain HTTP without auth, or,
+ * as private registries run, HTTPS with a private CA and basic auth checked against a bcrypt htpasswd file
+ * (distribution's `auth.htpasswd`; its docs require TLS with it).
+ */
+export async function startOciRegistry(options: OciRegistryOptions = {}): Promise<OciRegistry> {
   const [binary, helm] = await Promise.all([ensureRegistry(options), ensureHelm(options)]);
   const dir = await mkdtemp(join(tmpdir(), 'syncline-registry-'));
   const port = await freePort();
-  const config = ['version: 0.1', 'log:', '  level: warn', 'storage:', `  filesystem:`, `    rootdirectory: ${join(dir, 'data')}`, '  delete:', '    enabled: true', 'http:', `  addr: 127.0.0.1:${port}`, ''].join('\n');
-  await writeFile(join(dir, 'config.yml'), config);
-  const child = spawn(binary, ['serve', join(dir, 'config.yml')], { env: { PATH: process.env['PATH'] ?? '', HOME: dir, OTEL_TRACES_EXPORTER: 'none' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const env = { PATH: process.env['PATH'] ?? '', HOME: dir, OTEL_TRACES_EXPORTER: 'none' };
+  const token = options.tokenAuth === true && options.auth !== undefined && options.tls !== undefined ? await startTokenService(dir, options.auth, options.tls) : undefined;
+  if (options.tokenAuth === true && token === undefined) throw new Error('tokenAuth needs auth and tls');
+  if (options.auth !== undefined && token === undefined) {
+    const hashed = await new Promise<string>((resolve, reject) => {
+      const child = execFile(binary, ['htpasswd', options.auth?.username ?? ''], { env }, (error, stdout, stderr) => (error === null ? resolve(stdout) : reject(new Error(`the registry's htpasswd: ${stderr}`))));
+      child.stdin?.end(options.auth?.password);
+    });
+    await writeFile(join(dir, 'htpasswd'), hashed);
+  }
+  if (options.tls !== undefined) {
+    await writeFile(join(dir, 'tls.crt'), options.tls.cert);
+    await writeFile(join(dir, 'tls.key'), options.tls.key);
+    await writeFile(join(dir, 'ca.crt'), options.tls.ca);
+  }
+  await writeFile(join(dir, 'config.yml'), registryConfig(dir, port, options, token));
+  const child = spawn(binary, ['serve', join(dir, 'config.yml')], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
+  child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-65536)));
   const host = `127.0.0.1:${port}`;
+  const origin = `${options.tls === undefined ? 'http' : 'https'}://${host}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`the registry exited (${child.exitCode}): ${stderr}`);
-    const ready = await fetch(`http://${host}/v2/`).then((r) => r.ok, () => false);
+    // Up is any answer from /v2/: 200 open, 401 with auth on.
+    const ready = await probe(`${origin}/v2/`, options.tls?.ca);
     if (ready) break;
     if (Date.now() > deadline) throw new Error(`the registry did not answer within 60s: ${stderr}`);
     await new Promise((r) => setTimeout(r, 200));
@@ -83,16 +188,42 @@ export async function startOciRegistry(options: GoToolOptions = {}): Promise<Oci
       child.kill('SIGTERM');
       await exited;
     }
+    await token?.close();
     await rm(dir, { recursive: true, force: true });
   };
+  const helmEnv = { PATH: process.env['PATH'] ?? '', HOME: dir, HELM_REGISTRY_CONFIG: join(dir, 'helm-registry.json'), HELM_CACHE_HOME: join(dir, 'helm-cache'), HELM_CONFIG_HOME: join(dir, 'helm-config') };
+  const transport = options.tls === undefined ? ['--plain-http'] : ['--ca-file', join(dir, 'ca.crt')];
+  let loggedIn = false;
   return {
     host,
+    log: () => stderr,
+    tokenRequests: token?.requests ?? [],
     push: async (archive, repository) => {
-      await run(helm, ['push', archive, `oci://${host}/${repository}`, '--plain-http'], { env: { PATH: process.env['PATH'] ?? '', HOME: dir, HELM_REGISTRY_CONFIG: join(dir, 'helm-registry.json'), HELM_CACHE_HOME: join(dir, 'helm-cache'), HELM_CONFIG_HOME: join(dir, 'helm-config') } });
+      if (options.auth !== undefined && !loggedIn) {
+        await new Promise<void>((resolve, reject) => {
+          const login = execFile(helm, ['registry', 'login', host, '--username', options.auth?.username ?? '', '--password-stdin', ...transport], { env: helmEnv }, (error, _stdout, stderr) => (error === null ? resolve() : reject(new Error(`helm registry login: ${stderr}`))));
+          login.stdin?.end(options.auth?.password);
+        });
+        loggedIn = true;
+      }
+      await run(helm, ['push', archive, `oci://${host}/${repository}`, ...transport], { env: helmEnv });
     },
     close,
     [Symbol.asyncDispose]: close,
   };
+}
+
+/** True when the URL answers at all (any status), trusting `ca` besides the system roots. */
+function probe(url: string, ca: string | undefined): Promise<boolean> {
+  return new Promise((resolve) => {
+    const request = (url.startsWith('https:') ? httpsRequest : httpRequest)(url, { method: 'GET', ...(ca === undefined ? {} : { ca }), timeout: 5_000 }, (response) => {
+      response.resume();
+      resolve(true);
+    });
+    request.on('error', () => resolve(false));
+    request.on('timeout', () => request.destroy());
+    request.end();
+  });
 }
 
 /** `helm package` of a chart directory into `into`: the archive's path. */

@@ -33,6 +33,6 @@ export { JOB_OUTCOME_LABEL, JobOutcome, KWOK_TOOL, ensureKwok, kwokStages, start
 export type { KwokCluster } from './kwok.ts';
 export { tektonCrds, tektonRunStatus } from './tekton.ts';
 export { REGISTRY_VERSION, ensureRegistry, startOciRegistry, startHelmRepository, helmPackage } from './chart-servers.ts';
-export type { OciRegistry, HelmRepository } from './chart-servers.ts';
+export type { OciRegistry, OciRegistryOptions, TokenRequest, HelmRepository } from './chart-servers.ts';
 export { ensureVaultTransit, startVaultTransit } from './vault.ts';
 export type { VaultTransit } from './vault.ts';

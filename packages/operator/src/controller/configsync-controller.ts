@@ -41,6 +41,8 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
       ...(object.spec.valuesFrom ?? []).map((v) => `${namespace}/${v.kind}/${v.name}`),
       // The SOPS key Secret: a new or rotated key reconciles at once, as a valuesFrom change does.
       ...(object.spec.decryption?.secretRef !== undefined ? [`${namespace}/Secret/${object.spec.decryption.secretRef.name}`] : []),
+      // The chart's credentials: a fixed password is tried at once.
+      ...(object.spec.source.helm?.repository?.secretRef !== undefined ? [`${namespace}/Secret/${object.spec.source.helm.repository.secretRef.name}`] : []),
     ]);
   };
 
@@ -93,12 +95,16 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
       const spec = object['spec'] as ConfigSync['spec'] | undefined;
       const git = spec?.source?.git;
       const keys = spec?.decryption?.secretRef;
+      const chartAuth = spec?.source?.helm?.repository?.secretRef;
       return {
         apiVersion: object.apiVersion,
         kind: object.kind,
         metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion },
-        // secretRef, decryption: a NamespaceReplication never copies another shard's Git credentials or SOPS keys either.
-        spec: { source: { git: { repo: git?.repo, revision: git?.revision, ...(git?.secretRef === undefined ? {} : { secretRef: git.secretRef }) } }, ...(keys === undefined ? {} : { decryption: { secretRef: keys } }) },
+        // secretRefs, decryption: a NamespaceReplication never copies another shard's Git or chart credentials or SOPS keys either.
+        spec: {
+          source: { git: { repo: git?.repo, revision: git?.revision, ...(git?.secretRef === undefined ? {} : { secretRef: git.secretRef }) }, ...(chartAuth === undefined ? {} : { helm: { repository: { secretRef: chartAuth } } }) },
+          ...(keys === undefined ? {} : { decryption: { secretRef: keys } }),
+        },
       };
     },
     onEvent: () => undefined,

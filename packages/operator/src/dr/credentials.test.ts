@@ -14,19 +14,21 @@ const holders: CredentialHolders = {
   configSyncs: [
     { metadata: { namespace: 'shop' }, spec: { source: { git: { secretRef: { name: 'git-auth' } } } } },
     { metadata: { namespace: 'shop' }, spec: { source: { git: {} }, decryption: { secretRef: { name: 'sops-keys' } } } },
+    { metadata: { namespace: 'shop' }, spec: { source: { git: {}, helm: { repository: { secretRef: { name: 'regcred' } } } } } },
     { metadata: { namespace: 'other' }, spec: { source: { git: { secretRef: { name: 'app-values' } } } } },
   ],
   webhookSecret: { namespace: 'shop', name: 'webhook' },
 };
 
 describe('credentialSecretsIn', () => {
-  it("names every Secret of the namespace the operator uses: RemoteCluster kubeconfig, token and CA, Git credentials, the webhook's", () => {
+  it("names every Secret of the namespace the operator uses: RemoteCluster kubeconfig, token and CA, Git, SOPS and chart credentials, the webhook's", () => {
     expect(Object.fromEntries(credentialSecretsIn('shop', holders))).toEqual({
       'dr-kubeconfig': "a RemoteCluster's kubeconfig",
       'east-token': "a RemoteCluster's token",
       'east-ca': "a RemoteCluster's CA",
       'git-auth': "a ConfigSync's Git credentials",
       'sops-keys': "a ConfigSync's SOPS decryption keys",
+      regcred: "a ConfigSync's chart registry or repository credentials",
       webhook: "the webhook receiver's secret",
     });
   });

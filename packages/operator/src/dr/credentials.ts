@@ -1,7 +1,8 @@
 // Disaster recovery never copies the credentials the operator itself uses, pure. A RemoteCluster's kubeconfig
 // often lives in the very namespace being replicated (the standby's own RemoteCluster among them): copied, it
 // would hand whoever may read Secrets in the standby namespace the identity the operator writes there with,
-// often the standby's admin. The same holds for Git credentials, SOPS decryption keys and the webhook secret. Which Secrets those are
+// often the standby's admin. The same holds for Git credentials, chart registry and repository credentials, SOPS decryption keys
+// and the webhook secret. Which Secrets those are
 // comes from the objects that reference them (the operator's informer caches), never from the Secret's content
 // or labels.
 //
@@ -18,7 +19,10 @@ export type CredentialHolders = {
   }>;
   readonly configSyncs: ReadonlyArray<{
     readonly metadata: { readonly namespace?: string | undefined };
-    readonly spec?: { readonly source?: { readonly git?: { readonly secretRef?: { readonly name: string } | undefined } }; readonly decryption?: { readonly secretRef?: { readonly name: string } | undefined } | undefined };
+    readonly spec?: {
+      readonly source?: { readonly git?: { readonly secretRef?: { readonly name: string } | undefined }; readonly helm?: { readonly repository?: { readonly secretRef?: { readonly name: string } | undefined } | undefined } | undefined };
+      readonly decryption?: { readonly secretRef?: { readonly name: string } | undefined } | undefined;
+    };
   }>;
   /** The webhook receiver's Secret (--webhook-secret), when one is configured. */
   readonly webhookSecret?: { readonly namespace: string; readonly name: string } | undefined;
@@ -40,6 +44,7 @@ export function credentialSecretsIn(namespace: string, holders: CredentialHolder
     if ((cs.metadata.namespace ?? 'default') !== namespace) continue;
     add(cs.spec?.source?.git?.secretRef?.name, "a ConfigSync's Git credentials");
     add(cs.spec?.decryption?.secretRef?.name, "a ConfigSync's SOPS decryption keys");
+    add(cs.spec?.source?.helm?.repository?.secretRef?.name, "a ConfigSync's chart registry or repository credentials");
   }
   if (holders.webhookSecret?.namespace === namespace) add(holders.webhookSecret.name, "the webhook receiver's secret");
   return found;

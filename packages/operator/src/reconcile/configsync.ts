@@ -252,9 +252,11 @@ async function reconcileChart(run: SyncRun, source: Source): Promise<Step<Source
     return { ok: true, value: chart === undefined ? source : { ...source, chart } };
   } catch (error) {
     if (error instanceof StallError) return { ok: false, outcome: stalled(run, error.reason, error.message, source.revision) };
-    if (error instanceof ChartSourceError && !error.retryable) return { ok: false, outcome: stalled(run, Reason.FetchFailed, `chart: ${error.message}`, source.revision) };
+    // The message names the sync too: it travels beyond the object (events, logs, notifications).
+    const sync = `ConfigSync ${run.namespace}/${run.object.metadata.name}: chart`;
+    if (error instanceof ChartSourceError && !error.retryable) return { ok: false, outcome: stalled(run, Reason.FetchFailed, `${sync} ${error.message}`, source.revision) };
     const message = error instanceof ChartSourceError ? error.message : safeError(error).message;
-    return { ok: false, outcome: failed(run, Reason.FetchFailed, `chart: ${message}`, { kind: 'retry' }) };
+    return { ok: false, outcome: failed(run, Reason.FetchFailed, `${sync} ${message}`, { kind: 'retry' }) };
   }
 }
 
@@ -411,7 +413,12 @@ async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAc
       await renderAll(true);
     }
   } catch (error) {
-    if (error instanceof RenderError) return { ok: false, outcome: stalled(run, Reason.RenderFailed, truncate(`${error.message}${withheldNote(source)}`), source.revision) };
+    if (error instanceof RenderError) {
+      // What this operator refuses to let an engine do (a remote base, an exec function) names the sync refused:
+      // the message travels beyond the object (events, logs, notifications).
+      const refused = error.reason === RenderErrorReason.EngineRefused ? `ConfigSync ${run.namespace}/${run.object.metadata.name}: refused: ` : '';
+      return { ok: false, outcome: stalled(run, Reason.RenderFailed, truncate(`${refused}${error.message}${withheldNote(source)}`), source.revision) };
+    }
     if (error instanceof StallError) return { ok: false, outcome: stalled(run, error.reason, error.message, source.revision) };
     // The render process itself failed (not the repository's input): a fresh one starts on the retry.
     if (error instanceof EngineFailure) return { ok: false, outcome: failed(run, Reason.RenderFailed, error.message, { kind: 'retry' }) };

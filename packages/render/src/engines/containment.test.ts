@@ -104,16 +104,60 @@ describe('a render reads only the snapshot', () => {
 });
 
 describe('a render fetches nothing and runs nothing', () => {
-  it('a remote Git base is refused (no git is run)', async () => {
-    const error = await failure(kustomize, { 'app/kustomization.yaml': kustomization('resources:\n  - https://github.com/kubernetes-sigs/kustomize//examples/helloWorld?ref=v3.3.1\n') }, 'app');
-    expect(error.reason).toBe(RenderErrorReason.EngineRefused);
-    expect(error.message).toContain('remote bases are not fetched');
+  it('a remote Git base is refused before Kustomize reads it, naming the kustomization file and the entry', async () => {
+    const remotes = [
+      'https://github.com/kubernetes-sigs/kustomize//examples/helloWorld?ref=v3.3.1',
+      'github.com/kubernetes-sigs/kustomize/examples/helloWorld?ref=v3.3.1',
+      'git@github.com:org/repo.git//base',
+      'ssh://git@git.example.com/org/repo.git//base?ref=main',
+      'git::https://git.example.com/org/repo//base',
+      'git.example.com/org/repo/base',
+      // a repository on the render process's own disk
+      'file:///srv/git/configs.git//base?ref=main',
+    ];
+    for (const remote of remotes) {
+      const error = await failure(kustomize, { 'app/kustomization.yaml': kustomization(`resources:\n  - cm.yaml\n  - ${remote}\n`), 'app/cm.yaml': cm('a') }, 'app');
+      expect(error.reason).toBe(RenderErrorReason.EngineRefused);
+      expect(error.message).toBe(`kustomize: app/kustomization.yaml: resources entry ${JSON.stringify(remote)} is a remote base or resource, and remote bases are not fetched: a render reads only the repository (vendor it into the repository)`);
+    }
+  });
+
+  it('a remote base deep in a local base, a remote component and a legacy bases entry are refused too', async () => {
+    const nested = await failure(
+      kustomize,
+      {
+        'overlays/prod/kustomization.yaml': kustomization('resources:\n  - ../../base\n'),
+        'base/kustomization.yaml': kustomization('resources:\n  - cm.yaml\n  - https://git.example.com/org/shared.git//common?ref=v1\n'),
+        'base/cm.yaml': cm('a'),
+      },
+      'overlays/prod',
+    );
+    expect(nested.reason).toBe(RenderErrorReason.EngineRefused);
+    expect(nested.message).toContain('base/kustomization.yaml: resources entry "https://git.example.com/org/shared.git//common?ref=v1" is a remote base');
+    const component = await failure(kustomize, { 'app/kustomization.yaml': kustomization('components:\n  - github.com/org/repo//components/x?ref=v2\n') }, 'app');
+    expect(component.message).toContain('app/kustomization.yaml: components entry "github.com/org/repo//components/x?ref=v2" is a remote base');
+    const legacy = await failure(kustomize, { 'app/kustomization.yaml': kustomization('bases:\n  - github.com/org/repo//base?ref=v1\n') }, 'app');
+    expect(legacy.message).toContain('app/kustomization.yaml: resources entry "github.com/org/repo//base?ref=v1" is a remote base');
+  });
+
+  it('local entries that only look like hosts or URLs are read from the repository', async () => {
+    const objects = await renderWithEngine({
+      engine,
+      spec: kustomize,
+      files: files({ 'app/kustomization.yaml': kustomization('resources:\n  - example.com/cm.yaml\n  - conf.d\n'), 'app/example.com/cm.yaml': cm('hosted'), 'app/conf.d/kustomization.yaml': kustomization('resources:\n  - cm.yaml\n'), 'app/conf.d/cm.yaml': cm('confd') }),
+      path: 'app',
+      target: { name: 't', namespace: 'ns' },
+      source: { repo: 'https://git.example.com/r.git', revision: 'a'.repeat(40) },
+      discovery: createStaticDiscovery(),
+      releaseName: 'r',
+    });
+    expect(objects.map((o) => o.metadata.name).sort()).toEqual(['confd', 'hosted']);
   });
 
   it('a remote resource over HTTP is refused and no request leaves the process', async () => {
     const error = await failure(kustomize, { 'app/kustomization.yaml': kustomization(`resources:\n  - ${base}/cm.yaml\n`) }, 'app');
     expect(error.reason).toBe(RenderErrorReason.EngineRefused);
-    expect(error.message).toContain('network access is disabled');
+    expect(error.message).toContain(`app/kustomization.yaml: resources entry "${base}/cm.yaml" is a remote base or resource`);
     expect(requests).toBe(0);
   });
 
