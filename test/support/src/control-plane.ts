@@ -7,6 +7,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { downloadModules } from './go-tool.ts';
 
 const moduleDir = join(import.meta.dirname, '..', '..', 'control-plane');
 
@@ -82,6 +83,10 @@ export class MissingGoError extends Error {
   }
 }
 
+function buildEnv(): NodeJS.ProcessEnv {
+  return { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' };
+}
+
 /** Returns the path of the control-plane binary, building it when the cache has none for this source. */
 export async function ensureControlPlaneBinary(options: Pick<ControlPlaneOptions, 'cacheDir' | 'onProgress'> = {}): Promise<string> {
   const cacheDir = join(options.cacheDir ?? defaultCacheDir(), 'control-plane', buildKey());
@@ -92,6 +97,9 @@ export async function ensureControlPlaneBinary(options: Pick<ControlPlaneOptions
   if (go.error !== undefined || go.status !== 0) throw new MissingGoError();
 
   mkdirSync(cacheDir, { recursive: true });
+  // The modules first (network), then the compile: a caller may run other downloads beside the first and
+  // nothing beside the second.
+  await downloadModules('the test control plane', ['go', 'list', '-deps', '.'], moduleDir, buildEnv(), options);
   // Several processes may start at once (vitest workers, demo + tests): each builds aside, the first
   // rename wins and the others' identical binaries replace it harmlessly.
   const aside = `${binary}.${process.pid}.${randomBytes(4).toString('hex')}`;
@@ -100,7 +108,7 @@ export async function ensureControlPlaneBinary(options: Pick<ControlPlaneOptions
   await new Promise<void>((resolve, reject) => {
     const child = spawn('go', ['build', '-trimpath', `-ldflags=-s -w ${versionLdflags()}`, '-o', aside, '.'], {
       cwd: moduleDir,
-      env: { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' },
+      env: buildEnv(),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';

@@ -12,6 +12,7 @@ import { homedir, tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createTestRepo, runGit, type TestRepo, type TreeFile } from './git-server.ts';
+import { downloadModules } from './go-tool.ts';
 
 const run = promisify(execFile);
 
@@ -166,6 +167,12 @@ export async function ensureGiteaBinary(options: Pick<GiteaOptions, 'cacheDir' |
     throw new Error(`Gitea for the forge tests is built from its Go module and needs Go (${GITEA_MODULE.path}@${GITEA_MODULE.version} wants 1.26.2 or newer); 'go version' failed`);
   }
   await mkdir(root, { recursive: true });
+  // The module and what its build imports are downloaded before the lock is taken: network, not CPU, and safe
+  // beside other downloads into the same module cache (the go command locks it), so it overlaps other builds.
+  const downloadStarted = Date.now();
+  const moduleDir = await downloadModule();
+  options.onProgress?.(`downloaded ${GITEA_MODULE.path}@${GITEA_MODULE.version} in ${Math.round((Date.now() - downloadStarted) / 1000)}s`);
+  await downloadModules('Gitea', ['go', 'list', '-deps', '-tags', BUILD_TAGS, '.'], moduleDir, { ...goEnv(), GOFLAGS: '-mod=readonly -buildvcs=false' }, options);
   // Concurrent runs (two vitest processes, two worktrees) build once: one holds the lock, the others wait for
   // its result. The build still happens aside and is renamed into place, so a crash leaves nothing half-built.
   await using _lock = await buildLock(`${dir}.lock`, options.onProgress);
@@ -174,7 +181,6 @@ export async function ensureGiteaBinary(options: Pick<GiteaOptions, 'cacheDir' |
   try {
     options.onProgress?.(`building Gitea ${GITEA_MODULE.version} (first run on this machine; several minutes) with ${go.stdout.trim()}`);
     const started = Date.now();
-    const moduleDir = await downloadModule();
     const src = join(aside, 'src');
     await cp(moduleDir, src, { recursive: true });
     // The module cache is read-only; the copy must be removable.

@@ -1,11 +1,11 @@
 // vitest global setup for the `integration` project: one shared control plane for the whole run, or the
 // cluster named by SYNCLINE_TEST_KUBECONFIG when a user wants to test against their own; then the forge
-// tests' Gitea binary, when the run selected a test that starts Gitea.
+// tests' Gitea binary, when the run selected a test that starts Gitea. Every other tool (KWOK, the registry,
+// vault-transit, …) is built by the first test that needs it, in its beforeAll.
 import { isAbsolute, join, relative } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startControlPlane } from './control-plane.ts';
 import { ensureGiteaBinary } from './gitea.ts';
-import { ensureKwok } from './kwok.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -18,7 +18,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
   if (external !== undefined && external !== '') {
     project.provide('kubeconfig', external);
     if (needsGitea(project)) await buildGitea();
-    if (selects(project, KWOK_TESTS)) await buildKwok();
     return async () => {};
   }
   const started = Date.now();
@@ -26,7 +25,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
   console.log(`[control-plane] ready at ${controlPlane.server} in ${((Date.now() - started) / 1000).toFixed(1)}s`);
   project.provide('kubeconfig', controlPlane.kubeconfigPath);
   if (needsGitea(project)) await buildGitea();
-  if (selects(project, KWOK_TESTS)) await buildKwok();
   return () => controlPlane.stop();
 }
 
@@ -45,18 +43,6 @@ async function buildGitea(): Promise<void> {
 
 /** The test files that start Gitea (startGitea): a run that selects none of them does not build it. */
 const GITEA_TESTS = ['test/e2e/gitea.int.test.ts'];
-
-/** The test files that start simulated nodes (startKwokCluster): KWOK is built (minutes, once) only for them. */
-const KWOK_TESTS = ['test/e2e/hooks.int.test.ts', 'test/support/src/kwok.int.test.ts'];
-
-/** Like Gitea, KWOK is built before any test file runs, so a cold build counts against no test's timeout. */
-async function buildKwok(): Promise<void> {
-  try {
-    await ensureKwok({ onProgress: (line) => console.log(`[kwok] ${line}`) });
-  } catch (error) {
-    console.log(`[kwok] not built: ${error instanceof Error ? error.message : String(error)}`);
-  }
-}
 
 /**
  * Whether the run's file filters (`vitest run a b`: each a part of a path) select a file that starts Gitea.
