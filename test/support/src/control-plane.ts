@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { downloadModules } from './go-tool.ts';
+import { MissingGoError, downloadModules } from './go-tool.ts';
 
 const moduleDir = join(import.meta.dirname, '..', '..', 'control-plane');
 
@@ -72,16 +72,7 @@ function buildKey(): string {
   return hash.digest('hex').slice(0, 16);
 }
 
-export class MissingGoError extends Error {
-  constructor() {
-    super(
-      'The test control plane (test/control-plane) is built from the official Kubernetes Go modules and needs Go 1.26 or newer. ' +
-        'Install it (https://go.dev/dl, or your package manager), or point the tests at an existing cluster with ' +
-        'SYNCLINE_TEST_KUBECONFIG=/path/to/kubeconfig.',
-    );
-    this.name = 'MissingGoError';
-  }
-}
+export { MissingGoError };
 
 function buildEnv(): NodeJS.ProcessEnv {
   return { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' };

@@ -151,6 +151,19 @@ function goBuild(dir: string, output: string, onProgress: ((line: string) => voi
 }
 
 /**
+ * Downloads Gitea's module and what its build imports into the module cache: network, not CPU, and safe beside
+ * other downloads into the same module cache (the go command locks it), so it runs outside the build lock and
+ * overlaps other builds. Returns the module's directory in the module cache.
+ */
+export async function downloadGitea(options: Pick<GiteaOptions, 'onProgress'> = {}): Promise<string> {
+  const started = Date.now();
+  const moduleDir = await downloadModule();
+  options.onProgress?.(`downloaded ${GITEA_MODULE.path}@${GITEA_MODULE.version} in ${Math.round((Date.now() - started) / 1000)}s`);
+  await downloadModules('Gitea', ['go', 'list', '-deps', '-tags', BUILD_TAGS, '.'], moduleDir, { ...goEnv(), GOFLAGS: '-mod=readonly -buildvcs=false' }, options);
+  return moduleDir;
+}
+
+/**
  * Returns the Gitea binary and its static root, building them when the cache has none for this version.
  * A cold build downloads the module and its dependencies through the Go module proxy and compiles with
  * cgo (sqlite). `go install` refuses a module whose go.mod has replace directives, as Gitea's does, so
@@ -167,12 +180,7 @@ export async function ensureGiteaBinary(options: Pick<GiteaOptions, 'cacheDir' |
     throw new Error(`Gitea for the forge tests is built from its Go module and needs Go (${GITEA_MODULE.path}@${GITEA_MODULE.version} wants 1.26.2 or newer); 'go version' failed`);
   }
   await mkdir(root, { recursive: true });
-  // The module and what its build imports are downloaded before the lock is taken: network, not CPU, and safe
-  // beside other downloads into the same module cache (the go command locks it), so it overlaps other builds.
-  const downloadStarted = Date.now();
-  const moduleDir = await downloadModule();
-  options.onProgress?.(`downloaded ${GITEA_MODULE.path}@${GITEA_MODULE.version} in ${Math.round((Date.now() - downloadStarted) / 1000)}s`);
-  await downloadModules('Gitea', ['go', 'list', '-deps', '-tags', BUILD_TAGS, '.'], moduleDir, { ...goEnv(), GOFLAGS: '-mod=readonly -buildvcs=false' }, options);
+  const moduleDir = await downloadGitea(options);
   // Concurrent runs (two vitest processes, two worktrees) build once: one holds the lock, the others wait for
   // its result. The build still happens aside and is renamed into place, so a crash leaves nothing half-built.
   await using _lock = await buildLock(`${dir}.lock`, options.onProgress);

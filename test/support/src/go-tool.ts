@@ -11,7 +11,18 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, s
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { MissingGoError } from './control-plane.ts';
+
+/** Go is not installed: the control plane and every tool here are built from Go modules. */
+export class MissingGoError extends Error {
+  constructor() {
+    super(
+      'The test control plane (test/control-plane) is built from the official Kubernetes Go modules and needs Go 1.26 or newer. ' +
+        'Install it (https://go.dev/dl, or your package manager), or point the tests at an existing cluster with ' +
+        'SYNCLINE_TEST_KUBECONFIG=/path/to/kubeconfig.',
+    );
+    this.name = 'MissingGoError';
+  }
+}
 
 export interface GoTool {
   /** The binary's name in the cache, e.g. `sops`. */
@@ -33,6 +44,11 @@ export interface GoToolOptions {
   readonly cacheDir?: string;
   /** Called with one line of progress at a time. */
   readonly onProgress?: (line: string) => void;
+  /**
+   * Only download the modules the build needs, without the lock and without compiling: a run warms the
+   * module cache this way while something else compiles. The path returned is where the binary will be.
+   */
+  readonly downloadOnly?: boolean;
 }
 
 function defaultCacheDir(): string {
@@ -58,6 +74,7 @@ export async function ensureGoTool(tool: GoTool, options: GoToolOptions = {}): P
   // `go install -n` resolves and downloads everything the install needs, then only prints the build commands.
   // Outside any module, so `go install pkg@version` uses the tool's own go.mod and go.sum.
   await downloadModules(tool.name, ['go', ...installArgs(tool, '-n')], tmpdir(), toolEnv(tool, tmpdir()), options);
+  if (options.downloadOnly === true) return binary;
   return withBuildLock(join(cacheDir, 'tools', '.build-lock'), options, async () => {
     // Another process may have built it while this one waited for the lock.
     if (existsSync(binary)) return binary;
@@ -174,6 +191,7 @@ export async function ensureLocalGoBuild(build: LocalGoBuild, options: GoToolOpt
   const go = spawnSync('go', ['version'], { encoding: 'utf8' });
   if (go.error !== undefined || go.status !== 0) throw new MissingGoError();
   await downloadModules(build.name, build.download ?? ['go', 'list', '-deps', '.'], build.moduleDir, build.env ?? process.env, options);
+  if (options.downloadOnly === true) return binary;
   return withBuildLock(join(cacheDir, 'tools', '.build-lock'), options, async () => {
     if (existsSync(binary)) return binary;
     mkdirSync(dir, { recursive: true });
