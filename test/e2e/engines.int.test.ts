@@ -9,7 +9,7 @@ import { ensureRenderEngine, startGitServer, startOperator, type GitServer, type
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import type { ConfigSync } from '@syncline/operator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyConfigSync, condition, configSync, eventually, installCrds, readConfigSync, rest, untilConfigSync } from './harness.ts';
+import { applyConfigSync, condition, configSync, eventually, installCrds, rest, untilConfigSync } from './harness.ts';
 
 const testdata = join(import.meta.dirname, '..', '..', 'packages', 'render', 'src', 'engines', 'testdata');
 

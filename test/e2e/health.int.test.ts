@@ -6,7 +6,7 @@ import { startGitServer, startOperator, type GitServer, type OperatorProcess, ty
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import type { ConfigSync } from '@syncline/operator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyConfigSync, condition, configMapData, configMapYaml, configSync, eventually, installCrds, readConfigSync, rest, untilConfigSync } from './harness.ts';
+import { applyConfigSync, condition, configMapData, configMapYaml, configSync, installCrds, readConfigSync, rest, untilConfigSync } from './harness.ts';
 
 const deploymentYaml = (name: string, annotations = ''): string =>
   `apiVersion: apps/v1

@@ -11,7 +11,7 @@ import { createTestCa, ensureRenderEngine, helmPackage, startGitServer, startHel
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import type { ConfigSync } from '@syncline/operator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyConfigSync, condition, configMapData, configSync, eventually, installCrds, patchConfigSync, readConfigSync, rest, untilConfigSync } from './harness.ts';
+import { applyConfigSync, condition, configMapData, configSync, installCrds, patchConfigSync, rest, untilConfigSync } from './harness.ts';
 
 const chartSource = join(import.meta.dirname, '..', '..', 'packages', 'source-helm', 'src', 'testdata', 'hello');
 const progress = (line: string): void => console.log(`[published-charts] ${line}`);
