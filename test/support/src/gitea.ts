@@ -155,7 +155,7 @@ function goBuild(dir: string, output: string, onProgress: ((line: string) => voi
  * other downloads into the same module cache (the go command locks it), so it runs outside the build lock and
  * overlaps other builds. Returns the module's directory in the module cache.
  */
-export async function downloadGitea(options: Pick<GiteaOptions, 'onProgress'> = {}): Promise<string> {
+async function downloadGitea(options: Pick<GiteaOptions, 'onProgress'> = {}): Promise<string> {
   const started = Date.now();
   const moduleDir = await downloadModule();
   options.onProgress?.(`downloaded ${GITEA_MODULE.path}@${GITEA_MODULE.version} in ${Math.round((Date.now() - started) / 1000)}s`);
@@ -169,7 +169,7 @@ export async function downloadGitea(options: Pick<GiteaOptions, 'onProgress'> = 
  * cgo (sqlite). `go install` refuses a module whose go.mod has replace directives, as Gitea's does, so
  * the module's source is copied out of the module cache and built as the main module.
  */
-export async function ensureGiteaBinary(options: Pick<GiteaOptions, 'cacheDir' | 'onProgress'> = {}): Promise<GiteaBinary> {
+export async function ensureGiteaBinary(options: Pick<GiteaOptions, 'cacheDir' | 'onProgress'> & { readonly downloadOnly?: boolean } = {}): Promise<GiteaBinary> {
   const root = join(options.cacheDir ?? defaultCacheDir(), 'gitea');
   const dir = join(root, buildKey());
   const result = { binary: join(dir, 'gitea'), staticRoot: join(dir, 'static') };
@@ -179,8 +179,10 @@ export async function ensureGiteaBinary(options: Pick<GiteaOptions, 'cacheDir' |
   if (go.error !== undefined || go.status !== 0) {
     throw new Error(`Gitea for the forge tests is built from its Go module and needs Go (${GITEA_MODULE.path}@${GITEA_MODULE.version} wants 1.26.2 or newer); 'go version' failed`);
   }
-  await mkdir(root, { recursive: true });
   const moduleDir = await downloadGitea(options);
+  // Only the download (the integration setup warms the module cache this way while the control plane compiles).
+  if (options.downloadOnly === true) return result;
+  await mkdir(root, { recursive: true });
   // Concurrent runs (two vitest processes, two worktrees) build once: one holds the lock, the others wait for
   // its result. The build still happens aside and is renamed into place, so a crash leaves nothing half-built.
   await using _lock = await buildLock(`${dir}.lock`, options.onProgress);

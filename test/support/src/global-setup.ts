@@ -6,7 +6,7 @@ import { isAbsolute, join, relative } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startControlPlane } from './control-plane.ts';
 import { ensureHelm, ensureJsonnet, ensureKustomize } from './engine-tools.ts';
-import { downloadGitea, ensureGiteaBinary } from './gitea.ts';
+import { ensureGiteaBinary } from './gitea.ts';
 import { ensureGoTool } from './go-tool.ts';
 import { ensureKwok } from './kwok.ts';
 import { LOCAL_KMS_TOOL } from './local-kms.ts';
@@ -49,9 +49,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
  */
 async function downloadToolModules(): Promise<void> {
   const say = (line: string): void => console.log(`[modules] ${line}`);
+  // Each returns at once when its binary is cached: a warm run downloads nothing and runs no go command.
   const options = { downloadOnly: true, onProgress: say };
   const downloads: readonly (() => Promise<unknown>)[] = [
-    () => downloadGitea({ onProgress: say }),
+    () => ensureGiteaBinary(options),
     () => ensureRenderEngine(options),
     () => ensureKustomize(options),
     () => ensureJsonnet(options),
