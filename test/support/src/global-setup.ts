@@ -92,8 +92,8 @@ export function needsGitea(project: Pick<TestProject, 'vitest'> & { config: { ro
   return selects(project, GITEA_TESTS);
 }
 
-/** Whether the run has no file filters: every test file runs. */
-function selectsAll(project: Pick<TestProject, 'vitest'>): boolean {
+/** Whether the run has no file filters: every test file runs (and every tool's modules are downloaded ahead). */
+export function selectsAll(project: Pick<TestProject, 'vitest'>): boolean {
   const filters = (project.vitest as { filenamePattern?: readonly string[] }).filenamePattern;
   return filters === undefined || filters.length === 0;
 }
