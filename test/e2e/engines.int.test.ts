@@ -9,7 +9,7 @@ import { ensureRenderEngine, startGitServer, startOperator, type GitServer, type
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import type { ConfigSync } from '@syncline/operator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyConfigSync, condition, configSync, eventually, installCrds, readConfigSync, rest } from './harness.ts';
+import { applyConfigSync, condition, configSync, eventually, installCrds, rest, untilConfigSync } from './harness.ts';
 
 const testdata = join(import.meta.dirname, '..', '..', 'packages', 'render', 'src', 'engines', 'testdata');
 
@@ -35,17 +35,7 @@ describe('Kustomize, Helm and Jsonnet repositories end to end', () => {
   let operator: OperatorProcess;
   let engine: string;
 
-  const until = async (name: string, check: (cs: ConfigSync) => boolean, what: string, timeoutMs = 90_000): Promise<ConfigSync> => {
-    let last: ConfigSync | undefined;
-    try {
-      return await eventually(async () => {
-        const cs = (last = await readConfigSync(ns.name, name));
-        return cs.status?.observedGeneration === cs.metadata.generation && check(cs) ? cs : undefined;
-      }, `${name}: ${what}`, timeoutMs);
-    } catch (error) {
-      throw new Error(`${(error as Error).message}; last status: ${JSON.stringify(last?.status)}`);
-    }
-  };
+  const until = (name: string, check: (cs: ConfigSync) => boolean, what: string): Promise<ConfigSync> => untilConfigSync(ns.name, name, check, what, 90_000);
   const ready = (name: string): Promise<ConfigSync> => until(name, (c) => condition(c, 'Ready')?.status === 'True', 'Ready');
   const get = (path: string): Promise<Obj> => rest.request<Obj>({ method: 'GET', path });
   const absent = async (path: string): Promise<boolean> => {

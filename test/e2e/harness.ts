@@ -60,14 +60,21 @@ export function condition(cs: ConfigSync, type: string): { status: string; reaso
 }
 
 /** The ConfigSync once its Ready condition matches, observed for the current generation. */
-export async function waitForReady(namespace: string, name: string, check: (cs: ConfigSync) => boolean = () => true, timeoutMs = 30_000): Promise<ConfigSync> {
+export function waitForReady(namespace: string, name: string, check: (cs: ConfigSync) => boolean = () => true, timeoutMs = 30_000): Promise<ConfigSync> {
+  return untilConfigSync(namespace, name, (cs) => condition(cs, 'Ready')?.status === 'True' && check(cs), 'Ready', timeoutMs);
+}
+
+/**
+ * The ConfigSync once the operator has observed its current generation and `check` holds (`what` says what
+ * is awaited); on timeout the error carries the last status seen.
+ */
+export async function untilConfigSync(namespace: string, name: string, check: (cs: ConfigSync) => boolean, what: string, timeoutMs = 90_000): Promise<ConfigSync> {
   let last: ConfigSync | undefined;
   try {
     return await eventually(async () => {
       const cs = (last = await readConfigSync(namespace, name));
-      const ready = condition(cs, 'Ready');
-      return ready?.status === 'True' && cs.status?.observedGeneration === cs.metadata.generation && check(cs) ? cs : undefined;
-    }, `${namespace}/${name} to be Ready`, timeoutMs);
+      return cs.status?.observedGeneration === cs.metadata.generation && check(cs) ? cs : undefined;
+    }, `${namespace}/${name}: ${what}`, timeoutMs);
   } catch (error) {
     throw new Error(`${(error as Error).message}; last status: ${JSON.stringify(last?.status)}`);
   }

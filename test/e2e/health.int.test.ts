@@ -6,7 +6,7 @@ import { startGitServer, startOperator, type GitServer, type OperatorProcess, ty
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import type { ConfigSync } from '@syncline/operator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyConfigSync, condition, configMapData, configMapYaml, configSync, eventually, installCrds, readConfigSync, rest } from './harness.ts';
+import { applyConfigSync, condition, configMapData, configMapYaml, configSync, installCrds, readConfigSync, rest, untilConfigSync } from './harness.ts';
 
 const deploymentYaml = (name: string, annotations = ''): string =>
   `apiVersion: apps/v1
@@ -61,17 +61,7 @@ describe('health, waves and dependencies end to end', () => {
     const deployment = await rest.request<Deployment>({ method: 'GET', path: deploymentPath(name) });
     await rest.request({ method: 'PATCH', path: `${deploymentPath(name)}/status`, contentType: 'application/merge-patch+json', body: { status: status(deployment.metadata.generation ?? 1) } });
   };
-  const until = async (name: string, check: (cs: ConfigSync) => boolean, what: string, timeoutMs = 60_000): Promise<ConfigSync> => {
-    let last: ConfigSync | undefined;
-    try {
-      return await eventually(async () => {
-        const cs = (last = await readConfigSync(ns.name, name));
-        return cs.status?.observedGeneration === cs.metadata.generation && check(cs) ? cs : undefined;
-      }, `${name}: ${what}`, timeoutMs);
-    } catch (error) {
-      throw new Error(`${(error as Error).message}; last status: ${JSON.stringify(last?.status)}`);
-    }
-  };
+  const until = (name: string, check: (cs: ConfigSync) => boolean, what: string): Promise<ConfigSync> => untilConfigSync(ns.name, name, check, what, 60_000);
   const sync = (name: string, path: string, extra: Record<string, unknown> = {}) =>
     configSync(ns.name, name, { source: { git: { repo: repo.url, revision: 'main', path } }, refreshInterval: '1h', targets: [{ name: 'main', namespace: ns.name }], ...extra });
 

@@ -115,8 +115,9 @@ describe('hooks around a sync, with Pods that run', () => {
     };
   };
 
+  // The first run on a machine builds KWOK from its Go module here (about 10 min on a loaded 2-core machine).
   beforeAll(async () => {
-    cluster = await startKwokCluster();
+    cluster = await startKwokCluster({ onProgress: (line) => console.log(`[kwok] ${line}`) });
     const kc = new KubeConfig();
     kc.loadFromFile(cluster.kubeconfigPath);
     rest = await createKubeRest(kc);
@@ -125,7 +126,7 @@ describe('hooks around a sync, with Pods that run', () => {
     kubectl(['wait', '--for=condition=Established', 'crd/pipelineruns.tekton.dev', 'crd/configsyncs.syncline.dev', '--timeout=60s']);
     git = await startGitServer();
     operator = await startOperator({ kubeconfig: cluster.kubeconfigPath });
-  }, 900_000);
+  }, 1_800_000);
   afterAll(async () => {
     await operator?.stop();
     await git?.close();

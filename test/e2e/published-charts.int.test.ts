@@ -11,7 +11,7 @@ import { createTestCa, ensureRenderEngine, helmPackage, startGitServer, startHel
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import type { ConfigSync } from '@syncline/operator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyConfigSync, condition, configMapData, configSync, eventually, installCrds, patchConfigSync, readConfigSync, rest } from './harness.ts';
+import { applyConfigSync, condition, configMapData, configSync, installCrds, patchConfigSync, rest, untilConfigSync } from './harness.ts';
 
 const chartSource = join(import.meta.dirname, '..', '..', 'packages', 'source-helm', 'src', 'testdata', 'hello');
 const progress = (line: string): void => console.log(`[published-charts] ${line}`);
@@ -27,17 +27,7 @@ describe('charts from an OCI registry and a Helm repository, end to end', () => 
   let work: string;
   let engine: string;
 
-  const until = async (name: string, check: (cs: ConfigSync) => boolean, what: string, timeoutMs = 120_000): Promise<ConfigSync> => {
-    let last: ConfigSync | undefined;
-    try {
-      return await eventually(async () => {
-        const cs = (last = await readConfigSync(ns.name, name));
-        return cs.status?.observedGeneration === cs.metadata.generation && check(cs) ? cs : undefined;
-      }, `${name}: ${what}`, timeoutMs);
-    } catch (error) {
-      throw new Error(`${(error as Error).message}; last status: ${JSON.stringify(last?.status)}`);
-    }
-  };
+  const until = (name: string, check: (cs: ConfigSync) => boolean, what: string): Promise<ConfigSync> => untilConfigSync(ns.name, name, check, what, 120_000);
   const ready = (name: string): Promise<ConfigSync> => until(name, (c) => condition(c, 'Ready')?.status === 'True', 'Ready');
 
   /** The test chart at `version`, packaged by the real `helm package`. */

@@ -7,6 +7,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { MissingGoError, downloadModules } from './go-tool.ts';
 
 const moduleDir = join(import.meta.dirname, '..', '..', 'control-plane');
 
@@ -71,15 +72,10 @@ function buildKey(): string {
   return hash.digest('hex').slice(0, 16);
 }
 
-export class MissingGoError extends Error {
-  constructor() {
-    super(
-      'The test control plane (test/control-plane) is built from the official Kubernetes Go modules and needs Go 1.26 or newer. ' +
-        'Install it (https://go.dev/dl, or your package manager), or point the tests at an existing cluster with ' +
-        'SYNCLINE_TEST_KUBECONFIG=/path/to/kubeconfig.',
-    );
-    this.name = 'MissingGoError';
-  }
+export { MissingGoError };
+
+function buildEnv(): NodeJS.ProcessEnv {
+  return { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' };
 }
 
 /** Returns the path of the control-plane binary, building it when the cache has none for this source. */
@@ -92,6 +88,9 @@ export async function ensureControlPlaneBinary(options: Pick<ControlPlaneOptions
   if (go.error !== undefined || go.status !== 0) throw new MissingGoError();
 
   mkdirSync(cacheDir, { recursive: true });
+  // The modules first (network), then the compile: a caller may run other downloads beside the first and
+  // nothing beside the second.
+  await downloadModules('the test control plane', ['go', 'list', '-deps', '.'], moduleDir, buildEnv(), options);
   // Several processes may start at once (vitest workers, demo + tests): each builds aside, the first
   // rename wins and the others' identical binaries replace it harmlessly.
   const aside = `${binary}.${process.pid}.${randomBytes(4).toString('hex')}`;
@@ -100,7 +99,7 @@ export async function ensureControlPlaneBinary(options: Pick<ControlPlaneOptions
   await new Promise<void>((resolve, reject) => {
     const child = spawn('go', ['build', '-trimpath', `-ldflags=-s -w ${versionLdflags()}`, '-o', aside, '.'], {
       cwd: moduleDir,
-      env: { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' },
+      env: buildEnv(),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';

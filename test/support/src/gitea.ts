@@ -12,6 +12,7 @@ import { homedir, tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createTestRepo, runGit, type TestRepo, type TreeFile } from './git-server.ts';
+import { downloadModules } from './go-tool.ts';
 
 const run = promisify(execFile);
 
@@ -150,12 +151,25 @@ function goBuild(dir: string, output: string, onProgress: ((line: string) => voi
 }
 
 /**
+ * Downloads Gitea's module and what its build imports into the module cache: network, not CPU, and safe beside
+ * other downloads into the same module cache (the go command locks it), so it runs outside the build lock and
+ * overlaps other builds. Returns the module's directory in the module cache.
+ */
+async function downloadGitea(options: Pick<GiteaOptions, 'onProgress'> = {}): Promise<string> {
+  const started = Date.now();
+  const moduleDir = await downloadModule();
+  options.onProgress?.(`downloaded ${GITEA_MODULE.path}@${GITEA_MODULE.version} in ${Math.round((Date.now() - started) / 1000)}s`);
+  await downloadModules('Gitea', ['go', 'list', '-deps', '-tags', BUILD_TAGS, '.'], moduleDir, { ...goEnv(), GOFLAGS: '-mod=readonly -buildvcs=false' }, options);
+  return moduleDir;
+}
+
+/**
  * Returns the Gitea binary and its static root, building them when the cache has none for this version.
  * A cold build downloads the module and its dependencies through the Go module proxy and compiles with
  * cgo (sqlite). `go install` refuses a module whose go.mod has replace directives, as Gitea's does, so
  * the module's source is copied out of the module cache and built as the main module.
  */
-export async function ensureGiteaBinary(options: Pick<GiteaOptions, 'cacheDir' | 'onProgress'> = {}): Promise<GiteaBinary> {
+export async function ensureGiteaBinary(options: Pick<GiteaOptions, 'cacheDir' | 'onProgress'> & { readonly downloadOnly?: boolean } = {}): Promise<GiteaBinary> {
   const root = join(options.cacheDir ?? defaultCacheDir(), 'gitea');
   const dir = join(root, buildKey());
   const result = { binary: join(dir, 'gitea'), staticRoot: join(dir, 'static') };
@@ -165,6 +179,9 @@ export async function ensureGiteaBinary(options: Pick<GiteaOptions, 'cacheDir' |
   if (go.error !== undefined || go.status !== 0) {
     throw new Error(`Gitea for the forge tests is built from its Go module and needs Go (${GITEA_MODULE.path}@${GITEA_MODULE.version} wants 1.26.2 or newer); 'go version' failed`);
   }
+  const moduleDir = await downloadGitea(options);
+  // Only the download (the integration setup warms the module cache this way while the control plane compiles).
+  if (options.downloadOnly === true) return result;
   await mkdir(root, { recursive: true });
   // Concurrent runs (two vitest processes, two worktrees) build once: one holds the lock, the others wait for
   // its result. The build still happens aside and is renamed into place, so a crash leaves nothing half-built.
@@ -174,7 +191,6 @@ export async function ensureGiteaBinary(options: Pick<GiteaOptions, 'cacheDir' |
   try {
     options.onProgress?.(`building Gitea ${GITEA_MODULE.version} (first run on this machine; several minutes) with ${go.stdout.trim()}`);
     const started = Date.now();
-    const moduleDir = await downloadModule();
     const src = join(aside, 'src');
     await cp(moduleDir, src, { recursive: true });
     // The module cache is read-only; the copy must be removable.

@@ -2,14 +2,27 @@
 // official Go modules with `go install module/cmd@version` and cached by what goes into the build: the
 // first run on a machine builds (minutes), every later run finds the binary. A tool is built only when a
 // test that needs it asks for it, and one build runs at a time on a machine (a lock shared by every test
-// process), so a cold run never compiles two tools at once on a small machine.
+// process), so a cold run never compiles two tools at once on a small machine. A tool's modules are downloaded
+// into the shared module cache before the lock is taken: downloads are network, not CPU, the go command makes
+// concurrent downloads into one module cache safe, and so one tool's download overlaps another's compile.
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { MissingGoError } from './control-plane.ts';
+
+/** Go is not installed: the control plane and every tool here are built from Go modules. */
+export class MissingGoError extends Error {
+  constructor() {
+    super(
+      'The test control plane (test/control-plane) is built from the official Kubernetes Go modules and needs Go 1.26 or newer. ' +
+        'Install it (https://go.dev/dl, or your package manager), or point the tests at an existing cluster with ' +
+        'SYNCLINE_TEST_KUBECONFIG=/path/to/kubeconfig.',
+    );
+    this.name = 'MissingGoError';
+  }
+}
 
 export interface GoTool {
   /** The binary's name in the cache, e.g. `sops`. */
@@ -31,6 +44,11 @@ export interface GoToolOptions {
   readonly cacheDir?: string;
   /** Called with one line of progress at a time. */
   readonly onProgress?: (line: string) => void;
+  /**
+   * Only download the modules the build needs, without the lock and without compiling: a run warms the
+   * module cache this way while something else compiles. The path returned is where the binary will be.
+   */
+  readonly downloadOnly?: boolean;
 }
 
 function defaultCacheDir(): string {
@@ -51,6 +69,12 @@ export async function ensureGoTool(tool: GoTool, options: GoToolOptions = {}): P
   const dir = join(cacheDir, 'tools', tool.name, toolKey(tool));
   const binary = join(dir, tool.name);
   if (existsSync(binary)) return binary;
+  const go = spawnSync('go', ['version'], { encoding: 'utf8' });
+  if (go.error !== undefined || go.status !== 0) throw new MissingGoError();
+  // `go install -n` resolves and downloads everything the install needs, then only prints the build commands.
+  // Outside any module, so `go install pkg@version` uses the tool's own go.mod and go.sum.
+  await downloadModules(tool.name, ['go', ...installArgs(tool, '-n')], tmpdir(), toolEnv(tool, tmpdir()), options);
+  if (options.downloadOnly === true) return binary;
   return withBuildLock(join(cacheDir, 'tools', '.build-lock'), options, async () => {
     // Another process may have built it while this one waited for the lock.
     if (existsSync(binary)) return binary;
@@ -59,23 +83,55 @@ export async function ensureGoTool(tool: GoTool, options: GoToolOptions = {}): P
   });
 }
 
+function installArgs(tool: GoTool, ...extra: readonly string[]): string[] {
+  const args = ['install', ...extra, '-trimpath', `-ldflags=-s -w ${tool.ldflags ?? ''}`.trim()];
+  if (tool.tags !== undefined && tool.tags.length > 0) args.push(`-tags=${tool.tags.join(',')}`);
+  args.push(`${tool.pkg}@${tool.version}`);
+  return args;
+}
+
+function toolEnv(tool: GoTool, gobin: string): NodeJS.ProcessEnv {
+  return { ...process.env, GOBIN: gobin, GOTOOLCHAIN: 'local', CGO_ENABLED: tool.cgo === true ? '1' : '0', GOFLAGS: '' };
+}
+
+/**
+ * Runs a go command that downloads what a build needs into the module cache without compiling it (`go install
+ * -n`, `go list -deps`), outside the build lock. Best effort: when it fails, the build downloads what is
+ * missing itself and reports the error.
+ */
+export async function downloadModules(name: string, command: readonly [string, ...string[]], cwd: string, env: NodeJS.ProcessEnv, options: GoToolOptions): Promise<void> {
+  const started = Date.now();
+  const [file, ...args] = command;
+  const outcome = await new Promise<{ code: number | null; output: string; downloaded: boolean }>((resolve) => {
+    const child = spawn(file, args, { cwd, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    let output = '';
+    let downloaded = false;
+    child.stderr.on('data', (chunk: Buffer) => {
+      const text = chunk.toString();
+      downloaded ||= text.includes('go: downloading');
+      output = (output + text).slice(-2000);
+    });
+    child.on('error', (error) => resolve({ code: null, output: error.message, downloaded }));
+    child.on('close', (code) => resolve({ code, output, downloaded }));
+  });
+  const seconds = Math.round((Date.now() - started) / 1000);
+  if (outcome.code === 0) {
+    if (outcome.downloaded) options.onProgress?.(`downloaded the modules ${name} needs in ${seconds}s`);
+  } else options.onProgress?.(`${name}: downloading modules ahead of the build failed (the build will retry): ${outcome.output.trim().split('\n').at(-1) ?? ''}`);
+}
+
 async function buildTool(tool: GoTool, dir: string, binary: string, options: GoToolOptions): Promise<void> {
-  const go = spawnSync('go', ['version'], { encoding: 'utf8' });
-  if (go.error !== undefined || go.status !== 0) throw new MissingGoError();
   // Built aside, then renamed: a build that dies half way leaves nothing under the key.
   const aside = join(dir, `build-${process.pid}-${randomBytes(4).toString('hex')}`);
   mkdirSync(aside, { recursive: true });
   options.onProgress?.(`building ${tool.name} ${tool.version} from its Go module (first run on this machine; minutes)`);
   const started = Date.now();
-  const args = ['install', '-trimpath', `-ldflags=-s -w ${tool.ldflags ?? ''}`.trim()];
-  if (tool.tags !== undefined && tool.tags.length > 0) args.push(`-tags=${tool.tags.join(',')}`);
-  args.push(`${tool.pkg}@${tool.version}`);
   try {
     await new Promise<void>((resolve, reject) => {
-      const child = spawn('go', args, {
+      const child = spawn('go', installArgs(tool), {
         // Outside any module, so `go install pkg@version` uses the tool's own go.mod and go.sum.
         cwd: aside,
-        env: { ...process.env, GOBIN: aside, GOTOOLCHAIN: 'local', CGO_ENABLED: tool.cgo === true ? '1' : '0', GOFLAGS: '' },
+        env: toolEnv(tool, aside),
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let output = '';
@@ -109,6 +165,11 @@ export interface LocalGoBuild {
   readonly command: (out: string) => readonly [string, ...string[]];
   /** The build's environment (default: this process's). */
   readonly env?: NodeJS.ProcessEnv;
+  /**
+   * A go command run in the module's directory with `env` before the lock is taken, that downloads what the
+   * build needs without compiling it; default `go list -deps .` (the main package's imports, this platform).
+   */
+  readonly download?: readonly [string, ...string[]];
   /** What the progress line says is being built, e.g. "the registry (distribution v3.1.2) from its Go module". */
   readonly what: string;
 }
@@ -127,10 +188,12 @@ export async function ensureLocalGoBuild(build: LocalGoBuild, options: GoToolOpt
   const dir = join(cacheDir, ...build.cachePath);
   const binary = join(dir, build.binaryName);
   if (existsSync(binary)) return binary;
+  const go = spawnSync('go', ['version'], { encoding: 'utf8' });
+  if (go.error !== undefined || go.status !== 0) throw new MissingGoError();
+  await downloadModules(build.name, build.download ?? ['go', 'list', '-deps', '.'], build.moduleDir, build.env ?? process.env, options);
+  if (options.downloadOnly === true) return binary;
   return withBuildLock(join(cacheDir, 'tools', '.build-lock'), options, async () => {
     if (existsSync(binary)) return binary;
-    const go = spawnSync('go', ['version'], { encoding: 'utf8' });
-    if (go.error !== undefined || go.status !== 0) throw new MissingGoError();
     mkdirSync(dir, { recursive: true });
     // Built aside, then renamed: a build that dies half way leaves nothing under the key.
     const aside = `${binary}.${process.pid}.${randomBytes(4).toString('hex')}`;

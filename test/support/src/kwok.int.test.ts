@@ -27,9 +27,10 @@ describe('simulated nodes (KWOK)', () => {
     });
   const jobCondition = (name: string): string => kubectl(['get', 'job', name, '-o', 'jsonpath={range .status.conditions[?(@.status=="True")]}{.type}{" "}{end}']);
 
+  // The first run on a machine builds KWOK from its Go module here (about 10 min on a loaded 2-core machine).
   beforeAll(async () => {
-    cluster = await startKwokCluster();
-  }, 600_000);
+    cluster = await startKwokCluster({ onProgress: (line) => console.log(`[kwok] ${line}`) });
+  }, 1_800_000);
   afterAll(async () => {
     await cluster?.stop();
   });

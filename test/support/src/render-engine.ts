@@ -17,6 +17,8 @@ export function ensureRenderEngine(options: GoToolOptions = {}): Promise<string>
       cachePath: ['render-engine', moduleKey(moduleDir, files)],
       binaryName: 'syncline-render',
       command: (out) => ['sh', join(moduleDir, 'build.sh'), out],
+      // What build.sh sets, so downloading ahead of the lock resolves the same modules.
+      env: { ...process.env, CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' },
       what: 'syncline-render from packages/render/engine',
     },
     options,
