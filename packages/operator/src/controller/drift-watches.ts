@@ -64,6 +64,12 @@ export type DriftWatches = {
    * it is restarted, and `onStale` hears why (for the target's status).
    */
   version(id: string, remote?: RemoteClients, onStale?: (why: string) => void): string | null | undefined;
+  /**
+   * Whether a synced, healthy and fresh watch holds an object of `scope` (a group, Kind and namespace) carrying
+   * OWNER_LABEL `ownerLabel`: false when it holds none (an owner's LIST there would come back empty), undefined
+   * when no such watch covers the scope.
+   */
+  ownerSeen(scope: { readonly group: string; readonly kind: string; readonly namespace: string }, ownerLabel: string, remote?: RemoteClients): boolean | undefined;
   /** Why the drift of some of `ids` (in this cluster) cannot be watched, naming the kind and namespace; undefined when it can. */
   unwatched(ids: readonly string[]): string | undefined;
   /** Whether every drift watch in a remote cluster is listed and healthy. */
@@ -228,6 +234,16 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
       return entry.informer.get(namespace === '' ? name : `${namespace}/${name}`)?.metadata.resourceVersion ?? null;
     },
 
+    ownerSeen(scope, ownerLabel, remote) {
+      const entry = watches.get(scopeKey(`${scope.group}/${scope.kind}/${scope.namespace}/-`, remote));
+      if (entry === undefined || !entry.informer.isFresh(now())) return undefined;
+      for (const object of entry.informer.list()) {
+        if ((object.metadata.namespace ?? '') !== scope.namespace) continue;
+        if ((object.metadata['labels'] as Record<string, string> | undefined)?.[OWNER_LABEL] === ownerLabel) return true;
+      }
+      return false;
+    },
+
     unwatched(ids) {
       return unwatchedReasons(ids, scopeKey, (scope) => {
         const entry = watches.get(scope);
@@ -312,8 +328,9 @@ function driftInformer(input: { rest: KubeRest; budget: WatchBudget; path: strin
 }
 
 /**
- * What a managed-object watch keeps: identity, the owner mark, the generation and a digest of labels and
- * annotations (a change to either is drift), and the object's health in one line (kstatus).
+ * What a managed-object watch keeps: identity, the owner marks (OWNER_LABEL: whose objects a first apply need not
+ * list, see ownerSeen; OWNED_BY_ANNOTATION), the generation and a digest of labels and annotations (a change to
+ * either is drift), and the object's health in one line (kstatus).
  */
 export function projectManaged(object: KubeObject): KubeObject {
   const metadata = object.metadata as Record<string, unknown>;
@@ -322,7 +339,7 @@ export function projectManaged(object: KubeObject): KubeObject {
   return {
     apiVersion: object.apiVersion,
     kind: object.kind,
-    metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion, annotations: pickOwner(object), generation: metadata['generation'] },
+    metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion, labels: pickOwnerLabel(object), annotations: pickOwner(object), generation: metadata['generation'] },
     marks: createHash('sha256').update(marks).digest('base64url').slice(0, 22),
     health: `${health.status}|${health.reason ?? ''}|${health.message}`,
     ownWriteAt: writtenLastBy(object, DEFAULT_FIELD_MANAGER),
@@ -361,6 +378,11 @@ export function writtenLastBy(object: KubeObject, manager: string): string | und
 export function sameButStatus(before: KubeObject, after: KubeObject): boolean {
   const generation = after.metadata['generation'];
   return typeof generation === 'number' && before.metadata['generation'] === generation && before['marks'] === after['marks'];
+}
+
+function pickOwnerLabel(object: KubeObject): Record<string, string> {
+  const owner = (object.metadata['labels'] as Record<string, string> | undefined)?.[OWNER_LABEL];
+  return owner === undefined ? {} : { [OWNER_LABEL]: owner };
 }
 
 function pickOwner(object: KubeObject): Record<string, string> {
