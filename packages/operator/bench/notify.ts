@@ -23,6 +23,8 @@ const repo = await git.createRepo('configs');
 const template = (i: number, rev: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "{{ target.name }}-${i}"\ndata:\n  revision: "${rev}"\n`;
 const commitAll = (rev: string): Promise<string> => repo.commit(Object.fromEntries([1, 2, 3, 4, 5].map((i) => [`app/cm-${i}.yaml.hbs`, template(i, rev)])));
 let revision = await commitAll('r0');
+// What the image runs: the operator bundled into JavaScript (build/bundle.ts), for both operators.
+const bundle = await buildOperatorBundle();
 
 type Variant = { namespace: string; alerts: boolean; pid: number; allReadyMs: number; commitMs: number[]; cpuMs: number[]; requestsPerCommit: Record<string, number>[] };
 
@@ -44,9 +46,8 @@ async function setUp(namespace: string, alerts: boolean): Promise<Variant & { op
       rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/notificationalerts`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationAlert', metadata: { name: `s${i}` }, spec: { providerRef: { name: 'hook' }, eventSources: [{ kind: 'ConfigSync', name: `s${i}` }] } } }),
     );
   }
-  // What the image runs: the operator bundled into JavaScript (build/bundle.ts).
   const nodeArgs = flags.profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${flags.profile}/${namespace}`];
-  const operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', namespace], command: [process.execPath, ...OPERATOR_NODE_FLAGS, ...nodeArgs, await buildOperatorBundle()] });
+  const operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', namespace], command: [process.execPath, ...OPERATOR_NODE_FLAGS, ...nodeArgs, bundle] });
   // The NotificationAlerts' first status writes are setup, not reconcile work: wait them out before the syncs are created.
   while (alerts) {
     const list = await rest.request<{ items: { status?: { conditions?: { type: string; status: string }[] } }[] }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/notificationalerts` });

@@ -6,7 +6,7 @@
 // WebAssembly module and its own source text, ~18 MB of resident memory, plus every module's source kept as
 // TypeScript; the bundle loads none of that.
 import { build, type BuildOptions, type Plugin } from 'esbuild';
-import { chmod, readFile, rm } from 'node:fs/promises';
+import { chmod, readFile } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 
 const packageDir = join(import.meta.dirname, '..');
@@ -34,8 +34,11 @@ function sourceDirname(outdir: string): Plugin {
   };
 }
 
+/**
+ * Writes the bundle into `outdir`; returns its entry. Files are named by their content and only ever overwritten
+ * with the same bytes, so an operator still running an earlier build keeps finding the chunks it loads later.
+ */
 export async function buildOperatorBundle(outdir: string = OPERATOR_BUNDLE_DIR): Promise<string> {
-  await rm(outdir, { recursive: true, force: true });
   const common: BuildOptions = {
     bundle: true,
     platform: 'node',
