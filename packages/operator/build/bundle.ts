@@ -35,8 +35,9 @@ function sourceDirname(outdir: string): Plugin {
 }
 
 /**
- * Writes the bundle into `outdir`; returns its entry. Files are named by their content and only ever overwritten
- * with the same bytes, so an operator still running an earlier build keeps finding the chunks it loads later.
+ * Writes the bundle into `outdir`; returns its entry. Chunks are named by their content and nothing is removed
+ * first, so an operator started from an earlier build still finds the chunks it loads later (the entry and the
+ * worker, read at start, are written over).
  */
 export async function buildOperatorBundle(outdir: string = OPERATOR_BUNDLE_DIR): Promise<string> {
   const common: BuildOptions = {
