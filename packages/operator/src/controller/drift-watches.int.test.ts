@@ -134,6 +134,10 @@ describe("drift watches: whether a scope holds an owner's objects", () => {
       // An object of the owner, its label alone (the mark an owner's LIST selects by), is seen.
       await rest.request({ method: 'POST', path: `/api/v1/namespaces/${ns.name}/configmaps`, body: { ...configMap('app', 'mine'), metadata: { name: 'app', namespace: ns.name, labels: { [OWNER_LABEL]: 'mine' } } } });
       expect(await until(() => drift.ownerSeen(scope, 'mine') === true, 30_000)).toBe(true);
+      // Its label removed, then the other owner's object deleted: neither has anything there any more.
+      await rest.request({ method: 'PATCH', path: `/api/v1/namespaces/${ns.name}/configmaps/app`, contentType: 'application/merge-patch+json', body: { metadata: { labels: { [OWNER_LABEL]: null } } } });
+      await rest.request({ method: 'DELETE', path: `/api/v1/namespaces/${ns.name}/configmaps/theirs` });
+      expect(await until(() => drift.ownerSeen(scope, 'mine') === false && drift.ownerSeen(scope, 'theirs') === false, 30_000)).toBe(true);
       // A kind with no watch, and a watch not heard from within the window, vouch for nothing.
       expect(drift.ownerSeen({ ...scope, kind: 'Secret' }, 'mine')).toBeUndefined();
       skew = WATCH_FRESH_MS + 1_000;

@@ -18,7 +18,7 @@
 // target reads its objects (a LIST of its own kinds per namespace), restarts that watch, and says so in its status.
 import { createHash } from 'node:crypto';
 import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, healthOf, parseObjectId, type ApplyClient, type Discovery, type KubeObject as ApplyObject, type ResourceInfo } from '@syncline/apply';
-import { Informer, KubeApiError, WATCH_FRESH_MS, WatchBudgetError, type KubeObject, type KubeRest, type WatchBudget } from '@syncline/kube';
+import { Informer, KubeApiError, WATCH_FRESH_MS, WatchBudgetError, objectKey, type KubeObject, type KubeRest, type WatchBudget } from '@syncline/kube';
 import type { Logger } from 'pino';
 import type { TargetInventory } from '../api/v1alpha1.ts';
 import type { RemoteClients } from '../remote/clusters.ts';
@@ -78,7 +78,37 @@ export type DriftWatches = {
 };
 
 /** `claimed`: an inventory has named its scope (until then a per-namespace watch is kept for FRESH_WATCH_GRACE_MS). */
-type Watch = { readonly informer: Informer; readonly refused: Promise<void>; readonly startedAt: number; claimed: boolean; forbidden?: string };
+type Watch = { readonly informer: Informer; readonly owners: OwnerIndex; readonly refused: Promise<void>; readonly startedAt: number; claimed: boolean; forbidden?: string };
+
+/**
+ * The objects of a watch's cache by namespace and OWNER_LABEL value, kept as the cache changes (every event the
+ * informer sends, a relist's differences included, mirrors a change of its cache): whether an owner has anything
+ * in a namespace is one look, not a walk over every watched object per first apply.
+ */
+type OwnerIndex = { update(type: string, object: KubeObject): void; has(namespace: string, owner: string): boolean };
+
+function createOwnerIndex(): OwnerIndex {
+  const members = new Map<string, Set<string>>();
+  const placed = new Map<string, string>();
+  return {
+    update(type, object) {
+      const key = objectKey(object);
+      const before = placed.get(key);
+      if (before !== undefined) {
+        const set = members.get(before);
+        set?.delete(key);
+        if (set?.size === 0) members.delete(before);
+        placed.delete(key);
+      }
+      const owner = (object.metadata['labels'] as Record<string, string> | undefined)?.[OWNER_LABEL];
+      if (type === 'DELETED' || owner === undefined) return;
+      const at = `${object.metadata.namespace ?? ''}/${owner}`;
+      placed.set(key, at);
+      members.set(at, (members.get(at) ?? new Set()).add(key));
+    },
+    has: (namespace, owner) => members.has(`${namespace}/${owner}`),
+  };
+}
 type Refusal = { readonly at: number; readonly why: string };
 
 /** What the drift watches hold between calls. */
@@ -142,7 +172,9 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
     // the one namespace this watch is for; in a remote cluster, everywhere.
     const where = namespace ?? (info.namespaced && remote === undefined ? watchNamespace : undefined);
     const refused = Promise.withResolvers<void>();
+    const owners = createOwnerIndex();
     const informer = driftInformer({
+      owners,
       rest: remote?.rest ?? rest,
       budget,
       path: `${spec.group === '' ? '/api' : `/apis/${spec.group}`}/${info.version}${where === undefined ? '' : `/namespaces/${where}`}/${info.plural}`,
@@ -158,7 +190,7 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
         forget(scope);
       },
     });
-    const entry: Watch = { informer, refused: refused.promise, startedAt: now(), claimed: [...users.values()].some((scopes) => scopes.has(scope)) };
+    const entry: Watch = { informer, owners, refused: refused.promise, startedAt: now(), claimed: [...users.values()].some((scopes) => scopes.has(scope)) };
     watches.set(scope, entry);
     informer.start();
     return entry;
@@ -237,11 +269,7 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
     ownerSeen(scope, ownerLabel, remote) {
       const entry = watches.get(scopeKey(`${scope.group}/${scope.kind}/${scope.namespace}/-`, remote));
       if (entry === undefined || !entry.informer.isFresh(now())) return undefined;
-      for (const object of entry.informer.list()) {
-        if ((object.metadata.namespace ?? '') !== scope.namespace) continue;
-        if ((object.metadata['labels'] as Record<string, string> | undefined)?.[OWNER_LABEL] === ownerLabel) return true;
-      }
-      return false;
+      return entry.owners.has(scope.namespace, ownerLabel);
     },
 
     unwatched(ids) {
@@ -304,7 +332,7 @@ function missingWatches(
 }
 
 /** A label-selected watch of managed objects: a change someone else made wakes the owner the object names. */
-function driftInformer(input: { rest: KubeRest; budget: WatchBudget; path: string; onDrift: (ownedBy: string) => void; onError: (error: unknown) => void }): Informer {
+function driftInformer(input: { rest: KubeRest; budget: WatchBudget; path: string; owners: OwnerIndex; onDrift: (ownedBy: string) => void; onError: (error: unknown) => void }): Informer {
   return new Informer({
     budget: input.budget,
     rest: input.rest,
@@ -312,6 +340,7 @@ function driftInformer(input: { rest: KubeRest; budget: WatchBudget; path: strin
     labelSelector: OWNER_LABEL,
     project: projectManaged,
     onEvent: (type, object, previous) => {
+      input.owners.update(type, object);
       // Someone edited or deleted an object we manage: reconcile its owner (drift). ADDED is the initial
       // list or our own create: the apply that follows (or just ran) already covers it. A status-only
       // change (a controller's progress) matters only when it changes the object's health.
