@@ -58,9 +58,11 @@ WORKDIR /app
 COPY --from=build /app /app
 # Root-owned and 0755: the operator's user runs it and cannot replace it.
 COPY --from=render-engine --chown=0:0 --chmod=0755 /out/syncline-render /usr/local/bin/syncline-render
-# As root, before USER: `syncline` on PATH is the package's bin (packages/cli/bin/syncline.js), so
-# `docker run IMAGE status -A` works; the cache directory is the one path the operator's user may write.
-RUN ln -s /app/packages/cli/bin/syncline.js /usr/local/bin/syncline \
+# As root, before USER: `syncline` on PATH is the binary bundled into JavaScript by install-production.sh
+# (packages/cli/build/bundle.ts; the package's bin, packages/cli/bin/syncline.js, would run the .ts sources and
+# load Node's TypeScript stripper, ~18 MB more resident memory), so `docker run IMAGE status -A` works; the cache
+# directory is the one path the operator's user may write.
+RUN ln -s /app/packages/cli/dist/syncline/syncline.mjs /usr/local/bin/syncline \
  && mkdir -p /var/cache/syncline && chown 1000:1000 /var/cache/syncline
 # The base image's unprivileged `node` user, numerically so runAsNonRoot can verify it.
 USER 1000:1000

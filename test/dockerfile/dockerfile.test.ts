@@ -60,7 +60,7 @@ describe('Dockerfile', () => {
     expect(dockerfile).toMatch(/^ARG BASE_IMAGE=node:\$\{NODE_VERSION\}-bookworm-slim$/m);
     expect(dockerfile).toMatch(/^FROM \$\{BASE_IMAGE\} AS build$/m);
     expect(dockerfile).toMatch(/^RUN scripts\/install-production\.sh \/app/m);
-    expect(dockerfile).toMatch(/^RUN ln -s \/app\/packages\/cli\/bin\/syncline\.js \/usr\/local\/bin\/syncline/m);
+    expect(dockerfile).toMatch(/^RUN ln -s \/app\/packages\/cli\/dist\/syncline\/syncline\.mjs \/usr\/local\/bin\/syncline/m);
     // the user switch comes last: nothing after it may need root (image.int.test.ts builds it for real)
     const afterUser = dockerfile.slice(dockerfile.search(/^USER 1000:1000$/m));
     expect(afterUser).not.toMatch(/^RUN /m);
@@ -70,29 +70,31 @@ describe('Dockerfile', () => {
     expect(install.status).toBe(0);
   });
 
-  it('runs the CLI from the installed tree', () => {
+  it('runs the CLI from the installed tree, from its sources and from its JavaScript bundle', () => {
     // given the installed tree, when `syncline --help` runs from it, then it prints the usage
-    const help = spawnSync(process.execPath, ['packages/cli/bin/syncline.js', '--help'], { cwd: work, encoding: 'utf8' });
-    expect(help.stderr).toBe('');
-    expect(help.status).toBe(0);
-    expect(help.stdout).toMatch(/^ {2}run \[options\]\s+run the operator$/m);
+    for (const entry of ['packages/cli/bin/syncline.js', 'packages/cli/dist/syncline/syncline.mjs']) {
+      const help = spawnSync(process.execPath, [entry, '--help'], { cwd: work, encoding: 'utf8' });
+      expect(help.stderr, entry).toBe('');
+      expect(help.status, entry).toBe(0);
+      expect(help.stdout, entry).toMatch(/^ {2}run \[options\]\s+run the operator$/m);
+    }
   });
 
   it('runs `syncline` from PATH through the link the Dockerfile makes (the image\'s ENTRYPOINT)', async () => {
     // given the Dockerfile's link on a PATH, when `syncline --version` runs, then the bin answers
     const bin = join(work, 'usr-local-bin');
     await mkdir(bin);
-    await symlink(join(work, 'packages/cli/bin/syncline.js'), join(bin, 'syncline'));
+    await symlink(join(work, 'packages/cli/dist/syncline/syncline.mjs'), join(bin, 'syncline'));
     const version = spawnSync('syncline', ['--version'], { cwd: tmpdir(), encoding: 'utf8', env: { ...process.env, PATH: [bin, dirname(process.execPath), process.env['PATH'] ?? ''].join(delimiter) } });
     expect(version.stderr).toBe('');
     expect(version.status).toBe(0);
     expect(version.stdout).toMatch(/^syncline \d+\.\d+\.\d+/);
   });
 
-  it('renders templates from the installed tree (Handlebars and YAML load at runtime)', async () => {
+  it('renders templates from the installed tree\'s bundle (Handlebars and YAML load at runtime)', async () => {
     await mkdir(join(work, 'probe'));
     await writeFile(join(work, 'probe', 'cm.yaml.hbs'), 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{values.name}}\ndata:\n  env: {{quote target.name}}\n');
-    const render = spawnSync(process.execPath, ['packages/cli/src/main.ts', 'render', 'probe/cm.yaml.hbs', '--set', 'name=probe', '--target', 'prod'], { cwd: work, encoding: 'utf8' });
+    const render = spawnSync(process.execPath, ['packages/cli/dist/syncline/syncline.mjs', 'render', 'probe/cm.yaml.hbs', '--set', 'name=probe', '--target', 'prod'], { cwd: work, encoding: 'utf8' });
     expect(render.stderr).toBe('');
     expect(render.stdout).toContain('name: probe');
     expect(render.stdout).toContain('env: prod');

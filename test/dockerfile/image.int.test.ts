@@ -6,7 +6,7 @@
 import { startGitServer, startOperator, type GitServer, type OperatorProcess } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readlinkSync } from 'node:fs';
 import { copyFile, chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -90,6 +90,11 @@ describe('the image (Dockerfile, built with buildah, run as uid 1000 on a read-o
     expect(image.config.args).toEqual(['syncline', 'run', `--cache-dir=${CACHE_DIR}`]);
     expect(image.config.env).toEqual(expect.arrayContaining(['NODE_ENV=production', 'NODE_OPTIONS=--max-semi-space-size=8']));
     expect(image.config.cwd).toBe('/app');
+  });
+
+  it('runs `syncline` as JavaScript: the operator bundle, not the .ts sources (no TypeScript stripper in the process)', () => {
+    expect(readlinkSync(join(image.rootfs, 'usr', 'local', 'bin', 'syncline'))).toBe('/app/packages/cli/dist/syncline/syncline.mjs');
+    for (const file of ['syncline.mjs', 'index-pack-worker.mjs']) expect(existsSync(join(image.rootfs, 'app', 'packages', 'cli', 'dist', 'syncline', file)), file).toBe(true);
   });
 
   it("ships the web UI's bundled page (what --ui-addr serves)", () => {

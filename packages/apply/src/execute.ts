@@ -145,6 +145,13 @@ export async function readLive(options: {
   inventory: Inventory;
   owner?: Owner;
   proven?: ReadonlyMap<string, ProvenObject>;
+  /**
+   * Whether a watch vouches that no object of the scope carries the owner's OWNER_LABEL: the owner's LIST of
+   * that scope would come back empty, so it is not sent (what is desired there is resolved as after an empty
+   * LIST). Only for a scope the watch holds nothing of the owner in: objects it does hold are listed, their
+   * managedFields being the proof a lost status write's objects are ours to prune.
+   */
+  ownerAbsent?: (scope: { group: string; kind: string; namespace: string }) => boolean;
   concurrency?: number;
   signal?: AbortSignal;
 }): Promise<LiveState> {
@@ -177,7 +184,8 @@ export async function readLive(options: {
     const [group = '', kind = '', namespace = ''] = scope.split('/');
     try {
       if (selector !== undefined) {
-        const owned = new Map((await options.client.list({ group, kind, namespace, labelSelector: selector }, options.signal)).map((o) => [objectId(o), o]));
+        const vouched = options.ownerAbsent?.({ group, kind, namespace }) === true;
+        const owned = new Map(vouched ? [] : (await options.client.list({ group, kind, namespace, labelSelector: selector }, options.signal)).map((o) => [objectId(o), o]));
         const missing = [...ids].filter((id) => !owned.has(id));
         // Marked ours but not asked about: kept, so the planner can prune what a lost status write left unrecorded
         // (when its managedFields prove our apply: the LIST returns them, and marks alone prove nothing).

@@ -1,14 +1,15 @@
 // `pnpm bench notify [--syncs 200] [--rounds 5] [--profile DIR]`: the reconcile figures of `bench operator` (N
 // ConfigSyncs × 5 objects on one repo, the real control plane and the real operator process) in two namespaces,
-// each with its own operator: one without notifications, one with one NotificationAlert per sync sending every event to one
+// each with its own operator (the JavaScript bundle the image runs): one without notifications, one with one NotificationAlert per sync sending every event to one
 // webhook NotificationProvider (a real HTTP receiver). Prints, per variant, the time until all Ready and the median time a
 // new commit takes to reach all syncs (rounds alternate between the variants), the operator's CPU per commit, and
 // the API server requests each new commit caused (leases apart): the notifications must add none (the Events
 // they are made of are recorded either way). DIR gets both operators' CPU profiles (DIR/<namespace>/).
 import type { ConfigSync } from '@syncline/operator';
-import { startHttpReceiver, startOperator } from '@syncline/test-support';
+import { OPERATOR_NODE_FLAGS, startHttpReceiver, startOperator } from '@syncline/test-support';
 import { parseArgs } from 'node:util';
 import { benchEnvironment, cpuSeconds, diff, pool, requestCounts, sleep } from './_environment.ts';
+import { buildOperatorBundle } from './_bundle.ts';
 
 const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, rounds: { type: 'string', default: '5' }, profile: { type: 'string' } } });
 const SYNCS = Number(flags.syncs);
@@ -22,6 +23,8 @@ const repo = await git.createRepo('configs');
 const template = (i: number, rev: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "{{ target.name }}-${i}"\ndata:\n  revision: "${rev}"\n`;
 const commitAll = (rev: string): Promise<string> => repo.commit(Object.fromEntries([1, 2, 3, 4, 5].map((i) => [`app/cm-${i}.yaml.hbs`, template(i, rev)])));
 let revision = await commitAll('r0');
+// What the image runs: the operator bundled into JavaScript (packages/cli/build/bundle.ts), for both operators.
+const bundle = buildOperatorBundle();
 
 type Variant = { namespace: string; alerts: boolean; pid: number; allReadyMs: number; commitMs: number[]; cpuMs: number[]; requestsPerCommit: Record<string, number>[] };
 
@@ -43,7 +46,8 @@ async function setUp(namespace: string, alerts: boolean): Promise<Variant & { op
       rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/notificationalerts`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationAlert', metadata: { name: `s${i}` }, spec: { providerRef: { name: 'hook' }, eventSources: [{ kind: 'ConfigSync', name: `s${i}` }] } } }),
     );
   }
-  const operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', namespace], ...(flags.profile === undefined ? {} : { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${flags.profile}/${namespace}`] }) });
+  const nodeArgs = flags.profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${flags.profile}/${namespace}`];
+  const operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', namespace], command: [process.execPath, ...OPERATOR_NODE_FLAGS, ...nodeArgs, bundle] });
   // The NotificationAlerts' first status writes are setup, not reconcile work: wait them out before the syncs are created.
   while (alerts) {
     const list = await rest.request<{ items: { status?: { conditions?: { type: string; status: string }[] } }[] }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/notificationalerts` });

@@ -1,4 +1,5 @@
-// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed] [--encrypted] [--trigger webhook|annotation] [--heap-snapshot DIR] [--engine handlebars|kustomize|helm] [--engines]`
+// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed] [--encrypted] [--trigger webhook|annotation] [--sources] [--heap-snapshot DIR] [--engine handlebars|kustomize|helm] [--engines]`
+// (--sources: runs the operator's .ts sources rather than the JavaScript bundle the image runs, packages/cli/build/bundle.ts)
 // (--engine: what renders the syncs, see _engines.ts; --engines: all three runs side by side)
 // (--heap-snapshot: DIR gets a heap snapshot of the operator when the new commit is everywhere, the RSS peak's neighbourhood;
 // `node scripts/heap-by-type.ts FILE` sums it by constructor)
@@ -11,7 +12,7 @@
 // commit, operator peak RSS, and for the steady state (nothing changing, refreshInterval 30s) the write
 // requests the API server counted (by verb, leases apart) and the operator's CPU time.
 import type { ConfigSync } from '@syncline/operator';
-import { ensureRenderEngine, ensureSops, generateAgeKey, startOperator } from '@syncline/test-support';
+import { OPERATOR_NODE_FLAGS, ensureRenderEngine, ensureSops, generateAgeKey, startOperator } from '@syncline/test-support';
 import { readdirSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
@@ -21,8 +22,9 @@ import { benchEnvironment, childrenPeakRss, cpuSeconds, diff, peakRss, pool, req
 import { mixedPart, runMixedComparison } from './_mixed.ts';
 import { deliverPush } from './_push.ts';
 import { BenchEngine, engineFiles, engineSource, parseBenchEngine, runEngineComparison } from './_engines.ts';
+import { buildOperatorBundle } from './_bundle.ts';
 
-const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' }, 'heap-snapshot': { type: 'string' }, layout: { type: 'string', default: 'shared' }, scope: { type: 'string', default: 'namespace' }, mixed: { type: 'boolean', default: false }, encrypted: { type: 'boolean', default: false }, engine: { type: 'string', default: 'handlebars' }, engines: { type: 'boolean', default: false }, trigger: { type: 'string', default: 'webhook' }, part: { type: 'string' }, json: { type: 'string' } } });
+const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' }, 'heap-snapshot': { type: 'string' }, layout: { type: 'string', default: 'shared' }, scope: { type: 'string', default: 'namespace' }, mixed: { type: 'boolean', default: false }, encrypted: { type: 'boolean', default: false }, engine: { type: 'string', default: 'handlebars' }, engines: { type: 'boolean', default: false }, trigger: { type: 'string', default: 'webhook' }, sources: { type: 'boolean', default: false }, part: { type: 'string' }, json: { type: 'string' } } });
 if (flags.mixed) await runMixedComparison(import.meta.filename, process.argv.slice(2));
 if (flags.engines) await runEngineComparison(import.meta.filename, process.argv.slice(2));
 const engine = parseBenchEngine(flags.engine);
@@ -59,7 +61,10 @@ const commitAll = (rev: string): Promise<string> =>
 const first = await commitAll('one');
 const part = await mixedPart(flags.part, { rest, namespace });
 
-await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: [...layout.operatorArgs, ...renderEngineArgs, ...(viaWebhook ? ['--webhook-secret', `${namespace}/webhooks`] : []), ...(flags.concurrency === undefined ? [] : ['--concurrency', flags.concurrency]), ...(part?.operatorArgs ?? [])], nodeArgs: [...(flags.profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${flags.profile}`]), ...(flags['heap-snapshot'] === undefined ? [] : ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${flags['heap-snapshot']}`])] }); // info level: startOperator waits for the 'syncline started' line
+// What the image runs: the operator bundled into JavaScript (packages/cli/build/bundle.ts); --sources runs the .ts files instead.
+const nodeArgs = [...(flags.profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${flags.profile}`]), ...(flags['heap-snapshot'] === undefined ? [] : ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${flags['heap-snapshot']}`])];
+const bundle = flags.sources ? undefined : buildOperatorBundle();
+await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, ...(bundle === undefined ? {} : { command: [process.execPath, ...OPERATOR_NODE_FLAGS, ...nodeArgs, bundle] as const }), args: [...layout.operatorArgs, ...renderEngineArgs, ...(viaWebhook ? ['--webhook-secret', `${namespace}/webhooks`] : []), ...(flags.concurrency === undefined ? [] : ['--concurrency', flags.concurrency]), ...(part?.operatorArgs ?? [])], nodeArgs }); // info level: startOperator waits for the 'syncline started' line
 
 const progress = (line: string): void => console.error(`[bench] ${line}`);
 await part?.ready(progress);
@@ -156,7 +161,7 @@ const readyRatio = allReadyMs / 1000 / readyFloor;
 const commitRatio = newCommitMs / 1000 / commitFloor;
 const trigger = viaWebhook ? 'one signed push to the webhook receiver' : `reconcile requested on each of the ${SYNCS} syncs`;
 const steadyCpuTarget = large ? 0.1 : 0.01;
-console.log(`operator bench: ${SYNCS} ConfigSyncs × 5 objects${sopsKey === undefined ? '' : ' (1 of the 5 a SOPS-encrypted Secret, age)'}, one repo, Node ${process.versions.node}, ${cores} cores; ${layout.description}`);
+console.log(`operator bench: ${bundle === undefined ? 'the .ts sources' : 'the JavaScript bundle'}, ${SYNCS} ConfigSyncs × 5 objects${sopsKey === undefined ? '' : ' (1 of the 5 a SOPS-encrypted Secret, age)'}, one repo, Node ${process.versions.node}, ${cores} cores; ${layout.description}`);
 console.log(`time until all ${SYNCS} Ready (from creation):      ${(allReadyMs / 1000).toFixed(2)} s  (${initialFetches} fetch(es) of the first commit)`);
 console.log(`new commit → all Ready (${trigger}): ${(newCommitMs / 1000).toFixed(2)} s`);
 console.log(`API requests until all Ready / for the new commit: ${readyRequests.total} ${JSON.stringify(readyRequests.byVerbResource)} / ${commitRequests.total} ${JSON.stringify(commitRequests.byVerbResource)}`);

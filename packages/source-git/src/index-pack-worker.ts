@@ -4,7 +4,7 @@
 // network stays on the main thread (the transport is injected and cannot move).
 // The worker runs these modules as JavaScript the main thread has already stripped of types:
 // loading .ts in the worker made Node instantiate its TypeScript stripper there too, ~30 MB of the fetch's peak.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import * as nodeModule from 'node:module';
 import * as sea from 'node:sea';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
@@ -63,11 +63,21 @@ function seaEntry(): URL | undefined {
 }
 
 /**
+ * In the operator's JavaScript bundle (packages/cli/build/bundle.ts: what the image runs), this module is part
+ * of a chunk; the worker is the bundle of this module written beside it as `index-pack-worker.mjs`.
+ */
+function bundledEntry(): URL | undefined {
+  if (import.meta.url.endsWith('.ts')) return undefined;
+  const beside = new URL('./index-pack-worker.mjs', import.meta.url);
+  return existsSync(beside) ? beside : undefined;
+}
+
+/**
  * This module and what it imports (index-pack.ts, pack.ts, gc.ts: Node built-ins only) as `data:` URLs of JavaScript,
  * stripped once per process; where that is not possible (no `stripTypeScriptTypes`), this file itself.
  */
 function workerEntry(): URL {
-  entry ??= seaEntry() ?? strippedEntry() ?? new URL(import.meta.url);
+  entry ??= seaEntry() ?? bundledEntry() ?? strippedEntry() ?? new URL(import.meta.url);
   return entry;
 }
 

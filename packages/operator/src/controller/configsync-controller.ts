@@ -30,6 +30,12 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
   };
   /** The last clean no-op of each ConfigSync target, by `namespace/name/target`; dropped with the sync. */
   const noopRecords = new Map<string, TargetNoop>();
+  /**
+   * The targets this process has applied, by the same keys: only their first apply may skip the owner's LIST (see
+   * target.ts's FirstApply). Kept when a sync goes: one created again under its name may find objects the first
+   * one wrote that the drift watch has not delivered yet, and lists. A key per target name the process has seen.
+   */
+  const appliedTargets = new Set<string>();
   const forgetNoops = (key: string): void => {
     for (const record of noopRecords.keys()) if (record.startsWith(`${key}/`)) noopRecords.delete(record);
   };
@@ -126,7 +132,7 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
     unwatchedDrift: (ids) => drift.unwatched(ids),
     get: (key) => configSyncs.get(key) as ConfigSync | undefined,
     beforeApply: (ids, cluster) => ctx.watchBeforeApply(ids, cluster),
-    noop: { records: noopRecords, watched: (id, cluster, onStale) => drift.version(id, cluster, onStale) },
+    noop: { records: noopRecords, watched: (id, cluster, onStale) => drift.version(id, cluster, onStale), firstApply: { applied: appliedTargets, ownerSeen: (scope, ownerLabel, cluster) => drift.ownerSeen(scope, ownerLabel, cluster) } },
   });
 
   const controller: Controller = {

@@ -101,3 +101,49 @@ describe('drift watches: a silent watch vouches for nothing', () => {
     }
   });
 });
+
+describe("drift watches: whether a scope holds an owner's objects", () => {
+  it("answers from a listed, fresh watch of the scope's kind, and vouches for nothing it does not cover or has not heard from", async () => {
+    await using ns = await testNamespace({ prefix: 'drift-owner' });
+    const config = new KubeConfig();
+    config.loadFromFile(testKubeconfigPath());
+    const rest = await createKubeRest(config);
+    const client = await createApplyClient(config);
+    let skew = 0;
+    const drift = createDriftWatches({
+      rest,
+      budget: new WatchBudget(50),
+      logger: { debug: () => undefined, warn: () => undefined } as never,
+      watchNamespace: ns.name,
+      applyClient: () => Promise.resolve(client),
+      onDrift: () => undefined,
+      now: () => Date.now() + skew,
+    });
+    try {
+      const scope = { group: '', kind: 'ConfigMap', namespace: ns.name };
+      const configMap = (name: string, owner: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns.name, labels: { [OWNER_LABEL]: owner }, annotations: { [OWNED_BY_ANNOTATION]: owner } }, data: { a: '1' } });
+      // Given no watch of the kind yet: nothing is vouched for.
+      expect(drift.ownerSeen(scope, 'mine')).toBeUndefined();
+      // When the kind's watch is listed in an empty namespace: no owner has anything there.
+      await drift.watch([objectId(configMap('app', 'mine'))]);
+      expect(drift.ownerSeen(scope, 'mine')).toBe(false);
+      // When another owner's object arrives, then that owner has something there and this one still nothing.
+      await rest.request({ method: 'POST', path: `/api/v1/namespaces/${ns.name}/configmaps`, body: configMap('theirs', 'theirs') });
+      expect(await until(() => drift.ownerSeen(scope, 'theirs') === true, 30_000)).toBe(true);
+      expect(drift.ownerSeen(scope, 'mine')).toBe(false);
+      // An object of the owner, its label alone (the mark an owner's LIST selects by), is seen.
+      await rest.request({ method: 'POST', path: `/api/v1/namespaces/${ns.name}/configmaps`, body: { ...configMap('app', 'mine'), metadata: { name: 'app', namespace: ns.name, labels: { [OWNER_LABEL]: 'mine' } } } });
+      expect(await until(() => drift.ownerSeen(scope, 'mine') === true, 30_000)).toBe(true);
+      // Its label removed, then the other owner's object deleted: neither has anything there any more.
+      await rest.request({ method: 'PATCH', path: `/api/v1/namespaces/${ns.name}/configmaps/app`, contentType: 'application/merge-patch+json', body: { metadata: { labels: { [OWNER_LABEL]: null } } } });
+      await rest.request({ method: 'DELETE', path: `/api/v1/namespaces/${ns.name}/configmaps/theirs` });
+      expect(await until(() => drift.ownerSeen(scope, 'mine') === false && drift.ownerSeen(scope, 'theirs') === false, 30_000)).toBe(true);
+      // A kind with no watch, and a watch not heard from within the window, vouch for nothing.
+      expect(drift.ownerSeen({ ...scope, kind: 'Secret' }, 'mine')).toBeUndefined();
+      skew = WATCH_FRESH_MS + 1_000;
+      expect(drift.ownerSeen(scope, 'theirs')).toBeUndefined();
+    } finally {
+      await drift.stop();
+    }
+  });
+});

@@ -18,7 +18,7 @@
 // target reads its objects (a LIST of its own kinds per namespace), restarts that watch, and says so in its status.
 import { createHash } from 'node:crypto';
 import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, healthOf, parseObjectId, type ApplyClient, type Discovery, type KubeObject as ApplyObject, type ResourceInfo } from '@syncline/apply';
-import { Informer, KubeApiError, WATCH_FRESH_MS, WatchBudgetError, type KubeObject, type KubeRest, type WatchBudget } from '@syncline/kube';
+import { Informer, KubeApiError, WATCH_FRESH_MS, WatchBudgetError, objectKey, type KubeObject, type KubeRest, type WatchBudget } from '@syncline/kube';
 import type { Logger } from 'pino';
 import type { TargetInventory } from '@syncline/api';
 import type { RemoteClients } from '../remote/clusters.ts';
@@ -64,6 +64,12 @@ export type DriftWatches = {
    * it is restarted, and `onStale` hears why (for the target's status).
    */
   version(id: string, remote?: RemoteClients, onStale?: (why: string) => void): string | null | undefined;
+  /**
+   * Whether a synced, healthy and fresh watch holds an object of `scope` (a group, Kind and namespace) carrying
+   * OWNER_LABEL `ownerLabel`: false when it holds none (an owner's LIST there would come back empty), undefined
+   * when no such watch covers the scope.
+   */
+  ownerSeen(scope: { readonly group: string; readonly kind: string; readonly namespace: string }, ownerLabel: string, remote?: RemoteClients): boolean | undefined;
   /** Why the drift of some of `ids` (in this cluster) cannot be watched, naming the kind and namespace; undefined when it can. */
   unwatched(ids: readonly string[]): string | undefined;
   /** Whether every drift watch in a remote cluster is listed and healthy. */
@@ -72,7 +78,37 @@ export type DriftWatches = {
 };
 
 /** `claimed`: an inventory has named its scope (until then a per-namespace watch is kept for FRESH_WATCH_GRACE_MS). */
-type Watch = { readonly informer: Informer; readonly refused: Promise<void>; readonly startedAt: number; claimed: boolean; forbidden?: string };
+type Watch = { readonly informer: Informer; readonly owners: OwnerIndex; readonly refused: Promise<void>; readonly startedAt: number; claimed: boolean; forbidden?: string };
+
+/**
+ * The objects of a watch's cache by namespace and OWNER_LABEL value, kept as the cache changes (every event the
+ * informer sends, a relist's differences included, mirrors a change of its cache): whether an owner has anything
+ * in a namespace is one look, not a walk over every watched object per first apply.
+ */
+type OwnerIndex = { update(type: string, object: KubeObject): void; has(namespace: string, owner: string): boolean };
+
+function createOwnerIndex(): OwnerIndex {
+  const members = new Map<string, Set<string>>();
+  const placed = new Map<string, string>();
+  return {
+    update(type, object) {
+      const key = objectKey(object);
+      const before = placed.get(key);
+      if (before !== undefined) {
+        const set = members.get(before);
+        set?.delete(key);
+        if (set?.size === 0) members.delete(before);
+        placed.delete(key);
+      }
+      const owner = (object.metadata['labels'] as Record<string, string> | undefined)?.[OWNER_LABEL];
+      if (type === 'DELETED' || owner === undefined) return;
+      const at = `${object.metadata.namespace ?? ''}/${owner}`;
+      placed.set(key, at);
+      members.set(at, (members.get(at) ?? new Set()).add(key));
+    },
+    has: (namespace, owner) => members.has(`${namespace}/${owner}`),
+  };
+}
 type Refusal = { readonly at: number; readonly why: string };
 
 /** What the drift watches hold between calls. */
@@ -136,7 +172,9 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
     // the one namespace this watch is for; in a remote cluster, everywhere.
     const where = namespace ?? (info.namespaced && remote === undefined ? watchNamespace : undefined);
     const refused = Promise.withResolvers<void>();
+    const owners = createOwnerIndex();
     const informer = driftInformer({
+      owners,
       rest: remote?.rest ?? rest,
       budget,
       path: `${spec.group === '' ? '/api' : `/apis/${spec.group}`}/${info.version}${where === undefined ? '' : `/namespaces/${where}`}/${info.plural}`,
@@ -152,7 +190,7 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
         forget(scope);
       },
     });
-    const entry: Watch = { informer, refused: refused.promise, startedAt: now(), claimed: [...users.values()].some((scopes) => scopes.has(scope)) };
+    const entry: Watch = { informer, owners, refused: refused.promise, startedAt: now(), claimed: [...users.values()].some((scopes) => scopes.has(scope)) };
     watches.set(scope, entry);
     informer.start();
     return entry;
@@ -228,6 +266,12 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
       return entry.informer.get(namespace === '' ? name : `${namespace}/${name}`)?.metadata.resourceVersion ?? null;
     },
 
+    ownerSeen(scope, ownerLabel, remote) {
+      const entry = watches.get(scopeKey(`${scope.group}/${scope.kind}/${scope.namespace}/-`, remote));
+      if (entry === undefined || !entry.informer.isFresh(now())) return undefined;
+      return entry.owners.has(scope.namespace, ownerLabel);
+    },
+
     unwatched(ids) {
       return unwatchedReasons(ids, scopeKey, (scope) => {
         const entry = watches.get(scope);
@@ -288,7 +332,7 @@ function missingWatches(
 }
 
 /** A label-selected watch of managed objects: a change someone else made wakes the owner the object names. */
-function driftInformer(input: { rest: KubeRest; budget: WatchBudget; path: string; onDrift: (ownedBy: string) => void; onError: (error: unknown) => void }): Informer {
+function driftInformer(input: { rest: KubeRest; budget: WatchBudget; path: string; owners: OwnerIndex; onDrift: (ownedBy: string) => void; onError: (error: unknown) => void }): Informer {
   return new Informer({
     budget: input.budget,
     rest: input.rest,
@@ -296,6 +340,7 @@ function driftInformer(input: { rest: KubeRest; budget: WatchBudget; path: strin
     labelSelector: OWNER_LABEL,
     project: projectManaged,
     onEvent: (type, object, previous) => {
+      input.owners.update(type, object);
       // Someone edited or deleted an object we manage: reconcile its owner (drift). ADDED is the initial
       // list or our own create: the apply that follows (or just ran) already covers it. A status-only
       // change (a controller's progress) matters only when it changes the object's health.
@@ -312,8 +357,9 @@ function driftInformer(input: { rest: KubeRest; budget: WatchBudget; path: strin
 }
 
 /**
- * What a managed-object watch keeps: identity, the owner mark, the generation and a digest of labels and
- * annotations (a change to either is drift), and the object's health in one line (kstatus).
+ * What a managed-object watch keeps: identity, the owner marks (OWNER_LABEL: whose objects a first apply need not
+ * list, see ownerSeen; OWNED_BY_ANNOTATION), the generation and a digest of labels and annotations (a change to
+ * either is drift), and the object's health in one line (kstatus).
  */
 export function projectManaged(object: KubeObject): KubeObject {
   const metadata = object.metadata as Record<string, unknown>;
@@ -322,7 +368,7 @@ export function projectManaged(object: KubeObject): KubeObject {
   return {
     apiVersion: object.apiVersion,
     kind: object.kind,
-    metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion, annotations: pickOwner(object), generation: metadata['generation'] },
+    metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion, labels: pickOwnerLabel(object), annotations: pickOwner(object), generation: metadata['generation'] },
     marks: createHash('sha256').update(marks).digest('base64url').slice(0, 22),
     health: `${health.status}|${health.reason ?? ''}|${health.message}`,
     ownWriteAt: writtenLastBy(object, DEFAULT_FIELD_MANAGER),
@@ -361,6 +407,11 @@ export function writtenLastBy(object: KubeObject, manager: string): string | und
 export function sameButStatus(before: KubeObject, after: KubeObject): boolean {
   const generation = after.metadata['generation'];
   return typeof generation === 'number' && before.metadata['generation'] === generation && before['marks'] === after['marks'];
+}
+
+function pickOwnerLabel(object: KubeObject): Record<string, string> {
+  const owner = (object.metadata['labels'] as Record<string, string> | undefined)?.[OWNER_LABEL];
+  return owner === undefined ? {} : { [OWNER_LABEL]: owner };
 }
 
 function pickOwner(object: KubeObject): Record<string, string> {

@@ -22,7 +22,7 @@ import { objectPath, writeStatus } from '@syncline/runtime';
 import { createReconciler, removeFinalizer, type ShellEvent, type ShellOutcome } from '@syncline/runtime';
 import { StallError, readGitAccess, readValues } from './inputs.ts';
 import { DecryptionFailure, createDecryptionContext, decryptFiles, readKeyRing, readValuesFiles, type DecryptionContext, type LayeredValuesFiles } from './decryption.ts';
-import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, onlyRefused, partitionInventory, readableId, truncate, type TargetNoop, type TargetOutcome } from './target.ts';
+import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, onlyRefused, partitionInventory, readableId, truncate, type TargetApplyInput, type TargetNoop, type TargetOutcome } from './target.ts';
 import { dependencyNotReady, findCycle } from './dependencies.ts';
 import { healthConditions } from './health.ts';
 import { fetchPublishedChart } from './charts.ts';
@@ -87,7 +87,12 @@ export type ConfigSyncReconcilerDeps = {
    * No-op resyncs without requests: the last clean no-op per target (keys start with `namespace/name/`) and
    * what the drift watches know of an object (see applyTarget's `noop`).
    */
-  readonly noop?: { readonly records: Map<string, TargetNoop>; readonly watched: (id: string, remote?: RemoteClients, onStale?: (why: string) => void) => string | null | undefined };
+  readonly noop?: {
+    readonly records: Map<string, TargetNoop>;
+    readonly watched: (id: string, remote?: RemoteClients, onStale?: (why: string) => void) => string | null | undefined;
+    /** A first apply's owner LIST answered from the drift watches (see applyTarget's FirstApply). */
+    readonly firstApply?: { readonly applied: Set<string>; readonly ownerSeen: (scope: { group: string; kind: string; namespace: string }, ownerLabel: string, remote?: RemoteClients) => boolean | undefined };
+  };
   /** SOPS decryption: key-service settings, the in-memory data key cache and parsed key rings (default: a private one). */
   readonly decryption?: DecryptionContext;
 };
@@ -465,6 +470,17 @@ async function applyClientFor(run: SyncRun, revision: string): Promise<Step<Appl
  * Plan, apply and prune every target at once (clusters in parallel); a target that fails fails alone. A
  * target removed from the spec is pruned where its inventory says it was applied.
  */
+/** applyTarget's `noop` for one target: the sync's records and what the drift watches (of its cluster) hold. */
+function targetNoop(noop: NonNullable<ConfigSyncReconcilerDeps['noop']>, key: string, remote: RemoteClients | undefined, stale: Set<string>): NonNullable<TargetApplyInput['noop']> {
+  const { firstApply } = noop;
+  return {
+    records: noop.records,
+    key,
+    watched: (id: string) => noop.watched(id, remote, (why) => stale.add(why)),
+    ...(firstApply === undefined ? {} : { firstApply: { applied: firstApply.applied, ownerSeen: (scope, ownerLabel) => firstApply.ownerSeen(scope, ownerLabel, remote) } }),
+  };
+}
+
 async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: ReadonlyMap<string, KubernetesObject[]>, clusters: ClusterAccess, revision: string): Promise<TargetOutcome[]> {
   const previous = run.object.status ?? {};
   const previousInventory = new Map((previous.inventory ?? []).map((i) => [i.target, i]));
@@ -511,7 +527,7 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
       prune: run.spec.prune,
       allowEmpty: run.spec.allowEmpty,
       ...(run.deps.beforeApply === undefined ? {} : { beforeApply: (ids: readonly string[]) => run.deps.beforeApply?.(ids, remote) ?? Promise.resolve() }),
-      ...(noop === undefined ? {} : { noop: { records: noop.records, key: `${run.namespace}/${run.object.metadata.name}/${target.name}@${cluster ?? ''}`, watched: (id: string) => noop.watched(id, remote, (why) => stale.add(why)) } }),
+      ...(noop === undefined ? {} : { noop: targetNoop(noop, `${run.namespace}/${run.object.metadata.name}/${target.name}@${cluster ?? ''}`, remote, stale) }),
       health: { wait: target.wait ?? run.spec.wait },
       tenancy: actorOf(run.deps, run.namespace, run.spec, cluster),
       ...common(target.name),

@@ -1,12 +1,13 @@
 // applyTarget's no-op shortcut against the real control plane: a resync that would change nothing makes no
 // request once a clean no-op was recorded and the drift watch holds the versions it read; any edit, delete
 // or watch outage brings the full apply (and its correction) back.
-import { Informer, objectKey, createKubeRest } from '@syncline/kube';
+import { Informer, WatchBudget, objectKey, createKubeRest } from '@syncline/kube';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { OWNER_LABEL, createApplyClient, type ApplyClient, type KubeObject } from '@syncline/apply';
+import { OWNER_LABEL, createApplyClient, objectId, ownerHash, type ApplyClient, type KubeObject, type Owner } from '@syncline/apply';
 import { testKubeConfig, testNamespace } from '@syncline/test-support/kube';
 import { describe, expect, it } from 'vitest';
-import { applyTarget, type TargetApplyInput, type TargetNoop } from './target.ts';
+import { createDriftWatches } from '../controller/drift-watches.ts';
+import { applyTarget, type FirstApply, type TargetApplyInput, type TargetNoop } from './target.ts';
 
 const kc = testKubeConfig();
 const core = kc.makeApiClient(CoreV1Api);
@@ -14,17 +15,19 @@ const rest = await createKubeRest(kc);
 const admin = await createApplyClient(kc);
 
 /** Every call the apply engine makes, in all and by method. */
-function counting(inner: ApplyClient): ApplyClient & { calls: () => number; reads: () => number } {
+function counting(inner: ApplyClient): ApplyClient & { calls: () => number; reads: () => number; lists: (string | undefined)[] } {
+  const lists: (string | undefined)[] = [];
   let calls = 0;
   let reads = 0;
   return {
     ...inner,
-    list: (...args) => (calls++, reads++, inner.list(...args)),
+    list: (...args) => (calls++, reads++, lists.push(args[0].labelSelector), inner.list(...args)),
     get: (...args) => (calls++, reads++, inner.get(...args)),
     apply: (...args) => (calls++, inner.apply(...args)),
     delete: (...args) => (calls++, inner.delete(...args)),
     calls: () => calls,
     reads: () => reads,
+    lists,
   };
 }
 
@@ -215,6 +218,60 @@ describe('applyTarget skips a no-op resync without requests', () => {
       await expect(core.readNamespacedConfigMap({ name: 'b', namespace })).rejects.toThrow();
     } finally {
       await watch.stop();
+    }
+  });
+});
+
+describe("a target's first apply in a process: the owner's LIST answered by the drift watch", () => {
+  it('sends no LIST where the watch vouches the owner has nothing; lists where it holds the owner\'s objects (a lost status write is still pruned), and on every later apply', async () => {
+    await using ns = await testNamespace({ prefix: 'first' });
+    const namespace = ns.name;
+    const cmIn = (name: string): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace }, data: { k: name } });
+    const drift = createDriftWatches({ rest, budget: new WatchBudget(50), logger: { debug: () => undefined, warn: () => undefined } as never, watchNamespace: namespace, applyClient: () => Promise.resolve(admin), onDrift: () => undefined });
+    try {
+      const client = counting(admin);
+      const records = new Map<string, TargetNoop>();
+      // A process: the targets it has applied (none yet) and the drift watches' answer.
+      let firstApply: FirstApply = { applied: new Set(), ownerSeen: (scope, label) => drift.ownerSeen(scope, label) };
+      const sync = async (name: string, desired: KubeObject[], inventory: readonly string[] | undefined, options: { noop?: boolean } = {}): Promise<Awaited<ReturnType<typeof applyTarget>>> => {
+        const owner: Owner = { namespace, name, target: 'main' };
+        const key = `${namespace}/${name}/main@`;
+        return applyTarget({
+          client,
+          target: { name: 'main', namespace },
+          desired,
+          inventory,
+          owner,
+          now: new Date().toISOString(),
+          syncKey: `${namespace}/${name}`,
+          ...(options.noop === false ? {} : { noop: { records, key, firstApply, watched: (id) => drift.version(id) } }),
+        });
+      };
+      await drift.watch([objectId(cmIn('a'))]);
+
+      // Given a new sync in a namespace the ConfigMap watch covers: its first apply creates without a single read.
+      const created = await sync('fresh', [cmIn('a'), cmIn('b')], undefined);
+      expect(created.counts).toMatchObject({ created: 2, failed: 0 });
+      expect(client.reads()).toBe(0);
+      // Its next apply in this process lists as before (its own writes may not have reached the watch yet).
+      const more = await sync('fresh', [cmIn('a'), cmIn('b'), cmIn('c')], created.inventory.entries);
+      expect(more.counts).toMatchObject({ created: 1, failed: 0 });
+      expect(client.lists).toEqual([`${OWNER_LABEL}=${ownerHash({ namespace, name: 'fresh', target: 'main' })}`]);
+
+      // Given another sync whose last status write was lost (an earlier process created `lost`, its inventory never recorded it) ...
+      const recorded = (await sync('lossy', [cmIn('x')], undefined, { noop: false })).inventory.entries;
+      expect((await sync('lossy', [cmIn('x'), cmIn('lost')], recorded, { noop: false })).counts.created).toBe(1);
+      // ... when a new process applies it for the first time, the watch holds its objects: it lists, and prunes `lost`.
+      firstApply = { applied: new Set(), ownerSeen: (scope, label) => drift.ownerSeen(scope, label) };
+      await eventually(() => (drift.ownerSeen({ group: '', kind: 'ConfigMap', namespace }, ownerHash({ namespace, name: 'lossy', target: 'main' })) === true ? true : undefined), 'the watch to see the lossy sync\'s objects');
+      client.lists.length = 0;
+      const pruned = await sync('lossy', [cmIn('x')], recorded);
+      expect(client.lists).toEqual([`${OWNER_LABEL}=${ownerHash({ namespace, name: 'lossy', target: 'main' })}`]);
+      expect(pruned.counts).toMatchObject({ deleted: 1, failed: 0 });
+      await expect(core.readNamespacedConfigMap({ name: 'lost', namespace })).rejects.toThrow();
+      await core.readNamespacedConfigMap({ name: 'x', namespace });
+    } finally {
+      await drift.stop();
     }
   });
 });

@@ -10,6 +10,7 @@ import {
   encodeInventory,
   parseObjectId,
   executePlan,
+  ownerHash,
   provenObjects,
   planApply,
   readHealth,
@@ -72,7 +73,7 @@ export type TargetApplyInput = {
    * it read or wrote (see @syncline/apply's unchanged.ts); new inputs read only what the watch cannot vouch for.
    * Without it every apply reads the live objects.
    */
-  readonly noop?: { readonly records: Map<string, TargetNoop>; readonly key: string; readonly watched: WatchedVersion };
+  readonly noop?: { readonly records: Map<string, TargetNoop>; readonly key: string; readonly watched: WatchedVersion; readonly firstApply?: FirstApply };
   /**
    * Who causes the write (see tenancy.ts): when set, a target whose desired objects or inventory reach where
    * the actor may not write is refused whole (Failed, reason NamespaceNotAllowed) before anything is read or
@@ -80,6 +81,30 @@ export type TargetApplyInput = {
    */
   readonly tenancy?: Actor;
 };
+
+/**
+ * A target's first apply in this process asks its owner's LIST of a scope only where the drift watches do not
+ * vouch that the owner has nothing there (see readLive's ownerAbsent): 200 new syncs send 200 LISTs fewer. Only the
+ * first: once this process has written for a target, a write of its own may not have reached the watch yet, and
+ * the LIST's managedFields are what prove a lost status write's objects ours to prune.
+ */
+export type FirstApply = {
+  /** Keys of the targets this process has applied (or tried to): their later applies list as before. */
+  readonly applied: Set<string>;
+  /** Whether a synced, fresh watch holds an object of the scope carrying OWNER_LABEL `ownerLabel`; undefined: none vouches. */
+  readonly ownerSeen: (scope: { readonly group: string; readonly kind: string; readonly namespace: string }, ownerLabel: string) => boolean | undefined;
+};
+
+/** readLive's ownerAbsent for this apply of the target: only for its first in this process. */
+function ownerAbsentFor(noop: TargetApplyInput['noop'], owner: Owner): ((scope: { group: string; kind: string; namespace: string }) => boolean) | undefined {
+  const first = noop?.firstApply;
+  if (noop === undefined || first === undefined) return undefined;
+  const earlier = first.applied.has(noop.key);
+  first.applied.add(noop.key);
+  if (earlier) return undefined;
+  const label = ownerHash(owner);
+  return (scope) => first.ownerSeen(scope, label) === false;
+}
 
 /** What a target's last apply proved, and the health judged then: the same versions mean the same health. */
 export type TargetNoop = { readonly record: NoopRecord; readonly health?: HealthReport };
@@ -136,10 +161,11 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
   noop?.records.delete(noop.key);
   // The inputs changed (a new commit): what the last apply read or wrote, and the watch still holds, needs no read.
   const proven = noop === undefined ? undefined : provenObjects(last?.record, input.owner, noop.watched);
+  const ownerAbsent = ownerAbsentFor(noop, input.owner);
   let changes: ChangeSet;
   let live: LiveState;
   try {
-    live = await readLive({ client: input.client, desired: input.desired, inventory: previousInventory, owner: input.owner, ...(proven === undefined ? {} : { proven }) });
+    live = await readLive({ client: input.client, desired: input.desired, inventory: previousInventory, owner: input.owner, ...(proven === undefined ? {} : { proven }), ...(ownerAbsent === undefined ? {} : { ownerAbsent }) });
     const plan = planApply({
       desired: input.desired,
       inventory: previousInventory,

@@ -1,0 +1,20 @@
+#!/usr/bin/env node
+// The entry of the prebuilt `syncline` (build/bundle.ts bundles it into dist/syncline/syncline.mjs, what the image
+// runs): bin/syncline.js without the Node version check (the image and the bundle's target carry Node 24) and
+// with no TypeScript left to strip at start.
+import process from 'node:process';
+import { runCli } from './cli.ts';
+
+// The operator, the web UI and notifications (main.ts, the composition root) are evaluated only for `run`, as in
+// bin/syncline.js: the bundle keeps them in chunks of their own.
+const runOperator: Parameters<typeof runCli>[1]['runOperator'] = async (flags) => (await import('./main.ts')).runOperator(flags, process.env);
+runCli(process.argv.slice(2), { env: process.env, runOperator }).then(
+  (code) => {
+    // `run` and the waits end by themselves; exit anyway so a lingering keep-alive socket does not hold the CLI.
+    process.exit(code);
+  },
+  (error: unknown) => {
+    process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  },
+);
