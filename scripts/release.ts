@@ -250,7 +250,7 @@ async function bundleCli(stage: string, versionText: string): Promise<{ main: st
   const main = join(stage, 'syncline.cjs');
   await esbuild.build({
     ...common,
-    entryPoints: [join(root, 'scripts', 'release-sea-main.ts')],
+    entryPoints: [join(root, 'packages', 'cli', 'src', 'bundle-entry.ts')],
     outfile: main,
     format: 'cjs',
     // ssh2's optional native speed-ups: it falls back to JavaScript when they do not load, as in the executable.

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// The entry of the prebuilt `syncline` (build/bundle.ts bundles it into dist/syncline/syncline.mjs, what the image
-// runs): bin/syncline.js without the Node version check (the image and the bundle's target carry Node 24) and
-// with no TypeScript left to strip at start.
+// The entry of the prebuilt `syncline`: build/bundle.ts bundles it into dist/syncline/syncline.mjs (what the image
+// runs), and scripts/release.ts into the one CommonJS script of the standalone executable. It is bin/syncline.js
+// without the Node version check (the image, the bundle's target and the executable carry Node 24), with no
+// TypeScript left to strip at start, and without top-level await, which a CommonJS bundle cannot hold.
 import process from 'node:process';
 import { runCli } from './cli.ts';
 
