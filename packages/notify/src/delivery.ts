@@ -183,8 +183,10 @@ async function sendOnce(transport: HttpTransport, request: PreparedRequest, sign
     } catch {
       throw new DeliveryError('the receiver answered HTTP 200 without a JSON body', false);
     }
+    if (answer.ok === true) return;
     // eslint-disable-next-line no-restricted-syntax -- shortens the receiver's error code for the message; the decision is on the code itself
-    if (answer.ok !== true) throw new DeliveryError(`the receiver refused the message (${typeof answer.error === 'string' ? answer.error.replace(/[^a-z0-9_]/gi, '').slice(0, 64) : 'ok is not true'})`, answer.error === 'ratelimited');
+    const code = typeof answer.error === 'string' ? answer.error.replace(/[^a-z0-9_]/gi, '').slice(0, 64) : 'ok is not true';
+    throw new DeliveryError(`the receiver refused the message (${code})`, answer.error === 'ratelimited');
   }
 }
 

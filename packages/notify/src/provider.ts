@@ -99,7 +99,8 @@ export async function resolveProvider(rest: KubeRest, provider: NotificationProv
       template = compileMessageTemplate(spec.template);
     } catch (error) {
       // eslint-disable-next-line no-restricted-syntax -- the first line of the parser's message, for people; nothing is decided from it
-      throw new ProviderError('InvalidSpec', `spec.template does not compile: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+      const firstLine = error instanceof Error ? error.message.split('\n')[0] : String(error);
+      throw new ProviderError('InvalidSpec', `spec.template does not compile: ${firstLine}`);
     }
   }
   return {

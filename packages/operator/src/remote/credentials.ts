@@ -65,7 +65,8 @@ export function parseKubeconfig(text: string, options: CredentialOptions = {}): 
     doc = parse(text, { maxAliasCount: 10 });
   } catch (error) {
     // eslint-disable-next-line no-restricted-syntax -- the first line of the parser's message, for people; nothing is decided from it
-    throw new InvalidCredentialsError(`the kubeconfig is not YAML: ${error instanceof Error ? error.message.split('\n')[0] : 'parse error'}`);
+    const firstLine = error instanceof Error ? error.message.split('\n')[0] : 'parse error';
+    throw new InvalidCredentialsError(`the kubeconfig is not YAML: ${firstLine}`);
   }
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) throw new InvalidCredentialsError('the kubeconfig is not a mapping');
   const config = doc as Record<string, unknown>;
