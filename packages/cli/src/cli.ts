@@ -70,7 +70,32 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
   });
 
   addRunCommand(program, context, (c) => (code = c));
+  addRenderCommand(program, context, { out, err }, (c) => (code = c));
+  addDiffCommand(program, context, { out, err }, (c) => (code = c));
+  addKindVerbs(program, context, { out, err }, (c) => (code = c));
+  addSyncCommands(program, context, { out, err }, (c) => (code = c));
+  addTraceAndCheck(program, context, { out, err }, (c) => (code = c));
+  addDrCommands(program, context, { out, err }, (c) => (code = c));
+  addVersionAndCompletion(program, context, { out, err }, (c) => (code = c));
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return code;
+  } catch (error) {
+    const isDiff = active === 'diff';
+    if (error instanceof CommanderError) {
+      // Help and --version exit 0; commander has printed the usage error already.
+      if (error.exitCode === 0) return 0;
+      if (error.code === 'commander.help' || error.code === 'commander.executeSubCommandAsync') return 1;
+      return isDiff ? 2 : 1;
+    }
+    err(`${formatError(error)}\n`);
+    return isDiff ? 2 : 1;
+  }
+}
 
+/** render: templates rendered locally, as the operator would. */
+function addRenderCommand(program: Command, context: CliContext, io: { out: Out; err: Out }, done: (code: number) => void): void {
+  const { out } = io;
   program
     .command('render')
     .description('render templates locally, as the operator would (no cluster)')
@@ -88,9 +113,14 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
     .option('-A, --tla-str <key=value>', 'jsonnet: a top-level argument (repeatable)', collect, [])
     .option('--render-engine <file>', 'the syncline-render binary (default: $SYNCLINE_RENDER_ENGINE, then /usr/local/bin/syncline-render)')
     .action(async (path: string, flags: { values: string[]; set: string[]; target: string; namespace: string; engine?: 'kustomize' | 'helm' | 'jsonnet'; repoRoot?: string; releaseName: string; jpath: string[]; extStr: string[]; tlaStr: string[]; renderEngine?: string; output: 'yaml' | 'json' }) => {
-      code = await (await commands()).renderCommand(path, { ...flags, env: context.env }, out);
+      done(await (await commands()).renderCommand(path, { ...flags, env: context.env }, out));
     });
 
+}
+
+/** diff: what a sync of a ConfigSync would change. */
+function addDiffCommand(program: Command, context: CliContext, io: { out: Out; err: Out }, done: (code: number) => void): void {
+  const { out, err } = io;
   kubeFlags(
     program
       .command('diff')
@@ -102,11 +132,14 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
   ).action(async (name: string, flags: KubeFlags & { allowInsecureHttp?: boolean; path?: string; renderEngine?: string }) => {
     const c = await commands();
     const kube = await c.connect(flags, context.env);
-    code = await c.diffCommand({ ...kube, name, out, err, allowInsecureHttp: flags.allowInsecureHttp === true, localPath: flags.path, renderEngine: flags.renderEngine, env: context.env });
+    done(await c.diffCommand({ ...kube, name, out, err, allowInsecureHttp: flags.allowInsecureHttp === true, localPath: flags.path, renderEngine: flags.renderEngine, env: context.env }));
   });
 
-  addKindVerbs(program, context, { out, err }, (c) => (code = c));
+}
 
+/** status, clusters, reconcile and rollback: the ConfigSync commands that read or nudge a sync. */
+function addSyncCommands(program: Command, context: CliContext, io: { out: Out; err: Out }, done: (code: number) => void): void {
+  const { out, err } = io;
   listFlags(
     kubeFlags(
       program
@@ -121,13 +154,13 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
   ).action(async (name: string | undefined, flags: ListFlags & { mirrors?: boolean; mirrorPrefix: string; mirrorSourceNamespaces?: string; trustedNamespaces?: string }) => {
     const c = await commands();
     const kube = await c.connect(flags, context.env);
-    code = flags.mirrors === true ? await c.mirrorsCommand(kube, flags, out, err) : await c.statusCommand(kube, name, flags, out, err);
+    done(flags.mirrors === true ? await c.mirrorsCommand(kube, flags, out, err) : await c.statusCommand(kube, name, flags, out, err));
   });
 
   listFlags(kubeFlags(program.command('clusters').description('RemoteClusters: reachability, server version, last probe'))).action(async (flags: ListFlags) => {
     const c = await commands();
     const kube = await c.connect(flags, context.env);
-    code = await c.clustersCommand(kube, flags, out, err);
+    done(await c.clustersCommand(kube, flags, out, err));
   });
 
   kubeFlags(
@@ -142,9 +175,9 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
     const { info, name } = (await kinds()).kindAndName(first, second);
     const c = await commands();
     const kube = await c.connect(flags, context.env);
-    if (info.kind === 'ConfigSync') code = await c.reconcileCommand(kube, name, flags, out, err);
+    if (info.kind === 'ConfigSync') done(await c.reconcileCommand(kube, name, flags, out, err));
     else if (flags.wait === true) throw new Error(`--wait is for ConfigSyncs only: a ${info.kind} does not record the requests it handled; watch it with: syncline get ${info.plural} ${name} -w`);
-    else code = await (await verbs()).requestReconcile(kube, info, name, out);
+    else done(await (await verbs()).requestReconcile(kube, info, name, out));
   });
 
   kubeFlags(
@@ -163,6 +196,11 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
     out(`${kube.namespace}/${name}: revision pinned to ${revision} (set it back to a branch to follow it again)\n`);
   });
 
+}
+
+/** trace (which sync produced an object) and check (is Syncline installed and reachable). */
+function addTraceAndCheck(program: Command, context: CliContext, io: { out: Out; err: Out }, done: (code: number) => void): void {
+  const { out } = io;
   kubeFlags(
     program
       .command('trace')
@@ -174,7 +212,7 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
   ).action(async (first: string, second: string | undefined, flags: KubeFlags & { allowInsecureHttp?: boolean; output?: 'json' | 'yaml' }) => {
     const trace = await import('./trace.ts');
     const kube = await (await commands()).connect(flags, context.env);
-    code = await trace.traceCommand(kube, trace.traceTarget(first, second), { output: flags.output, env: context.env, allowInsecureHttp: flags.allowInsecureHttp === true }, out);
+    done(await trace.traceCommand(kube, trace.traceTarget(first, second), { output: flags.output, env: context.env, allowInsecureHttp: flags.allowInsecureHttp === true }, out));
   });
 
   kubeFlags(
@@ -185,25 +223,9 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
       .option('--metrics-url <url>', "also check the operator's /metrics answers, e.g. http://127.0.0.1:8080/metrics (a port-forward)"),
   ).action(async (flags: KubeFlags & { operatorNamespace?: string; metricsUrl?: string }) => {
     const kube = await (await commands()).connect(flags, context.env);
-    code = await (await import('./check.ts')).checkCommand(kube, { operatorNamespace: flags.operatorNamespace, metricsUrl: flags.metricsUrl }, out);
+    done(await (await import('./check.ts')).checkCommand(kube, { operatorNamespace: flags.operatorNamespace, metricsUrl: flags.metricsUrl }, out));
   });
 
-  addDrCommands(program, context, { out, err }, (c) => (code = c));
-  addVersionAndCompletion(program, context, { out, err }, (c) => (code = c));
-  try {
-    await program.parseAsync([...argv], { from: 'user' });
-    return code;
-  } catch (error) {
-    const isDiff = active === 'diff';
-    if (error instanceof CommanderError) {
-      // Help and --version exit 0; commander has printed the usage error already.
-      if (error.exitCode === 0) return 0;
-      if (error.code === 'commander.help' || error.code === 'commander.executeSubCommandAsync') return 1;
-      return isDiff ? 2 : 1;
-    }
-    err(`${formatError(error)}\n`);
-    return isDiff ? 2 : 1;
-  }
 }
 
 /** failover, failback, dr status and confirm-prune: NamespaceReplication's disaster-recovery commands. */
