@@ -38,7 +38,7 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   '@syncline/api': [],
   '@syncline/runtime': ['@syncline/api', '@syncline/kube'],
   '@syncline/operator': ['@syncline/runtime', '@syncline/api', '@syncline/apply', '@syncline/kube', '@syncline/render', '@syncline/source-git', '@syncline/source-helm'],
-  '@syncline/notify': ['@syncline/api', '@syncline/kube', '@syncline/operator', '@syncline/render', '@syncline/source-git'],
+  '@syncline/notify': ['@syncline/runtime', '@syncline/api', '@syncline/kube', '@syncline/render', '@syncline/source-git'],
   '@syncline/ui': ['@syncline/api', '@syncline/apply', '@syncline/kube', '@syncline/operator', '@syncline/render', '@syncline/source-git'],
   '@syncline/cli': ['@syncline/ui', '@syncline/notify', '@syncline/api', '@syncline/apply', '@syncline/kube', '@syncline/operator', '@syncline/render', '@syncline/source-git', '@syncline/source-helm'],
 };

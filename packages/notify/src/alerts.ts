@@ -2,7 +2,7 @@
 // rule: a NotificationAlert in a namespace that is not trusted sees only objects in its own namespace (the events of
 // other tenants' objects are theirs to read), and always sends through a NotificationProvider of its own namespace.
 import type { AlertSpec, EventCategory, EventSource } from '@syncline/api';
-import { NAMESPACE_NOT_ALLOWED, type TrustedNamespaces } from '@syncline/operator/client';
+import { NAMESPACE_NOT_ALLOWED, type TrustedNamespaces } from '@syncline/runtime';
 import type { NotificationEvent } from './event.ts';
 
 export const EVENT_CATEGORIES: readonly EventCategory[] = ['Applied', 'Failed', 'DriftCorrected', 'HealthDegraded', 'Failover', 'Recovered', 'HookFailed'];

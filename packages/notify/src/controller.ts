@@ -1,6 +1,8 @@
 // Notifications, wired in process: a tap on the operator's Event recorder (every Event it records anyway is
 // offered to the NotificationAlerts that ask for it) and on the ConfigSync cache (commit statuses follow each sync's
-// status). NotificationProviders and NotificationAlerts are watched; their Secrets are read when they change (provider.ts). Sending
+// status). NotificationProviders and NotificationAlerts are watched and checked by a controller registered on the
+// process's controller manager (its lane, its leadership: a replica checks them all when it starts to lead);
+// their Secrets are read when they change (provider.ts). Sending
 // is the dispatcher's, off the reconcile path: the tap returns at once, and notifications make no request to
 // the API server per event. Failures are Warning Events on the NotificationAlert and a Ready condition on NotificationAlert and
 // Provider; nothing that is logged, recorded or written names a URL or a credential.
@@ -9,8 +11,7 @@ import { nodeHttpTransport, type HttpTransport } from '@syncline/source-git';
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { AlertSpec, type Condition, type ConfigSync, type NotificationProvider } from '@syncline/api';
-import { objectPath, writeStatus } from '@syncline/operator/client';
-import type { TrustedNamespaces } from '@syncline/operator/client';
+import { objectPath, writeStatus, type ControllerDeclaration, type ControllerQueue, type ControllerRegistry, type TrustedNamespaces } from '@syncline/runtime';
 import { alertMatches, refusedSources, sourceMatches, sourceNamespace, type AlertView } from './alerts.ts';
 import { createDispatcher, DeliveryResult, type Dispatcher, type DispatcherOptions } from './delivery.ts';
 import { RecoveryTracker, notificationEvent, type InvolvedObject, type NotificationEvent, type RecordedEvent } from './event.ts';
@@ -20,8 +21,11 @@ import { ProviderError, channelSettings, forgeCredentialsFromGitSecret, isCommit
 
 export const NOTIFICATIONS_METRIC = 'syncline_notifications_total';
 export const DELIVERY_FAILED = 'DeliveryFailed';
-/** How often a replica looks whether it became leader (and then checks every NotificationProvider and NotificationAlert). */
-const LEADERSHIP_CHECK_MS = 5_000;
+/** The controller name of notifications (queue metrics, logs, liveness). */
+export const NOTIFICATIONS_CONTROLLER = 'notifications';
+
+/** The keys of the notifications controller: a NotificationProvider or a NotificationAlert to check. */
+type CheckKey = `NotificationProvider/${string}` | `NotificationAlert/${string}`;
 
 export type NotificationsOptions = {
   readonly rest: KubeRest;
@@ -31,8 +35,11 @@ export type NotificationsOptions = {
   readonly trusted: TrustedNamespaces;
   /** The recorder the operator uses today: every Event still goes there first, unchanged. */
   readonly recorder: EventRecorder;
-  /** Only the leader sends and writes status (the others' taps see no Events anyway). */
-  readonly isLeader: () => boolean;
+  /**
+   * The controller manager the checks of NotificationProviders and NotificationAlerts register on (handed over by
+   * the composition root); only its leader sends and writes status (the others' taps see no Events anyway).
+   */
+  readonly controllers: ControllerRegistry;
   readonly budget?: WatchBudget;
   /** Watch NotificationProviders and NotificationAlerts in this namespace only; undefined = all. */
   readonly watchNamespace?: string | undefined;
@@ -77,21 +84,32 @@ function providerResolver(rest: KubeRest, providerStates: Map<string, ProviderSt
 }
 
 export function startNotifications(options: NotificationsOptions): Notifications {
+  let notifications: Notifications | undefined;
+  options.controllers.register<CheckKey, ControllerDeclaration<CheckKey>>(NOTIFICATIONS_CONTROLLER, { concurrency: 4 }, (queue) => {
+    const made = notificationsController(queue, options);
+    notifications = made.notifications;
+    return made.declaration;
+  });
+  return notifications as unknown as Notifications;
+}
+
+function notificationsController(queue: ControllerQueue<CheckKey>, options: NotificationsOptions): { notifications: Notifications; declaration: ControllerDeclaration<CheckKey> } {
   const { rest, logger, trusted } = options;
+  const isLeader = (): boolean => options.controllers.isLeader();
   const log = logger.child({ component: 'notifications' });
   const counter = notificationsCounter(options.metrics.registry);
   const dispatcher: Dispatcher = createDispatcher({ transport: options.transport ?? nodeHttpTransport, count: (provider, result) => counter.inc({ provider, result }), ...options.delivery });
   const providerStates = new Map<string, ProviderState>();
   const recovery = new RecoveryTracker();
   const collection = (plural: string): string => `/apis/syncline.dev/v1alpha1${options.watchNamespace === undefined ? '' : `/namespaces/${options.watchNamespace}`}/${plural}`;
-  const status = createStatusWriter({ rest, log, isLeader: options.isLeader, read: (plural, key) => (plural === 'notificationproviders' ? providers : alerts).get(key), clock: options.clock });
+  const status = createStatusWriter({ rest, log, isLeader, read: (plural, key) => (plural === 'notificationproviders' ? providers : alerts).get(key), clock: options.clock });
   let stopped = false;
 
   const providerFor = providerResolver(rest, providerStates, (key) => providers.get(key) as NotificationProvider | undefined);
 
   /** Checks a NotificationProvider (and the NotificationAlerts that use it) and says so in their status. */
   const checkProvider = async (key: string): Promise<void> => {
-    if (!options.isLeader() || stopped) return;
+    if (!isLeader() || stopped) return;
     try {
       const resolved = await providerFor(key);
       status.ready('notificationproviders', key, { status: 'True', reason: 'Ready', message: `${resolved.spec.type} provider ready` });
@@ -99,11 +117,11 @@ export function startNotifications(options: NotificationsOptions): Notifications
       const e = error instanceof ProviderError ? error : new ProviderError('InvalidSecret', 'the NotificationProvider could not be read');
       status.ready('notificationproviders', key, { status: 'False', reason: e.reason, message: e.message });
     }
-    for (const alert of alerts.list()) if (providerKeyOf(alert) === key) checkAlert(objectKey(alert));
+    for (const alert of alerts.list()) if (providerKeyOf(alert) === key) queue.add(`NotificationAlert/${objectKey(alert)}`);
   };
 
   const checkAlert = (key: string): void => {
-    if (!options.isLeader() || stopped) return;
+    if (!isLeader() || stopped) return;
     const view = alertView(alerts.get(key));
     if (view === undefined) {
       status.ready('notificationalerts', key, { status: 'False', reason: 'InvalidSpec', message: 'invalid spec' });
@@ -131,7 +149,7 @@ export function startNotifications(options: NotificationsOptions): Notifications
       // Our own status write changes neither; an annotation does (the way to have its Secrets read again).
       if (type === 'MODIFIED' && previous !== undefined && previous.metadata.generation === object.metadata.generation && JSON.stringify(previous.metadata.annotations) === JSON.stringify(object.metadata.annotations)) return;
       providerStates.delete(key);
-      void checkProvider(key);
+      queue.add(`NotificationProvider/${key}`);
     },
     onError: (error) => log.warn({ err: error instanceof Error ? error.message : String(error) }, 'Provider watch failed; restarting'),
   });
@@ -144,19 +162,22 @@ export function startNotifications(options: NotificationsOptions): Notifications
       alertsFor.reset();
       if (type === 'DELETED') return;
       if (type === 'MODIFIED' && previous?.metadata.generation === object.metadata.generation) return;
-      checkAlert(objectKey(object));
+      queue.add(`NotificationAlert/${objectKey(object)}`);
     },
     onError: (error) => log.warn({ err: error instanceof Error ? error.message : String(error) }, 'Alert watch failed; restarting'),
   });
-  providers.start();
-  alerts.start();
   // A replica that becomes leader checks every NotificationProvider and NotificationAlert once (as a follower it wrote no status).
-  const leadership = onLeading(() => options.isLeader() && providers.synced && alerts.synced, () => {
-    for (const provider of providers.list()) void checkProvider(objectKey(provider));
-    for (const alert of alerts.list()) checkAlert(objectKey(alert));
-  });
+  const declaration: ControllerDeclaration<CheckKey> = {
+    caches: [providers, alerts],
+    keys: () => [...providers.list().map((p): CheckKey => `NotificationProvider/${objectKey(p)}`), ...alerts.list().map((a): CheckKey => `NotificationAlert/${objectKey(a)}`)],
+    reconcile: async (key) => {
+      if (key.startsWith('NotificationProvider/')) await checkProvider(key.slice('NotificationProvider/'.length));
+      else checkAlert(key.slice('NotificationAlert/'.length));
+      return { kind: 'done' };
+    },
+  };
 
-  const delivered = createDeliveryReporter({ log, status, recorder: options.recorder, isLeader: options.isLeader, alert: (key) => alerts.get(key), forgetProvider: (key) => providerStates.delete(key) });
+  const delivered = createDeliveryReporter({ log, status, recorder: options.recorder, isLeader, alert: (key) => alerts.get(key), forgetProvider: (key) => providerStates.delete(key) });
 
   /** The tap: an Event the operator records, offered to every NotificationAlert that asks for it. Never throws, never waits. */
   const offer = (object: InvolvedObject, event: RecordedEvent): void => {
@@ -175,7 +196,7 @@ export function startNotifications(options: NotificationsOptions): Notifications
 
   const commitStatuses = createCommitStatuses({ rest, alerts: alertsFor.of, providers: (key) => providers.get(key) as NotificationProvider | undefined, providerFor, trusted, dispatcher, delivered });
 
-  return {
+  const notifications: Notifications = {
     events: {
       record(object, event) {
         const written = options.recorder.record(object, event);
@@ -188,7 +209,7 @@ export function startNotifications(options: NotificationsOptions): Notifications
       },
     },
     observeConfigSync: (type, object) => {
-      if (stopped || !options.isLeader()) return;
+      if (stopped || !isLeader()) return;
       // The common case costs one look at the NotificationProviders: none sets commit statuses.
       if (!providers.list().some((p) => isCommitStatusType(String((p['spec'] as { type?: unknown } | undefined)?.type)))) return;
       try {
@@ -198,13 +219,14 @@ export function startNotifications(options: NotificationsOptions): Notifications
       }
     },
     idle: () => dispatcher.idle(),
-    async stop() {
+    // The watches are the controller manager's, stopped with it.
+    stop() {
       stopped = true;
-      clearInterval(leadership);
       dispatcher.stop();
-      await Promise.all([providers.stop(), alerts.stop()]);
+      return Promise.resolve();
     },
   };
+  return { notifications, declaration };
 }
 
 type Reporter = (alertKey: string, providerKey: string, providerType: string) => (result: DeliveryResult, error?: string) => void;
@@ -262,18 +284,6 @@ function deliverChat(
     },
     done: deps.delivered(alertKey, providerKey, provider.spec.type),
   });
-}
-
-/** Calls `then` each time `leading` turns true (looked at every LEADERSHIP_CHECK_MS); returns the timer to clear. */
-function onLeading(leading: () => boolean, then: () => void): NodeJS.Timeout {
-  let was = false;
-  const timer = setInterval(() => {
-    const now = leading();
-    if (now && !was) then();
-    was = now;
-  }, LEADERSHIP_CHECK_MS);
-  timer.unref();
-  return timer;
 }
 
 function notificationsCounter(registry: Registry): Counter<'provider' | 'result'> {

@@ -8,9 +8,23 @@ import { testKubeConfig, testNamespace } from '@syncline/test-support/kube';
 import { pino } from 'pino';
 import { Writable } from 'node:stream';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { installCrds } from '@syncline/operator';
-import { createMetrics } from '@syncline/operator';
-import { startNotifications } from './controller.ts';
+import { createManager, installCrds } from '@syncline/runtime';
+import { Registry } from 'prom-client';
+import { startNotifications, type Notifications, type NotificationsOptions } from './controller.ts';
+
+/** Notifications on a controller manager of their own (no election: it leads), as the composition root wires them. */
+function started(options: Omit<NotificationsOptions, 'controllers'>): Notifications {
+  const controllers = createManager({ logger: options.logger, metrics: { leader: { set: () => undefined }, trackQueue: () => () => undefined } });
+  const notifications = startNotifications({ ...options, controllers });
+  controllers.start();
+  return {
+    ...notifications,
+    async stop() {
+      await notifications.stop();
+      await controllers.stop();
+    },
+  };
+}
 
 const eventually = async <T>(probe: () => Promise<T | undefined> | T | undefined, what: string, timeoutMs = 60_000): Promise<T> => {
   const deadline = Date.now() + timeoutMs;
@@ -53,8 +67,8 @@ describe('notifications against the real control plane', () => {
     await using receiver = await startHttpReceiver();
     const recorded: string[] = [];
     const recorder: EventRecorder = { record: (_object, event) => Promise.resolve(void recorded.push(event.reason)) };
-    const metrics = createMetrics();
-    const notifications = startNotifications({ rest, logger: pino({ level: 'silent' }), metrics, clock: { now: () => new Date() }, trusted: new Set(), recorder, isLeader: () => true, delivery: { queueSize: 5 } });
+    const metrics = { registry: new Registry() };
+    const notifications = started({ rest, logger: pino({ level: 'silent' }), metrics, clock: { now: () => new Date() }, trusted: new Set(), recorder, delivery: { queueSize: 5 } });
     try {
       await webhookSetup(ns.name, { address: `${receiver.url}/flood`, rateLimit: { messages: 3, interval: '10s' } });
       // Given 20 distinct messages, each recorded 50 times (interleaved): 1,000 Events.
@@ -85,7 +99,7 @@ describe('notifications against the real control plane', () => {
     await using other = await testNamespace({ prefix: 'notify-match-other' });
     await using receiver = await startHttpReceiver();
     const recorder: EventRecorder = { record: () => Promise.resolve() };
-    const notifications = startNotifications({ rest, logger: pino({ level: 'silent' }), metrics: createMetrics(), clock: { now: () => new Date() }, trusted: new Set([ns.name]), recorder, isLeader: () => true });
+    const notifications = started({ rest, logger: pino({ level: 'silent' }), metrics: { registry: new Registry() }, clock: { now: () => new Date() }, trusted: new Set([ns.name]), recorder });
     try {
       await webhookSetup(ns.name, { address: `${receiver.url}/hook` });
       const sources: Record<string, Record<string, string>[]> = {
@@ -120,9 +134,9 @@ describe('notifications against the real control plane', () => {
     await using receiver = await startHttpReceiver({ respond: () => ({ status: 500, body: 'boom' }) });
     const lines: string[] = [];
     const logger = pino({ level: 'debug' }, new Writable({ write: (chunk: Buffer, _encoding, done) => done(void lines.push(chunk.toString())) }));
-    const metrics = createMetrics();
+    const metrics = { registry: new Registry() };
     const recorder = createEventRecorder({ rest, component: 'syncline', host: 'test', clock: { now: () => new Date() } });
-    const notifications = startNotifications({ rest, logger, metrics, clock: { now: () => new Date() }, trusted: new Set(), recorder, isLeader: () => true, delivery: { attempts: 4, initialBackoffMs: 100 } });
+    const notifications = started({ rest, logger, metrics, clock: { now: () => new Date() }, trusted: new Set(), recorder, delivery: { attempts: 4, initialBackoffMs: 100 } });
     const secretPath = '/hooks/T0SECRET/B0SECRET';
     try {
       await webhookSetup(ns.name, { address: `${receiver.url}${secretPath}` });

@@ -6,7 +6,7 @@ import { KubeApiError, type KubeRest } from '@syncline/kube';
 import { compileMessageTemplate, type MessageTemplate } from '@syncline/render';
 import { authFromSecretData, proxyFromSecretData, type HttpProxy } from '@syncline/source-git';
 import { COMMIT_STATUS_PROVIDERS, ProviderSpec, type NotificationProvider } from '@syncline/api';
-import { parseDuration } from '@syncline/operator/client';
+import { parseDuration } from '@syncline/runtime';
 import type { ChannelSettings } from './delivery.ts';
 import type { ForgeCredentials } from './forge.ts';
 import type { ProviderCredentials } from './payloads.ts';

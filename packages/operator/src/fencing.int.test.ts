@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { installCrds } from './cluster/crds.ts';
+import { installCrds } from '@syncline/runtime';
 import { createApplyClients } from './cluster/identity.ts';
 import { startManager } from './manager.ts';
 import { createMetrics } from './metrics.ts';

@@ -31,5 +31,5 @@ export { FINALIZER, RECONCILE_REQUESTED_ANNOTATION } from '@syncline/api';
 export { coalescingWindows } from './webhook/wake.ts';
 export { createKubeRest, KubeApiError, WATCH_FRESH_MS } from '@syncline/kube';
 export type { KubeRest, KubeRequest } from '@syncline/kube';
-export { installCrds } from './cluster/crds.ts';
+export { installCrds } from '@syncline/runtime';
 export { createMetrics } from './metrics.ts';

@@ -14,9 +14,10 @@ import { setFlagsFromString } from 'node:v8';
 import type { RunOptions } from './run-options.ts';
 import { createApplyClients } from './cluster/identity.ts';
 import { startManager, type Manager } from './manager.ts';
-import { startAutoFailover } from './dr/auto-failover.ts';
-import { startReplicationPolicies } from './reconcile/namespacereplicationpolicy.ts';
-import { startMirrorController } from './mirror/controller.ts';
+import { createManager, type ControllerRegistry } from '@syncline/runtime';
+import { registerAutoFailover } from './dr/auto-failover.ts';
+import { registerReplicationPolicies } from './reconcile/namespacereplicationpolicy.ts';
+import { registerMirrorController } from './mirror/controller.ts';
 import { StalePolicy, mirrorKeys, parseMirrorSourceNamespaces } from './mirror/index.ts';
 import { DEFAULT_INTERVAL_BOUNDS } from './reconcile/configsync.ts';
 import { createDecryptionContext } from './reconcile/decryption.ts';
@@ -70,8 +71,9 @@ export type WebUiOptions = {
 
 /**
  * Notifications (@syncline/notify's startNotifications), as the composition root plugs them in: they take the
- * operator's event feed (every Event it records, and its cache's ConfigSync changes) and their own kinds'
- * watches, and hand back the recorder every reconciler records through. Absent: no notifications are sent.
+ * operator's event feed (every Event it records, and its cache's ConfigSync changes), register their controller
+ * (their own kinds' watches and checks) on the process's controller manager, and hand back the recorder every
+ * reconciler records through. Absent: no notifications are sent.
  */
 export type NotificationsPart = (options: {
   readonly rest: KubeRest;
@@ -81,7 +83,8 @@ export type NotificationsPart = (options: {
   readonly trusted: TrustedNamespaces;
   readonly budget: WatchBudget;
   readonly watchNamespace: string | undefined;
-  readonly isLeader: () => boolean;
+  /** The controller manager every controller of the process registers on (its leadership, queue, liveness). */
+  readonly controllers: ControllerRegistry;
   readonly recorder: EventRecorder;
 }) => {
   readonly events: EventRecorder;
@@ -140,8 +143,33 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv, par
   const shutdown = new AbortController();
   // One budget for every watch of the process: the manager's and mirroring's.
   const watchBudget = new WatchBudget(flags.watchBudget);
+  // Every controller of the process registers here and runs on its queue (a lane each), leadership and liveness.
+  const controllers = createManager({
+    logger,
+    metrics,
+    ...(flags.leaderElect === true
+      ? {
+          leaderElection: {
+            namespace: flags.leaderElectionNamespace ?? podNamespace ?? 'default',
+            name: shardLeaseName(flags.leaderElectionId, shard),
+            identity,
+            leaseDurationMs: flags.leaseDuration,
+            // A connection pool of its own: a renewal never queues behind the re-lists that follow an API outage,
+            // status writes or Events (they share the request pool), so a leader is not lost to its own backlog.
+            rest: await createKubeRest(connection, { userAgent: 'syncline-operator' }),
+          },
+        }
+      : {}),
+    onLostLeadership: () => {
+      // Like controller-runtime: a replica that lost the lease exits, and a fresh process competes again.
+      fence.abort(new Error('this replica lost its leadership'));
+      shutdown.abort();
+      process.exitCode = 1;
+    },
+    stallTimeoutMs: flags.stallTimeout,
+  });
   // Every Event the operator records is also offered to the NotificationAlerts (NotificationProviders and NotificationAlerts: @syncline/notify).
-  const notifications = parts.notifications?.({ rest, logger, metrics, clock, trusted, budget: watchBudget, watchNamespace: flags.namespace, isLeader: () => manager.isLeader(), recorder: recorded }) ?? { events: recorded, observeConfigSync: () => undefined, stop: () => Promise.resolve() };
+  const notifications = parts.notifications?.({ rest, logger, metrics, clock, trusted, budget: watchBudget, watchNamespace: flags.namespace, controllers, recorder: recorded }) ?? { events: recorded, observeConfigSync: () => undefined, stop: () => Promise.resolve() };
   const events = notifications.events;
   const manager = startManager({
     rest,
@@ -168,26 +196,9 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv, par
     watchNamespace: flags.namespace,
     ...(secretNamespaces === undefined ? {} : { secretNamespaces }),
     ...(shard === undefined ? {} : { shard }),
-    leaderElection: flags.leaderElect === true
-      ? {
-          namespace: flags.leaderElectionNamespace ?? podNamespace ?? 'default',
-          name: shardLeaseName(flags.leaderElectionId, shard),
-          identity,
-          leaseDurationMs: flags.leaseDuration,
-          // A connection pool of its own: a renewal never queues behind the re-lists that follow an API outage,
-          // status writes or Events (they share the request pool), so a leader is not lost to its own backlog.
-          rest: await createKubeRest(connection, { userAgent: 'syncline-operator' }),
-        }
-      : undefined,
+    controllers,
     writeFence: fence.signal,
-    stallTimeoutMs: flags.stallTimeout,
     ...(flags.drHeartbeatInterval === 'off' ? {} : { drHeartbeat: { intervalMs: flags.drHeartbeatInterval, identity } }),
-    onLostLeadership: () => {
-      // Like controller-runtime: a replica that lost the lease exits, and a fresh process competes again.
-      fence.abort(new Error('this replica lost its leadership'));
-      shutdown.abort();
-      process.exitCode = 1;
-    },
   });
   manager.observe((kind, type, object) => {
     if (kind === 'ConfigSync') notifications.observeConfigSync(type, object);
@@ -197,7 +208,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv, par
   // Label-driven mirroring has no shard label of its own: the default shard runs it, named shards never do.
   const mirror =
     flags.mirror === 'on' && shard === undefined
-      ? startMirrorController({
+      ? registerMirrorController(controllers, {
           rest,
           applyClient: () => applyClient(undefined),
           clock,
@@ -209,19 +220,20 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv, par
           trusted,
           staleMode: flags.mirrorStale === 'mark' ? StalePolicy.Mark : StalePolicy.Delete,
           staleTtlMs,
-          isLeader: () => manager.isLeader(),
           resyncMs: flags.mirrorResync,
           watchBudget,
         })
       : undefined;
   // Standby side: promote a standby namespace whose primary stopped renewing its heartbeat (off by default).
-  const autoFailover =
-    flags.drAutoFailoverGrace === undefined || flags.drAutoFailoverGrace === 'off'
-      ? undefined
-      : startAutoFailover({ rest, applyClient: () => applyClient(undefined), graceMs: flags.drAutoFailoverGrace, isLeader: () => manager.isLeader(), clock, logger, metrics, events, keys, identity, standbyRules: standby });
+  if (flags.drAutoFailoverGrace !== undefined && flags.drAutoFailoverGrace !== 'off') {
+    registerAutoFailover(controllers, { rest, applyClient: () => applyClient(undefined), graceMs: flags.drAutoFailoverGrace, clock, logger, metrics, events, keys, identity, standbyRules: standby });
+  }
   // One NamespaceReplication per namespace a policy selects: it watches every namespace (not in --namespace mode).
-  const replicationPolicies = flags.namespace === undefined ? startReplicationPolicies({ rest, applyClient: () => applyClient(undefined), clock, logger, metrics, events, trusted, standbyRules: standby, isLeader: () => manager.isLeader(), shard, watchBudget }) : undefined;
-  const probes = await startProbeServer({ address: flags.probeAddr, metrics, ready: () => manager.ready() && (mirror?.ready() ?? true), live: () => manager.live(), logger });
+  if (flags.namespace === undefined) registerReplicationPolicies(controllers, { rest, applyClient: () => applyClient(undefined), clock, logger, metrics, events, trusted, standbyRules: standby, shard, watchBudget });
+  // Every controller registered: the watches start, and the election (or the work, without one).
+  controllers.start();
+  // Ready: every controller's caches (the operator's kinds' and mirroring's watches) listed and alive.
+  const probes = await startProbeServer({ address: flags.probeAddr, metrics, ready: () => manager.ready(), live: () => manager.live(), logger });
   const webhooks = await startWebhooks(flags, { rest, manager, logger, metrics, podNamespace });
   // The UI reads the manager's caches; its actions are checked against the viewer's own RBAC first.
   if (flags.uiAddr !== 'off' && parts.ui === undefined) logger.warn('--ui-addr: this process was started without the web UI; none is served');
@@ -241,9 +253,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv, par
   const drained = await within(shutdownTimeoutMs, async () => {
     await webhooks?.close();
     await ui?.close();
-    await mirror?.stop();
-    autoFailover?.stop();
-    await replicationPolicies?.stop();
+    // Every controller of the controller manager: mirroring, policies, failover and notifications' checks too.
     await manager.stop();
     await notifications.stop();
   });

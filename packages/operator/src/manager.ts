@@ -1,15 +1,16 @@
-// The controller manager: it runs what the controllers declare (controller/controller.ts: the kind each one
-// reconciles, what else wakes it and how that maps to its keys) over one work queue, one watch budget, the
-// Secret/ConfigMap reference watches and the drift watches they share; leader election (only the leader
-// reconciles, so only the leader writes); and the readiness and liveness the health server reports. Each
-// controller's wiring is in its own module under controller/.
-import { DEFAULT_RENEW_DEADLINE_MS, DEFAULT_WATCH_BUDGET, WatchBudget, WatchBudgetError, runLeaderElection, type Informer, type KubeObject } from '@syncline/kube';
+// The operator's manager: its four kinds (ConfigSync, ManifestSync, NamespaceReplication, RemoteCluster:
+// controller/controller.ts says what each declares) registered on the process's controller manager
+// (@syncline/runtime's createManager: one work queue with a lane per controller, leader election, liveness), with
+// what they share: one watch budget, the Secret/ConfigMap reference watches and the drift watches, which wake the
+// owner's controller with its key; the caches the web UI reads; and the resource metrics. Each controller's
+// wiring is in its own module under controller/.
+import { DEFAULT_WATCH_BUDGET, WatchBudget, WatchBudgetError, type Informer, type KubeObject } from '@syncline/kube';
 import type { ConfigSync } from '@syncline/api';
 import { configSyncController } from './controller/configsync-controller.ts';
 import { errorMessage, type Controller, type ControllerContext, type ManagerOptions, type WatchedChange, type WatchedKind } from './controller/controller.ts';
 import { createDriftWatches } from './controller/drift-watches.ts';
 import { manifestSyncController } from './controller/manifestsync-controller.ts';
-import { WorkQueue, type ReconcileOutcome } from '@syncline/runtime';
+import { SlotPool, createManager, type ControllerQueue, type LaneState, type Liveness, type Manager as ControllerManager } from '@syncline/runtime';
 import { createReferenceWatches } from './controller/references.ts';
 import { probedRemoteClusters, remoteClusterController } from './controller/remotecluster-controller.ts';
 import { replicationController } from './controller/replication-controller.ts';
@@ -22,25 +23,24 @@ import { ResourceKind, objectLabels } from './metrics.ts';
 export { projectManaged, sameButStatus, writtenLastBy } from './controller/drift-watches.ts';
 export { errorMessage, onlyStatusChanged } from './controller/controller.ts';
 export type { ManagerOptions, WatchedChange, WatchedKind } from './controller/controller.ts';
+export { DEFAULT_STALL_TIMEOUT_MS, type Liveness } from '@syncline/runtime';
 
 const LEFT_KIND = { configsync: ResourceKind.ConfigSync, manifestsync: ResourceKind.ManifestSync, namespacereplication: ResourceKind.NamespaceReplication } as const;
 
-/** Logged when a sync leaves this operator's view: deleted, or relabelled to another shard (see shard.ts). */
+/** Log when a sync leaves this operator's view: deleted, or relabelled to another shard (see shard.ts). */
 export const LEFT_SHARD_MESSAGE = 'left this shard (deleted, or relabelled to another shard); forgotten, nothing pruned';
 
-/** How long the leader waits for its caches to fill before it reconciles anyway (see startWork). */
-const CACHE_SYNC_TIMEOUT_MS = 60_000;
+/** The controller names of the operator's kinds (queue metrics, logs, liveness). */
+export const CONTROLLER_NAMES: Readonly<Record<WatchedKind, string>> = { ConfigSync: 'configsync', ManifestSync: 'manifestsync', NamespaceReplication: 'namespacereplication', RemoteCluster: 'remotecluster' };
 
-/** What /healthz reports: fine, or why the process should be restarted. */
-export type Liveness = { readonly ok: true } | { readonly ok: false; readonly reason: string };
-
-export const DEFAULT_STALL_TIMEOUT_MS = 10 * 60_000;
 export type Manager = {
-  /** Caches synced and watches alive. */
+  /** Caches synced and watches alive (every registered controller's that declares readiness). */
   ready(): boolean;
-  /** Whether the process still makes progress: the queue moves, and a leader renews its Lease. */
+  /** Whether the process still makes progress: every controller's lane moves, and a leader renews its Lease. */
   live(): Liveness;
   isLeader(): boolean;
+  /** Every controller's lane: depth, reconciles in flight, how long it made no progress. */
+  lanes(): LaneState[];
   /** Enqueue a ConfigSync now (webhooks, the CLI's reconcile request). */
   enqueue(key: string): void;
   configSyncs(): ConfigSync[];
@@ -55,18 +55,34 @@ export type Manager = {
   watched(kind: WatchedKind): KubeObject[];
   /** Calls `listener` on every change of a watched object; returns the function that stops it. */
   observe(listener: WatchedChange): () => void;
+  /** Stops every controller of the controller manager (the others registered on it included). */
   stop(): Promise<void>;
 };
 
+/** The controller manager the operator's kinds register on: the caller's, or one of its own (started here). */
+function controllerManager(options: ManagerOptions): { controllers: ControllerManager; own: boolean } {
+  if (options.controllers !== undefined) return { controllers: options.controllers, own: false };
+  const election = options.leaderElection;
+  const controllers = createManager({
+    logger: options.logger,
+    metrics: options.metrics,
+    ...(election === undefined ? {} : { leaderElection: { ...election, rest: election.rest ?? options.rest } }),
+    ...(options.onLostLeadership === undefined ? {} : { onLostLeadership: options.onLostLeadership }),
+    ...(options.stallTimeoutMs === undefined ? {} : { stallTimeoutMs: options.stallTimeoutMs }),
+  });
+  return { controllers, own: true };
+}
+
 export function startManager(options: ManagerOptions): Manager {
   const { rest, logger, metrics } = options;
+  const { controllers: runtime, own } = controllerManager(options);
   const budget = options.watchBudget ?? new WatchBudget(DEFAULT_WATCH_BUDGET);
-  const queue = new WorkQueue({ concurrency: options.concurrency, onDepthChange: (depth) => metrics.queueDepth.set(depth) });
   const ns = options.watchNamespace;
   const collection = (group: string, version: string, plural: string): string =>
     `${group === '' ? '/api' : `/apis/${group}`}/${version}${ns !== undefined ? `/namespaces/${ns}` : ''}/${plural}`;
   const observers = new Set<WatchedChange>();
-  const leadership = { leader: options.leaderElection === undefined };
+  // Each kind's lane, filled as they register: an event comes only once the manager starts the watches.
+  const lanes = new Map<WatchedKind, { readonly controller: Controller; readonly queue: ControllerQueue<string> }>();
   // Managed objects: the drift watches (controller/drift-watches.ts) of the kinds and namespaces the syncs write.
   const drift = createDriftWatches({
     rest,
@@ -75,22 +91,19 @@ export function startManager(options: ManagerOptions): Manager {
     watchNamespace: ns,
     applyClient: () => options.applyClient(undefined),
     onDrift: (ownedBy) => {
-      const key = queueKeyOfOwner(ownedBy);
-      if (key !== undefined) queue.add(key);
+      const owner = queueKeyOfOwner(ownedBy);
+      if (owner !== undefined) lanes.get(owner.kind)?.queue.add(owner.key);
     },
   });
-  // Filled once every controller is declared: the first event comes after the watches start, below.
-  let controllers: readonly Controller[] = [];
   let wakeReplicationsOf: (namespace: string) => void = () => undefined;
-  const ctx: ControllerContext = {
+  const base: Omit<ControllerContext, 'queue'> = {
     options,
     rest,
     logger,
     metrics,
     budget,
-    queue,
     drift,
-    references: createReferenceWatches({ rest, budget, logger, queue, collection, secretNamespaces: options.secretNamespaces }),
+    references: createReferenceWatches({ rest, budget, logger, collection, secretNamespaces: options.secretNamespaces }),
     collection,
     // The sync kinds are watched through the shard's label selector: the others' syncs never reach this cache.
     shardLabelSelector: shardSelector(options.shard),
@@ -102,7 +115,7 @@ export function startManager(options: ManagerOptions): Manager {
       const { namespace, name } = objectLabels(key);
       void metrics.forgetObject(LEFT_KIND[kind], namespace, name);
     },
-    isLeader: () => leadership.leader,
+    isLeader: () => runtime.isLeader(),
     watchBeforeApply: async (ids: readonly string[], cluster?: RemoteClients): Promise<void> => {
       try {
         await drift.watch(ids, cluster);
@@ -114,31 +127,44 @@ export function startManager(options: ManagerOptions): Manager {
     },
     wakeReplicationsOf: (namespace) => wakeReplicationsOf(namespace),
     wakeNamingCluster: (namespace, name) => {
-      for (const controller of controllers) for (const key of controller.namingCluster?.(namespace, name) ?? []) queue.add(key);
+      for (const { controller, queue } of lanes.values()) for (const key of controller.namingCluster?.(namespace, name) ?? []) queue.add(key);
     },
   };
-  const remoteClusters = remoteClusterController(ctx);
-  const configSyncs = configSyncController(ctx, remoteClusters.remote);
-  const manifestSyncs = manifestSyncController(ctx, remoteClusters.remote);
-  const replications = replicationController(ctx, {
-    remote: remoteClusters.remote,
-    credentials: { remoteClusters: remoteClusters.controller.for, configSyncs: configSyncs.controller.for, otherShards: configSyncs.otherShards },
-  });
+  // The caches a reconcile of any of the four kinds looks other objects up in (a target's RemoteCluster, a
+  // referenced Secret, the syncs themselves), waited for before the first reconcile; filled once all registered.
+  // A controller's other watches are left out: a namespace-scoped operator may not list namespaces.
+  const shared: Informer[] = [];
+  const ready = (): boolean => shared.every((i) => i.synced && i.healthy);
+  // The four kinds share --concurrency as one queue did: a slot of the pool, whichever kind's key waits.
+  const pool = new SlotPool(options.concurrency);
+  const register = <R>(kind: WatchedKind, build: (ctx: ControllerContext) => R, pick: (built: R) => Controller): R => {
+    let built: R | undefined;
+    runtime.register<string, ReturnType<typeof declaration>>(CONTROLLER_NAMES[kind], { concurrency: options.concurrency, pool }, (queue) => {
+      const made = build({ ...base, queue });
+      built = made;
+      const controller = pick(made);
+      lanes.set(kind, { controller, queue });
+      return declaration(controller, { caches: shared, ready, ...(options.resyncMs === undefined ? {} : { resyncMs: options.resyncMs }) });
+    });
+    return built as R;
+  };
+  const remoteClusters = register('RemoteCluster', (ctx) => remoteClusterController(ctx), (r) => r.controller);
+  const configSyncs = register('ConfigSync', (ctx) => configSyncController(ctx, remoteClusters.remote), (r) => r.controller);
+  const manifestSyncs = register('ManifestSync', (ctx) => manifestSyncController(ctx, remoteClusters.remote), (r) => r);
+  const replications = register(
+    'NamespaceReplication',
+    (ctx) => replicationController(ctx, { remote: remoteClusters.remote, credentials: { remoteClusters: remoteClusters.controller.for, configSyncs: configSyncs.controller.for, otherShards: configSyncs.otherShards } }),
+    (r) => r.controller,
+  );
   wakeReplicationsOf = replications.wakeReplicationsOf;
-  controllers = [configSyncs.controller, manifestSyncs, remoteClusters.controller, replications.controller];
-  // The caches a reconcile looks other objects up in (a target's RemoteCluster, a referenced Secret, the syncs
-  // themselves). A controller's other watches are left out: a namespace-scoped operator may not list namespaces.
-  const caches = [...controllers.map((c) => c.for), ...ctx.references.informers];
-  const watches: Informer[] = [...caches, ...controllers.flatMap((c) => c.watches)];
-  const run = runControllers({ controllers, caches, queue, logger, metrics, leadership, resyncMs: options.resyncMs ?? 10 * 60_000 });
-  for (const informer of watches) informer.start();
-  const election = lead({ options, queue, leadership, startWork: run.startWork });
+  shared.push(...[...lanes.values()].map(({ controller }) => controller.for), ...base.references.informers);
+  if (own) runtime.start();
 
-  const byKind = new Map(controllers.map((c) => [c.kind, c.for]));
+  const byKind = new Map([...lanes.entries()].map(([kind, { controller }]) => [kind, controller.for]));
   // syncline_resource_info: reported by the replica that leads (one series per object across replicas), from
   // the caches at each scrape; RemoteClusters by the shard that probes them.
   const untrackResources = metrics.trackResources(() =>
-    leadership.leader
+    runtime.isLeader()
       ? [
           { kind: ResourceKind.ConfigSync, objects: configSyncs.controller.for.list() },
           { kind: ResourceKind.ManifestSync, objects: manifestSyncs.for.list() },
@@ -149,9 +175,10 @@ export function startManager(options: ManagerOptions): Manager {
   );
 
   return {
-    ready: () => caches.every((i) => i.synced && i.healthy),
-    live: () => election.live(),
-    isLeader: () => leadership.leader,
+    ready: () => runtime.ready(),
+    live: () => runtime.live(),
+    isLeader: () => runtime.isLeader(),
+    lanes: () => runtime.lanes(),
     // A push: this run must see the branch as it is now, not a shared listing from before the push.
     enqueue: (key) => configSyncs.requestFresh(key),
     configSyncs: () => configSyncs.controller.for.list() as unknown as ConfigSync[],
@@ -163,127 +190,40 @@ export function startManager(options: ManagerOptions): Manager {
       return () => observers.delete(listener);
     },
     async stop() {
-      run.stop();
       untrackResources();
       replications.stopHeartbeats();
-      election.abort();
-      await queue.shutdown();
-      for (const controller of controllers) await controller.stop?.();
+      await runtime.stop();
       await drift.stop();
-      await Promise.all(watches.map((i) => i.stop()));
     },
   };
 }
 
-/**
- * The leader's work: once the caches are filled, every declared controller's keys are enqueued and the queue
- * routes each key to the controller whose prefix it carries; a periodic resync enqueues the resync keys again.
- */
-function runControllers(input: {
-  controllers: readonly Controller[];
-  caches: readonly Informer[];
-  queue: WorkQueue;
-  logger: ManagerOptions['logger'];
-  metrics: ManagerOptions['metrics'];
-  leadership: { leader: boolean };
-  resyncMs: number;
-}): { readonly startWork: (signal: AbortSignal) => Promise<void>; readonly stop: () => void } {
-  const { controllers, caches, queue, logger, leadership } = input;
-  // ConfigSync keys carry no prefix: the controllers with one are asked first.
-  const routed = [...controllers].sort((a, b) => b.keyPrefix.length - a.keyPrefix.length);
-  const reconcile = (key: string): Promise<ReconcileOutcome> => {
-    const controller = routed.find((c) => key.startsWith(c.keyPrefix));
-    if (controller === undefined) throw new Error(`no controller reconciles ${key}`);
-    return controller.reconcile(key);
-  };
-  // Periodic resync: enqueue everything, so a missed event is repaired within resyncMs at worst.
-  const resync = setInterval(() => {
-    if (!leadership.leader) return;
-    for (const controller of controllers) for (const key of controller.resyncKeys?.() ?? []) queue.add(key);
-  }, input.resyncMs);
-  resync.unref();
+/** One of the four kinds as the controller manager runs it: its own cache and the shared ones, its keys. */
+function declaration(controller: Controller, input: { caches: readonly Informer[]; ready: () => boolean; resyncMs?: number }) {
   return {
-    startWork: async (signal) => {
-      input.metrics.leader.set(1);
-      // No reconcile runs before the caches it reads are filled: one that did would find a RemoteCluster (or a
-      // Secret) missing, report it and wait for a retry. A cache that cannot list (rights) must not hold every
-      // other object back forever: past the bound the work starts anyway, and says which cache is missing.
-      const synced = await Promise.all(caches.map((informer) => informer.waitSynced(CACHE_SYNC_TIMEOUT_MS)));
-      if (signal.aborted || !leadership.leader) return;
-      if (synced.includes(false)) logger.warn({ timeoutMs: CACHE_SYNC_TIMEOUT_MS }, 'some caches did not sync in time (see the watch errors above); reconciling anyway');
-      queue.start(reconcile);
-      for (const controller of controllers) for (const key of controller.keys()) queue.add(key);
-    },
-    stop: () => clearInterval(resync),
+    for: controller.for,
+    caches: input.caches,
+    watches: controller.watches,
+    keys: () => controller.keys(),
+    ...(controller.resyncKeys === undefined ? {} : { resyncKeys: controller.resyncKeys }),
+    ...(input.resyncMs === undefined ? {} : { resyncMs: input.resyncMs }),
+    reconcile: (key: string) => controller.reconcile(key),
+    ready: input.ready,
+    ...(controller.stop === undefined ? {} : { stop: controller.stop }),
   };
 }
 
 /**
- * Leader election (or none: this replica leads), and the liveness it implies: a leader that cannot renew its
- * Lease stops writing at once (fencing), stops reconciling and says so.
- */
-function lead(input: { options: ManagerOptions; queue: WorkQueue; leadership: { leader: boolean }; startWork: (signal: AbortSignal) => Promise<void> }): { live(): Liveness; abort(): void } {
-  const { options, queue, leadership } = input;
-  const { logger, metrics } = options;
-  const abort = new AbortController();
-  let lostLeadership = false;
-  let renewedAt = 0;
-  const stallTimeoutMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
-  if (options.leaderElection === undefined) {
-    void input.startWork(abort.signal);
-  } else {
-    const election = options.leaderElection;
-    void runLeaderElection(
-      {
-        ...election,
-        rest: election.rest ?? options.rest,
-        onStartedLeading: () => {
-          leadership.leader = true;
-          logger.info({ identity: election.identity }, 'became leader');
-          void input.startWork(abort.signal);
-        },
-        onRenewed: () => {
-          renewedAt = Date.now();
-        },
-        onStoppedLeading: () => {
-          // Fencing: another replica may lead from now on, so this one writes nothing more. The callback fences
-          // the clients (a write in flight is cut) and no further reconcile starts; the process then exits.
-          leadership.leader = false;
-          lostLeadership = true;
-          options.onLostLeadership();
-          queue.halt();
-          metrics.leader.set(0);
-          logger.error({ identity: election.identity }, 'lost leadership (the Lease could not be renewed in time, or another replica holds it): writes fenced, reconciles stopped; exiting so that a fresh process competes again');
-        },
-        onError: (error) => logger.warn({ err: errorMessage(error) }, 'leader election: could not reach the lease'),
-      },
-      abort.signal,
-    );
-  }
-  return {
-    live: () => {
-      if (lostLeadership) return { ok: false, reason: 'lost leadership: writes are fenced and the process is exiting' };
-      const sinceRenewal = Date.now() - renewedAt;
-      if (leadership.leader && options.leaderElection !== undefined && sinceRenewal > DEFAULT_RENEW_DEADLINE_MS) return { ok: false, reason: `the leader has not renewed its Lease for ${Math.round(sinceRenewal / 1000)}s` };
-      const stalled = queue.stalledForMs();
-      if (stalled > stallTimeoutMs) return { ok: false, reason: `the work queue has had work and finished none of it for ${Math.round(stalled / 1000)}s` };
-      return { ok: true };
-    },
-    abort: () => abort.abort(),
-  };
-}
-
-/**
- * The queue key of the sync an owned-by annotation names: `namespace/name/target` for a ConfigSync,
+ * The controller and key of the sync an owned-by annotation names: `namespace/name/target` for a ConfigSync,
  * `namespace/ManifestSync:name/target` for a ManifestSync (see manifestSyncOwner); none for a mirroring replica.
  */
-export function queueKeyOfOwner(ownedBy: string): string | undefined {
+export function queueKeyOfOwner(ownedBy: string): { readonly kind: 'ConfigSync' | 'ManifestSync' | 'NamespaceReplication'; readonly key: string } | undefined {
   const [namespace, name] = ownedBy.split('/');
   if (namespace === undefined || name === undefined || namespace === '' || name === '') return undefined;
   // Mirroring replicas (`Mirror:Kind:name`): the mirror controller's own replica watch handles their edits.
   if (name.startsWith('Mirror:')) return undefined;
-  if (name.startsWith('ManifestSync:')) return `${MANIFESTSYNC_KEY_PREFIX}${namespace}/${name.slice('ManifestSync:'.length)}`;
-  if (name.startsWith('NamespaceReplication:')) return `${NAMESPACEREPLICATION_KEY_PREFIX}${namespace}/${name.slice('NamespaceReplication:'.length)}`;
-  return `${namespace}/${name}`;
+  if (name.startsWith('ManifestSync:')) return { kind: 'ManifestSync', key: `${MANIFESTSYNC_KEY_PREFIX}${namespace}/${name.slice('ManifestSync:'.length)}` };
+  if (name.startsWith('NamespaceReplication:')) return { kind: 'NamespaceReplication', key: `${NAMESPACEREPLICATION_KEY_PREFIX}${namespace}/${name.slice('NamespaceReplication:'.length)}` };
+  return { kind: 'ConfigSync', key: `${namespace}/${name}` };
 }
 

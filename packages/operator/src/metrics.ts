@@ -3,6 +3,7 @@
 // Series about one object carry it as separate `namespace` and `name` labels (never one `ns/name` label), so
 // alerts and dashboards can join them with kube-state-metrics; they are removed when the object leaves
 // (`forgetObject`), so a deleted sync leaves no series behind.
+import type { LaneState } from '@syncline/runtime';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export type Metrics = ReturnType<typeof createMetrics>;
@@ -54,6 +55,22 @@ export function createMetrics() {
       }
     },
   });
+  // The controller manager's lanes (@syncline/runtime's createManager), read at every scrape.
+  const lanes: (() => readonly LaneState[])[] = [];
+  const laneGauge = (name: string, help: string, value: (lane: LaneState) => number): Gauge =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['controller'],
+      registers,
+      collect() {
+        this.reset();
+        for (const source of lanes) for (const lane of source()) this.set({ controller: lane.controller }, value(lane));
+      },
+    });
+  laneGauge('syncline_workqueue_depth', 'Keys waiting to be reconciled, by controller.', (lane) => lane.depth);
+  laneGauge('syncline_workqueue_in_flight', 'Reconciles running now, by controller.', (lane) => lane.inFlight);
+  laneGauge('syncline_workqueue_stalled_seconds', 'How long a controller has had work and finished none of it (0: idle or moving); liveness fails past --stall-timeout.', (lane) => lane.stalledSeconds);
   const perObject = {
     targetFailures: new Counter({ name: 'syncline_target_failures_total', help: 'Targets that finished a sync with failures, by sync (namespace, name) and target.', labelNames: ['namespace', 'name', 'target'], registers }),
     managedObjects: new Gauge({ name: 'syncline_managed_objects', help: 'Objects in the inventory of each ConfigSync.', labelNames: ['namespace', 'name'], registers }),
@@ -76,7 +93,6 @@ export function createMetrics() {
     objectsApplied: new Counter({ name: 'syncline_objects_applied_total', help: 'Objects written by action (created, configured, deleted, skipped, failed).', labelNames: ['action'], registers }),
     gitDuration: new Histogram({ name: 'syncline_git_duration_seconds', help: 'Duration of git operations (resolve, fetch).', labelNames: ['operation'], buckets: DURATION_BUCKETS, registers }),
     gitCacheHits: new Counter({ name: 'syncline_git_fetches_total', help: 'Snapshot requests by outcome (hit = served from cache, miss = fetched).', labelNames: ['outcome'], registers }),
-    queueDepth: new Gauge({ name: 'syncline_workqueue_depth', help: 'Objects waiting to be reconciled.', registers }),
     webhookDeliveries: new Counter({ name: 'syncline_webhook_deliveries_total', help: 'Webhook deliveries by provider and result.', labelNames: ['provider', 'result'], registers }),
     drPromotions: new Counter({ name: 'syncline_dr_promotions_total', help: 'Standby namespaces promoted by this (standby-side) operator, by namespace and trigger.', labelNames: ['namespace', 'trigger'], registers }),
     leader: new Gauge({ name: 'syncline_leader', help: '1 while this replica holds the leader lease.', registers }),
@@ -88,6 +104,14 @@ export function createMetrics() {
       return () => {
         const at = sources.indexOf(source);
         if (at !== -1) sources.splice(at, 1);
+      };
+    },
+    /** Reports the controller manager's lanes (syncline_workqueue_*{controller}) at every scrape, until untracked. */
+    trackQueue(source: () => readonly LaneState[]): () => void {
+      lanes.push(source);
+      return () => {
+        const at = lanes.indexOf(source);
+        if (at !== -1) lanes.splice(at, 1);
       };
     },
     /** Removes every series about an object that left (deleted, or moved to another shard). */

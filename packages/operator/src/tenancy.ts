@@ -9,11 +9,9 @@
 // adds nothing. In another cluster the RemoteCluster's credentials are the identity, and whoever could name
 // that RemoteCluster can read its Secret and use those credentials directly: the API server there decides.
 
-/** The condition and target reason of a refused write. */
-export const NAMESPACE_NOT_ALLOWED = 'NamespaceNotAllowed';
+import { NAMESPACE_NOT_ALLOWED, type TrustedNamespaces } from '@syncline/runtime';
 
-/** Namespaces whose objects act with the operator's rights anywhere: the operator's own plus an explicit list. */
-export type TrustedNamespaces = ReadonlySet<string>;
+export { NAMESPACE_NOT_ALLOWED, type TrustedNamespaces };
 
 /** The operator's namespace (when known) and the names given to --trusted-namespaces (comma-separated). */
 export function trustedNamespaces(input: { readonly operatorNamespace?: string | undefined; readonly list?: string | readonly string[] | undefined }): TrustedNamespaces {

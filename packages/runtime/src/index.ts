@@ -4,7 +4,10 @@
 // news, the reconcile metrics), conditions and their reasons, status writes, and durations. It depends on the
 // API and @syncline/kube only.
 export * from './queue.ts';
+export * from './manager.ts';
 export * from './shell.ts';
 export * from './conditions.ts';
 export * from './object-status.ts';
 export * from './duration.ts';
+export * from './trust.ts';
+export * from './crds.ts';

@@ -7,8 +7,44 @@ import type { ReconcileOutcome } from './shell.ts';
 
 export type { ReconcileOutcome };
 
+/**
+ * Slots several queues share (the manager's lanes of one group): a queue runs a key only when it has a slot of its
+ * own (its concurrency) and one of the pool. A freed slot goes first to the queues that waited for one, in turn,
+ * so one queue of the group cannot keep the others waiting.
+ */
+export class SlotPool {
+  readonly limit: number;
+  #used = 0;
+  readonly #waiting = new Set<() => void>();
+
+  constructor(limit: number) {
+    this.limit = limit;
+  }
+
+  /** Takes a slot when one is free; otherwise `wake` is called once one is freed. */
+  take(wake: () => void): boolean {
+    if (this.#used < this.limit) {
+      this.#used++;
+      return true;
+    }
+    this.#waiting.add(wake);
+    return false;
+  }
+
+  release(): void {
+    this.#used--;
+    for (const wake of [...this.#waiting]) {
+      if (this.#used >= this.limit) return;
+      this.#waiting.delete(wake);
+      wake();
+    }
+  }
+}
+
 export type WorkQueueOptions = {
   readonly concurrency: number;
+  /** Slots shared with other queues, on top of `concurrency`. */
+  readonly pool?: SlotPool;
   readonly initialBackoffMs?: number;
   readonly maxBackoffMs?: number;
   readonly onDepthChange?: (depth: number) => void;
@@ -54,6 +90,11 @@ export class WorkQueue {
 
   get depth(): number {
     return this.#pending.length;
+  }
+
+  /** Reconciles running now. */
+  get inFlight(): number {
+    return this.#running.size;
   }
 
   start(handler: (key: string) => Promise<ReconcileOutcome>): void {
@@ -125,10 +166,14 @@ export class WorkQueue {
     await new Promise<void>((resolve) => this.#idle.push(resolve));
   }
 
+  readonly #wake = (): void => this.#pump();
+
   #pump(): void {
     const handler = this.#handler;
     if (handler === undefined) return;
+    const pool = this.#options.pool;
     while (!this.#stopped && this.#running.size < this.#options.concurrency && this.#pending.length > 0) {
+      if (pool !== undefined && !pool.take(this.#wake)) return;
       const key = this.#pending.shift() as string;
       this.#queued.delete(key);
       this.#options.onDepthChange?.(this.#pending.length);
@@ -145,6 +190,7 @@ export class WorkQueue {
       outcome = { kind: 'retry' };
     }
     this.#running.delete(key);
+    this.#options.pool?.release();
     this.#progressAt = this.#now();
     const state = this.#backoff.get(key) ?? { backoff: undefined };
     switch (outcome.kind) {

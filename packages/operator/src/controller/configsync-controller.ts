@@ -41,7 +41,7 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
   };
   const indexReferences = (object: ConfigSync, remove: boolean): void => {
     const namespace = object.metadata.namespace ?? 'default';
-    ctx.references.index(objectKey(object), remove ? [] : [
+    ctx.references.index(ctx.queue, objectKey(object), remove ? [] : [
       ...(object.spec.source.git.secretRef !== undefined ? [`${namespace}/Secret/${object.spec.source.git.secretRef.name}`] : []),
       ...(object.spec.source.git.proxySecretRef !== undefined ? [`${namespace}/Secret/${object.spec.source.git.proxySecretRef.name}`] : []),
       ...(object.spec.valuesFrom ?? []).map((v) => `${namespace}/${v.kind}/${v.name}`),
@@ -137,7 +137,6 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
 
   const controller: Controller = {
     kind: 'ConfigSync',
-    keyPrefix: '',
     for: configSyncs,
     watches: [otherShards],
     namingCluster: (namespace, name) =>

@@ -1,10 +1,11 @@
-// What a controller declares, and what the manager lends it. The controller-runtime builder idea: each
-// controller states the kind it reconciles (For: its own watch, the cache its reconciles read), what else wakes
-// it and how an event there maps to its queue keys (Watches: a Secret it references, a RemoteCluster it names,
-// a source object), and the manager runs every declaration: it starts and stops the watches, waits for the
-// caches before the first reconcile, routes each queue key to its controller and enqueues every key at the
+// What one of the operator's four kinds declares, and what the operator's manager lends it. The
+// controller-runtime builder idea: each controller states the kind it reconciles (For: its own watch, the cache
+// its reconciles read), what else wakes it and how an event there maps to its keys (Watches: a Secret it
+// references, a RemoteCluster it names, a source object), and the operator's manager registers it on the
+// process's controller manager (@syncline/runtime's createManager), which runs it in a lane of its own: it
+// starts and stops the watches, waits for the caches before the first reconcile and enqueues every key at the
 // start of leadership and at each resync. What it writes (Owns) wakes it through the drift watches
-// (drift-watches.ts), which map the owned-by annotation of a changed object to its owner's key.
+// (drift-watches.ts), which map the owned-by annotation of a changed object to its owner's controller and key.
 import type { Informer, KubeObject, KubeRest, WatchBudget } from '@syncline/kube';
 import type { Logger } from 'pino';
 import type { MirrorKeys } from '../mirror/index.ts';
@@ -12,7 +13,7 @@ import type { ConfigSyncReconcilerDeps } from '../reconcile/configsync.ts';
 import type { StandbyRules } from '../tenancy.ts';
 import type { Metrics } from '../metrics.ts';
 import type { DriftWatches } from './drift-watches.ts';
-import type { ReconcileOutcome, WorkQueue } from '@syncline/runtime';
+import type { ControllerQueue, Manager as ControllerManager, ReconcileOutcome } from '@syncline/runtime';
 import type { ReferenceWatches } from './references.ts';
 import type { RemoteClients } from '../remote/clusters.ts';
 
@@ -42,10 +43,17 @@ export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply
   readonly watchBudget?: WatchBudget;
   /** Re-list every informer this often even when watches look healthy (missed events cannot stall a sync). */
   readonly resyncMs?: number;
-  readonly onLostLeadership: () => void;
+  /**
+   * The process's controller manager, which the other controllers (mirroring, policies, failover, notifications)
+   * register on too; the caller starts it once every controller is registered. Absent: the operator's manager
+   * makes its own from leaderElection, onLostLeadership and stallTimeoutMs, and starts it.
+   */
+  readonly controllers?: ControllerManager;
+  /** Fencing, when the manager makes its own controller manager (see controllers). */
+  readonly onLostLeadership?: () => void;
   /** The fence of every client this manager makes (remote clusters'); main aborts it when leadership is lost. */
   readonly writeFence?: AbortSignal;
-  /** Liveness fails when the work queue has had work and finished none of it for this long (default 10 min). */
+  /** Liveness fails when a controller's lane has had work and finished none of it for this long (default 10 min). */
   readonly stallTimeoutMs?: number;
   /** Renew a heartbeat Lease per NamespaceReplication in its standby this often (dr/heartbeat.ts); undefined = none. */
   readonly drHeartbeat?: { readonly intervalMs: number; readonly identity: string };
@@ -61,8 +69,6 @@ export type WatchedChange = (kind: WatchedKind, type: 'ADDED' | 'MODIFIED' | 'DE
 export type Controller = {
   /** The kind it reconciles (and the web UI lists). */
   readonly kind: WatchedKind;
-  /** Its queue keys start with this ('' for ConfigSyncs, whose keys are `namespace/name`). */
-  readonly keyPrefix: string;
   /** For: the watch of its own objects, whose cache its reconciles read. */
   readonly for: Informer;
   /** Watches: the other watches that wake it; each maps its events to this controller's keys. */
@@ -85,7 +91,8 @@ export type ControllerContext = {
   readonly logger: Logger;
   readonly metrics: Metrics;
   readonly budget: WatchBudget;
-  readonly queue: WorkQueue;
+  /** The lane of the controller being declared (each kind's keys go to its own lane, never by their text). */
+  readonly queue: ControllerQueue<string>;
   readonly drift: DriftWatches;
   readonly references: ReferenceWatches;
   /** The collection path of a kind in the watched namespace (all namespaces without --namespace). */

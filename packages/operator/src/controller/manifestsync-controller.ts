@@ -70,7 +70,6 @@ export function manifestSyncController(ctx: ControllerContext, remote: RemoteClu
   });
   return {
     kind: 'ManifestSync',
-    keyPrefix: MANIFESTSYNC_KEY_PREFIX,
     for: manifestSyncs,
     watches: [namespaces],
     namingCluster: (namespace, name) =>

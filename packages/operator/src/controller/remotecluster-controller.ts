@@ -24,7 +24,7 @@ export function remoteClusterController(ctx: ControllerContext): { controller: C
       ctx.notify('RemoteCluster', type, object);
       const key = remoteKey(rc);
       const namespace = rc.metadata.namespace ?? 'default';
-      ctx.references.index(key, type === 'DELETED' ? [] : remote.secretsOf(rc.spec).map((name) => `${namespace}/Secret/${name}`));
+      ctx.references.index(ctx.queue, key, type === 'DELETED' ? [] : remote.secretsOf(rc.spec).map((name) => `${namespace}/Secret/${name}`));
       if (type === 'DELETED' || !probedHere(rc)) queue.forget(key);
       else if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous, object)) queue.add(key);
       // A Secret that became a credential leaves the standby now, not at the next relist.
@@ -56,7 +56,6 @@ export function remoteClusterController(ctx: ControllerContext): { controller: C
   });
   const controller: Controller = {
     kind: 'RemoteCluster',
-    keyPrefix: REMOTECLUSTER_KEY_PREFIX,
     for: remoteClusters,
     watches: [],
     keys: () => (remoteClusters.list() as unknown as RemoteCluster[]).filter(probedHere).map(remoteKey),

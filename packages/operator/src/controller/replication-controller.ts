@@ -97,7 +97,6 @@ export function replicationController(ctx: ControllerContext, input: { remote: R
 
   const controller: Controller = {
     kind: 'NamespaceReplication',
-    keyPrefix: NAMESPACEREPLICATION_KEY_PREFIX,
     for: namespaceReplications,
     watches: [],
     namingCluster: (namespace, name) =>

@@ -4,8 +4,10 @@
 // same proof of ownership as `syncline failover --standby` (standby.ts). A person holds it during planned
 // maintenance with the syncline.dev/dr-hold annotation on the Lease or the Namespace. Every promotion, and
 // every hold that stopped one, is an Event on the heartbeat Lease; promotions also count in
-// syncline_dr_promotions_total.
+// syncline_dr_promotions_total. It is a periodic controller of the controller manager: one key (every heartbeat
+// of the cluster), run again every quarter of the grace period, by the leader only.
 import type { ApplyClient, KubeObject } from '@syncline/apply';
+import type { ControllerDeclaration, ControllerRegistry, ReconcileOutcome } from '@syncline/runtime';
 import type { Logger } from 'pino';
 import type { EventRecorder } from '@syncline/kube';
 import type { KubeRest } from '@syncline/kube';
@@ -33,7 +35,6 @@ export type AutoFailoverDeps = {
   readonly rest: KubeRest;
   readonly applyClient: () => Promise<ApplyClient>;
   readonly graceMs: number;
-  readonly isLeader: () => boolean;
   readonly clock: { now(): Date };
   readonly logger: Logger;
   readonly metrics: Pick<Metrics, 'drPromotions'>;
@@ -54,7 +55,6 @@ export type AutoFailoverMemory = { readonly held: Set<string>; readonly incomple
 /** One look at every heartbeat in this cluster. */
 export async function checkHeartbeats(deps: AutoFailoverDeps, memory: AutoFailoverMemory): Promise<void> {
   const { held, incomplete } = memory;
-  if (!deps.isLeader()) return;
   const leases = (await deps.rest.request<{ items: KubeObject[] }>({ method: 'GET', path: '/apis/coordination.k8s.io/v1/leases', query: { labelSelector: HEARTBEAT_LABEL } })).items;
   const client = await deps.applyClient();
   for (const lease of leases) {
@@ -103,24 +103,27 @@ export async function checkHeartbeats(deps: AutoFailoverDeps, memory: AutoFailov
   }
 }
 
-/** Checks the heartbeats every quarter of the grace period (at most every 5 s) until stopped. */
-export function startAutoFailover(deps: AutoFailoverDeps): { stop(): void } {
+/** The controller name of automatic failover (queue metrics, logs, liveness). */
+export const AUTO_FAILOVER_CONTROLLER = 'dr-auto-failover';
+/** Its one key: a check looks at every heartbeat of the cluster. */
+const HEARTBEATS = 'heartbeats';
+
+/**
+ * Registers automatic failover on the controller manager: a check of every heartbeat every quarter of the grace
+ * period (at most every 5 s), from the start of leadership; a failed check is tried again at the next period.
+ */
+export function registerAutoFailover(controllers: ControllerRegistry, deps: AutoFailoverDeps): ControllerDeclaration<typeof HEARTBEATS> {
   const everyMs = Math.max(250, Math.min(5000, Math.floor(deps.graceMs / 4)));
   const memory: AutoFailoverMemory = { held: new Set(), incomplete: new Set() };
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
-  const tick = (): void => {
-    void checkHeartbeats(deps, memory)
-      .catch((error: unknown) => deps.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'automatic failover: could not check the heartbeats'))
-      .finally(() => {
-        if (!stopped) timer = setTimeout(tick, everyMs);
-      });
-  };
-  timer = setTimeout(tick, everyMs);
-  return {
-    stop() {
-      stopped = true;
-      clearTimeout(timer);
+  return controllers.register<typeof HEARTBEATS, ControllerDeclaration<typeof HEARTBEATS>>(AUTO_FAILOVER_CONTROLLER, { concurrency: 1 }, () => ({
+    keys: () => [HEARTBEATS],
+    reconcile: async (): Promise<ReconcileOutcome> => {
+      try {
+        await checkHeartbeats(deps, memory);
+      } catch (error) {
+        deps.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'automatic failover: could not check the heartbeats');
+      }
+      return { kind: 'wait', requeueAfterMs: everyMs };
     },
-  };
+  }));
 }

@@ -1,11 +1,12 @@
 // The label-driven mirroring controller: label-selected watches of sources and replicas (Secrets and
-// ConfigMaps, never the unrelated ones), a metadata-only Namespace watch, and a work queue of sources that
-// only the leader works. Mirroring is cluster-wide by nature: `--namespace` scopes the CR watches only.
-// /readyz fails while any of these watches is down (reflector's silent stop is the failure to beat).
+// ConfigMaps, never the unrelated ones), a metadata-only Namespace watch, and its lane of the controller
+// manager's queue (keys: sources), which only the leader works. Mirroring is cluster-wide by nature:
+// `--namespace` scopes the CR watches only. /readyz fails while any of these watches is down (reflector's
+// silent stop is the failure to beat).
 import { Informer, type WatchBudget, type KubeObject as InformerObject, type EventRecorder, type KubeRest } from '@syncline/kube';
 import type { ApplyClient } from '@syncline/apply';
 import type { Logger } from 'pino';
-import { WorkQueue } from '@syncline/runtime';
+import type { ControllerDeclaration, ControllerQueue, ControllerRegistry } from '@syncline/runtime';
 import type { Metrics } from '../metrics.ts';
 import { truncate } from '@syncline/runtime';
 import { projectMirrorObject, type MirrorCacheObject } from './cache.ts';
@@ -33,7 +34,6 @@ export type MirrorControllerOptions = {
   readonly trusted: TrustedNamespaces;
   readonly staleMode: StalePolicy;
   readonly staleTtlMs?: number | undefined;
-  readonly isLeader: () => boolean;
   /** Enqueue every source this often (a missed event is repaired within it at worst). */
   readonly resyncMs: number;
   /** The process's watch budget, which mirroring's watches count against too. */
@@ -44,22 +44,28 @@ export type MirrorControllerOptions = {
   readonly namespaceConcurrency?: number;
 };
 
-export type MirrorController = {
+export type MirrorController = ControllerDeclaration<string> & {
   /** Every mirroring watch listed and alive. */
-  ready(): boolean;
+  readonly ready: () => boolean;
   /** Sources → replicas with their state, as this process last saw them (`syncline status --mirrors` reads the cluster). */
   mirrors(): MirrorRow[];
-  stop(): Promise<void>;
 };
+
+/** The controller name of mirroring (queue metrics, logs, liveness). */
+export const MIRROR_CONTROLLER = 'mirror';
 
 const KINDS = [MirrorKind.Secret, MirrorKind.ConfigMap] as const;
 const PLURAL = { Secret: 'secrets', ConfigMap: 'configmaps' } as const;
 
-export function startMirrorController(options: MirrorControllerOptions): MirrorController {
+/** Registers mirroring on the controller manager: its own lane (default 4 sources at once), started and led by it. */
+export function registerMirrorController(controllers: ControllerRegistry, options: MirrorControllerOptions): MirrorController {
+  return controllers.register(MIRROR_CONTROLLER, { concurrency: options.concurrency ?? 4 }, (queue) => mirrorController(queue, options));
+}
+
+function mirrorController(queue: ControllerQueue<string>, options: MirrorControllerOptions): MirrorController {
   const { rest, logger, keys } = options;
   const budget = options.watchBudget === undefined ? {} : { budget: options.watchBudget };
-  const log = logger.child({ controller: 'mirror' });
-  const queue = new WorkQueue({ concurrency: options.concurrency ?? 4 });
+  const log = logger.child({ controller: MIRROR_CONTROLLER });
   const conflictsGauge = options.metrics.mirrorConflicts;
 
   const echoes = echoTracker();
@@ -160,46 +166,30 @@ export function startMirrorController(options: MirrorControllerOptions): MirrorC
     isNews,
   });
 
-  const enqueueAll = (): void => {
+  /** Every source, and the source of every replica (a replica whose source is gone is cleaned up through its key). */
+  const allKeys = (): string[] => {
+    const out: string[] = [];
     for (const kind of KINDS) {
-      for (const source of sourceInformers.get(kind)?.list() ?? []) queue.add(mirrorQueueKey(kind, refOf(source)));
-      // Replicas whose source is gone are reconciled through their source's key (cleanup).
+      for (const source of sourceInformers.get(kind)?.list() ?? []) out.push(mirrorQueueKey(kind, refOf(source)));
       for (const replica of replicaInformers.get(kind)?.list() ?? []) {
         const source = parseSourceRef((replica.metadata['annotations'] as Record<string, string> | undefined)?.[keys.source]);
-        if (source !== undefined) queue.add(mirrorQueueKey(kind, source));
+        if (source !== undefined) out.push(mirrorQueueKey(kind, source));
       }
     }
+    return out;
   };
-
-  for (const informer of allInformers) informer.start();
-  let working = false;
-  const startWork = (): void => {
-    if (working || !options.isLeader()) return;
-    working = true;
-    log.info('mirroring started');
-    queue.start((key) => {
-      echoes.started(key);
-      return reconcile(key);
-    });
-    enqueueAll();
-  };
-  startWork();
-  const leaderPoll = setInterval(startWork, 500);
-  leaderPoll.unref();
-  const resync = setInterval(() => {
-    if (working) enqueueAll();
-  }, options.resyncMs);
-  resync.unref();
 
   return {
+    caches: allInformers,
+    keys: allKeys,
+    resyncKeys: allKeys,
+    resyncMs: options.resyncMs,
+    reconcile: (key) => {
+      echoes.started(key);
+      return reconcile(key);
+    },
     ready: () => allInformers.every((i) => i.synced && i.healthy),
     mirrors: () => mirrorRows(rows, (kind) => (replicaInformers.get(kind)?.list() ?? []) as unknown as MirrorCacheObject[], keys),
-    async stop() {
-      clearInterval(leaderPoll);
-      clearInterval(resync);
-      await queue.shutdown();
-      await Promise.all(allInformers.map((i) => i.stop()));
-    },
   };
 }
 

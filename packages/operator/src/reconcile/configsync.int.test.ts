@@ -16,7 +16,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RECONCILE_REQUESTED_ANNOTATION } from '@syncline/api';
 import type { ConfigSync } from '@syncline/api';
-import { installCrds } from '../cluster/crds.ts';
+import { installCrds } from '@syncline/runtime';
 import { createApplyClients, type ApplyIdentity } from '../cluster/identity.ts';
 import { createMetrics } from '../metrics.ts';
 import { createConfigSyncReconciler } from './configsync.ts';

@@ -8,7 +8,7 @@ import { testKubeConfig, testNamespace } from '@syncline/test-support/kube';
 import { pino } from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ManifestSync } from '@syncline/api';
-import { installCrds } from '../cluster/crds.ts';
+import { installCrds } from '@syncline/runtime';
 import { createApplyClients } from '../cluster/identity.ts';
 import { createMetrics } from '../metrics.ts';
 import { mirrorKeys } from '../mirror/labels.ts';

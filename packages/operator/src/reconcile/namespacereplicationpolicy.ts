@@ -9,7 +9,7 @@ import { Informer, objectKey, type EventRecorder, type KubeRest, type WatchBudge
 import type { ApplyClient } from '@syncline/apply';
 import type { Logger } from 'pino';
 import { API_VERSION, NamespaceReplicationPolicySpec, type Condition, type NamespaceReplication, type NamespaceReplicationPolicy, type NamespaceReplicationPolicyStatus } from '@syncline/api';
-import { WorkQueue, type ReconcileOutcome } from '@syncline/runtime';
+import type { ControllerDeclaration, ControllerQueue, ControllerRegistry, ReconcileOutcome } from '@syncline/runtime';
 import { POLICY_FIELD_MANAGER, planPolicy, summarise, type PolicyNamespace } from '../dr/policy.ts';
 import type { Metrics } from '../metrics.ts';
 import { SHARD_LABEL, shardSelector } from '../shard.ts';
@@ -28,8 +28,6 @@ export type ReplicationPolicyOptions = {
   readonly trusted: TrustedNamespaces;
   /** Where a standby may never be (tenancy.ts's allowedStandby); default: no system namespace. */
   readonly standbyRules?: StandbyRules;
-  /** Only the leader writes (the manager's election). */
-  readonly isLeader: () => boolean;
   /** The shard this operator runs (see shard.ts): its policies, whose replications carry the same shard label. */
   readonly shard?: string | undefined;
   /** Resync every policy this often (missed events repaired); default 5 min. */
@@ -40,10 +38,19 @@ export type ReplicationPolicyOptions = {
 
 const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
-/** Starts the policy controller: its own caches (policies, namespaces, replications) and work queue. */
-export function startReplicationPolicies(options: ReplicationPolicyOptions): { stop(): Promise<void> } {
-  const log = options.logger.child({ controller: 'namespacereplicationpolicy' });
-  const queue = new WorkQueue({ concurrency: 2 });
+/** The controller name of the policies (queue metrics, logs, liveness). */
+export const POLICY_CONTROLLER = 'namespacereplicationpolicy';
+
+/**
+ * Registers the policy controller on the controller manager: its own caches (policies, namespaces, replications),
+ * waited for before its first reconcile, and its lane (2 policies at once); only the leader reconciles.
+ */
+export function registerReplicationPolicies(controllers: ControllerRegistry, options: ReplicationPolicyOptions): ControllerDeclaration<string> {
+  return controllers.register(POLICY_CONTROLLER, { concurrency: 2 }, (queue) => replicationPolicies(queue, options));
+}
+
+function replicationPolicies(queue: ControllerQueue<string>, options: ReplicationPolicyOptions): ControllerDeclaration<string> {
+  const log = options.logger.child({ controller: POLICY_CONTROLLER });
   const selector = shardSelector(options.shard);
   const budget = options.watchBudget === undefined ? {} : { budget: options.watchBudget };
   const enqueueAll = (): void => {
@@ -91,32 +98,11 @@ export function startReplicationPolicies(options: ReplicationPolicyOptions): { s
     replications: (namespace) => (replications.synced ? (replications.list() as unknown as NamespaceReplication[]).filter((nr) => nr.metadata.namespace === namespace) : undefined),
     allReplications: () => (replications.synced ? (replications.list() as unknown as NamespaceReplication[]) : undefined),
   });
-  const caches = [policies, namespaces, replications];
-  for (const informer of caches) informer.start();
-  let started = false;
-  // Only the leader reconciles; a follower keeps its caches warm and starts once it leads.
-  const leadership = setInterval(() => {
-    if (started || !options.isLeader() || !caches.every((c) => c.synced)) return;
-    started = true;
-    queue.start((key) => (options.isLeader() ? reconcile(key) : Promise.resolve({ kind: 'done' })));
-    enqueueAll();
-  }, 250);
-  leadership.unref();
-  const resync = setInterval(() => {
-    if (started && options.isLeader()) enqueueAll();
-  }, options.resyncMs ?? 5 * 60_000);
-  resync.unref();
-  return {
-    async stop() {
-      clearInterval(leadership);
-      clearInterval(resync);
-      await queue.shutdown();
-      await Promise.all(caches.map((c) => c.stop()));
-    },
-  };
+  const keys = (): string[] => policies.list().map((policy) => objectKey(policy));
+  return { for: policies, caches: [namespaces, replications], keys, resyncKeys: keys, resyncMs: options.resyncMs ?? 5 * 60_000, reconcile };
 }
 
-export type PolicyReconcilerDeps = Omit<ReplicationPolicyOptions, 'isLeader' | 'resyncMs' | 'watchBudget' | 'shard'> & {
+export type PolicyReconcilerDeps = Omit<ReplicationPolicyOptions, 'resyncMs' | 'watchBudget' | 'shard'> & {
   readonly get: (key: string) => NamespaceReplicationPolicy | undefined;
   /** The namespaces of the cluster with their labels; undefined until the cache has listed them. */
   readonly namespaces: () => readonly PolicyNamespace[] | undefined;

@@ -1,4 +1,4 @@
-// Installs the CRDs this operator serves (server-side apply, raw JSON: client-node's typed serializer
+// Installs the CRDs of the API (@syncline/api) (server-side apply, raw JSON: client-node's typed serializer
 // would drop the x-kubernetes-* keys of the schemas) and waits until the API server serves them.
 import { type KubeRest } from '@syncline/kube';
 import { customResourceDefinitions } from '@syncline/api';
