@@ -8,9 +8,9 @@ import { testKubeConfig, testNamespace } from '@syncline/test-support/kube';
 import { pino } from 'pino';
 import { Writable } from 'node:stream';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createManager, installCrds } from '@syncline/runtime';
+import { createManager, installCrds, type ControllerRegistry, type ReconcileOutcome } from '@syncline/runtime';
 import { Registry } from 'prom-client';
-import { startNotifications, type Notifications, type NotificationsOptions } from './controller.ts';
+import { NOTIFICATIONS_CONTROLLER, startNotifications, type Notifications, type NotificationsOptions } from './controller.ts';
 
 /** Notifications on a controller manager of their own (no election: it leads), as the composition root wires them. */
 function started(options: Omit<NotificationsOptions, 'controllers'>): Notifications {
@@ -161,6 +161,38 @@ describe('notifications against the real control plane', () => {
       expect(said).not.toContain(receiver.url);
     } finally {
       await notifications.stop();
+    }
+  }, 120_000);
+
+  it('checks NotificationProviders and NotificationAlerts on the controller manager: a check that never finishes fails liveness naming notifications, and its lane shows it', async () => {
+    await using ns = await testNamespace({ prefix: 'notify-stall' });
+    const logger = pino({ level: 'silent' });
+    const controllers = createManager({ logger, metrics: { leader: { set: () => undefined }, trackQueue: () => () => undefined }, stallTimeoutMs: 1000 });
+    // The registration seam: every check of the notifications controller hangs until released.
+    const stall = { released: false, waiting: [] as (() => void)[] };
+    const done: ReconcileOutcome = { kind: 'done' };
+    const stalling: ControllerRegistry = {
+      isLeader: () => controllers.isLeader(),
+      register: (name, options, declare) =>
+        controllers.register(name, options, (queue) => ({ ...declare(queue), reconcile: () => (stall.released ? Promise.resolve(done) : new Promise<ReconcileOutcome>((resolve) => stall.waiting.push(() => resolve(done)))) })),
+    };
+    const notifications = startNotifications({ rest, logger, metrics: { registry: new Registry() }, clock: { now: () => new Date() }, trusted: new Set(), recorder: { record: () => Promise.resolve() }, watchNamespace: ns.name, controllers: stalling });
+    controllers.start();
+    try {
+      // A NotificationProvider to check (its Secret need not exist: the check never gets that far).
+      await create(ns.name, 'notificationproviders', { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationProvider', metadata: { name: 'hook' }, spec: { type: 'webhook', secretRef: { name: 'hook' } } });
+      const reason = await eventually(() => {
+        const live = controllers.live();
+        return live.ok ? undefined : live.reason;
+      }, 'liveness to fail');
+      expect(reason).toMatch(new RegExp(`^controller ${NOTIFICATIONS_CONTROLLER}: its work queue has had work and finished none of it`));
+      expect(controllers.lanes()).toEqual([expect.objectContaining({ controller: NOTIFICATIONS_CONTROLLER, inFlight: expect.any(Number) as number })]);
+      expect(controllers.lanes()[0]?.inFlight).toBeGreaterThan(0);
+    } finally {
+      stall.released = true;
+      for (const go of stall.waiting.splice(0)) go();
+      await notifications.stop();
+      await controllers.stop();
     }
   }, 120_000);
 });

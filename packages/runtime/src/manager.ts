@@ -115,7 +115,7 @@ export function createManager(options: ManagerOptions): Manager {
   const stallTimeoutMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
   const informers = (): Set<Informer> => new Set([...lanes.values()].flatMap(({ declaration: d }) => [...(d.for === undefined ? [] : [d.for]), ...(d.caches ?? []), ...(d.watches ?? [])]));
   const laneStates = (): LaneState[] =>
-    [...lanes.values()].map(({ name, queue }) => ({ controller: name, depth: queue.depth, inFlight: queue.inFlight, stalledSeconds: Math.round(queue.stalledForMs() / 1000) }));
+    [...lanes.values()].map(({ name, queue }) => ({ controller: name, depth: queue.depth, inFlight: queue.inFlight, stalledSeconds: queue.stalledForMs() / 1000 }));
   const untrack = metrics.trackQueue(laneStates);
 
   const startWork = (): void => {
