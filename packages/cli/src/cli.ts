@@ -423,7 +423,7 @@ function addRunCommand(program: Command, context: CliContext, done: (code: numbe
     .option('--render-timeout <duration>', 'a Kustomize, Helm or Jsonnet render that takes longer is stopped (RenderFailed)', '30s')
     .option('--render-memory-limit <MiB>', 'heap of the render process; a render that needs more is stopped (RenderFailed)', '512')
     .option('--concurrency <n>', 'reconciles run at once (each mostly waits on the API server)', '32')
-    .option('--stall-timeout <duration>', '/healthz fails when the work queue has had work and finished none of it for this long', '10m')
+    .option('--stall-timeout <duration>', '/healthz fails when a controller has had work and finished none of it for this long (it names the controller)', '10m')
     .option('--shutdown-timeout <duration>', 'on SIGTERM, how long in-flight reconciles may drain before the process exits anyway (below the pod\'s terminationGracePeriodSeconds)', '25s')
     .option('--watch-budget <n>', 'watch streams open at once, over every kind and cluster; past it the object that needs another watch reports WatchBudgetExceeded', String(DEFAULT_WATCH_BUDGET))
     .option('--operator-namespace <ns>', "the operator's own namespace (default: $POD_NAMESPACE); trusted (see --trusted-namespaces)")

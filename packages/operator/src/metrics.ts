@@ -57,10 +57,9 @@ export function createMetrics() {
   });
   // The controller manager's lanes (@syncline/runtime's createManager), read at every scrape.
   const lanes: (() => readonly LaneState[])[] = [];
-  const laneGauge = (name: string, help: string, value: (lane: LaneState) => number): Gauge =>
+  const laneGauge = (metric: { name: string; help: string }, value: (lane: LaneState) => number): Gauge =>
     new Gauge({
-      name,
-      help,
+      ...metric,
       labelNames: ['controller'],
       registers,
       collect() {
@@ -68,9 +67,9 @@ export function createMetrics() {
         for (const source of lanes) for (const lane of source()) this.set({ controller: lane.controller }, value(lane));
       },
     });
-  laneGauge('syncline_workqueue_depth', 'Keys waiting to be reconciled, by controller.', (lane) => lane.depth);
-  laneGauge('syncline_workqueue_in_flight', 'Reconciles running now, by controller.', (lane) => lane.inFlight);
-  laneGauge('syncline_workqueue_stalled_seconds', 'How long a controller has had work and finished none of it (0: idle or moving); liveness fails past --stall-timeout.', (lane) => lane.stalledSeconds);
+  laneGauge({ name: 'syncline_workqueue_depth', help: 'Keys waiting to be reconciled, by controller.' }, (lane) => lane.depth);
+  laneGauge({ name: 'syncline_workqueue_in_flight', help: 'Reconciles running now, by controller.' }, (lane) => lane.inFlight);
+  laneGauge({ name: 'syncline_workqueue_stalled_seconds', help: 'How long a controller has had work and finished none of it (0: idle or moving); liveness fails past --stall-timeout.' }, (lane) => lane.stalledSeconds);
   const perObject = {
     targetFailures: new Counter({ name: 'syncline_target_failures_total', help: 'Targets that finished a sync with failures, by sync (namespace, name) and target.', labelNames: ['namespace', 'name', 'target'], registers }),
     managedObjects: new Gauge({ name: 'syncline_managed_objects', help: 'Objects in the inventory of each ConfigSync.', labelNames: ['namespace', 'name'], registers }),
