@@ -7,7 +7,7 @@
 import { DEFAULT_WATCH_BUDGET, WatchBudget, WatchBudgetError, type Informer, type KubeObject } from '@syncline/kube';
 import type { ConfigSync } from '@syncline/api';
 import { configSyncController } from './controller/configsync-controller.ts';
-import { errorMessage, type Controller, type ControllerContext, type ManagerOptions, type WatchedChange, type WatchedKind } from './controller/controller.ts';
+import { errorMessage, type Controller, type ControllerContext, type ControllerKeys, type ManagerOptions, type WatchedChange, type WatchedKind } from './controller/controller.ts';
 import { createDriftWatches } from './controller/drift-watches.ts';
 import { manifestSyncController } from './controller/manifestsync-controller.ts';
 import { SlotPool, createManager, type ControllerQueue, type LaneState, type Liveness, type Manager as ControllerManager } from '@syncline/runtime';
@@ -137,9 +137,9 @@ export function startManager(options: ManagerOptions): Manager {
   const ready = (): boolean => shared.every((i) => i.synced && i.healthy);
   // The four kinds share --concurrency as one queue did: a slot of the pool, whichever kind's key waits.
   const pool = new SlotPool(options.concurrency);
-  const register = <R>(kind: WatchedKind, build: (ctx: ControllerContext) => R, pick: (built: R) => Controller): R => {
+  const register = <Kind extends WatchedKind, R>(kind: Kind, build: (ctx: ControllerContext<ControllerKeys[Kind]>) => R, pick: (built: R) => Controller<ControllerKeys[Kind]>): R => {
     let built: R | undefined;
-    runtime.register<string, ReturnType<typeof declaration>>(CONTROLLER_NAMES[kind], { concurrency: options.concurrency, pool }, (queue) => {
+    runtime.register<ControllerKeys[Kind], ReturnType<typeof declaration<ControllerKeys[Kind]>>>(CONTROLLER_NAMES[kind], { concurrency: options.concurrency, pool }, (queue) => {
       const made = build({ ...base, queue });
       built = made;
       const controller = pick(made);
@@ -199,7 +199,7 @@ export function startManager(options: ManagerOptions): Manager {
 }
 
 /** One of the four kinds as the controller manager runs it: its own cache and the shared ones, its keys. */
-function declaration(controller: Controller, input: { caches: readonly Informer[]; ready: () => boolean; resyncMs?: number }) {
+function declaration<K extends string>(controller: Controller<K>, input: { caches: readonly Informer[]; ready: () => boolean; resyncMs?: number }) {
   return {
     for: controller.for,
     caches: input.caches,
@@ -207,7 +207,7 @@ function declaration(controller: Controller, input: { caches: readonly Informer[
     keys: () => controller.keys(),
     ...(controller.resyncKeys === undefined ? {} : { resyncKeys: controller.resyncKeys }),
     ...(input.resyncMs === undefined ? {} : { resyncMs: input.resyncMs }),
-    reconcile: (key: string) => controller.reconcile(key),
+    reconcile: (key: K) => controller.reconcile(key),
     ready: input.ready,
     ...(controller.stop === undefined ? {} : { stop: controller.stop }),
   };
@@ -217,7 +217,7 @@ function declaration(controller: Controller, input: { caches: readonly Informer[
  * The controller and key of the sync an owned-by annotation names: `namespace/name/target` for a ConfigSync,
  * `namespace/ManifestSync:name/target` for a ManifestSync (see manifestSyncOwner); none for a mirroring replica.
  */
-export function queueKeyOfOwner(ownedBy: string): { readonly kind: 'ConfigSync' | 'ManifestSync' | 'NamespaceReplication'; readonly key: string } | undefined {
+export function queueKeyOfOwner(ownedBy: string): { [Kind in 'ConfigSync' | 'ManifestSync' | 'NamespaceReplication']: { readonly kind: Kind; readonly key: ControllerKeys[Kind] } }['ConfigSync' | 'ManifestSync' | 'NamespaceReplication'] | undefined {
   const [namespace, name] = ownedBy.split('/');
   if (namespace === undefined || name === undefined || namespace === '' || name === '') return undefined;
   // Mirroring replicas (`Mirror:Kind:name`): the mirror controller's own replica watch handles their edits.

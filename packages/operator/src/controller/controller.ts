@@ -66,7 +66,16 @@ export type WatchedKind = 'ConfigSync' | 'ManifestSync' | 'NamespaceReplication'
 /** A change of a watched object, as its informer saw it (DELETED: `object` is its last known state). */
 export type WatchedChange = (kind: WatchedKind, type: 'ADDED' | 'MODIFIED' | 'DELETED', object: KubeObject) => void;
 
-export type Controller = {
+/** The keys of each kind's lane: the object key, after the kind's name for all but ConfigSync (drift watches and
+ * other bookkeeping share these texts, so they stay distinct across kinds). */
+export type ControllerKeys = {
+  readonly ConfigSync: string;
+  readonly ManifestSync: `ManifestSync/${string}`;
+  readonly NamespaceReplication: `NamespaceReplication/${string}`;
+  readonly RemoteCluster: `RemoteCluster/${string}`;
+};
+
+export type Controller<K extends string = string> = {
   /** The kind it reconciles (and the web UI lists). */
   readonly kind: WatchedKind;
   /** For: the watch of its own objects, whose cache its reconciles read. */
@@ -74,25 +83,25 @@ export type Controller = {
   /** Watches: the other watches that wake it; each maps its events to this controller's keys. */
   readonly watches: readonly Informer[];
   /** A RemoteCluster appeared, left, or became reachable or not: the keys of the objects that name it. */
-  readonly namingCluster?: (namespace: string, name: string) => Iterable<string>;
+  readonly namingCluster?: (namespace: string, name: string) => Iterable<K>;
   /** The keys to reconcile when this replica starts to lead. */
-  keys(): Iterable<string>;
+  keys(): Iterable<K>;
   /** The keys of the periodic resync (a missed event is repaired within the resync period); none when absent. */
-  readonly resyncKeys?: () => Iterable<string>;
-  reconcile(key: string): Promise<ReconcileOutcome>;
+  readonly resyncKeys?: () => Iterable<K>;
+  reconcile(key: K): Promise<ReconcileOutcome>;
   /** Stops what the controller started besides its declared watches. */
   readonly stop?: () => Promise<void>;
 };
 
-/** What the manager lends every controller. */
-export type ControllerContext = {
+/** What the manager lends every controller (`K`: its keys). */
+export type ControllerContext<K extends string = string> = {
   readonly options: ManagerOptions;
   readonly rest: KubeRest;
   readonly logger: Logger;
   readonly metrics: Metrics;
   readonly budget: WatchBudget;
   /** The lane of the controller being declared (each kind's keys go to its own lane, never by their text). */
-  readonly queue: ControllerQueue<string>;
+  readonly queue: ControllerQueue<K>;
   readonly drift: DriftWatches;
   readonly references: ReferenceWatches;
   /** The collection path of a kind in the watched namespace (all namespaces without --namespace). */

@@ -8,11 +8,13 @@ import { DEFAULT_INTERVAL_BOUNDS } from '../reconcile/configsync.ts';
 import { MANIFESTSYNC_KEY_PREFIX, createManifestSyncReconciler } from '../reconcile/manifestsync.ts';
 import type { RemoteClusters } from '../remote/clusters.ts';
 import { allowedWrite } from '../tenancy.ts';
-import { errorMessage, onlyStatusChanged, type Controller, type ControllerContext } from './controller.ts';
+import { errorMessage, onlyStatusChanged, type Controller, type ControllerContext, type ControllerKeys } from './controller.ts';
 
-export function manifestSyncController(ctx: ControllerContext, remote: RemoteClusters): Controller {
+type ManifestSyncKey = ControllerKeys['ManifestSync'];
+
+export function manifestSyncController(ctx: ControllerContext<ManifestSyncKey>, remote: RemoteClusters): Controller<ManifestSyncKey> {
   const { options, queue, logger } = ctx;
-  const manifestKey = (object: { metadata: { name: string; namespace?: string } }): string => `${MANIFESTSYNC_KEY_PREFIX}${objectKey(object)}`;
+  const manifestKey = (object: { metadata: { name: string; namespace?: string } }): ManifestSyncKey => `${MANIFESTSYNC_KEY_PREFIX}${objectKey(object)}`;
   const sources = sourceWatches(ctx);
 
   const manifestSyncs: Informer = new Informer({
@@ -84,11 +86,11 @@ export function manifestSyncController(ctx: ControllerContext, remote: RemoteClu
 }
 
 /** The source objects of Immediate-mode ManifestSyncs: one single-object watch per source, shared by the syncs copying it. */
-function sourceWatches(ctx: ControllerContext): { watch(key: string, ms: ManifestSync): Promise<void>; unsubscribe(key: string): void; stop(): Promise<void> } {
+function sourceWatches(ctx: ControllerContext<ManifestSyncKey>): { watch(key: ManifestSyncKey, ms: ManifestSync): Promise<void>; unsubscribe(key: ManifestSyncKey): void; stop(): Promise<void> } {
   const { options, queue, logger } = ctx;
-  const watches = new Map<string, { informer: Informer; subscribers: Set<string> }>();
-  const subscriptions = new Map<string, string>(); // ManifestSync key → source watch key
-  const unsubscribe = (key: string): void => {
+  const watches = new Map<string, { informer: Informer; subscribers: Set<ManifestSyncKey> }>();
+  const subscriptions = new Map<ManifestSyncKey, string>(); // ManifestSync key → source watch key
+  const unsubscribe = (key: ManifestSyncKey): void => {
     const watched = subscriptions.get(key);
     subscriptions.delete(key);
     const entry = watched === undefined ? undefined : watches.get(watched);
@@ -99,7 +101,7 @@ function sourceWatches(ctx: ControllerContext): { watch(key: string, ms: Manifes
       void entry.informer.stop();
     }
   };
-  const watch = async (key: string, ms: ManifestSync): Promise<void> => {
+  const watch = async (key: ManifestSyncKey, ms: ManifestSync): Promise<void> => {
     const ref = ms.spec.sourceRef as ManifestSync['spec']['sourceRef'] | undefined;
     if (ms.spec.syncPolicy?.mode === 'Interval' || ref === undefined || ms.metadata.deletionTimestamp !== undefined) {
       unsubscribe(key);
@@ -117,7 +119,7 @@ function sourceWatches(ctx: ControllerContext): { watch(key: string, ms: Manifes
     subscriptions.set(key, watchKey);
     let entry = watches.get(watchKey);
     if (entry === undefined) {
-      const subscribers = new Set<string>();
+      const subscribers = new Set<ManifestSyncKey>();
       const informer = new Informer({
         budget: ctx.budget,
         rest: ctx.rest,

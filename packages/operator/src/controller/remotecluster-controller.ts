@@ -7,11 +7,11 @@ import { DEFAULT_INTERVAL_BOUNDS } from '../reconcile/configsync.ts';
 import { REMOTECLUSTER_KEY_PREFIX, createRemoteClusterReconciler } from '../reconcile/remotecluster.ts';
 import { createRemoteClusters, type RemoteClusters } from '../remote/clusters.ts';
 import { inShard } from '../shard.ts';
-import { errorMessage, onlyStatusChanged, type Controller, type ControllerContext } from './controller.ts';
+import { errorMessage, onlyStatusChanged, type Controller, type ControllerContext, type ControllerKeys } from './controller.ts';
 
-export function remoteClusterController(ctx: ControllerContext): { controller: Controller; remote: RemoteClusters } {
+export function remoteClusterController(ctx: ControllerContext<ControllerKeys['RemoteCluster']>): { controller: Controller<ControllerKeys['RemoteCluster']>; remote: RemoteClusters } {
   const { options, rest, logger, queue } = ctx;
-  const remoteKey = (object: { metadata: { name: string; namespace?: string } }): string => `${REMOTECLUSTER_KEY_PREFIX}${objectKey(object)}`;
+  const remoteKey = (object: { metadata: { name: string; namespace?: string } }): ControllerKeys['RemoteCluster'] => `${REMOTECLUSTER_KEY_PREFIX}${objectKey(object)}`;
   // Every shard watches every RemoteCluster (the syncs of any shard may target it), but only the shard its
   // label selects probes it and writes its status: one writer per object, as with the syncs.
   const probedHere = (rc: RemoteCluster): boolean => inShard(options.shard, rc.metadata.labels);
@@ -54,7 +54,7 @@ export function remoteClusterController(ctx: ControllerContext): { controller: C
     get: (key) => remoteClusters.get(key) as RemoteCluster | undefined,
     intervalBounds: options.intervalBounds ?? DEFAULT_INTERVAL_BOUNDS,
   });
-  const controller: Controller = {
+  const controller: Controller<ControllerKeys['RemoteCluster']> = {
     kind: 'RemoteCluster',
     for: remoteClusters,
     watches: [],

@@ -10,10 +10,12 @@ import { DEFAULT_INTERVAL_BOUNDS } from '../reconcile/configsync.ts';
 import { DEFAULT_STANDBY_RULES, NAMESPACEREPLICATION_KEY_PREFIX, createNamespaceReplicationReconciler } from '../reconcile/namespacereplication.ts';
 import type { RemoteClusters } from '../remote/clusters.ts';
 import { allowedWrite } from '../tenancy.ts';
-import { errorMessage, onlyStatusChanged, type Controller, type ControllerContext } from './controller.ts';
+import { errorMessage, onlyStatusChanged, type Controller, type ControllerContext, type ControllerKeys } from './controller.ts';
+
+type ReplicationKey = ControllerKeys['NamespaceReplication'];
 
 export type ReplicationController = {
-  readonly controller: Controller;
+  readonly controller: Controller<ReplicationKey>;
   /** Wakes the NamespaceReplications that replicate `namespace` (a credential there changed). */
   readonly wakeReplicationsOf: (namespace: string) => void;
   /** Stops renewing the standbys' heartbeat Leases (first, at shutdown). */
@@ -23,10 +25,10 @@ export type ReplicationController = {
 /** The caches that say which Secrets are the operator's credentials (never replicated). */
 export type CredentialCaches = { readonly remoteClusters: Informer; readonly configSyncs: Informer; readonly otherShards: Informer };
 
-export function replicationController(ctx: ControllerContext, input: { remote: RemoteClusters; credentials: CredentialCaches }): ReplicationController {
+export function replicationController(ctx: ControllerContext<ReplicationKey>, input: { remote: RemoteClusters; credentials: CredentialCaches }): ReplicationController {
   const { options, queue, logger } = ctx;
   const { remote, credentials } = input;
-  const replicationKey = (object: { metadata: { name: string; namespace?: string } }): string => `${NAMESPACEREPLICATION_KEY_PREFIX}${objectKey(object)}`;
+  const replicationKey = (object: { metadata: { name: string; namespace?: string } }): ControllerKeys['NamespaceReplication'] => `${NAMESPACEREPLICATION_KEY_PREFIX}${objectKey(object)}`;
   const sources = replicationSources(ctx);
 
   const namespaceReplications: Informer = new Informer({
@@ -95,7 +97,7 @@ export function replicationController(ctx: ControllerContext, input: { remote: R
           ...options.drHeartbeat,
         });
 
-  const controller: Controller = {
+  const controller: Controller<ReplicationKey> = {
     kind: 'NamespaceReplication',
     for: namespaceReplications,
     watches: [],
@@ -129,7 +131,7 @@ export function replicationController(ctx: ControllerContext, input: { remote: R
 }
 
 /** Continuous mode: every replicated kind of a replication's source namespace, watched metadata only. */
-function replicationSources(ctx: ControllerContext) {
+function replicationSources(ctx: ControllerContext<ReplicationKey>) {
   const { options, logger } = ctx;
   /** When the first change not yet replicated was seen, by queue key. */
   const pendingSince = new Map<string, number>();
@@ -140,11 +142,12 @@ function replicationSources(ctx: ControllerContext) {
     rest: ctx.rest,
     wake: (key) => {
       if (!pendingSince.has(key)) pendingSince.set(key, Date.now());
-      ctx.queue.add(key);
+      // The subscribers are this controller's keys: `set` below is the only way in.
+      ctx.queue.add(key as ReplicationKey);
     },
     onError: (error, watch) => logger.debug({ err: errorMessage(error), watch }, 'replication source watch failed; restarting'),
   });
-  const set = (key: string, specs: Parameters<SharedWatches['set']>[1]): void => {
+  const set = (key: ReplicationKey, specs: Parameters<SharedWatches['set']>[1]): void => {
     try {
       watches.set(key, specs);
       refusals.delete(key);
@@ -153,7 +156,7 @@ function replicationSources(ctx: ControllerContext) {
       refusals.set(key, error.message);
     }
   };
-  const watch = async (key: string, nr: NamespaceReplication): Promise<void> => {
+  const watch = async (key: ReplicationKey, nr: NamespaceReplication): Promise<void> => {
     const spec = nr.spec as NamespaceReplication['spec'] | undefined;
     if (spec === undefined || spec.mode === 'Interval' || spec.suspend === true || spec.failover === true) return set(key, []);
     const sourceNamespace = spec.sourceNamespace ?? nr.metadata.namespace ?? 'default';
