@@ -1,4 +1,5 @@
-// Public entry point of @syncline/runtime: what every controller runs on, whatever its kind. The work queue
+// Public entry point of @syncline/runtime: what every controller runs on, whatever its kind. The controller
+// manager (registration, a lane of one work queue per controller, leader election, liveness), the work queue
 // (per-key dedup, backoff, one reconcile per key at a time), the reconcile shell (the object from the cache,
 // deletion and the finalizer, an invalid spec, suspend, status written only when it changed, Events once per
 // news, the reconcile metrics), conditions and their reasons, status writes, and durations. It depends on the
