@@ -6,7 +6,7 @@
 // (--trigger: how the new commit reaches the syncs: `webhook`, the default, is what users do, one signed GitHub push to the
 // operator's receiver, which wakes every sync of the repository; `annotation` patches each ConfigSync's reconcile-requested-at)
 // (--encrypted, with --layout namespace-per-sync: one object of the five is a SOPS-encrypted Secret, age, decrypted by every sync)
-// (DIR gets the operator's CPU profile; layout and scope: see _layout.ts; --mixed: the figures alone and beside a NamespaceReplication
+// (--profile DIR: DIR gets the operator's CPU profile, and the report its busy time and top functions per phase, see _profile.ts; layout and scope: see _layout.ts; --mixed: the figures alone and beside a NamespaceReplication
 // and mirrored Secrets, see _mixed.ts): N ConfigSyncs × 5 objects on one repo against the
 // real control plane and the real operator process. Prints time until all Ready, git fetches per new
 // commit, operator peak RSS, and for the steady state (nothing changing, refreshInterval 30s) the write
@@ -14,6 +14,7 @@
 import type { ConfigSync } from '@syncline/operator';
 import { OPERATOR_NODE_FLAGS, ensureRenderEngine, ensureSops, generateAgeKey, startOperator } from '@syncline/test-support';
 import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -23,6 +24,7 @@ import { mixedPart, runMixedComparison } from './_mixed.ts';
 import { deliverPush } from './_push.ts';
 import { BenchEngine, engineFiles, engineSource, parseBenchEngine, runEngineComparison } from './_engines.ts';
 import { buildOperatorBundle } from './_bundle.ts';
+import { cpuTimeline, formatSpan, monotonicMicros, profileSpan } from './_profile.ts';
 
 const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' }, 'heap-snapshot': { type: 'string' }, layout: { type: 'string', default: 'shared' }, scope: { type: 'string', default: 'namespace' }, mixed: { type: 'boolean', default: false }, encrypted: { type: 'boolean', default: false }, engine: { type: 'string', default: 'handlebars' }, engines: { type: 'boolean', default: false }, trigger: { type: 'string', default: 'webhook' }, sources: { type: 'boolean', default: false }, part: { type: 'string' }, json: { type: 'string' } } });
 if (flags.mixed) await runMixedComparison(import.meta.filename, process.argv.slice(2));
@@ -74,15 +76,21 @@ progress(`control plane, Git server and operator up; creating ${SYNCS} ConfigSyn
 // verb and resource, and the CPU the control plane and the operator used.
 const phaseRequests = (): ReturnType<typeof requestCounts> => requestCounts(rest, (_verb, resource) => resource !== '' && resource !== 'leases');
 const cpuNow = (): { controlPlane: number; operator: number } => ({ controlPlane: cpuSeconds(controlPlane.pid), operator: cpuSeconds(operator.pid) });
-async function startPhase(): Promise<() => Promise<{ requests: ReturnType<typeof diff>; cpu: { controlPlane: number; operator: number } }>> {
+/** How many syncs waitForAll last saw Ready: the timelines' count column. */
+let readyNow = 0;
+async function startPhase(): Promise<() => Promise<{ requests: ReturnType<typeof diff>; cpu: { controlPlane: number; operator: number }; timeline: string[] }>> {
   const requests = await phaseRequests();
   const cpu = cpuNow();
+  readyNow = 0;
+  const timeline = cpuTimeline({ 'control plane': () => cpuSeconds(controlPlane.pid), operator: () => cpuSeconds(operator.pid) }, () => readyNow);
   return async () => {
     const after = cpuNow();
-    return { requests: diff(await phaseRequests(), requests), cpu: { controlPlane: after.controlPlane - cpu.controlPlane, operator: after.operator - cpu.operator } };
+    const slices = timeline.stop();
+    return { requests: diff(await phaseRequests(), requests), cpu: { controlPlane: after.controlPlane - cpu.controlPlane, operator: after.operator - cpu.operator }, timeline: slices };
   };
 }
 const endReadyPhase = await startPhase();
+const readyMark = monotonicMicros();
 const started = Date.now();
 git.resetRequests();
 await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
@@ -94,7 +102,8 @@ await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
 );
 await waitForAll(first);
 const allReadyMs = Date.now() - started;
-const { requests: readyRequests, cpu: readyCpu } = await endReadyPhase();
+const readyEndMark = monotonicMicros();
+const { requests: readyRequests, cpu: readyCpu, timeline: readyTimeline } = await endReadyPhase();
 const initialFetches = git.requests('configs').uploadPack;
 
 progress(`all Ready in ${allReadyMs} ms; committing a change`);
@@ -103,6 +112,7 @@ const second = await commitAll('two');
 git.resetRequests();
 const endCommitPhase = await startPhase();
 const commitStarted = Date.now();
+const commitMark = monotonicMicros();
 if (viaWebhook) {
   if (operator.webhookAddress === undefined) throw new Error('the operator started without a webhook receiver');
   await deliverPush({ address: operator.webhookAddress, secret: webhookSecret, repoUrl: repo.url, sha: second });
@@ -114,7 +124,8 @@ if (viaWebhook) {
 }
 await waitForAll(second);
 const newCommitMs = Date.now() - commitStarted;
-const { requests: commitRequests, cpu: commitCpu } = await endCommitPhase();
+const commitEndMark = monotonicMicros();
+const { requests: commitRequests, cpu: commitCpu, timeline: commitTimeline } = await endCommitPhase();
 const fetchesPerCommit = git.requests('configs').uploadPack;
 // With an engine, the render process is the operator's too: its peak is added (an upper bound of the pair's peak).
 const renderRssMb = childrenPeakRss(operator.pid);
@@ -176,6 +187,23 @@ console.log(`  reads other than watches (GET/LIST, non-lease):  ${reads.total}${
 console.log(`  Git ref lookups:                                 ${resolvesDuringSteady} (${(resolvesDuringSteady / Math.max(1, refreshes)).toFixed(1)} per refresh interval; target ≤ 2)`);
 console.log(`  operator CPU:                                    ${cpuUsed.toFixed(2)} s (${((cpuUsed / steadyElapsed) * 100).toFixed(2)}% of one core; target ≤ ${steadyCpuTarget * 100}%: ${verdict(cpuUsed / steadyElapsed <= steadyCpuTarget)})`);
 console.log(`operator peak RSS:                                 ${peakRssMb.toFixed(0)} MB${renderRssMb > 0 ? ` (the render process's ${renderRssMb.toFixed(0)} MB included)` : ''}  (target ≤ 150 MB: ${verdict(peakRssMb <= 150)})`);
+// Wall against CPU: a slice where neither process is busy is latency (a queue, a timer, a round trip), not work.
+console.log(`until all Ready, by tenths of the phase (count: syncs Ready):`);
+for (const line of readyTimeline) console.log(line);
+console.log(`new commit → all Ready, by tenths of the phase:`);
+for (const line of commitTimeline) console.log(line);
+for (const line of requestTable({ 'until all Ready': readyRequests.byVerbResource, 'new commit': commitRequests.byVerbResource })) console.log(line);
+if (flags.profile !== undefined) {
+  // The profile is written when the operator exits: stopped here, after the steady window.
+  await operator[Symbol.asyncDispose]();
+  const file = readdirSync(flags.profile).filter((f) => f.includes(`.${operator.pid}.0.`) && f.endsWith('.cpuprofile')).map((f) => join(flags.profile as string, f))[0];
+  if (file === undefined) console.log(`no CPU profile of the operator's main thread (pid ${operator.pid}) in ${flags.profile}`);
+  else {
+    console.log(`operator CPU profile: ${file} (\`node packages/operator/bench/_profile.ts FILE\` for the whole run; wall time here counts time the process waited for a core)`);
+    for (const line of formatSpan('until all Ready', profileSpan(file, readyMark, readyEndMark))) console.log(line);
+    for (const line of formatSpan('new commit → all Ready', profileSpan(file, commitMark, commitEndMark))) console.log(line);
+  }
+}
 console.log(`floor (the control plane's CPU for the phase over ${cores} cores; no operator on this machine can be faster): all Ready ${readyFloor.toFixed(2)} s, new commit ${commitFloor.toFixed(2)} s`);
 console.log(`all Ready after creation:  ${(allReadyMs / 1000).toFixed(2)} s = ${readyRatio.toFixed(2)}× its floor  (target ≤ 1.25×: ${verdict(readyRatio <= 1.25)})`);
 console.log(`new commit → all Ready:    ${(newCommitMs / 1000).toFixed(2)} s = ${commitRatio.toFixed(2)}× its floor  (target ≤ 1.25×: ${verdict(commitRatio <= 1.25)}; ${viaWebhook ? 'webhook' : 'annotation'})`);
@@ -198,6 +226,7 @@ async function waitForAll(revision: string): Promise<void> {
   const seen = (cs: ConfigSync): void => {
     if (readyAt(cs)) ready.add(cs.metadata.name);
     else ready.delete(cs.metadata.name);
+    readyNow = ready.size;
   };
   const deadline = Date.now() + 600_000;
   let lastReport = Date.now();
@@ -243,4 +272,17 @@ async function heapSnapshot(pid: number, dir: string): Promise<void> {
     }
   }
   throw new Error(`no heap snapshot appeared in ${dir}`);
+}
+
+/** The API server's requests per phase, by verb and resource, one row each, the most first. */
+function requestTable(phases: Record<string, Record<string, number>>): string[] {
+  const names = Object.keys(phases);
+  const keys = [...new Set(names.flatMap((n) => Object.keys(phases[n] ?? {})))];
+  const count = (n: string, k: string): number => phases[n]?.[k] ?? 0;
+  keys.sort((a, b) => names.reduce((t, n) => t + count(n, b) - count(n, a), 0));
+  const width = Math.max(...keys.map((k) => k.length), 'verb resource'.length);
+  return [
+    `API requests by verb and resource: ${'verb resource'.padEnd(width)}  ${names.map((n) => n.padStart(16)).join('')}`,
+    ...keys.map((k) => `                                   ${k.padEnd(width)}  ${names.map((n) => String(count(n, k)).padStart(16)).join('')}`),
+  ];
 }
