@@ -1,5 +1,6 @@
-// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed] [--encrypted] [--trigger webhook|annotation] [--sources] [--heap-snapshot DIR] [--engine handlebars|kustomize|helm] [--engines]`
-// (--sources: runs the operator's .ts sources rather than the JavaScript bundle the image runs, packages/cli/build/bundle.ts)
+// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed] [--encrypted] [--trigger webhook|annotation] [--sources | --bundle FILE] [--heap-snapshot DIR] [--engine handlebars|kustomize|helm] [--engines]`
+// (--sources: runs the operator's .ts sources rather than the JavaScript bundle the image runs, packages/cli/build/bundle.ts;
+// --bundle FILE: runs that bundle's entry instead of building one, e.g. an earlier commit's, for a before/after in the same conditions)
 // (--engine: what renders the syncs, see _engines.ts; --engines: all three runs side by side)
 // (--heap-snapshot: DIR gets a heap snapshot of the operator when the new commit is everywhere, the RSS peak's neighbourhood;
 // `node scripts/heap-by-type.ts FILE` sums it by constructor)
@@ -26,7 +27,7 @@ import { BenchEngine, engineFiles, engineSource, parseBenchEngine, runEngineComp
 import { buildOperatorBundle } from './_bundle.ts';
 import { cpuTimeline, formatSpan, monotonicMicros, profileSpan } from './_profile.ts';
 
-const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' }, 'heap-snapshot': { type: 'string' }, layout: { type: 'string', default: 'shared' }, scope: { type: 'string', default: 'namespace' }, mixed: { type: 'boolean', default: false }, encrypted: { type: 'boolean', default: false }, engine: { type: 'string', default: 'handlebars' }, engines: { type: 'boolean', default: false }, trigger: { type: 'string', default: 'webhook' }, sources: { type: 'boolean', default: false }, part: { type: 'string' }, json: { type: 'string' } } });
+const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' }, 'heap-snapshot': { type: 'string' }, layout: { type: 'string', default: 'shared' }, scope: { type: 'string', default: 'namespace' }, mixed: { type: 'boolean', default: false }, encrypted: { type: 'boolean', default: false }, engine: { type: 'string', default: 'handlebars' }, engines: { type: 'boolean', default: false }, trigger: { type: 'string', default: 'webhook' }, sources: { type: 'boolean', default: false }, bundle: { type: 'string' }, part: { type: 'string' }, json: { type: 'string' } } });
 if (flags.mixed) await runMixedComparison(import.meta.filename, process.argv.slice(2));
 if (flags.engines) await runEngineComparison(import.meta.filename, process.argv.slice(2));
 const engine = parseBenchEngine(flags.engine);
@@ -65,7 +66,7 @@ const part = await mixedPart(flags.part, { rest, namespace });
 
 // What the image runs: the operator bundled into JavaScript (packages/cli/build/bundle.ts); --sources runs the .ts files instead.
 const nodeArgs = [...(flags.profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${flags.profile}`]), ...(flags['heap-snapshot'] === undefined ? [] : ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${flags['heap-snapshot']}`])];
-const bundle = flags.sources ? undefined : buildOperatorBundle();
+const bundle = flags.sources ? undefined : (flags.bundle ?? buildOperatorBundle());
 await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, ...(bundle === undefined ? {} : { command: [process.execPath, ...OPERATOR_NODE_FLAGS, ...nodeArgs, bundle] as const }), args: [...layout.operatorArgs, ...renderEngineArgs, ...(viaWebhook ? ['--webhook-secret', `${namespace}/webhooks`] : []), ...(flags.concurrency === undefined ? [] : ['--concurrency', flags.concurrency]), ...(part?.operatorArgs ?? [])], nodeArgs }); // info level: startOperator waits for the 'syncline started' line
 
 const progress = (line: string): void => console.error(`[bench] ${line}`);

@@ -52,6 +52,23 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
     ]);
   };
 
+  // spec.dependsOn, indexed: the dependents of `namespace/name`, so a sync's event wakes them without a scan of
+  // every ConfigSync (a scan per event made creating or updating N syncs cost N² in the event handler).
+  const dependents = new Map<string, Set<string>>();
+  const dependedOn = new Map<string, readonly string[]>();
+  const indexDependencies = (key: string, cs: ConfigSync | undefined): void => {
+    for (const dependency of dependedOn.get(key) ?? []) {
+      const keys = dependents.get(dependency);
+      keys?.delete(key);
+      if (keys?.size === 0) dependents.delete(dependency);
+    }
+    const namespace = cs?.metadata.namespace ?? 'default';
+    const now = [...new Set((cs?.spec.dependsOn ?? []).map((d) => `${namespace}/${d.name}`))];
+    if (now.length === 0) dependedOn.delete(key);
+    else dependedOn.set(key, now);
+    for (const dependency of now) dependents.set(dependency, (dependents.get(dependency) ?? new Set()).add(key));
+  };
+
   const configSyncs: Informer = new Informer({
     budget: ctx.budget,
     rest: ctx.rest,
@@ -63,6 +80,7 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
       const key = objectKey(object);
       ctx.notify('ConfigSync', type, object);
       indexReferences(cs, type === 'DELETED');
+      indexDependencies(key, type === 'DELETED' ? undefined : cs);
       if (type === 'DELETED') {
         // Deleted (the finalizer already ran, on a MODIFIED with a deletionTimestamp) or relabelled to another
         // shard (no deletionTimestamp: nothing is pruned, the new shard adopts the inventory as it stands).
@@ -83,10 +101,7 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
       }
       // spec.dependsOn: a dependency that became Ready (or stopped being Ready, or left) wakes its dependents.
       if (type !== 'MODIFIED' || previous === undefined || readiness(previous as unknown as ConfigSync) !== readiness(cs)) {
-        const namespace = cs.metadata.namespace ?? 'default';
-        for (const other of configSyncs.list() as unknown as ConfigSync[]) {
-          if (other.metadata.namespace === namespace && (other.spec.dependsOn ?? []).some((d) => d.name === cs.metadata.name)) queue.add(objectKey(other));
-        }
+        for (const dependent of dependents.get(key) ?? []) queue.add(dependent);
       }
     },
     onError: (error) => ctx.logger.warn({ err: errorMessage(error) }, 'ConfigSync watch failed; restarting'),
