@@ -146,7 +146,7 @@ const readRequests = (): ReturnType<typeof requestCounts> =>
 // vouch for (a target whose objects someone touched reads them: a LIST of its own per kind and namespace).
 // Counted apart, then the steady window.
 const firstReadsBefore = await readRequests();
-await sleep(35_000);
+if (STEADY_SECONDS > 0) await sleep(35_000); // --steady 0: the phases' figures alone, no steady state
 const firstReads = diff(await readRequests(), firstReadsBefore);
 const readsBefore = await readRequests();
 const cpuBefore = cpuSeconds(operator.pid);
@@ -181,12 +181,15 @@ console.log(`API requests until all Ready / for the new commit: ${readyRequests.
 // sharing the machine can go under: with it the times above read against the machine they ran on.
 console.log(`CPU until all Ready / for the new commit:           control plane ${readyCpu.controlPlane.toFixed(2)} s, operator ${readyCpu.operator.toFixed(2)} s / control plane ${commitCpu.controlPlane.toFixed(2)} s, operator ${commitCpu.operator.toFixed(2)} s`);
 console.log(`git fetches for the new commit:                    ${fetchesPerCommit}  (target: 1)`);
-console.log(`steady state ${steadyElapsed.toFixed(0)} s after the first resync (refreshInterval 30s, ~${Math.round(refreshes * SYNCS)} resyncs):`);
-console.log(`  write requests to the API server (non-lease):    ${writes.total}${writes.total > 0 ? `  ${JSON.stringify(writes.byVerbResource)}` : ''}  (target: 0: ${verdict(writes.total === 0)})`);
-console.log(`  first resync after the commit (35 s before this window): ${firstReads.total} reads${firstReads.total > 0 ? `  ${JSON.stringify(firstReads.byVerbResource)}` : ''} (target 0: ${verdict(firstReads.total === 0)}; the applies' responses proved what they wrote)`);
-console.log(`  reads other than watches (GET/LIST, non-lease):  ${reads.total}${reads.total > 0 ? `  ${JSON.stringify(reads.byVerbResource)}` : ''}  (target: 0: ${verdict(reads.total === 0)})`);
-console.log(`  Git ref lookups:                                 ${resolvesDuringSteady} (${(resolvesDuringSteady / Math.max(1, refreshes)).toFixed(1)} per refresh interval; target ≤ 2)`);
-console.log(`  operator CPU:                                    ${cpuUsed.toFixed(2)} s (${((cpuUsed / steadyElapsed) * 100).toFixed(2)}% of one core; target ≤ ${steadyCpuTarget * 100}%: ${verdict(cpuUsed / steadyElapsed <= steadyCpuTarget)})`);
+if (STEADY_SECONDS === 0) console.log('steady state: not measured (--steady 0)');
+else {
+  console.log(`steady state ${steadyElapsed.toFixed(0)} s after the first resync (refreshInterval 30s, ~${Math.round(refreshes * SYNCS)} resyncs):`);
+  console.log(`  write requests to the API server (non-lease):    ${writes.total}${writes.total > 0 ? `  ${JSON.stringify(writes.byVerbResource)}` : ''}  (target: 0: ${verdict(writes.total === 0)})`);
+  console.log(`  first resync after the commit (35 s before this window): ${firstReads.total} reads${firstReads.total > 0 ? `  ${JSON.stringify(firstReads.byVerbResource)}` : ''} (target 0: ${verdict(firstReads.total === 0)}; the applies' responses proved what they wrote)`);
+  console.log(`  reads other than watches (GET/LIST, non-lease):  ${reads.total}${reads.total > 0 ? `  ${JSON.stringify(reads.byVerbResource)}` : ''}  (target: 0: ${verdict(reads.total === 0)})`);
+  console.log(`  Git ref lookups:                                 ${resolvesDuringSteady} (${(resolvesDuringSteady / Math.max(1, refreshes)).toFixed(1)} per refresh interval; target ≤ 2)`);
+  console.log(`  operator CPU:                                    ${cpuUsed.toFixed(2)} s (${((cpuUsed / steadyElapsed) * 100).toFixed(2)}% of one core; target ≤ ${steadyCpuTarget * 100}%: ${verdict(cpuUsed / steadyElapsed <= steadyCpuTarget)})`);
+}
 console.log(`operator peak RSS:                                 ${peakRssMb.toFixed(0)} MB${renderRssMb > 0 ? ` (the render process's ${renderRssMb.toFixed(0)} MB included)` : ''}  (target ≤ 150 MB: ${verdict(peakRssMb <= 150)})`);
 // Wall against CPU: a slice where neither process is busy is latency (a queue, a timer, a round trip), not work.
 console.log(`until all Ready, by tenths of the phase (count: syncs Ready):`);
