@@ -100,3 +100,29 @@ export function cpuTimeline(processes: Record<string, () => number>, count: () =
     },
   };
 }
+
+/**
+ * The share of a span during which some runnable task waited for a CPU (Linux's pressure stall information,
+ * /proc/pressure/cpu "some"): near 0 on a machine the bench has to itself; on a shared one, the part of the
+ * wall time no code of ours decides. Undefined where the kernel does not report it.
+ */
+export function cpuPressure(): { stop(): number | undefined } {
+  const read = (): number | undefined => {
+    try {
+      const some = readFileSync('/proc/pressure/cpu', 'utf8').split('\n').find((line) => line.startsWith('some '));
+      const total = /total=(\d+)/.exec(some ?? '')?.[1];
+      return total === undefined ? undefined : Number(total);
+    } catch {
+      return undefined;
+    }
+  };
+  const from = read();
+  const started = process.hrtime.bigint();
+  return {
+    stop() {
+      const to = read();
+      const wallUs = Number((process.hrtime.bigint() - started) / 1000n);
+      return from === undefined || to === undefined || wallUs === 0 ? undefined : (to - from) / wallUs;
+    },
+  };
+}

@@ -1,4 +1,4 @@
-// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed] [--encrypted] [--trigger webhook|annotation] [--sources | --bundle FILE] [--heap-snapshot DIR] [--engine handlebars|kustomize|helm] [--engines]`
+// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed] [--encrypted] [--trigger webhook|annotation] [--sources | --bundle FILE] [--logs FILE] [--log-level debug] [--heap-snapshot DIR] [--engine handlebars|kustomize|helm] [--engines]`
 // (--sources: runs the operator's .ts sources rather than the JavaScript bundle the image runs, packages/cli/build/bundle.ts;
 // --bundle FILE: runs that bundle's entry instead of building one, e.g. an earlier commit's, for a before/after in the same conditions)
 // (--engine: what renders the syncs, see _engines.ts; --engines: all three runs side by side)
@@ -25,9 +25,9 @@ import { mixedPart, runMixedComparison } from './_mixed.ts';
 import { deliverPush } from './_push.ts';
 import { BenchEngine, engineFiles, engineSource, parseBenchEngine, runEngineComparison } from './_engines.ts';
 import { buildOperatorBundle } from './_bundle.ts';
-import { cpuTimeline, formatSpan, monotonicMicros, profileSpan } from './_profile.ts';
+import { cpuPressure, cpuTimeline, formatSpan, monotonicMicros, profileSpan } from './_profile.ts';
 
-const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' }, 'heap-snapshot': { type: 'string' }, layout: { type: 'string', default: 'shared' }, scope: { type: 'string', default: 'namespace' }, mixed: { type: 'boolean', default: false }, encrypted: { type: 'boolean', default: false }, engine: { type: 'string', default: 'handlebars' }, engines: { type: 'boolean', default: false }, trigger: { type: 'string', default: 'webhook' }, sources: { type: 'boolean', default: false }, bundle: { type: 'string' }, part: { type: 'string' }, json: { type: 'string' } } });
+const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' }, 'heap-snapshot': { type: 'string' }, layout: { type: 'string', default: 'shared' }, scope: { type: 'string', default: 'namespace' }, mixed: { type: 'boolean', default: false }, encrypted: { type: 'boolean', default: false }, engine: { type: 'string', default: 'handlebars' }, engines: { type: 'boolean', default: false }, trigger: { type: 'string', default: 'webhook' }, sources: { type: 'boolean', default: false }, bundle: { type: 'string' }, logs: { type: 'string' }, 'log-level': { type: 'string' }, part: { type: 'string' }, json: { type: 'string' } } });
 if (flags.mixed) await runMixedComparison(import.meta.filename, process.argv.slice(2));
 if (flags.engines) await runEngineComparison(import.meta.filename, process.argv.slice(2));
 const engine = parseBenchEngine(flags.engine);
@@ -67,7 +67,7 @@ const part = await mixedPart(flags.part, { rest, namespace });
 // What the image runs: the operator bundled into JavaScript (packages/cli/build/bundle.ts); --sources runs the .ts files instead.
 const nodeArgs = [...(flags.profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${flags.profile}`]), ...(flags['heap-snapshot'] === undefined ? [] : ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${flags['heap-snapshot']}`])];
 const bundle = flags.sources ? undefined : (flags.bundle ?? buildOperatorBundle());
-await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, ...(bundle === undefined ? {} : { command: [process.execPath, ...OPERATOR_NODE_FLAGS, ...nodeArgs, bundle] as const }), args: [...layout.operatorArgs, ...renderEngineArgs, ...(viaWebhook ? ['--webhook-secret', `${namespace}/webhooks`] : []), ...(flags.concurrency === undefined ? [] : ['--concurrency', flags.concurrency]), ...(part?.operatorArgs ?? [])], nodeArgs }); // info level: startOperator waits for the 'syncline started' line
+await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, ...(bundle === undefined ? {} : { command: [process.execPath, ...OPERATOR_NODE_FLAGS, ...nodeArgs, bundle] as const }), args: [...layout.operatorArgs, ...renderEngineArgs, ...(viaWebhook ? ['--webhook-secret', `${namespace}/webhooks`] : []), ...(flags.concurrency === undefined ? [] : ['--concurrency', flags.concurrency]), ...(flags['log-level'] === undefined ? [] : ['--log-level', flags['log-level']]), ...(part?.operatorArgs ?? [])], nodeArgs }); // info level: startOperator waits for the 'syncline started' line
 
 const progress = (line: string): void => console.error(`[bench] ${line}`);
 await part?.ready(progress);
@@ -79,18 +79,20 @@ const phaseRequests = (): ReturnType<typeof requestCounts> => requestCounts(rest
 const cpuNow = (): { controlPlane: number; operator: number } => ({ controlPlane: cpuSeconds(controlPlane.pid), operator: cpuSeconds(operator.pid) });
 /** How many syncs waitForAll last saw Ready: the timelines' count column. */
 let readyNow = 0;
-async function startPhase(): Promise<() => Promise<{ requests: ReturnType<typeof diff>; cpu: { controlPlane: number; operator: number }; timeline: string[] }>> {
+async function startPhase(): Promise<() => Promise<{ requests: ReturnType<typeof diff>; cpu: { controlPlane: number; operator: number }; timeline: string[]; pressure: number | undefined }>> {
   const requests = await phaseRequests();
   const cpu = cpuNow();
   readyNow = 0;
+  const pressure = cpuPressure();
   const timeline = cpuTimeline({ 'control plane': () => cpuSeconds(controlPlane.pid), operator: () => cpuSeconds(operator.pid) }, () => readyNow);
   return async () => {
     const after = cpuNow();
     const slices = timeline.stop();
-    return { requests: diff(await phaseRequests(), requests), cpu: { controlPlane: after.controlPlane - cpu.controlPlane, operator: after.operator - cpu.operator }, timeline: slices };
+    return { requests: diff(await phaseRequests(), requests), cpu: { controlPlane: after.controlPlane - cpu.controlPlane, operator: after.operator - cpu.operator }, timeline: slices, pressure: pressure.stop() };
   };
 }
 const endReadyPhase = await startPhase();
+progress(`phase 1 starts at ${new Date().toISOString()}`);
 const readyMark = monotonicMicros();
 const started = Date.now();
 git.resetRequests();
@@ -104,7 +106,7 @@ await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
 await waitForAll(first);
 const allReadyMs = Date.now() - started;
 const readyEndMark = monotonicMicros();
-const { requests: readyRequests, cpu: readyCpu, timeline: readyTimeline } = await endReadyPhase();
+const { requests: readyRequests, cpu: readyCpu, timeline: readyTimeline, pressure: readyPressure } = await endReadyPhase();
 const initialFetches = git.requests('configs').uploadPack;
 
 progress(`all Ready in ${allReadyMs} ms; committing a change`);
@@ -112,6 +114,7 @@ progress(`all Ready in ${allReadyMs} ms; committing a change`);
 const second = await commitAll('two');
 git.resetRequests();
 const endCommitPhase = await startPhase();
+progress(`phase 2 starts at ${new Date().toISOString()}`);
 const commitStarted = Date.now();
 const commitMark = monotonicMicros();
 if (viaWebhook) {
@@ -126,11 +129,13 @@ if (viaWebhook) {
 await waitForAll(second);
 const newCommitMs = Date.now() - commitStarted;
 const commitEndMark = monotonicMicros();
-const { requests: commitRequests, cpu: commitCpu, timeline: commitTimeline } = await endCommitPhase();
+const { requests: commitRequests, cpu: commitCpu, timeline: commitTimeline, pressure: commitPressure } = await endCommitPhase();
 const fetchesPerCommit = git.requests('configs').uploadPack;
 // With an engine, the render process is the operator's too: its peak is added (an upper bound of the pair's peak).
 const renderRssMb = childrenPeakRss(operator.pid);
 const peakRssMb = peakRss(operator.pid) + renderRssMb;
+// --logs FILE: the operator's log lines so far (JSON, one a line), beside the phases' start times above.
+if (flags.logs !== undefined) await writeFile(flags.logs, operator.logs.map((entry) => JSON.stringify(entry)).join('\n'));
 if (flags['heap-snapshot'] !== undefined) await heapSnapshot(operator.pid, flags['heap-snapshot']);
 
 progress(`new commit applied everywhere in ${newCommitMs} ms; steady state for ${STEADY_SECONDS} s`);
@@ -208,6 +213,10 @@ if (flags.profile !== undefined) {
     for (const line of formatSpan('new commit → all Ready', profileSpan(file, commitMark, commitEndMark))) console.log(line);
   }
 }
+// A floor is the control plane's CPU over every core: it holds when the bench has the cores to itself. Where other
+// work waited for a CPU most of the phase, the ratio says how busy the machine was as much as what the operator did.
+const share = (p: number | undefined): string => (p === undefined ? 'not reported' : `${(p * 100).toFixed(0)} %`);
+console.log(`CPU pressure (some task waiting for a CPU, /proc/pressure/cpu): until all Ready ${share(readyPressure)} of the time, new commit ${share(commitPressure)} (a machine to itself: near 0 %)`);
 console.log(`floor (the control plane's CPU for the phase over ${cores} cores; no operator on this machine can be faster): all Ready ${readyFloor.toFixed(2)} s, new commit ${commitFloor.toFixed(2)} s`);
 console.log(`all Ready after creation:  ${(allReadyMs / 1000).toFixed(2)} s = ${readyRatio.toFixed(2)}× its floor  (target ≤ 1.25×: ${verdict(readyRatio <= 1.25)})`);
 console.log(`new commit → all Ready:    ${(newCommitMs / 1000).toFixed(2)} s = ${commitRatio.toFixed(2)}× its floor  (target ≤ 1.25×: ${verdict(commitRatio <= 1.25)}; ${viaWebhook ? 'webhook' : 'annotation'})`);
