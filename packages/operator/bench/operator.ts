@@ -216,7 +216,7 @@ if (flags.profile !== undefined) {
 // A floor is the control plane's CPU over every core: it holds when the bench has the cores to itself. Where other
 // work waited for a CPU most of the phase, the ratio says how busy the machine was as much as what the operator did.
 const share = (p: number | undefined): string => (p === undefined ? 'not reported' : `${(p * 100).toFixed(0)} %`);
-console.log(`CPU pressure (some task waiting for a CPU, /proc/pressure/cpu): until all Ready ${share(readyPressure)} of the time, new commit ${share(commitPressure)} (a machine to itself: near 0 %)`);
+console.log(`CPU pressure (some task waiting for a CPU, /proc/pressure/cpu): until all Ready ${share(readyPressure)} of the time, new commit ${share(commitPressure)} (the bench's own processes contend for the cores too; other work on the machine raises it)`);
 console.log(`floor (the control plane's CPU for the phase over ${cores} cores; no operator on this machine can be faster): all Ready ${readyFloor.toFixed(2)} s, new commit ${commitFloor.toFixed(2)} s`);
 console.log(`all Ready after creation:  ${(allReadyMs / 1000).toFixed(2)} s = ${readyRatio.toFixed(2)}× its floor  (target ≤ 1.25×: ${verdict(readyRatio <= 1.25)})`);
 console.log(`new commit → all Ready:    ${(newCommitMs / 1000).toFixed(2)} s = ${commitRatio.toFixed(2)}× its floor  (target ≤ 1.25×: ${verdict(commitRatio <= 1.25)}; ${viaWebhook ? 'webhook' : 'annotation'})`);
