@@ -6,6 +6,7 @@ import { decodeInventory } from '@syncline/apply';
 import type { ConfigSync } from '@syncline/api';
 import { createConfigSyncReconciler } from '../reconcile/configsync.ts';
 import { createDecryptionContext } from '../reconcile/decryption.ts';
+import { DependentsIndex } from '../reconcile/dependencies.ts';
 import type { TargetNoop } from '../reconcile/target.ts';
 import { createTargetBackoff } from '../remote/backoff.ts';
 import type { RemoteClusters } from '../remote/clusters.ts';
@@ -52,22 +53,7 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
     ]);
   };
 
-  // spec.dependsOn, indexed: the dependents of `namespace/name`, so a sync's event wakes them without a scan of
-  // every ConfigSync (a scan per event made creating or updating N syncs cost N² in the event handler).
-  const dependents = new Map<string, Set<string>>();
-  const dependedOn = new Map<string, readonly string[]>();
-  const indexDependencies = (key: string, cs: ConfigSync | undefined): void => {
-    for (const dependency of dependedOn.get(key) ?? []) {
-      const keys = dependents.get(dependency);
-      keys?.delete(key);
-      if (keys?.size === 0) dependents.delete(dependency);
-    }
-    const namespace = cs?.metadata.namespace ?? 'default';
-    const now = [...new Set((cs?.spec.dependsOn ?? []).map((d) => `${namespace}/${d.name}`))];
-    if (now.length === 0) dependedOn.delete(key);
-    else dependedOn.set(key, now);
-    for (const dependency of now) dependents.set(dependency, (dependents.get(dependency) ?? new Set()).add(key));
-  };
+  const dependents = new DependentsIndex();
 
   const configSyncs: Informer = new Informer({
     budget: ctx.budget,
@@ -80,7 +66,7 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
       const key = objectKey(object);
       ctx.notify('ConfigSync', type, object);
       indexReferences(cs, type === 'DELETED');
-      indexDependencies(key, type === 'DELETED' ? undefined : cs);
+      dependents.set(key, type === 'DELETED' ? undefined : cs);
       if (type === 'DELETED') {
         // Deleted (the finalizer already ran, on a MODIFIED with a deletionTimestamp) or relabelled to another
         // shard (no deletionTimestamp: nothing is pruned, the new shard adopts the inventory as it stands).
@@ -101,7 +87,7 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
       }
       // spec.dependsOn: a dependency that became Ready (or stopped being Ready, or left) wakes its dependents.
       if (type !== 'MODIFIED' || previous === undefined || readiness(previous as unknown as ConfigSync) !== readiness(cs)) {
-        for (const dependent of dependents.get(key) ?? []) queue.add(dependent);
+        for (const dependent of dependents.of(key)) queue.add(dependent);
       }
     },
     onError: (error) => ctx.logger.warn({ err: errorMessage(error) }, 'ConfigSync watch failed; restarting'),
