@@ -172,3 +172,50 @@ describe('WorkQueue', () => {
     });
   });
 });
+
+describe('WorkQueue: what timers add waits behind what events add', () => {
+  it('runs keys added now before keys whose timer fired, and a timer key added again moves ahead', async () => {
+    const queue = new WorkQueue({ concurrency: 1 });
+    const gate = deferred();
+    const runs: string[] = [];
+    queue.start(async (key) => {
+      runs.push(key);
+      if (key === 'busy') await gate.promise;
+      return { kind: 'done' };
+    });
+    queue.add('busy');
+    await until(() => runs.length === 1);
+    queue.addAfter('resync-1', 1);
+    queue.addAfter('resync-2', 1);
+    queue.addAfter('woken', 1);
+    await new Promise((r) => setTimeout(r, 30)); // the timers fire while 'busy' runs
+    queue.add('event');
+    queue.add('woken'); // an event for a key whose timer already fired
+    expect(queue.depth).toBe(4);
+    gate.resolve();
+    await until(() => runs.length === 5);
+    expect(runs).toEqual(['busy', 'event', 'woken', 'resync-1', 'resync-2']);
+  });
+
+  it('runs a timer key that waited deferredMaxWaitMs before newer event keys', async () => {
+    let now = 0;
+    const queue = new WorkQueue({ concurrency: 1, deferredMaxWaitMs: 1_000, now: () => now });
+    const gate = deferred();
+    const runs: string[] = [];
+    queue.start(async (key) => {
+      runs.push(key);
+      if (key === 'busy') await gate.promise;
+      return { kind: 'done' };
+    });
+    queue.add('busy');
+    await until(() => runs.length === 1);
+    queue.addAfter('resync', 1);
+    await new Promise((r) => setTimeout(r, 30));
+    queue.add('event-1');
+    queue.add('event-2');
+    now = 1_000;
+    gate.resolve();
+    await until(() => runs.length === 4);
+    expect(runs).toEqual(['busy', 'resync', 'event-1', 'event-2']);
+  });
+});
