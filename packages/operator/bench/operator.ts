@@ -20,7 +20,7 @@ import { writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { benchLayout } from './_layout.ts';
-import { benchEnvironment, childrenPeakRss, cpuSeconds, diff, peakRss, pool, requestCounts, sleep, writeRequests } from './_environment.ts';
+import { benchEnvironment, childrenPeakRss, cpuSeconds, diff, metricSum, peakRss, pool, requestCounts, sleep, writeRequests } from './_environment.ts';
 import { mixedPart, runMixedComparison } from './_mixed.ts';
 import { deliverPush } from './_push.ts';
 import { BenchEngine, engineFiles, engineSource, parseBenchEngine, runEngineComparison } from './_engines.ts';
@@ -79,16 +79,17 @@ const phaseRequests = (): ReturnType<typeof requestCounts> => requestCounts(rest
 const cpuNow = (): { controlPlane: number; operator: number } => ({ controlPlane: cpuSeconds(controlPlane.pid), operator: cpuSeconds(operator.pid) });
 /** How many syncs waitForAll last saw Ready: the timelines' count column. */
 let readyNow = 0;
-async function startPhase(): Promise<() => Promise<{ requests: ReturnType<typeof diff>; cpu: { controlPlane: number; operator: number }; timeline: string[]; pressure: number | undefined }>> {
+async function startPhase(): Promise<() => Promise<{ requests: ReturnType<typeof diff>; cpu: { controlPlane: number; operator: number }; timeline: string[]; pressure: number | undefined; reconciles: number }>> {
   const requests = await phaseRequests();
   const cpu = cpuNow();
   readyNow = 0;
   const pressure = cpuPressure();
+  const reconciles = await metricSum(operator.probeAddress, 'syncline_reconcile_total');
   const timeline = cpuTimeline({ 'control plane': () => cpuSeconds(controlPlane.pid), operator: () => cpuSeconds(operator.pid) }, () => readyNow);
   return async () => {
     const after = cpuNow();
     const slices = timeline.stop();
-    return { requests: diff(await phaseRequests(), requests), cpu: { controlPlane: after.controlPlane - cpu.controlPlane, operator: after.operator - cpu.operator }, timeline: slices, pressure: pressure.stop() };
+    return { requests: diff(await phaseRequests(), requests), cpu: { controlPlane: after.controlPlane - cpu.controlPlane, operator: after.operator - cpu.operator }, timeline: slices, pressure: pressure.stop(), reconciles: (await metricSum(operator.probeAddress, 'syncline_reconcile_total')) - reconciles };
   };
 }
 const endReadyPhase = await startPhase();
@@ -106,7 +107,7 @@ await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
 await waitForAll(first);
 const allReadyMs = Date.now() - started;
 const readyEndMark = monotonicMicros();
-const { requests: readyRequests, cpu: readyCpu, timeline: readyTimeline, pressure: readyPressure } = await endReadyPhase();
+const { requests: readyRequests, cpu: readyCpu, timeline: readyTimeline, pressure: readyPressure, reconciles: readyReconciles } = await endReadyPhase();
 const initialFetches = git.requests('configs').uploadPack;
 
 progress(`all Ready in ${allReadyMs} ms; committing a change`);
@@ -129,7 +130,7 @@ if (viaWebhook) {
 await waitForAll(second);
 const newCommitMs = Date.now() - commitStarted;
 const commitEndMark = monotonicMicros();
-const { requests: commitRequests, cpu: commitCpu, timeline: commitTimeline, pressure: commitPressure } = await endCommitPhase();
+const { requests: commitRequests, cpu: commitCpu, timeline: commitTimeline, pressure: commitPressure, reconciles: commitReconciles } = await endCommitPhase();
 const fetchesPerCommit = git.requests('configs').uploadPack;
 // With an engine, the render process is the operator's too: its peak is added (an upper bound of the pair's peak).
 const renderRssMb = childrenPeakRss(operator.pid);
@@ -185,6 +186,8 @@ console.log(`API requests until all Ready / for the new commit: ${readyRequests.
 // The API server's own work for these requests, spread over every core of the machine, is a floor no operator
 // sharing the machine can go under: with it the times above read against the machine they ran on.
 console.log(`CPU until all Ready / for the new commit:           control plane ${readyCpu.controlPlane.toFixed(2)} s, operator ${readyCpu.operator.toFixed(2)} s / control plane ${commitCpu.controlPlane.toFixed(2)} s, operator ${commitCpu.operator.toFixed(2)} s`);
+// A new sync runs twice (its finalizer, then the sync), a woken one once: more are resyncs and retries within the phase.
+console.log(`reconciles until all Ready / for the new commit:  ${readyReconciles} / ${commitReconciles}  (the least: ${2 * SYNCS} / ${SYNCS})`);
 console.log(`git fetches for the new commit:                    ${fetchesPerCommit}  (target: 1)`);
 if (STEADY_SECONDS === 0) console.log('steady state: not measured (--steady 0)');
 else {
