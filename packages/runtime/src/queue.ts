@@ -1,24 +1,14 @@
 // The reconcile work queue: one entry per key however often it is added, never two workers on one key
 // (an add while it runs marks it dirty and it runs again after), delayed requeues where the earliest
-// wins, and per-key exponential backoff with jitter for transient failures (cockatiel). What an event or a
-// request adds runs before what a timer adds (a refresh interval's resync, a backoff's retry): during a burst
-// (a push that wakes every sync, a thousand syncs created at once) the periodic resyncs of the syncs already
-// done wait until the burst is through, or at most DEFERRED_MAX_WAIT_MS. Otherwise every sync that finished
-// early resyncs while the others still wait for their first run, and the work of a burst grows with the
-// square of the number of syncs (the burst lasts longer, and more resyncs fall due within it).
+// wins, and per-key exponential backoff with jitter for transient failures (cockatiel).
 import { ExponentialBackoff, type IBackoff, type IBackoffFactory } from 'cockatiel';
 import { MAX_TIMER_MS } from './duration.ts';
 import type { ReconcileOutcome } from './shell.ts';
 
 export type { ReconcileOutcome };
 
-/** The longest a key a timer added waits behind the keys events and requests add. */
-export const DEFERRED_MAX_WAIT_MS = 30_000;
-
 export type WorkQueueOptions = {
   readonly concurrency: number;
-  /** How long a key a timer added may wait behind the others (default DEFERRED_MAX_WAIT_MS). */
-  readonly deferredMaxWaitMs?: number;
   readonly initialBackoffMs?: number;
   readonly maxBackoffMs?: number;
   readonly onDepthChange?: (depth: number) => void;
@@ -33,9 +23,6 @@ type BackoffState = { backoff: IBackoff<unknown> | undefined };
 export class WorkQueue {
   readonly #options: WorkQueueOptions;
   readonly #pending: string[] = [];
-  /** Keys a timer added, with when: they run once #pending is empty, or once they waited deferredMaxWaitMs. */
-  readonly #deferred: { key: string; at: number }[] = [];
-  readonly #deferredKeys = new Set<string>();
   readonly #queued = new Set<string>();
   readonly #running = new Set<string>();
   readonly #dirty = new Set<string>();
@@ -61,12 +48,12 @@ export class WorkQueue {
    */
   stalledForMs(): number {
     if (this.#handler === undefined || this.#stopped) return 0;
-    if (this.depth === 0 && this.#running.size === 0) return 0;
+    if (this.#pending.length === 0 && this.#running.size === 0) return 0;
     return Math.max(0, this.#now() - this.#progressAt);
   }
 
   get depth(): number {
-    return this.#pending.length + this.#deferred.length;
+    return this.#pending.length;
   }
 
   start(handler: (key: string) => Promise<ReconcileOutcome>): void {
@@ -75,12 +62,8 @@ export class WorkQueue {
     this.#pump();
   }
 
-  /** Enqueue now; a no-op when the key is already waiting (one a timer added moves ahead). */
+  /** Enqueue now; a no-op when the key is already waiting. */
   add(key: string): void {
-    this.#enqueue(key, false);
-  }
-
-  #enqueue(key: string, deferred: boolean): void {
     if (this.#stopped) return;
     const timer = this.#timers.get(key);
     if (timer !== undefined) {
@@ -91,20 +74,11 @@ export class WorkQueue {
       this.#dirty.add(key);
       return;
     }
-    if (this.#queued.has(key)) {
-      if (deferred || !this.#deferredKeys.delete(key)) return;
-      this.#deferred.splice(this.#deferred.findIndex((d) => d.key === key), 1);
-      this.#pending.push(key);
-      this.#pump();
-      return;
-    }
-    if (this.depth === 0 && this.#running.size === 0) this.#progressAt = this.#now();
+    if (this.#queued.has(key)) return;
+    if (this.#pending.length === 0 && this.#running.size === 0) this.#progressAt = this.#now();
     this.#queued.add(key);
-    if (deferred) {
-      this.#deferred.push({ key, at: this.#now() });
-      this.#deferredKeys.add(key);
-    } else this.#pending.push(key);
-    this.#options.onDepthChange?.(this.depth);
+    this.#pending.push(key);
+    this.#options.onDepthChange?.(this.#pending.length);
     this.#pump();
   }
 
@@ -123,7 +97,7 @@ export class WorkQueue {
     if (existing !== undefined) clearTimeout(existing.timer);
     const timer = setTimeout(() => {
       this.#timers.delete(key);
-      this.#enqueue(key, true);
+      this.add(key);
     }, delayMs);
     timer.unref();
     this.#timers.set(key, { at, timer });
@@ -154,23 +128,13 @@ export class WorkQueue {
   #pump(): void {
     const handler = this.#handler;
     if (handler === undefined) return;
-    while (!this.#stopped && this.#running.size < this.#options.concurrency && this.depth > 0) {
-      const key = this.#next();
+    while (!this.#stopped && this.#running.size < this.#options.concurrency && this.#pending.length > 0) {
+      const key = this.#pending.shift() as string;
       this.#queued.delete(key);
-      this.#options.onDepthChange?.(this.depth);
+      this.#options.onDepthChange?.(this.#pending.length);
       this.#running.add(key);
       void this.#run(key, handler);
     }
-  }
-
-  /** The next key: what events and requests added, unless a timer's key has waited its longest. */
-  #next(): string {
-    const oldest = this.#deferred[0];
-    const overdue = oldest !== undefined && this.#now() - oldest.at >= (this.#options.deferredMaxWaitMs ?? DEFERRED_MAX_WAIT_MS);
-    if (this.#pending.length > 0 && !overdue) return this.#pending.shift() as string;
-    const { key } = this.#deferred.shift() as { key: string };
-    this.#deferredKeys.delete(key);
-    return key;
   }
 
   async #run(key: string, handler: (key: string) => Promise<ReconcileOutcome>): Promise<void> {
