@@ -1,12 +1,13 @@
-// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed] [--encrypted] [--trigger webhook|annotation] [--sources] [--heap-snapshot DIR] [--engine handlebars|kustomize|helm] [--engines]`
-// (--sources: runs the operator's .ts sources rather than the JavaScript bundle the image runs, packages/cli/build/bundle.ts)
+// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed] [--encrypted] [--trigger webhook|annotation] [--sources | --bundle FILE] [--logs FILE] [--log-level debug] [--heap-snapshot DIR] [--engine handlebars|kustomize|helm] [--engines]`
+// (--sources: runs the operator's .ts sources rather than the JavaScript bundle the image runs, packages/cli/build/bundle.ts;
+// --bundle FILE: runs that bundle's entry instead of building one, e.g. an earlier commit's, for a before/after in the same conditions)
 // (--engine: what renders the syncs, see _engines.ts; --engines: all three runs side by side)
 // (--heap-snapshot: DIR gets a heap snapshot of the operator when the new commit is everywhere, the RSS peak's neighbourhood;
 // `node scripts/heap-by-type.ts FILE` sums it by constructor)
 // (--trigger: how the new commit reaches the syncs: `webhook`, the default, is what users do, one signed GitHub push to the
 // operator's receiver, which wakes every sync of the repository; `annotation` patches each ConfigSync's reconcile-requested-at)
 // (--encrypted, with --layout namespace-per-sync: one object of the five is a SOPS-encrypted Secret, age, decrypted by every sync)
-// (DIR gets the operator's CPU profile; layout and scope: see _layout.ts; --mixed: the figures alone and beside a NamespaceReplication
+// (--profile DIR: DIR gets the operator's CPU profile, and the report its busy time and top functions per phase, see _profile.ts; layout and scope: see _layout.ts; --mixed: the figures alone and beside a NamespaceReplication
 // and mirrored Secrets, see _mixed.ts): N ConfigSyncs × 5 objects on one repo against the
 // real control plane and the real operator process. Prints time until all Ready, git fetches per new
 // commit, operator peak RSS, and for the steady state (nothing changing, refreshInterval 30s) the write
@@ -14,17 +15,19 @@
 import type { ConfigSync } from '@syncline/operator';
 import { OPERATOR_NODE_FLAGS, ensureRenderEngine, ensureSops, generateAgeKey, startOperator } from '@syncline/test-support';
 import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { benchLayout } from './_layout.ts';
-import { benchEnvironment, childrenPeakRss, cpuSeconds, diff, peakRss, pool, requestCounts, sleep, writeRequests } from './_environment.ts';
+import { benchEnvironment, childrenPeakRss, cpuSeconds, diff, metricSum, peakRss, pool, requestCounts, sleep, writeRequests } from './_environment.ts';
 import { mixedPart, runMixedComparison } from './_mixed.ts';
 import { deliverPush } from './_push.ts';
 import { BenchEngine, engineFiles, engineSource, parseBenchEngine, runEngineComparison } from './_engines.ts';
 import { buildOperatorBundle } from './_bundle.ts';
+import { cpuPressure, cpuTimeline, formatSpan, monotonicMicros, profileSpan } from './_profile.ts';
 
-const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' }, 'heap-snapshot': { type: 'string' }, layout: { type: 'string', default: 'shared' }, scope: { type: 'string', default: 'namespace' }, mixed: { type: 'boolean', default: false }, encrypted: { type: 'boolean', default: false }, engine: { type: 'string', default: 'handlebars' }, engines: { type: 'boolean', default: false }, trigger: { type: 'string', default: 'webhook' }, sources: { type: 'boolean', default: false }, part: { type: 'string' }, json: { type: 'string' } } });
+const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' }, 'heap-snapshot': { type: 'string' }, layout: { type: 'string', default: 'shared' }, scope: { type: 'string', default: 'namespace' }, mixed: { type: 'boolean', default: false }, encrypted: { type: 'boolean', default: false }, engine: { type: 'string', default: 'handlebars' }, engines: { type: 'boolean', default: false }, trigger: { type: 'string', default: 'webhook' }, sources: { type: 'boolean', default: false }, bundle: { type: 'string' }, logs: { type: 'string' }, 'log-level': { type: 'string' }, part: { type: 'string' }, json: { type: 'string' } } });
 if (flags.mixed) await runMixedComparison(import.meta.filename, process.argv.slice(2));
 if (flags.engines) await runEngineComparison(import.meta.filename, process.argv.slice(2));
 const engine = parseBenchEngine(flags.engine);
@@ -63,8 +66,8 @@ const part = await mixedPart(flags.part, { rest, namespace });
 
 // What the image runs: the operator bundled into JavaScript (packages/cli/build/bundle.ts); --sources runs the .ts files instead.
 const nodeArgs = [...(flags.profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${flags.profile}`]), ...(flags['heap-snapshot'] === undefined ? [] : ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${flags['heap-snapshot']}`])];
-const bundle = flags.sources ? undefined : buildOperatorBundle();
-await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, ...(bundle === undefined ? {} : { command: [process.execPath, ...OPERATOR_NODE_FLAGS, ...nodeArgs, bundle] as const }), args: [...layout.operatorArgs, ...renderEngineArgs, ...(viaWebhook ? ['--webhook-secret', `${namespace}/webhooks`] : []), ...(flags.concurrency === undefined ? [] : ['--concurrency', flags.concurrency]), ...(part?.operatorArgs ?? [])], nodeArgs }); // info level: startOperator waits for the 'syncline started' line
+const bundle = flags.sources ? undefined : (flags.bundle ?? buildOperatorBundle());
+await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, ...(bundle === undefined ? {} : { command: [process.execPath, ...OPERATOR_NODE_FLAGS, ...nodeArgs, bundle] as const }), args: [...layout.operatorArgs, ...renderEngineArgs, ...(viaWebhook ? ['--webhook-secret', `${namespace}/webhooks`] : []), ...(flags.concurrency === undefined ? [] : ['--concurrency', flags.concurrency]), ...(flags['log-level'] === undefined ? [] : ['--log-level', flags['log-level']]), ...(part?.operatorArgs ?? [])], nodeArgs }); // info level: startOperator waits for the 'syncline started' line
 
 const progress = (line: string): void => console.error(`[bench] ${line}`);
 await part?.ready(progress);
@@ -74,15 +77,24 @@ progress(`control plane, Git server and operator up; creating ${SYNCS} ConfigSyn
 // verb and resource, and the CPU the control plane and the operator used.
 const phaseRequests = (): ReturnType<typeof requestCounts> => requestCounts(rest, (_verb, resource) => resource !== '' && resource !== 'leases');
 const cpuNow = (): { controlPlane: number; operator: number } => ({ controlPlane: cpuSeconds(controlPlane.pid), operator: cpuSeconds(operator.pid) });
-async function startPhase(): Promise<() => Promise<{ requests: ReturnType<typeof diff>; cpu: { controlPlane: number; operator: number } }>> {
+/** How many syncs waitForAll last saw Ready: the timelines' count column. */
+let readyNow = 0;
+async function startPhase(): Promise<() => Promise<{ requests: ReturnType<typeof diff>; cpu: { controlPlane: number; operator: number }; timeline: string[]; pressure: number | undefined; reconciles: number }>> {
   const requests = await phaseRequests();
   const cpu = cpuNow();
+  readyNow = 0;
+  const pressure = cpuPressure();
+  const reconciles = await metricSum(operator.probeAddress, 'syncline_reconcile_total');
+  const timeline = cpuTimeline({ 'control plane': () => cpuSeconds(controlPlane.pid), operator: () => cpuSeconds(operator.pid) }, () => readyNow);
   return async () => {
     const after = cpuNow();
-    return { requests: diff(await phaseRequests(), requests), cpu: { controlPlane: after.controlPlane - cpu.controlPlane, operator: after.operator - cpu.operator } };
+    const slices = timeline.stop();
+    return { requests: diff(await phaseRequests(), requests), cpu: { controlPlane: after.controlPlane - cpu.controlPlane, operator: after.operator - cpu.operator }, timeline: slices, pressure: pressure.stop(), reconciles: (await metricSum(operator.probeAddress, 'syncline_reconcile_total')) - reconciles };
   };
 }
 const endReadyPhase = await startPhase();
+progress(`phase 1 starts at ${new Date().toISOString()}`);
+const readyMark = monotonicMicros();
 const started = Date.now();
 git.resetRequests();
 await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
@@ -94,7 +106,8 @@ await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
 );
 await waitForAll(first);
 const allReadyMs = Date.now() - started;
-const { requests: readyRequests, cpu: readyCpu } = await endReadyPhase();
+const readyEndMark = monotonicMicros();
+const { requests: readyRequests, cpu: readyCpu, timeline: readyTimeline, pressure: readyPressure, reconciles: readyReconciles } = await endReadyPhase();
 const initialFetches = git.requests('configs').uploadPack;
 
 progress(`all Ready in ${allReadyMs} ms; committing a change`);
@@ -102,7 +115,9 @@ progress(`all Ready in ${allReadyMs} ms; committing a change`);
 const second = await commitAll('two');
 git.resetRequests();
 const endCommitPhase = await startPhase();
+progress(`phase 2 starts at ${new Date().toISOString()}`);
 const commitStarted = Date.now();
+const commitMark = monotonicMicros();
 if (viaWebhook) {
   if (operator.webhookAddress === undefined) throw new Error('the operator started without a webhook receiver');
   await deliverPush({ address: operator.webhookAddress, secret: webhookSecret, repoUrl: repo.url, sha: second });
@@ -114,11 +129,14 @@ if (viaWebhook) {
 }
 await waitForAll(second);
 const newCommitMs = Date.now() - commitStarted;
-const { requests: commitRequests, cpu: commitCpu } = await endCommitPhase();
+const commitEndMark = monotonicMicros();
+const { requests: commitRequests, cpu: commitCpu, timeline: commitTimeline, pressure: commitPressure, reconciles: commitReconciles } = await endCommitPhase();
 const fetchesPerCommit = git.requests('configs').uploadPack;
 // With an engine, the render process is the operator's too: its peak is added (an upper bound of the pair's peak).
 const renderRssMb = childrenPeakRss(operator.pid);
 const peakRssMb = peakRss(operator.pid) + renderRssMb;
+// --logs FILE: the operator's log lines so far (JSON, one a line), beside the phases' start times above.
+if (flags.logs !== undefined) await writeFile(flags.logs, operator.logs.map((entry) => JSON.stringify(entry)).join('\n'));
 if (flags['heap-snapshot'] !== undefined) await heapSnapshot(operator.pid, flags['heap-snapshot']);
 
 progress(`new commit applied everywhere in ${newCommitMs} ms; steady state for ${STEADY_SECONDS} s`);
@@ -134,7 +152,7 @@ const readRequests = (): ReturnType<typeof requestCounts> =>
 // vouch for (a target whose objects someone touched reads them: a LIST of its own per kind and namespace).
 // Counted apart, then the steady window.
 const firstReadsBefore = await readRequests();
-await sleep(35_000);
+if (STEADY_SECONDS > 0) await sleep(35_000); // --steady 0: the phases' figures alone, no steady state
 const firstReads = diff(await readRequests(), firstReadsBefore);
 const readsBefore = await readRequests();
 const cpuBefore = cpuSeconds(operator.pid);
@@ -168,14 +186,40 @@ console.log(`API requests until all Ready / for the new commit: ${readyRequests.
 // The API server's own work for these requests, spread over every core of the machine, is a floor no operator
 // sharing the machine can go under: with it the times above read against the machine they ran on.
 console.log(`CPU until all Ready / for the new commit:           control plane ${readyCpu.controlPlane.toFixed(2)} s, operator ${readyCpu.operator.toFixed(2)} s / control plane ${commitCpu.controlPlane.toFixed(2)} s, operator ${commitCpu.operator.toFixed(2)} s`);
+// A new sync runs twice (its finalizer, then the sync), a woken one once: more are resyncs and retries within the phase.
+console.log(`reconciles until all Ready / for the new commit:  ${readyReconciles} / ${commitReconciles}  (the least: ${2 * SYNCS} / ${SYNCS})`);
 console.log(`git fetches for the new commit:                    ${fetchesPerCommit}  (target: 1)`);
-console.log(`steady state ${steadyElapsed.toFixed(0)} s after the first resync (refreshInterval 30s, ~${Math.round(refreshes * SYNCS)} resyncs):`);
-console.log(`  write requests to the API server (non-lease):    ${writes.total}${writes.total > 0 ? `  ${JSON.stringify(writes.byVerbResource)}` : ''}  (target: 0: ${verdict(writes.total === 0)})`);
-console.log(`  first resync after the commit (35 s before this window): ${firstReads.total} reads${firstReads.total > 0 ? `  ${JSON.stringify(firstReads.byVerbResource)}` : ''} (target 0: ${verdict(firstReads.total === 0)}; the applies' responses proved what they wrote)`);
-console.log(`  reads other than watches (GET/LIST, non-lease):  ${reads.total}${reads.total > 0 ? `  ${JSON.stringify(reads.byVerbResource)}` : ''}  (target: 0: ${verdict(reads.total === 0)})`);
-console.log(`  Git ref lookups:                                 ${resolvesDuringSteady} (${(resolvesDuringSteady / Math.max(1, refreshes)).toFixed(1)} per refresh interval; target ≤ 2)`);
-console.log(`  operator CPU:                                    ${cpuUsed.toFixed(2)} s (${((cpuUsed / steadyElapsed) * 100).toFixed(2)}% of one core; target ≤ ${steadyCpuTarget * 100}%: ${verdict(cpuUsed / steadyElapsed <= steadyCpuTarget)})`);
+if (STEADY_SECONDS === 0) console.log('steady state: not measured (--steady 0)');
+else {
+  console.log(`steady state ${steadyElapsed.toFixed(0)} s after the first resync (refreshInterval 30s, ~${Math.round(refreshes * SYNCS)} resyncs):`);
+  console.log(`  write requests to the API server (non-lease):    ${writes.total}${writes.total > 0 ? `  ${JSON.stringify(writes.byVerbResource)}` : ''}  (target: 0: ${verdict(writes.total === 0)})`);
+  console.log(`  first resync after the commit (35 s before this window): ${firstReads.total} reads${firstReads.total > 0 ? `  ${JSON.stringify(firstReads.byVerbResource)}` : ''} (target 0: ${verdict(firstReads.total === 0)}; the applies' responses proved what they wrote)`);
+  console.log(`  reads other than watches (GET/LIST, non-lease):  ${reads.total}${reads.total > 0 ? `  ${JSON.stringify(reads.byVerbResource)}` : ''}  (target: 0: ${verdict(reads.total === 0)})`);
+  console.log(`  Git ref lookups:                                 ${resolvesDuringSteady} (${(resolvesDuringSteady / Math.max(1, refreshes)).toFixed(1)} per refresh interval; target ≤ 2)`);
+  console.log(`  operator CPU:                                    ${cpuUsed.toFixed(2)} s (${((cpuUsed / steadyElapsed) * 100).toFixed(2)}% of one core; target ≤ ${steadyCpuTarget * 100}%: ${verdict(cpuUsed / steadyElapsed <= steadyCpuTarget)})`);
+}
 console.log(`operator peak RSS:                                 ${peakRssMb.toFixed(0)} MB${renderRssMb > 0 ? ` (the render process's ${renderRssMb.toFixed(0)} MB included)` : ''}  (target ≤ 150 MB: ${verdict(peakRssMb <= 150)})`);
+// Wall against CPU: a slice where neither process is busy is latency (a queue, a timer, a round trip), not work.
+console.log(`until all Ready, by tenths of the phase (count: syncs Ready):`);
+for (const line of readyTimeline) console.log(line);
+console.log(`new commit → all Ready, by tenths of the phase:`);
+for (const line of commitTimeline) console.log(line);
+for (const line of requestTable({ 'until all Ready': readyRequests.byVerbResource, 'new commit': commitRequests.byVerbResource })) console.log(line);
+if (flags.profile !== undefined) {
+  // The profile is written when the operator exits: stopped here, after the steady window.
+  await operator[Symbol.asyncDispose]();
+  const file = readdirSync(flags.profile).filter((f) => f.includes(`.${operator.pid}.0.`) && f.endsWith('.cpuprofile')).map((f) => join(flags.profile as string, f))[0];
+  if (file === undefined) console.log(`no CPU profile of the operator's main thread (pid ${operator.pid}) in ${flags.profile}`);
+  else {
+    console.log(`operator CPU profile: ${file} (\`node packages/operator/bench/_profile.ts FILE\` for the whole run; wall time here counts time the process waited for a core)`);
+    for (const line of formatSpan('until all Ready', profileSpan(file, readyMark, readyEndMark))) console.log(line);
+    for (const line of formatSpan('new commit → all Ready', profileSpan(file, commitMark, commitEndMark))) console.log(line);
+  }
+}
+// A floor is the control plane's CPU over every core: it holds when the bench has the cores to itself. Where other
+// work waited for a CPU most of the phase, the ratio says how busy the machine was as much as what the operator did.
+const share = (p: number | undefined): string => (p === undefined ? 'not reported' : `${(p * 100).toFixed(0)} %`);
+console.log(`CPU pressure (some task waiting for a CPU, /proc/pressure/cpu): until all Ready ${share(readyPressure)} of the time, new commit ${share(commitPressure)} (the bench's own processes contend for the cores too; other work on the machine raises it)`);
 console.log(`floor (the control plane's CPU for the phase over ${cores} cores; no operator on this machine can be faster): all Ready ${readyFloor.toFixed(2)} s, new commit ${commitFloor.toFixed(2)} s`);
 console.log(`all Ready after creation:  ${(allReadyMs / 1000).toFixed(2)} s = ${readyRatio.toFixed(2)}× its floor  (target ≤ 1.25×: ${verdict(readyRatio <= 1.25)})`);
 console.log(`new commit → all Ready:    ${(newCommitMs / 1000).toFixed(2)} s = ${commitRatio.toFixed(2)}× its floor  (target ≤ 1.25×: ${verdict(commitRatio <= 1.25)}; ${viaWebhook ? 'webhook' : 'annotation'})`);
@@ -198,6 +242,7 @@ async function waitForAll(revision: string): Promise<void> {
   const seen = (cs: ConfigSync): void => {
     if (readyAt(cs)) ready.add(cs.metadata.name);
     else ready.delete(cs.metadata.name);
+    readyNow = ready.size;
   };
   const deadline = Date.now() + 600_000;
   let lastReport = Date.now();
@@ -243,4 +288,17 @@ async function heapSnapshot(pid: number, dir: string): Promise<void> {
     }
   }
   throw new Error(`no heap snapshot appeared in ${dir}`);
+}
+
+/** The API server's requests per phase, by verb and resource, one row each, the most first. */
+function requestTable(phases: Record<string, Record<string, number>>): string[] {
+  const names = Object.keys(phases);
+  const keys = [...new Set(names.flatMap((n) => Object.keys(phases[n] ?? {})))];
+  const count = (n: string, k: string): number => phases[n]?.[k] ?? 0;
+  keys.sort((a, b) => names.reduce((t, n) => t + count(n, b) - count(n, a), 0));
+  const width = Math.max(...keys.map((k) => k.length), 'verb resource'.length);
+  return [
+    `API requests by verb and resource: ${'verb resource'.padEnd(width)}  ${names.map((n) => n.padStart(16)).join('')}`,
+    ...keys.map((k) => `                                   ${k.padEnd(width)}  ${names.map((n) => String(count(n, k)).padStart(16)).join('')}`),
+  ];
 }

@@ -32,7 +32,7 @@ export async function patchFinalizers(rest: KubeRest, path: string, object: OwnO
  */
 export async function writeStatus(rest: KubeRest, path: string, object: OwnObject, status: object, options: { readonly ifUnchanged?: boolean } = {}): Promise<boolean> {
   const clean = JSON.parse(JSON.stringify(status)) as object;
-  if (canonical(clean) === canonical(object.status ?? {})) return false;
+  if (sameJson(clean, object.status ?? {})) return false;
   try {
     await rest.request({
       method: 'PATCH',
@@ -51,8 +51,8 @@ export async function writeStatus(rest: KubeRest, path: string, object: OwnObjec
 
 /** Whether two condition lists say something different (times and generations aside). */
 export function conditionsDiffer(before: readonly Condition[] | undefined, after: readonly Condition[] | undefined): boolean {
-  const said = (conditions: readonly Condition[] | undefined): string => canonical((conditions ?? []).map((c) => [c.type, c.status, c.reason, c.message]));
-  return said(before) !== said(after);
+  const said = (conditions: readonly Condition[] | undefined): unknown[] => (conditions ?? []).map((c) => [c.type, c.status, c.reason ?? null, c.message ?? null]);
+  return !sameJson(said(before), said(after));
 }
 
 /** Merge patch deletes a field only when told to: null out what the new status no longer has. */
@@ -62,8 +62,19 @@ function nullOut(before: object, after: object): Record<string, null> {
   return out;
 }
 
-function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1))) : v,
-  );
+/**
+ * Whether two values parsed from JSON say the same, whatever the order of their keys: what comparing their
+ * key-sorted serializations tells, without building them (a status holds the inventory and history; every
+ * reconcile compares one).
+ */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((item, i) => sameJson(item, b[i]));
+  const left = a as Record<string, unknown>;
+  const right = b as Record<string, unknown>;
+  const keys = Object.keys(left).filter((k) => left[k] !== undefined);
+  if (keys.length !== Object.keys(right).filter((k) => right[k] !== undefined).length) return false;
+  return keys.every((k) => Object.hasOwn(right, k) && sameJson(left[k], right[k]));
 }

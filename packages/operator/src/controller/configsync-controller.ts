@@ -6,6 +6,7 @@ import { decodeInventory } from '@syncline/apply';
 import type { ConfigSync } from '@syncline/api';
 import { createConfigSyncReconciler } from '../reconcile/configsync.ts';
 import { createDecryptionContext } from '../reconcile/decryption.ts';
+import { DependentsIndex } from '../reconcile/dependencies.ts';
 import type { TargetNoop } from '../reconcile/target.ts';
 import { createTargetBackoff } from '../remote/backoff.ts';
 import type { RemoteClusters } from '../remote/clusters.ts';
@@ -52,6 +53,8 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
     ]);
   };
 
+  const dependents = new DependentsIndex();
+
   const configSyncs: Informer = new Informer({
     budget: ctx.budget,
     rest: ctx.rest,
@@ -63,6 +66,7 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
       const key = objectKey(object);
       ctx.notify('ConfigSync', type, object);
       indexReferences(cs, type === 'DELETED');
+      dependents.set(key, type === 'DELETED' ? undefined : cs);
       if (type === 'DELETED') {
         // Deleted (the finalizer already ran, on a MODIFIED with a deletionTimestamp) or relabelled to another
         // shard (no deletionTimestamp: nothing is pruned, the new shard adopts the inventory as it stands).
@@ -83,10 +87,7 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
       }
       // spec.dependsOn: a dependency that became Ready (or stopped being Ready, or left) wakes its dependents.
       if (type !== 'MODIFIED' || previous === undefined || readiness(previous as unknown as ConfigSync) !== readiness(cs)) {
-        const namespace = cs.metadata.namespace ?? 'default';
-        for (const other of configSyncs.list() as unknown as ConfigSync[]) {
-          if (other.metadata.namespace === namespace && (other.spec.dependsOn ?? []).some((d) => d.name === cs.metadata.name)) queue.add(objectKey(other));
-        }
+        for (const dependent of dependents.of(key)) queue.add(dependent);
       }
     },
     onError: (error) => ctx.logger.warn({ err: errorMessage(error) }, 'ConfigSync watch failed; restarting'),

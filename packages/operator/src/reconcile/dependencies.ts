@@ -38,3 +38,32 @@ export function dependencyNotReady(dependency: ConfigSync | undefined): string |
   if (attempted !== undefined && dependency.status?.sourceRevision !== attempted) return `revision ${attempted.slice(0, 12)} is not applied yet`;
   return undefined;
 }
+
+/**
+ * spec.dependsOn, indexed by dependency: which syncs (`namespace/name`) depend on `namespace/name`, so an event
+ * of one sync wakes its dependents without a scan of every ConfigSync (one scan per event made creating or
+ * updating N syncs cost N² in the event handler).
+ */
+export class DependentsIndex {
+  readonly #dependents = new Map<string, Set<string>>();
+  readonly #dependsOn = new Map<string, readonly string[]>();
+
+  /** `key` now depends on what `sync` names (none: it is gone or names nothing). */
+  set(key: string, sync: Pick<ConfigSync, 'metadata' | 'spec'> | undefined): void {
+    for (const dependency of this.#dependsOn.get(key) ?? []) {
+      const keys = this.#dependents.get(dependency);
+      keys?.delete(key);
+      if (keys?.size === 0) this.#dependents.delete(dependency);
+    }
+    const namespace = sync?.metadata.namespace ?? 'default';
+    const now = [...new Set((sync?.spec.dependsOn ?? []).map((d) => `${namespace}/${d.name}`))];
+    if (now.length === 0) this.#dependsOn.delete(key);
+    else this.#dependsOn.set(key, now);
+    for (const dependency of now) this.#dependents.set(dependency, (this.#dependents.get(dependency) ?? new Set()).add(key));
+  }
+
+  /** The syncs that depend on `key` (`namespace/name`). */
+  of(key: string): ReadonlySet<string> {
+    return this.#dependents.get(key) ?? new Set();
+  }
+}
