@@ -1,10 +1,10 @@
-// `node scripts/cpu-profile.ts PROFILE [--window FILE] [--minus OTHER] [--top 25]`: where a V8 CPU profile (a .cpuprofile
+// `node scripts/cpu-profile.ts PROFILE [--window FILE] [--minus OTHER [--minus-window FILE]] [--top 25]`: where a V8 CPU profile (a .cpuprofile
 // written by `node --cpu-prof`, e.g. a bench's --profile) spent its time: self time by function, and total time (the
 // function and what it called). A function of a bundle (whitespace minified: a chunk is a few long lines) is named
 // with its line and column. --minus OTHER: what PROFILE spent beyond OTHER, function by function (e.g. the notify
-// bench's operator with alerts minus the one without). --window FILE (JSON `{ "fromUs", "toUs" }`, the process's
+// bench's operator with alerts minus the one without, each in its own rounds' windows). --window FILE (JSON `{ "fromUs", "toUs" }` or an array of them, the process's
 // monotonic clock in microseconds, as process.hrtime and V8's profile timestamps read it) counts only the
-// samples taken in that span: a bench's steady window, say, out of a profile of the whole run.
+// samples taken in those spans: a bench's steady window, say, out of a profile of the whole run.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
@@ -12,13 +12,15 @@ type CallFrame = { functionName: string; url: string; lineNumber: number; column
 type ProfileNode = { id: number; callFrame: CallFrame; children?: number[] };
 type Profile = { nodes: ProfileNode[]; startTime: number; endTime: number; samples: number[]; timeDeltas: number[] };
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { window: { type: 'string' }, minus: { type: 'string' }, top: { type: 'string', default: '25' } } });
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { window: { type: 'string' }, minus: { type: 'string' }, 'minus-window': { type: 'string' }, top: { type: 'string', default: '25' } } });
 const file = positionals[0];
 if (file === undefined) {
   console.error('usage: node scripts/cpu-profile.ts PROFILE [--window FILE] [--top 25]');
   process.exit(2);
 }
-const window = values.window === undefined ? { fromUs: -Infinity, toUs: Infinity } : (JSON.parse(readFileSync(values.window, 'utf8')) as { fromUs: number; toUs: number });
+type Window = { fromUs: number; toUs: number };
+/** The spans counted: one window, or several (a bench's rounds); with none, the whole profile. */
+const windowsOf = (file: string | undefined): Window[] => (file === undefined ? [{ fromUs: -Infinity, toUs: Infinity }] : [JSON.parse(readFileSync(file, 'utf8')) as Window | Window[]].flat());
 const top = Number(values.top);
 
 /** A function as a person finds it: its name and where it is (a bundle's path shortened to its file, and the column). */
@@ -29,7 +31,7 @@ const label = (frame: CallFrame): string => {
 };
 
 /** Self and total time (µs) by function over the samples in the window. */
-function summarize(path: string): { self: Map<string, number>; total: Map<string, number>; sampledUs: number } {
+function summarize(path: string, windows: readonly Window[]): { self: Map<string, number>; total: Map<string, number>; sampledUs: number } {
   const profile = JSON.parse(readFileSync(path, 'utf8')) as Profile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
@@ -42,7 +44,7 @@ function summarize(path: string): { self: Map<string, number>; total: Map<string
     // A sample's delta is the time since the previous one: it is charged to the sampled stack.
     const delta = profile.timeDeltas[i] ?? 0;
     at += delta;
-    if (at < window.fromUs || at > window.toUs) continue;
+    if (!windows.some((w) => at >= w.fromUs && at <= w.toUs)) continue;
     const node = byId.get(profile.samples[i] ?? -1);
     if (node === undefined) continue;
     sampledUs += delta;
@@ -62,8 +64,8 @@ function summarize(path: string): { self: Map<string, number>; total: Map<string
 }
 
 const subtract = (a: Map<string, number>, b: Map<string, number>): Map<string, number> => new Map([...new Set([...a.keys(), ...b.keys()])].map((k) => [k, (a.get(k) ?? 0) - (b.get(k) ?? 0)]));
-const main = summarize(file);
-const other = values.minus === undefined ? undefined : summarize(values.minus);
+const main = summarize(file, windowsOf(values.window));
+const other = values.minus === undefined ? undefined : summarize(values.minus, windowsOf(values['minus-window']));
 const self = other === undefined ? main.self : subtract(main.self, other.self);
 const total = other === undefined ? main.total : subtract(main.total, other.total);
 const sampledUs = main.sampledUs - (other?.sampledUs ?? 0);

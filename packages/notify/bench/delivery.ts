@@ -1,4 +1,4 @@
-// `pnpm bench delivery [--messages 2000] [--runs 5]`: the CPU one notification costs the operator's process on its way
+// `pnpm bench delivery [--messages 2000] [--runs 5] [--gap MS]`: the CPU one notification costs the operator's process on its way
 // out: the dispatcher (dedup, queue, rate limit, timeout, retry policy) and the webhook payload, sent with the
 // transport the operator uses to a real HTTP receiver in another process (whose CPU is not counted). Beside it, the
 // floor: the same requests sent one after another with Node's http module alone on a kept-alive connection, which
@@ -10,12 +10,16 @@ import { nodeHttpTransport } from '@syncline/source-git';
 import { createDispatcher } from '../src/delivery.ts';
 import { chatRequest, type Message } from '../src/payloads.ts';
 
-const { values } = parseArgs({ options: { messages: { type: 'string', default: '2000' }, runs: { type: 'string', default: '5' } } });
+const { values } = parseArgs({ options: { messages: { type: 'string', default: '2000' }, runs: { type: 'string', default: '5' }, gap: { type: 'string', default: '0' } } });
 const MESSAGES = Number(values.messages);
+/** Milliseconds between two messages handed to the dispatcher (0: all at once); the floor waits as long between its requests. */
+const GAP_MS = Number(values.gap);
+const pause = (): Promise<void> => (GAP_MS === 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, GAP_MS)));
 const RUNS = Number(values.runs);
 
 // The receiver: a child process answering 200 to every POST, as a chat webhook does.
-const receiver = spawn(process.execPath, ['-e', "require('node:http').createServer((q,s)=>{q.resume();q.on('end',()=>{s.writeHead(200,{'content-type':'text/plain'});s.end('ok')})}).listen(0,'127.0.0.1',function(){process.send(this.address().port)})"], {
+// It counts the connections it was opened (kept alive, a run needs one) and tells when asked.
+const receiver = spawn(process.execPath, ['-e', "let n=0;const v=require('node:http').createServer((q,s)=>{q.resume();q.on('end',()=>{s.writeHead(200,{'content-type':'text/plain'});s.end('ok')})});v.on('connection',()=>n++);process.on('message',()=>process.send({connections:n}));v.listen(0,'127.0.0.1',function(){process.send(this.address().port)})"], {
   stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
 });
 const port = await new Promise<number>((resolve) => receiver.once('message', (m) => resolve(Number(m))));
@@ -38,6 +42,11 @@ async function measure(send: (round: number) => Promise<void>): Promise<number[]
   return perMessage;
 }
 
+// With a gap, the waits cost CPU of their own (a timer, a wake-up): measured alone, and taken off both figures below.
+const idle = await measure(async () => {
+  for (let i = 0; i < MESSAGES; i++) await pause();
+});
+
 const floorAgent = new Agent({ keepAlive: true, maxSockets: 1 });
 const floor = await measure(async () => {
   for (let i = 0; i < MESSAGES; i++) {
@@ -50,6 +59,7 @@ const floor = await measure(async () => {
       req.on('error', reject);
       req.end(body);
     });
+    await pause();
   }
 });
 
@@ -69,15 +79,21 @@ const dispatched = await measure(async (round) => {
         if (++answered === MESSAGES) all.resolve();
       },
     });
+    await pause();
   }
   await all.promise;
   dispatcher.stop();
 });
 
+receiver.send('count');
+const { connections } = await new Promise<{ connections: number }>((resolve) => receiver.once('message', (m) => resolve(m as { connections: number })));
 receiver.kill();
 floorAgent.destroy();
 const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-const show = (xs: readonly number[]): string => xs.map((x) => x.toFixed(0)).join(', ');
-console.log(`delivery bench: ${MESSAGES} webhook messages per run, ${RUNS} runs (after one warm-up), receiver in another process, Node ${process.versions.node}`);
-console.log(`Node's http alone, one at a time, kept alive (the floor): ${median(floor).toFixed(0)} µs CPU per message  (runs: ${show(floor)})`);
-console.log(`the dispatcher and the operator's transport:             ${median(dispatched).toFixed(0)} µs CPU per message  (runs: ${show(dispatched)}; ${(median(dispatched) / median(floor)).toFixed(2)}× the floor)`);
+const waits = median(idle);
+const show = (xs: readonly number[]): string => xs.map((x) => (x - waits).toFixed(0)).join(', ');
+console.log(`delivery bench: ${MESSAGES} webhook messages per run${GAP_MS === 0 ? '' : `, ${GAP_MS} ms apart`}, ${RUNS} runs (after one warm-up), receiver in another process, Node ${process.versions.node}`);
+if (GAP_MS > 0) console.log(`the waits between messages alone: ${waits.toFixed(0)} µs CPU each (taken off the figures below)`);
+console.log(`Node's http alone, one at a time, kept alive (the floor): ${(median(floor) - waits).toFixed(0)} µs CPU per message  (runs: ${show(floor)})`);
+console.log(`the dispatcher and the operator's transport:             ${(median(dispatched) - waits).toFixed(0)} µs CPU per message  (runs: ${show(dispatched)}; ${((median(dispatched) - waits) / (median(floor) - waits)).toFixed(2)}× the floor)`);
+console.log(`connections the receiver was opened: ${connections} for ${MESSAGES * (RUNS + 1) * 2} messages`);

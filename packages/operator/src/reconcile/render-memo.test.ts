@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import type { KubernetesObject } from '@syncline/render';
+import { RenderMemo } from './render-memo.ts';
+
+const configMap = (value: string): KubernetesObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'ns' }, data: { value } });
+
+describe('RenderMemo', () => {
+  it('renders again only when the files, the discovery or an input changed', () => {
+    // given one target rendered once
+    const memo = new RenderMemo();
+    const files = {};
+    const discovery = {};
+    let renders = 0;
+    const render = (value: string) => (): KubernetesObject[] => {
+      renders++;
+      return [configMap(value)];
+    };
+    const first = memo.render({ slot: 'ns/s\u0000t', files, discovery, inputs: ['app', { v: 1 }] }, render('one'));
+    // when the same inputs come again (a resync at the same commit), then the kept objects are handed out
+    expect(memo.render({ slot: 'ns/s\u0000t', files, discovery, inputs: ['app', { v: 1 }] }, render('one'))).toBe(first);
+    expect(renders).toBe(1);
+    // and a changed value, a new snapshot (files) or new discovery each render anew
+    expect(memo.render({ slot: 'ns/s\u0000t', files, discovery, inputs: ['app', { v: 2 }] }, render('two'))[0]?.['data']).toEqual({ value: 'two' });
+    expect(memo.render({ slot: 'ns/s\u0000t', files: {}, discovery, inputs: ['app', { v: 2 }] }, render('two'))).not.toBe(first);
+    expect(memo.render({ slot: 'ns/s\u0000t', files, discovery: {}, inputs: ['app', { v: 2 }] }, render('two'))).not.toBe(first);
+    expect(renders).toBe(4);
+    // and another target of the same inputs has its own
+    memo.render({ slot: 'ns/s\u0000other', files, discovery, inputs: ['app', { v: 1 }] }, render('one'));
+    expect(renders).toBe(5);
+  });
+
+  it('hands out objects no caller can change (every resync shares them)', () => {
+    const memo = new RenderMemo();
+    const objects = memo.render({ slot: 'ns/s\u0000t', files: {}, discovery: {}, inputs: [] }, () => [configMap('one')]);
+    expect(() => {
+      (objects[0]?.['data'] as Record<string, string>)['value'] = 'changed';
+    }).toThrow(TypeError);
+    expect(() => objects.push(configMap('two'))).toThrow(TypeError);
+    expect(objects[0]?.['data']).toEqual({ value: 'one' });
+  });
+});

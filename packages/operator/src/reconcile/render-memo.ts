@@ -1,0 +1,42 @@
+// The last Handlebars render of each target, kept: a render is a pure function of the snapshot's files, the path,
+// the values, the target and the cluster's discovery, and a resync at the same commit with the same inputs (the
+// common case: nothing changed) would make the very same objects again. It gets the kept ones instead, so the
+// render (the templates run, the YAML parsed, namespaces placed) is not paid once per target per refresh.
+// The files and the discovery are told apart by identity (a snapshot decrypted again, or discovery read again,
+// is new, and renders anew); everything else by value. The objects are frozen, deeply: every resync shares them,
+// so none may change what the next one gets.
+import type { KubernetesObject } from '@syncline/render';
+
+/** At most this many targets are remembered (the longest unused go first; a deleted sync's go that way too). */
+const MAX_ENTRIES = 10_000;
+
+type Entry = { readonly files: object; readonly discovery: object; readonly inputs: string; readonly objects: KubernetesObject[] };
+
+export class RenderMemo {
+  readonly #entries = new Map<string, Entry>();
+
+  /** `slot`: the sync and target (one entry each); `inputs`: everything but files and discovery, as the render takes it. */
+  render(input: { slot: string; files: object; discovery: object; inputs: unknown }, render: () => KubernetesObject[]): KubernetesObject[] {
+    const inputs = JSON.stringify(input.inputs);
+    const known = this.#entries.get(input.slot);
+    this.#entries.delete(input.slot);
+    if (known !== undefined && known.files === input.files && known.discovery === input.discovery && known.inputs === inputs) {
+      this.#entries.set(input.slot, known); // the most recently used last
+      return known.objects;
+    }
+    const objects = render();
+    for (const object of objects) deepFreeze(object);
+    this.#entries.set(input.slot, { files: input.files, discovery: input.discovery, inputs, objects: Object.freeze(objects) as KubernetesObject[] });
+    if (this.#entries.size > MAX_ENTRIES) {
+      const oldest = this.#entries.keys().next();
+      if (oldest.done !== true) this.#entries.delete(oldest.value);
+    }
+    return objects;
+  }
+}
+
+function deepFreeze(value: unknown): void {
+  if (value === null || typeof value !== 'object' || Object.isFrozen(value)) return;
+  Object.freeze(value);
+  for (const child of Object.values(value)) deepFreeze(child);
+}
