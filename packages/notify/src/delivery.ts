@@ -3,8 +3,8 @@
 // token bucket holds the NotificationProvider to its rate; each attempt has a timeout and a failed one (network, 429,
 // 5xx) is retried with exponential backoff (cockatiel's, decorrelated jitter). Every outcome is counted.
 // A message costs what its one HTTP request costs and little more: the channel is a plain queue, an attempt one
-// timer and one AbortController, nothing is aborted after an answer (an abort builds an error and wakes listeners),
-// and a token at hand is taken without waiting.
+// AbortController (one timer watches every attempt's deadline), nothing is aborted after an answer (an abort builds
+// an error and wakes listeners), and a token at hand is taken without waiting.
 // Nothing here logs or returns a URL, a header or a response body: they may hold credentials.
 import { ExponentialBackoff, type IBackoff } from 'cockatiel';
 import type { HttpProxy, HttpTransport } from '@syncline/source-git';
@@ -82,8 +82,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const channels = new Map<string, Channel>();
   const recent = new Map<string, number>();
   const stopped = new AbortController();
-  /** The attempts in flight: stop() aborts them. */
-  const attemptsInFlight = new Set<AbortController>();
+  /** The attempts in flight and when each times out (ms since the epoch): stop() aborts them all. */
+  const attemptsInFlight = new Map<AbortController, number>();
+  const deadlines = deadlineWatch(attemptsInFlight);
   let pending = 0;
   let idleWaiters: (() => void)[] = [];
 
@@ -122,12 +123,11 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   /** One attempt under its timeout: the abort is the timer's (or stop's), never the answer's. */
   const attempt = async (request: PreparedRequest, timeoutMs: number): Promise<void> => {
     const abort = new AbortController();
-    attemptsInFlight.add(abort);
-    const timer = setTimeout(() => abort.abort(), timeoutMs);
+    attemptsInFlight.set(abort, Date.now() + timeoutMs);
+    deadlines.arm();
     try {
       await sendOnce(options.transport, request, abort.signal);
     } finally {
-      clearTimeout(timer);
       attemptsInFlight.delete(abort);
     }
   };
@@ -200,7 +200,42 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     },
     stop() {
       stopped.abort();
-      for (const abort of attemptsInFlight) abort.abort();
+      for (const abort of attemptsInFlight.keys()) abort.abort();
+      deadlines.disarm();
+    },
+  };
+}
+
+/**
+ * Aborts the attempts whose deadline passed. One timer for all of them, left to run out rather than set and
+ * cleared per message (a message a minute or a thousand a second cost the same one wake-up per timeout): when it
+ * fires it aborts what is late and sets itself again for the next deadline, or not at all when nothing is in flight.
+ */
+function deadlineWatch(inFlight: Map<AbortController, number>): { arm(): void; disarm(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let firesAt = Infinity;
+  const arm = (): void => {
+    let next = Infinity;
+    for (const deadline of inFlight.values()) next = Math.min(next, deadline);
+    if (next >= firesAt || next === Infinity) return;
+    clearTimeout(timer);
+    firesAt = next;
+    timer = setTimeout(fire, Math.max(0, next - Date.now()));
+    timer.unref();
+  };
+  const fire = (): void => {
+    timer = undefined;
+    firesAt = Infinity;
+    const now = Date.now();
+    for (const [abort, deadline] of inFlight) if (deadline <= now) abort.abort();
+    arm();
+  };
+  return {
+    arm,
+    disarm: () => {
+      clearTimeout(timer);
+      timer = undefined;
+      firesAt = Infinity;
     },
   };
 }
