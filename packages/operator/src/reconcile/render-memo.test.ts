@@ -31,14 +31,4 @@ describe('RenderMemo', () => {
     memo.render({ slot: 'ns/s\u0000other', files, discovery, inputs: ['app', { v: 1 }] }, render('one'));
     expect(renders).toBe(5);
   });
-
-  it('hands out objects no caller can change (every resync shares them)', () => {
-    const memo = new RenderMemo();
-    const objects = memo.render({ slot: 'ns/s\u0000t', files: [], discovery: {}, inputs: [] }, () => [configMap('one')]);
-    expect(() => {
-      (objects[0]?.['data'] as Record<string, string>)['value'] = 'changed';
-    }).toThrow(TypeError);
-    expect(() => objects.push(configMap('two'))).toThrow(TypeError);
-    expect(objects[0]?.['data']).toEqual({ value: 'one' });
-  });
 });
