@@ -30,6 +30,27 @@ describe('inventory encoding', () => {
     expect(decodeInventory(encoded)).toEqual(inventory);
   });
 
+  it('a status array decoded again (a no-op resync) gives the same frozen inventory, which encodes back to equal copies', () => {
+    // given the inventory of a status, decoded once
+    const status = ['/Namespace//+prod', 'apps/Deployment/prod/a,b'];
+    const inventory = decodeInventory(status);
+    // when decoded again, then it is the same inventory, and no caller can change it
+    expect(decodeInventory(status)).toBe(inventory);
+    expect(Object.isFrozen(inventory) && inventory.every((e) => Object.isFrozen(e))).toBe(true);
+    // and encoding it (twice) gives what status holds, each time an array of the caller's own
+    const first = encodeInventory(inventory);
+    const second = encodeInventory(inventory);
+    expect(first).toEqual(status);
+    expect(second).toEqual(status);
+    first.push('changed');
+    expect(encodeInventory(inventory)).toEqual(status);
+    // and an inventory a caller built (and may change) is encoded as it is now
+    const built = [{ id: '/ConfigMap/prod/c' }];
+    expect(encodeInventory(built)).toEqual(['/ConfigMap/prod/c']);
+    built.push({ id: '/ConfigMap/prod/d' });
+    expect(encodeInventory(built)).toEqual(['/ConfigMap/prod/c,d']);
+  });
+
   it('round-trips any names, including separators, and stays compact for thousands of objects', () => {
     const name = fc.stringMatching(/^[a-z0-9:,+%.-]{1,20}$/);
     fc.assert(

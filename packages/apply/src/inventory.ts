@@ -24,7 +24,27 @@ const isNamespaceKind = (id: string): boolean => id.startsWith('/Namespace/');
 const escapeName = (name: string): string => name.replaceAll('%', '%25').replaceAll(',', '%2C').replaceAll('+', '%2B');
 const unescapeName = (name: string): string => name.replaceAll('%2B', '+').replaceAll('%2C', ',').replaceAll('%25', '%');
 
+/**
+ * Every resync of every target decodes its inventory from status and encodes it back, unchanged: both are
+ * remembered by the array they were given (a status array lives as long as the cached object that holds it, and is
+ * replaced, never changed, when the object changes; the inventory decoded from it is the array the next encode
+ * gets), so a no-op resync does neither again. A decoded inventory is frozen and an encoded one handed out as a
+ * copy: no caller can change what the next one reads.
+ */
+const decoded = new WeakMap<ReadonlyArray<string>, Inventory>();
+const encoded = new WeakMap<Inventory, EncodedInventory>();
+
 export function encodeInventory(inventory: Inventory): EncodedInventory {
+  // Only a frozen inventory (a decoded one) is remembered: an array a caller built may still change.
+  if (!Object.isFrozen(inventory)) return encodeEntries(inventory);
+  const known = encoded.get(inventory);
+  if (known !== undefined) return [...known];
+  const lines = encodeEntries(inventory);
+  encoded.set(inventory, lines);
+  return [...lines];
+}
+
+function encodeEntries(inventory: Inventory): EncodedInventory {
   const groups = new Map<string, string[]>();
   for (const entry of inventory) {
     const scope = scopeOf(entry.id);
@@ -36,9 +56,18 @@ export function encodeInventory(inventory: Inventory): EncodedInventory {
   return [...groups].map(([scope, names]) => `${scope}/${names.join(',')}`);
 }
 
-export function decodeInventory(encoded: ReadonlyArray<string> | undefined): Inventory {
+export function decodeInventory(lines: ReadonlyArray<string> | undefined): Inventory {
+  if (lines === undefined) return [];
+  const known = decoded.get(lines);
+  if (known !== undefined) return known;
+  const entries = Object.freeze(decodeEntries(lines));
+  decoded.set(lines, entries);
+  return entries;
+}
+
+function decodeEntries(lines: ReadonlyArray<string>): InventoryEntry[] {
   const entries: InventoryEntry[] = [];
-  for (const line of encoded ?? []) {
+  for (const line of lines) {
     const slash = line.lastIndexOf('/');
     const scope = line.slice(0, slash);
     if (scope.split('/').length !== 3) throw new Error(`not an inventory entry (group/Kind/namespace/names): ${JSON.stringify(line)}`);
@@ -46,7 +75,7 @@ export function decodeInventory(encoded: ReadonlyArray<string> | undefined): Inv
       if (raw === '') continue;
       const created = raw.startsWith('+');
       const id = `${scope}/${unescapeName(created ? raw.slice(1) : raw)}`;
-      entries.push(created ? { id, created: true } : { id });
+      entries.push(Object.freeze(created ? { id, created: true } : { id }));
     }
   }
   return entries;

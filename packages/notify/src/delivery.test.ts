@@ -1,6 +1,8 @@
 // The dispatcher against a real local HTTP receiver: what counts as delivered, what is retried, what is not.
 import { startHttpReceiver } from '@syncline/test-support';
 import { nodeHttpTransport } from '@syncline/source-git';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { TokenBucket, createDispatcher, type Delivery, type DeliveryResult } from './delivery.ts';
 
@@ -52,6 +54,67 @@ describe('delivery', () => {
     expect(outcome.result).toBe('failed');
     expect(outcome.error).toMatch(/could not be reached \(ECONNREFUSED\)/);
     expect(outcome.error).not.toMatch(/127\.0\.0\.1|secret-path/);
+  });
+
+  it('one request at a time per NotificationProvider, in order; past the queue a delivery is dropped and says so', async () => {
+    await using receiver = await startHttpReceiver();
+    const results: string[] = [];
+    const dispatcher = createDispatcher({ transport: nodeHttpTransport, count: () => undefined, queueSize: 2 });
+    for (const name of ['a', 'b', 'c', 'd']) {
+      dispatcher.deliver({
+        provider: 'ns/p',
+        providerType: 'webhook',
+        dedupKey: name,
+        settings,
+        prepare: () => Promise.resolve({ url: `${receiver.url}/${name}`, method: 'POST', headers: {}, body: name }),
+        done: (result, error) => results.push(`${name}:${result}${error === undefined ? '' : `:${error}`}`),
+      });
+    }
+    await dispatcher.idle();
+    dispatcher.stop();
+    // a is in flight, b and c wait: d does not fit.
+    expect(results).toEqual(['d:dropped:the queue of this NotificationProvider is full (2 waiting)', 'a:sent', 'b:sent', 'c:sent']);
+    expect(receiver.requests.map((r) => r.body)).toEqual(['a', 'b', 'c']);
+  });
+
+  it('an attempt past its timeout is retried, then fails as timed out', async () => {
+    // A receiver that never answers: the socket stays open, the request hangs.
+    let received = 0;
+    const hanging = createServer(() => {
+      received++;
+    });
+    await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+    try {
+      const dispatcher = createDispatcher({ transport: nodeHttpTransport, count: () => undefined, attempts: 2, initialBackoffMs: 10 });
+      const outcome = await new Promise<{ result: DeliveryResult; error?: string }>((resolve) =>
+        dispatcher.deliver({ provider: 'ns/p', providerType: 'webhook', dedupKey: 'k', settings: { ...settings, timeoutMs: 200 }, prepare: () => Promise.resolve({ url: `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/`, method: 'POST', headers: {}, body: '{}' }), done: (result, error) => resolve({ result, ...(error === undefined ? {} : { error }) }) }),
+      );
+      expect(outcome).toEqual({ result: 'failed', error: 'the request timed out' });
+      expect(received).toBe(2);
+      dispatcher.stop();
+    } finally {
+      hanging.closeAllConnections();
+      await new Promise((resolve) => hanging.close(resolve));
+    }
+  });
+
+  it('stop(): what is in flight or queued is given up, unreported; idle() resolves', async () => {
+    const hanging = createServer(() => undefined);
+    await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+    try {
+      const reported: string[] = [];
+      const dispatcher = createDispatcher({ transport: nodeHttpTransport, count: (_type, result) => reported.push(result) });
+      for (const name of ['a', 'b']) {
+        dispatcher.deliver({ provider: 'ns/p', providerType: 'webhook', dedupKey: name, settings, prepare: () => Promise.resolve({ url: `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/`, method: 'POST', headers: {}, body: name }), done: (result) => reported.push(`${name}:${result}`) });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      dispatcher.stop();
+      await dispatcher.idle();
+      expect(reported).toEqual([]);
+    } finally {
+      hanging.closeAllConnections();
+      await new Promise((resolve) => hanging.close(resolve));
+    }
   });
 
   it('the token bucket: a burst of `messages`, then one per interval/messages', () => {

@@ -1,9 +1,12 @@
 // Delivery: one channel per NotificationProvider, off the reconcile path. Identical messages within a window are sent once;
-// a bounded queue (cockatiel's bulkhead, one request at a time so a commit's pending precedes its success)
-// drops what does not fit; a token bucket holds the NotificationProvider to its rate; each request has a timeout and a
-// failed one (network, 429, 5xx) is retried with exponential backoff (cockatiel). Every outcome is counted.
+// a bounded queue (one request at a time, so a commit's pending precedes its success) drops what does not fit; a
+// token bucket holds the NotificationProvider to its rate; each attempt has a timeout and a failed one (network, 429,
+// 5xx) is retried with exponential backoff (cockatiel's, decorrelated jitter). Every outcome is counted.
+// A message costs what its one HTTP request costs and little more: the channel is a plain queue, an attempt one
+// AbortController (one timer watches every attempt's deadline), nothing is aborted after an answer (an abort builds
+// an error and wakes listeners), and a token at hand is taken without waiting.
 // Nothing here logs or returns a URL, a header or a response body: they may hold credentials.
-import { BulkheadRejectedError, ExponentialBackoff, TaskCancelledError, TimeoutStrategy, bulkhead, handleWhen, retry, timeout, type BulkheadPolicy } from 'cockatiel';
+import { ExponentialBackoff, type IBackoff } from 'cockatiel';
 import type { HttpProxy, HttpTransport } from '@syncline/source-git';
 import type { OutgoingRequest } from './payloads.ts';
 
@@ -67,25 +70,33 @@ export type Dispatcher = {
 
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
+/** One NotificationProvider's deliveries: those waiting, whether one is in flight, and its rate. */
+type Channel = { readonly waiting: Delivery[]; busy: boolean; bucket: TokenBucket; settings: ChannelSettings };
+
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const now = options.now ?? Date.now;
   const dedupWindowMs = options.dedupWindowMs ?? 5 * 60_000;
   const queueSize = options.queueSize ?? 1000;
-  const channels = new Map<string, { bulkhead: BulkheadPolicy; bucket: TokenBucket; settings: ChannelSettings }>();
+  const attempts = options.attempts ?? 4;
+  const backoff = new ExponentialBackoff({ initialDelay: options.initialBackoffMs ?? 500, maxDelay: 30_000 });
+  const channels = new Map<string, Channel>();
   const recent = new Map<string, number>();
   const stopped = new AbortController();
-  let inFlight = 0;
+  /** The attempts in flight and when each times out (ms since the epoch): stop() aborts them all. */
+  const attemptsInFlight = new Map<AbortController, number>();
+  const deadlines = deadlineWatch(attemptsInFlight);
+  let pending = 0;
   let idleWaiters: (() => void)[] = [];
-  const retryPolicy = retry(
-    handleWhen((error) => !(error instanceof DeliveryError) || error.retryable),
-    { maxAttempts: (options.attempts ?? 4) - 1, backoff: new ExponentialBackoff({ initialDelay: options.initialBackoffMs ?? 500, maxDelay: 30_000 }) },
-  );
 
-  const channelOf = (delivery: Delivery): { bulkhead: BulkheadPolicy; bucket: TokenBucket } => {
+  const channelOf = (delivery: Delivery): Channel => {
     const existing = channels.get(delivery.provider);
-    const same = existing !== undefined && existing.settings.messages === delivery.settings.messages && existing.settings.intervalMs === delivery.settings.intervalMs;
-    if (existing !== undefined && same) return existing;
-    const channel = { bulkhead: existing?.bulkhead ?? bulkhead(1, queueSize), bucket: new TokenBucket(delivery.settings.messages, delivery.settings.intervalMs, now), settings: delivery.settings };
+    if (existing !== undefined) {
+      // A changed rate starts a new bucket; the queue stays.
+      if (existing.settings.messages !== delivery.settings.messages || existing.settings.intervalMs !== delivery.settings.intervalMs) existing.bucket = new TokenBucket(delivery.settings.messages, delivery.settings.intervalMs, now);
+      existing.settings = delivery.settings;
+      return existing;
+    }
+    const channel: Channel = { waiting: [], busy: false, bucket: new TokenBucket(delivery.settings.messages, delivery.settings.intervalMs, now), settings: delivery.settings };
     channels.set(delivery.provider, channel);
     return channel;
   };
@@ -102,21 +113,66 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   };
 
   const finished = (): void => {
-    inFlight--;
-    if (inFlight === 0) {
+    pending--;
+    if (pending === 0) {
       for (const resolve of idleWaiters) resolve();
       idleWaiters = [];
     }
   };
 
-  const send = async (delivery: Delivery, signal: AbortSignal): Promise<void> => {
+  /** One attempt under its timeout: the abort is the timer's (or stop's), never the answer's. */
+  const attempt = async (request: PreparedRequest, timeoutMs: number): Promise<void> => {
+    const abort = new AbortController();
+    attemptsInFlight.set(abort, Date.now() + timeoutMs);
+    deadlines.arm();
+    try {
+      await sendOnce(options.transport, request, abort.signal);
+    } finally {
+      attemptsInFlight.delete(abort);
+    }
+  };
+
+  const send = async (delivery: Delivery): Promise<void> => {
     const request = await delivery.prepare().catch((error: unknown) => {
       throw new DeliveryError(error instanceof Error ? error.message : String(error), false);
     });
-    await retryPolicy.execute(async () => {
-      const attempt = timeout(delivery.settings.timeoutMs, TimeoutStrategy.Aggressive);
-      await attempt.execute(({ signal: attemptSignal }) => sendOnce(options.transport, request, AbortSignal.any([signal, attemptSignal])));
-    }, signal);
+    let wait: IBackoff<unknown> | undefined;
+    for (let tries = 1; ; tries++) {
+      try {
+        await attempt(request, delivery.settings.timeoutMs);
+        return;
+      } catch (error) {
+        const retryable = !(error instanceof DeliveryError) || error.retryable;
+        if (!retryable || tries >= attempts || stopped.signal.aborted) throw error;
+      }
+      wait = (wait ?? backoff).next(undefined);
+      await sleep(wait.duration, stopped.signal);
+    }
+  };
+
+  /** Runs the channel's deliveries one after another until its queue is empty. */
+  const drain = async (channel: Channel): Promise<void> => {
+    channel.busy = true;
+    for (let delivery = channel.waiting.shift(); delivery !== undefined; delivery = channel.waiting.shift()) {
+      try {
+        if (channel.bucket.tryTake() !== 0) await channel.bucket.take(stopped.signal);
+        await send(delivery);
+        options.count(delivery.providerType, DeliveryResult.Sent);
+        delivery.done?.(DeliveryResult.Sent);
+      } catch (error) {
+        if (!stopped.signal.aborted) {
+          options.count(delivery.providerType, DeliveryResult.Failed);
+          delivery.done?.(DeliveryResult.Failed, describe(error));
+        }
+      } finally {
+        finished();
+      }
+      if (stopped.signal.aborted) {
+        // What is still queued is given up unreported, as a stopped process would.
+        for (let rest = channel.waiting.shift(); rest !== undefined; rest = channel.waiting.shift()) finished();
+      }
+    }
+    channel.busy = false;
   };
 
   return {
@@ -128,36 +184,58 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         return;
       }
       const channel = channelOf(delivery);
-      inFlight++;
-      channel.bulkhead
-        .execute(async () => {
-          await channel.bucket.take(stopped.signal);
-          await send(delivery, stopped.signal);
-        })
-        .then(
-          () => {
-            options.count(delivery.providerType, DeliveryResult.Sent);
-            delivery.done?.(DeliveryResult.Sent);
-          },
-          (error: unknown) => {
-            if (error instanceof BulkheadRejectedError) {
-              options.count(delivery.providerType, DeliveryResult.Dropped);
-              delivery.done?.(DeliveryResult.Dropped, `the queue of this NotificationProvider is full (${queueSize} waiting)`);
-              return;
-            }
-            if (stopped.signal.aborted) return;
-            options.count(delivery.providerType, DeliveryResult.Failed);
-            delivery.done?.(DeliveryResult.Failed, describe(error));
-          },
-        )
-        .finally(finished);
+      // One in flight and `queueSize` waiting behind it.
+      if (channel.waiting.length >= queueSize) {
+        options.count(delivery.providerType, DeliveryResult.Dropped);
+        delivery.done?.(DeliveryResult.Dropped, `the queue of this NotificationProvider is full (${queueSize} waiting)`);
+        return;
+      }
+      pending++;
+      channel.waiting.push(delivery);
+      if (!channel.busy) void drain(channel);
     },
     idle() {
-      if (inFlight === 0) return Promise.resolve();
+      if (pending === 0) return Promise.resolve();
       return new Promise((resolve) => idleWaiters.push(resolve));
     },
     stop() {
       stopped.abort();
+      for (const abort of attemptsInFlight.keys()) abort.abort();
+      deadlines.disarm();
+    },
+  };
+}
+
+/**
+ * Aborts the attempts whose deadline passed. One timer for all of them, left to run out rather than set and
+ * cleared per message (a message a minute or a thousand a second cost the same one wake-up per timeout): when it
+ * fires it aborts what is late and sets itself again for the next deadline, or not at all when nothing is in flight.
+ */
+function deadlineWatch(inFlight: Map<AbortController, number>): { arm(): void; disarm(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let firesAt = Infinity;
+  const arm = (): void => {
+    let next = Infinity;
+    for (const deadline of inFlight.values()) next = Math.min(next, deadline);
+    if (next >= firesAt || next === Infinity) return;
+    clearTimeout(timer);
+    firesAt = next;
+    timer = setTimeout(fire, Math.max(0, next - Date.now()));
+    timer.unref();
+  };
+  const fire = (): void => {
+    timer = undefined;
+    firesAt = Infinity;
+    const now = Date.now();
+    for (const [abort, deadline] of inFlight) if (deadline <= now) abort.abort();
+    arm();
+  };
+  return {
+    arm,
+    disarm: () => {
+      clearTimeout(timer);
+      timer = undefined;
+      firesAt = Infinity;
     },
   };
 }
@@ -202,7 +280,6 @@ async function readBody(body: AsyncIterable<Uint8Array>): Promise<string> {
 
 function describe(error: unknown): string {
   if (error instanceof DeliveryError) return error.message;
-  if (error instanceof TaskCancelledError) return 'the request timed out';
   return 'the delivery failed';
 }
 
@@ -238,13 +315,23 @@ export class TokenBucket {
     for (;;) {
       const waitMs = this.tryTake();
       if (waitMs === 0) return;
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(resolve, waitMs);
-        signal.addEventListener('abort', () => {
-          clearTimeout(timer);
-          reject(new Error('stopped'));
-        }, { once: true });
-      });
+      await sleep(waitMs, signal);
     }
   }
+}
+
+/** Resolves after `ms`; rejects at once when `signal` aborts (and leaves no listener behind either way). */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(new Error('stopped'));
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(new Error('stopped'));
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }

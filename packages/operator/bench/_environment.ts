@@ -104,6 +104,26 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime in clock ticks (100 Hz)
 }
 
+/**
+ * CPU time (user + system, seconds) each kind of thread of a process used so far, by thread name: the main thread
+ * (the process's own name), V8's helpers (`V8 DefaultWorke`: concurrent GC marking and sweeping, optimizing
+ * compiles), libuv's pool (`libuv-worker`: file system, DNS, crypto), and the rest. Threads gone since are not counted.
+ */
+export function cpuSecondsByThread(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
+      const name = task === String(pid) ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+      byName.set(name, (byName.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100);
+    } catch {
+      // Gone since it was listed.
+    }
+  }
+  return byName;
+}
+
 /** The `p`th percentile of `values` (nearest rank). */
 export function percentile(values: readonly number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);

@@ -7,6 +7,7 @@
 // they are made of are recorded either way). DIR gets both operators' CPU profiles (DIR/<namespace>/).
 import type { ConfigSync } from '@syncline/operator';
 import { OPERATOR_NODE_FLAGS, startHttpReceiver, startOperator } from '@syncline/test-support';
+import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { benchEnvironment, cpuSeconds, diff, pool, requestCounts, sleep } from './_environment.ts';
 import { buildOperatorBundle } from './_bundle.ts';
@@ -15,6 +16,7 @@ const { values: flags } = parseArgs({ options: { syncs: { type: 'string', defaul
 const SYNCS = Number(flags.syncs);
 const ROUNDS = Number(flags.rounds);
 const progress = (line: string): void => console.error(`[bench] ${line}`);
+const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
 
 await using environment = await benchEnvironment('bench-plain');
 const { controlPlane, git, rest } = environment;
@@ -26,7 +28,8 @@ let revision = await commitAll('r0');
 // What the image runs: the operator bundled into JavaScript (packages/cli/build/bundle.ts), for both operators.
 const bundle = buildOperatorBundle();
 
-type Variant = { namespace: string; alerts: boolean; pid: number; allReadyMs: number; commitMs: number[]; cpuMs: number[]; requestsPerCommit: Record<string, number>[] };
+/** `windows`: each round's span on the monotonic clock a CPU profile's timestamps use (scripts/cpu-profile.ts --window). */
+type Variant = { namespace: string; alerts: boolean; pid: number; allReadyMs: number; commitMs: number[]; cpuMs: number[]; requestsPerCommit: Record<string, number>[]; windows: { fromUs: number; toUs: number }[] };
 
 /**
  * Requests the API server counted, leases and the /metrics scrape apart; watches too: the API server counts one when
@@ -54,7 +57,7 @@ async function setUp(namespace: string, alerts: boolean): Promise<Variant & { op
     if (list.items.filter((a) => a.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length === SYNCS) break;
     await sleep(1000);
   }
-  return { namespace, alerts, pid: operator.pid, allReadyMs: 0, commitMs: [], cpuMs: [], requestsPerCommit: [], operator };
+  return { namespace, alerts, pid: operator.pid, allReadyMs: 0, commitMs: [], cpuMs: [], requestsPerCommit: [], windows: [], operator };
 }
 
 async function createSyncs(variant: Variant): Promise<void> {
@@ -74,6 +77,7 @@ async function commitRound(variant: Variant, round: number): Promise<void> {
   revision = await commitAll(`${variant.namespace}-${round}`);
   const before = await apiRequests();
   const cpuBefore = cpuSeconds(variant.pid);
+  const fromUs = monotonicUs();
   const at = new Date().toISOString();
   const started = Date.now();
   await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
@@ -83,6 +87,7 @@ async function commitRound(variant: Variant, round: number): Promise<void> {
   variant.commitMs.push(Date.now() - started);
   await sleep(2000); // Events are written after the status (and notifications sent after the Events): let them land
   variant.cpuMs.push(Math.round((cpuSeconds(variant.pid) - cpuBefore) * 1000));
+  variant.windows.push({ fromUs, toUs: monotonicUs() });
   variant.requestsPerCommit.push(diff(await apiRequests(), before).byVerbResource);
   progress(`${variant.namespace}: commit ${round} → all Ready in ${variant.commitMs.at(-1)} ms`);
 }
@@ -109,6 +114,10 @@ try {
   await plain.operator[Symbol.asyncDispose]();
   await notified.operator[Symbol.asyncDispose]();
 }
+// The rounds' spans beside each profile: `node scripts/cpu-profile.ts DIR/bench-alerts/CPU…cpuprofile --window
+// DIR/bench-alerts/rounds.json --minus DIR/bench-plain/CPU…cpuprofile --minus-window DIR/bench-plain/rounds.json` is then
+// what the notifications cost over the rounds.
+if (flags.profile !== undefined) for (const variant of [plain, notified]) await writeFile(`${flags.profile}/${variant.namespace}/rounds.json`, JSON.stringify(variant.windows));
 
 const median = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
 /** The bench's own requests (the reconcile-request PATCHes, its LIST and watch) are the same in both variants. */

@@ -7,7 +7,7 @@
 // (--trigger: how the new commit reaches the syncs: `webhook`, the default, is what users do, one signed GitHub push to the
 // operator's receiver, which wakes every sync of the repository; `annotation` patches each ConfigSync's reconcile-requested-at)
 // (--encrypted, with --layout namespace-per-sync: one object of the five is a SOPS-encrypted Secret, age, decrypted by every sync)
-// (--profile DIR: DIR gets the operator's CPU profile, and the report its busy time and top functions per phase, see _profile.ts; layout and scope: see _layout.ts; --mixed: the figures alone and beside a NamespaceReplication
+// (--profile DIR: DIR gets the operator's CPU profile and steady-window.json (the steady window, for scripts/cpu-profile.ts --window), and the report its busy time and top functions per phase, see _profile.ts; layout and scope: see _layout.ts; --mixed: the figures alone and beside a NamespaceReplication
 // and mirrored Secrets, see _mixed.ts): N ConfigSyncs × 5 objects on one repo against the
 // real control plane and the real operator process. Prints time until all Ready, git fetches per new
 // commit, operator peak RSS, and for the steady state (nothing changing, refreshInterval 30s) the write
@@ -16,11 +16,11 @@ import type { ConfigSync } from '@syncline/operator';
 import { OPERATOR_NODE_FLAGS, ensureRenderEngine, ensureSops, generateAgeKey, startOperator } from '@syncline/test-support';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { benchLayout } from './_layout.ts';
-import { benchEnvironment, childrenPeakRss, cpuSeconds, diff, metricSum, peakRss, pool, requestCounts, sleep, writeRequests } from './_environment.ts';
+import { benchEnvironment, childrenPeakRss, cpuSeconds, cpuSecondsByThread, diff, metricSum, peakRss, pool, requestCounts, sleep, writeRequests } from './_environment.ts';
 import { mixedPart, runMixedComparison } from './_mixed.ts';
 import { deliverPush } from './_push.ts';
 import { BenchEngine, engineFiles, engineSource, parseBenchEngine, runEngineComparison } from './_engines.ts';
@@ -156,11 +156,17 @@ if (STEADY_SECONDS > 0) await sleep(35_000); // --steady 0: the phases' figures 
 const firstReads = diff(await readRequests(), firstReadsBefore);
 const readsBefore = await readRequests();
 const cpuBefore = cpuSeconds(operator.pid);
+const threadsBefore = cpuSecondsByThread(operator.pid);
 git.resetRequests(); // ref lookups are counted over the steady window alone, the span they are divided by
 const steadyStarted = Date.now();
+const steadyFromUs = Number(process.hrtime.bigint() / 1000n);
 await sleep(STEADY_SECONDS * 1000);
 const steadyElapsed = (Date.now() - steadyStarted) / 1000;
 const cpuUsed = cpuSeconds(operator.pid) - cpuBefore;
+const threadsUsed = [...cpuSecondsByThread(operator.pid)].map(([name, s]) => [name, s - (threadsBefore.get(name) ?? 0)] as const).filter(([, s]) => s > 0).sort((a, b) => b[1] - a[1]);
+// The steady window on the monotonic clock a CPU profile's timestamps use: `node scripts/cpu-profile.ts PROFILE
+// --window DIR/steady-window.json` reads that window alone.
+if (flags.profile !== undefined) await mkdir(flags.profile, { recursive: true }).then(() => writeFile(`${flags.profile}/steady-window.json`, JSON.stringify({ fromUs: steadyFromUs, toUs: Number(process.hrtime.bigint() / 1000n) })));
 const writesAfter = await writeRequests(rest);
 const writes = diff(writesAfter, writesBefore);
 const reads = diff(await readRequests(), readsBefore);
@@ -197,6 +203,7 @@ else {
   console.log(`  reads other than watches (GET/LIST, non-lease):  ${reads.total}${reads.total > 0 ? `  ${JSON.stringify(reads.byVerbResource)}` : ''}  (target: 0: ${verdict(reads.total === 0)})`);
   console.log(`  Git ref lookups:                                 ${resolvesDuringSteady} (${(resolvesDuringSteady / Math.max(1, refreshes)).toFixed(1)} per refresh interval; target ≤ 2)`);
   console.log(`  operator CPU:                                    ${cpuUsed.toFixed(2)} s (${((cpuUsed / steadyElapsed) * 100).toFixed(2)}% of one core; target ≤ ${steadyCpuTarget * 100}%: ${verdict(cpuUsed / steadyElapsed <= steadyCpuTarget)})`);
+  console.log(`    by thread: ${threadsUsed.map(([name, s]) => `${name} ${s.toFixed(2)} s`).join(', ')}`);
 }
 console.log(`operator peak RSS:                                 ${peakRssMb.toFixed(0)} MB${renderRssMb > 0 ? ` (the render process's ${renderRssMb.toFixed(0)} MB included)` : ''}  (target ≤ 150 MB: ${verdict(peakRssMb <= 150)})`);
 // Wall against CPU: a slice where neither process is busy is latency (a queue, a timer, a round trip), not work.

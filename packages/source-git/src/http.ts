@@ -7,6 +7,8 @@
 // Retry-After) limits the client, not one request: its gate (HostGates, one per GitSource) then holds every
 // request to that scheme://host:port until the time it named, capped like any retry wait. A private CA and a
 // forward proxy (HTTP CONNECT) are per request: they come from the ConfigSync, not the process.
+import type * as NodeHttp from 'node:http';
+import type * as NodeHttps from 'node:https';
 import type { Duplex } from 'node:stream';
 import { GitSourceError, GitSourceErrorCode } from './errors.ts';
 
@@ -74,7 +76,7 @@ export const nodeHttpTransport: HttpTransport = {
   async request(req) {
     const url = new URL(req.url);
     const https = url.protocol === 'https:';
-    const { request } = https ? await import('node:https') : await import('node:http');
+    const { request } = https ? await nodeHttps() : await nodeHttp();
     // A private CA is trusted beside the system's roots (as Git and go-git do with a CA bundle), not instead.
     const ca = req.ca === undefined || !https ? undefined : [...(await import('node:tls')).rootCertificates, req.ca];
     const tunnel = req.proxy === undefined ? undefined : await openTunnel(req.proxy, url, req.signal);
@@ -93,6 +95,15 @@ export const nodeHttpTransport: HttpTransport = {
     });
   },
 };
+
+/**
+ * Node's http and https modules, imported on first use (a process that never speaks http loads neither) and
+ * kept: an import() per request goes through the module loader each time, a cost a notification pays per message.
+ */
+let httpModule: Promise<typeof NodeHttp> | undefined;
+let httpsModule: Promise<typeof NodeHttps> | undefined;
+const nodeHttp = (): Promise<typeof NodeHttp> => (httpModule ??= import('node:http'));
+const nodeHttps = (): Promise<typeof NodeHttps> => (httpsModule ??= import('node:https'));
 
 /** Asks the proxy for a tunnel to the server (HTTP CONNECT) and resolves with its socket once it answers 200. */
 async function openTunnel(proxy: HttpProxy, target: URL, signal: AbortSignal): Promise<Duplex> {

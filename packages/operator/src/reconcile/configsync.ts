@@ -26,6 +26,7 @@ import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyC
 import { dependencyNotReady, findCycle } from './dependencies.ts';
 import { healthConditions } from './health.ts';
 import { fetchPublishedChart } from './charts.ts';
+import { RenderMemo } from './render-memo.ts';
 import { capabilitiesOf, engineSpecFor, readsWholeRepository, serverVersion, targetPath } from './engines.ts';
 import { NAMESPACE_NOT_ALLOWED, type Actor, type TrustedNamespaces } from '../tenancy.ts';
 import { HOOK_POLL_MS, applyTargetWithHooks, deleteHookObjects, hookConditions, hooksFailed, hooksRunning } from './hook-run.ts';
@@ -285,6 +286,13 @@ async function reconcileSource(run: SyncRun): Promise<Step<Source>> {
 }
 
 const defaultDecryption = new WeakMap<ConfigSyncReconcilerDeps, DecryptionContext>();
+const renderMemos = new WeakMap<ConfigSyncReconcilerDeps, RenderMemo>();
+/** The reconciler's kept renders (render-memo.ts): one memo per reconciler, as its template cache is. */
+function renderMemoOf(deps: ConfigSyncReconcilerDeps): RenderMemo {
+  let memo = renderMemos.get(deps);
+  if (memo === undefined) renderMemos.set(deps, (memo = new RenderMemo()));
+  return memo;
+}
 
 /**
  * Decrypt every SOPS-encrypted file of the source in memory, and read spec.valuesFiles / targets[].valuesFiles
@@ -385,7 +393,8 @@ async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAc
         const repository = spec.source.helm?.repository;
         if (target.data === undefined) renderedBy.set(target.name, { engine: engine?.engine ?? 'handlebars', ...(source.chart === undefined || repository === undefined ? {} : { chart: `${repository.chart}@${source.chart.version} (${source.chart.digest})` }) });
         if (engine === undefined) {
-          rendered.set(target.name, renderTarget({ files: source.files, path, values, target: renderTargetSpec, source: renderSource, discovery, cache: deps.templates }));
+          const render = (): KubernetesObject[] => renderTarget({ files: source.files, path, values, target: renderTargetSpec, source: renderSource, discovery, cache: deps.templates });
+          rendered.set(target.name, renderMemoOf(deps).render({ slot: `${run.namespace}/${run.object.metadata.name}\u0000${target.name}`, files: source.files, discovery, inputs: [path, values, renderTargetSpec, renderSource] }, render));
           continue;
         }
         if (deps.renderEngine === undefined) throw new StallError(Reason.RenderFailed, `${path === '' ? 'the repository root' : path} needs ${engine.engine}, and this operator runs without the render engine (syncline run --render-engine)`);
