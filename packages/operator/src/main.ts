@@ -1,31 +1,31 @@
 #!/usr/bin/env node
 // The composition root: reads flags and environment once, builds { kube, git, clock, logger, metrics }
 // and hands them to the command. Nothing deeper reads process.env.
-import { createEventRecorder, connectKubeconfig, loadKubeConfig, createKubeRest, WatchBudget, type EventRecorder, type KubeObject, type KubeRest } from '@syncline/kube';
+import { createEventRecorder, connectKubeconfig, type KubeConnection, loadKubeConfig, createKubeRest, WatchBudget, type EventRecorder, type KubeObject, type KubeRest } from '@syncline/kube';
 import { parseShard, shardLeaseName, shardedWaker } from './shard.ts';
 import { EngineRenderCache, RenderEngine, TemplateCache, type AwsCredentials } from '@syncline/render';
 import { existsSync } from 'node:fs';
 import { createGitSource, proxyFromEnvironment, type GitSource } from '@syncline/source-git';
 import type { ApplyClient } from '@syncline/apply';
-import { createChartSource } from '@syncline/source-helm';
+import { createChartSource, type ChartSource } from '@syncline/source-helm';
 import { hostname, homedir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import type { RunOptions } from './run-options.ts';
-import { createApplyClients } from './cluster/identity.ts';
-import { startManager, type Manager } from './manager.ts';
-import { createManager, type ControllerRegistry } from '@syncline/runtime';
+import { createApplyClients, type ApplyIdentity } from './cluster/identity.ts';
+import { startManager, type Manager as OperatorManager } from './manager.ts';
+import { createManager, type ControllerRegistry, type Manager } from '@syncline/runtime';
 import { registerAutoFailover } from './dr/auto-failover.ts';
 import { registerReplicationPolicies } from './reconcile/namespacereplicationpolicy.ts';
-import { registerMirrorController } from './mirror/controller.ts';
-import { StalePolicy, mirrorKeys, parseMirrorSourceNamespaces } from './mirror/index.ts';
+import { registerMirrorController, type MirrorController } from './mirror/controller.ts';
+import { StalePolicy, mirrorKeys, parseMirrorSourceNamespaces, type MirrorKeys, type NamePattern } from './mirror/index.ts';
 import { DEFAULT_INTERVAL_BOUNDS } from './reconcile/configsync.ts';
 import { createDecryptionContext } from './reconcile/decryption.ts';
 import { createLogger } from './logging.ts';
 import type { Logger } from 'pino';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { startProbeServer } from './server.ts';
-import { standbyRules, trustedNamespaces } from './tenancy.ts';
+import { standbyRules, trustedNamespaces, type StandbyRules } from './tenancy.ts';
 import type { MirrorRow } from './mirror/status.ts';
 import type { TrustedNamespaces } from './tenancy.ts';
 import { startWebhookServer, type WebhookServer } from './webhook/receiver.ts';
@@ -61,7 +61,7 @@ export type WebUiOptions = {
   readonly flags: RunOptions;
   readonly podNamespace: string | undefined;
   readonly rest: KubeRest;
-  readonly source: Manager;
+  readonly source: OperatorManager;
   readonly logger: Logger;
   /** The operator's Git cache, apply client and render process, for live and deploy diffs of a ConfigSync. */
   readonly diffs: { git: GitSource; client: () => Promise<ApplyClient>; engine: RenderEngine | undefined };
@@ -105,23 +105,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv, par
   const metrics = createMetrics();
   // A named shard's series carry its name; the default shard's stay as they are (one operator = no label).
   if (shard !== undefined) metrics.registry.setDefaultLabels({ shard });
-  const git = createGitSource({
-    cacheDir: flags.cacheDir ?? join(env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'syncline', 'snapshots'),
-    cacheMaxBytes: flags.cacheMaxBytes,
-    allowInsecureHttp: flags.allowInsecureHttp === true,
-    // HTTPS_PROXY/NO_PROXY of the pod (chart: operator.extraEnv); a ConfigSync's proxySecretRef wins.
-    environmentProxy: proxyFromEnvironment(env),
-    onFetch: (event) => metrics.gitCacheHits.inc({ outcome: event.cached ? 'hit' : 'miss' }),
-    // One line per closing of a host's gate (not per waiting request): every sync of that host waits it out.
-    onRateLimited: (event) => logger.warn({ host: event.host, status: event.status, waitMs: event.waitMs }, 'the Git host rate-limited us; every request to it waits'),
-  });
-  const renderEngine = startRenderEngine(flags, env, logger);
-  // Published charts (spec.source.helm.repository), cached by digest in the cache directory beside the Git
-  // snapshots; the render process chooses their versions with Helm's semver library, so none without it.
-  const charts =
-    renderEngine === undefined
-      ? undefined
-      : createChartSource({ chooseVersion: (versions, version) => renderEngine.chooseChartVersion(versions, version), allowInsecureHttp: flags.allowInsecureHttp === true, cacheDir: join(flags.cacheDir ?? join(env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'syncline', 'snapshots'), 'charts') });
+  const { git, renderEngine, charts } = openSources(flags, env, logger, metrics);
   const identity = `${hostname()}-${process.pid}`;
   const podNamespace = env['POD_NAMESPACE'];
 
@@ -130,7 +114,6 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv, par
   if (secretNamespaces !== undefined && flags.mirror === 'on') throw new Error('--secret-namespaces needs --mirror off (mirroring watches Secrets in every namespace)');
   const keys = mirrorKeys(flags.mirrorPrefix);
   const sourceNamespaces = parseMirrorSourceNamespaces(flags.mirrorSourceNamespaces ?? '');
-  const staleTtlMs = flags.mirrorStaleTtl;
   // Whose objects may write outside their own namespace with the operator's rights (see tenancy.ts).
   const trusted = trustedNamespaces({ operatorNamespace: flags.operatorNamespace ?? podNamespace, list: flags.trustedNamespaces });
   // Where a DR standby may never be, whoever writes it (see tenancy.ts's allowedStandby).
@@ -144,30 +127,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv, par
   // One budget for every watch of the process: the manager's and mirroring's.
   const watchBudget = new WatchBudget(flags.watchBudget);
   // Every controller of the process registers here and runs on its queue (a lane each), leadership and liveness.
-  const controllers = createManager({
-    logger,
-    metrics,
-    ...(flags.leaderElect === true
-      ? {
-          leaderElection: {
-            namespace: flags.leaderElectionNamespace ?? podNamespace ?? 'default',
-            name: shardLeaseName(flags.leaderElectionId, shard),
-            identity,
-            leaseDurationMs: flags.leaseDuration,
-            // A connection pool of its own: a renewal never queues behind the re-lists that follow an API outage,
-            // status writes or Events (they share the request pool), so a leader is not lost to its own backlog.
-            rest: await createKubeRest(connection, { userAgent: 'syncline-operator' }),
-          },
-        }
-      : {}),
-    onLostLeadership: () => {
-      // Like controller-runtime: a replica that lost the lease exits, and a fresh process competes again.
-      fence.abort(new Error('this replica lost its leadership'));
-      shutdown.abort();
-      process.exitCode = 1;
-    },
-    stallTimeoutMs: flags.stallTimeout,
-  });
+  const controllers = await createControllerManager(flags, { logger, metrics, connection, identity, podNamespace, shard, fence, shutdown });
   // Every Event the operator records is also offered to the NotificationAlerts (NotificationProviders and NotificationAlerts: @syncline/notify).
   const notifications = parts.notifications?.({ rest, logger, metrics, clock, trusted, budget: watchBudget, watchNamespace: flags.namespace, controllers, recorder: recorded }) ?? { events: recorded, observeConfigSync: () => undefined, stop: () => Promise.resolve() };
   const events = notifications.events;
@@ -203,6 +163,143 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv, par
   manager.observe((kind, type, object) => {
     if (kind === 'ConfigSync') notifications.observeConfigSync(type, object);
   });
+  const mirror = registerOptionalControllers(controllers, flags, { rest, applyClient, clock, logger, metrics, events, keys, sourceNamespaces, trusted, standby, identity, shard, watchBudget });
+  // Every controller registered: the watches start, and the election (or the work, without one).
+  controllers.start();
+  // Ready: every controller's caches (the operator's kinds' and mirroring's watches) listed and alive.
+  const probes = await startProbeServer({ address: flags.probeAddr, metrics, ready: () => manager.ready(), live: () => manager.live(), logger });
+  const webhooks = await startWebhooks(flags, { rest, manager, logger, metrics, podNamespace });
+  // The UI reads the manager's caches; its actions are checked against the viewer's own RBAC first.
+  if (flags.uiAddr !== 'off' && parts.ui === undefined) logger.warn('--ui-addr: this process was started without the web UI; none is served');
+  const ui = flags.uiAddr === 'off' || parts.ui === undefined ? undefined : await parts.ui.start({ address: flags.uiAddr, flags, podNamespace, rest, source: manager, logger, diffs: { git, client: () => applyClient(undefined), engine: renderEngine }, ...(mirror === undefined ? {} : { mirrors: () => mirror.mirrors() }) });
+  logger.info({ probes: probes.address, webhooks: webhooks?.address ?? 'off', ui: ui?.address ?? 'off', identity, leaderElection: flags.leaderElect === true, trustedNamespaces: [...trusted].sort() }, 'syncline started');
+
+  return untilStopped(shutdown.signal, flags.shutdownTimeout, logger, { webhooks, ui, manager, notifications, probes, renderEngine });
+}
+
+/**
+ * Runs until SIGTERM, SIGINT or `stopped` (lost leadership), then stops the servers and drains the reconciles in
+ * flight, within a bound: the kubelet kills the pod at its terminationGracePeriod, and a process that outlives its
+ * servers' ports would make the next start fail with EADDRINUSE. Resolves with the exit code.
+ */
+async function untilStopped(
+  stopped: AbortSignal,
+  shutdownTimeoutMs: number,
+  logger: Logger,
+  parts: {
+    webhooks: WebhookServer | undefined;
+    ui: { close(): Promise<void> } | undefined;
+    manager: OperatorManager;
+    notifications: { stop(): Promise<void> };
+    probes: { close(): Promise<void> };
+    renderEngine: RenderEngine | undefined;
+  },
+): Promise<number> {
+  const { webhooks, ui, manager, notifications, probes, renderEngine } = parts;
+  await new Promise<void>((resolve) => {
+    const stop = (): void => resolve();
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+    stopped.addEventListener('abort', stop, { once: true });
+  });
+  logger.info('shutting down');
+  const drained = await within(shutdownTimeoutMs, async () => {
+    await webhooks?.close();
+    await ui?.close();
+    // Every controller of the controller manager: mirroring, policies, failover and notifications' checks too.
+    await manager.stop();
+    await notifications.stop();
+  });
+  await probes.close();
+  renderEngine?.close();
+  if (!drained) {
+    logger.error({ shutdownTimeoutMs }, 'reconciles still running at the shutdown timeout; exiting without them');
+    return 1;
+  }
+  logger.info('stopped');
+  return typeof process.exitCode === 'number' ? process.exitCode : 0;
+}
+
+/** Where the syncs' sources come from: the Git cache, the render process (when found) and published charts. */
+function openSources(flags: RunOptions, env: NodeJS.ProcessEnv, logger: Logger, metrics: Metrics): { git: GitSource; renderEngine: RenderEngine | undefined; charts: ChartSource | undefined } {
+  const cacheDir = flags.cacheDir ?? join(env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'syncline', 'snapshots');
+  const git = createGitSource({
+    cacheDir,
+    cacheMaxBytes: flags.cacheMaxBytes,
+    allowInsecureHttp: flags.allowInsecureHttp === true,
+    // HTTPS_PROXY/NO_PROXY of the pod (chart: operator.extraEnv); a ConfigSync's proxySecretRef wins.
+    environmentProxy: proxyFromEnvironment(env),
+    onFetch: (event) => metrics.gitCacheHits.inc({ outcome: event.cached ? 'hit' : 'miss' }),
+    // One line per closing of a host's gate (not per waiting request): every sync of that host waits it out.
+    onRateLimited: (event) => logger.warn({ host: event.host, status: event.status, waitMs: event.waitMs }, 'the Git host rate-limited us; every request to it waits'),
+  });
+  const renderEngine = startRenderEngine(flags, env, logger);
+  // Published charts (spec.source.helm.repository), cached by digest in the cache directory beside the Git
+  // snapshots; the render process chooses their versions with Helm's semver library, so none without it.
+  const charts =
+    renderEngine === undefined
+      ? undefined
+      : createChartSource({ chooseVersion: (versions, version) => renderEngine.chooseChartVersion(versions, version), allowInsecureHttp: flags.allowInsecureHttp === true, cacheDir: join(cacheDir, 'charts') });
+  return { git, renderEngine, charts };
+}
+
+/**
+ * The controller manager every controller of the process registers on: its queue, its leader election (with
+ * --leader-elect) and the fencing that follows a lost Lease, and its liveness.
+ */
+async function createControllerManager(
+  flags: RunOptions,
+  deps: { logger: Logger; metrics: Metrics; connection: KubeConnection; identity: string; podNamespace: string | undefined; shard: string | undefined; fence: AbortController; shutdown: AbortController },
+): Promise<Manager> {
+  const { logger, metrics, connection, identity, podNamespace, shard, fence, shutdown } = deps;
+  return createManager({
+    logger,
+    metrics,
+    ...(flags.leaderElect === true
+      ? {
+          leaderElection: {
+            namespace: flags.leaderElectionNamespace ?? podNamespace ?? 'default',
+            name: shardLeaseName(flags.leaderElectionId, shard),
+            identity,
+            leaseDurationMs: flags.leaseDuration,
+            // A connection pool of its own: a renewal never queues behind the re-lists that follow an API outage,
+            // status writes or Events (they share the request pool), so a leader is not lost to its own backlog.
+            rest: await createKubeRest(connection, { userAgent: 'syncline-operator' }),
+          },
+        }
+      : {}),
+    onLostLeadership: () => {
+      // Like controller-runtime: a replica that lost the lease exits, and a fresh process competes again.
+      fence.abort(new Error('this replica lost its leadership'));
+      shutdown.abort();
+      process.exitCode = 1;
+    },
+    stallTimeoutMs: flags.stallTimeout,
+  });
+}
+
+/** Mirroring, automatic failover and NamespaceReplicationPolicies, each registered when its flags turn it on; returns mirroring. */
+function registerOptionalControllers(
+  controllers: ControllerRegistry,
+  flags: RunOptions,
+  deps: {
+    rest: KubeRest;
+    applyClient: (identity: ApplyIdentity) => Promise<ApplyClient>;
+    clock: { now(): Date };
+    logger: Logger;
+    metrics: Metrics;
+    events: EventRecorder;
+    keys: MirrorKeys;
+    sourceNamespaces: NamePattern[];
+    trusted: TrustedNamespaces;
+    standby: StandbyRules;
+    identity: string;
+    shard: string | undefined;
+    watchBudget: WatchBudget;
+  },
+): MirrorController | undefined {
+  const { rest, applyClient, clock, logger, metrics, events, keys, sourceNamespaces, trusted, standby, identity, shard, watchBudget } = deps;
+  const staleTtlMs = flags.mirrorStaleTtl;
   // Mirroring works only while this replica leads (the manager's election); its watches run regardless, so
   // a follower is ready to take over and /readyz reports them.
   // Label-driven mirroring has no shard label of its own: the default shard runs it, named shards never do.
@@ -230,41 +327,7 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv, par
   }
   // One NamespaceReplication per namespace a policy selects: it watches every namespace (not in --namespace mode).
   if (flags.namespace === undefined) registerReplicationPolicies(controllers, { rest, applyClient: () => applyClient(undefined), clock, logger, metrics, events, trusted, standbyRules: standby, shard, watchBudget });
-  // Every controller registered: the watches start, and the election (or the work, without one).
-  controllers.start();
-  // Ready: every controller's caches (the operator's kinds' and mirroring's watches) listed and alive.
-  const probes = await startProbeServer({ address: flags.probeAddr, metrics, ready: () => manager.ready(), live: () => manager.live(), logger });
-  const webhooks = await startWebhooks(flags, { rest, manager, logger, metrics, podNamespace });
-  // The UI reads the manager's caches; its actions are checked against the viewer's own RBAC first.
-  if (flags.uiAddr !== 'off' && parts.ui === undefined) logger.warn('--ui-addr: this process was started without the web UI; none is served');
-  const ui = flags.uiAddr === 'off' || parts.ui === undefined ? undefined : await parts.ui.start({ address: flags.uiAddr, flags, podNamespace, rest, source: manager, logger, diffs: { git, client: () => applyClient(undefined), engine: renderEngine }, ...(mirror === undefined ? {} : { mirrors: () => mirror.mirrors() }) });
-  logger.info({ probes: probes.address, webhooks: webhooks?.address ?? 'off', ui: ui?.address ?? 'off', identity, leaderElection: flags.leaderElect === true, trustedNamespaces: [...trusted].sort() }, 'syncline started');
-
-  await new Promise<void>((resolve) => {
-    const stop = (): void => resolve();
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
-    shutdown.signal.addEventListener('abort', stop, { once: true });
-  });
-  logger.info('shutting down');
-  // The in-flight reconciles drain, within a bound: the kubelet kills the pod at its terminationGracePeriod,
-  // and a process that outlives its servers' ports would make the next start fail with EADDRINUSE.
-  const shutdownTimeoutMs = flags.shutdownTimeout;
-  const drained = await within(shutdownTimeoutMs, async () => {
-    await webhooks?.close();
-    await ui?.close();
-    // Every controller of the controller manager: mirroring, policies, failover and notifications' checks too.
-    await manager.stop();
-    await notifications.stop();
-  });
-  await probes.close();
-  renderEngine?.close();
-  if (!drained) {
-    logger.error({ shutdownTimeoutMs }, 'reconciles still running at the shutdown timeout; exiting without them');
-    return 1;
-  }
-  logger.info('stopped');
-  return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  return mirror;
 }
 
 /** The webhook receiver (off with --webhook-addr off): a push wakes the ConfigSyncs of that repository, in every shard. */
