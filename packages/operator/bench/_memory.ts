@@ -1,5 +1,5 @@
 // `pnpm bench operator --memory-trace FILE`: where the operator's resident memory goes, phase by phase. The
-// operator is started with _memory-sampler.mjs preloaded, which appends a sample to FILE every 250 ms; this module
+// operator is started with _memory-sampler.js preloaded, which appends a sample to FILE every 250 ms; this module
 // reads them back and tells, for each phase, the sample of its largest RSS split into its parts.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,7 +20,7 @@ type Sample = {
 
 /** What the operator's process needs to be started with for `file` to receive its samples. */
 export function memoryTraceStart(file: string): { nodeArgs: string[]; env: Record<string, string> } {
-  return { nodeArgs: [`--import=${join(import.meta.dirname, '_memory-sampler.mjs')}`], env: { SYNCLINE_BENCH_MEMORY_TRACE: file } };
+  return { nodeArgs: [`--import=${join(import.meta.dirname, '_memory-sampler.js')}`], env: { SYNCLINE_BENCH_MEMORY_TRACE: file } };
 }
 
 const mb = (bytes: number): string => (bytes / 1024 / 1024).toFixed(1);

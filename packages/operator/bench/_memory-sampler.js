@@ -2,6 +2,8 @@
 // line of where its resident memory is: RSS split into anonymous and file-backed pages (/proc/self/status), Node's
 // process.memoryUsage() and V8's heap spaces (committed and used). Plain JavaScript: it runs beside the bundle.
 import { appendFileSync, readFileSync } from 'node:fs';
+import process from 'node:process';
+import { setInterval } from 'node:timers';
 import { getHeapSpaceStatistics } from 'node:v8';
 
 const file = process.env['SYNCLINE_BENCH_MEMORY_TRACE'];
