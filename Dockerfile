@@ -49,9 +49,9 @@ RUN scripts/install-production.sh /app --offline
 
 FROM ${BASE_IMAGE}
 ENV NODE_ENV=production
-# A young generation of at most 3 × 8 MB: V8 reads the bound only at start, and its default (3 × 32 MB) is
+# A young generation of at most 3 × 4 MB: V8 reads the bound only at start, and its default (3 × 32 MB) is
 # most of the operator's peak RSS in a burst of reconciles (test/support's OPERATOR_NODE_FLAGS, same value).
-ENV NODE_OPTIONS=--max-semi-space-size=8
+ENV NODE_OPTIONS=--max-semi-space-size=4
 WORKDIR /app
 # Owned by root and not writable by the user the operator runs as; the Git snapshot cache goes to a
 # volume (the Helm chart mounts an emptyDir at /var/cache/syncline and passes --cache-dir).

@@ -45,6 +45,17 @@ export function objectKey(object: { metadata: { name: string; namespace?: string
   return object.metadata.namespace === undefined || object.metadata.namespace === '' ? object.metadata.name : `${object.metadata.namespace}/${object.metadata.name}`;
 }
 
+/**
+ * The object less metadata.managedFields, for a cache whose readers never look at them: the field managers' sets
+ * are most of a small object (a ConfigSync: 4.7 of the 7.7 KB it held in the cache). Not for a cache whose
+ * objects' ownership is judged from their managers (apply's appliedBy): those need them.
+ */
+export function withoutManagedFields(object: KubeObject): KubeObject {
+  if (object.metadata['managedFields'] === undefined) return object;
+  const { managedFields: _managedFields, ...metadata } = object.metadata;
+  return { ...object, metadata };
+}
+
 export class Informer {
   readonly #options: InformerOptions;
   readonly #cache = new Map<string, KubeObject>();

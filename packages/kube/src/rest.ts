@@ -15,8 +15,11 @@ import { ApiError as KubeApiError, agentFor, toKubeConnection, type KubeConfigLi
 /** The API server answered with an error status: the same class apply's client throws. */
 export { ApiError as KubeApiError } from './transport.ts';
 
-/** Sockets for ordinary requests to one API server; requests beyond it wait (within their deadline). */
-const REQUEST_SOCKETS = 32;
+/**
+ * Sockets for ordinary requests to one API server; requests beyond it wait (within their deadline). Each costs
+ * ~165 KB of memory while it is open (TLS and parser buffers), and a burst of status writes opens them all.
+ */
+const REQUEST_SOCKETS = 16;
 /** A request's deadline when it names none: from the call, including the wait for a socket, to the last byte. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 /** How long after the server-side timeoutSeconds a silent watch is given up (a hung socket never ends on its own). */
@@ -132,17 +135,24 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
       const abort = requestSignal({ timeoutMs, signal: req.signal, fence });
       const signal = abort.signal;
       return new Promise<T>((resolveRaw, rejectRaw) => {
-        const resolve = (value: T): void => {
+        // The listeners below can outlive the request: Node's agent keeps the request that opened a keep-alive
+        // socket reachable from the socket, listeners and all. Through the promise they would keep its answer (a
+        // LIST's parsed items) in memory as long as the socket; they let go of it once it settles.
+        let pending: { resolve: (value: T) => void; reject: (error: Error) => void } | undefined = { resolve: resolveRaw, reject: rejectRaw };
+        const settle = (): typeof pending => {
           abort.done();
-          resolveRaw(value);
+          const settling = pending;
+          pending = undefined;
+          return settling;
         };
+        const resolve = (value: T): void => settle()?.resolve(value);
         // The caller's own abort stays an AbortError; the deadline and the fence become API errors that say why.
         const reject = (error: Error): void => {
-          abort.done();
+          const settling = settle();
           const cause = abort.cause();
-          if (cause === 'fence') rejectRaw(fenced());
-          else if (cause === 'deadline') rejectRaw(new KubeApiError({ status: 0, reason: 'Timeout', message: `${req.method} ${req.path}: no answer within ${timeoutMs / 1000}s` }));
-          else rejectRaw(error);
+          if (cause === 'fence') settling?.reject(fenced());
+          else if (cause === 'deadline') settling?.reject(new KubeApiError({ status: 0, reason: 'Timeout', message: `${req.method} ${req.path}: no answer within ${timeoutMs / 1000}s` }));
+          else settling?.reject(error);
         };
         send(
           { req, signal, watch: false },
@@ -159,6 +169,7 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
                 return;
               }
               const text = Buffer.concat(chunks).toString('utf8');
+              chunks.length = 0;
               let parsed: unknown;
               try {
                 parsed = text === '' ? undefined : JSON.parse(text);

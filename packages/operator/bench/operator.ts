@@ -1,9 +1,11 @@
-// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed] [--encrypted] [--trigger webhook|annotation] [--sources | --bundle FILE] [--logs FILE] [--log-level debug] [--heap-snapshot DIR] [--engine handlebars|kustomize|helm] [--engines]`
+// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed] [--encrypted] [--trigger webhook|annotation] [--sources | --bundle FILE] [--logs FILE] [--log-level debug] [--heap-snapshot DIR] [--memory-trace FILE] [--engine handlebars|kustomize|helm] [--engines]`
 // (--sources: runs the operator's .ts sources rather than the JavaScript bundle the image runs, packages/cli/build/bundle.ts;
 // --bundle FILE: runs that bundle's entry instead of building one, e.g. an earlier commit's, for a before/after in the same conditions)
 // (--engine: what renders the syncs, see _engines.ts; --engines: all three runs side by side)
 // (--heap-snapshot: DIR gets a heap snapshot of the operator when the new commit is everywhere, the RSS peak's neighbourhood;
 // `node scripts/heap-by-type.ts FILE` sums it by constructor)
+// (--memory-trace: FILE gets the operator's memory every 250 ms, RSS split into V8's spaces and what is outside them;
+// the last lines say, per phase, what its RSS peak was made of, see _memory.ts)
 // (--trigger: how the new commit reaches the syncs: `webhook`, the default, is what users do, one signed GitHub push to the
 // operator's receiver, which wakes every sync of the repository; `annotation` patches each ConfigSync's reconcile-requested-at)
 // (--encrypted, with --layout namespace-per-sync: one object of the five is a SOPS-encrypted Secret, age, decrypted by every sync)
@@ -26,8 +28,9 @@ import { deliverPush } from './_push.ts';
 import { BenchEngine, engineFiles, engineSource, parseBenchEngine, runEngineComparison } from './_engines.ts';
 import { buildOperatorBundle } from './_bundle.ts';
 import { cpuPressure, cpuTimeline, formatSpan, monotonicMicros, profileSpan } from './_profile.ts';
+import { memoryTraceReport, memoryTraceStart } from './_memory.ts';
 
-const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' }, 'heap-snapshot': { type: 'string' }, layout: { type: 'string', default: 'shared' }, scope: { type: 'string', default: 'namespace' }, mixed: { type: 'boolean', default: false }, encrypted: { type: 'boolean', default: false }, engine: { type: 'string', default: 'handlebars' }, engines: { type: 'boolean', default: false }, trigger: { type: 'string', default: 'webhook' }, sources: { type: 'boolean', default: false }, bundle: { type: 'string' }, logs: { type: 'string' }, 'log-level': { type: 'string' }, part: { type: 'string' }, json: { type: 'string' } } });
+const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' }, 'heap-snapshot': { type: 'string' }, 'memory-trace': { type: 'string' }, layout: { type: 'string', default: 'shared' }, scope: { type: 'string', default: 'namespace' }, mixed: { type: 'boolean', default: false }, encrypted: { type: 'boolean', default: false }, engine: { type: 'string', default: 'handlebars' }, engines: { type: 'boolean', default: false }, trigger: { type: 'string', default: 'webhook' }, sources: { type: 'boolean', default: false }, bundle: { type: 'string' }, logs: { type: 'string' }, 'log-level': { type: 'string' }, part: { type: 'string' }, json: { type: 'string' } } });
 if (flags.mixed) await runMixedComparison(import.meta.filename, process.argv.slice(2));
 if (flags.engines) await runEngineComparison(import.meta.filename, process.argv.slice(2));
 const engine = parseBenchEngine(flags.engine);
@@ -65,9 +68,10 @@ const first = await commitAll('one');
 const part = await mixedPart(flags.part, { rest, namespace });
 
 // What the image runs: the operator bundled into JavaScript (packages/cli/build/bundle.ts); --sources runs the .ts files instead.
-const nodeArgs = [...(flags.profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${flags.profile}`]), ...(flags['heap-snapshot'] === undefined ? [] : ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${flags['heap-snapshot']}`])];
+const memoryTrace = flags['memory-trace'] === undefined ? undefined : memoryTraceStart(flags['memory-trace']);
+const nodeArgs = [...(flags.profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${flags.profile}`]), ...(flags['heap-snapshot'] === undefined ? [] : ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${flags['heap-snapshot']}`]), ...(memoryTrace?.nodeArgs ?? [])];
 const bundle = flags.sources ? undefined : (flags.bundle ?? buildOperatorBundle());
-await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, ...(bundle === undefined ? {} : { command: [process.execPath, ...OPERATOR_NODE_FLAGS, ...nodeArgs, bundle] as const }), args: [...layout.operatorArgs, ...renderEngineArgs, ...(viaWebhook ? ['--webhook-secret', `${namespace}/webhooks`] : []), ...(flags.concurrency === undefined ? [] : ['--concurrency', flags.concurrency]), ...(flags['log-level'] === undefined ? [] : ['--log-level', flags['log-level']]), ...(part?.operatorArgs ?? [])], nodeArgs }); // info level: startOperator waits for the 'syncline started' line
+await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, ...(bundle === undefined ? {} : { command: [process.execPath, ...OPERATOR_NODE_FLAGS, ...nodeArgs, bundle] as const }), args: [...layout.operatorArgs, ...renderEngineArgs, ...(viaWebhook ? ['--webhook-secret', `${namespace}/webhooks`] : []), ...(flags.concurrency === undefined ? [] : ['--concurrency', flags.concurrency]), ...(flags['log-level'] === undefined ? [] : ['--log-level', flags['log-level']]), ...(part?.operatorArgs ?? [])], nodeArgs, ...(memoryTrace === undefined ? {} : { env: memoryTrace.env }) }); // info level: startOperator waits for the 'syncline started' line
 
 const progress = (line: string): void => console.error(`[bench] ${line}`);
 await part?.ready(progress);
@@ -96,6 +100,7 @@ const endReadyPhase = await startPhase();
 progress(`phase 1 starts at ${new Date().toISOString()}`);
 const readyMark = monotonicMicros();
 const started = Date.now();
+const marks = [{ label: 'at rest (before syncs)', at: 0 }, { label: 'until all Ready', at: started }];
 git.resetRequests();
 await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
   rest.request({
@@ -118,6 +123,7 @@ const endCommitPhase = await startPhase();
 progress(`phase 2 starts at ${new Date().toISOString()}`);
 const commitStarted = Date.now();
 const commitMark = monotonicMicros();
+marks.push({ label: 'new commit → all Ready', at: commitStarted });
 if (viaWebhook) {
   if (operator.webhookAddress === undefined) throw new Error('the operator started without a webhook receiver');
   await deliverPush({ address: operator.webhookAddress, secret: webhookSecret, repoUrl: repo.url, sha: second });
@@ -130,6 +136,7 @@ if (viaWebhook) {
 await waitForAll(second);
 const newCommitMs = Date.now() - commitStarted;
 const commitEndMark = monotonicMicros();
+marks.push({ label: 'first resync after it', at: Date.now() });
 const { requests: commitRequests, cpu: commitCpu, timeline: commitTimeline, pressure: commitPressure, reconciles: commitReconciles } = await endCommitPhase();
 const fetchesPerCommit = git.requests('configs').uploadPack;
 // With an engine, the render process is the operator's too: its peak is added (an upper bound of the pair's peak).
@@ -160,6 +167,7 @@ const threadsBefore = cpuSecondsByThread(operator.pid);
 git.resetRequests(); // ref lookups are counted over the steady window alone, the span they are divided by
 const steadyStarted = Date.now();
 const steadyFromUs = Number(process.hrtime.bigint() / 1000n);
+marks.push({ label: 'steady state', at: steadyStarted });
 await sleep(STEADY_SECONDS * 1000);
 const steadyElapsed = (Date.now() - steadyStarted) / 1000;
 const cpuUsed = cpuSeconds(operator.pid) - cpuBefore;
@@ -205,6 +213,7 @@ else {
   console.log(`  operator CPU:                                    ${cpuUsed.toFixed(2)} s (${((cpuUsed / steadyElapsed) * 100).toFixed(2)}% of one core; target ≤ ${steadyCpuTarget * 100}%: ${verdict(cpuUsed / steadyElapsed <= steadyCpuTarget)})`);
   console.log(`    by thread: ${threadsUsed.map(([name, s]) => `${name} ${s.toFixed(2)} s`).join(', ')}`);
 }
+if (flags['memory-trace'] !== undefined) for (const line of memoryTraceReport(flags['memory-trace'], marks)) console.log(line);
 console.log(`operator peak RSS:                                 ${peakRssMb.toFixed(0)} MB${renderRssMb > 0 ? ` (the render process's ${renderRssMb.toFixed(0)} MB included)` : ''}  (target ≤ 150 MB: ${verdict(peakRssMb <= 150)})`);
 // Wall against CPU: a slice where neither process is busy is latency (a queue, a timer, a round trip), not work.
 console.log(`until all Ready, by tenths of the phase (count: syncs Ready):`);

@@ -373,7 +373,7 @@ async function within(ms: number, work: () => Promise<void>): Promise<boolean> {
  * Bounds the operator's peak RSS, which a burst of reconciles drives: it promotes a lot of short-lived garbage.
  *
  * The young generation: by default V8 lets it grow to 3 × 32 MB. The image bounds it at start
- * (NODE_OPTIONS=--max-semi-space-size=8; V8 reads that flag only then). Started without such a bound (or
+ * (NODE_OPTIONS=--max-semi-space-size=4; V8 reads that flag only then). Started without such a bound (or
  * --optimize-for-size either way), the operator falls back to --optimize-for-size, which V8 reads at every GC:
  * as small (bench operator, 200 syncs: 153–158 MB against 176–177 MB) but slower to apply a commit (2.17–2.25 s
  * against 1.88–1.96 s).

@@ -73,7 +73,8 @@ class FileWindow {
     const end = Math.min(pos + len, this.#limit);
     if (pos >= this.#start && end <= this.#start + this.#buf.length) return this.#buf.subarray(pos - this.#start, end - this.#start);
     const size = Math.min(this.#limit - pos, Math.max(end - pos, windowBytes));
-    if (this.#memory.length < size) this.#memory = Buffer.allocUnsafeSlow(Math.max(size, windowBytes));
+    // No view reaches past the limit: a pack smaller than the window gets a window of its own size.
+    if (this.#memory.length < size) this.#memory = Buffer.allocUnsafeSlow(Math.max(size, Math.min(windowBytes, this.#limit)));
     const buf = this.#memory.subarray(0, size);
     let filled = 0;
     while (filled < size) {
@@ -122,7 +123,7 @@ export async function indexPack(packPath: string, idxPath: string, opts: IndexPa
 
 async function verifyTrailer(file: FileHandle, size: number): Promise<Buffer> {
   const hash = createHash('sha1');
-  const buf = Buffer.allocUnsafeSlow(windowBytes);
+  const buf = Buffer.allocUnsafeSlow(Math.max(1, Math.min(windowBytes, size - 20)));
   for (let pos = 0; pos < size - 20; ) {
     const { bytesRead } = await file.read(buf, 0, Math.min(buf.length, size - 20 - pos), pos);
     if (bytesRead === 0) throw new PackError('short read from pack');

@@ -1,4 +1,5 @@
 // source-git against the real Git server (git http-backend on loopback): no Kubernetes needed.
+import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +8,7 @@ import { startGitServer } from '@syncline/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GitSourceError, authFromSecretData, createGitSource } from './index.ts';
 import type { GitSourceError as GitSourceErrorType, GitSourceOptions, Snapshot } from './index.ts';
+import { INLINE_INDEX_BYTES } from './index-pack-worker.ts';
 import { failure, text } from './test-support.ts';
 
 let server: GitServer;
@@ -233,6 +235,25 @@ describe('fetchSnapshot and readPath', () => {
     expect(files.map((f) => f.path)).toEqual(['bin/data.bin', 'bin/empty']);
     expect(Buffer.from(files[0]?.content ?? []).equals(Buffer.from(binary))).toBe(true);
     expect(files[1]?.content.length).toBe(0);
+  });
+
+  it('reads a pack over INLINE_INDEX_BYTES (indexed in a worker) and a small one (indexed here) alike', async () => {
+    // given: a commit whose pack cannot be smaller than its incompressible file, and one of a few bytes
+    const noise = randomBytes(INLINE_INDEX_BYTES + 256 * 1024);
+    const largeRepo = await newRepo();
+    const large = await largeRepo.commit({ 'big/noise.bin': noise });
+    const smallRepo = await newRepo();
+    const small = await smallRepo.commit({ 'small/a.yaml': 'a: 1\n' });
+    const { source } = await newSource();
+
+    // when
+    const big = await source.readPath(await source.fetchSnapshot({ repo: largeRepo.url, sha: large }), 'big');
+    const little = await source.readPath(await source.fetchSnapshot({ repo: smallRepo.url, sha: small }), 'small');
+
+    // then
+    expect(big.map((f) => f.path)).toEqual(['big/noise.bin']);
+    expect(Buffer.from(big[0]?.content ?? []).equals(noise)).toBe(true);
+    expect(text(little)).toEqual({ 'small/a.yaml': 'a: 1\n' });
   });
 
   it('follows symlinks inside the repository and refuses those that leave it, without quoting contents', async () => {

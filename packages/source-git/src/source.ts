@@ -9,7 +9,7 @@ import { GitSourceError, GitSourceErrorCode, redact } from './errors.ts';
 import type { HttpProxy, HttpTransport, RateLimitEvent, RetryPolicy, TransportLimits } from './http.ts';
 import { HostGates, HttpStatusError, ProxyRefusedError, createHttpSession, defaultRetryPolicy, nodeHttpTransport } from './http.ts';
 import { garbageCollector } from './gc.ts';
-import { indexInWorker } from './index-pack-worker.ts';
+import { indexFetchedPack } from './index-pack-worker.ts';
 import { ObjectType, PackError, PackReader, commitTree, ownBuffer, parseCommit, parseTree } from './pack.ts';
 import type { CommitMetadata, TreeEntry } from './pack.ts';
 import { fetchPack, httpUploadPack, listRefs as listAdvertisedRefs } from './upload-pack.ts';
@@ -329,12 +329,12 @@ async function fetchInto(input: { op: Operation; sha: string; dir: string; conne
     new GitSourceError(GitSourceErrorCode.ServerError, `${op.shownRepo}: the pack the server sent for ${sha} is incomplete or damaged: ${errorText(err)}`);
   try {
     const http = input.connect();
-    await fetchPack({ transport: http, sha, packPath: incoming, shownRepo: op.shownRepo });
+    const packBytes = await fetchPack({ transport: http, sha, packPath: incoming, shownRepo: op.shownRepo });
     // The response's chunks (a pack's worth) are garbage now; a young-generation collection, a millisecond
-    // or so, frees them before the indexer's worker adds its own peak.
+    // or so, frees them before the indexer adds its own peak.
     garbageCollector()?.({ type: 'minor' });
     const incomingIdx = join(packDir, 'incoming.idx');
-    const outcome = await indexInWorker({ packPath: incoming, idxPath: incomingIdx, commit: sha, maxObjectBytes: input.maxObjectBytes }, http.signal).catch((err: unknown) => {
+    const outcome = await indexFetchedPack({ packPath: incoming, idxPath: incomingIdx, commit: sha, maxObjectBytes: input.maxObjectBytes }, packBytes, http.signal).catch((err: unknown) => {
       throw http.signal.aborted ? new GitSourceError(GitSourceErrorCode.Timeout, `${op.shownRepo}: the operation timed out`) : err;
     });
     if (!outcome.ok) {

@@ -1,7 +1,7 @@
 // The ConfigSync controller: For(ConfigSync, this shard's), Owns(what it applies: the drift watches),
 // Watches(Secret/ConfigMap it references; RemoteCluster a target names; ConfigSync it depends on), plus the
 // other shards' ConfigSyncs (metadata and Git source only) that a push to this shard's webhook receiver wakes.
-import { Informer, objectKey } from '@syncline/kube';
+import { Informer, objectKey, withoutManagedFields } from '@syncline/kube';
 import { decodeInventory } from '@syncline/apply';
 import type { ConfigSync } from '@syncline/api';
 import { createConfigSyncReconciler } from '../reconcile/configsync.ts';
@@ -60,6 +60,8 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
     rest: ctx.rest,
     path: ctx.collection('syncline.dev', 'v1alpha1', 'configsyncs'),
     labelSelector: ctx.shardLabelSelector,
+    // Nothing reads a sync's managedFields (its status and spec are what a reconcile reads): most of its bytes.
+    project: withoutManagedFields,
     onEvent: (type, object, previous) => {
       // The informer holds untyped objects; this path serves only ConfigSyncs, whose shape the CRD's schema enforces.
       const cs = object as unknown as ConfigSync;
