@@ -15,17 +15,31 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
       '@typescript-eslint/switch-exhaustiveness-check': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      'no-restricted-imports': ['error', { patterns: [{ group: ['@syncline/*/src/*', '../../*/src/*'], message: 'Import a package through its entry point.' }] }],
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['@syncline/*/src/*', '../../*/src/*'], message: 'Import a package through its entry point.' }] },
+      ],
     },
   },
   {
     // Reconcilers and controllers decide from data (a finding's cause, an error's class or code), never from the
     // text of an error or a failure: a message is for people and may be reworded (see reconcile/findings.ts).
     // String matching on what a reconciler built itself (ids, names, keys, globs) is fine; on error text it is not.
-    files: ['packages/operator/src/{reconcile,controller,mirror,dr,remote,webhook}/**/*.ts', 'packages/operator/src/manager.ts', 'packages/notify/src/**/*.ts', 'packages/runtime/src/**/*.ts'],
+    files: [
+      'packages/operator/src/{reconcile,controller,mirror,dr,remote,webhook}/**/*.ts',
+      'packages/operator/src/manager.ts',
+      'packages/notify/src/**/*.ts',
+      'packages/runtime/src/**/*.ts',
+    ],
     ignores: ['**/*.test.ts'],
     rules: {
-      'no-restricted-syntax': ['error', ...errorTextSelectors().map((selector) => ({ selector, message: 'Decide from a cause (a Finding, an error class or code), not from the text of an error or failure.' }))],
+      'no-restricted-syntax': [
+        'error',
+        ...errorTextSelectors().map((selector) => ({
+          selector,
+          message: 'Decide from a cause (a Finding, an error class or code), not from the text of an error or failure.',
+        })),
+      ],
     },
   },
   { files: ['**/*.js'], ...tseslint.configs.disableTypeChecked },

@@ -10,7 +10,11 @@ const file = candidates.find((f) => existsSync(f));
 if (name === undefined || file === undefined) {
   const known = readdirSync(join(root, 'packages')).flatMap((pkg) => {
     const dir = join(root, 'packages', pkg, 'bench');
-    return existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.ts') && !f.startsWith('_')).map((f) => f.slice(0, -3)) : [];
+    return existsSync(dir)
+      ? readdirSync(dir)
+          .filter((f) => f.endsWith('.ts') && !f.startsWith('_'))
+          .map((f) => f.slice(0, -3))
+      : [];
   });
   console.error(`usage: pnpm bench <name>; benchmarks: ${known.join(', ') || '(none yet)'}`);
   process.exit(2);

@@ -15,7 +15,11 @@ try {
   const rest = await createKubeRest(config, { watchIdleMs: 3_600_000 }); // silence is what is measured here
   // The watch cache sends bookmarks only once it has seen an event of the kind: one write of each.
   await rest.request({ method: 'POST', path: '/api/v1/namespaces/default/configmaps', body: { metadata: { name: 'bookmark-probe' } } });
-  await rest.request({ method: 'POST', path: '/api/v1/namespaces/default/services', body: { metadata: { name: 'bookmark-probe' }, spec: { ports: [{ port: 80 }] } } });
+  await rest.request({
+    method: 'POST',
+    path: '/api/v1/namespaces/default/services',
+    body: { metadata: { name: 'bookmark-probe' }, spec: { ports: [{ port: 80 }] } },
+  });
   // Each kind twice, the second watch opened 20 s after the first: when a watch opens matters for its first bookmark.
   const paths = ['/api/v1/configmaps', '/api/v1/services', '/apis/apps/v1/deployments'].flatMap((path) => [path, path]);
   const stop = AbortSignal.timeout(Number(values.minutes) * 60_000);
@@ -25,9 +29,14 @@ try {
       const list = await rest.request<{ metadata: { resourceVersion: string } }>({ method: 'GET', path, query: { labelSelector: 'bookmark-probe=none' } });
       const opened = Date.now();
       const times: number[] = [];
-      await rest.watch(path, { resourceVersion: list.metadata.resourceVersion, allowWatchBookmarks: true, labelSelector: 'bookmark-probe=none', timeoutSeconds: 3600 }, (event) => {
-        if ((event as { type?: string }).type === 'BOOKMARK') times.push(Date.now());
-      }, stop);
+      await rest.watch(
+        path,
+        { resourceVersion: list.metadata.resourceVersion, allowWatchBookmarks: true, labelSelector: 'bookmark-probe=none', timeoutSeconds: 3600 },
+        (event) => {
+          if ((event as { type?: string }).type === 'BOOKMARK') times.push(Date.now());
+        },
+        stop,
+      );
       return { path, gaps: times.map((t, i) => ((t - (i === 0 ? opened : (times[i - 1] ?? opened))) / 1000).toFixed(1)) };
     }),
   );

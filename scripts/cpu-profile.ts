@@ -12,7 +12,10 @@ type CallFrame = { functionName: string; url: string; lineNumber: number; column
 type ProfileNode = { id: number; callFrame: CallFrame; children?: number[] };
 type Profile = { nodes: ProfileNode[]; startTime: number; endTime: number; samples: number[]; timeDeltas: number[] };
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { window: { type: 'string' }, minus: { type: 'string' }, 'minus-window': { type: 'string' }, top: { type: 'string', default: '25' } } });
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { window: { type: 'string' }, minus: { type: 'string' }, 'minus-window': { type: 'string' }, top: { type: 'string', default: '25' } },
+});
 const file = positionals[0];
 if (file === undefined) {
   console.error('usage: node scripts/cpu-profile.ts PROFILE [--window FILE] [--top 25]');
@@ -20,7 +23,8 @@ if (file === undefined) {
 }
 type Window = { fromUs: number; toUs: number };
 /** The spans counted: one window, or several (a bench's rounds); with none, the whole profile. */
-const windowsOf = (file: string | undefined): Window[] => (file === undefined ? [{ fromUs: -Infinity, toUs: Infinity }] : [JSON.parse(readFileSync(file, 'utf8')) as Window | Window[]].flat());
+const windowsOf = (file: string | undefined): Window[] =>
+  file === undefined ? [{ fromUs: -Infinity, toUs: Infinity }] : [JSON.parse(readFileSync(file, 'utf8')) as Window | Window[]].flat();
 const top = Number(values.top);
 
 /** A function as a person finds it: its name and where it is (a bundle's path shortened to its file, and the column). */
@@ -63,7 +67,8 @@ function summarize(path: string, windows: readonly Window[]): { self: Map<string
   return { self, total, sampledUs };
 }
 
-const subtract = (a: Map<string, number>, b: Map<string, number>): Map<string, number> => new Map([...new Set([...a.keys(), ...b.keys()])].map((k) => [k, (a.get(k) ?? 0) - (b.get(k) ?? 0)]));
+const subtract = (a: Map<string, number>, b: Map<string, number>): Map<string, number> =>
+  new Map([...new Set([...a.keys(), ...b.keys()])].map((k) => [k, (a.get(k) ?? 0) - (b.get(k) ?? 0)]));
 const main = summarize(file, windowsOf(values.window));
 const other = values.minus === undefined ? undefined : summarize(values.minus, windowsOf(values['minus-window']));
 const self = other === undefined ? main.self : subtract(main.self, other.self);
@@ -73,8 +78,18 @@ const idle = self.get('(idle)') ?? 0;
 const busy = sampledUs - idle;
 const ms = (us: number): string => `${(us / 1000).toFixed(0).padStart(7)} ms`;
 const share = (us: number): string => `${((us / Math.max(1, busy)) * 100).toFixed(1).padStart(5)}%`;
-console.log(`${file}${other === undefined ? '' : ` minus ${values.minus ?? ''}`}: ${(sampledUs / 1e6).toFixed(1)} s sampled, ${(busy / 1e6).toFixed(2)} s not idle (shares below are of that)`);
+console.log(
+  `${file}${other === undefined ? '' : ` minus ${values.minus ?? ''}`}: ${(sampledUs / 1e6).toFixed(1)} s sampled, ${(busy / 1e6).toFixed(2)} s not idle (shares below are of that)`,
+);
 console.log(`\nself time (top ${top}):`);
-for (const [name, us] of [...self].filter(([n]) => n !== '(idle)').sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${ms(us)} ${share(us)}  ${name}`);
+for (const [name, us] of [...self]
+  .filter(([n]) => n !== '(idle)')
+  .sort((a, b) => b[1] - a[1])
+  .slice(0, top))
+  console.log(`${ms(us)} ${share(us)}  ${name}`);
 console.log(`\ntotal time, the function and its callees (top ${top}, anonymous and Node's own apart):`);
-for (const [name, us] of [...total].filter(([n]) => n !== '(idle)' && n !== '(program)' && !n.startsWith('(anonymous)') && !n.includes(' node:')).sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${ms(us)} ${share(us)}  ${name}`);
+for (const [name, us] of [...total]
+  .filter(([n]) => n !== '(idle)' && n !== '(program)' && !n.startsWith('(anonymous)') && !n.includes(' node:'))
+  .sort((a, b) => b[1] - a[1])
+  .slice(0, top))
+  console.log(`${ms(us)} ${share(us)}  ${name}`);

@@ -25,7 +25,8 @@ const lineHeight = 18;
 const width = 980;
 const height = 40 + lines.length * lineHeight;
 const total = (lines.at(-1)?.at ?? 1) + 4;
-const colour = (text: string): string => (text.startsWith('✓') ? '#7ee787' : text.startsWith('✗') ? '#ff7b72' : text.startsWith('$') ? '#e6edf3' : text.startsWith('    ') ? '#8b949e' : '#e6edf3');
+const colour = (text: string): string =>
+  text.startsWith('✓') ? '#7ee787' : text.startsWith('✗') ? '#ff7b72' : text.startsWith('$') ? '#e6edf3' : text.startsWith('    ') ? '#8b949e' : '#e6edf3';
 const body = lines
   .map((line, i) => {
     const pct = ((line.at / total) * 100).toFixed(2);

@@ -80,7 +80,8 @@ export async function releaseVersion(): Promise<string> {
   const chart = await readFile(join(root, 'charts', 'syncline', 'Chart.yaml'), 'utf8');
   const appVersion = /^appVersion:\s*"?([^"\s]+)"?\s*$/m.exec(chart)?.[1];
   const { version } = JSON.parse(await readFile(join(root, 'packages', 'operator', 'package.json'), 'utf8')) as { version: string };
-  if (appVersion !== version) throw new Error(`charts/syncline/Chart.yaml appVersion (${appVersion ?? 'none'}) is not packages/operator's version (${version})`);
+  if (appVersion !== version)
+    throw new Error(`charts/syncline/Chart.yaml appVersion (${appVersion ?? 'none'}) is not packages/operator's version (${version})`);
   const cli = (JSON.parse(await readFile(join(root, 'packages', 'cli', 'package.json'), 'utf8')) as { version: string }).version;
   if (cli !== version) throw new Error(`packages/cli's version (${cli}) is not packages/operator's version (${version})`);
   return version;
@@ -142,7 +143,8 @@ async function writeImageArchive(files: Release['files'], version: string, repos
   const layout = image.ociLayout;
   const index = JSON.parse(await readFile(join(layout, 'index.json'), 'utf8')) as OciIndex;
   const manifest = index.manifests[0];
-  if (index.manifests.length !== 1 || manifest === undefined) throw new Error(`${layout}/index.json holds ${index.manifests.length} manifests; the image has one`);
+  if (index.manifests.length !== 1 || manifest === undefined)
+    throw new Error(`${layout}/index.json holds ${index.manifests.length} manifests; the image has one`);
   const named: OciIndex = {
     ...index,
     manifests: [
@@ -153,7 +155,15 @@ async function writeImageArchive(files: Release['files'], version: string, repos
   const stage = await mkdtemp(join(tmpdir(), 'syncline-release-index-'));
   try {
     await writeFile(join(stage, 'index.json'), `${JSON.stringify(named)}\n`);
-    const tar = ['--sort=name', '--mtime=@0', '--owner=0', '--group=0', '--numeric-owner', '--format=posix', '--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime'];
+    const tar = [
+      '--sort=name',
+      '--mtime=@0',
+      '--owner=0',
+      '--group=0',
+      '--numeric-owner',
+      '--format=posix',
+      '--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime',
+    ];
     await run('tar', [...tar, '-cf', files.imageArchive, '-C', stage, 'index.json', '-C', layout, 'oci-layout', 'blobs']);
   } finally {
     await rm(stage, { recursive: true, force: true });
@@ -178,9 +188,19 @@ async function packageChart(files: Release['files'], digest: string, say: Progre
     if (pinned === values) throw new Error('charts/syncline/values.yaml has no empty image.digest to pin');
     await writeFile(valuesPath, pinned);
     const home = join(stage, 'home');
-    await run(helm, ['lint', '--strict', chart], { HOME: home, HELM_CACHE_HOME: join(home, 'cache'), HELM_CONFIG_HOME: join(home, 'config'), HELM_DATA_HOME: join(home, 'data') });
+    await run(helm, ['lint', '--strict', chart], {
+      HOME: home,
+      HELM_CACHE_HOME: join(home, 'cache'),
+      HELM_CONFIG_HOME: join(home, 'config'),
+      HELM_DATA_HOME: join(home, 'data'),
+    });
     const out = join(stage, 'out');
-    await run(helm, ['package', chart, '--destination', out], { HOME: home, HELM_CACHE_HOME: join(home, 'cache'), HELM_CONFIG_HOME: join(home, 'config'), HELM_DATA_HOME: join(home, 'data') });
+    await run(helm, ['package', chart, '--destination', out], {
+      HOME: home,
+      HELM_CACHE_HOME: join(home, 'cache'),
+      HELM_CONFIG_HOME: join(home, 'config'),
+      HELM_DATA_HOME: join(home, 'data'),
+    });
     const [packaged] = await readdir(out);
     if (packaged !== basename(files.chart)) throw new Error(`helm package wrote ${packaged ?? 'nothing'}, expected ${basename(files.chart)}`);
     await copyFile(join(out, packaged), files.chart);
@@ -284,7 +304,17 @@ export async function ensureCli(arch: Arch, say: Progress = () => undefined): Pr
     // snapshot, which are specific to the machine that makes them: one blob serves amd64 and arm64.
     const config = join(stage, 'sea-config.json');
     const blob = join(stage, 'sea.blob');
-    await writeFile(config, JSON.stringify({ main: bundle.main, output: blob, disableExperimentalSEAWarning: true, useSnapshot: false, useCodeCache: false, assets: { 'index-pack-worker.mjs': bundle.worker, version: bundle.version } }));
+    await writeFile(
+      config,
+      JSON.stringify({
+        main: bundle.main,
+        output: blob,
+        disableExperimentalSEAWarning: true,
+        useSnapshot: false,
+        useCodeCache: false,
+        assets: { 'index-pack-worker.mjs': bundle.worker, version: bundle.version },
+      }),
+    );
     await run(process.execPath, ['--experimental-sea-config', config], {}, stage);
     const node = join(await ensureNpmPackage(NODE_PACKAGE[arch], nodeVersion, say), 'bin', 'node');
     const postject = join(await ensureNpmTool('postject', RELEASE_TOOLS.postject, say), 'postject');
@@ -315,7 +345,8 @@ export async function ensureCli(arch: Arch, say: Progress = () => undefined): Pr
  */
 async function ensureSbom(version: string, say: Progress): Promise<string> {
   const hash = createHash('sha256').update(`${RELEASE_TOOLS.cdxgen}\0${version}\0`);
-  for (const file of ['pnpm-lock.yaml', 'package.json', 'packages/render/engine/go.mod', 'packages/render/engine/go.sum']) hash.update(await readFile(join(root, file))).update('\0');
+  for (const file of ['pnpm-lock.yaml', 'package.json', 'packages/render/engine/go.mod', 'packages/render/engine/go.sum'])
+    hash.update(await readFile(join(root, file))).update('\0');
   const dir = join(cacheRoot(), 'sbom', hash.digest('hex').slice(0, 16));
   const sbom = join(dir, 'bom.cdx.json');
   if (existsSync(sbom)) return sbom;
@@ -325,7 +356,32 @@ async function ensureSbom(version: string, say: Progress): Promise<string> {
   const aside = `${sbom}.${process.pid}.json`;
   // Offline: no license look-ups on the registry; the project name and version are ours.
   const env = { FETCH_LICENSE: 'false', CDXGEN_TELEMETRY: 'false', GOTOOLCHAIN: 'local' };
-  await run(join(bin, 'cdxgen'), ['-t', 'pnpm', '-t', 'go', '--no-babel', '--required-only', '--spec-version', '1.6', '--project-name', 'syncline', '--project-version', version, '--exclude', 'test/**', '--exclude', 'scripts/**', '-o', aside, root], env, root);
+  await run(
+    join(bin, 'cdxgen'),
+    [
+      '-t',
+      'pnpm',
+      '-t',
+      'go',
+      '--no-babel',
+      '--required-only',
+      '--spec-version',
+      '1.6',
+      '--project-name',
+      'syncline',
+      '--project-version',
+      version,
+      '--exclude',
+      'test/**',
+      '--exclude',
+      'scripts/**',
+      '-o',
+      aside,
+      root,
+    ],
+    env,
+    root,
+  );
   await rename(aside, sbom);
   say(`SBOM by cdxgen ${RELEASE_TOOLS.cdxgen} in ${((Date.now() - started) / 1000).toFixed(1)}s`);
   return sbom;
@@ -341,7 +397,10 @@ async function sha256(path: string): Promise<string> {
 
 /** `sha256sum`'s format (hash, two spaces, name), for every file of the folder but itself. */
 async function writeChecksums(dir: string, path: string): Promise<void> {
-  const names = (await readdir(dir, { withFileTypes: true })).filter((e) => e.isFile() && e.name !== basename(path)).map((e) => e.name).sort();
+  const names = (await readdir(dir, { withFileTypes: true }))
+    .filter((e) => e.isFile() && e.name !== basename(path))
+    .map((e) => e.name)
+    .sort();
   const lines = await Promise.all(names.map(async (name) => `${await sha256(join(dir, name))}  ${name}\n`));
   await writeFile(path, lines.join(''));
 }
@@ -363,7 +422,9 @@ function capture(command: string, args: readonly string[], cwd: string, env: Rea
     });
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolvePromise(stdout) : reject(new Error(`${basename(command)} ${args.join(' ')} failed (exit ${code}):\n${output.slice(-4000)}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolvePromise(stdout) : reject(new Error(`${basename(command)} ${args.join(' ')} failed (exit ${code}):\n${output.slice(-4000)}`)),
+    );
   });
 }
 

@@ -86,7 +86,8 @@ const MiB = 1024 * 1024;
 const random = mulberry32(seed);
 const between = (min: number, max: number): number => min + Math.floor(random() * (max - min + 1));
 const started = Date.now();
-const say = (line: string): void => console.error(`[soak ${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s ${new Date().toISOString().slice(11, 19)}] ${line}`);
+const say = (line: string): void =>
+  console.error(`[soak ${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s ${new Date().toISOString().slice(11, 19)}] ${line}`);
 const failures: string[] = [];
 
 const workDir = await mkdtemp(join(tmpdir(), 'syncline-soak-'));
@@ -113,8 +114,24 @@ if (!flags['no-remote']) {
   const remoteKc = new KubeConfig();
   remoteKc.loadFromFile(remotePlane.kubeconfigPath);
   // The standby's credentials are excluded from what is replicated (as an SRE would).
-  await rest.request({ method: 'POST', path: `/api/v1/namespaces/${NAMESPACE}/secrets`, body: { metadata: { name: 'standby-kubeconfig', labels: { 'syncline.dev/dr': 'exclude' } }, stringData: { kubeconfig: await adminKubeconfig(remotePlane) } } });
-  await rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${NAMESPACE}/remoteclusters`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'RemoteCluster', metadata: { name: 'dr' }, spec: { kubeconfigSecretRef: { name: 'standby-kubeconfig', key: 'kubeconfig' } } } });
+  await rest.request({
+    method: 'POST',
+    path: `/api/v1/namespaces/${NAMESPACE}/secrets`,
+    body: {
+      metadata: { name: 'standby-kubeconfig', labels: { 'syncline.dev/dr': 'exclude' } },
+      stringData: { kubeconfig: await adminKubeconfig(remotePlane) },
+    },
+  });
+  await rest.request({
+    method: 'POST',
+    path: `/apis/syncline.dev/v1alpha1/namespaces/${NAMESPACE}/remoteclusters`,
+    body: {
+      apiVersion: 'syncline.dev/v1alpha1',
+      kind: 'RemoteCluster',
+      metadata: { name: 'dr' },
+      spec: { kubeconfigSecretRef: { name: 'standby-kubeconfig', key: 'kubeconfig' } },
+    },
+  });
   standbys.push({ name: 'standby-remote', rest: await createKubeRest(remoteKc), namespace: DR_SOURCE, cluster: 'dr' });
 }
 const replication = new ReplicationLoad({ rest, home: NAMESPACE, source: DR_SOURCE, random });
@@ -160,7 +177,18 @@ await kubectlRepo.commit(KubectlFaults.files(), { message: 'web' });
 await rest.request({
   method: 'POST',
   path: `/apis/syncline.dev/v1alpha1/namespaces/${NAMESPACE}/configsyncs`,
-  body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: 'kubectl-web' }, spec: { source: { git: { repo: proxiedUrl(kubectlRepo), revision: 'main', path: 'web' } }, refreshInterval: `${KUBECTL_REFRESH_MS / 1000}s`, policy: 'Sync', drift: 'Correct', targets: [{ name: 'web', namespace: KUBECTL_NAMESPACE }] } },
+  body: {
+    apiVersion: 'syncline.dev/v1alpha1',
+    kind: 'ConfigSync',
+    metadata: { name: 'kubectl-web' },
+    spec: {
+      source: { git: { repo: proxiedUrl(kubectlRepo), revision: 'main', path: 'web' } },
+      refreshInterval: `${KUBECTL_REFRESH_MS / 1000}s`,
+      policy: 'Sync',
+      drift: 'Correct',
+      targets: [{ name: 'web', namespace: KUBECTL_NAMESPACE }],
+    },
+  },
 });
 const kubectlFaults = new KubectlFaults({ kubeconfig: controlPlane.kubeconfigPath, namespace: KUBECTL_NAMESPACE, workDir, random, log: say });
 
@@ -231,7 +259,13 @@ const counts = {
   changed: 0,
   removed: 0,
   /** Per kind of Git fault: windows it was on, and requests it hit (for truncate and reset: responses cut). */
-  git: { '500': { windows: 0, hits: 0 }, slow: { windows: 0, hits: 0 }, hang: { windows: 0, hits: 0 }, truncate: { windows: 0, hits: 0 }, reset: { windows: 0, hits: 0 } },
+  git: {
+    '500': { windows: 0, hits: 0 },
+    slow: { windows: 0, hits: 0 },
+    hang: { windows: 0, hits: 0 },
+    truncate: { windows: 0, hits: 0 },
+    reset: { windows: 0, hits: 0 },
+  },
   apiCuts: 0,
   apiConnectionsCut: 0,
   watchHangs: 0,
@@ -275,7 +309,9 @@ await Promise.all([
   }),
 ]);
 clearInterval(progress);
-say(`faults stopped after ${((Date.now() - faultsStarted) / 1000).toFixed(0)}s; waiting up to ${SETTLE_MS / 1000}s for every sync to be Ready at its last commit`);
+say(
+  `faults stopped after ${((Date.now() - faultsStarted) / 1000).toFixed(0)}s; waiting up to ${SETTLE_MS / 1000}s for every sync to be Ready at its last commit`,
+);
 
 // --- convergence and checks -------------------------------------------------------------------------------
 git.setBehavior(undefined);
@@ -285,7 +321,8 @@ for (const slot of replicas.slotNames) await replicas.start(slot);
 const settleStarted = Date.now();
 const notReady = await waitForConvergence(rest, SETTLE_MS);
 const settleMs = Date.now() - settleStarted;
-if (notReady.length > 0) failures.push(`${notReady.length} syncs not Ready at their last commit after ${SETTLE_MS / 1000}s: ${notReady.slice(0, 5).join('; ')}`);
+if (notReady.length > 0)
+  failures.push(`${notReady.length} syncs not Ready at their last commit after ${SETTLE_MS / 1000}s: ${notReady.slice(0, 5).join('; ')}`);
 else say(`every sync Ready at its last commit ${(settleMs / 1000).toFixed(1)}s after the faults stopped`);
 
 const objects = await compareObjects(rest);
@@ -294,7 +331,8 @@ if (objects.unexpected.length > 0) failures.push(`${objects.unexpected.length} u
 if (objects.wrongData.length > 0) failures.push(`${objects.wrongData.length} objects with wrong data: ${objects.wrongData.slice(0, 5).join('; ')}`);
 if (objects.bystandersHarmed.length > 0) failures.push(`objects that are not ours were deleted or changed: ${objects.bystandersHarmed.join(', ')}`);
 
-for (const line of await explainObjects(rest, [...objects.missing, ...objects.unexpected, ...objects.wrongData.map((w) => w.split(':')[0] ?? '')].slice(0, 8))) say(line);
+for (const line of await explainObjects(rest, [...objects.missing, ...objects.unexpected, ...objects.wrongData.map((w) => w.split(':')[0] ?? '')].slice(0, 8)))
+  say(line);
 
 // The other loads: each compared with its source (the kubectl objects with Git), within what is left of the settle time.
 const remaining = (): number => Math.max(10_000, SETTLE_MS - (Date.now() - settleStarted));
@@ -307,13 +345,19 @@ const copiesLeft = await mirrors.waitForCopies(remaining());
 if (copiesLeft.length > 0) failures.push(`copies not at their source's data: ${copiesLeft.slice(0, 8).join('; ')}`);
 const hung = await waitFor(() => Promise.resolve(hangProxy.tally().stillFrozenPaths), remaining());
 if (hung.length > 0) failures.push(`${hung.length} hung watch streams never given up by the operator: ${hung.slice(0, 5).join(', ')}`);
-for (const late of leases.late) failures.push(`Lease renewal late: ${late.holder} renewed ${(late.gapMs / 1000).toFixed(1)}s after its previous renewal (lease ${late.periodMs / 1000}s) at ${late.at}`);
+for (const late of leases.late)
+  failures.push(
+    `Lease renewal late: ${late.holder} renewed ${(late.gapMs / 1000).toFixed(1)}s after its previous renewal (lease ${late.periodMs / 1000}s) at ${late.at}`,
+  );
 if (leases.renewals === 0) failures.push('no Lease renewal was seen');
 
 const tally = webhooks.tally;
 if (tally.wrong > 0) failures.push(`${tally.wrong} webhook deliveries got a wrong answer: ${tally.wrongExamples.join(' | ')}`);
 const crashes = replicas.incarnations.filter((i) => i.end === 'crashed');
-for (const crash of crashes) failures.push(`replica ${crash.slot} (pid ${crash.pid}) exited by itself with code ${String(crash.exitCode)}; last errors: ${(crash.lastErrors ?? []).join(' ') || 'none logged'}`);
+for (const crash of crashes)
+  failures.push(
+    `replica ${crash.slot} (pid ${crash.pid}) exited by itself with code ${String(crash.exitCode)}; last errors: ${(crash.lastErrors ?? []).join(' ') || 'none logged'}`,
+  );
 if (counts.dualLeaderSamples > 0) failures.push(`both replicas reported syncline_leader 1 at once in ${counts.dualLeaderSamples} samples`);
 
 const memory = memoryFigures(replicas.incarnations);
@@ -327,7 +371,8 @@ const hangTally = hangProxy.tally();
 const processEnds = replicas.incarnations.flatMap((i) => (i.endedAt === undefined ? [] : [i.endedAt]));
 const withProcess = hangTally.abandoned.filter((a) => processEnds.some((end) => Math.abs(a.at - end) <= 2_000));
 const byOperator = hangTally.abandoned.filter((a) => !withProcess.includes(a));
-const longest = (list: readonly { afterMs: number }[]): string => (list.length === 0 ? 'n/a' : `${(Math.max(...list.map((a) => a.afterMs)) / 1000).toFixed(0)}s`);
+const longest = (list: readonly { afterMs: number }[]): string =>
+  list.length === 0 ? 'n/a' : `${(Math.max(...list.map((a) => a.afterMs)) / 1000).toFixed(0)}s`;
 const correctionMs = kubectlFaults.corrections.flatMap((c) => (c.ms === undefined ? [] : [c.ms]));
 const leaseFigures = leases.figures();
 const summary =
@@ -401,7 +446,9 @@ async function gitFaultLoop(signal: AbortSignal): Promise<void> {
     const hits = kind === 'truncate' || kind === 'reset' ? gitProxy.cut[kind] - cutBefore : affected();
     counts.git[kind].windows++;
     counts.git[kind].hits += hits;
-    say(`git fault ${kind}${only === undefined || kind === 'truncate' || kind === 'reset' ? '' : ` on ${only}`} for ${(windowMs / 1000).toFixed(1)}s: ${hits} ${kind === 'truncate' || kind === 'reset' ? 'packs cut' : 'requests'}`);
+    say(
+      `git fault ${kind}${only === undefined || kind === 'truncate' || kind === 'reset' ? '' : ` on ${only}`} for ${(windowMs / 1000).toFixed(1)}s: ${hits} ${kind === 'truncate' || kind === 'reset' ? 'packs cut' : 'requests'}`,
+    );
   }
 }
 
@@ -499,10 +546,12 @@ async function waitFor(probe: () => Promise<string[]>, timeoutMs: number): Promi
   }
 }
 
-
 async function leaseHolder(): Promise<string | undefined> {
   try {
-    const lease = await rest.request<{ spec?: { holderIdentity?: string } }>({ method: 'GET', path: `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases/${LEASE}` });
+    const lease = await rest.request<{ spec?: { holderIdentity?: string } }>({
+      method: 'GET',
+      path: `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases/${LEASE}`,
+    });
     return lease.spec?.holderIdentity ?? undefined;
   } catch {
     return undefined;
@@ -536,8 +585,16 @@ async function waitForConvergence(client: KubeRest, timeoutMs: number): Promise<
         const tip = tips[sync.repo] ?? '';
         const ready = cs?.status?.conditions?.find((c) => c.type === 'Ready');
         const synced = (cs?.status?.targets ?? []).filter((t) => t.phase === 'Synced').length;
-        const ok = ready?.status === 'True' && cs?.status?.observedGeneration === cs?.metadata.generation && cs?.status?.sourceRevision === tip && synced === sync.targets.length;
-        return ok ? [] : [`${sync.name}: Ready=${ready?.status ?? '?'} ${ready?.reason ?? ''} "${(ready?.message ?? '').slice(0, 160)}" at ${cs?.status?.sourceRevision?.slice(0, 8) ?? 'none'}, tip ${tip.slice(0, 8)}`];
+        const ok =
+          ready?.status === 'True' &&
+          cs?.status?.observedGeneration === cs?.metadata.generation &&
+          cs?.status?.sourceRevision === tip &&
+          synced === sync.targets.length;
+        return ok
+          ? []
+          : [
+              `${sync.name}: Ready=${ready?.status ?? '?'} ${ready?.reason ?? ''} "${(ready?.message ?? '').slice(0, 160)}" at ${cs?.status?.sourceRevision?.slice(0, 8) ?? 'none'}, tip ${tip.slice(0, 8)}`,
+            ];
       });
     } catch (error) {
       pending = [`could not list ConfigSyncs: ${error instanceof Error ? error.message : String(error)}`];
@@ -550,7 +607,9 @@ async function waitForConvergence(client: KubeRest, timeoutMs: number): Promise<
 type ConfigMapItem = { metadata: { name: string; labels?: Record<string, string> }; data?: Record<string, string> };
 
 /** The cluster against the model of the last commits: every target namespace, every ConfigMap. */
-async function compareObjects(client: KubeRest): Promise<{ checked: number; missing: string[]; unexpected: string[]; wrongData: string[]; bystandersHarmed: string[] }> {
+async function compareObjects(
+  client: KubeRest,
+): Promise<{ checked: number; missing: string[]; unexpected: string[]; wrongData: string[]; bystandersHarmed: string[] }> {
   const expected = model.expected();
   const result = { checked: 0, missing: [] as string[], unexpected: [] as string[], wrongData: [] as string[], bystandersHarmed: [] as string[] };
   for (const namespace of TARGET_NAMESPACES) {
@@ -561,7 +620,8 @@ async function compareObjects(client: KubeRest): Promise<{ checked: number; miss
       result.checked++;
       const item = live.get(name);
       if (item === undefined) result.missing.push(`${namespace}/${name}`);
-      else if (JSON.stringify(sorted(item.data ?? {})) !== JSON.stringify(sorted(data))) result.wrongData.push(`${namespace}/${name}: ${JSON.stringify(item.data)} instead of ${JSON.stringify(data)}`);
+      else if (JSON.stringify(sorted(item.data ?? {})) !== JSON.stringify(sorted(data)))
+        result.wrongData.push(`${namespace}/${name}: ${JSON.stringify(item.data)} instead of ${JSON.stringify(data)}`);
     }
     for (const item of list.items) {
       const name = item.metadata.name;
@@ -570,7 +630,8 @@ async function compareObjects(client: KubeRest): Promise<{ checked: number; miss
     }
     const bystander = live.get('bystander');
     result.checked++;
-    if (bystander === undefined || JSON.stringify(sorted(bystander.data ?? {})) !== JSON.stringify(sorted(bystanderData))) result.bystandersHarmed.push(`${namespace}/bystander`);
+    if (bystander === undefined || JSON.stringify(sorted(bystander.data ?? {})) !== JSON.stringify(sorted(bystanderData)))
+      result.bystandersHarmed.push(`${namespace}/bystander`);
   }
   return result;
 }
@@ -582,12 +643,20 @@ async function explainObjects(client: KubeRest, ids: readonly string[]): Promise
     const [namespace = '', name = ''] = id.split('/');
     const sync = model.syncs.find((s) => name.startsWith(`${s.name}-`));
     if (sync === undefined) continue;
-    const item = await client.request<ConfigMapItem & { metadata: { annotations?: Record<string, string> } }>({ method: 'GET', path: `/api/v1/namespaces/${namespace}/configmaps/${name}` }).catch(() => undefined);
-    const cs = await client.request<ConfigSync>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${NAMESPACE}/configsyncs/${sync.name}` }).catch(() => undefined);
+    const item = await client
+      .request<ConfigMapItem & { metadata: { annotations?: Record<string, string> } }>({
+        method: 'GET',
+        path: `/api/v1/namespaces/${namespace}/configmaps/${name}`,
+      })
+      .catch(() => undefined);
+    const cs = await client
+      .request<ConfigSync>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${NAMESPACE}/configsyncs/${sync.name}` })
+      .catch(() => undefined);
     const inInventory = (cs?.status?.inventory ?? []).filter((i) => i.entries.includes(`/ConfigMap/${namespace}/${name}`)).map((i) => i.target);
     const repo = repos[sync.repo];
     const file = name.endsWith('-settings') ? 'settings.yaml.hbs' : `${name.slice(sync.name.length + 1)}.yaml`;
-    const inTip = repo === undefined ? '?' : (await repo.git(['ls-tree', '--name-only', tips[sync.repo] ?? 'main', `${sync.path}/${file}`])).trim() !== '' ? 'yes' : 'no';
+    const inTip =
+      repo === undefined ? '?' : (await repo.git(['ls-tree', '--name-only', tips[sync.repo] ?? 'main', `${sync.path}/${file}`])).trim() !== '' ? 'yes' : 'no';
     lines.push(
       `${id}: in cluster ${item === undefined ? 'no' : `yes (revision ${item.data?.['revision'] ?? '?'}, owner label ${item.metadata.labels?.[OWNER_LABEL] === undefined ? 'no' : 'yes'}, owned-by ${item.metadata.annotations?.['syncline.dev/owned-by'] ?? 'none'})`}; ` +
         `in ${sync.name}'s inventory: ${inInventory.length === 0 ? 'no' : inInventory.join(',')}; in the tip of ${repo?.name ?? '?'} (${(tips[sync.repo] ?? '').slice(0, 8)}): ${inTip}`,
@@ -640,7 +709,10 @@ function memoryFigures(incarnations: readonly Incarnation[]): { summary: string;
   const grown = judged.filter((j) => j.grew);
   return grown.length === 0
     ? { summary }
-    : { summary, failure: `memory grew: ${grown.map((j) => `pid ${j.pid} as ${j.leader ? 'leader' : 'follower'} ${mib(j.first)}MiB → ${mib(j.last)}MiB over ${(j.span / 1000).toFixed(0)}s`).join(', ')}` };
+    : {
+        summary,
+        failure: `memory grew: ${grown.map((j) => `pid ${j.pid} as ${j.leader ? 'leader' : 'follower'} ${mib(j.first)}MiB → ${mib(j.last)}MiB over ${(j.span / 1000).toFixed(0)}s`).join(', ')}`,
+      };
 }
 
 /** The operator's refresh-interval floor, when this version has one: the soak's syncs refresh every 5–30 s. */

@@ -12,7 +12,12 @@ import { isDeepStrictEqual, promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-type Manifest = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; spec: Record<string, unknown> };
+type Manifest = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec: Record<string, unknown>;
+};
 
 /** The Deployment as Git holds it: list-map fields (containers, ports, env, volumes, mounts) and scalars. */
 function deployment(image = 'nginx:1.27', extraEnv: { name: string; value: string }[] = []): Manifest {
@@ -30,7 +35,10 @@ function deployment(image = 'nginx:1.27', extraEnv: { name: string; value: strin
             {
               name: 'web',
               image,
-              ports: [{ name: 'http', containerPort: 8080 }, { name: 'metrics', containerPort: 9090 }],
+              ports: [
+                { name: 'http', containerPort: 8080 },
+                { name: 'metrics', containerPort: 9090 },
+              ],
               env: [{ name: 'LOG_LEVEL', value: 'info' }, { name: 'MODE', value: 'git' }, ...extraEnv],
               volumeMounts: [{ name: 'config', mountPath: '/etc/web' }],
             },
@@ -47,14 +55,22 @@ const service: Manifest = {
   apiVersion: 'v1',
   kind: 'Service',
   metadata: { name: 'web', labels: { app: 'web' }, annotations: { 'soak.example/owner': 'team-web' } },
-  spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 8080, targetPort: 8080 }, { name: 'metrics', port: 9090, targetPort: 9090 }] },
+  spec: {
+    selector: { app: 'web' },
+    ports: [
+      { name: 'http', port: 8080, targetPort: 8080 },
+      { name: 'metrics', port: 9090, targetPort: 9090 },
+    ],
+  },
 };
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const list = (value: unknown): Record<string, unknown>[] => (Array.isArray(value) ? value.filter(isRecord) : []);
-const pick = (value: unknown, keys: readonly string[]): Record<string, unknown> => Object.fromEntries(keys.filter((k) => isRecord(value) && value[k] !== undefined).map((k) => [k, (value as Record<string, unknown>)[k]]));
+const pick = (value: unknown, keys: readonly string[]): Record<string, unknown> =>
+  Object.fromEntries(keys.filter((k) => isRecord(value) && value[k] !== undefined).map((k) => [k, (value as Record<string, unknown>)[k]]));
 /** Labels or annotations as Git sets them: our ownership marks aside, every key counts (one kubectl added too). */
-const marks = (value: unknown): Record<string, unknown> => Object.fromEntries(Object.entries(isRecord(value) ? value : {}).filter(([k]) => !k.startsWith('syncline.dev/')));
+const marks = (value: unknown): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(isRecord(value) ? value : {}).filter(([k]) => !k.startsWith('syncline.dev/')));
 
 /** Every field Git sets, read the same way from the manifest and the live object: lists and maps whole, server defaults left out. */
 function view(object: unknown): Record<string, unknown> {
@@ -100,13 +116,41 @@ export class KubectlFaults {
     this.#workDir = options.workDir;
     this.#random = options.random;
     this.#log = options.log;
-    const strategicAdd = { spec: { template: { spec: { containers: [{ name: 'web', ports: [{ name: 'admin', containerPort: 7070 }], env: [{ name: 'DEBUG', value: '1' }], volumeMounts: [{ name: 'scratch', mountPath: '/tmp/scratch' }] }], volumes: [{ name: 'scratch', emptyDir: {} }] } } } };
+    const strategicAdd = {
+      spec: {
+        template: {
+          spec: {
+            containers: [
+              {
+                name: 'web',
+                ports: [{ name: 'admin', containerPort: 7070 }],
+                env: [{ name: 'DEBUG', value: '1' }],
+                volumeMounts: [{ name: 'scratch', mountPath: '/tmp/scratch' }],
+              },
+            ],
+            volumes: [{ name: 'scratch', emptyDir: {} }],
+          },
+        },
+      },
+    };
     this.#edits = [
-      { name: 'edit deployment (image, env value)', run: () => this.#edit('deployment/web', 's/image: nginx:1.27/image: nginx:edited/; s/value: info/value: debug/') },
+      {
+        name: 'edit deployment (image, env value)',
+        run: () => this.#edit('deployment/web', 's/image: nginx:1.27/image: nginx:edited/; s/value: info/value: debug/'),
+      },
       { name: 'edit service port', run: () => this.#edit('service/web', 's/ port: 8080/ port: 9999/') },
-      { name: 'patch --type json service port', run: () => this.#kubectl(['patch', 'service/web', '--type', 'json', '-p', '[{"op":"replace","path":"/spec/ports/0/port","value":9999}]']) },
-      { name: 'patch --type merge service ports', run: () => this.#kubectl(['patch', 'service/web', '--type', 'merge', '-p', '{"spec":{"ports":[{"name":"http","port":9999,"targetPort":8080}]}}']) },
-      { name: 'patch (strategic) adding a port, env var, volume and mount', run: () => this.#kubectl(['patch', 'deployment/web', '-p', JSON.stringify(strategicAdd)]) },
+      {
+        name: 'patch --type json service port',
+        run: () => this.#kubectl(['patch', 'service/web', '--type', 'json', '-p', '[{"op":"replace","path":"/spec/ports/0/port","value":9999}]']),
+      },
+      {
+        name: 'patch --type merge service ports',
+        run: () => this.#kubectl(['patch', 'service/web', '--type', 'merge', '-p', '{"spec":{"ports":[{"name":"http","port":9999,"targetPort":8080}]}}']),
+      },
+      {
+        name: 'patch (strategic) adding a port, env var, volume and mount',
+        run: () => this.#kubectl(['patch', 'deployment/web', '-p', JSON.stringify(strategicAdd)]),
+      },
       { name: 'scale', run: () => this.#kubectl(['scale', 'deployment/web', '--replicas', '5']) },
       { name: 'label', run: () => this.#kubectl(['label', 'deployment/web', 'team=ops', 'app.kubernetes.io/part-of=hand', '--overwrite']) },
       { name: 'annotate', run: () => this.#kubectl(['annotate', 'service/web', 'note=by-hand', 'soak.example/owner=someone', '--overwrite']) },
@@ -157,15 +201,22 @@ export class KubectlFaults {
       const corrected = await this.#waitUntilGit(options.rest, 2 * options.limitMs);
       const ms = corrected ? Date.now() - editedAt : undefined;
       this.corrections.push({ edit: edit.name, ms });
-      if (ms === undefined || ms > options.limitMs) this.late.push(`${edit.name} at ${new Date(editedAt).toISOString()}: ${ms === undefined ? `not corrected within ${(2 * options.limitMs) / 1000}s` : `corrected after ${(ms / 1000).toFixed(1)}s`}`);
-      this.#log(`kubectl ${edit.name}: ${ms === undefined ? `NOT corrected within ${(2 * options.limitMs) / 1000} s` : `corrected in ${(ms / 1000).toFixed(1)}s${ms > options.limitMs ? ` (LATE: limit ${options.limitMs / 1000}s)` : ''}`}`);
+      if (ms === undefined || ms > options.limitMs)
+        this.late.push(
+          `${edit.name} at ${new Date(editedAt).toISOString()}: ${ms === undefined ? `not corrected within ${(2 * options.limitMs) / 1000}s` : `corrected after ${(ms / 1000).toFixed(1)}s`}`,
+        );
+      this.#log(
+        `kubectl ${edit.name}: ${ms === undefined ? `NOT corrected within ${(2 * options.limitMs) / 1000} s` : `corrected in ${(ms / 1000).toFixed(1)}s${ms > options.limitMs ? ` (LATE: limit ${options.limitMs / 1000}s)` : ''}`}`,
+      );
     }
   }
 
   /** What differs from Git now, per object (empty: both equal Git on every field it sets). */
   async differences(rest: KubeRest): Promise<string[]> {
     const read = (plural: string, group: string): Promise<unknown> =>
-      rest.request({ method: 'GET', path: `${group === '' ? '/api/v1' : `/apis/${group}/v1`}/namespaces/${this.#namespace}/${plural}/web` }).catch(() => undefined);
+      rest
+        .request({ method: 'GET', path: `${group === '' ? '/api/v1' : `/apis/${group}/v1`}/namespaces/${this.#namespace}/${plural}/web` })
+        .catch(() => undefined);
     const [d, s] = await Promise.all([read('deployments', 'apps'), read('services', '')]);
     const problems: string[] = [];
     if (!isDeepStrictEqual(view(d), view(deployment()))) problems.push(`deployment/web: ${JSON.stringify(view(d))}`);
@@ -183,7 +234,10 @@ export class KubectlFaults {
   }
 
   async #kubectl(args: readonly string[], env: Record<string, string> = {}): Promise<string> {
-    const { stdout } = await run('kubectl', ['--kubeconfig', this.#kubeconfig, '-n', this.#namespace, ...args], { env: { ...process.env, ...env }, timeout: 60_000 });
+    const { stdout } = await run('kubectl', ['--kubeconfig', this.#kubeconfig, '-n', this.#namespace, ...args], {
+      env: { ...process.env, ...env },
+      timeout: 60_000,
+    });
     return stdout;
   }
 

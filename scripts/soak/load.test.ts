@@ -7,7 +7,10 @@ import { DEFAULT_KIND_COUNT, defaultKindObjects, inNamespace } from '../../packa
 
 const unused = {} as KubeRest;
 const at = (seconds: number): string => new Date(Date.UTC(2026, 0, 1, 0, 0, seconds)).toISOString();
-const lease = (holder: string, seconds: number, duration = 15): Lease => ({ metadata: {}, spec: { holderIdentity: holder, renewTime: at(seconds), leaseDurationSeconds: duration } });
+const lease = (holder: string, seconds: number, duration = 15): Lease => ({
+  metadata: {},
+  spec: { holderIdentity: holder, renewTime: at(seconds), leaseDurationSeconds: duration },
+});
 
 describe('LeaseWatcher', () => {
   it('counts renewals by one holder and finds none late when each comes within the lease duration', () => {
@@ -54,7 +57,11 @@ describe('defaultKindObjects', () => {
   it('puts each object in its collection in the namespace, with a matching apiVersion and kind', () => {
     for (const o of defaultKindObjects('shop', 45)) {
       const apiVersion = o.body['apiVersion'] as string;
-      expect(o.path).toBe(apiVersion === 'v1' ? `/api/v1/namespaces/shop/${o.path.split('/').at(-1) ?? ''}` : `/apis/${apiVersion}/namespaces/shop/${o.path.split('/').at(-1) ?? ''}`);
+      expect(o.path).toBe(
+        apiVersion === 'v1'
+          ? `/api/v1/namespaces/shop/${o.path.split('/').at(-1) ?? ''}`
+          : `/apis/${apiVersion}/namespaces/shop/${o.path.split('/').at(-1) ?? ''}`,
+      );
       expect(o.body['kind']).toBe(o.kind);
       expect(inNamespace(o.path, 'shop', 'shop-standby')).toContain('/namespaces/shop-standby/');
     }

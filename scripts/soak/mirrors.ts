@@ -31,12 +31,20 @@ export class MirrorLoad {
   async setUp(): Promise<void> {
     const secrets = `/api/v1/namespaces/${this.#home}/secrets`;
     for (const namespace of this.#targets) {
-      await this.#rest.request({ method: 'PATCH', path: `/api/v1/namespaces/${namespace}`, contentType: 'application/merge-patch+json', body: { metadata: { labels: { [TARGET_LABEL]: 'true' } } } });
+      await this.#rest.request({
+        method: 'PATCH',
+        path: `/api/v1/namespaces/${namespace}`,
+        contentType: 'application/merge-patch+json',
+        body: { metadata: { labels: { [TARGET_LABEL]: 'true' } } },
+      });
     }
     await this.#rest.request({
       method: 'POST',
       path: secrets,
-      body: { metadata: { name: MIRRORED, labels: { 'syncline.dev/sync-source': 'true' }, annotations: { 'syncline.dev/targets': this.#targets.join(',') } }, stringData: { v: 'v0' } },
+      body: {
+        metadata: { name: MIRRORED, labels: { 'syncline.dev/sync-source': 'true' }, annotations: { 'syncline.dev/targets': this.#targets.join(',') } },
+        stringData: { v: 'v0' },
+      },
     });
     await this.#rest.request({ method: 'POST', path: secrets, body: { metadata: { name: COPIED }, stringData: { v: 'v0' } } });
     await this.#rest.request({
@@ -46,7 +54,11 @@ export class MirrorLoad {
         apiVersion: 'syncline.dev/v1alpha1',
         kind: 'ManifestSync',
         metadata: { name: COPIED },
-        spec: { sourceRef: { apiVersion: 'v1', kind: 'Secret', name: COPIED }, syncPolicy: { mode: 'Immediate', interval: '30s' }, targets: [{ namespaceSelector: { matchLabels: { [TARGET_LABEL]: 'true' } } }] },
+        spec: {
+          sourceRef: { apiVersion: 'v1', kind: 'Secret', name: COPIED },
+          syncPolicy: { mode: 'Immediate', interval: '30s' },
+          targets: [{ namespaceSelector: { matchLabels: { [TARGET_LABEL]: 'true' } } }],
+        },
       },
     });
   }
@@ -62,7 +74,12 @@ export class MirrorLoad {
       const name = this.#random() < 0.5 ? MIRRORED : COPIED;
       const value = `v${Date.now()}`;
       try {
-        await this.#rest.request({ method: 'PATCH', path: `/api/v1/namespaces/${this.#home}/secrets/${name}`, contentType: 'application/merge-patch+json', body: { stringData: { v: value } } });
+        await this.#rest.request({
+          method: 'PATCH',
+          path: `/api/v1/namespaces/${this.#home}/secrets/${name}`,
+          contentType: 'application/merge-patch+json',
+          body: { stringData: { v: value } },
+        });
         this.#values.set(name, value);
         this.updates++;
       } catch {
@@ -76,7 +93,9 @@ export class MirrorLoad {
     const problems: string[] = [];
     for (const namespace of this.#targets) {
       for (const [name, value] of this.#values) {
-        const copy = await this.#rest.request<{ data?: Record<string, string> }>({ method: 'GET', path: `/api/v1/namespaces/${namespace}/secrets/${name}` }).catch(() => undefined);
+        const copy = await this.#rest
+          .request<{ data?: Record<string, string> }>({ method: 'GET', path: `/api/v1/namespaces/${namespace}/secrets/${name}` })
+          .catch(() => undefined);
         const live = copy === undefined ? 'missing' : Buffer.from(copy.data?.['v'] ?? '', 'base64').toString();
         if (live !== value) problems.push(`${namespace}/${name}: ${live} instead of ${value}`);
       }

@@ -55,7 +55,15 @@ export class ReplicaSet {
   #stopping = false;
 
   constructor(options: { slots: readonly string[]; kubeconfig: string; args: readonly string[]; workDir: string; log: (line: string) => void }) {
-    this.#slots = options.slots.map((name) => ({ name, process: undefined, incarnation: undefined, starting: undefined, leading: false, planned: false, cacheDir: join(options.workDir, `cache-${name}`) }));
+    this.#slots = options.slots.map((name) => ({
+      name,
+      process: undefined,
+      incarnation: undefined,
+      starting: undefined,
+      leading: false,
+      planned: false,
+      cacheDir: join(options.workDir, `cache-${name}`),
+    }));
     this.#kubeconfig = options.kubeconfig;
     this.#args = options.args;
     this.#workDir = options.workDir;
@@ -194,9 +202,13 @@ export class ReplicaSet {
       .filter((l) => /leader|lease/i.test(String(l['msg'])))
       .slice(-4)
       .map((l) => `${String(l['time']).slice(11, 23)} ${String(l['msg'])}${l['err'] === undefined ? '' : ` (${JSON.stringify(l['err']).slice(0, 120)})`}`);
-    this.#log(`replica ${slot.name} (pid ${incarnation.pid}) exited by itself with code ${String(code)} (${incarnation.end}); log ${logPath}; restarting it. Its last leader-election lines: ${leaderLines.join(' | ') || 'none'}`);
+    this.#log(
+      `replica ${slot.name} (pid ${incarnation.pid}) exited by itself with code ${String(code)} (${incarnation.end}); log ${logPath}; restarting it. Its last leader-election lines: ${leaderLines.join(' | ') || 'none'}`,
+    );
     await sleep(1_000);
-    await this.start(slot.name).catch((error: unknown) => this.#log(`replica ${slot.name} could not be restarted: ${error instanceof Error ? error.message : String(error)}`));
+    await this.start(slot.name).catch((error: unknown) =>
+      this.#log(`replica ${slot.name} could not be restarted: ${error instanceof Error ? error.message : String(error)}`),
+    );
   }
 
   #slot(name: string): Slot {

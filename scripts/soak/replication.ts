@@ -56,7 +56,12 @@ export class ReplicationLoad {
           apiVersion: 'syncline.dev/v1alpha1',
           kind: 'NamespaceReplication',
           metadata: { name: standby.name },
-          spec: { sourceNamespace: this.#source, destination: { ...(standby.cluster === undefined ? {} : { cluster: { name: standby.cluster } }), namespace: standby.namespace }, interval: '1m', pruneGuard: { window: '0s' } },
+          spec: {
+            sourceNamespace: this.#source,
+            destination: { ...(standby.cluster === undefined ? {} : { cluster: { name: standby.cluster } }), namespace: standby.namespace },
+            interval: '1m',
+            pruneGuard: { window: '0s' },
+          },
         },
       });
     }
@@ -98,11 +103,19 @@ export class ReplicationLoad {
     const problems: string[] = [];
     const missing = await missingObjects(standby.rest, this.#objects, this.#source, standby.namespace);
     if (missing.length > 0) problems.push(`${missing.length} source objects missing: ${missing.slice(0, 6).join(', ')}`);
-    const list = await standby.rest.request<{ items: { metadata: { name: string }; data?: Record<string, string> }[] }>({ method: 'GET', path: inNamespace(`/api/v1/namespaces/${this.#source}/configmaps`, this.#source, standby.namespace) });
+    const list = await standby.rest.request<{ items: { metadata: { name: string }; data?: Record<string, string> }[] }>({
+      method: 'GET',
+      path: inNamespace(`/api/v1/namespaces/${this.#source}/configmaps`, this.#source, standby.namespace),
+    });
     const live = new Map(list.items.map((item) => [item.metadata.name, item.data?.['v']]));
-    for (const [name, value] of this.#churn) if (live.get(name) !== value) problems.push(`configmap ${name}: ${live.get(name) ?? 'missing'} instead of ${value}`);
-    for (const name of live.keys()) if (name.startsWith('churn-') && !this.#churn.has(name)) problems.push(`configmap ${name}: removed in the source, still in the standby`);
-    const nr = await this.#rest.request<NamespaceReplication>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${this.#home}/namespacereplications/${standby.name}` });
+    for (const [name, value] of this.#churn)
+      if (live.get(name) !== value) problems.push(`configmap ${name}: ${live.get(name) ?? 'missing'} instead of ${value}`);
+    for (const name of live.keys())
+      if (name.startsWith('churn-') && !this.#churn.has(name)) problems.push(`configmap ${name}: removed in the source, still in the standby`);
+    const nr = await this.#rest.request<NamespaceReplication>({
+      method: 'GET',
+      path: `/apis/syncline.dev/v1alpha1/namespaces/${this.#home}/namespacereplications/${standby.name}`,
+    });
     const ready = nr.status?.conditions?.find((c) => c.type === 'Ready');
     if (ready?.status !== 'True') problems.push(`Ready=${ready?.status ?? '?'} ${ready?.reason ?? ''}: ${(ready?.message ?? '').slice(0, 160)}`);
     return problems;
@@ -113,7 +126,13 @@ export class ReplicationLoad {
     const until = Date.now() + timeoutMs;
     for (;;) {
       const problems = (
-        await Promise.all(standbys.map(async (s) => (await this.differences(s).catch((error: unknown) => [`could not read: ${error instanceof Error ? error.message : String(error)}`])).map((p) => `${s.name}: ${p}`)))
+        await Promise.all(
+          standbys.map(async (s) =>
+            (await this.differences(s).catch((error: unknown) => [`could not read: ${error instanceof Error ? error.message : String(error)}`])).map(
+              (p) => `${s.name}: ${p}`,
+            ),
+          ),
+        )
       ).flat();
       if (problems.length === 0 || Date.now() > until) return problems;
       await sleep(1_000);

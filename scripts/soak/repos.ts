@@ -206,6 +206,14 @@ function configMapData(sync: string, k: number, revision: number): Record<string
 
 function configMapYaml(sync: string, k: number, revision: number): string {
   const data = configMapData(sync, k, revision);
-  const lines = ['apiVersion: v1', 'kind: ConfigMap', 'metadata:', `  name: ${sync}-cm-${k}`, 'data:', ...Object.entries(data).map(([key, value]) => `  ${key}: "${value}"`), ''];
+  const lines = [
+    'apiVersion: v1',
+    'kind: ConfigMap',
+    'metadata:',
+    `  name: ${sync}-cm-${k}`,
+    'data:',
+    ...Object.entries(data).map(([key, value]) => `  ${key}: "${value}"`),
+    '',
+  ];
   return lines.join('\n');
 }

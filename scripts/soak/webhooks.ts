@@ -90,7 +90,15 @@ export class WebhookSender {
    * Sends `total` deliveries of the flood mix spread evenly over `durationMs`, at most `concurrency` at once,
    * each to one of `receivers()` (HOST:PORT), pushes naming one of `repoUrls`. Stops early when `signal` aborts.
    */
-  async flood(options: { total: number; durationMs: number; concurrency: number; receivers: () => readonly string[]; repoUrls: readonly string[]; unfollowedUrl: string; signal: AbortSignal }): Promise<void> {
+  async flood(options: {
+    total: number;
+    durationMs: number;
+    concurrency: number;
+    receivers: () => readonly string[];
+    repoUrls: readonly string[];
+    unfollowedUrl: string;
+    signal: AbortSignal;
+  }): Promise<void> {
     const started = Date.now();
     const inFlight = new Set<Promise<unknown>>();
     for (let i = 0; i < options.total && !options.signal.aborted; i++) {
@@ -145,7 +153,9 @@ export class WebhookSender {
       return { path: `/hooks/${provider}`, method: 'POST', headers: providerHeaders(provider, body, secret, { id: randomUUID() }), body };
     };
     const garbage = (): Buffer =>
-      this.#random() < 0.5 ? randomBytes(1 + Math.floor(this.#random() * 2048)) : Buffer.from(JSON.stringify({ ref: 42, repository: ['not', 'an', 'object'], commits: null }));
+      this.#random() < 0.5
+        ? randomBytes(1 + Math.floor(this.#random() * 2048))
+        : Buffer.from(JSON.stringify({ ref: 42, repository: ['not', 'an', 'object'], commits: null }));
     switch (kind) {
       case 'valid':
       case 'unfollowed':

@@ -21,8 +21,23 @@ const mainPath = join(root, 'packages', 'cli', 'src', 'main.ts');
 
 type Rendered = KubernetesObject & Record<string, unknown>;
 type Rule = { apiGroups?: string[]; resources?: string[]; resourceNames?: string[]; verbs?: string[] };
-type Container = { args: string[]; securityContext: Record<string, unknown>; livenessProbe: { httpGet: { path: string } }; readinessProbe: { httpGet: { path: string } }; resources: { requests?: Record<string, string> }; volumeMounts: { name: string; mountPath: string }[]; ports: { name: string; containerPort: number }[] };
-type DeploymentShape = { spec: { replicas: number; template: { spec: { containers: Container[]; volumes: { name: string; emptyDir?: object }[]; securityContext: Record<string, unknown>; serviceAccountName: string } } } };
+type Container = {
+  args: string[];
+  securityContext: Record<string, unknown>;
+  livenessProbe: { httpGet: { path: string } };
+  readinessProbe: { httpGet: { path: string } };
+  resources: { requests?: Record<string, string> };
+  volumeMounts: { name: string; mountPath: string }[];
+  ports: { name: string; containerPort: number }[];
+};
+type DeploymentShape = {
+  spec: {
+    replicas: number;
+    template: {
+      spec: { containers: Container[]; volumes: { name: string; emptyDir?: object }[]; securityContext: Record<string, unknown>; serviceAccountName: string };
+    };
+  };
+};
 
 const DIGEST = `sha256:${'0123456789abcdef'.repeat(4)}`;
 
@@ -31,73 +46,140 @@ const DIGEST = `sha256:${'0123456789abcdef'.repeat(4)}`;
  * operator.secretAccess=namespaced is a cluster-mode option (namespace mode refuses it): `everythingIn`.
  */
 const everything = (namespace: string): string[] => [
-  '--set', 'metrics.serviceMonitor.enabled=true',
-  '--set', 'operator.sops.allowEnvironmentCredentials=true',
-  '--set', 'operator.sops.kmsEndpoint=https://kms.example.internal',
-  '--set', 'ui.enabled=true',
-  '--set', 'ui.anonymous=true',
-  '--set', 'ui.oidc.issuer=https://login.example.com',
-  '--set', 'ui.oidc.clientId=syncline',
-  '--set', 'ui.oidc.clientSecret.name=syncline-oidc',
-  '--set', 'ui.oidc.redirectUrl=https://syncline.example.com/oidc/callback',
-  '--set', 'ui.oidc.usernamePrefix=oidc:',
-  '--set', 'ui.oidc.groupsPrefix=oidc:',
-  '--set', 'ui.ingress.enabled=true',
-  '--set', 'ui.ingress.className=nginx',
-  '--set', 'ui.ingress.host=syncline.example.com',
-  '--set', 'ui.ingress.tls[0].secretName=syncline-ui-tls',
-  '--set', 'ui.ingress.tls[0].hosts[0]=syncline.example.com',
-  '--set', 'ui.httpRoute.enabled=true',
-  '--set', 'ui.httpRoute.parentRefs[0].name=public',
-  '--set', 'ui.httpRoute.parentRefs[0].namespace=gateway',
-  '--set', 'ui.httpRoute.hostnames[0]=syncline.example.com',
-  '--set', 'networkPolicy.ui.from[0].podSelector.matchLabels.app\\.kubernetes\\.io/name=ingress-nginx',
-  '--set', 'metrics.prometheusRule.enabled=true',
-  '--set', 'metrics.prometheusRule.labels.release=kube-prometheus-stack',
-  '--set', 'metrics.dashboard.enabled=true',
-  '--set', 'metrics.dashboard.annotations.grafana_folder=Syncline',
-  '--set', `image.digest=${DIGEST}`,
-  '--set', 'rbac.serviceAccountTokens.names[0]=syncline-deployer',
-  '--set', `rbac.serviceAccountTokens.namespaces[0]=${namespace}`,
-  '--set', 'rbac.aggregation.edit=true',
-  '--set', 'extraVolumes[0].name=git-ca',
-  '--set', 'extraVolumes[0].configMap.name=corp-ca',
-  '--set', 'extraVolumeMounts[0].name=git-ca',
-  '--set', 'extraVolumeMounts[0].mountPath=/etc/syncline/git-ca',
-  '--set', 'extraVolumeMounts[0].readOnly=true',
-  '--set', 'tolerations[0].key=dedicated',
-  '--set', 'tolerations[0].operator=Equal',
-  '--set', 'tolerations[0].value=platform',
-  '--set', 'tolerations[0].effect=NoSchedule',
-  '--set', 'topologySpreadConstraints[0].maxSkew=1',
-  '--set', 'topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone',
-  '--set', 'topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway',
-  '--set', 'terminationGracePeriodSeconds=45',
-  '--set', 'revisionHistoryLimit=5',
-  '--set', 'webhook.secretName=git-webhooks',
-  '--set', 'operator.kubeconfigSecret=remote-kubeconfig',
-  '--set', 'operator.defaultServiceAccount=deployer',
-  '--set', 'operator.trustedNamespaces[0]=platform',
-  '--set', 'operator.trustedNamespaces[1]=ops',
-  '--set', 'operator.allowInsecureHttp=true',
-  '--set', `operator.watchNamespace=${namespace}`,
-  '--set', 'operator.logLevel=debug',
-  '--set', 'operator.dr.autoFailoverGrace=60s',
-  '--set', 'operator.dr.allowStandbyNamespaces={default}',
-  '--set', `leaderElection.namespace=${namespace}`,
-  '--set', 'imagePullSecrets[0].name=registry',
-  '--set', 'podDisruptionBudget.minAvailable=2',
-  '--set', 'replicaCount=3',
-  '--set', 'webhook.bindAddress=::',
-  '--set', 'operator.secretAccess=namespaced',
-  '--set', 'operator.secretNamespaces[0]=default',
-  '--set', 'networkPolicy.enabled=true',
-  '--set', 'networkPolicy.metrics.from[0].namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=monitoring',
-  '--set', 'networkPolicy.webhook.from[0].podSelector.matchLabels.app\\.kubernetes\\.io/name=ingress-nginx',
-  '--set', 'networkPolicy.egress.apiServer.cidrs[0]=10.0.0.1/32',
-  '--set', 'networkPolicy.egress.git.cidrs[0]=140.82.112.0/20',
-  '--set', 'networkPolicy.egress.extra[0].ports[0].port=8443',
-  '--set', 'shards={a,b}',
+  '--set',
+  'metrics.serviceMonitor.enabled=true',
+  '--set',
+  'operator.sops.allowEnvironmentCredentials=true',
+  '--set',
+  'operator.sops.kmsEndpoint=https://kms.example.internal',
+  '--set',
+  'ui.enabled=true',
+  '--set',
+  'ui.anonymous=true',
+  '--set',
+  'ui.oidc.issuer=https://login.example.com',
+  '--set',
+  'ui.oidc.clientId=syncline',
+  '--set',
+  'ui.oidc.clientSecret.name=syncline-oidc',
+  '--set',
+  'ui.oidc.redirectUrl=https://syncline.example.com/oidc/callback',
+  '--set',
+  'ui.oidc.usernamePrefix=oidc:',
+  '--set',
+  'ui.oidc.groupsPrefix=oidc:',
+  '--set',
+  'ui.ingress.enabled=true',
+  '--set',
+  'ui.ingress.className=nginx',
+  '--set',
+  'ui.ingress.host=syncline.example.com',
+  '--set',
+  'ui.ingress.tls[0].secretName=syncline-ui-tls',
+  '--set',
+  'ui.ingress.tls[0].hosts[0]=syncline.example.com',
+  '--set',
+  'ui.httpRoute.enabled=true',
+  '--set',
+  'ui.httpRoute.parentRefs[0].name=public',
+  '--set',
+  'ui.httpRoute.parentRefs[0].namespace=gateway',
+  '--set',
+  'ui.httpRoute.hostnames[0]=syncline.example.com',
+  '--set',
+  'networkPolicy.ui.from[0].podSelector.matchLabels.app\\.kubernetes\\.io/name=ingress-nginx',
+  '--set',
+  'metrics.prometheusRule.enabled=true',
+  '--set',
+  'metrics.prometheusRule.labels.release=kube-prometheus-stack',
+  '--set',
+  'metrics.dashboard.enabled=true',
+  '--set',
+  'metrics.dashboard.annotations.grafana_folder=Syncline',
+  '--set',
+  `image.digest=${DIGEST}`,
+  '--set',
+  'rbac.serviceAccountTokens.names[0]=syncline-deployer',
+  '--set',
+  `rbac.serviceAccountTokens.namespaces[0]=${namespace}`,
+  '--set',
+  'rbac.aggregation.edit=true',
+  '--set',
+  'extraVolumes[0].name=git-ca',
+  '--set',
+  'extraVolumes[0].configMap.name=corp-ca',
+  '--set',
+  'extraVolumeMounts[0].name=git-ca',
+  '--set',
+  'extraVolumeMounts[0].mountPath=/etc/syncline/git-ca',
+  '--set',
+  'extraVolumeMounts[0].readOnly=true',
+  '--set',
+  'tolerations[0].key=dedicated',
+  '--set',
+  'tolerations[0].operator=Equal',
+  '--set',
+  'tolerations[0].value=platform',
+  '--set',
+  'tolerations[0].effect=NoSchedule',
+  '--set',
+  'topologySpreadConstraints[0].maxSkew=1',
+  '--set',
+  'topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone',
+  '--set',
+  'topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway',
+  '--set',
+  'terminationGracePeriodSeconds=45',
+  '--set',
+  'revisionHistoryLimit=5',
+  '--set',
+  'webhook.secretName=git-webhooks',
+  '--set',
+  'operator.kubeconfigSecret=remote-kubeconfig',
+  '--set',
+  'operator.defaultServiceAccount=deployer',
+  '--set',
+  'operator.trustedNamespaces[0]=platform',
+  '--set',
+  'operator.trustedNamespaces[1]=ops',
+  '--set',
+  'operator.allowInsecureHttp=true',
+  '--set',
+  `operator.watchNamespace=${namespace}`,
+  '--set',
+  'operator.logLevel=debug',
+  '--set',
+  'operator.dr.autoFailoverGrace=60s',
+  '--set',
+  'operator.dr.allowStandbyNamespaces={default}',
+  '--set',
+  `leaderElection.namespace=${namespace}`,
+  '--set',
+  'imagePullSecrets[0].name=registry',
+  '--set',
+  'podDisruptionBudget.minAvailable=2',
+  '--set',
+  'replicaCount=3',
+  '--set',
+  'webhook.bindAddress=::',
+  '--set',
+  'operator.secretAccess=namespaced',
+  '--set',
+  'operator.secretNamespaces[0]=default',
+  '--set',
+  'networkPolicy.enabled=true',
+  '--set',
+  'networkPolicy.metrics.from[0].namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=monitoring',
+  '--set',
+  'networkPolicy.webhook.from[0].podSelector.matchLabels.app\\.kubernetes\\.io/name=ingress-nginx',
+  '--set',
+  'networkPolicy.egress.apiServer.cidrs[0]=10.0.0.1/32',
+  '--set',
+  'networkPolicy.egress.git.cidrs[0]=140.82.112.0/20',
+  '--set',
+  'networkPolicy.egress.extra[0].ports[0].port=8443',
+  '--set',
+  'shards={a,b}',
 ];
 
 /** `everything` for one RBAC scope: namespace mode without the cluster-mode-only secretAccess=namespaced. */
@@ -105,7 +187,11 @@ const everythingIn = (scope: 'cluster' | 'namespace', namespace: string): string
   if (scope === 'cluster') return everything(namespace);
   const args = everything(namespace);
   const pairs = args.flatMap((arg, i) => (i % 2 === 1 ? [[args[i - 1] ?? '', arg] as const] : []));
-  return [...pairs.filter(([, value]) => !value.startsWith('operator.secretAccess') && !value.startsWith('operator.secretNamespaces')).flat(), '--set', 'rbac.scope=namespace'];
+  return [
+    ...pairs.filter(([, value]) => !value.startsWith('operator.secretAccess') && !value.startsWith('operator.secretNamespaces')).flat(),
+    '--set',
+    'rbac.scope=namespace',
+  ];
 };
 
 describe('charts/syncline', () => {
@@ -141,7 +227,8 @@ describe('charts/syncline', () => {
     expect(result.status).not.toBe(0);
     return result.stderr;
   };
-  const find = (objects: Rendered[], kind: string, name?: string): Rendered[] => objects.filter((o) => o.kind === kind && (name === undefined || o.metadata?.name === name));
+  const find = (objects: Rendered[], kind: string, name?: string): Rendered[] =>
+    objects.filter((o) => o.kind === kind && (name === undefined || o.metadata?.name === name));
   const container = (objects: Rendered[]): Container => {
     const [deployment] = find(objects, 'Deployment') as unknown as DeploymentShape[];
     const first = deployment?.spec.template.spec.containers[0];
@@ -162,7 +249,9 @@ describe('charts/syncline', () => {
     const generated = (await readdir(join(root, 'crds'))).sort();
     expect((await readdir(join(chartDir, 'crds'))).sort()).toEqual(generated);
     for (const file of generated) {
-      expect(await readFile(join(chartDir, 'crds', file), 'utf8'), `charts/syncline/crds/${file} is stale: cp crds/*.yaml charts/syncline/crds/`).toBe(await readFile(join(root, 'crds', file), 'utf8'));
+      expect(await readFile(join(chartDir, 'crds', file), 'utf8'), `charts/syncline/crds/${file} is stale: cp crds/*.yaml charts/syncline/crds/`).toBe(
+        await readFile(join(root, 'crds', file), 'utf8'),
+      );
     }
   });
 
@@ -171,7 +260,15 @@ describe('charts/syncline', () => {
     const [deployment] = find(objects, 'Deployment') as unknown as DeploymentShape[];
     expect(deployment?.spec.replicas).toBe(2);
     const c = container(objects);
-    expect(c.args).toEqual(expect.arrayContaining(['run', '--leader-elect', `--leader-election-namespace=${ns.name}`, '--probe-addr=0.0.0.0:8080', '--cache-dir=/var/cache/syncline']));
+    expect(c.args).toEqual(
+      expect.arrayContaining([
+        'run',
+        '--leader-elect',
+        `--leader-election-namespace=${ns.name}`,
+        '--probe-addr=0.0.0.0:8080',
+        '--cache-dir=/var/cache/syncline',
+      ]),
+    );
     expect(c.args.some((a) => a.startsWith('--namespace'))).toBe(false);
     expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
     expect(deployment?.spec.template.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000 });
@@ -187,7 +284,15 @@ describe('charts/syncline', () => {
     const ports = (name: string): unknown => (find(objects, 'Service', name)[0]?.['spec'] as { ports?: unknown } | undefined)?.ports;
     expect(ports('syncline-metrics')).toEqual([{ name: 'metrics', port: 8080, targetPort: 'probes', protocol: 'TCP' }]);
     expect(ports('syncline-webhooks')).toEqual([{ name: 'webhooks', port: 9292, targetPort: 'webhooks', protocol: 'TCP' }]);
-    expect(find(objects, 'CustomResourceDefinition').map((s) => s.metadata?.name)).toEqual(['configsyncs.syncline.dev', 'manifestsyncs.syncline.dev', 'namespacereplicationpolicies.syncline.dev', 'namespacereplications.syncline.dev', 'notificationalerts.syncline.dev', 'notificationproviders.syncline.dev', 'remoteclusters.syncline.dev']);
+    expect(find(objects, 'CustomResourceDefinition').map((s) => s.metadata?.name)).toEqual([
+      'configsyncs.syncline.dev',
+      'manifestsyncs.syncline.dev',
+      'namespacereplicationpolicies.syncline.dev',
+      'namespacereplications.syncline.dev',
+      'notificationalerts.syncline.dev',
+      'notificationproviders.syncline.dev',
+      'remoteclusters.syncline.dev',
+    ]);
   });
 
   it('values.schema.json: a wrong type, a bad enum value or an unknown key fails helm template', () => {
@@ -212,7 +317,11 @@ describe('charts/syncline', () => {
   it('networkPolicy: ingress to the metrics and webhook ports from their peers, egress to the API server, Git and DNS', () => {
     expect(find(template(), 'NetworkPolicy')).toEqual([]);
     const [policy] = find(template(...everything(ns.name)), 'NetworkPolicy');
-    const spec = policy?.['spec'] as { policyTypes: string[]; ingress: { ports: { port: number }[]; from?: unknown[] }[]; egress: { ports: { port: number; protocol: string }[]; to?: unknown[] }[] };
+    const spec = policy?.['spec'] as {
+      policyTypes: string[];
+      ingress: { ports: { port: number }[]; from?: unknown[] }[];
+      egress: { ports: { port: number; protocol: string }[]; to?: unknown[] }[];
+    };
     expect(spec.policyTypes).toEqual(['Ingress', 'Egress']);
     expect(spec.ingress).toEqual([
       { ports: [{ port: 8080, protocol: 'TCP' }], from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }] },
@@ -222,13 +331,23 @@ describe('charts/syncline', () => {
     expect(spec.egress.map((e) => [e.ports.map((p) => `${p.port}/${p.protocol}`), e.to])).toEqual([
       [['443/TCP', '6443/TCP'], [{ ipBlock: { cidr: '10.0.0.1/32' } }]],
       [['443/TCP', '22/TCP'], [{ ipBlock: { cidr: '140.82.112.0/20' } }]],
-      [['53/UDP', '53/TCP'], [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } }, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }]],
+      [
+        ['53/UDP', '53/TCP'],
+        [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } }, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }],
+      ],
       [['8443/undefined'], undefined],
     ]);
   });
 
   it('operator.secretAccess=namespaced: no cluster-wide Secret rights, a Role per namespace, one Secret watch per namespace, mirroring off', () => {
-    const objects = template('--set', 'operator.secretAccess=namespaced', '--set', 'operator.secretNamespaces[0]=team-a', '--set', 'operator.secretNamespaces[1]=team-b');
+    const objects = template(
+      '--set',
+      'operator.secretAccess=namespaced',
+      '--set',
+      'operator.secretNamespaces[0]=team-a',
+      '--set',
+      'operator.secretNamespaces[1]=team-b',
+    );
     const own = find(objects, 'ClusterRole', 'syncline').flatMap((o) => o['rules'] as Rule[]);
     expect(own.filter((rule) => rule.resources?.includes('secrets') === true)).toEqual([]);
     expect(own).toContainEqual({ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] });
@@ -252,7 +371,10 @@ describe('charts/syncline', () => {
     const objects = template('--set', 'ui.enabled=true');
     expect(container(objects).args).toContain('--ui-addr=0.0.0.0:9393');
     expect(container(objects).ports.map((p) => p.name)).toContain('ui');
-    expect(find(objects, 'Service', 'syncline-ui')[0]?.['spec']).toMatchObject({ sessionAffinity: 'ClientIP', ports: [{ name: 'ui', port: 9393, targetPort: 'ui' }] });
+    expect(find(objects, 'Service', 'syncline-ui')[0]?.['spec']).toMatchObject({
+      sessionAffinity: 'ClientIP',
+      ports: [{ name: 'ui', port: 9393, targetPort: 'ui' }],
+    });
     expect(find(objects, 'ClusterRole', 'syncline-ui')[0]?.['rules']).toEqual([
       { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
       { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
@@ -267,18 +389,22 @@ describe('charts/syncline', () => {
 
   it('ui.oidc: the --ui-oidc-* flags, and a Role to read that one client-secret Secret; ui.anonymous only when set', () => {
     const objects = template(...everything(ns.name));
-    expect(container(objects).args).toEqual(expect.arrayContaining([
-      '--ui-anonymous',
-      '--ui-oidc-issuer=https://login.example.com',
-      '--ui-oidc-client-id=syncline',
-      '--ui-oidc-client-secret=syncline-oidc:client-secret',
-      '--ui-oidc-redirect-url=https://syncline.example.com/oidc/callback',
-      '--ui-oidc-username-claim=sub',
-      '--ui-oidc-username-prefix=oidc:',
-      '--ui-oidc-groups-claim=groups',
-      '--ui-oidc-groups-prefix=oidc:',
-    ]));
-    expect(find(objects, 'Role', 'syncline-ui-oidc')[0]?.['rules']).toEqual([{ apiGroups: [''], resources: ['secrets'], resourceNames: ['syncline-oidc'], verbs: ['get'] }]);
+    expect(container(objects).args).toEqual(
+      expect.arrayContaining([
+        '--ui-anonymous',
+        '--ui-oidc-issuer=https://login.example.com',
+        '--ui-oidc-client-id=syncline',
+        '--ui-oidc-client-secret=syncline-oidc:client-secret',
+        '--ui-oidc-redirect-url=https://syncline.example.com/oidc/callback',
+        '--ui-oidc-username-claim=sub',
+        '--ui-oidc-username-prefix=oidc:',
+        '--ui-oidc-groups-claim=groups',
+        '--ui-oidc-groups-prefix=oidc:',
+      ]),
+    );
+    expect(find(objects, 'Role', 'syncline-ui-oidc')[0]?.['rules']).toEqual([
+      { apiGroups: [''], resources: ['secrets'], resourceNames: ['syncline-oidc'], verbs: ['get'] },
+    ]);
     expect(templateError('--set', 'ui.enabled=true', '--set', 'ui.oidc.issuer=https://login.example.com')).toContain('ui.oidc.issuer needs ui.oidc.clientId');
     expect(templateError('--set', 'ui.enabled=true', '--set', 'ui.oidc.issuer=http://login.example.com')).toContain('/ui/oidc/issuer');
   });
@@ -288,7 +414,12 @@ describe('charts/syncline', () => {
     expect(find(objects, 'Ingress', 'syncline-ui')[0]?.['spec']).toEqual({
       ingressClassName: 'nginx',
       tls: [{ secretName: 'syncline-ui-tls', hosts: ['syncline.example.com'] }],
-      rules: [{ host: 'syncline.example.com', http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 'syncline-ui', port: { name: 'ui' } } } }] } }],
+      rules: [
+        {
+          host: 'syncline.example.com',
+          http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 'syncline-ui', port: { name: 'ui' } } } }] },
+        },
+      ],
     });
     expect(find(objects, 'HTTPRoute', 'syncline-ui')[0]?.['spec']).toEqual({
       parentRefs: [{ name: 'public', namespace: 'gateway' }],
@@ -310,7 +441,9 @@ describe('charts/syncline', () => {
     const [main, a, b] = deployments;
     expect(argsOf(main as DeploymentShape).filter((arg) => arg.startsWith('--shard'))).toEqual([]);
     expect(argsOf(main as DeploymentShape)).toContain('--mirror=on');
-    expect(argsOf(a as DeploymentShape)).toEqual(expect.arrayContaining(['--shard=a', '--leader-elect', '--leader-election-id=syncline-leader', '--mirror=off']));
+    expect(argsOf(a as DeploymentShape)).toEqual(
+      expect.arrayContaining(['--shard=a', '--leader-elect', '--leader-election-id=syncline-leader', '--mirror=off']),
+    );
     expect(argsOf(b as DeploymentShape)).toContain('--shard=b');
     // the same pod spec otherwise
     const withoutShard = (d: DeploymentShape): string[] => argsOf(d).filter((arg) => !arg.startsWith('--shard') && !arg.startsWith('--mirror='));
@@ -320,11 +453,26 @@ describe('charts/syncline', () => {
     const selectors = rendered.map((d) => (d['spec'] as { selector: { matchLabels: Record<string, string> } }).selector.matchLabels);
     const podLabels = rendered.map((d) => (d['spec'] as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels);
     selectors.forEach((selector, i) =>
-      podLabels.forEach((labels, j) => expect(Object.entries(selector).every(([k, v]) => labels[k] === v), `Deployment ${i} selects the pods of ${j}`).toBe(i === j)),
+      podLabels.forEach((labels, j) =>
+        expect(
+          Object.entries(selector).every(([k, v]) => labels[k] === v),
+          `Deployment ${i} selects the pods of ${j}`,
+        ).toBe(i === j),
+      ),
     );
     // each shard's Lease (the flag suffixes the id) is one the Role lets it write
-    expect(rulesOf(objects, 'Role')).toContainEqual({ apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['syncline-leader', 'syncline-leader-a', 'syncline-leader-b'], verbs: ['get', 'update', 'patch'] });
-    expect(find(objects, 'Service').map((s) => s.metadata?.name)).toEqual(['syncline-metrics', 'syncline-shard-a-metrics', 'syncline-shard-b-metrics', 'syncline-webhooks']);
+    expect(rulesOf(objects, 'Role')).toContainEqual({
+      apiGroups: ['coordination.k8s.io'],
+      resources: ['leases'],
+      resourceNames: ['syncline-leader', 'syncline-leader-a', 'syncline-leader-b'],
+      verbs: ['get', 'update', 'patch'],
+    });
+    expect(find(objects, 'Service').map((s) => s.metadata?.name)).toEqual([
+      'syncline-metrics',
+      'syncline-shard-a-metrics',
+      'syncline-shard-b-metrics',
+      'syncline-webhooks',
+    ]);
     expect(find(objects, 'PodDisruptionBudget').map((s) => s.metadata?.name)).toEqual(['syncline', 'syncline-shard-a', 'syncline-shard-b']);
 
     // a shard name that cannot be a label value, Lease or Deployment name suffix is refused
@@ -337,28 +485,63 @@ describe('charts/syncline', () => {
 
   it('cluster mode: ClusterRoles for the operator and for what it syncs, the Lease in a Role', () => {
     const objects = template();
-    expect(find(objects, 'ClusterRole').map((o) => o.metadata?.name).sort()).toEqual(['syncline', 'syncline-edit', 'syncline-manage', 'syncline-view']);
+    expect(
+      find(objects, 'ClusterRole')
+        .map((o) => o.metadata?.name)
+        .sort(),
+    ).toEqual(['syncline', 'syncline-edit', 'syncline-manage', 'syncline-view']);
     expect(find(objects, 'Role').map((o) => o.metadata?.name)).toEqual(['syncline-leader-election']);
     const own = find(objects, 'ClusterRole', 'syncline').flatMap((o) => o['rules'] as Rule[]);
-    expect(own).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['configsyncs/status', 'manifestsyncs/status', 'remoteclusters/status', 'namespacereplications/status', 'notificationproviders/status', 'notificationalerts/status'], verbs: ['get', 'patch', 'update'] });
+    expect(own).toContainEqual({
+      apiGroups: ['syncline.dev'],
+      resources: [
+        'configsyncs/status',
+        'manifestsyncs/status',
+        'remoteclusters/status',
+        'namespacereplications/status',
+        'notificationproviders/status',
+        'notificationalerts/status',
+      ],
+      verbs: ['get', 'patch', 'update'],
+    });
     expect(own).toContainEqual({ apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'] });
     // NamespaceReplicationPolicies: the replications they stand for are created and removed by the operator
     expect(own).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['namespacereplicationpolicies/status'], verbs: ['get', 'patch', 'update'] });
     expect(own).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['namespacereplications'], verbs: ['create', 'delete'] });
     // least privilege: the operator's own role writes nothing but its API, events and tokens
-    for (const rule of own) if (rule.apiGroups?.includes('') === true && rule.resources?.includes('secrets') === true) expect(rule.verbs).toEqual(['get', 'list', 'watch']);
-    expect(rulesOf(objects, 'Role')).toContainEqual({ apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['syncline-leader'], verbs: ['get', 'update', 'patch'] });
+    for (const rule of own)
+      if (rule.apiGroups?.includes('') === true && rule.resources?.includes('secrets') === true) expect(rule.verbs).toEqual(['get', 'list', 'watch']);
+    expect(rulesOf(objects, 'Role')).toContainEqual({
+      apiGroups: ['coordination.k8s.io'],
+      resources: ['leases'],
+      resourceNames: ['syncline-leader'],
+      verbs: ['get', 'update', 'patch'],
+    });
 
     // restricting what it may sync: the manage role follows rbac.manage.rules, and none at all is allowed
-    const narrowed = template('--set', 'rbac.manage.rules[0].apiGroups[0]=apps', '--set', 'rbac.manage.rules[0].resources[0]=deployments', '--set', 'rbac.manage.rules[0].verbs[0]=patch');
+    const narrowed = template(
+      '--set',
+      'rbac.manage.rules[0].apiGroups[0]=apps',
+      '--set',
+      'rbac.manage.rules[0].resources[0]=deployments',
+      '--set',
+      'rbac.manage.rules[0].verbs[0]=patch',
+    );
     const bindAndEscalate = { apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'clusterroles'], verbs: ['bind', 'escalate'] };
-    expect(find(narrowed, 'ClusterRole', 'syncline-manage')[0]?.['rules']).toEqual([{ apiGroups: ['apps'], resources: ['deployments'], verbs: ['patch'] }, bindAndEscalate]);
+    expect(find(narrowed, 'ClusterRole', 'syncline-manage')[0]?.['rules']).toEqual([
+      { apiGroups: ['apps'], resources: ['deployments'], verbs: ['patch'] },
+      bindAndEscalate,
+    ]);
     // syncs may apply RBAC beyond the operator's verbs unless the narrower install is asked for
     const noEscalation = template('--set', 'rbac.manage.bindAndEscalate=false');
     expect(rulesOf(noEscalation, 'ClusterRole')).not.toContainEqual(bindAndEscalate);
     expect(rulesOf(template('--set', 'rbac.scope=namespace'), 'Role')).toContainEqual(bindAndEscalate);
     const none = template('--set', 'rbac.manage.rules=null');
-    expect(find(none, 'ClusterRole').map((o) => o.metadata?.name).sort()).toEqual(['syncline', 'syncline-edit', 'syncline-view']);
+    expect(
+      find(none, 'ClusterRole')
+        .map((o) => o.metadata?.name)
+        .sort(),
+    ).toEqual(['syncline', 'syncline-edit', 'syncline-view']);
     expect(find(none, 'ClusterRoleBinding').map((o) => o.metadata?.name)).toEqual(['syncline']);
   });
 
@@ -366,11 +549,19 @@ describe('charts/syncline', () => {
     const objects = template('--set', 'rbac.scope=namespace');
     expect(find(objects, 'ClusterRole')).toEqual([]);
     expect(find(objects, 'ClusterRoleBinding')).toEqual([]);
-    expect(find(objects, 'Role').map((o) => [o.metadata?.name, o.metadata?.namespace]).sort()).toEqual([
+    expect(
+      find(objects, 'Role')
+        .map((o) => [o.metadata?.name, o.metadata?.namespace])
+        .sort(),
+    ).toEqual([
       ['syncline', ns.name],
       ['syncline-leader-election', ns.name],
     ]);
-    expect(rulesOf(objects, 'Role')).toContainEqual({ apiGroups: ['syncline.dev'], resources: ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications', 'notificationproviders', 'notificationalerts'], verbs: ['get', 'list', 'watch', 'patch', 'update'] });
+    expect(rulesOf(objects, 'Role')).toContainEqual({
+      apiGroups: ['syncline.dev'],
+      resources: ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications', 'notificationproviders', 'notificationalerts'],
+      verbs: ['get', 'list', 'watch', 'patch', 'update'],
+    });
     expect(container(objects).args).toContain(`--namespace=${ns.name}`);
     expect(() => template('--set', 'rbac.scope=everywhere')).toThrow();
   });
@@ -379,24 +570,40 @@ describe('charts/syncline', () => {
     const usage = spawnSync(process.execPath, [mainPath, 'run', '--help'], { encoding: 'utf8' }).stdout;
     // --context picks a context of a kubeconfig for a person at a terminal; the chart's kubeconfig Secret
     // (operator.kubeconfigSecret) names its cluster by its current-context.
-    const runFlags = [...usage.slice(usage.indexOf('Options:')).matchAll(/^ {2}(?:-[a-zA-Z], )?(--[a-z-]+)/gm)].map((m) => m[1] ?? '').filter((flag) => !['--help', '--context'].includes(flag));
+    const runFlags = [...usage.slice(usage.indexOf('Options:')).matchAll(/^ {2}(?:-[a-zA-Z], )?(--[a-z-]+)/gm)]
+      .map((m) => m[1] ?? '')
+      .filter((flag) => !['--help', '--context'].includes(flag));
     expect(runFlags.length).toBeGreaterThan(8);
     // every Deployment's flags: --shard is passed by the named shards' Deployments only
-    const args = (find(template(...everything(ns.name)), 'Deployment') as unknown as DeploymentShape[]).flatMap((d) => d.spec.template.spec.containers[0]?.args ?? []);
-    for (const flag of runFlags) expect(args.some((a) => a === flag || a.startsWith(`${flag}=`)), `no value passes ${flag}`).toBe(true);
+    const args = (find(template(...everything(ns.name)), 'Deployment') as unknown as DeploymentShape[]).flatMap(
+      (d) => d.spec.template.spec.containers[0]?.args ?? [],
+    );
+    for (const flag of runFlags)
+      expect(
+        args.some((a) => a === flag || a.startsWith(`${flag}=`)),
+        `no value passes ${flag}`,
+      ).toBe(true);
 
     // given the default and namespace-mode args, when the real CLI parses them, then it accepts them (it
     // gets as far as reading the kubeconfig we point at nothing)
     const shardDeployment = find(template('--set', 'shards={a}'), 'Deployment', 'syncline-shard-a') as unknown as DeploymentShape[];
-    for (const objects of [template(), template('--set', 'rbac.scope=namespace'), template('--set', 'operator.secretAccess=namespaced'), shardDeployment as unknown as Rendered[]]) {
+    for (const objects of [
+      template(),
+      template('--set', 'rbac.scope=namespace'),
+      template('--set', 'operator.secretAccess=namespaced'),
+      shardDeployment as unknown as Rendered[],
+    ]) {
       const rendered = container(objects).args;
-      const run = spawnSync(process.execPath, [mainPath, ...rendered, '--kubeconfig', join(helmHome, 'no-such-kubeconfig')], { encoding: 'utf8', timeout: 30_000 });
+      const run = spawnSync(process.execPath, [mainPath, ...rendered, '--kubeconfig', join(helmHome, 'no-such-kubeconfig')], {
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
       expect(run.stderr).not.toMatch(/unknown option|ERR_PARSE_ARGS/i);
       expect(run.stderr).toContain('no-such-kubeconfig');
     }
   });
 
-  it('namespace mode grants enough: the operator, as the chart\'s ServiceAccount, syncs a ConfigSync', async () => {
+  it("namespace mode grants enough: the operator, as the chart's ServiceAccount, syncs a ConfigSync", async () => {
     // given the chart's ServiceAccount and namespace-mode RBAC applied for real (the Deployment itself needs
     // a kubelet, which the test control plane has not: the operator runs here, with the pod's rights)
     await using tenant = await testNamespace({ prefix: 'chart-rbac' });
@@ -404,31 +611,46 @@ describe('charts/syncline', () => {
     for (const object of objects.filter((o) => ['ServiceAccount', 'Role', 'RoleBinding'].includes(o.kind ?? ''))) {
       await serverSideApply(rest, object, tenant.name);
     }
-    const token = (await rest.request<{ status: { token: string } }>({
-      method: 'POST',
-      path: `/api/v1/namespaces/${tenant.name}/serviceaccounts/syncline/token`,
-      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
-    })).status.token;
+    const token = (
+      await rest.request<{ status: { token: string } }>({
+        method: 'POST',
+        path: `/api/v1/namespaces/${tenant.name}/serviceaccounts/syncline/token`,
+        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+      })
+    ).status.token;
     const kubeconfig = join(helmHome, `${tenant.name}.kubeconfig`);
     await writeFile(kubeconfig, serviceAccountKubeconfig(token));
     await using git = await startGitServer();
     const repo = await git.createRepo('rbac');
-    const sha = await repo.commit({ 'app/cm.yaml.hbs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-git\ndata:\n  greeting: {{values.greeting}}\n' });
-    await rest.request({ method: 'POST', path: `/api/v1/namespaces/${tenant.name}/configmaps`, body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'values' }, data: { 'values.yaml': 'greeting: hello' } } });
+    const sha = await repo.commit({
+      'app/cm.yaml.hbs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-git\ndata:\n  greeting: {{values.greeting}}\n',
+    });
+    await rest.request({
+      method: 'POST',
+      path: `/api/v1/namespaces/${tenant.name}/configmaps`,
+      body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'values' }, data: { 'values.yaml': 'greeting: hello' } },
+    });
 
     // when the operator runs with the flags the chart gives it (except ports and paths, which the test picks)
-    const args = container(objects).args.filter((a) => /^--(namespace|leader-elect|leader-election-namespace|leader-election-id|lease-duration|concurrency|log-level|mirror)\b/.test(a));
+    const args = container(objects).args.filter((a) =>
+      /^--(namespace|leader-elect|leader-election-namespace|leader-election-id|lease-duration|concurrency|log-level|mirror)\b/.test(a),
+    );
     await using operator = await startOperator({ kubeconfig, args: [...args, '--webhook-addr=off'] });
-    await applyConfigSync(configSync(tenant.name, 'app', {
-      source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
-      valuesFrom: [{ kind: 'ConfigMap', name: 'values' }],
-      targets: [{ name: 'here', namespace: tenant.name }],
-    }));
+    await applyConfigSync(
+      configSync(tenant.name, 'app', {
+        source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+        valuesFrom: [{ kind: 'ConfigMap', name: 'values' }],
+        targets: [{ name: 'here', namespace: tenant.name }],
+      }),
+    );
 
     // then it takes the Lease, syncs and records events, all within its namespace's Role
     await waitForReady(tenant.name, 'app', (cs) => cs.status?.sourceRevision === sha, 45_000);
     expect(await configMapData(tenant.name, 'from-git')).toEqual({ greeting: 'hello' });
-    const lease = await rest.request<{ spec?: { holderIdentity?: string } }>({ method: 'GET', path: `/apis/coordination.k8s.io/v1/namespaces/${tenant.name}/leases/syncline-leader` });
+    const lease = await rest.request<{ spec?: { holderIdentity?: string } }>({
+      method: 'GET',
+      path: `/apis/coordination.k8s.io/v1/namespaces/${tenant.name}/leases/syncline-leader`,
+    });
     expect(lease.spec?.holderIdentity).toBeTruthy();
     const events = await rest.request<{ items: { involvedObject: { name: string } }[] }>({ method: 'GET', path: `/api/v1/namespaces/${tenant.name}/events` });
     expect(events.items.some((e) => e.involvedObject.name === 'app')).toBe(true);
@@ -440,27 +662,52 @@ describe('charts/syncline', () => {
     await using tenant = await testNamespace({ prefix: 'chart-sec' });
     await using outside = await testNamespace({ prefix: 'chart-nosec' });
     const release = `sec-${tenant.name.slice(-8)}`;
-    const rendered = runHelm(helm, ['template', release, chartDir, '--namespace', tenant.name,
-      '--set', 'operator.secretAccess=namespaced', '--set', `operator.secretNamespaces[0]=${tenant.name}`,
-      '--set', 'rbac.manage.rules[0].apiGroups[0]=', '--set', 'rbac.manage.rules[0].resources[0]=configmaps',
-      '--set', 'rbac.manage.rules[0].verbs={get,list,watch,create,update,patch,delete}'], helmHome);
+    const rendered = runHelm(
+      helm,
+      [
+        'template',
+        release,
+        chartDir,
+        '--namespace',
+        tenant.name,
+        '--set',
+        'operator.secretAccess=namespaced',
+        '--set',
+        `operator.secretNamespaces[0]=${tenant.name}`,
+        '--set',
+        'rbac.manage.rules[0].apiGroups[0]=',
+        '--set',
+        'rbac.manage.rules[0].resources[0]=configmaps',
+        '--set',
+        'rbac.manage.rules[0].verbs={get,list,watch,create,update,patch,delete}',
+      ],
+      helmHome,
+    );
     expect(rendered.status, rendered.stderr).toBe(0);
     const objects = (parseYamlDocuments(rendered.stdout) as (Rendered | null)[]).filter((o): o is Rendered => o !== null);
     const rbac = objects.filter((o) => ['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind ?? ''));
     for (const object of rbac) await serverSideApply(rest, object, tenant.name);
     try {
-      const token = (await rest.request<{ status: { token: string } }>({
-        method: 'POST',
-        path: `/api/v1/namespaces/${tenant.name}/serviceaccounts/${release}-syncline/token`,
-        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
-      })).status.token;
+      const token = (
+        await rest.request<{ status: { token: string } }>({
+          method: 'POST',
+          path: `/api/v1/namespaces/${tenant.name}/serviceaccounts/${release}-syncline/token`,
+          body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+        })
+      ).status.token;
       const kubeconfig = join(helmHome, `${tenant.name}.kubeconfig`);
       await writeFile(kubeconfig, serviceAccountKubeconfig(token));
       await using git = await startGitServer();
       const repo = await git.createRepo('secrets');
-      const sha = await repo.commit({ 'app/cm.yaml.hbs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-git\ndata:\n  greeting: {{values.greeting}}\n' });
+      const sha = await repo.commit({
+        'app/cm.yaml.hbs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-git\ndata:\n  greeting: {{values.greeting}}\n',
+      });
       for (const namespace of [tenant.name, outside.name]) {
-        await rest.request({ method: 'POST', path: `/api/v1/namespaces/${namespace}/secrets`, body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'values' }, stringData: { 'values.yaml': `greeting: hello ${namespace}` } } });
+        await rest.request({
+          method: 'POST',
+          path: `/api/v1/namespaces/${namespace}/secrets`,
+          body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'values' }, stringData: { 'values.yaml': `greeting: hello ${namespace}` } },
+        });
       }
 
       // when the operator runs with the chart's flags (one Secret watch per granted namespace)
@@ -486,11 +733,15 @@ describe('charts/syncline', () => {
       expect(await configMapData(tenant.name, 'from-git')).toEqual({ greeting: `hello ${tenant.name}` });
       expect((await fetch(`http://${operator.probeAddress}/readyz`)).status).toBe(200);
       // ... and the one elsewhere is refused by the API server, and says so
-      const refused = await eventually(async () => {
-        const cs = await readConfigSync(outside.name, 'app');
-        const ready = cs?.status?.conditions?.find((c) => c.type === 'Ready');
-        return ready?.status === 'False' ? ready : undefined;
-      }, 'the outside sync to fail', 45_000);
+      const refused = await eventually(
+        async () => {
+          const cs = await readConfigSync(outside.name, 'app');
+          const ready = cs?.status?.conditions?.find((c) => c.type === 'Ready');
+          return ready?.status === 'False' ? ready : undefined;
+        },
+        'the outside sync to fail',
+        45_000,
+      );
       expect(refused.message).toMatch(/forbidden/i);
       expect(await configMapData(outside.name, 'from-git')).toBeUndefined();
     } finally {
@@ -503,69 +754,92 @@ describe('charts/syncline', () => {
   it.each([
     ['default values', [] as string[], true],
     ['rbac.manage.bindAndEscalate=false', ['--set', 'rbac.manage.bindAndEscalate=false'], false],
-  ] as const)("RBAC a platform team syncs, as the chart's ServiceAccount (%s): a ClusterRole beyond the operator's verbs and a RoleBinding to admin", async (_name, values, allowed) => {
-    // given the chart's cluster-mode RBAC applied for real, and a trusted namespace whose sync holds RBAC
-    await using platform = await testNamespace({ prefix: 'chart-grant' });
-    const release = `grant-${platform.name.slice(-8)}`;
-    const rendered = runHelm(helm, ['template', release, chartDir, '--namespace', platform.name, '--set', `operator.trustedNamespaces[0]=${platform.name}`, ...values], helmHome);
-    expect(rendered.status, rendered.stderr).toBe(0);
-    const objects = (parseYamlDocuments(rendered.stdout) as (Rendered | null)[]).filter((o): o is Rendered => o !== null);
-    const rbac = objects.filter((o) => ['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind ?? ''));
-    for (const object of rbac) await serverSideApply(rest, object, platform.name);
-    const granted = `${release}-deployers`;
-    try {
-      const token = (await rest.request<{ status: { token: string } }>({
-        method: 'POST',
-        path: `/api/v1/namespaces/${platform.name}/serviceaccounts/${release}-syncline/token`,
-        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
-      })).status.token;
-      const kubeconfig = join(helmHome, `${platform.name}.kubeconfig`);
-      await writeFile(kubeconfig, serviceAccountKubeconfig(token));
-      await using git = await startGitServer();
-      const repo = await git.createRepo('grants');
-      const sha = await repo.commit({
-        // more than the operator's own verbs: every verb, impersonation
-        'app/clusterrole.yaml': `apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: ${granted}\nrules:\n  - apiGroups: ["*"]\n    resources: ["*"]\n    verbs: ["*"]\n  - apiGroups: [""]\n    resources: ["users", "groups", "serviceaccounts"]\n    verbs: ["impersonate"]\n`,
-        // the built-in admin role holds deletecollection, impersonate and more
-        'app/rolebinding.yaml': `apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: team-admins\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: admin\nsubjects:\n  - apiGroup: rbac.authorization.k8s.io\n    kind: Group\n    name: team-a\n`,
-      });
+  ] as const)(
+    "RBAC a platform team syncs, as the chart's ServiceAccount (%s): a ClusterRole beyond the operator's verbs and a RoleBinding to admin",
+    async (_name, values, allowed) => {
+      // given the chart's cluster-mode RBAC applied for real, and a trusted namespace whose sync holds RBAC
+      await using platform = await testNamespace({ prefix: 'chart-grant' });
+      const release = `grant-${platform.name.slice(-8)}`;
+      const rendered = runHelm(
+        helm,
+        ['template', release, chartDir, '--namespace', platform.name, '--set', `operator.trustedNamespaces[0]=${platform.name}`, ...values],
+        helmHome,
+      );
+      expect(rendered.status, rendered.stderr).toBe(0);
+      const objects = (parseYamlDocuments(rendered.stdout) as (Rendered | null)[]).filter((o): o is Rendered => o !== null);
+      const rbac = objects.filter((o) => ['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind ?? ''));
+      for (const object of rbac) await serverSideApply(rest, object, platform.name);
+      const granted = `${release}-deployers`;
+      try {
+        const token = (
+          await rest.request<{ status: { token: string } }>({
+            method: 'POST',
+            path: `/api/v1/namespaces/${platform.name}/serviceaccounts/${release}-syncline/token`,
+            body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+          })
+        ).status.token;
+        const kubeconfig = join(helmHome, `${platform.name}.kubeconfig`);
+        await writeFile(kubeconfig, serviceAccountKubeconfig(token));
+        await using git = await startGitServer();
+        const repo = await git.createRepo('grants');
+        const sha = await repo.commit({
+          // more than the operator's own verbs: every verb, impersonation
+          'app/clusterrole.yaml': `apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: ${granted}\nrules:\n  - apiGroups: ["*"]\n    resources: ["*"]\n    verbs: ["*"]\n  - apiGroups: [""]\n    resources: ["users", "groups", "serviceaccounts"]\n    verbs: ["impersonate"]\n`,
+          // the built-in admin role holds deletecollection, impersonate and more
+          'app/rolebinding.yaml': `apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: team-admins\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: admin\nsubjects:\n  - apiGroup: rbac.authorization.k8s.io\n    kind: Group\n    name: team-a\n`,
+        });
 
-      // when the operator runs with the chart's flags, on a shard of its own (other test files' syncs stay theirs)
-      const args = container(objects).args.filter((a) => /^--(trusted-namespaces|operator-namespace|concurrency|log-level|mirror)\b/.test(a));
-      expect(args).toContain(`--trusted-namespaces=${platform.name}`);
-      const shard = release;
-      await using _operator = await startOperator({ kubeconfig, args: [...args, '--webhook-addr=off', '--shard', shard] });
-      const sync = configSync(platform.name, 'rbac', { source: { git: { repo: repo.url, revision: 'main', path: 'app' } }, targets: [{ name: 'here', namespace: platform.name }] });
-      sync.metadata = { ...sync.metadata, labels: { 'syncline.dev/shard': shard } };
-      await applyConfigSync(sync);
+        // when the operator runs with the chart's flags, on a shard of its own (other test files' syncs stay theirs)
+        const args = container(objects).args.filter((a) => /^--(trusted-namespaces|operator-namespace|concurrency|log-level|mirror)\b/.test(a));
+        expect(args).toContain(`--trusted-namespaces=${platform.name}`);
+        const shard = release;
+        await using _operator = await startOperator({ kubeconfig, args: [...args, '--webhook-addr=off', '--shard', shard] });
+        const sync = configSync(platform.name, 'rbac', {
+          source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+          targets: [{ name: 'here', namespace: platform.name }],
+        });
+        sync.metadata = { ...sync.metadata, labels: { 'syncline.dev/shard': shard } };
+        await applyConfigSync(sync);
 
-      if (allowed) {
-        // then both are applied
-        await waitForReady(platform.name, 'rbac', (cs) => cs.status?.sourceRevision === sha, 60_000);
-        await rest.request({ method: 'GET', path: `/apis/rbac.authorization.k8s.io/v1/clusterroles/${granted}` });
-        await rest.request({ method: 'GET', path: `/apis/rbac.authorization.k8s.io/v1/namespaces/${platform.name}/rolebindings/team-admins` });
-      } else {
-        // then the API server refuses both, and the sync says why
-        const refused = await eventually(async () => {
-          const ready = (await readConfigSync(platform.name, 'rbac'))?.status?.conditions?.find((c) => c.type === 'Ready');
-          return ready?.status === 'False' ? ready : undefined;
-        }, 'the sync to fail', 60_000);
-        expect(refused.message).toMatch(/attempting to grant RBAC permissions not currently held/);
-        expect(refused.message).toMatch(new RegExp(`ClusterRole/[^:]*${granted}`));
-        expect(refused.message).toMatch(/RoleBinding\/[^:]*team-admins/);
+        if (allowed) {
+          // then both are applied
+          await waitForReady(platform.name, 'rbac', (cs) => cs.status?.sourceRevision === sha, 60_000);
+          await rest.request({ method: 'GET', path: `/apis/rbac.authorization.k8s.io/v1/clusterroles/${granted}` });
+          await rest.request({ method: 'GET', path: `/apis/rbac.authorization.k8s.io/v1/namespaces/${platform.name}/rolebindings/team-admins` });
+        } else {
+          // then the API server refuses both, and the sync says why
+          const refused = await eventually(
+            async () => {
+              const ready = (await readConfigSync(platform.name, 'rbac'))?.status?.conditions?.find((c) => c.type === 'Ready');
+              return ready?.status === 'False' ? ready : undefined;
+            },
+            'the sync to fail',
+            60_000,
+          );
+          expect(refused.message).toMatch(/attempting to grant RBAC permissions not currently held/);
+          expect(refused.message).toMatch(new RegExp(`ClusterRole/[^:]*${granted}`));
+          expect(refused.message).toMatch(/RoleBinding\/[^:]*team-admins/);
+        }
+      } finally {
+        for (const object of [...rbac, { kind: 'ClusterRole', metadata: { name: granted } }].filter(
+          (o) => o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding',
+        )) {
+          await rest
+            .request({ method: 'DELETE', path: `/apis/rbac.authorization.k8s.io/v1/${clusterPlural(object.kind ?? '')}/${object.metadata?.name ?? ''}` })
+            .catch(() => undefined);
+        }
       }
-    } finally {
-      for (const object of [...rbac, { kind: 'ClusterRole', metadata: { name: granted } }].filter((o) => o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding')) {
-        await rest.request({ method: 'DELETE', path: `/apis/rbac.authorization.k8s.io/v1/${clusterPlural(object.kind ?? '')}/${object.metadata?.name ?? ''}` }).catch(() => undefined);
-      }
-    }
-  }, 150_000);
+    },
+    150_000,
+  );
 
-  it('networkPolicy selects the pods of every shard, and no other release\'s', () => {
+  it("networkPolicy selects the pods of every shard, and no other release's", () => {
     const objects = template('--set', 'networkPolicy.enabled=true', '--set', 'shards={a,b}');
     const [policy] = find(objects, 'NetworkPolicy');
     const selector = (policy?.['spec'] as { podSelector: LabelSelector }).podSelector;
-    const pods = (find(objects, 'Deployment') as unknown as { spec: { template: { metadata: { labels: Record<string, string> } } } }[]).map((d) => d.spec.template.metadata.labels);
+    const pods = (find(objects, 'Deployment') as unknown as { spec: { template: { metadata: { labels: Record<string, string> } } } }[]).map(
+      (d) => d.spec.template.metadata.labels,
+    );
     expect(pods).toHaveLength(3);
     for (const labels of pods) expect(selects(selector, labels), JSON.stringify(labels)).toBe(true);
     expect(selects(selector, { ...pods[0], 'app.kubernetes.io/instance': 'other' })).toBe(false);
@@ -584,13 +858,16 @@ describe('charts/syncline', () => {
     expect(tokenRules(rulesOf(template(), 'ClusterRole'))).toEqual([{ apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'] }]);
     // names: only those accounts (and the default account)
     const named = template('--set', 'rbac.serviceAccountTokens.names={deployer,ci}', '--set', 'operator.defaultServiceAccount=syncline-apply');
-    expect(tokenRules(rulesOf(named, 'ClusterRole'))).toEqual([{ apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'], resourceNames: ['deployer', 'ci', 'syncline-apply'] }]);
+    expect(tokenRules(rulesOf(named, 'ClusterRole'))).toEqual([
+      { apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'], resourceNames: ['deployer', 'ci', 'syncline-apply'] },
+    ]);
     // namespaces: a Role per namespace instead of the cluster-wide rule
     const scoped = template('--set', 'rbac.serviceAccountTokens.namespaces={team-a,team-b}', '--set', 'rbac.serviceAccountTokens.names={deployer}');
     expect(tokenRules(rulesOf(scoped, 'ClusterRole'))).toEqual([]);
     const roles = find(scoped, 'Role', 'syncline-tokens');
     expect(roles.map((r) => r.metadata?.namespace)).toEqual(['team-a', 'team-b']);
-    for (const role of roles) expect(role['rules']).toEqual([{ apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'], resourceNames: ['deployer'] }]);
+    for (const role of roles)
+      expect(role['rules']).toEqual([{ apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'], resourceNames: ['deployer'] }]);
     expect(find(scoped, 'RoleBinding', 'syncline-tokens').map((r) => r.metadata?.namespace)).toEqual(['team-a', 'team-b']);
     // off: nowhere, in either scope
     for (const scope of ['cluster', 'namespace']) {
@@ -601,23 +878,43 @@ describe('charts/syncline', () => {
   });
 
   it('aggregated ClusterRoles: view (every Syncline kind, read) joins view by default; edit joins edit/admin only when asked', () => {
-    const kinds = ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications', 'namespacereplicationpolicies', 'notificationproviders', 'notificationalerts'];
+    const kinds = [
+      'configsyncs',
+      'manifestsyncs',
+      'remoteclusters',
+      'namespacereplications',
+      'namespacereplicationpolicies',
+      'notificationproviders',
+      'notificationalerts',
+    ];
     const objects = template();
     const [view] = find(objects, 'ClusterRole', 'syncline-view');
     const [edit] = find(objects, 'ClusterRole', 'syncline-edit');
     expect(view?.metadata?.labels?.['rbac.authorization.k8s.io/aggregate-to-view']).toBe('true');
     expect(edit?.metadata?.labels?.['rbac.authorization.k8s.io/aggregate-to-edit']).toBeUndefined();
-    expect((view?.['rules'] as Rule[])[0]).toMatchObject({ apiGroups: ['syncline.dev'], resources: expect.arrayContaining(kinds) as unknown, verbs: ['get', 'list', 'watch'] });
-    expect((edit?.['rules'] as Rule[])[0]).toMatchObject({ resources: kinds, verbs: expect.arrayContaining(['create', 'update', 'patch', 'delete']) as unknown });
+    expect((view?.['rules'] as Rule[])[0]).toMatchObject({
+      apiGroups: ['syncline.dev'],
+      resources: expect.arrayContaining(kinds) as unknown,
+      verbs: ['get', 'list', 'watch'],
+    });
+    expect((edit?.['rules'] as Rule[])[0]).toMatchObject({
+      resources: kinds,
+      verbs: expect.arrayContaining(['create', 'update', 'patch', 'delete']) as unknown,
+    });
     const [aggregatedEdit] = find(template('--set', 'rbac.aggregation.edit=true', '--set', 'rbac.aggregation.view=false'), 'ClusterRole', 'syncline-edit');
-    expect(aggregatedEdit?.metadata?.labels).toMatchObject({ 'rbac.authorization.k8s.io/aggregate-to-edit': 'true', 'rbac.authorization.k8s.io/aggregate-to-admin': 'true' });
+    expect(aggregatedEdit?.metadata?.labels).toMatchObject({
+      'rbac.authorization.k8s.io/aggregate-to-edit': 'true',
+      'rbac.authorization.k8s.io/aggregate-to-admin': 'true',
+    });
     // namespace mode stays free of cluster-scoped objects
     expect(find(template('--set', 'rbac.scope=namespace'), 'ClusterRole')).toEqual([]);
   });
 
   it('renders the image digest, startupProbe, grace period, revision history and extra volumes', () => {
     const objects = template(...everything(ns.name));
-    const [deployment] = find(objects, 'Deployment') as unknown as (DeploymentShape & { spec: { revisionHistoryLimit: number; template: { spec: { terminationGracePeriodSeconds: number; tolerations: unknown[] } } } })[];
+    const [deployment] = find(objects, 'Deployment') as unknown as (DeploymentShape & {
+      spec: { revisionHistoryLimit: number; template: { spec: { terminationGracePeriodSeconds: number; tolerations: unknown[] } } };
+    })[];
     const c = container(objects) as Container & { image: string; startupProbe: { httpGet: { path: string } } };
     expect(c.image).toBe(`ghcr.io/syncline/syncline@${DIGEST}`);
     expect(c.startupProbe.httpGet.path).toBe('/healthz');
@@ -628,7 +925,12 @@ describe('charts/syncline', () => {
     expect(deployment?.spec.template.spec.tolerations).toEqual([{ key: 'dedicated', operator: 'Equal', value: 'platform', effect: 'NoSchedule' }]);
     // a spread constraint without a selector counts the Deployment's own pods
     expect((deployment?.spec.template.spec as unknown as { topologySpreadConstraints: unknown[] }).topologySpreadConstraints).toEqual([
-      { maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: { 'app.kubernetes.io/name': 'syncline', 'app.kubernetes.io/instance': 'syncline' } } },
+      {
+        maxSkew: 1,
+        topologyKey: 'topology.kubernetes.io/zone',
+        whenUnsatisfiable: 'ScheduleAnyway',
+        labelSelector: { matchLabels: { 'app.kubernetes.io/name': 'syncline', 'app.kubernetes.io/instance': 'syncline' } },
+      },
     ]);
     // the defaults: the tag, a startup probe, 30 s, 3
     const defaults = template();
@@ -668,17 +970,34 @@ describe('charts/syncline', () => {
     const objects = template(...everything(ns.name));
     const [rule] = find(objects, 'PrometheusRule');
     expect(rule?.metadata?.labels?.['release']).toBe('kube-prometheus-stack');
-    const rules = (rule?.['spec'] as { groups: { rules: { alert: string; expr: string; for?: string; labels: Record<string, string> }[] }[] }).groups.flatMap((g) => g.rules);
-    expect([...new Set(rules.map((r) => r.alert))]).toEqual(['SynclineResourceNotReady', 'SynclineReconcileStalled', 'SynclineDRLagging', 'SynclineMirrorConflicts', 'SynclineNotificationsFailing', 'SynclineOperatorDown', 'SynclineNoLeader']);
+    const rules = (rule?.['spec'] as { groups: { rules: { alert: string; expr: string; for?: string; labels: Record<string, string> }[] }[] }).groups.flatMap(
+      (g) => g.rules,
+    );
+    expect([...new Set(rules.map((r) => r.alert))]).toEqual([
+      'SynclineResourceNotReady',
+      'SynclineReconcileStalled',
+      'SynclineDRLagging',
+      'SynclineMirrorConflicts',
+      'SynclineNotificationsFailing',
+      'SynclineOperatorDown',
+      'SynclineNoLeader',
+    ]);
     expect(rules.find((r) => r.alert === 'SynclineResourceNotReady')?.for).toBe('10m');
     // one "down" alert per shard's metrics Service (the ServiceMonitor's job label)
-    expect(rules.filter((r) => r.alert === 'SynclineOperatorDown').map((r) => /job="([^"]+)"/.exec(r.expr)?.[1])).toEqual(['syncline-metrics', 'syncline-shard-a-metrics', 'syncline-shard-b-metrics']);
+    expect(rules.filter((r) => r.alert === 'SynclineOperatorDown').map((r) => /job="([^"]+)"/.exec(r.expr)?.[1])).toEqual([
+      'syncline-metrics',
+      'syncline-shard-a-metrics',
+      'syncline-shard-b-metrics',
+    ]);
     for (const r of rules) expect(r.labels, r.alert).toEqual({ severity: 'warning' });
 
     const [dashboard] = find(objects, 'ConfigMap', 'syncline-dashboard');
     expect(dashboard?.metadata?.labels?.['grafana_dashboard']).toBe('1');
     expect(dashboard?.metadata?.annotations).toEqual({ grafana_folder: 'Syncline' });
-    const json = JSON.parse((dashboard?.['data'] as Record<string, string>)['syncline.json'] ?? '') as { uid: string; panels: { targets: { expr: string }[] }[] };
+    const json = JSON.parse((dashboard?.['data'] as Record<string, string>)['syncline.json'] ?? '') as {
+      uid: string;
+      panels: { targets: { expr: string }[] }[];
+    };
     expect(json.uid).toBe('syncline');
     const exprs = [...rules.map((r) => r.expr), ...json.panels.flatMap((p) => p.targets.map((t) => t.expr))];
 
@@ -716,13 +1035,16 @@ describe('charts/syncline', () => {
       await get(`/apis/rbac.authorization.k8s.io/v1/clusterroles/${fullname}`);
       await get(`/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${fullname}-manage`);
       await get(`/apis/rbac.authorization.k8s.io/v1/namespaces/${target.name}/roles/${fullname}-leader-election`);
-      for (const crd of ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications', 'namespacereplicationpolicies']) await get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd}.syncline.dev`);
+      for (const crd of ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications', 'namespacereplicationpolicies'])
+        await get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd}.syncline.dev`);
     } finally {
       // and it uninstalls cleanly (the cluster-scoped RBAC goes with it)
       const uninstall = runHelm(helm, ['uninstall', release, ...kubeconfig, '--wait', '--timeout', '60s'], helmHome);
       expect(uninstall.status, uninstall.stderr).toBe(0);
     }
-    await expect(rest.request({ method: 'GET', path: `/apis/rbac.authorization.k8s.io/v1/clusterroles/${release}-syncline` })).rejects.toThrow(/404|not found/i);
+    await expect(rest.request({ method: 'GET', path: `/apis/rbac.authorization.k8s.io/v1/clusterroles/${release}-syncline` })).rejects.toThrow(
+      /404|not found/i,
+    );
   }, 120_000);
 
   it('installs with every optional value on, and the aggregated roles let namespace users read (view, edit) and write (edit, when asked) Syncline objects', async () => {
@@ -739,30 +1061,75 @@ describe('charts/syncline', () => {
       await rest.request({ method: 'GET', path: `/api/v1/namespaces/${target.name}/configmaps/${fullname}-dashboard` });
 
       // and two people of the namespace: alice with the built-in `edit`, bob with `view`
-      for (const [user, role] of [['alice', 'edit'], ['bob', 'view']] as const) {
-        await rest.request({ method: 'POST', path: `/apis/rbac.authorization.k8s.io/v1/namespaces/${target.name}/rolebindings`, body: {
-          apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: `${user}-${role}` },
-          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
-          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
-        } });
+      for (const [user, role] of [
+        ['alice', 'edit'],
+        ['bob', 'view'],
+      ] as const) {
+        await rest.request({
+          method: 'POST',
+          path: `/apis/rbac.authorization.k8s.io/v1/namespaces/${target.name}/rolebindings`,
+          body: {
+            apiVersion: 'rbac.authorization.k8s.io/v1',
+            kind: 'RoleBinding',
+            metadata: { name: `${user}-${role}` },
+            roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+            subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+          },
+        });
       }
       const canI = (user: string, verb: string, resource: string, namespace = target.name): string => {
-        const result = spawnSync('kubectl', ['auth', 'can-i', verb, `${resource}.syncline.dev`, '--as', user, '--namespace', namespace, '--kubeconfig', testKubeconfigPath(), '--cache-dir', join(helmHome, 'kube-cache')], { encoding: 'utf8' });
+        const result = spawnSync(
+          'kubectl',
+          [
+            'auth',
+            'can-i',
+            verb,
+            `${resource}.syncline.dev`,
+            '--as',
+            user,
+            '--namespace',
+            namespace,
+            '--kubeconfig',
+            testKubeconfigPath(),
+            '--cache-dir',
+            join(helmHome, 'kube-cache'),
+          ],
+          { encoding: 'utf8' },
+        );
         return result.stdout.trim();
       };
-      const answers = (user: string, verbs: readonly string[], resources: readonly string[]): string => verbs.flatMap((verb) => resources.map((r) => `${verb} ${r}: ${canI(user, verb, r)}`)).join('\n');
+      const answers = (user: string, verbs: readonly string[], resources: readonly string[]): string =>
+        verbs.flatMap((verb) => resources.map((r) => `${verb} ${r}: ${canI(user, verb, r)}`)).join('\n');
       const kinds = ['configsyncs', 'manifestsyncs', 'namespacereplicationpolicies', 'namespacereplications', 'remoteclusters'];
       const expected = (verbs: readonly string[], answer: string): string => verbs.flatMap((verb) => kinds.map((r) => `${verb} ${r}: ${answer}`)).join('\n');
 
       // then (once the controller manager has aggregated the roles) both read every kind, alice writes them too
-      await eventually(() => Promise.resolve(answers('alice', ['get', 'list', 'watch', 'create', 'patch', 'delete'], kinds) === expected(['get', 'list', 'watch', 'create', 'patch', 'delete'], 'yes') ? true : undefined), 'edit to aggregate the Syncline roles', 60_000);
-      await eventually(() => Promise.resolve(answers('bob', ['get', 'list', 'watch'], kinds) === expected(['get', 'list', 'watch'], 'yes') ? true : undefined), 'view to aggregate the Syncline roles', 60_000);
+      await eventually(
+        () =>
+          Promise.resolve(
+            answers('alice', ['get', 'list', 'watch', 'create', 'patch', 'delete'], kinds) ===
+              expected(['get', 'list', 'watch', 'create', 'patch', 'delete'], 'yes')
+              ? true
+              : undefined,
+          ),
+        'edit to aggregate the Syncline roles',
+        60_000,
+      );
+      await eventually(
+        () => Promise.resolve(answers('bob', ['get', 'list', 'watch'], kinds) === expected(['get', 'list', 'watch'], 'yes') ? true : undefined),
+        'view to aggregate the Syncline roles',
+        60_000,
+      );
       expect(answers('bob', ['create', 'delete'], kinds)).toBe(expected(['create', 'delete'], 'no'));
       // only in their namespace
       expect(canI('alice', 'get', 'configsyncs', 'default')).toBe('no');
 
       // when edit aggregation is turned off again (the default), alice still reads but no longer writes
-      const upgrade = runHelm(helm, ['upgrade', release, chartDir, ...kubeconfig, ...everything(target.name), '--set', 'rbac.aggregation.edit=false'], helmHome);
+      const upgrade = runHelm(
+        helm,
+        ['upgrade', release, chartDir, ...kubeconfig, ...everything(target.name), '--set', 'rbac.aggregation.edit=false'],
+        helmHome,
+      );
       expect(upgrade.status, upgrade.stderr).toBe(0);
       await eventually(() => Promise.resolve(canI('alice', 'create', 'configsyncs') === 'no' ? true : undefined), 'edit to drop the write rights', 60_000);
       expect(answers('alice', ['get', 'list', 'watch'], kinds)).toBe(expected(['get', 'list', 'watch'], 'yes'));
@@ -834,7 +1201,12 @@ function serviceAccountKubeconfig(token: string): string {
   const cluster = admin.getCurrentCluster();
   if (cluster === null) throw new Error('the test kubeconfig has no current cluster');
   const sa = new KubeConfig();
-  sa.loadFromOptions({ clusters: [cluster], users: [{ name: 'syncline', token }], contexts: [{ name: 'syncline', cluster: cluster.name, user: 'syncline' }], currentContext: 'syncline' });
+  sa.loadFromOptions({
+    clusters: [cluster],
+    users: [{ name: 'syncline', token }],
+    contexts: [{ name: 'syncline', cluster: cluster.name, user: 'syncline' }],
+    currentContext: 'syncline',
+  });
   return sa.exportConfig();
 }
 
@@ -858,7 +1230,13 @@ async function applyObject(rest: KubeRest, object: Rendered, defaultNamespace: s
   const namespace = object.metadata?.namespace ?? defaultNamespace;
   const path = `${base}${resource.namespaced ? `/namespaces/${namespace}` : ''}/${resource.name}/${object.metadata?.name ?? ''}`;
   try {
-    await rest.request({ method: 'PATCH', path, query: { ...(dryRun ? { dryRun: 'All' } : {}), fieldManager: 'helm', force: true, fieldValidation: 'Strict' }, contentType: 'application/apply-patch+yaml', body: object });
+    await rest.request({
+      method: 'PATCH',
+      path,
+      query: { ...(dryRun ? { dryRun: 'All' } : {}), fieldManager: 'helm', force: true, fieldValidation: 'Strict' },
+      contentType: 'application/apply-patch+yaml',
+      body: object,
+    });
     return undefined;
   } catch (error) {
     if (error instanceof KubeApiError) return error.message;
@@ -883,7 +1261,10 @@ async function installMonitoringStandIn(rest: KubeRest, crd: { kind: string; plu
       apiVersion: 'apiextensions.k8s.io/v1',
       kind: 'CustomResourceDefinition',
       // A group under k8s.io must say where its API was approved (the Gateway API's own CRDs carry this).
-      metadata: { name: `${crd.plural}.${group}`, ...(group.endsWith('.k8s.io') ? { annotations: { 'api-approved.kubernetes.io': 'https://github.com/kubernetes-sigs/gateway-api/pull/1538' } } : {}) },
+      metadata: {
+        name: `${crd.plural}.${group}`,
+        ...(group.endsWith('.k8s.io') ? { annotations: { 'api-approved.kubernetes.io': 'https://github.com/kubernetes-sigs/gateway-api/pull/1538' } } : {}),
+      },
       spec: {
         group,
         scope: 'Namespaced',

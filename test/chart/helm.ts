@@ -11,7 +11,13 @@ export function runHelm(binary: string, args: readonly string[], home: string): 
   const result = spawnSync(binary, [...args], {
     encoding: 'utf8',
     // HOME too: without it the Kubernetes client keeps its discovery cache in ./.kube of the working directory.
-    env: { PATH: process.env['PATH'] ?? '', HOME: home, HELM_CACHE_HOME: join(home, 'cache'), HELM_CONFIG_HOME: join(home, 'config'), HELM_DATA_HOME: join(home, 'data') },
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HOME: home,
+      HELM_CACHE_HOME: join(home, 'cache'),
+      HELM_CONFIG_HOME: join(home, 'config'),
+      HELM_DATA_HOME: join(home, 'data'),
+    },
     maxBuffer: 64 * 1024 * 1024,
   });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };

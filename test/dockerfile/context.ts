@@ -10,7 +10,9 @@ type IgnoreRule = { pattern: string; exclude: boolean };
 /** .dockerignore rules in order; the last one that matches a path or one of its parents decides. */
 async function readDockerignore(root: string): Promise<IgnoreRule[]> {
   const lines = (await readFile(join(root, '.dockerignore'), 'utf8')).split('\n').map((l) => l.trim());
-  return lines.filter((l) => l !== '' && !l.startsWith('#')).map((l) => (l.startsWith('!') ? { pattern: l.slice(1), exclude: false } : { pattern: l, exclude: true }));
+  return lines
+    .filter((l) => l !== '' && !l.startsWith('#'))
+    .map((l) => (l.startsWith('!') ? { pattern: l.slice(1), exclude: false } : { pattern: l, exclude: true }));
 }
 
 /** Docker's matching (Go's filepath.Match plus `**`): unlike shell globs, `*` matches dotfiles too. */

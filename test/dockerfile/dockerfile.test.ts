@@ -49,7 +49,16 @@ describe('Dockerfile', () => {
   });
 
   it('builds from a context with sources and manifests only', () => {
-    expect(context).toEqual(expect.arrayContaining(['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', 'scripts/install-production.sh', 'packages/cli/src/main.ts', 'packages/cli/bin/syncline.js']));
+    expect(context).toEqual(
+      expect.arrayContaining([
+        'package.json',
+        'pnpm-lock.yaml',
+        'pnpm-workspace.yaml',
+        'scripts/install-production.sh',
+        'packages/cli/src/main.ts',
+        'packages/cli/bin/syncline.js',
+      ]),
+    );
     const unwanted = context.filter((p) => /(^|\/)node_modules\//.test(p) || /^(\.git|\.toolchain|test|docs|examples|charts)\//.test(p));
     expect(unwanted).toEqual([]);
   });
@@ -80,21 +89,32 @@ describe('Dockerfile', () => {
     }
   });
 
-  it('runs `syncline` from PATH through the link the Dockerfile makes (the image\'s ENTRYPOINT)', async () => {
+  it("runs `syncline` from PATH through the link the Dockerfile makes (the image's ENTRYPOINT)", async () => {
     // given the Dockerfile's link on a PATH, when `syncline --version` runs, then the bin answers
     const bin = join(work, 'usr-local-bin');
     await mkdir(bin);
     await symlink(join(work, 'packages/cli/dist/syncline/syncline.mjs'), join(bin, 'syncline'));
-    const version = spawnSync('syncline', ['--version'], { cwd: tmpdir(), encoding: 'utf8', env: { ...process.env, PATH: [bin, dirname(process.execPath), process.env['PATH'] ?? ''].join(delimiter) } });
+    const version = spawnSync('syncline', ['--version'], {
+      cwd: tmpdir(),
+      encoding: 'utf8',
+      env: { ...process.env, PATH: [bin, dirname(process.execPath), process.env['PATH'] ?? ''].join(delimiter) },
+    });
     expect(version.stderr).toBe('');
     expect(version.status).toBe(0);
     expect(version.stdout).toMatch(/^syncline \d+\.\d+\.\d+/);
   });
 
-  it('renders templates from the installed tree\'s bundle (Handlebars and YAML load at runtime)', async () => {
+  it("renders templates from the installed tree's bundle (Handlebars and YAML load at runtime)", async () => {
     await mkdir(join(work, 'probe'));
-    await writeFile(join(work, 'probe', 'cm.yaml.hbs'), 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{values.name}}\ndata:\n  env: {{quote target.name}}\n');
-    const render = spawnSync(process.execPath, ['packages/cli/dist/syncline/syncline.mjs', 'render', 'probe/cm.yaml.hbs', '--set', 'name=probe', '--target', 'prod'], { cwd: work, encoding: 'utf8' });
+    await writeFile(
+      join(work, 'probe', 'cm.yaml.hbs'),
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{values.name}}\ndata:\n  env: {{quote target.name}}\n',
+    );
+    const render = spawnSync(
+      process.execPath,
+      ['packages/cli/dist/syncline/syncline.mjs', 'render', 'probe/cm.yaml.hbs', '--set', 'name=probe', '--target', 'prod'],
+      { cwd: work, encoding: 'utf8' },
+    );
     expect(render.stderr).toBe('');
     expect(render.stdout).toContain('name: probe');
     expect(render.stdout).toContain('env: prod');
@@ -104,16 +124,25 @@ describe('Dockerfile', () => {
     const dockerfile = await readFile(join(root, 'Dockerfile'), 'utf8');
     const options = /^ENV NODE_OPTIONS=(.+)$/m.exec(dockerfile)?.[1];
     expect(options).toBe(OPERATOR_NODE_FLAGS.join(' '));
-    const node = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.execArgv.length))'], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: options } });
+    const node = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.execArgv.length))'], {
+      encoding: 'utf8',
+      env: { ...process.env, NODE_OPTIONS: options },
+    });
     expect(node.stderr).toBe('');
     expect(node.status).toBe(0);
   });
 
   it('holds production dependencies only, and no tests or benchmarks', async () => {
     const installed = await readdir(join(work, 'node_modules', '.pnpm'));
-    for (const dev of ['vitest', 'typescript', 'eslint', 'fast-check']) expect(installed.filter((name) => name.startsWith(`${dev}@`)), dev).toEqual([]);
+    for (const dev of ['vitest', 'typescript', 'eslint', 'fast-check'])
+      expect(
+        installed.filter((name) => name.startsWith(`${dev}@`)),
+        dev,
+      ).toEqual([]);
     expect(installed.some((name) => name.startsWith('ssh2@'))).toBe(true);
-    const leftovers = (await readdir(join(work, 'packages'), { recursive: true })).filter((p) => !p.includes('node_modules') && /(\.test\.ts$|(^|\/)(bench|testdata)(\/|$))/.test(p));
+    const leftovers = (await readdir(join(work, 'packages'), { recursive: true })).filter(
+      (p) => !p.includes('node_modules') && /(\.test\.ts$|(^|\/)(bench|testdata)(\/|$))/.test(p),
+    );
     expect(leftovers).toEqual([]);
   });
 });

@@ -23,14 +23,16 @@ const RENDER_ENGINE = '/usr/local/bin/syncline-render';
 const KUSTOMIZE: Record<string, string> = {
   'base/kustomization.yaml': 'resources:\n  - cm.yaml\n',
   'base/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  tier: base\n',
-  'overlay/kustomization.yaml': 'resources:\n  - ../base\nnamePrefix: kust-\nlabels:\n  - pairs:\n      env: image\npatches:\n  - patch: |-\n      - op: replace\n        path: /data/tier\n        value: overlay\n    target:\n      kind: ConfigMap\n      name: settings\nconfigMapGenerator:\n  - name: generated\n    literals:\n      - color=blue\n',
+  'overlay/kustomization.yaml':
+    'resources:\n  - ../base\nnamePrefix: kust-\nlabels:\n  - pairs:\n      env: image\npatches:\n  - patch: |-\n      - op: replace\n        path: /data/tier\n        value: overlay\n    target:\n      kind: ConfigMap\n      name: settings\nconfigMapGenerator:\n  - name: generated\n    literals:\n      - color=blue\n',
 };
 
 /** A Helm chart whose template uses values, the release and a function of Sprig. */
 const CHART: Record<string, string> = {
   'Chart.yaml': 'apiVersion: v2\nname: web\nversion: 0.1.0\n',
   'values.yaml': 'replicas: 1\ngreeting: hello\n',
-  'templates/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-web\ndata:\n  replicas: {{ .Values.replicas | quote }}\n  greeting: {{ .Values.greeting | upper | quote }}\n',
+  'templates/cm.yaml':
+    'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-web\ndata:\n  replicas: {{ .Values.replicas | quote }}\n  greeting: {{ .Values.greeting | upper | quote }}\n',
 };
 
 async function writeTree(dir: string, files: Record<string, string>): Promise<void> {
@@ -58,7 +60,9 @@ describe('the image (Dockerfile, built with buildah, run as uid 1000 on a read-o
 
   beforeAll(async () => {
     image = await ensureImage({ onProgress: (line) => console.log(`[image] ${line}`) });
-    console.log(`[image] ${image.buildSeconds === undefined ? 'from the cache' : `built in ${Math.round(image.buildSeconds)}s`}; ${(image.size.uncompressedBytes / 1e6).toFixed(1)} MB unpacked, ${(image.size.compressedBytes / 1e6).toFixed(1)} MB compressed`);
+    console.log(
+      `[image] ${image.buildSeconds === undefined ? 'from the cache' : `built in ${Math.round(image.buildSeconds)}s`}; ${(image.size.uncompressedBytes / 1e6).toFixed(1)} MB unpacked, ${(image.size.compressedBytes / 1e6).toFixed(1)} MB compressed`,
+    );
     // The kubeconfig, readable by the image's user, at /mnt/kubeconfig inside (as a Secret volume would be).
     hostDir = await mkdtemp(join(tmpdir(), 'syncline-image-run-'));
     await copyFile(testKubeconfigPath(), join(hostDir, 'kubeconfig'));
@@ -94,7 +98,8 @@ describe('the image (Dockerfile, built with buildah, run as uid 1000 on a read-o
 
   it('runs `syncline` as JavaScript: the operator bundle, not the .ts sources (no TypeScript stripper in the process)', () => {
     expect(readlinkSync(join(image.rootfs, 'usr', 'local', 'bin', 'syncline'))).toBe('/app/packages/cli/dist/syncline/syncline.mjs');
-    for (const file of ['syncline.mjs', 'index-pack-worker.mjs']) expect(existsSync(join(image.rootfs, 'app', 'packages', 'cli', 'dist', 'syncline', file)), file).toBe(true);
+    for (const file of ['syncline.mjs', 'index-pack-worker.mjs'])
+      expect(existsSync(join(image.rootfs, 'app', 'packages', 'cli', 'dist', 'syncline', file)), file).toBe(true);
   });
 
   it("ships the web UI's bundled page (what --ui-addr serves)", () => {
@@ -133,7 +138,14 @@ describe('the image (Dockerfile, built with buildah, run as uid 1000 on a read-o
   });
 
   it('runs as uid 1000 and cannot write its root filesystem, only its volumes', () => {
-    const probe = runInImage(['/bin/sh', '-c', 'id -u; id -g; touch /app/x 2>&1 || true; touch /usr/local/bin/x 2>&1 || true; touch /var/cache/syncline/ok && echo cache-ok; touch /tmp/ok && echo tmp-ok'], false);
+    const probe = runInImage(
+      [
+        '/bin/sh',
+        '-c',
+        'id -u; id -g; touch /app/x 2>&1 || true; touch /usr/local/bin/x 2>&1 || true; touch /var/cache/syncline/ok && echo cache-ok; touch /tmp/ok && echo tmp-ok',
+      ],
+      false,
+    );
     expect(probe.stderr).toBe('');
     expect(probe.status).toBe(0);
     const lines = probe.stdout.trim().split('\n');
@@ -163,15 +175,19 @@ describe('the image (Dockerfile, built with buildah, run as uid 1000 on a read-o
     expect((await fetch(`http://${operator.probeAddress}/healthz`)).status).toBe(200);
 
     // when a ConfigSync is applied, and one of a Kustomize overlay
-    await applyConfigSync(configSync(ns.name, 'app', {
-      source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
-      values: { greeting: 'hello from the image' },
-      targets: [{ name: 'here', namespace: ns.name }],
-    }));
-    await applyConfigSync(configSync(ns.name, 'kust', {
-      source: { git: { repo: repo.url, revision: 'main', path: 'kust/overlay' } },
-      targets: [{ name: 'here', namespace: ns.name }],
-    }));
+    await applyConfigSync(
+      configSync(ns.name, 'app', {
+        source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+        values: { greeting: 'hello from the image' },
+        targets: [{ name: 'here', namespace: ns.name }],
+      }),
+    );
+    await applyConfigSync(
+      configSync(ns.name, 'kust', {
+        source: { git: { repo: repo.url, revision: 'main', path: 'kust/overlay' } },
+        targets: [{ name: 'here', namespace: ns.name }],
+      }),
+    );
 
     // then it applies, the operator is ready, and the image's `syncline status` shows it Ready at the commit
     await waitForReady(ns.name, 'app', (cs) => cs.status?.sourceRevision === sha, 90_000);

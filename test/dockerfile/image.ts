@@ -38,7 +38,10 @@ function defaultCacheDir(): string {
 async function imageKey(): Promise<string> {
   const hash = createHash('sha256');
   for (const path of ['Dockerfile', '.dockerignore', 'scripts/build-image.sh', ...(await buildContextFiles())]) {
-    hash.update(`${path}\0`).update(await readFile(join(repositoryRoot, path))).update('\0');
+    hash
+      .update(`${path}\0`)
+      .update(await readFile(join(repositoryRoot, path)))
+      .update('\0');
   }
   return hash.digest('hex').slice(0, 16);
 }
@@ -49,7 +52,9 @@ export async function ensureImage(options: { cacheDir?: string; onProgress?: (li
   const dir = join(base, await imageKey());
   // One build at a time on a machine (the image test and a release may ask at once): the second waits, then
   // finds the first one's image.
-  const buildSeconds = existsSync(join(dir, 'size.json')) ? undefined : await withBuildLock(join(base, '.build-lock'), options, () => buildInto(base, dir, options.onProgress));
+  const buildSeconds = existsSync(join(dir, 'size.json'))
+    ? undefined
+    : await withBuildLock(join(base, '.build-lock'), options, () => buildInto(base, dir, options.onProgress));
   // Its age says when it was last used (pruneOtherImages).
   await utimes(dir, new Date(), new Date());
   const config = JSON.parse(await readFile(join(dir, 'bundle', 'config.json'), 'utf8')) as RuntimeConfig;

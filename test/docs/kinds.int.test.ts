@@ -33,7 +33,11 @@ function shell(script: string): { status: number | null; stdout: string; stderr:
 function sampleSpec(kind: string, namespace: string): Record<string, unknown> {
   switch (kind) {
     case 'ConfigSync':
-      return { source: { git: { repo: 'https://git.example.com/org/configs.git', revision: 'main', path: 'app' } }, suspend: true, targets: [{ name: 'main', namespace }] };
+      return {
+        source: { git: { repo: 'https://git.example.com/org/configs.git', revision: 'main', path: 'app' } },
+        suspend: true,
+        targets: [{ name: 'main', namespace }],
+      };
     case 'ManifestSync':
       return { sourceRef: { apiVersion: 'v1', kind: 'ConfigMap', name: 'shared' }, suspend: true, targets: [{ namespace }] };
     case 'RemoteCluster':
@@ -56,14 +60,21 @@ describe('kinds', () => {
     // given one object of each Syncline kind in a namespace
     await using ns = await testNamespace({ prefix: 'kinds' });
     for (const def of crdDefinitions) {
-      await rest.request({ method: 'POST', path: `${API}/namespaces/${ns.name}/${def.plural}`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: def.kind, metadata: { name: 'sample' }, spec: sampleSpec(def.kind, ns.name) } });
+      await rest.request({
+        method: 'POST',
+        path: `${API}/namespaces/${ns.name}/${def.plural}`,
+        body: { apiVersion: 'syncline.dev/v1alpha1', kind: def.kind, metadata: { name: 'sample' }, spec: sampleSpec(def.kind, ns.name) },
+      });
     }
     // when kubectl lists the category across namespaces
-    const listed = shell("kubectl get syncline -A -o custom-columns=KIND:.kind,NS:.metadata.namespace,NAME:.metadata.name --no-headers");
+    const listed = shell('kubectl get syncline -A -o custom-columns=KIND:.kind,NS:.metadata.namespace,NAME:.metadata.name --no-headers');
     expect(listed.stderr).toBe('');
     expect(listed.status).toBe(0);
     // then our namespace holds exactly one of each kind
-    const ours = listed.stdout.split('\n').map((line) => line.trim().split(/\s+/)).filter(([, namespace]) => namespace === ns.name);
+    const ours = listed.stdout
+      .split('\n')
+      .map((line) => line.trim().split(/\s+/))
+      .filter(([, namespace]) => namespace === ns.name);
     expect(ours.map(([kind, , name]) => `${kind}/${name}`).sort()).toEqual(crdDefinitions.map((d) => `${d.kind}/sample`).sort());
     // and each short name reaches its kind
     for (const def of crdDefinitions) {
@@ -84,19 +95,103 @@ describe('kinds', () => {
     // Their CRDs' names (plural, singular, short names) as their current releases define them.
     const taken = new Set([
       // Flux: source, kustomize, helm, notification, image controllers
-      'gitrepositories', 'gitrepository', 'gitrepo', 'helmrepositories', 'helmrepository', 'helmrepo', 'helmcharts', 'helmchart', 'hc', 'buckets', 'bucket',
-      'ocirepositories', 'ocirepository', 'ocirepo', 'kustomizations', 'kustomization', 'ks', 'helmreleases', 'helmrelease', 'hr',
-      'providers', 'provider', 'alerts', 'alert', 'receivers', 'receiver', 'imagerepositories', 'imagerepository', 'imagepolicies', 'imagepolicy',
-      'imageupdateautomations', 'imageupdateautomation', 'externalartifacts', 'externalartifact', 'artifactgenerators', 'artifactgenerator',
+      'gitrepositories',
+      'gitrepository',
+      'gitrepo',
+      'helmrepositories',
+      'helmrepository',
+      'helmrepo',
+      'helmcharts',
+      'helmchart',
+      'hc',
+      'buckets',
+      'bucket',
+      'ocirepositories',
+      'ocirepository',
+      'ocirepo',
+      'kustomizations',
+      'kustomization',
+      'ks',
+      'helmreleases',
+      'helmrelease',
+      'hr',
+      'providers',
+      'provider',
+      'alerts',
+      'alert',
+      'receivers',
+      'receiver',
+      'imagerepositories',
+      'imagerepository',
+      'imagepolicies',
+      'imagepolicy',
+      'imageupdateautomations',
+      'imageupdateautomation',
+      'externalartifacts',
+      'externalartifact',
+      'artifactgenerators',
+      'artifactgenerator',
       // Argo CD
-      'applications', 'application', 'app', 'apps', 'applicationsets', 'applicationset', 'appset', 'appsets', 'appprojects', 'appproject', 'appproj', 'appprojs',
+      'applications',
+      'application',
+      'app',
+      'apps',
+      'applicationsets',
+      'applicationset',
+      'appset',
+      'appsets',
+      'appprojects',
+      'appproject',
+      'appproj',
+      'appprojs',
       // cert-manager
-      'certificates', 'certificate', 'cert', 'certs', 'certificaterequests', 'certificaterequest', 'cr', 'crs', 'issuers', 'issuer',
-      'clusterissuers', 'clusterissuer', 'orders', 'order', 'challenges', 'challenge',
+      'certificates',
+      'certificate',
+      'cert',
+      'certs',
+      'certificaterequests',
+      'certificaterequest',
+      'cr',
+      'crs',
+      'issuers',
+      'issuer',
+      'clusterissuers',
+      'clusterissuer',
+      'orders',
+      'order',
+      'challenges',
+      'challenge',
       // Prometheus Operator
-      'alertmanagers', 'alertmanager', 'am', 'alertmanagerconfigs', 'alertmanagerconfig', 'amcfg', 'podmonitors', 'podmonitor', 'pmon', 'probes', 'probe', 'prb',
-      'prometheuses', 'prometheus', 'prom', 'prometheusagents', 'prometheusagent', 'promagent', 'prometheusrules', 'prometheusrule', 'promrule',
-      'scrapeconfigs', 'scrapeconfig', 'scfg', 'servicemonitors', 'servicemonitor', 'smon', 'thanosrulers', 'thanosruler', 'ruler',
+      'alertmanagers',
+      'alertmanager',
+      'am',
+      'alertmanagerconfigs',
+      'alertmanagerconfig',
+      'amcfg',
+      'podmonitors',
+      'podmonitor',
+      'pmon',
+      'probes',
+      'probe',
+      'prb',
+      'prometheuses',
+      'prometheus',
+      'prom',
+      'prometheusagents',
+      'prometheusagent',
+      'promagent',
+      'prometheusrules',
+      'prometheusrule',
+      'promrule',
+      'scrapeconfigs',
+      'scrapeconfig',
+      'scfg',
+      'servicemonitors',
+      'servicemonitor',
+      'smon',
+      'thanosrulers',
+      'thanosruler',
+      'ruler',
     ]);
     const ours = crdDefinitions.flatMap((d) => [d.plural, d.singular, d.kind.toLowerCase(), ...d.shortNames]);
     expect(ours.filter((name) => taken.has(name))).toEqual([]);
@@ -110,9 +205,22 @@ describe('kinds', () => {
     expect(installOld.status, installOld.stderr).toBe(0);
     await eventually(() => rest.request({ method: 'GET', path: `${API}/alerts` }), 'the previous CRDs to be served', 60_000);
     const oldProvider = { type: 'slack', secretRef: { name: 'slack-hook' }, rateLimit: { messages: 5, interval: '1m' } };
-    const oldAlert = { providerRef: { name: 'slack' }, eventSources: [{ kind: 'ConfigSync', name: 'web' }], eventSeverity: 'error', summary: 'prod: "eu" & more' };
-    await rest.request({ method: 'POST', path: `${API}/namespaces/${ns.name}/providers`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'Provider', metadata: { name: 'slack', labels: { team: 'a' } }, spec: oldProvider } });
-    await rest.request({ method: 'POST', path: `${API}/namespaces/${ns.name}/alerts`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'Alert', metadata: { name: 'web' }, spec: oldAlert } });
+    const oldAlert = {
+      providerRef: { name: 'slack' },
+      eventSources: [{ kind: 'ConfigSync', name: 'web' }],
+      eventSeverity: 'error',
+      summary: 'prod: "eu" & more',
+    };
+    await rest.request({
+      method: 'POST',
+      path: `${API}/namespaces/${ns.name}/providers`,
+      body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'Provider', metadata: { name: 'slack', labels: { team: 'a' } }, spec: oldProvider },
+    });
+    await rest.request({
+      method: 'POST',
+      path: `${API}/namespaces/${ns.name}/alerts`,
+      body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'Alert', metadata: { name: 'web' }, spec: oldAlert },
+    });
 
     // when the shell blocks of the "Renamed kinds" section run as written
     const blocks = renamedKindsBlocks(await readFile(join(root, 'docs', 'upgrade.md'), 'utf8'));
@@ -121,7 +229,10 @@ describe('kinds', () => {
     expect(convert.status, convert.stderr).toBe(0);
 
     // then the objects exist under the new kinds with the same labels and spec
-    const provider = await rest.request<{ metadata: { labels?: Record<string, string> }; spec: Record<string, unknown> }>({ method: 'GET', path: `${API}/namespaces/${ns.name}/notificationproviders/slack` });
+    const provider = await rest.request<{ metadata: { labels?: Record<string, string> }; spec: Record<string, unknown> }>({
+      method: 'GET',
+      path: `${API}/namespaces/${ns.name}/notificationproviders/slack`,
+    });
     expect(provider.metadata.labels).toEqual({ team: 'a' });
     expect(provider.spec).toMatchObject(oldProvider);
     const alert = await rest.request<{ spec: Record<string, unknown> }>({ method: 'GET', path: `${API}/namespaces/${ns.name}/notificationalerts/web` });
@@ -131,10 +242,14 @@ describe('kinds', () => {
     // and the old kinds go with their CRDs
     const remove = shell(blocks[1] ?? '');
     expect(remove.status, remove.stderr).toBe(0);
-    await eventually(async () => {
-      const list = await rest.request<{ resources: { name: string }[] }>({ method: 'GET', path: API });
-      return list.resources.some((r) => r.name === 'alerts' || r.name === 'providers') ? undefined : true;
-    }, 'the old kinds to be gone', 60_000);
+    await eventually(
+      async () => {
+        const list = await rest.request<{ resources: { name: string }[] }>({ method: 'GET', path: API });
+        return list.resources.some((r) => r.name === 'alerts' || r.name === 'providers') ? undefined : true;
+      },
+      'the old kinds to be gone',
+      60_000,
+    );
   }, 180_000);
 });
 

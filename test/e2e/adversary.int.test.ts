@@ -17,8 +17,12 @@ describe('a standby namespace that already holds the user’s objects (Namespace
   const nrPath = (name: string): string => `/apis/syncline.dev/v1alpha1/namespaces/${ops.name}/namespacereplications/${name}`;
   const readNr = (name: string): Promise<NamespaceReplication> => rest.request<NamespaceReplication>({ method: 'GET', path: nrPath(name) });
   const condition = (nr: NamespaceReplication, type: string) => nr.status?.conditions?.find((c) => c.type === type);
-  const managers = async (name: string): Promise<string[]> => ((await core.readNamespacedConfigMap({ name, namespace: standby.name })).metadata?.managedFields ?? []).map((m) => `${m.manager ?? ''}/${m.operation ?? ''}`);
-  const labels = async (name: string): Promise<Record<string, string>> => (await core.readNamespacedConfigMap({ name, namespace: standby.name })).metadata?.labels ?? {};
+  const managers = async (name: string): Promise<string[]> =>
+    ((await core.readNamespacedConfigMap({ name, namespace: standby.name })).metadata?.managedFields ?? []).map(
+      (m) => `${m.manager ?? ''}/${m.operation ?? ''}`,
+    );
+  const labels = async (name: string): Promise<Record<string, string>> =>
+    (await core.readNamespacedConfigMap({ name, namespace: standby.name })).metadata?.labels ?? {};
 
   beforeAll(async () => {
     await installCrds();
@@ -38,7 +42,10 @@ describe('a standby namespace that already holds the user’s objects (Namespace
     await core.createNamespacedConfigMap({ namespace: standby.name, body: { metadata: { name: 'same-data' }, data: { v: 'one' } } });
     await core.createNamespacedConfigMap({ namespace: standby.name, body: { metadata: { name: 'other-data' }, data: { mine: 'keep me' } } });
     await core.createNamespacedConfigMap({ namespace: standby.name, body: { metadata: { name: 'users-own' }, data: { mine: 'keep me too' } } });
-    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', ops.name, '--operator-namespace', ops.name, '--mirror', 'off', '--webhook-addr', 'off', '--dr-heartbeat-interval', 'off'] });
+    operator = await startOperator({
+      kubeconfig: testKubeconfigPath(),
+      args: ['--namespace', ops.name, '--operator-namespace', ops.name, '--mirror', 'off', '--webhook-addr', 'off', '--dr-heartbeat-interval', 'off'],
+    });
   }, 300_000);
   afterAll(async () => {
     await operator.stop();
@@ -50,12 +57,21 @@ describe('a standby namespace that already holds the user’s objects (Namespace
     await rest.request({
       method: 'POST',
       path: `/apis/syncline.dev/v1alpha1/namespaces/${ops.name}/namespacereplications`,
-      body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'NamespaceReplication', metadata: { name: 'pre' }, spec: { destination: { namespace: standby.name }, interval: '3s', resourceTypes: ['ConfigMap'], pruneGuard: { maxDeletions: '100%' } } },
+      body: {
+        apiVersion: 'syncline.dev/v1alpha1',
+        kind: 'NamespaceReplication',
+        metadata: { name: 'pre' },
+        spec: { destination: { namespace: standby.name }, interval: '3s', resourceTypes: ['ConfigMap'], pruneGuard: { maxDeletions: '100%' } },
+      },
     });
-    const nr = await eventually(async () => {
-      const n = await readNr('pre');
-      return n.status?.observedGeneration === n.metadata.generation && (n.status?.failed?.length ?? 0) > 0 ? n : undefined;
-    }, 'the replication to report the user’s objects', 120_000);
+    const nr = await eventually(
+      async () => {
+        const n = await readNr('pre');
+        return n.status?.observedGeneration === n.metadata.generation && (n.status?.failed?.length ?? 0) > 0 ? n : undefined;
+      },
+      'the replication to report the user’s objects',
+      120_000,
+    );
     // the source's other objects arrived
     expect(await configMapData(standby.name, 'plain')).toEqual({ v: 'plain' });
     expect(await configMapData(standby.name, 'c1')).toEqual({ v: 'c1' });
@@ -78,10 +94,14 @@ describe('a standby namespace that already holds the user’s objects (Namespace
     for (const name of ['same-data', 'other-data', 'c1']) await core.deleteNamespacedConfigMap({ name, namespace: ops.name });
     // c1 was ours: it goes. Waiting for it is waiting for the pass that would have pruned the others too.
     await eventually(async () => ((await configMapData(standby.name, 'c1')) === undefined ? true : undefined), 'c1 pruned from the standby', 120_000);
-    await eventually(async () => {
-      const n = await readNr('pre');
-      return n.status?.observedGeneration === n.metadata.generation && condition(n, 'Ready')?.status === 'True' ? n : undefined;
-    }, 'the replication to be Ready once the conflicts left the source', 120_000);
+    await eventually(
+      async () => {
+        const n = await readNr('pre');
+        return n.status?.observedGeneration === n.metadata.generation && condition(n, 'Ready')?.status === 'True' ? n : undefined;
+      },
+      'the replication to be Ready once the conflicts left the source',
+      120_000,
+    );
     expect(await configMapData(standby.name, 'same-data')).toEqual({ v: 'one' });
     expect(await configMapData(standby.name, 'other-data')).toEqual({ mine: 'keep me' });
     expect(await configMapData(standby.name, 'users-own')).toEqual({ mine: 'keep me too' });
@@ -110,7 +130,11 @@ describe('a standby namespace that already holds the user’s objects (Namespace
     const apps = kc.makeApiClient(AppsV1Api);
     const deployment = (name: string, replicas: number): V1Deployment => ({
       metadata: { name },
-      spec: { replicas, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name, image: 'nginx:1.27' }] } } },
+      spec: {
+        replicas,
+        selector: { matchLabels: { app: name } },
+        template: { metadata: { labels: { app: name } }, spec: { containers: [{ name, image: 'nginx:1.27' }] } },
+      },
     });
     for (const name of ['web', 'api']) await apps.createNamespacedDeployment({ namespace: ops.name, body: deployment(name, 2) });
     await using standby2 = await testNamespace({ prefix: 'adv-fo' });
@@ -118,34 +142,63 @@ describe('a standby namespace that already holds the user’s objects (Namespace
     await rest.request({
       method: 'POST',
       path: `/apis/syncline.dev/v1alpha1/namespaces/${ops.name}/namespacereplications`,
-      body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'NamespaceReplication', metadata: { name: 'fo' }, spec: { destination: { namespace: standby2.name }, interval: '3s', resourceTypes: ['Deployment.apps'] } },
+      body: {
+        apiVersion: 'syncline.dev/v1alpha1',
+        kind: 'NamespaceReplication',
+        metadata: { name: 'fo' },
+        spec: { destination: { namespace: standby2.name }, interval: '3s', resourceTypes: ['Deployment.apps'] },
+      },
     });
     let last: unknown;
-    await eventually(async () => {
-      const n = await readNr('fo');
-      last = n.status;
-      return n.status?.observedGeneration === n.metadata.generation && condition(n, 'Ready')?.status === 'True' && n.status?.kinds?.find((k) => k.kind === 'Deployment')?.objects === 2 ? n : undefined;
-    }, 'both workloads replicated', 120_000).catch((error: unknown) => {
+    await eventually(
+      async () => {
+        const n = await readNr('fo');
+        last = n.status;
+        return n.status?.observedGeneration === n.metadata.generation &&
+          condition(n, 'Ready')?.status === 'True' &&
+          n.status?.kinds?.find((k) => k.kind === 'Deployment')?.objects === 2
+          ? n
+          : undefined;
+      },
+      'both workloads replicated',
+      120_000,
+    ).catch((error: unknown) => {
       throw new Error(`${String(error)}; last status: ${JSON.stringify(last)}`);
     });
     await rest.request({ method: 'PATCH', path, contentType: 'application/merge-patch+json', body: { spec: { suspend: true } } });
-    await eventually(async () => {
-      const n = await readNr('fo');
-      return n.status?.observedGeneration === n.metadata.generation ? n : undefined;
-    }, 'the suspension observed', 60_000);
+    await eventually(
+      async () => {
+        const n = await readNr('fo');
+        return n.status?.observedGeneration === n.metadata.generation ? n : undefined;
+      },
+      'the suspension observed',
+      60_000,
+    );
     // In the standby, someone replaces the copy of web with their own, marks and recorded count copied along
     // (`kubectl get -o yaml`, then delete and create): it is at a name the inventory records, but not ours.
     const copy = await apps.readNamespacedDeployment({ name: 'web', namespace: standby2.name });
     await apps.deleteNamespacedDeployment({ name: 'web', namespace: standby2.name });
-    await eventually(async () => apps.readNamespacedDeployment({ name: 'web', namespace: standby2.name }).then(() => undefined, () => true), 'the copy gone', 60_000);
+    await eventually(
+      async () =>
+        apps.readNamespacedDeployment({ name: 'web', namespace: standby2.name }).then(
+          () => undefined,
+          () => true,
+        ),
+      'the copy gone',
+      60_000,
+    );
     const mine = deployment('web', 0);
     mine.metadata = { name: 'web', labels: copy.metadata?.labels ?? {}, annotations: copy.metadata?.annotations ?? {} };
     await apps.createNamespacedDeployment({ namespace: standby2.name, body: mine });
     await rest.request({ method: 'PATCH', path, contentType: 'application/merge-patch+json', body: { spec: { suspend: false, failover: true } } });
-    await eventually(async () => {
-      const n = await readNr('fo');
-      return n.status?.observedGeneration === n.metadata.generation && condition(n, 'FailedOver')?.status === 'True' ? n : undefined;
-    }, 'the failover', 120_000);
+    await eventually(
+      async () => {
+        const n = await readNr('fo');
+        return n.status?.observedGeneration === n.metadata.generation && condition(n, 'FailedOver')?.status === 'True' ? n : undefined;
+      },
+      'the failover',
+      120_000,
+    );
     expect((await apps.readNamespacedDeployment({ name: 'api', namespace: standby2.name })).spec?.replicas).toBe(2);
     const web = await apps.readNamespacedDeployment({ name: 'web', namespace: standby2.name });
     expect(web.spec?.replicas).toBe(0);
@@ -172,14 +225,28 @@ describe('an object carrying copied replica marks where a mirror goes (label-dri
     // 'other-source' names a source that does not exist (its replica was copied from another cluster);
     await core.createNamespacedConfigMap({
       namespace: target.name,
-      body: { metadata: { name: 'other-source', labels: { [`${PREFIX}/sync-replica`]: 'true' }, annotations: { [`${PREFIX}/source`]: 'elsewhere/old' } }, data: { mine: 'keep me' } },
+      body: {
+        metadata: { name: 'other-source', labels: { [`${PREFIX}/sync-replica`]: 'true' }, annotations: { [`${PREFIX}/source`]: 'elsewhere/old' } },
+        data: { mine: 'keep me' },
+      },
     });
     // 'this-source-immutable' names the very source that will claim it, and is immutable with other data.
     await core.createNamespacedConfigMap({
       namespace: target.name,
-      body: { metadata: { name: 'this-source-immutable', labels: { [`${PREFIX}/sync-replica`]: 'true' }, annotations: { [`${PREFIX}/source`]: `${src.name}/this-source-immutable` } }, data: { mine: 'keep me' }, immutable: true },
+      body: {
+        metadata: {
+          name: 'this-source-immutable',
+          labels: { [`${PREFIX}/sync-replica`]: 'true' },
+          annotations: { [`${PREFIX}/source`]: `${src.name}/this-source-immutable` },
+        },
+        data: { mine: 'keep me' },
+        immutable: true,
+      },
     });
-    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', src.name, '--operator-namespace', src.name, '--mirror-prefix', PREFIX, '--webhook-addr', 'off', '--dr-heartbeat-interval', 'off'] });
+    operator = await startOperator({
+      kubeconfig: testKubeconfigPath(),
+      args: ['--namespace', src.name, '--operator-namespace', src.name, '--mirror-prefix', PREFIX, '--webhook-addr', 'off', '--dr-heartbeat-interval', 'off'],
+    });
   }, 300_000);
   afterAll(async () => {
     await operator.stop();
@@ -199,13 +266,17 @@ describe('an object carrying copied replica marks where a mirror goes (label-dri
     // Each source is reconciled on its own: wait until each either touched its object or reported it.
     const conflictReported = async (name: string): Promise<boolean> =>
       (await core.listNamespacedEvent({ namespace: src.name, fieldSelector: `involvedObject.name=${name},reason=Conflict` })).items.length > 0;
-    const changed = await eventually(async () => {
-      const other = await read('other-source').catch(() => undefined);
-      const immutable = await read('this-source-immutable').catch(() => undefined);
-      if (other?.metadata?.uid !== before.other || immutable?.metadata?.uid !== before.immutable) return 'replaced';
-      if (other?.data?.['v'] !== undefined || immutable?.data?.['v'] !== undefined) return 'written';
-      return (await conflictReported('other-source')) && (await conflictReported('this-source-immutable')) ? 'untouched' : undefined;
-    }, 'each object to be written or reported as a conflict', 120_000);
+    const changed = await eventually(
+      async () => {
+        const other = await read('other-source').catch(() => undefined);
+        const immutable = await read('this-source-immutable').catch(() => undefined);
+        if (other?.metadata?.uid !== before.other || immutable?.metadata?.uid !== before.immutable) return 'replaced';
+        if (other?.data?.['v'] !== undefined || immutable?.data?.['v'] !== undefined) return 'written';
+        return (await conflictReported('other-source')) && (await conflictReported('this-source-immutable')) ? 'untouched' : undefined;
+      },
+      'each object to be written or reported as a conflict',
+      120_000,
+    );
     expect(changed).toBe('untouched');
     expect((await read('other-source')).data).toEqual({ mine: 'keep me' });
     expect((await read('this-source-immutable')).data).toEqual({ mine: 'keep me' });
@@ -221,16 +292,29 @@ describe('a copy the user replaced with their own object (ManifestSync)', () => 
   let target: TestNamespace;
   let operator: OperatorProcess;
   const msPath = (name: string): string => `/apis/syncline.dev/v1alpha1/namespaces/${home.name}/manifestsyncs/${name}`;
-  const readMs = (name: string) => rest.request<{ metadata: { generation?: number }; status?: { observedGeneration?: number; conditions?: { type: string; status: string; reason: string; message: string }[] } }>({ method: 'GET', path: msPath(name) });
+  const readMs = (name: string) =>
+    rest.request<{
+      metadata: { generation?: number };
+      status?: { observedGeneration?: number; conditions?: { type: string; status: string; reason: string; message: string }[] };
+    }>({ method: 'GET', path: msPath(name) });
   const applyMs = async (name: string, spec: Record<string, unknown>): Promise<void> => {
-    await rest.request({ method: 'PATCH', path: msPath(name), query: { fieldManager: 'syncline-tests', force: true }, contentType: 'application/apply-patch+yaml', body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ManifestSync', metadata: { name, namespace: home.name }, spec } });
+    await rest.request({
+      method: 'PATCH',
+      path: msPath(name),
+      query: { fieldManager: 'syncline-tests', force: true },
+      contentType: 'application/apply-patch+yaml',
+      body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ManifestSync', metadata: { name, namespace: home.name }, spec },
+    });
   };
 
   beforeAll(async () => {
     await installCrds();
     home = await testNamespace({ prefix: 'adv-ms' });
     target = await testNamespace({ prefix: 'adv-mst' });
-    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', home.name, '--operator-namespace', home.name, '--mirror', 'off', '--webhook-addr', 'off', '--dr-heartbeat-interval', 'off'] });
+    operator = await startOperator({
+      kubeconfig: testKubeconfigPath(),
+      args: ['--namespace', home.name, '--operator-namespace', home.name, '--mirror', 'off', '--webhook-addr', 'off', '--dr-heartbeat-interval', 'off'],
+    });
   }, 300_000);
   afterAll(async () => {
     await operator.stop();
@@ -240,41 +324,76 @@ describe('a copy the user replaced with their own object (ManifestSync)', () => 
 
   it('neither overwrites the user’s object on a source change, nor deletes it when the target or the ManifestSync goes', async () => {
     await core.createNamespacedConfigMap({ namespace: home.name, body: { metadata: { name: 'settings' }, data: { v: 'first' } } });
-    await applyMs('settings', { sourceRef: { apiVersion: 'v1', kind: 'ConfigMap', name: 'settings' }, targets: [{ namespace: target.name }, { namespace: home.name, name: 'settings-local' }] });
+    await applyMs('settings', {
+      sourceRef: { apiVersion: 'v1', kind: 'ConfigMap', name: 'settings' },
+      targets: [{ namespace: target.name }, { namespace: home.name, name: 'settings-local' }],
+    });
     await eventually(async () => ((await configMapData(target.name, 'settings'))?.['v'] === 'first' ? true : undefined), 'the copy', 120_000);
     // the user replaces the copy with their own object, marks and all
     const copy = await core.readNamespacedConfigMap({ name: 'settings', namespace: target.name });
     // (delete and create at once, as `kubectl replace --force` does; the operator may restore its copy in between,
     // then the user tries again)
-    await eventually(async () => {
-      await core.deleteNamespacedConfigMap({ name: 'settings', namespace: target.name }).catch(() => undefined);
-      return core
-        .createNamespacedConfigMap({ namespace: target.name, body: { metadata: { name: 'settings', labels: copy.metadata?.labels ?? {}, annotations: copy.metadata?.annotations ?? {} }, data: { v: 'mine' } } })
-        .then(() => true);
-    }, 'the user’s object in place of the copy', 60_000);
+    await eventually(
+      async () => {
+        await core.deleteNamespacedConfigMap({ name: 'settings', namespace: target.name }).catch(() => undefined);
+        return core
+          .createNamespacedConfigMap({
+            namespace: target.name,
+            body: { metadata: { name: 'settings', labels: copy.metadata?.labels ?? {}, annotations: copy.metadata?.annotations ?? {} }, data: { v: 'mine' } },
+          })
+          .then(() => true);
+      },
+      'the user’s object in place of the copy',
+      60_000,
+    );
     const uid = (await core.readNamespacedConfigMap({ name: 'settings', namespace: target.name })).metadata?.uid;
     // the source changes: the other copy follows, which is the pass that would overwrite the user's object
     await core.patchNamespacedConfigMap({ name: 'settings', namespace: home.name, body: [{ op: 'replace', path: '/data/v', value: 'second' }] });
-    await eventually(async () => ((await configMapData(home.name, 'settings-local'))?.['v'] === 'second' ? true : undefined), 'the other copy to follow', 120_000);
-    const reported = await eventually(async () => {
-      const ms = await readMs('settings');
-      const data = await configMapData(target.name, 'settings');
-      if (data?.['v'] !== 'mine') return `written: ${JSON.stringify(data)}`;
-      const ready = ms.status?.conditions?.find((c) => c.type === 'Ready');
-      return ready?.status === 'False' && ready.message.includes('Conflict') ? ready.message : undefined;
-    }, 'the user’s object reported as a conflict (or written)', 120_000);
+    await eventually(
+      async () => ((await configMapData(home.name, 'settings-local'))?.['v'] === 'second' ? true : undefined),
+      'the other copy to follow',
+      120_000,
+    );
+    const reported = await eventually(
+      async () => {
+        const ms = await readMs('settings');
+        const data = await configMapData(target.name, 'settings');
+        if (data?.['v'] !== 'mine') return `written: ${JSON.stringify(data)}`;
+        const ready = ms.status?.conditions?.find((c) => c.type === 'Ready');
+        return ready?.status === 'False' && ready.message.includes('Conflict') ? ready.message : undefined;
+      },
+      'the user’s object reported as a conflict (or written)',
+      120_000,
+    );
     expect(reported).toContain(target.name);
     expect((await core.readNamespacedConfigMap({ name: 'settings', namespace: target.name })).metadata?.uid).toBe(uid);
     // the target leaves the spec: the user's object stays
-    await applyMs('settings', { sourceRef: { apiVersion: 'v1', kind: 'ConfigMap', name: 'settings' }, targets: [{ namespace: home.name, name: 'settings-local' }] });
-    await eventually(async () => {
-      const ms = await readMs('settings');
-      return ms.status?.observedGeneration === ms.metadata.generation && ms.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? true : undefined;
-    }, 'the ManifestSync Ready with one target', 120_000);
+    await applyMs('settings', {
+      sourceRef: { apiVersion: 'v1', kind: 'ConfigMap', name: 'settings' },
+      targets: [{ namespace: home.name, name: 'settings-local' }],
+    });
+    await eventually(
+      async () => {
+        const ms = await readMs('settings');
+        return ms.status?.observedGeneration === ms.metadata.generation && ms.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True'
+          ? true
+          : undefined;
+      },
+      'the ManifestSync Ready with one target',
+      120_000,
+    );
     expect(await configMapData(target.name, 'settings')).toEqual({ v: 'mine' });
     // the ManifestSync goes: still there
     await rest.request({ method: 'DELETE', path: msPath('settings') });
-    await eventually(async () => readMs('settings').then(() => undefined, (error: unknown) => ((error as { status?: number }).status === 404 ? true : undefined)), 'the ManifestSync gone', 120_000);
+    await eventually(
+      async () =>
+        readMs('settings').then(
+          () => undefined,
+          (error: unknown) => ((error as { status?: number }).status === 404 ? true : undefined),
+        ),
+      'the ManifestSync gone',
+      120_000,
+    );
     expect(await configMapData(target.name, 'settings')).toEqual({ v: 'mine' });
     expect((await core.readNamespacedConfigMap({ name: 'settings', namespace: target.name })).metadata?.uid).toBe(uid);
   }, 300_000);
@@ -306,13 +425,18 @@ describe('a target patch that gives a cluster-scoped object the tenant’s names
     await installCrds();
     git = await startGitServer();
     tenant = await testNamespace({ prefix: 'adv-tenant' });
-    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', tenant.name, '--mirror', 'off', '--webhook-addr', 'off', '--dr-heartbeat-interval', 'off'] });
+    operator = await startOperator({
+      kubeconfig: testKubeconfigPath(),
+      args: ['--namespace', tenant.name, '--mirror', 'off', '--webhook-addr', 'off', '--dr-heartbeat-interval', 'off'],
+    });
   }, 300_000);
   afterAll(async () => {
     await operator.stop();
     await tenant[Symbol.asyncDispose]();
     await git.close();
-    await rbac().deleteClusterRole({ name: escalate }).catch(() => undefined);
+    await rbac()
+      .deleteClusterRole({ name: escalate })
+      .catch(() => undefined);
   });
 
   it('is refused with an error naming the object, and no ClusterRole is written', async () => {
@@ -325,17 +449,29 @@ describe('a target patch that gives a cluster-scoped object the tenant’s names
       configSync(tenant.name, 'patched', {
         source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
         refreshInterval: '1h',
-        targets: [{ name: 'home', namespace: tenant.name, patches: [{ target: { kind: 'ClusterRole', name: escalate }, patch: { metadata: { namespace: tenant.name } } }] }],
+        targets: [
+          {
+            name: 'home',
+            namespace: tenant.name,
+            patches: [{ target: { kind: 'ClusterRole', name: escalate }, patch: { metadata: { namespace: tenant.name } } }],
+          },
+        ],
       }),
     );
     // Either the ClusterRole appears, or the sync says why it wrote nothing (a render error, or a failed target).
-    const refused = await eventually(async () => {
-      if (await clusterRoleExists()) return 'written';
-      const c = await readConfigSync(tenant.name, 'patched');
-      if (c.status?.observedGeneration !== c.metadata.generation) return undefined;
-      const said = [...(c.status?.conditions ?? []).map((x) => x.message ?? ''), ...(c.status?.targets ?? []).map((t) => t.message ?? '')].find((m) => m.includes(escalate));
-      return said;
-    }, 'the ClusterRole written, or refused by name', 120_000);
+    const refused = await eventually(
+      async () => {
+        if (await clusterRoleExists()) return 'written';
+        const c = await readConfigSync(tenant.name, 'patched');
+        if (c.status?.observedGeneration !== c.metadata.generation) return undefined;
+        const said = [...(c.status?.conditions ?? []).map((x) => x.message ?? ''), ...(c.status?.targets ?? []).map((t) => t.message ?? '')].find((m) =>
+          m.includes(escalate),
+        );
+        return said;
+      },
+      'the ClusterRole written, or refused by name',
+      120_000,
+    );
     expect(await clusterRoleExists()).toBe(false);
     // the render says so (the apply client refuses such an object too, whichever reconciler sends it)
     expect(refused).toContain(`ClusterRole/${escalate}`);
@@ -356,7 +492,10 @@ describe('a ConfigSync target renamed, its namespace unchanged', () => {
     await installCrds();
     git = await startGitServer();
     home = await testNamespace({ prefix: 'adv-rename' });
-    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', home.name, '--mirror', 'off', '--webhook-addr', 'off', '--dr-heartbeat-interval', 'off'] });
+    operator = await startOperator({
+      kubeconfig: testKubeconfigPath(),
+      args: ['--namespace', home.name, '--mirror', 'off', '--webhook-addr', 'off', '--dr-heartbeat-interval', 'off'],
+    });
   }, 300_000);
   afterAll(async () => {
     await operator.stop();
@@ -367,25 +506,38 @@ describe('a ConfigSync target renamed, its namespace unchanged', () => {
   it('keeps every object (same uid) and is Ready under the new name', async () => {
     const repo = await git.createRepo(`adversary-rename-${ID}`);
     await repo.commit({ 'app/settings.yaml': configMapYaml('settings', '  v: "1"') });
-    const spec = (target: string) => ({ source: { git: { repo: repo.url, revision: 'main', path: 'app' } }, refreshInterval: '1h', targets: [{ name: target, namespace: home.name }] });
+    const spec = (target: string) => ({
+      source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+      refreshInterval: '1h',
+      targets: [{ name: target, namespace: home.name }],
+    });
     await applyConfigSync(configSync(home.name, 'renamed', spec('blue')));
     await eventually(async () => ((await configMapData(home.name, 'settings'))?.['v'] === '1' ? true : undefined), 'the object applied', 120_000);
     const uid = (await core.readNamespacedConfigMap({ name: 'settings', namespace: home.name })).metadata?.uid;
     // Every status the API server stores from here on: the first write for the new generation is the one checked.
     const written: { generation?: number; status?: ConfigSync['status'] }[] = [];
-    const watching = await new Watch(kc).watch(`/apis/syncline.dev/v1alpha1/namespaces/${home.name}/configsyncs`, { fieldSelector: 'metadata.name=renamed' }, (_type, object: ConfigSync) => {
-      written.push({ generation: object.metadata.generation, status: object.status });
-    }, () => undefined);
+    const watching = await new Watch(kc).watch(
+      `/apis/syncline.dev/v1alpha1/namespaces/${home.name}/configsyncs`,
+      { fieldSelector: 'metadata.name=renamed' },
+      (_type, object: ConfigSync) => {
+        written.push({ generation: object.metadata.generation, status: object.status });
+      },
+      () => undefined,
+    );
     await applyConfigSync(configSync(home.name, 'renamed', spec('green')));
     let last: unknown;
-    const cs = await eventually(async () => {
-      const c = await readConfigSync(home.name, 'renamed');
-      last = c.status;
-      const ready = c.status?.conditions?.find((x) => x.type === 'Ready');
-      const live = await core.readNamespacedConfigMap({ name: 'settings', namespace: home.name }).catch(() => undefined);
-      if (live?.metadata?.uid !== uid) return 'recreated';
-      return c.status?.observedGeneration === c.metadata.generation && ready?.status === 'True' ? 'kept' : undefined;
-    }, 'the renamed target Ready (or the object re-created)', 120_000).catch((error: unknown) => {
+    const cs = await eventually(
+      async () => {
+        const c = await readConfigSync(home.name, 'renamed');
+        last = c.status;
+        const ready = c.status?.conditions?.find((x) => x.type === 'Ready');
+        const live = await core.readNamespacedConfigMap({ name: 'settings', namespace: home.name }).catch(() => undefined);
+        if (live?.metadata?.uid !== uid) return 'recreated';
+        return c.status?.observedGeneration === c.metadata.generation && ready?.status === 'True' ? 'kept' : undefined;
+      },
+      'the renamed target Ready (or the object re-created)',
+      120_000,
+    ).catch((error: unknown) => {
       throw new Error(`${String(error)}; last status: ${JSON.stringify(last)}`);
     });
     expect(cs).toBe('kept');
@@ -406,16 +558,26 @@ describe('a ConfigSync target renamed, its namespace unchanged', () => {
     const spec = (target: string, broken = false) => ({
       source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
       refreshInterval: '1h',
-      targets: [{ name: target, namespace: home.name, ...(broken ? { patches: [{ target: { kind: 'ConfigMap', name: 'kept' }, patch: { metadata: { labels: { 'not a valid key!': 'x' } } } }] } : {}) }],
+      targets: [
+        {
+          name: target,
+          namespace: home.name,
+          ...(broken ? { patches: [{ target: { kind: 'ConfigMap', name: 'kept' }, patch: { metadata: { labels: { 'not a valid key!': 'x' } } } }] } : {}),
+        },
+      ],
     });
     await applyConfigSync(configSync(home.name, 'handover', spec('blue')));
     await eventually(async () => ((await configMapData(home.name, 'kept'))?.['v'] === '1' ? true : undefined), 'the object applied', 120_000);
     const uid = (await core.readNamespacedConfigMap({ name: 'kept', namespace: home.name })).metadata?.uid;
     await applyConfigSync(configSync(home.name, 'handover', spec('green', true)));
-    const failed = await eventually(async () => {
-      const c = await readConfigSync(home.name, 'handover');
-      return c.status?.observedGeneration === c.metadata.generation ? c.status : undefined;
-    }, 'the renamed target tried', 120_000);
+    const failed = await eventually(
+      async () => {
+        const c = await readConfigSync(home.name, 'handover');
+        return c.status?.observedGeneration === c.metadata.generation ? c.status : undefined;
+      },
+      'the renamed target tried',
+      120_000,
+    );
     // The object is still there, the same one, and the old name keeps it in its inventory until green holds it.
     expect((await core.readNamespacedConfigMap({ name: 'kept', namespace: home.name })).metadata?.uid).toBe(uid);
     expect(failed.targets?.find((t) => t.name === 'green')?.phase).toBe('Failed');
@@ -425,11 +587,15 @@ describe('a ConfigSync target renamed, its namespace unchanged', () => {
     expect(failed.inventory?.find((i) => i.target === 'blue')?.entries.join()).toContain('kept');
     // The patch fixed: green takes the object over (same uid) and blue leaves the status.
     await applyConfigSync(configSync(home.name, 'handover', spec('green')));
-    const done = await eventually(async () => {
-      const c = await readConfigSync(home.name, 'handover');
-      const ready = c.status?.conditions?.find((x) => x.type === 'Ready');
-      return c.status?.observedGeneration === c.metadata.generation && ready?.status === 'True' ? c.status : undefined;
-    }, 'the renamed target Ready', 120_000);
+    const done = await eventually(
+      async () => {
+        const c = await readConfigSync(home.name, 'handover');
+        const ready = c.status?.conditions?.find((x) => x.type === 'Ready');
+        return c.status?.observedGeneration === c.metadata.generation && ready?.status === 'True' ? c.status : undefined;
+      },
+      'the renamed target Ready',
+      120_000,
+    );
     expect(done.targets?.map((t) => t.name)).toEqual(['green']);
     const live = await core.readNamespacedConfigMap({ name: 'kept', namespace: home.name });
     expect(live.metadata?.uid).toBe(uid);
@@ -451,9 +617,28 @@ describe('an object carrying copied replica marks of a source that is gone (--mi
     target = await testNamespace({ prefix: 'adv-sdst' });
     await core.createNamespacedConfigMap({
       namespace: target.name,
-      body: { metadata: { name: 'gone', labels: { [`${PREFIX}/sync-replica`]: 'true' }, annotations: { [`${PREFIX}/source`]: `${src.name}/gone` } }, data: { mine: 'keep me' } },
+      body: {
+        metadata: { name: 'gone', labels: { [`${PREFIX}/sync-replica`]: 'true' }, annotations: { [`${PREFIX}/source`]: `${src.name}/gone` } },
+        data: { mine: 'keep me' },
+      },
     });
-    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', src.name, '--operator-namespace', src.name, '--mirror-prefix', PREFIX, '--mirror-stale', 'mark', '--webhook-addr', 'off', '--dr-heartbeat-interval', 'off'] });
+    operator = await startOperator({
+      kubeconfig: testKubeconfigPath(),
+      args: [
+        '--namespace',
+        src.name,
+        '--operator-namespace',
+        src.name,
+        '--mirror-prefix',
+        PREFIX,
+        '--mirror-stale',
+        'mark',
+        '--webhook-addr',
+        'off',
+        '--dr-heartbeat-interval',
+        'off',
+      ],
+    });
   }, 300_000);
   afterAll(async () => {
     await operator.stop();
@@ -462,10 +647,21 @@ describe('an object carrying copied replica marks of a source that is gone (--mi
   });
 
   it('marks the replica it wrote, and leaves the copy unlabelled', async () => {
-    await core.createNamespacedConfigMap({ namespace: src.name, body: { metadata: { name: 'real', labels: { [`${PREFIX}/sync-source`]: 'true' }, annotations: { [`${PREFIX}/targets`]: target.name } }, data: { v: '1' } } });
+    await core.createNamespacedConfigMap({
+      namespace: src.name,
+      body: {
+        metadata: { name: 'real', labels: { [`${PREFIX}/sync-source`]: 'true' }, annotations: { [`${PREFIX}/targets`]: target.name } },
+        data: { v: '1' },
+      },
+    });
     await eventually(async () => ((await configMapData(target.name, 'real'))?.['v'] === '1' ? true : undefined), 'the replica', 120_000);
     await core.deleteNamespacedConfigMap({ name: 'real', namespace: src.name });
-    await eventually(async () => ((await core.readNamespacedConfigMap({ name: 'real', namespace: target.name })).metadata?.labels?.[`${PREFIX}/stale`] === 'true' ? true : undefined), 'the replica marked stale', 120_000);
+    await eventually(
+      async () =>
+        (await core.readNamespacedConfigMap({ name: 'real', namespace: target.name })).metadata?.labels?.[`${PREFIX}/stale`] === 'true' ? true : undefined,
+      'the replica marked stale',
+      120_000,
+    );
     const copied = await core.readNamespacedConfigMap({ name: 'gone', namespace: target.name });
     expect(copied.metadata?.labels?.[`${PREFIX}/stale`]).toBeUndefined();
     expect(copied.metadata?.annotations?.[`${PREFIX}/stale-since`]).toBeUndefined();

@@ -181,7 +181,9 @@ spec:
     expect(parse.stderr).toContain('error parsing jsonpath {.items[*].metadata.name: unclosed action at character 24');
     const execute = await syncline(['get', 'csync', '-n', ns.name, '-o', 'jsonpath={.items[5]}']);
     expect(execute.code).toBe(1);
-    expect(execute.stderr).toBe('error: error executing jsonpath "{.items[5]}": array index out of bounds: index 5, length 2 at character 8: "{.items[" ← here\n');
+    expect(execute.stderr).toBe(
+      'error: error executing jsonpath "{.items[5]}": array index out of bounds: index 5, length 2 at character 8: "{.items[" ← here\n',
+    );
     const column = await syncline(['get', 'csync', '-n', ns.name, '-o', 'custom-columns=A:.x[']);
     expect(column.code).toBe(1);
     expect(column.stdout).toBe('');

@@ -40,10 +40,22 @@ describe('syncline trace, check and completion', () => {
     await writeFile(join(dir, 'syncline'), `#!/bin/sh\nexec "${process.execPath}" "${bin}" "$@"\n`);
     await chmod(join(dir, 'syncline'), 0o755);
     env = { ...process.env, KUBECONFIG: testKubeconfigPath(), PATH: `${dir}${delimiter}${dirname(process.execPath)}${delimiter}${process.env['PATH'] ?? ''}` };
-    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', ns.name, '--leader-elect', '--leader-election-namespace', ns.name, '--leader-election-id', 'syncline-leader-trace'] });
+    operator = await startOperator({
+      kubeconfig: testKubeconfigPath(),
+      args: ['--namespace', ns.name, '--leader-elect', '--leader-election-namespace', ns.name, '--leader-election-id', 'syncline-leader-trace'],
+    });
     const repo = await git.createRepo('trace');
-    sha = await repo.commit({ 'app/settings.yaml': configMapYaml('settings', '  v: "1"'), 'app/other.yaml': configMapYaml('other', '  v: "2"') }, { message: 'Settings for the web app\n\nWith a body.' });
-    await applyConfigSync(configSync(ns.name, 'web', { source: { git: { repo: repo.url, revision: 'main', path: 'app' } }, refreshInterval: '1h', targets: [{ name: 'main', namespace: ns.name }] }));
+    sha = await repo.commit(
+      { 'app/settings.yaml': configMapYaml('settings', '  v: "1"'), 'app/other.yaml': configMapYaml('other', '  v: "2"') },
+      { message: 'Settings for the web app\n\nWith a body.' },
+    );
+    await applyConfigSync(
+      configSync(ns.name, 'web', {
+        source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+        refreshInterval: '1h',
+        targets: [{ name: 'main', namespace: ns.name }],
+      }),
+    );
     await waitForReady(ns.name, 'web', undefined, 90_000);
   }, 180_000);
   afterAll(async () => {
@@ -68,16 +80,33 @@ describe('syncline trace, check and completion', () => {
     // -o json carries the whole message; KIND NAME and kubectl's short names work too
     const json = await syncline(['trace', 'cm', 'settings', '-n', ns.name, '--allow-insecure-http', '-o', 'json']);
     expect(json.code, json.stderr).toBe(0);
-    expect(JSON.parse(json.stdout)).toMatchObject({ managed: true, owner: { kind: 'ConfigSync', name: 'web', target: 'main' }, source: { commit: { sha, message: 'Settings for the web app\n\nWith a body.' }, files: ['app/settings.yaml'] } });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      managed: true,
+      owner: { kind: 'ConfigSync', name: 'web', target: 'main' },
+      source: { commit: { sha, message: 'Settings for the web app\n\nWith a body.' }, files: ['app/settings.yaml'] },
+    });
   }, 120_000);
 
   it("trace of a ManifestSync's copy names the ManifestSync and the copy's namespace, proven by its inventory", async () => {
     await rest.request({ method: 'POST', path: `/api/v1/namespaces/${ns.name}/configmaps`, body: { metadata: { name: 'origin' }, data: { a: '1' } } });
-    await rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${ns.name}/manifestsyncs`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ManifestSync', metadata: { name: 'copy' }, spec: { sourceRef: { apiVersion: 'v1', kind: 'ConfigMap', name: 'origin' }, targets: [{ namespace: ns.name, name: 'origin-copy' }] } } });
-    const traced = await eventually(async () => {
-      const result = await syncline(['trace', 'configmap/origin-copy', '-n', ns.name]);
-      return result.code === 0 ? result : undefined;
-    }, 'the copy to be traced', 90_000);
+    await rest.request({
+      method: 'POST',
+      path: `/apis/syncline.dev/v1alpha1/namespaces/${ns.name}/manifestsyncs`,
+      body: {
+        apiVersion: 'syncline.dev/v1alpha1',
+        kind: 'ManifestSync',
+        metadata: { name: 'copy' },
+        spec: { sourceRef: { apiVersion: 'v1', kind: 'ConfigMap', name: 'origin' }, targets: [{ namespace: ns.name, name: 'origin-copy' }] },
+      },
+    });
+    const traced = await eventually(
+      async () => {
+        const result = await syncline(['trace', 'configmap/origin-copy', '-n', ns.name]);
+        return result.code === 0 ? result : undefined;
+      },
+      'the copy to be traced',
+      90_000,
+    );
     expect(traced.stdout).toMatch(new RegExp(`^Proof: +listed in status.inventory of ManifestSync ${ns.name}/copy, target ${ns.name}$`, 'm'));
     expect(traced.stdout).toMatch(new RegExp(`^ManifestSync: +${ns.name}/copy$`, 'm'));
   }, 120_000);
@@ -85,8 +114,22 @@ describe('syncline trace, check and completion', () => {
   it("trace says so when an object is not Syncline's: no marks, or marks no inventory backs (exit 1)", async () => {
     // given a ConfigMap nobody synced, and one that copies the labels of a synced one
     await rest.request({ method: 'POST', path: `/api/v1/namespaces/${ns.name}/configmaps`, body: { metadata: { name: 'handmade' }, data: { a: '1' } } });
-    const synced = await rest.request<{ metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } }>({ method: 'GET', path: `/api/v1/namespaces/${ns.name}/configmaps/settings` });
-    await rest.request({ method: 'POST', path: `/api/v1/namespaces/${ns.name}/configmaps`, body: { metadata: { name: 'impostor', labels: synced.metadata.labels, annotations: { 'syncline.dev/owned-by': synced.metadata.annotations?.['syncline.dev/owned-by'] ?? '' } }, data: { a: '1' } } });
+    const synced = await rest.request<{ metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } }>({
+      method: 'GET',
+      path: `/api/v1/namespaces/${ns.name}/configmaps/settings`,
+    });
+    await rest.request({
+      method: 'POST',
+      path: `/api/v1/namespaces/${ns.name}/configmaps`,
+      body: {
+        metadata: {
+          name: 'impostor',
+          labels: synced.metadata.labels,
+          annotations: { 'syncline.dev/owned-by': synced.metadata.annotations?.['syncline.dev/owned-by'] ?? '' },
+        },
+        data: { a: '1' },
+      },
+    });
 
     const plain = await syncline(['trace', 'configmap/handmade', '-n', ns.name]);
     expect(plain.code).toBe(1);
@@ -109,7 +152,15 @@ describe('syncline trace, check and completion', () => {
     const ok = await syncline(['check', '-n', ns.name, '--operator-namespace', ns.name, '--metrics-url', `http://${operator.probeAddress}/metrics`]);
     expect(ok.code, ok.stdout).toBe(0);
     expect(ok.stdout).toMatch(/^✔ Kubernetes v1\.\d+\.\d+\S* >= 1\.28\.0$/m);
-    for (const crd of ['configsyncs', 'manifestsyncs', 'remoteclusters', 'namespacereplications', 'namespacereplicationpolicies', 'notificationproviders', 'notificationalerts']) {
+    for (const crd of [
+      'configsyncs',
+      'manifestsyncs',
+      'remoteclusters',
+      'namespacereplications',
+      'namespacereplicationpolicies',
+      'notificationproviders',
+      'notificationalerts',
+    ]) {
       expect(ok.stdout).toContain(`✔ ${crd}.syncline.dev: installed, established, current`);
     }
     expect(ok.stdout).toMatch(new RegExp(`^✔ leader Lease ${ns.name}/syncline-leader-trace: held by \\S+, renewed \\d+s ago$`, 'm'));

@@ -18,9 +18,14 @@ type Result = { code: number; stdout: string; stderr: string };
 
 function syncline(args: readonly string[]): Promise<Result> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [bin, ...args, ...(args.includes('completion') || args.includes('--client') ? [] : ['--kubeconfig', testKubeconfigPath()])], { env, cwd: root, timeout: 120_000 }, (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [bin, ...args, ...(args.includes('completion') || args.includes('--client') ? [] : ['--kubeconfig', testKubeconfigPath()])],
+      { env, cwd: root, timeout: 120_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -28,7 +33,11 @@ const API = '/apis/syncline.dev/v1alpha1';
 async function create(namespace: string, plural: string, object: Record<string, unknown>): Promise<void> {
   await rest.request({ method: 'POST', path: `${API}/namespaces/${namespace}/${plural}`, body: object });
 }
-async function read(namespace: string, plural: string, name: string): Promise<{ metadata: { annotations?: Record<string, string> }; spec: { suspend?: boolean } }> {
+async function read(
+  namespace: string,
+  plural: string,
+  name: string,
+): Promise<{ metadata: { annotations?: Record<string, string> }; spec: { suspend?: boolean } }> {
   return rest.request({ method: 'GET', path: `${API}/namespaces/${namespace}/${plural}/${name}` });
 }
 
@@ -48,13 +57,46 @@ describe('syncline CLI verbs', () => {
     operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', ns.name] });
     const repo = await git.createRepo('verbs');
     await repo.commit({ 'app/settings.yaml': settings('1') });
-    await applyConfigSync(configSync(ns.name, 'web', { source: { git: { repo: repo.url, revision: 'main', path: 'app' } }, refreshInterval: '1h', targets: [{ name: 'main', namespace: ns.name }] }));
-    await rest.request({ method: 'PATCH', path: `${API}/namespaces/${ns.name}/configsyncs/web`, contentType: 'application/merge-patch+json', body: { metadata: { labels: { team: 'a' } } } });
-    await applyConfigSync(configSync(ns.name, 'api', { source: { git: { repo: repo.url, revision: 'main', path: 'app' } }, refreshInterval: '1h', suspend: true, targets: [{ name: 'main', namespace: ns.name }] }));
+    await applyConfigSync(
+      configSync(ns.name, 'web', {
+        source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+        refreshInterval: '1h',
+        targets: [{ name: 'main', namespace: ns.name }],
+      }),
+    );
+    await rest.request({
+      method: 'PATCH',
+      path: `${API}/namespaces/${ns.name}/configsyncs/web`,
+      contentType: 'application/merge-patch+json',
+      body: { metadata: { labels: { team: 'a' } } },
+    });
+    await applyConfigSync(
+      configSync(ns.name, 'api', {
+        source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+        refreshInterval: '1h',
+        suspend: true,
+        targets: [{ name: 'main', namespace: ns.name }],
+      }),
+    );
     await rest.request({ method: 'POST', path: `/api/v1/namespaces/${ns.name}/secrets`, body: { metadata: { name: 'src' }, stringData: { k: 'v' } } });
-    await create(ns.name, 'manifestsyncs', { apiVersion: 'syncline.dev/v1alpha1', kind: 'ManifestSync', metadata: { name: 'copy' }, spec: { sourceRef: { apiVersion: 'v1', kind: 'Secret', name: 'src' }, targets: [{ namespace: ns.name, name: 'src-copy' }] } });
-    await create(other.name, 'namespacereplications', { apiVersion: 'syncline.dev/v1alpha1', kind: 'NamespaceReplication', metadata: { name: 'dr' }, spec: { destination: { namespace: `${other.name}-standby` }, suspend: true } });
-    await create(other.name, 'remoteclusters', { apiVersion: 'syncline.dev/v1alpha1', kind: 'RemoteCluster', metadata: { name: 'east' }, spec: { server: 'https://east.invalid:6443', tokenSecretRef: { name: 'east', key: 'token' } } });
+    await create(ns.name, 'manifestsyncs', {
+      apiVersion: 'syncline.dev/v1alpha1',
+      kind: 'ManifestSync',
+      metadata: { name: 'copy' },
+      spec: { sourceRef: { apiVersion: 'v1', kind: 'Secret', name: 'src' }, targets: [{ namespace: ns.name, name: 'src-copy' }] },
+    });
+    await create(other.name, 'namespacereplications', {
+      apiVersion: 'syncline.dev/v1alpha1',
+      kind: 'NamespaceReplication',
+      metadata: { name: 'dr' },
+      spec: { destination: { namespace: `${other.name}-standby` }, suspend: true },
+    });
+    await create(other.name, 'remoteclusters', {
+      apiVersion: 'syncline.dev/v1alpha1',
+      kind: 'RemoteCluster',
+      metadata: { name: 'east' },
+      spec: { server: 'https://east.invalid:6443', tokenSecretRef: { name: 'east', key: 'token' } },
+    });
     await waitForReady(ns.name, 'web', undefined, 60_000);
     checkout = await mkdtemp(join(tmpdir(), 'syncline-checkout-'));
   }, 180_000);
@@ -88,12 +130,20 @@ describe('syncline CLI verbs', () => {
 
     it('-l selects, -A adds the namespace, -o name and -o json as kubectl', async () => {
       const selected = await syncline(['get', 'csync', '-n', ns.name, '-l', 'team=a', '--no-headers']);
-      expect(selected.stdout.trimEnd().split('\n').map((r) => r.split(/\s+/)[0])).toEqual(['web']);
+      expect(
+        selected.stdout
+          .trimEnd()
+          .split('\n')
+          .map((r) => r.split(/\s+/)[0]),
+      ).toEqual(['web']);
       const all = await syncline(['get', 'csync', '-A']);
       expect(all.stdout.split('\n')[0]).toMatch(/^NAMESPACE\s+NAME\s+READY/);
       expect(all.stdout).toMatch(new RegExp(`^${ns.name}\\s+web\\s`, 'm'));
       expect((await syncline(['get', 'csync', 'web', '-n', ns.name, '-o', 'name'])).stdout).toBe('configsyncs.syncline.dev/web\n');
-      const json = JSON.parse((await syncline(['get', 'msync', '-n', ns.name, '-o', 'json'])).stdout) as { kind: string; items: Array<{ kind: string; metadata: { name: string; managedFields?: unknown } }> };
+      const json = JSON.parse((await syncline(['get', 'msync', '-n', ns.name, '-o', 'json'])).stdout) as {
+        kind: string;
+        items: Array<{ kind: string; metadata: { name: string; managedFields?: unknown } }>;
+      };
       expect(json.kind).toBe('List');
       expect(json.items.map((i) => [i.kind, i.metadata.name, i.metadata.managedFields])).toEqual([['ManifestSync', 'copy', undefined]]);
       const none = await syncline(['get', 'nsrepl', '-n', ns.name]);
@@ -109,11 +159,23 @@ describe('syncline CLI verbs', () => {
       child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
       try {
         await eventually(() => Promise.resolve(/^api\s/m.test(stdout) ? true : undefined), 'the first row', 30_000);
-        await rest.request({ method: 'PATCH', path: `${API}/namespaces/${ns.name}/configsyncs/api`, contentType: 'application/merge-patch+json', body: { metadata: { labels: { changed: 'yes' } } } });
-        const rows = await eventually(() => {
-          const lines = stdout.trimEnd().split('\n').filter((l) => l.startsWith('api'));
-          return Promise.resolve(lines.length >= 2 ? lines : undefined);
-        }, 'a row for the change', 30_000);
+        await rest.request({
+          method: 'PATCH',
+          path: `${API}/namespaces/${ns.name}/configsyncs/api`,
+          contentType: 'application/merge-patch+json',
+          body: { metadata: { labels: { changed: 'yes' } } },
+        });
+        const rows = await eventually(
+          () => {
+            const lines = stdout
+              .trimEnd()
+              .split('\n')
+              .filter((l) => l.startsWith('api'));
+            return Promise.resolve(lines.length >= 2 ? lines : undefined);
+          },
+          'a row for the change',
+          30_000,
+        );
         expect(rows.length).toBeGreaterThanOrEqual(2);
         expect(stdout.split('\n').filter((l) => l.startsWith('NAME'))).toHaveLength(1);
       } finally {
@@ -164,10 +226,14 @@ describe('syncline CLI verbs', () => {
   });
 
   it("events NAME: the ConfigSync's Events, as kubectl events shows them", async () => {
-    const events = await eventually(async () => {
-      const result = await syncline(['events', 'web', '-n', ns.name]);
-      return result.stdout.includes('ConfigSync/web') ? result : undefined;
-    }, 'an event of the ConfigSync', 60_000);
+    const events = await eventually(
+      async () => {
+        const result = await syncline(['events', 'web', '-n', ns.name]);
+        return result.stdout.includes('ConfigSync/web') ? result : undefined;
+      },
+      'an event of the ConfigSync',
+      60_000,
+    );
     expect(events.stdout.split('\n')[0]).toMatch(/^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE$/);
     expect(events.stdout).toMatch(/^\S+\s+Normal\s+\S+\s+ConfigSync\/web\s/m);
     const none = await syncline(['events', 'nsrepl', 'dr', '-n', other.name]);
@@ -183,7 +249,10 @@ describe('syncline CLI verbs', () => {
       path: `/apis/apps/v1/namespaces/${other.name}/deployments`,
       body: {
         metadata: { name: 'syncline', labels: { 'app.kubernetes.io/name': 'syncline', 'app.kubernetes.io/version': '1.4.2' } },
-        spec: { selector: { matchLabels: { app: 'syncline' } }, template: { metadata: { labels: { app: 'syncline' } }, spec: { containers: [{ name: 'syncline', image: 'ghcr.io/example/syncline:1.4.2' }] } } },
+        spec: {
+          selector: { matchLabels: { app: 'syncline' } },
+          template: { metadata: { labels: { app: 'syncline' } }, spec: { containers: [{ name: 'syncline', image: 'ghcr.io/example/syncline:1.4.2' }] } },
+        },
       },
     });
     const both = await syncline(['version', '-n', other.name, '-o', 'json']);

@@ -23,7 +23,11 @@ const bin = join(root, 'packages', 'cli', 'bin', 'syncline.js');
  */
 const standalone = process.env['SYNCLINE_CLI'];
 let executable: string | undefined;
-const withoutNode = (path: string): string => path.split(delimiter).filter((dir) => dir !== '' && !existsSync(join(dir, 'node'))).join(delimiter);
+const withoutNode = (path: string): string =>
+  path
+    .split(delimiter)
+    .filter((dir) => dir !== '' && !existsSync(join(dir, 'node')))
+    .join(delimiter);
 
 type Result = { code: number; stdout: string; stderr: string };
 
@@ -32,7 +36,8 @@ function syncline(args: readonly string[], options: { env?: NodeJS.ProcessEnv; f
   const nodeFirst = `${dirname(process.execPath)}${delimiter}${process.env['PATH'] ?? ''}`;
   const path = executable !== undefined && options.file === undefined ? withoutNode(process.env['PATH'] ?? '') : nodeFirst;
   const env = { ...process.env, PATH: path, ...options.env };
-  const [file, argv] = options.file !== undefined ? [options.file, [...args]] : executable !== undefined ? [executable, [...args]] : [process.execPath, [bin, ...args]];
+  const [file, argv] =
+    options.file !== undefined ? [options.file, [...args]] : executable !== undefined ? [executable, [...args]] : [process.execPath, [bin, ...args]];
   return new Promise((resolve) => {
     execFile(file, argv, { env, cwd: root, timeout: 120_000 }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
@@ -41,7 +46,27 @@ function syncline(args: readonly string[], options: { env?: NodeJS.ProcessEnv; f
   });
 }
 
-const SUBCOMMANDS = ['run', 'render', 'diff', 'get', 'status', 'clusters', 'events', 'reconcile', 'suspend', 'resume', 'rollback', 'trace', 'check', 'failover', 'failback', 'version', 'completion', 'dr', 'confirm-prune'];
+const SUBCOMMANDS = [
+  'run',
+  'render',
+  'diff',
+  'get',
+  'status',
+  'clusters',
+  'events',
+  'reconcile',
+  'suspend',
+  'resume',
+  'rollback',
+  'trace',
+  'check',
+  'failover',
+  'failback',
+  'version',
+  'completion',
+  'dr',
+  'confirm-prune',
+];
 
 describe('syncline CLI', () => {
   let git: GitServer;
@@ -59,15 +84,26 @@ describe('syncline CLI', () => {
   });
 
   beforeAll(async () => {
-    if (standalone === 'standalone') executable = await (await import('../../scripts/release.ts')).ensureCli('amd64', (line) => console.log(`[release] ${line}`));
+    if (standalone === 'standalone')
+      executable = await (await import('../../scripts/release.ts')).ensureCli('amd64', (line) => console.log(`[release] ${line}`));
     else if (standalone !== undefined && standalone !== '') executable = standalone;
     await installCrds();
     git = await startGitServer();
-    [ns, unwatched, empty] = await Promise.all([testNamespace({ prefix: 'cli' }), testNamespace({ prefix: 'cli-off' }), testNamespace({ prefix: 'cli-empty' })]);
+    [ns, unwatched, empty] = await Promise.all([
+      testNamespace({ prefix: 'cli' }),
+      testNamespace({ prefix: 'cli-off' }),
+      testNamespace({ prefix: 'cli-empty' }),
+    ]);
     operator = await startOperator({ kubeconfig: kubeconfig(), args: ['--namespace', ns.name] });
     repo = await git.createRepo('cli');
     await repo.commit(files('1', 'hunter2-first'));
-    await applyConfigSync(configSync(ns.name, 'web', { source: { git: { repo: repo.url, revision: 'main', path: 'app' } }, refreshInterval: '1h', targets: [{ name: 'main', namespace: ns.name }] }));
+    await applyConfigSync(
+      configSync(ns.name, 'web', {
+        source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+        refreshInterval: '1h',
+        targets: [{ name: 'main', namespace: ns.name }],
+      }),
+    );
     dir = await mkdtemp(join(tmpdir(), 'syncline-cli-'));
     await waitForReady(ns.name, 'web', undefined, 60_000);
   }, 360_000);
@@ -79,7 +115,7 @@ describe('syncline CLI', () => {
   });
 
   describe('conventions', () => {
-    it('prints the version with --version, from the bin and through pnpm\'s shim (node_modules/.bin/syncline)', async () => {
+    it("prints the version with --version, from the bin and through pnpm's shim (node_modules/.bin/syncline)", async () => {
       const { version } = JSON.parse(await readFile(join(root, 'packages', 'cli', 'package.json'), 'utf8')) as { version: string };
       const direct = await syncline(['--version']);
       expect(direct).toMatchObject({ code: 0, stderr: '' });
@@ -98,7 +134,8 @@ describe('syncline CLI', () => {
         expect(result.stdout).toMatch(new RegExp(`^Usage: syncline ${command} `));
         expect(result.stdout).toContain('-h, --help');
         // render and completion read no cluster; render still takes the namespace templates see.
-        if (command !== 'render' && command !== 'completion') for (const kubeFlag of ['--context <name>', '--kubeconfig <file>']) expect(result.stdout).toContain(kubeFlag);
+        if (command !== 'render' && command !== 'completion')
+          for (const kubeFlag of ['--context <name>', '--kubeconfig <file>']) expect(result.stdout).toContain(kubeFlag);
         if (command !== 'completion') expect(result.stdout).toContain('-n, --namespace <ns>');
       }
     });
@@ -112,8 +149,13 @@ describe('syncline CLI', () => {
 
     it('every syncline command README.md, examples/README.md and the guides in docs/ print names a real subcommand and flags it has', async () => {
       // Every guide in docs/ (api.md is generated from the schemas), and the chart's README.
-      const guides = [...(await readdir(join(root, 'docs'))).filter((f) => f.endsWith('.md') && f !== 'api.md').map((f) => `docs/${f}`), 'charts/syncline/README.md'];
-      expect(guides).toEqual(expect.arrayContaining(['docs/install.md', 'docs/upgrade.md', 'docs/uninstall.md', 'docs/troubleshooting.md', 'docs/manifestsync.md']));
+      const guides = [
+        ...(await readdir(join(root, 'docs'))).filter((f) => f.endsWith('.md') && f !== 'api.md').map((f) => `docs/${f}`),
+        'charts/syncline/README.md',
+      ];
+      expect(guides).toEqual(
+        expect.arrayContaining(['docs/install.md', 'docs/upgrade.md', 'docs/uninstall.md', 'docs/troubleshooting.md', 'docs/manifestsync.md']),
+      );
       const texts = await Promise.all(['README.md', 'examples/README.md', ...guides].map((file) => readFile(join(root, file), 'utf8')));
       const commands = texts.flatMap((text) => [...text.matchAll(/(?<=^|`|\.\/pnpm exec )syncline ([a-z][^`\n]*)/gm)].map((m) => (m[1] ?? '').trim()));
       expect(commands.length).toBeGreaterThan(10);
@@ -179,7 +221,10 @@ describe('syncline CLI', () => {
       expect(object.metadata['managedFields']).toBeUndefined();
 
       const yaml = await syncline(['status', '-n', ns.name, '-o', 'yaml', '--kubeconfig', kubeconfig()]);
-      expect(parse(yaml.stdout)).toMatchObject({ kind: 'List', items: [{ metadata: { name: 'web' }, status: { sourceRevision: object.status.sourceRevision } }] });
+      expect(parse(yaml.stdout)).toMatchObject({
+        kind: 'List',
+        items: [{ metadata: { name: 'web' }, status: { sourceRevision: object.status.sourceRevision } }],
+      });
 
       const all = await syncline(['status', '-A', '--kubeconfig', kubeconfig()]);
       expect(all.code).toBe(0);
@@ -194,7 +239,12 @@ describe('syncline CLI', () => {
   });
 
   describe('kubeconfig', () => {
-    let config: { clusters: { name: string; cluster: Record<string, unknown> }[]; users: { name: string }[]; contexts: { name: string; context: Record<string, unknown> }[]; 'current-context'?: string };
+    let config: {
+      clusters: { name: string; cluster: Record<string, unknown> }[];
+      users: { name: string }[];
+      contexts: { name: string; context: Record<string, unknown> }[];
+      'current-context'?: string;
+    };
     beforeAll(async () => {
       config = parse(await readFile(kubeconfig(), 'utf8')) as typeof config;
     });
@@ -207,7 +257,17 @@ describe('syncline CLI', () => {
       const a = join(dir, 'a.yaml');
       const b = join(dir, 'b.yaml');
       await writeFile(a, stringify({ apiVersion: 'v1', kind: 'Config', contexts: config.contexts, 'current-context': 'admin' }));
-      await writeFile(b, stringify({ apiVersion: 'v1', kind: 'Config', clusters: [...config.clusters, { name: 'nowhere', cluster: { server: 'https://127.0.0.1:1' } }], users: config.users, contexts: [{ name: 'admin', context: { cluster: 'nowhere', user: 'admin' } }], 'current-context': 'restricted' }));
+      await writeFile(
+        b,
+        stringify({
+          apiVersion: 'v1',
+          kind: 'Config',
+          clusters: [...config.clusters, { name: 'nowhere', cluster: { server: 'https://127.0.0.1:1' } }],
+          users: config.users,
+          contexts: [{ name: 'admin', context: { cluster: 'nowhere', user: 'admin' } }],
+          'current-context': 'restricted',
+        }),
+      );
       const missing = join(dir, 'does-not-exist.yaml');
       const result = await syncline(['status', 'web', '-n', ns.name], { env: { KUBECONFIG: [a, missing, b].join(delimiter) } });
       expect(result.stderr).toBe('');
@@ -217,7 +277,15 @@ describe('syncline CLI', () => {
 
     it('uses --context over current-context, and says when the server cannot be reached (no REST path)', async () => {
       const broken = join(dir, 'broken.yaml');
-      await writeFile(broken, stringify({ ...config, clusters: [...config.clusters, { name: 'nowhere', cluster: { server: 'https://127.0.0.1:1' } }], contexts: [...config.contexts, { name: 'broken', context: { cluster: 'nowhere', user: 'admin' } }], 'current-context': 'broken' }));
+      await writeFile(
+        broken,
+        stringify({
+          ...config,
+          clusters: [...config.clusters, { name: 'nowhere', cluster: { server: 'https://127.0.0.1:1' } }],
+          contexts: [...config.contexts, { name: 'broken', context: { cluster: 'nowhere', user: 'admin' } }],
+          'current-context': 'broken',
+        }),
+      );
       const unreachable = await syncline(['status', '-n', ns.name, '--kubeconfig', broken]);
       expect(unreachable.code).toBe(1);
       expect(unreachable.stderr).toMatch(/^Unable to connect to the server: .*ECONNREFUSED/);
@@ -280,7 +348,7 @@ describe('syncline CLI', () => {
       expect(result.stdout).toMatch(/^# 2 object\(s\) differ$/m);
     });
 
-    it('diff exits 2 on an error, with kubectl\'s wording', async () => {
+    it("diff exits 2 on an error, with kubectl's wording", async () => {
       const result = await syncline(['diff', 'nope', '-n', ns.name, '--kubeconfig', kubeconfig()]);
       expect(result).toEqual({ code: 2, stdout: '', stderr: 'Error from server (NotFound): configsyncs.syncline.dev "nope" not found\n' });
     });
@@ -288,13 +356,25 @@ describe('syncline CLI', () => {
     it('reconcile --wait: exit 1 with the Ready message when the sync fails, and with a clear message on timeout', async () => {
       const broken = await git.createRepo('cli-broken');
       await broken.commit({ 'app/a.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: [not, a, map\n' });
-      await applyConfigSync(configSync(ns.name, 'broken', { source: { git: { repo: broken.url, revision: 'main', path: 'app' } }, refreshInterval: '1h', targets: [{ name: 'main', namespace: ns.name }] }));
+      await applyConfigSync(
+        configSync(ns.name, 'broken', {
+          source: { git: { repo: broken.url, revision: 'main', path: 'app' } },
+          refreshInterval: '1h',
+          targets: [{ name: 'main', namespace: ns.name }],
+        }),
+      );
       const failed = await syncline(['reconcile', 'broken', '--wait', '--timeout', '90s', '-n', ns.name, '--kubeconfig', kubeconfig()]);
       expect(failed.code).toBe(1);
       expect(failed.stderr).toMatch(new RegExp(`^error: ${ns.name}/broken is not ready \\(\\w+\\): .+`));
 
       // no operator watches this namespace: nothing handles the request
-      await applyConfigSync(configSync(unwatched.name, 'idle', { source: { git: { repo: repo.url, revision: 'main', path: 'app' } }, refreshInterval: '1h', targets: [{ name: 'main' }] }));
+      await applyConfigSync(
+        configSync(unwatched.name, 'idle', {
+          source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+          refreshInterval: '1h',
+          targets: [{ name: 'main' }],
+        }),
+      );
       const timedOut = await syncline(['reconcile', 'idle', '--wait', '--timeout', '2s', '-n', unwatched.name, '--kubeconfig', kubeconfig()]);
       expect(timedOut.code).toBe(1);
       expect(timedOut.stderr).toMatch(new RegExp(`^error: timed out after 2s waiting for ${unwatched.name}/idle to handle the request`));

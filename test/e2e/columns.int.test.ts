@@ -32,7 +32,9 @@ describe('kubectl get csync', () => {
 
   /** `kubectl get csync web` split into its header and row cells (columns are two or more spaces apart). */
   const table = (): { header: string[]; row: string[] } => {
-    const result = spawnSync('kubectl', ['get', 'csync', 'web', '-n', ns.name, '--kubeconfig', testKubeconfigPath(), '--cache-dir', cacheDir], { encoding: 'utf8' });
+    const result = spawnSync('kubectl', ['get', 'csync', 'web', '-n', ns.name, '--kubeconfig', testKubeconfigPath(), '--cache-dir', cacheDir], {
+      encoding: 'utf8',
+    });
     expect(result.stderr).toBe('');
     const [header = '', row = ''] = result.stdout.trimEnd().split('\n');
     return { header: header.split(/\s{2,}/), row: row.split(/\s{2,}/) };
@@ -42,7 +44,14 @@ describe('kubectl get csync', () => {
     // given a sync of one ConfigMap that reports drift instead of correcting it
     const repo = await git.createRepo('columns');
     const first = await repo.commit({ 'app/settings.yaml': configMapYaml('settings', '  v: "1"') });
-    await applyConfigSync(configSync(ns.name, 'web', { source: { git: { repo: repo.url, revision: 'main', path: 'app' } }, refreshInterval: '1h', drift: 'Report', targets: [{ name: 'main', namespace: ns.name }] }));
+    await applyConfigSync(
+      configSync(ns.name, 'web', {
+        source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+        refreshInterval: '1h',
+        drift: 'Report',
+        targets: [{ name: 'main', namespace: ns.name }],
+      }),
+    );
     const synced = await waitForReady(ns.name, 'web', (cs) => condition(cs, 'Healthy')?.status === 'True', 60_000);
 
     // then the list shows it Ready at its commit, nothing drifted
@@ -53,14 +62,36 @@ describe('kubectl get csync', () => {
     expect(condition(synced, 'Healthy')?.message).toBe('1 object(s) healthy');
     expect(synced.status?.targets?.[0]?.health).toMatchObject({ healthy: 1, failed: 0 });
     await patchConfigSync(ns.name, 'web', { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': 'resync-1' } } });
-    const resynced = await eventually(async () => {
-      const cs = await readConfigSync(ns.name, 'web');
-      return cs.status?.lastHandledReconcileAt === 'resync-1' ? cs : undefined;
-    }, 'the resync to be handled', 60_000);
+    const resynced = await eventually(
+      async () => {
+        const cs = await readConfigSync(ns.name, 'web');
+        return cs.status?.lastHandledReconcileAt === 'resync-1' ? cs : undefined;
+      },
+      'the resync to be handled',
+      60_000,
+    );
     expect(condition(resynced, 'Healthy')?.message).toBe('1 object(s) healthy');
 
     // when someone edits the ConfigMap by hand
-    const edit = spawnSync('kubectl', ['patch', 'configmap', 'settings', '-n', ns.name, '--type', 'merge', '-p', '{"data":{"v":"edited"}}', '--kubeconfig', testKubeconfigPath(), '--cache-dir', cacheDir], { encoding: 'utf8' });
+    const edit = spawnSync(
+      'kubectl',
+      [
+        'patch',
+        'configmap',
+        'settings',
+        '-n',
+        ns.name,
+        '--type',
+        'merge',
+        '-p',
+        '{"data":{"v":"edited"}}',
+        '--kubeconfig',
+        testKubeconfigPath(),
+        '--cache-dir',
+        cacheDir,
+      ],
+      { encoding: 'utf8' },
+    );
     expect(edit.status, edit.stderr).toBe(0);
     // then DRIFTED counts it (drift: Report leaves it)
     await eventually(() => Promise.resolve(table().row[4] === '1' ? true : undefined), 'DRIFTED to show 1', 60_000);
@@ -69,10 +100,14 @@ describe('kubectl get csync', () => {
     const broken = await repo.commit({ 'app/settings.yaml': null, 'app/settings.yaml.hbs': configMapYaml('settings', '  v: "{{ values.missing }}"') });
     await patchConfigSync(ns.name, 'web', { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': 'resync-2' } } });
     // then READY is False, STATUS says why, REVISION shows the applied commit and the one being tried
-    const failing = await eventually(() => {
-      const t = table();
-      return Promise.resolve(t.row[1] === 'False' ? t : undefined);
-    }, 'READY to turn False', 60_000);
+    const failing = await eventually(
+      () => {
+        const t = table();
+        return Promise.resolve(t.row[1] === 'False' ? t : undefined);
+      },
+      'READY to turn False',
+      60_000,
+    );
     expect(failing.row[2]).toMatch(/settings\.yaml\.hbs/);
     expect(failing.row[3]).toBe(`${first.slice(0, 7)} (trying ${broken.slice(0, 7)})`);
   }, 240_000);

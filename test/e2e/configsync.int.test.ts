@@ -4,7 +4,20 @@ import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline
 import { createHmac, randomUUID } from 'node:crypto';
 import { request } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configMapYaml, applyConfigSync, condition, configMapData, configSync, core, eventually, installCrds, kc, patchConfigSync, readConfigSync, waitForReady } from './harness.ts';
+import {
+  configMapYaml,
+  applyConfigSync,
+  condition,
+  configMapData,
+  configSync,
+  core,
+  eventually,
+  installCrds,
+  kc,
+  patchConfigSync,
+  readConfigSync,
+  waitForReady,
+} from './harness.ts';
 
 const cm = configMapYaml;
 const WEBHOOK_SECRET = 'configsync-e2e';
@@ -52,7 +65,10 @@ describe('ConfigSync end to end', () => {
     // the Ref and Revision columns read these
     expect(cs.status).toMatchObject({ followedRef: 'main', shortRevision: first.slice(0, 7) });
     // and the applied objects are selectable by their sync (kubectl get all -l syncline.dev/name=app,...)
-    const selected = await core.listNamespacedConfigMap({ namespace: ns.name, labelSelector: `syncline.dev/name=app,syncline.dev/namespace=${ns.name},syncline.dev/kind=ConfigSync` });
+    const selected = await core.listNamespacedConfigMap({
+      namespace: ns.name,
+      labelSelector: `syncline.dev/name=app,syncline.dev/namespace=${ns.name},syncline.dev/kind=ConfigSync`,
+    });
     expect(selected.items.map((c) => c.metadata?.name).sort()).toEqual(['plain', 'settings']);
     const events = await eventually(async () => {
       const list = await core.listNamespacedEvent({ namespace: ns.name, fieldSelector: 'involvedObject.name=app' });
@@ -124,10 +140,15 @@ describe('ConfigSync end to end', () => {
     if (operator.webhookAddress === undefined) throw new Error('the operator started without a webhook receiver');
     const body = JSON.stringify({ repo: repoUrl, ref: 'refs/heads/main' });
     const signature = `sha256=${createHmac('sha256', WEBHOOK_SECRET).update(body).digest('hex')}`;
-    const response = await fetch(`http://${operator.webhookAddress}/hooks/generic`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-syncline-signature': signature, 'x-syncline-delivery': randomUUID() }, body });
+    const response = await fetch(`http://${operator.webhookAddress}/hooks/generic`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-syncline-signature': signature, 'x-syncline-delivery': randomUUID() },
+      body,
+    });
     expect(response.status).toBeLessThan(300);
   };
-  const requestReconcile = (name: string): Promise<void> => patchConfigSync(ns.name, name, { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': new Date().toISOString() } } });
+  const requestReconcile = (name: string): Promise<void> =>
+    patchConfigSync(ns.name, name, { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': new Date().toISOString() } } });
 
   // A push delivered while the sync waits for a dependency: the run it wakes applies nothing, so the push still
   // stands when the dependency is Ready, and that run lists the branch again instead of trusting an older listing.
@@ -136,17 +157,38 @@ describe('ConfigSync end to end', () => {
     const app = await git.createRepo('push-wait-app');
     await base.commit({ 'base/cm.yaml.hbs': cm('pushed-base', '  v: "1"') });
     await app.commit({ 'app/cm.yaml': cm('pushed-app', '  v: "1"') });
-    await applyConfigSync(configSync(ns.name, 'pushed-base', { source: { git: { repo: base.url, revision: 'main', path: 'base' } }, refreshInterval: '1h', targets: [{ name: 'base', namespace: ns.name }] }));
-    await applyConfigSync(configSync(ns.name, 'pushed-app', { source: { git: { repo: app.url, revision: 'main', path: 'app' } }, refreshInterval: '1h', dependsOn: [{ name: 'pushed-base' }], targets: [{ name: 'app', namespace: ns.name }] }));
+    await applyConfigSync(
+      configSync(ns.name, 'pushed-base', {
+        source: { git: { repo: base.url, revision: 'main', path: 'base' } },
+        refreshInterval: '1h',
+        targets: [{ name: 'base', namespace: ns.name }],
+      }),
+    );
+    await applyConfigSync(
+      configSync(ns.name, 'pushed-app', {
+        source: { git: { repo: app.url, revision: 'main', path: 'app' } },
+        refreshInterval: '1h',
+        dependsOn: [{ name: 'pushed-base' }],
+        targets: [{ name: 'app', namespace: ns.name }],
+      }),
+    );
     await waitForReady(ns.name, 'pushed-app', undefined, 60_000);
     // given the dependency broken (a template that does not render), so app waits for it
     await base.commit({ 'base/cm.yaml.hbs': cm('pushed-base', '  v: {{ values.missing }}') }, { message: 'broken' });
     await requestReconcile('pushed-base');
-    await eventually(async () => (condition(await readConfigSync(ns.name, 'pushed-base'), 'Ready')?.status === 'False' ? true : undefined), 'the dependency not Ready', 60_000);
+    await eventually(
+      async () => (condition(await readConfigSync(ns.name, 'pushed-base'), 'Ready')?.status === 'False' ? true : undefined),
+      'the dependency not Ready',
+      60_000,
+    );
     // when a commit is pushed to app's repository and its webhook arrives while app waits
     const pushed = await app.commit({ 'app/cm.yaml': cm('pushed-app', '  v: "2"') }, { message: 'v2' });
     await push(app.url);
-    await eventually(async () => (condition(await readConfigSync(ns.name, 'pushed-app'), 'Ready')?.reason === 'DependencyNotReady' ? true : undefined), 'app waiting for its dependency', 60_000);
+    await eventually(
+      async () => (condition(await readConfigSync(ns.name, 'pushed-app'), 'Ready')?.reason === 'DependencyNotReady' ? true : undefined),
+      'app waiting for its dependency',
+      60_000,
+    );
     // and the dependency is fixed
     await base.commit({ 'base/cm.yaml.hbs': cm('pushed-base', '  v: "2"') }, { message: 'fixed' });
     await requestReconcile('pushed-base');

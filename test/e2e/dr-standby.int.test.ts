@@ -47,8 +47,10 @@ describe('disaster recovery with the primary gone', () => {
   const replicas = async (name: string): Promise<number | undefined> => (await standbyApps().readNamespacedDeployment({ name, namespace: NS })).spec?.replicas;
   const standbyAnnotations = async (): Promise<Record<string, string>> => (await standbyCore().readNamespace({ name: NS })).metadata?.annotations ?? {};
   const readNr = (): Promise<NamespaceReplication> => primaryRest.request<NamespaceReplication>({ method: 'GET', path: nrPath });
-  const condition = (nr: NamespaceReplication, type: string): { status: string; reason: string; message: string } | undefined => nr.status?.conditions?.find((c) => c.type === type);
-  const standbyLease = async (): Promise<{ spec?: { renewTime?: string } }> => (await createKubeRest(standbyKc)).request({ method: 'GET', path: `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/syncline-heartbeat-shop` });
+  const condition = (nr: NamespaceReplication, type: string): { status: string; reason: string; message: string } | undefined =>
+    nr.status?.conditions?.find((c) => c.type === type);
+  const standbyLease = async (): Promise<{ spec?: { renewTime?: string } }> =>
+    (await createKubeRest(standbyKc)).request({ method: 'GET', path: `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/syncline-heartbeat-shop` });
   /** `Kind/name` → resourceVersion of everything of these kinds in the standby namespace, and the Namespace itself. */
   const standbyVersions = async (): Promise<Record<string, string>> => {
     const standbyRest = await createKubeRest(standbyKc);
@@ -70,7 +72,8 @@ describe('disaster recovery with the primary gone', () => {
     }
     return Object.fromEntries(Object.entries(versions).sort(([a], [b]) => (a < b ? -1 : 1)));
   };
-  const startPrimaryOperator = (kubeconfig: string): Promise<OperatorProcess> => startOperator({ kubeconfig, args: ['--mirror', 'off', '--dr-heartbeat-interval', '1s'] });
+  const startPrimaryOperator = (kubeconfig: string): Promise<OperatorProcess> =>
+    startOperator({ kubeconfig, args: ['--mirror', 'off', '--dr-heartbeat-interval', '1s'] });
 
   beforeAll(async () => {
     primaryDir = await mkdtemp(join(tmpdir(), 'syncline-primary-'));
@@ -86,18 +89,56 @@ describe('disaster recovery with the primary gone', () => {
     const apps = primaryKc.makeApiClient(AppsV1Api);
     await core.createNamespace({ body: { metadata: { name: NS } } });
     const config = parse(await readFile(standby.kubeconfigPath, 'utf8')) as { users: { name: string }[]; contexts: { name: string }[] };
-    const kubeconfig = stringify({ ...config, users: config.users.filter((u) => u.name === 'admin'), contexts: config.contexts.filter((c) => c.name === 'admin'), 'current-context': 'admin' });
+    const kubeconfig = stringify({
+      ...config,
+      users: config.users.filter((u) => u.name === 'admin'),
+      contexts: config.contexts.filter((c) => c.name === 'admin'),
+      'current-context': 'admin',
+    });
     await core.createNamespacedSecret({ namespace: NS, body: { metadata: { name: 'dr-kubeconfig' }, stringData: { kubeconfig } } });
-    await primaryRest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${NS}/remoteclusters`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'RemoteCluster', metadata: { name: 'dr' }, spec: { kubeconfigSecretRef: { name: 'dr-kubeconfig', key: 'kubeconfig' }, probeInterval: '5s' } } });
+    await primaryRest.request({
+      method: 'POST',
+      path: `/apis/syncline.dev/v1alpha1/namespaces/${NS}/remoteclusters`,
+      body: {
+        apiVersion: 'syncline.dev/v1alpha1',
+        kind: 'RemoteCluster',
+        metadata: { name: 'dr' },
+        spec: { kubeconfigSecretRef: { name: 'dr-kubeconfig', key: 'kubeconfig' }, probeInterval: '5s' },
+      },
+    });
     const template = (app: string) => ({ metadata: { labels: { app } }, spec: { containers: [{ name: app, image: 'nginx:1.27' }] } });
-    await apps.createNamespacedDeployment({ namespace: NS, body: { metadata: { name: 'web' }, spec: { replicas: 3, selector: { matchLabels: { app: 'web' } }, template: template('web') } } });
-    await apps.createNamespacedStatefulSet({ namespace: NS, body: { metadata: { name: 'db' }, spec: { replicas: 2, serviceName: 'db', selector: { matchLabels: { app: 'db' } }, template: template('db') } } });
-    await primaryKc.makeApiClient(BatchV1Api).createNamespacedCronJob({ namespace: NS, body: { metadata: { name: 'report' }, spec: { schedule: '0 0 1 1 *', jobTemplate: { spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'r', image: 'busybox' }] } } } } } } });
+    await apps.createNamespacedDeployment({
+      namespace: NS,
+      body: { metadata: { name: 'web' }, spec: { replicas: 3, selector: { matchLabels: { app: 'web' } }, template: template('web') } },
+    });
+    await apps.createNamespacedStatefulSet({
+      namespace: NS,
+      body: { metadata: { name: 'db' }, spec: { replicas: 2, serviceName: 'db', selector: { matchLabels: { app: 'db' } }, template: template('db') } },
+    });
+    await primaryKc.makeApiClient(BatchV1Api).createNamespacedCronJob({
+      namespace: NS,
+      body: {
+        metadata: { name: 'report' },
+        spec: {
+          schedule: '0 0 1 1 *',
+          jobTemplate: { spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'r', image: 'busybox' }] } } } },
+        },
+      },
+    });
     await core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: 'settings' }, data: { mode: 'before' } } });
     await primaryRest.request({
       method: 'POST',
       path: `/apis/syncline.dev/v1alpha1/namespaces/${NS}/namespacereplications`,
-      body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'NamespaceReplication', metadata: { name: 'shop' }, spec: { destination: { cluster: { name: 'dr' }, namespace: NS }, interval: '3s', resourceTypes: ['Deployment.apps', 'StatefulSet.apps', 'CronJob.batch', 'ConfigMap'] } },
+      body: {
+        apiVersion: 'syncline.dev/v1alpha1',
+        kind: 'NamespaceReplication',
+        metadata: { name: 'shop' },
+        spec: {
+          destination: { cluster: { name: 'dr' }, namespace: NS },
+          interval: '3s',
+          resourceTypes: ['Deployment.apps', 'StatefulSet.apps', 'CronJob.batch', 'ConfigMap'],
+        },
+      },
     });
     operator = await startPrimaryOperator(primary.kubeconfigPath);
   }, 400_000);
@@ -113,11 +154,21 @@ describe('disaster recovery with the primary gone', () => {
   it('replicates, and the primary heartbeats into the standby', async () => {
     await eventually(async () => (condition(await readNr(), 'Ready')?.status === 'True' ? true : undefined), 'the standby to be Ready', 120_000);
     expect(await replicas('web')).toBe(0);
-    const status = await eventually(async () => {
-      const result = await syncline(['dr', 'status', '--standby', '--kubeconfig', standby.kubeconfigPath, '-o', 'json']);
-      const rows = JSON.parse(result.stdout) as { namespace: string; replication: string; promoted: boolean; lastHeartbeat?: string; lastReplicatedChange?: string }[];
-      return rows[0]?.lastHeartbeat !== undefined && rows[0].lastReplicatedChange !== undefined ? rows : undefined;
-    }, 'a heartbeat with the last replicated change, as dr status shows it', 60_000);
+    const status = await eventually(
+      async () => {
+        const result = await syncline(['dr', 'status', '--standby', '--kubeconfig', standby.kubeconfigPath, '-o', 'json']);
+        const rows = JSON.parse(result.stdout) as {
+          namespace: string;
+          replication: string;
+          promoted: boolean;
+          lastHeartbeat?: string;
+          lastReplicatedChange?: string;
+        }[];
+        return rows[0]?.lastHeartbeat !== undefined && rows[0].lastReplicatedChange !== undefined ? rows : undefined;
+      },
+      'a heartbeat with the last replicated change, as dr status shows it',
+      60_000,
+    );
     expect(status).toEqual([expect.objectContaining({ namespace: NS, replication: `${NS}/shop`, promoted: false })]);
     const table = await syncline(['dr', 'status', '--standby', '--kubeconfig', standby.kubeconfigPath]);
     expect(table.stdout).toMatch(/^NAMESPACE\s+REPLICATION\s+PROMOTED\s+LAST HEARTBEAT\s+HEARTBEAT AGE/m);
@@ -137,7 +188,9 @@ describe('disaster recovery with the primary gone', () => {
     expect((await standbyApps().readNamespacedStatefulSet({ name: 'db', namespace: NS })).spec?.replicas).toBe(2);
     expect((await standbyKc.makeApiClient(BatchV1Api).readNamespacedCronJob({ name: 'report', namespace: NS })).spec?.suspend).toBe(false);
     expect(await standbyAnnotations()).toMatchObject({ 'syncline.dev/promoted-by': 'oncall-alice' });
-    const rows = JSON.parse((await syncline(['dr', 'status', '--standby', '--kubeconfig', standby.kubeconfigPath, '-o', 'json'])).stdout) as { promoted: boolean }[];
+    const rows = JSON.parse((await syncline(['dr', 'status', '--standby', '--kubeconfig', standby.kubeconfigPath, '-o', 'json'])).stdout) as {
+      promoted: boolean;
+    }[];
     expect(rows[0]?.promoted).toBe(true);
     // a namespace that is not a standby is refused by name
     const refused = await syncline(['failover', '--standby', '--kubeconfig', standby.kubeconfigPath, 'kube-system']);
@@ -149,20 +202,33 @@ describe('disaster recovery with the primary gone', () => {
     const primaryKc = new KubeConfig();
     primaryKc.loadFromFile(primary.kubeconfigPath);
     primaryRest = await createKubeRest(primaryKc);
-    await primaryKc.makeApiClient(CoreV1Api).patchNamespacedConfigMap({ name: 'settings', namespace: NS, body: [{ op: 'replace', path: '/data/mode', value: 'after-promotion' }] });
+    await primaryKc
+      .makeApiClient(CoreV1Api)
+      .patchNamespacedConfigMap({ name: 'settings', namespace: NS, body: [{ op: 'replace', path: '/data/mode', value: 'after-promotion' }] });
     operator = await startPrimaryOperator(primary.kubeconfigPath);
 
-    const fenced = await eventually(async () => {
-      const nr = await readNr();
-      return condition(nr, 'Fenced')?.status === 'True' ? nr : undefined;
-    }, 'the replication to report the fence', 120_000);
+    const fenced = await eventually(
+      async () => {
+        const nr = await readNr();
+        return condition(nr, 'Fenced')?.status === 'True' ? nr : undefined;
+      },
+      'the replication to report the fence',
+      120_000,
+    );
     expect(condition(fenced, 'Ready')).toMatchObject({ status: 'False', reason: 'StandbyPromoted' });
     expect(condition(fenced, 'Fenced')?.message).toContain('syncline failback --standby --reset-standby shop');
     expect(fenced.status?.standbyPromotion?.by).toBe('oncall-alice');
-    const events = await eventually(async () => {
-      const list = await primaryRest.request<{ items: { reason?: string; involvedObject?: { kind?: string } }[] }>({ method: 'GET', path: `/api/v1/namespaces/${NS}/events` });
-      return list.items.some((e) => e.reason === 'StandbyPromoted' && e.involvedObject?.kind === 'NamespaceReplication') ? list : undefined;
-    }, 'the StandbyPromoted event', 30_000);
+    const events = await eventually(
+      async () => {
+        const list = await primaryRest.request<{ items: { reason?: string; involvedObject?: { kind?: string } }[] }>({
+          method: 'GET',
+          path: `/api/v1/namespaces/${NS}/events`,
+        });
+        return list.items.some((e) => e.reason === 'StandbyPromoted' && e.involvedObject?.kind === 'NamespaceReplication') ? list : undefined;
+      },
+      'the StandbyPromoted event',
+      30_000,
+    );
     expect(events.items.length).toBeGreaterThan(0);
     // what a person reads in the primary: the last replicated change, and the standby's own word that it was promoted
     const table = await syncline(['get', 'nsrepl', '-A', '--kubeconfig', primary.kubeconfigPath]);
@@ -174,13 +240,19 @@ describe('disaster recovery with the primary gone', () => {
 
     // not one write from the fenced primary for a minute (it reconciles every 3 s, its heartbeat ticks every
     // second): once the standby's own controllers are quiet, every object and Lease keeps its resourceVersion
-    const quiet = await eventually(async () => {
-      const first = await standbyVersions();
-      await new Promise((resolve) => setTimeout(resolve, 5_000));
-      const second = await standbyVersions();
-      return JSON.stringify(first) === JSON.stringify(second) ? second : undefined;
-    }, 'the standby to be quiet', 120_000);
-    expect(Object.keys(quiet)).toEqual(expect.arrayContaining(['Namespace/shop', 'Lease/syncline-heartbeat-shop', 'Deployment/web', 'StatefulSet/db', 'CronJob/report', 'ConfigMap/settings']));
+    const quiet = await eventually(
+      async () => {
+        const first = await standbyVersions();
+        await new Promise((resolve) => setTimeout(resolve, 5_000));
+        const second = await standbyVersions();
+        return JSON.stringify(first) === JSON.stringify(second) ? second : undefined;
+      },
+      'the standby to be quiet',
+      120_000,
+    );
+    expect(Object.keys(quiet)).toEqual(
+      expect.arrayContaining(['Namespace/shop', 'Lease/syncline-heartbeat-shop', 'Deployment/web', 'StatefulSet/db', 'CronJob/report', 'ConfigMap/settings']),
+    );
     const renewedBefore = (await standbyLease()).spec?.renewTime;
     await new Promise((resolve) => setTimeout(resolve, 60_000));
     expect(await standbyVersions()).toEqual(quiet);
@@ -195,21 +267,39 @@ describe('disaster recovery with the primary gone', () => {
     expect([result.code, result.stderr]).toEqual([0, '']);
     expect(await replicas('web')).toBe(0);
     expect(await standbyAnnotations()).not.toHaveProperty('syncline.dev/promoted-at');
-    await eventually(async () => ((await standbyCore().readNamespacedConfigMap({ name: 'settings', namespace: NS })).data?.['mode'] === 'after-promotion' ? true : undefined), 'the primary to replicate again', 120_000);
-    await eventually(async () => {
-      const nr = await readNr();
-      return condition(nr, 'Ready')?.status === 'True' && condition(nr, 'Fenced') === undefined && nr.status?.standbyPromotion === undefined ? true : undefined;
-    }, 'the fence lifted in status', 60_000);
+    await eventually(
+      async () => ((await standbyCore().readNamespacedConfigMap({ name: 'settings', namespace: NS })).data?.['mode'] === 'after-promotion' ? true : undefined),
+      'the primary to replicate again',
+      120_000,
+    );
+    await eventually(
+      async () => {
+        const nr = await readNr();
+        return condition(nr, 'Ready')?.status === 'True' && condition(nr, 'Fenced') === undefined && nr.status?.standbyPromotion === undefined
+          ? true
+          : undefined;
+      },
+      'the fence lifted in status',
+      60_000,
+    );
   }, 240_000);
 
   it('fails over automatically when the heartbeat stops, and not while held', async () => {
     const standbyRest = await createKubeRest(standbyKc);
-    const lease = (): Promise<{ spec?: { renewTime?: string } }> => standbyRest.request({ method: 'GET', path: `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/syncline-heartbeat-shop` });
-    await eventually(async () => {
-      const renewed = Date.parse((await lease()).spec?.renewTime ?? '');
-      return Date.now() - renewed < 5_000 ? true : undefined;
-    }, 'a fresh heartbeat', 60_000);
-    standbyOperator = await startOperator({ kubeconfig: standby.kubeconfigPath, args: ['--mirror', 'off', '--dr-heartbeat-interval', 'off', '--dr-auto-failover-grace', '4s'] });
+    const lease = (): Promise<{ spec?: { renewTime?: string } }> =>
+      standbyRest.request({ method: 'GET', path: `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/syncline-heartbeat-shop` });
+    await eventually(
+      async () => {
+        const renewed = Date.parse((await lease()).spec?.renewTime ?? '');
+        return Date.now() - renewed < 5_000 ? true : undefined;
+      },
+      'a fresh heartbeat',
+      60_000,
+    );
+    standbyOperator = await startOperator({
+      kubeconfig: standby.kubeconfigPath,
+      args: ['--mirror', 'off', '--dr-heartbeat-interval', 'off', '--dr-auto-failover-grace', '4s'],
+    });
     // a person holds automatic failover during maintenance, with kubectl
     const hold = await run('kubectl', ['--kubeconfig', standby.kubeconfigPath, 'annotate', 'namespace', NS, 'syncline.dev/dr-hold=planned-maintenance']);
     expect(hold.code).toBe(0);
@@ -217,7 +307,10 @@ describe('disaster recovery with the primary gone', () => {
     await operator?.kill();
     operator = undefined;
     const eventFor = async (reason: string): Promise<boolean | undefined> => {
-      const list = await standbyRest.request<{ items: { reason?: string; involvedObject?: { kind?: string } }[] }>({ method: 'GET', path: `/api/v1/namespaces/${NS}/events` });
+      const list = await standbyRest.request<{ items: { reason?: string; involvedObject?: { kind?: string } }[] }>({
+        method: 'GET',
+        path: `/api/v1/namespaces/${NS}/events`,
+      });
       return list.items.some((e) => e.reason === reason && e.involvedObject?.kind === 'Lease') ? true : undefined;
     };
     await eventually(() => eventFor('PromotionHeld'), 'the held promotion to be reported', 90_000);
@@ -247,12 +340,20 @@ describe('disaster recovery with the primary gone', () => {
     standbyOperator = undefined;
     const reset = await syncline(['failback', '--standby', '--reset-standby', '--kubeconfig', standby.kubeconfigPath, NS]);
     expect([reset.code, reset.stderr]).toEqual([0, '']);
-    await eventually(async () => (Date.now() - Date.parse((await standbyLease()).spec?.renewTime ?? '') < 5_000 ? true : undefined), 'a fresh heartbeat', 60_000);
+    await eventually(
+      async () => (Date.now() - Date.parse((await standbyLease()).spec?.renewTime ?? '') < 5_000 ? true : undefined),
+      'a fresh heartbeat',
+      60_000,
+    );
     // when the NamespaceReplication is deleted
     await primaryRest.request({ method: 'DELETE', path: nrPath });
     // then its heartbeat Lease leaves the standby
     await eventually(
-      () => standbyRest.request({ method: 'GET', path: leasePath }).then(() => undefined, (error: unknown) => ((error as { status?: number }).status === 404 ? true : undefined)),
+      () =>
+        standbyRest.request({ method: 'GET', path: leasePath }).then(
+          () => undefined,
+          (error: unknown) => ((error as { status?: number }).status === 404 ? true : undefined),
+        ),
       'the heartbeat Lease to be removed',
       60_000,
     );

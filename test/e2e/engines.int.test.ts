@@ -26,7 +26,11 @@ function tree(dir: string, prefix: string): Record<string, string> {
   return out;
 }
 
-type Obj = { metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> }; spec?: Record<string, unknown>; data?: Record<string, string> };
+type Obj = {
+  metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec?: Record<string, unknown>;
+  data?: Record<string, string>;
+};
 
 describe('Kustomize, Helm and Jsonnet repositories end to end', () => {
   let git: GitServer;
@@ -53,7 +57,8 @@ describe('Kustomize, Helm and Jsonnet repositories end to end', () => {
     repo = await git.createRepo('engines');
     await repo.commit({
       // Flux's layout: the GitRepository and Kustomizations in clusters/, the overlays in apps/.
-      'clusters/dev/apps.yaml': 'apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  path: ./apps/overlays/dev\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n',
+      'clusters/dev/apps.yaml':
+        'apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  path: ./apps/overlays/dev\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n',
       ...tree(join(testdata, 'kustomize'), 'apps/'),
       // Argo CD's layout: a chart and values per environment.
       ...tree(join(testdata, 'helm', 'web'), 'charts/web/'),
@@ -86,7 +91,10 @@ describe('Kustomize, Helm and Jsonnet repositories end to end', () => {
     );
     // then both overlays are applied: generators, patches of each kind, replacements and the component
     const cs = await ready('apps');
-    expect(cs.status?.targets?.map((t) => [t.name, t.phase, t.engine])).toEqual([['dev', 'Synced', 'kustomize'], ['prod', 'Synced', 'kustomize']]);
+    expect(cs.status?.targets?.map((t) => [t.name, t.phase, t.engine])).toEqual([
+      ['dev', 'Synced', 'kustomize'],
+      ['prod', 'Synced', 'kustomize'],
+    ]);
     const dev = await get(`/apis/apps/v1/namespaces/${ns.name}/deployments/dev-web`);
     expect(dev.spec?.['replicas']).toBe(2);
     expect(dev.metadata.labels).toMatchObject({ env: 'dev', 'app.kubernetes.io/name': 'web' });
@@ -154,11 +162,30 @@ describe('Kustomize, Helm and Jsonnet repositories end to end', () => {
   it('syncline diff renders a chart and an overlay as the operator does, naming the engine: nothing to change', async () => {
     await ready('shop-dev');
     await ready('apps');
-    for (const [name, engineName] of [['shop-dev', 'helm'], ['apps', 'kustomize']] as const) {
+    for (const [name, engineName] of [
+      ['shop-dev', 'helm'],
+      ['apps', 'kustomize'],
+    ] as const) {
       const result = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-        execFile(process.execPath, [join(import.meta.dirname, '..', '..', 'packages', 'cli', 'bin', 'syncline.js'), 'diff', name, '--kubeconfig', testKubeconfigPath(), '-n', ns.name, '--allow-insecure-http', '--render-engine', engine], { timeout: 120_000 }, (error, stdout, stderr) => {
-          resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
-        });
+        execFile(
+          process.execPath,
+          [
+            join(import.meta.dirname, '..', '..', 'packages', 'cli', 'bin', 'syncline.js'),
+            'diff',
+            name,
+            '--kubeconfig',
+            testKubeconfigPath(),
+            '-n',
+            ns.name,
+            '--allow-insecure-http',
+            '--render-engine',
+            engine,
+          ],
+          { timeout: 120_000 },
+          (error, stdout, stderr) => {
+            resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
+          },
+        );
       });
       expect(result.stderr, name).toBe('');
       expect(result.stdout, name).toContain(`(rendered by ${engineName})`);
@@ -168,9 +195,24 @@ describe('Kustomize, Helm and Jsonnet repositories end to end', () => {
   });
 
   it("a tenant's chart or overlay that renders cluster-scoped objects is refused as any render is", async () => {
-    await applyConfigSync(configSync(ns.name, 'crds', { source: { git: { repo: repo.url, revision: 'main', path: 'charts/web' } }, refreshInterval: '1h', targets: [{ name: 'main', namespace: ns.name }] }));
-    await applyConfigSync(configSync(ns.name, 'rbac', { source: { git: { repo: repo.url, revision: 'main', path: 'rbac' } }, refreshInterval: '1h', targets: [{ name: 'main', namespace: ns.name }] }));
-    for (const [name, kind] of [['crds', 'CustomResourceDefinition'], ['rbac', 'ClusterRole']] as const) {
+    await applyConfigSync(
+      configSync(ns.name, 'crds', {
+        source: { git: { repo: repo.url, revision: 'main', path: 'charts/web' } },
+        refreshInterval: '1h',
+        targets: [{ name: 'main', namespace: ns.name }],
+      }),
+    );
+    await applyConfigSync(
+      configSync(ns.name, 'rbac', {
+        source: { git: { repo: repo.url, revision: 'main', path: 'rbac' } },
+        refreshInterval: '1h',
+        targets: [{ name: 'main', namespace: ns.name }],
+      }),
+    );
+    for (const [name, kind] of [
+      ['crds', 'CustomResourceDefinition'],
+      ['rbac', 'ClusterRole'],
+    ] as const) {
       const cs = await until(name, (c) => c.status?.targets?.[0]?.phase === 'Failed', 'target Failed');
       expect(cs.status?.targets?.[0]?.message).toContain(kind);
     }
@@ -180,7 +222,10 @@ describe('Kustomize, Helm and Jsonnet repositories end to end', () => {
   it('Jsonnet with library paths and per-target ext vars', async () => {
     await applyConfigSync(
       configSync(ns.name, 'jsonnet', {
-        source: { git: { repo: repo.url, revision: 'main', path: 'jsonnet' }, jsonnet: { main: 'main.jsonnet', libraryPaths: ['jsonnet/vendor'], tlas: { tier: 'api' } } },
+        source: {
+          git: { repo: repo.url, revision: 'main', path: 'jsonnet' },
+          jsonnet: { main: 'main.jsonnet', libraryPaths: ['jsonnet/vendor'], tlas: { tier: 'api' } },
+        },
         refreshInterval: '1h',
         targets: [{ name: 'main', namespace: ns.name, jsonnet: { extVars: { env: 'stage' } } }],
       }),
@@ -192,8 +237,17 @@ describe('Kustomize, Helm and Jsonnet repositories end to end', () => {
   });
 
   it('an engine error stalls the sync with RenderFailed naming the engine, file and line; the operator serves the others', async () => {
-    await repo.commit({ 'broken/Chart.yaml': 'apiVersion: v2\nname: broken\nversion: 0.1.0\n', 'broken/templates/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Values.missing.name }}\n' });
-    await applyConfigSync(configSync(ns.name, 'broken', { source: { git: { repo: repo.url, revision: 'main', path: 'broken' } }, refreshInterval: '1h', targets: [{ name: 'main', namespace: ns.name }] }));
+    await repo.commit({
+      'broken/Chart.yaml': 'apiVersion: v2\nname: broken\nversion: 0.1.0\n',
+      'broken/templates/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Values.missing.name }}\n',
+    });
+    await applyConfigSync(
+      configSync(ns.name, 'broken', {
+        source: { git: { repo: repo.url, revision: 'main', path: 'broken' } },
+        refreshInterval: '1h',
+        targets: [{ name: 'main', namespace: ns.name }],
+      }),
+    );
     const cs = await until('broken', (c) => condition(c, 'Ready')?.reason === 'RenderFailed', 'RenderFailed');
     expect(condition(cs, 'Stalled')?.status).toBe('True');
     expect(condition(cs, 'Ready')?.message).toMatch(/^helm: template: broken\/templates\/cm\.yaml:4:\d+: /);
@@ -204,11 +258,23 @@ describe('Kustomize, Helm and Jsonnet repositories end to end', () => {
     // given an overlay whose base is another repository on a Git server the operator reaches (Flux would refuse
     // it with --no-remote-bases; Argo CD would clone it)
     const shared = await git.createRepo('shared-bases');
-    await shared.commit({ 'base/kustomization.yaml': 'resources:\n  - cm.yaml\n', 'base/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-remote-base\ndata:\n  a: b\n' });
+    await shared.commit({
+      'base/kustomization.yaml': 'resources:\n  - cm.yaml\n',
+      'base/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-remote-base\ndata:\n  a: b\n',
+    });
     const remote = `${shared.url}//base?ref=main`;
-    await repo.commit({ 'remote/kustomization.yaml': `resources:\n  - cm.yaml\n  - ${remote}\n`, 'remote/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: local-part\ndata:\n  a: b\n' });
+    await repo.commit({
+      'remote/kustomization.yaml': `resources:\n  - cm.yaml\n  - ${remote}\n`,
+      'remote/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: local-part\ndata:\n  a: b\n',
+    });
     git.resetRequests();
-    await applyConfigSync(configSync(ns.name, 'remote-base', { source: { git: { repo: repo.url, revision: 'main', path: 'remote' } }, refreshInterval: '1h', targets: [{ name: 'main', namespace: ns.name }] }));
+    await applyConfigSync(
+      configSync(ns.name, 'remote-base', {
+        source: { git: { repo: repo.url, revision: 'main', path: 'remote' } },
+        refreshInterval: '1h',
+        targets: [{ name: 'main', namespace: ns.name }],
+      }),
+    );
     // then the sync stalls with RenderFailed, naming itself, the file and the reference
     const cs = await until('remote-base', (c) => condition(c, 'Ready')?.reason === 'RenderFailed', 'RenderFailed');
     expect(condition(cs, 'Stalled')?.status).toBe('True');
@@ -223,7 +289,11 @@ describe('Kustomize, Helm and Jsonnet repositories end to end', () => {
 
   it('syncline render previews an overlay and a chart locally, naming the engine of each object', () => {
     const cli = (args: readonly string[]): string => {
-      const result = spawnSync(process.execPath, [join(import.meta.dirname, '..', '..', 'packages', 'cli', 'bin', 'syncline.js'), 'render', ...args, '--render-engine', engine], { encoding: 'utf8' });
+      const result = spawnSync(
+        process.execPath,
+        [join(import.meta.dirname, '..', '..', 'packages', 'cli', 'bin', 'syncline.js'), 'render', ...args, '--render-engine', engine],
+        { encoding: 'utf8' },
+      );
       expect(result.stderr).toBe('');
       expect(result.status).toBe(0);
       return result.stdout;
@@ -231,7 +301,17 @@ describe('Kustomize, Helm and Jsonnet repositories end to end', () => {
     const overlay = cli([join(testdata, 'kustomize', 'overlays', 'prod'), '--repo-root', join(testdata, 'kustomize')]);
     expect(overlay).toContain('# kustomize\n');
     expect(overlay).toContain('name: web-prod');
-    const chart = cli([join(testdata, 'helm', 'web'), '--repo-root', join(testdata, 'helm'), '--release-name', 'shop', '--set', 'replicaCount=4', '-n', 'store']);
+    const chart = cli([
+      join(testdata, 'helm', 'web'),
+      '--repo-root',
+      join(testdata, 'helm'),
+      '--release-name',
+      'shop',
+      '--set',
+      'replicaCount=4',
+      '-n',
+      'store',
+    ]);
     expect(chart).toContain('# helm\n');
     expect(chart).toContain('replicas: 4');
     expect(chart).toContain('name: shop-web');

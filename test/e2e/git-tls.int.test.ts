@@ -1,9 +1,29 @@
 // A ConfigSync whose repository sits behind a private CA and a forward proxy: the Git Secret's ca.crt and
 // spec.source.git.proxySecretRef, read by the real operator.
-import { createTestCa, startConnectProxy, startGitServer, startOperator, type ConnectProxy, type GitServer, type OperatorProcess, type TestCa } from '@syncline/test-support';
+import {
+  createTestCa,
+  startConnectProxy,
+  startGitServer,
+  startOperator,
+  type ConnectProxy,
+  type GitServer,
+  type OperatorProcess,
+  type TestCa,
+} from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyConfigSync, condition, configMapData, configMapYaml, configSync, core, eventually, installCrds, readConfigSync, waitForReady } from './harness.ts';
+import {
+  applyConfigSync,
+  condition,
+  configMapData,
+  configMapYaml,
+  configSync,
+  core,
+  eventually,
+  installCrds,
+  readConfigSync,
+  waitForReady,
+} from './harness.ts';
 
 const b64 = (value: string): string => Buffer.from(value).toString('base64');
 
@@ -44,10 +64,14 @@ describe('Git behind a private CA and a proxy', () => {
 
     // Without the CA: not Ready, and the condition names the key to add (no credential in it).
     await applyConfigSync(configSync(ns.name, 'untrusted', spec('git-no-ca')));
-    const failed = await eventually(async () => {
-      const ready = condition(await readConfigSync(ns.name, 'untrusted'), 'Ready');
-      return ready?.status === 'False' && ready.message.includes('ca.crt') ? ready : undefined;
-    }, 'the untrusted certificate to be reported', 120_000);
+    const failed = await eventually(
+      async () => {
+        const ready = condition(await readConfigSync(ns.name, 'untrusted'), 'Ready');
+        return ready?.status === 'False' && ready.message.includes('ca.crt') ? ready : undefined;
+      },
+      'the untrusted certificate to be reported',
+      120_000,
+    );
     expect(failed.message).not.toMatch(/git-pass-9|proxy-pass-3/);
     expect(proxy.tunnels().length).toBeGreaterThan(0);
 

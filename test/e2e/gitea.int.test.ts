@@ -6,7 +6,19 @@
 import { startGitea, startOperator, type Gitea, type GiteaRepo, type OperatorProcess } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyConfigSync, condition, configMapData, configMapYaml, configSync, core, eventually, installCrds, readConfigSync, rest, waitForReady } from './harness.ts';
+import {
+  applyConfigSync,
+  condition,
+  configMapData,
+  configMapYaml,
+  configSync,
+  core,
+  eventually,
+  installCrds,
+  readConfigSync,
+  rest,
+  waitForReady,
+} from './harness.ts';
 
 const WEBHOOK_SECRET = 'gitea-hook-5e1d9c3b7a';
 const cm = (name: string, value: string): string => configMapYaml(name, `  value: "${value}"`);
@@ -47,11 +59,21 @@ describe('Gitea end to end', () => {
     expect([401, 403, 404]).toContain(anonymous.status);
 
     // when a ConfigSync follows it without a secretRef, then it never becomes Ready and says why
-    await applyConfigSync(configSync(ns.name, 'anonymous', { source: { git: { repo: hidden.url, revision: 'main', path: 'app' } }, refreshInterval: '1h', targets: [{ name: 'dev', namespace: ns.name }] }));
-    const failed = await eventually(async () => {
-      const ready = condition(await readConfigSync(ns.name, 'anonymous'), 'Ready');
-      return ready?.status === 'False' && ready.reason === 'FetchFailed' ? ready : undefined;
-    }, 'the anonymous ConfigSync to report a failed fetch', 120_000);
+    await applyConfigSync(
+      configSync(ns.name, 'anonymous', {
+        source: { git: { repo: hidden.url, revision: 'main', path: 'app' } },
+        refreshInterval: '1h',
+        targets: [{ name: 'dev', namespace: ns.name }],
+      }),
+    );
+    const failed = await eventually(
+      async () => {
+        const ready = condition(await readConfigSync(ns.name, 'anonymous'), 'Ready');
+        return ready?.status === 'False' && ready.reason === 'FetchFailed' ? ready : undefined;
+      },
+      'the anonymous ConfigSync to report a failed fetch',
+      120_000,
+    );
     expect(failed.message).toMatch(/401|auth|credential/i);
     expect(failed.message).not.toContain(gitea.admin.token);
   });
@@ -90,7 +112,11 @@ describe('Gitea end to end', () => {
     // and Gitea's Test Delivery (a push of the branch's tip; Gitea has no ping) is accepted the same way
     const before = pushes.length;
     await repo.testWebhook(hook.id);
-    const tested = await eventually(() => Promise.resolve(operator.logs.filter((entry) => entry['msg'] === 'webhook push' && entry['provider'] === 'gitea')[before]), 'the test delivery', 120_000);
+    const tested = await eventually(
+      () => Promise.resolve(operator.logs.filter((entry) => entry['msg'] === 'webhook push' && entry['provider'] === 'gitea')[before]),
+      'the test delivery',
+      120_000,
+    );
     expect(tested).toMatchObject({ refs: ['refs/heads/main'], woken: 1 });
   });
 
@@ -118,8 +144,15 @@ describe('Gitea end to end', () => {
     // and the credentials a ConfigSync's Secret holds for the clone (username, token as password) write
     // statuses too, as a notifier deriving them from the sync would send them
     const secret = await core.readNamespacedSecret({ name: 'gitea-token', namespace: ns.name });
-    const basic = Buffer.from(`${Buffer.from(secret.data?.['username'] ?? '', 'base64').toString()}:${Buffer.from(secret.data?.['password'] ?? '', 'base64').toString()}`).toString('base64');
-    const other = await gitea.api<{ status: string; context: string }>('POST', `/repos/${repo.owner}/${repo.name}/statuses/${sha}`, { state: 'failure', context: `${context}/basic` }, { authorization: `Basic ${basic}` });
+    const basic = Buffer.from(
+      `${Buffer.from(secret.data?.['username'] ?? '', 'base64').toString()}:${Buffer.from(secret.data?.['password'] ?? '', 'base64').toString()}`,
+    ).toString('base64');
+    const other = await gitea.api<{ status: string; context: string }>(
+      'POST',
+      `/repos/${repo.owner}/${repo.name}/statuses/${sha}`,
+      { state: 'failure', context: `${context}/basic` },
+      { authorization: `Basic ${basic}` },
+    );
     expect(other).toMatchObject({ status: 'failure', context: `${context}/basic` });
     expect(await gitea.api('GET', `/repos/${repo.owner}/${repo.name}/commits/${sha}/status`)).toMatchObject({ state: 'failure', total_count: 2 });
 
@@ -136,13 +169,31 @@ describe('Gitea end to end', () => {
   it('the operator writes commit statuses to Gitea: a pushed commit goes pending → success, a broken template to failure naming the file', async () => {
     // given a Gitea NotificationProvider with no address and no Secret of its own (the API comes from the repository URL,
     // the token from the ConfigSync's Git credentials) and a NotificationAlert for one ConfigSync
-    const create = (plural: string, body: Record<string, unknown>): Promise<unknown> => rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${ns.name}/${plural}`, body });
-    await create('notificationproviders', { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationProvider', metadata: { name: 'gitea' }, spec: { type: 'gitea' } });
-    await create('notificationalerts', { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationAlert', metadata: { name: 'gitea' }, spec: { providerRef: { name: 'gitea' }, eventSources: [{ kind: 'ConfigSync', name: 'statused' }] } });
-    await eventually(async () => {
-      const alert = await rest.request<{ status?: { conditions?: { type: string; status: string }[] } }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${ns.name}/notificationalerts/gitea` });
-      return alert.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? true : undefined;
-    }, 'the NotificationAlert to be Ready', 120_000);
+    const create = (plural: string, body: Record<string, unknown>): Promise<unknown> =>
+      rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${ns.name}/${plural}`, body });
+    await create('notificationproviders', {
+      apiVersion: 'syncline.dev/v1alpha1',
+      kind: 'NotificationProvider',
+      metadata: { name: 'gitea' },
+      spec: { type: 'gitea' },
+    });
+    await create('notificationalerts', {
+      apiVersion: 'syncline.dev/v1alpha1',
+      kind: 'NotificationAlert',
+      metadata: { name: 'gitea' },
+      spec: { providerRef: { name: 'gitea' }, eventSources: [{ kind: 'ConfigSync', name: 'statused' }] },
+    });
+    await eventually(
+      async () => {
+        const alert = await rest.request<{ status?: { conditions?: { type: string; status: string }[] } }>({
+          method: 'GET',
+          path: `/apis/syncline.dev/v1alpha1/namespaces/${ns.name}/notificationalerts/gitea`,
+        });
+        return alert.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? true : undefined;
+      },
+      'the NotificationAlert to be Ready',
+      120_000,
+    );
     const statused = await gitea.createRepo('statused');
     const first = await statused.commit({ 'app/cm.yaml.hbs': template('target.name') });
     await applyConfigSync(
@@ -172,7 +223,8 @@ describe('Gitea end to end', () => {
     expect(applied[0]?.description).toContain(second.slice(0, 12));
     // written by the owner of the ConfigSync's token, and the combined status says success
     expect(applied.every((s) => s.creator?.login === gitea.admin.username)).toBe(true);
-    const combined = (sha: string): Promise<{ state: string; sha: string; total_count: number }> => gitea.api('GET', `/repos/${statused.owner}/${statused.name}/commits/${sha}/status`);
+    const combined = (sha: string): Promise<{ state: string; sha: string; total_count: number }> =>
+      gitea.api('GET', `/repos/${statused.owner}/${statused.name}/commits/${sha}/status`);
     expect(await combined(second)).toMatchObject({ state: 'success', sha: second, total_count: 1 });
 
     // when a commit whose template reads a value that does not exist is pushed

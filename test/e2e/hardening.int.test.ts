@@ -7,7 +7,20 @@ import { join } from 'node:path';
 import { startGitServer, startOperator, type GitServer, type OperatorProcess, type TestRepo } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyConfigSync, condition, configMapData, configMapYaml, configSync, core, deleteConfigSync, eventually, installCrds, patchConfigSync, readConfigSync, waitForReady } from './harness.ts';
+import {
+  applyConfigSync,
+  condition,
+  configMapData,
+  configMapYaml,
+  configSync,
+  core,
+  deleteConfigSync,
+  eventually,
+  installCrds,
+  patchConfigSync,
+  readConfigSync,
+  waitForReady,
+} from './harness.ts';
 
 const mainPath = join(import.meta.dirname, '..', '..', 'packages', 'cli', 'src', 'main.ts');
 
@@ -22,7 +35,10 @@ describe('hardening', () => {
     ns = await testNamespace({ prefix: 'hard' });
     // A floor above the API's 1s, so the clamp is visible; later flags win. The syncs here create Namespaces
     // and write into them, as a platform team's do: their namespace is trusted.
-    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', ns.name, '--trusted-namespaces', ns.name, '--min-refresh-interval', '5s'] });
+    operator = await startOperator({
+      kubeconfig: testKubeconfigPath(),
+      args: ['--namespace', ns.name, '--trusted-namespaces', ns.name, '--min-refresh-interval', '5s'],
+    });
   });
   afterAll(async () => {
     await operator.stop();
@@ -47,7 +63,9 @@ describe('hardening', () => {
   describe('every interval is bounded at admission', () => {
     it.each(['0s', '0ms', '999ms', '0.5s', '168h1s', '169h', '596h32m', '1000h', '100000h'])('refuses refreshInterval %s', async (interval) => {
       const { repo } = await repoWith({ 'app/a.yaml': configMapYaml('never', '  v: "1"') });
-      await expect(applyConfigSync(configSync(ns.name, `bad-${randomBytes(3).toString('hex')}`, spec(repo, { refreshInterval: interval })))).rejects.toThrow(/between 1s and 168h/);
+      await expect(applyConfigSync(configSync(ns.name, `bad-${randomBytes(3).toString('hex')}`, spec(repo, { refreshInterval: interval })))).rejects.toThrow(
+        /between 1s and 168h/,
+      );
     });
 
     it.each(['1s', '1m30s', '168h'])('admits refreshInterval %s', async (interval) => {
@@ -61,7 +79,11 @@ describe('hardening', () => {
       const { repo, sha } = await repoWith({ 'app/a.yaml': configMapYaml('clamped', '  v: "1"') });
       await applyConfigSync(configSync(ns.name, 'clamped', spec(repo, { refreshInterval: '1s' })));
       const cs = await waitForReady(ns.name, 'clamped', (c) => c.status?.sourceRevision === sha && condition(c, 'IntervalClamped') !== undefined);
-      expect(condition(cs, 'IntervalClamped')).toMatchObject({ status: 'True', reason: 'IntervalClamped', message: "refreshInterval 1s is below the operator's minimum 5s; using 5s" });
+      expect(condition(cs, 'IntervalClamped')).toMatchObject({
+        status: 'True',
+        reason: 'IntervalClamped',
+        message: "refreshInterval 1s is below the operator's minimum 5s; using 5s",
+      });
     });
   });
 
@@ -82,7 +104,14 @@ describe('hardening', () => {
         await core.createNamespacedConfigMap({ namespace: shared, body: { metadata: { name: 'hand-made' }, data: { keep: 'me too' } } });
 
         await deleteConfigSync(ns.name, 'creator');
-        await eventually(async () => (await readConfigSync(ns.name, 'creator').then(() => undefined, () => true)), 'the ConfigSync to be gone');
+        await eventually(
+          async () =>
+            await readConfigSync(ns.name, 'creator').then(
+              () => undefined,
+              () => true,
+            ),
+          'the ConfigSync to be gone',
+        );
 
         const namespace = await core.readNamespace({ name: shared });
         expect(namespace.metadata?.deletionTimestamp).toBeUndefined();
@@ -102,7 +131,7 @@ describe('hardening', () => {
       }
     });
 
-    it('deletes the Namespace with the sync when it holds only that sync\'s objects', async () => {
+    it("deletes the Namespace with the sync when it holds only that sync's objects", async () => {
       const own = `hard-own-${randomBytes(3).toString('hex')}`;
       try {
         const { repo, sha } = await repoWith({
@@ -127,7 +156,10 @@ describe('hardening', () => {
     await applyConfigSync(configSync(ns.name, 'first', spec(repo, { targets: [{ name: 'main', namespace: ns.name }] })));
     await waitForReady(ns.name, 'first', (c) => c.status?.sourceRevision === sha);
 
-    const { repo: second, sha: secondSha } = await repoWith({ 'app/a.yaml': configMapYaml('contested', '  by: "second"'), 'app/c.yaml': configMapYaml('second-own', '  v: "1"') });
+    const { repo: second, sha: secondSha } = await repoWith({
+      'app/a.yaml': configMapYaml('contested', '  by: "second"'),
+      'app/c.yaml': configMapYaml('second-own', '  v: "1"'),
+    });
     await applyConfigSync(configSync(ns.name, 'second', spec(second)));
     const cs = await eventually(async () => {
       const c = await readConfigSync(ns.name, 'second');
@@ -147,7 +179,10 @@ describe('hardening', () => {
     for (let i = 0; i < 3; i++) {
       const at = new Date(Date.now() + i).toISOString();
       await patchConfigSync(ns.name, 'second', { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': at } } });
-      await eventually(async () => ((await readConfigSync(ns.name, 'second')).status?.lastHandledReconcileAt === at ? true : undefined), 'the reconcile request to be handled');
+      await eventually(
+        async () => ((await readConfigSync(ns.name, 'second')).status?.lastHandledReconcileAt === at ? true : undefined),
+        'the reconcile request to be handled',
+      );
     }
     const events = await eventsOf('second', 'Conflict');
     expect(events).toHaveLength(1);
@@ -175,11 +210,18 @@ describe('hardening', () => {
 
   describe('drift is corrected from the first apply of a kind on', () => {
     // Kinds no other test of this operator applies, so each one's watch starts with this sync.
-    const kinds: { kind: string; manifest: (name: string) => string; edit: (name: string) => Promise<unknown>; read: (name: string) => Promise<string | undefined>; want: string }[] = [
+    const kinds: {
+      kind: string;
+      manifest: (name: string) => string;
+      edit: (name: string) => Promise<unknown>;
+      read: (name: string) => Promise<string | undefined>;
+      want: string;
+    }[] = [
       {
         kind: 'Secret',
         manifest: (name) => `apiVersion: v1\nkind: Secret\nmetadata:\n  name: ${name}\nstringData:\n  v: git\n`,
-        edit: (name) => core.patchNamespacedSecret({ name, namespace: ns.name, body: [{ op: 'replace', path: '/data/v', value: Buffer.from('edited').toString('base64') }] }),
+        edit: (name) =>
+          core.patchNamespacedSecret({ name, namespace: ns.name, body: [{ op: 'replace', path: '/data/v', value: Buffer.from('edited').toString('base64') }] }),
         read: async (name) => {
           const data = (await core.readNamespacedSecret({ name, namespace: ns.name })).data?.['v'];
           return data === undefined ? undefined : Buffer.from(data, 'base64').toString();
@@ -189,7 +231,8 @@ describe('hardening', () => {
       {
         kind: 'ServiceAccount',
         manifest: (name) => `apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: ${name}\n  labels:\n    v: git\n`,
-        edit: (name) => core.patchNamespacedServiceAccount({ name, namespace: ns.name, body: [{ op: 'replace', path: '/metadata/labels/v', value: 'edited' }] }),
+        edit: (name) =>
+          core.patchNamespacedServiceAccount({ name, namespace: ns.name, body: [{ op: 'replace', path: '/metadata/labels/v', value: 'edited' }] }),
         read: async (name) => (await core.readNamespacedServiceAccount({ name, namespace: ns.name })).metadata?.labels?.['v'],
         want: 'git',
       },

@@ -24,7 +24,10 @@ export async function eventually<T>(probe: () => Promise<T | undefined>, what: s
     } catch (error) {
       last = error;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last !== undefined ? ` (last error: ${last instanceof Error ? last.message : JSON.stringify(last)})` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last !== undefined ? ` (last error: ${last instanceof Error ? last.message : JSON.stringify(last)})` : ''}`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 150));
   }
 }
@@ -68,13 +71,23 @@ export function waitForReady(namespace: string, name: string, check: (cs: Config
  * The ConfigSync once the operator has observed its current generation and `check` holds (`what` says what
  * is awaited); on timeout the error carries the last status seen.
  */
-export async function untilConfigSync(namespace: string, name: string, check: (cs: ConfigSync) => boolean, what: string, timeoutMs = 90_000): Promise<ConfigSync> {
+export async function untilConfigSync(
+  namespace: string,
+  name: string,
+  check: (cs: ConfigSync) => boolean,
+  what: string,
+  timeoutMs = 90_000,
+): Promise<ConfigSync> {
   let last: ConfigSync | undefined;
   try {
-    return await eventually(async () => {
-      const cs = (last = await readConfigSync(namespace, name));
-      return cs.status?.observedGeneration === cs.metadata.generation && check(cs) ? cs : undefined;
-    }, `${namespace}/${name}: ${what}`, timeoutMs);
+    return await eventually(
+      async () => {
+        const cs = (last = await readConfigSync(namespace, name));
+        return cs.status?.observedGeneration === cs.metadata.generation && check(cs) ? cs : undefined;
+      },
+      `${namespace}/${name}: ${what}`,
+      timeoutMs,
+    );
   } catch (error) {
     throw new Error(`${(error as Error).message}; last status: ${JSON.stringify(last?.status)}`);
   }

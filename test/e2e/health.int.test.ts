@@ -32,8 +32,22 @@ const rolledOut = (generation: number) => ({
   readyReplicas: 1,
   availableReplicas: 1,
   conditions: [
-    { type: 'Available', status: 'True', reason: 'MinimumReplicasAvailable', message: 'Deployment has minimum availability.', lastUpdateTime: '2026-01-01T00:00:00Z', lastTransitionTime: '2026-01-01T00:00:00Z' },
-    { type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable', message: 'ReplicaSet has successfully progressed.', lastUpdateTime: '2026-01-01T00:00:00Z', lastTransitionTime: '2026-01-01T00:00:00Z' },
+    {
+      type: 'Available',
+      status: 'True',
+      reason: 'MinimumReplicasAvailable',
+      message: 'Deployment has minimum availability.',
+      lastUpdateTime: '2026-01-01T00:00:00Z',
+      lastTransitionTime: '2026-01-01T00:00:00Z',
+    },
+    {
+      type: 'Progressing',
+      status: 'True',
+      reason: 'NewReplicaSetAvailable',
+      message: 'ReplicaSet has successfully progressed.',
+      lastUpdateTime: '2026-01-01T00:00:00Z',
+      lastTransitionTime: '2026-01-01T00:00:00Z',
+    },
   ],
 });
 const deadlineExceeded = (generation: number) => ({
@@ -44,8 +58,22 @@ const deadlineExceeded = (generation: number) => ({
   availableReplicas: 0,
   unavailableReplicas: 1,
   conditions: [
-    { type: 'Available', status: 'False', reason: 'MinimumReplicasUnavailable', message: 'Deployment does not have minimum availability.', lastUpdateTime: '2026-01-01T00:00:00Z', lastTransitionTime: '2026-01-01T00:00:00Z' },
-    { type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: 'ReplicaSet "web-5d4b9" has timed out progressing.', lastUpdateTime: '2026-01-01T00:00:00Z', lastTransitionTime: '2026-01-01T00:00:00Z' },
+    {
+      type: 'Available',
+      status: 'False',
+      reason: 'MinimumReplicasUnavailable',
+      message: 'Deployment does not have minimum availability.',
+      lastUpdateTime: '2026-01-01T00:00:00Z',
+      lastTransitionTime: '2026-01-01T00:00:00Z',
+    },
+    {
+      type: 'Progressing',
+      status: 'False',
+      reason: 'ProgressDeadlineExceeded',
+      message: 'ReplicaSet "web-5d4b9" has timed out progressing.',
+      lastUpdateTime: '2026-01-01T00:00:00Z',
+      lastTransitionTime: '2026-01-01T00:00:00Z',
+    },
   ],
 });
 
@@ -59,11 +87,21 @@ describe('health, waves and dependencies end to end', () => {
   /** What the deployment controller would write, for the Deployment's current generation. */
   const setDeploymentStatus = async (name: string, status: (generation: number) => Record<string, unknown>): Promise<void> => {
     const deployment = await rest.request<Deployment>({ method: 'GET', path: deploymentPath(name) });
-    await rest.request({ method: 'PATCH', path: `${deploymentPath(name)}/status`, contentType: 'application/merge-patch+json', body: { status: status(deployment.metadata.generation ?? 1) } });
+    await rest.request({
+      method: 'PATCH',
+      path: `${deploymentPath(name)}/status`,
+      contentType: 'application/merge-patch+json',
+      body: { status: status(deployment.metadata.generation ?? 1) },
+    });
   };
   const until = (name: string, check: (cs: ConfigSync) => boolean, what: string): Promise<ConfigSync> => untilConfigSync(ns.name, name, check, what, 60_000);
   const sync = (name: string, path: string, extra: Record<string, unknown> = {}) =>
-    configSync(ns.name, name, { source: { git: { repo: repo.url, revision: 'main', path } }, refreshInterval: '1h', targets: [{ name: 'main', namespace: ns.name }], ...extra });
+    configSync(ns.name, name, {
+      source: { git: { repo: repo.url, revision: 'main', path } },
+      refreshInterval: '1h',
+      targets: [{ name: 'main', namespace: ns.name }],
+      ...extra,
+    });
 
   beforeAll(async () => {
     await installCrds();

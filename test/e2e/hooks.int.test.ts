@@ -5,7 +5,19 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { createKubeRest, installCrds, type ConfigSync, type KubeRest } from '@syncline/operator';
 import { runCli } from '@syncline/cli';
-import { JOB_OUTCOME_LABEL, JobOutcome, startGitServer, startKwokCluster, startOperator, tektonCrds, tektonRunStatus, type GitServer, type KwokCluster, type OperatorProcess, type TestRepo } from '@syncline/test-support';
+import {
+  JOB_OUTCOME_LABEL,
+  JobOutcome,
+  startGitServer,
+  startKwokCluster,
+  startOperator,
+  tektonCrds,
+  tektonRunStatus,
+  type GitServer,
+  type KwokCluster,
+  type OperatorProcess,
+  type TestRepo,
+} from '@syncline/test-support';
 import { spawn, spawnSync } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,7 +38,14 @@ spec:
       containers: [{name: web, image: "${image}"}]
 `;
 
-const job = (options: { name?: string; generateName?: string; hook: string; outcome?: string; policy?: string; annotation?: 'syncline' | 'argocd' }): string => {
+const job = (options: {
+  name?: string;
+  generateName?: string;
+  hook: string;
+  outcome?: string;
+  policy?: string;
+  annotation?: 'syncline' | 'argocd';
+}): string => {
   const prefix = options.annotation === 'argocd' ? 'argocd.argoproj.io' : 'syncline.dev';
   return `apiVersion: batch/v1
 kind: Job
@@ -63,10 +82,22 @@ describe('hooks around a sync, with Pods that run', () => {
     namespaces.push(name);
     return name;
   };
-  const readSync = (ns: string, name: string): Promise<ConfigSync> => rest.request<ConfigSync>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${ns}/configsyncs/${name}` });
+  const readSync = (ns: string, name: string): Promise<ConfigSync> =>
+    rest.request<ConfigSync>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${ns}/configsyncs/${name}` });
   const applySync = async (ns: string, name: string, repo: TestRepo, path: string): Promise<void> => {
-    const body = { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name, namespace: ns }, spec: { source: { git: { repo: repo.url, revision: 'main', path } }, refreshInterval: '2s', timeout: '3m', targets: [{ name: 'main', namespace: ns }] } };
-    await rest.request({ method: 'PATCH', path: `/apis/syncline.dev/v1alpha1/namespaces/${ns}/configsyncs/${name}`, query: { fieldManager: 'syncline-tests', force: 'true' }, contentType: 'application/apply-patch+yaml', body });
+    const body = {
+      apiVersion: 'syncline.dev/v1alpha1',
+      kind: 'ConfigSync',
+      metadata: { name, namespace: ns },
+      spec: { source: { git: { repo: repo.url, revision: 'main', path } }, refreshInterval: '2s', timeout: '3m', targets: [{ name: 'main', namespace: ns }] },
+    };
+    await rest.request({
+      method: 'PATCH',
+      path: `/apis/syncline.dev/v1alpha1/namespaces/${ns}/configsyncs/${name}`,
+      query: { fieldManager: 'syncline-tests', force: 'true' },
+      contentType: 'application/apply-patch+yaml',
+      body,
+    });
   };
   const until = async (ns: string, name: string, what: string, check: (cs: ConfigSync) => boolean, timeoutMs = 120_000): Promise<ConfigSync> => {
     const deadline = Date.now() + timeoutMs;
@@ -80,25 +111,40 @@ describe('hooks around a sync, with Pods that run', () => {
   };
   const ready = (cs: ConfigSync): { status: string; reason: string; message: string } | undefined => cs.status?.conditions?.find((c) => c.type === 'Ready');
   const hooksOf = (cs: ConfigSync): HookLine[] => cs.status?.targets?.[0]?.hooks ?? [];
-  const jobs = async (ns: string): Promise<Job[]> => (await rest.request<{ items: Job[] }>({ method: 'GET', path: `/apis/batch/v1/namespaces/${ns}/jobs` })).items;
+  const jobs = async (ns: string): Promise<Job[]> =>
+    (await rest.request<{ items: Job[] }>({ method: 'GET', path: `/apis/batch/v1/namespaces/${ns}/jobs` })).items;
   const image = (ns: string): string | undefined => {
-    const result = spawnSync('kubectl', ['--kubeconfig', cluster.kubeconfigPath, '-n', ns, 'get', 'deployment', 'web', '-o', 'jsonpath={.spec.template.spec.containers[0].image}'], { encoding: 'utf8' });
+    const result = spawnSync(
+      'kubectl',
+      ['--kubeconfig', cluster.kubeconfigPath, '-n', ns, 'get', 'deployment', 'web', '-o', 'jsonpath={.spec.template.spec.containers[0].image}'],
+      { encoding: 'utf8' },
+    );
     return result.status === 0 ? result.stdout : undefined;
   };
   const release = (ns: string, jobName: string, outcome: JobOutcome): void => {
     kubectl(['-n', ns, 'label', 'pod', '-l', `job-name=${jobName}`, `${JOB_OUTCOME_LABEL}=${outcome}`, '--overwrite']);
   };
-  const events = async (ns: string): Promise<{ reason: string; message: string }[]> => (await rest.request<{ items: { reason: string; message: string }[] }>({ method: 'GET', path: `/api/v1/namespaces/${ns}/events` })).items;
+  const events = async (ns: string): Promise<{ reason: string; message: string }[]> =>
+    (await rest.request<{ items: { reason: string; message: string }[] }>({ method: 'GET', path: `/api/v1/namespaces/${ns}/events` })).items;
 
   /** The Events recorded for a ConfigSync so far, each repetition counted (a repeat is a write too). */
   const eventWrites = async (ns: string, name: string): Promise<number> => {
-    const list = await rest.request<{ items: { involvedObject: { kind?: string; name?: string }; count?: number; series?: { count?: number } }[] }>({ method: 'GET', path: `/api/v1/namespaces/${ns}/events` });
-    return list.items.filter((e) => e.involvedObject.kind === 'ConfigSync' && e.involvedObject.name === name).reduce((n, e) => n + (e.count ?? e.series?.count ?? 1), 0);
+    const list = await rest.request<{ items: { involvedObject: { kind?: string; name?: string }; count?: number; series?: { count?: number } }[] }>({
+      method: 'GET',
+      path: `/api/v1/namespaces/${ns}/events`,
+    });
+    return list.items
+      .filter((e) => e.involvedObject.kind === 'ConfigSync' && e.involvedObject.name === name)
+      .reduce((n, e) => n + (e.count ?? e.series?.count ?? 1), 0);
   };
 
   /** Counts the writes to a ConfigSync (MODIFIED events of a watch) until stopped. */
   const countWrites = (ns: string, name: string): { listening: Promise<void>; stop: () => number } => {
-    const child = spawn('kubectl', ['--kubeconfig', cluster.kubeconfigPath, '-n', ns, 'get', 'configsync', name, '--watch', '--output-watch-events', '-o', 'jsonpath={.type}{"\\n"}'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const child = spawn(
+      'kubectl',
+      ['--kubeconfig', cluster.kubeconfigPath, '-n', ns, 'get', 'configsync', name, '--watch', '--output-watch-events', '-o', 'jsonpath={.type}{"\\n"}'],
+      { stdio: ['ignore', 'pipe', 'ignore'] },
+    );
     let modified = 0;
     const listening = new Promise<void>((resolve) => {
       createInterface({ input: child.stdout }).on('line', (line) => {
@@ -137,7 +183,11 @@ describe('hooks around a sync, with Pods that run', () => {
     const ns = namespace('presync');
     const repo = await git.createRepo('presync');
     // Given: a commit with a Deployment and a PreSync migration Job that holds (runs until the test releases it).
-    await repo.commit({ 'app/web.yaml': deployment('registry.example.com/web:1'), 'app/migrate.yaml': job({ generateName: 'migrate-', hook: 'PreSync', outcome: JobOutcome.Hold }), 'app/cleanup.yaml': job({ name: 'cleanup', hook: 'SyncFail' }) });
+    await repo.commit({
+      'app/web.yaml': deployment('registry.example.com/web:1'),
+      'app/migrate.yaml': job({ generateName: 'migrate-', hook: 'PreSync', outcome: JobOutcome.Hold }),
+      'app/cleanup.yaml': job({ name: 'cleanup', hook: 'SyncFail' }),
+    });
     await applySync(ns, 'app', repo, 'app');
     // Then: the migration runs, Ready waits on it, and the Deployment is not applied.
     let cs = await until(ns, 'app', 'PreSync running', (c) => hooksOf(c)[0]?.phase === 'Running');
@@ -152,11 +202,17 @@ describe('hooks around a sync, with Pods that run', () => {
     // Then: the Deployment is applied, becomes Available on the simulated node, and the sync is Ready.
     cs = await until(ns, 'app', 'Ready', (c) => ready(c)?.status === 'True');
     expect(image(ns)).toBe('registry.example.com/web:1');
-    expect(hooksOf(cs)).toEqual([expect.objectContaining({ hook: 'PreSync', phase: 'Succeeded', name: migration?.name, duration: expect.stringMatching(/^\d+[smh]/) as unknown })]);
+    expect(hooksOf(cs)).toEqual([
+      expect.objectContaining({ hook: 'PreSync', phase: 'Succeeded', name: migration?.name, duration: expect.stringMatching(/^\d+[smh]/) as unknown }),
+    ]);
     await until(ns, 'app', 'healthy', (c) => c.status?.targets?.[0]?.health?.healthy === 1 && c.status.targets[0].health.progressing === 0);
 
     // When: the next commit's migration fails.
-    const second = await repo.commit({ 'app/web.yaml': deployment('registry.example.com/web:2'), 'app/migrate.yaml': job({ generateName: 'migrate-', hook: 'PreSync', outcome: JobOutcome.Fail }), 'app/cleanup.yaml': job({ name: 'cleanup', hook: 'SyncFail' }) });
+    const second = await repo.commit({
+      'app/web.yaml': deployment('registry.example.com/web:2'),
+      'app/migrate.yaml': job({ generateName: 'migrate-', hook: 'PreSync', outcome: JobOutcome.Fail }),
+      'app/cleanup.yaml': job({ name: 'cleanup', hook: 'SyncFail' }),
+    });
     // Then: HookFailed names it, the old version stays, and the SyncFail hook runs to completion.
     cs = await until(ns, 'app', 'HookFailed', (c) => ready(c)?.reason === 'HookFailed' && c.status?.targets?.[0]?.hooksRevision === second);
     expect(ready(cs)?.message).toMatch(/PreSync hook Job\/.*\/migrate-[0-9a-f]{5} failed/);
@@ -181,20 +237,48 @@ metadata:
 spec:
   pipelineRef: {name: smoke-test}
 `;
-    for (const [round, tag] of [[1, '1'], [2, '2']] as const) {
+    for (const [round, tag] of [
+      [1, '1'],
+      [2, '2'],
+    ] as const) {
       // Given: a commit with a Deployment and a PostSync PipelineRun.
       const sha = await repo.commit({ 'app/web.yaml': deployment(`registry.example.com/web:${tag}`), 'app/smoke.yaml': pipelineRun });
       if (round === 1) await applySync(ns, 'smoke', repo, 'app');
       // Then: once the Deployment is Available the PipelineRun is created, and Ready waits on it.
-      let cs = await until(ns, 'smoke', `PostSync running (commit ${round})`, (c) => c.status?.targets?.[0]?.hooksRevision === sha && hooksOf(c)[0]?.phase === 'Running');
+      let cs = await until(
+        ns,
+        'smoke',
+        `PostSync running (commit ${round})`,
+        (c) => c.status?.targets?.[0]?.hooksRevision === sha && hooksOf(c)[0]?.phase === 'Running',
+      );
       expect(image(ns)).toBe(`registry.example.com/web:${tag}`);
       expect(ready(cs)).toMatchObject({ status: 'False', reason: 'HookRunning' });
       const run = hooksOf(cs)[0];
       expect(run).toMatchObject({ hook: 'PostSync', kind: 'PipelineRun', source: 'PipelineRun/smoke-' });
       // When: Tekton (the test standing in for its controller) reports the run succeeded.
       const started = new Date();
-      kubectl(['-n', ns, 'patch', 'pipelinerun', run?.name ?? '', '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: tektonRunStatus('Running', started) })]);
-      kubectl(['-n', ns, 'patch', 'pipelinerun', run?.name ?? '', '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: tektonRunStatus('Succeeded', started) })]);
+      kubectl([
+        '-n',
+        ns,
+        'patch',
+        'pipelinerun',
+        run?.name ?? '',
+        '--subresource=status',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ status: tektonRunStatus('Running', started) }),
+      ]);
+      kubectl([
+        '-n',
+        ns,
+        'patch',
+        'pipelinerun',
+        run?.name ?? '',
+        '--subresource=status',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ status: tektonRunStatus('Succeeded', started) }),
+      ]);
       // Then: the sync is Ready at this commit.
       cs = await until(ns, 'smoke', `Ready at commit ${round}`, (c) => ready(c)?.status === 'True' && c.status?.sourceRevision === sha);
       expect(hooksOf(cs)).toEqual([expect.objectContaining({ phase: 'Succeeded', name: run?.name })]);
@@ -208,7 +292,10 @@ spec:
     const ns = namespace('syncfail');
     const repo = await git.createRepo('syncfail');
     // Given: a commit whose ConfigMap the API server refuses (an invalid key), and a SyncFail Job.
-    await repo.commit({ 'app/bad.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad\ndata:\n  "not a valid key!": x\n', 'app/notify.yaml': job({ name: 'notify-failure', hook: 'SyncFail', policy: 'HookSucceeded' }) });
+    await repo.commit({
+      'app/bad.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad\ndata:\n  "not a valid key!": x\n',
+      'app/notify.yaml': job({ name: 'notify-failure', hook: 'SyncFail', policy: 'HookSucceeded' }),
+    });
     await applySync(ns, 'broken', repo, 'app');
     // Then: the apply fails and the SyncFail hook runs, completes and is deleted (HookSucceeded).
     const cs = await until(ns, 'broken', 'SyncFail done', (c) => hooksOf(c).some((h) => h.hook === 'SyncFail' && h.phase === 'Succeeded'));
@@ -241,7 +328,12 @@ spec:
     expect(cs.status?.inventory?.[0]?.entries.some((e) => e.includes('/Job/'))).toBe(false);
     // `syncline status NAME` lists them.
     let out = '';
-    const code = await runCli(['status', 'argo', '-n', ns, '--kubeconfig', cluster.kubeconfigPath], { env: {}, runOperator: () => Promise.reject(new Error('not here')), out: (text) => (out += text), err: () => undefined });
+    const code = await runCli(['status', 'argo', '-n', ns, '--kubeconfig', cluster.kubeconfigPath], {
+      env: {},
+      runOperator: () => Promise.reject(new Error('not here')),
+      out: (text) => (out += text),
+      err: () => undefined,
+    });
     expect(code).toBe(0);
     expect(out).toMatch(/HOOK\s+OBJECT\s+PHASE/);
     expect(out).toMatch(/main\s+PostSync\s+Job\/check\s+Failed/);
@@ -252,7 +344,10 @@ spec:
     const elsewhere = namespace('elsewhere');
     const repo = await git.createRepo('tenant');
     // Given: a sync without a ServiceAccount in an untrusted namespace, whose PreSync hook names another namespace.
-    await repo.commit({ 'app/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata: {a: "1"}\n', 'app/migrate.yaml': job({ name: 'migrate', hook: 'PreSync' }).replace('  annotations:', `  namespace: ${elsewhere}\n  annotations:`) });
+    await repo.commit({
+      'app/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata: {a: "1"}\n',
+      'app/migrate.yaml': job({ name: 'migrate', hook: 'PreSync' }).replace('  annotations:', `  namespace: ${elsewhere}\n  annotations:`),
+    });
     await applySync(ns, 'tenant', repo, 'app');
     // Then: the target is refused by the tenancy rule, naming the hook; no Job runs anywhere and nothing is applied.
     const cs = await until(ns, 'tenant', 'refused', (c) => c.status?.targets?.[0]?.reason === 'NamespaceNotAllowed');
@@ -281,12 +376,17 @@ spec:
     const counters = ['plain', 'hooked'].map((name) => countWrites(ns, name));
     await Promise.all(counters.map((c) => c.listening));
     const second = await repo.commit(files('2'));
-    for (const name of ['plain', 'hooked']) await until(ns, name, 'Ready at the new commit', (c) => ready(c)?.status === 'True' && c.status?.sourceRevision === second);
+    for (const name of ['plain', 'hooked'])
+      await until(ns, name, 'Ready at the new commit', (c) => ready(c)?.status === 'True' && c.status?.sourceRevision === second);
     // Let a late write show (nothing should come: resyncs every 2 s write nothing).
     await new Promise((resolve) => setTimeout(resolve, 5000));
     const [plain = 0, hooked = 0] = counters.map((c) => c.stop());
-    const [plainEvents = 0, hookedEvents = 0] = (await Promise.all(['plain', 'hooked'].map((name) => eventWrites(ns, name)))).map((n, i) => n - (eventsBefore[i] ?? 0));
-    console.log(`writes for one commit (status + Events): without hooks ${plain} + ${plainEvents}, with a PreSync and a PostSync hook ${hooked} + ${hookedEvents}`);
+    const [plainEvents = 0, hookedEvents = 0] = (await Promise.all(['plain', 'hooked'].map((name) => eventWrites(ns, name)))).map(
+      (n, i) => n - (eventsBefore[i] ?? 0),
+    );
+    console.log(
+      `writes for one commit (status + Events): without hooks ${plain} + ${plainEvents}, with a PreSync and a PostSync hook ${hooked} + ${hookedEvents}`,
+    );
     // Then: two hooks cost at most two more writes of the ConfigSync and its Events.
     expect(plain).toBeGreaterThanOrEqual(1);
     expect(hooked + hookedEvents - (plain + plainEvents)).toBeLessThanOrEqual(2);
@@ -296,7 +396,10 @@ spec:
     const ns = namespace('restart');
     const repo = await git.createRepo('restart');
     // Given: a PreSync hook running.
-    await repo.commit({ 'app/web.yaml': deployment('registry.example.com/web:1'), 'app/migrate.yaml': job({ generateName: 'migrate-', hook: 'PreSync', outcome: JobOutcome.Hold }) });
+    await repo.commit({
+      'app/web.yaml': deployment('registry.example.com/web:1'),
+      'app/migrate.yaml': job({ generateName: 'migrate-', hook: 'PreSync', outcome: JobOutcome.Hold }),
+    });
     await applySync(ns, 'restart', repo, 'app');
     const cs = await until(ns, 'restart', 'PreSync running', (c) => hooksOf(c)[0]?.phase === 'Running');
     const before = await jobs(ns);
@@ -317,14 +420,28 @@ spec:
     const repo = await git.createRepo('cleanup');
     const cli = async (args: readonly string[]): Promise<{ code: number; out: string }> => {
       let out = '';
-      const code = await runCli([...args, '-n', ns, '--kubeconfig', cluster.kubeconfigPath], { env: {}, runOperator: () => Promise.reject(new Error('not here')), out: (text) => (out += text), err: (text) => (out += text) });
+      const code = await runCli([...args, '-n', ns, '--kubeconfig', cluster.kubeconfigPath], {
+        env: {},
+        runOperator: () => Promise.reject(new Error('not here')),
+        out: (text) => (out += text),
+        err: (text) => (out += text),
+      });
       return { code, out };
     };
     // Given: a sync of a ConfigMap with a PreSync Job (generated name) and a PostSync Job (fixed name), both kept
     // after they ran (the default BeforeHookCreation).
-    const sha = await repo.commit({ 'app/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata: {a: "1"}\n', 'app/pre.yaml': job({ generateName: 'pre-', hook: 'PreSync' }), 'app/post.yaml': job({ name: 'post', hook: 'PostSync' }) });
+    const sha = await repo.commit({
+      'app/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata: {a: "1"}\n',
+      'app/pre.yaml': job({ generateName: 'pre-', hook: 'PreSync' }),
+      'app/post.yaml': job({ name: 'post', hook: 'PostSync' }),
+    });
     await applySync(ns, 'cleanup', repo, 'app');
-    const cs = await until(ns, 'cleanup', 'Ready with both hooks', (c) => ready(c)?.status === 'True' && hooksOf(c).filter((h) => h.phase === 'Succeeded').length === 2);
+    const cs = await until(
+      ns,
+      'cleanup',
+      'Ready with both hooks',
+      (c) => ready(c)?.status === 'True' && hooksOf(c).filter((h) => h.phase === 'Succeeded').length === 2,
+    );
     const pre = hooksOf(cs).find((h) => h.hook === 'PreSync')?.name ?? '';
 
     // Then: the Hooks column (-o wide) is the same in kubectl and syncline, and absent from the default table.
@@ -350,9 +467,17 @@ spec:
 
     // Given: the PostSync Job replaced by someone else's under the same name, with its marks copied, and another
     // Job carrying the same marks: marks alone prove nothing.
-    const original = JSON.parse(kubectl(['-n', ns, 'get', 'job', 'post', '-o', 'json'])) as { metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } };
+    const original = JSON.parse(kubectl(['-n', ns, 'get', 'job', 'post', '-o', 'json'])) as {
+      metadata: { labels?: Record<string, string>; annotations?: Record<string, string> };
+    };
     kubectl(['-n', ns, 'delete', 'job', 'post', '--wait=true']);
-    const lookAlike = (name: string): string => JSON.stringify({ apiVersion: 'batch/v1', kind: 'Job', metadata: { name, labels: original.metadata.labels, annotations: original.metadata.annotations }, spec: { backoffLimit: 0, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'registry.example.com/other:1' }] } } } });
+    const lookAlike = (name: string): string =>
+      JSON.stringify({
+        apiVersion: 'batch/v1',
+        kind: 'Job',
+        metadata: { name, labels: original.metadata.labels, annotations: original.metadata.annotations },
+        spec: { backoffLimit: 0, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'registry.example.com/other:1' }] } } },
+      });
     kubectl(['-n', ns, 'create', '-f', '-'], lookAlike('post'));
     kubectl(['-n', ns, 'create', '-f', '-'], lookAlike('lookalike'));
     const replaced = (await jobs(ns)).find((j) => j.metadata.name === 'post')?.metadata.uid;
@@ -369,4 +494,3 @@ spec:
     expect(spawnSync('kubectl', ['--kubeconfig', cluster.kubeconfigPath, '-n', ns, 'get', 'configmap', 'app']).status).not.toBe(0);
   }, 300_000);
 });
-

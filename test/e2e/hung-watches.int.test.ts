@@ -48,7 +48,15 @@ describe('a hung watch hides drift for at most one refresh interval', () => {
     operator = await startOperator({ kubeconfig, args: ['--namespace', ns.name] });
     const repo = await git.createRepo('hung-watches');
     const sha = await repo.commit({ 'app/service.yaml': JSON.stringify(service) });
-    await applyConfigSync(configSync(ns.name, 'web', { source: { git: { repo: repo.url, revision: 'main', path: 'app' } }, refreshInterval: `${REFRESH_MS / 1000}s`, policy: 'Sync', drift: 'Correct', targets: [{ name: 'main', namespace: ns.name }] }));
+    await applyConfigSync(
+      configSync(ns.name, 'web', {
+        source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+        refreshInterval: `${REFRESH_MS / 1000}s`,
+        policy: 'Sync',
+        drift: 'Correct',
+        targets: [{ name: 'main', namespace: ns.name }],
+      }),
+    );
     await waitForReady(ns.name, 'web', (c) => c.status?.sourceRevision === sha, 90_000);
   }, 240_000);
   afterAll(async () => {
@@ -62,7 +70,22 @@ describe('a hung watch hides drift for at most one refresh interval', () => {
   const port = async (): Promise<number | undefined> => (await core.readNamespacedService({ name: 'web', namespace: ns.name })).spec?.ports?.[0]?.port;
   /** Patches the Service's port by hand with the real kubectl, and returns how long until it is Git's again (ms). */
   async function editAndTime(limitMs: number): Promise<number> {
-    const { stdout } = await run('kubectl', ['--kubeconfig', testKubeconfigPath(), '-n', ns.name, 'patch', 'service/web', '--type', 'json', '-p', '[{"op":"replace","path":"/spec/ports/0/port","value":9999}]'], { timeout: 60_000 });
+    const { stdout } = await run(
+      'kubectl',
+      [
+        '--kubeconfig',
+        testKubeconfigPath(),
+        '-n',
+        ns.name,
+        'patch',
+        'service/web',
+        '--type',
+        'json',
+        '-p',
+        '[{"op":"replace","path":"/spec/ports/0/port","value":9999}]',
+      ],
+      { timeout: 60_000 },
+    );
     const edited = Date.now();
     expect(stdout).toMatch(/service\/web patched/);
     await eventually(async () => ((await port()) === 8080 ? true : undefined), `the hand edit corrected within ${limitMs / 1000}s`, limitMs);
@@ -81,7 +104,9 @@ describe('a hung watch hides drift for at most one refresh interval', () => {
     const frozen = proxy.hangOpenWatches();
     expect(frozen).toBeGreaterThan(0);
     const ms = await editAndTime(REFRESH_MS);
-    console.log(`corrected in ${(ms / 1000).toFixed(1)}s with ${frozen} watch streams frozen (refresh interval ${REFRESH_MS / 1000}s, watches trusted for ${WATCH_FRESH_MS / 1000}s)`);
+    console.log(
+      `corrected in ${(ms / 1000).toFixed(1)}s with ${frozen} watch streams frozen (refresh interval ${REFRESH_MS / 1000}s, watches trusted for ${WATCH_FRESH_MS / 1000}s)`,
+    );
     expect(ms).toBeLessThanOrEqual(REFRESH_MS);
     // The operator gave the frozen streams up by itself (the proxy never closes them).
     await eventually(() => Promise.resolve(proxy.tally().stillFrozen === 0 ? true : undefined), 'every frozen stream given up', WATCH_FRESH_MS + 30_000);

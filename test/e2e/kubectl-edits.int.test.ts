@@ -16,7 +16,12 @@ import { applyConfigSync, configSync, core, eventually, installCrds, kc, patchCo
 const apps = kc.makeApiClient(AppsV1Api);
 const run = promisify(execFile);
 
-type Manifest = { apiVersion: string; kind: string; metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> }; spec: Record<string, unknown> };
+type Manifest = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec: Record<string, unknown>;
+};
 
 /** The Deployment as Git holds it: list-map fields (containers, ports, env, volumes, mounts) and scalars. */
 function deployment(options: { image: string; logLevel: string }): Manifest {
@@ -34,8 +39,14 @@ function deployment(options: { image: string; logLevel: string }): Manifest {
             {
               name: 'web',
               image: options.image,
-              ports: [{ name: 'http', containerPort: 8080 }, { name: 'metrics', containerPort: 9090 }],
-              env: [{ name: 'LOG_LEVEL', value: options.logLevel }, { name: 'MODE', value: 'git' }],
+              ports: [
+                { name: 'http', containerPort: 8080 },
+                { name: 'metrics', containerPort: 9090 },
+              ],
+              env: [
+                { name: 'LOG_LEVEL', value: options.logLevel },
+                { name: 'MODE', value: 'git' },
+              ],
               volumeMounts: [{ name: 'config', mountPath: '/etc/web' }],
             },
             { name: 'sidecar', image: 'busybox:1.36', command: ['sleep', 'infinity'] },
@@ -54,7 +65,10 @@ function service(options: { httpPort: number }): Manifest {
     metadata: { name: 'web', labels: { app: 'web' }, annotations: { 'shop.example/owner': 'team-web' } },
     spec: {
       selector: { app: 'web' },
-      ports: [{ name: 'http', port: options.httpPort, targetPort: 8080 }, { name: 'metrics', port: 9090, targetPort: 9090 }],
+      ports: [
+        { name: 'http', port: options.httpPort, targetPort: 8080 },
+        { name: 'metrics', port: 9090, targetPort: 9090 },
+      ],
     },
   };
 }
@@ -64,9 +78,11 @@ const current = { deployment: deployment({ image: 'nginx:1.27', logLevel: 'info'
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const list = (value: unknown): Record<string, unknown>[] => (Array.isArray(value) ? value.filter(isRecord) : []);
-const pick = (value: unknown, keys: readonly string[]): Record<string, unknown> => Object.fromEntries(keys.filter((k) => isRecord(value) && value[k] !== undefined).map((k) => [k, (value as Record<string, unknown>)[k]]));
+const pick = (value: unknown, keys: readonly string[]): Record<string, unknown> =>
+  Object.fromEntries(keys.filter((k) => isRecord(value) && value[k] !== undefined).map((k) => [k, (value as Record<string, unknown>)[k]]));
 /** Labels or annotations as Git sets them: our ownership marks aside, every key counts (an added one too). */
-const marks = (value: unknown): Record<string, unknown> => Object.fromEntries(Object.entries(isRecord(value) ? value : {}).filter(([k]) => !k.startsWith('syncline.dev/')));
+const marks = (value: unknown): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(isRecord(value) ? value : {}).filter(([k]) => !k.startsWith('syncline.dev/')));
 
 /**
  * Every field Git sets, read from an object the same way whether it is the manifest or the live object: lists
@@ -121,7 +137,13 @@ describe('kubectl edits never wedge a sync', () => {
     currentSha = await repo.commit({ 'app/deployment.yaml': JSON.stringify(current.deployment), 'app/service.yaml': JSON.stringify(current.service) });
     // refreshInterval 1h: only the drift watch can explain a correction
     await applyConfigSync(
-      configSync(ns.name, 'web', { source: { git: { repo: repo.url, revision: 'main', path: 'app' } }, refreshInterval: '1h', policy: 'Sync', drift: 'Correct', targets: [{ name: 'main', namespace: ns.name }] }),
+      configSync(ns.name, 'web', {
+        source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+        refreshInterval: '1h',
+        policy: 'Sync',
+        drift: 'Correct',
+        targets: [{ name: 'main', namespace: ns.name }],
+      }),
     );
     await waitForReady(ns.name, 'web', (c) => c.status?.sourceRevision === currentSha, 90_000);
   });
@@ -133,7 +155,10 @@ describe('kubectl edits never wedge a sync', () => {
   });
 
   async function kubectl(args: readonly string[], env: Record<string, string> = {}): Promise<string> {
-    const { stdout } = await run('kubectl', ['--kubeconfig', testKubeconfigPath(), '-n', ns.name, ...args], { env: { ...process.env, ...env }, timeout: 60_000 });
+    const { stdout } = await run('kubectl', ['--kubeconfig', testKubeconfigPath(), '-n', ns.name, ...args], {
+      env: { ...process.env, ...env },
+      timeout: 60_000,
+    });
     return stdout;
   }
 
@@ -152,13 +177,17 @@ describe('kubectl edits never wedge a sync', () => {
   async function waitUntilGit(expected: { deployment: Manifest; service: Manifest }, what: string): Promise<void> {
     let last: unknown;
     try {
-      await eventually(async () => {
-        const [d, s] = await Promise.all([readDeployment(), readService()]);
-        last = { deployment: view(d), service: view(s), managers: [managersOf(d), managersOf(s)] };
-        const edited = [...managersOf(d), ...managersOf(s)].filter((m) => m.startsWith('kubectl') && !m.endsWith('/scale'));
-        const equal = isDeepStrictEqual(view(d), view(expected.deployment)) && isDeepStrictEqual(view(s), view(expected.service));
-        return equal && edited.length === 0 ? true : undefined;
-      }, what, 60_000);
+      await eventually(
+        async () => {
+          const [d, s] = await Promise.all([readDeployment(), readService()]);
+          last = { deployment: view(d), service: view(s), managers: [managersOf(d), managersOf(s)] };
+          const edited = [...managersOf(d), ...managersOf(s)].filter((m) => m.startsWith('kubectl') && !m.endsWith('/scale'));
+          const equal = isDeepStrictEqual(view(d), view(expected.deployment)) && isDeepStrictEqual(view(s), view(expected.service));
+          return equal && edited.length === 0 ? true : undefined;
+        },
+        what,
+        60_000,
+      );
     } catch (error) {
       throw new Error(`${(error as Error).message}; last seen: ${JSON.stringify(last)}`);
     }
@@ -172,11 +201,23 @@ describe('kubectl edits never wedge a sync', () => {
 
   // Each edit must change something (kubectl says so), and is then corrected to exactly Git.
   const variants: { name: string; edit: () => Promise<string>; says: RegExp }[] = [
-    { name: 'kubectl edit of a Deployment (image, env value)', edit: () => kubectlEdit('deployment/web', 's/image: nginx:1.27/image: nginx:edited/; s/value: info/value: debug/'), says: /edited/ },
+    {
+      name: 'kubectl edit of a Deployment (image, env value)',
+      edit: () => kubectlEdit('deployment/web', 's/image: nginx:1.27/image: nginx:edited/; s/value: info/value: debug/'),
+      says: /edited/,
+    },
     // the port's list key changes with it: the renumbered entry keeps the name "http"
     { name: 'kubectl edit of a Service port', edit: () => kubectlEdit('service/web', 's/ port: 8080/ port: 9999/'), says: /edited/ },
-    { name: 'kubectl patch --type json of a Service port (8080 → 9999)', edit: () => kubectl(['patch', 'service/web', '--type', 'json', '-p', '[{"op":"replace","path":"/spec/ports/0/port","value":9999}]']), says: /patched/ },
-    { name: 'kubectl patch --type merge replacing the Service ports', edit: () => kubectl(['patch', 'service/web', '--type', 'merge', '-p', '{"spec":{"ports":[{"name":"http","port":9999,"targetPort":8080}]}}']), says: /patched/ },
+    {
+      name: 'kubectl patch --type json of a Service port (8080 → 9999)',
+      edit: () => kubectl(['patch', 'service/web', '--type', 'json', '-p', '[{"op":"replace","path":"/spec/ports/0/port","value":9999}]']),
+      says: /patched/,
+    },
+    {
+      name: 'kubectl patch --type merge replacing the Service ports',
+      edit: () => kubectl(['patch', 'service/web', '--type', 'merge', '-p', '{"spec":{"ports":[{"name":"http","port":9999,"targetPort":8080}]}}']),
+      says: /patched/,
+    },
     {
       name: 'kubectl patch (strategic) adding a container port, an env var, a volume and a mount',
       edit: () =>
@@ -188,7 +229,14 @@ describe('kubectl edits never wedge a sync', () => {
             spec: {
               template: {
                 spec: {
-                  containers: [{ name: 'web', ports: [{ name: 'admin', containerPort: 7070 }], env: [{ name: 'DEBUG', value: '1' }], volumeMounts: [{ name: 'scratch', mountPath: '/tmp/scratch' }] }],
+                  containers: [
+                    {
+                      name: 'web',
+                      ports: [{ name: 'admin', containerPort: 7070 }],
+                      env: [{ name: 'DEBUG', value: '1' }],
+                      volumeMounts: [{ name: 'scratch', mountPath: '/tmp/scratch' }],
+                    },
+                  ],
                   volumes: [{ name: 'scratch', emptyDir: {} }],
                 },
               },
@@ -197,12 +245,28 @@ describe('kubectl edits never wedge a sync', () => {
         ]),
       says: /patched/,
     },
-    { name: 'kubectl patch (strategic) adding a Service port', edit: () => kubectl(['patch', 'service/web', '-p', '{"spec":{"ports":[{"name":"admin","port":7070,"targetPort":7070}]}}']), says: /patched/ },
+    {
+      name: 'kubectl patch (strategic) adding a Service port',
+      edit: () => kubectl(['patch', 'service/web', '-p', '{"spec":{"ports":[{"name":"admin","port":7070,"targetPort":7070}]}}']),
+      says: /patched/,
+    },
     { name: 'kubectl scale', edit: () => kubectl(['scale', 'deployment/web', '--replicas', '5']), says: /scaled/ },
-    { name: 'kubectl label (a new label and an overwritten one)', edit: () => kubectl(['label', 'deployment/web', 'team=ops', 'app.kubernetes.io/part-of=hand', '--overwrite']), says: /labeled/ },
-    { name: 'kubectl annotate (a new annotation and an overwritten one)', edit: () => kubectl(['annotate', 'service/web', 'note=by-hand', 'shop.example/owner=someone', '--overwrite']), says: /annotated/ },
+    {
+      name: 'kubectl label (a new label and an overwritten one)',
+      edit: () => kubectl(['label', 'deployment/web', 'team=ops', 'app.kubernetes.io/part-of=hand', '--overwrite']),
+      says: /labeled/,
+    },
+    {
+      name: 'kubectl annotate (a new annotation and an overwritten one)',
+      edit: () => kubectl(['annotate', 'service/web', 'note=by-hand', 'shop.example/owner=someone', '--overwrite']),
+      says: /annotated/,
+    },
     { name: 'kubectl set image', edit: () => kubectl(['set', 'image', 'deployment/web', 'web=nginx:hand', 'sidecar=busybox:hand']), says: /image updated/ },
-    { name: 'kubectl set env (a new variable and a changed one)', edit: () => kubectl(['set', 'env', 'deployment/web', '-c', 'web', 'EXTRA=1', 'LOG_LEVEL=debug']), says: /env updated/ },
+    {
+      name: 'kubectl set env (a new variable and a changed one)',
+      edit: () => kubectl(['set', 'env', 'deployment/web', '-c', 'web', 'EXTRA=1', 'LOG_LEVEL=debug']),
+      says: /env updated/,
+    },
     {
       name: 'a client-side kubectl apply of the same Deployment (another image, an extra env var and container)',
       edit: async () => {
@@ -261,7 +325,10 @@ describe('kubectl edits never wedge a sync', () => {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
       metadata: { name: 'web', namespace: ns.name, annotations: { 'platform.example/scraped': 'true' } },
-      spec: { selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', env: [{ name: 'PLATFORM', value: 'injected' }] }] } } },
+      spec: {
+        selector: { matchLabels: { app: 'web' } },
+        template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', env: [{ name: 'PLATFORM', value: 'injected' }] }] } },
+      },
     };
     const path = join(tmp, 'platform.json');
     await writeFile(path, JSON.stringify(platformDeployment));
@@ -271,11 +338,15 @@ describe('kubectl edits never wedge a sync', () => {
     await kubectl(['set', 'image', 'deployment/web', 'web=nginx:hand']);
 
     // then the image is Git's again, kubectl's entry is gone, and the other applier keeps its fields and its entry
-    const corrected = await eventually(async () => {
-      const d = await readDeployment();
-      const web = d.spec?.template.spec?.containers.find((c) => c.name === 'web');
-      return web?.image === 'nginx:1.27' && !managersOf(d).includes('kubectl-set/Update') ? d : undefined;
-    }, 'the image to be corrected', 60_000);
+    const corrected = await eventually(
+      async () => {
+        const d = await readDeployment();
+        const web = d.spec?.template.spec?.containers.find((c) => c.name === 'web');
+        return web?.image === 'nginx:1.27' && !managersOf(d).includes('kubectl-set/Update') ? d : undefined;
+      },
+      'the image to be corrected',
+      60_000,
+    );
     const web = corrected.spec?.template.spec?.containers.find((c) => c.name === 'web');
     expect(web?.env?.map((e) => e.name)).toEqual(['LOG_LEVEL', 'MODE', 'PLATFORM']);
     expect(corrected.metadata?.annotations?.['platform.example/scraped']).toBe('true');

@@ -46,7 +46,12 @@ describe('ConfigSync lifecycle', () => {
   }
 
   function spec(repo: TestRepo, extra: Record<string, unknown> = {}): Record<string, unknown> {
-    return { source: { git: { repo: repo.url, revision: 'main', path: 'app' } }, refreshInterval: '1h', targets: [{ name: 'main', namespace: ns.name }], ...extra };
+    return {
+      source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+      refreshInterval: '1h',
+      targets: [{ name: 'main', namespace: ns.name }],
+      ...extra,
+    };
   }
 
   it('applies nothing while suspended and syncs on resume; the reconcile annotation syncs at once', async () => {
@@ -90,10 +95,14 @@ describe('ConfigSync lifecycle', () => {
     await applyConfigSync(configSync(ns.name, 'report', spec(repo, { drift: 'Report' })));
     await waitForReady(ns.name, 'report', (c) => c.status?.sourceRevision === sha);
     await core.patchNamespacedConfigMap({ name: 'report-a', namespace: ns.name, body: [{ op: 'replace', path: '/data/v', value: 'edited by hand' }] });
-    const cs = await eventually(async () => {
-      const c = await readConfigSync(ns.name, 'report');
-      return condition(c, 'Synced')?.reason === 'DriftDetected' ? c : undefined;
-    }, 'the drift report', 20_000);
+    const cs = await eventually(
+      async () => {
+        const c = await readConfigSync(ns.name, 'report');
+        return condition(c, 'Synced')?.reason === 'DriftDetected' ? c : undefined;
+      },
+      'the drift report',
+      20_000,
+    );
     expect(condition(cs, 'Synced')?.message).toContain('report-a');
     expect(await configMapData(ns.name, 'report-a')).toEqual({ v: 'edited by hand' });
   });
@@ -125,11 +134,18 @@ describe('ConfigSync lifecycle', () => {
     const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
     await rbac.createNamespacedRole({
       namespace: ns.name,
-      body: { metadata: { name: 'configmaps-only' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] }] },
+      body: {
+        metadata: { name: 'configmaps-only' },
+        rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] }],
+      },
     });
     await rbac.createNamespacedRoleBinding({
       namespace: ns.name,
-      body: { metadata: { name: 'deployer' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'configmaps-only' }, subjects: [{ kind: 'ServiceAccount', name: 'deployer', namespace: ns.name }] },
+      body: {
+        metadata: { name: 'deployer' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'configmaps-only' },
+        subjects: [{ kind: 'ServiceAccount', name: 'deployer', namespace: ns.name }],
+      },
     });
     const { repo } = await repoWith('tenant', {
       'app/a.yaml': cm('tenant-a', '  v: "1"'),
@@ -160,7 +176,9 @@ describe('ConfigSync lifecycle', () => {
           group,
           scope: 'Namespaced',
           names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
-          versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+          versions: [
+            { name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } },
+          ],
         },
       },
     });

@@ -19,8 +19,10 @@ async function applyManifestSync(namespace: string, name: string, spec: Record<s
     body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ManifestSync', metadata: { name, namespace }, spec },
   });
 }
-const readManifestSync = (namespace: string, name: string): Promise<ManifestSync> => rest.request<ManifestSync>({ method: 'GET', path: msPath(namespace, name) });
-const condition = (ms: ManifestSync, type: string): { status: string; reason: string; message: string } | undefined => ms.status?.conditions?.find((c) => c.type === type);
+const readManifestSync = (namespace: string, name: string): Promise<ManifestSync> =>
+  rest.request<ManifestSync>({ method: 'GET', path: msPath(namespace, name) });
+const condition = (ms: ManifestSync, type: string): { status: string; reason: string; message: string } | undefined =>
+  ms.status?.conditions?.find((c) => c.type === type);
 
 async function waitFor(namespace: string, name: string, check: (ms: ManifestSync) => boolean, what: string): Promise<ManifestSync> {
   let last: ManifestSync | undefined;
@@ -65,7 +67,10 @@ describe('ManifestSync', () => {
     const team = `team-${randomBytes(3).toString('hex')}`;
     await using named = await testNamespace({ prefix: 'msync-named' });
     await using selectedA = await testNamespace({ prefix: 'msync-sel', labels: { team } });
-    await core.createNamespacedSecret({ namespace: home.name, body: { metadata: { name: 'db', labels: { app: 'db' } }, type: 'Opaque', stringData: { password: 'first' } } });
+    await core.createNamespacedSecret({
+      namespace: home.name,
+      body: { metadata: { name: 'db', labels: { app: 'db' } }, type: 'Opaque', stringData: { password: 'first' } },
+    });
 
     await applyManifestSync(home.name, 'db', {
       sourceRef: { apiVersion: 'v1', kind: 'Secret', name: 'db' },
@@ -80,8 +85,18 @@ describe('ManifestSync', () => {
     expect(copy.metadata?.ownerReferences).toBeUndefined();
 
     // a source change reaches every copy without waiting for the interval (10m default)
-    await core.patchNamespacedSecret({ name: 'db', namespace: home.name, body: [{ op: 'replace', path: '/data/password', value: Buffer.from('second').toString('base64') }] });
-    await eventually(async () => ((await secretData(named.name, 'db'))?.['password'] === 'second' && (await secretData(selectedA.name, 'db'))?.['password'] === 'second' ? true : undefined), 'the change in every copy');
+    await core.patchNamespacedSecret({
+      name: 'db',
+      namespace: home.name,
+      body: [{ op: 'replace', path: '/data/password', value: Buffer.from('second').toString('base64') }],
+    });
+    await eventually(
+      async () =>
+        (await secretData(named.name, 'db'))?.['password'] === 'second' && (await secretData(selectedA.name, 'db'))?.['password'] === 'second'
+          ? true
+          : undefined,
+      'the change in every copy',
+    );
 
     // a namespace created later that matches gets its copy at once
     await using selectedB = await testNamespace({ prefix: 'msync-sel', labels: { team } });
@@ -89,11 +104,17 @@ describe('ManifestSync', () => {
 
     // a namespace that stops matching loses its copy
     await core.patchNamespace({ name: selectedA.name, body: [{ op: 'remove', path: '/metadata/labels/team' }] });
-    await eventually(async () => ((await secretData(selectedA.name, 'db')) === undefined ? true : undefined), 'the copy to leave the namespace that no longer matches');
+    await eventually(
+      async () => ((await secretData(selectedA.name, 'db')) === undefined ? true : undefined),
+      'the copy to leave the namespace that no longer matches',
+    );
 
     // deleting the ManifestSync deletes the copies (deletionPolicy Delete, the ConfigMapSync "cascade")
     await rest.request({ method: 'DELETE', path: msPath(home.name, 'db') });
-    await eventually(async () => ((await secretData(named.name, 'db')) === undefined && (await secretData(selectedB.name, 'db')) === undefined ? true : undefined), 'the copies to be deleted');
+    await eventually(
+      async () => ((await secretData(named.name, 'db')) === undefined && (await secretData(selectedB.name, 'db')) === undefined ? true : undefined),
+      'the copies to be deleted',
+    );
     expect(await secretData(home.name, 'db')).toEqual({ password: 'second' });
   });
 
@@ -114,7 +135,14 @@ describe('ManifestSync', () => {
     await eventually(async () => ((await configMapData(home.name, 'settings-copy'))?.['mode'] === 'blue' ? true : undefined), 'the edit to be corrected');
 
     await rest.request({ method: 'DELETE', path: msPath(home.name, 'settings') });
-    await eventually(async () => (await readManifestSync(home.name, 'settings').then(() => undefined, () => true)), 'the ManifestSync to be gone');
+    await eventually(
+      async () =>
+        await readManifestSync(home.name, 'settings').then(
+          () => undefined,
+          () => true,
+        ),
+      'the ManifestSync to be gone',
+    );
     expect(await configMapData(home.name, 'settings-copy')).toEqual({ mode: 'blue', level: '2' });
   });
 
@@ -127,7 +155,9 @@ describe('ManifestSync', () => {
     expect(condition(ms, 'Ready')?.message).toContain(`/ConfigMap/${target.name}/shared`);
     expect(await configMapData(target.name, 'shared')).toEqual({ from: 'someone else' });
     const events = await eventually(async () => {
-      const list = (await core.listNamespacedEvent({ namespace: home.name, fieldSelector: 'involvedObject.name=shared' })).items.filter((e) => e.reason === 'Conflict');
+      const list = (await core.listNamespacedEvent({ namespace: home.name, fieldSelector: 'involvedObject.name=shared' })).items.filter(
+        (e) => e.reason === 'Conflict',
+      );
       return list.length > 0 ? list : undefined;
     }, 'a Conflict Event');
     expect(events).toHaveLength(1);
@@ -137,7 +167,10 @@ describe('ManifestSync', () => {
   it('keeps copies when the source disappears', async () => {
     // the source goes away: the copies stay (a source that cannot be read never prunes)
     await core.createNamespacedConfigMap({ namespace: home.name, body: { metadata: { name: 'fleeting' }, data: { v: '1' } } });
-    await applyManifestSync(home.name, 'fleeting', { sourceRef: { apiVersion: 'v1', kind: 'ConfigMap', name: 'fleeting' }, targets: [{ namespace: home.name, name: 'fleeting-copy' }] });
+    await applyManifestSync(home.name, 'fleeting', {
+      sourceRef: { apiVersion: 'v1', kind: 'ConfigMap', name: 'fleeting' },
+      targets: [{ namespace: home.name, name: 'fleeting-copy' }],
+    });
     await waitFor(home.name, 'fleeting', ready, 'the copy');
     await core.deleteNamespacedConfigMap({ name: 'fleeting', namespace: home.name });
     await waitFor(home.name, 'fleeting', (m) => condition(m, 'Stalled')?.reason === 'SourceNotFound', 'SourceNotFound');
@@ -145,10 +178,17 @@ describe('ManifestSync', () => {
   });
 
   it('copies a Service without the fields a fresh create refuses (clusterIP), keeping a headless one headless', async () => {
-    await core.createNamespacedService({ namespace: home.name, body: { metadata: { name: 'api' }, spec: { ports: [{ port: 80 }], selector: { app: 'api' } } } });
-    await core.createNamespacedService({ namespace: home.name, body: { metadata: { name: 'peers' }, spec: { clusterIP: 'None', ports: [{ port: 80 }], selector: { app: 'api' } } } });
+    await core.createNamespacedService({
+      namespace: home.name,
+      body: { metadata: { name: 'api' }, spec: { ports: [{ port: 80 }], selector: { app: 'api' } } },
+    });
+    await core.createNamespacedService({
+      namespace: home.name,
+      body: { metadata: { name: 'peers' }, spec: { clusterIP: 'None', ports: [{ port: 80 }], selector: { app: 'api' } } },
+    });
     await using target = await testNamespace({ prefix: 'msync-svc' });
-    for (const name of ['api', 'peers']) await applyManifestSync(home.name, `svc-${name}`, { sourceRef: { apiVersion: 'v1', kind: 'Service', name }, targets: [{ namespace: target.name }] });
+    for (const name of ['api', 'peers'])
+      await applyManifestSync(home.name, `svc-${name}`, { sourceRef: { apiVersion: 'v1', kind: 'Service', name }, targets: [{ namespace: target.name }] });
     await waitFor(home.name, 'svc-api', ready, 'the Service copy');
     await waitFor(home.name, 'svc-peers', ready, 'the headless Service copy');
     const source = await core.readNamespacedService({ name: 'api', namespace: home.name });

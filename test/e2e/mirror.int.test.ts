@@ -15,7 +15,14 @@ import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { core, eventually, installCrds, rest } from './harness.ts';
 
-type Obj = { apiVersion?: string; kind?: string; metadata: { name: string; namespace?: string; uid?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; data?: Record<string, string>; type?: string; immutable?: boolean };
+type Obj = {
+  apiVersion?: string;
+  kind?: string;
+  metadata: { name: string; namespace?: string; uid?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  data?: Record<string, string>;
+  type?: string;
+  immutable?: boolean;
+};
 
 const MAIN = join(import.meta.dirname, '..', '..', 'packages', 'cli', 'src', 'main.ts');
 const ID = randomBytes(2).toString('hex');
@@ -37,9 +44,11 @@ const k = (prefix: string) => ({
 const K = k(FILE_PREFIX);
 
 const b64 = (text: string): string => Buffer.from(text).toString('base64');
-const unb64 = (data: Record<string, string> | undefined): Record<string, string> => Object.fromEntries(Object.entries(data ?? {}).map(([key, v]) => [key, Buffer.from(v, 'base64').toString()]));
+const unb64 = (data: Record<string, string> | undefined): Record<string, string> =>
+  Object.fromEntries(Object.entries(data ?? {}).map(([key, v]) => [key, Buffer.from(v, 'base64').toString()]));
 const plural = (kind: 'Secret' | 'ConfigMap'): string => (kind === 'Secret' ? 'secrets' : 'configmaps');
-const objPath = (kind: 'Secret' | 'ConfigMap', namespace: string, name?: string): string => `/api/v1/namespaces/${namespace}/${plural(kind)}${name === undefined ? '' : `/${name}`}`;
+const objPath = (kind: 'Secret' | 'ConfigMap', namespace: string, name?: string): string =>
+  `/api/v1/namespaces/${namespace}/${plural(kind)}${name === undefined ? '' : `/${name}`}`;
 
 async function read(kind: 'Secret' | 'ConfigMap', namespace: string, name: string): Promise<Obj | undefined> {
   try {
@@ -62,8 +71,19 @@ async function remove(kind: 'Secret' | 'ConfigMap', namespace: string, name: str
     if ((error as { status?: number }).status !== 404) throw error;
   }
 }
-function source(namespace: string, name: string, annotations: Record<string, string>, data: Record<string, string>, extra: Record<string, unknown> = {}, labels: Record<string, string> = {}): Obj & Record<string, unknown> {
-  return { metadata: { name, namespace, labels: { [K.source]: 'true', ...labels }, annotations }, data: Object.fromEntries(Object.entries(data).map(([key, v]) => [key, b64(v)])), ...extra };
+function source(
+  namespace: string,
+  name: string,
+  annotations: Record<string, string>,
+  data: Record<string, string>,
+  extra: Record<string, unknown> = {},
+  labels: Record<string, string> = {},
+): Obj & Record<string, unknown> {
+  return {
+    metadata: { name, namespace, labels: { [K.source]: 'true', ...labels }, annotations },
+    data: Object.fromEntries(Object.entries(data).map(([key, v]) => [key, b64(v)])),
+    ...extra,
+  };
 }
 const replicaData = async (namespace: string, name: string): Promise<Record<string, string> | undefined> => {
   const found = await read('Secret', namespace, name);
@@ -88,7 +108,10 @@ async function readyz(operator: OperatorProcess): Promise<number> {
 }
 
 async function eventsOf(namespace: string, name: string): Promise<{ reason: string; message: string; count?: number }[]> {
-  const list = await rest.request<{ items: { involvedObject: { name: string }; reason: string; message: string; count?: number }[] }>({ method: 'GET', path: `/api/v1/namespaces/${namespace}/events` });
+  const list = await rest.request<{ items: { involvedObject: { name: string }; reason: string; message: string; count?: number }[] }>({
+    method: 'GET',
+    path: `/api/v1/namespaces/${namespace}/events`,
+  });
   return list.items.filter((e) => e.involvedObject.name === name);
 }
 
@@ -169,7 +192,18 @@ describe('label-driven mirroring', () => {
     operator = await startOperator({
       kubeconfig,
       // The sources' namespace is trusted (their replicas need no consent from the namespaces they target).
-      args: ['--namespace', home.name, '--mirror-prefix', FILE_PREFIX, '--mirror-source-namespaces', `${P('src')}-*`, '--trusted-namespaces', src.name, '--mirror-resync', '3s'],
+      args: [
+        '--namespace',
+        home.name,
+        '--mirror-prefix',
+        FILE_PREFIX,
+        '--mirror-source-namespaces',
+        `${P('src')}-*`,
+        '--trusted-namespaces',
+        src.name,
+        '--mirror-resync',
+        '3s',
+      ],
     });
     try {
       await eventually(async () => ((await readyz(operator)) === 200 ? true : undefined), 'the operator to be ready', 60_000);
@@ -222,7 +256,10 @@ describe('label-driven mirroring', () => {
       return data !== undefined && JSON.stringify(data) === JSON.stringify({ password: 'pw', user: 'app' }) ? true : undefined;
     }, 'the hand edit corrected and the extra key removed');
 
-    await create('ConfigMap', { metadata: { name: 'settings', namespace: src.name, labels: { [K.source]: 'true' }, annotations: { [K.targets]: a, [K.strategy]: 'patch' } }, data: { mode: 'fast', level: '1' } });
+    await create('ConfigMap', {
+      metadata: { name: 'settings', namespace: src.name, labels: { [K.source]: 'true' }, annotations: { [K.targets]: a, [K.strategy]: 'patch' } },
+      data: { mode: 'fast', level: '1' },
+    });
     await eventually(async () => ((await read('ConfigMap', a, 'settings'))?.['data' as never] !== undefined ? true : undefined), 'the patch replica');
     await patch('ConfigMap', a, 'settings', { data: { mode: 'slow', local: 'mine' } });
     await eventually(async () => {
@@ -239,7 +276,10 @@ describe('label-driven mirroring', () => {
     const dashed = `${a}-${b}`;
     expect(dashed.length).toBeLessThanOrEqual(63);
     await create('Secret', { metadata: { name: 'dashed', namespace: src.name, labels: { [K.source]: 'true', [K.targets]: dashed } }, data: { k: b64('v') } });
-    await eventually(async () => ((await read('Secret', a, 'dashed')) !== undefined && (await read('Secret', b, 'dashed')) !== undefined ? true : undefined), 'replicas in both dashed namespaces');
+    await eventually(
+      async () => ((await read('Secret', a, 'dashed')) !== undefined && (await read('Secret', b, 'dashed')) !== undefined ? true : undefined),
+      'replicas in both dashed namespaces',
+    );
     await remove('Secret', src.name, 'dashed');
   });
 
@@ -262,7 +302,11 @@ describe('label-driven mirroring', () => {
     expect((await eventsOf(src.name, 'shared')).filter((e) => e.reason === 'Conflict')).toHaveLength(1);
     expect((await read('Secret', a, 'shared'))?.metadata.resourceVersion).toBe(foreign.metadata.resourceVersion);
     // syncline status --mirrors reads the same from the cluster
-    const cli = spawnSync(process.execPath, [MAIN, 'status', '--mirrors', '--mirror-prefix', FILE_PREFIX, '--trusted-namespaces', src.name, '-n', src.name, '--kubeconfig', testKubeconfigPath()], { encoding: 'utf8', timeout: 30_000 });
+    const cli = spawnSync(
+      process.execPath,
+      [MAIN, 'status', '--mirrors', '--mirror-prefix', FILE_PREFIX, '--trusted-namespaces', src.name, '-n', src.name, '--kubeconfig', testKubeconfigPath()],
+      { encoding: 'utf8', timeout: 30_000 },
+    );
     expect(cli.status, cli.stderr).toBe(0);
     const lines = cli.stdout.split('\n').filter((l) => l.includes(`${src.name}/shared`));
     expect(lines.find((l) => l.includes(a))).toMatch(/conflict\s+a Secret of that name exists and is not a replica/);
@@ -287,7 +331,12 @@ describe('label-driven mirroring', () => {
     const tokenSa = `sa-${randomBytes(2).toString('hex')}`;
     await core.createNamespacedServiceAccount({ namespace: src.name, body: { metadata: { name: tokenSa } } });
     await create('Secret', {
-      metadata: { name: 'token', namespace: src.name, labels: { [K.source]: 'true' }, annotations: { [K.targets]: open, 'kubernetes.io/service-account.name': tokenSa } },
+      metadata: {
+        name: 'token',
+        namespace: src.name,
+        labels: { [K.source]: 'true' },
+        annotations: { [K.targets]: open, 'kubernetes.io/service-account.name': tokenSa },
+      },
       type: 'kubernetes.io/service-account-token',
     });
     await holds(
@@ -308,7 +357,10 @@ describe('label-driven mirroring', () => {
 
   it('keeps Secret type and immutable', async () => {
     const a = await ns(P('i'));
-    await create('Secret', source(src.name, 'tls', { [K.targets]: a }, { 'tls.crt': 'c1', 'tls.key': 'k1' }, { type: 'kubernetes.io/tls', immutable: true }, {}));
+    await create(
+      'Secret',
+      source(src.name, 'tls', { [K.targets]: a }, { 'tls.crt': 'c1', 'tls.key': 'k1' }, { type: 'kubernetes.io/tls', immutable: true }, {}),
+    );
     const first = await eventually(async () => read('Secret', a, 'tls'), 'the immutable replica');
     expect(first.type).toBe('kubernetes.io/tls');
     expect(first.immutable).toBe(true);
@@ -326,11 +378,18 @@ describe('label-driven mirroring', () => {
     await sleep(1100); // a later creationTimestamp (second precision)
     await create('Secret', source(other.name, 'dup', { [K.targets]: a }, { from: 'second' }));
     const before = await read('Secret', a, 'dup');
-    await eventually(async () => ((await eventsOf(other.name, 'dup')).some((e) => e.reason === 'Conflict') ? true : undefined), 'the second source reports the conflict');
+    await eventually(
+      async () => ((await eventsOf(other.name, 'dup')).some((e) => e.reason === 'Conflict') ? true : undefined),
+      'the second source reports the conflict',
+    );
     // both keep being reconciled (resync every 3 s; the second source is touched too)
     await patch('Secret', other.name, 'dup', { metadata: { annotations: { touched: '1' } } });
     // for a minute, as the issue asks: ~20 resyncs of both sources
-    await holds(async () => (await read('Secret', a, 'dup'))?.metadata.resourceVersion === before?.metadata.resourceVersion, 60_000, 'the replica resourceVersion stays');
+    await holds(
+      async () => (await read('Secret', a, 'dup'))?.metadata.resourceVersion === before?.metadata.resourceVersion,
+      60_000,
+      'the replica resourceVersion stays',
+    );
     expect(await replicaData(a, 'dup')).toEqual({ from: 'first' });
     await remove('Secret', src.name, 'dup');
     await remove('Secret', other.name, 'dup');
@@ -339,10 +398,23 @@ describe('label-driven mirroring', () => {
   it('steady state writes nothing: replicas and source keep their resourceVersions across resyncs', async () => {
     const targets = [await ns(P('s')), await ns(P('s')), await ns(P('s'))];
     await create('Secret', source(src.name, 'steady', { [K.targets]: `${P('s')}-*` }, { k: 'v' }));
-    await eventually(async () => ((await Promise.all(targets.map((t) => read('Secret', t, 'steady')))).every((r) => r !== undefined) ? true : undefined), 'three replicas');
+    await eventually(
+      async () => ((await Promise.all(targets.map((t) => read('Secret', t, 'steady')))).every((r) => r !== undefined) ? true : undefined),
+      'three replicas',
+    );
     await sleep(4000); // our own echoes settle
-    const versions = async (): Promise<string> => JSON.stringify(await Promise.all([...targets.map((t) => read('Secret', t, 'steady')), read('Secret', src.name, 'steady')].map(async (o) => (await o)?.metadata.resourceVersion)));
-    const applied = async (): Promise<string> => ((await (await fetch(`http://${operator.probeAddress}/metrics`)).text()).match(/^syncline_objects_applied_total\{action="(created|configured|deleted)"\} .*$/gm) ?? []).join('\n');
+    const versions = async (): Promise<string> =>
+      JSON.stringify(
+        await Promise.all(
+          [...targets.map((t) => read('Secret', t, 'steady')), read('Secret', src.name, 'steady')].map(async (o) => (await o)?.metadata.resourceVersion),
+        ),
+      );
+    const applied = async (): Promise<string> =>
+      (
+        (await (await fetch(`http://${operator.probeAddress}/metrics`)).text()).match(
+          /^syncline_objects_applied_total\{action="(created|configured|deleted)"\} .*$/gm,
+        ) ?? []
+      ).join('\n');
     const [v0, w0] = [await versions(), await applied()];
     await sleep(10_000); // three resyncs
     expect(await versions()).toBe(v0);
@@ -374,15 +446,43 @@ describe('label-driven mirroring', () => {
     const prefix = `mirror-${randomBytes(3).toString('hex')}.stale`;
     const S = k(prefix);
     const trusted = ['--trusted-namespaces', src.name];
-    await using marker = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', home.name, '--mirror-prefix', prefix, '--mirror-stale', 'mark', '--webhook-addr', 'off', ...trusted] });
-    await using ttl = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', home.name, '--mirror-prefix', `${prefix}ttl`, '--mirror-stale', 'mark', '--mirror-stale-ttl', '2s', '--webhook-addr', 'off', ...trusted] });
+    await using marker = await startOperator({
+      kubeconfig: testKubeconfigPath(),
+      args: ['--namespace', home.name, '--mirror-prefix', prefix, '--mirror-stale', 'mark', '--webhook-addr', 'off', ...trusted],
+    });
+    await using ttl = await startOperator({
+      kubeconfig: testKubeconfigPath(),
+      args: [
+        '--namespace',
+        home.name,
+        '--mirror-prefix',
+        `${prefix}ttl`,
+        '--mirror-stale',
+        'mark',
+        '--mirror-stale-ttl',
+        '2s',
+        '--webhook-addr',
+        'off',
+        ...trusted,
+      ],
+    });
     const T = k(`${prefix}ttl`);
     void marker;
     void ttl;
     const a = await ns(P('m'));
-    await create('Secret', { metadata: { name: 'old', namespace: src.name, labels: { [S.source]: 'true' }, annotations: { [S.targets]: a } }, data: { k: b64('v') }, immutable: true });
-    await create('Secret', { metadata: { name: 'short', namespace: src.name, labels: { [T.source]: 'true' }, annotations: { [T.targets]: a } }, data: { k: b64('v') } });
-    await eventually(async () => ((await read('Secret', a, 'old')) !== undefined && (await read('Secret', a, 'short')) !== undefined ? true : undefined), 'both replicas');
+    await create('Secret', {
+      metadata: { name: 'old', namespace: src.name, labels: { [S.source]: 'true' }, annotations: { [S.targets]: a } },
+      data: { k: b64('v') },
+      immutable: true,
+    });
+    await create('Secret', {
+      metadata: { name: 'short', namespace: src.name, labels: { [T.source]: 'true' }, annotations: { [T.targets]: a } },
+      data: { k: b64('v') },
+    });
+    await eventually(
+      async () => ((await read('Secret', a, 'old')) !== undefined && (await read('Secret', a, 'short')) !== undefined ? true : undefined),
+      'both replicas',
+    );
     await remove('Secret', src.name, 'old');
     await remove('Secret', src.name, 'short');
     const stale = await eventually(async () => {
@@ -397,7 +497,11 @@ describe('label-driven mirroring', () => {
 
     // The source comes back with other data: the stale immutable replica is replaced (an update would be
     // refused) and is no longer stale.
-    await create('Secret', { metadata: { name: 'old', namespace: src.name, labels: { [S.source]: 'true' }, annotations: { [S.targets]: a } }, data: { k: b64('v2') }, immutable: true });
+    await create('Secret', {
+      metadata: { name: 'old', namespace: src.name, labels: { [S.source]: 'true' }, annotations: { [S.targets]: a } },
+      data: { k: b64('v2') },
+      immutable: true,
+    });
     const back = await eventually(async () => {
       const found = await read('Secret', a, 'old');
       return unb64(found?.data)['k'] === 'v2' && found?.metadata.labels?.[S.stale] === undefined ? found : undefined;

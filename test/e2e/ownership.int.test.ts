@@ -7,15 +7,34 @@ import { execFile } from 'node:child_process';
 import { startGitServer, startOperator, type GitServer, type OperatorProcess } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyConfigSync, condition, configMapData, configMapYaml as cm, configSync, core, deleteConfigSync, eventually, installCrds, patchConfigSync, readConfigSync, rest, waitForReady } from './harness.ts';
+import {
+  applyConfigSync,
+  condition,
+  configMapData,
+  configMapYaml as cm,
+  configSync,
+  core,
+  deleteConfigSync,
+  eventually,
+  installCrds,
+  patchConfigSync,
+  readConfigSync,
+  rest,
+  waitForReady,
+} from './harness.ts';
 
 /** Runs a shell pipeline with the real kubectl against the test cluster. */
 function shell(script: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile('bash', ['-o', 'pipefail', '-c', script], { env: { ...process.env, KUBECONFIG: testKubeconfigPath() }, timeout: 120_000 }, (error, stdout, stderr) => {
-      if (error !== null) reject(new Error(`${script}: ${error.message}\n${stderr}`));
-      else resolve(stdout);
-    });
+    execFile(
+      'bash',
+      ['-o', 'pipefail', '-c', script],
+      { env: { ...process.env, KUBECONFIG: testKubeconfigPath() }, timeout: 120_000 },
+      (error, stdout, stderr) => {
+        if (error !== null) reject(new Error(`${script}: ${error.message}\n${stderr}`));
+        else resolve(stdout);
+      },
+    );
   });
 }
 
@@ -30,7 +49,10 @@ async function marksOf(namespace: string, name: string): Promise<{ labels: Recor
 function listed(cs: Awaited<ReturnType<typeof readConfigSync>>): string[] {
   return (cs.status?.inventory?.flatMap((i) => i.entries) ?? []).flatMap((line) => {
     const slash = line.lastIndexOf('/');
-    return line.slice(slash + 1).split(',').map((name) => `${line.slice(0, slash)}/${name}`);
+    return line
+      .slice(slash + 1)
+      .split(',')
+      .map((name) => `${line.slice(0, slash)}/${name}`);
   });
 }
 
@@ -56,7 +78,13 @@ describe('copies of applied objects carrying every mark are never ours', () => {
     const ready = (sha: string) => waitForReady(namespace, 'app', (c) => c.status?.sourceRevision === sha, 120_000);
     const repo = await git.createRepo('copies');
     const first = await repo.commit({ 'app/a.yaml': cm('a', '  v: "git"'), 'app/b.yaml': cm('b', '  v: "git"') });
-    await applyConfigSync(configSync(namespace, 'app', { source: { git: { repo: repo.url, revision: 'main', path: 'app' } }, refreshInterval: '1s', targets: [{ name: 'main', namespace }] }));
+    await applyConfigSync(
+      configSync(namespace, 'app', {
+        source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+        refreshInterval: '1s',
+        targets: [{ name: 'main', namespace }],
+      }),
+    );
     await ready(first);
 
     // given a copy of `a` made the everyday way, a copy of `b` created through the API, and one more copy under
@@ -66,7 +94,10 @@ describe('copies of applied objects carrying every mark are never ours', () => {
     );
     const b = await core.readNamespacedConfigMap({ name: 'b', namespace });
     for (const name of ['b-copy', 'taken']) {
-      await core.createNamespacedConfigMap({ namespace, body: { metadata: { name, labels: b.metadata?.labels, annotations: b.metadata?.annotations }, data: { v: 'theirs' } } });
+      await core.createNamespacedConfigMap({
+        namespace,
+        body: { metadata: { name, labels: b.metadata?.labels, annotations: b.metadata?.annotations }, data: { v: 'theirs' } },
+      });
     }
     expect(await marksOf(namespace, 'a-copy')).toEqual(await marksOf(namespace, 'a'));
     expect(await marksOf(namespace, 'b-copy')).toEqual(await marksOf(namespace, 'b'));
@@ -92,10 +123,14 @@ describe('copies of applied objects carrying every mark are never ours', () => {
 
     // when a commit renders an object whose name a copy holds: a conflict, the copy left as it is
     const third = await repo.commit({ 'app/taken.yaml': cm('taken', '  v: "git"') });
-    const conflicted = await eventually(async () => {
-      const cs = await readConfigSync(namespace, 'app');
-      return cs.status?.lastAttemptedRevision === third && condition(cs, 'Ready')?.reason === 'Conflict' ? cs : undefined;
-    }, 'the conflict over taken', 120_000);
+    const conflicted = await eventually(
+      async () => {
+        const cs = await readConfigSync(namespace, 'app');
+        return cs.status?.lastAttemptedRevision === third && condition(cs, 'Ready')?.reason === 'Conflict' ? cs : undefined;
+      },
+      'the conflict over taken',
+      120_000,
+    );
     expect(condition(conflicted, 'Ready')?.message).toMatch(/taken: Conflict: .*carries this sync's ownership marks/);
     expect(await copies()).toEqual(untouched);
     const fourth = await repo.commit({ 'app/taken.yaml': null });
@@ -115,17 +150,26 @@ describe('copies of applied objects carrying every mark are never ours', () => {
     operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', namespace] });
     await ready(withoutD);
     // then their `d` is not deleted: the inventory names `d`, but the object at that name holds no apply of ours
-    const dropped = await eventually(async () => {
-      const cs = await readConfigSync(namespace, 'app');
-      return listed(cs).includes(`/ConfigMap/${namespace}/d`) ? undefined : cs;
-    }, 'd to leave the inventory', 60_000);
+    const dropped = await eventually(
+      async () => {
+        const cs = await readConfigSync(namespace, 'app');
+        return listed(cs).includes(`/ConfigMap/${namespace}/d`) ? undefined : cs;
+      },
+      'd to leave the inventory',
+      60_000,
+    );
     expect(listed(dropped)).toEqual([`/ConfigMap/${namespace}/a`, `/ConfigMap/${namespace}/c`]);
     expect(await configMapData(namespace, 'd')).toEqual({ v: 'theirs' });
 
     // when the sync applied `c` but its status write was lost (the operator stopped, the inventory gone), and
     // the next commit no longer renders `c`
     await operator.stop();
-    await rest.request({ method: 'PATCH', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs/app/status`, contentType: 'application/merge-patch+json', body: { status: { inventory: null } } });
+    await rest.request({
+      method: 'PATCH',
+      path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs/app/status`,
+      contentType: 'application/merge-patch+json',
+      body: { status: { inventory: null } },
+    });
     expect((await readConfigSync(namespace, 'app')).status?.inventory ?? []).toEqual([]);
     const fifth = await repo.commit({ 'app/c.yaml': null });
     operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', namespace] });
@@ -139,7 +183,15 @@ describe('copies of applied objects carrying every mark are never ours', () => {
     // when the sync is deleted (deletionPolicy Delete): what it applied goes, the copies stay
     await deleteConfigSync(namespace, 'app');
     await eventually(async () => ((await configMapData(namespace, 'a')) === undefined ? true : undefined), 'a to be deleted with the sync', 120_000);
-    await eventually(() => readConfigSync(namespace, 'app').then(() => undefined, () => true), 'the ConfigSync to go away', 120_000);
+    await eventually(
+      () =>
+        readConfigSync(namespace, 'app').then(
+          () => undefined,
+          () => true,
+        ),
+      'the ConfigSync to go away',
+      120_000,
+    );
     expect(await copies()).toEqual(untouched);
   });
 });

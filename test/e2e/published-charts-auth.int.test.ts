@@ -11,7 +11,20 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { createTestCa, ensureRenderEngine, helmPackage, startGitServer, startHelmRepository, startOciRegistry, startOperator, type GitServer, type HelmRepository, type OciRegistry, type OperatorProcess, type TestRepo } from '@syncline/test-support';
+import {
+  createTestCa,
+  ensureRenderEngine,
+  helmPackage,
+  startGitServer,
+  startHelmRepository,
+  startOciRegistry,
+  startOperator,
+  type GitServer,
+  type HelmRepository,
+  type OciRegistry,
+  type OperatorProcess,
+  type TestRepo,
+} from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import type { ConfigSync } from '@syncline/operator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -42,10 +55,14 @@ describe('charts from a private OCI registry and a private Helm repository, end 
   const until = async (name: string, check: (cs: ConfigSync) => boolean, what: string, timeoutMs = 120_000): Promise<ConfigSync> => {
     let last: ConfigSync | undefined;
     try {
-      return await eventually(async () => {
-        const cs = (last = await readConfigSync(ns.name, name));
-        return cs.status?.observedGeneration === cs.metadata.generation && check(cs) ? cs : undefined;
-      }, `${name}: ${what}`, timeoutMs);
+      return await eventually(
+        async () => {
+          const cs = (last = await readConfigSync(ns.name, name));
+          return cs.status?.observedGeneration === cs.metadata.generation && check(cs) ? cs : undefined;
+        },
+        `${name}: ${what}`,
+        timeoutMs,
+      );
     } catch (error) {
       throw new Error(`${(error as Error).message}; last status: ${JSON.stringify(last?.status)}`);
     }
@@ -53,7 +70,8 @@ describe('charts from a private OCI registry and a private Helm repository, end 
   const ready = (name: string): Promise<ConfigSync> => until(name, (c) => condition(c, 'Ready')?.status === 'True', 'Ready');
   const fetchFailed = (name: string, text: string): Promise<ConfigSync> =>
     until(name, (c) => condition(c, 'Ready')?.reason === 'FetchFailed' && (condition(c, 'Ready')?.message ?? '').includes(text), `FetchFailed saying ${text}`);
-  const askAgain = (name: string): Promise<void> => patchConfigSync(ns.name, name, { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': new Date().toISOString() } } });
+  const askAgain = (name: string): Promise<void> =>
+    patchConfigSync(ns.name, name, { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': new Date().toISOString() } } });
 
   /** No password, right or wrong, in the sync's status, its events, the operator's log or the registry's log. */
   const expectNoPassword = async (name: string): Promise<void> => {
@@ -64,16 +82,32 @@ describe('charts from a private OCI registry and a private Helm repository, end 
     const seen = [JSON.stringify((await readConfigSync(ns.name, name)).status), JSON.stringify(events.items), JSON.stringify(operator.logs), registry.log()];
     for (const text of seen) for (const password of allPasswords) expect(text).not.toContain(password);
     // nor in base64, as a Basic header would carry it
-    for (const text of seen) for (const password of allPasswords) expect(text).not.toContain(Buffer.from(`${registryAuth.username}:${password}`).toString('base64'));
+    for (const text of seen)
+      for (const password of allPasswords) expect(text).not.toContain(Buffer.from(`${registryAuth.username}:${password}`).toString('base64'));
   };
 
   const secret = async (namespace: string, name: string, body: Record<string, unknown>): Promise<void> => {
     await rest.request({ method: 'DELETE', path: `/api/v1/namespaces/${namespace}/secrets/${name}` }).catch(() => undefined);
-    await rest.request({ method: 'POST', path: `/api/v1/namespaces/${namespace}/secrets`, body: { apiVersion: 'v1', kind: 'Secret', metadata: { name }, ...body } });
+    await rest.request({
+      method: 'POST',
+      path: `/api/v1/namespaces/${namespace}/secrets`,
+      body: { apiVersion: 'v1', kind: 'Secret', metadata: { name }, ...body },
+    });
   };
   /** What `kubectl create secret docker-registry` makes, with the registry's CA added beside it. */
   const dockerRegistrySecret = async (name: string, password: string): Promise<void> => {
-    const { stdout } = await run('kubectl', ['create', 'secret', 'docker-registry', name, `--docker-server=${registry.host}`, `--docker-username=${registryAuth.username}`, `--docker-password=${password}`, '--dry-run=client', '-o', 'json']);
+    const { stdout } = await run('kubectl', [
+      'create',
+      'secret',
+      'docker-registry',
+      name,
+      `--docker-server=${registry.host}`,
+      `--docker-username=${registryAuth.username}`,
+      `--docker-password=${password}`,
+      '--dry-run=client',
+      '-o',
+      'json',
+    ]);
     const made = JSON.parse(stdout) as { type: string; data: Record<string, string> };
     expect(made.type).toBe('kubernetes.io/dockerconfigjson');
     await secret(ns.name, name, { type: made.type, data: { ...made.data, 'ca.crt': Buffer.from(caCert).toString('base64') } });
@@ -81,7 +115,10 @@ describe('charts from a private OCI registry and a private Helm repository, end 
 
   const ociSync = (name: string, repository: Record<string, unknown>) =>
     configSync(ns.name, name, {
-      source: { git: { repo: repo.url, revision: 'main' }, helm: { repository: { url: `oci://${registry.host}/charts`, chart: 'hello', version: '1.0.0', ...repository } } },
+      source: {
+        git: { repo: repo.url, revision: 'main' },
+        helm: { repository: { url: `oci://${registry.host}/charts`, chart: 'hello', version: '1.0.0', ...repository } },
+      },
       refreshInterval: '1h',
       values: { greeting: `from ${name}` },
       targets: [{ name: 'main', namespace: ns.name }],
@@ -191,7 +228,10 @@ describe('charts from a private OCI registry and a private Helm repository, end 
     expect(tokenRegistry.tokenRequests.some((r) => r.granted && r.userAgent.startsWith('Helm/'))).toBe(true);
     const tokenSync = (name: string, secretName: string) =>
       configSync(ns.name, name, {
-        source: { git: { repo: repo.url, revision: 'main' }, helm: { repository: { url: `oci://${tokenRegistry.host}/team/charts`, chart: 'hello', version: '1.0.0', secretRef: { name: secretName } } } },
+        source: {
+          git: { repo: repo.url, revision: 'main' },
+          helm: { repository: { url: `oci://${tokenRegistry.host}/team/charts`, chart: 'hello', version: '1.0.0', secretRef: { name: secretName } } },
+        },
         refreshInterval: '1h',
         targets: [{ name: 'main', namespace: ns.name }],
       });
@@ -214,7 +254,8 @@ describe('charts from a private OCI registry and a private Helm repository, end 
     expect(message).toContain(`oci://${tokenRegistry.host}/team/charts/hello`);
     expect(message).toContain(`the Secret ${ns.name}/token-auth`);
     expect(tokenRegistry.tokenRequests.some((r) => r.userAgent === 'syncline' && !r.granted)).toBe(true);
-    for (const text of [JSON.stringify(failing.status), JSON.stringify(operator.logs), tokenRegistry.log()]) for (const password of allPasswords) expect(text).not.toContain(password);
+    for (const text of [JSON.stringify(failing.status), JSON.stringify(operator.logs), tokenRegistry.log()])
+      for (const password of allPasswords) expect(text).not.toContain(password);
   });
 
   it('a Secret in another namespace is never read: the reference has no namespace', async () => {
@@ -229,14 +270,19 @@ describe('charts from a private OCI registry and a private Helm repository, end 
     expect(stored.spec.source.helm?.repository?.secretRef).toEqual({ name: 'shared-registry-auth' });
     // and the sync looks for the Secret in its own namespace only, and fails there
     const failing = await fetchFailed('cross-namespace', 'does not exist');
-    expect(condition(failing, 'Ready')?.message).toContain(`the Secret ${ns.name}/shared-registry-auth named in spec.source.helm.repository.secretRef does not exist`);
+    expect(condition(failing, 'Ready')?.message).toContain(
+      `the Secret ${ns.name}/shared-registry-auth named in spec.source.helm.repository.secretRef does not exist`,
+    );
     expect(await configMapData(ns.name, 'cross-namespace-hello')).toBeUndefined();
   });
 
   it('a Helm repository behind basic auth: a wrong password fails clearly and leaks nowhere; a Docker config is refused there', async () => {
     const repoSync = (name: string, secretName: string) =>
       configSync(ns.name, name, {
-        source: { git: { repo: repo.url, revision: 'main' }, helm: { repository: { url: charts.url, chart: 'hello', version: '1.0.0', secretRef: { name: secretName } } } },
+        source: {
+          git: { repo: repo.url, revision: 'main' },
+          helm: { repository: { url: charts.url, chart: 'hello', version: '1.0.0', secretRef: { name: secretName } } },
+        },
         refreshInterval: '1h',
         targets: [{ name: 'main', namespace: ns.name }],
       });

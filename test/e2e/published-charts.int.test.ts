@@ -7,7 +7,20 @@ import { execFile } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createTestCa, ensureRenderEngine, helmPackage, startGitServer, startHelmRepository, startOciRegistry, startOperator, type GitServer, type HelmRepository, type OciRegistry, type OperatorProcess, type TestRepo } from '@syncline/test-support';
+import {
+  createTestCa,
+  ensureRenderEngine,
+  helmPackage,
+  startGitServer,
+  startHelmRepository,
+  startOciRegistry,
+  startOperator,
+  type GitServer,
+  type HelmRepository,
+  type OciRegistry,
+  type OperatorProcess,
+  type TestRepo,
+} from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import type { ConfigSync } from '@syncline/operator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -55,7 +68,12 @@ describe('charts from an OCI registry and a Helm repository, end to end', () => 
     await rest.request({
       method: 'POST',
       path: `/api/v1/namespaces/${ns.name}/secrets`,
-      body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'chart-repo' }, stringData: { username: auth.username, password: auth.password, 'ca.crt': ca.caCert } },
+      body: {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'chart-repo' },
+        stringData: { username: auth.username, password: auth.password, 'ca.crt': ca.caCert },
+      },
     });
     engine = await ensureRenderEngine({ onProgress: progress });
     operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', ns.name, '--render-engine', engine] });
@@ -71,7 +89,10 @@ describe('charts from an OCI registry and a Helm repository, end to end', () => 
 
   const ociSync = (repository: Record<string, unknown>) =>
     configSync(ns.name, 'from-oci', {
-      source: { git: { repo: repo.url, revision: 'main' }, helm: { repository: { url: `oci://${registry.host}/charts`, chart: 'hello', insecure: true, ...repository } } },
+      source: {
+        git: { repo: repo.url, revision: 'main' },
+        helm: { repository: { url: `oci://${registry.host}/charts`, chart: 'hello', insecure: true, ...repository } },
+      },
       refreshInterval: '1h',
       values: { greeting: 'from the sync', settings: { size: null } },
       targets: [{ name: 'main', namespace: ns.name }],
@@ -103,15 +124,33 @@ describe('charts from an OCI registry and a Helm repository, end to end', () => 
     expect(failing.status?.inventory?.[0]?.entries.length).toBeGreaterThan(0);
 
     // when the pin is the chart's real digest, it is Ready again
-    const manifest = await fetch(`http://${registry.host}/v2/charts/hello/manifests/1.1.0`, { headers: { accept: 'application/vnd.oci.image.manifest.v1+json' } });
+    const manifest = await fetch(`http://${registry.host}/v2/charts/hello/manifests/1.1.0`, {
+      headers: { accept: 'application/vnd.oci.image.manifest.v1+json' },
+    });
     await applyConfigSync(ociSync({ version: '^1.0', digest: manifest.headers.get('docker-content-digest') }));
     await ready('from-oci');
 
     // and syncline diff fetches and renders the chart as the operator does: nothing to change
     const diff = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile(process.execPath, [join(import.meta.dirname, '..', '..', 'packages', 'cli', 'bin', 'syncline.js'), 'diff', 'from-oci', '--kubeconfig', testKubeconfigPath(), '-n', ns.name, '--allow-insecure-http', '--render-engine', engine], { timeout: 120_000 }, (error, stdout, stderr) => {
-        resolve({ code: typeof error?.code === 'number' ? error.code : 0, stdout, stderr });
-      });
+      execFile(
+        process.execPath,
+        [
+          join(import.meta.dirname, '..', '..', 'packages', 'cli', 'bin', 'syncline.js'),
+          'diff',
+          'from-oci',
+          '--kubeconfig',
+          testKubeconfigPath(),
+          '-n',
+          ns.name,
+          '--allow-insecure-http',
+          '--render-engine',
+          engine,
+        ],
+        { timeout: 120_000 },
+        (error, stdout, stderr) => {
+          resolve({ code: typeof error?.code === 'number' ? error.code : 0, stdout, stderr });
+        },
+      );
     });
     expect(diff.stderr).toBe('');
     expect(diff.stdout).toContain('(rendered by helm)');
@@ -121,7 +160,10 @@ describe('charts from an OCI registry and a Helm repository, end to end', () => 
 
   it('a Helm repository chart over HTTPS with basic auth and CA from a Secret; an outage fails clearly and loses nothing', async () => {
     const sync = configSync(ns.name, 'from-repo', {
-      source: { git: { repo: repo.url, revision: 'main' }, helm: { repository: { url: charts.url, chart: 'hello', version: '~2.3', secretRef: { name: 'chart-repo' } } } },
+      source: {
+        git: { repo: repo.url, revision: 'main' },
+        helm: { repository: { url: charts.url, chart: 'hello', version: '~2.3', secretRef: { name: 'chart-repo' } } },
+      },
       refreshInterval: '1h',
       valuesFiles: ['values/prod.yaml'],
       targets: [{ name: 'main', namespace: ns.name }],
@@ -129,7 +171,10 @@ describe('charts from an OCI registry and a Helm repository, end to end', () => 
     await applyConfigSync(sync);
     await ready('from-repo');
     expect((await configMapData(ns.name, 'from-repo-hello'))?.['chartVersion']).toBe('2.3.0');
-    const deployment = await rest.request<{ spec: { replicas: number } }>({ method: 'GET', path: `/apis/apps/v1/namespaces/${ns.name}/deployments/from-repo-hello` });
+    const deployment = await rest.request<{ spec: { replicas: number } }>({
+      method: 'GET',
+      path: `/apis/apps/v1/namespaces/${ns.name}/deployments/from-repo-hello`,
+    });
     expect(deployment.spec.replicas).toBe(2);
 
     // when the repository is down and the sync is asked to look again, it fails (retried) without a credential in sight

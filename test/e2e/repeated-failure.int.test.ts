@@ -54,31 +54,56 @@ describe('a repeated failure', () => {
     await core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: 'gone' }, stringData: { kubeconfig } } });
     await core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: 'hook' }, stringData: { address: `${hook.url}/hook` } } });
     const create = (plural: string, kind: string, name: string, spec: Record<string, unknown>): Promise<unknown> =>
-      rest.request({ method: 'POST', path: `${API}/namespaces/${ns.name}/${plural}`, body: { apiVersion: 'syncline.dev/v1alpha1', kind, metadata: { name }, spec } });
+      rest.request({
+        method: 'POST',
+        path: `${API}/namespaces/${ns.name}/${plural}`,
+        body: { apiVersion: 'syncline.dev/v1alpha1', kind, metadata: { name }, spec },
+      });
     await create('remoteclusters', 'RemoteCluster', 'gone', { kubeconfigSecretRef: { name: 'gone', key: 'kubeconfig' } });
     await create('notificationproviders', 'NotificationProvider', 'hook', { type: 'webhook', secretRef: { name: 'hook' } });
-    await create('notificationalerts', 'NotificationAlert', 'syncs', { providerRef: { name: 'hook' }, eventSources: [{ kind: 'ConfigSync' }], eventSeverity: 'error' });
-    await eventually(async () => {
-      const alert = await rest.request<{ status?: { conditions?: { type: string; status: string }[] } }>({ method: 'GET', path: `${API}/namespaces/${ns.name}/notificationalerts/syncs` });
-      return alert.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? true : undefined;
-    }, 'the NotificationAlert to be Ready', 60_000);
+    await create('notificationalerts', 'NotificationAlert', 'syncs', {
+      providerRef: { name: 'hook' },
+      eventSources: [{ kind: 'ConfigSync' }],
+      eventSeverity: 'error',
+    });
+    await eventually(
+      async () => {
+        const alert = await rest.request<{ status?: { conditions?: { type: string; status: string }[] } }>({
+          method: 'GET',
+          path: `${API}/namespaces/${ns.name}/notificationalerts/syncs`,
+        });
+        return alert.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? true : undefined;
+      },
+      'the NotificationAlert to be Ready',
+      60_000,
+    );
 
     // when a ConfigSync applies one ConfigMap here and one to the cluster that is gone
     const repo = await git.createRepo('repeat');
     await repo.commit({ 'app/settings.yaml': configMapYaml('settings', '  v: "1"') });
-    await applyConfigSync(configSync(ns.name, 'web', {
-      source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
-      refreshInterval: '1h',
-      targets: [{ name: 'here', namespace: ns.name }, { name: 'away', namespace: 'default', cluster: { name: 'gone' } }],
-    }));
+    await applyConfigSync(
+      configSync(ns.name, 'web', {
+        source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+        refreshInterval: '1h',
+        targets: [
+          { name: 'here', namespace: ns.name },
+          { name: 'away', namespace: 'default', cluster: { name: 'gone' } },
+        ],
+      }),
+    );
 
     // then, after several retries, one ApplyFailed Event has counted them up
     const failedEvents = async () =>
-      (await core.listNamespacedEvent({ namespace: ns.name, fieldSelector: 'involvedObject.kind=ConfigSync,involvedObject.name=web,reason=ApplyFailed' })).items;
-    const counted = await eventually(async () => {
-      const events = await failedEvents();
-      return events.some((e) => (e.count ?? 0) >= 4) ? events : undefined;
-    }, 'the ApplyFailed Event to count four attempts', 150_000);
+      (await core.listNamespacedEvent({ namespace: ns.name, fieldSelector: 'involvedObject.kind=ConfigSync,involvedObject.name=web,reason=ApplyFailed' }))
+        .items;
+    const counted = await eventually(
+      async () => {
+        const events = await failedEvents();
+        return events.some((e) => (e.count ?? 0) >= 4) ? events : undefined;
+      },
+      'the ApplyFailed Event to count four attempts',
+      150_000,
+    );
     expect(counted.map((e) => e.message)).toHaveLength(1);
     const [event] = counted;
     expect(event?.type).toBe('Warning');

@@ -36,9 +36,19 @@ describe('operator replicas', () => {
     for (let i = 0; i < 60; i++) files[`app/cm-${i}.yaml`] = cm(`crash-${i}`, String(i));
     const sha = await repo.commit(files);
     const operator = await start();
-    await applyConfigSync(configSync(ns.name, 'crash', { source: { git: { repo: repo.url, path: 'app' } }, refreshInterval: '1h', targets: [{ name: 'main', namespace: ns.name }] }));
+    await applyConfigSync(
+      configSync(ns.name, 'crash', {
+        source: { git: { repo: repo.url, path: 'app' } },
+        refreshInterval: '1h',
+        targets: [{ name: 'main', namespace: ns.name }],
+      }),
+    );
     // kill it as soon as the first objects appear: the sync is under way
-    await eventually(async () => ((await core.listNamespacedConfigMap({ namespace: ns.name, labelSelector: 'syncline.dev/owner' })).items.length > 0 ? true : undefined), 'the sync to start', 20_000);
+    await eventually(
+      async () => ((await core.listNamespacedConfigMap({ namespace: ns.name, labelSelector: 'syncline.dev/owner' })).items.length > 0 ? true : undefined),
+      'the sync to start',
+      20_000,
+    );
     await operator.kill();
 
     await start();
@@ -62,7 +72,13 @@ describe('operator replicas', () => {
 
     const repo = await git.createRepo('leader');
     const sha = await repo.commit({ 'app/a.yaml': cm('leader-a', 'one') });
-    await applyConfigSync(configSync(ns.name, 'leader', { source: { git: { repo: repo.url, path: 'app' } }, refreshInterval: '1s', targets: [{ name: 'main', namespace: ns.name }] }));
+    await applyConfigSync(
+      configSync(ns.name, 'leader', {
+        source: { git: { repo: repo.url, path: 'app' } },
+        refreshInterval: '1s',
+        targets: [{ name: 'main', namespace: ns.name }],
+      }),
+    );
     await waitForReady(ns.name, 'leader', (c) => c.status?.sourceRevision === sha);
     expect(leader.logs.some((l) => l['msg'] === 'synced')).toBe(true);
     expect(follower.logs.some((l) => l['msg'] === 'synced' || l['msg'] === 'became leader')).toBe(false);

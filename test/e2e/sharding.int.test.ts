@@ -6,7 +6,20 @@ import { startGitServer, startOperator, type GitServer, type OperatorProcess, ty
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pushDelivery, send } from '../webhooks/deliveries.ts';
-import { applyConfigSync, configMapData, configMapYaml, configSync, core, eventually, installCrds, kc, patchConfigSync, readConfigSync, rest, waitForReady } from './harness.ts';
+import {
+  applyConfigSync,
+  configMapData,
+  configMapYaml,
+  configSync,
+  core,
+  eventually,
+  installCrds,
+  kc,
+  patchConfigSync,
+  readConfigSync,
+  rest,
+  waitForReady,
+} from './harness.ts';
 
 const SHARD_LABEL = 'syncline.dev/shard';
 const LEFT = 'left this shard (deleted, or relabelled to another shard); forgotten, nothing pruned';
@@ -28,7 +41,19 @@ describe('sharding', () => {
     ns = await testNamespace({ prefix: 'shard' });
     await core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: 'syncline-webhooks' }, stringData: { generic: WEBHOOK_SECRET } } });
     // Trusted: a ManifestSync here copies into another namespace with the operator's rights.
-    const election = ['--namespace', ns.name, '--trusted-namespaces', ns.name, '--leader-elect', '--leader-election-namespace', ns.name, '--leader-election-id', lease(), '--lease-duration', '5'];
+    const election = [
+      '--namespace',
+      ns.name,
+      '--trusted-namespaces',
+      ns.name,
+      '--leader-elect',
+      '--leader-election-namespace',
+      ns.name,
+      '--leader-election-id',
+      lease(),
+      '--lease-duration',
+      '5',
+    ];
     shardA = await startOperator({ kubeconfig: testKubeconfigPath(), args: [...election, '--shard', 'a'] });
     shardDefault = await startOperator({ kubeconfig: testKubeconfigPath(), args: [...election, '--webhook-secret', `${ns.name}/syncline-webhooks`] });
   }, 120_000);
@@ -41,9 +66,14 @@ describe('sharding', () => {
   /** The log lines of one operator that name a ConfigSync of this test. */
   const mentions = (operator: OperatorProcess, name: string, from = 0): Record<string, unknown>[] =>
     operator.logs.slice(from).filter((l) => l['configsync'] === `${ns.name}/${name}`);
-  const synced = (operator: OperatorProcess, name: string, from = 0): Record<string, unknown>[] => mentions(operator, name, from).filter((l) => l['msg'] === 'synced');
+  const synced = (operator: OperatorProcess, name: string, from = 0): Record<string, unknown>[] =>
+    mentions(operator, name, from).filter((l) => l['msg'] === 'synced');
   const sync = (name: string, path: string, labels?: Record<string, string>, refreshInterval = '1s', source = repo): Parameters<typeof applyConfigSync>[0] => {
-    const object = configSync(ns.name, name, { source: { git: { repo: source.url, revision: 'main', path } }, refreshInterval, targets: [{ name: 'main', namespace: ns.name }] });
+    const object = configSync(ns.name, name, {
+      source: { git: { repo: source.url, revision: 'main', path } },
+      refreshInterval,
+      targets: [{ name: 'main', namespace: ns.name }],
+    });
     if (labels !== undefined) object.metadata = { ...object.metadata, labels };
     return object;
   };
@@ -59,7 +89,14 @@ describe('sharding', () => {
     for (const name of ['in-a', 'in-default', 'moving']) await waitForReady(ns.name, name, (c) => c.status?.sourceRevision === first, 90_000);
     expect(await configMapData(ns.name, 'from-a')).toEqual({ v: '1' });
     expect(await configMapData(ns.name, 'from-default')).toEqual({ v: '1' });
-    await eventually(() => Promise.resolve(synced(shardA, 'in-a').length > 0 && synced(shardDefault, 'in-default').length > 0 && synced(shardDefault, 'moving').length > 0 ? true : undefined), 'the synced log lines', 30_000);
+    await eventually(
+      () =>
+        Promise.resolve(
+          synced(shardA, 'in-a').length > 0 && synced(shardDefault, 'in-default').length > 0 && synced(shardDefault, 'moving').length > 0 ? true : undefined,
+        ),
+      'the synced log lines',
+      30_000,
+    );
     expect(mentions(shardA, 'in-default')).toEqual([]);
     expect(mentions(shardA, 'moving')).toEqual([]);
     expect(mentions(shardDefault, 'in-a')).toEqual([]);
@@ -74,7 +111,11 @@ describe('sharding', () => {
     // and each shard has its own Lease and leader: the default shard's as named, shard a's with a suffix
     const leases = kc.makeApiClient(CoordinationV1Api);
     const holder = (name: string): Promise<string> =>
-      eventually(async () => (await leases.readNamespacedLease({ name, namespace: ns.name })).spec?.holderIdentity ?? undefined, `a holder of Lease ${name}`, 30_000);
+      eventually(
+        async () => (await leases.readNamespacedLease({ name, namespace: ns.name })).spec?.holderIdentity ?? undefined,
+        `a holder of Lease ${name}`,
+        30_000,
+      );
     const [holderA, holderDefault] = await Promise.all([holder(`${lease()}-a`), holder(lease())]);
     expect(holderA).toMatch(new RegExp(`-${shardA.pid}$`));
     expect(holderDefault).toMatch(new RegExp(`-${shardDefault.pid}$`));
@@ -84,7 +125,11 @@ describe('sharding', () => {
     let fromDefault = shardDefault.logs.length;
     await patchConfigSync(ns.name, 'moving', { metadata: { labels: { [SHARD_LABEL]: 'a' } } });
     // the default shard sees it leave its label-selected watch and forgets it
-    await eventually(() => Promise.resolve(mentions(shardDefault, 'moving', fromDefault).some((l) => l['msg'] === LEFT) ? true : undefined), 'the default shard letting it go', 30_000);
+    await eventually(
+      () => Promise.resolve(mentions(shardDefault, 'moving', fromDefault).some((l) => l['msg'] === LEFT) ? true : undefined),
+      'the default shard letting it go',
+      30_000,
+    );
     fromDefault = shardDefault.logs.length;
     const second = await repo.commit({ 'moving/cm.yaml': cm('moving', '2') });
 
@@ -149,7 +194,8 @@ describe('sharding', () => {
     });
     const copy = async (): Promise<string | undefined> => (await configMapData(other.name, 'settings'))?.['v'];
     await eventually(async () => ((await copy()) === '1' ? true : undefined), 'the copy', 60_000);
-    const named = (operator: OperatorProcess, from = 0): Record<string, unknown>[] => operator.logs.slice(from).filter((l) => l['manifestsync'] === `${ns.name}/copier`);
+    const named = (operator: OperatorProcess, from = 0): Record<string, unknown>[] =>
+      operator.logs.slice(from).filter((l) => l['manifestsync'] === `${ns.name}/copier`);
 
     // then shard a made it and the default shard never looked at it
     await eventually(() => Promise.resolve(named(shardA).some((l) => l['msg'] === 'copied') ? true : undefined), 'shard a logging the copy', 30_000);
@@ -164,7 +210,11 @@ describe('sharding', () => {
     const settled = shardA.logs.length;
     await core.replaceNamespacedConfigMap({ name: 'settings', namespace: ns.name, body: { metadata: { name: 'settings' }, data: { v: '2' } } });
     await eventually(async () => ((await copy()) === '2' ? true : undefined), 'the change copied by the default shard', 60_000);
-    await eventually(() => Promise.resolve(named(shardDefault, fromDefault).some((l) => l['msg'] === 'copied') ? true : undefined), 'the default shard logging the copy', 30_000);
+    await eventually(
+      () => Promise.resolve(named(shardDefault, fromDefault).some((l) => l['msg'] === 'copied') ? true : undefined),
+      'the default shard logging the copy',
+      30_000,
+    );
     expect(named(shardA, settled)).toEqual([]);
     expect([...shardA.logs, ...shardDefault.logs].filter((l) => l['manifestsync'] === `${ns.name}/copier` && l['msg'] === 'finalized')).toEqual([]);
   }, 180_000);

@@ -30,7 +30,13 @@ describe('shutdown', () => {
     try {
       // Given: an operator whose only reconcile is stuck fetching from a Git server that never answers.
       const first = await startOperator({ kubeconfig: testKubeconfigPath(), args });
-      await applyConfigSync(configSync(ns.name, 'stuck', { source: { git: { repo: `http://127.0.0.1:${gitPort}/stuck.git`, revision: 'main', path: '.' } }, refreshInterval: '1h', targets: [{ name: 'local', namespace: ns.name }] }));
+      await applyConfigSync(
+        configSync(ns.name, 'stuck', {
+          source: { git: { repo: `http://127.0.0.1:${gitPort}/stuck.git`, revision: 'main', path: '.' } },
+          refreshInterval: '1h',
+          targets: [{ name: 'local', namespace: ns.name }],
+        }),
+      );
       await eventually(() => Promise.resolve(sockets.size > 0 ? true : undefined), 'the reconcile to be fetching', 60_000);
 
       // When: SIGTERM.

@@ -2,7 +2,17 @@
 // the real operator in memory and applied to the real control plane. Plaintext reaches the cluster only as the
 // Secret it belongs in; status, conditions and Events name files and recipients, never values.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { ensureSops, generateAgeKey, startGitServer, startOperator, startVaultTransit, type GitServer, type OperatorProcess, type SopsCli, type TestRepo } from '@syncline/test-support';
+import {
+  ensureSops,
+  generateAgeKey,
+  startGitServer,
+  startOperator,
+  startVaultTransit,
+  type GitServer,
+  type OperatorProcess,
+  type SopsCli,
+  type TestRepo,
+} from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyConfigSync, condition, configMapData, configSync, core, eventually, installCrds, readConfigSync, waitForReady } from './harness.ts';
@@ -20,10 +30,18 @@ describe('SOPS decryption end to end', () => {
   const keys: { identity: string; recipient: string }[] = [];
 
   const encrypt = (name: string, plaintext: string, ...recipients: number[]): Buffer =>
-    sops.encrypt({ name: name.split('/').pop() ?? name, plaintext, args: ['--age', recipients.map((i) => keys[i]?.recipient ?? '').join(','), '--encrypted-regex', '^(data|stringData|greeting)$'] });
-  const secretYaml = (name: string, password: string): string => `apiVersion: v1\nkind: Secret\nmetadata:\n  name: ${name}\ntype: Opaque\nstringData:\n  password: ${password}\n`;
+    sops.encrypt({
+      name: name.split('/').pop() ?? name,
+      plaintext,
+      args: ['--age', recipients.map((i) => keys[i]?.recipient ?? '').join(','), '--encrypted-regex', '^(data|stringData|greeting)$'],
+    });
+  const secretYaml = (name: string, password: string): string =>
+    `apiVersion: v1\nkind: Secret\nmetadata:\n  name: ${name}\ntype: Opaque\nstringData:\n  password: ${password}\n`;
   const setKeys = async (...indices: number[]): Promise<void> => {
-    const body = { metadata: { name: 'sops-keys' }, stringData: { 'identity.agekey': `# rotated by the test\n${indices.map((i) => keys[i]?.identity).join('\n')}\n` } };
+    const body = {
+      metadata: { name: 'sops-keys' },
+      stringData: { 'identity.agekey': `# rotated by the test\n${indices.map((i) => keys[i]?.identity).join('\n')}\n` },
+    };
     try {
       await core.replaceNamespacedSecret({ name: 'sops-keys', namespace: ns.name, body });
     } catch {
@@ -41,12 +59,19 @@ describe('SOPS decryption end to end', () => {
     }
   };
   const failedWith = async (name: string, text: string): Promise<ConfigSync> =>
-    eventually(async () => {
-      const cs = await readConfigSync(ns.name, name);
-      const ready = condition(cs, 'Ready');
-      return ready?.status === 'False' && ready.reason === 'DecryptionFailed' && ready.message.includes(text) ? cs : undefined;
-    }, `${name} to fail with DecryptionFailed: ${text}`, 60_000);
-  const eventsOf = async (name: string): Promise<string> => JSON.stringify((await core.listNamespacedEvent({ namespace: ns.name, fieldSelector: `involvedObject.name=${name}` })).items.map((e) => [e.reason, e.message]));
+    eventually(
+      async () => {
+        const cs = await readConfigSync(ns.name, name);
+        const ready = condition(cs, 'Ready');
+        return ready?.status === 'False' && ready.reason === 'DecryptionFailed' && ready.message.includes(text) ? cs : undefined;
+      },
+      `${name} to fail with DecryptionFailed: ${text}`,
+      60_000,
+    );
+  const eventsOf = async (name: string): Promise<string> =>
+    JSON.stringify(
+      (await core.listNamespacedEvent({ namespace: ns.name, fieldSelector: `involvedObject.name=${name}` })).items.map((e) => [e.reason, e.message]),
+    );
 
   beforeAll(async () => {
     sops = await ensureSops((line) => console.log(line));
@@ -91,7 +116,7 @@ describe('SOPS decryption end to end', () => {
     expect(await eventsOf('app')).not.toContain(PASSWORD);
 
     // when the committed ciphertext is tampered with and the template removed
-    const db = (encrypt('db.yaml', secretYaml('db', 'changed-pw'), 0)).toString();
+    const db = encrypt('db.yaml', secretYaml('db', 'changed-pw'), 0).toString();
     const tampered = db.replace(/(password: ENC\[AES256_GCM,data:)(.)/, (_all, head: string, c: string) => `${head}${c === 'A' ? 'B' : 'A'}`);
     const bad = await repo.commit({ 'app/db.yaml': tampered, 'app/settings.yaml.hbs': null });
     // then the sync stalls naming the file, applies nothing and prunes nothing
@@ -110,7 +135,13 @@ describe('SOPS decryption end to end', () => {
 
     // given a sync without spec.decryption that meets an encrypted file
     await repo.commit({ 'other/token.yaml': encrypt('token.yaml', secretYaml('token', 'other-pw'), 0) });
-    await applyConfigSync(configSync(ns.name, 'nodec', { source: { git: { repo: repo.url, revision: 'main', path: 'other' } }, refreshInterval: '1s', targets: [{ name: 'dev', namespace: ns.name }] }));
+    await applyConfigSync(
+      configSync(ns.name, 'nodec', {
+        source: { git: { repo: repo.url, revision: 'main', path: 'other' } },
+        refreshInterval: '1s',
+        targets: [{ name: 'dev', namespace: ns.name }],
+      }),
+    );
     // then it stalls naming the file and its recipient, and applies no ciphertext
     const nodec = await failedWith('nodec', 'other/token.yaml');
     expect(condition(nodec, 'Ready')?.message).toContain('no spec.decryption');
@@ -172,67 +203,83 @@ describe('SOPS decryption end to end', () => {
     );
     await failedWith('keys', `the Secret ${ns.name}/team-keys named in spec.decryption.secretRef does not exist`);
     // when it is created with a line that is not an age identity, then that line is named, never its text
-    await core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: 'team-keys' }, stringData: { 'team.agekey': `${keys[0]?.identity}\nnot-an-identity-secret-text\n` } } });
+    await core.createNamespacedSecret({
+      namespace: ns.name,
+      body: { metadata: { name: 'team-keys' }, stringData: { 'team.agekey': `${keys[0]?.identity}\nnot-an-identity-secret-text\n` } },
+    });
     const bad = await failedWith('keys', 'key team.agekey line 2 is not an age identity');
     expect(JSON.stringify(bad.status)).not.toContain('not-an-identity-secret-text');
     expect(JSON.stringify(bad.status)).not.toContain(keys[0]?.identity);
     // when it is fixed, then the watch wakes the sync (refreshInterval 1h) and it applies
-    await core.replaceNamespacedSecret({ name: 'team-keys', namespace: ns.name, body: { metadata: { name: 'team-keys' }, stringData: { 'team.agekey': `${keys[0]?.identity}\n` } } });
+    await core.replaceNamespacedSecret({
+      name: 'team-keys',
+      namespace: ns.name,
+      body: { metadata: { name: 'team-keys' }, stringData: { 'team.agekey': `${keys[0]?.identity}\n` } },
+    });
     await waitForReady(ns.name, 'keys', (c) => c.status?.sourceRevision === revision, 60_000);
     expect(await secretValue('cfg')).toBe('cfg-pw');
   });
 
-  it('decrypts a file sops wrapped with Vault transit, and retries with backoff while Vault is unreachable', async () => {
-    // given a Vault-compatible server reached through a loopback forwarder (its own process: sops runs synchronously
-    // from this one) that the test can take down and bring back on the same port
-    const vault = await startVaultTransit({ onProgress: (line) => console.log(line) });
-    await vault.createKey('transit', 'app');
-    const upstream = new URL(vault.address);
-    const script = `const net = require('node:net');
+  it(
+    'decrypts a file sops wrapped with Vault transit, and retries with backoff while Vault is unreachable',
+    async () => {
+      // given a Vault-compatible server reached through a loopback forwarder (its own process: sops runs synchronously
+      // from this one) that the test can take down and bring back on the same port
+      const vault = await startVaultTransit({ onProgress: (line) => console.log(line) });
+      await vault.createKey('transit', 'app');
+      const upstream = new URL(vault.address);
+      const script = `const net = require('node:net');
       const server = net.createServer((c) => { const t = net.connect(${upstream.port}, '127.0.0.1'); c.pipe(t).pipe(c); c.on('error', () => t.destroy()); t.on('error', () => c.destroy()); });
       server.listen(Number(process.argv[1]), '127.0.0.1', () => console.log(String(server.address().port)));`;
-    const forward = (port: number): Promise<{ child: ChildProcess; port: number }> =>
-      new Promise((resolve, reject) => {
-        const child = spawn(process.execPath, ['-e', script, String(port)], { stdio: ['ignore', 'pipe', 'inherit'] });
-        child.stdout?.once('data', (chunk: Buffer) => resolve({ child, port: Number(chunk.toString().trim()) }));
-        child.once('exit', (code) => reject(new Error(`the forwarder exited (${code})`)));
-      });
-    const close = async (forwarder: { child: ChildProcess }): Promise<void> => {
-      if (forwarder.child.exitCode !== null || forwarder.child.signalCode !== null) return;
-      const exited = new Promise((resolve) => forwarder.child.once('exit', resolve));
-      forwarder.child.kill();
-      await exited;
-    };
-    let forwarder = await forward(0);
-    const port = forwarder.port;
-    try {
-      const address = `http://127.0.0.1:${port}`;
-      const encrypted = sops.encrypt({ name: 'vault.yaml', plaintext: secretYaml('vaulted', 'vault-pw-b81e'), args: ['--hc-vault-transit', `${address}/v1/transit/keys/app`], env: { VAULT_TOKEN: vault.token } });
-      const revision = await repo.commit({ 'vault/vault.yaml': encrypted });
-      await core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: 'vault-keys' }, stringData: { 'sops.vault-token': vault.token } } });
-      // when Vault cannot be reached
-      await close(forwarder);
-      await applyConfigSync(
-        configSync(ns.name, 'vault', {
-          source: { git: { repo: repo.url, revision: 'main', path: 'vault' } },
-          refreshInterval: '1h',
-          decryption: { provider: 'sops', secretRef: { name: 'vault-keys' } },
-          targets: [{ name: 'dev', namespace: ns.name }],
-        }),
-      );
-      // then the sync fails naming the provider and the cause, not the token, and is not stalled (it retries)
-      const failed = await failedWith('vault', `Vault ${address} transit/keys/app: unreachable`);
-      expect(condition(failed, 'Stalled')?.status).not.toBe('True');
-      expect(JSON.stringify(failed.status)).not.toContain(vault.token);
-      expect(await eventsOf('vault')).not.toContain(vault.token);
-      expect(await secretValue('vaulted')).toBeUndefined();
-      // when Vault is back, then a retry (refreshInterval is 1h: only the backoff can wake it) applies the Secret
-      forwarder = await forward(port);
-      await waitForReady(ns.name, 'vault', (c) => c.status?.sourceRevision === revision, 180_000);
-      expect(await secretValue('vaulted')).toBe('vault-pw-b81e');
-    } finally {
-      await close(forwarder).catch(() => undefined);
-      await vault.stop();
-    }
-  }, 6 * 60_000);
+      const forward = (port: number): Promise<{ child: ChildProcess; port: number }> =>
+        new Promise((resolve, reject) => {
+          const child = spawn(process.execPath, ['-e', script, String(port)], { stdio: ['ignore', 'pipe', 'inherit'] });
+          child.stdout?.once('data', (chunk: Buffer) => resolve({ child, port: Number(chunk.toString().trim()) }));
+          child.once('exit', (code) => reject(new Error(`the forwarder exited (${code})`)));
+        });
+      const close = async (forwarder: { child: ChildProcess }): Promise<void> => {
+        if (forwarder.child.exitCode !== null || forwarder.child.signalCode !== null) return;
+        const exited = new Promise((resolve) => forwarder.child.once('exit', resolve));
+        forwarder.child.kill();
+        await exited;
+      };
+      let forwarder = await forward(0);
+      const port = forwarder.port;
+      try {
+        const address = `http://127.0.0.1:${port}`;
+        const encrypted = sops.encrypt({
+          name: 'vault.yaml',
+          plaintext: secretYaml('vaulted', 'vault-pw-b81e'),
+          args: ['--hc-vault-transit', `${address}/v1/transit/keys/app`],
+          env: { VAULT_TOKEN: vault.token },
+        });
+        const revision = await repo.commit({ 'vault/vault.yaml': encrypted });
+        await core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: 'vault-keys' }, stringData: { 'sops.vault-token': vault.token } } });
+        // when Vault cannot be reached
+        await close(forwarder);
+        await applyConfigSync(
+          configSync(ns.name, 'vault', {
+            source: { git: { repo: repo.url, revision: 'main', path: 'vault' } },
+            refreshInterval: '1h',
+            decryption: { provider: 'sops', secretRef: { name: 'vault-keys' } },
+            targets: [{ name: 'dev', namespace: ns.name }],
+          }),
+        );
+        // then the sync fails naming the provider and the cause, not the token, and is not stalled (it retries)
+        const failed = await failedWith('vault', `Vault ${address} transit/keys/app: unreachable`);
+        expect(condition(failed, 'Stalled')?.status).not.toBe('True');
+        expect(JSON.stringify(failed.status)).not.toContain(vault.token);
+        expect(await eventsOf('vault')).not.toContain(vault.token);
+        expect(await secretValue('vaulted')).toBeUndefined();
+        // when Vault is back, then a retry (refreshInterval is 1h: only the backoff can wake it) applies the Secret
+        forwarder = await forward(port);
+        await waitForReady(ns.name, 'vault', (c) => c.status?.sourceRevision === revision, 180_000);
+        expect(await secretValue('vaulted')).toBe('vault-pw-b81e');
+      } finally {
+        await close(forwarder).catch(() => undefined);
+        await vault.stop();
+      }
+    },
+    6 * 60_000,
+  );
 });

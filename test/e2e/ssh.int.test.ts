@@ -5,7 +5,18 @@ import { generateSshKey, startGitServer, startOperator, startSshGitServer } from
 import type { GitServer, OperatorProcess, SshGitServer, SshKeyPair } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyConfigSync, condition, configMapData, configMapYaml, configSync, core, eventually, installCrds, readConfigSync, waitForReady } from './harness.ts';
+import {
+  applyConfigSync,
+  condition,
+  configMapData,
+  configMapYaml,
+  configSync,
+  core,
+  eventually,
+  installCrds,
+  readConfigSync,
+  waitForReady,
+} from './harness.ts';
 
 describe('ConfigSync from Git over SSH', () => {
   let git: GitServer;
@@ -32,7 +43,10 @@ describe('ConfigSync from Git over SSH', () => {
   it('syncs with the deploy key from a Secret, and says clearly when the server refuses a key, without showing it', async () => {
     // given a repo served over SSH and Secrets with the right and a wrong key
     const repo = await git.createRepo('configs');
-    const sha = await repo.commit({ 'app/settings.yaml': configMapYaml('over-ssh', '  transport: ssh'), 'other/settings.yaml': configMapYaml('after-fix', '  fixed: "yes"') });
+    const sha = await repo.commit({
+      'app/settings.yaml': configMapYaml('over-ssh', '  transport: ssh'),
+      'other/settings.yaml': configMapYaml('after-fix', '  fixed: "yes"'),
+    });
     const secret = (name: string, identity: string) =>
       core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name }, stringData: { identity, known_hosts: `${ssh.knownHosts}\n` } } });
     await secret('git-auth', ssh.userKey.privateKey);
@@ -89,7 +103,10 @@ describe('ConfigSync from Git over SSH', () => {
     await using authed = await startGitServer({ auth: { username: 'deploy', password: 's3cr:t/+=' } });
     const repo = await authed.createRepo('private');
     const sha = await repo.commit({ 'app/a.yaml': configMapYaml('over-https', '  transport: https') });
-    await core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: 'https-auth' }, stringData: { username: 'deploy', password: 's3cr:t/+=' } } });
+    await core.createNamespacedSecret({
+      namespace: ns.name,
+      body: { metadata: { name: 'https-auth' }, stringData: { username: 'deploy', password: 's3cr:t/+=' } },
+    });
 
     // when
     await applyConfigSync(

@@ -27,23 +27,31 @@ async function apply(kind: 'ManifestSync' | 'NamespaceReplication', namespace: s
   });
 }
 
-type Conditioned = { metadata: { generation?: number }; status?: { observedGeneration?: number; conditions?: { type: string; status: string; reason: string; message: string }[] } };
+type Conditioned = {
+  metadata: { generation?: number };
+  status?: { observedGeneration?: number; conditions?: { type: string; status: string; reason: string; message: string }[] };
+};
 const condition = (object: Conditioned, type: string) => object.status?.conditions?.find((c) => c.type === type);
 
 /** The object once `check` holds for its current generation; the last status in the error otherwise. */
 async function waitFor<T extends Conditioned>(read: () => Promise<T>, check: (object: T) => boolean, what: string): Promise<T> {
   let last: T | undefined;
   try {
-    return await eventually(async () => {
-      last = await read();
-      return last.status?.observedGeneration === last.metadata.generation && check(last) ? last : undefined;
-    }, what, WAIT_MS);
+    return await eventually(
+      async () => {
+        last = await read();
+        return last.status?.observedGeneration === last.metadata.generation && check(last) ? last : undefined;
+      },
+      what,
+      WAIT_MS,
+    );
   } catch (error) {
     throw new Error(`${(error as Error).message}; last status: ${JSON.stringify(last?.status)}`);
   }
 }
 const readManifestSync = (namespace: string, name: string) => rest.request<ManifestSync>({ method: 'GET', path: crPath('manifestsyncs', namespace, name) });
-const readReplication = (namespace: string, name: string) => rest.request<NamespaceReplication>({ method: 'GET', path: crPath('namespacereplications', namespace, name) });
+const readReplication = (namespace: string, name: string) =>
+  rest.request<NamespaceReplication>({ method: 'GET', path: crPath('namespacereplications', namespace, name) });
 
 async function secretExists(namespace: string, name: string): Promise<boolean> {
   try {
@@ -89,7 +97,10 @@ describe('tenancy: a tenant cannot cause writes outside its own namespace', () =
     await platformOperator.stop();
     for (const ns of [tenant, platform, victim]) await ns[Symbol.asyncDispose]();
     await git.close();
-    await kc.makeApiClient(RbacAuthorizationV1Api).deleteClusterRole({ name: escalate }).catch(() => undefined);
+    await kc
+      .makeApiClient(RbacAuthorizationV1Api)
+      .deleteClusterRole({ name: escalate })
+      .catch(() => undefined);
   });
 
   it('ConfigSync without a ServiceAccount: a target elsewhere, and a render holding another namespace and a ClusterRole, are refused whole', async () => {
@@ -102,11 +113,26 @@ describe('tenancy: a tenant cannot cause writes outside its own namespace', () =
     });
     const source = (path: string) => ({ git: { repo: repo.url, revision: 'main', path } });
     // given a ConfigSync aimed at its own namespace and at the victim's
-    await applyConfigSync(configSync(tenant.name, 'away', { source: source('plain'), refreshInterval: '1h', targets: [{ name: 'home', namespace: tenant.name }, { name: 'away', namespace: victim.name }] }));
+    await applyConfigSync(
+      configSync(tenant.name, 'away', {
+        source: source('plain'),
+        refreshInterval: '1h',
+        targets: [
+          { name: 'home', namespace: tenant.name },
+          { name: 'away', namespace: victim.name },
+        ],
+      }),
+    );
     // and one whose render names the victim's namespace and a ClusterRole
-    await applyConfigSync(configSync(tenant.name, 'sneaky', { source: source('sneaky'), refreshInterval: '1h', targets: [{ name: 'home', namespace: tenant.name }] }));
+    await applyConfigSync(
+      configSync(tenant.name, 'sneaky', { source: source('sneaky'), refreshInterval: '1h', targets: [{ name: 'home', namespace: tenant.name }] }),
+    );
 
-    const away = await waitFor(() => readConfigSync(tenant.name, 'away'), (cs: ConfigSync) => (cs.status?.targets?.length ?? 0) === 2, 'the away ConfigSync to report both targets');
+    const away = await waitFor(
+      () => readConfigSync(tenant.name, 'away'),
+      (cs: ConfigSync) => (cs.status?.targets?.length ?? 0) === 2,
+      'the away ConfigSync to report both targets',
+    );
     const [home, refused] = [away.status?.targets?.find((t) => t.name === 'home'), away.status?.targets?.find((t) => t.name === 'away')];
     expect(home).toMatchObject({ phase: 'Synced' });
     expect(refused).toMatchObject({ phase: 'Failed', reason: 'NamespaceNotAllowed', namespace: victim.name });
@@ -115,7 +141,11 @@ describe('tenancy: a tenant cannot cause writes outside its own namespace', () =
     expect(await configMapData(tenant.name, 'app')).toEqual({ v: '1' });
     expect(await configMapData(victim.name, 'app')).toBeUndefined();
 
-    const sneaky = await waitFor(() => readConfigSync(tenant.name, 'sneaky'), (cs: ConfigSync) => cs.status?.targets?.[0]?.phase === 'Failed', 'the sneaky ConfigSync to be refused');
+    const sneaky = await waitFor(
+      () => readConfigSync(tenant.name, 'sneaky'),
+      (cs: ConfigSync) => cs.status?.targets?.[0]?.phase === 'Failed',
+      'the sneaky ConfigSync to be refused',
+    );
     expect(sneaky.status?.targets?.[0]).toMatchObject({ reason: 'NamespaceNotAllowed', objects: 0 });
     expect(sneaky.status?.targets?.[0]?.message).toContain(`ConfigMap/${victim.name}/planted`);
     expect(sneaky.status?.targets?.[0]?.message).toContain(`ClusterRole/${escalate}`);
@@ -145,8 +175,15 @@ describe('tenancy: a tenant cannot cause writes outside its own namespace', () =
 
     // a source in another namespace is not read with the operator's rights
     await core.createNamespacedSecret({ namespace: victim.name, body: { metadata: { name: 'not-yours' }, stringData: { token: 's3cr3t-value' } } });
-    await applyManifestSync(tenant.name, 'steal', { sourceRef: { apiVersion: 'v1', kind: 'Secret', namespace: victim.name, name: 'not-yours' }, targets: [{ namespace: tenant.name, name: 'stolen' }] });
-    const steal = await waitFor(() => readManifestSync(tenant.name, 'steal'), (ms) => condition(ms, 'Stalled')?.reason === 'SourceNotAllowed', 'the source read refused');
+    await applyManifestSync(tenant.name, 'steal', {
+      sourceRef: { apiVersion: 'v1', kind: 'Secret', namespace: victim.name, name: 'not-yours' },
+      targets: [{ namespace: tenant.name, name: 'stolen' }],
+    });
+    const steal = await waitFor(
+      () => readManifestSync(tenant.name, 'steal'),
+      (ms) => condition(ms, 'Stalled')?.reason === 'SourceNotAllowed',
+      'the source read refused',
+    );
     expect(condition(steal, 'Ready')).toMatchObject({ status: 'False', reason: 'SourceNotAllowed' });
     expect(JSON.stringify(steal.status)).not.toContain('s3cr3t-value');
     expect(await secretExists(tenant.name, 'stolen')).toBe(false);
@@ -156,10 +193,17 @@ describe('tenancy: a tenant cannot cause writes outside its own namespace', () =
     await using optIn = await testNamespace({ prefix: 'optin', labels: { [`${PREFIX}/accept-replicas`]: 'true' } });
     await core.createNamespacedSecret({
       namespace: tenant.name,
-      body: { metadata: { name: 'pushed', labels: { [`${PREFIX}/sync-source`]: 'true' }, annotations: { [`${PREFIX}/targets`]: '*,kube-system,default' } }, stringData: { k: 'v' } },
+      body: {
+        metadata: { name: 'pushed', labels: { [`${PREFIX}/sync-source`]: 'true' }, annotations: { [`${PREFIX}/targets`]: '*,kube-system,default' } },
+        stringData: { k: 'v' },
+      },
     });
     // the namespace that opted in receives it: that reconcile decided every target namespace of the source
-    await eventually(async () => ((await secretExists(optIn.name, 'pushed')) ? true : undefined), 'the replica in the namespace that accepts replicas', WAIT_MS);
+    await eventually(
+      async () => ((await secretExists(optIn.name, 'pushed')) ? true : undefined),
+      'the replica in the namespace that accepts replicas',
+      WAIT_MS,
+    );
     for (const ns of [victim.name, platform.name, 'kube-system', 'default']) expect(await secretExists(ns, 'pushed')).toBe(false);
   });
 
@@ -167,75 +211,129 @@ describe('tenancy: a tenant cannot cause writes outside its own namespace', () =
     const standby = `standby-${ID}`;
     await apply('NamespaceReplication', tenant.name, 'copy-victim', { sourceNamespace: victim.name, destination: { namespace: `${standby}-a` } });
     await apply('NamespaceReplication', tenant.name, 'local-standby', { destination: { namespace: `${standby}-b` } });
-    const copy = await waitFor(() => readReplication(tenant.name, 'copy-victim'), (nr) => condition(nr, 'Stalled')?.status === 'True', 'the other source refused');
+    const copy = await waitFor(
+      () => readReplication(tenant.name, 'copy-victim'),
+      (nr) => condition(nr, 'Stalled')?.status === 'True',
+      'the other source refused',
+    );
     expect(condition(copy, 'Ready')).toMatchObject({ status: 'False', reason: 'SourceNotAllowed' });
-    const local = await waitFor(() => readReplication(tenant.name, 'local-standby'), (nr) => condition(nr, 'Stalled')?.status === 'True', 'the local standby refused');
+    const local = await waitFor(
+      () => readReplication(tenant.name, 'local-standby'),
+      (nr) => condition(nr, 'Stalled')?.status === 'True',
+      'the local standby refused',
+    );
     expect(condition(local, 'Ready')).toMatchObject({ status: 'False', reason: 'NamespaceNotAllowed' });
     expect(condition(local, 'Ready')?.message).toContain(`${standby}-b`);
     for (const name of [`${standby}-a`, `${standby}-b`]) await expect(core.readNamespace({ name })).rejects.toMatchObject({ code: 404 });
   });
 
-  it("with a ServiceAccount, its RBAC decides per target: writes where it may succeed, the others are refused, and the source is read with it", async () => {
-    await using allowed = await testNamespace({ prefix: 'allowed' });
-    const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-    await core.createNamespacedServiceAccount({ namespace: tenant.name, body: { metadata: { name: 'deployer' } } });
-    const grant = async (namespace: string, verbs: string[]): Promise<void> => {
-      await rbac.createNamespacedRole({ namespace, body: { metadata: { name: 'deployer' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs }] } });
-      await rbac.createNamespacedRoleBinding({
-        namespace,
-        body: { metadata: { name: 'deployer' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'deployer' }, subjects: [{ kind: 'ServiceAccount', name: 'deployer', namespace: tenant.name }] },
+  it(
+    'with a ServiceAccount, its RBAC decides per target: writes where it may succeed, the others are refused, and the source is read with it',
+    async () => {
+      await using allowed = await testNamespace({ prefix: 'allowed' });
+      const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+      await core.createNamespacedServiceAccount({ namespace: tenant.name, body: { metadata: { name: 'deployer' } } });
+      const grant = async (namespace: string, verbs: string[]): Promise<void> => {
+        await rbac.createNamespacedRole({
+          namespace,
+          body: { metadata: { name: 'deployer' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs }] },
+        });
+        await rbac.createNamespacedRoleBinding({
+          namespace,
+          body: {
+            metadata: { name: 'deployer' },
+            roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'deployer' },
+            subjects: [{ kind: 'ServiceAccount', name: 'deployer', namespace: tenant.name }],
+          },
+        });
+      };
+      await grant(tenant.name, ['get', 'list', 'watch']);
+      await grant(allowed.name, ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete']);
+      await core.createNamespacedConfigMap({ namespace: tenant.name, body: { metadata: { name: 'shared-settings' }, data: { mode: 'blue' } } });
+
+      await applyManifestSync(tenant.name, 'with-sa', {
+        sourceRef: { apiVersion: 'v1', kind: 'ConfigMap', name: 'shared-settings' },
+        targets: [{ namespace: allowed.name }, { namespace: victim.name }],
+        serviceAccountName: 'deployer',
       });
-    };
-    await grant(tenant.name, ['get', 'list', 'watch']);
-    await grant(allowed.name, ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete']);
-    await core.createNamespacedConfigMap({ namespace: tenant.name, body: { metadata: { name: 'shared-settings' }, data: { mode: 'blue' } } });
+      const ms = await waitFor(
+        () => readManifestSync(tenant.name, 'with-sa'),
+        (m) => (m.status?.targets?.length ?? 0) === 2,
+        'both targets tried',
+      );
+      expect(ms.status?.targets?.find((t) => t.name === allowed.name)).toMatchObject({ phase: 'Synced' });
+      expect(ms.status?.targets?.find((t) => t.name === victim.name)).toMatchObject({ phase: 'Failed' });
+      expect(ms.status?.targets?.find((t) => t.name === victim.name)?.message).toMatch(/forbidden/i);
+      expect(await configMapData(allowed.name, 'shared-settings')).toEqual({ mode: 'blue' });
+      expect(await configMapData(victim.name, 'shared-settings')).toBeUndefined();
 
-    await applyManifestSync(tenant.name, 'with-sa', {
-      sourceRef: { apiVersion: 'v1', kind: 'ConfigMap', name: 'shared-settings' },
-      targets: [{ namespace: allowed.name }, { namespace: victim.name }],
-      serviceAccountName: 'deployer',
-    });
-    const ms = await waitFor(() => readManifestSync(tenant.name, 'with-sa'), (m) => (m.status?.targets?.length ?? 0) === 2, 'both targets tried');
-    expect(ms.status?.targets?.find((t) => t.name === allowed.name)).toMatchObject({ phase: 'Synced' });
-    expect(ms.status?.targets?.find((t) => t.name === victim.name)).toMatchObject({ phase: 'Failed' });
-    expect(ms.status?.targets?.find((t) => t.name === victim.name)?.message).toMatch(/forbidden/i);
-    expect(await configMapData(allowed.name, 'shared-settings')).toEqual({ mode: 'blue' });
-    expect(await configMapData(victim.name, 'shared-settings')).toBeUndefined();
+      // the source is read with the account too: a source it may not read is SourceForbidden, not copied
+      await core.createNamespacedConfigMap({ namespace: victim.name, body: { metadata: { name: 'private' }, data: { secret: 'victim-only' } } });
+      await applyManifestSync(tenant.name, 'sa-steal', {
+        sourceRef: { apiVersion: 'v1', kind: 'ConfigMap', namespace: victim.name, name: 'private' },
+        targets: [{ namespace: allowed.name }],
+        serviceAccountName: 'deployer',
+      });
+      const steal = await waitFor(
+        () => readManifestSync(tenant.name, 'sa-steal'),
+        (m) => condition(m, 'Stalled')?.reason === 'SourceForbidden',
+        'the read refused by RBAC',
+      );
+      expect(JSON.stringify(steal.status)).not.toContain('victim-only');
+      expect(await configMapData(allowed.name, 'private')).toBeUndefined();
 
-    // the source is read with the account too: a source it may not read is SourceForbidden, not copied
-    await core.createNamespacedConfigMap({ namespace: victim.name, body: { metadata: { name: 'private' }, data: { secret: 'victim-only' } } });
-    await applyManifestSync(tenant.name, 'sa-steal', { sourceRef: { apiVersion: 'v1', kind: 'ConfigMap', namespace: victim.name, name: 'private' }, targets: [{ namespace: allowed.name }], serviceAccountName: 'deployer' });
-    const steal = await waitFor(() => readManifestSync(tenant.name, 'sa-steal'), (m) => condition(m, 'Stalled')?.reason === 'SourceForbidden', 'the read refused by RBAC');
-    expect(JSON.stringify(steal.status)).not.toContain('victim-only');
-    expect(await configMapData(allowed.name, 'private')).toBeUndefined();
-
-    // a ConfigSync with the account: its target in the allowed namespace applies, the victim's is forbidden
-    const repo = await git.createRepo(`tenancy-sa-${ID}`);
-    await repo.commit({ 'app/cm.yaml': configMapYaml('from-git', '  v: "1"') });
-    await applyConfigSync(configSync(tenant.name, 'with-sa', {
-      source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
-      refreshInterval: '1h',
-      serviceAccountName: 'deployer',
-      targets: [{ name: 'allowed', namespace: allowed.name }, { name: 'victim', namespace: victim.name }],
-    }));
-    const cs = await waitFor(() => readConfigSync(tenant.name, 'with-sa'), (c: ConfigSync) => (c.status?.targets?.length ?? 0) === 2, 'both ConfigSync targets tried');
-    expect(cs.status?.targets?.find((t) => t.name === 'allowed')).toMatchObject({ phase: 'Synced' });
-    expect(cs.status?.targets?.find((t) => t.name === 'victim')?.message).toMatch(/forbidden/i);
-    expect(await configMapData(allowed.name, 'from-git')).toEqual({ v: '1' });
-    expect(await configMapData(victim.name, 'from-git')).toBeUndefined();
-  }, 4 * WAIT_MS);
+      // a ConfigSync with the account: its target in the allowed namespace applies, the victim's is forbidden
+      const repo = await git.createRepo(`tenancy-sa-${ID}`);
+      await repo.commit({ 'app/cm.yaml': configMapYaml('from-git', '  v: "1"') });
+      await applyConfigSync(
+        configSync(tenant.name, 'with-sa', {
+          source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+          refreshInterval: '1h',
+          serviceAccountName: 'deployer',
+          targets: [
+            { name: 'allowed', namespace: allowed.name },
+            { name: 'victim', namespace: victim.name },
+          ],
+        }),
+      );
+      const cs = await waitFor(
+        () => readConfigSync(tenant.name, 'with-sa'),
+        (c: ConfigSync) => (c.status?.targets?.length ?? 0) === 2,
+        'both ConfigSync targets tried',
+      );
+      expect(cs.status?.targets?.find((t) => t.name === 'allowed')).toMatchObject({ phase: 'Synced' });
+      expect(cs.status?.targets?.find((t) => t.name === 'victim')?.message).toMatch(/forbidden/i);
+      expect(await configMapData(allowed.name, 'from-git')).toEqual({ v: '1' });
+      expect(await configMapData(victim.name, 'from-git')).toBeUndefined();
+    },
+    4 * WAIT_MS,
+  );
 
   it('a trusted namespace writes where it names, without a ServiceAccount: a ManifestSync copy and a mirroring push', async () => {
     await core.createNamespacedConfigMap({ namespace: platform.name, body: { metadata: { name: 'ca-bundle' }, data: { ca: 'pem' } } });
-    await applyManifestSync(platform.name, 'ca', { sourceRef: { apiVersion: 'v1', kind: 'ConfigMap', name: 'ca-bundle' }, targets: [{ namespace: victim.name }] });
-    await waitFor(() => readManifestSync(platform.name, 'ca'), (m) => condition(m, 'Ready')?.status === 'True', 'the trusted copy');
+    await applyManifestSync(platform.name, 'ca', {
+      sourceRef: { apiVersion: 'v1', kind: 'ConfigMap', name: 'ca-bundle' },
+      targets: [{ namespace: victim.name }],
+    });
+    await waitFor(
+      () => readManifestSync(platform.name, 'ca'),
+      (m) => condition(m, 'Ready')?.status === 'True',
+      'the trusted copy',
+    );
     expect(await configMapData(victim.name, 'ca-bundle')).toEqual({ ca: 'pem' });
 
     await core.createNamespacedSecret({
       namespace: platform.name,
-      body: { metadata: { name: 'registry', labels: { [`${PREFIX}/sync-source`]: 'true' }, annotations: { [`${PREFIX}/targets`]: victim.name } }, stringData: { auth: 'x' } },
+      body: {
+        metadata: { name: 'registry', labels: { [`${PREFIX}/sync-source`]: 'true' }, annotations: { [`${PREFIX}/targets`]: victim.name } },
+        stringData: { auth: 'x' },
+      },
     });
-    await eventually(async () => ((await secretExists(victim.name, 'registry')) ? true : undefined), 'the trusted source replica, without the namespace opting in', WAIT_MS);
+    await eventually(
+      async () => ((await secretExists(victim.name, 'registry')) ? true : undefined),
+      'the trusted source replica, without the namespace opting in',
+      WAIT_MS,
+    );
   });
 });
 

@@ -5,7 +5,17 @@
 // the TokenRequest API, and what it may see comes from RBAC alone.
 import { KubeConfig } from '@kubernetes/client-node';
 import { createKubeRest, installCrds, type ConfigSync, type KubeRest } from '@syncline/operator';
-import { JOB_OUTCOME_LABEL, JobOutcome, ensureChromium, startGitServer, startKwokCluster, startOperator, type GitServer, type KwokCluster, type OperatorProcess } from '@syncline/test-support';
+import {
+  JOB_OUTCOME_LABEL,
+  JobOutcome,
+  ensureChromium,
+  startGitServer,
+  startKwokCluster,
+  startOperator,
+  type GitServer,
+  type KwokCluster,
+  type OperatorProcess,
+} from '@syncline/test-support';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -86,8 +96,19 @@ describe('web UI: the resource tree on a cluster whose Pods run, with hooks', ()
   /** A viewer: a ServiceAccount with a Role of these rules in the namespace, and a token for it. */
   const viewer = (name: string, rules: readonly { apiGroups: string[]; resources: string[] }[]): string => {
     kubectl(['-n', ns, 'create', 'serviceaccount', name]);
-    const role = { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name, namespace: ns }, rules: rules.map((r) => ({ ...r, verbs: ['get', 'list', 'watch'] })) };
-    const binding = { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name, namespace: ns }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name }, subjects: [{ kind: 'ServiceAccount', name, namespace: ns }] };
+    const role = {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name, namespace: ns },
+      rules: rules.map((r) => ({ ...r, verbs: ['get', 'list', 'watch'] })),
+    };
+    const binding = {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name, namespace: ns },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+      subjects: [{ kind: 'ServiceAccount', name, namespace: ns }],
+    };
     kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [role, binding] }));
     return kubectl(['-n', ns, 'create', 'token', name, '--duration', '1h']).trim();
   };
@@ -128,9 +149,22 @@ describe('web UI: the resource tree on a cluster whose Pods run, with hooks', ()
     // given a commit with a Deployment, a PreSync Job that runs until released and a PostSync Job
     const repo = await git.createRepo('uihooks');
     const sha = await repo.commit(files);
-    const sync = { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: 'app', namespace: ns }, spec: { source: { git: { repo: repo.url, revision: 'main', path: 'app' } }, refreshInterval: '2s', timeout: '3m', targets: [{ name: 'main', namespace: ns }] } };
+    const sync = {
+      apiVersion: 'syncline.dev/v1alpha1',
+      kind: 'ConfigSync',
+      metadata: { name: 'app', namespace: ns },
+      spec: {
+        source: { git: { repo: repo.url, revision: 'main', path: 'app' } },
+        refreshInterval: '2s',
+        timeout: '3m',
+        targets: [{ name: 'main', namespace: ns }],
+      },
+    };
     kubectl(['apply', '--server-side', '--field-manager', 'syncline-tests', '-f', '-'], JSON.stringify(sync));
-    const running = await until('the PreSync hook to run', (cs) => cs.status?.targets?.[0]?.hooks?.some((h) => h.hook === 'PreSync' && h.phase === 'Running') === true);
+    const running = await until(
+      'the PreSync hook to run',
+      (cs) => cs.status?.targets?.[0]?.hooks?.some((h) => h.hook === 'PreSync' && h.phase === 'Running') === true,
+    );
     const migrate = running.status?.targets?.[0]?.hooks?.find((h) => h.hook === 'PreSync')?.name ?? '';
     expect(migrate).toMatch(/^migrate-[0-9a-f]{5}$/);
     // and a viewer who may read the sync and every kind of the tree
@@ -170,8 +204,16 @@ describe('web UI: the resource tree on a cluster whose Pods run, with hooks', ()
     expect(await web.locator('.tree-node[data-node^="ReplicaSet/"]').first().getAttribute('data-node')).toBe(`ReplicaSet/${rs}`);
 
     // and a viewer who may read the sync, Deployments and Pods but not Jobs gets the hooks counted as hidden
-    const other = await signIn(viewer('nojobs', [{ apiGroups: ['syncline.dev'], resources: ['configsyncs'] }, { apiGroups: ['apps'], resources: ['deployments', 'replicasets'] }, { apiGroups: [''], resources: ['pods'] }]));
-    const tree = (await (await other.request.get(`${url}/api/tree/ConfigSync/${ns}/app`)).json()) as { targets: { hooks?: unknown[]; hidden: number; nodes: { kind: string }[] }[] };
+    const other = await signIn(
+      viewer('nojobs', [
+        { apiGroups: ['syncline.dev'], resources: ['configsyncs'] },
+        { apiGroups: ['apps'], resources: ['deployments', 'replicasets'] },
+        { apiGroups: [''], resources: ['pods'] },
+      ]),
+    );
+    const tree = (await (await other.request.get(`${url}/api/tree/ConfigSync/${ns}/app`)).json()) as {
+      targets: { hooks?: unknown[]; hidden: number; nodes: { kind: string }[] }[];
+    };
     expect(tree.targets[0]?.nodes.map((n) => n.kind)).toEqual(['Deployment']);
     expect(tree.targets[0]?.hooks).toEqual([]);
     expect(tree.targets[0]?.hidden).toBe(2);

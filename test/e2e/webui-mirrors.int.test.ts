@@ -40,21 +40,54 @@ describe('web UI: the label-driven mirroring map', () => {
     await core.createNamespacedSecret({ namespace: b.name, body: { metadata: { name: 'db' }, stringData: { note: 'not yours' } } });
     await core.createNamespacedSecret({
       namespace: src.name,
-      body: { metadata: { name: 'db', labels: { [`${PREFIX}/sync-source`]: 'true' }, annotations: { [`${PREFIX}/targets`]: `${a.name},${b.name}` } }, stringData: { password: SECRET_VALUE } },
+      body: {
+        metadata: { name: 'db', labels: { [`${PREFIX}/sync-source`]: 'true' }, annotations: { [`${PREFIX}/targets`]: `${a.name},${b.name}` } },
+        stringData: { password: SECRET_VALUE },
+      },
     });
     // wide may list Secrets in src, a and b; narrow in src and a only
-    for (const [who, namespaces] of [['wide', [src, a, b]], ['narrow', [src, a]]] as const) {
+    for (const [who, namespaces] of [
+      ['wide', [src, a, b]],
+      ['narrow', [src, a]],
+    ] as const) {
       await core.createNamespacedServiceAccount({ namespace: home.name, body: { metadata: { name: who } } });
       for (const ns of namespaces) {
-        await rbac.createNamespacedRole({ namespace: ns.name, body: { metadata: { name: `list-secrets-${who}` }, rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['list'] }] } });
-        await rbac.createNamespacedRoleBinding({ namespace: ns.name, body: { metadata: { name: `list-secrets-${who}` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: `list-secrets-${who}` }, subjects: [{ kind: 'ServiceAccount', name: who, namespace: home.name }] } });
+        await rbac.createNamespacedRole({
+          namespace: ns.name,
+          body: { metadata: { name: `list-secrets-${who}` }, rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['list'] }] },
+        });
+        await rbac.createNamespacedRoleBinding({
+          namespace: ns.name,
+          body: {
+            metadata: { name: `list-secrets-${who}` },
+            roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: `list-secrets-${who}` },
+            subjects: [{ kind: 'ServiceAccount', name: who, namespace: home.name }],
+          },
+        });
       }
-      tokens[who] = (await core.createNamespacedServiceAccountToken({ name: who, namespace: home.name, body: { spec: { expirationSeconds: 3600 } } })).status?.token ?? '';
+      tokens[who] =
+        (await core.createNamespacedServiceAccountToken({ name: who, namespace: home.name, body: { spec: { expirationSeconds: 3600 } } })).status?.token ?? '';
     }
     operator = await startOperator({
       kubeconfig: testKubeconfigPath(),
       // The source's namespace is trusted (its replicas need no consent from the namespaces they target).
-      args: ['--namespace', home.name, '--mirror-prefix', PREFIX, '--mirror-source-namespaces', src.name, '--trusted-namespaces', src.name, '--mirror-resync', '3s', '--webhook-addr', 'off', '--ui-addr', '127.0.0.1:0', '--ui-anonymous'],
+      args: [
+        '--namespace',
+        home.name,
+        '--mirror-prefix',
+        PREFIX,
+        '--mirror-source-namespaces',
+        src.name,
+        '--trusted-namespaces',
+        src.name,
+        '--mirror-resync',
+        '3s',
+        '--webhook-addr',
+        'off',
+        '--ui-addr',
+        '127.0.0.1:0',
+        '--ui-anonymous',
+      ],
     });
     url = `http://${operator.uiAddress ?? ''}`;
     browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
@@ -112,7 +145,10 @@ describe('web UI: the label-driven mirroring map', () => {
     await page.locator('text=No mirroring sources you may list.').waitFor({ timeout: SLOW });
     // and may do nothing: an action is refused by the SubjectAccessReview
     const csrf = ((await (await page.request.get(`${url}/api/me`)).json()) as { csrf: string }).csrf;
-    const action = await page.request.post(`${url}/api/actions`, { headers: { 'X-CSRF-Token': csrf }, data: { kind: 'ConfigSync', namespace: home.name, name: 'any', action: 'reconcile' } });
+    const action = await page.request.post(`${url}/api/actions`, {
+      headers: { 'X-CSRF-Token': csrf },
+      data: { kind: 'ConfigSync', namespace: home.name, name: 'any', action: 'reconcile' },
+    });
     expect(action.status()).toBe(403);
   }, 240_000);
 });

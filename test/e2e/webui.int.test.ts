@@ -2,7 +2,17 @@
 // the real control plane, operator and Git server. Viewers are ServiceAccounts whose tokens come from the
 // TokenRequest API; what each may see and do comes from RBAC alone.
 import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
-import { createTestCa, ensureChromium, startGitServer, startOidcIssuer, startOperator, type GitServer, type OidcIssuer, type OperatorProcess, type TestRepo } from '@syncline/test-support';
+import {
+  createTestCa,
+  ensureChromium,
+  startGitServer,
+  startOidcIssuer,
+  startOperator,
+  type GitServer,
+  type OidcIssuer,
+  type OperatorProcess,
+  type TestRepo,
+} from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { execFile, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -47,7 +57,11 @@ describe('web UI in a browser', () => {
     repo = await git.createRepo('webui');
     mine = await testNamespace({ prefix: 'ui' });
     other = await testNamespace({ prefix: 'ui-other' });
-    await repo.commit({ 'app/settings.yaml.hbs': configMapYaml('settings', '  greeting: {{ values.greeting }}'), 'web/page.yaml': configMapYaml('page', '  title: hello'), 'vault/db.yaml': VAULT_SECRET });
+    await repo.commit({
+      'app/settings.yaml.hbs': configMapYaml('settings', '  greeting: {{ values.greeting }}'),
+      'web/page.yaml': configMapYaml('page', '  title: hello'),
+      'vault/db.yaml': VAULT_SECRET,
+    });
     for (const [namespace, name, path, extra] of [
       [mine.name, 'app', 'app', {}],
       [mine.name, 'web', 'web', {}],
@@ -56,7 +70,13 @@ describe('web UI in a browser', () => {
       [mine.name, 'paused', 'web', { suspend: true }],
       [other.name, 'elsewhere', 'web', {}],
     ] as const) {
-      const object = configSync(namespace, name, { source: { git: { repo: repo.url, revision: 'main', path } }, values: { greeting: 'hi' }, targets: [{ name: 'dev', namespace }], refreshInterval: '1s', ...extra });
+      const object = configSync(namespace, name, {
+        source: { git: { repo: repo.url, revision: 'main', path } },
+        values: { greeting: 'hi' },
+        targets: [{ name: 'dev', namespace }],
+        refreshInterval: '1s',
+        ...extra,
+      });
       object.metadata = { ...object.metadata, labels: { 'syncline.dev/shard': SHARD } };
       await applyConfigSync(object);
     }
@@ -65,15 +85,22 @@ describe('web UI in a browser', () => {
     await grant(mine.name, 'editor', ['get', 'list', 'watch', 'patch'], ['configmaps', 'secrets']);
     await grant(mine.name, 'reader', ['get', 'list', 'watch'], ['configmaps']);
     for (const who of ['editor', 'reader'] as const) {
-      tokens[who] = (await core.createNamespacedServiceAccountToken({ name: who, namespace: mine.name, body: { spec: { expirationSeconds: 3600 } } })).status?.token ?? '';
+      tokens[who] =
+        (await core.createNamespacedServiceAccountToken({ name: who, namespace: mine.name, body: { spec: { expirationSeconds: 3600 } } })).status?.token ?? '';
     }
     // An OIDC issuer (https, its own test CA, which the operator trusts through NODE_EXTRA_CA_CERTS): alice is
     // in the group that may read the viewer's namespace, bob in none. The client secret is in a Secret.
     const ca = await createTestCa();
     caDir = await mkdtemp(join(tmpdir(), 'syncline-oidc-ca-'));
     await writeFile(join(caDir, 'ca.crt'), ca.caCert);
-    issuer = await startOidcIssuer({ tls: ca.server, users: { alice: { sub: 'u-alice', email: 'alice@example.com', groups: ['ui-readers'] }, bob: { sub: 'u-bob', email: 'bob@example.com', groups: [] } } });
-    await core.createNamespacedSecret({ namespace: mine.name, body: { metadata: { name: 'oidc-client' }, stringData: { 'client-secret': issuer.clientSecret } } });
+    issuer = await startOidcIssuer({
+      tls: ca.server,
+      users: { alice: { sub: 'u-alice', email: 'alice@example.com', groups: ['ui-readers'] }, bob: { sub: 'u-bob', email: 'bob@example.com', groups: [] } },
+    });
+    await core.createNamespacedSecret({
+      namespace: mine.name,
+      body: { metadata: { name: 'oidc-client' }, stringData: { 'client-secret': issuer.clientSecret } },
+    });
     await bindGroup(mine.name, 'oidc:ui-readers', 'ui-reader');
     // The viewer's namespace is trusted: its NamespaceReplication keeps a standby in another namespace of this
     // cluster, which the tenancy rule allows only from a trusted namespace (what a viewer sees is RBAC's alone).
@@ -81,9 +108,24 @@ describe('web UI in a browser', () => {
       kubeconfig: testKubeconfigPath(),
       env: { NODE_EXTRA_CA_CERTS: join(caDir, 'ca.crt') },
       args: [
-        '--shard', SHARD, '--mirror', 'off', '--ui-addr', '127.0.0.1:0', '--trusted-namespaces', mine.name,
-        '--ui-oidc-issuer', issuer.issuer, '--ui-oidc-client-id', issuer.clientId, '--ui-oidc-client-secret', `${mine.name}/oidc-client`,
-        '--ui-oidc-username-claim', 'email', '--ui-oidc-groups-prefix', 'oidc:',
+        '--shard',
+        SHARD,
+        '--mirror',
+        'off',
+        '--ui-addr',
+        '127.0.0.1:0',
+        '--trusted-namespaces',
+        mine.name,
+        '--ui-oidc-issuer',
+        issuer.issuer,
+        '--ui-oidc-client-id',
+        issuer.clientId,
+        '--ui-oidc-client-secret',
+        `${mine.name}/oidc-client`,
+        '--ui-oidc-username-claim',
+        'email',
+        '--ui-oidc-groups-prefix',
+        'oidc:',
       ],
     });
     url = `http://${operator.uiAddress ?? ''}`;
@@ -107,16 +149,33 @@ describe('web UI in a browser', () => {
   async function bindGroup(namespace: string, group: string, role: string): Promise<void> {
     await rbac.createNamespacedRoleBinding({
       namespace,
-      body: { metadata: { name: `group-${role}` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role }, subjects: [{ kind: 'Group', name: group, apiGroup: 'rbac.authorization.k8s.io' }] },
+      body: {
+        metadata: { name: `group-${role}` },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role },
+        subjects: [{ kind: 'Group', name: group, apiGroup: 'rbac.authorization.k8s.io' }],
+      },
     });
   }
 
   async function grant(namespace: string, account: string, verbs: string[], readable: string[]): Promise<void> {
     await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: account } } });
-    await rbac.createNamespacedRole({ namespace, body: { metadata: { name: `ui-${account}` }, rules: [{ apiGroups: ['syncline.dev'], resources: ['configsyncs', 'manifestsyncs', 'namespacereplications', 'remoteclusters'], verbs }, { apiGroups: [''], resources: readable, verbs: ['get'] }] } });
+    await rbac.createNamespacedRole({
+      namespace,
+      body: {
+        metadata: { name: `ui-${account}` },
+        rules: [
+          { apiGroups: ['syncline.dev'], resources: ['configsyncs', 'manifestsyncs', 'namespacereplications', 'remoteclusters'], verbs },
+          { apiGroups: [''], resources: readable, verbs: ['get'] },
+        ],
+      },
+    });
     await rbac.createNamespacedRoleBinding({
       namespace,
-      body: { metadata: { name: `ui-${account}` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: `ui-${account}` }, subjects: [{ kind: 'ServiceAccount', name: account, namespace }] },
+      body: {
+        metadata: { name: `ui-${account}` },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: `ui-${account}` },
+        subjects: [{ kind: 'ServiceAccount', name: account, namespace }],
+      },
     });
   }
 
@@ -159,7 +218,16 @@ describe('web UI in a browser', () => {
     // and the page is served with a strict CSP and the session cookie is HttpOnly and SameSite=Strict
     const response = await page.request.get(`${url}/`);
     const csp = response.headers()['content-security-policy'] ?? '';
-    for (const directive of ["default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'"]) expect(csp).toContain(directive);
+    for (const directive of [
+      "default-src 'none'",
+      "script-src 'self'",
+      "style-src 'self'",
+      "connect-src 'self'",
+      "frame-ancestors 'none'",
+      "base-uri 'none'",
+      "form-action 'self'",
+    ])
+      expect(csp).toContain(directive);
     expect(csp).not.toContain('unsafe');
     const [cookie] = await page.context().cookies();
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
@@ -175,13 +243,21 @@ describe('web UI in a browser', () => {
 
     // when main gets a broken template
     const broken = await repo.commit({ 'app/settings.yaml.hbs': configMapYaml('settings', '  greeting: {{#if values.greeting}}unclosed') });
-    const statusAt = eventually(async () => {
-      const cs = await readConfigSync(mine.name, 'app');
-      return condition(cs, 'InvalidSource')?.status === 'True' && cs.status?.lastAttemptedRevision === broken ? Date.now() : undefined;
-    }, 'InvalidSource in status', SLOW);
+    const statusAt = eventually(
+      async () => {
+        const cs = await readConfigSync(mine.name, 'app');
+        return condition(cs, 'InvalidSource')?.status === 'True' && cs.status?.lastAttemptedRevision === broken ? Date.now() : undefined;
+      },
+      'InvalidSource in status',
+      SLOW,
+    );
     // then the page shows the file and line, pushed over the stream
     // (a locator, not waitForFunction: the page's CSP forbids the eval that would need)
-    await page.locator('p.summary.error').filter({ hasText: /settings\.yaml\.hbs:\d+:\d+/ }).first().waitFor({ timeout: SLOW });
+    await page
+      .locator('p.summary.error')
+      .filter({ hasText: /settings\.yaml\.hbs:\d+:\d+/ })
+      .first()
+      .waitFor({ timeout: SLOW });
     const shownAt = Date.now();
     const delay = shownAt - (await statusAt);
     console.log(`[webui] file:line on the page ${delay} ms after a 150 ms status poll saw it`);
@@ -191,8 +267,13 @@ describe('web UI in a browser', () => {
     // and the comparison with Git cannot render either: the error is shown once, where the page leads, and the
     // conditions and the comparison point to it
     await page.locator('section.objects .diff-error').waitFor({ timeout: SLOW });
-    const places = await page.locator('p.summary, .attention-line, .conditions pre.message, section.targets td.msg, section.objects .diff-error').allTextContents();
-    expect(places.filter((text) => /settings\.yaml\.hbs:\d+:\d+/.test(text)), places.join('\n')).toHaveLength(1);
+    const places = await page
+      .locator('p.summary, .attention-line, .conditions pre.message, section.targets td.msg, section.objects .diff-error')
+      .allTextContents();
+    expect(
+      places.filter((text) => /settings\.yaml\.hbs:\d+:\d+/.test(text)),
+      places.join('\n'),
+    ).toHaveLength(1);
     expect(await page.locator('.conditions .above').count()).toBeGreaterThan(0);
     await page.screenshot({ path: join(screenshots, 'ui-configsync.png'), fullPage: true });
 
@@ -282,9 +363,15 @@ describe('web UI in a browser', () => {
       path,
       query: { fieldManager: 'syncline-tests', force: true },
       contentType: 'application/apply-patch+yaml',
-      body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'NamespaceReplication', metadata: { name: 'standby', namespace: mine.name, labels: { 'syncline.dev/shard': SHARD } }, spec: { destination: { namespace: standby.name }, resourceTypes: ['Deployment'] } },
+      body: {
+        apiVersion: 'syncline.dev/v1alpha1',
+        kind: 'NamespaceReplication',
+        metadata: { name: 'standby', namespace: mine.name, labels: { 'syncline.dev/shard': SHARD } },
+        spec: { destination: { namespace: standby.name }, resourceTypes: ['Deployment'] },
+      },
     });
-    const conditionOf = async (type: string): Promise<string | undefined> => (await rest.request<NamespaceReplication>({ method: 'GET', path })).status?.conditions?.find((c) => c.type === type)?.status;
+    const conditionOf = async (type: string): Promise<string | undefined> =>
+      (await rest.request<NamespaceReplication>({ method: 'GET', path })).status?.conditions?.find((c) => c.type === type)?.status;
     await eventually(async () => ((await conditionOf('Ready')) === 'True' ? true : undefined), 'the replication to be Ready', SLOW);
 
     // when the editor clicks Fail over on its page, then the operator fails it over
@@ -311,8 +398,16 @@ describe('web UI in a browser', () => {
 
     // when someone edits the Secret's value by hand with kubectl
     const edited = Buffer.from(BY_HAND).toString('base64');
-    await run('kubectl', ['--kubeconfig', testKubeconfigPath(), '-n', mine.name, 'patch', 'secret', 'db', '--type', 'merge', '-p', JSON.stringify({ data: { password: edited } })], { timeout: 60_000 });
-    await eventually(async () => (condition(await readConfigSync(mine.name, 'vault'), 'Synced')?.reason === 'DriftDetected' ? true : undefined), 'DriftDetected', SLOW);
+    await run(
+      'kubectl',
+      ['--kubeconfig', testKubeconfigPath(), '-n', mine.name, 'patch', 'secret', 'db', '--type', 'merge', '-p', JSON.stringify({ data: { password: edited } })],
+      { timeout: 60_000 },
+    );
+    await eventually(
+      async () => (condition(await readConfigSync(mine.name, 'vault'), 'Synced')?.reason === 'DriftDetected' ? true : undefined),
+      'DriftDetected',
+      SLOW,
+    );
 
     // then the page shows it drifted, live, with the diff of what Git would restore: masked
     await page.waitForSelector('h1 .badge.drifted');
@@ -333,7 +428,10 @@ describe('web UI in a browser', () => {
     }
     // and the overview counts it as drifted and lists why it needs attention, next to the recent activity
     await page.goto(`${url}/`);
-    await page.locator('[data-count="ConfigSync/drifted"]').filter({ hasText: /^[1-9]/ }).waitFor({ timeout: SLOW });
+    await page
+      .locator('[data-count="ConfigSync/drifted"]')
+      .filter({ hasText: /^[1-9]/ })
+      .waitFor({ timeout: SLOW });
     await page.locator(`.attention li[data-attention="ConfigSync/${mine.name}/vault"]`).filter({ hasText: 'drifted' }).waitFor({ timeout: SLOW });
     expect(await page.textContent('.activity')).toContain(`${mine.name}/`);
     // and the drifted filter is a URL that shows it
@@ -342,14 +440,16 @@ describe('web UI in a browser', () => {
     expect(await page.$(`.row[data-key="ConfigSync/${mine.name}/web"]`)).toBeNull();
     // and a viewer who may get the sync but not Secrets sees that it drifted, not the diff
     const reader = await signIn('reader');
-    const hidden = (await (await reader.request.get(`${url}/api/diff/ConfigSync/${mine.name}/vault`)).json()) as { targets: { objects: { label: string; change: string; diff: string; note?: string }[] }[] };
+    const hidden = (await (await reader.request.get(`${url}/api/diff/ConfigSync/${mine.name}/vault`)).json()) as {
+      targets: { objects: { label: string; change: string; diff: string; note?: string }[] }[];
+    };
     expect(hidden.targets[0]?.objects.find((o) => o.label === `core/Secret/${mine.name}/db`)).toMatchObject({ change: 'drifted', diff: '' });
     expect(JSON.stringify(hidden)).toContain('you may not get this object');
     // and a viewer of another namespace may not read its diff
     expect((await reader.request.get(`${url}/api/diff/ConfigSync/${other.name}/elsewhere`)).status()).toBe(403);
   }, 240_000);
 
-  it('signs in with OIDC (code + PKCE): the id token\'s user and groups decide what the viewer sees', async () => {
+  it("signs in with OIDC (code + PKCE): the id token's user and groups decide what the viewer sees", async () => {
     // given the sign-in page, when alice picks OIDC and signs in at the issuer
     const context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1200, height: 900 } });
     const page = await context.newPage();
@@ -401,7 +501,7 @@ describe('web UI in a browser', () => {
     expect((await forged.request.get(`${url}/api/events`)).status()).toBe(401);
   }, 240_000);
 
-  it('maps a ManifestSync\'s copies: in sync in one namespace, and a conflict with the object that holds the name in another', async () => {
+  it("maps a ManifestSync's copies: in sync in one namespace, and a conflict with the object that holds the name in another", async () => {
     // given a ConfigMap copied into the viewer's namespace (renamed) and into a namespace where a foreign
     // ConfigMap of that name exists
     await using away = await testNamespace({ prefix: 'ui-copy' });
@@ -413,9 +513,22 @@ describe('web UI in a browser', () => {
       path,
       query: { fieldManager: 'syncline-tests', force: true },
       contentType: 'application/apply-patch+yaml',
-      body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ManifestSync', metadata: { name: 'copies', namespace: mine.name, labels: { 'syncline.dev/shard': SHARD } }, spec: { sourceRef: { apiVersion: 'v1', kind: 'ConfigMap', name: 'shared' }, targets: [{ namespace: mine.name, name: 'shared-copy' }, { namespace: away.name }] } },
+      body: {
+        apiVersion: 'syncline.dev/v1alpha1',
+        kind: 'ManifestSync',
+        metadata: { name: 'copies', namespace: mine.name, labels: { 'syncline.dev/shard': SHARD } },
+        spec: {
+          sourceRef: { apiVersion: 'v1', kind: 'ConfigMap', name: 'shared' },
+          targets: [{ namespace: mine.name, name: 'shared-copy' }, { namespace: away.name }],
+        },
+      },
     });
-    await eventually(async () => ((await rest.request<{ status?: { targets?: { phase: string }[] } }>({ method: 'GET', path })).status?.targets?.length === 2 ? true : undefined), 'both copies in status', SLOW);
+    await eventually(
+      async () =>
+        (await rest.request<{ status?: { targets?: { phase: string }[] } }>({ method: 'GET', path })).status?.targets?.length === 2 ? true : undefined,
+      'both copies in status',
+      SLOW,
+    );
 
     // when the editor opens its page, then the copies are mapped: where, whether in sync, and the conflict
     const page = await signIn('editor');
@@ -432,7 +545,7 @@ describe('web UI in a browser', () => {
     await page.locator(`.attention li[data-attention="ManifestSync/${mine.name}/copies"]`).filter({ hasText: away.name }).waitFor({ timeout: SLOW });
   }, 240_000);
 
-  it('shows a RemoteCluster\'s reachability, version and last probe, and an unreachable one under needs attention', async () => {
+  it("shows a RemoteCluster's reachability, version and last probe, and an unreachable one under needs attention", async () => {
     // given this control plane as a reachable RemoteCluster (its CA and admin token) and a port nothing listens on
     const cluster = kc.getCurrentCluster();
     const token = kc.getCurrentUser()?.token ?? '';
@@ -444,13 +557,23 @@ describe('web UI in a browser', () => {
         path: `/apis/syncline.dev/v1alpha1/namespaces/${mine.name}/remoteclusters/${name}`,
         query: { fieldManager: 'syncline-tests', force: true },
         contentType: 'application/apply-patch+yaml',
-        body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'RemoteCluster', metadata: { name, namespace: mine.name, labels: { 'syncline.dev/shard': SHARD } }, spec: { ...spec, tokenSecretRef: { name: 'here', key: 'token' }, probeInterval: '5s' } },
+        body: {
+          apiVersion: 'syncline.dev/v1alpha1',
+          kind: 'RemoteCluster',
+          metadata: { name, namespace: mine.name, labels: { 'syncline.dev/shard': SHARD } },
+          spec: { ...spec, tokenSecretRef: { name: 'here', key: 'token' }, probeInterval: '5s' },
+        },
       });
     await apply('here', { server: cluster?.server ?? '', caSecretRef: { name: 'here', key: 'ca.crt' } });
     await apply('nowhere', { server: 'https://127.0.0.1:1', caSecretRef: { name: 'here', key: 'ca.crt' } });
 
     const statusOf = async (name: string): Promise<{ conditions?: { type: string; status: string; reason: string; message: string }[] } | undefined> =>
-      (await rest.request<{ status?: { conditions?: { type: string; status: string; reason: string; message: string }[] } }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${mine.name}/remoteclusters/${name}` })).status;
+      (
+        await rest.request<{ status?: { conditions?: { type: string; status: string; reason: string; message: string }[] } }>({
+          method: 'GET',
+          path: `/apis/syncline.dev/v1alpha1/namespaces/${mine.name}/remoteclusters/${name}`,
+        })
+      ).status;
     await eventually(async () => ((await statusOf('here'))?.conditions?.some((c) => c.type === 'Ready') === true ? true : undefined), 'a probe of here', SLOW);
 
     // when the editor opens the reachable one, then its page says so, with the server's version and the probe time
@@ -462,7 +585,10 @@ describe('web UI in a browser', () => {
     expect(await facts.textContent()).toMatch(/lastProbeTime\s*\d{4}-/);
     // and the unreachable one says why, and is listed under needs attention
     await page.goto(`${url}/objects/RemoteCluster/${mine.name}/nowhere`);
-    await page.locator('section.facts').filter({ hasText: /reachable\s*no \(Unreachable\)/ }).waitFor({ timeout: SLOW });
+    await page
+      .locator('section.facts')
+      .filter({ hasText: /reachable\s*no \(Unreachable\)/ })
+      .waitFor({ timeout: SLOW });
     await page.goto(`${url}/`);
     await page.locator(`.attention li[data-attention="RemoteCluster/${mine.name}/nowhere"]`).filter({ hasText: 'unreachable' }).waitFor({ timeout: SLOW });
   }, 240_000);
@@ -470,25 +596,82 @@ describe('web UI in a browser', () => {
   it("draws each target's resource tree from ownerReferences (health, Events), fills HEALTH, names each deploy's commit and author; a viewer sees only what they may read", async () => {
     // given a sync of a Deployment and a ConfigMap, from a commit with a message
     const deployment = `apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: shop\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: shop}\n  template:\n    metadata:\n      labels: {app: shop}\n    spec:\n      containers:\n      - name: shop\n        image: registry.example/shop:1\n`;
-    const sha = await repo.commit({ 'tree/shop.yaml': deployment, 'tree/settings.yaml': configMapYaml('shop-settings', '  a: "1"') }, { message: 'Ship the shop Deployment\n\nIts first release.' });
-    const object = configSync(mine.name, 'tree', { source: { git: { repo: repo.url, revision: sha, path: 'tree' } }, targets: [{ name: 'dev', namespace: mine.name }], refreshInterval: '1h' });
+    const sha = await repo.commit(
+      { 'tree/shop.yaml': deployment, 'tree/settings.yaml': configMapYaml('shop-settings', '  a: "1"') },
+      { message: 'Ship the shop Deployment\n\nIts first release.' },
+    );
+    const object = configSync(mine.name, 'tree', {
+      source: { git: { repo: repo.url, revision: sha, path: 'tree' } },
+      targets: [{ name: 'dev', namespace: mine.name }],
+      refreshInterval: '1h',
+    });
     object.metadata = { ...object.metadata, labels: { 'syncline.dev/shard': SHARD } };
     await applyConfigSync(object);
     await eventually(async () => ((await readConfigSync(mine.name, 'tree')).status?.sourceRevision === sha ? true : undefined), 'the tree sync to apply', SLOW);
     // and the editor may read Deployments, what they own and the Events; the reader may not
-    await rbac.createNamespacedRole({ namespace: mine.name, body: { metadata: { name: 'ui-editor-workloads' }, rules: [{ apiGroups: ['apps'], resources: ['deployments', 'replicasets'], verbs: ['get', 'list'] }, { apiGroups: [''], resources: ['pods', 'events'], verbs: ['get', 'list'] }] } });
-    await rbac.createNamespacedRoleBinding({ namespace: mine.name, body: { metadata: { name: 'ui-editor-workloads' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'ui-editor-workloads' }, subjects: [{ kind: 'ServiceAccount', name: 'editor', namespace: mine.name }] } });
+    await rbac.createNamespacedRole({
+      namespace: mine.name,
+      body: {
+        metadata: { name: 'ui-editor-workloads' },
+        rules: [
+          { apiGroups: ['apps'], resources: ['deployments', 'replicasets'], verbs: ['get', 'list'] },
+          { apiGroups: [''], resources: ['pods', 'events'], verbs: ['get', 'list'] },
+        ],
+      },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace: mine.name,
+      body: {
+        metadata: { name: 'ui-editor-workloads' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'ui-editor-workloads' },
+        subjects: [{ kind: 'ServiceAccount', name: 'editor', namespace: mine.name }],
+      },
+    });
 
     // and what a Deployment controller makes, as it makes it: a ReplicaSet owned by the Deployment and a Pod owned
     // by the ReplicaSet, with an Event on the Pod (this control plane runs no Deployment controller and no nodes;
     // the tree follows ownerReferences, whoever wrote them)
-    const shopUid = (await rest.request<{ metadata: { uid: string } }>({ method: 'GET', path: `/apis/apps/v1/namespaces/${mine.name}/deployments/shop` })).metadata.uid;
-    const owner = (apiVersion: string, kind: string, name: string, uid: string) => [{ apiVersion, kind, name, uid, controller: true, blockOwnerDeletion: true }];
-    const template = { metadata: { labels: { app: 'shop', 'pod-template-hash': '7d9f' } }, spec: { containers: [{ name: 'shop', image: 'registry.example/shop:1' }] } };
-    const rs = await rest.request<{ metadata: { uid: string } }>({ method: 'POST', path: `/apis/apps/v1/namespaces/${mine.name}/replicasets`, body: { metadata: { name: 'shop-7d9f', ownerReferences: owner('apps/v1', 'Deployment', 'shop', shopUid) }, spec: { replicas: 1, selector: { matchLabels: template.metadata.labels }, template } } });
-    const pod = await rest.request<{ metadata: { uid: string } }>({ method: 'POST', path: `/api/v1/namespaces/${mine.name}/pods`, body: { metadata: { name: 'shop-7d9f-x2k4', labels: template.metadata.labels, ownerReferences: owner('apps/v1', 'ReplicaSet', 'shop-7d9f', rs.metadata.uid) }, spec: template.spec } });
+    const shopUid = (await rest.request<{ metadata: { uid: string } }>({ method: 'GET', path: `/apis/apps/v1/namespaces/${mine.name}/deployments/shop` }))
+      .metadata.uid;
+    const owner = (apiVersion: string, kind: string, name: string, uid: string) => [
+      { apiVersion, kind, name, uid, controller: true, blockOwnerDeletion: true },
+    ];
+    const template = {
+      metadata: { labels: { app: 'shop', 'pod-template-hash': '7d9f' } },
+      spec: { containers: [{ name: 'shop', image: 'registry.example/shop:1' }] },
+    };
+    const rs = await rest.request<{ metadata: { uid: string } }>({
+      method: 'POST',
+      path: `/apis/apps/v1/namespaces/${mine.name}/replicasets`,
+      body: {
+        metadata: { name: 'shop-7d9f', ownerReferences: owner('apps/v1', 'Deployment', 'shop', shopUid) },
+        spec: { replicas: 1, selector: { matchLabels: template.metadata.labels }, template },
+      },
+    });
+    const pod = await rest.request<{ metadata: { uid: string } }>({
+      method: 'POST',
+      path: `/api/v1/namespaces/${mine.name}/pods`,
+      body: {
+        metadata: { name: 'shop-7d9f-x2k4', labels: template.metadata.labels, ownerReferences: owner('apps/v1', 'ReplicaSet', 'shop-7d9f', rs.metadata.uid) },
+        spec: template.spec,
+      },
+    });
     const now = new Date().toISOString();
-    await rest.request({ method: 'POST', path: `/api/v1/namespaces/${mine.name}/events`, body: { metadata: { name: 'shop-7d9f-x2k4.1' }, involvedObject: { apiVersion: 'v1', kind: 'Pod', name: 'shop-7d9f-x2k4', namespace: mine.name, uid: pod.metadata.uid }, type: 'Warning', reason: 'FailedScheduling', message: '0/0 nodes are available', count: 3, firstTimestamp: now, lastTimestamp: now, source: { component: 'default-scheduler' } } });
+    await rest.request({
+      method: 'POST',
+      path: `/api/v1/namespaces/${mine.name}/events`,
+      body: {
+        metadata: { name: 'shop-7d9f-x2k4.1' },
+        involvedObject: { apiVersion: 'v1', kind: 'Pod', name: 'shop-7d9f-x2k4', namespace: mine.name, uid: pod.metadata.uid },
+        type: 'Warning',
+        reason: 'FailedScheduling',
+        message: '0/0 nodes are available',
+        count: 3,
+        firstTimestamp: now,
+        lastTimestamp: now,
+        source: { component: 'default-scheduler' },
+      },
+    });
 
     // when the editor opens its page
     const page = await signIn('editor');
@@ -511,7 +694,9 @@ describe('web UI in a browser', () => {
 
     // and the reader, who may get the sync but not Deployments, sees neither it nor what it owns
     const reader = await signIn('reader');
-    const tree = (await (await reader.request.get(`${url}/api/tree/ConfigSync/${mine.name}/tree`)).json()) as { targets: { nodes: { kind: string; children: unknown[] }[]; hidden: number }[] };
+    const tree = (await (await reader.request.get(`${url}/api/tree/ConfigSync/${mine.name}/tree`)).json()) as {
+      targets: { nodes: { kind: string; children: unknown[] }[]; hidden: number }[];
+    };
     expect(tree.targets[0]?.nodes.map((n) => n.kind)).toEqual(['ConfigMap']);
     expect(tree.targets[0]?.hidden).toBe(1);
     expect(JSON.stringify(tree)).not.toContain('ReplicaSet');

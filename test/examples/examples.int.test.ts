@@ -3,7 +3,16 @@
 // the real operator process syncs them into the real control plane.
 import { AppsV1Api, type KubernetesObject, type V1Deployment } from '@kubernetes/client-node';
 import type { ConfigSync } from '@syncline/operator';
-import { ensureRenderEngine, startGitServer, startHttpReceiver, startOperator, type GitServer, type HttpReceiver, type OperatorProcess, type TestRepo } from '@syncline/test-support';
+import {
+  ensureRenderEngine,
+  startGitServer,
+  startHttpReceiver,
+  startOperator,
+  type GitServer,
+  type HttpReceiver,
+  type OperatorProcess,
+  type TestRepo,
+} from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace, type TestNamespace } from '@syncline/test-support/kube';
 import { execFile, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -101,7 +110,11 @@ describe('examples', () => {
         case 'NotificationProvider':
         case 'NotificationAlert':
           notificationObjects.push(object.kind ?? '');
-          await rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${home.name}/${object.kind === 'NotificationProvider' ? 'notificationproviders' : 'notificationalerts'}`, body: { ...object, metadata: { ...object.metadata, namespace: home.name } } });
+          await rest.request({
+            method: 'POST',
+            path: `/apis/syncline.dev/v1alpha1/namespaces/${home.name}/${object.kind === 'NotificationProvider' ? 'notificationproviders' : 'notificationalerts'}`,
+            body: { ...object, metadata: { ...object.metadata, namespace: home.name } },
+          });
           break;
         case 'ConfigMap':
           await core.createNamespacedConfigMap({ namespace: home.name, body: { ...object, metadata: { ...object.metadata, namespace: home.name } } });
@@ -111,7 +124,10 @@ describe('examples', () => {
       }
     }
     // The examples live in the platform team's namespace, which writes into the environments: trusted.
-    operator = await startOperator({ kubeconfig: testKubeconfigPath(), args: ['--namespace', home.name, '--trusted-namespaces', home.name, '--render-engine', await ensureRenderEngine()] });
+    operator = await startOperator({
+      kubeconfig: testKubeconfigPath(),
+      args: ['--namespace', home.name, '--trusted-namespaces', home.name, '--render-engine', await ensureRenderEngine()],
+    });
     // ConfigSync's zod type keeps timestamps as strings where client-node's KubernetesObject says Date.
     for (const cs of configSyncs) await applyConfigSync(cs as unknown as KubernetesObject);
   });
@@ -127,10 +143,19 @@ describe('examples', () => {
   it('notifications: the NotificationProvider and the NotificationAlert are Ready, and Slack hears nothing while every sync succeeds (eventSeverity error)', async () => {
     expect(notificationObjects.sort()).toEqual(['NotificationAlert', 'NotificationProvider']);
     for (const plural of ['notificationproviders', 'notificationalerts']) {
-      await eventually(async () => {
-        const list = await rest.request<{ items: { status?: { conditions?: { type: string; status: string }[] } }[] }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${home.name}/${plural}` });
-        return list.items.length === 1 && list.items.every((o) => o.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) ? true : undefined;
-      }, `the example's ${plural} to be Ready`, 60_000);
+      await eventually(
+        async () => {
+          const list = await rest.request<{ items: { status?: { conditions?: { type: string; status: string }[] } }[] }>({
+            method: 'GET',
+            path: `/apis/syncline.dev/v1alpha1/namespaces/${home.name}/${plural}`,
+          });
+          return list.items.length === 1 && list.items.every((o) => o.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
+            ? true
+            : undefined;
+        },
+        `the example's ${plural} to be Ready`,
+        60_000,
+      );
     }
     for (const cs of configSyncs) await waitForReady(home.name, cs.metadata.name, () => true, 45_000);
     expect(slack.requests).toEqual([]);
@@ -194,13 +219,19 @@ describe('examples', () => {
     expect(shopProd.spec?.replicas).toBe(3);
     expect(shopProd.spec?.template.spec?.containers[0]?.image).toBe('registry.example.com/shop/api:2.3.9');
     // Helm: spec.values for both, the prod target's values over them
-    for (const [env, replicas] of [['dev', 1], ['prod', 2]] as const) {
+    for (const [env, replicas] of [
+      ['dev', 1],
+      ['prod', 2],
+    ] as const) {
       const hello = await deployment(ns(`web-${env}`), 'hello');
       expect(hello.spec?.replicas, env).toBe(replicas);
       expect(hello.spec?.template.spec?.containers[0]?.env, env).toEqual([{ name: 'MESSAGE', value: 'hello from Syncline' }]);
     }
     // Jsonnet: an ext var per target
-    for (const [env, pods] of [['dev', '20'], ['prod', '200']] as const) {
+    for (const [env, pods] of [
+      ['dev', '20'],
+      ['prod', '200'],
+    ] as const) {
       const quota = await core.readNamespacedResourceQuota({ name: 'team-quota', namespace: ns(`web-${env}`) });
       expect(quota.spec?.hard?.['pods'], env).toBe(pods);
     }
@@ -244,7 +275,11 @@ describe('examples', () => {
   it('syncline diff renders what the operator renders for the web example (valuesFrom included): nothing to change', async () => {
     await waitForReady(home.name, 'web');
     // Not spawnSync: the Git server the CLI fetches from runs in this process and must keep answering.
-    const result = await run(process.execPath, [join(root, 'packages/cli/bin/syncline.js'), 'diff', 'web', '-n', home.name, '--kubeconfig', testKubeconfigPath(), '--allow-insecure-http'], { cwd: root });
+    const result = await run(
+      process.execPath,
+      [join(root, 'packages/cli/bin/syncline.js'), 'diff', 'web', '-n', home.name, '--kubeconfig', testKubeconfigPath(), '--allow-insecure-http'],
+      { cwd: root },
+    );
     expect(result.stderr).toBe('');
     expect(result.stdout).toMatch(/^# 0 object\(s\) differ$/m);
     // and the database Secret came from valuesFrom, or it would show as a change
@@ -255,7 +290,17 @@ describe('examples', () => {
     // given the preview values file, when `syncline render` runs, then it prints the same objects
     const result = spawnSync(
       process.execPath,
-      [join(root, 'packages/cli/src/main.ts'), 'render', 'examples/repo/apps/web', '--values', 'examples/preview/web-dev.yaml', '--target', 'dev', '--namespace', 'web-dev'],
+      [
+        join(root, 'packages/cli/src/main.ts'),
+        'render',
+        'examples/repo/apps/web',
+        '--values',
+        'examples/preview/web-dev.yaml',
+        '--target',
+        'dev',
+        '--namespace',
+        'web-dev',
+      ],
       { cwd: root, encoding: 'utf8' },
     );
     expect(result.stderr).toBe('');

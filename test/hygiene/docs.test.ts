@@ -9,7 +9,14 @@ import { describe, expect, it } from 'vitest';
 const root = join(import.meta.dirname, '..', '..');
 const read = (file: string): string => readFileSync(join(root, file), 'utf8');
 /** The documents users follow: the README, every guide in docs/ (api.md is generated), the chart's README. */
-const DOCS = ['README.md', 'charts/syncline/README.md', 'examples/README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md') && f !== 'api.md').map((f) => `docs/${f}`)];
+const DOCS = [
+  'README.md',
+  'charts/syncline/README.md',
+  'examples/README.md',
+  ...readdirSync(join(root, 'docs'))
+    .filter((f) => f.endsWith('.md') && f !== 'api.md')
+    .map((f) => `docs/${f}`),
+];
 /** The upgrade guide's section on the renamed kinds names the old ones on purpose. */
 const withoutRenameNotes = (file: string, text: string): string => (file === 'docs/upgrade.md' ? text.replace(/^## Renamed kinds[\s\S]*?(?=^## )/m, '') : text);
 
@@ -45,7 +52,8 @@ describe('docs match the code', () => {
       const text = withoutRenameNotes(file, read(file));
       text.split('\n').forEach((line, i) => {
         const named = plurals.filter((p) => new RegExp(`\\b${p}\\b`).test(line));
-        if (named.length >= 3 && named.length < plurals.length) problems.push(`${file}:${i + 1}: lists ${named.join(', ')}; missing ${plurals.filter((p) => !named.includes(p)).join(', ')}`);
+        if (named.length >= 3 && named.length < plurals.length)
+          problems.push(`${file}:${i + 1}: lists ${named.join(', ')}; missing ${plurals.filter((p) => !named.includes(p)).join(', ')}`);
         for (const m of line.matchAll(/\b([a-z]+)\.syncline\.dev\b/g)) {
           const name = m[1] ?? '';
           if (/s$/.test(name) && !plurals.includes(name)) problems.push(`${file}:${i + 1}: ${name}.syncline.dev is not a kind`);
@@ -53,7 +61,8 @@ describe('docs match the code', () => {
         for (const m of line.matchAll(/\b([a-z]+|\d+) (?:Syncline )?(?:kinds|CRDs)\b/gi)) {
           const word = (m[1] ?? '').toLowerCase();
           const count = NUMBERS.indexOf(word) >= 0 ? NUMBERS.indexOf(word) : Number(word);
-          if (Number.isInteger(count) && count !== plurals.length && /syncline|crd/i.test(line)) problems.push(`${file}:${i + 1}: "${m[0]}" (there are ${plurals.length})`);
+          if (Number.isInteger(count) && count !== plurals.length && /syncline|crd/i.test(line))
+            problems.push(`${file}:${i + 1}: "${m[0]}" (there are ${plurals.length})`);
         }
       });
     }

@@ -37,10 +37,28 @@ const ALLOWED_DEEP_IMPORTS: ReadonlyArray<{ readonly from: RegExp; readonly to: 
 const LAYERS: Readonly<Record<string, readonly string[]>> = {
   '@syncline/api': [],
   '@syncline/runtime': ['@syncline/api', '@syncline/kube'],
-  '@syncline/operator': ['@syncline/runtime', '@syncline/api', '@syncline/apply', '@syncline/kube', '@syncline/render', '@syncline/source-git', '@syncline/source-helm'],
+  '@syncline/operator': [
+    '@syncline/runtime',
+    '@syncline/api',
+    '@syncline/apply',
+    '@syncline/kube',
+    '@syncline/render',
+    '@syncline/source-git',
+    '@syncline/source-helm',
+  ],
   '@syncline/notify': ['@syncline/runtime', '@syncline/api', '@syncline/kube', '@syncline/render', '@syncline/source-git'],
   '@syncline/ui': ['@syncline/api', '@syncline/apply', '@syncline/kube', '@syncline/operator', '@syncline/render', '@syncline/source-git'],
-  '@syncline/cli': ['@syncline/ui', '@syncline/notify', '@syncline/api', '@syncline/apply', '@syncline/kube', '@syncline/operator', '@syncline/render', '@syncline/source-git', '@syncline/source-helm'],
+  '@syncline/cli': [
+    '@syncline/ui',
+    '@syncline/notify',
+    '@syncline/api',
+    '@syncline/apply',
+    '@syncline/kube',
+    '@syncline/operator',
+    '@syncline/render',
+    '@syncline/source-git',
+    '@syncline/source-helm',
+  ],
 };
 
 type Workspace = {
@@ -55,10 +73,17 @@ type Workspace = {
 function workspaces(): Workspace[] {
   const dirs = [...readdirSync(join(root, 'packages')).map((d) => join('packages', d)), join('test', 'support')];
   return dirs.map((dir) => {
-    type Manifest = { name: string; exports: Record<string, { default: string }>; dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
+    type Manifest = {
+      name: string;
+      exports: Record<string, { default: string }>;
+      dependencies?: Record<string, string>;
+      devDependencies?: Record<string, string>;
+    };
     const manifest = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as Manifest;
     const entries = new Map(Object.entries(manifest.exports).map(([subpath, target]) => [subpath, join(dir, target.default)]));
-    const declared = Object.entries({ ...manifest.dependencies, ...manifest.devDependencies }).filter(([, range]) => range.startsWith('workspace:')).map(([name]) => name);
+    const declared = Object.entries({ ...manifest.dependencies, ...manifest.devDependencies })
+      .filter(([, range]) => range.startsWith('workspace:'))
+      .map(([name]) => name);
     return { name: manifest.name, dir, entries, declared };
   });
 }

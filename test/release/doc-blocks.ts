@@ -24,7 +24,12 @@ export function docBlocks(markdown: string, file: string): { sh: DocBlock[]; yam
 
 /** The first command of a block, as a test names it. */
 export function firstCommand(block: DocBlock): string {
-  return block.script.split('\n').find((l) => l.trim() !== '' && !l.trim().startsWith('#'))?.trim() ?? '';
+  return (
+    block.script
+      .split('\n')
+      .find((l) => l.trim() !== '' && !l.trim().startsWith('#'))
+      ?.trim() ?? ''
+  );
 }
 
 export type ShellResult = { status: number | null; stdout: string; stderr: string };

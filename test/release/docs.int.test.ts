@@ -11,7 +11,16 @@
 // exactly the chart's RBAC.
 import { KubeConfig } from '@kubernetes/client-node';
 import { createKubeRest, type KubeRest } from '@syncline/operator';
-import { ensureHelm, startControlPlane, startGitServer, startOperator, type ControlPlane, type GitServer, type OperatorProcess, type TestRepo } from '@syncline/test-support';
+import {
+  ensureHelm,
+  startControlPlane,
+  startGitServer,
+  startOperator,
+  type ControlPlane,
+  type GitServer,
+  type OperatorProcess,
+  type TestRepo,
+} from '@syncline/test-support';
 import { spawnSync } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -79,7 +88,8 @@ async function followGuide(file: string, hooks: Hooks = {}): Promise<{ ran: DocB
   const { sh } = docBlocks(await readFile(join(root, file), 'utf8'), file);
   const ran: DocBlock[] = [];
   const results: ShellResult[] = [];
-  for (const block of sh.filter((b) => b.kind === 'alternative')) console.log(`[docs] ${file}:${block.line} not run here (alternative): ${firstCommand(block)}`);
+  for (const block of sh.filter((b) => b.kind === 'alternative'))
+    console.log(`[docs] ${file}:${block.line} not run here (alternative): ${firstCommand(block)}`);
   for (const block of sh.filter((b) => b.kind === 'run')) {
     console.log(`[docs] ${file}:${block.line} runs: ${firstCommand(block)}`);
     await hooks.before?.(block);
@@ -111,17 +121,24 @@ async function startChartOperator(): Promise<OperatorProcess> {
   // the pod runs the image of this release folder, by digest
   expect(container.image).toBe(`${release.repository}@${release.digest ?? ''}`);
   const serviceAccount = deployment.spec.template.spec.serviceAccountName;
-  const token = (await rest.request<{ status: { token: string } }>({
-    method: 'POST',
-    path: `/api/v1/namespaces/syncline-system/serviceaccounts/${serviceAccount}/token`,
-    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
-  })).status.token;
+  const token = (
+    await rest.request<{ status: { token: string } }>({
+      method: 'POST',
+      path: `/api/v1/namespaces/syncline-system/serviceaccounts/${serviceAccount}/token`,
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+    })
+  ).status.token;
   const hostDir = await mkdtemp(join(work, 'pod-'));
   await chmod(hostDir, 0o755);
   await writeFile(join(hostDir, 'kubeconfig'), serviceAccountKubeconfig(token), { mode: 0o644 });
   // Listen addresses and the cache path are the test's (startOperator's); everything else is the chart's.
   const args = container.args.filter((a) => a !== 'run' && !/^--(probe-addr|webhook-addr|cache-dir)=/.test(a));
-  return startOperator({ command: imageCommand(image, { hostDir, writable: [CACHE_DIR] }), kubeconfig: '/mnt/kubeconfig', cacheDir: CACHE_DIR, args: [...args, '--webhook-addr', 'off'] });
+  return startOperator({
+    command: imageCommand(image, { hostDir, writable: [CACHE_DIR] }),
+    kubeconfig: '/mnt/kubeconfig',
+    cacheDir: CACHE_DIR,
+    args: [...args, '--webhook-addr', 'off'],
+  });
 }
 
 function serviceAccountKubeconfig(token: string): string {
@@ -130,12 +147,20 @@ function serviceAccountKubeconfig(token: string): string {
   const cluster = admin.getCurrentCluster();
   if (cluster === null) throw new Error('the control plane kubeconfig has no current cluster');
   const sa = new KubeConfig();
-  sa.loadFromOptions({ clusters: [cluster], users: [{ name: 'syncline', token }], contexts: [{ name: 'syncline', cluster: cluster.name, user: 'syncline' }], currentContext: 'syncline' });
+  sa.loadFromOptions({
+    clusters: [cluster],
+    users: [{ name: 'syncline', token }],
+    contexts: [{ name: 'syncline', cluster: cluster.name, user: 'syncline' }],
+    currentContext: 'syncline',
+  });
   return sa.exportConfig();
 }
 
 async function ready(namespace: string, name: string): Promise<Condition | undefined> {
-  const cs = await rest.request<{ status?: { conditions?: Condition[]; sourceRevision?: string } }>({ method: 'GET', path: `${API}/namespaces/${namespace}/configsyncs/${name}` });
+  const cs = await rest.request<{ status?: { conditions?: Condition[]; sourceRevision?: string } }>({
+    method: 'GET',
+    path: `${API}/namespaces/${namespace}/configsyncs/${name}`,
+  });
   return cs.status?.conditions?.find((c) => c.type === 'Ready');
 }
 
@@ -169,107 +194,160 @@ const OTHER_KINDS: Record<string, Record<string, unknown>> = {
   notificationproviders: { type: 'webhook', address: 'https://hooks.example.com/syncline' },
   notificationalerts: { providerRef: { name: 'sample' }, eventSources: [{ kind: 'ConfigSync' }] },
 };
-const KIND_OF: Record<string, string> = { manifestsyncs: 'ManifestSync', remoteclusters: 'RemoteCluster', namespacereplications: 'NamespaceReplication', namespacereplicationpolicies: 'NamespaceReplicationPolicy', notificationproviders: 'NotificationProvider', notificationalerts: 'NotificationAlert' };
+const KIND_OF: Record<string, string> = {
+  manifestsyncs: 'ManifestSync',
+  remoteclusters: 'RemoteCluster',
+  namespacereplications: 'NamespaceReplication',
+  namespacereplicationpolicies: 'NamespaceReplicationPolicy',
+  notificationproviders: 'NotificationProvider',
+  notificationalerts: 'NotificationAlert',
+};
 
 describe('the install, uninstall and upgrade guides, run as written', () => {
-  it('docs/install.md: checksums, CRDs, the packaged chart, credentials and a ConfigSync that gets Ready with the chart\'s RBAC', async () => {
-    // given the ConfigSync the guide asks to save as web.yaml, naming the test Git server's repository
-    const { yaml } = docBlocks(await readFile(join(root, 'docs', 'install.md'), 'utf8'), 'docs/install.md');
-    expect(yaml).toHaveLength(1);
-    expect(yaml[0]).toContain(DOC_REPO);
-    await writeFile(join(release.dir, 'web.yaml'), (yaml[0] ?? '').replace(DOC_REPO, repo.url));
+  it(
+    "docs/install.md: checksums, CRDs, the packaged chart, credentials and a ConfigSync that gets Ready with the chart's RBAC",
+    async () => {
+      // given the ConfigSync the guide asks to save as web.yaml, naming the test Git server's repository
+      const { yaml } = docBlocks(await readFile(join(root, 'docs', 'install.md'), 'utf8'), 'docs/install.md');
+      expect(yaml).toHaveLength(1);
+      expect(yaml[0]).toContain(DOC_REPO);
+      await writeFile(join(release.dir, 'web.yaml'), (yaml[0] ?? '').replace(DOC_REPO, repo.url));
 
-    // when its commands run, the operator starting once `helm install` has created its ServiceAccount and RBAC
-    const guide = await followGuide('docs/install.md', {
-      after: async (block) => {
-        if (block.script.includes('helm install')) operator = await startChartOperator();
-      },
-    });
+      // when its commands run, the operator starting once `helm install` has created its ServiceAccount and RBAC
+      const guide = await followGuide('docs/install.md', {
+        after: async (block) => {
+          if (block.script.includes('helm install')) operator = await startChartOperator();
+        },
+      });
 
-    // then the blocks a test machine cannot run are the registry, node and kubelet ones, and no others
-    expect(guide.alternatives.map((c) => c.split(' ').slice(0, 3).join(' '))).toEqual([
-      'skopeo copy --preserve-digests',
-      'kind load image-archive',
-      'ctr --namespace k8s.io',
-      'install -m 0755',
-      'kubectl -n syncline-system',
-      'kubectl -n platform',
-      'kubectl -n platform',
-    ]);
-    expect(guide.ran.length).toBeGreaterThanOrEqual(5);
-    // and the sync applied the commit with the operator's chart RBAC, refused nothing
-    expect(await ready('platform', 'web')).toMatchObject({ status: 'True' });
-    const cm = await rest.request<{ data?: Record<string, string> }>({ method: 'GET', path: '/api/v1/namespaces/web-prod/configmaps/web-settings' });
-    expect(cm.data).toEqual({ color: 'blue' });
-    const cs = await rest.request<{ status?: { sourceRevision?: string } }>({ method: 'GET', path: `${API}/namespaces/platform/configsyncs/web` });
-    expect(cs.status?.sourceRevision).toBe(sha);
-    expect(forbidden(operator as OperatorProcess)).toEqual([]);
-    // and `syncline version` (the standalone executable) named the chart's Deployment and its pinned image
-    const version = guide.results.find((r) => r.stdout.includes('Client Version'));
-    expect(version?.stdout).toContain(`Operator Version: ${release.version} (syncline-system/syncline, image ${release.repository}@${release.digest ?? ''}`);
-  }, 15 * 60_000);
+      // then the blocks a test machine cannot run are the registry, node and kubelet ones, and no others
+      expect(guide.alternatives.map((c) => c.split(' ').slice(0, 3).join(' '))).toEqual([
+        'skopeo copy --preserve-digests',
+        'kind load image-archive',
+        'ctr --namespace k8s.io',
+        'install -m 0755',
+        'kubectl -n syncline-system',
+        'kubectl -n platform',
+        'kubectl -n platform',
+      ]);
+      expect(guide.ran.length).toBeGreaterThanOrEqual(5);
+      // and the sync applied the commit with the operator's chart RBAC, refused nothing
+      expect(await ready('platform', 'web')).toMatchObject({ status: 'True' });
+      const cm = await rest.request<{ data?: Record<string, string> }>({ method: 'GET', path: '/api/v1/namespaces/web-prod/configmaps/web-settings' });
+      expect(cm.data).toEqual({ color: 'blue' });
+      const cs = await rest.request<{ status?: { sourceRevision?: string } }>({ method: 'GET', path: `${API}/namespaces/platform/configsyncs/web` });
+      expect(cs.status?.sourceRevision).toBe(sha);
+      expect(forbidden(operator as OperatorProcess)).toEqual([]);
+      // and `syncline version` (the standalone executable) named the chart's Deployment and its pinned image
+      const version = guide.results.find((r) => r.stdout.includes('Client Version'));
+      expect(version?.stdout).toContain(`Operator Version: ${release.version} (syncline-system/syncline, image ${release.repository}@${release.digest ?? ''}`);
+    },
+    15 * 60_000,
+  );
 
-  it('docs/uninstall.md: orphans what the syncs applied, removes every Syncline kind, the operator and the CRDs, and leaves nothing of Syncline', async () => {
-    // given the installed operator and one object of every other kind besides the guide's ConfigSync
-    for (const [plural, spec] of Object.entries(OTHER_KINDS)) {
-      await rest.request({ method: 'POST', path: `${API}/namespaces/platform/${plural}`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: KIND_OF[plural], metadata: { name: 'sample' }, spec } });
-    }
+  it(
+    'docs/uninstall.md: orphans what the syncs applied, removes every Syncline kind, the operator and the CRDs, and leaves nothing of Syncline',
+    async () => {
+      // given the installed operator and one object of every other kind besides the guide's ConfigSync
+      for (const [plural, spec] of Object.entries(OTHER_KINDS)) {
+        await rest.request({
+          method: 'POST',
+          path: `${API}/namespaces/platform/${plural}`,
+          body: { apiVersion: 'syncline.dev/v1alpha1', kind: KIND_OF[plural], metadata: { name: 'sample' }, spec },
+        });
+      }
 
-    // when the guide's commands run, the operator going away with `helm uninstall` as its pod would
-    const guide = await followGuide('docs/uninstall.md', {
-      before: async (block) => {
-        if (block.script.includes('helm uninstall')) {
-          expect(forbidden(operator as OperatorProcess)).toEqual([]);
-          await operator?.stop();
-          operator = undefined;
-        }
-      },
-    });
-    expect(guide.alternatives).toEqual([`kubectl -n NS patch configsync NAME --type merge -p '{"metadata":{"finalizers":null}}'`]);
+      // when the guide's commands run, the operator going away with `helm uninstall` as its pod would
+      const guide = await followGuide('docs/uninstall.md', {
+        before: async (block) => {
+          if (block.script.includes('helm uninstall')) {
+            expect(forbidden(operator as OperatorProcess)).toEqual([]);
+            await operator?.stop();
+            operator = undefined;
+          }
+        },
+      });
+      expect(guide.alternatives).toEqual([`kubectl -n NS patch configsync NAME --type merge -p '{"metadata":{"finalizers":null}}'`]);
 
-    // then no Syncline kind is served, no CRD, cluster role, release or namespace of it is left
-    const groups = await rest.request<{ groups: { name: string }[] }>({ method: 'GET', path: '/apis' });
-    expect(groups.groups.map((g) => g.name)).not.toContain('syncline.dev');
-    const crds = await rest.request<{ items: { metadata: { name: string } }[] }>({ method: 'GET', path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions' });
-    expect(crds.items.map((c) => c.metadata.name).filter((n) => n.endsWith('.syncline.dev'))).toEqual([]);
-    for (const plural of ['clusterroles', 'clusterrolebindings']) {
-      const list = await rest.request<{ items: { metadata: { name: string } }[] }>({ method: 'GET', path: `/apis/rbac.authorization.k8s.io/v1/${plural}` });
-      expect(list.items.map((o) => o.metadata.name).filter((n) => n.includes('syncline'))).toEqual([]);
-    }
-    await until(async () => !(await exists('/api/v1/namespaces/syncline-system')), 'syncline-system to be deleted');
-    expect(helm(['list', '-A', '-q'])).toBe('');
-    // and the guide's own checks said so
-    const check = guide.results.at(-1);
-    expect(check?.stdout).toBe('');
-    expect(check?.stderr).toContain('No resources found');
-    // and what the orphaned sync applied stays, as the guide says
-    const cm = await rest.request<{ data?: Record<string, string> }>({ method: 'GET', path: '/api/v1/namespaces/web-prod/configmaps/web-settings' });
-    expect(cm.data).toEqual({ color: 'blue' });
-    await rest.request({ method: 'DELETE', path: '/api/v1/namespaces/web-prod/configmaps/web-settings' });
-  }, 15 * 60_000);
+      // then no Syncline kind is served, no CRD, cluster role, release or namespace of it is left
+      const groups = await rest.request<{ groups: { name: string }[] }>({ method: 'GET', path: '/apis' });
+      expect(groups.groups.map((g) => g.name)).not.toContain('syncline.dev');
+      const crds = await rest.request<{ items: { metadata: { name: string } }[] }>({
+        method: 'GET',
+        path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+      });
+      expect(crds.items.map((c) => c.metadata.name).filter((n) => n.endsWith('.syncline.dev'))).toEqual([]);
+      for (const plural of ['clusterroles', 'clusterrolebindings']) {
+        const list = await rest.request<{ items: { metadata: { name: string } }[] }>({ method: 'GET', path: `/apis/rbac.authorization.k8s.io/v1/${plural}` });
+        expect(list.items.map((o) => o.metadata.name).filter((n) => n.includes('syncline'))).toEqual([]);
+      }
+      await until(async () => !(await exists('/api/v1/namespaces/syncline-system')), 'syncline-system to be deleted');
+      expect(helm(['list', '-A', '-q'])).toBe('');
+      // and the guide's own checks said so
+      const check = guide.results.at(-1);
+      expect(check?.stdout).toBe('');
+      expect(check?.stderr).toContain('No resources found');
+      // and what the orphaned sync applied stays, as the guide says
+      const cm = await rest.request<{ data?: Record<string, string> }>({ method: 'GET', path: '/api/v1/namespaces/web-prod/configmaps/web-settings' });
+      expect(cm.data).toEqual({ color: 'blue' });
+      await rest.request({ method: 'DELETE', path: '/api/v1/namespaces/web-prod/configmaps/web-settings' });
+    },
+    15 * 60_000,
+  );
 
-  it('docs/upgrade.md: from the chart before the notification kinds were renamed to this release, by-hand Providers and Alerts converted, the sync Ready again', async () => {
-    // given the previous chart installed with its CRDs, a sync, and a Provider and Alert made by hand
-    helm(['install', 'syncline', join(import.meta.dirname, 'testdata', 'previous-chart.tgz'), '-n', 'syncline-system', '--create-namespace', '--set', 'operator.trustedNamespaces={platform}']);
-    await until(() => exists(`${API}/alerts`), 'the previous CRDs to be served');
-    await rest.request({ method: 'POST', path: `${API}/namespaces/platform/providers`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'Provider', metadata: { name: 'hooks' }, spec: { type: 'webhook', address: 'https://hooks.example.com/syncline' } } });
-    await rest.request({ method: 'POST', path: `${API}/namespaces/platform/alerts`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'Alert', metadata: { name: 'web' }, spec: { providerRef: { name: 'hooks' }, eventSources: [{ kind: 'ConfigSync', name: 'web' }] } } });
-    const applied = spawnSync('kubectl', ['apply', '-f', join(release.dir, 'web.yaml')], { env, encoding: 'utf8' });
-    expect(applied.status, applied.stderr).toBe(0);
+  it(
+    'docs/upgrade.md: from the chart before the notification kinds were renamed to this release, by-hand Providers and Alerts converted, the sync Ready again',
+    async () => {
+      // given the previous chart installed with its CRDs, a sync, and a Provider and Alert made by hand
+      helm([
+        'install',
+        'syncline',
+        join(import.meta.dirname, 'testdata', 'previous-chart.tgz'),
+        '-n',
+        'syncline-system',
+        '--create-namespace',
+        '--set',
+        'operator.trustedNamespaces={platform}',
+      ]);
+      await until(() => exists(`${API}/alerts`), 'the previous CRDs to be served');
+      await rest.request({
+        method: 'POST',
+        path: `${API}/namespaces/platform/providers`,
+        body: {
+          apiVersion: 'syncline.dev/v1alpha1',
+          kind: 'Provider',
+          metadata: { name: 'hooks' },
+          spec: { type: 'webhook', address: 'https://hooks.example.com/syncline' },
+        },
+      });
+      await rest.request({
+        method: 'POST',
+        path: `${API}/namespaces/platform/alerts`,
+        body: {
+          apiVersion: 'syncline.dev/v1alpha1',
+          kind: 'Alert',
+          metadata: { name: 'web' },
+          spec: { providerRef: { name: 'hooks' }, eventSources: [{ kind: 'ConfigSync', name: 'web' }] },
+        },
+      });
+      const applied = spawnSync('kubectl', ['apply', '-f', join(release.dir, 'web.yaml')], { env, encoding: 'utf8' });
+      expect(applied.status, applied.stderr).toBe(0);
 
-    // when the guide's commands run, the new operator starting once `helm upgrade` has updated its RBAC
-    const guide = await followGuide('docs/upgrade.md', {
-      after: async (block) => {
-        if (block.script.includes('helm upgrade')) operator = await startChartOperator();
-      },
-    });
-    expect(guide.alternatives).toEqual(['kubectl -n syncline-system rollout status deploy/syncline']);
+      // when the guide's commands run, the new operator starting once `helm upgrade` has updated its RBAC
+      const guide = await followGuide('docs/upgrade.md', {
+        after: async (block) => {
+          if (block.script.includes('helm upgrade')) operator = await startChartOperator();
+        },
+      });
+      expect(guide.alternatives).toEqual(['kubectl -n syncline-system rollout status deploy/syncline']);
 
-    // then the sync is Ready at the commit with the new chart's RBAC, the old kinds' objects live on as the new kinds
-    expect(await ready('platform', 'web')).toMatchObject({ status: 'True' });
-    expect(await exists(`${API}/namespaces/platform/notificationproviders/hooks`)).toBe(true);
-    expect(await exists(`${API}/namespaces/platform/notificationalerts/web`)).toBe(true);
-    await until(async () => !(await exists(`${API}/alerts`)), 'the old kinds to go');
-    expect(forbidden(operator as OperatorProcess)).toEqual([]);
-  }, 15 * 60_000);
+      // then the sync is Ready at the commit with the new chart's RBAC, the old kinds' objects live on as the new kinds
+      expect(await ready('platform', 'web')).toMatchObject({ status: 'True' });
+      expect(await exists(`${API}/namespaces/platform/notificationproviders/hooks`)).toBe(true);
+      expect(await exists(`${API}/namespaces/platform/notificationalerts/web`)).toBe(true);
+      await until(async () => !(await exists(`${API}/alerts`)), 'the old kinds to go');
+      expect(forbidden(operator as OperatorProcess)).toEqual([]);
+    },
+    15 * 60_000,
+  );
 });

@@ -27,7 +27,11 @@ afterAll(async () => {
   if (work !== undefined) await rm(work, { recursive: true, force: true });
 });
 
-function sh(command: string, args: readonly string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): { status: number | null; stdout: string; stderr: string } {
+function sh(
+  command: string,
+  args: readonly string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): { status: number | null; stdout: string; stderr: string } {
   const result = spawnSync(command, [...args], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, timeout: 300_000, ...options });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
@@ -43,14 +47,16 @@ describe('./pnpm release', () => {
   it('writes every file, and SHA256SUMS that `sha256sum -c` accepts for all of them', async () => {
     const names = (await readdir(release.dir)).sort();
     const f = release.files;
-    const expected = [f.imageArchive, f.imageDigest, f.chart, f.crds, f.cli.amd64, f.cli.arm64, f.sbom, f.checksums].map((p) => p.slice(release.dir.length + 1)).sort();
+    const expected = [f.imageArchive, f.imageDigest, f.chart, f.crds, f.cli.amd64, f.cli.arm64, f.sbom, f.checksums]
+      .map((p) => p.slice(release.dir.length + 1))
+      .sort();
     expect(names).toEqual(expected);
     const check = sh('sha256sum', ['-c', 'SHA256SUMS'], { cwd: release.dir });
     expect(check.status, check.stderr).toBe(0);
     expect(check.stdout.trim().split('\n').sort()).toEqual(names.filter((n) => n !== 'SHA256SUMS').map((n) => `${n}: OK`));
   });
 
-  it('the image archive is an OCI layout whose one manifest is the digest the packaged chart pins, named for the chart\'s repository', async () => {
+  it("the image archive is an OCI layout whose one manifest is the digest the packaged chart pins, named for the chart's repository", async () => {
     const digest = (await readFile(release.files.imageDigest, 'utf8')).trim();
     expect(digest).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(release.digest).toBe(digest);
@@ -74,9 +80,19 @@ describe('./pnpm release', () => {
     // and the chart, read back by helm, runs repository@digest
     const helm = await ensureHelm();
     const home = join(work, 'helm-home');
-    const rendered = sh(helm, ['template', 'syncline', release.files.chart, '-n', 'syncline-system'], { env: { PATH: process.env['PATH'] ?? '', HOME: home, HELM_CACHE_HOME: join(home, 'c'), HELM_CONFIG_HOME: join(home, 'g'), HELM_DATA_HOME: join(home, 'd') } });
+    const rendered = sh(helm, ['template', 'syncline', release.files.chart, '-n', 'syncline-system'], {
+      env: {
+        PATH: process.env['PATH'] ?? '',
+        HOME: home,
+        HELM_CACHE_HOME: join(home, 'c'),
+        HELM_CONFIG_HOME: join(home, 'g'),
+        HELM_DATA_HOME: join(home, 'd'),
+      },
+    });
     expect(rendered.status, rendered.stderr).toBe(0);
-    const deployment = parseAllDocuments(rendered.stdout).map((d) => d.toJS() as { kind?: string; spec?: { template: { spec: { containers: { image: string }[] } } } } | null).find((o) => o?.kind === 'Deployment');
+    const deployment = parseAllDocuments(rendered.stdout)
+      .map((d) => d.toJS() as { kind?: string; spec?: { template: { spec: { containers: { image: string }[] } } } } | null)
+      .find((o) => o?.kind === 'Deployment');
     expect(deployment?.spec?.template.spec.containers[0]?.image).toBe(`${release.repository}@${digest}`);
     const chartMeta = parse(sh('tar', ['-xzOf', release.files.chart, 'syncline/Chart.yaml']).stdout) as { version: string; appVersion: string };
     expect(chartMeta).toMatchObject({ version: release.version, appVersion: release.version });
@@ -91,20 +107,44 @@ describe('./pnpm release', () => {
   it('the CRDs file holds every CRD of crds/, as written', async () => {
     const inFile = parseAllDocuments(await readFile(release.files.crds, 'utf8')).map((d) => d.toJS() as unknown);
     const dir = join(root, 'crds');
-    const inDir = await Promise.all((await readdir(dir)).filter((n) => n.endsWith('.yaml')).sort().map(async (n) => parse(await readFile(join(dir, n), 'utf8')) as unknown));
+    const inDir = await Promise.all(
+      (await readdir(dir))
+        .filter((n) => n.endsWith('.yaml'))
+        .sort()
+        .map(async (n) => parse(await readFile(join(dir, n), 'utf8')) as unknown),
+    );
     expect(inFile).toEqual(inDir);
     expect(inFile).toHaveLength(7);
   });
 
   it('the SBOM is CycloneDX 1.6 for syncline at this version, with the npm packages and Go modules shipped and no test-only package', async () => {
-    const bom = JSON.parse(await readFile(release.files.sbom, 'utf8')) as { bomFormat: string; specVersion: string; metadata: { component: { name: string; version: string } }; components: { purl: string; scope?: string }[] };
+    const bom = JSON.parse(await readFile(release.files.sbom, 'utf8')) as {
+      bomFormat: string;
+      specVersion: string;
+      metadata: { component: { name: string; version: string } };
+      components: { purl: string; scope?: string }[];
+    };
     expect(bom).toMatchObject({ bomFormat: 'CycloneDX', specVersion: '1.6', metadata: { component: { name: 'syncline', version: release.version } } });
     const purls = bom.components.map((c) => c.purl);
-    for (const shipped of ['pkg:npm/commander@15.1.0', 'pkg:npm/pino@', 'pkg:npm/zod@', 'pkg:npm/%40kubernetes/client-node@', 'pkg:golang/helm.sh/helm/v3@v3.22.0', 'pkg:golang/sigs.k8s.io/kustomize/api@']) {
-      expect(purls.some((p) => p.startsWith(shipped)), shipped).toBe(true);
+    for (const shipped of [
+      'pkg:npm/commander@15.1.0',
+      'pkg:npm/pino@',
+      'pkg:npm/zod@',
+      'pkg:npm/%40kubernetes/client-node@',
+      'pkg:golang/helm.sh/helm/v3@v3.22.0',
+      'pkg:golang/sigs.k8s.io/kustomize/api@',
+    ]) {
+      expect(
+        purls.some((p) => p.startsWith(shipped)),
+        shipped,
+      ).toBe(true);
     }
     // dev tools of the repository are not part of what ships
-    for (const devOnly of ['pkg:npm/eslint@', 'pkg:npm/typescript@', 'pkg:npm/vitest@']) expect(purls.some((p) => p.startsWith(devOnly)), devOnly).toBe(false);
+    for (const devOnly of ['pkg:npm/eslint@', 'pkg:npm/typescript@', 'pkg:npm/vitest@'])
+      expect(
+        purls.some((p) => p.startsWith(devOnly)),
+        devOnly,
+      ).toBe(false);
   });
 
   it('the amd64 executable is the CLI with its own Node: --version and help with no Node on PATH', () => {
@@ -133,7 +173,12 @@ describe('./pnpm release', () => {
     const amd64Version = sh(release.files.cli.amd64, ['--version']).stdout;
     expect(bytes.includes(amd64Version.slice('syncline '.length))).toBe(true);
     // and it runs: Debian's qemu-user with the aarch64 C and C++ runtimes (installed when missing, as root)
-    ensureDebianPackages({ 'qemu-aarch64': 'qemu-user', '/usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1': 'libc6-arm64-cross', '/usr/aarch64-linux-gnu/lib/libstdc++.so.6': 'libstdc++6-arm64-cross', '/usr/aarch64-linux-gnu/lib/libgcc_s.so.1': 'libgcc-s1-arm64-cross' });
+    ensureDebianPackages({
+      'qemu-aarch64': 'qemu-user',
+      '/usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1': 'libc6-arm64-cross',
+      '/usr/aarch64-linux-gnu/lib/libstdc++.so.6': 'libstdc++6-arm64-cross',
+      '/usr/aarch64-linux-gnu/lib/libgcc_s.so.1': 'libgcc-s1-arm64-cross',
+    });
     const run = sh('qemu-aarch64', ['-L', '/usr/aarch64-linux-gnu', release.files.cli.arm64, '--version'], { env: { PATH: '/usr/bin:/bin', HOME: work } });
     expect(run.stderr).toBe('');
     expect(run.stdout).toBe(amd64Version);
@@ -142,7 +187,9 @@ describe('./pnpm release', () => {
 
 /** Installs the Debian packages whose file or command is missing (as scripts/build-image.sh does for buildah). */
 function ensureDebianPackages(wanted: Record<string, string>): void {
-  const missing = Object.entries(wanted).filter(([what]) => (what.startsWith('/') ? !existsSync(what) : sh('sh', ['-c', `command -v ${what}`]).status !== 0)).map(([, pkg]) => pkg);
+  const missing = Object.entries(wanted)
+    .filter(([what]) => (what.startsWith('/') ? !existsSync(what) : sh('sh', ['-c', `command -v ${what}`]).status !== 0))
+    .map(([, pkg]) => pkg);
   if (missing.length === 0) return;
   const update = sh('apt-get', ['update', '-qq']);
   expect(update.status, update.stderr).toBe(0);

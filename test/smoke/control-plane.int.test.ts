@@ -39,7 +39,7 @@ async function gone(read: () => Promise<unknown>): Promise<true | undefined> {
 }
 
 function statusCode(error: unknown): number | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error ? Number((error).code) : undefined;
+  return typeof error === 'object' && error !== null && 'code' in error ? Number(error.code) : undefined;
 }
 
 describe('the test control plane', () => {
@@ -56,9 +56,10 @@ describe('the test control plane', () => {
     await objects.patch(configMap('one'), undefined, undefined, 'first', false, PatchStrategy.ServerSideApply);
 
     // when "second" applies a different value without force, then the API server refuses with 409
-    const conflict = await objects
-      .patch(configMap('two'), undefined, undefined, 'second', false, PatchStrategy.ServerSideApply)
-      .then(() => undefined, (error: unknown) => error);
+    const conflict = await objects.patch(configMap('two'), undefined, undefined, 'second', false, PatchStrategy.ServerSideApply).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(statusCode(conflict)).toBe(409);
     expect(String((conflict as { body?: unknown }).body)).toContain('first');
 
@@ -121,7 +122,11 @@ describe('the test control plane', () => {
       expect(created.status).toBeUndefined();
       // … and a patch of /status sets it (client-node sends a JSON patch for this call)
       const patched = (await custom.patchNamespacedCustomObjectStatus({
-        group, version: 'v1', namespace: ns.name, plural: 'widgets', name: 'w',
+        group,
+        version: 'v1',
+        namespace: ns.name,
+        plural: 'widgets',
+        name: 'w',
         body: [{ op: 'add', path: '/status', value: { phase: 'Ready' } }],
       })) as { status?: { phase?: string } };
       expect(patched.status?.phase).toBe('Ready');
@@ -154,19 +159,32 @@ describe('the test control plane', () => {
   it('answers the restricted identity 403 until RBAC grants it access', async () => {
     await using ns = await testNamespace();
     const restricted = testKubeConfig('restricted').makeApiClient(CoreV1Api);
-    const denied = await restricted.listNamespacedConfigMap({ namespace: ns.name }).then(() => undefined, (error: unknown) => error);
+    const denied = await restricted.listNamespacedConfigMap({ namespace: ns.name }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(statusCode(denied)).toBe(403);
 
     const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-    await rbac.createNamespacedRole({ namespace: ns.name, body: { metadata: { name: 'read-configmaps' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['list'] }] } });
+    await rbac.createNamespacedRole({
+      namespace: ns.name,
+      body: { metadata: { name: 'read-configmaps' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['list'] }] },
+    });
     await rbac.createNamespacedRoleBinding({
       namespace: ns.name,
-      body: { metadata: { name: 'read-configmaps' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'read-configmaps' }, subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: RESTRICTED_USER }] },
+      body: {
+        metadata: { name: 'read-configmaps' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'read-configmaps' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: RESTRICTED_USER }],
+      },
     });
     const allowed = await eventually(() => restricted.listNamespacedConfigMap({ namespace: ns.name }).catch(() => undefined), 'RBAC to allow the list');
     expect(Array.isArray(allowed.items)).toBe(true);
     // still denied outside what the Role grants
-    const stillDenied = await restricted.listNamespacedSecret({ namespace: ns.name }).then(() => undefined, (error: unknown) => error);
+    const stillDenied = await restricted.listNamespacedSecret({ namespace: ns.name }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(statusCode(stillDenied)).toBe(403);
   });
 
@@ -174,11 +192,7 @@ describe('the test control plane', () => {
     const ns = await testNamespace();
     await core.createNamespacedConfigMap({ namespace: ns.name, body: { metadata: { name: 'content' } } });
     await ns[Symbol.asyncDispose]();
-    await eventually(
-      () => gone(() => core.readNamespace({ name: ns.name })),
-      `namespace ${ns.name} to disappear`,
-      90_000,
-    );
+    await eventually(() => gone(() => core.readNamespace({ name: ns.name })), `namespace ${ns.name} to disappear`, 90_000);
   }, 120_000);
 
   it('garbage-collects dependents when their owner is deleted', async () => {

@@ -25,7 +25,12 @@ const fixtures: Record<Exclude<Provider, 'generic'>, string> = {
 };
 
 /** Headers a provider sends with `body`, signed with `secret` (undefined: unsigned). */
-export function providerHeaders(provider: Provider, body: Buffer, secret: string | undefined, options: { id?: string; event?: string; dataCenter?: boolean } = {}): Record<string, string> {
+export function providerHeaders(
+  provider: Provider,
+  body: Buffer,
+  secret: string | undefined,
+  options: { id?: string; event?: string; dataCenter?: boolean } = {},
+): Record<string, string> {
   const id = options.id ?? randomUUID();
   const sig = secret === undefined ? undefined : hmac(secret, body);
   const signed = (name: string, value: string | undefined): Record<string, string> => (value === undefined ? {} : { [name]: value });
@@ -93,15 +98,27 @@ export function pushDelivery(provider: Provider, repoUrl: string, secret: string
     text = JSON.stringify(payload);
   }
   const body = Buffer.from(text);
-  const headers = providerHeaders(provider, body, secret, { id, ...(options.dataCenter === undefined ? {} : { dataCenter: options.dataCenter }), ...(provider === 'gitlab' && options.ref?.startsWith('refs/tags/') === true ? { event: 'Tag Push Hook' } : {}) });
+  const headers = providerHeaders(provider, body, secret, {
+    id,
+    ...(options.dataCenter === undefined ? {} : { dataCenter: options.dataCenter }),
+    ...(provider === 'gitlab' && options.ref?.startsWith('refs/tags/') === true ? { event: 'Tag Push Hook' } : {}),
+  });
   return { provider, path: `/hooks/${provider}`, body, headers, id };
 }
 
 export type Answer = { status: number; body: Record<string, unknown> };
 
 /** POSTs a delivery to the receiver at HOST:PORT. */
-export async function send(address: string, delivery: { path: string; body: Buffer | string; headers: Record<string, string> }, method = 'POST'): Promise<Answer> {
-  const response = await fetch(`http://${address}${delivery.path}`, { method, headers: delivery.headers, ...(method === 'GET' ? {} : { body: delivery.body }) });
+export async function send(
+  address: string,
+  delivery: { path: string; body: Buffer | string; headers: Record<string, string> },
+  method = 'POST',
+): Promise<Answer> {
+  const response = await fetch(`http://${address}${delivery.path}`, {
+    method,
+    headers: delivery.headers,
+    ...(method === 'GET' ? {} : { body: delivery.body }),
+  });
   const text = await response.text();
   let body: Record<string, unknown>;
   try {

@@ -46,7 +46,13 @@ describe('webhook receiver', () => {
     const repo = await git.createRepo(name);
     const first = await repo.commit({ 'app/cm.yaml': cm(name, 'v0') });
     if (options.revision !== undefined && !options.revision.startsWith('main')) await repo.tag(options.revision, 'main');
-    await applyConfigSync(configSync(ns.name, name, { source: { git: { repo: repo.url, revision: options.revision ?? 'main', path: 'app' } }, refreshInterval: '1h', targets: [{ name: 'dev', namespace: ns.name }] }));
+    await applyConfigSync(
+      configSync(ns.name, name, {
+        source: { git: { repo: repo.url, revision: options.revision ?? 'main', path: 'app' } },
+        refreshInterval: '1h',
+        targets: [{ name: 'dev', namespace: ns.name }],
+      }),
+    );
     await waitForReady(ns.name, name, (c) => c.status?.sourceRevision === first);
     // The status write re-runs the reconcile once; let it finish so only a webhook can explain what follows.
     await sleep(500);
@@ -105,7 +111,10 @@ describe('webhook receiver', () => {
       const repoName = `${provider}${options.dataCenter === true ? '-dc' : ''}-repo`;
       const { repo, value } = await followedRepo(repoName);
       await repo.commit({ 'app/cm.yaml': cm(repoName, 'v1') });
-      expect(await send(address, pushDelivery(provider, repo.url, secrets[provider], options))).toEqual({ status: 202, body: { result: 'accepted', woken: 1 } });
+      expect(await send(address, pushDelivery(provider, repo.url, secrets[provider], options))).toEqual({
+        status: 202,
+        body: { result: 'accepted', woken: 1 },
+      });
       await updated(value, 'v1');
     });
   }
@@ -116,13 +125,22 @@ describe('webhook receiver', () => {
     const pinned = await repo.resolve('main');
     // (renamed by a patch: an object another ConfigSync owns is a conflict, whatever the policy)
     const rename = { target: { kind: 'ConfigMap', name: 'tagged-repo' }, patch: { metadata: { name: 'tagged-pinned' } } };
-    await applyConfigSync(configSync(ns.name, 'tagged-pinned', { source: { git: { repo: repo.url, revision: pinned, path: 'app' } }, refreshInterval: '1h', targets: [{ name: 'pinned', namespace: ns.name, patches: [rename] }] }));
+    await applyConfigSync(
+      configSync(ns.name, 'tagged-pinned', {
+        source: { git: { repo: repo.url, revision: pinned, path: 'app' } },
+        refreshInterval: '1h',
+        targets: [{ name: 'pinned', namespace: ns.name, patches: [rename] }],
+      }),
+    );
     await waitForReady(ns.name, 'tagged-pinned');
 
     // when the tag moves and GitLab delivers the tag push, then only the tag follower is woken
     await repo.commit({ 'app/cm.yaml': cm('tagged-repo', 'v1') });
     await repo.tag('v1.0.0', 'main');
-    expect(await send(address, pushDelivery('gitlab', repo.url, secrets.gitlab, { ref: 'refs/tags/v1.0.0' }))).toEqual({ status: 202, body: { result: 'accepted', woken: 1 } });
+    expect(await send(address, pushDelivery('gitlab', repo.url, secrets.gitlab, { ref: 'refs/tags/v1.0.0' }))).toEqual({
+      status: 202,
+      body: { result: 'accepted', woken: 1 },
+    });
     await updated(value, 'v1');
 
     // and a branch push wakes neither
@@ -160,7 +178,17 @@ describe('webhook receiver', () => {
   });
 
   it('malformed JSON, nulls, missing fields and wrong types get 400, properly signed or not', async () => {
-    const bodies = ['', '{', 'null', '[]', '"push"', '{}', '{"ref":null,"repository":null}', '{"ref":7,"repository":{"clone_url":["x"]}}', '{"ref":"refs/heads/main","repository":{"clone_url":"not a url"}}'];
+    const bodies = [
+      '',
+      '{',
+      'null',
+      '[]',
+      '"push"',
+      '{}',
+      '{"ref":null,"repository":null}',
+      '{"ref":7,"repository":{"clone_url":["x"]}}',
+      '{"ref":"refs/heads/main","repository":{"clone_url":"not a url"}}',
+    ];
     for (const provider of Object.keys(secrets) as Provider[]) {
       for (const text of bodies) {
         const body = Buffer.from(text);
@@ -174,11 +202,24 @@ describe('webhook receiver', () => {
 
   it('pings get 200, other events are ignored, unknown paths 404 and GETs 405', async () => {
     const ping = Buffer.from('{"zen":"Design for failure.","hook_id":1}');
-    expect(await send(address, { path: '/hooks/github', body: ping, headers: providerHeaders('github', ping, secrets.github, { event: 'ping' }) })).toEqual({ status: 200, body: { result: 'pong' } });
+    expect(await send(address, { path: '/hooks/github', body: ping, headers: providerHeaders('github', ping, secrets.github, { event: 'ping' }) })).toEqual({
+      status: 200,
+      body: { result: 'pong' },
+    });
     const test = Buffer.from('{"test":true}');
-    expect((await send(address, { path: '/hooks/bitbucket', body: test, headers: providerHeaders('bitbucket', test, secrets.bitbucket, { event: 'diagnostics:ping', dataCenter: true }) })).status).toBe(200);
+    expect(
+      (
+        await send(address, {
+          path: '/hooks/bitbucket',
+          body: test,
+          headers: providerHeaders('bitbucket', test, secrets.bitbucket, { event: 'diagnostics:ping', dataCenter: true }),
+        })
+      ).status,
+    ).toBe(200);
     const issue = Buffer.from('{"action":"opened"}');
-    expect(await send(address, { path: '/hooks/github', body: issue, headers: providerHeaders('github', issue, secrets.github, { event: 'issues' }) })).toEqual({ status: 200, body: { result: 'ignored' } });
+    expect(await send(address, { path: '/hooks/github', body: issue, headers: providerHeaders('github', issue, secrets.github, { event: 'issues' }) })).toEqual(
+      { status: 200, body: { result: 'ignored' } },
+    );
     expect((await send(address, { path: '/hooks/svn', body: ping, headers: {} })).status).toBe(404);
     expect((await send(address, { path: '/hooks/github', body: '', headers: {} }, 'GET')).status).toBe(405);
   });
@@ -189,7 +230,10 @@ describe('webhook receiver', () => {
     expect((await send(address, delivery)).body).toEqual({ result: 'accepted', woken: 1 });
     // when the same delivery arrives again at once (a retry racing the first), then it is acknowledged and dropped
     expect(await send(address, delivery)).toEqual({ status: 200, body: { result: 'duplicate' } });
-    expect(await send(address, pushDelivery('gitea', 'https://gitea.example.com/acme/unfollowed.git', secrets.gitea))).toEqual({ status: 202, body: { result: 'unfollowed', woken: 0 } });
+    expect(await send(address, pushDelivery('gitea', 'https://gitea.example.com/acme/unfollowed.git', secrets.gitea))).toEqual({
+      status: 202,
+      body: { result: 'unfollowed', woken: 0 },
+    });
 
     // when a new commit lands and a person presses "Redeliver" on the old delivery (GitHub keeps its id) after the
     // receiver's few-second window, then it is processed: the branch is resolved afresh and the commit applied
@@ -216,7 +260,9 @@ describe('webhook receiver', () => {
       });
       socket.on('error', () => undefined); // the receiver hangs up on us: expected
       socket.on('close', () => reject(new Error(`closed without an answer after ${sent} bytes`)));
-      socket.write(`POST /hooks/generic HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nX-Syncline-Signature: sha256=${'0'.repeat(64)}\r\n\r\n`);
+      socket.write(
+        `POST /hooks/generic HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nX-Syncline-Signature: sha256=${'0'.repeat(64)}\r\n\r\n`,
+      );
       const chunk = Buffer.concat([Buffer.from(`${(64 * 1024).toString(16)}\r\n`), Buffer.alloc(64 * 1024, 0x20), Buffer.from('\r\n')]);
       const pump = (): void => {
         if (answer !== '' || socket.destroyed) return;
@@ -261,11 +307,19 @@ describe('webhook receiver', () => {
   it('a rotated secret is picked up; nothing secret or from a payload is logged', async () => {
     // when the Secret's github key is rotated, then deliveries signed with the new secret are accepted
     const secret = await core.readNamespacedSecret({ name: 'syncline-webhooks', namespace: ns.name });
-    await core.replaceNamespacedSecret({ name: 'syncline-webhooks', namespace: ns.name, body: { ...secret, data: { ...secret.data, github: Buffer.from('gh-rotated-2c4e6g').toString('base64') } } });
-    const answer = await eventually(async () => {
-      const a = await send(address, pushDelivery('github', 'https://github.com/acme/unfollowed.git', 'gh-rotated-2c4e6g'));
-      return a.status === 202 ? a : undefined;
-    }, 'the rotated secret', 60_000);
+    await core.replaceNamespacedSecret({
+      name: 'syncline-webhooks',
+      namespace: ns.name,
+      body: { ...secret, data: { ...secret.data, github: Buffer.from('gh-rotated-2c4e6g').toString('base64') } },
+    });
+    const answer = await eventually(
+      async () => {
+        const a = await send(address, pushDelivery('github', 'https://github.com/acme/unfollowed.git', 'gh-rotated-2c4e6g'));
+        return a.status === 202 ? a : undefined;
+      },
+      'the rotated secret',
+      60_000,
+    );
     expect(answer.body).toEqual({ result: 'unfollowed', woken: 0 });
     expect((await send(address, pushDelivery('github', 'https://github.com/acme/unfollowed.git', secrets.github))).status).toBe(401);
 

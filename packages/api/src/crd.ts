@@ -48,7 +48,14 @@ export function customResourceDefinitions(): JsonSchema[] {
     spec: {
       group: GROUP,
       scope: def.scope,
-      names: { kind: def.kind, listKind: `${def.kind}List`, plural: def.plural, singular: def.singular, shortNames: [...def.shortNames], categories: ['syncline'] },
+      names: {
+        kind: def.kind,
+        listKind: `${def.kind}List`,
+        plural: def.plural,
+        singular: def.singular,
+        shortNames: [...def.shortNames],
+        categories: ['syncline'],
+      },
       versions: [
         {
           name: VERSION,
@@ -62,7 +69,10 @@ export function customResourceDefinitions(): JsonSchema[] {
               description: def.description,
               required: ['spec'],
               properties: {
-                apiVersion: { type: 'string', description: `APIVersion defines the versioned schema of this representation of an object: ${GROUP}/${VERSION}.` },
+                apiVersion: {
+                  type: 'string',
+                  description: `APIVersion defines the versioned schema of this representation of an object: ${GROUP}/${VERSION}.`,
+                },
                 kind: { type: 'string', description: `Kind is the REST resource this object represents: ${def.kind}.` },
                 // The API server forbids anything but name/generateName under metadata (a description included);
                 // kubectl explain shows ObjectMeta's own documentation there.
@@ -80,15 +90,13 @@ export function customResourceDefinitions(): JsonSchema[] {
 
 /** docs/api.md: one table per object type, walked from the same schemas. */
 export function apiReference(): string {
-  const lines = [
-    '# Syncline API reference',
-    '',
-    `Generated from \`packages/api/src/v1alpha1.ts\` by \`pnpm generate\`; CI fails when it is stale.`,
-    '',
-  ];
+  const lines = ['# Syncline API reference', '', `Generated from \`packages/api/src/v1alpha1.ts\` by \`pnpm generate\`; CI fails when it is stale.`, ''];
   for (const def of crdDefinitions) {
     lines.push(`## ${def.kind} (\`${GROUP}/${VERSION}\`, short name \`${def.shortNames.join(', ')}\`)`, '');
-    for (const [section, schema] of [['spec', def.spec], ['status', def.status]] as const) {
+    for (const [section, schema] of [
+      ['spec', def.spec],
+      ['status', def.status],
+    ] as const) {
       lines.push(`### ${section}`, '', '| field | type | default | description |', '|---|---|---|---|');
       walk(structuralSchema(schema), section, (path, node, required) => {
         const type = describeType(node);

@@ -35,7 +35,10 @@ describe('generated API files', () => {
       return out;
     };
     const crds = customResourceDefinitions().map((crd) => {
-      const spec = crd['spec'] as { names: { kind: string }; versions: Array<{ schema: { openAPIV3Schema: Node }; additionalPrinterColumns: Array<{ name: string; jsonPath: string }> }> };
+      const spec = crd['spec'] as {
+        names: { kind: string };
+        versions: Array<{ schema: { openAPIV3Schema: Node }; additionalPrinterColumns: Array<{ name: string; jsonPath: string }> }>;
+      };
       const version = spec.versions[0];
       if (version === undefined) throw new Error('a CRD without versions');
       return { kind: spec.names.kind, root: version.schema.openAPIV3Schema, columns: version.additionalPrinterColumns };

@@ -54,10 +54,10 @@ export const LocalObjectReference = z.object({ name: describe(objectName, 'Name 
 
 export const GitSource = z
   .object({
-    repo: z
-      .string()
-      .min(1)
-      .meta({ description: 'Repository URL: https://host/path, ssh://[user@]host[:port]/path or the scp-like user@host:path (SSH needs secretRef with identity and known_hosts).' }),
+    repo: z.string().min(1).meta({
+      description:
+        'Repository URL: https://host/path, ssh://[user@]host[:port]/path or the scp-like user@host:path (SSH needs secretRef with identity and known_hosts).',
+    }),
     revision: z
       .string()
       .min(1)
@@ -80,16 +80,19 @@ export const GitSource = z
     'x-kubernetes-validations': [
       {
         rule: "self.repo.startsWith('https://') || self.repo.startsWith('http://') || self.repo.startsWith('ssh://') || self.repo.matches('^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]')",
-        message: 'repo must start with https://, http:// (refused by the operator unless --allow-insecure-http) or ssh://, or be user@host:path; git://, file:// and ext:: are not supported',
+        message:
+          'repo must start with https://, http:// (refused by the operator unless --allow-insecure-http) or ssh://, or be user@host:path; git://, file:// and ext:: are not supported',
       },
     ],
   });
 
 /** Flux Kustomization fields that change a `kustomize build` (written into the kustomization before it runs). */
 const KustomizeFields = {
-  targetNamespace: dnsLabel.optional().meta({ description: "Sets the namespace of every namespaced object the build yields (the kustomization's namespace field; Flux: targetNamespace)." }),
-  namePrefix: z.string().max(200).optional().meta({ description: 'Prefix for every object name (the kustomization\'s namePrefix).' }),
-  nameSuffix: z.string().max(200).optional().meta({ description: 'Suffix for every object name (the kustomization\'s nameSuffix).' }),
+  targetNamespace: dnsLabel
+    .optional()
+    .meta({ description: "Sets the namespace of every namespaced object the build yields (the kustomization's namespace field; Flux: targetNamespace)." }),
+  namePrefix: z.string().max(200).optional().meta({ description: "Prefix for every object name (the kustomization's namePrefix)." }),
+  nameSuffix: z.string().max(200).optional().meta({ description: "Suffix for every object name (the kustomization's nameSuffix)." }),
   images: z
     .array(
       z.object({
@@ -101,11 +104,11 @@ const KustomizeFields = {
     )
     .max(100)
     .optional()
-    .meta({ description: 'Image overrides, appended to the kustomization\'s images.' }),
+    .meta({ description: "Image overrides, appended to the kustomization's images." }),
   patches: z
     .array(
       z.object({
-        patch: describe(z.string().min(1), 'A strategic merge patch or a JSON 6902 patch (YAML), as in a kustomization\'s patches.'),
+        patch: describe(z.string().min(1), "A strategic merge patch or a JSON 6902 patch (YAML), as in a kustomization's patches."),
         target: z
           .object({
             group: describe(z.string().optional(), 'API group of the objects to patch (empty: the core group).'),
@@ -122,8 +125,12 @@ const KustomizeFields = {
     )
     .max(100)
     .optional()
-    .meta({ description: 'Patches appended to the kustomization\'s patches.' }),
-  components: z.array(z.string().min(1)).max(50).optional().meta({ description: 'Components (paths relative to the kustomization) appended to its components.' }),
+    .meta({ description: "Patches appended to the kustomization's patches." }),
+  components: z
+    .array(z.string().min(1))
+    .max(50)
+    .optional()
+    .meta({ description: 'Components (paths relative to the kustomization) appended to its components.' }),
   commonMetadata: z
     .object({
       labels: z.record(z.string(), z.string()).optional().meta({ description: 'Labels set on every object (not on selectors).' }),
@@ -140,67 +147,81 @@ export const KustomizeSource = z.object(KustomizeFields).meta({
 
 export const HelmChartRepository = z
   .object({
-    url: z
-      .string()
-      .min(1)
-      .max(2048)
-      .meta({
-        description:
-          'Where the chart is published: a Helm repository (https://host/path, whose index.yaml lists the chart) or an OCI registry (oci://host/path; the chart is the OCI repository path/<chart>, as `helm pull oci://host/path/<chart>`). http:// and insecure registries need the operator\'s --allow-insecure-http.',
-      }),
+    url: z.string().min(1).max(2048).meta({
+      description:
+        "Where the chart is published: a Helm repository (https://host/path, whose index.yaml lists the chart) or an OCI registry (oci://host/path; the chart is the OCI repository path/<chart>, as `helm pull oci://host/path/<chart>`). http:// and insecure registries need the operator's --allow-insecure-http.",
+    }),
     chart: z
       .string()
       .min(1)
       .max(250)
       .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'a chart name')
       .meta({ description: "The chart's name in the repository or registry (Flux: chart.spec.chart; Argo CD: chart)." }),
-    version: z
-      .string()
-      .max(256)
-      .default('')
-      .meta({
-        description:
-          'An exact version or a semver range (^1.2, ~1.2.3, >=1.0 <2.0), chosen as Helm chooses: an exact match first, else the newest version the range admits; empty = the newest release that is not a prerelease. Looked up again every refreshInterval, so a range follows new releases (Flux: chart.spec.version; Argo CD: targetRevision).',
-      }),
+    version: z.string().max(256).default('').meta({
+      description:
+        'An exact version or a semver range (^1.2, ~1.2.3, >=1.0 <2.0), chosen as Helm chooses: an exact match first, else the newest version the range admits; empty = the newest release that is not a prerelease. Looked up again every refreshInterval, so a range follows new releases (Flux: chart.spec.version; Argo CD: targetRevision).',
+    }),
     digest: z
       .string()
       .regex(/^sha256:[0-9a-f]{64}$/, 'sha256:<64 hex digits>')
       .optional()
       .meta({
         description:
-          'Pin the chart by digest: for OCI the manifest digest (what helm push prints), for a Helm repository the archive\'s sha256. Another digest fails the sync (FetchFailed, retried) and nothing is applied. Every download is verified against the index\'s or the registry\'s digest anyway.',
+          "Pin the chart by digest: for OCI the manifest digest (what helm push prints), for a Helm repository the archive's sha256. Another digest fails the sync (FetchFailed, retried) and nothing is applied. Every download is verified against the index's or the registry's digest anyway.",
       }),
     secretRef: LocalObjectReference.optional().meta({
       description:
-        'A Secret in this namespace (Flux HelmRepository\'s keys): username and password (basic auth to the repository\'s own host; for a registry also what its token service is asked with) and ca.crt (PEM) to trust a private CA besides the system roots; or, for an oci:// registry, a Secret of type kubernetes.io/dockerconfigjson (kubectl create secret docker-registry), whose .dockerconfigjson entry for the registry\'s host is used (ca.crt may sit beside it). Never sent to another host; refused credentials fail the sync (FetchFailed) naming the Secret, never its values.',
+        "A Secret in this namespace (Flux HelmRepository's keys): username and password (basic auth to the repository's own host; for a registry also what its token service is asked with) and ca.crt (PEM) to trust a private CA besides the system roots; or, for an oci:// registry, a Secret of type kubernetes.io/dockerconfigjson (kubectl create secret docker-registry), whose .dockerconfigjson entry for the registry's host is used (ca.crt may sit beside it). Never sent to another host; refused credentials fail the sync (FetchFailed) naming the Secret, never its values.",
     }),
-    insecure: z.boolean().default(false).meta({ description: 'OCI only: talk plain HTTP to the registry (helm --plain-http). Refused unless the operator runs with --allow-insecure-http.' }),
+    insecure: z
+      .boolean()
+      .default(false)
+      .meta({ description: 'OCI only: talk plain HTTP to the registry (helm --plain-http). Refused unless the operator runs with --allow-insecure-http.' }),
   })
   .meta({
     description:
-      'Fetch the chart from a Helm repository or an OCI registry instead of the Git repository (values, valuesFrom and valuesFiles still come from the sync; valuesFiles from its Git source). The archive is verified by digest and cached by it; the render sees only the chart\'s files.',
+      "Fetch the chart from a Helm repository or an OCI registry instead of the Git repository (values, valuesFrom and valuesFiles still come from the sync; valuesFiles from its Git source). The archive is verified by digest and cached by it; the render sees only the chart's files.",
   });
 
 export const HelmSource = z
   .object({
-    chart: z.string().optional().meta({ description: 'Repo-relative directory of the chart; default: the path. Dependencies must be vendored in its charts/ (nothing is downloaded). Not with repository.' }),
+    chart: z.string().optional().meta({
+      description:
+        'Repo-relative directory of the chart; default: the path. Dependencies must be vendored in its charts/ (nothing is downloaded). Not with repository.',
+    }),
     repository: HelmChartRepository.optional(),
     releaseName: z.string().max(53).optional().meta({ description: "The release name templates see (.Release.Name); default: the ConfigSync's name." }),
     includeCRDs: z.boolean().default(true).meta({ description: "Apply the chart's crds/ directory too (helm template --include-crds)." }),
-    skipTests: z.boolean().default(true).meta({ description: 'Leave out test hooks (helm template --skip-tests). false refuses a chart with test hooks: Syncline runs no helm test.' }),
+    skipTests: z
+      .boolean()
+      .default(true)
+      .meta({ description: 'Leave out test hooks (helm template --skip-tests). false refuses a chart with test hooks: Syncline runs no helm test.' }),
     kubeVersion: z.string().optional().meta({ description: "Override .Capabilities.KubeVersion; default: the target cluster's version." }),
-    apiVersions: z.array(z.string()).max(500).optional().meta({ description: "Added to .Capabilities.APIVersions, which holds the target cluster's served versions already." }),
+    apiVersions: z
+      .array(z.string())
+      .max(500)
+      .optional()
+      .meta({ description: "Added to .Capabilities.APIVersions, which holds the target cluster's served versions already." }),
   })
   .meta({
-    'x-kubernetes-validations': [{ rule: '!(has(self.chart) && has(self.repository))', message: 'chart (a directory of the Git repository) and repository (a published chart) exclude each other' }],
+    'x-kubernetes-validations': [
+      {
+        rule: '!(has(self.chart) && has(self.repository))',
+        message: 'chart (a directory of the Git repository) and repository (a published chart) exclude each other',
+      },
+    ],
     description:
-      'Render a Helm chart held in the Git repository, or published in a Helm repository or OCI registry (repository) (helm template semantics): spec.values, valuesFrom and targets[].values are the chart\'s values. Applied like every other render (no Helm release Secrets); install/upgrade hooks become apply waves, other hooks are refused; lookup is refused. Also chosen without this field when the path holds a Chart.yaml.',
+      "Render a Helm chart held in the Git repository, or published in a Helm repository or OCI registry (repository) (helm template semantics): spec.values, valuesFrom and targets[].values are the chart's values. Applied like every other render (no Helm release Secrets); install/upgrade hooks become apply waves, other hooks are refused; lookup is refused. Also chosen without this field when the path holds a Chart.yaml.",
   });
 
 export const JsonnetSource = z
   .object({
     main: z.string().optional().meta({ description: 'The file to evaluate, relative to the path (omit when the path is the file).' }),
-    libraryPaths: z.array(z.string()).max(20).optional().meta({ description: 'Repo-relative directories searched for imports after the importing file\'s own (jsonnet -J).' }),
+    libraryPaths: z
+      .array(z.string())
+      .max(20)
+      .optional()
+      .meta({ description: "Repo-relative directories searched for imports after the importing file's own (jsonnet -J)." }),
     extVars: z.record(z.string(), z.string()).optional().meta({ description: 'External variables as strings (jsonnet --ext-str), for std.extVar.' }),
     tlas: z.record(z.string(), z.string()).optional().meta({ description: 'Top-level arguments as strings (jsonnet --tla-str).' }),
   })
@@ -247,7 +268,7 @@ export const Decryption = z.object({
   provider: describe(z.enum(['sops']), 'How encrypted files are decrypted: `sops` (age, OpenPGP, Vault transit, AWS KMS).'),
   secretRef: LocalObjectReference.optional().meta({
     description:
-      'A Secret in this namespace holding the keys: `*.agekey` (age identities), `*.asc` (armored OpenPGP private keys), `sops.vault-token`, `sops.aws-kms` (AWS credentials). Omitted: only the operator\'s own AWS credentials, when its admin allows them.',
+      "A Secret in this namespace holding the keys: `*.agekey` (age identities), `*.asc` (armored OpenPGP private keys), `sops.vault-token`, `sops.aws-kms` (AWS credentials). Omitted: only the operator's own AWS credentials, when its admin allows them.",
   }),
 });
 
@@ -260,13 +281,19 @@ export const Target = z.object({
   data: DataMode.optional().meta({
     description: 'Data mode: the file(s) at the path become one ConfigMap or Secret instead of manifests.',
   }),
-  valuesFiles: ValuesFiles.optional().meta({ description: 'Repo-relative values files for this target, deep-merged in order over spec.valuesFrom and under target.values; SOPS-encrypted files are decrypted.' }),
-  wait: z.boolean().optional().meta({ description: "Overrides spec.wait for this target: whether Ready (and the next apply wave) waits for this target's objects to be healthy." }),
-  path: z.string().optional().meta({ description: 'Render this repo-relative path for this target instead of spec.source.git.path (e.g. overlays/prod).' }),
-  kustomize: z
-    .object(KustomizeFields)
+  valuesFiles: ValuesFiles.optional().meta({
+    description:
+      'Repo-relative values files for this target, deep-merged in order over spec.valuesFrom and under target.values; SOPS-encrypted files are decrypted.',
+  }),
+  wait: z
+    .boolean()
     .optional()
-    .meta({ description: 'Kustomize fields for this target: targetNamespace, namePrefix and nameSuffix replace spec.source.kustomize\'s; images, patches, components and commonMetadata are added to them.' }),
+    .meta({ description: "Overrides spec.wait for this target: whether Ready (and the next apply wave) waits for this target's objects to be healthy." }),
+  path: z.string().optional().meta({ description: 'Render this repo-relative path for this target instead of spec.source.git.path (e.g. overlays/prod).' }),
+  kustomize: z.object(KustomizeFields).optional().meta({
+    description:
+      "Kustomize fields for this target: targetNamespace, namePrefix and nameSuffix replace spec.source.kustomize's; images, patches, components and commonMetadata are added to them.",
+  }),
   jsonnet: z
     .object({
       extVars: z.record(z.string(), z.string()).optional().meta({ description: 'External variables for this target, over spec.source.jsonnet.extVars.' }),
@@ -293,15 +320,28 @@ export const ConfigSyncSpec = z.object({
       jsonnet: JsonnetSource.optional(),
     })
     .meta({
-      description: 'Where the manifests come from, and the engine that renders them: Handlebars templates and plain manifests (default), kustomize, helm or jsonnet (one at most).',
-      'x-kubernetes-validations': [{ rule: "(has(self.kustomize) ? 1 : 0) + (has(self.helm) ? 1 : 0) + (has(self.jsonnet) ? 1 : 0) <= 1", message: 'name one engine at most: kustomize, helm or jsonnet' }],
+      description:
+        'Where the manifests come from, and the engine that renders them: Handlebars templates and plain manifests (default), kustomize, helm or jsonnet (one at most).',
+      'x-kubernetes-validations': [
+        {
+          rule: '(has(self.kustomize) ? 1 : 0) + (has(self.helm) ? 1 : 0) + (has(self.jsonnet) ? 1 : 0) <= 1',
+          message: 'name one engine at most: kustomize, helm or jsonnet',
+        },
+      ],
     }),
-  refreshInterval: Interval.default('5m').meta({ description: 'How often the revision is resolved again and drift re-checked (webhooks make a push immediate), from 1s to 168h.' }),
+  refreshInterval: Interval.default('5m').meta({
+    description: 'How often the revision is resolved again and drift re-checked (webhooks make a push immediate), from 1s to 168h.',
+  }),
   suspend: z.boolean().default(false).meta({ description: 'Stop fetching, applying and pruning; applied objects stay as they are.' }),
   values: Values.optional().meta({ description: 'Template values for every target (Handlebars context `values`).' }),
-  valuesFrom: z.array(ValuesFromSource).max(20).optional().meta({ description: 'ConfigMaps or Secrets in this namespace holding values, deep-merged in order over spec.values (a later one wins).' }),
+  valuesFrom: z
+    .array(ValuesFromSource)
+    .max(20)
+    .optional()
+    .meta({ description: 'ConfigMaps or Secrets in this namespace holding values, deep-merged in order over spec.values (a later one wins).' }),
   valuesFiles: ValuesFiles.optional().meta({
-    description: 'Repo-relative values files (YAML) read from the same commit, deep-merged in order under spec.values; SOPS-encrypted files are decrypted (spec.decryption). Listed files are values, never rendered as manifests.',
+    description:
+      'Repo-relative values files (YAML) read from the same commit, deep-merged in order under spec.values; SOPS-encrypted files are decrypted (spec.decryption). Listed files are values, never rendered as manifests.',
   }),
   decryption: Decryption.optional().meta({
     description: 'Decrypt SOPS-encrypted files of the source in memory before rendering. Without it, an encrypted file fails the sync (DecryptionFailed).',
@@ -310,10 +350,14 @@ export const ConfigSyncSpec = z.object({
     .array(Target)
     .min(1)
     .max(100)
-    .meta({ description: 'Where the rendered objects are applied: one entry per namespace and/or cluster.', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] }),
+    .meta({
+      description: 'Where the rendered objects are applied: one entry per namespace and/or cluster.',
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-list-map-keys': ['name'],
+    }),
   prune: z.boolean().default(true).meta({ description: 'Delete objects this sync applied earlier and no longer renders.' }),
   policy: SyncPolicy.default('Sync').meta({
-    description: 'An existing object that is not this sync\'s: Sync and Keep leave it (reported as a conflict), Adopt takes it over, Overwrite forces.',
+    description: "An existing object that is not this sync's: Sync and Keep leave it (reported as a conflict), Adopt takes it over, Overwrite forces.",
   }),
   drift: DriftPolicy.default('Correct').meta({ description: 'Correct: a managed object edited by hand is re-applied; Report: a condition only.' }),
   deletionPolicy: DeletionPolicy.default('Delete').meta({ description: 'Delete: applied objects are deleted with the ConfigSync; Orphan: they stay.' }),
@@ -322,23 +366,35 @@ export const ConfigSyncSpec = z.object({
       "Apply and prune with this ServiceAccount's rights (a token from the TokenRequest API): its RBAC decides per object. Without it (and without the operator's --default-service-account), the operator's own rights apply, only inside this namespace unless the namespace is trusted (--trusted-namespaces): other namespaces and cluster-scoped objects make the target Failed (NamespaceNotAllowed).",
   }),
   historyLimit: z.number().int().min(1).max(100).default(10).meta({ description: 'How many applied revisions status.history keeps (for rollback).' }),
-  allowEmpty: z
-    .boolean()
-    .default(false)
-    .meta({ description: 'Allow a render that yields zero objects to prune everything this sync applied.' }),
-  wait: z
-    .boolean()
-    .default(false)
-    .meta({ description: 'Ready waits until every applied object is healthy (kstatus rules), up to timeout; otherwise Ready=False with reason HealthCheckFailed. Objects annotated syncline.dev/apply-wave are applied a wave at a time, each once the previous one is healthy. Without wait, health is still reported (the Healthy condition, targets[].health).' }),
-  timeout: Duration.optional().meta({ description: 'How long objects may take to become healthy, from the last apply (or from when health was lost), before the sync is HealthCheckFailed (default: 5m).' }),
-  dependsOn: z
-    .array(DependsOn)
-    .max(50)
-    .optional()
-    .meta({ description: 'ConfigSyncs in this namespace that must be Ready at their current revision before this one applies (e.g. CRDs before apps). A cycle is refused with a condition.' }),
+  allowEmpty: z.boolean().default(false).meta({ description: 'Allow a render that yields zero objects to prune everything this sync applied.' }),
+  wait: z.boolean().default(false).meta({
+    description:
+      'Ready waits until every applied object is healthy (kstatus rules), up to timeout; otherwise Ready=False with reason HealthCheckFailed. Objects annotated syncline.dev/apply-wave are applied a wave at a time, each once the previous one is healthy. Without wait, health is still reported (the Healthy condition, targets[].health).',
+  }),
+  timeout: Duration.optional().meta({
+    description:
+      'How long objects may take to become healthy, from the last apply (or from when health was lost), before the sync is HealthCheckFailed (default: 5m).',
+  }),
+  dependsOn: z.array(DependsOn).max(50).optional().meta({
+    description:
+      'ConfigSyncs in this namespace that must be Ready at their current revision before this one applies (e.g. CRDs before apps). A cycle is refused with a condition.',
+  }),
 });
 
-export const ConditionType = z.enum(['Ready', 'Synced', 'Healthy', 'Reconciling', 'Stalled', 'InvalidSource', 'Failed', 'IntervalClamped', 'FailedOver', 'Suspended', 'Fenced', 'PruneHeld']);
+export const ConditionType = z.enum([
+  'Ready',
+  'Synced',
+  'Healthy',
+  'Reconciling',
+  'Stalled',
+  'InvalidSource',
+  'Failed',
+  'IntervalClamped',
+  'FailedOver',
+  'Suspended',
+  'Fenced',
+  'PruneHeld',
+]);
 
 export const Condition = z.object({
   type: describe(z.string(), 'Type of the condition: Ready, Reconciling, Stalled, ... (one entry per type).'),
@@ -350,9 +406,11 @@ export const Condition = z.object({
 });
 
 /** Standard conditions: one entry per type, merged by type (a server-side apply list-map). */
-const Conditions = z
-  .array(Condition)
-  .meta({ description: 'Standard conditions (Ready, Reconciling, Stalled, ...), one per type.', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] });
+const Conditions = z.array(Condition).meta({
+  description: 'Standard conditions (Ready, Reconciling, Stalled, ...), one per type.',
+  'x-kubernetes-list-type': 'map',
+  'x-kubernetes-list-map-keys': ['type'],
+});
 
 /** The generation the status was written for. */
 const ObservedGeneration = describe(z.number().int(), 'The metadata.generation the status was last written for.');
@@ -368,18 +426,24 @@ export const TargetHealth = z
 
 export const HookStatus = z
   .object({
-    hook: describe(z.enum(['PreSync', 'Sync', 'PostSync', 'SyncFail']), 'When the hook runs: PreSync before the objects are applied, Sync with them, PostSync once they are healthy, SyncFail when the apply, their health or a hook failed.'),
-    kind: describe(z.string(), 'The hook object\'s kind (Job, PipelineRun, TaskRun, ...).'),
-    apiVersion: describe(z.string(), 'The hook object\'s apiVersion.'),
+    hook: describe(
+      z.enum(['PreSync', 'Sync', 'PostSync', 'SyncFail']),
+      'When the hook runs: PreSync before the objects are applied, Sync with them, PostSync once they are healthy, SyncFail when the apply, their health or a hook failed.',
+    ),
+    kind: describe(z.string(), "The hook object's kind (Job, PipelineRun, TaskRun, ...)."),
+    apiVersion: describe(z.string(), "The hook object's apiVersion."),
     namespace: describe(z.string(), 'The namespace the hook object runs in; empty when cluster-scoped.').optional(),
-    name: describe(z.string(), 'The hook object\'s name (generated from metadata.generateName when the source sets that).'),
+    name: describe(z.string(), "The hook object's name (generated from metadata.generateName when the source sets that)."),
     source: describe(z.string(), 'The hook as the source names it: Kind/name, or Kind/generateName for a generated name.'),
-    phase: describe(z.enum(['Pending', 'Running', 'Succeeded', 'Failed']), 'Pending: not created yet (waiting for an earlier step); Running; Succeeded; Failed (see message).'),
+    phase: describe(
+      z.enum(['Pending', 'Running', 'Succeeded', 'Failed']),
+      'Pending: not created yet (waiting for an earlier step); Running; Succeeded; Failed (see message).',
+    ),
     uid: describe(z.string(), 'The uid of the object this sync created for the hook.').optional(),
     startedAt: Timestamp('When this sync created the hook object.').optional(),
     finishedAt: Timestamp('When the hook was seen finished.').optional(),
     duration: describe(z.string(), 'How long the hook ran, from creation to the finish seen (e.g. 12s).').optional(),
-    message: describe(z.string(), 'What the hook\'s status says, or why it failed.').optional(),
+    message: describe(z.string(), "What the hook's status says, or why it failed.").optional(),
   })
   .meta({ description: 'One hook of a target at the revision in hooksRevision.' });
 
@@ -388,14 +452,24 @@ export const TargetStatus = z.object({
   cluster: describe(z.string(), 'The RemoteCluster of the target; absent = this cluster.').optional(),
   namespace: describe(z.string(), 'The default namespace of the target.').optional(),
   phase: describe(z.enum(['Synced', 'Failed', 'Pending']), 'Synced: every object applied; Failed: see message; Pending: not tried yet.'),
-  reason: describe(z.string(), 'Why the target failed, for machines, when a rule refused it: NamespaceNotAllowed (the sync may not write there; nothing was written).').optional(),
+  reason: describe(
+    z.string(),
+    'Why the target failed, for machines, when a rule refused it: NamespaceNotAllowed (the sync may not write there; nothing was written).',
+  ).optional(),
   objects: describe(z.number().int(), 'How many objects the target holds.'),
   message: describe(z.string(), 'Why the target failed, or a notice.').optional(),
   lastSyncedTime: Timestamp('When the target last changed something in the cluster (or first synced).').optional(),
   health: TargetHealth.optional(),
   hooksRevision: describe(z.string(), 'The commit the hooks below ran for: each hook runs once per sync, target and commit.').optional(),
-  hooks: z.array(HookStatus).max(100).optional().meta({ description: 'The hooks (objects annotated syncline.dev/hook or argocd.argoproj.io/hook) of the target at hooksRevision.' }),
-  engine: describe(z.enum(['handlebars', 'kustomize', 'helm', 'jsonnet']), 'The engine that rendered the target at the last render: handlebars (templates and plain manifests), kustomize, helm or jsonnet.').optional(),
+  hooks: z
+    .array(HookStatus)
+    .max(100)
+    .optional()
+    .meta({ description: 'The hooks (objects annotated syncline.dev/hook or argocd.argoproj.io/hook) of the target at hooksRevision.' }),
+  engine: describe(
+    z.enum(['handlebars', 'kustomize', 'helm', 'jsonnet']),
+    'The engine that rendered the target at the last render: handlebars (templates and plain manifests), kustomize, helm or jsonnet.',
+  ).optional(),
   chart: describe(z.string(), 'The published chart the target rendered (spec.source.helm.repository): name@version and its digest.').optional(),
 });
 
@@ -416,16 +490,23 @@ export const ConfigSyncStatus = z.object({
   observedGeneration: ObservedGeneration.optional(),
   lastSyncedTime: Timestamp('When the sync last changed something in the cluster or applied a new revision.').optional(),
   sourceRevision: z.string().optional().meta({ description: 'The commit SHA last applied.' }),
-  shortRevision: z
+  shortRevision: z.string().optional().meta({
+    description:
+      'The Revision column: sourceRevision shortened to 7 characters, and "(trying abc1234)" while another commit is being tried (lastAttemptedRevision, e.g. while it fails).',
+  }),
+  drifted: z
+    .number()
+    .int()
+    .optional()
+    .meta({ description: 'Objects that differ from what Git says and were left so (drift: Report), at the last apply (the Drifted column).' }),
+  hookSummary: z.string().optional().meta({
+    description:
+      'The Hooks column (-o wide): the hooks of the targets\' last hooked commits counted by phase, e.g. "1 Running, 2 Succeeded"; absent without hooks.',
+  }),
+  followedRef: z
     .string()
     .optional()
-    .meta({ description: 'The Revision column: sourceRevision shortened to 7 characters, and "(trying abc1234)" while another commit is being tried (lastAttemptedRevision, e.g. while it fails).' }),
-  drifted: z.number().int().optional().meta({ description: 'Objects that differ from what Git says and were left so (drift: Report), at the last apply (the Drifted column).' }),
-  hookSummary: z
-    .string()
-    .optional()
-    .meta({ description: 'The Hooks column (-o wide): the hooks of the targets\' last hooked commits counted by phase, e.g. "1 Running, 2 Succeeded"; absent without hooks.' }),
-  followedRef: z.string().optional().meta({ description: 'The branch or tag sourceRevision was resolved from, or "pinned" when spec.source.git.revision is a commit SHA (the Ref column).' }),
+    .meta({ description: 'The branch or tag sourceRevision was resolved from, or "pinned" when spec.source.git.revision is a commit SHA (the Ref column).' }),
   lastAttemptedRevision: z.string().optional().meta({ description: 'The commit SHA last tried (differs from sourceRevision while it fails).' }),
   lastHandledReconcileAt: z.string().optional().meta({ description: 'The value of the syncline.dev/reconcile-requested-at annotation last handled.' }),
   appliedTargets: describe(z.number().int(), 'How many targets are Synced.').optional(),
@@ -493,27 +574,38 @@ export const ManifestTarget = z
         "Copy into every namespace of this cluster whose labels match (namespaces created later too). `{}` matches every namespace except kube-* ones (name those), terminating ones, ones labelled syncline.dev/mirror: disabled and the source's own (unless the copy is renamed). Without serviceAccountName, only the ManifestSync's own namespace is written unless its namespace is trusted: every other match is a Failed target (NamespaceNotAllowed).",
     }),
     cluster: LocalObjectReference.optional().meta({
-      description: "A RemoteCluster in this namespace; omitted = this cluster. The copy is written with that cluster's credentials (its RBAC there decides); such a target names its namespace (namespaceSelector is not supported there).",
+      description:
+        "A RemoteCluster in this namespace; omitted = this cluster. The copy is written with that cluster's credentials (its RBAC there decides); such a target names its namespace (namespaceSelector is not supported there).",
     }),
     name: objectName.optional().meta({ description: "Name of the copy; default: the source's name." }),
     patch: Values.optional().meta({ description: "A JSON merge patch applied to this target's copy, after spec.patch." }),
   })
-  .meta({ 'x-kubernetes-validations': [{ rule: 'has(self.__namespace__) != has(self.namespaceSelector)', message: 'a target names exactly one of namespace and namespaceSelector' }] });
+  .meta({
+    'x-kubernetes-validations': [
+      { rule: 'has(self.__namespace__) != has(self.namespaceSelector)', message: 'a target names exactly one of namespace and namespaceSelector' },
+    ],
+  });
 
 export const ManifestSyncSpec = z.object({
   sourceRef: SourceObjectReference.meta({ description: 'The object to copy.' }),
   targets: z.array(ManifestTarget).min(1).max(100).meta({ description: 'Where copies go.' }),
   syncPolicy: z
     .object({
-      mode: z.enum(['Immediate', 'Interval']).default('Immediate').meta({ description: 'Immediate: a watch on the source updates every copy at once. Interval: copies are refreshed every interval.' }),
-      interval: Interval.default('10m').meta({ description: 'Resync period (both modes; the only trigger in Interval mode besides spec changes), from 1s to 168h.' }),
+      mode: z
+        .enum(['Immediate', 'Interval'])
+        .default('Immediate')
+        .meta({ description: 'Immediate: a watch on the source updates every copy at once. Interval: copies are refreshed every interval.' }),
+      interval: Interval.default('10m').meta({
+        description: 'Resync period (both modes; the only trigger in Interval mode besides spec changes), from 1s to 168h.',
+      }),
     })
     .prefault({})
     .meta({ description: 'When copies are refreshed.' }),
   patch: Values.optional().meta({ description: 'A JSON merge patch applied to every copy.' }),
   prune: z.boolean().default(true).meta({ description: 'Delete copies in targets that leave the list or the selector.' }),
   resourceManagementPolicy: SyncPolicy.default('Sync').meta({
-    description: 'An existing object of the same name that is not a copy of this ManifestSync: Sync and Keep leave it (reported), Adopt takes it over, Overwrite forces.',
+    description:
+      'An existing object of the same name that is not a copy of this ManifestSync: Sync and Keep leave it (reported), Adopt takes it over, Overwrite forces.',
   }),
   drift: DriftPolicy.default('Correct').meta({ description: 'Correct: a copy edited by hand is restored; Report: a condition only.' }),
   deletionPolicy: DeletionPolicy.default('Delete').meta({ description: 'Delete: copies are deleted with the ManifestSync; Orphan: they stay.' }),
@@ -529,7 +621,10 @@ export const ManifestTargetStatus = z.object({
   namespace: describe(z.string(), 'The namespace the copy is in.').optional(),
   cluster: describe(z.string(), 'The RemoteCluster of the copy; absent = this cluster.').optional(),
   phase: describe(z.enum(['Synced', 'Failed', 'Pending']), 'Synced: the copy is current; Failed: see message; Pending: not tried yet.'),
-  reason: describe(z.string(), 'Why the copy failed, for machines, when a rule refused it: NamespaceNotAllowed (the ManifestSync may not write there; nothing was written).').optional(),
+  reason: describe(
+    z.string(),
+    'Why the copy failed, for machines, when a rule refused it: NamespaceNotAllowed (the ManifestSync may not write there; nothing was written).',
+  ).optional(),
   objects: describe(z.number().int(), 'How many objects the target holds (0 or 1).'),
   message: describe(z.string(), 'Why the copy failed, or a notice.').optional(),
   lastSuccessfulSyncTime: Timestamp('When the copy was last written or found current.').optional(),
@@ -565,14 +660,23 @@ export const RemoteClusterSpec = z
       description:
         'A kubeconfig in a Secret of this namespace. Refused, never run: exec and auth-provider users, file references, insecure-skip-tls-verify (unless the operator allows it), several contexts without current-context.',
     }),
-    server: z.string().regex(/^https:\/\//, 'an https:// URL').optional().meta({ description: 'The API server URL (with caSecretRef and tokenSecretRef, instead of a kubeconfig).' }),
+    server: z
+      .string()
+      .regex(/^https:\/\//, 'an https:// URL')
+      .optional()
+      .meta({ description: 'The API server URL (with caSecretRef and tokenSecretRef, instead of a kubeconfig).' }),
     caSecretRef: SecretKeyReference.optional().meta({ description: "The server's CA certificate (PEM) in a Secret of this namespace." }),
-    tokenSecretRef: SecretKeyReference.optional().meta({ description: 'A bearer token in a Secret of this namespace: the identity every target in that cluster writes with.' }),
+    tokenSecretRef: SecretKeyReference.optional().meta({
+      description: 'A bearer token in a Secret of this namespace: the identity every target in that cluster writes with.',
+    }),
     probeInterval: Interval.default('1m').meta({ description: 'How often the cluster is probed (and when its Secret changes), from 1s to 168h.' }),
   })
   .meta({
     'x-kubernetes-validations': [
-      { rule: 'has(self.kubeconfigSecretRef) != (has(self.server) || has(self.tokenSecretRef))', message: 'set exactly one of kubeconfigSecretRef and server/tokenSecretRef, not both and not neither' },
+      {
+        rule: 'has(self.kubeconfigSecretRef) != (has(self.server) || has(self.tokenSecretRef))',
+        message: 'set exactly one of kubeconfigSecretRef and server/tokenSecretRef, not both and not neither',
+      },
       { rule: '!has(self.server) || has(self.tokenSecretRef)', message: 'server needs tokenSecretRef' },
     ],
   });
@@ -582,7 +686,9 @@ export const RemoteClusterStatus = z.object({
   conditions: Conditions.optional(),
   serverVersion: z.string().optional().meta({ description: 'The version the API server reported at the last successful probe.' }),
   server: z.string().optional().meta({ description: 'The API server URL in use.' }),
-  lastProbeTime: Timestamp('When a probe last found something new (reachability, version, server); an unchanged probe writes nothing. Probes run every probeInterval.').optional(),
+  lastProbeTime: Timestamp(
+    'When a probe last found something new (reachability, version, server); an unchanged probe writes nothing. Probes run every probeInterval.',
+  ).optional(),
 });
 
 export const RemoteCluster = z.object({
@@ -597,28 +703,38 @@ export const RemoteCluster = z.object({
 
 export const NamespaceReplicationSpec = z.object({
   sourceNamespace: dnsLabel.optional().meta({
-    description: "The namespace to replicate; default: the NamespaceReplication's own. Another namespace only from a trusted namespace (the operator's own, --trusted-namespaces).",
+    description:
+      "The namespace to replicate; default: the NamespaceReplication's own. Another namespace only from a trusted namespace (the operator's own, --trusted-namespaces).",
   }),
   destination: z
     .object({
       cluster: LocalObjectReference.optional().meta({ description: 'A RemoteCluster in this namespace (the standby); omitted = this cluster.' }),
       namespace: dnsLabel.optional().meta({
-        description: "The namespace in the standby; default: the source namespace name. A standby in this cluster (no cluster) is another namespace: only from a trusted namespace (NamespaceNotAllowed otherwise).",
+        description:
+          'The namespace in the standby; default: the source namespace name. A standby in this cluster (no cluster) is another namespace: only from a trusted namespace (NamespaceNotAllowed otherwise).',
       }),
     })
     .meta({ description: 'Where the standby copy lives.' }),
-  resourceTypes: z
-    .array(z.string().min(1).max(253))
-    .max(100)
-    .optional()
-    .meta({ description: 'Kinds to replicate as Kind.group (Deployment.apps, ConfigMap, Widget.example.com); default: workloads, config, network and RBAC kinds.' }),
+  resourceTypes: z.array(z.string().min(1).max(253)).max(100).optional().meta({
+    description: 'Kinds to replicate as Kind.group (Deployment.apps, ConfigMap, Widget.example.com); default: workloads, config, network and RBAC kinds.',
+  }),
   exclude: z
-    .array(z.object({ kind: describe(z.string().min(1), 'Kind (Kind or Kind.group) of the objects to skip.'), name: describe(objectName, 'Name of the object to skip; omitted = every object of the kind.').optional() }))
+    .array(
+      z.object({
+        kind: describe(z.string().min(1), 'Kind (Kind or Kind.group) of the objects to skip.'),
+        name: describe(objectName, 'Name of the object to skip; omitted = every object of the kind.').optional(),
+      }),
+    )
     .max(100)
     .optional()
     .meta({ description: 'Objects never replicated: a kind, or a kind and name. Objects labelled syncline.dev/dr: exclude are never replicated either.' }),
-  mode: z.enum(['Continuous', 'Interval']).default('Continuous').meta({ description: 'Continuous: watches the source namespace, a change reaches the standby within about a second. Interval: relists every interval.' }),
-  interval: Interval.default('5m').meta({ description: 'Relist period (the only trigger in Interval mode; a safety net in Continuous mode), from 1s to 168h.' }),
+  mode: z
+    .enum(['Continuous', 'Interval'])
+    .default('Continuous')
+    .meta({ description: 'Continuous: watches the source namespace, a change reaches the standby within about a second. Interval: relists every interval.' }),
+  interval: Interval.default('5m').meta({
+    description: 'Relist period (the only trigger in Interval mode; a safety net in Continuous mode), from 1s to 168h.',
+  }),
   prune: z.boolean().default(true).meta({ description: 'Delete from the standby what was deleted in the source (a mass deletion is held: see pruneGuard).' }),
   pruneGuard: z
     .object({
@@ -635,7 +751,8 @@ export const NamespaceReplicationSpec = z.object({
           'Deletions made within this long count together toward maxDeletions, so a source emptied slowly (one object every few seconds) is held like one emptied at once. "0s": each pass is counted alone. A confirmed or released hold starts the count afresh.',
       }),
       delay: Duration.optional().meta({
-        description: 'A held deletion goes ahead on its own once it has been held this long (unchanged). Omitted: it waits for a confirmation (spec.confirmPrune) however long.',
+        description:
+          'A held deletion goes ahead on its own once it has been held this long (unchanged). Omitted: it waits for a confirmation (spec.confirmPrune) however long.',
       }),
     })
     .prefault({})
@@ -643,25 +760,35 @@ export const NamespaceReplicationSpec = z.object({
       description:
         'Deletions the standby does not mirror at once: more than maxDeletions within window, or any deletion while the source namespace is being deleted or is gone, is held (condition PruneHeld, a Warning Event) until confirmed or until delay passes. Updates keep flowing meanwhile.',
     }),
-  confirmPrune: z
-    .string()
-    .max(64)
-    .optional()
-    .meta({
-      description:
-        'Confirms a held deletion: the token of status.pruneHold (syncline confirm-prune NAME sets it). Exactly that held set is deleted; if the set changed since, it is held again under a new token.',
-    }),
+  confirmPrune: z.string().max(64).optional().meta({
+    description:
+      'Confirms a held deletion: the token of status.pruneHold (syncline confirm-prune NAME sets it). Exactly that held set is deleted; if the set changed since, it is held again under a new token.',
+  }),
   workloads: z
-    .object({ replicas: z.enum(['Zero', 'Keep']).default('Zero').meta({ description: 'Zero: Deployments and StatefulSets land with 0 replicas (count in syncline.dev/original-replicas). Keep: as in the source.' }) })
+    .object({
+      replicas: z
+        .enum(['Zero', 'Keep'])
+        .default('Zero')
+        .meta({ description: 'Zero: Deployments and StatefulSets land with 0 replicas (count in syncline.dev/original-replicas). Keep: as in the source.' }),
+    })
     .prefault({})
     .meta({ description: 'How workloads land in the standby.' }),
-  storageClassMap: z.record(z.string(), z.string()).optional().meta({ description: 'PersistentVolumeClaim storage classes renamed in the standby (source class → standby class).' }),
+  storageClassMap: z
+    .record(z.string(), z.string())
+    .optional()
+    .meta({ description: 'PersistentVolumeClaim storage classes renamed in the standby (source class → standby class).' }),
   services: z
-    .object({ nodePorts: z.enum(['Drop', 'Keep']).default('Drop').meta({ description: "Drop: Services land without nodePorts (they may collide with the standby's own)." }) })
+    .object({
+      nodePorts: z
+        .enum(['Drop', 'Keep'])
+        .default('Drop')
+        .meta({ description: "Drop: Services land without nodePorts (they may collide with the standby's own)." }),
+    })
     .prefault({})
     .meta({ description: 'How Services land in the standby.' }),
   failover: z.boolean().default(false).meta({
-    description: 'true: stop replicating, scale the standby workloads to their recorded counts and resume CronJobs (syncline failover). false again: replicate, workloads back at zero (syncline failback).',
+    description:
+      'true: stop replicating, scale the standby workloads to their recorded counts and resume CronJobs (syncline failover). false again: replicate, workloads back at zero (syncline failback).',
   }),
   suspend: z.boolean().default(false).meta({ description: 'Stop replicating; the standby stays as it is.' }),
 });
@@ -672,9 +799,15 @@ export const NamespaceReplicationStatus = z.object({
   lastSyncedTime: Timestamp('When the standby last changed to match the source.').optional(),
   failedOverAt: Timestamp('When the standby was promoted (spec.failover); cleared by failback.').optional(),
   standbyPromotion: z
-    .object({ at: Timestamp('When the standby was promoted.'), by: describe(z.string(), 'Who or what promoted it (a person, the CLI, an automatic failover).') })
+    .object({
+      at: Timestamp('When the standby was promoted.'),
+      by: describe(z.string(), 'Who or what promoted it (a person, the CLI, an automatic failover).'),
+    })
     .optional()
-    .meta({ description: 'Set while replication is fenced: the standby namespace was promoted from the standby side (syncline.dev/promoted-at on it), so nothing is replicated over it until it is reset.' }),
+    .meta({
+      description:
+        'Set while replication is fenced: the standby namespace was promoted from the standby side (syncline.dev/promoted-at on it), so nothing is replicated over it until it is reset.',
+    }),
   kinds: z
     .array(z.object({ kind: describe(z.string(), 'Kind (Kind.group) of the objects.'), objects: describe(z.number().int(), 'How many are in the standby.') }))
     .optional()
@@ -689,7 +822,10 @@ export const NamespaceReplicationStatus = z.object({
       token: describe(z.string(), 'Names exactly this held set: spec.confirmPrune set to it confirms the deletion.'),
       since: Timestamp('When this set was first held.'),
       objects: describe(z.number().int(), 'How many standby objects the held deletion would remove.'),
-      reason: describe(z.enum(['MassDeletion', 'SourceNamespaceDeleted']), 'MassDeletion: more than spec.pruneGuard.maxDeletions within spec.pruneGuard.window; SourceNamespaceDeleted: the source namespace is being deleted or is gone.'),
+      reason: describe(
+        z.enum(['MassDeletion', 'SourceNamespaceDeleted']),
+        'MassDeletion: more than spec.pruneGuard.maxDeletions within spec.pruneGuard.window; SourceNamespaceDeleted: the source namespace is being deleted or is gone.',
+      ),
     })
     .optional()
     .meta({ description: 'A deletion held back from the standby (see spec.pruneGuard); absent when none is held.' }),
@@ -701,12 +837,14 @@ export const NamespaceReplicationStatus = z.object({
       }),
     )
     .optional()
-    .meta({ description: 'Unconfirmed deletions from the standby within spec.pruneGuard.window, oldest first: they count toward maxDeletions with the next pass.' }),
+    .meta({
+      description: 'Unconfirmed deletions from the standby within spec.pruneGuard.window, oldest first: they count toward maxDeletions with the next pass.',
+    }),
   excludedCredentials: z
     .number()
     .int()
     .optional()
-    .meta({ description: "Secrets of the source namespace the operator uses as credentials (RemoteCluster, Git, webhook secrets): never replicated." }),
+    .meta({ description: 'Secrets of the source namespace the operator uses as credentials (RemoteCluster, Git, webhook secrets): never replicated.' }),
 });
 
 export const NamespaceReplication = z.object({
@@ -722,20 +860,34 @@ export const NamespaceReplication = z.object({
 
 export const NamespaceMapping = z
   .object({
-    prefix: z.string().max(62).regex(/^([a-z0-9]([-a-z0-9]*)?)?$/, 'lower-case letters, digits and dashes, starting with a letter or digit').optional().meta({ description: 'Put before the source namespace name to make the standby name (e.g. "dr-": shop → dr-shop).' }),
-    suffix: z.string().max(62).regex(/^(([-a-z0-9]*[a-z0-9])?)$/, 'lower-case letters, digits and dashes, ending with a letter or digit').optional().meta({ description: 'Put after the source namespace name to make the standby name (e.g. "-dr": shop → shop-dr).' }),
-    names: z
-      .record(dnsLabel, dnsLabel)
+    prefix: z
+      .string()
+      .max(62)
+      .regex(/^([a-z0-9]([-a-z0-9]*)?)?$/, 'lower-case letters, digits and dashes, starting with a letter or digit')
       .optional()
-      .meta({ description: 'Explicit source → standby names; a namespace listed here ignores prefix and suffix.' }),
+      .meta({ description: 'Put before the source namespace name to make the standby name (e.g. "dr-": shop → dr-shop).' }),
+    suffix: z
+      .string()
+      .max(62)
+      .regex(/^(([-a-z0-9]*[a-z0-9])?)$/, 'lower-case letters, digits and dashes, ending with a letter or digit')
+      .optional()
+      .meta({ description: 'Put after the source namespace name to make the standby name (e.g. "-dr": shop → shop-dr).' }),
+    names: z.record(dnsLabel, dnsLabel).optional().meta({ description: 'Explicit source → standby names; a namespace listed here ignores prefix and suffix.' }),
   })
-  .meta({ description: 'How a source namespace is named in the standby. Omitted: the same name. A name that is not a DNS label (over 63 characters) is reported for that namespace and nothing is created for it.' });
+  .meta({
+    description:
+      'How a source namespace is named in the standby. Omitted: the same name. A name that is not a DNS label (over 63 characters) is reported for that namespace and nothing is created for it.',
+  });
 
 /** A NamespaceReplication's spec as a policy stamps it: the source and standby namespaces come from the policy. */
 export const NamespaceReplicationTemplate = NamespaceReplicationSpec.omit({ sourceNamespace: true, destination: true, failover: true, confirmPrune: true })
   .extend({
     destination: z
-      .object({ cluster: LocalObjectReference.optional().meta({ description: "A RemoteCluster in the policy's namespace (the standby); omitted = this cluster (then namespaceMapping must rename)." }) })
+      .object({
+        cluster: LocalObjectReference.optional().meta({
+          description: "A RemoteCluster in the policy's namespace (the standby); omitted = this cluster (then namespaceMapping must rename).",
+        }),
+      })
       .prefault({})
       .meta({ description: 'The standby cluster; the standby namespace comes from namespaceMapping.' }),
   })
@@ -745,7 +897,10 @@ export const NamespaceReplicationTemplate = NamespaceReplicationSpec.omit({ sour
   });
 
 export const NamespaceReplicationPolicySpec = z.object({
-  namespaceSelector: LabelSelector.meta({ description: 'The namespaces to replicate (e.g. matchLabels: {dr: gold}), including namespaces created or labelled later. A namespace that stops matching loses its NamespaceReplication; its standby stays as it is.' }),
+  namespaceSelector: LabelSelector.meta({
+    description:
+      'The namespaces to replicate (e.g. matchLabels: {dr: gold}), including namespaces created or labelled later. A namespace that stops matching loses its NamespaceReplication; its standby stays as it is.',
+  }),
   namespaceMapping: NamespaceMapping.optional(),
   template: NamespaceReplicationTemplate.prefault({}),
   suspend: z.boolean().default(false).meta({ description: 'Stop creating and removing NamespaceReplications; the ones created keep replicating.' }),
@@ -757,7 +912,7 @@ export const NamespaceReplicationPolicyStatus = z.object({
   matched: z.number().int().optional().meta({ description: 'Namespaces the selector matches.' }),
   ready: z.number().int().optional().meta({ description: 'Of those, how many replications are Ready.' }),
   promoted: z.number().int().optional().meta({ description: 'Of those, how many standbys were promoted from the standby side (replication fenced off).' }),
-  oldestChange: Timestamp('The oldest of the namespaces\' last replicated changes: the worst recovery point across them.').optional(),
+  oldestChange: Timestamp("The oldest of the namespaces' last replicated changes: the worst recovery point across them.").optional(),
   namespaces: z
     .array(
       z.object({
@@ -773,7 +928,13 @@ export const NamespaceReplicationPolicyStatus = z.object({
     .optional()
     .meta({ description: 'One line per matched namespace (at most 500, sorted by name).' }),
   inventory: z
-    .array(z.object({ replication: describe(z.string(), 'Name of the NamespaceReplication.'), uid: describe(z.string(), 'Its uid when created.'), namespace: describe(z.string(), 'The source namespace it replicates.') }))
+    .array(
+      z.object({
+        replication: describe(z.string(), 'Name of the NamespaceReplication.'),
+        uid: describe(z.string(), 'Its uid when created.'),
+        namespace: describe(z.string(), 'The source namespace it replicates.'),
+      }),
+    )
     .optional()
     .meta({ description: 'The NamespaceReplications this policy created: the only ones it updates or removes.' }),
 });
@@ -832,12 +993,10 @@ export type NamespaceReplication = z.infer<typeof NamespaceReplication>;
 // list whichever it finds first.
 // The operator sends what it already records as Events, from memory.
 
-export const ProviderType = z
-  .enum(['slack', 'msteams', 'discord', 'webhook', 'github', 'gitlab', 'gitea', 'forgejo', 'bitbucket'])
-  .meta({
-    description:
-      'Where messages go: slack (incoming webhook, or chat.postMessage with a bot token), msteams (a Workflows webhook, Adaptive Card), discord (webhook), webhook (JSON, or a Handlebars template body; HMAC-SHA256 signed when the Secret has hmacKey), or a commit status on github, gitlab, gitea, forgejo or bitbucket.',
-  });
+export const ProviderType = z.enum(['slack', 'msteams', 'discord', 'webhook', 'github', 'gitlab', 'gitea', 'forgejo', 'bitbucket']).meta({
+  description:
+    'Where messages go: slack (incoming webhook, or chat.postMessage with a bot token), msteams (a Workflows webhook, Adaptive Card), discord (webhook), webhook (JSON, or a Handlebars template body; HMAC-SHA256 signed when the Secret has hmacKey), or a commit status on github, gitlab, gitea, forgejo or bitbucket.',
+});
 
 export const COMMIT_STATUS_PROVIDERS = ['github', 'gitlab', 'gitea', 'forgejo', 'bitbucket'] as const;
 
@@ -853,28 +1012,37 @@ export const ProviderSpec = z
         description:
           "Chat and webhook types: the URL to post to. A webhook URL is a credential (whoever has it may post): prefer the Secret's address key, which wins. Commit status types: the forge's API base (e.g. https://git.example.com/api/v1); default: derived from each ConfigSync's repository URL.",
       }),
-    channel: z.string().max(200).optional().meta({ description: 'Slack: the channel chat.postMessage posts to (with a token), or the channel an incoming webhook should use if it may.' }),
+    channel: z
+      .string()
+      .max(200)
+      .optional()
+      .meta({ description: 'Slack: the channel chat.postMessage posts to (with a token), or the channel an incoming webhook should use if it may.' }),
     username: z.string().max(200).optional().meta({ description: 'Slack and Discord: the name the message is posted under, where the webhook allows it.' }),
     secretRef: LocalObjectReference.optional().meta({
       description:
-        'A Secret in the same namespace: address (the webhook URL), token (Slack bot token; the forge token for commit statuses), hmacKey (webhook type: signs the body), username and password (Bitbucket app password). Commit status types without it use the ConfigSync\'s own Git credentials (bearerToken, or password).',
+        "A Secret in the same namespace: address (the webhook URL), token (Slack bot token; the forge token for commit statuses), hmacKey (webhook type: signs the body), username and password (Bitbucket app password). Commit status types without it use the ConfigSync's own Git credentials (bearerToken, or password).",
     }),
     proxySecretRef: LocalObjectReference.optional().meta({
-      description: 'A Secret in the same namespace naming the forward proxy deliveries go through (an HTTP CONNECT tunnel): address (http://host:port), username and password (optional).',
+      description:
+        'A Secret in the same namespace naming the forward proxy deliveries go through (an HTTP CONNECT tunnel): address (http://host:port), username and password (optional).',
     }),
-    certSecretRef: LocalObjectReference.optional().meta({ description: "A Secret in the same namespace whose ca.crt (PEM) is trusted for the receiver's https besides the system roots." }),
-    template: z
-      .string()
-      .max(16_384)
-      .optional()
-      .meta({
-        description:
-          'webhook type: a Handlebars template for the body instead of the JSON event (context: the event: kind, namespace, name, severity, reason, category, message, revision, summary, recovered, timestamp). Rendered with noEscape: quote values yourself ({{json message}} writes a JSON string).',
-      }),
+    certSecretRef: LocalObjectReference.optional().meta({
+      description: "A Secret in the same namespace whose ca.crt (PEM) is trusted for the receiver's https besides the system roots.",
+    }),
+    template: z.string().max(16_384).optional().meta({
+      description:
+        'webhook type: a Handlebars template for the body instead of the JSON event (context: the event: kind, namespace, name, severity, reason, category, message, revision, summary, recovered, timestamp). Rendered with noEscape: quote values yourself ({{json message}} writes a JSON string).',
+    }),
     contentType: z.string().max(200).optional().meta({ description: 'webhook type with a template: the Content-Type of the body (default application/json).' }),
     rateLimit: z
       .object({
-        messages: z.number().int().min(1).max(10_000).default(20).meta({ description: 'Messages this NotificationProvider sends per interval at most; more wait in the queue (and are dropped when it is full).' }),
+        messages: z
+          .number()
+          .int()
+          .min(1)
+          .max(10_000)
+          .default(20)
+          .meta({ description: 'Messages this NotificationProvider sends per interval at most; more wait in the queue (and are dropped when it is full).' }),
         interval: Interval.default('1m').meta({ description: 'The interval of messages, from 1s to 168h.' }),
       })
       .optional()
@@ -883,9 +1051,7 @@ export const ProviderSpec = z
     suspend: z.boolean().default(false).meta({ description: 'Send nothing while true (events meanwhile are not kept).' }),
   })
   .meta({
-    'x-kubernetes-validations': [
-      { rule: "!has(self.template) || self.type == 'webhook'", message: 'template is for the webhook type only' },
-    ],
+    'x-kubernetes-validations': [{ rule: "!has(self.template) || self.type == 'webhook'", message: 'template is for the webhook type only' }],
   });
 
 export const ProviderStatus = z.object({
@@ -910,7 +1076,8 @@ export const EventSource = z.object({
     .meta({ description: "The kind whose events are sent, or '*' for every kind the operator records events of." }),
   name: z.string().min(1).max(253).default('*').meta({ description: "The object's name, or '*' (default) for every object of the kind." }),
   namespace: dnsLabel.optional().meta({
-    description: "The objects' namespace; default: the NotificationAlert's own. Another namespace only from a trusted namespace (the operator's own, --trusted-namespaces); otherwise the source matches nothing and the NotificationAlert says so.",
+    description:
+      "The objects' namespace; default: the NotificationAlert's own. Another namespace only from a trusted namespace (the operator's own, --trusted-namespaces); otherwise the source matches nothing and the NotificationAlert says so.",
   }),
   matchLabels: describe(z.record(z.string(), z.string()), 'Only objects with all of these labels.').optional(),
 });
@@ -922,15 +1089,15 @@ export const AlertSpec = z.object({
     .enum(['info', 'error'])
     .default('info')
     .meta({ description: 'info: every event (Normal and Warning); error: only Warnings (and recoveries from them).' }),
-  eventReasons: z
-    .array(z.string().min(1).max(128))
-    .max(50)
+  eventReasons: z.array(z.string().min(1).max(128)).max(50).optional().meta({
+    description:
+      "Which events: categories (Applied, Failed, DriftCorrected, HealthDegraded, Failover, Recovered) or exact Event reasons (e.g. RenderFailed); default: all. Commit status NotificationProviders read the sync's status instead and ignore this.",
+  }),
+  summary: z
+    .string()
+    .max(1024)
     .optional()
-    .meta({
-      description:
-        'Which events: categories (Applied, Failed, DriftCorrected, HealthDegraded, Failover, Recovered) or exact Event reasons (e.g. RenderFailed); default: all. Commit status NotificationProviders read the sync\'s status instead and ignore this.',
-    }),
-  summary: z.string().max(1024).optional().meta({ description: 'A line added to every message of this NotificationAlert (e.g. the cluster or the team to call).' }),
+    .meta({ description: 'A line added to every message of this NotificationAlert (e.g. the cluster or the team to call).' }),
   suspend: z.boolean().default(false).meta({ description: 'Send nothing for this NotificationAlert while true.' }),
 });
 
@@ -973,12 +1140,29 @@ export const crdDefinitions = [
     printerColumns: [
       { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
       { name: 'Status', type: 'string', description: "The Ready condition's message.", jsonPath: ".status.conditions[?(@.type=='Ready')].message" },
-      { name: 'Revision', type: 'string', description: 'The commit applied (short), and the one being tried when it differs.', jsonPath: '.status.shortRevision' },
+      {
+        name: 'Revision',
+        type: 'string',
+        description: 'The commit applied (short), and the one being tried when it differs.',
+        jsonPath: '.status.shortRevision',
+      },
       { name: 'Drifted', type: 'integer', description: 'Objects that differ from Git and were left so (drift: Report).', jsonPath: '.status.drifted' },
       { name: 'Ref', type: 'string', priority: 1, description: 'The branch or tag followed, or "pinned" for a commit SHA.', jsonPath: '.status.followedRef' },
       { name: 'Suspended', type: 'boolean', priority: 1, jsonPath: '.spec.suspend' },
-      { name: 'Health', type: 'string', priority: 1, description: 'The Healthy condition\'s reason (kstatus health of what was applied).', jsonPath: ".status.conditions[?(@.type=='Healthy')].reason" },
-      { name: 'Hooks', type: 'string', priority: 1, description: 'The hooks of the last hooked commit by phase (status.hookSummary).', jsonPath: '.status.hookSummary' },
+      {
+        name: 'Health',
+        type: 'string',
+        priority: 1,
+        description: "The Healthy condition's reason (kstatus health of what was applied).",
+        jsonPath: ".status.conditions[?(@.type=='Healthy')].reason",
+      },
+      {
+        name: 'Hooks',
+        type: 'string',
+        priority: 1,
+        description: 'The hooks of the last hooked commit by phase (status.hookSummary).',
+        jsonPath: '.status.hookSummary',
+      },
       { name: 'Full Revision', type: 'string', priority: 1, jsonPath: '.status.sourceRevision' },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
     ],
@@ -1040,9 +1224,20 @@ export const crdDefinitions = [
       { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
       { name: 'Failed Over', type: 'string', jsonPath: ".status.conditions[?(@.type=='FailedOver')].status" },
       { name: 'Held', type: 'integer', description: 'Standby objects whose deletion is held for a confirmation.', jsonPath: '.status.pruneHold.objects' },
-      { name: 'Last Change', type: 'date', description: 'Age of the last change replicated to the standby: the recovery point (RPO) as this cluster knows it.', jsonPath: '.status.lastSyncedTime' },
+      {
+        name: 'Last Change',
+        type: 'date',
+        description: 'Age of the last change replicated to the standby: the recovery point (RPO) as this cluster knows it.',
+        jsonPath: '.status.lastSyncedTime',
+      },
       { name: 'Fenced', type: 'string', jsonPath: ".status.conditions[?(@.type=='Fenced')].status" },
-      { name: 'Promoted', type: 'date', priority: 1, description: 'When the standby was promoted from the standby side (as the last fenced pass read it).', jsonPath: '.status.standbyPromotion.at' },
+      {
+        name: 'Promoted',
+        type: 'date',
+        priority: 1,
+        description: 'When the standby was promoted from the standby side (as the last fenced pass read it).',
+        jsonPath: '.status.standbyPromotion.at',
+      },
       { name: 'Status', type: 'string', priority: 1, jsonPath: ".status.conditions[?(@.type=='Ready')].message" },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
     ],
@@ -1063,7 +1258,12 @@ export const crdDefinitions = [
       { name: 'Namespaces', type: 'integer', jsonPath: '.status.matched' },
       { name: 'Replicating', type: 'integer', description: 'Namespaces whose replication is Ready.', jsonPath: '.status.ready' },
       { name: 'Promoted', type: 'integer', description: 'Standbys promoted from the standby side.', jsonPath: '.status.promoted' },
-      { name: 'Oldest Change', type: 'date', description: "The oldest of the namespaces' last replicated changes (the worst recovery point).", jsonPath: '.status.oldestChange' },
+      {
+        name: 'Oldest Change',
+        type: 'date',
+        description: "The oldest of the namespaces' last replicated changes (the worst recovery point).",
+        jsonPath: '.status.oldestChange',
+      },
       { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
       { name: 'Status', type: 'string', priority: 1, jsonPath: ".status.conditions[?(@.type=='Ready')].message" },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },

@@ -50,9 +50,25 @@ function objectsFor(prefix: string): KubeObject[] {
     for (let i = 0; i < PER_KIND; i++) {
       const name = `app-${i}`;
       const labels = { app: name, tier: 'bench' };
-      out.push({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace, labels }, data: { 'app.yaml': `name: ${name}\nreplicas: 2\nfeature: ${'x'.repeat(200)}\n`, level: 'info' } });
-      out.push({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace, labels }, type: 'Opaque', stringData: { password: `secret-${i}`, user: 'app' } });
-      out.push({ apiVersion: 'v1', kind: 'Service', metadata: { name, namespace, labels }, spec: { clusterIP: 'None', selector: labels, ports: [{ name: 'http', port: 80, targetPort: 8080 }] } });
+      out.push({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name, namespace, labels },
+        data: { 'app.yaml': `name: ${name}\nreplicas: 2\nfeature: ${'x'.repeat(200)}\n`, level: 'info' },
+      });
+      out.push({
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name, namespace, labels },
+        type: 'Opaque',
+        stringData: { password: `secret-${i}`, user: 'app' },
+      });
+      out.push({
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name, namespace, labels },
+        spec: { clusterIP: 'None', selector: labels, ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
+      });
       out.push({
         apiVersion: 'apps/v1',
         kind: 'Deployment',
@@ -62,7 +78,17 @@ function objectsFor(prefix: string): KubeObject[] {
           selector: { matchLabels: labels },
           template: {
             metadata: { labels },
-            spec: { containers: [{ name: 'app', image: 'nginx:1.27', ports: [{ containerPort: 8080 }], resources: { requests: { cpu: '100m', memory: '128Mi' } }, env: [{ name: 'LEVEL', value: 'info' }] }] },
+            spec: {
+              containers: [
+                {
+                  name: 'app',
+                  image: 'nginx:1.27',
+                  ports: [{ containerPort: 8080 }],
+                  resources: { requests: { cpu: '100m', memory: '128Mi' } },
+                  env: [{ name: 'LEVEL', value: 'info' }],
+                },
+              ],
+            },
           },
         },
       });
@@ -199,7 +225,13 @@ async function watchApplied(kc: KubeConfig): Promise<{ watched: WatchedVersion; 
  * still holds (same inputs, the watch still holds the versions read then); otherwise a full apply, whose record
  * is kept when it was a clean no-op.
  */
-async function resync(options: { client: ApplyClient; desired: KubeObject[]; inventory: Inventory; owner: Owner; noop: { record: NoopRecord | undefined; watched: WatchedVersion } }): Promise<{ changes: ChangeSet; skipped: boolean }> {
+async function resync(options: {
+  client: ApplyClient;
+  desired: KubeObject[];
+  inventory: Inventory;
+  owner: Owner;
+  noop: { record: NoopRecord | undefined; watched: WatchedVersion };
+}): Promise<{ changes: ChangeSet; skipped: boolean }> {
   const { desired, inventory, owner, noop } = options;
   const fingerprint = applyFingerprint({ desired, inventory: inventory.map((e) => e.id), owner, options: {} });
   if (stillUnchanged(noop.record, fingerprint, noop.watched)) return { changes: unchangedChangeSet(desired, inventory), skipped: true };
@@ -217,7 +249,10 @@ const median = <T extends { ms: number }>(runs: T[]): T => {
 };
 const medianCpu = (runs: { cpu: number }[]): number => [...runs].map((r) => r.cpu).sort((a, b) => a - b)[Math.floor(runs.length / 2)] ?? Number.NaN;
 const cpuMs = (used: NodeJS.CpuUsage): number => (used.user + used.system) / 1000;
-const load = (): string => loadavg().map((l) => l.toFixed(2)).join(' ');
+const load = (): string =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 
 const sweep = process.argv.includes('--sweep');
 const loadAtStart = load();
@@ -232,13 +267,17 @@ try {
     return { ms: performance.now() - started, out: r.stdout };
   };
   const prefixes = ['kubectl', 'syncline', ...(sweep ? [4, 8, 16, 32, 64].map((c) => `sweep${c}`) : [])];
-  const nsList = { apiVersion: 'v1', kind: 'List', items: prefixes.flatMap((p) => Array.from({ length: NAMESPACES }, (_, n) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: `${p}-${n}` } }))) };
+  const nsList = {
+    apiVersion: 'v1',
+    kind: 'List',
+    items: prefixes.flatMap((p) => Array.from({ length: NAMESPACES }, (_, n) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: `${p}-${n}` } }))),
+  };
   const nsDir = mkdtempSync(join(tmpdir(), 'syncline-bench-ns-'));
   writeFileSync(join(nsDir, 'ns.json'), JSON.stringify(nsList));
   kubectl('apply', '-f', nsDir);
   rmSync(nsDir, { recursive: true });
   // new namespaces make the controller manager write a kube-root-ca.crt ConfigMap into each: let that settle
-  for (let last = -1, now = (await serverCounts(kc)).writes; now !== last; ) {
+  for (let last = -1, now = (await serverCounts(kc)).writes; now !== last;) {
     await new Promise((resolve) => setTimeout(resolve, 1000));
     [last, now] = [now, (await serverCounts(kc)).writes];
   }
@@ -320,7 +359,8 @@ try {
   const targetId = '/ConfigMap/syncline-3/app-7';
   const versionBefore = watches.versionOf(targetId);
   kubectl('patch', 'configmap', 'app-7', '-n', 'syncline-3', '--type=merge', '-p', '{"data":{"level":"debug"}}');
-  for (const deadline = Date.now() + 30_000; watches.versionOf(targetId) === versionBefore && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 10));
+  for (const deadline = Date.now() + 30_000; watches.versionOf(targetId) === versionBefore && Date.now() < deadline;)
+    await new Promise((resolve) => setTimeout(resolve, 10));
   const seen = watches.versionOf(targetId) !== versionBefore;
   s0 = await serverCounts(kc);
   calls0 = counted.calls();
@@ -337,8 +377,12 @@ try {
   const warmPct = pct(warm.ms);
   const warmRequests = warmServer.reads + warmServer.writes;
   console.log(`objects: ${desired.length} (${NAMESPACES} namespaces × ${PER_KIND} × ConfigMap/Secret/Service/Deployment); concurrency ${DEFAULT_CONCURRENCY}`);
-  console.log(`kubectl apply --server-side, first: ${kFirst.ms.toFixed(0)} ms, ${kubectlFirst.writes} writes, ${kubectlFirst.reads} reads; re-apply: ${kAgain.ms.toFixed(0)} ms, ${kubectlAgain.writes} writes, ${kubectlAgain.reads} reads`);
-  console.log(`syncline first apply: ${firstMs.toFixed(0)} ms, ${firstServer.writes} writes, ${firstServer.reads} reads, ${firstCalls} client calls (${count(first)}; ${firstPhases})`);
+  console.log(
+    `kubectl apply --server-side, first: ${kFirst.ms.toFixed(0)} ms, ${kubectlFirst.writes} writes, ${kubectlFirst.reads} reads; re-apply: ${kAgain.ms.toFixed(0)} ms, ${kubectlAgain.writes} writes, ${kubectlAgain.reads} reads`,
+  );
+  console.log(
+    `syncline first apply: ${firstMs.toFixed(0)} ms, ${firstServer.writes} writes, ${firstServer.reads} reads, ${firstCalls} client calls (${count(first)}; ${firstPhases})`,
+  );
   console.log(
     `syncline re-apply unchanged, cold (engine alone, median of ${RUNS}: ${coldRuns.map((r) => r.ms.toFixed(0)).join('/')} ms): ${cold.ms.toFixed(1)} ms; ` +
       `in all ${RUNS}: ${coldServer.writes} writes, ${coldServer.reads} reads, ${coldCalls} client calls (${count(cold.changes)}; ${cold.phases})`,

@@ -31,8 +31,18 @@ const kc = testKubeConfig();
 const core = kc.makeApiClient(CoreV1Api);
 const admin = await createApplyClient(kc);
 
-const cm = (namespace: string, name: string, data: Record<string, string> = { k: 'v' }): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace }, data });
-const secret = (namespace: string, name: string): KubeObject => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace }, stringData: { password: 'hunter2' } });
+const cm = (namespace: string, name: string, data: Record<string, string> = { k: 'v' }): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, namespace },
+  data,
+});
+const secret = (namespace: string, name: string): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'Secret',
+  metadata: { name, namespace },
+  stringData: { password: 'hunter2' },
+});
 const deployment = (namespace: string, name: string, image = 'nginx:1.27'): KubeObject => ({
   apiVersion: 'apps/v1',
   kind: 'Deployment',
@@ -40,7 +50,10 @@ const deployment = (namespace: string, name: string, image = 'nginx:1.27'): Kube
   spec: {
     replicas: 1,
     selector: { matchLabels: { app: name } },
-    template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'web', image, resources: { limits: { cpu: 0.5, memory: '1024Mi' } }, ports: [{ containerPort: 80 }] }] } },
+    template: {
+      metadata: { labels: { app: name } },
+      spec: { containers: [{ name: 'web', image, resources: { limits: { cpu: 0.5, memory: '1024Mi' } }, ports: [{ containerPort: 80 }] }] },
+    },
   },
 });
 
@@ -73,7 +86,15 @@ async function sync(desired: KubeObject[], options: SyncOptions): Promise<Change
   const inventory = options.inventory ?? [];
   // Reads as the operator does: the owner's objects by label, the rest one by one.
   const live = await readLive({ client, desired, inventory, owner: options.owner });
-  const plan = planApply({ desired, inventory, live, owner: options.owner, ...(options.policy ? { policy: options.policy } : {}), ...(options.drift ? { drift: options.drift } : {}), ...(options.allowEmpty ? { allowEmpty: true } : {}) });
+  const plan = planApply({
+    desired,
+    inventory,
+    live,
+    owner: options.owner,
+    ...(options.policy ? { policy: options.policy } : {}),
+    ...(options.drift ? { drift: options.drift } : {}),
+    ...(options.allowEmpty ? { allowEmpty: true } : {}),
+  });
   return executePlan(plan, { client });
 }
 
@@ -84,10 +105,13 @@ const parseId = (id: string): { kind: string; name: string } => {
 const actions = (changes: ChangeSet): Record<string, string> => Object.fromEntries(changes.entries.map((e) => [e.id, e.action]));
 const ownerIn = (namespace: string, target = 'prod'): Owner => ({ namespace, name: 'web', target });
 const exists = async (namespace: string, name: string): Promise<boolean> =>
-  core.readNamespacedConfigMap({ name, namespace }).then(() => true, (error: unknown) => {
-    if (isNotFound(error)) return false;
-    throw error;
-  });
+  core.readNamespacedConfigMap({ name, namespace }).then(
+    () => true,
+    (error: unknown) => {
+      if (isNotFound(error)) return false;
+      throw error;
+    },
+  );
 
 /** Counts a client's reads: LISTs (with or without a label selector) and GETs. */
 function readCounting(inner: ApplyClient): ApplyClient & { lists: { selector: string | undefined }[]; gets: number } {
@@ -115,7 +139,11 @@ describe('readLive with an owner: its own objects by label, never the whole name
     await Promise.all(Array.from({ length: 30 }, (_, i) => admin.apply(cm(ns.name, `other-${i}`), { fieldManager: 'someone', force: true })));
     await core.createNamespacedConfigMap({ namespace: ns.name, body: { metadata: { name: 'unmarked' }, data: { k: 'theirs' } } });
     const first = await sync([cm(ns.name, 'a'), cm(ns.name, 'b'), cm(ns.name, 'unmarked')], { owner });
-    expect(actions(first)).toEqual({ [`/ConfigMap/${ns.name}/a`]: 'created', [`/ConfigMap/${ns.name}/b`]: 'created', [`/ConfigMap/${ns.name}/unmarked`]: 'skipped' });
+    expect(actions(first)).toEqual({
+      [`/ConfigMap/${ns.name}/a`]: 'created',
+      [`/ConfigMap/${ns.name}/b`]: 'created',
+      [`/ConfigMap/${ns.name}/unmarked`]: 'skipped',
+    });
 
     // when the owner's objects are read again, then one selected LIST returns exactly them; the unmarked one is read by GET
     const counting = readCounting(admin);
@@ -125,7 +153,11 @@ describe('readLive with an owner: its own objects by label, never the whole name
     expect([...live.objects.keys()].sort()).toEqual([`/ConfigMap/${ns.name}/a`, `/ConfigMap/${ns.name}/b`]);
     expect([...(live.unresolved ?? [])]).toEqual([`/ConfigMap/${ns.name}/unmarked`]);
     const again = await executePlan(planApply({ desired, inventory: first.inventory, live, owner }), { client: counting });
-    expect(actions(again)).toEqual({ [`/ConfigMap/${ns.name}/a`]: 'unchanged', [`/ConfigMap/${ns.name}/b`]: 'unchanged', [`/ConfigMap/${ns.name}/unmarked`]: 'skipped' });
+    expect(actions(again)).toEqual({
+      [`/ConfigMap/${ns.name}/a`]: 'unchanged',
+      [`/ConfigMap/${ns.name}/b`]: 'unchanged',
+      [`/ConfigMap/${ns.name}/unmarked`]: 'skipped',
+    });
     expect(again.entries.find((e) => e.id.endsWith('/unmarked'))?.reason).toMatch(/^Conflict: the object exists and is not managed by Syncline/);
     expect(counting.gets).toBe(1);
 
@@ -157,10 +189,17 @@ describe('objects the read could not see: created where the name is free, in one
     const live = await readLive({ client: counting, desired, inventory: [], owner });
     expect([...(live.unresolved ?? [])].sort()).toEqual(desired.map((o) => `/ConfigMap/${ns.name}/${o.metadata.name}`).sort());
     // when someone creates one of the names between that read and the apply (with Syncline's marks copied on it)
-    await core.createNamespacedConfigMap({ namespace: ns.name, body: { metadata: { name: 'raced', labels: { ...cm(ns.name, 'raced').metadata.labels, [OWNER_LABEL]: ownerHash(owner) } }, data: { k: 'theirs' } } });
+    await core.createNamespacedConfigMap({
+      namespace: ns.name,
+      body: { metadata: { name: 'raced', labels: { ...cm(ns.name, 'raced').metadata.labels, [OWNER_LABEL]: ownerHash(owner) } }, data: { k: 'theirs' } },
+    });
     const result = await executePlan(planApply({ desired, inventory: [], live, owner }), { client: counting });
     // then the free names are created with no read at all, and the taken one is read, found not ours, and not written
-    expect(actions(result)).toEqual({ [`/ConfigMap/${ns.name}/a`]: 'created', [`/ConfigMap/${ns.name}/b`]: 'created', [`/ConfigMap/${ns.name}/raced`]: 'skipped' });
+    expect(actions(result)).toEqual({
+      [`/ConfigMap/${ns.name}/a`]: 'created',
+      [`/ConfigMap/${ns.name}/b`]: 'created',
+      [`/ConfigMap/${ns.name}/raced`]: 'skipped',
+    });
     expect(counting.gets).toBe(1);
     const raced = await core.readNamespacedConfigMap({ namespace: ns.name, name: 'raced' });
     expect(raced.data).toEqual({ k: 'theirs' });
@@ -176,7 +215,11 @@ describe('executePlan against the real API server', () => {
     const desired = [cm(ns.name, 'a'), secret(ns.name, 's'), deployment(ns.name, 'web')];
     // given a first apply
     const first = await sync(desired, { owner });
-    expect(actions(first)).toEqual({ [`/ConfigMap/${ns.name}/a`]: 'created', [`/Secret/${ns.name}/s`]: 'created', [`apps/Deployment/${ns.name}/web`]: 'created' });
+    expect(actions(first)).toEqual({
+      [`/ConfigMap/${ns.name}/a`]: 'created',
+      [`/Secret/${ns.name}/s`]: 'created',
+      [`apps/Deployment/${ns.name}/web`]: 'created',
+    });
     const before = await core.readNamespacedConfigMap({ name: 'a', namespace: ns.name });
 
     // when the same set is applied again, then nothing is written
@@ -201,7 +244,13 @@ describe('executePlan against the real API server', () => {
       await admin.apply({ ...cm(ns.name, name, { k: name === 'adopt-same' ? 'v' : 'theirs' }) }, { fieldManager: 'someone', force: false });
     }
     const results: Record<string, ChangeSet> = {};
-    for (const [name, policy] of [['sync', 'Sync'], ['keep', 'Keep'], ['adopt', 'Adopt'], ['adopt-same', 'Adopt'], ['overwrite', 'Overwrite']] as const) {
+    for (const [name, policy] of [
+      ['sync', 'Sync'],
+      ['keep', 'Keep'],
+      ['adopt', 'Adopt'],
+      ['adopt-same', 'Adopt'],
+      ['overwrite', 'Overwrite'],
+    ] as const) {
       results[name] = await sync([cm(ns.name, name)], { owner, policy });
     }
     const entry = (name: string) => results[name]?.entries[0];
@@ -241,7 +290,10 @@ describe('executePlan against the real API server', () => {
     const counting = instrumented(admin);
     const corrected = await sync(desired, { owner, inventory: reported.inventory, drift: 'Correct', client: counting });
     expect(counting.writes).toBe(1);
-    expect(corrected.entries.find((e) => e.id.endsWith('/a'))).toMatchObject({ action: 'configured', reason: 'drift corrected: data.k, fields edited by kubectl-edit' });
+    expect(corrected.entries.find((e) => e.id.endsWith('/a'))).toMatchObject({
+      action: 'configured',
+      reason: 'drift corrected: data.k, fields edited by kubectl-edit',
+    });
     expect((await core.readNamespacedConfigMap({ name: 'a', namespace: ns.name })).data).toEqual({ k: 'v' });
   });
 
@@ -257,7 +309,14 @@ describe('executePlan against the real API server', () => {
         group,
         scope: 'Namespaced',
         names: { plural: 'gadgets', singular: 'gadget', kind: 'Gadget', listKind: 'GadgetList' },
-        versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: { size: { type: 'integer' } } } } } } }],
+        versions: [
+          {
+            name: 'v1',
+            served: true,
+            storage: true,
+            schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: { size: { type: 'integer' } } } } } },
+          },
+        ],
       },
     };
     const gadget: KubeObject = { apiVersion: `${group}/v1`, kind: 'Gadget', metadata: { name: 'g', namespace: ns.name }, spec: { size: 3 } };
@@ -277,7 +336,10 @@ describe('executePlan against the real API server', () => {
         [`apiextensions.k8s.io/CustomResourceDefinition//gadgets.${group}`, 'deleted'],
       ]);
     } finally {
-      await kc.makeApiClient(ApiextensionsV1Api).deleteCustomResourceDefinition({ name: `gadgets.${group}` }).catch(() => undefined);
+      await kc
+        .makeApiClient(ApiextensionsV1Api)
+        .deleteCustomResourceDefinition({ name: `gadgets.${group}` })
+        .catch(() => undefined);
     }
   });
 
@@ -286,10 +348,15 @@ describe('executePlan against the real API server', () => {
     const owner = ownerIn(ns.name);
     const first = await sync([cm(ns.name, 'keep'), cm(ns.name, 'removed'), cm(ns.name, 'disabled'), cm(ns.name, 'taken')], { owner });
     // given one object opted out of pruning and one now marked by another owner
-    await core.patchNamespacedConfigMap({ name: 'disabled', namespace: ns.name, body: [{ op: 'add', path: `/metadata/annotations/${PRUNE_ANNOTATION.replace('/', '~1')}`, value: 'disabled' }] });
+    await core.patchNamespacedConfigMap({
+      name: 'disabled',
+      namespace: ns.name,
+      body: [{ op: 'add', path: `/metadata/annotations/${PRUNE_ANNOTATION.replace('/', '~1')}`, value: 'disabled' }],
+    });
     const taken = await core.readNamespacedConfigMap({ name: 'taken', namespace: ns.name });
     await core.replaceNamespacedConfigMap({
-      name: 'taken', namespace: ns.name,
+      name: 'taken',
+      namespace: ns.name,
       body: { ...taken, metadata: { ...taken.metadata, labels: { 'syncline.dev/owner': 'someone-else' }, annotations: { 'syncline.dev/owned-by': 'x/y/z' } } },
     });
 
@@ -318,7 +385,11 @@ describe('executePlan against the real API server', () => {
 
     // when the delete of a stale object fails, then it stays in the inventory and the object remains
     const failing = await sync([cm(ns.name, 'a')], { owner, inventory: first.inventory, client: instrumented(admin, { failDeletes: true }) });
-    expect(failing.entries.find((e) => e.id.endsWith('/b'))).toMatchObject({ action: 'failed', cause: 'ServerError', reason: 'InternalError: injected delete failure' });
+    expect(failing.entries.find((e) => e.id.endsWith('/b'))).toMatchObject({
+      action: 'failed',
+      cause: 'ServerError',
+      reason: 'InternalError: injected delete failure',
+    });
     expect(failing.inventory.map((e) => e.id)).toContain(`/ConfigMap/${ns.name}/b`);
     expect(await exists(ns.name, 'b')).toBe(true);
 
@@ -339,7 +410,10 @@ describe('executePlan against the real API server', () => {
     const adopted = await sync([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns.name } }], { owner, policy: 'Adopt' });
     expect(adopted.inventory).toEqual([{ id: `/Namespace//${ns.name}` }]);
     const dropped = await sync([cm(ns.name, 'z')], { owner, inventory: adopted.inventory });
-    expect(dropped.entries.find((e) => e.id === `/Namespace//${ns.name}`)).toMatchObject({ action: 'skipped', reason: 'not pruned: a Namespace this sync did not create' });
+    expect(dropped.entries.find((e) => e.id === `/Namespace//${ns.name}`)).toMatchObject({
+      action: 'skipped',
+      reason: 'not pruned: a Namespace this sync did not create',
+    });
     expect((await core.readNamespace({ name: ns.name })).metadata?.deletionTimestamp).toBeUndefined();
   });
 
@@ -388,7 +462,10 @@ describe('executePlan against the real API server', () => {
         name: 'a copy of its own ConfigMap carrying every one of its marks (not applied by the sync): kept',
         intrude: async (namespace) => {
           const mine = await core.readNamespacedConfigMap({ name: 'mine', namespace });
-          await core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'copy', labels: mine.metadata?.labels, annotations: mine.metadata?.annotations }, data: mine.data } });
+          await core.createNamespacedConfigMap({
+            namespace,
+            body: { metadata: { name: 'copy', labels: mine.metadata?.labels, annotations: mine.metadata?.annotations }, data: mine.data },
+          });
           return `/ConfigMap/${namespace}/copy`;
         },
         empty: true,
@@ -460,16 +537,29 @@ describe('executePlan against the real API server', () => {
     const owner = ownerIn(ns.name);
     // given the restricted user may manage ConfigMaps, and nothing else, in this namespace
     const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-    await rbac.createNamespacedRole({ namespace: ns.name, body: { metadata: { name: 'configmaps' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'patch', 'delete'] }] } });
+    await rbac.createNamespacedRole({
+      namespace: ns.name,
+      body: { metadata: { name: 'configmaps' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'patch', 'delete'] }] },
+    });
     await rbac.createNamespacedRoleBinding({
       namespace: ns.name,
-      body: { metadata: { name: 'configmaps' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'configmaps' }, subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: RESTRICTED_USER }] },
+      body: {
+        metadata: { name: 'configmaps' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'configmaps' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: RESTRICTED_USER }],
+      },
     });
     const restricted = await createApplyClient(testKubeConfig('restricted'));
     const stale = await sync([cm(ns.name, 'old')], { owner });
     // RBAC takes effect asynchronously: wait until a LIST is allowed
     for (let i = 0; i < 100; i++) {
-      if (await restricted.list({ group: '', kind: 'ConfigMap', namespace: ns.name }).then(() => true, () => false)) break;
+      if (
+        await restricted.list({ group: '', kind: 'ConfigMap', namespace: ns.name }).then(
+          () => true,
+          () => false,
+        )
+      )
+        break;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
 
@@ -477,7 +567,11 @@ describe('executePlan against the real API server', () => {
     const changes = await sync([cm(ns.name, 'a'), secret(ns.name, 's')], { owner, inventory: stale.inventory, client: restricted });
     // then the ConfigMap is created and the Secret fails alone, naming the reason
     expect(actions(changes)[`/ConfigMap/${ns.name}/a`]).toBe('created');
-    expect(changes.entries.find((e) => e.id === `/Secret/${ns.name}/s`)).toMatchObject({ action: 'failed', cause: 'Forbidden', reason: expect.stringMatching(/^Forbidden: .*secrets/) as unknown });
+    expect(changes.entries.find((e) => e.id === `/Secret/${ns.name}/s`)).toMatchObject({
+      action: 'failed',
+      cause: 'Forbidden',
+      reason: expect.stringMatching(/^Forbidden: .*secrets/) as unknown,
+    });
     // and nothing is pruned while an apply failed
     expect(changes.pruned).toBe(false);
     expect(await exists(ns.name, 'old')).toBe(true);
@@ -500,14 +594,22 @@ describe('executePlan against the real API server', () => {
     });
     // then wave 0 is applied, wave 1 is not, and nothing is pruned
     expect(gated.heldBack).toBe('wave 0 is not healthy');
-    expect(gated.entries.find((e) => e.id === `/ConfigMap/${ns.name}/later`)).toMatchObject({ action: 'skipped', cause: 'HeldBack', reason: 'not applied yet: wave 0 is not healthy' });
+    expect(gated.entries.find((e) => e.id === `/ConfigMap/${ns.name}/later`)).toMatchObject({
+      action: 'skipped',
+      cause: 'HeldBack',
+      reason: 'not applied yet: wave 0 is not healthy',
+    });
     expect(await exists(ns.name, 'later')).toBe(false);
     expect(gated.pruned).toBe(false);
     expect(gated.inventory.map((e) => e.id)).not.toContain(`/ConfigMap/${ns.name}/later`);
 
     // when health is read for what was written: the Deployments (no controller here) are in progress, the ConfigMap is healthy as applied
     const readBack: string[] = [];
-    const observing: ApplyClient = { ...admin, get: (id, signal) => (readBack.push(id), admin.get(id, signal)), list: (scope, signal) => (readBack.push(`${scope.kind} list`), admin.list(scope, signal)) };
+    const observing: ApplyClient = {
+      ...admin,
+      get: (id, signal) => (readBack.push(id), admin.get(id, signal)),
+      list: (scope, signal) => (readBack.push(`${scope.kind} list`), admin.list(scope, signal)),
+    };
     const written = await readHealth({ client: observing, entries: gated.entries, desired, live });
     expect(readBack).toEqual(['Deployment list']);
     expect(written.get(`/ConfigMap/${ns.name}/a`)).toMatchObject({ status: 'Current' });
@@ -520,7 +622,11 @@ describe('executePlan against the real API server', () => {
     expect(actions(full)[`/ConfigMap/${ns.name}/later`]).toBe('created');
     const counting = instrumented(admin);
     const reads: string[] = [];
-    const watched: ApplyClient = { ...counting, get: (id, signal) => (reads.push(id), counting.get(id, signal)), list: (scope, signal) => (reads.push(JSON.stringify(scope)), counting.list(scope, signal)) };
+    const watched: ApplyClient = {
+      ...counting,
+      get: (id, signal) => (reads.push(id), counting.get(id, signal)),
+      list: (scope, signal) => (reads.push(JSON.stringify(scope)), counting.list(scope, signal)),
+    };
     const unchanged = full.entries.filter((e) => e.action === 'unchanged');
     await readHealth({ client: watched, entries: unchanged, desired, live });
     expect(reads).toEqual([]);

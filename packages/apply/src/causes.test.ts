@@ -25,7 +25,11 @@ describe('causeOfError', () => {
   });
 
   it('decides from the status and reason, never from the words: a 422 whose message says "forbidden" is Invalid', () => {
-    const error = new ApiError({ status: 422, reason: 'Invalid', message: 'spec: Forbidden: updates to statefulset spec for fields other than replicas are forbidden' });
+    const error = new ApiError({
+      status: 422,
+      reason: 'Invalid',
+      message: 'spec: Forbidden: updates to statefulset spec for fields other than replicas are forbidden',
+    });
     expect(causeOfError(error)).toBe(ApplyCause.Invalid);
   });
 });

@@ -45,7 +45,15 @@ export const ApplyCause = {
 } as const;
 export type ApplyCause = (typeof ApplyCause)[keyof typeof ApplyCause];
 
-const notTransient: ReadonlySet<ApplyCause> = new Set([ApplyCause.Conflict, ApplyCause.NotOwned, ApplyCause.Orphaned, ApplyCause.Kept, ApplyCause.Drifted, ApplyCause.Left, ApplyCause.Forbidden]);
+const notTransient: ReadonlySet<ApplyCause> = new Set([
+  ApplyCause.Conflict,
+  ApplyCause.NotOwned,
+  ApplyCause.Orphaned,
+  ApplyCause.Kept,
+  ApplyCause.Drifted,
+  ApplyCause.Left,
+  ApplyCause.Forbidden,
+]);
 
 /** True when retrying with backoff may help; false when someone must change something first. */
 export function isTransientCause(cause: ApplyCause): boolean {

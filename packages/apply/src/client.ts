@@ -44,7 +44,10 @@ export type ApplyClient = {
    * creates the object when the name is free and answers 409 Conflict, writing nothing, when anything exists
    * there (whoever made it, whenever): a proof of absence and the create in one request, with no window between.
    */
-  apply(object: KubeObject, options: { fieldManager: string; force: boolean; read?: boolean; ifAbsent?: boolean; signal?: AbortSignal }): Promise<KubeObject | undefined>;
+  apply(
+    object: KubeObject,
+    options: { fieldManager: string; force: boolean; read?: boolean; ifAbsent?: boolean; signal?: AbortSignal },
+  ): Promise<KubeObject | undefined>;
   /** A JSON patch (RFC 6902) of one object; the stored object is not read. A failed `test` is a 422 ApiError. */
   jsonPatch(id: string, operations: readonly unknown[], options: { apiVersion?: string; signal?: AbortSignal }): Promise<void>;
   /** Deletes with a uid precondition when given; 'absent' when it was already gone. */
@@ -53,7 +56,16 @@ export type ApplyClient = {
   waitEstablished(crdName: string, options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<void>;
 };
 
-type Request = { method: 'GET' | 'PATCH' | 'DELETE'; path: string; query?: Record<string, string>; body?: unknown; contentType?: string; accept?: string; signal?: AbortSignal; discardBody?: boolean };
+type Request = {
+  method: 'GET' | 'PATCH' | 'DELETE';
+  path: string;
+  query?: Record<string, string>;
+  body?: unknown;
+  contentType?: string;
+  accept?: string;
+  signal?: AbortSignal;
+  discardBody?: boolean;
+};
 
 type Transport = <T>(req: Request) => Promise<T>;
 
@@ -64,7 +76,11 @@ type Transport = <T>(req: Request) => Promise<T>;
  * TransportError for a connection that failed.
  */
 async function createTransport(target: KubeConnection | KubeConfigLike, options: ClientOptions): Promise<Transport> {
-  const rest = await createKubeRest(target, { userAgent: 'syncline-apply', requestSockets: REQUEST_SOCKETS, ...(options.writeFence === undefined ? {} : { writeFence: options.writeFence }) });
+  const rest = await createKubeRest(target, {
+    userAgent: 'syncline-apply',
+    requestSockets: REQUEST_SOCKETS,
+    ...(options.writeFence === undefined ? {} : { writeFence: options.writeFence }),
+  });
   const timeoutMs = options.requestTimeoutMs ?? DEFAULT_APPLY_TIMEOUT_MS;
   return async <T>(req: Request): Promise<T> => {
     try {
@@ -72,15 +88,28 @@ async function createTransport(target: KubeConnection | KubeConfigLike, options:
     } catch (error) {
       if (error instanceof ApiError) {
         if (error.serverMessage === undefined && error.status < 300) throw error; // Timeout, Fenced: already say why
-        throw new ApiError({ status: error.status, reason: error.reason === 'Unknown' ? String(error.status) : error.reason, message: error.serverMessage ?? `${req.method} ${req.path}: HTTP ${error.status}` });
+        throw new ApiError({
+          status: error.status,
+          reason: error.reason === 'Unknown' ? String(error.status) : error.reason,
+          message: error.serverMessage ?? `${req.method} ${req.path}: HTTP ${error.status}`,
+        });
       }
       if (req.signal?.aborted === true) throw error;
-      throw new ApiError({ status: 0, reason: 'TransportError', message: `${req.method} ${req.path}: ${error instanceof Error ? error.message : String(error)}` });
+      throw new ApiError({
+        status: 0,
+        reason: 'TransportError',
+        message: `${req.method} ${req.path}: ${error instanceof Error ? error.message : String(error)}`,
+      });
     }
   };
 }
 
-type DiscoveredResource = { resource: string; responseKind?: { group?: string; version?: string; kind?: string }; scope: 'Namespaced' | 'Cluster'; verbs?: string[] };
+type DiscoveredResource = {
+  resource: string;
+  responseKind?: { group?: string; version?: string; kind?: string };
+  scope: 'Namespaced' | 'Cluster';
+  verbs?: string[];
+};
 type AggregatedList = { kind?: string; items?: { metadata?: { name?: string }; versions?: { version: string; resources?: DiscoveredResource[] }[] }[] };
 type LegacyResourceList = { resources: { name: string; kind: string; namespaced: boolean; verbs?: string[] }[] };
 type LegacyGroupList = { groups: { name: string; versions: { groupVersion: string }[]; preferredVersion?: { groupVersion: string } }[] };
@@ -118,7 +147,14 @@ async function discover(send: Transport): Promise<Discovery> {
       for (const v of item.versions ?? []) {
         for (const r of v.resources ?? []) {
           if (r.responseKind?.kind === undefined || r.resource.includes('/')) continue;
-          all.push({ group, version: v.version, kind: r.responseKind.kind, plural: r.resource, namespaced: r.scope === 'Namespaced', ...(r.verbs === undefined ? {} : { verbs: r.verbs }) });
+          all.push({
+            group,
+            version: v.version,
+            kind: r.responseKind.kind,
+            plural: r.resource,
+            namespaced: r.scope === 'Namespaced',
+            ...(r.verbs === undefined ? {} : { verbs: r.verbs }),
+          });
         }
       }
     }
@@ -126,7 +162,8 @@ async function discover(send: Transport): Promise<Discovery> {
   }
   const groupVersions = [{ group: '', version: 'v1', preferred: true }];
   for (const g of groups.groups) {
-    for (const v of g.versions) groupVersions.push({ group: g.name, version: v.groupVersion.slice(g.name.length + 1), preferred: v.groupVersion === g.preferredVersion?.groupVersion });
+    for (const v of g.versions)
+      groupVersions.push({ group: g.name, version: v.groupVersion.slice(g.name.length + 1), preferred: v.groupVersion === g.preferredVersion?.groupVersion });
   }
   const lists = await Promise.all(
     groupVersions.map((gv) =>
@@ -139,7 +176,14 @@ async function discover(send: Transport): Promise<Discovery> {
     if (gv === undefined) return;
     for (const r of list.resources) {
       if (r.name.includes('/')) continue;
-      const info = { group: gv.group, version: gv.version, kind: r.kind, plural: r.name, namespaced: r.namespaced, ...(r.verbs === undefined ? {} : { verbs: r.verbs }) };
+      const info = {
+        group: gv.group,
+        version: gv.version,
+        kind: r.kind,
+        plural: r.name,
+        namespaced: r.namespaced,
+        ...(r.verbs === undefined ? {} : { verbs: r.verbs }),
+      };
       all.push(info);
       if (gv.preferred) preferredFirst.push(info);
     }
@@ -160,7 +204,11 @@ function resourcePath(info: ResourceInfo, namespace: string, name?: string): str
  */
 function objectPath(info: ResourceInfo, ref: { readonly namespace: string; readonly name: string }): string {
   if (!info.namespaced && ref.namespace !== '') {
-    throw new ApiError({ status: 400, reason: 'BadRequest', message: `${info.kind} ${ref.name} is cluster-scoped but names namespace ${ref.namespace}: refused (a cluster-scoped object has no namespace)` });
+    throw new ApiError({
+      status: 400,
+      reason: 'BadRequest',
+      message: `${info.kind} ${ref.name} is cluster-scoped but names namespace ${ref.namespace}: refused (a cluster-scoped object has no namespace)`,
+    });
   }
   return resourcePath(info, ref.namespace, ref.name);
 }
@@ -172,10 +220,14 @@ function notServed(what: string): ApiError {
 const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
   new Promise((resolve, reject) => {
     const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(t);
-      reject(signal.reason as Error);
-    }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        reject(signal.reason as Error);
+      },
+      { once: true },
+    );
   });
 
 /** The default of ClientOptions.requestTimeoutMs. */
@@ -225,7 +277,8 @@ export async function createApplyClient(target: KubeConnection | KubeConfigLike,
     async list({ group, kind, namespace, labelSelector }, signal) {
       const info = await infoFor(group, kind);
       if (info === undefined) throw notServed(`${group}/${kind}`);
-      if (info.namespaced && namespace === '') throw new ApiError({ status: 400, reason: 'BadRequest', message: `${group}/${kind} is namespaced and the object names no namespace` });
+      if (info.namespaced && namespace === '')
+        throw new ApiError({ status: 400, reason: 'BadRequest', message: `${group}/${kind} is namespaced and the object names no namespace` });
       const apiVersion = info.group === '' ? info.version : `${info.group}/${info.version}`;
       const items: KubeObject[] = [];
       let cont: string | undefined;
@@ -304,7 +357,10 @@ export async function createApplyClient(target: KubeConnection | KubeConfigLike,
     async waitEstablished(crdName, options = {}) {
       const deadline = Date.now() + (options.timeoutMs ?? 60_000);
       for (;;) {
-        const crd = await send<{ spec?: { group?: string; names?: { kind?: string }; versions?: { name: string; served?: boolean }[] }; status?: { conditions?: { type: string; status: string }[] } }>({
+        const crd = await send<{
+          spec?: { group?: string; names?: { kind?: string }; versions?: { name: string; served?: boolean }[] };
+          status?: { conditions?: { type: string; status: string }[] };
+        }>({
           method: 'GET',
           path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${encodeURIComponent(crdName)}`,
           signal: options.signal,
@@ -316,7 +372,12 @@ export async function createApplyClient(target: KubeConnection | KubeConfigLike,
           const d = await discovery({ refresh: true });
           if (d.resource(apiVersion, crd.spec?.names?.kind ?? '') !== undefined) return;
         }
-        if (Date.now() > deadline) throw new ApiError({ status: 0, reason: 'Timeout', message: `the CRD ${crdName} was not established within ${(options.timeoutMs ?? 60_000) / 1000}s` });
+        if (Date.now() > deadline)
+          throw new ApiError({
+            status: 0,
+            reason: 'Timeout',
+            message: `the CRD ${crdName} was not established within ${(options.timeoutMs ?? 60_000) / 1000}s`,
+          });
         await sleep(100, options.signal);
       }
     },

@@ -2,18 +2,32 @@ import { describe, expect, it } from 'vitest';
 import { differingPaths } from './compare.ts';
 import type { KubeObject } from './identity.ts';
 
-const deployment = (spec: Record<string, unknown>): KubeObject => ({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', namespace: 'ns' }, spec });
+const deployment = (spec: Record<string, unknown>): KubeObject => ({
+  apiVersion: 'apps/v1',
+  kind: 'Deployment',
+  metadata: { name: 'web', namespace: 'ns' },
+  spec,
+});
 
 describe('differingPaths', () => {
   it('accepts what the API server defaults and normalises', () => {
     const desired = deployment({
       replicas: 2,
-      template: { metadata: { labels: {} }, spec: { containers: [{ name: 'c', image: 'nginx', resources: { limits: { cpu: 0.5, memory: '1024Mi' } }, ports: [{ containerPort: 80 }] }] } },
+      template: {
+        metadata: { labels: {} },
+        spec: { containers: [{ name: 'c', image: 'nginx', resources: { limits: { cpu: 0.5, memory: '1024Mi' } }, ports: [{ containerPort: 80 }] }] },
+      },
     });
     const live = deployment({
       replicas: 2,
       progressDeadlineSeconds: 600,
-      template: { metadata: {}, spec: { containers: [{ name: 'c', image: 'nginx', resources: { limits: { cpu: '500m', memory: '1Gi' } }, ports: [{ containerPort: 80, protocol: 'TCP' }] }], restartPolicy: 'Always' } },
+      template: {
+        metadata: {},
+        spec: {
+          containers: [{ name: 'c', image: 'nginx', resources: { limits: { cpu: '500m', memory: '1Gi' } }, ports: [{ containerPort: 80, protocol: 'TCP' }] }],
+          restartPolicy: 'Always',
+        },
+      },
     });
     expect(differingPaths(desired, live)).toEqual([]);
   });

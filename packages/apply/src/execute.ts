@@ -185,7 +185,9 @@ export async function readLive(options: {
     try {
       if (selector !== undefined) {
         const vouched = options.ownerAbsent?.({ group, kind, namespace }) === true;
-        const owned = new Map(vouched ? [] : (await options.client.list({ group, kind, namespace, labelSelector: selector }, options.signal)).map((o) => [objectId(o), o]));
+        const owned = new Map(
+          vouched ? [] : (await options.client.list({ group, kind, namespace, labelSelector: selector }, options.signal)).map((o) => [objectId(o), o]),
+        );
         const missing = [...ids].filter((id) => !owned.has(id));
         // Marked ours but not asked about: kept, so the planner can prune what a lost status write left unrecorded
         // (when its managedFields prove our apply: the LIST returns them, and marks alone prove nothing).
@@ -225,7 +227,14 @@ export function proofOf(applied: KubeObject, stored: KubeObject, owner: Owner): 
  * the fields could not be taken over (the apply runs all the same: it corrects every field Git sets, and the
  * leftovers keep the object unproven, so the next resync tries again); undefined once done.
  */
-async function takeOverEdits(options: { client: ApplyClient; desired: KubeObject; takeover: FieldTakeover; owner: Owner; fieldManager: string; signal: AbortSignal | undefined }): Promise<string | undefined> {
+async function takeOverEdits(options: {
+  client: ApplyClient;
+  desired: KubeObject;
+  takeover: FieldTakeover;
+  owner: Owner;
+  fieldManager: string;
+  signal: AbortSignal | undefined;
+}): Promise<string | undefined> {
   const { client, desired, signal } = options;
   const id = objectId(desired);
   const aborted = (): boolean => signal?.aborted === true;
@@ -247,7 +256,8 @@ async function takeOverEdits(options: { client: ApplyClient; desired: KubeObject
       return `the fields edited by ${takeover.managers.join(', ')} were not taken over: ${describeError(error)}`;
     }
     if (fresh === undefined) return undefined;
-    if (ownershipOf(fresh, options.owner).kind !== 'ours') return `the fields edited by ${takeover.managers.join(', ')} were not taken over: the object no longer carries our ownership mark`;
+    if (ownershipOf(fresh, options.owner).kind !== 'ours')
+      return `the fields edited by ${takeover.managers.join(', ')} were not taken over: the object no longer carries our ownership mark`;
     const again = planFieldTakeover(fresh, { fieldManager: options.fieldManager, desired });
     if (again === undefined) return undefined;
     takeover = again;
@@ -271,7 +281,10 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
       case 'unchanged':
         return { entry: { id: step.id, action: 'unchanged' }, inventory: keepEntry(step.id) ?? { id: step.id } };
       case 'skip':
-        return { entry: { id: step.id, action: 'skipped', cause: step.cause, reason: step.reason, ...(step.drift === undefined ? {} : { drift: step.drift }) }, inventory: step.keep ? keepEntry(step.id) : undefined };
+        return {
+          entry: { id: step.id, action: 'skipped', cause: step.cause, reason: step.reason, ...(step.drift === undefined ? {} : { drift: step.drift }) },
+          inventory: step.keep ? keepEntry(step.id) : undefined,
+        };
       case 'invalid':
         return { entry: { id: step.id, action: 'failed', cause: ApplyCause.Invalid, reason: step.reason }, inventory: keepEntry(step.id) };
       case 'resolve': {
@@ -304,7 +317,10 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
    * name turns out to be taken, `ifTaken` decides instead.
    */
   const applyStep = async (step: Extract<PlanStep, { type: 'apply' }>, ifTaken?: () => Promise<Outcome>): Promise<Outcome> => {
-    const notTaken = step.takeover?.patch === undefined ? undefined : await takeOverEdits({ client, desired: step.object, takeover: step.takeover, owner: plan.owner, fieldManager, signal });
+    const notTaken =
+      step.takeover?.patch === undefined
+        ? undefined
+        : await takeOverEdits({ client, desired: step.object, takeover: step.takeover, owner: plan.owner, fieldManager, signal });
     const reason = [step.reason, notTaken].filter((r) => r !== undefined).join('; ');
     try {
       const stored = await client.apply(step.object, { fieldManager, force: step.force, read: written !== undefined, ifAbsent: ifTaken !== undefined, signal });
@@ -316,7 +332,15 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
       // 409: something is there. 400/422: an API server that will not take a resourceVersion on a create
       // (an aggregated API): either way the object is read and planned as usual.
       if (ifTaken !== undefined && error instanceof ApiError && [400, 409, 422].includes(error.status)) return ifTaken();
-      return { entry: { id: step.id, action: 'failed', cause: causeOfError(error), reason: [describeError(error), notTaken].filter((r) => r !== undefined).join('; ') }, inventory: keepEntry(step.id) };
+      return {
+        entry: {
+          id: step.id,
+          action: 'failed',
+          cause: causeOfError(error),
+          reason: [describeError(error), notTaken].filter((r) => r !== undefined).join('; '),
+        },
+        inventory: keepEntry(step.id),
+      };
     }
     const created = step.create || previous.get(step.id)?.created === true;
     const isNamespace = step.id.startsWith('/Namespace/');
@@ -329,21 +353,32 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
   const runPrune = async (step: PlanStep): Promise<Outcome> => {
     switch (step.type) {
       case 'forget':
-        return { entry: step.gone ? { id: step.id, action: 'deleted', reason: step.reason } : { id: step.id, action: 'skipped', cause: ApplyCause.Left, reason: step.reason } };
+        return {
+          entry: step.gone
+            ? { id: step.id, action: 'deleted', reason: step.reason }
+            : { id: step.id, action: 'skipped', cause: ApplyCause.Left, reason: step.reason },
+        };
       case 'resolveStale': {
         let live: KubeObject | undefined;
         try {
           live = await client.get(step.id, signal);
         } catch (error) {
           if (signal?.aborted === true) throw error;
-          return { entry: { id: step.id, action: 'failed', cause: causeOfError(error), reason: `not pruned: ${describeError(error)}` }, inventory: keepEntry(step.id) };
+          return {
+            entry: { id: step.id, action: 'failed', cause: causeOfError(error), reason: `not pruned: ${describeError(error)}` },
+            inventory: keepEntry(step.id),
+          };
         }
         return runPrune(planStale(step.id, live, plan.context));
       }
       case 'delete':
         if (step.tier === 0) {
           const held = await namespaceHeldBack(plan, options, parseObjectId(step.id).name);
-          if (held !== undefined) return { entry: { id: step.id, action: held.retry ? 'failed' : 'skipped', cause: held.cause, reason: held.reason }, ...(held.retry ? { inventory: keepEntry(step.id) } : {}) };
+          if (held !== undefined)
+            return {
+              entry: { id: step.id, action: held.retry ? 'failed' : 'skipped', cause: held.cause, reason: held.reason },
+              ...(held.retry ? { inventory: keepEntry(step.id) } : {}),
+            };
         }
         try {
           const result = await client.delete(step.id, { apiVersion: step.apiVersion, uid: step.uid, signal });
@@ -377,7 +412,11 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
     }
   }
 
-  return changeSetOf([...outcomes, ...prunes], { pruned: applyFailed === 0 && heldBack === undefined, heldBack: heldBack === undefined || applyFailed > 0 ? undefined : heldBack, written });
+  return changeSetOf([...outcomes, ...prunes], {
+    pruned: applyFailed === 0 && heldBack === undefined,
+    heldBack: heldBack === undefined || applyFailed > 0 ? undefined : heldBack,
+    written,
+  });
 }
 
 /**
@@ -386,7 +425,11 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
  * copy that carries our marks, or an object re-created at a name the inventory lists, keeps the Namespace.
  * Undefined when the Namespace may go; otherwise why not, and whether to try again.
  */
-async function namespaceHeldBack(plan: Plan, options: ExecuteOptions, namespace: string): Promise<{ cause: ApplyCause; reason: string; retry: boolean } | undefined> {
+async function namespaceHeldBack(
+  plan: Plan,
+  options: ExecuteOptions,
+  namespace: string,
+): Promise<{ cause: ApplyCause; reason: string; retry: boolean } | undefined> {
   const { client, signal } = options;
   const { fieldManager } = plan.context;
   const desiredIds = new Set(plan.apply.map((s) => s.id));
@@ -416,7 +459,12 @@ async function namespaceHeldBack(plan: Plan, options: ExecuteOptions, namespace:
  * The applies, wave by wave (a wave after a failed one, or one the gate holds, is skipped with the reason) and
  * within a wave tier by tier (CRDs established before the custom resources that need them).
  */
-async function applyWaves(plan: Plan, options: ExecuteOptions, runApply: (step: PlanStep) => Promise<Outcome>, keepEntry: (id: string) => InventoryEntry | undefined): Promise<{ outcomes: Outcome[]; heldBack: string | undefined }> {
+async function applyWaves(
+  plan: Plan,
+  options: ExecuteOptions,
+  runApply: (step: PlanStep) => Promise<Outcome>,
+  keepEntry: (id: string) => InventoryEntry | undefined,
+): Promise<{ outcomes: Outcome[]; heldBack: string | undefined }> {
   const { client, signal } = options;
   const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
   const outcomes: Outcome[] = [];
@@ -425,7 +473,11 @@ async function applyWaves(plan: Plan, options: ExecuteOptions, runApply: (step: 
   for (const [index, wave] of waves.entries()) {
     const inWave = plan.apply.filter((s) => (s.wave ?? 0) === wave);
     if (heldBack !== undefined) {
-      for (const step of inWave) outcomes.push({ entry: { id: step.id, action: 'skipped', cause: ApplyCause.HeldBack, reason: `not applied yet: ${heldBack}` }, inventory: keepEntry(step.id) });
+      for (const step of inWave)
+        outcomes.push({
+          entry: { id: step.id, action: 'skipped', cause: ApplyCause.HeldBack, reason: `not applied yet: ${heldBack}` },
+          inventory: keepEntry(step.id),
+        });
       continue;
     }
     const results: Outcome[] = [];
@@ -458,7 +510,10 @@ async function applyWaves(plan: Plan, options: ExecuteOptions, runApply: (step: 
 }
 
 /** The change set: every entry, and the inventory (each id once, in the order the outcomes came). */
-function changeSetOf(all: readonly Outcome[], result: { pruned: boolean; heldBack: string | undefined; written: Map<string, ProvenObject> | undefined }): ChangeSet {
+function changeSetOf(
+  all: readonly Outcome[],
+  result: { pruned: boolean; heldBack: string | undefined; written: Map<string, ProvenObject> | undefined },
+): ChangeSet {
   const inventory: InventoryEntry[] = [];
   const inInventory = new Set<string>();
   for (const o of all) {
@@ -490,7 +545,13 @@ function incidental(object: KubeObject, group: string): boolean {
   if (group === '' && kind === 'Endpoints') return true;
   if (group === '' && kind === 'ConfigMap' && metadata.name === 'kube-root-ca.crt') return true;
   if (group === '' && kind === 'ServiceAccount' && metadata.name === 'default') return true;
-  if (group === '' && kind === 'Secret' && object['type'] === 'kubernetes.io/service-account-token' && metadata.annotations?.['kubernetes.io/service-account.name'] === 'default') return true;
+  if (
+    group === '' &&
+    kind === 'Secret' &&
+    object['type'] === 'kubernetes.io/service-account-token' &&
+    metadata.annotations?.['kubernetes.io/service-account.name'] === 'default'
+  )
+    return true;
   return false;
 }
 
@@ -498,7 +559,13 @@ function incidental(object: KubeObject, group: string): boolean {
  * What a Namespace holds besides `ours`: one LIST per listable namespaced kind. A kind that cannot be listed
  * (forbidden) is `unreadable`; a transport or server failure throws, so the caller retries.
  */
-async function foreignObjectsIn(options: { client: ApplyClient; namespace: string; ours: (object: KubeObject) => boolean; concurrency: number; signal: AbortSignal | undefined }): Promise<NamespaceContents> {
+async function foreignObjectsIn(options: {
+  client: ApplyClient;
+  namespace: string;
+  ours: (object: KubeObject) => boolean;
+  concurrency: number;
+  signal: AbortSignal | undefined;
+}): Promise<NamespaceContents> {
   const kinds = (await options.client.discovery()).kinds().filter((k) => k.namespaced && (k.verbs === undefined || k.verbs.includes('list')));
   const foreign: string[] = [];
   const unreadable: string[] = [];
@@ -566,7 +633,12 @@ export async function readHealth(options: {
     const [group = '', kind = '', namespace = ''] = scope.split('/');
     try {
       const labelSelector = options.owner === undefined ? undefined : `${OWNER_LABEL}=${ownerHash(options.owner)}`;
-      const listed = new Map((await options.client.list({ group, kind, namespace, ...(labelSelector === undefined ? {} : { labelSelector }) }, options.signal)).map((o) => [objectId(o), o]));
+      const listed = new Map(
+        (await options.client.list({ group, kind, namespace, ...(labelSelector === undefined ? {} : { labelSelector }) }, options.signal)).map((o) => [
+          objectId(o),
+          o,
+        ]),
+      );
       for (const id of ids) judge(id, listed.get(id));
     } catch (error) {
       if (options.signal?.aborted === true) throw error;

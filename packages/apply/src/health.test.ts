@@ -2,7 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { healthNeedsLiveObject, healthOf } from './health.ts';
 import type { KubeObject } from './identity.ts';
 
-const obj = (apiVersion: string, kind: string, rest: { spec?: unknown; status?: unknown; generation?: number; metadata?: Record<string, unknown> } = {}): KubeObject => ({
+const obj = (
+  apiVersion: string,
+  kind: string,
+  rest: { spec?: unknown; status?: unknown; generation?: number; metadata?: Record<string, unknown> } = {},
+): KubeObject => ({
   apiVersion,
   kind,
   metadata: { name: 'x', namespace: 'app', ...(rest.generation === undefined ? {} : { generation: rest.generation }), ...rest.metadata },
@@ -21,7 +25,8 @@ const rolledOut = {
     { type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable' },
   ],
 };
-const deployment = (status: unknown, spec: Record<string, unknown> = {}): KubeObject => obj('apps/v1', 'Deployment', { generation: 2, spec: { replicas: 3, progressDeadlineSeconds: 600, ...spec }, status });
+const deployment = (status: unknown, spec: Record<string, unknown> = {}): KubeObject =>
+  obj('apps/v1', 'Deployment', { generation: 2, spec: { replicas: 3, progressDeadlineSeconds: 600, ...spec }, status });
 
 describe('healthOf: Deployment', () => {
   it('is Current when rolled out at the observed generation', () => {
@@ -44,20 +49,44 @@ describe('healthOf: Deployment', () => {
   });
 
   it('waits for NewReplicaSetAvailable and Available', () => {
-    const progressing = { ...rolledOut, conditions: [{ type: 'Available', status: 'True' }, { type: 'Progressing', status: 'True', reason: 'ReplicaSetUpdated' }] };
+    const progressing = {
+      ...rolledOut,
+      conditions: [
+        { type: 'Available', status: 'True' },
+        { type: 'Progressing', status: 'True', reason: 'ReplicaSetUpdated' },
+      ],
+    };
     expect(healthOf(deployment(progressing))).toMatchObject({ status: 'InProgress', reason: 'ReplicaSetNotAvailable' });
-    const unavailable = { ...rolledOut, conditions: [{ type: 'Available', status: 'False' }, { type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable' }] };
+    const unavailable = {
+      ...rolledOut,
+      conditions: [
+        { type: 'Available', status: 'False' },
+        { type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable' },
+      ],
+    };
     expect(healthOf(deployment(unavailable))).toMatchObject({ status: 'InProgress', reason: 'DeploymentNotAvailable' });
   });
 
   it('trusts the counts alone when progressDeadlineSeconds is unset (no Progressing condition then)', () => {
-    const d = obj('apps/v1', 'Deployment', { generation: 2, spec: { replicas: 3 }, status: { ...rolledOut, conditions: [{ type: 'Available', status: 'True' }] } });
+    const d = obj('apps/v1', 'Deployment', {
+      generation: 2,
+      spec: { replicas: 3 },
+      status: { ...rolledOut, conditions: [{ type: 'Available', status: 'True' }] },
+    });
     expect(healthOf(d)).toMatchObject({ status: 'Current' });
   });
 
   it('fails on ProgressDeadlineExceeded, with the condition message', () => {
-    const stuck = { ...rolledOut, readyReplicas: 0, conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: 'ReplicaSet "web-1" has timed out progressing.' }] };
-    expect(healthOf(deployment(stuck))).toEqual({ status: 'Failed', reason: 'ProgressDeadlineExceeded', message: 'ReplicaSet "web-1" has timed out progressing.' });
+    const stuck = {
+      ...rolledOut,
+      readyReplicas: 0,
+      conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: 'ReplicaSet "web-1" has timed out progressing.' }],
+    };
+    expect(healthOf(deployment(stuck))).toEqual({
+      status: 'Failed',
+      reason: 'ProgressDeadlineExceeded',
+      message: 'ReplicaSet "web-1" has timed out progressing.',
+    });
   });
 
   it('is InProgress while terminating', () => {
@@ -67,16 +96,44 @@ describe('healthOf: Deployment', () => {
   });
 
   it('defaults spec.replicas to 1 and admits 0 replicas', () => {
-    const one = obj('apps/v1', 'Deployment', { generation: 1, spec: {}, status: { observedGeneration: 1, replicas: 1, updatedReplicas: 1, readyReplicas: 1, availableReplicas: 1, conditions: [{ type: 'Available', status: 'True' }] } });
+    const one = obj('apps/v1', 'Deployment', {
+      generation: 1,
+      spec: {},
+      status: {
+        observedGeneration: 1,
+        replicas: 1,
+        updatedReplicas: 1,
+        readyReplicas: 1,
+        availableReplicas: 1,
+        conditions: [{ type: 'Available', status: 'True' }],
+      },
+    });
     expect(healthOf(one)).toMatchObject({ status: 'Current' });
-    const zero = obj('apps/v1', 'Deployment', { generation: 1, spec: { replicas: 0 }, status: { observedGeneration: 1, conditions: [{ type: 'Available', status: 'True' }] } });
+    const zero = obj('apps/v1', 'Deployment', {
+      generation: 1,
+      spec: { replicas: 0 },
+      status: { observedGeneration: 1, conditions: [{ type: 'Available', status: 'True' }] },
+    });
     expect(healthOf(zero)).toMatchObject({ status: 'Current' });
   });
 });
 
 describe('healthOf: StatefulSet and DaemonSet', () => {
   const sts = (status: Record<string, unknown>, spec: Record<string, unknown> = {}): KubeObject =>
-    obj('apps/v1', 'StatefulSet', { generation: 1, spec: { replicas: 2, ...spec }, status: { observedGeneration: 1, replicas: 2, readyReplicas: 2, currentReplicas: 2, updatedReplicas: 2, currentRevision: 'r1', updateRevision: 'r1', ...status } });
+    obj('apps/v1', 'StatefulSet', {
+      generation: 1,
+      spec: { replicas: 2, ...spec },
+      status: {
+        observedGeneration: 1,
+        replicas: 2,
+        readyReplicas: 2,
+        currentReplicas: 2,
+        updatedReplicas: 2,
+        currentRevision: 'r1',
+        updateRevision: 'r1',
+        ...status,
+      },
+    });
 
   it('StatefulSet: Current when every replica is ready at the update revision', () => {
     expect(healthOf(sts({}))).toMatchObject({ status: 'Current' });
@@ -117,7 +174,14 @@ describe('healthOf: Job, PVC, Service, CRD, Pod', () => {
   it('Job: Current once Complete, Failed on Failed, InProgress while it runs', () => {
     const job = (status: unknown): KubeObject => obj('batch/v1', 'Job', { spec: { completions: 1 }, status });
     expect(healthOf(job({ succeeded: 1, conditions: [{ type: 'Complete', status: 'True' }] }))).toMatchObject({ status: 'Current' });
-    expect(healthOf(job({ failed: 6, conditions: [{ type: 'Failed', status: 'True', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit' }] }))).toEqual({
+    expect(
+      healthOf(
+        job({
+          failed: 6,
+          conditions: [{ type: 'Failed', status: 'True', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit' }],
+        }),
+      ),
+    ).toEqual({
       status: 'Failed',
       reason: 'BackoffLimitExceeded',
       message: 'Job has reached the specified backoff limit',
@@ -128,25 +192,39 @@ describe('healthOf: Job, PVC, Service, CRD, Pod', () => {
 
   it('PVC: Current when Bound', () => {
     expect(healthOf(obj('v1', 'PersistentVolumeClaim', { status: { phase: 'Bound' } }))).toMatchObject({ status: 'Current' });
-    expect(healthOf(obj('v1', 'PersistentVolumeClaim', { status: { phase: 'Pending' } }))).toMatchObject({ status: 'InProgress', message: 'Pending, not Bound' });
+    expect(healthOf(obj('v1', 'PersistentVolumeClaim', { status: { phase: 'Pending' } }))).toMatchObject({
+      status: 'InProgress',
+      message: 'Pending, not Bound',
+    });
   });
 
   it('Service: a LoadBalancer waits for an address; other types are Current', () => {
     expect(healthOf(obj('v1', 'Service', { spec: { type: 'ClusterIP' } }))).toMatchObject({ status: 'Current' });
-    expect(healthOf(obj('v1', 'Service', { spec: { type: 'LoadBalancer' }, status: { loadBalancer: {} } }))).toMatchObject({ status: 'InProgress', reason: 'NoLoadBalancerAddress' });
-    expect(healthOf(obj('v1', 'Service', { spec: { type: 'LoadBalancer' }, status: { loadBalancer: { ingress: [{ ip: '10.0.0.1' }] } } }))).toMatchObject({ status: 'Current' });
+    expect(healthOf(obj('v1', 'Service', { spec: { type: 'LoadBalancer' }, status: { loadBalancer: {} } }))).toMatchObject({
+      status: 'InProgress',
+      reason: 'NoLoadBalancerAddress',
+    });
+    expect(healthOf(obj('v1', 'Service', { spec: { type: 'LoadBalancer' }, status: { loadBalancer: { ingress: [{ ip: '10.0.0.1' }] } } }))).toMatchObject({
+      status: 'Current',
+    });
   });
 
   it('CRD: Current when Established, Failed when its names are not accepted', () => {
-    const crd = (conditions: unknown[]): KubeObject => obj('apiextensions.k8s.io/v1', 'CustomResourceDefinition', { metadata: { namespace: undefined }, status: { conditions } });
+    const crd = (conditions: unknown[]): KubeObject =>
+      obj('apiextensions.k8s.io/v1', 'CustomResourceDefinition', { metadata: { namespace: undefined }, status: { conditions } });
     expect(healthOf(crd([{ type: 'Established', status: 'True' }]))).toMatchObject({ status: 'Current' });
     expect(healthOf(crd([]))).toMatchObject({ status: 'InProgress', reason: 'NotEstablished' });
-    expect(healthOf(crd([{ type: 'NamesAccepted', status: 'False', reason: 'MultipleNamesConflict', message: 'plural conflicts' }]))).toMatchObject({ status: 'Failed', reason: 'MultipleNamesConflict' });
+    expect(healthOf(crd([{ type: 'NamesAccepted', status: 'False', reason: 'MultipleNamesConflict', message: 'plural conflicts' }]))).toMatchObject({
+      status: 'Failed',
+      reason: 'MultipleNamesConflict',
+    });
   });
 
   it('Pod: ready, crash-looping, succeeded', () => {
     expect(healthOf(obj('v1', 'Pod', { status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } }))).toMatchObject({ status: 'Current' });
-    expect(healthOf(obj('v1', 'Pod', { status: { phase: 'Running', containerStatuses: [{ name: 'app', state: { waiting: { reason: 'CrashLoopBackOff' } } }] } }))).toMatchObject({ status: 'Failed', reason: 'CrashLoopBackOff' });
+    expect(
+      healthOf(obj('v1', 'Pod', { status: { phase: 'Running', containerStatuses: [{ name: 'app', state: { waiting: { reason: 'CrashLoopBackOff' } } }] } })),
+    ).toMatchObject({ status: 'Failed', reason: 'CrashLoopBackOff' });
     expect(healthOf(obj('v1', 'Pod', { status: { phase: 'Succeeded' } }))).toMatchObject({ status: 'Current' });
   });
 });
@@ -161,13 +239,34 @@ describe('healthOf: custom resources and objects without status', () => {
 
   it('follows Ready, Reconciling and Stalled', () => {
     expect(healthOf(cr([{ type: 'Ready', status: 'True' }]))).toMatchObject({ status: 'Current' });
-    expect(healthOf(cr([{ type: 'Ready', status: 'False', reason: 'Waiting', message: 'db not reachable' }]))).toEqual({ status: 'InProgress', reason: 'Waiting', message: 'db not reachable' });
-    expect(healthOf(cr([{ type: 'Ready', status: 'True' }, { type: 'Reconciling', status: 'True', reason: 'Progressing' }]))).toMatchObject({ status: 'InProgress', reason: 'Progressing' });
-    expect(healthOf(cr([{ type: 'Ready', status: 'False' }, { type: 'Stalled', status: 'True', reason: 'InvalidSpec', message: 'bad' }]))).toEqual({ status: 'Failed', reason: 'InvalidSpec', message: 'bad' });
+    expect(healthOf(cr([{ type: 'Ready', status: 'False', reason: 'Waiting', message: 'db not reachable' }]))).toEqual({
+      status: 'InProgress',
+      reason: 'Waiting',
+      message: 'db not reachable',
+    });
+    expect(
+      healthOf(
+        cr([
+          { type: 'Ready', status: 'True' },
+          { type: 'Reconciling', status: 'True', reason: 'Progressing' },
+        ]),
+      ),
+    ).toMatchObject({ status: 'InProgress', reason: 'Progressing' });
+    expect(
+      healthOf(
+        cr([
+          { type: 'Ready', status: 'False' },
+          { type: 'Stalled', status: 'True', reason: 'InvalidSpec', message: 'bad' },
+        ]),
+      ),
+    ).toEqual({ status: 'Failed', reason: 'InvalidSpec', message: 'bad' });
   });
 
   it('a Ready condition of an older generation is not the answer yet', () => {
-    expect(healthOf(cr([{ type: 'Ready', status: 'True', observedGeneration: 1 }], 2))).toMatchObject({ status: 'InProgress', reason: 'LatestGenerationNotObserved' });
+    expect(healthOf(cr([{ type: 'Ready', status: 'True', observedGeneration: 1 }], 2))).toMatchObject({
+      status: 'InProgress',
+      reason: 'LatestGenerationNotObserved',
+    });
   });
 });
 

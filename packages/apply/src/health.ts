@@ -92,14 +92,18 @@ function builtinHealth(group: string, object: KubeObject): Health | undefined {
     case '/Service': {
       if (str(object, ['spec', 'type']) !== 'LoadBalancer') return current('Service is ready');
       const ingress = field(object, ['status', 'loadBalancer', 'ingress']);
-      return Array.isArray(ingress) && ingress.length > 0 ? current('load balancer has an address') : inProgress('NoLoadBalancerAddress', 'waiting for a load balancer address');
+      return Array.isArray(ingress) && ingress.length > 0
+        ? current('load balancer has an address')
+        : inProgress('NoLoadBalancerAddress', 'waiting for a load balancer address');
     }
     case '/Pod':
       return podHealth(object);
     case 'policy/PodDisruptionBudget': {
       const currentHealthy = int(object, ['status', 'currentHealthy'], 0);
       const desiredHealthy = int(object, ['status', 'desiredHealthy'], 0);
-      return currentHealthy < desiredHealthy ? inProgress('BudgetNotMet', `healthy: ${currentHealthy}/${desiredHealthy}`) : current(`healthy: ${currentHealthy}/${desiredHealthy}`);
+      return currentHealthy < desiredHealthy
+        ? inProgress('BudgetNotMet', `healthy: ${currentHealthy}/${desiredHealthy}`)
+        : current(`healthy: ${currentHealthy}/${desiredHealthy}`);
     }
     case 'apiextensions.k8s.io/CustomResourceDefinition': {
       const conditions = conditionsOf(object);
@@ -151,10 +155,13 @@ function statefulSetHealth(object: KubeObject): Health {
   if (spec > ready) return inProgress('LessReady', `ready: ${ready}/${spec}`);
   if (replicas > spec) return inProgress('ExtraPods', `pending termination: ${replicas - spec}`);
   if (partition !== -1) {
-    return updated < spec - partition ? inProgress('PartitionRollout', `updated: ${updated}/${spec - partition}`) : current(`partition rollout complete, ${updated} updated`);
+    return updated < spec - partition
+      ? inProgress('PartitionRollout', `updated: ${updated}/${spec - partition}`)
+      : current(`partition rollout complete, ${updated} updated`);
   }
   if (spec > currentReplicas) return inProgress('LessCurrent', `current: ${currentReplicas}/${spec}`);
-  if (str(object, ['status', 'currentRevision']) !== str(object, ['status', 'updateRevision'])) return inProgress('RevisionMismatch', 'waiting for the update revision to become current');
+  if (str(object, ['status', 'currentRevision']) !== str(object, ['status', 'updateRevision']))
+    return inProgress('RevisionMismatch', 'waiting for the update revision to become current');
   return current(`rolled out, ${replicas} replica(s)`);
 }
 
@@ -209,7 +216,8 @@ function podHealth(object: KubeObject): Health {
   if (Array.isArray(statuses)) {
     for (const s of statuses) {
       const waiting = field(s, ['state', 'waiting', 'reason']);
-      if (waiting === 'CrashLoopBackOff' || waiting === 'ImagePullBackOff' || waiting === 'ErrImagePull') return failed(waiting, `container ${text(field(s, ['name']))}: ${waiting}`);
+      if (waiting === 'CrashLoopBackOff' || waiting === 'ImagePullBackOff' || waiting === 'ErrImagePull')
+        return failed(waiting, `container ${text(field(s, ['name']))}: ${waiting}`);
     }
   }
   const ready = conditionsOf(object).find((c) => c.type === 'Ready');
@@ -252,4 +260,12 @@ export function healthNeedsLiveObject(object: KubeObject): boolean {
 }
 
 const STATUSLESS_CORE = new Set(['ConfigMap', 'Secret', 'ServiceAccount', 'Namespace', 'LimitRange', 'ResourceQuota', 'Endpoints']);
-const STATUSLESS_GROUPS = new Set(['rbac.authorization.k8s.io', 'networking.k8s.io', 'scheduling.k8s.io', 'storage.k8s.io', 'admissionregistration.k8s.io', 'node.k8s.io', 'coordination.k8s.io']);
+const STATUSLESS_GROUPS = new Set([
+  'rbac.authorization.k8s.io',
+  'networking.k8s.io',
+  'scheduling.k8s.io',
+  'storage.k8s.io',
+  'admissionregistration.k8s.io',
+  'node.k8s.io',
+  'coordination.k8s.io',
+]);

@@ -94,7 +94,11 @@ export function readableOwnerLabels(owner: Owner): Record<string, string> {
   const kind = parts.length === 1 ? 'ConfigSync' : (parts[0] ?? '');
   const name = parts.at(-1) ?? owner.name;
   const labels: Record<string, string> = {};
-  for (const [key, value] of [[OWNER_NAME_LABEL, name], [OWNER_NAMESPACE_LABEL, owner.namespace], [OWNER_KIND_LABEL, kind]] as const) {
+  for (const [key, value] of [
+    [OWNER_NAME_LABEL, name],
+    [OWNER_NAMESPACE_LABEL, owner.namespace],
+    [OWNER_KIND_LABEL, kind],
+  ] as const) {
     if (isLabelValue(value)) labels[key] = value;
   }
   return labels;
@@ -108,10 +112,7 @@ export function ownedBy(owner: Owner): string {
   return `${owner.namespace}/${owner.name}/${owner.target}`;
 }
 
-export type Ownership =
-  | { readonly kind: 'ours' }
-  | { readonly kind: 'other'; readonly ownedBy: string }
-  | { readonly kind: 'unmarked' };
+export type Ownership = { readonly kind: 'ours' } | { readonly kind: 'other'; readonly ownedBy: string } | { readonly kind: 'unmarked' };
 
 /** Whose object is this? Both the label and the annotation must name us. */
 export function ownershipOf(live: KubeObject, owner: Owner): Ownership {
@@ -129,7 +130,10 @@ export function ownershipOf(live: KubeObject, owner: Owner): Ownership {
  * copier's manager instead. See provenOwnership in plan.ts for what this proves and what it does not.
  */
 export function appliedBy(live: KubeObject, fieldManager: string): boolean {
-  return live.metadata.managedFields?.some((m) => m.manager === fieldManager && m.operation === 'Apply' && (m.subresource === undefined || m.subresource === '')) === true;
+  return (
+    live.metadata.managedFields?.some((m) => m.manager === fieldManager && m.operation === 'Apply' && (m.subresource === undefined || m.subresource === '')) ===
+    true
+  );
 }
 
 export function pruneDisabled(live: KubeObject): boolean {

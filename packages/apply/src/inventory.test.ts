@@ -8,7 +8,12 @@ describe('objectId', () => {
     expect(objectId({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', namespace: 'prod' } })).toBe('apps/Deployment/prod/web');
     expect(objectId({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'ns' } })).toBe('/ConfigMap/ns/c');
     expect(objectId({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ns' } })).toBe('/Namespace//ns');
-    expect(parseObjectId('rbac.authorization.k8s.io/ClusterRole//system:x')).toEqual({ group: 'rbac.authorization.k8s.io', kind: 'ClusterRole', namespace: '', name: 'system:x' });
+    expect(parseObjectId('rbac.authorization.k8s.io/ClusterRole//system:x')).toEqual({
+      group: 'rbac.authorization.k8s.io',
+      kind: 'ClusterRole',
+      namespace: '',
+      name: 'system:x',
+    });
     expect(() => parseObjectId('nonsense')).toThrow(/not an object id/);
   });
 });

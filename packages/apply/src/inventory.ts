@@ -84,5 +84,8 @@ function decodeEntries(lines: ReadonlyArray<string>): InventoryEntry[] {
 /** The ids in `previous` that `next` no longer holds: what a prune would delete, in reverse apply order. */
 export function diffInventory(previous: Inventory, next: Inventory | ReadonlyArray<string>): string[] {
   const keep = new Set(next.map((e) => (typeof e === 'string' ? e : e.id)));
-  return previous.filter((e) => !keep.has(e.id)).map((e) => e.id).reverse();
+  return previous
+    .filter((e) => !keep.has(e.id))
+    .map((e) => e.id)
+    .reverse();
 }

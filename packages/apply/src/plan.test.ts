@@ -6,7 +6,12 @@ import { planApply, planStale, waveOf, withOwnership, type LiveState, type PlanI
 
 const owner: Owner = { namespace: 'team', name: 'web', target: 'prod' };
 const other: Owner = { namespace: 'team', name: 'api', target: 'prod' };
-const cm = (name: string, data: Record<string, string> = { k: 'v' }, namespace = 'app'): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace }, data });
+const cm = (name: string, data: Record<string, string> = { k: 'v' }, namespace = 'app'): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, namespace },
+  data,
+});
 const ns = (name: string): KubeObject => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
 
 /** The managedFields entry the API server records for our server-side apply. */
@@ -81,11 +86,25 @@ describe('planApply', () => {
   it('takes over the objects of a handed-over owner (a renamed target) only with our own apply on them', () => {
     const renamed: Owner = { ...owner, target: 'old' };
     const handoff = new Set(['team/web/old']);
-    expect(plan({ desired: [cm('a')], live: liveOf(stored(cm('a'), renamed)), handoff }).apply[0]).toMatchObject({ type: 'apply', force: true, reason: 'handed over from team/web/old' });
+    expect(plan({ desired: [cm('a')], live: liveOf(stored(cm('a'), renamed)), handoff }).apply[0]).toMatchObject({
+      type: 'apply',
+      force: true,
+      reason: 'handed over from team/web/old',
+    });
     // another owner stays a conflict, and so does a copy marked by the old target without our apply
-    expect(plan({ desired: [cm('a')], live: liveOf(stored(cm('a'), other)), handoff }).apply[0]).toMatchObject({ type: 'skip', cause: 'Conflict', reason: 'Conflict: the object is owned by team/api/prod' });
-    const copy = { ...stored(cm('a'), renamed), metadata: { ...stored(cm('a'), renamed).metadata, managedFields: [{ manager: 'kubectl-create', operation: 'Update' }] } };
-    expect(plan({ desired: [cm('a')], live: liveOf(copy), handoff }).apply[0]).toMatchObject({ type: 'skip', reason: 'Conflict: the object is owned by team/web/old' });
+    expect(plan({ desired: [cm('a')], live: liveOf(stored(cm('a'), other)), handoff }).apply[0]).toMatchObject({
+      type: 'skip',
+      cause: 'Conflict',
+      reason: 'Conflict: the object is owned by team/api/prod',
+    });
+    const copy = {
+      ...stored(cm('a'), renamed),
+      metadata: { ...stored(cm('a'), renamed).metadata, managedFields: [{ manager: 'kubectl-create', operation: 'Update' }] },
+    };
+    expect(plan({ desired: [cm('a')], live: liveOf(copy), handoff }).apply[0]).toMatchObject({
+      type: 'skip',
+      reason: 'Conflict: the object is owned by team/web/old',
+    });
   });
 
   it('namespacePolicy takes over an existing Namespace while the objects in it stay under policy', () => {
@@ -96,7 +115,10 @@ describe('planApply', () => {
     // adopted, not created: the Namespace is never pruned
     const adopted = stored(ns('app'));
     adopted.metadata.managedFields = [ourApply];
-    expect(plan({ desired: [cm('b')], inventory: [{ id: '/Namespace//app' }], live: liveOf(adopted), namespacePolicy: 'Adopt' }).prune[0]).toMatchObject({ type: 'forget', gone: false });
+    expect(plan({ desired: [cm('b')], inventory: [{ id: '/Namespace//app' }], live: liveOf(adopted), namespacePolicy: 'Adopt' }).prune[0]).toMatchObject({
+      type: 'forget',
+      gone: false,
+    });
   });
 
   it('never touches an object another sync owns, whatever the policy', () => {
@@ -108,7 +130,11 @@ describe('planApply', () => {
 
   it('Keep creates a missing object but leaves a changed one of ours alone', () => {
     expect(summary(plan({ desired: [cm('a')], policy: 'Keep' }).apply)).toEqual(['apply /ConfigMap/app/a']);
-    expect(plan({ desired: [cm('a', { k: 'new' })], live: liveOf(stored(cm('a'))), policy: 'Keep' }).apply[0]).toMatchObject({ type: 'skip', keep: true, cause: 'Kept' });
+    expect(plan({ desired: [cm('a', { k: 'new' })], live: liveOf(stored(cm('a'))), policy: 'Keep' }).apply[0]).toMatchObject({
+      type: 'skip',
+      keep: true,
+      cause: 'Kept',
+    });
   });
 
   it('prunes only stale objects that carry our mark, in reverse tier order', () => {
@@ -126,7 +152,10 @@ describe('planApply', () => {
     const p = plan({
       desired: [cm('other', {}, 'elsewhere')],
       inventory,
-      live: { objects: liveOf(stored(ns('app')), stored(ns('adopted')), stored(cm('stale')), disabled, stored(cm('taken'), other)).objects, unknownScopes: new Set(['/ConfigMap/locked']) },
+      live: {
+        objects: liveOf(stored(ns('app')), stored(ns('adopted')), stored(cm('stale')), disabled, stored(cm('taken'), other)).objects,
+        unknownScopes: new Set(['/ConfigMap/locked']),
+      },
     });
     expect(p.prune.map((s) => [s.type, s.id, 'reason' in s ? s.reason : ''])).toEqual([
       ['resolveStale', '/ConfigMap/locked/hidden', ''],
@@ -178,20 +207,35 @@ describe('planApply', () => {
         expect([...p.apply, ...p.prune].map((s) => s.id)).not.toContain('/ConfigMap/app/copy');
       }
       // and a sync being deleted (an empty render) does not delete it either
-      expect(summary(plan({ desired: [], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(cm('a')), copy), allowEmpty: true }).prune)).toEqual(['delete /ConfigMap/app/a']);
+      expect(summary(plan({ desired: [], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(cm('a')), copy), allowEmpty: true }).prune)).toEqual([
+        'delete /ConfigMap/app/a',
+      ]);
     });
 
-    it.each(copies)('is not overwritten when the render adds an object of its name: a conflict under Sync, as for any object not ours (%s)', (_, managedFields) => {
-      const copy = copyOf(cm('a'), 'b', managedFields);
-      const p = plan({ desired: [cm('a'), cm('b', { k: 'ours' })], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(cm('a')), copy) });
-      expect(p.apply[1]).toMatchObject({ type: 'skip', id: '/ConfigMap/app/b', keep: false, cause: 'NotOwned', reason: expect.stringMatching(/^Conflict: .*carries this sync's ownership marks.*not in the inventory.*field manager "syncline"/) as unknown });
-      expect(plan({ desired: [cm('b')], live: liveOf(copy), policy: 'Keep' }).apply[0]).toMatchObject({ type: 'skip', keep: false });
-      // Adopt and Overwrite take it over as they take any object that is not ours
-      expect(plan({ desired: [cm('b')], live: liveOf(copy), policy: 'Adopt' }).apply[0]).toMatchObject({ type: 'apply', force: false, reason: 'adopted' });
-      expect(plan({ desired: [cm('b')], live: liveOf(copy), policy: 'Overwrite' }).apply[0]).toMatchObject({ type: 'apply', force: true, reason: 'overwritten' });
-    });
+    it.each(copies)(
+      'is not overwritten when the render adds an object of its name: a conflict under Sync, as for any object not ours (%s)',
+      (_, managedFields) => {
+        const copy = copyOf(cm('a'), 'b', managedFields);
+        const p = plan({ desired: [cm('a'), cm('b', { k: 'ours' })], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(cm('a')), copy) });
+        expect(p.apply[1]).toMatchObject({
+          type: 'skip',
+          id: '/ConfigMap/app/b',
+          keep: false,
+          cause: 'NotOwned',
+          reason: expect.stringMatching(/^Conflict: .*carries this sync's ownership marks.*not in the inventory.*field manager "syncline"/) as unknown,
+        });
+        expect(plan({ desired: [cm('b')], live: liveOf(copy), policy: 'Keep' }).apply[0]).toMatchObject({ type: 'skip', keep: false });
+        // Adopt and Overwrite take it over as they take any object that is not ours
+        expect(plan({ desired: [cm('b')], live: liveOf(copy), policy: 'Adopt' }).apply[0]).toMatchObject({ type: 'apply', force: false, reason: 'adopted' });
+        expect(plan({ desired: [cm('b')], live: liveOf(copy), policy: 'Overwrite' }).apply[0]).toMatchObject({
+          type: 'apply',
+          force: true,
+          reason: 'overwritten',
+        });
+      },
+    );
 
-    it('is pruned when it does record our server-side apply (an apply whose status write was lost), beside the copier\'s entries', () => {
+    it("is pruned when it does record our server-side apply (an apply whose status write was lost), beside the copier's entries", () => {
       const lost = copyOf(cm('a'), 'lost', [{ manager: 'kubectl-edit', operation: 'Update' }, ourApply]);
       const p = plan({ desired: [cm('a')], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(cm('a')), lost) });
       expect(summary(p.prune)).toEqual(['delete /ConfigMap/app/lost']);
@@ -212,10 +256,14 @@ describe('planApply', () => {
           reason: expect.stringMatching(/^Conflict: .*it is in the inventory, but has no server-side apply by field manager "syncline"/) as unknown,
         });
         // Adopt and Overwrite take it over as they take any object that is not ours
-        expect(plan({ desired: [cm('a', { k: 'new' })], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(taken), policy: 'Adopt' }).apply[0]).toMatchObject({ type: 'apply', reason: 'adopted' });
+        expect(
+          plan({ desired: [cm('a', { k: 'new' })], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(taken), policy: 'Adopt' }).apply[0],
+        ).toMatchObject({ type: 'apply', reason: 'adopted' });
       }
       // our own object at that name is applied as before
-      expect(summary(plan({ desired: [cm('a', { k: 'new' })], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(cm('a'))) }).apply)).toEqual(['apply /ConfigMap/app/a force']);
+      expect(summary(plan({ desired: [cm('a', { k: 'new' })], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(cm('a'))) }).apply)).toEqual([
+        'apply /ConfigMap/app/a force',
+      ]);
     });
 
     it('is not deleted on the inventory alone: an object re-created at a recorded name, marks copied, is kept', () => {
@@ -225,16 +273,30 @@ describe('planApply', () => {
         // when the render drops it
         const p = plan({ desired: [], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(recreated), allowEmpty: true });
         // then it is forgotten, not deleted, and the reason says why
-        expect(p.prune).toEqual([{ type: 'forget', id: '/ConfigMap/app/a', tier: 3, gone: false, reason: expect.stringMatching(/in the inventory, but has no server-side apply by field manager "syncline"/) as unknown }]);
+        expect(p.prune).toEqual([
+          {
+            type: 'forget',
+            id: '/ConfigMap/app/a',
+            tier: 3,
+            gone: false,
+            reason: expect.stringMatching(/in the inventory, but has no server-side apply by field manager "syncline"/) as unknown,
+          },
+        ]);
       }
       // and our own object at that name is still deleted
-      expect(summary(plan({ desired: [], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(cm('a'))), allowEmpty: true }).prune)).toEqual(['delete /ConfigMap/app/a']);
+      expect(summary(plan({ desired: [], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(stored(cm('a'))), allowEmpty: true }).prune)).toEqual([
+        'delete /ConfigMap/app/a',
+      ]);
     });
 
     it('is not pruned when the executor resolves it as a stale id it did not record', () => {
       const copy = copyOf(cm('a'), 'copy', []);
       const context = plan({ desired: [cm('a')], inventory: [{ id: '/ConfigMap/app/a' }] }).context;
-      expect(planStale('/ConfigMap/app/copy', copy, context)).toMatchObject({ type: 'forget', gone: false, reason: expect.stringContaining('not pruned: the object carries our ownership marks') as unknown });
+      expect(planStale('/ConfigMap/app/copy', copy, context)).toMatchObject({
+        type: 'forget',
+        gone: false,
+        reason: expect.stringContaining('not pruned: the object carries our ownership marks') as unknown,
+      });
     });
   });
 
@@ -255,8 +317,16 @@ describe('planApply', () => {
 
   it('defers ids the owner-selected LIST could not show to the executor: a desired one is resolved, a stale one resolved before pruning', () => {
     const live = { objects: liveOf(stored(cm('listed'))).objects, unresolved: new Set(['/ConfigMap/app/missing', '/ConfigMap/app/gone']) };
-    const p = plan({ desired: [cm('listed'), cm('missing'), cm('new', { k: 'v' }, 'other')], inventory: [{ id: '/ConfigMap/app/listed' }, { id: '/ConfigMap/app/gone' }], live });
-    expect(p.apply.map((s) => `${s.type} ${s.id}`)).toEqual(['unchanged /ConfigMap/app/listed', 'resolve /ConfigMap/app/missing', 'apply /ConfigMap/other/new']);
+    const p = plan({
+      desired: [cm('listed'), cm('missing'), cm('new', { k: 'v' }, 'other')],
+      inventory: [{ id: '/ConfigMap/app/listed' }, { id: '/ConfigMap/app/gone' }],
+      live,
+    });
+    expect(p.apply.map((s) => `${s.type} ${s.id}`)).toEqual([
+      'unchanged /ConfigMap/app/listed',
+      'resolve /ConfigMap/app/missing',
+      'apply /ConfigMap/other/new',
+    ]);
     expect(summary(p.prune)).toEqual(['resolveStale /ConfigMap/app/gone']);
   });
 
@@ -266,7 +336,9 @@ describe('planApply', () => {
     const read = liveOf(...before.map((o) => stored(o)));
     const proven: LiveState = {
       objects: new Map(),
-      proven: new Map(before.map((o) => [objectId(o), { version: '1', digest: withOwnership(o, owner).metadata.annotations?.[APPLIED_DIGEST_ANNOTATION] ?? '' }])),
+      proven: new Map(
+        before.map((o) => [objectId(o), { version: '1', digest: withOwnership(o, owner).metadata.annotations?.[APPLIED_DIGEST_ANNOTATION] ?? '' }]),
+      ),
     };
     const inventory = before.map((o) => ({ id: objectId(o) }));
     for (const policy of ['Sync', 'Adopt', 'Overwrite', 'Keep'] as Policy[]) {
@@ -276,7 +348,12 @@ describe('planApply', () => {
         expect(fromProof.apply, `${policy}/${drift}`).toEqual(fromRead.apply);
       }
     }
-    expect(summary(plan({ desired: after, inventory, live: proven }).apply)).toEqual(['unchanged /ConfigMap/app/same', 'apply /ConfigMap/app/changed force', 'apply /ConfigMap/app/kept force', 'apply /ConfigMap/app/fresh']);
+    expect(summary(plan({ desired: after, inventory, live: proven }).apply)).toEqual([
+      'unchanged /ConfigMap/app/same',
+      'apply /ConfigMap/app/changed force',
+      'apply /ConfigMap/app/kept force',
+      'apply /ConfigMap/app/fresh',
+    ]);
   });
 
   it('writes a digest of the marked object that ignores a stale digest in the input', () => {
@@ -291,7 +368,14 @@ describe('planApply', () => {
     const input: KubeObject = {
       apiVersion: 'v1',
       kind: 'ConfigMap',
-      metadata: { name: 'a', namespace: 'app', uid: 'u', resourceVersion: '7', labels: { app: 'a', [OWNER_LABEL]: 'stale' }, annotations: { [APPLIED_DIGEST_ANNOTATION]: 'sha256:stale', note: 'n' } },
+      metadata: {
+        name: 'a',
+        namespace: 'app',
+        uid: 'u',
+        resourceVersion: '7',
+        labels: { app: 'a', [OWNER_LABEL]: 'stale' },
+        annotations: { [APPLIED_DIGEST_ANNOTATION]: 'sha256:stale', note: 'n' },
+      },
       data: { k: 'v' },
     };
     // when it is marked
@@ -301,7 +385,12 @@ describe('planApply', () => {
     const expected = {
       apiVersion: 'v1',
       kind: 'ConfigMap',
-      metadata: { name: 'a', namespace: 'app', labels: { app: 'a', 'syncline.dev/name': 'web', 'syncline.dev/namespace': 'team', 'syncline.dev/kind': 'ConfigSync', [OWNER_LABEL]: ownerHash(owner) }, annotations: { note: 'n', [OWNED_BY_ANNOTATION]: 'team/web/prod' } },
+      metadata: {
+        name: 'a',
+        namespace: 'app',
+        labels: { app: 'a', 'syncline.dev/name': 'web', 'syncline.dev/namespace': 'team', 'syncline.dev/kind': 'ConfigSync', [OWNER_LABEL]: ownerHash(owner) },
+        annotations: { note: 'n', [OWNED_BY_ANNOTATION]: 'team/web/prod' },
+      },
       data: { k: 'v' },
     };
     expect({ ...marked, metadata: { ...marked.metadata, annotations } }).toEqual(expected);
@@ -315,25 +404,52 @@ describe('planApply', () => {
     const copied = withOwnership(manifestSync, { namespace: 'dr', name: 'NamespaceReplication:standby', target: 'standby' });
 
     // then each carries its own owner's labels, and the hash stays
-    expect(configSync.metadata.labels).toEqual({ [OWNER_LABEL]: ownerHash(owner), 'syncline.dev/name': 'web', 'syncline.dev/namespace': 'team', 'syncline.dev/kind': 'ConfigSync' });
+    expect(configSync.metadata.labels).toEqual({
+      [OWNER_LABEL]: ownerHash(owner),
+      'syncline.dev/name': 'web',
+      'syncline.dev/namespace': 'team',
+      'syncline.dev/kind': 'ConfigSync',
+    });
     expect(manifestSync.metadata.labels).toMatchObject({ 'syncline.dev/name': 'db', 'syncline.dev/namespace': 'team', 'syncline.dev/kind': 'ManifestSync' });
-    expect(copied.metadata.labels).toMatchObject({ 'syncline.dev/name': 'standby', 'syncline.dev/namespace': 'dr', 'syncline.dev/kind': 'NamespaceReplication' });
-    expect(withOwnership(cm('c'), { namespace: 'team', name: 'Mirror:Secret:db', target: 'prod' }).metadata.labels).toMatchObject({ 'syncline.dev/name': 'db', 'syncline.dev/kind': 'Mirror' });
+    expect(copied.metadata.labels).toMatchObject({
+      'syncline.dev/name': 'standby',
+      'syncline.dev/namespace': 'dr',
+      'syncline.dev/kind': 'NamespaceReplication',
+    });
+    expect(withOwnership(cm('c'), { namespace: 'team', name: 'Mirror:Secret:db', target: 'prod' }).metadata.labels).toMatchObject({
+      'syncline.dev/name': 'db',
+      'syncline.dev/kind': 'Mirror',
+    });
   });
 
   it('leaves the readable name out when it is longer than a label value may be (the hash still marks it)', () => {
     const long = 'a'.repeat(64);
-    const labels = withOwnership({ ...cm('a'), metadata: { name: 'a', namespace: 'app', labels: { 'syncline.dev/name': 'someone-else' } } }, { namespace: 'team', name: long, target: 'prod' }).metadata.labels;
+    const labels = withOwnership(
+      { ...cm('a'), metadata: { name: 'a', namespace: 'app', labels: { 'syncline.dev/name': 'someone-else' } } },
+      { namespace: 'team', name: long, target: 'prod' },
+    ).metadata.labels;
     expect(labels).not.toHaveProperty('syncline.dev/name');
     expect(labels).toMatchObject({ 'syncline.dev/namespace': 'team', [OWNER_LABEL]: ownerHash({ namespace: 'team', name: long, target: 'prod' }) });
-    expect(withOwnership(cm('a'), { namespace: 'team', name: 'a'.repeat(63), target: 'prod' }).metadata.labels).toHaveProperty('syncline.dev/name', 'a'.repeat(63));
+    expect(withOwnership(cm('a'), { namespace: 'team', name: 'a'.repeat(63), target: 'prod' }).metadata.labels).toHaveProperty(
+      'syncline.dev/name',
+      'a'.repeat(63),
+    );
   });
 
   it('an object applied before the readable labels existed is re-applied once (its digest differs), then unchanged', () => {
     const before = stored(cm('a'));
-    const old: KubeObject = { ...before, metadata: { ...before.metadata, labels: { [OWNER_LABEL]: before.metadata.labels?.[OWNER_LABEL] ?? '' }, annotations: { ...before.metadata.annotations, [APPLIED_DIGEST_ANNOTATION]: 'sha256:old' } } };
+    const old: KubeObject = {
+      ...before,
+      metadata: {
+        ...before.metadata,
+        labels: { [OWNER_LABEL]: before.metadata.labels?.[OWNER_LABEL] ?? '' },
+        annotations: { ...before.metadata.annotations, [APPLIED_DIGEST_ANNOTATION]: 'sha256:old' },
+      },
+    };
     expect(summary(plan({ desired: [cm('a')], inventory: [{ id: objectId(cm('a')) }], live: liveOf(old) }).apply)).toEqual(['apply /ConfigMap/app/a force']);
-    expect(summary(plan({ desired: [cm('a')], inventory: [{ id: objectId(cm('a')) }], live: liveOf(stored(cm('a'))) }).apply)).toEqual(['unchanged /ConfigMap/app/a']);
+    expect(summary(plan({ desired: [cm('a')], inventory: [{ id: objectId(cm('a')) }], live: liveOf(stored(cm('a'))) }).apply)).toEqual([
+      'unchanged /ConfigMap/app/a',
+    ]);
   });
 });
 
@@ -367,7 +483,12 @@ describe('kubectl edits of an object of ours', () => {
     const drifted = stored(cm('a'));
     drifted['data'] = { k: 'edited' };
     drifted.metadata.managedFields = [managed('syncline', 'Apply', { 'f:metadata': {} }), managed('kubectl-patch', 'Update', { 'f:data': { 'f:k': {} } })];
-    expect(plan({ desired: [cm('a')], live: liveOf(drifted) }).apply[0]).toMatchObject({ type: 'apply', force: true, reason: 'drift corrected: data.k, fields edited by kubectl-patch', takeover: { managers: ['kubectl-patch'] } });
+    expect(plan({ desired: [cm('a')], live: liveOf(drifted) }).apply[0]).toMatchObject({
+      type: 'apply',
+      force: true,
+      reason: 'drift corrected: data.k, fields edited by kubectl-patch',
+      takeover: { managers: ['kubectl-patch'] },
+    });
     const step = plan({ desired: [cm('a')], live: liveOf(drifted) }).apply[0];
     expect(step?.type === 'apply' && step.takeover?.patch).toBeUndefined();
   });
@@ -382,24 +503,45 @@ describe('kubectl edits of an object of ours', () => {
   });
 
   it('reports the edits under drift Report and leaves them under policy Keep', () => {
-    expect(plan({ desired: [cm('a')], live: liveOf(editedBy('kubectl-set')), drift: 'Report' }).apply[0]).toMatchObject({ type: 'skip', keep: true, cause: 'Drifted', reason: 'drifted: fields edited by kubectl-set', drift: ['fields edited by kubectl-set'] });
+    expect(plan({ desired: [cm('a')], live: liveOf(editedBy('kubectl-set')), drift: 'Report' }).apply[0]).toMatchObject({
+      type: 'skip',
+      keep: true,
+      cause: 'Drifted',
+      reason: 'drifted: fields edited by kubectl-set',
+      drift: ['fields edited by kubectl-set'],
+    });
     expect(plan({ desired: [cm('a')], live: liveOf(editedBy('kubectl-set')), policy: 'Keep' }).apply[0]).toMatchObject({ type: 'unchanged' });
   });
 
   it('leaves what other appliers, controllers and subresource writers own: the object stays unchanged', () => {
-    for (const live of [editedBy('platform-tool', 'Apply'), editedBy('kubectl', 'Apply'), editedBy('kube-controller-manager'), editedBy('kubectl-scale', 'Update', 'scale'), editedBy('kubectl-rollout')]) {
+    for (const live of [
+      editedBy('platform-tool', 'Apply'),
+      editedBy('kubectl', 'Apply'),
+      editedBy('kube-controller-manager'),
+      editedBy('kubectl-scale', 'Update', 'scale'),
+      editedBy('kubectl-rollout'),
+    ]) {
       expect(summary(plan({ desired: [cm('a')], live: liveOf(live) }).apply)).toEqual(['unchanged /ConfigMap/app/a']);
     }
   });
 
-  it('takes over for the plan\'s field manager, and never for an object that is not ours', () => {
+  it("takes over for the plan's field manager, and never for an object that is not ours", () => {
     const live = editedBy('deployer', 'Update');
     // The ownership proof (our own Apply entry) is for the plan's manager too: syncline's Apply proves nothing to
     // a plan applied as 'deployer', and deployer's Apply does.
-    expect(plan({ desired: [cm('a')], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(live), fieldManager: 'deployer' }).apply[0]).toMatchObject({ type: 'skip', reason: expect.stringContaining('Conflict') as unknown });
+    expect(plan({ desired: [cm('a')], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(live), fieldManager: 'deployer' }).apply[0]).toMatchObject({
+      type: 'skip',
+      reason: expect.stringContaining('Conflict') as unknown,
+    });
     live.metadata.managedFields = [...(live.metadata.managedFields ?? []), managed('deployer', 'Apply', { 'f:metadata': {} })];
-    expect(plan({ desired: [cm('a')], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(live), fieldManager: 'deployer' }).apply[0]).toMatchObject({ type: 'apply', reason: 'drift corrected: fields edited by deployer' });
-    const unmarked: KubeObject = { ...cm('a'), metadata: { ...cm('a').metadata, resourceVersion: '3', managedFields: [managed('kubectl-edit', 'Update', { 'f:data': {} })] } };
+    expect(plan({ desired: [cm('a')], inventory: [{ id: '/ConfigMap/app/a' }], live: liveOf(live), fieldManager: 'deployer' }).apply[0]).toMatchObject({
+      type: 'apply',
+      reason: 'drift corrected: fields edited by deployer',
+    });
+    const unmarked: KubeObject = {
+      ...cm('a'),
+      metadata: { ...cm('a').metadata, resourceVersion: '3', managedFields: [managed('kubectl-edit', 'Update', { 'f:data': {} })] },
+    };
     for (const policy of ['Adopt', 'Overwrite'] as const) {
       const step = plan({ desired: [cm('a')], live: liveOf(unmarked), policy }).apply[0];
       expect(step?.type === 'apply' && step.takeover).toBeUndefined();
@@ -408,7 +550,10 @@ describe('kubectl edits of an object of ours', () => {
 });
 
 describe('apply waves', () => {
-  const waved = (object: KubeObject, wave: string): KubeObject => ({ ...object, metadata: { ...object.metadata, annotations: { 'syncline.dev/apply-wave': wave } } });
+  const waved = (object: KubeObject, wave: string): KubeObject => ({
+    ...object,
+    metadata: { ...object.metadata, annotations: { 'syncline.dev/apply-wave': wave } },
+  });
   const crd: KubeObject = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'widgets.x.dev' } };
 
   it('orders by wave (default 0, negative first), then by tier within a wave', () => {

@@ -79,16 +79,42 @@ export type PlanStep =
    * Server-side apply `object`; `create` says whether it was absent when planned. `takeover` (objects of ours
    * only): first move the fields of kubectl's edits to our manager, so this apply drops what Git does not hold.
    */
-  | { readonly type: 'apply'; readonly id: string; readonly tier: Tier; readonly wave?: number; readonly object: KubeObject; readonly force: boolean; readonly create: boolean; readonly reason?: string; readonly takeover?: FieldTakeover }
+  | {
+      readonly type: 'apply';
+      readonly id: string;
+      readonly tier: Tier;
+      readonly wave?: number;
+      readonly object: KubeObject;
+      readonly force: boolean;
+      readonly create: boolean;
+      readonly reason?: string;
+      readonly takeover?: FieldTakeover;
+    }
   | { readonly type: 'unchanged'; readonly id: string; readonly tier: Tier; readonly wave?: number }
   /** Nothing to write; `keep` says whether the id stays in the inventory. */
-  | { readonly type: 'skip'; readonly id: string; readonly tier: Tier; readonly wave?: number; readonly cause: ApplyCause; readonly reason: string; readonly keep: boolean; readonly drift?: readonly string[] }
+  | {
+      readonly type: 'skip';
+      readonly id: string;
+      readonly tier: Tier;
+      readonly wave?: number;
+      readonly cause: ApplyCause;
+      readonly reason: string;
+      readonly keep: boolean;
+      readonly drift?: readonly string[];
+    }
   /** The desired object cannot be applied as written (an invalid apply-wave): it fails, and holds back pruning. */
   | { readonly type: 'invalid'; readonly id: string; readonly tier: Tier; readonly wave?: number; readonly reason: string }
   /** Live state unknown: the executor reads the object and plans it with planObject. */
   | { readonly type: 'resolve'; readonly id: string; readonly tier: Tier; readonly wave?: number; readonly desired: KubeObject }
   /** Delete a stale object we own (uid precondition: exactly the object that was checked). */
-  | { readonly type: 'delete'; readonly id: string; readonly tier: Tier; readonly wave?: undefined; readonly apiVersion: string; readonly uid: string | undefined }
+  | {
+      readonly type: 'delete';
+      readonly id: string;
+      readonly tier: Tier;
+      readonly wave?: undefined;
+      readonly apiVersion: string;
+      readonly uid: string | undefined;
+    }
   /** A stale id whose live state is unknown: the executor reads it and plans it with planStale. */
   | { readonly type: 'resolveStale'; readonly id: string; readonly tier: Tier; readonly wave?: undefined }
   /** A stale id that leaves the inventory without a delete (already gone, or not ours to delete). */
@@ -158,7 +184,9 @@ export function waveOf(object: KubeObject): { readonly wave: number } | { readon
   const trimmed = value.trim();
   const wave = Number(trimmed);
   if (!/^[-+]?[0-9]{1,9}$/.test(trimmed) || !Number.isSafeInteger(wave)) {
-    return { error: `${object.kind}/${object.metadata.name}: annotation ${APPLY_WAVE_ANNOTATION} must be an integer such as "1" or "-1", not ${JSON.stringify(value)}` };
+    return {
+      error: `${object.kind}/${object.metadata.name}: annotation ${APPLY_WAVE_ANNOTATION} must be an integer such as "1" or "-1", not ${JSON.stringify(value)}`,
+    };
   }
   return { wave };
 }
@@ -169,7 +197,16 @@ export function tierOf(id: string): Tier {
   return scopeOf(id).endsWith('/') ? 2 : 3;
 }
 
-const SERVER_METADATA = ['uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'managedFields', 'selfLink'];
+const SERVER_METADATA = [
+  'uid',
+  'resourceVersion',
+  'generation',
+  'creationTimestamp',
+  'deletionTimestamp',
+  'deletionGracePeriodSeconds',
+  'managedFields',
+  'selfLink',
+];
 
 /** The object we send: the desired object, without server-set metadata, with our ownership mark and digest. */
 export function withOwnership(desired: KubeObject, owner: Owner): KubeObject {
@@ -208,7 +245,11 @@ export function withOwnership(desired: KubeObject, owner: Owner): KubeObject {
  * write access to an object can forge our entry on it. That only lets them have their own object treated as
  * ours, which they could delete themselves; it never reaches an object they cannot write.
  */
-export function provenOwnership(live: KubeObject, id: string, context: Pick<PlanContext, 'owner' | 'recorded' | 'fieldManager'>): Ownership | { readonly kind: 'unproven' } {
+export function provenOwnership(
+  live: KubeObject,
+  id: string,
+  context: Pick<PlanContext, 'owner' | 'recorded' | 'fieldManager'>,
+): Ownership | { readonly kind: 'unproven' } {
   const ownership = ownershipOf(live, context.owner);
   if (ownership.kind !== 'ours' || appliedBy(live, context.fieldManager)) return ownership;
   return { kind: 'unproven' };
@@ -276,7 +317,10 @@ export function planObject(desired: KubeObject, live: KubeObject | undefined, co
  */
 export function planProven(desired: KubeObject, proven: ProvenObject, context: PlanContext): PlanStep {
   const object = withOwnership(desired, context.owner);
-  return planOurs({ id: objectId(desired), object, drift: object.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION] === proven.digest ? [] : undefined }, context);
+  return planOurs(
+    { id: objectId(desired), object, drift: object.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION] === proven.digest ? [] : undefined },
+    context,
+  );
 }
 
 /**
@@ -291,7 +335,17 @@ function planOurs(ours: { id: string; object: KubeObject; drift: readonly string
   if (context.policy === 'Keep') return { type: 'skip', id, tier, keep: true, cause: ApplyCause.Kept, reason: 'policy Keep never modifies an existing object' };
   const withTakeover = takeover === undefined ? {} : { takeover };
   // Ours: force, as a controller should for the fields it manages (someone's kubectl edit took them over).
-  if (ours.drift === undefined) return { type: 'apply', id, tier, object, force: true, create: false, ...withTakeover, ...(edited.length === 0 ? {} : { reason: `taken over: ${edited.join(', ')}` }) };
+  if (ours.drift === undefined)
+    return {
+      type: 'apply',
+      id,
+      tier,
+      object,
+      force: true,
+      create: false,
+      ...withTakeover,
+      ...(edited.length === 0 ? {} : { reason: `taken over: ${edited.join(', ')}` }),
+    };
   const drift = [...ours.drift, ...edited];
   if (context.drift === 'Report') return { type: 'skip', id, tier, keep: true, cause: ApplyCause.Drifted, reason: `drifted: ${drift.join(', ')}`, drift };
   return { type: 'apply', id, tier, object, force: true, create: false, reason: `drift corrected: ${drift.join(', ')}`, ...withTakeover };
@@ -308,9 +362,11 @@ export function planStale(id: string, live: KubeObject | undefined, context: Pla
   // A delete needs the API server's own record of our apply on this very object (provenOwnership). The inventory
   // names an id, not an object: what sits at that name now may have been deleted and re-created by someone else
   // (marks copied along), or every field of it taken over by another apply manager; either way it is not ours.
-  if (ownership.kind === 'unproven') return { type: 'forget', id, tier, gone: false, reason: `not pruned: the object carries our ownership marks, but ${unprovenWhy(id, context)}` };
+  if (ownership.kind === 'unproven')
+    return { type: 'forget', id, tier, gone: false, reason: `not pruned: the object carries our ownership marks, but ${unprovenWhy(id, context)}` };
   if (pruneDisabled(live)) return { type: 'forget', id, tier, gone: false, reason: 'not pruned: syncline.dev/prune is disabled' };
-  if (tier === 0 && !context.createdNamespaces.has(id)) return { type: 'forget', id, tier, gone: false, reason: 'not pruned: a Namespace this sync did not create' };
+  if (tier === 0 && !context.createdNamespaces.has(id))
+    return { type: 'forget', id, tier, gone: false, reason: 'not pruned: a Namespace this sync did not create' };
   return { type: 'delete', id, tier, apiVersion: live.apiVersion, uid: live.metadata.uid };
 }
 
@@ -335,7 +391,12 @@ export function planApply(input: PlanInput): Plan {
   };
   const base = { owner: input.owner, previous: input.inventory, context };
   if (input.desired.length === 0 && input.inventory.length > 0 && input.allowEmpty !== true) {
-    return { ...base, apply: [], prune: [], blocked: `the render yielded no objects while ${input.inventory.length} are applied; refusing to prune them all (allowEmpty overrides)` };
+    return {
+      ...base,
+      apply: [],
+      prune: [],
+      blocked: `the render yielded no objects while ${input.inventory.length} are applied; refusing to prune them all (allowEmpty overrides)`,
+    };
   }
 
   const seen = new Set<string>();
@@ -343,7 +404,14 @@ export function planApply(input: PlanInput): Plan {
   for (const desired of input.desired) {
     const id = objectId(desired);
     if (seen.has(id)) {
-      apply.push({ type: 'skip', id, tier: tierOf(id), keep: false, cause: ApplyCause.Invalid, reason: 'duplicate: the render holds this object more than once' });
+      apply.push({
+        type: 'skip',
+        id,
+        tier: tierOf(id),
+        keep: false,
+        cause: ApplyCause.Invalid,
+        reason: 'duplicate: the render holds this object more than once',
+      });
       continue;
     }
     seen.add(id);
@@ -359,7 +427,11 @@ export function planApply(input: PlanInput): Plan {
     const live = lookup(input.live, id);
     const proven = live === undefined ? input.live.proven?.get(id) : undefined;
     const step: PlanStep =
-      live === 'unknown' ? { type: 'resolve', id, tier: tierOf(id), desired } : proven === undefined ? planObject(desired, live, context) : planProven(desired, proven, context);
+      live === 'unknown'
+        ? { type: 'resolve', id, tier: tierOf(id), desired }
+        : proven === undefined
+          ? planObject(desired, live, context)
+          : planProven(desired, proven, context);
     apply.push(wave.wave === 0 || step.type === 'delete' || step.type === 'resolveStale' || step.type === 'forget' ? step : { ...step, wave: wave.wave });
   }
   apply.sort((a, b) => (a.wave ?? 0) - (b.wave ?? 0) || a.tier - b.tier);

@@ -7,8 +7,17 @@ import type { ApplyClient } from './client.ts';
 
 const owner: Owner = { namespace: 'apps', name: 'web', target: 'prod' };
 const selector = `${OWNER_LABEL}=${ownerHash(owner)}`;
-const cm = (name: string, labels: Record<string, string> = {}): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'apps', labels }, data: { k: name } });
-const secret = (name: string, labels: Record<string, string> = {}): KubeObject => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: 'apps', labels } });
+const cm = (name: string, labels: Record<string, string> = {}): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, namespace: 'apps', labels },
+  data: { k: name },
+});
+const secret = (name: string, labels: Record<string, string> = {}): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'Secret',
+  metadata: { name, namespace: 'apps', labels },
+});
 
 /** A client holding `stored`, recording each LIST as `Kind selector`. */
 function memoryClient(stored: readonly KubeObject[]): { client: ApplyClient; lists: string[] } {
@@ -26,7 +35,9 @@ function memoryClient(stored: readonly KubeObject[]): { client: ApplyClient; lis
     list: ({ kind, namespace, labelSelector }) => {
       lists.push(`${kind} ${labelSelector ?? '(all)'}`);
       const [key, value] = (labelSelector ?? '').split('=');
-      return Promise.resolve(stored.filter((o) => o.kind === kind && o.metadata.namespace === namespace && (key === undefined || key === '' || o.metadata.labels?.[key] === value)));
+      return Promise.resolve(
+        stored.filter((o) => o.kind === kind && o.metadata.namespace === namespace && (key === undefined || key === '' || o.metadata.labels?.[key] === value)),
+      );
     },
   };
   return { client, lists };

@@ -5,7 +5,18 @@ import { promisify } from 'node:util';
 import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { testKubeConfig, testKubeconfigPath, testNamespace } from '@syncline/test-support/kube';
-import { createApplyClient, executePlan, planApply, readLive, type ApplyClient, type ChangeSet, type DriftMode, type Inventory, type KubeObject, type Owner } from './index.ts';
+import {
+  createApplyClient,
+  executePlan,
+  planApply,
+  readLive,
+  type ApplyClient,
+  type ChangeSet,
+  type DriftMode,
+  type Inventory,
+  type KubeObject,
+  type Owner,
+} from './index.ts';
 
 const kc = testKubeConfig();
 const core = kc.makeApiClient(CoreV1Api);
@@ -20,13 +31,26 @@ const service = (namespace: string, httpPort: number): KubeObject => ({
   apiVersion: 'v1',
   kind: 'Service',
   metadata: { name: 'web', namespace },
-  spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: httpPort, targetPort: 8080 }, { name: 'metrics', port: 9090, targetPort: 9090 }] },
+  spec: {
+    selector: { app: 'web' },
+    ports: [
+      { name: 'http', port: httpPort, targetPort: 8080 },
+      { name: 'metrics', port: 9090, targetPort: 9090 },
+    ],
+  },
 });
 const deployment = (namespace: string): KubeObject => ({
   apiVersion: 'apps/v1',
   kind: 'Deployment',
   metadata: { name: 'web', namespace },
-  spec: { replicas: 1, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', image: 'nginx:1.27', env: [{ name: 'LOG_LEVEL', value: 'info' }] }] } } },
+  spec: {
+    replicas: 1,
+    selector: { matchLabels: { app: 'web' } },
+    template: {
+      metadata: { labels: { app: 'web' } },
+      spec: { containers: [{ name: 'web', image: 'nginx:1.27', env: [{ name: 'LOG_LEVEL', value: 'info' }] }] },
+    },
+  },
 });
 
 /** Counts the writes (applies and JSON patches) and the reads a client makes. */
@@ -47,7 +71,10 @@ function counting(inner: ApplyClient): ApplyClient & { writes: number; patches: 
 async function sync(desired: KubeObject[], options: { owner: Owner; inventory: Inventory; client?: ApplyClient; drift?: DriftMode }): Promise<ChangeSet> {
   const client = options.client ?? admin;
   const live = await readLive({ client, desired, inventory: options.inventory, owner: options.owner });
-  return executePlan(planApply({ desired, inventory: options.inventory, live, owner: options.owner, ...(options.drift === undefined ? {} : { drift: options.drift }) }), { client });
+  return executePlan(
+    planApply({ desired, inventory: options.inventory, live, owner: options.owner, ...(options.drift === undefined ? {} : { drift: options.drift }) }),
+    { client },
+  );
 }
 
 const ports = async (namespace: string): Promise<string[]> =>
@@ -68,7 +95,9 @@ describe('kubectl edits of an object of ours', () => {
     // when the sync runs, then it takes the edit over and corrects it: one managedFields patch, one apply
     const client = counting(admin);
     const corrected = await sync([service(ns.name, 8080)], { owner, inventory, client });
-    expect(corrected.entries).toEqual([{ id: `/Service/${ns.name}/web`, action: 'configured', reason: expect.stringContaining('fields edited by kubectl-patch') as unknown }]);
+    expect(corrected.entries).toEqual([
+      { id: `/Service/${ns.name}/web`, action: 'configured', reason: expect.stringContaining('fields edited by kubectl-patch') as unknown },
+    ]);
     expect([client.patches, client.writes]).toEqual([1, 2]);
     expect(await ports(ns.name)).toEqual(['http:8080', 'metrics:9090']);
     expect(managers(await core.readNamespacedService({ name: 'web', namespace: ns.name }))).toEqual(['syncline/Apply']);
@@ -134,7 +163,13 @@ describe('kubectl edits of an object of ours', () => {
     const unscaled = deployment(ns.name);
     delete (unscaled['spec'] as Record<string, unknown>)['replicas'];
     const { inventory } = await sync([unscaled], { owner, inventory: [] });
-    await kubectl(ns.name, 'patch', 'deployment/web', '-p', JSON.stringify({ spec: { replicas: 3, template: { spec: { containers: [{ name: 'web', env: [{ name: 'EXTRA', value: '1' }] }] } } } }));
+    await kubectl(
+      ns.name,
+      'patch',
+      'deployment/web',
+      '-p',
+      JSON.stringify({ spec: { replicas: 3, template: { spec: { containers: [{ name: 'web', env: [{ name: 'EXTRA', value: '1' }] }] } } } }),
+    );
 
     const changes = await sync([unscaled], { owner, inventory });
     expect(changes.entries.map((e) => e.action)).toEqual(['configured']);
@@ -156,7 +191,15 @@ describe('kubectl edits of an object of ours', () => {
 
     const client = counting(admin);
     const changes = await sync(desired, { owner, inventory, client, drift: 'Report' });
-    expect(changes.entries).toEqual([{ id: `apps/Deployment/${ns.name}/web`, action: 'skipped', cause: 'Drifted', reason: 'drifted: fields edited by kubectl-set', drift: ['fields edited by kubectl-set'] }]);
+    expect(changes.entries).toEqual([
+      {
+        id: `apps/Deployment/${ns.name}/web`,
+        action: 'skipped',
+        cause: 'Drifted',
+        reason: 'drifted: fields edited by kubectl-set',
+        drift: ['fields edited by kubectl-set'],
+      },
+    ]);
     expect(client.writes).toBe(0);
     const after = await apps.readNamespacedDeployment({ name: 'web', namespace: ns.name });
     expect(after.spec?.template.spec?.containers[0]?.env?.map((e) => e.name)).toEqual(['LOG_LEVEL', 'EXTRA']);

@@ -2,7 +2,15 @@ import { describe, expect, it } from 'vitest';
 import type { KubeObject } from './identity.ts';
 import { editManagersOf, planFieldTakeover, setBy, unionFields } from './takeover.ts';
 
-type Entry = { manager: string; operation: string; apiVersion: string; time: string; fieldsType: string; fieldsV1: Record<string, unknown>; subresource?: string };
+type Entry = {
+  manager: string;
+  operation: string;
+  apiVersion: string;
+  time: string;
+  fieldsType: string;
+  fieldsV1: Record<string, unknown>;
+  subresource?: string;
+};
 
 const port = (n: number): string => `k:{"port":${n},"protocol":"TCP"}`;
 const portFields = (): Record<string, unknown> => ({ '.': {}, 'f:name': {}, 'f:port': {}, 'f:protocol': {}, 'f:targetPort': {} });
@@ -58,7 +66,10 @@ describe('planFieldTakeover', () => {
     expect(takeover?.patch?.[1]).toMatchObject({ op: 'replace', path: '/metadata/managedFields' });
     // and our entry, still an Apply of our manager in its place, owns both ports; kubectl-patch has no entry left
     expect(replaced(live)).toEqual([
-      { ...ours, fieldsV1: { 'f:metadata': { 'f:labels': { 'f:app': {} } }, 'f:spec': { 'f:ports': { [port(8080)]: portFields(), [port(9999)]: portFields() } } } },
+      {
+        ...ours,
+        fieldsV1: { 'f:metadata': { 'f:labels': { 'f:app': {} } }, 'f:spec': { 'f:ports': { [port(8080)]: portFields(), [port(9999)]: portFields() } } },
+      },
       controller,
     ]);
     // and the live object is left as it was
@@ -68,16 +79,32 @@ describe('planFieldTakeover', () => {
   it('merges every hand edit (edit, set, label, annotate, client-side apply, before-first-apply, our own Update) into one entry', () => {
     const edits = [
       entry('kubectl-edit', 'Update', { 'f:spec': { 'f:template': { 'f:spec': { 'f:containers': { 'k:{"name":"web"}': { 'f:image': {} } } } } } }),
-      entry('kubectl-set', 'Update', { 'f:spec': { 'f:template': { 'f:spec': { 'f:containers': { 'k:{"name":"web"}': { 'f:env': { 'k:{"name":"DEBUG"}': { '.': {}, 'f:name': {}, 'f:value': {} } } } } } } } }),
+      entry('kubectl-set', 'Update', {
+        'f:spec': {
+          'f:template': {
+            'f:spec': { 'f:containers': { 'k:{"name":"web"}': { 'f:env': { 'k:{"name":"DEBUG"}': { '.': {}, 'f:name': {}, 'f:value': {} } } } } },
+          },
+        },
+      }),
       entry('kubectl-label', 'Update', { 'f:metadata': { 'f:labels': { 'f:extra': {} } } }),
       entry('kubectl-annotate', 'Update', { 'f:metadata': { 'f:annotations': { 'f:note': {} } } }),
-      entry('kubectl-client-side-apply', 'Update', { 'f:metadata': { 'f:annotations': { '.': {}, 'f:kubectl.kubernetes.io/last-applied-configuration': {} } } }),
+      entry('kubectl-client-side-apply', 'Update', {
+        'f:metadata': { 'f:annotations': { '.': {}, 'f:kubectl.kubernetes.io/last-applied-configuration': {} } },
+      }),
       entry('before-first-apply', 'Update', { 'f:spec': { 'f:minReadySeconds': {} } }),
       entry('syncline', 'Update', { 'f:metadata': { 'f:labels': { 'f:stale': {} } } }),
     ];
     const other = entry('platform-tool', 'Apply', { 'f:metadata': { 'f:annotations': { 'f:team': {} } } });
     const live = service([...edits.slice(0, 3), other, ours, ...edits.slice(3)]);
-    expect(planFieldTakeover(live, { fieldManager: 'syncline' })?.managers).toEqual(['kubectl-edit', 'kubectl-set', 'kubectl-label', 'kubectl-annotate', 'kubectl-client-side-apply', 'before-first-apply', 'syncline']);
+    expect(planFieldTakeover(live, { fieldManager: 'syncline' })?.managers).toEqual([
+      'kubectl-edit',
+      'kubectl-set',
+      'kubectl-label',
+      'kubectl-annotate',
+      'kubectl-client-side-apply',
+      'before-first-apply',
+      'syncline',
+    ]);
     const after = replaced(live);
     // our entry takes the place of the first one it replaces; the other applier keeps its own
     expect(after.map((e) => `${e.manager}/${e.operation}`)).toEqual(['syncline/Apply', 'platform-tool/Apply']);
@@ -89,12 +116,28 @@ describe('planFieldTakeover', () => {
   });
 
   it('creates our Apply entry when the object has none (all our fields were taken by others)', () => {
-    const live = service([entry('kubectl-replace', 'Update', { 'f:spec': { 'f:ports': {} } }, { time: '2026-01-03T00:00:00Z' }), entry('kubectl-edit', 'Update', { 'f:data': {} }, { time: '2026-01-05T00:00:00Z' })]);
-    expect(replaced(live)).toEqual([{ manager: 'syncline', operation: 'Apply', apiVersion: 'v1', fieldsType: 'FieldsV1', time: '2026-01-05T00:00:00Z', fieldsV1: { 'f:spec': { 'f:ports': {} }, 'f:data': {} } }]);
+    const live = service([
+      entry('kubectl-replace', 'Update', { 'f:spec': { 'f:ports': {} } }, { time: '2026-01-03T00:00:00Z' }),
+      entry('kubectl-edit', 'Update', { 'f:data': {} }, { time: '2026-01-05T00:00:00Z' }),
+    ]);
+    expect(replaced(live)).toEqual([
+      {
+        manager: 'syncline',
+        operation: 'Apply',
+        apiVersion: 'v1',
+        fieldsType: 'FieldsV1',
+        time: '2026-01-05T00:00:00Z',
+        fieldsV1: { 'f:spec': { 'f:ports': {} }, 'f:data': {} },
+      },
+    ]);
   });
 
   it('clears an edit recorded at another apiVersion instead of moving paths of another schema', () => {
-    const deployment = (managedFields: Entry[]): KubeObject => ({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', resourceVersion: '7', managedFields } });
+    const deployment = (managedFields: Entry[]): KubeObject => ({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web', resourceVersion: '7', managedFields },
+    });
     const mine = entry('syncline', 'Apply', { 'f:spec': { 'f:replicas': {} } }, { apiVersion: 'apps/v1' });
     const live = deployment([mine, entry('kubectl-edit', 'Update', { 'f:spec': { 'f:paused': {} } }, { apiVersion: 'apps/v1beta2' })]);
     expect(replaced(live)).toEqual([mine]);
@@ -102,18 +145,36 @@ describe('planFieldTakeover', () => {
   });
 
   it('names a manager once even when it edited at two apiVersions, and honours another field manager name', () => {
-    const live = service([entry('deployer', 'Apply', {}), entry('kubectl-edit', 'Update', { 'f:a': {} }), entry('kubectl-edit', 'Update', { 'f:b': {} }, { apiVersion: 'v2' }), entry('syncline', 'Update', { 'f:c': {} })]);
+    const live = service([
+      entry('deployer', 'Apply', {}),
+      entry('kubectl-edit', 'Update', { 'f:a': {} }),
+      entry('kubectl-edit', 'Update', { 'f:b': {} }, { apiVersion: 'v2' }),
+      entry('syncline', 'Update', { 'f:c': {} }),
+    ]);
     expect(planFieldTakeover(live, { fieldManager: 'deployer' })?.managers).toEqual(['kubectl-edit']);
     expect(editManagersOf(live, 'deployer')).toEqual(['kubectl-edit', 'kubectl-edit']);
   });
 
   it('never takes a replica count from an edit (where Git does not set it, its removal would scale the workload to one)', () => {
-    const deployment = (managedFields: Entry[]): KubeObject => ({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', resourceVersion: '9', managedFields } });
+    const deployment = (managedFields: Entry[]): KubeObject => ({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web', resourceVersion: '9', managedFields },
+    });
     const mine = entry('syncline', 'Apply', { 'f:spec': { 'f:template': {} } }, { apiVersion: 'apps/v1' });
     // an edit of the replica count alone is no edit to take over
-    expect(planFieldTakeover(deployment([mine, entry('kubectl-edit', 'Update', { 'f:spec': { 'f:replicas': {} } }, { apiVersion: 'apps/v1' })]), { fieldManager: 'syncline' })).toBeUndefined();
+    expect(
+      planFieldTakeover(deployment([mine, entry('kubectl-edit', 'Update', { 'f:spec': { 'f:replicas': {} } }, { apiVersion: 'apps/v1' })]), {
+        fieldManager: 'syncline',
+      }),
+    ).toBeUndefined();
     // beside other fields, the editor keeps the count and gives up the rest
-    const edit = entry('kubectl-edit', 'Update', { 'f:metadata': { 'f:labels': { 'f:team': {} } }, 'f:spec': { 'f:replicas': {}, 'f:paused': {} } }, { apiVersion: 'apps/v1' });
+    const edit = entry(
+      'kubectl-edit',
+      'Update',
+      { 'f:metadata': { 'f:labels': { 'f:team': {} } }, 'f:spec': { 'f:replicas': {}, 'f:paused': {} } },
+      { apiVersion: 'apps/v1' },
+    );
     expect(replaced(deployment([mine, edit]))).toEqual([
       { ...mine, fieldsV1: { 'f:spec': { 'f:template': {}, 'f:paused': {} }, 'f:metadata': { 'f:labels': { 'f:team': {} } } } },
       { ...edit, fieldsV1: { 'f:spec': { 'f:replicas': {} } } },
@@ -122,7 +183,11 @@ describe('planFieldTakeover', () => {
 
   it('tests the managedFields themselves when the object carries no resourceVersion', () => {
     const live = service([ours, entry('kubectl-patch', 'Update', { 'f:spec': { 'f:type': {} } })], null);
-    expect(planFieldTakeover(live, { fieldManager: 'syncline' })?.patch?.[0]).toEqual({ op: 'test', path: '/metadata/managedFields', value: live.metadata.managedFields });
+    expect(planFieldTakeover(live, { fieldManager: 'syncline' })?.patch?.[0]).toEqual({
+      op: 'test',
+      path: '/metadata/managedFields',
+      value: live.metadata.managedFields,
+    });
   });
 });
 
@@ -131,11 +196,19 @@ describe('planFieldTakeover with the desired object', () => {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: { name: 'web', labels: { app: 'web' } },
-    spec: { ports: [{ name: 'http', port: 8080, protocol: 'TCP', targetPort: 8080 }, { name: 'metrics', port: 9090 }] },
+    spec: {
+      ports: [
+        { name: 'http', port: 8080, protocol: 'TCP', targetPort: 8080 },
+        { name: 'metrics', port: 9090 },
+      ],
+    },
   };
 
   it('sends no patch when the forced apply takes every field of the edits by itself (a changed value, one write)', () => {
-    const live = service([ours, entry('kubectl-patch', 'Update', { 'f:metadata': { 'f:labels': { 'f:app': {} } }, 'f:spec': { 'f:ports': { [port(8080)]: { 'f:targetPort': {} } } } })]);
+    const live = service([
+      ours,
+      entry('kubectl-patch', 'Update', { 'f:metadata': { 'f:labels': { 'f:app': {} } }, 'f:spec': { 'f:ports': { [port(8080)]: { 'f:targetPort': {} } } } }),
+    ]);
     expect(planFieldTakeover(live, { fieldManager: 'syncline', desired })).toEqual({ managers: ['kubectl-patch'] });
   });
 
@@ -146,7 +219,11 @@ describe('planFieldTakeover with the desired object', () => {
       // the manifest leaves metrics' protocol to the server's default: not matched, so patched (safe, one write more)
       { 'f:spec': { 'f:ports': { [port(9090)]: { 'f:name': {} } } } },
     ]) {
-      const live = service([ours, entry('kubectl-edit', 'Update', { 'f:metadata': { 'f:labels': { 'f:app': {} } } }), entry('kubectl-patch', 'Update', fields)]);
+      const live = service([
+        ours,
+        entry('kubectl-edit', 'Update', { 'f:metadata': { 'f:labels': { 'f:app': {} } } }),
+        entry('kubectl-patch', 'Update', fields),
+      ]);
       expect(planFieldTakeover(live, { fieldManager: 'syncline', desired })?.patch).toHaveLength(2);
     }
   });

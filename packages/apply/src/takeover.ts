@@ -8,8 +8,7 @@ import type { KubeObject } from './identity.ts';
 
 /** One RFC 6902 operation, as the API server takes it with `application/json-patch+json`. */
 export type JsonPatchOperation =
-  | { readonly op: 'test'; readonly path: string; readonly value: unknown }
-  | { readonly op: 'replace'; readonly path: string; readonly value: unknown };
+  { readonly op: 'test'; readonly path: string; readonly value: unknown } | { readonly op: 'replace'; readonly path: string; readonly value: unknown };
 
 /** The managedFields patch that moves the fields of edit managers to ours. */
 export type FieldTakeover = {

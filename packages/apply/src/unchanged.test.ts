@@ -12,7 +12,10 @@ const live = (versions: Record<string, string | undefined>) => ({
   objects: new Map(
     Object.entries(versions).map(([name, rv]) => [
       `/ConfigMap/ns/${name}`,
-      { ...cm(name), metadata: { name, namespace: 'ns', annotations: { [APPLIED_DIGEST_ANNOTATION]: digestOf(name) }, ...(rv === undefined ? {} : { resourceVersion: rv }) } },
+      {
+        ...cm(name),
+        metadata: { name, namespace: 'ns', annotations: { [APPLIED_DIGEST_ANNOTATION]: digestOf(name) }, ...(rv === undefined ? {} : { resourceVersion: rv }) },
+      },
     ]),
   ),
 });
@@ -37,24 +40,49 @@ describe('applyFingerprint', () => {
 describe('recordNoop', () => {
   it('records the versions of a clean no-op', () => {
     const record = recordNoop('f', { desired, inventory, live: live({ a: '1', b: '2' }), changes: noop, owner });
-    expect(record?.versions).toEqual(new Map([['/ConfigMap/ns/a', '1'], ['/ConfigMap/ns/b', '2']]));
-    expect(record?.digests).toEqual(new Map([['/ConfigMap/ns/a', digestOf('a')], ['/ConfigMap/ns/b', digestOf('b')]]));
+    expect(record?.versions).toEqual(
+      new Map([
+        ['/ConfigMap/ns/a', '1'],
+        ['/ConfigMap/ns/b', '2'],
+      ]),
+    );
+    expect(record?.digests).toEqual(
+      new Map([
+        ['/ConfigMap/ns/a', digestOf('a')],
+        ['/ConfigMap/ns/b', digestOf('b')],
+      ]),
+    );
     expect(record?.owner).toBe(ownerHash(owner));
   });
 
   it('records objects that were not read because a watch proved them, with what was proven', () => {
     const proven = new Map([['/ConfigMap/ns/b', { version: '7', digest: 'sha256:proven' }]]);
     const record = recordNoop('f', { desired, inventory, live: { ...live({ a: '1' }), proven }, changes: noop, owner });
-    expect(record?.versions).toEqual(new Map([['/ConfigMap/ns/a', '1'], ['/ConfigMap/ns/b', '7']]));
+    expect(record?.versions).toEqual(
+      new Map([
+        ['/ConfigMap/ns/a', '1'],
+        ['/ConfigMap/ns/b', '7'],
+      ]),
+    );
     expect(record?.digests.get('/ConfigMap/ns/b')).toBe('sha256:proven');
   });
 
   it('records what a write proved (the response read back), with the fingerprint when every object is proven', () => {
-    const configured: Partial<ChangeSet> = { entries: [{ id: '/ConfigMap/ns/a', action: 'configured' }, { id: '/ConfigMap/ns/b', action: 'unchanged' }] };
+    const configured: Partial<ChangeSet> = {
+      entries: [
+        { id: '/ConfigMap/ns/a', action: 'configured' },
+        { id: '/ConfigMap/ns/b', action: 'unchanged' },
+      ],
+    };
     const written = new Map([['/ConfigMap/ns/a', { version: '9', digest: 'sha256:new' }]]);
     const record = recordNoop('f', { desired, inventory, live: live({ a: '1', b: '2' }), changes: { ...noop, ...configured, written }, owner });
     expect(record?.fingerprint).toBe('f');
-    expect(record?.versions).toEqual(new Map([['/ConfigMap/ns/a', '9'], ['/ConfigMap/ns/b', '2']]));
+    expect(record?.versions).toEqual(
+      new Map([
+        ['/ConfigMap/ns/a', '9'],
+        ['/ConfigMap/ns/b', '2'],
+      ]),
+    );
     // a write whose response proved nothing (a webhook changed a field, or the response was not read)
     const unproven = recordNoop('f', { desired, inventory, live: live({ a: '1', b: '2' }), changes: { ...noop, ...configured }, owner });
     expect(unproven?.fingerprint).toBeUndefined();
@@ -65,8 +93,18 @@ describe('recordNoop', () => {
     const versions = live({ a: '1', b: '2' });
     const with_ = (changes: Partial<ChangeSet>) => recordNoop('f', { desired, inventory, live: versions, changes: { ...noop, ...changes }, owner });
     const unclean = [
-      with_({ entries: [{ id: '/ConfigMap/ns/a', action: 'failed', cause: 'ServerError' }, { id: '/ConfigMap/ns/b', action: 'unchanged' }] }),
-      with_({ entries: [{ id: '/ConfigMap/ns/a', action: 'skipped', cause: 'Drifted', drift: ['data.k'] }, { id: '/ConfigMap/ns/b', action: 'unchanged' }] }),
+      with_({
+        entries: [
+          { id: '/ConfigMap/ns/a', action: 'failed', cause: 'ServerError' },
+          { id: '/ConfigMap/ns/b', action: 'unchanged' },
+        ],
+      }),
+      with_({
+        entries: [
+          { id: '/ConfigMap/ns/a', action: 'skipped', cause: 'Drifted', drift: ['data.k'] },
+          { id: '/ConfigMap/ns/b', action: 'unchanged' },
+        ],
+      }),
       with_({ entries: [...noop.entries, { id: '/ConfigMap/ns/c', action: 'deleted' }] }),
       with_({ blocked: 'refused' }),
       with_({ inventory: [inventory[0] ?? { id: '' }] }),
@@ -89,8 +127,14 @@ describe('recordNoop', () => {
 describe('stillUnchanged', () => {
   const record = {
     fingerprint: 'f',
-    versions: new Map([['/ConfigMap/ns/a', '1'], ['/ConfigMap/ns/b', '2']]),
-    digests: new Map([['/ConfigMap/ns/a', digestOf('a')], ['/ConfigMap/ns/b', digestOf('b')]]),
+    versions: new Map([
+      ['/ConfigMap/ns/a', '1'],
+      ['/ConfigMap/ns/b', '2'],
+    ]),
+    digests: new Map([
+      ['/ConfigMap/ns/a', digestOf('a')],
+      ['/ConfigMap/ns/b', digestOf('b')],
+    ]),
     owner: ownerHash(owner),
   };
   const watch = (versions: Record<string, string | null | undefined>) => (id: string) => versions[id.split('/').at(-1) ?? ''];
@@ -108,8 +152,16 @@ describe('stillUnchanged', () => {
 describe('provenObjects', () => {
   const record = {
     fingerprint: 'f',
-    versions: new Map([['/ConfigMap/ns/a', '1'], ['/ConfigMap/ns/b', '2'], ['/ConfigMap/ns/c', '3']]),
-    digests: new Map([['/ConfigMap/ns/a', digestOf('a')], ['/ConfigMap/ns/b', digestOf('b')], ['/ConfigMap/ns/c', digestOf('c')]]),
+    versions: new Map([
+      ['/ConfigMap/ns/a', '1'],
+      ['/ConfigMap/ns/b', '2'],
+      ['/ConfigMap/ns/c', '3'],
+    ]),
+    digests: new Map([
+      ['/ConfigMap/ns/a', digestOf('a')],
+      ['/ConfigMap/ns/b', digestOf('b')],
+      ['/ConfigMap/ns/c', digestOf('c')],
+    ]),
     owner: ownerHash(owner),
   };
   const watch = (versions: Record<string, string | null | undefined>) => (id: string) => versions[id.split('/').at(-1) ?? ''];
@@ -142,9 +194,27 @@ describe('proofOf (an apply response read back)', () => {
   });
 
   it('proves nothing when a webhook changed an applied field, the mark or digest is not ours, or there is no version', () => {
-    expect(proofOf(applied, stored((o) => (o['data'] = { k: 'mutated' })), owner)).toBeUndefined();
+    expect(
+      proofOf(
+        applied,
+        stored((o) => (o['data'] = { k: 'mutated' })),
+        owner,
+      ),
+    ).toBeUndefined();
     expect(proofOf(applied, stored(), { ...owner, name: 'other' })).toBeUndefined();
-    expect(proofOf(applied, stored((o) => (o.metadata.annotations = { ...o.metadata.annotations, [APPLIED_DIGEST_ANNOTATION]: 'sha256:x' })), owner)).toBeUndefined();
-    expect(proofOf(applied, stored((o) => delete o.metadata.resourceVersion), owner)).toBeUndefined();
+    expect(
+      proofOf(
+        applied,
+        stored((o) => (o.metadata.annotations = { ...o.metadata.annotations, [APPLIED_DIGEST_ANNOTATION]: 'sha256:x' })),
+        owner,
+      ),
+    ).toBeUndefined();
+    expect(
+      proofOf(
+        applied,
+        stored((o) => delete o.metadata.resourceVersion),
+        owner,
+      ),
+    ).toBeUndefined();
   });
 });

@@ -60,7 +60,10 @@ export function applyFingerprint(input: FingerprintInput): string {
  * apply was otherwise clean (nothing failed, skipped, pruned or unreadable, the inventory did not move).
  * Undefined when it proved nothing.
  */
-export function recordNoop(fingerprint: string, input: { desired: readonly KubeObject[]; inventory: Inventory; live: LiveState; changes: ChangeSet; owner: Owner }): NoopRecord | undefined {
+export function recordNoop(
+  fingerprint: string,
+  input: { desired: readonly KubeObject[]; inventory: Inventory; live: LiveState; changes: ChangeSet; owner: Owner },
+): NoopRecord | undefined {
   const { changes, live } = input;
   const actions = new Map(changes.entries.map((e) => [e.id, e.action]));
   const versions = new Map<string, string>();
@@ -74,7 +77,12 @@ export function recordNoop(fingerprint: string, input: { desired: readonly KubeO
       const read = live.objects.get(id);
       const version = read?.metadata.resourceVersion;
       const digest = read?.metadata.annotations?.[APPLIED_DIGEST_ANNOTATION];
-      proof = read === undefined ? live.proven?.get(id) : typeof version === 'string' && version !== '' && typeof digest === 'string' ? { version, digest } : undefined;
+      proof =
+        read === undefined
+          ? live.proven?.get(id)
+          : typeof version === 'string' && version !== '' && typeof digest === 'string'
+            ? { version, digest }
+            : undefined;
     }
     if (proof === undefined) continue;
     versions.set(id, proof.version);

@@ -6,7 +6,9 @@ import process from 'node:process';
 
 const major = Number(process.versions.node.split('.')[0]);
 if (major < 24) {
-  process.stderr.write(`error: syncline needs Node 24 or newer (this is Node ${process.versions.node}); in a checkout run it as ./pnpm exec syncline, which brings its own Node\n`);
+  process.stderr.write(
+    `error: syncline needs Node 24 or newer (this is Node ${process.versions.node}); in a checkout run it as ./pnpm exec syncline, which brings its own Node\n`,
+  );
   process.exit(1);
 }
 // Imported only now, so an old Node gets the line above instead of a parse error from a .ts file. The

@@ -62,9 +62,19 @@ export async function buildOperatorBundle(outdir: string = OPERATOR_BUNDLE_DIR):
     define: { 'import.meta.main': 'false' },
     plugins: [sourceDirname(outdir)],
   };
-  await build({ ...common, entryPoints: { syncline: join(packageDir, 'src', 'bundle-entry.ts') }, splitting: true, chunkNames: '[name]-[hash]', outExtension: { '.js': '.mjs' } });
+  await build({
+    ...common,
+    entryPoints: { syncline: join(packageDir, 'src', 'bundle-entry.ts') },
+    splitting: true,
+    chunkNames: '[name]-[hash]',
+    outExtension: { '.js': '.mjs' },
+  });
   // The pack indexer's worker thread runs a file of its own (index-pack-worker.ts finds it beside its chunk).
-  await build({ ...common, entryPoints: { 'index-pack-worker': join(packageDir, '..', 'source-git', 'src', 'index-pack-worker.ts') }, outExtension: { '.js': '.mjs' } });
+  await build({
+    ...common,
+    entryPoints: { 'index-pack-worker': join(packageDir, '..', 'source-git', 'src', 'index-pack-worker.ts') },
+    outExtension: { '.js': '.mjs' },
+  });
   const entry = join(outdir, 'syncline.mjs');
   await chmod(entry, 0o755);
   return entry;

@@ -14,7 +14,10 @@ export const MIN_KUBERNETES = [1, 28] as const;
 type Result = { ok: boolean; warn?: boolean; text: string };
 type Crd = {
   metadata: { name: string };
-  spec: { versions: Array<{ name: string; served?: boolean; schema?: { openAPIV3Schema?: unknown }; additionalPrinterColumns?: unknown[] }>; names?: { shortNames?: string[]; categories?: string[] } };
+  spec: {
+    versions: Array<{ name: string; served?: boolean; schema?: { openAPIV3Schema?: unknown }; additionalPrinterColumns?: unknown[] }>;
+    names?: { shortNames?: string[]; categories?: string[] };
+  };
   status?: { conditions?: Array<{ type: string; status: string }> };
 };
 
@@ -28,11 +31,17 @@ export function compareCrd(bundled: ReturnType<typeof customResourceDefinitions>
   if (want === undefined || have === undefined || have.served !== true) return { ok: false, text: `${name}: version ${want?.name ?? '?'} is not served` };
   const differs: string[] = [];
   if (canonicalJson(have.schema?.openAPIV3Schema) !== canonicalJson(want.schema?.openAPIV3Schema)) differs.push('schema');
-  const columns = (list: unknown[] | undefined): string => canonicalJson((list ?? []).map((c) => ({ name: (c as { name: string }).name, jsonPath: (c as { jsonPath: string }).jsonPath })));
+  const columns = (list: unknown[] | undefined): string =>
+    canonicalJson((list ?? []).map((c) => ({ name: (c as { name: string }).name, jsonPath: (c as { jsonPath: string }).jsonPath })));
   if (columns(have.additionalPrinterColumns) !== columns(want.additionalPrinterColumns)) differs.push('printer columns');
-  const names = (n: Crd['spec']['names']): string => canonicalJson({ shortNames: [...(n?.shortNames ?? [])].sort(), categories: [...(n?.categories ?? [])].sort() });
+  const names = (n: Crd['spec']['names']): string =>
+    canonicalJson({ shortNames: [...(n?.shortNames ?? [])].sort(), categories: [...(n?.categories ?? [])].sort() });
   if (names(live.spec.names) !== names((bundled['spec'] as Crd['spec']).names)) differs.push('short names or categories');
-  if (differs.length > 0) return { ok: false, text: `${name}: installed, but its ${differs.join(', ')} differ from this CLI's (upgrade the CRDs, or use the CLI of the installed release)` };
+  if (differs.length > 0)
+    return {
+      ok: false,
+      text: `${name}: installed, but its ${differs.join(', ')} differ from this CLI's (upgrade the CRDs, or use the CLI of the installed release)`,
+    };
   return { ok: true, text: `${name}: installed, established, current` };
 }
 
@@ -69,11 +78,13 @@ export async function checkCommand(kube: Kube, options: { operatorNamespace?: st
   out('► checking CRDs\n');
   for (const bundled of customResourceDefinitions()) {
     const name = (bundled['metadata'] as { name: string }).name;
-    const live = await kube.rest.request<Crd>({ method: 'GET', path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}` }).catch((error: unknown) => {
-      if ((error as { status?: number }).status === 404) return undefined;
-      if ((error as { status?: number }).status === 403) return 'forbidden' as const;
-      throw error;
-    });
+    const live = await kube.rest
+      .request<Crd>({ method: 'GET', path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}` })
+      .catch((error: unknown) => {
+        if ((error as { status?: number }).status === 404) return undefined;
+        if ((error as { status?: number }).status === 403) return 'forbidden' as const;
+        throw error;
+      });
     if (live === 'forbidden') print({ ok: false, warn: true, text: `${name}: you may not read CRDs; not checked` });
     else print(compareCrd(bundled, live));
   }
@@ -86,7 +97,11 @@ export async function checkCommand(kube: Kube, options: { operatorNamespace?: st
     const review = await kube.rest.request<{ status?: { allowed?: boolean } }>({
       method: 'POST',
       path: '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
-      body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: { resourceAttributes: { namespace: kube.namespace, verb: access.verb, group: access.group, resource: access.resource } } },
+      body: {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SelfSubjectAccessReview',
+        spec: { resourceAttributes: { namespace: kube.namespace, verb: access.verb, group: access.group, resource: access.resource } },
+      },
     });
     const allowed = review.status?.allowed === true;
     const what = `${access.verb} ${access.resource}${access.group === '' ? '' : `.${access.group}`}`;
@@ -113,7 +128,9 @@ async function operatorResults(kube: Kube, options: { operatorNamespace?: string
     if ((error as { status?: number }).status === 403) return undefined;
     throw error;
   };
-  const deployments = await kube.rest.request<{ items: Deployment[] }>({ method: 'GET', path: `/apis/apps/v1${scope}/deployments`, query: { labelSelector: OPERATOR_SELECTOR } }).catch(forbidden);
+  const deployments = await kube.rest
+    .request<{ items: Deployment[] }>({ method: 'GET', path: `/apis/apps/v1${scope}/deployments`, query: { labelSelector: OPERATOR_SELECTOR } })
+    .catch(forbidden);
   for (const d of deployments?.items ?? []) {
     const ready = d.status?.readyReplicas ?? 0;
     reachable ||= ready > 0;
@@ -124,7 +141,11 @@ async function operatorResults(kube: Kube, options: { operatorNamespace?: string
     const renewed = lease.spec?.renewTime === undefined ? undefined : now - Date.parse(lease.spec.renewTime);
     const fresh = renewed !== undefined && renewed < 2 * 1000 * (lease.spec?.leaseDurationSeconds ?? 15);
     reachable ||= fresh;
-    results.push({ ok: fresh, warn: true, text: `leader Lease ${lease.metadata.namespace ?? ''}/${lease.metadata.name}: held by ${lease.spec?.holderIdentity ?? 'nobody'}, renewed ${renewed === undefined ? 'never' : `${Math.round(renewed / 1000)}s ago`}` });
+    results.push({
+      ok: fresh,
+      warn: true,
+      text: `leader Lease ${lease.metadata.namespace ?? ''}/${lease.metadata.name}: held by ${lease.spec?.holderIdentity ?? 'nobody'}, renewed ${renewed === undefined ? 'never' : `${Math.round(renewed / 1000)}s ago`}`,
+    });
   }
   if (options.metricsUrl !== undefined) {
     const answer = await fetch(options.metricsUrl, { signal: AbortSignal.timeout(10_000) }).then(
@@ -133,10 +154,19 @@ async function operatorResults(kube: Kube, options: { operatorNamespace?: string
     );
     const ok = answer.status === 200 && answer.text.includes('syncline_');
     reachable ||= ok;
-    results.push({ ok, warn: true, text: `metrics ${options.metricsUrl}: ${ok ? 'answering' : answer.status === 0 ? `unreachable (${answer.text})` : `HTTP ${answer.status}${answer.status === 200 ? ', no syncline_ metrics' : ''}`}` });
+    results.push({
+      ok,
+      warn: true,
+      text: `metrics ${options.metricsUrl}: ${ok ? 'answering' : answer.status === 0 ? `unreachable (${answer.text})` : `HTTP ${answer.status}${answer.status === 200 ? ', no syncline_ metrics' : ''}`}`,
+    });
   }
-  if (deployments === undefined && leases === undefined && options.metricsUrl === undefined) return [{ ok: false, text: 'you may not list Deployments or Leases: give --metrics-url to check the operator' }];
-  if (results.length === 0) results.push({ ok: false, text: `no operator found${options.operatorNamespace === undefined ? '' : ` in namespace ${options.operatorNamespace}`}: no Deployment labelled app.kubernetes.io/name=syncline, no syncline-leader Lease${options.metricsUrl === undefined ? ' (a single operator without --leader-elect holds no Lease: give --metrics-url)' : ''}` });
+  if (deployments === undefined && leases === undefined && options.metricsUrl === undefined)
+    return [{ ok: false, text: 'you may not list Deployments or Leases: give --metrics-url to check the operator' }];
+  if (results.length === 0)
+    results.push({
+      ok: false,
+      text: `no operator found${options.operatorNamespace === undefined ? '' : ` in namespace ${options.operatorNamespace}`}: no Deployment labelled app.kubernetes.io/name=syncline, no syncline-leader Lease${options.metricsUrl === undefined ? ' (a single operator without --leader-elect holds no Lease: give --metrics-url)' : ''}`,
+    });
   else if (!reachable) results.push({ ok: false, text: 'the operator is not reachable' });
   return results;
 }

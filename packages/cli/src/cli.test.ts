@@ -62,20 +62,30 @@ describe('formatStatus', () => {
 
 describe('formatError', () => {
   it('words an API error as kubectl does, without the REST request', () => {
-    const notFound = new ApiError({ status: 404, reason: 'NotFound', message: 'GET /apis/syncline.dev/v1alpha1/namespaces/a/configsyncs/web: 404 configsyncs.syncline.dev "web" not found' });
+    const notFound = new ApiError({
+      status: 404,
+      reason: 'NotFound',
+      message: 'GET /apis/syncline.dev/v1alpha1/namespaces/a/configsyncs/web: 404 configsyncs.syncline.dev "web" not found',
+    });
     expect(formatError(notFound)).toBe('Error from server (NotFound): configsyncs.syncline.dev "web" not found');
-    expect(formatError(new ApiError({ status: 403, reason: 'Unknown', message: 'PATCH /api/v1/x: 403 forbidden' }))).toBe('Error from server (Forbidden): forbidden');
-    expect(formatError(new ApiError({ status: 0, reason: 'TransportError', message: 'GET /apis/x: socket hang up' }))).toBe('Unable to connect to the server: socket hang up');
+    expect(formatError(new ApiError({ status: 403, reason: 'Unknown', message: 'PATCH /api/v1/x: 403 forbidden' }))).toBe(
+      'Error from server (Forbidden): forbidden',
+    );
+    expect(formatError(new ApiError({ status: 0, reason: 'TransportError', message: 'GET /apis/x: socket hang up' }))).toBe(
+      'Unable to connect to the server: socket hang up',
+    );
   });
 
   it('says "Unable to connect" for a refused connection and "error:" otherwise', () => {
-    expect(formatError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }))).toBe('Unable to connect to the server: connect ECONNREFUSED 127.0.0.1:1');
+    expect(formatError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }))).toBe(
+      'Unable to connect to the server: connect ECONNREFUSED 127.0.0.1:1',
+    );
     expect(formatError(new Error('rollback needs exactly one of --to SHA or --steps N'))).toBe('error: rollback needs exactly one of --to SHA or --steps N');
   });
 });
 
 describe('revisionText', () => {
-  it('is Flux\'s ref@sha1:sha, or sha1:sha for a pinned commit', () => {
+  it("is Flux's ref@sha1:sha, or sha1:sha for a pinned commit", () => {
     expect(revisionText('main', sha('a'))).toBe(`main@sha1:${sha('a')}`);
     expect(revisionText(sha('a'), sha('a'))).toBe(`sha1:${sha('a')}`);
     expect(revisionText('v1.2.0', 'b'.repeat(64))).toBe(`v1.2.0@sha256:${'b'.repeat(64)}`);

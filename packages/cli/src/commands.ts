@@ -3,7 +3,21 @@
 import { createDecryptionContext, decryptFiles } from '@syncline/operator/client';
 import { type KubeConnection, connectKubeconfig, loadKubeConfig, createKubeRest, type KubeRest } from '@syncline/kube';
 import { createApplyClient, type KubeObject as ApplyObject } from '@syncline/apply';
-import { EngineName, RenderEngine, RenderError, TemplateCache, createStaticDiscovery, detectEngine, layerValues, parseValues, renderTarget, renderWithEngine, type EngineSpec, type SourceFile, type Values } from '@syncline/render';
+import {
+  EngineName,
+  RenderEngine,
+  RenderError,
+  TemplateCache,
+  createStaticDiscovery,
+  detectEngine,
+  layerValues,
+  parseValues,
+  renderTarget,
+  renderWithEngine,
+  type EngineSpec,
+  type SourceFile,
+  type Values,
+} from '@syncline/render';
 import { existsSync } from 'node:fs';
 import { createGitSource, proxyFromEnvironment } from '@syncline/source-git';
 import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
@@ -11,7 +25,15 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, sep } from 'node:path';
 import { stringify } from 'yaml';
 import { ConfigSyncSpec, type ConfigSync, type HistoryEntry, type RemoteCluster, type TargetStatus } from '@syncline/api';
-import { mirrorKeys, parseMirrorSourceNamespaces, replicaSelector, sourceSelector, type MirrorKeys, type MirrorNamespace, type NamePattern } from '@syncline/operator/client';
+import {
+  mirrorKeys,
+  parseMirrorSourceNamespaces,
+  replicaSelector,
+  sourceSelector,
+  type MirrorKeys,
+  type MirrorNamespace,
+  type NamePattern,
+} from '@syncline/operator/client';
 import { trustedNamespaces, type TrustedNamespaces } from '@syncline/operator/client';
 import { formatMirrorRows, mirrorStatusRows, resolveSource, type MirrorRow } from '@syncline/operator/client';
 import { RECONCILE_REQUESTED_ANNOTATION } from '@syncline/api';
@@ -59,7 +81,12 @@ export async function statusCommand(kube: Kube, name: string | undefined, flags:
   const items =
     name !== undefined
       ? [await getConfigSync(kube, name)]
-      : (await kube.rest.request<{ items: ConfigSync[] }>({ method: 'GET', path: kube.allNamespaces ? `${API}/configsyncs` : `${API}/namespaces/${kube.namespace}/configsyncs` })).items;
+      : (
+          await kube.rest.request<{ items: ConfigSync[] }>({
+            method: 'GET',
+            path: kube.allNamespaces ? `${API}/configsyncs` : `${API}/namespaces/${kube.namespace}/configsyncs`,
+          })
+        ).items;
   if (flags.output !== 'table') {
     out(printObjects(flags.output, items, name !== undefined));
     return 0;
@@ -75,14 +102,22 @@ export async function statusCommand(kube: Kube, name: string | undefined, flags:
 }
 
 export async function clustersCommand(kube: Kube, flags: ListFlags, out: Out, err: Out): Promise<number> {
-  const list = await kube.rest.request<{ items: RemoteCluster[] }>({ method: 'GET', path: kube.allNamespaces ? `${API}/remoteclusters` : `${API}/namespaces/${kube.namespace}/remoteclusters` });
+  const list = await kube.rest.request<{ items: RemoteCluster[] }>({
+    method: 'GET',
+    path: kube.allNamespaces ? `${API}/remoteclusters` : `${API}/namespaces/${kube.namespace}/remoteclusters`,
+  });
   if (flags.output !== 'table') out(printObjects(flags.output, list.items, false));
   else if (list.items.length === 0) err(noResources(kube));
   else out(formatClusters(list.items));
   return 0;
 }
 
-export async function mirrorsCommand(kube: Kube, flags: ListFlags & { mirrorPrefix: string; mirrorSourceNamespaces?: string; trustedNamespaces?: string }, out: Out, err: Out): Promise<number> {
+export async function mirrorsCommand(
+  kube: Kube,
+  flags: ListFlags & { mirrorPrefix: string; mirrorSourceNamespaces?: string; trustedNamespaces?: string },
+  out: Out,
+  err: Out,
+): Promise<number> {
   const rows = await mirrorRows({
     rest: kube.rest,
     keys: mirrorKeys(flags.mirrorPrefix),
@@ -107,10 +142,17 @@ export async function reconcileCommand(kube: Kube, name: string, flags: { wait?:
   const object = await getConfigSync(kube, name);
   const id = `${kube.namespace}/${name}`;
   if (object.spec.suspend === true) {
-    throw new Error(`${id} is suspended (spec.suspend: true): a reconcile request would do nothing; resume it first: kubectl patch csync ${name} -n ${kube.namespace} --type merge -p '{"spec":{"suspend":false}}'`);
+    throw new Error(
+      `${id} is suspended (spec.suspend: true): a reconcile request would do nothing; resume it first: kubectl patch csync ${name} -n ${kube.namespace} --type merge -p '{"spec":{"suspend":false}}'`,
+    );
   }
   const at = new Date().toISOString();
-  await kube.rest.request({ method: 'PATCH', path: configSyncPath(kube.namespace, name), contentType: 'application/merge-patch+json', body: { metadata: { annotations: { [RECONCILE_REQUESTED_ANNOTATION]: at } } } });
+  await kube.rest.request({
+    method: 'PATCH',
+    path: configSyncPath(kube.namespace, name),
+    contentType: 'application/merge-patch+json',
+    body: { metadata: { annotations: { [RECONCILE_REQUESTED_ANNOTATION]: at } } },
+  });
   out(`requested a sync of ${id} at ${at}\n`);
   if (flags.wait !== true) return 0;
   out(`waiting for ${id} (timeout ${flags.timeout})\n`);
@@ -128,7 +170,9 @@ export async function reconcileCommand(kube: Kube, name: string, flags: { wait?:
       return 1;
     }
     if (Date.now() + delay > deadline) {
-      err(`error: timed out after ${flags.timeout} waiting for ${id} to handle the request (is the operator running?)${ready === undefined ? '' : `; Ready=${ready.status}: ${ready.message}`}\n`);
+      err(
+        `error: timed out after ${flags.timeout} waiting for ${id} to handle the request (is the operator running?)${ready === undefined ? '' : `; Ready=${ready.status}: ${ready.message}`}\n`,
+      );
       return 1;
     }
     await new Promise((done) => setTimeout(done, delay));
@@ -192,7 +236,12 @@ export async function renderCommand(path: string, flags: RenderFlags, out: Out):
   const isDirectory = found.isDirectory();
   const root = isDirectory ? path : dirname(path);
   // A file renders with the partials beside it; a directory with everything under it.
-  const files = isDirectory ? await readLocalFiles(root, root) : [{ path: relative(root, path).split(sep).join('/'), content: await readFile(path) }, ...(await readLocalFiles(root, join(root, '_partials')).catch(() => []))];
+  const files = isDirectory
+    ? await readLocalFiles(root, root)
+    : [
+        { path: relative(root, path).split(sep).join('/'), content: await readFile(path) },
+        ...(await readLocalFiles(root, join(root, '_partials')).catch(() => [])),
+      ];
   if (files.length === 0) throw new Error(`${path}: an empty directory (render takes a template file or a directory of templates)`);
   // A local render has no key Secret: an encrypted file fails naming itself instead of rendering ciphertext.
   await decryptFiles(createDecryptionContext(), files, undefined);
@@ -216,7 +265,9 @@ async function readLocal(file: string, flag: string): Promise<string> {
     return await readFile(file, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new Error(`${flag} ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a directory, not a file' : error instanceof Error ? error.message : String(error)}`);
+    throw new Error(
+      `${flag} ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a directory, not a file' : error instanceof Error ? error.message : String(error)}`,
+    );
   }
 }
 
@@ -252,7 +303,10 @@ async function renderLocalEngine(path: string, flags: RenderFlags, values: Value
       ? { engine, options: { includeCRDs: true, skipTests: true } }
       : engine === EngineName.Kustomize
         ? { engine, options: {} }
-        : { engine, options: { libraryPaths: flags.jpath ?? [], extVars: assignments('--ext-str', flags.extStr), tlas: assignments('--tla-str', flags.tlaStr) } };
+        : {
+            engine,
+            options: { libraryPaths: flags.jpath ?? [], extVars: assignments('--ext-str', flags.extStr), tlas: assignments('--tla-str', flags.tlaStr) },
+          };
   const process = new RenderEngine({ binary });
   try {
     const objects = await renderWithEngine({
@@ -277,7 +331,13 @@ async function renderLocalEngine(path: string, flags: RenderFlags, values: Value
  * `syncline failover NAME` / `failback NAME`: sets spec.failover of a NamespaceReplication (so Git can drive
  * it too) and, with --wait, waits until the operator reports it done. Idempotent: safe to run again.
  */
-export async function failoverCommand(command: 'failover' | 'failback', kube: Kube, name: string, flags: { wait?: boolean; timeout: string }, out: Out): Promise<number> {
+export async function failoverCommand(
+  command: 'failover' | 'failback',
+  kube: Kube,
+  name: string,
+  flags: { wait?: boolean; timeout: string },
+  out: Out,
+): Promise<number> {
   const timeoutMs = durationFlag('--timeout', flags.timeout);
   const { rest, namespace } = kube;
   const path = `${API}/namespaces/${namespace}/namespacereplications/${name}`;
@@ -289,14 +349,18 @@ export async function failoverCommand(command: 'failover' | 'failback', kube: Ku
   }
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const nr = await rest.request<{ metadata: { generation?: number }; status?: { observedGeneration?: number; conditions?: { type: string; status: string; message: string }[] } }>({ method: 'GET', path });
+    const nr = await rest.request<{
+      metadata: { generation?: number };
+      status?: { observedGeneration?: number; conditions?: { type: string; status: string; message: string }[] };
+    }>({ method: 'GET', path });
     const failedOver = nr.status?.conditions?.find((c) => c.type === 'FailedOver');
     const ready = nr.status?.conditions?.find((c) => c.type === 'Ready');
     if (nr.status?.observedGeneration === nr.metadata.generation && ready?.status === 'True' && (failedOver?.status === 'True') === failover) {
       out(`${namespace}/${name}: ${failedOver?.message ?? ready.message}\n`);
       return 0;
     }
-    if (Date.now() > deadline) throw new Error(`${namespace}/${name}: not ${failover ? 'failed over' : 'failed back'} within ${flags.timeout}: ${ready?.message ?? 'no status yet'}`);
+    if (Date.now() > deadline)
+      throw new Error(`${namespace}/${name}: not ${failover ? 'failed over' : 'failed back'} within ${flags.timeout}: ${ready?.message ?? 'no status yet'}`);
     await new Promise((done) => setTimeout(done, 250));
   }
 }
@@ -306,7 +370,17 @@ export async function failoverCommand(command: 'failover' | 'failback', kube: Ku
  * the apply, and prints per object a unified diff of live vs desired limited to the fields Syncline writes.
  * Exit 0: no differences; 1: differences; 2: error.
  */
-export async function diffCommand(options: Kube & { name: string; out: Out; err: Out; allowInsecureHttp: boolean; localPath?: string | undefined; renderEngine?: string | undefined; env?: NodeJS.ProcessEnv }): Promise<number> {
+export async function diffCommand(
+  options: Kube & {
+    name: string;
+    out: Out;
+    err: Out;
+    allowInsecureHttp: boolean;
+    localPath?: string | undefined;
+    renderEngine?: string | undefined;
+    env?: NodeJS.ProcessEnv;
+  },
+): Promise<number> {
   const { out, err } = options;
   const object = await getConfigSync(options, options.name);
   const spec = ConfigSyncSpec.parse(object.spec);
@@ -319,14 +393,24 @@ export async function diffCommand(options: Kube & { name: string; out: Out; err:
     const source =
       options.localPath === undefined
         ? await readSource({ rest: options.rest, git, object })
-        : { revision: LOCAL_REVISION, files: await readCheckout(options.localPath, readsWholeRepository(spec) ? '' : spec.source.git.path), read: (at: string) => readCheckout(options.localPath ?? '.', at) };
+        : {
+            revision: LOCAL_REVISION,
+            files: await readCheckout(options.localPath, readsWholeRepository(spec) ? '' : spec.source.git.path),
+            read: (at: string) => readCheckout(options.localPath ?? '.', at),
+          };
     const client = await createApplyClient(options.connection);
     let changed = 0;
     const binary = options.renderEngine ?? options.env?.['SYNCLINE_RENDER_ENGINE'] ?? '/usr/local/bin/syncline-render';
     const engine = existsSync(binary) ? new RenderEngine({ binary }) : undefined;
     let targets;
     try {
-      const charts = engine === undefined ? undefined : createChartSource({ chooseVersion: (versions, version) => engine.chooseChartVersion(versions, version), allowInsecureHttp: options.allowInsecureHttp });
+      const charts =
+        engine === undefined
+          ? undefined
+          : createChartSource({
+              chooseVersion: (versions, version) => engine.chooseChartVersion(versions, version),
+              allowInsecureHttp: options.allowInsecureHttp,
+            });
       targets = await diffSync({ rest: options.rest, client, object, source, engine, ...(charts === undefined ? {} : { charts }) });
     } finally {
       engine?.close();
@@ -336,7 +420,9 @@ export async function diffCommand(options: Kube & { name: string; out: Out; err:
         err(`# target ${target.name} (cluster ${target.cluster ?? ''}): not diffed (diff reads this cluster only)\n`);
         continue;
       }
-      out(`# target ${target.name} @ ${source.revision === LOCAL_REVISION ? `local checkout ${options.localPath ?? ''}` : revisionText(spec.source.git.revision, source.revision)}${target.engine === undefined || target.engine === 'handlebars' ? '' : ` (rendered by ${target.engine})`}\n`);
+      out(
+        `# target ${target.name} @ ${source.revision === LOCAL_REVISION ? `local checkout ${options.localPath ?? ''}` : revisionText(spec.source.git.revision, source.revision)}${target.engine === undefined || target.engine === 'handlebars' ? '' : ` (rendered by ${target.engine})`}\n`,
+      );
       if (target.blocked !== undefined) {
         out(`# blocked: ${target.blocked}\n`);
         changed++;
@@ -368,7 +454,8 @@ const LOCAL_REVISION = 'local';
 async function readCheckout(root: string, path: string): Promise<SourceFile[]> {
   const start = join(root, path);
   const found = await stat(start).catch(() => undefined);
-  if (found === undefined) throw new Error(`--path ${root}: ${path === '' ? 'the checkout' : `spec.source.git.path ${JSON.stringify(path)}`} does not exist there`);
+  if (found === undefined)
+    throw new Error(`--path ${root}: ${path === '' ? 'the checkout' : `spec.source.git.path ${JSON.stringify(path)}`} does not exist there`);
   if (!found.isDirectory()) return [{ path: relative(root, start).split(sep).join('/'), content: await readFile(start) }];
   return readLocalFiles(root, start);
 }
@@ -405,13 +492,32 @@ export function formatStatus(items: readonly ConfigSync[]): string {
     ]);
   }
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
-  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
+  return (
+    rows
+      .map((r) =>
+        r
+          .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
 }
 
 /** Per target: where it applies (cluster, namespace), its phase and why. */
 /** The hooks of each target's last commit that ran hooks (status.targets[].hooks), one line each. */
 export function formatHooks(targets: readonly TargetStatus[]): string {
-  const rows = targets.flatMap((t) => (t.hooks ?? []).map((h) => [t.name, h.hook, `${h.kind}/${h.name}`, h.phase, h.duration ?? '', (t.hooksRevision ?? '').slice(0, 7), (h.message ?? '').slice(0, 60)]));
+  const rows = targets.flatMap((t) =>
+    (t.hooks ?? []).map((h) => [
+      t.name,
+      h.hook,
+      `${h.kind}/${h.name}`,
+      h.phase,
+      h.duration ?? '',
+      (t.hooksRevision ?? '').slice(0, 7),
+      (h.message ?? '').slice(0, 60),
+    ]),
+  );
   if (rows.length === 0) return '';
   return `\n${table([['TARGET', 'HOOK', 'OBJECT', 'PHASE', 'DURATION', 'COMMIT', 'MESSAGE'], ...rows])}`;
 }
@@ -427,14 +533,31 @@ export function formatClusters(items: readonly RemoteCluster[]): string {
     ['NAMESPACE', 'NAME', 'READY', 'REASON', 'VERSION', 'SERVER', 'LAST PROBE'],
     ...items.map((rc) => {
       const ready = rc.status?.conditions?.find((c) => c.type === 'Ready');
-      return [rc.metadata.namespace ?? '', rc.metadata.name, ready?.status ?? 'Unknown', ready?.reason ?? '', rc.status?.serverVersion ?? '', rc.status?.server ?? '', rc.status?.lastProbeTime ?? ''];
+      return [
+        rc.metadata.namespace ?? '',
+        rc.metadata.name,
+        ready?.status ?? 'Unknown',
+        ready?.reason ?? '',
+        rc.status?.serverVersion ?? '',
+        rc.status?.server ?? '',
+        rc.status?.lastProbeTime ?? '',
+      ];
     }),
   ]);
 }
 
 export function table(rows: readonly (readonly string[])[]): string {
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
-  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
+  return (
+    rows
+      .map((r) =>
+        r
+          .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
 }
 
 /** `a.b.c=value` → { a: { b: { c: value } } }; the value is read as YAML (numbers, booleans). */
@@ -467,18 +590,31 @@ async function readLocalFiles(root: string, start: string): Promise<SourceFile[]
  * annotations (no operator involved). Targets without a replica of their source are read one by one to tell
  * a conflict (another object holds the name) from a replica not written yet.
  */
-async function mirrorRows(input: { rest: KubeRest; keys: MirrorKeys; sourceNamespaces: readonly NamePattern[]; trusted: TrustedNamespaces; namespace?: string | undefined }): Promise<MirrorRow[]> {
+async function mirrorRows(input: {
+  rest: KubeRest;
+  keys: MirrorKeys;
+  sourceNamespaces: readonly NamePattern[];
+  trusted: TrustedNamespaces;
+  namespace?: string | undefined;
+}): Promise<MirrorRow[]> {
   const { rest, keys } = input;
   type Listed = { apiVersion?: string; kind?: string; items: ApplyObject[] };
   const list = async (kind: 'Secret' | 'ConfigMap', selector: string): Promise<ApplyObject[]> => {
-    const path = input.namespace === undefined ? `/api/v1/${kind === 'Secret' ? 'secrets' : 'configmaps'}` : `/api/v1/namespaces/${input.namespace}/${kind === 'Secret' ? 'secrets' : 'configmaps'}`;
+    const path =
+      input.namespace === undefined
+        ? `/api/v1/${kind === 'Secret' ? 'secrets' : 'configmaps'}`
+        : `/api/v1/namespaces/${input.namespace}/${kind === 'Secret' ? 'secrets' : 'configmaps'}`;
     return (await rest.request<Listed>({ method: 'GET', path, query: { labelSelector: selector } })).items.map((item) => ({ ...item, apiVersion: 'v1', kind }));
   };
   const [secretSources, configMapSources, secretReplicas, configMapReplicas, namespaceList] = await Promise.all([
     list('Secret', sourceSelector(keys)),
     list('ConfigMap', sourceSelector(keys)),
-    rest.request<Listed>({ method: 'GET', path: '/api/v1/secrets', query: { labelSelector: replicaSelector(keys) } }).then((l) => l.items.map((i) => ({ ...i, apiVersion: 'v1', kind: 'Secret' }))),
-    rest.request<Listed>({ method: 'GET', path: '/api/v1/configmaps', query: { labelSelector: replicaSelector(keys) } }).then((l) => l.items.map((i) => ({ ...i, apiVersion: 'v1', kind: 'ConfigMap' }))),
+    rest
+      .request<Listed>({ method: 'GET', path: '/api/v1/secrets', query: { labelSelector: replicaSelector(keys) } })
+      .then((l) => l.items.map((i) => ({ ...i, apiVersion: 'v1', kind: 'Secret' }))),
+    rest
+      .request<Listed>({ method: 'GET', path: '/api/v1/configmaps', query: { labelSelector: replicaSelector(keys) } })
+      .then((l) => l.items.map((i) => ({ ...i, apiVersion: 'v1', kind: 'ConfigMap' }))),
     rest.request<Listed>({ method: 'GET', path: '/api/v1/namespaces' }),
   ]);
   const namespaces: MirrorNamespace[] = namespaceList.items.map((n) => ({
@@ -488,7 +624,9 @@ async function mirrorRows(input: { rest: KubeRest; keys: MirrorKeys; sourceNames
     phase: (n['status'] as { phase?: string } | undefined)?.phase,
   }));
   const sources = [...secretSources, ...configMapSources];
-  const replicas = [...secretReplicas, ...configMapReplicas].filter((r) => input.namespace === undefined || r.metadata.annotations?.[keys.source]?.startsWith(`${input.namespace}/`) === true);
+  const replicas = [...secretReplicas, ...configMapReplicas].filter(
+    (r) => input.namespace === undefined || r.metadata.annotations?.[keys.source]?.startsWith(`${input.namespace}/`) === true,
+  );
   const have = new Set(replicas.map((r) => `${r.kind}/${r.metadata.namespace ?? ''}/${r.metadata.name}`));
   const occupied = new Map<string, ApplyObject>();
   for (const source of sources) {

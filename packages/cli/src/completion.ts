@@ -130,11 +130,18 @@ compdef _syncline syncline
 function fishScript(input: CompletionInput): string {
   const lines = ['# syncline completion for fish. Load it with: syncline completion fish | source', 'complete -c syncline -f'];
   for (const c of input.commands) lines.push(`complete -c syncline -n __fish_use_subcommand -a ${c.name} -d ${quote(c.description.slice(0, 80))}`);
-  lines.push(`complete -c syncline -n ${quote(`__fish_seen_subcommand_from ${words(input.kindVerbs)}; and test (count (commandline -opc)) -eq 2`)} -a ${quote(words(input.kinds))}`);
-  lines.push(`complete -c syncline -n ${quote(`__fish_seen_subcommand_from ${words(input.kindVerbs)}; and test (count (commandline -opc)) -eq 3`)} -a ${quote(`(syncline get (commandline -opc)[3] -o '${NAMES_TEMPLATE}' 2>/dev/null | string split ' ')`)}`);
-  lines.push(`complete -c syncline -n ${quote(`__fish_seen_subcommand_from ${words(input.configSyncVerbs)}; and test (count (commandline -opc)) -eq 2`)} -a ${quote(`(syncline get configsyncs -o '${NAMES_TEMPLATE}' 2>/dev/null | string split ' ')`)}`);
+  lines.push(
+    `complete -c syncline -n ${quote(`__fish_seen_subcommand_from ${words(input.kindVerbs)}; and test (count (commandline -opc)) -eq 2`)} -a ${quote(words(input.kinds))}`,
+  );
+  lines.push(
+    `complete -c syncline -n ${quote(`__fish_seen_subcommand_from ${words(input.kindVerbs)}; and test (count (commandline -opc)) -eq 3`)} -a ${quote(`(syncline get (commandline -opc)[3] -o '${NAMES_TEMPLATE}' 2>/dev/null | string split ' ')`)}`,
+  );
+  lines.push(
+    `complete -c syncline -n ${quote(`__fish_seen_subcommand_from ${words(input.configSyncVerbs)}; and test (count (commandline -opc)) -eq 2`)} -a ${quote(`(syncline get configsyncs -o '${NAMES_TEMPLATE}' 2>/dev/null | string split ' ')`)}`,
+  );
   for (const c of input.commands) {
-    for (const flag of c.flags.filter((f) => f.startsWith('--'))) lines.push(`complete -c syncline -n ${quote(`__fish_seen_subcommand_from ${c.name}`)} -l ${flag.slice(2)}`);
+    for (const flag of c.flags.filter((f) => f.startsWith('--')))
+      lines.push(`complete -c syncline -n ${quote(`__fish_seen_subcommand_from ${c.name}`)} -l ${flag.slice(2)}`);
   }
   return `${lines.join('\n')}\n`;
 }

@@ -30,7 +30,9 @@ export async function confirmPruneCommand(options: ConfirmPruneOptions): Promise
   const hold = nr.status?.pruneHold;
   if (hold === undefined) throw new Error(`${namespace}/${name}: no deletion is held`);
   if (options.token !== undefined && options.token !== hold.token) {
-    throw new Error(`${namespace}/${name}: the held set has changed: ${hold.objects} object(s) are held now under token ${hold.token}, not ${options.token}; look again (kubectl describe) and confirm that one`);
+    throw new Error(
+      `${namespace}/${name}: the held set has changed: ${hold.objects} object(s) are held now under token ${hold.token}, not ${options.token}; look again (kubectl describe) and confirm that one`,
+    );
   }
   await rest.request({ method: 'PATCH', path, contentType: 'application/merge-patch+json', body: { spec: { confirmPrune: hold.token } } });
   out(`${namespace}/${name}: deletion of ${hold.objects} standby object(s) confirmed (token ${hold.token})\n`);
@@ -44,8 +46,12 @@ export async function confirmPruneCommand(options: ConfirmPruneOptions): Promise
       out(`${namespace}/${name}: ${now.status?.conditions?.find((c) => c.type === 'Ready')?.message ?? 'pruned'}\n`);
       return 0;
     }
-    if (handled && next !== undefined && next.token !== hold.token) throw new Error(`${namespace}/${name}: the held set changed before the operator acted; held again: ${heldMessage(now.status)}`);
-    if (Date.now() > deadline) throw new Error(`${namespace}/${name}: the confirmed deletion was not applied within ${options.timeout}${next === undefined ? '' : `: ${heldMessage(now.status)}`}`);
+    if (handled && next !== undefined && next.token !== hold.token)
+      throw new Error(`${namespace}/${name}: the held set changed before the operator acted; held again: ${heldMessage(now.status)}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `${namespace}/${name}: the confirmed deletion was not applied within ${options.timeout}${next === undefined ? '' : `: ${heldMessage(now.status)}`}`,
+      );
     await new Promise((done) => setTimeout(done, 250));
   }
 }

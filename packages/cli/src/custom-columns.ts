@@ -28,7 +28,10 @@ export function parseColumnsFile(text: string, file: string): Column[] {
 function relaxedTemplate(path: string, header: string): Template {
   if (path === '') return parseTemplate('');
   const match = /^\{\.?([^{}]+)\}$|^\.?([^{}]+)$/s.exec(path);
-  if (match === null) throw new Error(`column ${header}: unexpected path string ${JSON.stringify(path)}, expected a 'name1.name2' or '.name1.name2' or '{name1.name2}' or '{.name1.name2}'`);
+  if (match === null)
+    throw new Error(
+      `column ${header}: unexpected path string ${JSON.stringify(path)}, expected a 'name1.name2' or '.name1.name2' or '{name1.name2}' or '{.name1.name2}'`,
+    );
   const inner = match[1] ?? match[2] ?? '';
   try {
     return parseTemplate(`{.${inner}}`);

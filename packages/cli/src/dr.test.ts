@@ -3,7 +3,13 @@ import { drStatusRows, formatAge, formatDrStatus } from './dr.ts';
 import type { StandbyNamespace } from '@syncline/operator/client';
 
 const owner = { namespace: 'apps', name: 'NamespaceReplication:shop', target: 'standby' };
-const standby = (name: string, promotion?: { at: string; by: string }): StandbyNamespace => ({ name, replication: `apps/${name}`, owner, promotion, object: { apiVersion: 'v1', kind: 'Namespace', metadata: { name } } });
+const standby = (name: string, promotion?: { at: string; by: string }): StandbyNamespace => ({
+  name,
+  replication: `apps/${name}`,
+  owner,
+  promotion,
+  object: { apiVersion: 'v1', kind: 'Namespace', metadata: { name } },
+});
 const now = Date.parse('2026-11-25T10:00:00Z');
 
 describe('dr status', () => {
@@ -12,13 +18,30 @@ describe('dr status', () => {
       [standby('shop'), standby('blog', { at: '2026-11-25T09:58:00Z', by: 'alice' })],
       [
         { namespace: 'shop', name: 'old', replication: 'apps/shop', renewedAt: now - 90_000, lastChange: undefined, ready: 'True', held: false },
-        { namespace: 'shop', name: 'syncline-heartbeat-shop', replication: 'apps/shop', renewedAt: now - 4_000, lastChange: '2026-11-25T09:00:00Z', ready: 'True', held: false },
+        {
+          namespace: 'shop',
+          name: 'syncline-heartbeat-shop',
+          replication: 'apps/shop',
+          renewedAt: now - 4_000,
+          lastChange: '2026-11-25T09:00:00Z',
+          ready: 'True',
+          held: false,
+        },
         { namespace: 'shop', name: 'foreign', replication: 'other/x', renewedAt: now, lastChange: undefined, ready: 'True', held: false },
       ],
       now,
     );
     expect(rows).toEqual([
-      { namespace: 'shop', replication: 'apps/shop', promoted: false, lastHeartbeat: '2026-11-25T09:59:56.000Z', heartbeatAgeSeconds: 4, lastReplicatedChange: '2026-11-25T09:00:00.000Z', lastChangeAgeSeconds: 3600, replicationReady: 'True' },
+      {
+        namespace: 'shop',
+        replication: 'apps/shop',
+        promoted: false,
+        lastHeartbeat: '2026-11-25T09:59:56.000Z',
+        heartbeatAgeSeconds: 4,
+        lastReplicatedChange: '2026-11-25T09:00:00.000Z',
+        lastChangeAgeSeconds: 3600,
+        replicationReady: 'True',
+      },
       { namespace: 'blog', replication: 'apps/blog', promoted: true, promotedAt: '2026-11-25T09:58:00Z', promotedBy: 'alice' },
     ]);
     const table = formatDrStatus(rows);

@@ -21,8 +21,16 @@ export async function standbyFailoverCommand(kube: Kube, names: readonly string[
   const standbys = await listStandbyNamespaces(client, names, { skipped: skippedNote(err) });
   if (standbys.length === 0) throw new Error('no standby namespaces in this cluster (none carries proof of a NamespaceReplication): nothing promoted');
   for (const standby of standbys) {
-    const { workloads, promotion } = await promoteStandby(standby, { client, rest: kube.rest, keys: mirrorKeys(DEFAULT_MIRROR_PREFIX), by: options.by, now: new Date() });
-    out(`${standby.name}: promoted at ${promotion.at} by ${promotion.by}; ${workloads} workload(s) at their recorded counts (replication from ${standby.replication} is fenced off)\n`);
+    const { workloads, promotion } = await promoteStandby(standby, {
+      client,
+      rest: kube.rest,
+      keys: mirrorKeys(DEFAULT_MIRROR_PREFIX),
+      by: options.by,
+      now: new Date(),
+    });
+    out(
+      `${standby.name}: promoted at ${promotion.at} by ${promotion.by}; ${workloads} workload(s) at their recorded counts (replication from ${standby.replication} is fenced off)\n`,
+    );
   }
   return 0;
 }
@@ -63,15 +71,21 @@ export type DrStatusRow = {
 /** One row per standby namespace, from its Namespace and its heartbeat Lease(s) (the newest counts). */
 export function drStatusRows(standbys: readonly StandbyNamespace[], heartbeats: readonly Heartbeat[], nowMs: number): DrStatusRow[] {
   return standbys.map((standby) => {
-    const beat = heartbeats.filter((h) => h.namespace === standby.name && h.replication === standby.replication).sort((a, b) => (b.renewedAt ?? 0) - (a.renewedAt ?? 0))[0];
+    const beat = heartbeats
+      .filter((h) => h.namespace === standby.name && h.replication === standby.replication)
+      .sort((a, b) => (b.renewedAt ?? 0) - (a.renewedAt ?? 0))[0];
     const changeMs = beat?.lastChange === undefined ? Number.NaN : Date.parse(beat.lastChange);
     return {
       namespace: standby.name,
       replication: standby.replication,
       promoted: standby.promotion !== undefined,
       ...(standby.promotion === undefined ? {} : { promotedAt: standby.promotion.at, promotedBy: standby.promotion.by }),
-      ...(beat?.renewedAt === undefined ? {} : { lastHeartbeat: new Date(beat.renewedAt).toISOString(), heartbeatAgeSeconds: Math.max(0, Math.round((nowMs - beat.renewedAt) / 1000)) }),
-      ...(Number.isNaN(changeMs) ? {} : { lastReplicatedChange: new Date(changeMs).toISOString(), lastChangeAgeSeconds: Math.max(0, Math.round((nowMs - changeMs) / 1000)) }),
+      ...(beat?.renewedAt === undefined
+        ? {}
+        : { lastHeartbeat: new Date(beat.renewedAt).toISOString(), heartbeatAgeSeconds: Math.max(0, Math.round((nowMs - beat.renewedAt) / 1000)) }),
+      ...(Number.isNaN(changeMs)
+        ? {}
+        : { lastReplicatedChange: new Date(changeMs).toISOString(), lastChangeAgeSeconds: Math.max(0, Math.round((nowMs - changeMs) / 1000)) }),
       ...(beat?.ready === undefined ? {} : { replicationReady: beat.ready }),
     };
   });
@@ -104,7 +118,9 @@ export function formatDrStatus(rows: readonly DrStatusRow[]): string {
 export async function drStatusCommand(kube: Kube, names: readonly string[], flags: Pick<ListFlags, 'output'>, out: Out, err: Out): Promise<number> {
   const client = await createApplyClient(kube.connection);
   const standbys = await listStandbyNamespaces(client, names, { skipped: skippedNote(err) });
-  const leases = (await kube.rest.request<{ items: KubeObject[] }>({ method: 'GET', path: '/apis/coordination.k8s.io/v1/leases', query: { labelSelector: HEARTBEAT_LABEL } })).items;
+  const leases = (
+    await kube.rest.request<{ items: KubeObject[] }>({ method: 'GET', path: '/apis/coordination.k8s.io/v1/leases', query: { labelSelector: HEARTBEAT_LABEL } })
+  ).items;
   const rows = drStatusRows(standbys, leases.map(readHeartbeat), Date.now());
   if (flags.output === 'json') out(`${JSON.stringify(rows, null, 2)}\n`);
   else if (flags.output === 'yaml') out(stringify(rows));

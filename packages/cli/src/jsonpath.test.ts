@@ -7,7 +7,13 @@ import { TemplateError, executeTemplate, goJson, goPrint, parseTemplate } from '
 const run = (template: string, data: unknown): string => executeTemplate(parseTemplate(template), data);
 
 describe('jsonpath templates', () => {
-  const list = { kind: 'List', items: [{ metadata: { name: 'a', labels: { z: '1', a: '<&>' } }, n: 1.5, big: 1234567.5 }, { metadata: { name: 'b' }, n: 2 }] };
+  const list = {
+    kind: 'List',
+    items: [
+      { metadata: { name: 'a', labels: { z: '1', a: '<&>' } }, n: 1.5, big: 1234567.5 },
+      { metadata: { name: 'b' }, n: 2 },
+    ],
+  };
 
   it('prints values as Go does: maps as sorted, HTML-escaped JSON; floats as %v; results of one action joined by a space', () => {
     expect(run('{.items[*].metadata.name}', list)).toBe('a b');
@@ -40,7 +46,9 @@ describe('jsonpath templates', () => {
 describe('custom columns', () => {
   it("lays cells out as Go's tabwriter with kubectl's settings, <none> for nothing, values joined by commas", () => {
     const columns = parseColumnsSpec('NAME:.metadata.name,L:{.metadata.labels.z},NS:metadata.namespace');
-    expect(formatCustomColumns(columns, [{ metadata: { name: 'a', labels: { z: '1' } } }, { metadata: { name: 'bb' } }])).toBe('NAME   L        NS\na      1        <none>\nbb     <none>   <none>\n');
+    expect(formatCustomColumns(columns, [{ metadata: { name: 'a', labels: { z: '1' } } }, { metadata: { name: 'bb' } }])).toBe(
+      'NAME   L        NS\na      1        <none>\nbb     <none>   <none>\n',
+    );
     expect(tabwriter('a\tb\nlonger line\nc\td\n')).toBe('a     b\nlonger line\nc     d\n');
     expect(() => parseColumnsSpec('NAME')).toThrow('expected <header>:<json-path-expr>');
   });

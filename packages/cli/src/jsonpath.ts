@@ -273,7 +273,13 @@ class Parser {
     const textAt = at + 3;
     const compare = /^([^!<>=]+)([!<>=]+)(.+?)$/s.exec(text);
     if (compare === null) {
-      cur.nodes.push({ type: 'filter', left: subParse(text, this.offset + textAt, this.template), right: { type: 'list', nodes: [], at: -1 }, operator: 'exists', at: this.offset + at });
+      cur.nodes.push({
+        type: 'filter',
+        left: subParse(text, this.offset + textAt, this.template),
+        right: { type: 'list', nodes: [], at: -1 },
+        operator: 'exists',
+        at: this.offset + at,
+      });
     } else {
       const [, left = '', operator = '', right = ''] = compare;
       cur.nodes.push({
@@ -554,7 +560,10 @@ function isMap(value: Value): value is Record<string, Value> {
 /** The values under an object (keys sorted: Go's map order is random) or an array. */
 function children(value: Value): Value[] {
   if (Array.isArray(value)) return value;
-  if (isMap(value)) return Object.keys(value).sort().map((key) => value[key]);
+  if (isMap(value))
+    return Object.keys(value)
+      .sort()
+      .map((key) => value[key]);
   if (typeof value === 'string') return [...Buffer.from(value)];
   return [];
 }

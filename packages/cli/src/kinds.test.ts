@@ -22,7 +22,16 @@ describe('printer columns', () => {
   const object = {
     metadata: { name: 'web', namespace: 'ops', creationTimestamp: '2026-11-25T10:00:00Z' },
     spec: { suspend: false },
-    status: { followedRef: 'main', shortRevision: 'abc1234', drifted: 0, sourceRevision: 'abc1234'.padEnd(40, '0'), conditions: [{ type: 'Healthy', status: 'True', reason: 'Current' }, { type: 'Ready', status: 'True', message: 'applied' }] },
+    status: {
+      followedRef: 'main',
+      shortRevision: 'abc1234',
+      drifted: 0,
+      sourceRevision: 'abc1234'.padEnd(40, '0'),
+      conditions: [
+        { type: 'Healthy', status: 'True', reason: 'Current' },
+        { type: 'Ready', status: 'True', message: 'applied' },
+      ],
+    },
   };
 
   it('evaluates the JSONPath forms the CRDs use', () => {
@@ -44,17 +53,32 @@ describe('printer columns', () => {
     expect(wide[1]).toMatch(/^ops\s+web\s+True\s+applied\s+abc1234\s+0\s+main\s+false\s+Current\s+abc1234000/);
   });
 
-  it("ages as kubectl does", () => {
-    expect([age(5_000), age(150_000), age(3 * 3600_000 + 5 * 60_000), age(30 * 3600_000), age(400 * 86400_000)]).toEqual(['5s', '2m30s', '3h5m', '30h', '400d']);
+  it('ages as kubectl does', () => {
+    expect([age(5_000), age(150_000), age(3 * 3600_000 + 5 * 60_000), age(30 * 3600_000), age(400 * 86400_000)]).toEqual([
+      '5s',
+      '2m30s',
+      '3h5m',
+      '30h',
+      '400d',
+    ]);
   });
 });
 
 describe('completion', () => {
-  const input = { commands: [{ name: 'get', description: 'list: things', flags: ['--selector', '-l'] }, { name: 'version', description: 'versions', flags: ['--client'] }], kinds: ['configsyncs', 'csync'], kindVerbs: ['get'], configSyncVerbs: ['status'] };
+  const input = {
+    commands: [
+      { name: 'get', description: 'list: things', flags: ['--selector', '-l'] },
+      { name: 'version', description: 'versions', flags: ['--client'] },
+    ],
+    kinds: ['configsyncs', 'csync'],
+    kindVerbs: ['get'],
+    configSyncVerbs: ['status'],
+  };
   it('each shell gets the subcommands, their flags and the kinds', () => {
     for (const shell of ['bash', 'zsh', 'fish'] as const) {
       const script = completionScript(shell, input);
-      for (const word of ['get', 'version', '--selector', '--client', 'csync']) expect(script, `${shell}: ${word}`).toContain(word.replace(/^--/, shell === 'fish' ? '' : '--'));
+      for (const word of ['get', 'version', '--selector', '--client', 'csync'])
+        expect(script, `${shell}: ${word}`).toContain(word.replace(/^--/, shell === 'fish' ? '' : '--'));
     }
     // zsh descriptions escape the colon that separates name and description
     expect(completionScript('zsh', input)).toContain("'get:list\\: things'");
@@ -67,11 +91,31 @@ describe('NamespaceReplication table', () => {
     const nr = {
       metadata: { name: 'gold-shop', namespace: 'ops', creationTimestamp: '2026-11-25T10:00:00Z' },
       spec: { sourceNamespace: 'shop', destination: { cluster: { name: 'dr' } }, mode: 'Continuous' },
-      status: { lastSyncedTime: '2026-11-25T10:59:20Z', conditions: [{ type: 'Ready', status: 'True', message: 'ok' }, { type: 'Fenced', status: 'True' }] },
+      status: {
+        lastSyncedTime: '2026-11-25T10:59:20Z',
+        conditions: [
+          { type: 'Ready', status: 'True', message: 'ok' },
+          { type: 'Fenced', status: 'True' },
+        ],
+      },
       standbyView: { state: 'promoted', lastHeartbeat: '2026-11-25T10:59:55Z' },
     };
     const text = formatTable(info, [nr], { wide: false, allNamespaces: true, now: new Date('2026-11-25T11:00:00Z') });
-    expect(text.split('\n')[0]?.split(/\s{2,}/)).toEqual(['NAMESPACE', 'NAME', 'SOURCE', 'CLUSTER', 'MODE', 'READY', 'FAILED OVER', 'HELD', 'LAST CHANGE', 'FENCED', 'HEARTBEAT', 'STANDBY', 'AGE']);
+    expect(text.split('\n')[0]?.split(/\s{2,}/)).toEqual([
+      'NAMESPACE',
+      'NAME',
+      'SOURCE',
+      'CLUSTER',
+      'MODE',
+      'READY',
+      'FAILED OVER',
+      'HELD',
+      'LAST CHANGE',
+      'FENCED',
+      'HEARTBEAT',
+      'STANDBY',
+      'AGE',
+    ]);
     // (FAILED OVER and HELD are empty here)
     expect(text.split('\n')[1]?.split(/\s{2,}/)).toEqual(['ops', 'gold-shop', 'shop', 'dr', 'Continuous', 'True', '40s', 'True', '5s', 'promoted', '60m']);
   });

@@ -17,7 +17,12 @@ export type KindInfo = {
 /** The columns `syncline get nsrepl` adds (client-side, filled by standby-view.ts; kubectl shows the CRD's own). */
 export const STANDBY_VIEW_COLUMNS = [
   { name: 'Heartbeat', type: 'date', description: "Age of the primary's last heartbeat as the standby stored it.", jsonPath: '.standbyView.lastHeartbeat' },
-  { name: 'Standby', type: 'string', description: 'standby, promoted (from the standby side), or why the standby could not be read.', jsonPath: '.standbyView.state' },
+  {
+    name: 'Standby',
+    type: 'string',
+    description: 'standby, promoted (from the standby side), or why the standby could not be read.',
+    jsonPath: '.standbyView.state',
+  },
 ] as const;
 
 export const KINDS: readonly KindInfo[] = crdDefinitions.map((def) => ({
@@ -81,7 +86,16 @@ export function formatTable(info: KindInfo, items: readonly Row[], options: { wi
 
 export function alignRows(rows: readonly (readonly string[])[]): string {
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
-  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('   ').trimEnd()).join('\n') + (rows.length === 0 ? '' : '\n');
+  return (
+    rows
+      .map((r) =>
+        r
+          .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+          .join('   ')
+          .trimEnd(),
+      )
+      .join('\n') + (rows.length === 0 ? '' : '\n')
+  );
 }
 
 /**
@@ -100,7 +114,9 @@ export function evaluateJsonPath(object: unknown, path: string): unknown {
     }
     const [, key = '', quoted = ''] = /^\[\?\(@\.([A-Za-z0-9_-]+)==(.*)\)\]$/.exec(step) ?? [];
     const value = quoted.slice(1, -1);
-    current = Array.isArray(current) ? current.find((entry) => typeof entry === 'object' && entry !== null && String((entry as Row)[key]) === value) : undefined;
+    current = Array.isArray(current)
+      ? current.find((entry) => typeof entry === 'object' && entry !== null && String((entry as Row)[key]) === value)
+      : undefined;
   }
   return current;
 }

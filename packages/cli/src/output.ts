@@ -16,7 +16,8 @@ export function parseOutputFormat(value: string): OutputFormat {
   const [name, argument] = eq === -1 ? [value, undefined] : [value.slice(0, eq), value.slice(eq + 1)];
   const allowed = `${PLAIN_FORMATS.join(', ')}, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE, jsonpath-file=FILE, custom-columns=SPEC, custom-columns-file=FILE`;
   if (argument === undefined) {
-    if (['jsonpath', 'jsonpath-as-json', 'jsonpath-file', 'custom-columns', 'custom-columns-file'].includes(name)) throw new InvalidArgumentError(`${name} needs a value: -o ${name}=...`);
+    if (['jsonpath', 'jsonpath-as-json', 'jsonpath-file', 'custom-columns', 'custom-columns-file'].includes(name))
+      throw new InvalidArgumentError(`${name} needs a value: -o ${name}=...`);
     throw new InvalidArgumentError(`unable to match a printer suitable for the output format "${value}", allowed formats are: ${allowed}`);
   }
   switch (name) {
@@ -52,7 +53,11 @@ function readArgumentFile(file: string, format: string): string {
 }
 
 /** A template or columns format applied to what kubectl would hand it: the object, or a v1 List of them. */
-export function printTemplated(format: Exclude<OutputFormat, PlainFormat>, value: unknown, options: { items: readonly unknown[]; noHeaders?: boolean }): string {
+export function printTemplated(
+  format: Exclude<OutputFormat, PlainFormat>,
+  value: unknown,
+  options: { items: readonly unknown[]; noHeaders?: boolean },
+): string {
   if ('columns' in format) return formatCustomColumns(format.columns, options.items, { noHeaders: options.noHeaders });
   try {
     return executeTemplate(format.jsonpath, value, { asJson: format.asJson });

@@ -31,7 +31,11 @@ describe('syncline render', () => {
     expect(values).toMatchObject({ status: 1, stderr: 'error: --values nope.yaml: no such file\n' });
     const empty = mkdtempSync(join(tmpdir(), 'syncline-render-empty-'));
     try {
-      expect(render(empty)).toMatchObject({ status: 1, stdout: '', stderr: `error: ${empty}: an empty directory (render takes a template file or a directory of templates)\n` });
+      expect(render(empty)).toMatchObject({
+        status: 1,
+        stdout: '',
+        stderr: `error: ${empty}: an empty directory (render takes a template file or a directory of templates)\n`,
+      });
     } finally {
       rmSync(empty, { recursive: true, force: true });
     }

@@ -43,7 +43,20 @@ describe('syncline run: flags validated once, before anything starts', () => {
   });
 
   it('given valid values, then they are converted: off stays off, an empty stale TTL keeps replicas', async () => {
-    const { options } = await run(['--concurrency', '4', '--dr-heartbeat-interval', 'off', '--dr-auto-failover-grace', '1m30s', '--mirror-stale-ttl', '', '--cache-max-bytes', '1048576', '--ui-addr', '[::1]:0']);
+    const { options } = await run([
+      '--concurrency',
+      '4',
+      '--dr-heartbeat-interval',
+      'off',
+      '--dr-auto-failover-grace',
+      '1m30s',
+      '--mirror-stale-ttl',
+      '',
+      '--cache-max-bytes',
+      '1048576',
+      '--ui-addr',
+      '[::1]:0',
+    ]);
     expect(options).toMatchObject({ concurrency: 4, drHeartbeatInterval: 'off', drAutoFailoverGrace: 90_000, cacheMaxBytes: 1_048_576, uiAddr: '[::1]:0' });
     expect(options?.mirrorStaleTtl).toBeUndefined();
   });

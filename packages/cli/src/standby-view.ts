@@ -19,7 +19,12 @@ export type StandbyView = { readonly state: string; readonly lastHeartbeat?: str
 /** Reads every replication's standby view (one client per RemoteCluster, all in parallel). */
 export async function standbyViews(rest: KubeRest, items: readonly NamespaceReplication[]): Promise<Map<string, StandbyView>> {
   const remoteClusters = new Map<string, RemoteCluster | undefined>();
-  const remote = createRemoteClusters({ rest, getRemoteCluster: (key) => remoteClusters.get(key), secretVersion: () => undefined, requestTimeoutMs: STANDBY_TIMEOUT_MS });
+  const remote = createRemoteClusters({
+    rest,
+    getRemoteCluster: (key) => remoteClusters.get(key),
+    secretVersion: () => undefined,
+    requestTimeoutMs: STANDBY_TIMEOUT_MS,
+  });
   const views = new Map<string, StandbyView>();
   await Promise.all(
     items.map(async (nr) => {
@@ -27,7 +32,9 @@ export async function standbyViews(rest: KubeRest, items: readonly NamespaceRepl
       const parsed = NamespaceReplicationSpec.safeParse(nr.spec);
       if (!parsed.success) return;
       // A standby the replication may not write (tenancy.ts) is no standby of it: not read, said so.
-      const refused = nr.status?.conditions?.find((c) => c.type === 'Stalled' && c.status === 'True' && (c.reason === Reason.NamespaceNotAllowed || c.reason === Reason.SourceNotAllowed));
+      const refused = nr.status?.conditions?.find(
+        (c) => c.type === 'Stalled' && c.status === 'True' && (c.reason === Reason.NamespaceNotAllowed || c.reason === Reason.SourceNotAllowed),
+      );
       views.set(key, refused === undefined ? await standbyView({ rest, nr, spec: parsed.data, remoteClusters, remote }) : { state: 'not allowed' });
     }),
   );
@@ -48,13 +55,27 @@ async function standbyView(input: {
   try {
     if (cluster !== undefined) {
       const rcKey = `${namespace}/${cluster}`;
-      if (!input.remoteClusters.has(rcKey)) input.remoteClusters.set(rcKey, await input.rest.request<RemoteCluster>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/remoteclusters/${cluster}`, timeoutMs: STANDBY_TIMEOUT_MS }));
+      if (!input.remoteClusters.has(rcKey))
+        input.remoteClusters.set(
+          rcKey,
+          await input.rest.request<RemoteCluster>({
+            method: 'GET',
+            path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/remoteclusters/${cluster}`,
+            timeoutMs: STANDBY_TIMEOUT_MS,
+          }),
+        );
       standby = (await input.remote.clients(namespace, cluster)).rest;
     }
     const standbyNamespace = standbyNamespaceOf(nr, spec);
     const [ns, lease] = await Promise.all([
       standby.request<KubeObject>({ method: 'GET', path: `/api/v1/namespaces/${standbyNamespace}`, timeoutMs: STANDBY_TIMEOUT_MS }).catch(absent),
-      standby.request<KubeObject>({ method: 'GET', path: `/apis/coordination.k8s.io/v1/namespaces/${standbyNamespace}/leases/${heartbeatLeaseName(nr.metadata.name)}`, timeoutMs: STANDBY_TIMEOUT_MS }).catch(absent),
+      standby
+        .request<KubeObject>({
+          method: 'GET',
+          path: `/apis/coordination.k8s.io/v1/namespaces/${standbyNamespace}/leases/${heartbeatLeaseName(nr.metadata.name)}`,
+          timeoutMs: STANDBY_TIMEOUT_MS,
+        })
+        .catch(absent),
     ]);
     const renewedAt = lease === undefined ? undefined : readHeartbeat(lease).renewedAt;
     const promotion = promotionOf(ns);

@@ -49,22 +49,47 @@ export type Trace = {
 type Owned = { kind: string; namespace: string; name: string; target?: string };
 type Synced = {
   metadata: { name: string; namespace?: string };
-  status?: { inventory?: TargetInventory[]; conditions?: Array<{ type: string; status: string; message?: string }>; targets?: Array<Pick<TargetStatus, 'name' | 'cluster' | 'hooks' | 'hooksRevision'>> };
+  status?: {
+    inventory?: TargetInventory[];
+    conditions?: Array<{ type: string; status: string; message?: string }>;
+    targets?: Array<Pick<TargetStatus, 'name' | 'cluster' | 'hooks' | 'hooksRevision'>>;
+  };
 };
 
 /** `KIND/NAME` or `KIND NAME` → kind and name; the kind as kubectl takes it (Kind, plural or singular, with .group). */
 export function traceTarget(first: string, second: string | undefined): { kind: string; name: string } {
   if (second !== undefined) return { kind: first, name: second };
   const slash = first.indexOf('/');
-  if (slash <= 0 || slash === first.length - 1) throw new Error(`trace takes KIND/NAME or KIND NAME (e.g. trace deployment/web -n apps), not ${JSON.stringify(first)}`);
+  if (slash <= 0 || slash === first.length - 1)
+    throw new Error(`trace takes KIND/NAME or KIND NAME (e.g. trace deployment/web -n apps), not ${JSON.stringify(first)}`);
   return { kind: first.slice(0, slash), name: first.slice(slash + 1) };
 }
 
 /** kubectl's short names of built-in kinds (discovery as the apply client keeps it does not carry them). */
 const SHORT_NAMES: Record<string, string> = {
-  cm: 'configmaps', deploy: 'deployments', svc: 'services', sa: 'serviceaccounts', ns: 'namespaces', po: 'pods', rs: 'replicasets', sts: 'statefulsets', ds: 'daemonsets',
-  ing: 'ingresses', cj: 'cronjobs', pvc: 'persistentvolumeclaims', pv: 'persistentvolumes', netpol: 'networkpolicies', hpa: 'horizontalpodautoscalers', pdb: 'poddisruptionbudgets',
-  crd: 'customresourcedefinitions', crds: 'customresourcedefinitions', ep: 'endpoints', quota: 'resourcequotas', limits: 'limitranges', sc: 'storageclasses', pc: 'priorityclasses',
+  cm: 'configmaps',
+  deploy: 'deployments',
+  svc: 'services',
+  sa: 'serviceaccounts',
+  ns: 'namespaces',
+  po: 'pods',
+  rs: 'replicasets',
+  sts: 'statefulsets',
+  ds: 'daemonsets',
+  ing: 'ingresses',
+  cj: 'cronjobs',
+  pvc: 'persistentvolumeclaims',
+  pv: 'persistentvolumes',
+  netpol: 'networkpolicies',
+  hpa: 'horizontalpodautoscalers',
+  pdb: 'poddisruptionbudgets',
+  crd: 'customresourcedefinitions',
+  crds: 'customresourcedefinitions',
+  ep: 'endpoints',
+  quota: 'resourcequotas',
+  limits: 'limitranges',
+  sc: 'storageclasses',
+  pc: 'priorityclasses',
 };
 
 /** The served resource a typed kind names: `deployment`, `deployments`, `deploy`, `Deployment`, `deployments.apps`, `csync`. */
@@ -75,17 +100,27 @@ export function findResource(kinds: readonly ResourceInfo[], typed: string): Res
   const [name, group] = dot === -1 ? [lower, undefined] : [lower.slice(0, dot), lower.slice(dot + 1)];
   const matches = kinds.filter((k) => (group === undefined || k.group === group) && [k.kind.toLowerCase(), k.plural].includes(name));
   // Core and built-in groups first, as kubectl prefers them for an unqualified name.
-  const found = matches.sort((a, b) => (a.group === '' ? -1 : b.group === '' ? 1 : a.group.includes('.') === b.group.includes('.') ? 0 : a.group.includes('.') ? 1 : -1))[0];
+  const found = matches.sort((a, b) =>
+    a.group === '' ? -1 : b.group === '' ? 1 : a.group.includes('.') === b.group.includes('.') ? 0 : a.group.includes('.') ? 1 : -1,
+  )[0];
   if (found === undefined) throw new Error(`the server doesn't have a resource type "${typed}"`);
   return found;
 }
 
-export async function traceCommand(kube: Kube, typed: { kind: string; name: string }, options: { output?: 'json' | 'yaml'; env: NodeJS.ProcessEnv; allowInsecureHttp?: boolean }, out: Out): Promise<number> {
+export async function traceCommand(
+  kube: Kube,
+  typed: { kind: string; name: string },
+  options: { output?: 'json' | 'yaml'; env: NodeJS.ProcessEnv; allowInsecureHttp?: boolean },
+  out: Out,
+): Promise<number> {
   const client = await createApplyClient(kube.connection);
   const resource = findResource((await client.discovery()).kinds(), typed.kind);
   const apiVersion = resource.group === '' ? resource.version : `${resource.group}/${resource.version}`;
   const namespace = resource.namespaced ? kube.namespace : '';
-  const object = await kube.rest.request<KubeObject>({ method: 'GET', path: `${resource.group === '' ? '/api' : '/apis/' + resource.group}/${resource.version}${namespace === '' ? '' : `/namespaces/${namespace}`}/${resource.plural}/${typed.name}` });
+  const object = await kube.rest.request<KubeObject>({
+    method: 'GET',
+    path: `${resource.group === '' ? '/api' : '/apis/' + resource.group}/${resource.version}${namespace === '' ? '' : `/namespaces/${namespace}`}/${resource.plural}/${typed.name}`,
+  });
   const id = objectId({ apiVersion, kind: resource.kind, metadata: { name: typed.name, ...(namespace === '' ? {} : { namespace }) } });
   const trace: Trace = { object: { apiVersion, kind: resource.kind, ...(namespace === '' ? {} : { namespace }), name: typed.name }, managed: false, proof: '' };
   const owned = claimedOwner(object);
@@ -141,7 +176,14 @@ async function proveInventory(kube: Kube, input: { owned: Owned; id: string; obj
   }
   const listing = (owner.status?.inventory ?? []).find((entry) => decodeInventory(entry.entries).some((e) => e.id === id));
   const ready = owner.status?.conditions?.find((c) => c.type === 'Ready');
-  trace.owner = { kind: owned.kind, namespace: owned.namespace, name: owned.name, ...(listing === undefined ? {} : { target: listing.target }), ready: ready?.status ?? 'Unknown', ...(ready?.message === undefined ? {} : { message: ready.message }) };
+  trace.owner = {
+    kind: owned.kind,
+    namespace: owned.namespace,
+    name: owned.name,
+    ...(listing === undefined ? {} : { target: listing.target }),
+    ready: ready?.status ?? 'Unknown',
+    ...(ready?.message === undefined ? {} : { message: ready.message }),
+  };
   if (listing === undefined) {
     if (proveHook(owner, object, trace, label)) return;
     trace.proof = `its marks name ${label}, but its status.inventory does not list it: Syncline neither updates nor prunes it`;
@@ -157,7 +199,9 @@ function proveHook(owner: Synced, object: KubeObject, trace: Trace, label: strin
   const namespace = object.metadata.namespace;
   for (const target of owner.status?.targets ?? []) {
     if (target.cluster !== undefined) continue;
-    const record = (target.hooks ?? []).find((h) => h.kind === object.kind && h.name === object.metadata.name && h.namespace === namespace && h.uid !== undefined && h.uid === uid);
+    const record = (target.hooks ?? []).find(
+      (h) => h.kind === object.kind && h.name === object.metadata.name && h.namespace === namespace && h.uid !== undefined && h.uid === uid,
+    );
     if (record === undefined) continue;
     trace.managed = true;
     trace.proof = `the ${record.hook} hook ${record.source} of ${label}, target ${target.name}: status.targets[].hooks records this object (same uid); hooks are created by the sync and never in its inventory`;
@@ -192,11 +236,16 @@ async function proveMirror(kube: Kube, input: { source: string; object: KubeObje
         );
   trace.owner = { kind: 'Mirror', namespace, name };
   trace.managed = exists;
-  trace.proof = exists ? `a mirroring replica (replica label) of ${object.kind} ${source}, which exists` : `labelled a mirroring replica of ${object.kind} ${source}, which no longer exists (stale)`;
+  trace.proof = exists
+    ? `a mirroring replica (replica label) of ${object.kind} ${source}, which exists`
+    : `labelled a mirroring replica of ${object.kind} ${source}, which no longer exists (stale)`;
 }
 
 /** The applied commit (message, author, time), when the target applied it, and the file(s) holding the object. */
-async function traceSource(kube: Kube, input: { trace: Trace; object: KubeObject; options: { env: NodeJS.ProcessEnv; allowInsecureHttp?: boolean } }): Promise<void> {
+async function traceSource(
+  kube: Kube,
+  input: { trace: Trace; object: KubeObject; options: { env: NodeJS.ProcessEnv; allowInsecureHttp?: boolean } },
+): Promise<void> {
   const { trace, object } = input;
   const owner = trace.owner;
   if (owner === undefined) return;
@@ -206,7 +255,11 @@ async function traceSource(kube: Kube, input: { trace: Trace; object: KubeObject
   const path = target?.path ?? spec.source.git.path;
   // A hook ran for its own commit (hooksRevision), which is not the applied one while a PreSync hook holds it.
   const sha = trace.hook?.revision ?? sync.status?.sourceRevision;
-  trace.source = { repo: spec.source.git.repo, path: path === '' ? '.' : path, ...(sha === undefined ? {} : { revision: revisionText(spec.source.git.revision, sha) }) };
+  trace.source = {
+    repo: spec.source.git.repo,
+    path: path === '' ? '.' : path,
+    ...(sha === undefined ? {} : { revision: revisionText(spec.source.git.revision, sha) }),
+  };
   const applied = [...(sync.status?.history ?? [])].reverse().find((h) => h.revision === sha);
   if (applied !== undefined) trace.source.appliedAt = applied.appliedAt;
   if (sha === undefined) return;
@@ -252,7 +305,11 @@ function filesHolding(files: ReadonlyArray<{ path: string; content: Uint8Array }
     if (/\.(ya?ml|json)$/.test(file.path)) {
       const documents = parseAllDocuments(text).map((d) => d.toJS() as unknown);
       if (documents.some((d) => matches(d, object))) holding.push(file.path);
-    } else if (file.path.endsWith('.hbs') && new RegExp(`kind:\\s*["']?${escape(String(object.kind))}\\b`).test(text) && new RegExp(`name:\\s*["']?${escape(object.metadata.name)}["']?\\s*$`, 'm').test(text)) {
+    } else if (
+      file.path.endsWith('.hbs') &&
+      new RegExp(`kind:\\s*["']?${escape(String(object.kind))}\\b`).test(text) &&
+      new RegExp(`name:\\s*["']?${escape(object.metadata.name)}["']?\\s*$`, 'm').test(text)
+    ) {
       holding.push(file.path);
     }
   }
@@ -263,7 +320,10 @@ function matches(document: unknown, object: KubeObject): boolean {
   if (typeof document !== 'object' || document === null) return false;
   const d = document as { kind?: unknown; metadata?: { name?: unknown; generateName?: unknown }; items?: unknown[] };
   if (Array.isArray(d.items)) return d.items.some((item) => matches(item, object));
-  return d.kind === object.kind && (d.metadata?.name === object.metadata.name || (d.metadata?.name === undefined && d.metadata?.generateName === object.metadata.name));
+  return (
+    d.kind === object.kind &&
+    (d.metadata?.name === object.metadata.name || (d.metadata?.name === undefined && d.metadata?.generateName === object.metadata.name))
+  );
 }
 
 function escape(text: string): string {
@@ -296,7 +356,10 @@ export function formatTrace(trace: Trace): string {
     if (source.revision !== undefined) lines.push(['Revision', source.revision]);
     if (source.commit !== undefined) {
       const [subject = ''] = source.commit.message.split('\n');
-      lines.push(['Commit', `${source.commit.sha.slice(0, 12)} ${subject}`], ['Author', `${source.commit.author} <${source.commit.authorEmail}>, ${source.commit.time}`]);
+      lines.push(
+        ['Commit', `${source.commit.sha.slice(0, 12)} ${subject}`],
+        ['Author', `${source.commit.author} <${source.commit.authorEmail}>, ${source.commit.time}`],
+      );
     }
     if (source.appliedAt !== undefined) lines.push(['Applied', source.appliedAt]);
     if (source.files !== undefined) lines.push(['File', source.files.join(', ')]);

@@ -26,7 +26,13 @@ function noResources(target: Target): string {
  * `get KIND [NAME]`: kubectl's output (the CRD's printer columns; -o wide adds the priority-1 ones), -l
  * selects by label, -w keeps printing rows as objects change until interrupted (or `signal` aborts).
  */
-export async function getCommand(target: Target, info: KindInfo, name: string | undefined, flags: GetFlags, io: { out: Out; err: Out; signal?: AbortSignal; now?: () => Date }): Promise<number> {
+export async function getCommand(
+  target: Target,
+  info: KindInfo,
+  name: string | undefined,
+  flags: GetFlags,
+  io: { out: Out; err: Out; signal?: AbortSignal; now?: () => Date },
+): Promise<number> {
   if (name !== undefined && target.allNamespaces) throw new Error('a resource cannot be retrieved by name across all namespaces');
   if (name !== undefined && flags.selector !== undefined) throw new Error('when a name is given, a selector (-l) is not allowed');
   const now = io.now ?? (() => new Date());
@@ -39,7 +45,11 @@ export async function getCommand(target: Target, info: KindInfo, name: string | 
     items = [item];
     resourceVersion = item.metadata.resourceVersion;
   } else {
-    const list = await target.rest.request<{ items: Item[]; metadata?: { resourceVersion?: string } }>({ method: 'GET', path: collectionPath(info, namespace), query: { labelSelector: flags.selector } });
+    const list = await target.rest.request<{ items: Item[]; metadata?: { resourceVersion?: string } }>({
+      method: 'GET',
+      path: collectionPath(info, namespace),
+      query: { labelSelector: flags.selector },
+    });
     items = list.items.map((i) => ({ apiVersion: `syncline.dev/v1alpha1`, kind: info.kind, ...i }));
     resourceVersion = list.metadata?.resourceVersion;
   }
@@ -61,7 +71,14 @@ export async function getCommand(target: Target, info: KindInfo, name: string | 
     } else if (flags.output === 'name') {
       for (const row of rows) io.out(`${info.plural}.syncline.dev/${row.metadata.name}\n`);
     } else {
-      io.out(formatTable(info, rows, { wide: flags.output === 'wide', allNamespaces: target.allNamespaces, now: now(), headers: headers && flags.noHeaders !== true }));
+      io.out(
+        formatTable(info, rows, {
+          wide: flags.output === 'wide',
+          allNamespaces: target.allNamespaces,
+          now: now(),
+          headers: headers && flags.noHeaders !== true,
+        }),
+      );
     }
   };
   if (items.length === 0 && flags.watch !== true) {
@@ -96,7 +113,12 @@ export async function getCommand(target: Target, info: KindInfo, name: string | 
 /** `suspend KIND NAME` / `resume KIND NAME`: sets spec.suspend (a merge patch, as `flux suspend` does). */
 export async function suspendCommand(target: Target, info: KindInfo, name: string, suspend: boolean, out: Out): Promise<number> {
   if (!info.suspendable) throw new Error(`${info.kind} has no spec.suspend: a RemoteCluster is probed, not synced; suspend the syncs that target it`);
-  await target.rest.request({ method: 'PATCH', path: objectPath(info, target.namespace, name), contentType: 'application/merge-patch+json', body: { spec: { suspend } } });
+  await target.rest.request({
+    method: 'PATCH',
+    path: objectPath(info, target.namespace, name),
+    contentType: 'application/merge-patch+json',
+    body: { spec: { suspend } },
+  });
   out(`${info.plural}.syncline.dev/${name} ${suspend ? 'suspended' : 'resumed'}\n`);
   return 0;
 }
@@ -108,9 +130,17 @@ export async function suspendCommand(target: Target, info: KindInfo, name: strin
 export async function requestReconcile(target: Target, info: KindInfo, name: string, out: Out): Promise<number> {
   const path = objectPath(info, target.namespace, name);
   const object = await target.rest.request<Item & { spec?: { suspend?: boolean } }>({ method: 'GET', path });
-  if (object.spec?.suspend === true) throw new Error(`${target.namespace}/${name} is suspended (spec.suspend: true): a reconcile request would do nothing; resume it first: syncline resume ${info.kind.toLowerCase()} ${name} -n ${target.namespace}`);
+  if (object.spec?.suspend === true)
+    throw new Error(
+      `${target.namespace}/${name} is suspended (spec.suspend: true): a reconcile request would do nothing; resume it first: syncline resume ${info.kind.toLowerCase()} ${name} -n ${target.namespace}`,
+    );
   const at = new Date().toISOString();
-  await target.rest.request({ method: 'PATCH', path, contentType: 'application/merge-patch+json', body: { metadata: { annotations: { [RECONCILE_REQUESTED_ANNOTATION]: at } } } });
+  await target.rest.request({
+    method: 'PATCH',
+    path,
+    contentType: 'application/merge-patch+json',
+    body: { metadata: { annotations: { [RECONCILE_REQUESTED_ANNOTATION]: at } } },
+  });
   out(`requested a reconcile of ${info.kind} ${target.namespace}/${name} at ${at}\n`);
   return 0;
 }
@@ -128,7 +158,13 @@ type KubeEvent = {
 };
 
 /** `events KIND NAME`: the object's Events, oldest first, as `kubectl events --for KIND/NAME` shows them. */
-export async function eventsCommand(target: Target, info: KindInfo, name: string, flags: { output: 'table' | 'json' | 'yaml' }, io: { out: Out; err: Out; now?: () => Date }): Promise<number> {
+export async function eventsCommand(
+  target: Target,
+  info: KindInfo,
+  name: string,
+  flags: { output: 'table' | 'json' | 'yaml' },
+  io: { out: Out; err: Out; now?: () => Date },
+): Promise<number> {
   const list = await target.rest.request<{ items: KubeEvent[] }>({
     method: 'GET',
     path: `/api/v1/namespaces/${target.namespace}/events`,
@@ -180,7 +216,13 @@ export async function versionCommand(client: string, target: Target | undefined,
       operators = list.items.map((d) => {
         const image = d.spec?.template?.spec?.containers?.find((c) => c.name === 'syncline')?.image ?? d.spec?.template?.spec?.containers?.[0]?.image ?? '';
         const tag = /:([^:/@]+)(@sha256:[0-9a-f]+)?$/.exec(image)?.[1] ?? '';
-        return { namespace: d.metadata.namespace ?? '', name: d.metadata.name, version: d.metadata.labels?.['app.kubernetes.io/version'] ?? tag, image, ready: `${d.status?.readyReplicas ?? 0}/${d.status?.replicas ?? 0}` };
+        return {
+          namespace: d.metadata.namespace ?? '',
+          name: d.metadata.name,
+          version: d.metadata.labels?.['app.kubernetes.io/version'] ?? tag,
+          image,
+          ready: `${d.status?.readyReplicas ?? 0}/${d.status?.replicas ?? 0}`,
+        };
       });
     } catch (error) {
       problem = error instanceof Error ? error.message.replace(/^(GET|PATCH) \S+: /, '') : String(error);
@@ -194,7 +236,12 @@ export async function versionCommand(client: string, target: Target | undefined,
   out(`Client Version: ${client}\n`);
   if (target === undefined) return 0;
   if (problem !== undefined) out(`Operator Version: unknown (${problem})\n`);
-  else if (operators === undefined || operators.length === 0) out(`Operator Version: no operator Deployment found ${target.allNamespaces ? 'in any namespace' : `in namespace ${target.namespace} (use -n NAMESPACE or -A)`}\n`);
-  else for (const o of operators) out(`Operator Version: ${o.version === '' ? 'unknown' : o.version} (${o.namespace}/${o.name}, image ${o.image}, ready ${o.ready})\n`);
+  else if (operators === undefined || operators.length === 0)
+    out(
+      `Operator Version: no operator Deployment found ${target.allNamespaces ? 'in any namespace' : `in namespace ${target.namespace} (use -n NAMESPACE or -A)`}\n`,
+    );
+  else
+    for (const o of operators)
+      out(`Operator Version: ${o.version === '' ? 'unknown' : o.version} (${o.namespace}/${o.name}, image ${o.image}, ready ${o.ready})\n`);
   return 0;
 }

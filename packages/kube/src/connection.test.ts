@@ -8,7 +8,12 @@ import { Kubeconfig, type KubeconfigCluster, type KubeconfigUser } from './kubec
 import { createKubeRest } from './rest.ts';
 
 const single = (cluster: Omit<KubeconfigCluster, 'name'>, user: Omit<KubeconfigUser, 'name'>): Kubeconfig =>
-  new Kubeconfig({ clusters: [{ name: 'c', ...cluster }], users: [{ name: 'u', ...user }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' });
+  new Kubeconfig({
+    clusters: [{ name: 'c', ...cluster }],
+    users: [{ name: 'u', ...user }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+    currentContext: 'x',
+  });
 
 describe('connectKubeconfig', () => {
   let dir: string;
@@ -61,27 +66,53 @@ describe('connectKubeconfig', () => {
     const basic = await connectKubeconfig(single({ server: 'https://api.example' }, { username: 'admin', password: 'pw' }));
     expect(basic.basicAuth).toBe('admin:pw');
     expect(await basic.authHeaders()).toEqual({});
-    const anonymous = await connectKubeconfig(new Kubeconfig({ clusters: [{ name: 'c', server: 'http://127.0.0.1:8080' }], users: [], contexts: [{ name: 'x', cluster: 'c', user: '' }], currentContext: 'x' }));
+    const anonymous = await connectKubeconfig(
+      new Kubeconfig({
+        clusters: [{ name: 'c', server: 'http://127.0.0.1:8080' }],
+        users: [],
+        contexts: [{ name: 'x', cluster: 'c', user: '' }],
+        currentContext: 'x',
+      }),
+    );
     expect(await anonymous.authHeaders()).toEqual({});
   });
 
   it('says what is missing, naming files and entries but no credential', async () => {
-    const kc = (data: Partial<ConstructorParameters<typeof Kubeconfig>[0]>): Kubeconfig => new Kubeconfig({ clusters: [], users: [], contexts: [], currentContext: '', ...data });
+    const kc = (data: Partial<ConstructorParameters<typeof Kubeconfig>[0]>): Kubeconfig =>
+      new Kubeconfig({ clusters: [], users: [], contexts: [], currentContext: '', ...data });
     await expect(connectKubeconfig(kc({}))).rejects.toThrow('the kubeconfig has no current-context (pass --context)');
     await expect(connectKubeconfig(kc({ currentContext: 'x' }))).rejects.toThrow('context "x" does not exist');
-    await expect(connectKubeconfig(kc({ contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' }))).rejects.toThrow('context "x" names cluster "c", which the kubeconfig does not define');
-    await expect(connectKubeconfig(kc({ clusters: [{ name: 'c', server: 'https://a' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' }))).rejects.toThrow('context "x" names user "u", which the kubeconfig does not define');
+    await expect(connectKubeconfig(kc({ contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' }))).rejects.toThrow(
+      'context "x" names cluster "c", which the kubeconfig does not define',
+    );
+    await expect(
+      connectKubeconfig(kc({ clusters: [{ name: 'c', server: 'https://a' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' })),
+    ).rejects.toThrow('context "x" names user "u", which the kubeconfig does not define');
     const missing = join(dir, 'missing.key');
-    const error = await connectKubeconfig(single({ server: 'https://a' }, { token: 'hush-hush', certData: Buffer.from('C').toString('base64'), keyFile: missing })).catch((e: unknown) => e as Error);
+    const error = await connectKubeconfig(
+      single({ server: 'https://a' }, { token: 'hush-hush', certData: Buffer.from('C').toString('base64'), keyFile: missing }),
+    ).catch((e: unknown) => e as Error);
     expect(error).toBeInstanceOf(Error);
     expect((error as Error).message).toBe(`cannot read the user "u": client-key file ${missing}: ENOENT`);
-    await expect(connectKubeconfig(single({ server: 'https://a', proxyUrl: 'socks5://127.0.0.1:1080' }, {}))).rejects.toThrow('cluster "c": proxy-url socks5:// is not supported (only http:// and https:// proxies)');
+    await expect(connectKubeconfig(single({ server: 'https://a', proxyUrl: 'socks5://127.0.0.1:1080' }, {}))).rejects.toThrow(
+      'cluster "c": proxy-url socks5:// is not supported (only http:// and https:// proxies)',
+    );
   });
 
   it('runs an exec credential plugin through client-node, loaded only for such a user', async () => {
     const credential = JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: 'from-exec' } });
     const connection = await connectKubeconfig(
-      single({ server: 'https://api.example' }, { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: ['-e', `process.stdout.write(${JSON.stringify(credential)})`], interactiveMode: 'Never' } }),
+      single(
+        { server: 'https://api.example' },
+        {
+          exec: {
+            apiVersion: 'client.authentication.k8s.io/v1',
+            command: process.execPath,
+            args: ['-e', `process.stdout.write(${JSON.stringify(credential)})`],
+            interactiveMode: 'Never',
+          },
+        },
+      ),
     );
     expect(await connection.authHeaders()).toEqual({ Authorization: 'Bearer from-exec' });
   });

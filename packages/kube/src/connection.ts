@@ -7,7 +7,6 @@ import { connectionFromKubeConfig, type KubeConnection } from './transport.ts';
 import { readFileSync } from 'node:fs';
 import type { Kubeconfig, KubeconfigCluster, KubeconfigUser } from './kubeconfig.ts';
 
-
 /** client-go's cachingTokenSource period for a token file. */
 const TOKEN_FILE_REFRESH_MS = 60_000;
 
@@ -45,7 +44,8 @@ function proxyOf(cluster: KubeconfigCluster): string | undefined {
   } catch {
     throw new Error(`cluster "${cluster.name}": proxy-url is not a URL`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`cluster "${cluster.name}": proxy-url ${url.protocol}// is not supported (only http:// and https:// proxies)`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new Error(`cluster "${cluster.name}": proxy-url ${url.protocol}// is not supported (only http:// and https:// proxies)`);
   if (!cluster.server.startsWith('https:')) throw new Error(`cluster "${cluster.name}": proxy-url works only with an https:// server`);
   return cluster.proxyUrl;
 }
@@ -110,7 +110,16 @@ async function connectWithClientNode(cluster: KubeconfigCluster, user: Kubeconfi
   const { KubeConfig } = await import('@kubernetes/client-node');
   const kc = new KubeConfig();
   kc.loadFromOptions({
-    clusters: [{ name: cluster.name, server: cluster.server, skipTLSVerify: cluster.skipTLSVerify === true, caData: cluster.caData, caFile: cluster.caFile, tlsServerName: cluster.tlsServerName }],
+    clusters: [
+      {
+        name: cluster.name,
+        server: cluster.server,
+        skipTLSVerify: cluster.skipTLSVerify === true,
+        caData: cluster.caData,
+        caFile: cluster.caFile,
+        tlsServerName: cluster.tlsServerName,
+      },
+    ],
     users: [
       {
         name: user.name,

@@ -14,7 +14,13 @@ describe('createEventRecorder', () => {
   it('counts up an identical event instead of adding a second one; a different message is a new event', async () => {
     await using ns = await testNamespace({ prefix: 'events' });
     const errors: unknown[] = [];
-    const recorder = createEventRecorder({ rest, component: 'syncline', host: 'test', clock: { now: () => new Date() }, onError: (error) => errors.push(error) });
+    const recorder = createEventRecorder({
+      rest,
+      component: 'syncline',
+      host: 'test',
+      clock: { now: () => new Date() },
+      onError: (error) => errors.push(error),
+    });
     const object = { apiVersion: 'syncline.dev/v1alpha1', kind: 'ManifestSync', metadata: { name: 'shared', namespace: ns.name, uid: 'u-1' } };
     await recorder.record(object, { type: 'Warning', reason: 'Conflict', message: 'held by someone else' });
     await recorder.record(object, { type: 'Warning', reason: 'Conflict', message: 'held by someone else' });

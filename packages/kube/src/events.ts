@@ -27,7 +27,13 @@ const REMEMBERED = 2_000;
  * a cache that had not yet caught up with the first one's status write) raises the first one's count and
  * lastTimestamp instead of adding a second Event, as Kubernetes' own recorder does.
  */
-export function createEventRecorder(options: { rest: KubeRest; component: string; host: string; clock: { now(): Date }; onError?: (error: unknown) => void }): EventRecorder {
+export function createEventRecorder(options: {
+  rest: KubeRest;
+  component: string;
+  host: string;
+  clock: { now(): Date };
+  onError?: (error: unknown) => void;
+}): EventRecorder {
   const recent = new Map<string, { name: string; count: number; at: number }>();
   // Identical events are recorded one after the other, so a caller that does not wait (a reconciler frees its
   // worker before the Event is written) still counts up instead of racing a second Event in.
@@ -48,7 +54,11 @@ export function createEventRecorder(options: { rest: KubeRest; component: string
 
   type Recorded = Parameters<EventRecorder['record']>;
 
-  async function write(object: Recorded[0], event: Recorded[1], { namespace, message, key }: { namespace: string; message: string; key: string }): Promise<void> {
+  async function write(
+    object: Recorded[0],
+    event: Recorded[1],
+    { namespace, message, key }: { namespace: string; message: string; key: string },
+  ): Promise<void> {
     const at = options.clock.now();
     const now = at.toISOString();
     const earlier = recent.get(key);
@@ -56,7 +66,12 @@ export function createEventRecorder(options: { rest: KubeRest; component: string
       if (earlier !== undefined && (event.repeat === true || at.getTime() - earlier.at < AGGREGATE_MS)) {
         const count = earlier.count + 1;
         try {
-          await options.rest.request({ method: 'PATCH', path: `/api/v1/namespaces/${namespace}/events/${earlier.name}`, contentType: 'application/merge-patch+json', body: { count, lastTimestamp: now } });
+          await options.rest.request({
+            method: 'PATCH',
+            path: `/api/v1/namespaces/${namespace}/events/${earlier.name}`,
+            contentType: 'application/merge-patch+json',
+            body: { count, lastTimestamp: now },
+          });
           recent.delete(key);
           recent.set(key, { ...earlier, count });
           return;

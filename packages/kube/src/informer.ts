@@ -42,7 +42,9 @@ export type InformerOptions = {
 };
 
 export function objectKey(object: { metadata: { name: string; namespace?: string } }): string {
-  return object.metadata.namespace === undefined || object.metadata.namespace === '' ? object.metadata.name : `${object.metadata.namespace}/${object.metadata.name}`;
+  return object.metadata.namespace === undefined || object.metadata.namespace === ''
+    ? object.metadata.name
+    : `${object.metadata.namespace}/${object.metadata.name}`;
 }
 
 /**
@@ -103,7 +105,11 @@ export class Informer {
     const attempt = this.#attempt;
     if (attempt === undefined) return false;
     if (this.#heardAt !== undefined && attempt.at > this.#heardAt && now - attempt.at <= windowMs) return false;
-    attempt.abort.abort(new Error(`watch ${this.#options.path}: restarted, not heard from since ${this.#heardAt === undefined ? 'it started' : new Date(this.#heardAt).toISOString()}`));
+    attempt.abort.abort(
+      new Error(
+        `watch ${this.#options.path}: restarted, not heard from since ${this.#heardAt === undefined ? 'it started' : new Date(this.#heardAt).toISOString()}`,
+      ),
+    );
     return true;
   }
   /** isFresh(), and when the cache is listed but not fresh, restart() (its silent stream is given up now). */
@@ -222,7 +228,13 @@ export class Informer {
     try {
       await this.#options.rest.watch(
         this.#options.path,
-        { resourceVersion: from, allowWatchBookmarks: true, labelSelector: this.#options.labelSelector, fieldSelector: this.#options.fieldSelector, timeoutSeconds: this.#options.watchTimeoutSeconds ?? 300 },
+        {
+          resourceVersion: from,
+          allowWatchBookmarks: true,
+          labelSelector: this.#options.labelSelector,
+          fieldSelector: this.#options.fieldSelector,
+          timeoutSeconds: this.#options.watchTimeoutSeconds ?? 300,
+        },
         (raw) => {
           const event = raw as { type: string; object: KubeObject & { code?: number } };
           const project = this.#options.project ?? ((o: KubeObject) => o);

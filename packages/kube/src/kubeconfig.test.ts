@@ -14,8 +14,31 @@ describe('loadKubeConfig', () => {
     a = join(dir, 'a.yaml');
     b = join(dir, 'b.yaml');
     const cluster = (name: string, server: string): object => ({ name, cluster: { server } });
-    await writeFile(a, stringify({ apiVersion: 'v1', kind: 'Config', clusters: [cluster('one', 'https://a.example:6443')], users: [{ name: 'me', user: { token: 't-a' } }], contexts: [{ name: 'dev', context: { cluster: 'one', user: 'me', namespace: 'team' } }], 'current-context': 'dev' }));
-    await writeFile(b, stringify({ apiVersion: 'v1', kind: 'Config', clusters: [cluster('one', 'https://b.example:6443'), cluster('two', 'https://two.example:6443')], users: [{ name: 'me', user: { token: 't-b' } }], contexts: [{ name: 'dev', context: { cluster: 'two', user: 'me' } }, { name: 'prod', context: { cluster: 'two', user: 'me' } }], 'current-context': 'prod' }));
+    await writeFile(
+      a,
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [cluster('one', 'https://a.example:6443')],
+        users: [{ name: 'me', user: { token: 't-a' } }],
+        contexts: [{ name: 'dev', context: { cluster: 'one', user: 'me', namespace: 'team' } }],
+        'current-context': 'dev',
+      }),
+    );
+    await writeFile(
+      b,
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [cluster('one', 'https://b.example:6443'), cluster('two', 'https://two.example:6443')],
+        users: [{ name: 'me', user: { token: 't-b' } }],
+        contexts: [
+          { name: 'dev', context: { cluster: 'two', user: 'me' } },
+          { name: 'prod', context: { cluster: 'two', user: 'me' } },
+        ],
+        'current-context': 'prod',
+      }),
+    );
   });
   afterAll(async () => {
     await rm(dir, { recursive: true, force: true });
@@ -68,8 +91,23 @@ describe('readKubeconfigFile and in-cluster', () => {
     await mkdir(join(dir, 'two'), { recursive: true });
     const one = join(dir, 'one', 'config');
     const two = join(dir, 'two', 'config');
-    await writeFile(one, stringify({ clusters: [{ name: 'c1', cluster: { server: 'https://one.example:6443/', 'certificate-authority': 'ca.crt' } }], users: [{ name: 'u1', user: { 'client-certificate': 'certs/me.crt', 'client-key': '/abs/me.key' } }], contexts: [{ name: 'x', context: { cluster: 'c1', user: 'u1' } }], 'current-context': 'x' }));
-    await writeFile(two, stringify({ clusters: [{ name: 'c2', cluster: { server: 'https://two.example' } }], users: [{ name: 'u2', user: { tokenFile: '../tokens/t' } }], contexts: [{ name: 'y', context: { cluster: 'c2', user: 'u2', namespace: 'ns2' } }] }));
+    await writeFile(
+      one,
+      stringify({
+        clusters: [{ name: 'c1', cluster: { server: 'https://one.example:6443/', 'certificate-authority': 'ca.crt' } }],
+        users: [{ name: 'u1', user: { 'client-certificate': 'certs/me.crt', 'client-key': '/abs/me.key' } }],
+        contexts: [{ name: 'x', context: { cluster: 'c1', user: 'u1' } }],
+        'current-context': 'x',
+      }),
+    );
+    await writeFile(
+      two,
+      stringify({
+        clusters: [{ name: 'c2', cluster: { server: 'https://two.example' } }],
+        users: [{ name: 'u2', user: { tokenFile: '../tokens/t' } }],
+        contexts: [{ name: 'y', context: { cluster: 'c2', user: 'u2', namespace: 'ns2' } }],
+      }),
+    );
     const kc = loadKubeConfig({ env: { KUBECONFIG: [one, two].join(delimiter) } });
     expect(kc.getCurrentCluster()).toMatchObject({ server: 'https://one.example:6443', caFile: join(dir, 'one', 'ca.crt') });
     expect(kc.getCurrentUser()).toMatchObject({ certFile: join(dir, 'one', 'certs', 'me.crt'), keyFile: '/abs/me.key' });
@@ -83,7 +121,14 @@ describe('readKubeconfigFile and in-cluster', () => {
 
   it('reads ~/.kube/config when KUBECONFIG is unset, before any ServiceAccount', async () => {
     await mkdir(join(dir, 'home', '.kube'), { recursive: true });
-    await writeFile(join(dir, 'home', '.kube', 'config'), stringify({ clusters: [{ name: 'h', cluster: { server: 'https://home.example' } }], contexts: [{ name: 'h', context: { cluster: 'h' } }], 'current-context': 'h' }));
+    await writeFile(
+      join(dir, 'home', '.kube', 'config'),
+      stringify({
+        clusters: [{ name: 'h', cluster: { server: 'https://home.example' } }],
+        contexts: [{ name: 'h', context: { cluster: 'h' } }],
+        'current-context': 'h',
+      }),
+    );
     const sa = await serviceAccountDir('tok');
     const kc = loadKubeConfig({ env: { HOME: join(dir, 'home'), KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' }, serviceAccountDir: sa });
     expect(kc.getCurrentCluster()?.server).toBe('https://home.example');
@@ -92,11 +137,17 @@ describe('readKubeconfigFile and in-cluster', () => {
   it('uses the pod ServiceAccount in-cluster: server from the environment (IPv6 in brackets), mounted CA and token file, the pod namespace', async () => {
     const sa = await serviceAccountDir('tok');
     await writeFile(join(sa, 'namespace'), 'syncline-system\n');
-    const kc = loadKubeConfig({ env: { HOME: join(dir, 'nohome'), KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '443' }, serviceAccountDir: sa });
+    const kc = loadKubeConfig({
+      env: { HOME: join(dir, 'nohome'), KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '443' },
+      serviceAccountDir: sa,
+    });
     expect(kc.getCurrentCluster()).toMatchObject({ server: 'https://[fd00::1]:443', caFile: join(sa, 'ca.crt') });
     expect(kc.getCurrentUser()?.tokenFile).toBe(join(sa, 'token'));
     expect(kc.getContextObject(kc.getCurrentContext())?.namespace).toBe('syncline-system');
-    const v4 = loadKubeConfig({ env: { HOME: join(dir, 'nohome'), KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '6443' }, serviceAccountDir: sa });
+    const v4 = loadKubeConfig({
+      env: { HOME: join(dir, 'nohome'), KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '6443' },
+      serviceAccountDir: sa,
+    });
     expect(v4.getCurrentCluster()?.server).toBe('https://10.96.0.1:6443');
   });
 
@@ -112,7 +163,9 @@ describe('readKubeconfigFile and in-cluster', () => {
     expect(typeError).toBe(`the kubeconfig ${typed}: clusters[0] (c).cluster.server is missing`);
     await writeFile(typed, stringify({ users: [{ name: 'me', user: { password: 12345678 } }] }));
     expect(captureError(() => loadKubeConfig({ kubeconfig: typed, env: {} }))).toBe(`the kubeconfig ${typed}: users[0] (me).user.password is not a string`);
-    expect(captureError(() => loadKubeConfig({ kubeconfig: join(dir, 'nope.yaml'), env: {} }))).toBe(`cannot read the kubeconfig ${join(dir, 'nope.yaml')}: ENOENT`);
+    expect(captureError(() => loadKubeConfig({ kubeconfig: join(dir, 'nope.yaml'), env: {} }))).toBe(
+      `cannot read the kubeconfig ${join(dir, 'nope.yaml')}: ENOENT`,
+    );
   });
 
   async function serviceAccountDir(token: string): Promise<string> {

@@ -253,7 +253,8 @@ function optionalString(value: unknown, field: string, fail: (what: string) => n
 export function inClusterKubeconfig(env: NodeJS.ProcessEnv, saDir: string = SERVICE_ACCOUNT_DIR): Kubeconfig {
   const host = env['KUBERNETES_SERVICE_HOST'];
   const port = env['KUBERNETES_SERVICE_PORT'];
-  if (host === undefined || host === '' || port === undefined || port === '') throw new Error('in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set');
+  if (host === undefined || host === '' || port === undefined || port === '')
+    throw new Error('in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set');
   const namespaceFile = join(saDir, 'namespace');
   const namespace = existsSync(namespaceFile) ? readFileSync(namespaceFile, 'utf8').trim() : undefined;
   const name = 'in-cluster';

@@ -56,7 +56,12 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
       await options.rest.request({
         method: 'POST',
         path: `/apis/coordination.k8s.io/v1/namespaces/${options.namespace}/leases`,
-        body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: options.name, namespace: options.namespace }, spec: { ...spec, acquireTime: nowIso, leaseTransitions: 0 } },
+        body: {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name: options.name, namespace: options.namespace },
+          spec: { ...spec, acquireTime: nowIso, leaseTransitions: 0 },
+        },
         signal,
         timeoutMs: remainingMs(),
       });
@@ -114,7 +119,13 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
   if (leading) {
     // Release: an empty holder lets the next replica take over at once.
     await options.rest
-      .request({ method: 'PATCH', path, contentType: 'application/merge-patch+json', body: { spec: { holderIdentity: null, renewTime: null } }, timeoutMs: retryPeriodMs })
+      .request({
+        method: 'PATCH',
+        path,
+        contentType: 'application/merge-patch+json',
+        body: { spec: { holderIdentity: null, renewTime: null } },
+        timeoutMs: retryPeriodMs,
+      })
       .catch(() => undefined);
   }
 }

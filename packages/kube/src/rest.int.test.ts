@@ -12,26 +12,44 @@ describe('createKubeRest: watches and requests', () => {
   it(`answers requests while ${WATCHES} watches hold their streams open`, async () => {
     await using ns = await testNamespace({ prefix: 'watches' });
     const rest = await createKubeRest(testKubeConfig());
-    await rest.request({ method: 'POST', path: `/api/v1/namespaces/${ns.name}/configmaps`, body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'seen' }, data: { a: '1' } } });
+    await rest.request({
+      method: 'POST',
+      path: `/api/v1/namespaces/${ns.name}/configmaps`,
+      body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'seen' }, data: { a: '1' } },
+    });
 
     // Given: 200 watches, each established (it has delivered the existing ConfigMap) and still open.
     const abort = new AbortController();
     const established = new Set<number>();
     const allEstablished = Promise.withResolvers<void>();
     const watches = Array.from({ length: WATCHES }, (_, i) =>
-      rest.watch(`/api/v1/namespaces/${ns.name}/configmaps`, { timeoutSeconds: 600 }, () => {
-        established.add(i);
-        if (established.size === WATCHES) allEstablished.resolve();
-      }, abort.signal),
+      rest.watch(
+        `/api/v1/namespaces/${ns.name}/configmaps`,
+        { timeoutSeconds: 600 },
+        () => {
+          established.add(i);
+          if (established.size === WATCHES) allEstablished.resolve();
+        },
+        abort.signal,
+      ),
     );
     try {
       await allEstablished.promise;
 
       // When: ordinary requests are made, each with its own deadline (which counts any wait for a socket).
-      const read = await rest.request<{ data?: Record<string, string> }>({ method: 'GET', path: `/api/v1/namespaces/${ns.name}/configmaps/seen`, timeoutMs: 30_000 });
+      const read = await rest.request<{ data?: Record<string, string> }>({
+        method: 'GET',
+        path: `/api/v1/namespaces/${ns.name}/configmaps/seen`,
+        timeoutMs: 30_000,
+      });
       const writes = await Promise.all(
         Array.from({ length: 40 }, (_, i) =>
-          rest.request<{ metadata: { name: string } }>({ method: 'POST', path: `/api/v1/namespaces/${ns.name}/configmaps`, body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `w-${i}` } }, timeoutMs: 30_000 }),
+          rest.request<{ metadata: { name: string } }>({
+            method: 'POST',
+            path: `/api/v1/namespaces/${ns.name}/configmaps`,
+            body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `w-${i}` } },
+            timeoutMs: 30_000,
+          }),
         ),
       );
 

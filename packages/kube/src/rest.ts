@@ -67,7 +67,13 @@ export type KubeRest = {
    * Streams a watch: one parsed JSON event per line until the server closes or the signal aborts. `onOpen` runs
    * when the server answered the watch (the stream is live from that moment).
    */
-  watch(path: string, query: Record<string, string | number | boolean | undefined>, onEvent: (event: unknown) => void, signal: AbortSignal, onOpen?: () => void): Promise<void>;
+  watch(
+    path: string,
+    query: Record<string, string | number | boolean | undefined>,
+    onEvent: (event: unknown) => void,
+    signal: AbortSignal,
+    onOpen?: () => void,
+  ): Promise<void>;
 };
 
 function url(server: string, path: string, query: KubeRequest['query']): URL {
@@ -130,7 +136,12 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
     request<T>(req: KubeRequest): Promise<T> {
       const timeoutMs = req.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
       const fence = req.method === 'GET' ? undefined : options.writeFence;
-      const fenced = (): KubeApiError => new KubeApiError({ status: 0, reason: 'Fenced', message: `${req.method} ${req.path}: refused, writes are fenced (${String(fence?.reason instanceof Error ? fence.reason.message : fence?.reason)})` });
+      const fenced = (): KubeApiError =>
+        new KubeApiError({
+          status: 0,
+          reason: 'Fenced',
+          message: `${req.method} ${req.path}: refused, writes are fenced (${String(fence?.reason instanceof Error ? fence.reason.message : fence?.reason)})`,
+        });
       if (fence?.aborted === true) return Promise.reject(fenced());
       const abort = requestSignal({ timeoutMs, signal: req.signal, fence });
       const signal = abort.signal;
@@ -151,7 +162,8 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
           const settling = settle();
           const cause = abort.cause();
           if (cause === 'fence') settling?.reject(fenced());
-          else if (cause === 'deadline') settling?.reject(new KubeApiError({ status: 0, reason: 'Timeout', message: `${req.method} ${req.path}: no answer within ${timeoutMs / 1000}s` }));
+          else if (cause === 'deadline')
+            settling?.reject(new KubeApiError({ status: 0, reason: 'Timeout', message: `${req.method} ${req.path}: no answer within ${timeoutMs / 1000}s` }));
           else settling?.reject(error);
         };
         send(
@@ -181,7 +193,14 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
                 return;
               }
               const st = parsed as { reason?: string; message?: string } | undefined;
-              reject(new KubeApiError({ status, reason: st?.reason ?? 'Unknown', message: `${req.method} ${req.path}: ${status} ${st?.message ?? text.slice(0, 200)}`, serverMessage: st?.message }));
+              reject(
+                new KubeApiError({
+                  status,
+                  reason: st?.reason ?? 'Unknown',
+                  message: `${req.method} ${req.path}: ${status} ${st?.message ?? text.slice(0, 200)}`,
+                  serverMessage: st?.message,
+                }),
+              );
             });
           },
           reject,
@@ -204,10 +223,12 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
       };
       heard();
       const signal = AbortSignal.any([callerSignal, idle.signal, AbortSignal.timeout(seconds * 1000 + WATCH_GRACE_MS)]);
-      const settled = <T>(fn: (value: T) => void) => (value: T): void => {
-        clearTimeout(idleTimer);
-        fn(value);
-      };
+      const settled =
+        <T>(fn: (value: T) => void) =>
+        (value: T): void => {
+          clearTimeout(idleTimer);
+          fn(value);
+        };
       return new Promise<void>((resolveRaw, rejectRaw) => {
         const resolve = settled<void>(resolveRaw);
         const reject = settled<unknown>(rejectRaw);

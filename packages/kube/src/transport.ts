@@ -66,7 +66,13 @@ export async function connectionFromKubeConfig(kc: KubeConfigLike): Promise<Kube
   let refreshing: Promise<Record<string, string>> | undefined;
   return {
     server: cluster.server,
-    tls: { ca: base.ca as string | Buffer | undefined, cert: base.cert as string | Buffer | undefined, key: base.key as string | Buffer | undefined, rejectUnauthorized: base.rejectUnauthorized, servername: base.servername },
+    tls: {
+      ca: base.ca as string | Buffer | undefined,
+      cert: base.cert as string | Buffer | undefined,
+      key: base.key as string | Buffer | undefined,
+      rejectUnauthorized: base.rejectUnauthorized,
+      servername: base.servername,
+    },
     basicAuth: base.auth ?? undefined,
     authHeaders() {
       if (Date.now() - headersAt <= KUBECONFIG_AUTH_REFRESH_MS) return Promise.resolve(headers);
@@ -107,4 +113,3 @@ export function agentFor(connection: KubeConnection, options: { maxSockets: numb
     ...(connection.proxyUrl === undefined ? {} : { proxyEnv: { HTTPS_PROXY: connection.proxyUrl } }),
   });
 }
-

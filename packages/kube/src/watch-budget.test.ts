@@ -22,7 +22,9 @@ describe('WatchBudget', () => {
     const first = budget.acquire('a');
     budget.acquire('b');
     expect(() => budget.acquire('the drift watch of Deployments')).toThrow(WatchBudgetError);
-    expect(() => budget.acquire('the drift watch of Deployments')).toThrow(/--watch-budget=2.*2 watches are open and the drift watch of Deployments needs 1 more/);
+    expect(() => budget.acquire('the drift watch of Deployments')).toThrow(
+      /--watch-budget=2.*2 watches are open and the drift watch of Deployments needs 1 more/,
+    );
     first();
     first(); // giving back twice counts once
     expect(budget.open).toBe(1);

@@ -27,7 +27,9 @@ export class WatchBudget {
   /** Throws WatchBudgetError unless `count` more watches fit; `what` says who asked (e.g. `15 kinds in cluster shop/dr`). */
   check(count: number, what: string): void {
     if (this.#open + count > this.limit) {
-      throw new WatchBudgetError(`the watch budget (--watch-budget=${this.limit}) is exhausted: ${this.#open} watches are open and ${what} needs ${count} more; raise --watch-budget or watch fewer kinds or clusters`);
+      throw new WatchBudgetError(
+        `the watch budget (--watch-budget=${this.limit}) is exhausted: ${this.#open} watches are open and ${what} needs ${count} more; raise --watch-budget or watch fewer kinds or clusters`,
+      );
     }
   }
 

@@ -10,7 +10,9 @@ import { nodeHttpTransport } from '@syncline/source-git';
 import { createDispatcher } from '../src/delivery.ts';
 import { chatRequest, type Message } from '../src/payloads.ts';
 
-const { values } = parseArgs({ options: { messages: { type: 'string', default: '2000' }, runs: { type: 'string', default: '5' }, gap: { type: 'string', default: '0' } } });
+const { values } = parseArgs({
+  options: { messages: { type: 'string', default: '2000' }, runs: { type: 'string', default: '5' }, gap: { type: 'string', default: '0' } },
+});
 const MESSAGES = Number(values.messages);
 /** Milliseconds between two messages handed to the dispatcher (0: all at once); the floor waits as long between its requests. */
 const GAP_MS = Number(values.gap);
@@ -19,15 +21,34 @@ const RUNS = Number(values.runs);
 
 // The receiver: a child process answering 200 to every POST, as a chat webhook does.
 // It counts the connections it was opened (kept alive, a run needs one) and tells when asked.
-const receiver = spawn(process.execPath, ['-e', "let n=0;const v=require('node:http').createServer((q,s)=>{q.resume();q.on('end',()=>{s.writeHead(200,{'content-type':'text/plain'});s.end('ok')})});v.on('connection',()=>n++);process.on('message',()=>process.send({connections:n}));v.listen(0,'127.0.0.1',function(){process.send(this.address().port)})"], {
-  stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-});
+const receiver = spawn(
+  process.execPath,
+  [
+    '-e',
+    "let n=0;const v=require('node:http').createServer((q,s)=>{q.resume();q.on('end',()=>{s.writeHead(200,{'content-type':'text/plain'});s.end('ok')})});v.on('connection',()=>n++);process.on('message',()=>process.send({connections:n}));v.listen(0,'127.0.0.1',function(){process.send(this.address().port)})",
+  ],
+  {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  },
+);
 const port = await new Promise<number>((resolve) => receiver.once('message', (m) => resolve(Number(m))));
 const url = `http://127.0.0.1:${port}/hook`;
 
 const message = (i: number): Message => ({
   alert: 'bench/s1',
-  event: { kind: 'ConfigSync', namespace: 'bench', name: `s${i}`, labels: {}, severity: 'info', reason: 'Synced', category: 'Applied', message: `revision 0123456789ab: applied 5 objects to target s${i}`, recovered: false, revision: '0123456789ab', timestamp: new Date().toISOString() },
+  event: {
+    kind: 'ConfigSync',
+    namespace: 'bench',
+    name: `s${i}`,
+    labels: {},
+    severity: 'info',
+    reason: 'Synced',
+    category: 'Applied',
+    message: `revision 0123456789ab: applied 5 objects to target s${i}`,
+    recovered: false,
+    revision: '0123456789ab',
+    timestamp: new Date().toISOString(),
+  },
 });
 
 /** CPU µs of this process per message for `send` (which resolves when all `MESSAGES` are answered). */
@@ -92,8 +113,12 @@ floorAgent.destroy();
 const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 const waits = median(idle);
 const show = (xs: readonly number[]): string => xs.map((x) => (x - waits).toFixed(0)).join(', ');
-console.log(`delivery bench: ${MESSAGES} webhook messages per run${GAP_MS === 0 ? '' : `, ${GAP_MS} ms apart`}, ${RUNS} runs (after one warm-up), receiver in another process, Node ${process.versions.node}`);
+console.log(
+  `delivery bench: ${MESSAGES} webhook messages per run${GAP_MS === 0 ? '' : `, ${GAP_MS} ms apart`}, ${RUNS} runs (after one warm-up), receiver in another process, Node ${process.versions.node}`,
+);
 if (GAP_MS > 0) console.log(`the waits between messages alone: ${waits.toFixed(0)} µs CPU each (taken off the figures below)`);
 console.log(`Node's http alone, one at a time, kept alive (the floor): ${(median(floor) - waits).toFixed(0)} µs CPU per message  (runs: ${show(floor)})`);
-console.log(`the dispatcher and the operator's transport:             ${(median(dispatched) - waits).toFixed(0)} µs CPU per message  (runs: ${show(dispatched)}; ${((median(dispatched) - waits) / (median(floor) - waits)).toFixed(2)}× the floor)`);
+console.log(
+  `the dispatcher and the operator's transport:             ${(median(dispatched) - waits).toFixed(0)} µs CPU per message  (runs: ${show(dispatched)}; ${((median(dispatched) - waits) / (median(floor) - waits)).toFixed(2)}× the floor)`,
+);
 console.log(`connections the receiver was opened: ${connections} for ${MESSAGES * (RUNS + 1) * 2} messages`);

@@ -3,13 +3,27 @@ import { alertMatches, refusedSources, type AlertView } from './alerts.ts';
 import { RecoveryTracker, categorize, notificationEvent } from './event.ts';
 
 const trusted = new Set(['platform']);
-const alert = (namespace: string, spec: Partial<AlertView['spec']>): AlertView => ({ namespace, name: 'a', spec: { providerRef: { name: 'p' }, eventSources: [{ kind: '*', name: '*' }], eventSeverity: 'info', suspend: false, ...spec } });
-const object = (namespace: string, labels: Record<string, string> = {}) => ({ apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: 'web', namespace, labels } });
-const event = (namespace: string, type: 'Normal' | 'Warning', reason: string, recovered = false) => notificationEvent({ object: object(namespace), event: { type, reason, message: 'm' }, recovered, now: new Date(0) });
+const alert = (namespace: string, spec: Partial<AlertView['spec']>): AlertView => ({
+  namespace,
+  name: 'a',
+  spec: { providerRef: { name: 'p' }, eventSources: [{ kind: '*', name: '*' }], eventSeverity: 'info', suspend: false, ...spec },
+});
+const object = (namespace: string, labels: Record<string, string> = {}) => ({
+  apiVersion: 'syncline.dev/v1alpha1',
+  kind: 'ConfigSync',
+  metadata: { name: 'web', namespace, labels },
+});
+const event = (namespace: string, type: 'Normal' | 'Warning', reason: string, recovered = false) =>
+  notificationEvent({ object: object(namespace), event: { type, reason, message: 'm' }, recovered, now: new Date(0) });
 
 describe('alertMatches', () => {
   it('an untrusted NotificationAlert sees only its own namespace, and says why for the rest', () => {
-    const a = alert('team', { eventSources: [{ kind: 'ConfigSync', name: '*', namespace: 'other' }, { kind: 'ConfigSync', name: '*' }] });
+    const a = alert('team', {
+      eventSources: [
+        { kind: 'ConfigSync', name: '*', namespace: 'other' },
+        { kind: 'ConfigSync', name: '*' },
+      ],
+    });
     expect(alertMatches(a, event('team', 'Warning', 'RenderFailed'), trusted)).toBe(true);
     expect(alertMatches(a, event('other', 'Warning', 'RenderFailed'), trusted)).toBe(false);
     expect(refusedSources(a, trusted)[0]).toMatch(/NamespaceNotAllowed.*own namespace/);
@@ -25,7 +39,12 @@ describe('alertMatches', () => {
     const a = alert('team', { eventSources: [{ kind: 'ManifestSync', name: '*' }] });
     expect(alertMatches(a, event('team', 'Normal', 'Synced'), trusted)).toBe(false);
     const labelled = alert('team', { eventSources: [{ kind: '*', name: '*', matchLabels: { tier: 'web' } }] });
-    const withLabels = notificationEvent({ object: object('team', { tier: 'web' }), event: { type: 'Normal', reason: 'Synced', message: 'm' }, recovered: false, now: new Date(0) });
+    const withLabels = notificationEvent({
+      object: object('team', { tier: 'web' }),
+      event: { type: 'Normal', reason: 'Synced', message: 'm' },
+      recovered: false,
+      now: new Date(0),
+    });
     expect(alertMatches(labelled, withLabels, trusted)).toBe(true);
     expect(alertMatches(labelled, event('team', 'Normal', 'Synced'), trusted)).toBe(false);
   });
@@ -48,7 +67,11 @@ describe('categories', () => {
     expect(categorize(o, { type: 'Warning', reason: 'HookFailed', message: '' }, false)).toBe('HookFailed');
     expect(categorize(o, { type: 'Warning', reason: 'ApplyFailed', message: '' }, false)).toBe('Failed');
     expect(categorize(o, { type: 'Normal', reason: 'Synced', message: 'revision 0123456789ab: 1 configured' }, true)).toBe('Recovered');
-    const synced = { ...o, metadata: { ...o.metadata, generation: 2 }, status: { observedGeneration: 2, sourceRevision: '0123456789abcdef0123456789abcdef01234567' } };
+    const synced = {
+      ...o,
+      metadata: { ...o.metadata, generation: 2 },
+      status: { observedGeneration: 2, sourceRevision: '0123456789abcdef0123456789abcdef01234567' },
+    };
     expect(categorize(synced, { type: 'Normal', reason: 'Synced', message: 'revision 0123456789ab: 1 configured' }, false)).toBe('DriftCorrected');
     expect(categorize(synced, { type: 'Normal', reason: 'Synced', message: 'revision fedcba987654: 1 configured' }, false)).toBe('Applied');
   });

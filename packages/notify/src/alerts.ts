@@ -24,7 +24,11 @@ export function refusedSources(alert: AlertView, trusted: TrustedNamespaces): st
 }
 
 /** Whether one of the NotificationAlert's sources covers the object (kind, name, namespace, labels), within what it may see. */
-export function sourceMatches(alert: AlertView, object: { kind: string; namespace: string; name: string; labels: Readonly<Record<string, string>> }, trusted: TrustedNamespaces): boolean {
+export function sourceMatches(
+  alert: AlertView,
+  object: { kind: string; namespace: string; name: string; labels: Readonly<Record<string, string>> },
+  trusted: TrustedNamespaces,
+): boolean {
   return alert.spec.eventSources.some((source) => {
     const namespace = sourceNamespace(alert, source);
     if (namespace !== alert.namespace && !trusted.has(alert.namespace)) return false;

@@ -17,7 +17,15 @@ import { createDispatcher, DeliveryResult, type Dispatcher, type DispatcherOptio
 import { RecoveryTracker, notificationEvent, type InvolvedObject, type NotificationEvent, type RecordedEvent } from './event.ts';
 import { commitContext, commitStates, commitStatusRequest, forgeRepository, type CommitStatus } from './forge.ts';
 import { chatRequest, type ChatProvider, type Message } from './payloads.ts';
-import { ProviderError, channelSettings, forgeCredentialsFromGitSecret, isCommitStatusType, readSecretData, resolveProvider, type ResolvedProvider } from './provider.ts';
+import {
+  ProviderError,
+  channelSettings,
+  forgeCredentialsFromGitSecret,
+  isCommitStatusType,
+  readSecretData,
+  resolveProvider,
+  type ResolvedProvider,
+} from './provider.ts';
 
 export const NOTIFICATIONS_METRIC = 'syncline_notifications_total';
 export const DELIVERY_FAILED = 'DeliveryFailed';
@@ -60,7 +68,11 @@ export type Notifications = {
 type ProviderState = { resolved?: ResolvedProvider; error?: ProviderError; resolving?: Promise<ResolvedProvider> };
 
 /** The NotificationProvider as deliveries use it: read once per change of the NotificationProvider, and again after a failed delivery. */
-function providerResolver(rest: KubeRest, providerStates: Map<string, ProviderState>, current: (key: string) => NotificationProvider | undefined): (key: string) => Promise<ResolvedProvider> {
+function providerResolver(
+  rest: KubeRest,
+  providerStates: Map<string, ProviderState>,
+  current: (key: string) => NotificationProvider | undefined,
+): (key: string) => Promise<ResolvedProvider> {
   return async (key) => {
     const state = providerStates.get(key) ?? {};
     providerStates.set(key, state);
@@ -77,7 +89,7 @@ function providerResolver(rest: KubeRest, providerStates: Map<string, ProviderSt
       return state.resolved;
     } catch (error) {
       state.resolved = undefined;
-      state.error = error instanceof ProviderError ? error : new ProviderError('InvalidSecret', 'the NotificationProvider\'s Secrets could not be read');
+      state.error = error instanceof ProviderError ? error : new ProviderError('InvalidSecret', "the NotificationProvider's Secrets could not be read");
       throw state.error;
     }
   };
@@ -93,16 +105,30 @@ export function startNotifications(options: NotificationsOptions): Notifications
   return notifications as unknown as Notifications;
 }
 
-function notificationsController(queue: ControllerQueue<CheckKey>, options: NotificationsOptions): { notifications: Notifications; declaration: ControllerDeclaration<CheckKey> } {
+function notificationsController(
+  queue: ControllerQueue<CheckKey>,
+  options: NotificationsOptions,
+): { notifications: Notifications; declaration: ControllerDeclaration<CheckKey> } {
   const { rest, logger, trusted } = options;
   const isLeader = (): boolean => options.controllers.isLeader();
   const log = logger.child({ component: 'notifications' });
   const counter = notificationsCounter(options.metrics.registry);
-  const dispatcher: Dispatcher = createDispatcher({ transport: options.transport ?? nodeHttpTransport, count: (provider, result) => counter.inc({ provider, result }), ...options.delivery });
+  const dispatcher: Dispatcher = createDispatcher({
+    transport: options.transport ?? nodeHttpTransport,
+    count: (provider, result) => counter.inc({ provider, result }),
+    ...options.delivery,
+  });
   const providerStates = new Map<string, ProviderState>();
   const recovery = new RecoveryTracker();
-  const collection = (plural: string): string => `/apis/syncline.dev/v1alpha1${options.watchNamespace === undefined ? '' : `/namespaces/${options.watchNamespace}`}/${plural}`;
-  const status = createStatusWriter({ rest, log, isLeader, read: (plural, key) => (plural === 'notificationproviders' ? providers : alerts).get(key), clock: options.clock });
+  const collection = (plural: string): string =>
+    `/apis/syncline.dev/v1alpha1${options.watchNamespace === undefined ? '' : `/namespaces/${options.watchNamespace}`}/${plural}`;
+  const status = createStatusWriter({
+    rest,
+    log,
+    isLeader,
+    read: (plural, key) => (plural === 'notificationproviders' ? providers : alerts).get(key),
+    clock: options.clock,
+  });
   let stopped = false;
 
   const providerFor = providerResolver(rest, providerStates, (key) => providers.get(key) as NotificationProvider | undefined);
@@ -131,9 +157,21 @@ function notificationsController(queue: ControllerQueue<CheckKey>, options: Noti
     const providerKey = `${view.namespace}/${view.spec.providerRef.name}`;
     const provider = providerStates.get(providerKey);
     if (refused.length > 0) status.ready('notificationalerts', key, { status: 'False', reason: 'NamespaceNotAllowed', message: refused.join('; ') });
-    else if (providers.get(providerKey) === undefined) status.ready('notificationalerts', key, { status: 'False', reason: 'ProviderNotFound', message: `NotificationProvider ${providerKey} not found` });
-    else if (provider?.error !== undefined) status.ready('notificationalerts', key, { status: 'False', reason: 'ProviderNotReady', message: `NotificationProvider ${providerKey}: ${provider.error.message}` });
-    else status.ready('notificationalerts', key, { status: 'True', reason: 'Ready', message: `sending to NotificationProvider ${providerKey}` }, { keepFailure: true });
+    else if (providers.get(providerKey) === undefined)
+      status.ready('notificationalerts', key, { status: 'False', reason: 'ProviderNotFound', message: `NotificationProvider ${providerKey} not found` });
+    else if (provider?.error !== undefined)
+      status.ready('notificationalerts', key, {
+        status: 'False',
+        reason: 'ProviderNotReady',
+        message: `NotificationProvider ${providerKey}: ${provider.error.message}`,
+      });
+    else
+      status.ready(
+        'notificationalerts',
+        key,
+        { status: 'True', reason: 'Ready', message: `sending to NotificationProvider ${providerKey}` },
+        { keepFailure: true },
+      );
   };
 
   const providers = new Informer({
@@ -147,7 +185,13 @@ function notificationsController(queue: ControllerQueue<CheckKey>, options: Noti
         return;
       }
       // Our own status write changes neither; an annotation does (the way to have its Secrets read again).
-      if (type === 'MODIFIED' && previous !== undefined && previous.metadata.generation === object.metadata.generation && JSON.stringify(previous.metadata.annotations) === JSON.stringify(object.metadata.annotations)) return;
+      if (
+        type === 'MODIFIED' &&
+        previous !== undefined &&
+        previous.metadata.generation === object.metadata.generation &&
+        JSON.stringify(previous.metadata.annotations) === JSON.stringify(object.metadata.annotations)
+      )
+        return;
       providerStates.delete(key);
       queue.add(`NotificationProvider/${key}`);
     },
@@ -169,7 +213,10 @@ function notificationsController(queue: ControllerQueue<CheckKey>, options: Noti
   // A replica that becomes leader checks every NotificationProvider and NotificationAlert once (as a follower it wrote no status).
   const declaration: ControllerDeclaration<CheckKey> = {
     caches: [providers, alerts],
-    keys: () => [...providers.list().map((p): CheckKey => `NotificationProvider/${objectKey(p)}`), ...alerts.list().map((a): CheckKey => `NotificationAlert/${objectKey(a)}`)],
+    keys: () => [
+      ...providers.list().map((p): CheckKey => `NotificationProvider/${objectKey(p)}`),
+      ...alerts.list().map((a): CheckKey => `NotificationAlert/${objectKey(a)}`),
+    ],
     reconcile: async (key) => {
       if (key.startsWith('NotificationProvider/')) await checkProvider(key.slice('NotificationProvider/'.length));
       else checkAlert(key.slice('NotificationAlert/'.length));
@@ -177,7 +224,14 @@ function notificationsController(queue: ControllerQueue<CheckKey>, options: Noti
     },
   };
 
-  const delivered = createDeliveryReporter({ log, status, recorder: options.recorder, isLeader, alert: (key) => alerts.get(key), forgetProvider: (key) => providerStates.delete(key) });
+  const delivered = createDeliveryReporter({
+    log,
+    status,
+    recorder: options.recorder,
+    isLeader,
+    alert: (key) => alerts.get(key),
+    forgetProvider: (key) => providerStates.delete(key),
+  });
 
   /** The tap: an Event the operator records, offered to every NotificationAlert that asks for it. Never throws, never waits. */
   const offer = (object: InvolvedObject, event: RecordedEvent): void => {
@@ -194,7 +248,15 @@ function notificationsController(queue: ControllerQueue<CheckKey>, options: Noti
     }
   };
 
-  const commitStatuses = createCommitStatuses({ rest, alerts: alertsFor.of, providers: (key) => providers.get(key) as NotificationProvider | undefined, providerFor, trusted, dispatcher, delivered });
+  const commitStatuses = createCommitStatuses({
+    rest,
+    alerts: alertsFor.of,
+    providers: (key) => providers.get(key) as NotificationProvider | undefined,
+    providerFor,
+    trusted,
+    dispatcher,
+    delivered,
+  });
 
   const notifications: Notifications = {
     events: {
@@ -256,7 +318,8 @@ function createDeliveryReporter(deps: {
     // A rotated token or webhook URL shows as a failure: the next delivery reads the Secrets again.
     deps.forgetProvider(providerKey);
     const alert = deps.alert(alertKey);
-    if (alert !== undefined && deps.isLeader()) void deps.recorder.record(alert as unknown as InvolvedObject, { type: 'Warning', reason: DELIVERY_FAILED, message });
+    if (alert !== undefined && deps.isLeader())
+      void deps.recorder.record(alert as unknown as InvolvedObject, { type: 'Warning', reason: DELIVERY_FAILED, message });
     deps.status.ready('notificationalerts', alertKey, { status: 'False', reason: DELIVERY_FAILED, message });
     deps.status.ready('notificationproviders', providerKey, { status: 'False', reason: DELIVERY_FAILED, message });
   };
@@ -280,7 +343,12 @@ function deliverChat(
     prepare: async () => {
       const resolved = await deps.providerFor(providerKey);
       const chat = { ...resolved.spec, type: resolved.spec.type as ChatProvider['type'], template: resolved.template };
-      return { ...chatRequest(chat, resolved.credentials, message), ca: resolved.ca, proxy: resolved.proxy, okField: resolved.spec.type === 'slack' && resolved.credentials.token !== undefined };
+      return {
+        ...chatRequest(chat, resolved.credentials, message),
+        ca: resolved.ca,
+        proxy: resolved.proxy,
+        okField: resolved.spec.type === 'slack' && resolved.credentials.token !== undefined,
+      };
     },
     done: deps.delivered(alertKey, providerKey, provider.spec.type),
   });
@@ -289,7 +357,12 @@ function deliverChat(
 function notificationsCounter(registry: Registry): Counter<'provider' | 'result'> {
   const existing = registry.getSingleMetric(NOTIFICATIONS_METRIC);
   if (existing !== undefined) return existing as Counter<'provider' | 'result'>;
-  return new Counter({ name: NOTIFICATIONS_METRIC, help: 'Notifications by NotificationProvider type and result: sent, failed (after retries), dropped (queue full), deduplicated.', labelNames: ['provider', 'result'], registers: [registry] });
+  return new Counter({
+    name: NOTIFICATIONS_METRIC,
+    help: 'Notifications by NotificationProvider type and result: sent, failed (after retries), dropped (queue full), deduplicated.',
+    labelNames: ['provider', 'result'],
+    registers: [registry],
+  });
 }
 
 /** Parsed NotificationAlerts by cached object (the informer holds a new one per change): every event meets every NotificationAlert, each is parsed once. */
@@ -310,7 +383,10 @@ function alertView(object: KubeObject | undefined): AlertView | undefined {
  * could ask for it, not every NotificationAlert of its namespace (one NotificationAlert per sync is a common layout). Built on first use
  * after `reset` (any NotificationAlert changed).
  */
-function alertIndex(list: () => readonly KubeObject[]): { of: (object: { namespace: string; kind: string; name: string }) => readonly KubeObject[]; reset: () => void } {
+function alertIndex(list: () => readonly KubeObject[]): {
+  of: (object: { namespace: string; kind: string; name: string }) => readonly KubeObject[];
+  reset: () => void;
+} {
   let bySource: Map<string, KubeObject[]> | undefined;
   const build = (): Map<string, KubeObject[]> => {
     const index = new Map<string, KubeObject[]>();
@@ -329,7 +405,8 @@ function alertIndex(list: () => readonly KubeObject[]): { of: (object: { namespa
     of: (object) => {
       bySource ??= build();
       const found = new Set<KubeObject>();
-      for (const kind of [object.kind, '*']) for (const name of [object.name, '*']) for (const alert of bySource.get(sourceKey(object.namespace, kind, name)) ?? []) found.add(alert);
+      for (const kind of [object.kind, '*'])
+        for (const name of [object.name, '*']) for (const alert of bySource.get(sourceKey(object.namespace, kind, name)) ?? []) found.add(alert);
       return [...found];
     },
     reset: () => {
@@ -403,7 +480,10 @@ function createCommitStatuses(deps: CommitStatusDeps): (type: 'ADDED' | 'MODIFIE
         const repository = forgeRepository(type, cs.spec.source.git.repo, resolved.spec.address);
         const own = resolved.credentials;
         const secretRef = cs.spec.source.git.secretRef;
-        const credentials = own.token !== undefined || own.password !== undefined ? own : forgeCredentialsFromGitSecret(secretRef === undefined ? undefined : await gitCredentials(namespace, secretRef.name));
+        const credentials =
+          own.token !== undefined || own.password !== undefined
+            ? own
+            : forgeCredentialsFromGitSecret(secretRef === undefined ? undefined : await gitCredentials(namespace, secretRef.name));
         return { ...commitStatusRequest(type, repository, credentials, status), ca: resolved.ca, proxy: resolved.proxy };
       },
       done: (result, error) => {
@@ -442,7 +522,8 @@ function createCommitStatuses(deps: CommitStatusDeps): (type: 'ADDED' | 'MODIFIE
       const context = commitContext(object.namespace, object.name, s.target);
       for (const { alert, provider } of targets) {
         const postedKey = `${objectKey(alert)}|${context}`;
-        if (s.state !== 'pending' && pendingPosted.get(postedKey) !== s.sha) post(alert, provider, cs, { sha: s.sha, state: 'pending', context, description: `applying ${s.sha.slice(0, 12)}` });
+        if (s.state !== 'pending' && pendingPosted.get(postedKey) !== s.sha)
+          post(alert, provider, cs, { sha: s.sha, state: 'pending', context, description: `applying ${s.sha.slice(0, 12)}` });
         remember(pendingPosted, postedKey, s.sha);
         post(alert, provider, cs, { sha: s.sha, state: s.state, context, description: s.description });
       }
@@ -456,7 +537,13 @@ type ReadyInput = { readonly status: 'True' | 'False'; readonly reason: string; 
  * The Ready condition of NotificationProviders and NotificationAlerts, written only by the leader and only when it says something new;
  * one write at a time per object. `recovered` clears a DeliveryFailed once a delivery succeeds.
  */
-function createStatusWriter(deps: { rest: KubeRest; log: Logger; isLeader: () => boolean; read: (plural: string, key: string) => KubeObject | undefined; clock: { now(): Date } }) {
+function createStatusWriter(deps: {
+  rest: KubeRest;
+  log: Logger;
+  isLeader: () => boolean;
+  read: (plural: string, key: string) => KubeObject | undefined;
+  clock: { now(): Date };
+}) {
   const chains = new Map<string, Promise<void>>();
   const write = (plural: string, key: string, input: ReadyInput, options: { keepFailure?: boolean } = {}): void => {
     if (!deps.isLeader()) return;
@@ -467,7 +554,14 @@ function createStatusWriter(deps: { rest: KubeRest; log: Logger; isLeader: () =>
       const status = (object['status'] ?? {}) as { conditions?: Condition[]; observedGeneration?: number };
       const current = status.conditions?.find((c) => c.type === 'Ready');
       if (options.keepFailure === true && current?.reason === DELIVERY_FAILED && status.observedGeneration === object.metadata.generation) return;
-      if (current !== undefined && current.status === input.status && current.reason === input.reason && current.message === input.message && status.observedGeneration === object.metadata.generation) return;
+      if (
+        current !== undefined &&
+        current.status === input.status &&
+        current.reason === input.reason &&
+        current.message === input.message &&
+        status.observedGeneration === object.metadata.generation
+      )
+        return;
       const condition: Condition = {
         type: 'Ready',
         status: input.status,
@@ -480,7 +574,9 @@ function createStatusWriter(deps: { rest: KubeRest; log: Logger; isLeader: () =>
       const [namespace = 'default', name = key] = key.split('/');
       await writeStatus(deps.rest, objectPath(plural, namespace, name), object, { ...status, observedGeneration: object.metadata.generation, conditions });
     });
-    const settled = next.catch((error: unknown) => deps.log.debug({ err: error instanceof Error ? error.message : String(error), object: chainKey }, 'could not write the Ready condition'));
+    const settled = next.catch((error: unknown) =>
+      deps.log.debug({ err: error instanceof Error ? error.message : String(error), object: chainKey }, 'could not write the Ready condition'),
+    );
     chains.set(chainKey, settled);
     void settled.finally(() => {
       if (chains.get(chainKey) === settled) chains.delete(chainKey);

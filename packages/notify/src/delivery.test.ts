@@ -18,7 +18,14 @@ async function deliverOnce(respond: Parameters<typeof startHttpReceiver>[0], del
       providerType: 'slack',
       dedupKey: 'k',
       settings,
-      prepare: () => Promise.resolve({ url: `${receiver.url}/api/chat.postMessage`, method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}', okField: delivery.okField ?? false }),
+      prepare: () =>
+        Promise.resolve({
+          url: `${receiver.url}/api/chat.postMessage`,
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{}',
+          okField: delivery.okField ?? false,
+        }),
       done: (result, error) => resolve({ result, ...(error === undefined ? {} : { error }) }),
     }),
   );
@@ -37,8 +44,16 @@ describe('delivery', () => {
   });
 
   it('a 4xx is not retried; a 429 or 5xx is, then fails', async () => {
-    expect(await deliverOnce({ respond: () => ({ status: 404, body: 'no_such_hook' }) })).toMatchObject({ result: 'failed', error: 'the receiver answered HTTP 404', attempts: 1 });
-    expect(await deliverOnce({ respond: () => ({ status: 429, body: 'slow down' }) })).toMatchObject({ result: 'failed', error: 'the receiver answered HTTP 429', attempts: 3 });
+    expect(await deliverOnce({ respond: () => ({ status: 404, body: 'no_such_hook' }) })).toMatchObject({
+      result: 'failed',
+      error: 'the receiver answered HTTP 404',
+      attempts: 1,
+    });
+    expect(await deliverOnce({ respond: () => ({ status: 429, body: 'slow down' }) })).toMatchObject({
+      result: 'failed',
+      error: 'the receiver answered HTTP 429',
+      attempts: 3,
+    });
   });
 
   it('a 503 that recovers is delivered on a retry', async () => {
@@ -49,7 +64,14 @@ describe('delivery', () => {
   it('an unreachable receiver: the error names no host or port', async () => {
     const dispatcher = createDispatcher({ transport: nodeHttpTransport, count: () => undefined, attempts: 2, initialBackoffMs: 10 });
     const outcome = await new Promise<{ result: DeliveryResult; error?: string }>((resolve) =>
-      dispatcher.deliver({ provider: 'ns/p', providerType: 'webhook', dedupKey: 'k', settings, prepare: () => Promise.resolve({ url: 'http://127.0.0.1:1/secret-path', method: 'POST', headers: {}, body: '{}' }), done: (result, error) => resolve({ result, ...(error === undefined ? {} : { error }) }) }),
+      dispatcher.deliver({
+        provider: 'ns/p',
+        providerType: 'webhook',
+        dedupKey: 'k',
+        settings,
+        prepare: () => Promise.resolve({ url: 'http://127.0.0.1:1/secret-path', method: 'POST', headers: {}, body: '{}' }),
+        done: (result, error) => resolve({ result, ...(error === undefined ? {} : { error }) }),
+      }),
     );
     expect(outcome.result).toBe('failed');
     expect(outcome.error).toMatch(/could not be reached \(ECONNREFUSED\)/);
@@ -87,7 +109,14 @@ describe('delivery', () => {
     try {
       const dispatcher = createDispatcher({ transport: nodeHttpTransport, count: () => undefined, attempts: 2, initialBackoffMs: 10 });
       const outcome = await new Promise<{ result: DeliveryResult; error?: string }>((resolve) =>
-        dispatcher.deliver({ provider: 'ns/p', providerType: 'webhook', dedupKey: 'k', settings: { ...settings, timeoutMs: 200 }, prepare: () => Promise.resolve({ url: `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/`, method: 'POST', headers: {}, body: '{}' }), done: (result, error) => resolve({ result, ...(error === undefined ? {} : { error }) }) }),
+        dispatcher.deliver({
+          provider: 'ns/p',
+          providerType: 'webhook',
+          dedupKey: 'k',
+          settings: { ...settings, timeoutMs: 200 },
+          prepare: () => Promise.resolve({ url: `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/`, method: 'POST', headers: {}, body: '{}' }),
+          done: (result, error) => resolve({ result, ...(error === undefined ? {} : { error }) }),
+        }),
       );
       expect(outcome).toEqual({ result: 'failed', error: 'the request timed out' });
       expect(received).toBe(2);
@@ -105,7 +134,14 @@ describe('delivery', () => {
       const reported: string[] = [];
       const dispatcher = createDispatcher({ transport: nodeHttpTransport, count: (_type, result) => reported.push(result) });
       for (const name of ['a', 'b']) {
-        dispatcher.deliver({ provider: 'ns/p', providerType: 'webhook', dedupKey: name, settings, prepare: () => Promise.resolve({ url: `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/`, method: 'POST', headers: {}, body: name }), done: (result) => reported.push(`${name}:${result}`) });
+        dispatcher.deliver({
+          provider: 'ns/p',
+          providerType: 'webhook',
+          dedupKey: name,
+          settings,
+          prepare: () => Promise.resolve({ url: `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/`, method: 'POST', headers: {}, body: name }),
+          done: (result) => reported.push(`${name}:${result}`),
+        });
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
       dispatcher.stop();

@@ -92,11 +92,17 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     const existing = channels.get(delivery.provider);
     if (existing !== undefined) {
       // A changed rate starts a new bucket; the queue stays.
-      if (existing.settings.messages !== delivery.settings.messages || existing.settings.intervalMs !== delivery.settings.intervalMs) existing.bucket = new TokenBucket(delivery.settings.messages, delivery.settings.intervalMs, now);
+      if (existing.settings.messages !== delivery.settings.messages || existing.settings.intervalMs !== delivery.settings.intervalMs)
+        existing.bucket = new TokenBucket(delivery.settings.messages, delivery.settings.intervalMs, now);
       existing.settings = delivery.settings;
       return existing;
     }
-    const channel: Channel = { waiting: [], busy: false, bucket: new TokenBucket(delivery.settings.messages, delivery.settings.intervalMs, now), settings: delivery.settings };
+    const channel: Channel = {
+      waiting: [],
+      busy: false,
+      bucket: new TokenBucket(delivery.settings.messages, delivery.settings.intervalMs, now),
+      settings: delivery.settings,
+    };
     channels.set(delivery.provider, channel);
     return channel;
   };
@@ -244,12 +250,23 @@ function deadlineWatch(inFlight: Map<AbortController, number>): { arm(): void; d
 async function sendOnce(transport: HttpTransport, request: PreparedRequest, signal: AbortSignal): Promise<void> {
   let response;
   try {
-    response = await transport.request({ url: request.url, method: request.method, headers: { ...request.headers, 'user-agent': 'syncline-notifications' }, body: new TextEncoder().encode(request.body), signal, ca: request.ca, proxy: request.proxy });
+    response = await transport.request({
+      url: request.url,
+      method: request.method,
+      headers: { ...request.headers, 'user-agent': 'syncline-notifications' },
+      body: new TextEncoder().encode(request.body),
+      signal,
+      ca: request.ca,
+      proxy: request.proxy,
+    });
   } catch (error) {
     if (signal.aborted) throw new DeliveryError('the request timed out', true);
     const code = (error as { code?: unknown }).code;
     // Node's messages name the host and port: only the error code leaves here.
-    throw new DeliveryError(`the receiver could not be reached (${typeof code === 'string' ? code : error instanceof Error ? error.name : 'network error'})`, true);
+    throw new DeliveryError(
+      `the receiver could not be reached (${typeof code === 'string' ? code : error instanceof Error ? error.name : 'network error'})`,
+      true,
+    );
   }
   const body = await readBody(response.body);
   if (response.statusCode === 429 || response.statusCode >= 500) throw new DeliveryError(`the receiver answered HTTP ${response.statusCode}`, true);

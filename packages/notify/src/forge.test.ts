@@ -42,14 +42,24 @@ describe('commitStatusRequest: each forge as it documents it', () => {
   });
 
   it('Gitea/Forgejo: POST /api/v1/repos/{owner}/{repo}/statuses/{sha} with Authorization: token', () => {
-    const request = commitStatusRequest('gitea', forgeRepository('gitea', 'https://git.example.com/org/configs.git'), { token: 't0k' }, { ...status, state: 'pending' });
+    const request = commitStatusRequest(
+      'gitea',
+      forgeRepository('gitea', 'https://git.example.com/org/configs.git'),
+      { token: 't0k' },
+      { ...status, state: 'pending' },
+    );
     expect(request.url).toBe(`https://git.example.com/api/v1/repos/org/configs/statuses/${SHA}`);
     expect(request.headers['authorization']).toBe('token t0k');
     expect(JSON.parse(request.body)).toEqual({ state: 'pending', context: 'syncline/apps/web/prod', description: 'applied' });
   });
 
   it('GitLab: the project path URL-encoded, PRIVATE-TOKEN, name for the context and failed for failure/error', () => {
-    const request = commitStatusRequest('gitlab', forgeRepository('gitlab', 'https://gitlab.com/group/sub/configs.git'), { token: 't0k' }, { ...status, state: 'error' });
+    const request = commitStatusRequest(
+      'gitlab',
+      forgeRepository('gitlab', 'https://gitlab.com/group/sub/configs.git'),
+      { token: 't0k' },
+      { ...status, state: 'error' },
+    );
     expect(request.url).toBe(`https://gitlab.com/api/v4/projects/group%2Fsub%2Fconfigs/statuses/${SHA}`);
     expect(request.headers['private-token']).toBe('t0k');
     expect(JSON.parse(request.body)).toEqual({ state: 'failed', name: 'syncline/apps/web/prod', description: 'applied' });
@@ -60,7 +70,13 @@ describe('commitStatusRequest: each forge as it documents it', () => {
     const request = commitStatusRequest('bitbucket', repository, { username: 'bot', password: 'app-pass' }, { ...status, state: 'pending' });
     expect(request.url).toBe(`https://api.bitbucket.org/2.0/repositories/team/configs/commit/${SHA}/statuses/build`);
     expect(request.headers['authorization']).toBe(`Basic ${Buffer.from('bot:app-pass').toString('base64')}`);
-    expect(JSON.parse(request.body)).toEqual({ key: 'syncline/apps/web/prod', state: 'INPROGRESS', name: 'syncline/apps/web/prod', url: 'https://bitbucket.org/team/configs', description: 'applied' });
+    expect(JSON.parse(request.body)).toEqual({
+      key: 'syncline/apps/web/prod',
+      state: 'INPROGRESS',
+      name: 'syncline/apps/web/prod',
+      url: 'https://bitbucket.org/team/configs',
+      description: 'applied',
+    });
   });
 
   it('Bitbucket keys stay within 40 characters and distinct', () => {
@@ -71,7 +87,12 @@ describe('commitStatusRequest: each forge as it documents it', () => {
   });
 
   it('a description over 140 characters is cut (GitHub refuses longer)', () => {
-    const request = commitStatusRequest('github', forgeRepository('github', 'https://github.com/org/configs'), { token: 't' }, { ...status, description: 'x'.repeat(300) });
+    const request = commitStatusRequest(
+      'github',
+      forgeRepository('github', 'https://github.com/org/configs'),
+      { token: 't' },
+      { ...status, description: 'x'.repeat(300) },
+    );
     expect((JSON.parse(request.body) as { description: string }).description).toHaveLength(140);
   });
 
@@ -81,17 +102,45 @@ describe('commitStatusRequest: each forge as it documents it', () => {
 });
 
 describe('commitStates: per target, from the ConfigSync status', () => {
-  const cs = (status: Record<string, unknown>) => ({ metadata: { name: 'web', namespace: 'apps' }, spec: { targets: [{ name: 'prod' }, { name: 'stage' }] }, status }) as unknown as Parameters<typeof commitStates>[0];
+  const cs = (status: Record<string, unknown>) =>
+    ({ metadata: { name: 'web', namespace: 'apps' }, spec: { targets: [{ name: 'prod' }, { name: 'stage' }] }, status }) as unknown as Parameters<
+      typeof commitStates
+    >[0];
   it('success per Synced target, failure per Failed target', () => {
-    const states = commitStates(cs({ lastAttemptedRevision: SHA, conditions: [], targets: [{ name: 'prod', phase: 'Synced', objects: 3 }, { name: 'stage', phase: 'Failed', objects: 0, message: 'apply failed' }] }));
-    expect(states.map((s) => [s.target, s.state])).toEqual([['prod', 'success'], ['stage', 'failure']]);
+    const states = commitStates(
+      cs({
+        lastAttemptedRevision: SHA,
+        conditions: [],
+        targets: [
+          { name: 'prod', phase: 'Synced', objects: 3 },
+          { name: 'stage', phase: 'Failed', objects: 0, message: 'apply failed' },
+        ],
+      }),
+    );
+    expect(states.map((s) => [s.target, s.state])).toEqual([
+      ['prod', 'success'],
+      ['stage', 'failure'],
+    ]);
   });
   it('a render failure fails every target at the commit tried', () => {
-    const states = commitStates(cs({ lastAttemptedRevision: SHA, conditions: [{ type: 'Stalled', status: 'True', reason: 'RenderFailed', message: 'app/x.yaml.hbs:3: missing value' }] }));
+    const states = commitStates(
+      cs({ lastAttemptedRevision: SHA, conditions: [{ type: 'Stalled', status: 'True', reason: 'RenderFailed', message: 'app/x.yaml.hbs:3: missing value' }] }),
+    );
     expect(states.every((s) => s.state === 'failure' && s.description.includes('x.yaml.hbs:3'))).toBe(true);
   });
   it('waiting for health is pending; nothing before a commit was tried', () => {
-    expect(commitStates(cs({ lastAttemptedRevision: SHA, conditions: [{ type: 'Reconciling', status: 'True', reason: 'Progressing', message: '' }], targets: [{ name: 'prod', phase: 'Synced', objects: 1 }, { name: 'stage', phase: 'Synced', objects: 1 }] })).map((s) => s.state)).toEqual(['pending', 'pending']);
+    expect(
+      commitStates(
+        cs({
+          lastAttemptedRevision: SHA,
+          conditions: [{ type: 'Reconciling', status: 'True', reason: 'Progressing', message: '' }],
+          targets: [
+            { name: 'prod', phase: 'Synced', objects: 1 },
+            { name: 'stage', phase: 'Synced', objects: 1 },
+          ],
+        }),
+      ).map((s) => s.state),
+    ).toEqual(['pending', 'pending']);
     expect(commitStates(cs({}))).toEqual([]);
   });
 });

@@ -57,7 +57,8 @@ function splitRepoUrl(input: string): { origin: string; segments: string[] } {
     throw new Error('the repository URL is not a URL');
   }
   if (url.protocol === 'https:' || url.protocol === 'http:') return { origin: url.origin, segments: pathSegments(url.pathname) };
-  if (/^(ssh|git\+ssh|ssh\+git):$/.test(url.protocol)) return { origin: `https://${url.hostname.includes(':') ? `[${url.hostname}]` : url.hostname}`, segments: pathSegments(url.pathname) };
+  if (/^(ssh|git\+ssh|ssh\+git):$/.test(url.protocol))
+    return { origin: `https://${url.hostname.includes(':') ? `[${url.hostname}]` : url.hostname}`, segments: pathSegments(url.pathname) };
   throw new Error(`the repository URL's scheme ${url.protocol} names no forge`);
 }
 
@@ -88,21 +89,39 @@ export function commitStatusRequest(type: ForgeType, repository: ForgeRepository
   const sha = encodeURIComponent(status.sha);
   const token = credentials.token ?? credentials.password;
   const description = cut(status.description, 140);
-  const post = (url: string, headers: Record<string, string>, body: unknown): OutgoingRequest => ({ url, method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const post = (url: string, headers: Record<string, string>, body: unknown): OutgoingRequest => ({
+    url,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   const needToken = (): string => {
-    if (token === undefined || token === '') throw new Error(`${type} commit statuses need a token (the NotificationProvider Secret's token key, or the ConfigSync's Git credentials)`);
+    if (token === undefined || token === '')
+      throw new Error(`${type} commit statuses need a token (the NotificationProvider Secret's token key, or the ConfigSync's Git credentials)`);
     return token;
   };
   const targetUrl = status.targetUrl === undefined ? {} : { target_url: status.targetUrl };
   switch (type) {
     case 'github':
-      return post(`${api}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}/statuses/${sha}`, { accept: 'application/vnd.github+json', authorization: `Bearer ${needToken()}`, 'x-github-api-version': '2022-11-28' }, { state: status.state, context: status.context, description, ...targetUrl });
+      return post(
+        `${api}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}/statuses/${sha}`,
+        { accept: 'application/vnd.github+json', authorization: `Bearer ${needToken()}`, 'x-github-api-version': '2022-11-28' },
+        { state: status.state, context: status.context, description, ...targetUrl },
+      );
     case 'gitea':
     case 'forgejo':
-      return post(`${api}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}/statuses/${sha}`, { authorization: `token ${needToken()}` }, { state: status.state, context: status.context, description, ...targetUrl });
+      return post(
+        `${api}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}/statuses/${sha}`,
+        { authorization: `token ${needToken()}` },
+        { state: status.state, context: status.context, description, ...targetUrl },
+      );
     case 'gitlab':
       // GitLab's states: pending, running, success, failed, canceled (no error: a failure it is).
-      return post(`${api}/projects/${encodeURIComponent(repository.project)}/statuses/${sha}`, { 'private-token': needToken() }, { state: status.state === 'error' || status.state === 'failure' ? 'failed' : status.state, name: status.context, description, ...targetUrl });
+      return post(
+        `${api}/projects/${encodeURIComponent(repository.project)}/statuses/${sha}`,
+        { 'private-token': needToken() },
+        { state: status.state === 'error' || status.state === 'failure' ? 'failed' : status.state, name: status.context, description, ...targetUrl },
+      );
     case 'bitbucket': {
       // Bitbucket: a build status keyed by at most 40 characters, with a url it requires.
       const authorization =
@@ -110,7 +129,11 @@ export function commitStatusRequest(type: ForgeType, repository: ForgeRepository
           ? `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}`
           : `Bearer ${needToken()}`;
       const state = { pending: 'INPROGRESS', success: 'SUCCESSFUL', failure: 'FAILED', error: 'FAILED' }[status.state];
-      return post(`${api}/repositories/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}/commit/${sha}/statuses/build`, { authorization }, { key: bitbucketKey(status.context), state, name: status.context, url: status.targetUrl ?? repository.web, description });
+      return post(
+        `${api}/repositories/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}/commit/${sha}/statuses/build`,
+        { authorization },
+        { key: bitbucketKey(status.context), state, name: status.context, url: status.targetUrl ?? repository.web, description },
+      );
     }
   }
 }

@@ -43,23 +43,50 @@ beforeAll(async () => {
 }, 120_000);
 
 const create = (namespace: string, plural: string, body: Record<string, unknown>): Promise<unknown> =>
-  rest.request({ method: 'POST', path: plural === 'secrets' ? `/api/v1/namespaces/${namespace}/secrets` : `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/${plural}`, body });
+  rest.request({
+    method: 'POST',
+    path: plural === 'secrets' ? `/api/v1/namespaces/${namespace}/secrets` : `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/${plural}`,
+    body,
+  });
 
 type Ready = { status: string; reason: string; message: string };
 const readyOf = async (namespace: string, plural: string, name: string): Promise<Ready | undefined> => {
-  const object = await rest.request<{ status?: { conditions?: (Ready & { type: string })[] } }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/${plural}/${name}` });
+  const object = await rest.request<{ status?: { conditions?: (Ready & { type: string })[] } }>({
+    method: 'GET',
+    path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/${plural}/${name}`,
+  });
   return object.status?.conditions?.find((c) => c.type === 'Ready');
 };
 
 async function webhookSetup(namespace: string, options: { address: string; rateLimit?: { messages: number; interval: string } }): Promise<void> {
   await create(namespace, 'secrets', { metadata: { name: 'hook' }, stringData: { address: options.address, hmacKey: 'shared-key' } });
-  await create(namespace, 'notificationproviders', { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationProvider', metadata: { name: 'hook' }, spec: { type: 'webhook', secretRef: { name: 'hook' }, ...(options.rateLimit === undefined ? {} : { rateLimit: options.rateLimit }) } });
-  await create(namespace, 'notificationalerts', { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationAlert', metadata: { name: 'all' }, spec: { providerRef: { name: 'hook' }, eventSources: [{ kind: 'ConfigSync', name: '*' }] } });
-  await eventually(async () => ((await readyOf(namespace, 'notificationproviders', 'hook'))?.status === 'True' ? true : undefined), 'the NotificationProvider to be Ready');
-  await eventually(async () => ((await readyOf(namespace, 'notificationalerts', 'all'))?.status === 'True' ? true : undefined), 'the NotificationAlert to be Ready');
+  await create(namespace, 'notificationproviders', {
+    apiVersion: 'syncline.dev/v1alpha1',
+    kind: 'NotificationProvider',
+    metadata: { name: 'hook' },
+    spec: { type: 'webhook', secretRef: { name: 'hook' }, ...(options.rateLimit === undefined ? {} : { rateLimit: options.rateLimit }) },
+  });
+  await create(namespace, 'notificationalerts', {
+    apiVersion: 'syncline.dev/v1alpha1',
+    kind: 'NotificationAlert',
+    metadata: { name: 'all' },
+    spec: { providerRef: { name: 'hook' }, eventSources: [{ kind: 'ConfigSync', name: '*' }] },
+  });
+  await eventually(
+    async () => ((await readyOf(namespace, 'notificationproviders', 'hook'))?.status === 'True' ? true : undefined),
+    'the NotificationProvider to be Ready',
+  );
+  await eventually(
+    async () => ((await readyOf(namespace, 'notificationalerts', 'all'))?.status === 'True' ? true : undefined),
+    'the NotificationAlert to be Ready',
+  );
 }
 
-const involved = (namespace: string, name: string) => ({ apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name, namespace, uid: `uid-${name}` } });
+const involved = (namespace: string, name: string) => ({
+  apiVersion: 'syncline.dev/v1alpha1',
+  kind: 'ConfigSync',
+  metadata: { name, namespace, uid: `uid-${name}` },
+});
 
 describe('notifications against the real control plane', () => {
   it('a flood of 1,000 events to one channel is deduplicated, rate-limited and bounded', async () => {
@@ -68,14 +95,24 @@ describe('notifications against the real control plane', () => {
     const recorded: string[] = [];
     const recorder: EventRecorder = { record: (_object, event) => Promise.resolve(void recorded.push(event.reason)) };
     const metrics = { registry: new Registry() };
-    const notifications = started({ rest, logger: pino({ level: 'silent' }), metrics, clock: { now: () => new Date() }, trusted: new Set(), recorder, delivery: { queueSize: 5 } });
+    const notifications = started({
+      rest,
+      logger: pino({ level: 'silent' }),
+      metrics,
+      clock: { now: () => new Date() },
+      trusted: new Set(),
+      recorder,
+      delivery: { queueSize: 5 },
+    });
     try {
       await webhookSetup(ns.name, { address: `${receiver.url}/flood`, rateLimit: { messages: 3, interval: '10s' } });
       // Given 20 distinct messages, each recorded 50 times (interleaved): 1,000 Events.
-      for (let i = 0; i < 1000; i++) void notifications.events.record(involved(ns.name, `s${i % 20}`), { type: 'Warning', reason: 'ApplyFailed', message: `target t failed (${i % 20})` });
+      for (let i = 0; i < 1000; i++)
+        void notifications.events.record(involved(ns.name, `s${i % 20}`), { type: 'Warning', reason: 'ApplyFailed', message: `target t failed (${i % 20})` });
       // Every Event still reached the operator's own recorder.
       expect(recorded).toHaveLength(1000);
-      const count = async (result: string): Promise<number> => (await metrics.registry.getSingleMetric('syncline_notifications_total')?.get())?.values.find((v) => v.labels['result'] === result)?.value ?? 0;
+      const count = async (result: string): Promise<number> =>
+        (await metrics.registry.getSingleMetric('syncline_notifications_total')?.get())?.values.find((v) => v.labels['result'] === result)?.value ?? 0;
       // 980 identical repeats are sent once; of the 20 distinct, one in flight and 5 queued fit, 14 are dropped.
       expect(await count('deduplicated')).toBe(980);
       expect(await count('dropped')).toBe(14);
@@ -99,23 +136,47 @@ describe('notifications against the real control plane', () => {
     await using other = await testNamespace({ prefix: 'notify-match-other' });
     await using receiver = await startHttpReceiver();
     const recorder: EventRecorder = { record: () => Promise.resolve() };
-    const notifications = started({ rest, logger: pino({ level: 'silent' }), metrics: { registry: new Registry() }, clock: { now: () => new Date() }, trusted: new Set([ns.name]), recorder });
+    const notifications = started({
+      rest,
+      logger: pino({ level: 'silent' }),
+      metrics: { registry: new Registry() },
+      clock: { now: () => new Date() },
+      trusted: new Set([ns.name]),
+      recorder,
+    });
     try {
       await webhookSetup(ns.name, { address: `${receiver.url}/hook` });
       const sources: Record<string, Record<string, string>[]> = {
         named: [{ kind: 'ConfigSync', name: 'web' }],
         'any-kind': [{ kind: '*', name: 'web' }],
-        'both-names': [{ kind: 'ConfigSync', name: 'api' }, { kind: 'ConfigSync', name: 'web' }],
+        'both-names': [
+          { kind: 'ConfigSync', name: 'api' },
+          { kind: 'ConfigSync', name: 'web' },
+        ],
         'other-name': [{ kind: 'ConfigSync', name: 'api' }],
         'other-kind': [{ kind: 'ManifestSync', name: '*' }],
         'other-namespace': [{ kind: 'ConfigSync', name: 'web', namespace: other.name }],
       };
       // A NotificationProvider each: one channel does not carry the same words twice (deduplicated), whichever NotificationAlert asked.
       for (const [name, eventSources] of Object.entries(sources)) {
-        await create(ns.name, 'notificationproviders', { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationProvider', metadata: { name }, spec: { type: 'webhook', secretRef: { name: 'hook' } } });
-        await create(ns.name, 'notificationalerts', { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationAlert', metadata: { name }, spec: { providerRef: { name }, eventSources } });
+        await create(ns.name, 'notificationproviders', {
+          apiVersion: 'syncline.dev/v1alpha1',
+          kind: 'NotificationProvider',
+          metadata: { name },
+          spec: { type: 'webhook', secretRef: { name: 'hook' } },
+        });
+        await create(ns.name, 'notificationalerts', {
+          apiVersion: 'syncline.dev/v1alpha1',
+          kind: 'NotificationAlert',
+          metadata: { name },
+          spec: { providerRef: { name }, eventSources },
+        });
       }
-      for (const name of Object.keys(sources)) await eventually(async () => ((await readyOf(ns.name, 'notificationalerts', name))?.status === 'True' ? true : undefined), `NotificationAlert ${name} Ready`);
+      for (const name of Object.keys(sources))
+        await eventually(
+          async () => ((await readyOf(ns.name, 'notificationalerts', name))?.status === 'True' ? true : undefined),
+          `NotificationAlert ${name} Ready`,
+        );
       // The NotificationAlerts are in the cache once Ready: one event of ConfigSync web, then one of a ManifestSync named web.
       void notifications.events.record(involved(ns.name, 'web'), { type: 'Normal', reason: 'Synced', message: 'revision 0123456789ab: 1 created' });
       void notifications.events.record({ ...involved(ns.name, 'web'), kind: 'ManifestSync' }, { type: 'Normal', reason: 'Synced', message: '1 created' });
@@ -123,7 +184,14 @@ describe('notifications against the real control plane', () => {
       await receiver.waitFor((r) => r.length >= 6, 'six deliveries');
       await notifications.idle();
       const heard = receiver.requests.map((r) => JSON.parse(r.body) as { alert: string; kind: string }).map((b) => `${b.kind} ${b.alert.split('/')[1] ?? ''}`);
-      expect(heard.sort()).toEqual(['ConfigSync all', 'ConfigSync any-kind', 'ConfigSync both-names', 'ConfigSync named', 'ManifestSync any-kind', 'ManifestSync other-kind']);
+      expect(heard.sort()).toEqual([
+        'ConfigSync all',
+        'ConfigSync any-kind',
+        'ConfigSync both-names',
+        'ConfigSync named',
+        'ManifestSync any-kind',
+        'ManifestSync other-kind',
+      ]);
     } finally {
       await notifications.stop();
     }
@@ -136,7 +204,15 @@ describe('notifications against the real control plane', () => {
     const logger = pino({ level: 'debug' }, new Writable({ write: (chunk: Buffer, _encoding, done) => done(void lines.push(chunk.toString())) }));
     const metrics = { registry: new Registry() };
     const recorder = createEventRecorder({ rest, component: 'syncline', host: 'test', clock: { now: () => new Date() } });
-    const notifications = started({ rest, logger, metrics, clock: { now: () => new Date() }, trusted: new Set(), recorder, delivery: { attempts: 4, initialBackoffMs: 100 } });
+    const notifications = started({
+      rest,
+      logger,
+      metrics,
+      clock: { now: () => new Date() },
+      trusted: new Set(),
+      recorder,
+      delivery: { attempts: 4, initialBackoffMs: 100 },
+    });
     const secretPath = '/hooks/T0SECRET/B0SECRET';
     try {
       await webhookSetup(ns.name, { address: `${receiver.url}${secretPath}` });
@@ -148,12 +224,17 @@ describe('notifications against the real control plane', () => {
       }, 'the NotificationAlert to say DeliveryFailed');
       expect(ready.message).toMatch(/webhook NotificationProvider .*\/hook: failed: the receiver answered HTTP 500/);
       const events = await eventually(async () => {
-        const list = await rest.request<{ items: { reason: string; message: string; involvedObject: { kind: string; name: string } }[] }>({ method: 'GET', path: `/api/v1/namespaces/${ns.name}/events` });
+        const list = await rest.request<{ items: { reason: string; message: string; involvedObject: { kind: string; name: string } }[] }>({
+          method: 'GET',
+          path: `/api/v1/namespaces/${ns.name}/events`,
+        });
         const found = list.items.filter((e) => e.involvedObject.kind === 'NotificationAlert' && e.reason === 'DeliveryFailed');
         return found.length > 0 ? found : undefined;
       }, 'a DeliveryFailed Event on the NotificationAlert');
       expect(events[0]?.involvedObject.name).toBe('all');
-      const failed = (await metrics.registry.getSingleMetric('syncline_notifications_total')?.get())?.values.find((v) => v.labels['result'] === 'failed' && v.labels['provider'] === 'webhook');
+      const failed = (await metrics.registry.getSingleMetric('syncline_notifications_total')?.get())?.values.find(
+        (v) => v.labels['result'] === 'failed' && v.labels['provider'] === 'webhook',
+      );
       expect(failed?.value).toBe(1);
       expect(receiver.requests).toHaveLength(4);
       const said = [ready.message, ...events.map((e) => e.message), ...lines].join('\n');
@@ -174,13 +255,30 @@ describe('notifications against the real control plane', () => {
     const stalling: ControllerRegistry = {
       isLeader: () => controllers.isLeader(),
       register: (name, options, declare) =>
-        controllers.register(name, options, (queue) => ({ ...declare(queue), reconcile: () => (stall.released ? Promise.resolve(done) : new Promise<ReconcileOutcome>((resolve) => stall.waiting.push(() => resolve(done)))) })),
+        controllers.register(name, options, (queue) => ({
+          ...declare(queue),
+          reconcile: () => (stall.released ? Promise.resolve(done) : new Promise<ReconcileOutcome>((resolve) => stall.waiting.push(() => resolve(done)))),
+        })),
     };
-    const notifications = startNotifications({ rest, logger, metrics: { registry: new Registry() }, clock: { now: () => new Date() }, trusted: new Set(), recorder: { record: () => Promise.resolve() }, watchNamespace: ns.name, controllers: stalling });
+    const notifications = startNotifications({
+      rest,
+      logger,
+      metrics: { registry: new Registry() },
+      clock: { now: () => new Date() },
+      trusted: new Set(),
+      recorder: { record: () => Promise.resolve() },
+      watchNamespace: ns.name,
+      controllers: stalling,
+    });
     controllers.start();
     try {
       // A NotificationProvider to check (its Secret need not exist: the check never gets that far).
-      await create(ns.name, 'notificationproviders', { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationProvider', metadata: { name: 'hook' }, spec: { type: 'webhook', secretRef: { name: 'hook' } } });
+      await create(ns.name, 'notificationproviders', {
+        apiVersion: 'syncline.dev/v1alpha1',
+        kind: 'NotificationProvider',
+        metadata: { name: 'hook' },
+        spec: { type: 'webhook', secretRef: { name: 'hook' } },
+      });
       const reason = await eventually(() => {
         const live = controllers.live();
         return live.ok ? undefined : live.reason;

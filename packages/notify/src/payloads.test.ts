@@ -50,7 +50,10 @@ describe('Slack', () => {
 
 describe('Microsoft Teams (Workflows webhook)', () => {
   it('a message with one Adaptive Card attachment', () => {
-    const body = JSON.parse(chatRequest({ type: 'msteams' }, { address: HOOK }, message).body) as { type: string; attachments: { contentType: string; contentUrl: null; content: { type: string; version: string; body: { type: string }[] } }[] };
+    const body = JSON.parse(chatRequest({ type: 'msteams' }, { address: HOOK }, message).body) as {
+      type: string;
+      attachments: { contentType: string; contentUrl: null; content: { type: string; version: string; body: { type: string }[] } }[];
+    };
     expect(body.type).toBe('message');
     expect(body.attachments).toHaveLength(1);
     expect(body.attachments[0]?.contentType).toBe('application/vnd.microsoft.card.adaptive');
@@ -63,7 +66,11 @@ describe('Microsoft Teams (Workflows webhook)', () => {
 describe('Discord', () => {
   it('one embed within the limits, no mentions parsed', () => {
     const long = { ...message, event: { ...event, message: 'x'.repeat(5000) } };
-    const body = JSON.parse(chatRequest({ type: 'discord', username: 'syncline' }, { address: HOOK }, long).body) as { username: string; allowed_mentions: unknown; embeds: { title: string; description: string; color: number; timestamp: string }[] };
+    const body = JSON.parse(chatRequest({ type: 'discord', username: 'syncline' }, { address: HOOK }, long).body) as {
+      username: string;
+      allowed_mentions: unknown;
+      embeds: { title: string; description: string; color: number; timestamp: string }[];
+    };
     expect(body.username).toBe('syncline');
     expect(body.allowed_mentions).toEqual({ parse: [] });
     expect(body.embeds[0]?.description.length).toBe(4096);

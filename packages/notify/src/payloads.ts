@@ -10,7 +10,13 @@ import type { NotificationEvent } from './event.ts';
 export type OutgoingRequest = { readonly url: string; readonly method: 'POST'; readonly headers: Readonly<Record<string, string>>; readonly body: string };
 
 /** What a NotificationProvider needs from its Secret (and spec.address): each may be absent. */
-export type ProviderCredentials = { readonly address?: string; readonly token?: string; readonly hmacKey?: string; readonly username?: string; readonly password?: string };
+export type ProviderCredentials = {
+  readonly address?: string;
+  readonly token?: string;
+  readonly hmacKey?: string;
+  readonly username?: string;
+  readonly password?: string;
+};
 
 export type ChatProvider = {
   readonly type: Exclude<ProviderType, 'github' | 'gitlab' | 'gitea' | 'forgejo' | 'bitbucket'>;
@@ -33,7 +39,15 @@ export const SLACK_POST_MESSAGE_URL = 'https://slack.com/api/chat.postMessage';
 export const SIGNATURE_HEADER = 'X-Syncline-Signature';
 
 export function title(event: NotificationEvent): string {
-  const state = event.recovered ? 'Recovered' : event.severity === 'error' ? 'Failed' : event.category === 'DriftCorrected' ? 'Drift corrected' : event.category === 'Failover' ? 'Failover' : 'Applied';
+  const state = event.recovered
+    ? 'Recovered'
+    : event.severity === 'error'
+      ? 'Failed'
+      : event.category === 'DriftCorrected'
+        ? 'Drift corrected'
+        : event.category === 'Failover'
+          ? 'Failover'
+          : 'Applied';
   return `${state}: ${event.kind} ${event.namespace}/${event.name} (${event.reason})`;
 }
 
@@ -57,9 +71,9 @@ export function chatRequest(provider: ChatProvider, credentials: ProviderCredent
     case 'slack':
       return slackRequest(provider, credentials, message);
     case 'msteams':
-      return json(need(credentials.address, 'msteams needs the Workflows webhook URL (the Secret\'s address key, or spec.address)'), teamsBody(message));
+      return json(need(credentials.address, "msteams needs the Workflows webhook URL (the Secret's address key, or spec.address)"), teamsBody(message));
     case 'discord':
-      return json(need(credentials.address, 'discord needs the webhook URL (the Secret\'s address key, or spec.address)'), discordBody(provider, message));
+      return json(need(credentials.address, "discord needs the webhook URL (the Secret's address key, or spec.address)"), discordBody(provider, message));
     case 'webhook':
       return webhookRequest(provider, credentials, message);
   }
@@ -102,9 +116,14 @@ function slackRequest(provider: ChatProvider, credentials: ProviderCredentials, 
   const body = slackBody(provider, message);
   if (credentials.token !== undefined && credentials.token !== '') {
     need(provider.channel, 'slack with a token (chat.postMessage) needs spec.channel');
-    return { url: credentials.address ?? SLACK_POST_MESSAGE_URL, method: 'POST', headers: { 'content-type': 'application/json; charset=utf-8', authorization: `Bearer ${credentials.token}` }, body: JSON.stringify(body) };
+    return {
+      url: credentials.address ?? SLACK_POST_MESSAGE_URL,
+      method: 'POST',
+      headers: { 'content-type': 'application/json; charset=utf-8', authorization: `Bearer ${credentials.token}` },
+      body: JSON.stringify(body),
+    };
   }
-  return json(need(credentials.address, 'slack needs an incoming webhook URL (the Secret\'s address key) or a bot token (token key) and spec.channel'), body);
+  return json(need(credentials.address, "slack needs an incoming webhook URL (the Secret's address key) or a bot token (token key) and spec.channel"), body);
 }
 
 /** Microsoft Teams Workflows ("Post to a channel when a webhook request is received"): a message with one Adaptive Card. */
@@ -158,9 +177,11 @@ export function webhookBody(message: Message): Record<string, unknown> {
 }
 
 function webhookRequest(provider: ChatProvider, credentials: ProviderCredentials, message: Message): OutgoingRequest {
-  const url = need(credentials.address, 'webhook needs a URL (the Secret\'s address key, or spec.address)');
+  const url = need(credentials.address, "webhook needs a URL (the Secret's address key, or spec.address)");
   const body = provider.template === undefined ? JSON.stringify(webhookBody(message)) : provider.template(webhookBody(message));
-  const headers: Record<string, string> = { 'content-type': provider.template === undefined ? 'application/json' : (provider.contentType ?? 'application/json') };
+  const headers: Record<string, string> = {
+    'content-type': provider.template === undefined ? 'application/json' : (provider.contentType ?? 'application/json'),
+  };
   if (credentials.hmacKey !== undefined && credentials.hmacKey !== '') headers[SIGNATURE_HEADER.toLowerCase()] = signature(credentials.hmacKey, body);
   return { url, method: 'POST', headers, body };
 }

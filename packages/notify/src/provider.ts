@@ -33,7 +33,8 @@ export class ProviderError extends Error {
   }
 }
 
-export const isCommitStatusType = (type: string): type is (typeof COMMIT_STATUS_PROVIDERS)[number] => (COMMIT_STATUS_PROVIDERS as readonly string[]).includes(type);
+export const isCommitStatusType = (type: string): type is (typeof COMMIT_STATUS_PROVIDERS)[number] =>
+  (COMMIT_STATUS_PROVIDERS as readonly string[]).includes(type);
 
 type SecretData = Readonly<Record<string, string>>;
 
@@ -59,7 +60,8 @@ const decode = (data: SecretData | undefined, key: string): string | undefined =
 export async function resolveProvider(rest: KubeRest, provider: NotificationProvider, now: number): Promise<ResolvedProvider> {
   const namespace = provider.metadata.namespace ?? 'default';
   const parsed = ProviderSpec.safeParse(provider.spec);
-  if (!parsed.success) throw new ProviderError('InvalidSpec', `invalid spec: ${parsed.error.issues.map((i) => `${i.path.map(String).join('.')}: ${i.message}`).join('; ')}`);
+  if (!parsed.success)
+    throw new ProviderError('InvalidSpec', `invalid spec: ${parsed.error.issues.map((i) => `${i.path.map(String).join('.')}: ${i.message}`).join('; ')}`);
   const spec = parsed.data;
   const secret = async (ref: { name: string } | undefined, what: string): Promise<SecretData | undefined> => {
     if (ref === undefined) return undefined;
@@ -75,24 +77,30 @@ export async function resolveProvider(rest: KubeRest, provider: NotificationProv
     ...optional('username', decode(data, 'username')),
     ...optional('password', decode(data, 'password')),
   };
-  if (credentials.address !== undefined && !/^https?:\/\//.test(credentials.address)) throw new ProviderError('InvalidSecret', `the address in Secret ${namespace}/${spec.secretRef?.name ?? ''} is not an http(s) URL`);
+  if (credentials.address !== undefined && !/^https?:\/\//.test(credentials.address))
+    throw new ProviderError('InvalidSecret', `the address in Secret ${namespace}/${spec.secretRef?.name ?? ''} is not an http(s) URL`);
   if (!isCommitStatusType(spec.type) && credentials.address === undefined && !(spec.type === 'slack' && credentials.token !== undefined)) {
     throw new ProviderError('InvalidSpec', `${spec.type} needs an address: the Secret's address key (a webhook URL is a credential) or spec.address`);
   }
-  if (spec.type === 'slack' && credentials.token !== undefined && spec.channel === undefined) throw new ProviderError('InvalidSpec', 'slack with a token (chat.postMessage) needs spec.channel');
+  if (spec.type === 'slack' && credentials.token !== undefined && spec.channel === undefined)
+    throw new ProviderError('InvalidSpec', 'slack with a token (chat.postMessage) needs spec.channel');
   const proxyData = await secret(spec.proxySecretRef, 'the proxy');
   let proxy: HttpProxy | undefined;
   if (proxyData !== undefined) {
     try {
       const p = proxyFromSecretData(proxyData);
-      proxy = { url: p.url, ...(p.username === undefined ? {} : { authorization: `Basic ${Buffer.from(`${p.username}:${p.password ?? ''}`).toString('base64')}` }) };
+      proxy = {
+        url: p.url,
+        ...(p.username === undefined ? {} : { authorization: `Basic ${Buffer.from(`${p.username}:${p.password ?? ''}`).toString('base64')}` }),
+      };
     } catch (error) {
       throw new ProviderError('InvalidSecret', error instanceof Error ? error.message : 'the proxy Secret is invalid');
     }
   }
   const caData = await secret(spec.certSecretRef, 'the CA');
   const ca = decode(caData, 'ca.crt');
-  if (caData !== undefined && ca === undefined) throw new ProviderError('InvalidSecret', `the CA Secret ${namespace}/${spec.certSecretRef?.name ?? ''} has no ca.crt key`);
+  if (caData !== undefined && ca === undefined)
+    throw new ProviderError('InvalidSecret', `the CA Secret ${namespace}/${spec.certSecretRef?.name ?? ''} has no ca.crt key`);
   let template: MessageTemplate | undefined;
   if (spec.template !== undefined) {
     try {
@@ -118,7 +126,11 @@ export async function resolveProvider(rest: KubeRest, provider: NotificationProv
 
 /** Rate and timeout of a NotificationProvider's channel (the API server applied the schema's defaults; these are for the rest). */
 export function channelSettings(spec: Partial<Pick<ProviderSpec, 'rateLimit' | 'timeout'>>): ChannelSettings {
-  return { messages: spec.rateLimit?.messages ?? 20, intervalMs: parseDuration(spec.rateLimit?.interval ?? '1m'), timeoutMs: parseDuration(spec.timeout ?? '15s') };
+  return {
+    messages: spec.rateLimit?.messages ?? 20,
+    intervalMs: parseDuration(spec.rateLimit?.interval ?? '1m'),
+    timeoutMs: parseDuration(spec.timeout ?? '15s'),
+  };
 }
 
 function optional<K extends string>(key: K, value: string | undefined): { [P in K]?: string } {

@@ -17,17 +17,29 @@ export function engineFiles(engine: BenchEngine, rev: string): Record<string, st
   const ids = [1, 2, 3, 4, 5];
   switch (engine) {
     case BenchEngine.Handlebars:
-      return Object.fromEntries(ids.map((i) => [`app/cm-${i}.yaml.hbs`, `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "{{ target.name }}-${i}"\ndata:\n  revision: "${rev}"\n  target: "{{ target.name }}"\n`]));
+      return Object.fromEntries(
+        ids.map((i) => [
+          `app/cm-${i}.yaml.hbs`,
+          `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "{{ target.name }}-${i}"\ndata:\n  revision: "${rev}"\n  target: "{{ target.name }}"\n`,
+        ]),
+      );
     case BenchEngine.Kustomize:
       return {
         'app/kustomization.yaml': `resources:\n${ids.map((i) => `  - cm-${i}.yaml\n`).join('')}`,
-        ...Object.fromEntries(ids.map((i) => [`app/cm-${i}.yaml`, `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-${i}\ndata:\n  revision: "${rev}"\n`])),
+        ...Object.fromEntries(
+          ids.map((i) => [`app/cm-${i}.yaml`, `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-${i}\ndata:\n  revision: "${rev}"\n`]),
+        ),
       };
     case BenchEngine.Helm:
       return {
         'app/Chart.yaml': 'apiVersion: v2\nname: bench\nversion: 1.0.0\n',
         'app/values.yaml': `revision: "${rev}"\n`,
-        ...Object.fromEntries(ids.map((i) => [`app/templates/cm-${i}.yaml`, `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-${i}\ndata:\n  revision: {{ .Values.revision | quote }}\n`])),
+        ...Object.fromEntries(
+          ids.map((i) => [
+            `app/templates/cm-${i}.yaml`,
+            `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-${i}\ndata:\n  revision: {{ .Values.revision | quote }}\n`,
+          ]),
+        ),
       };
   }
 }
@@ -52,7 +64,9 @@ export async function runEngineComparison(script: string, args: readonly string[
   for (const engine of Object.values(BenchEngine)) {
     console.error(`[bench] --- ${engine} ---`);
     const file = join(dir, `${engine}.json`);
-    const result = spawnSync(process.execPath, ['--expose-gc', script, ...passed, '--engine', engine, '--json', file], { stdio: ['ignore', 'inherit', 'inherit'] });
+    const result = spawnSync(process.execPath, ['--expose-gc', script, ...passed, '--engine', engine, '--json', file], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
     if (result.status !== 0) {
       console.error(`the ${engine} run failed (exit ${String(result.status)})`);
       process.exit(1);
@@ -65,7 +79,9 @@ export async function runEngineComparison(script: string, args: readonly string[
   const verdict = (ok: boolean): string => (ok ? 'met' : 'MISSED');
   console.log('');
   console.log('engines side by side (each run on its own control plane and operator; the machine is shared, figures vary):');
-  console.log(`  handlebars: peak RSS ${base.peakRssMb.toFixed(0)} MB, commit → all Ready ${(base.newCommitMs / 1000).toFixed(2)} s, steady writes ${base.steadyWrites}, steady reads ${base.steadyReads}`);
+  console.log(
+    `  handlebars: peak RSS ${base.peakRssMb.toFixed(0)} MB, commit → all Ready ${(base.newCommitMs / 1000).toFixed(2)} s, steady writes ${base.steadyWrites}, steady reads ${base.steadyReads}`,
+  );
   for (const engine of [BenchEngine.Kustomize, BenchEngine.Helm]) {
     const run = runs.get(engine);
     if (run === undefined) continue;

@@ -73,7 +73,12 @@ export function diff(after: Map<string, number>, before: Map<string, number>): {
 /** The admin context of a control plane's kubeconfig, alone (a RemoteCluster refuses an ambiguous kubeconfig). */
 export async function adminKubeconfig(plane: ControlPlane): Promise<string> {
   const config = parse(await readFile(plane.kubeconfigPath, 'utf8')) as { clusters: unknown[]; users: { name: string }[]; contexts: { name: string }[] };
-  return stringify({ ...config, users: config.users.filter((u) => u.name === 'admin'), contexts: config.contexts.filter((c) => c.name === 'admin'), 'current-context': 'admin' });
+  return stringify({
+    ...config,
+    users: config.users.filter((u) => u.name === 'admin'),
+    contexts: config.contexts.filter((c) => c.name === 'admin'),
+    'current-context': 'admin',
+  });
 }
 
 /** Peak resident set size of a process, in MB. */
@@ -137,9 +142,11 @@ export function sleep(ms: number): Promise<void> {
 /** Runs `run` over `items`, at most `width` at a time. */
 export async function pool<T>(items: readonly T[], width: number, run: (item: T) => Promise<unknown>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < items.length) await run(items[next++] as T);
-  }));
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < items.length) await run(items[next++] as T);
+    }),
+  );
 }
 
 /** The sum over all series of one metric on a Prometheus endpoint (the operator's /metrics at HOST:PORT). */

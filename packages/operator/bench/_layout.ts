@@ -30,7 +30,11 @@ export async function benchLayout(input: { layout: string; scope: string; namesp
   const where = scope === 'namespace' ? `operator with --namespace ${namespace}` : 'operator cluster-wide';
   if (layout === 'shared') return { operatorArgs, targetNamespace: () => namespace, description: `every sync applies into ${namespace}; ${where}` };
   const targetNamespace = (i: number): string => `${namespace}-app-${i}`;
-  await pool(Array.from({ length: input.syncs }, (_, i) => i), 16, (i) => input.rest.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: targetNamespace(i) } } }));
+  await pool(
+    Array.from({ length: input.syncs }, (_, i) => i),
+    16,
+    (i) => input.rest.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: targetNamespace(i) } } }),
+  );
   return {
     operatorArgs: [...operatorArgs, '--trusted-namespaces', namespace],
     targetNamespace,

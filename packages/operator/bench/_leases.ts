@@ -35,12 +35,21 @@ export class LeaseWatcher {
   async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
       try {
-        const list = await this.#rest.request<{ items: Lease[]; metadata: { resourceVersion: string } }>({ method: 'GET', path: this.#path, query: { fieldSelector: `metadata.name=${this.#name}` } });
+        const list = await this.#rest.request<{ items: Lease[]; metadata: { resourceVersion: string } }>({
+          method: 'GET',
+          path: this.#path,
+          query: { fieldSelector: `metadata.name=${this.#name}` },
+        });
         for (const lease of list.items) this.observe(lease);
-        await this.#rest.watch(this.#path, { fieldSelector: `metadata.name=${this.#name}`, resourceVersion: list.metadata.resourceVersion, timeoutSeconds: 60 }, (event) => {
-          const { type, object } = event as { type: string; object: Lease };
-          if (type === 'ADDED' || type === 'MODIFIED') this.observe(object);
-        }, signal);
+        await this.#rest.watch(
+          this.#path,
+          { fieldSelector: `metadata.name=${this.#name}`, resourceVersion: list.metadata.resourceVersion, timeoutSeconds: 60 },
+          (event) => {
+            const { type, object } = event as { type: string; object: Lease };
+            if (type === 'ADDED' || type === 'MODIFIED') this.observe(object);
+          },
+          signal,
+        );
       } catch {
         if (!signal.aborted) await sleep(200);
       }

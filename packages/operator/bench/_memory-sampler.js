@@ -13,7 +13,10 @@ if (file !== undefined && file !== '') {
     const status = readFileSync('/proc/self/status', 'utf8');
     const usage = process.memoryUsage();
     const spaces = Object.fromEntries(getHeapSpaceStatistics().map((s) => [s.space_name.replace(/_space$/, ''), [s.space_size, s.space_used_size]]));
-    appendFileSync(file, `${JSON.stringify({ t: Date.now(), rss: usage.rss, anon: kb(status, 'RssAnon'), fileRss: kb(status, 'RssFile'), hwm: kb(status, 'VmHWM'), heapTotal: usage.heapTotal, heapUsed: usage.heapUsed, external: usage.external, arrayBuffers: usage.arrayBuffers, spaces })}\n`);
+    appendFileSync(
+      file,
+      `${JSON.stringify({ t: Date.now(), rss: usage.rss, anon: kb(status, 'RssAnon'), fileRss: kb(status, 'RssFile'), hwm: kb(status, 'VmHWM'), heapTotal: usage.heapTotal, heapUsed: usage.heapUsed, external: usage.external, arrayBuffers: usage.arrayBuffers, spaces })}\n`,
+    );
   };
   setInterval(sample, 250).unref();
 }

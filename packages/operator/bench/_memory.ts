@@ -41,7 +41,7 @@ export function memoryTraceReport(file: string, marks: readonly { readonly label
     .split('\n')
     .filter((line) => line !== '')
     .map((line) => JSON.parse(line) as Sample);
-  const lines = ['memory by phase (MB; V8 spaces committed/used; the sample of the phase\'s largest RSS, every 250 ms):'];
+  const lines = ["memory by phase (MB; V8 spaces committed/used; the sample of the phase's largest RSS, every 250 ms):"];
   for (const [i, mark] of marks.entries()) {
     const end = marks[i + 1]?.at ?? Infinity;
     const inPhase = samples.filter((s) => s.t >= mark.at && s.t < end);

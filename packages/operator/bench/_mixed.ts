@@ -64,7 +64,17 @@ export async function mixedPart(name: string | undefined, options: { rest: KubeR
     for (const target of MIRROR_NAMESPACES) await rest.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: target } } });
   }
   return {
-    operatorArgs: ['--leader-elect', '--leader-election-namespace', namespace, '--leader-election-id', LEASE, '--lease-duration', String(LEASE_SECONDS), '--trusted-namespaces', namespace],
+    operatorArgs: [
+      '--leader-elect',
+      '--leader-election-namespace',
+      namespace,
+      '--leader-election-id',
+      LEASE,
+      '--lease-duration',
+      String(LEASE_SECONDS),
+      '--trusted-namespaces',
+      namespace,
+    ],
     async ready(progress) {
       if (name !== 'mixed') return;
       const started = Date.now();
@@ -72,23 +82,53 @@ export async function mixedPart(name: string | undefined, options: { rest: KubeR
       await rest.request({
         method: 'POST',
         path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/namespacereplications`,
-        body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'NamespaceReplication', metadata: { name: SOURCE }, spec: { sourceNamespace: SOURCE, destination: { namespace: `${SOURCE}-standby` }, interval: '1h' } },
+        body: {
+          apiVersion: 'syncline.dev/v1alpha1',
+          kind: 'NamespaceReplication',
+          metadata: { name: SOURCE },
+          spec: { sourceNamespace: SOURCE, destination: { namespace: `${SOURCE}-standby` }, interval: '1h' },
+        },
       });
-      await pool(Array.from({ length: MIRRORED }, (_, i) => i), 8, (i) =>
-        rest.request({
-          method: 'POST',
-          path: `/api/v1/namespaces/${namespace}/secrets`,
-          body: { metadata: { name: `mirrored-${i}`, labels: { 'syncline.dev/sync-source': 'true' }, annotations: { 'syncline.dev/targets': MIRROR_NAMESPACES.join(',') } }, stringData: { v: `value-${i}` } },
-        }),
+      await pool(
+        Array.from({ length: MIRRORED }, (_, i) => i),
+        8,
+        (i) =>
+          rest.request({
+            method: 'POST',
+            path: `/api/v1/namespaces/${namespace}/secrets`,
+            body: {
+              metadata: {
+                name: `mirrored-${i}`,
+                labels: { 'syncline.dev/sync-source': 'true' },
+                annotations: { 'syncline.dev/targets': MIRROR_NAMESPACES.join(',') },
+              },
+              stringData: { v: `value-${i}` },
+            },
+          }),
       );
       const deadline = Date.now() + 600_000;
       for (;;) {
-        const nr = await rest.request<NamespaceReplication>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/namespacereplications/${SOURCE}` });
-        const replicated = nr.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true && (await missingObjects(rest, objects, SOURCE, `${SOURCE}-standby`)).length === 0;
-        const mirrors = await Promise.all(MIRROR_NAMESPACES.map(async (ns) => (await rest.request<{ items: { metadata: { name: string } }[] }>({ method: 'GET', path: `/api/v1/namespaces/${ns}/secrets` })).items.filter((s) => s.metadata.name.startsWith('mirrored-')).length));
+        const nr = await rest.request<NamespaceReplication>({
+          method: 'GET',
+          path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/namespacereplications/${SOURCE}`,
+        });
+        const replicated =
+          nr.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true &&
+          (await missingObjects(rest, objects, SOURCE, `${SOURCE}-standby`)).length === 0;
+        const mirrors = await Promise.all(
+          MIRROR_NAMESPACES.map(
+            async (ns) =>
+              (await rest.request<{ items: { metadata: { name: string } }[] }>({ method: 'GET', path: `/api/v1/namespaces/${ns}/secrets` })).items.filter((s) =>
+                s.metadata.name.startsWith('mirrored-'),
+              ).length,
+          ),
+        );
         const mirrored = mirrors.reduce((a, b) => a + b, 0);
         if (replicated && mirrored === MIRRORED * MIRROR_NAMESPACES.length) break;
-        if (Date.now() > deadline) throw new Error(`the background load was not in place within 600 s: replicated ${replicated}, ${mirrored}/${MIRRORED * MIRROR_NAMESPACES.length} mirrors`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `the background load was not in place within 600 s: replicated ${replicated}, ${mirrored}/${MIRRORED * MIRROR_NAMESPACES.length} mirrors`,
+          );
         await sleep(1000);
       }
       load = `${objects.length} objects replicated and ${MIRRORED}×${MIRROR_NAMESPACES.length} mirrors in place in ${((Date.now() - started) / 1000).toFixed(1)} s`;
@@ -98,7 +138,11 @@ export async function mixedPart(name: string | undefined, options: { rest: KubeR
       watching.abort();
       await leaseRun;
       const { maxGapMs, p99GapMs } = leases.figures();
-      const part: PartFigures = { ...figures, lease: { renewals: leases.renewals, late: leases.late.length, maxGapMs, p99GapMs, periodMs: LEASE_SECONDS * 1000 }, ...(load === undefined ? {} : { load }) };
+      const part: PartFigures = {
+        ...figures,
+        lease: { renewals: leases.renewals, late: leases.late.length, maxGapMs, p99GapMs, periodMs: LEASE_SECONDS * 1000 },
+        ...(load === undefined ? {} : { load }),
+      };
       await writeFile(file, JSON.stringify(part));
     },
   };
@@ -151,10 +195,15 @@ function printComparison(alone: PartFigures, mixed: PartFigures): void {
     const ok = change <= 0.1;
     if (!ok) misses.push(row.label);
     const changeText = Number.isFinite(change) ? `${change >= 0 ? '+' : ''}${(change * 100).toFixed(1)}%` : 'from 0';
-    console.log(`${`${row.label}${row.unit === '' ? '' : ` (${row.unit})`}`.padEnd(40)}${shown(row.key, a, row.digits).padStart(10)}${shown(row.key, m, row.digits).padStart(10)}${changeText.padStart(10)}  ${ok ? 'met' : 'NOT met'}`);
+    console.log(
+      `${`${row.label}${row.unit === '' ? '' : ` (${row.unit})`}`.padEnd(40)}${shown(row.key, a, row.digits).padStart(10)}${shown(row.key, m, row.digits).padStart(10)}${changeText.padStart(10)}  ${ok ? 'met' : 'NOT met'}`,
+    );
   }
-  const lease = (f: PartFigures): string => `${f.lease.renewals} renewals, max gap ${(f.lease.maxGapMs / 1000).toFixed(1)} s, p99 ${(f.lease.p99GapMs / 1000).toFixed(1)} s, ${f.lease.late} later than ${f.lease.periodMs / 1000} s`;
+  const lease = (f: PartFigures): string =>
+    `${f.lease.renewals} renewals, max gap ${(f.lease.maxGapMs / 1000).toFixed(1)} s, p99 ${(f.lease.p99GapMs / 1000).toFixed(1)} s, ${f.lease.late} later than ${f.lease.periodMs / 1000} s`;
   const leaseOk = alone.lease.late === 0 && mixed.lease.late === 0 && alone.lease.renewals > 0 && mixed.lease.renewals > 0;
   console.log(`Lease renewals: alone ${lease(alone)}; mixed ${lease(mixed)}  (target: none later than the lease duration: ${leaseOk ? 'met' : 'NOT met'})`);
-  console.log(`all figures within 10% of the ConfigSyncs-only run (none more than 10% higher): ${misses.length === 0 ? 'met' : `NOT met (${misses.join(', ')})`}`);
+  console.log(
+    `all figures within 10% of the ConfigSyncs-only run (none more than 10% higher): ${misses.length === 0 ? 'met' : `NOT met (${misses.join(', ')})`}`,
+  );
 }

@@ -93,7 +93,7 @@ export function cpuTimeline(processes: Record<string, () => number>, count: () =
         const a = samples.findLast((x) => x.at <= from) ?? first;
         const b = samples.find((x) => x.at >= to) ?? last;
         const wall = (b.at - a.at) / 1000;
-        const cells = names.map((_, i) => `${(((b.cpu[i] ?? 0) - (a.cpu[i] ?? 0)) / Math.max(wall, 0.001) * 100).toFixed(0)} % of a core`.padStart(20));
+        const cells = names.map((_, i) => `${((((b.cpu[i] ?? 0) - (a.cpu[i] ?? 0)) / Math.max(wall, 0.001)) * 100).toFixed(0)} % of a core`.padStart(20));
         lines.push(`  ${((from - first.at) / 1000).toFixed(1).padStart(6)}–${((to - first.at) / 1000).toFixed(1).padEnd(6)} s ${cells.join('')}   ${b.count}`);
       }
       return lines;
@@ -109,7 +109,9 @@ export function cpuTimeline(processes: Record<string, () => number>, count: () =
 export function cpuPressure(): { stop(): number | undefined } {
   const read = (): number | undefined => {
     try {
-      const some = readFileSync('/proc/pressure/cpu', 'utf8').split('\n').find((line) => line.startsWith('some '));
+      const some = readFileSync('/proc/pressure/cpu', 'utf8')
+        .split('\n')
+        .find((line) => line.startsWith('some '));
       const total = /total=(\d+)/.exec(some ?? '')?.[1];
       return total === undefined ? undefined : Number(total);
     } catch {

@@ -8,7 +8,9 @@ import { spawnSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { diffYaml, maskSecrets, normalizeSecret, projectLive, unifiedDiff } from '../src/diff/diff.ts';
 
-const { values: flags } = parseArgs({ options: { lines: { type: 'string', default: '20000' }, runs: { type: 'string', default: '3' }, case: { type: 'string' } } });
+const { values: flags } = parseArgs({
+  options: { lines: { type: 'string', default: '20000' }, runs: { type: 'string', default: '3' }, case: { type: 'string' } },
+});
 const LINES = Number(flags.lines);
 const RUNS = Number(flags.runs);
 const TARGET_MS = 1000;
@@ -22,14 +24,21 @@ const configMap = (edit: (i: number) => boolean): Record<string, unknown> => ({
   metadata: { name: 'big', namespace: 'bench' },
   data: Object.fromEntries(Array.from({ length: LINES }, (_, i) => [`key-${String(i).padStart(6, '0')}`, edit(i) ? `edited value ${i}` : `value ${i}`])),
 });
-const liveOf = (desired: Record<string, unknown>): Record<string, unknown> => ({ ...desired, metadata: { ...(desired['metadata'] as object), uid: 'u', resourceVersion: '1' }, status: {} });
+const liveOf = (desired: Record<string, unknown>): Record<string, unknown> => ({
+  ...desired,
+  metadata: { ...(desired['metadata'] as object), uid: 'u', resourceVersion: '1' },
+  status: {},
+});
 
 /** The cases, built only when run (each in its own process). */
 const cases: readonly { readonly name: string; readonly build: () => Case }[] = [
   { name: 'a few edits', build: () => ({ live: liveOf(configMap(() => false)), desired: configMap((i) => i % Math.floor(LINES / 5) === 7) }) },
   { name: 'an edit every 50 lines', build: () => ({ live: liveOf(configMap(() => false)), desired: configMap((i) => i % 50 === 0) }) },
   { name: 'every line edited', build: () => ({ live: liveOf(configMap(() => false)), desired: configMap(() => true) }) },
-  { name: 'a Secret, every value changed', build: () => ({ live: { ...liveOf(configMap(() => false)), kind: 'Secret' }, desired: { ...configMap(() => true), kind: 'Secret' } }) },
+  {
+    name: 'a Secret, every value changed',
+    build: () => ({ live: { ...liveOf(configMap(() => false)), kind: 'Secret' }, desired: { ...configMap(() => true), kind: 'Secret' } }),
+  },
 ];
 
 /** The per-object path of `syncline diff` (commands.ts). */
@@ -59,14 +68,21 @@ if (flags.case !== undefined) {
   console.log(JSON.stringify({ ms: best, lines, rssMb }));
 } else {
   const results = cases.map((c, index) => {
-    const child = spawnSync(process.execPath, [...process.execArgv, import.meta.filename, '--lines', String(LINES), '--runs', String(RUNS), '--case', String(index)], { encoding: 'utf8' });
+    const child = spawnSync(
+      process.execPath,
+      [...process.execArgv, import.meta.filename, '--lines', String(LINES), '--runs', String(RUNS), '--case', String(index)],
+      { encoding: 'utf8' },
+    );
     if (child.status !== 0) throw new Error(`case ${c.name} failed: ${child.stderr}`);
     return { name: c.name, ...(JSON.parse(child.stdout.trim().split('\n').at(-1) ?? '{}') as { ms: number; lines: number; rssMb: number }) };
   });
-  for (const r of results) console.log(`diff ${LINES} lines, ${r.name}: ${r.ms.toFixed(0)} ms (best of ${RUNS}), peak RSS ${r.rssMb.toFixed(0)} MB, ${r.lines} lines of output`);
+  for (const r of results)
+    console.log(`diff ${LINES} lines, ${r.name}: ${r.ms.toFixed(0)} ms (best of ${RUNS}), peak RSS ${r.rssMb.toFixed(0)} MB, ${r.lines} lines of output`);
   const slowest = Math.max(...results.map((r) => r.ms));
   const peak = Math.max(...results.map((r) => r.rssMb));
   const ok = slowest < TARGET_MS && peak < TARGET_RSS_MB;
-  console.log(`diff ${LINES} lines: slowest case ${slowest.toFixed(0)} ms (target < ${TARGET_MS} ms), peak RSS ${peak.toFixed(0)} MB (target < ${TARGET_RSS_MB} MB): ${ok ? 'PASS' : 'FAIL'}`);
+  console.log(
+    `diff ${LINES} lines: slowest case ${slowest.toFixed(0)} ms (target < ${TARGET_MS} ms), peak RSS ${peak.toFixed(0)} MB (target < ${TARGET_RSS_MB} MB): ${ok ? 'PASS' : 'FAIL'}`,
+  );
   process.exitCode = ok ? 0 : 1;
 }

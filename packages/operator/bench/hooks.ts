@@ -31,15 +31,25 @@ const configMap = (name: string, value: string): string => `apiVersion: v1\nkind
 const job = (hook: string): string =>
   `apiVersion: batch/v1\nkind: Job\nmetadata:\n  generateName: ${hook.toLowerCase()}-\n  annotations:\n    syncline.dev/hook: ${hook}\nspec:\n  backoffLimit: 0\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: main, image: registry.example.com/hook:1}]\n`;
 const commit = (value: string): Promise<string> =>
-  repo.commit({ 'plain/cm.yaml': configMap('plain', value), 'hooked/cm.yaml': configMap('hooked', value), ...Object.fromEntries(HOOKS.map((hook) => [`hooked/${hook.toLowerCase()}.yaml`, job(hook)])) });
+  repo.commit({
+    'plain/cm.yaml': configMap('plain', value),
+    'hooked/cm.yaml': configMap('hooked', value),
+    ...Object.fromEntries(HOOKS.map((hook) => [`hooked/${hook.toLowerCase()}.yaml`, job(hook)])),
+  });
 
 const syncPath = (name: string): string => `/apis/syncline.dev/v1alpha1/namespaces/${NAMESPACE}/configsyncs/${name}`;
-const readyAt = (cs: ConfigSync, sha: string): boolean => cs.status?.sourceRevision === sha && cs.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+const readyAt = (cs: ConfigSync, sha: string): boolean =>
+  cs.status?.sourceRevision === sha && cs.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
 
 /** The Events recorded for a ConfigSync so far, each repetition counted (a repeat is a write too). */
 async function eventWrites(name: string): Promise<number> {
-  const list = await rest.request<{ items: { involvedObject: { kind?: string; name?: string }; count?: number; series?: { count?: number } }[] }>({ method: 'GET', path: `/api/v1/namespaces/${NAMESPACE}/events` });
-  return list.items.filter((e) => e.involvedObject.kind === 'ConfigSync' && e.involvedObject.name === name).reduce((n, e) => n + (e.count ?? e.series?.count ?? 1), 0);
+  const list = await rest.request<{ items: { involvedObject: { kind?: string; name?: string }; count?: number; series?: { count?: number } }[] }>({
+    method: 'GET',
+    path: `/api/v1/namespaces/${NAMESPACE}/events`,
+  });
+  return list.items
+    .filter((e) => e.involvedObject.kind === 'ConfigSync' && e.involvedObject.name === name)
+    .reduce((n, e) => n + (e.count ?? e.series?.count ?? 1), 0);
 }
 
 /** Counts the status writes of one ConfigSync (MODIFIED events of a watch from the version read now) until stopped. */
@@ -50,9 +60,15 @@ async function countWrites(name: string): Promise<{ stop: () => number }> {
   let opened!: () => void;
   const open = new Promise<void>((resolve) => (opened = resolve));
   void rest
-    .watch(`/apis/syncline.dev/v1alpha1/namespaces/${NAMESPACE}/configsyncs`, { fieldSelector: `metadata.name=${name}`, resourceVersion: current.metadata.resourceVersion, timeoutSeconds: 600 }, (event) => {
-      if ((event as { type: string }).type === 'MODIFIED') modified++;
-    }, done.signal, () => opened())
+    .watch(
+      `/apis/syncline.dev/v1alpha1/namespaces/${NAMESPACE}/configsyncs`,
+      { fieldSelector: `metadata.name=${name}`, resourceVersion: current.metadata.resourceVersion, timeoutSeconds: 600 },
+      (event) => {
+        if ((event as { type: string }).type === 'MODIFIED') modified++;
+      },
+      done.signal,
+      () => opened(),
+    )
     .catch(() => undefined);
   await open;
   return {
@@ -83,7 +99,16 @@ async function measure(): Promise<void> {
   let revision = await commit('r0');
   for (const name of ['plain', 'hooked']) {
     // An hour between resyncs: only the measured commits reconcile.
-    await rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${NAMESPACE}/configsyncs`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name }, spec: { source: { git: { repo: repo.url, path: name } }, refreshInterval: '1h', timeout: '3m', targets: [{ name: 'main', namespace: NAMESPACE }] } } });
+    await rest.request({
+      method: 'POST',
+      path: `/apis/syncline.dev/v1alpha1/namespaces/${NAMESPACE}/configsyncs`,
+      body: {
+        apiVersion: 'syncline.dev/v1alpha1',
+        kind: 'ConfigSync',
+        metadata: { name },
+        spec: { source: { git: { repo: repo.url, path: name } }, refreshInterval: '1h', timeout: '3m', targets: [{ name: 'main', namespace: NAMESPACE }] },
+      },
+    });
   }
   for (const name of ['plain', 'hooked']) await waitReady(name, revision);
   progress('both syncs Ready at the first commit (its hooks ran); measuring new commits');
@@ -97,7 +122,12 @@ async function measure(): Promise<void> {
     revision = await commit(`r${round}`);
     const at = new Date().toISOString();
     for (const name of ['plain', 'hooked']) {
-      await rest.request({ method: 'PATCH', path: syncPath(name), contentType: 'application/merge-patch+json', body: { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': at } } } });
+      await rest.request({
+        method: 'PATCH',
+        path: syncPath(name),
+        contentType: 'application/merge-patch+json',
+        body: { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': at } } },
+      });
     }
     const hooked = await waitReady('hooked', revision);
     await waitReady('plain', revision);
@@ -108,14 +138,23 @@ async function measure(): Promise<void> {
       hooked: { status: counters.hooked.stop(), events: (await eventWrites('hooked')) - eventsBefore.hooked, hooks: ran },
     });
     const last = rounds.at(-1);
-    progress(`round ${round}: without hooks ${last?.plain.status} status + ${last?.plain.events} Events; with ${ran} hooks ${last?.hooked.status} + ${last?.hooked.events}`);
+    progress(
+      `round ${round}: without hooks ${last?.plain.status} status + ${last?.plain.events} Events; with ${ran} hooks ${last?.hooked.status} + ${last?.hooked.events}`,
+    );
   }
 
   const perHook = rounds.map((r) => (r.hooked.status + r.hooked.events - (r.plain.status + r.plain.events)) / Math.max(1, r.hooked.hooks));
   const worst = Math.max(...perHook);
   const allRan = rounds.every((r) => r.hooked.hooks === HOOKS.length);
-  console.log(`hooks bench: two ConfigSyncs of one ConfigMap, one with ${HOOKS.join(', ')} Jobs; ${ROUNDS} new commits; KWOK nodes; Node ${process.versions.node}`);
-  for (const [i, r] of rounds.entries()) console.log(`  commit ${i + 1}: without hooks ${r.plain.status} status writes + ${r.plain.events} Events; with hooks ${r.hooked.status} + ${r.hooked.events} (${r.hooked.hooks} hooks succeeded)`);
+  console.log(
+    `hooks bench: two ConfigSyncs of one ConfigMap, one with ${HOOKS.join(', ')} Jobs; ${ROUNDS} new commits; KWOK nodes; Node ${process.versions.node}`,
+  );
+  for (const [i, r] of rounds.entries())
+    console.log(
+      `  commit ${i + 1}: without hooks ${r.plain.status} status writes + ${r.plain.events} Events; with hooks ${r.hooked.status} + ${r.hooked.events} (${r.hooked.hooks} hooks succeeded)`,
+    );
   console.log(`every hook ran once per commit: ${allRan ? 'yes' : 'NO'}`);
-  console.log(`API writes per hook per commit beyond the hook object (worst of ${ROUNDS}): ${worst.toFixed(2)} (each: ${perHook.map((x) => x.toFixed(2)).join(', ')}; target ≤ 1: ${worst <= 1 && allRan ? 'met' : 'NOT met'})`);
+  console.log(
+    `API writes per hook per commit beyond the hook object (worst of ${ROUNDS}): ${worst.toFixed(2)} (each: ${perHook.map((x) => x.toFixed(2)).join(', ')}; target ≤ 1: ${worst <= 1 && allRan ? 'met' : 'NOT met'})`,
+  );
 }

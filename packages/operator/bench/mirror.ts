@@ -9,7 +9,14 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { benchEnvironment, diff, writeRequests } from './_environment.ts';
 
-const { values: flags } = parseArgs({ options: { namespaces: { type: 'string', default: '500' }, steady: { type: 'string', default: '60' }, noise: { type: 'string', default: '10000' }, updates: { type: 'string', default: '7' } } });
+const { values: flags } = parseArgs({
+  options: {
+    namespaces: { type: 'string', default: '500' },
+    steady: { type: 'string', default: '60' },
+    noise: { type: 'string', default: '10000' },
+    updates: { type: 'string', default: '7' },
+  },
+});
 const N = Number(flags.namespaces);
 const STEADY_SECONDS = Number(flags.steady);
 const NOISE = Number(flags.noise);
@@ -24,7 +31,10 @@ progress(`creating ${N} namespaces`);
 await pool(targets, 32, (name) => rest.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name, labels: { bench: 'mirror' } } } }));
 await rest.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: 'noise' } } });
 
-await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', home, '--trusted-namespaces', home, '--mirror-resync', '10s', '--webhook-addr', 'off'] });
+await using operator = await startOperator({
+  kubeconfig: controlPlane.kubeconfigPath,
+  args: ['--namespace', home, '--trusted-namespaces', home, '--mirror-resync', '10s', '--webhook-addr', 'off'],
+});
 await waitUntil(async () => (await fetch(`http://${operator.probeAddress}/readyz`)).status === 200, 60_000);
 await sleep(2000);
 const rssIdle = rss(operator.pid);
@@ -35,23 +45,47 @@ function track(selector: string, name: string): { seen: Seen; stop(): void } {
   const seen: Seen = new Map();
   const abort = new AbortController();
   void rest
-    .watch('/api/v1/secrets', { labelSelector: selector, fieldSelector: `metadata.name=${name}` }, (raw) => {
-      const event = raw as { type: string; object: { metadata: { namespace: string }; data?: Record<string, string> } };
-      if (event.type !== 'ADDED' && event.type !== 'MODIFIED') return;
-      const value = Buffer.from(event.object.data?.['v'] ?? '', 'base64').toString();
-      if (seen.get(event.object.metadata.namespace)?.value !== value) seen.set(event.object.metadata.namespace, { value, at: performance.now() });
-    }, abort.signal)
+    .watch(
+      '/api/v1/secrets',
+      { labelSelector: selector, fieldSelector: `metadata.name=${name}` },
+      (raw) => {
+        const event = raw as { type: string; object: { metadata: { namespace: string }; data?: Record<string, string> } };
+        if (event.type !== 'ADDED' && event.type !== 'MODIFIED') return;
+        const value = Buffer.from(event.object.data?.['v'] ?? '', 'base64').toString();
+        if (seen.get(event.object.metadata.namespace)?.value !== value) seen.set(event.object.metadata.namespace, { value, at: performance.now() });
+      },
+      abort.signal,
+    )
     .catch(() => undefined);
   return { seen, stop: () => abort.abort() };
 }
 const carrying = (seen: Seen, value: string): { count: number; first: number; last: number } => {
-  const times = targets.map((t) => seen.get(t)).filter((s) => s?.value === value).map((s) => s?.at ?? 0);
+  const times = targets
+    .map((t) => seen.get(t))
+    .filter((s) => s?.value === value)
+    .map((s) => s?.at ?? 0);
   return { count: times.length, first: Math.min(...times), last: Math.max(...times) };
 };
 
-type Figures = { allMs: number; updateAllMs: number[]; updateFirstMs: number[]; newNamespaceMs: number[]; steadyWrites: { total: number; byVerbResource: Record<string, number> } };
+type Figures = {
+  allMs: number;
+  updateAllMs: number[];
+  updateFirstMs: number[];
+  newNamespaceMs: number[];
+  steadyWrites: { total: number; byVerbResource: Record<string, number> };
+};
 
-async function measure(label: string, setup: { selector: string; name: string; create(): Promise<void>; update(value: string): Promise<void>; newNamespaceLabels: Record<string, string>; remove(): Promise<void> }): Promise<Figures> {
+async function measure(
+  label: string,
+  setup: {
+    selector: string;
+    name: string;
+    create(): Promise<void>;
+    update(value: string): Promise<void>;
+    newNamespaceLabels: Record<string, string>;
+    remove(): Promise<void>;
+  },
+): Promise<Figures> {
   const tracker = track(setup.selector, setup.name);
   await sleep(500);
   progress(`${label}: creating the source`);
@@ -97,16 +131,30 @@ async function measure(label: string, setup: { selector: string; name: string; c
   return { allMs, updateAllMs, updateFirstMs, newNamespaceMs, steadyWrites };
 }
 
-const secretBody = (name: string, value: string, metadata: Record<string, unknown> = {}) => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: home, ...metadata }, data: { v: Buffer.from(value).toString('base64') } });
+const secretBody = (name: string, value: string, metadata: Record<string, unknown> = {}) => ({
+  apiVersion: 'v1',
+  kind: 'Secret',
+  metadata: { name, namespace: home, ...metadata },
+  data: { v: Buffer.from(value).toString('base64') },
+});
 
 const mirror = await measure('Mirror', {
   selector: 'syncline.dev/sync-replica=true',
   name: 'shared',
   create: async () => {
-    await rest.request({ method: 'POST', path: `/api/v1/namespaces/${home}/secrets`, body: secretBody('shared', 'v0', { labels: { 'syncline.dev/sync-source': 'true' }, annotations: { 'syncline.dev/targets': '*' } }) });
+    await rest.request({
+      method: 'POST',
+      path: `/api/v1/namespaces/${home}/secrets`,
+      body: secretBody('shared', 'v0', { labels: { 'syncline.dev/sync-source': 'true' }, annotations: { 'syncline.dev/targets': '*' } }),
+    });
   },
   update: async (value) => {
-    await rest.request({ method: 'PATCH', path: `/api/v1/namespaces/${home}/secrets/shared`, contentType: 'application/merge-patch+json', body: { data: { v: Buffer.from(value).toString('base64') } } });
+    await rest.request({
+      method: 'PATCH',
+      path: `/api/v1/namespaces/${home}/secrets/shared`,
+      contentType: 'application/merge-patch+json',
+      body: { data: { v: Buffer.from(value).toString('base64') } },
+    });
   },
   newNamespaceLabels: {},
   remove: async () => {
@@ -116,8 +164,17 @@ const mirror = await measure('Mirror', {
 const rssMirror = rss(operator.pid);
 
 progress(`creating ${NOISE} unrelated Secrets of 10 KB`);
-const tenKb = Buffer.alloc(10 * 1024 * 3 / 4, 7).toString('base64');
-await pool(Array.from({ length: NOISE }, (_, i) => i), 32, (i) => rest.request({ method: 'POST', path: '/api/v1/namespaces/noise/secrets', body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: `noise-${i}` }, data: { blob: tenKb } } }));
+const tenKb = Buffer.alloc((10 * 1024 * 3) / 4, 7).toString('base64');
+await pool(
+  Array.from({ length: NOISE }, (_, i) => i),
+  32,
+  (i) =>
+    rest.request({
+      method: 'POST',
+      path: '/api/v1/namespaces/noise/secrets',
+      body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: `noise-${i}` }, data: { blob: tenKb } },
+    }),
+);
 await sleep(5000);
 const rssNoise = rss(operator.pid);
 
@@ -129,11 +186,25 @@ const manifest = await measure('ManifestSync', {
     await rest.request({
       method: 'POST',
       path: `/apis/syncline.dev/v1alpha1/namespaces/${home}/manifestsyncs`,
-      body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ManifestSync', metadata: { name: 'copied' }, spec: { sourceRef: { apiVersion: 'v1', kind: 'Secret', name: 'copied' }, syncPolicy: { mode: 'Immediate', interval: '10s' }, targets: [{ namespaceSelector: { matchLabels: { bench: 'mirror' } } }] } },
+      body: {
+        apiVersion: 'syncline.dev/v1alpha1',
+        kind: 'ManifestSync',
+        metadata: { name: 'copied' },
+        spec: {
+          sourceRef: { apiVersion: 'v1', kind: 'Secret', name: 'copied' },
+          syncPolicy: { mode: 'Immediate', interval: '10s' },
+          targets: [{ namespaceSelector: { matchLabels: { bench: 'mirror' } } }],
+        },
+      },
     });
   },
   update: async (value) => {
-    await rest.request({ method: 'PATCH', path: `/api/v1/namespaces/${home}/secrets/copied`, contentType: 'application/merge-patch+json', body: { data: { v: Buffer.from(value).toString('base64') } } });
+    await rest.request({
+      method: 'PATCH',
+      path: `/api/v1/namespaces/${home}/secrets/copied`,
+      contentType: 'application/merge-patch+json',
+      body: { data: { v: Buffer.from(value).toString('base64') } },
+    });
   },
   newNamespaceLabels: { bench: 'mirror' },
   remove: async () => {
@@ -157,7 +228,8 @@ for (const line of [
   ...report('Mirror', mirror),
   ...report('ManifestSync', manifest),
   `operator RSS: idle ${rssIdle.toFixed(0)} MB; after mirroring into ${N} namespaces ${rssMirror.toFixed(0)} MB; with ${NOISE} unrelated 10 KB Secrets ${rssNoise.toFixed(0)} MB (must not grow with them); at the end ${rssEnd.toFixed(0)} MB`,
-]) console.log(line);
+])
+  console.log(line);
 
 async function pool<T>(items: readonly T[], limit: number, work: (item: T) => Promise<unknown>): Promise<void> {
   let next = 0;
@@ -175,8 +247,6 @@ async function waitUntil(check: () => boolean | Promise<boolean>, timeoutMs: num
     await sleep(20);
   }
 }
-
-
 
 function rss(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');

@@ -27,7 +27,12 @@ try {
     const client = await createKubeRest(kc);
     remoteRest.push(client);
     await client.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: namespace } } });
-    await apply(rest, `/api/v1/namespaces/${namespace}/secrets/remote-${i}`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: `remote-${i}`, namespace }, stringData: { kubeconfig: await adminKubeconfig(plane) } });
+    await apply(rest, `/api/v1/namespaces/${namespace}/secrets/remote-${i}`, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: `remote-${i}`, namespace },
+      stringData: { kubeconfig: await adminKubeconfig(plane) },
+    });
     await apply(rest, `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/remoteclusters/remote-${i}`, {
       apiVersion: 'syncline.dev/v1alpha1',
       kind: 'RemoteCluster',
@@ -38,13 +43,30 @@ try {
 
   const repo = await git.createRepo('fleet');
   const commitAll = (rev: string): Promise<string> =>
-    repo.commit(Object.fromEntries(Array.from({ length: OBJECTS }, (_, i) => [`app/cm-${i}.yaml.hbs`, `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "{{ target.name }}-${i}"\ndata:\n  revision: "${rev}"\n`])));
+    repo.commit(
+      Object.fromEntries(
+        Array.from({ length: OBJECTS }, (_, i) => [
+          `app/cm-${i}.yaml.hbs`,
+          `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "{{ target.name }}-${i}"\ndata:\n  revision: "${rev}"\n`,
+        ]),
+      ),
+    );
   const first = await commitAll('zero');
   await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', namespace, '--min-refresh-interval', '1s'] });
   const spec = (targets: object[]): object => ({ source: { git: { repo: repo.url, path: 'app' } }, refreshInterval: '1h', targets });
   const fleetTargets = [{ name: 'local', namespace }, ...remotes.map((_, i) => ({ name: `remote-${i}`, namespace, cluster: { name: `remote-${i}` } }))];
-  await apply(rest, csPath('single'), { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: 'single', namespace }, spec: spec([{ name: 'single', namespace }]) });
-  await apply(rest, csPath('fleet'), { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: 'fleet', namespace }, spec: spec(fleetTargets) });
+  await apply(rest, csPath('single'), {
+    apiVersion: 'syncline.dev/v1alpha1',
+    kind: 'ConfigSync',
+    metadata: { name: 'single', namespace },
+    spec: spec([{ name: 'single', namespace }]),
+  });
+  await apply(rest, csPath('fleet'), {
+    apiVersion: 'syncline.dev/v1alpha1',
+    kind: 'ConfigSync',
+    metadata: { name: 'fleet', namespace },
+    spec: spec(fleetTargets),
+  });
   await waitFor(rest, 'single', first, 1);
   await waitFor(rest, 'fleet', first, 4);
   progress('both syncs Ready; measuring new commits');
@@ -83,9 +105,13 @@ try {
   const ratio = med(fleets) / med(singles);
   console.log(`\nmulticluster bench: ${OBJECTS} objects, 1 repo, local + 3 remote control planes (median of 3)`);
   console.log(`  new commit → applied, 1 target (local):           ${med(singles)} ms  (${singles.join(', ')})`);
-  console.log(`  new commit → applied, 4 targets (4 clusters):     ${med(fleets)} ms  (${fleets.join(', ')})  ratio ${ratio.toFixed(2)}×  (target ≤ 1.5×)  ${ratio <= 1.5 ? 'ok' : 'MISSED'}`);
+  console.log(
+    `  new commit → applied, 4 targets (4 clusters):     ${med(fleets)} ms  (${fleets.join(', ')})  ratio ${ratio.toFixed(2)}×  (target ≤ 1.5×)  ${ratio <= 1.5 ? 'ok' : 'MISSED'}`,
+  );
   console.log(`  git fetches per new commit (4 clusters):          ${fetches}  (target 1)  ${fetches === 1 ? 'ok' : 'MISSED'}`);
-  console.log(`  one remote stopped → the 3 live targets applied:  ${med(degraded)} ms  (${degraded.join(', ')})  vs ${med(fleets)} ms with all up (target: unchanged, ≤ 1.5×)  ${med(degraded) <= 1.5 * med(fleets) ? 'ok' : 'MISSED'}`);
+  console.log(
+    `  one remote stopped → the 3 live targets applied:  ${med(degraded)} ms  (${degraded.join(', ')})  vs ${med(fleets)} ms with all up (target: unchanged, ≤ 1.5×)  ${med(degraded) <= 1.5 * med(fleets) ? 'ok' : 'MISSED'}`,
+  );
   await operator.stop();
 } finally {
   await Promise.all(remotes.map((plane) => plane.stop()));
@@ -100,15 +126,24 @@ async function apply(client: KubeRest, path: string, body: object): Promise<void
 }
 
 async function requestReconcile(client: KubeRest, name: string): Promise<void> {
-  await client.request({ method: 'PATCH', path: csPath(name), contentType: 'application/merge-patch+json', body: { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': new Date().toISOString() } } } });
+  await client.request({
+    method: 'PATCH',
+    path: csPath(name),
+    contentType: 'application/merge-patch+json',
+    body: { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': new Date().toISOString() } } },
+  });
 }
-
 
 async function waitFor(client: KubeRest, name: string, sha: string, targets: number): Promise<void> {
   const deadline = Date.now() + 300_000;
   for (;;) {
     const cs = await client.request<ConfigSync>({ method: 'GET', path: csPath(name) });
-    if (cs.status?.sourceRevision === sha && cs.status.appliedTargets === targets && cs.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) return;
+    if (
+      cs.status?.sourceRevision === sha &&
+      cs.status.appliedTargets === targets &&
+      cs.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')
+    )
+      return;
     if (Date.now() > deadline) throw new Error(`${name} did not apply ${sha} within 300 s: ${JSON.stringify(cs.status?.conditions)}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
@@ -120,7 +155,12 @@ async function waitForTargets(client: KubeRest, name: string, targets: string[],
   for (;;) {
     const done = await Promise.all(
       targets.map(async (target, i) => {
-        const list = await clusters[i]?.request<{ items: { metadata: { name: string }; data?: Record<string, string> }[] }>({ method: 'GET', path: `/api/v1/namespaces/${namespace}/configmaps` }).catch(() => undefined);
+        const list = await clusters[i]
+          ?.request<{ items: { metadata: { name: string }; data?: Record<string, string> }[] }>({
+            method: 'GET',
+            path: `/api/v1/namespaces/${namespace}/configmaps`,
+          })
+          .catch(() => undefined);
         const mine = (list?.items ?? []).filter((cm) => cm.metadata.name.startsWith(`${target}-`));
         return mine.length === OBJECTS && mine.every((cm) => cm.data?.['revision'] === rev);
       }),

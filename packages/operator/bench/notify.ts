@@ -12,7 +12,9 @@ import { parseArgs } from 'node:util';
 import { benchEnvironment, cpuSeconds, diff, pool, requestCounts, sleep } from './_environment.ts';
 import { buildOperatorBundle } from './_bundle.ts';
 
-const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, rounds: { type: 'string', default: '5' }, profile: { type: 'string' } } });
+const { values: flags } = parseArgs({
+  options: { syncs: { type: 'string', default: '200' }, rounds: { type: 'string', default: '5' }, profile: { type: 'string' } },
+});
 const SYNCS = Number(flags.syncs);
 const ROUNDS = Number(flags.rounds);
 const progress = (line: string): void => console.error(`[bench] ${line}`);
@@ -22,14 +24,24 @@ await using environment = await benchEnvironment('bench-plain');
 const { controlPlane, git, rest } = environment;
 await using receiver = await startHttpReceiver();
 const repo = await git.createRepo('configs');
-const template = (i: number, rev: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "{{ target.name }}-${i}"\ndata:\n  revision: "${rev}"\n`;
+const template = (i: number, rev: string): string =>
+  `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "{{ target.name }}-${i}"\ndata:\n  revision: "${rev}"\n`;
 const commitAll = (rev: string): Promise<string> => repo.commit(Object.fromEntries([1, 2, 3, 4, 5].map((i) => [`app/cm-${i}.yaml.hbs`, template(i, rev)])));
 let revision = await commitAll('r0');
 // What the image runs: the operator bundled into JavaScript (packages/cli/build/bundle.ts), for both operators.
 const bundle = buildOperatorBundle();
 
 /** `windows`: each round's span on the monotonic clock a CPU profile's timestamps use (scripts/cpu-profile.ts --window). */
-type Variant = { namespace: string; alerts: boolean; pid: number; allReadyMs: number; commitMs: number[]; cpuMs: number[]; requestsPerCommit: Record<string, number>[]; windows: { fromUs: number; toUs: number }[] };
+type Variant = {
+  namespace: string;
+  alerts: boolean;
+  pid: number;
+  allReadyMs: number;
+  commitMs: number[];
+  cpuMs: number[];
+  requestsPerCommit: Record<string, number>[];
+  windows: { fromUs: number; toUs: number }[];
+};
 
 /**
  * Requests the API server counted, leases and the /metrics scrape apart; watches too: the API server counts one when
@@ -37,23 +49,56 @@ type Variant = { namespace: string; alerts: boolean; pid: number; allReadyMs: nu
  * set but for the NotificationProvider and NotificationAlert watches, two long-lived ones); Services too: the API server's own repair
  * loops LIST them every 3 minutes (as in `bench operator`).
  */
-const apiRequests = (): ReturnType<typeof requestCounts> => requestCounts(rest, (verb, resource) => resource !== '' && resource !== 'leases' && resource !== 'services' && verb !== 'WATCH');
+const apiRequests = (): ReturnType<typeof requestCounts> =>
+  requestCounts(rest, (verb, resource) => resource !== '' && resource !== 'leases' && resource !== 'services' && verb !== 'WATCH');
 
 /** The namespace, its NotificationProvider and NotificationAlerts (with alerts), and its own operator watching only it. */
 async function setUp(namespace: string, alerts: boolean): Promise<Variant & { operator: AsyncDisposable }> {
   if (namespace !== 'bench-plain') await rest.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: namespace } } });
   if (alerts) {
-    await rest.request({ method: 'POST', path: `/api/v1/namespaces/${namespace}/secrets`, body: { metadata: { name: 'hook' }, stringData: { address: `${receiver.url}/hook` } } });
-    await rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/notificationproviders`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationProvider', metadata: { name: 'hook' }, spec: { type: 'webhook', secretRef: { name: 'hook' }, rateLimit: { messages: 10_000, interval: '1m' } } } });
-    await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
-      rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/notificationalerts`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'NotificationAlert', metadata: { name: `s${i}` }, spec: { providerRef: { name: 'hook' }, eventSources: [{ kind: 'ConfigSync', name: `s${i}` }] } } }),
+    await rest.request({
+      method: 'POST',
+      path: `/api/v1/namespaces/${namespace}/secrets`,
+      body: { metadata: { name: 'hook' }, stringData: { address: `${receiver.url}/hook` } },
+    });
+    await rest.request({
+      method: 'POST',
+      path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/notificationproviders`,
+      body: {
+        apiVersion: 'syncline.dev/v1alpha1',
+        kind: 'NotificationProvider',
+        metadata: { name: 'hook' },
+        spec: { type: 'webhook', secretRef: { name: 'hook' }, rateLimit: { messages: 10_000, interval: '1m' } },
+      },
+    });
+    await pool(
+      Array.from({ length: SYNCS }, (_, i) => i),
+      16,
+      (i) =>
+        rest.request({
+          method: 'POST',
+          path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/notificationalerts`,
+          body: {
+            apiVersion: 'syncline.dev/v1alpha1',
+            kind: 'NotificationAlert',
+            metadata: { name: `s${i}` },
+            spec: { providerRef: { name: 'hook' }, eventSources: [{ kind: 'ConfigSync', name: `s${i}` }] },
+          },
+        }),
     );
   }
   const nodeArgs = flags.profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${flags.profile}/${namespace}`];
-  const operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, args: ['--namespace', namespace], command: [process.execPath, ...OPERATOR_NODE_FLAGS, ...nodeArgs, bundle] });
+  const operator = await startOperator({
+    kubeconfig: controlPlane.kubeconfigPath,
+    args: ['--namespace', namespace],
+    command: [process.execPath, ...OPERATOR_NODE_FLAGS, ...nodeArgs, bundle],
+  });
   // The NotificationAlerts' first status writes are setup, not reconcile work: wait them out before the syncs are created.
   while (alerts) {
-    const list = await rest.request<{ items: { status?: { conditions?: { type: string; status: string }[] } }[] }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/notificationalerts` });
+    const list = await rest.request<{ items: { status?: { conditions?: { type: string; status: string }[] } }[] }>({
+      method: 'GET',
+      path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/notificationalerts`,
+    });
     if (list.items.filter((a) => a.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length === SYNCS) break;
     await sleep(1000);
   }
@@ -64,8 +109,20 @@ async function createSyncs(variant: Variant): Promise<void> {
   progress(`${variant.namespace}: creating ${SYNCS} ConfigSyncs${variant.alerts ? ` (${SYNCS} NotificationAlerts exist)` : ''}`);
   const started = Date.now();
   // A refresh interval of an hour: only the measured commits reconcile (no resync of one variant during the other's round).
-  await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
-    rest.request({ method: 'POST', path: `/apis/syncline.dev/v1alpha1/namespaces/${variant.namespace}/configsyncs`, body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: `s${i}` }, spec: { source: { git: { repo: repo.url, path: 'app' } }, refreshInterval: '1h', targets: [{ name: `s${i}`, namespace: variant.namespace }] } } }),
+  await pool(
+    Array.from({ length: SYNCS }, (_, i) => i),
+    16,
+    (i) =>
+      rest.request({
+        method: 'POST',
+        path: `/apis/syncline.dev/v1alpha1/namespaces/${variant.namespace}/configsyncs`,
+        body: {
+          apiVersion: 'syncline.dev/v1alpha1',
+          kind: 'ConfigSync',
+          metadata: { name: `s${i}` },
+          spec: { source: { git: { repo: repo.url, path: 'app' } }, refreshInterval: '1h', targets: [{ name: `s${i}`, namespace: variant.namespace }] },
+        },
+      }),
   );
   await waitForAll(variant.namespace, revision);
   variant.allReadyMs = Date.now() - started;
@@ -80,8 +137,16 @@ async function commitRound(variant: Variant, round: number): Promise<void> {
   const fromUs = monotonicUs();
   const at = new Date().toISOString();
   const started = Date.now();
-  await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
-    rest.request({ method: 'PATCH', path: `/apis/syncline.dev/v1alpha1/namespaces/${variant.namespace}/configsyncs/s${i}`, contentType: 'application/merge-patch+json', body: { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': at } } } }),
+  await pool(
+    Array.from({ length: SYNCS }, (_, i) => i),
+    16,
+    (i) =>
+      rest.request({
+        method: 'PATCH',
+        path: `/apis/syncline.dev/v1alpha1/namespaces/${variant.namespace}/configsyncs/s${i}`,
+        contentType: 'application/merge-patch+json',
+        body: { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': at } } },
+      }),
   );
   await waitForAll(variant.namespace, revision);
   variant.commitMs.push(Date.now() - started);
@@ -117,7 +182,8 @@ try {
 // The rounds' spans beside each profile: `node scripts/cpu-profile.ts DIR/bench-alerts/CPU…cpuprofile --window
 // DIR/bench-alerts/rounds.json --minus DIR/bench-plain/CPU…cpuprofile --minus-window DIR/bench-plain/rounds.json` is then
 // what the notifications cost over the rounds.
-if (flags.profile !== undefined) for (const variant of [plain, notified]) await writeFile(`${flags.profile}/${variant.namespace}/rounds.json`, JSON.stringify(variant.windows));
+if (flags.profile !== undefined)
+  for (const variant of [plain, notified]) await writeFile(`${flags.profile}/${variant.namespace}/rounds.json`, JSON.stringify(variant.windows));
 
 const median = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
 /** The bench's own requests (the reconcile-request PATCHes, its LIST and watch) are the same in both variants. */
@@ -129,38 +195,57 @@ const slowerReady = (notified.allReadyMs - plain.allReadyMs) / plain.allReadyMs;
 const extraRequests = total(notified.requestsPerCommit) - total(plain.requestsPerCommit);
 const verdict = (ok: boolean): string => (ok ? 'met' : 'NOT met');
 const pct = (x: number): string => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%`;
-console.log(`notify bench: ${SYNCS} ConfigSyncs × 5 objects, one NotificationAlert each to one webhook Provider; ${ROUNDS} new commits per variant; Node ${process.versions.node}`);
-console.log(`time until all ${SYNCS} Ready (from creation):  without ${(plain.allReadyMs / 1000).toFixed(2)} s, with alerts ${(notified.allReadyMs / 1000).toFixed(2)} s (${pct(slowerReady)}; target within 5%: ${verdict(slowerReady <= 0.05)})`);
-console.log(`new commit → all Ready (median of ${ROUNDS}, alternating): without ${(plainCommit / 1000).toFixed(2)} s, with alerts ${(notifiedCommit / 1000).toFixed(2)} s (${pct(slower)}; target within 5%: ${verdict(slower <= 0.05)})`);
+console.log(
+  `notify bench: ${SYNCS} ConfigSyncs × 5 objects, one NotificationAlert each to one webhook Provider; ${ROUNDS} new commits per variant; Node ${process.versions.node}`,
+);
+console.log(
+  `time until all ${SYNCS} Ready (from creation):  without ${(plain.allReadyMs / 1000).toFixed(2)} s, with alerts ${(notified.allReadyMs / 1000).toFixed(2)} s (${pct(slowerReady)}; target within 5%: ${verdict(slowerReady <= 0.05)})`,
+);
+console.log(
+  `new commit → all Ready (median of ${ROUNDS}, alternating): without ${(plainCommit / 1000).toFixed(2)} s, with alerts ${(notifiedCommit / 1000).toFixed(2)} s (${pct(slower)}; target within 5%: ${verdict(slower <= 0.05)})`,
+);
 console.log(`  each round, without: ${plain.commitMs.join(', ')} ms; with: ${notified.commitMs.join(', ')} ms`);
 const plainCpu = median(plain.cpuMs);
 const notifiedCpu = median(notified.cpuMs);
 const moreCpu = (notifiedCpu - plainCpu) / plainCpu;
-console.log(`operator CPU per new commit (median):      without ${plainCpu} ms, with alerts ${notifiedCpu} ms (${pct(moreCpu)}; less load-dependent than the times; target within 5%: ${verdict(moreCpu <= 0.05)})`);
+console.log(
+  `operator CPU per new commit (median):      without ${plainCpu} ms, with alerts ${notifiedCpu} ms (${pct(moreCpu)}; less load-dependent than the times; target within 5%: ${verdict(moreCpu <= 0.05)})`,
+);
 console.log(`  each round, without: ${plain.cpuMs.join(', ')} ms; with: ${notified.cpuMs.join(', ')} ms`);
-console.log(`API server requests per new commit (median; leases and watches apart): without ${total(plain.requestsPerCommit)}, with alerts ${total(notified.requestsPerCommit)} (difference ${extraRequests}; target 0: ${verdict(extraRequests <= 0)})`);
+console.log(
+  `API server requests per new commit (median; leases and watches apart): without ${total(plain.requestsPerCommit)}, with alerts ${total(notified.requestsPerCommit)} (difference ${extraRequests}; target 0: ${verdict(extraRequests <= 0)})`,
+);
 console.log(`  without: ${JSON.stringify(plain.requestsPerCommit.at(-1))}`);
 console.log(`  with:    ${JSON.stringify(notified.requestsPerCommit.at(-1))}`);
 console.log(`notifications delivered to the receiver:   ${delivered} of ${expected} events (target all: ${verdict(delivered >= expected)})`);
 
 /** Resolves when every sync of `namespace` is Ready at `sha`, as a watch sees it (no polling of N objects). */
 async function waitForAll(namespace: string, sha: string): Promise<void> {
-  const readyAt = (cs: ConfigSync): boolean => cs.status?.sourceRevision === sha && cs.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+  const readyAt = (cs: ConfigSync): boolean =>
+    cs.status?.sourceRevision === sha && cs.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
   const ready = new Set<string>();
   const until = Date.now() + 600_000;
   while (Date.now() < until) {
-    const list = await rest.request<{ items: ConfigSync[]; metadata: { resourceVersion: string } }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs` });
+    const list = await rest.request<{ items: ConfigSync[]; metadata: { resourceVersion: string } }>({
+      method: 'GET',
+      path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs`,
+    });
     ready.clear();
     for (const cs of list.items) if (readyAt(cs)) ready.add(cs.metadata.name);
     if (ready.size === SYNCS) return;
     const done = new AbortController();
     try {
-      await rest.watch(`/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs`, { resourceVersion: list.metadata.resourceVersion, timeoutSeconds: 300 }, (event) => {
-        const { type, object } = event as { type: string; object: ConfigSync };
-        if (type !== 'DELETED' && readyAt(object)) ready.add(object.metadata.name);
-        else ready.delete(object.metadata.name);
-        if (ready.size === SYNCS) done.abort();
-      }, done.signal);
+      await rest.watch(
+        `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs`,
+        { resourceVersion: list.metadata.resourceVersion, timeoutSeconds: 300 },
+        (event) => {
+          const { type, object } = event as { type: string; object: ConfigSync };
+          if (type !== 'DELETED' && readyAt(object)) ready.add(object.metadata.name);
+          else ready.delete(object.metadata.name);
+          if (ready.size === SYNCS) done.abort();
+        },
+        done.signal,
+      );
     } catch (error) {
       if (!done.signal.aborted) progress(`watch ended (${error instanceof Error ? error.message : String(error)}); listing again`);
     }

@@ -22,7 +22,19 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { benchLayout } from './_layout.ts';
-import { benchEnvironment, childrenPeakRss, cpuSeconds, cpuSecondsByThread, diff, metricSum, peakRss, pool, requestCounts, sleep, writeRequests } from './_environment.ts';
+import {
+  benchEnvironment,
+  childrenPeakRss,
+  cpuSeconds,
+  cpuSecondsByThread,
+  diff,
+  metricSum,
+  peakRss,
+  pool,
+  requestCounts,
+  sleep,
+  writeRequests,
+} from './_environment.ts';
 import { mixedPart, runMixedComparison } from './_mixed.ts';
 import { deliverPush } from './_push.ts';
 import { BenchEngine, engineFiles, engineSource, parseBenchEngine, runEngineComparison } from './_engines.ts';
@@ -30,12 +42,35 @@ import { buildOperatorBundle } from './_bundle.ts';
 import { cpuPressure, cpuTimeline, formatSpan, monotonicMicros, profileSpan } from './_profile.ts';
 import { memoryTraceReport, memoryTraceStart } from './_memory.ts';
 
-const { values: flags } = parseArgs({ options: { syncs: { type: 'string', default: '200' }, steady: { type: 'string', default: '600' }, concurrency: { type: 'string' }, profile: { type: 'string' }, 'heap-snapshot': { type: 'string' }, 'memory-trace': { type: 'string' }, layout: { type: 'string', default: 'shared' }, scope: { type: 'string', default: 'namespace' }, mixed: { type: 'boolean', default: false }, encrypted: { type: 'boolean', default: false }, engine: { type: 'string', default: 'handlebars' }, engines: { type: 'boolean', default: false }, trigger: { type: 'string', default: 'webhook' }, sources: { type: 'boolean', default: false }, bundle: { type: 'string' }, logs: { type: 'string' }, 'log-level': { type: 'string' }, part: { type: 'string' }, json: { type: 'string' } } });
+const { values: flags } = parseArgs({
+  options: {
+    syncs: { type: 'string', default: '200' },
+    steady: { type: 'string', default: '600' },
+    concurrency: { type: 'string' },
+    profile: { type: 'string' },
+    'heap-snapshot': { type: 'string' },
+    'memory-trace': { type: 'string' },
+    layout: { type: 'string', default: 'shared' },
+    scope: { type: 'string', default: 'namespace' },
+    mixed: { type: 'boolean', default: false },
+    encrypted: { type: 'boolean', default: false },
+    engine: { type: 'string', default: 'handlebars' },
+    engines: { type: 'boolean', default: false },
+    trigger: { type: 'string', default: 'webhook' },
+    sources: { type: 'boolean', default: false },
+    bundle: { type: 'string' },
+    logs: { type: 'string' },
+    'log-level': { type: 'string' },
+    part: { type: 'string' },
+    json: { type: 'string' },
+  },
+});
 if (flags.mixed) await runMixedComparison(import.meta.filename, process.argv.slice(2));
 if (flags.engines) await runEngineComparison(import.meta.filename, process.argv.slice(2));
 const engine = parseBenchEngine(flags.engine);
 if (engine !== BenchEngine.Handlebars && flags.encrypted) throw new Error('--encrypted is measured with Handlebars only');
-const renderEngineArgs = engine === BenchEngine.Handlebars ? [] : ['--render-engine', await ensureRenderEngine({ onProgress: (line) => console.error(`[bench] ${line}`) })];
+const renderEngineArgs =
+  engine === BenchEngine.Handlebars ? [] : ['--render-engine', await ensureRenderEngine({ onProgress: (line) => console.error(`[bench] ${line}`) })];
 const SYNCS = Number(flags.syncs);
 const STEADY_SECONDS = Number(flags.steady);
 const namespace = 'bench';
@@ -50,18 +85,37 @@ const layout = await benchLayout({ layout: flags.layout, scope: flags.scope, nam
 const repo = await git.createRepo('configs');
 const template = (i: number, rev: string): string =>
   `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "{{ target.name }}-${i}"\ndata:\n  revision: "${rev}"\n  target: "{{ target.name }}"\n`;
-if (flags.encrypted && flags.layout !== 'namespace-per-sync') throw new Error('--encrypted needs --layout namespace-per-sync (the encrypted Secret has one name in every target namespace)');
+if (flags.encrypted && flags.layout !== 'namespace-per-sync')
+  throw new Error('--encrypted needs --layout namespace-per-sync (the encrypted Secret has one name in every target namespace)');
 const sopsKey = flags.encrypted ? await generateAgeKey() : undefined;
 const encryptedSecret =
   sopsKey === undefined
     ? undefined
-    : (await ensureSops((line) => console.error(`[bench] ${line}`))).encrypt({ name: 'db.yaml', plaintext: 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ntype: Opaque\nstringData:\n  password: bench-password\n', args: ['--age', sopsKey.recipient, '--encrypted-regex', '^(data|stringData)$'] });
-if (viaWebhook) await rest.request({ method: 'POST', path: `/api/v1/namespaces/${namespace}/secrets`, body: { metadata: { name: 'webhooks' }, stringData: { github: webhookSecret } } });
-if (sopsKey !== undefined) await rest.request({ method: 'POST', path: `/api/v1/namespaces/${namespace}/secrets`, body: { metadata: { name: 'sops-keys' }, stringData: { 'identity.agekey': sopsKey.identity } } });
+    : (await ensureSops((line) => console.error(`[bench] ${line}`))).encrypt({
+        name: 'db.yaml',
+        plaintext: 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ntype: Opaque\nstringData:\n  password: bench-password\n',
+        args: ['--age', sopsKey.recipient, '--encrypted-regex', '^(data|stringData)$'],
+      });
+if (viaWebhook)
+  await rest.request({
+    method: 'POST',
+    path: `/api/v1/namespaces/${namespace}/secrets`,
+    body: { metadata: { name: 'webhooks' }, stringData: { github: webhookSecret } },
+  });
+if (sopsKey !== undefined)
+  await rest.request({
+    method: 'POST',
+    path: `/api/v1/namespaces/${namespace}/secrets`,
+    body: { metadata: { name: 'sops-keys' }, stringData: { 'identity.agekey': sopsKey.identity } },
+  });
 const commitAll = (rev: string): Promise<string> =>
   repo.commit({
     ...(engine !== BenchEngine.Handlebars ? engineFiles(engine, rev) : {}),
-    ...Object.fromEntries(engine !== BenchEngine.Handlebars ? [] : (encryptedSecret === undefined ? [1, 2, 3, 4, 5] : [1, 2, 3, 4]).map((i) => [`app/cm-${i}.yaml.hbs`, template(i, rev)])),
+    ...Object.fromEntries(
+      engine !== BenchEngine.Handlebars
+        ? []
+        : (encryptedSecret === undefined ? [1, 2, 3, 4, 5] : [1, 2, 3, 4]).map((i) => [`app/cm-${i}.yaml.hbs`, template(i, rev)]),
+    ),
     ...(encryptedSecret === undefined ? {} : { 'app/db.yaml': encryptedSecret }),
   });
 const first = await commitAll('one');
@@ -69,9 +123,26 @@ const part = await mixedPart(flags.part, { rest, namespace });
 
 // What the image runs: the operator bundled into JavaScript (packages/cli/build/bundle.ts); --sources runs the .ts files instead.
 const memoryTrace = flags['memory-trace'] === undefined ? undefined : memoryTraceStart(flags['memory-trace']);
-const nodeArgs = [...(flags.profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${flags.profile}`]), ...(flags['heap-snapshot'] === undefined ? [] : ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${flags['heap-snapshot']}`]), ...(memoryTrace?.nodeArgs ?? [])];
+const nodeArgs = [
+  ...(flags.profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${flags.profile}`]),
+  ...(flags['heap-snapshot'] === undefined ? [] : ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${flags['heap-snapshot']}`]),
+  ...(memoryTrace?.nodeArgs ?? []),
+];
 const bundle = flags.sources ? undefined : (flags.bundle ?? buildOperatorBundle());
-await using operator = await startOperator({ kubeconfig: controlPlane.kubeconfigPath, ...(bundle === undefined ? {} : { command: [process.execPath, ...OPERATOR_NODE_FLAGS, ...nodeArgs, bundle] as const }), args: [...layout.operatorArgs, ...renderEngineArgs, ...(viaWebhook ? ['--webhook-secret', `${namespace}/webhooks`] : []), ...(flags.concurrency === undefined ? [] : ['--concurrency', flags.concurrency]), ...(flags['log-level'] === undefined ? [] : ['--log-level', flags['log-level']]), ...(part?.operatorArgs ?? [])], nodeArgs, ...(memoryTrace === undefined ? {} : { env: memoryTrace.env }) }); // info level: startOperator waits for the 'syncline started' line
+await using operator = await startOperator({
+  kubeconfig: controlPlane.kubeconfigPath,
+  ...(bundle === undefined ? {} : { command: [process.execPath, ...OPERATOR_NODE_FLAGS, ...nodeArgs, bundle] as const }),
+  args: [
+    ...layout.operatorArgs,
+    ...renderEngineArgs,
+    ...(viaWebhook ? ['--webhook-secret', `${namespace}/webhooks`] : []),
+    ...(flags.concurrency === undefined ? [] : ['--concurrency', flags.concurrency]),
+    ...(flags['log-level'] === undefined ? [] : ['--log-level', flags['log-level']]),
+    ...(part?.operatorArgs ?? []),
+  ],
+  nodeArgs,
+  ...(memoryTrace === undefined ? {} : { env: memoryTrace.env }),
+}); // info level: startOperator waits for the 'syncline started' line
 
 const progress = (line: string): void => console.error(`[bench] ${line}`);
 await part?.ready(progress);
@@ -83,7 +154,15 @@ const phaseRequests = (): ReturnType<typeof requestCounts> => requestCounts(rest
 const cpuNow = (): { controlPlane: number; operator: number } => ({ controlPlane: cpuSeconds(controlPlane.pid), operator: cpuSeconds(operator.pid) });
 /** How many syncs waitForAll last saw Ready: the timelines' count column. */
 let readyNow = 0;
-async function startPhase(): Promise<() => Promise<{ requests: ReturnType<typeof diff>; cpu: { controlPlane: number; operator: number }; timeline: string[]; pressure: number | undefined; reconciles: number }>> {
+async function startPhase(): Promise<
+  () => Promise<{
+    requests: ReturnType<typeof diff>;
+    cpu: { controlPlane: number; operator: number };
+    timeline: string[];
+    pressure: number | undefined;
+    reconciles: number;
+  }>
+> {
   const requests = await phaseRequests();
   const cpu = cpuNow();
   readyNow = 0;
@@ -93,21 +172,43 @@ async function startPhase(): Promise<() => Promise<{ requests: ReturnType<typeof
   return async () => {
     const after = cpuNow();
     const slices = timeline.stop();
-    return { requests: diff(await phaseRequests(), requests), cpu: { controlPlane: after.controlPlane - cpu.controlPlane, operator: after.operator - cpu.operator }, timeline: slices, pressure: pressure.stop(), reconciles: (await metricSum(operator.probeAddress, 'syncline_reconcile_total')) - reconciles };
+    return {
+      requests: diff(await phaseRequests(), requests),
+      cpu: { controlPlane: after.controlPlane - cpu.controlPlane, operator: after.operator - cpu.operator },
+      timeline: slices,
+      pressure: pressure.stop(),
+      reconciles: (await metricSum(operator.probeAddress, 'syncline_reconcile_total')) - reconciles,
+    };
   };
 }
 const endReadyPhase = await startPhase();
 progress(`phase 1 starts at ${new Date().toISOString()}`);
 const readyMark = monotonicMicros();
 const started = Date.now();
-const marks = [{ label: 'at rest (before syncs)', at: 0 }, { label: 'until all Ready', at: started }];
+const marks = [
+  { label: 'at rest (before syncs)', at: 0 },
+  { label: 'until all Ready', at: started },
+];
 git.resetRequests();
-await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
-  rest.request({
-    method: 'POST',
-    path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs`,
-    body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: `s${i}` }, spec: { source: { git: { repo: repo.url, path: 'app' }, ...engineSource(engine, i) }, refreshInterval: '30s', ...(sopsKey === undefined ? {} : { decryption: { provider: 'sops', secretRef: { name: 'sops-keys' } } }), targets: [{ name: `s${i}`, namespace: layout.targetNamespace(i) }] } },
-  }),
+await pool(
+  Array.from({ length: SYNCS }, (_, i) => i),
+  16,
+  (i) =>
+    rest.request({
+      method: 'POST',
+      path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs`,
+      body: {
+        apiVersion: 'syncline.dev/v1alpha1',
+        kind: 'ConfigSync',
+        metadata: { name: `s${i}` },
+        spec: {
+          source: { git: { repo: repo.url, path: 'app' }, ...engineSource(engine, i) },
+          refreshInterval: '30s',
+          ...(sopsKey === undefined ? {} : { decryption: { provider: 'sops', secretRef: { name: 'sops-keys' } } }),
+          targets: [{ name: `s${i}`, namespace: layout.targetNamespace(i) }],
+        },
+      },
+    }),
 );
 await waitForAll(first);
 const allReadyMs = Date.now() - started;
@@ -129,8 +230,16 @@ if (viaWebhook) {
   await deliverPush({ address: operator.webhookAddress, secret: webhookSecret, repoUrl: repo.url, sha: second });
 } else {
   const at = new Date().toISOString();
-  await pool(Array.from({ length: SYNCS }, (_, i) => i), 16, (i) =>
-    rest.request({ method: 'PATCH', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs/s${i}`, contentType: 'application/merge-patch+json', body: { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': at } } } }),
+  await pool(
+    Array.from({ length: SYNCS }, (_, i) => i),
+    16,
+    (i) =>
+      rest.request({
+        method: 'PATCH',
+        path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs/s${i}`,
+        contentType: 'application/merge-patch+json',
+        body: { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': at } } },
+      }),
   );
 }
 await waitForAll(second);
@@ -171,10 +280,16 @@ marks.push({ label: 'steady state', at: steadyStarted });
 await sleep(STEADY_SECONDS * 1000);
 const steadyElapsed = (Date.now() - steadyStarted) / 1000;
 const cpuUsed = cpuSeconds(operator.pid) - cpuBefore;
-const threadsUsed = [...cpuSecondsByThread(operator.pid)].map(([name, s]) => [name, s - (threadsBefore.get(name) ?? 0)] as const).filter(([, s]) => s > 0).sort((a, b) => b[1] - a[1]);
+const threadsUsed = [...cpuSecondsByThread(operator.pid)]
+  .map(([name, s]) => [name, s - (threadsBefore.get(name) ?? 0)] as const)
+  .filter(([, s]) => s > 0)
+  .sort((a, b) => b[1] - a[1]);
 // The steady window on the monotonic clock a CPU profile's timestamps use: `node scripts/cpu-profile.ts PROFILE
 // --window DIR/steady-window.json` reads that window alone.
-if (flags.profile !== undefined) await mkdir(flags.profile, { recursive: true }).then(() => writeFile(`${flags.profile}/steady-window.json`, JSON.stringify({ fromUs: steadyFromUs, toUs: Number(process.hrtime.bigint() / 1000n) })));
+if (flags.profile !== undefined)
+  await mkdir(flags.profile, { recursive: true }).then(() =>
+    writeFile(`${flags.profile}/steady-window.json`, JSON.stringify({ fromUs: steadyFromUs, toUs: Number(process.hrtime.bigint() / 1000n) })),
+  );
 const writesAfter = await writeRequests(rest);
 const writes = diff(writesAfter, writesBefore);
 const reads = diff(await readRequests(), readsBefore);
@@ -193,28 +308,46 @@ const readyRatio = allReadyMs / 1000 / readyFloor;
 const commitRatio = newCommitMs / 1000 / commitFloor;
 const trigger = viaWebhook ? 'one signed push to the webhook receiver' : `reconcile requested on each of the ${SYNCS} syncs`;
 const steadyCpuTarget = large ? 0.1 : 0.01;
-console.log(`operator bench: ${bundle === undefined ? 'the .ts sources' : 'the JavaScript bundle'}, ${SYNCS} ConfigSyncs × 5 objects${sopsKey === undefined ? '' : ' (1 of the 5 a SOPS-encrypted Secret, age)'}, one repo, Node ${process.versions.node}, ${cores} cores; ${layout.description}`);
+console.log(
+  `operator bench: ${bundle === undefined ? 'the .ts sources' : 'the JavaScript bundle'}, ${SYNCS} ConfigSyncs × 5 objects${sopsKey === undefined ? '' : ' (1 of the 5 a SOPS-encrypted Secret, age)'}, one repo, Node ${process.versions.node}, ${cores} cores; ${layout.description}`,
+);
 console.log(`time until all ${SYNCS} Ready (from creation):      ${(allReadyMs / 1000).toFixed(2)} s  (${initialFetches} fetch(es) of the first commit)`);
 console.log(`new commit → all Ready (${trigger}): ${(newCommitMs / 1000).toFixed(2)} s`);
-console.log(`API requests until all Ready / for the new commit: ${readyRequests.total} ${JSON.stringify(readyRequests.byVerbResource)} / ${commitRequests.total} ${JSON.stringify(commitRequests.byVerbResource)}`);
+console.log(
+  `API requests until all Ready / for the new commit: ${readyRequests.total} ${JSON.stringify(readyRequests.byVerbResource)} / ${commitRequests.total} ${JSON.stringify(commitRequests.byVerbResource)}`,
+);
 // The API server's own work for these requests, spread over every core of the machine, is a floor no operator
 // sharing the machine can go under: with it the times above read against the machine they ran on.
-console.log(`CPU until all Ready / for the new commit:           control plane ${readyCpu.controlPlane.toFixed(2)} s, operator ${readyCpu.operator.toFixed(2)} s / control plane ${commitCpu.controlPlane.toFixed(2)} s, operator ${commitCpu.operator.toFixed(2)} s`);
+console.log(
+  `CPU until all Ready / for the new commit:           control plane ${readyCpu.controlPlane.toFixed(2)} s, operator ${readyCpu.operator.toFixed(2)} s / control plane ${commitCpu.controlPlane.toFixed(2)} s, operator ${commitCpu.operator.toFixed(2)} s`,
+);
 // A new sync runs twice (its finalizer, then the sync), a woken one once: more are resyncs and retries within the phase.
 console.log(`reconciles until all Ready / for the new commit:  ${readyReconciles} / ${commitReconciles}  (the least: ${2 * SYNCS} / ${SYNCS})`);
 console.log(`git fetches for the new commit:                    ${fetchesPerCommit}  (target: 1)`);
 if (STEADY_SECONDS === 0) console.log('steady state: not measured (--steady 0)');
 else {
   console.log(`steady state ${steadyElapsed.toFixed(0)} s after the first resync (refreshInterval 30s, ~${Math.round(refreshes * SYNCS)} resyncs):`);
-  console.log(`  write requests to the API server (non-lease):    ${writes.total}${writes.total > 0 ? `  ${JSON.stringify(writes.byVerbResource)}` : ''}  (target: 0: ${verdict(writes.total === 0)})`);
-  console.log(`  first resync after the commit (35 s before this window): ${firstReads.total} reads${firstReads.total > 0 ? `  ${JSON.stringify(firstReads.byVerbResource)}` : ''} (target 0: ${verdict(firstReads.total === 0)}; the applies' responses proved what they wrote)`);
-  console.log(`  reads other than watches (GET/LIST, non-lease):  ${reads.total}${reads.total > 0 ? `  ${JSON.stringify(reads.byVerbResource)}` : ''}  (target: 0: ${verdict(reads.total === 0)})`);
-  console.log(`  Git ref lookups:                                 ${resolvesDuringSteady} (${(resolvesDuringSteady / Math.max(1, refreshes)).toFixed(1)} per refresh interval; target ≤ 2)`);
-  console.log(`  operator CPU:                                    ${cpuUsed.toFixed(2)} s (${((cpuUsed / steadyElapsed) * 100).toFixed(2)}% of one core; target ≤ ${steadyCpuTarget * 100}%: ${verdict(cpuUsed / steadyElapsed <= steadyCpuTarget)})`);
+  console.log(
+    `  write requests to the API server (non-lease):    ${writes.total}${writes.total > 0 ? `  ${JSON.stringify(writes.byVerbResource)}` : ''}  (target: 0: ${verdict(writes.total === 0)})`,
+  );
+  console.log(
+    `  first resync after the commit (35 s before this window): ${firstReads.total} reads${firstReads.total > 0 ? `  ${JSON.stringify(firstReads.byVerbResource)}` : ''} (target 0: ${verdict(firstReads.total === 0)}; the applies' responses proved what they wrote)`,
+  );
+  console.log(
+    `  reads other than watches (GET/LIST, non-lease):  ${reads.total}${reads.total > 0 ? `  ${JSON.stringify(reads.byVerbResource)}` : ''}  (target: 0: ${verdict(reads.total === 0)})`,
+  );
+  console.log(
+    `  Git ref lookups:                                 ${resolvesDuringSteady} (${(resolvesDuringSteady / Math.max(1, refreshes)).toFixed(1)} per refresh interval; target ≤ 2)`,
+  );
+  console.log(
+    `  operator CPU:                                    ${cpuUsed.toFixed(2)} s (${((cpuUsed / steadyElapsed) * 100).toFixed(2)}% of one core; target ≤ ${steadyCpuTarget * 100}%: ${verdict(cpuUsed / steadyElapsed <= steadyCpuTarget)})`,
+  );
   console.log(`    by thread: ${threadsUsed.map(([name, s]) => `${name} ${s.toFixed(2)} s`).join(', ')}`);
 }
 if (flags['memory-trace'] !== undefined) for (const line of memoryTraceReport(flags['memory-trace'], marks)) console.log(line);
-console.log(`operator peak RSS:                                 ${peakRssMb.toFixed(0)} MB${renderRssMb > 0 ? ` (the render process's ${renderRssMb.toFixed(0)} MB included)` : ''}  (target ≤ 150 MB: ${verdict(peakRssMb <= 150)})`);
+console.log(
+  `operator peak RSS:                                 ${peakRssMb.toFixed(0)} MB${renderRssMb > 0 ? ` (the render process's ${renderRssMb.toFixed(0)} MB included)` : ''}  (target ≤ 150 MB: ${verdict(peakRssMb <= 150)})`,
+);
 // Wall against CPU: a slice where neither process is busy is latency (a queue, a timer, a round trip), not work.
 console.log(`until all Ready, by tenths of the phase (count: syncs Ready):`);
 for (const line of readyTimeline) console.log(line);
@@ -224,10 +357,14 @@ for (const line of requestTable({ 'until all Ready': readyRequests.byVerbResourc
 if (flags.profile !== undefined) {
   // The profile is written when the operator exits: stopped here, after the steady window.
   await operator[Symbol.asyncDispose]();
-  const file = readdirSync(flags.profile).filter((f) => f.includes(`.${operator.pid}.0.`) && f.endsWith('.cpuprofile')).map((f) => join(flags.profile as string, f))[0];
+  const file = readdirSync(flags.profile)
+    .filter((f) => f.includes(`.${operator.pid}.0.`) && f.endsWith('.cpuprofile'))
+    .map((f) => join(flags.profile as string, f))[0];
   if (file === undefined) console.log(`no CPU profile of the operator's main thread (pid ${operator.pid}) in ${flags.profile}`);
   else {
-    console.log(`operator CPU profile: ${file} (\`node packages/operator/bench/_profile.ts FILE\` for the whole run; wall time here counts time the process waited for a core)`);
+    console.log(
+      `operator CPU profile: ${file} (\`node packages/operator/bench/_profile.ts FILE\` for the whole run; wall time here counts time the process waited for a core)`,
+    );
     for (const line of formatSpan('until all Ready', profileSpan(file, readyMark, readyEndMark))) console.log(line);
     for (const line of formatSpan('new commit → all Ready', profileSpan(file, commitMark, commitEndMark))) console.log(line);
   }
@@ -235,16 +372,47 @@ if (flags.profile !== undefined) {
 // A floor is the control plane's CPU over every core: it holds when the bench has the cores to itself. Where other
 // work waited for a CPU most of the phase, the ratio says how busy the machine was as much as what the operator did.
 const share = (p: number | undefined): string => (p === undefined ? 'not reported' : `${(p * 100).toFixed(0)} %`);
-console.log(`CPU pressure (some task waiting for a CPU, /proc/pressure/cpu): until all Ready ${share(readyPressure)} of the time, new commit ${share(commitPressure)} (the bench's own processes contend for the cores too; other work on the machine raises it)`);
-console.log(`floor (the control plane's CPU for the phase over ${cores} cores; no operator on this machine can be faster): all Ready ${readyFloor.toFixed(2)} s, new commit ${commitFloor.toFixed(2)} s`);
-console.log(`all Ready after creation:  ${(allReadyMs / 1000).toFixed(2)} s = ${readyRatio.toFixed(2)}× its floor  (target ≤ 1.25×: ${verdict(readyRatio <= 1.25)})`);
-console.log(`new commit → all Ready:    ${(newCommitMs / 1000).toFixed(2)} s = ${commitRatio.toFixed(2)}× its floor  (target ≤ 1.25×: ${verdict(commitRatio <= 1.25)}; ${viaWebhook ? 'webhook' : 'annotation'})`);
+console.log(
+  `CPU pressure (some task waiting for a CPU, /proc/pressure/cpu): until all Ready ${share(readyPressure)} of the time, new commit ${share(commitPressure)} (the bench's own processes contend for the cores too; other work on the machine raises it)`,
+);
+console.log(
+  `floor (the control plane's CPU for the phase over ${cores} cores; no operator on this machine can be faster): all Ready ${readyFloor.toFixed(2)} s, new commit ${commitFloor.toFixed(2)} s`,
+);
+console.log(
+  `all Ready after creation:  ${(allReadyMs / 1000).toFixed(2)} s = ${readyRatio.toFixed(2)}× its floor  (target ≤ 1.25×: ${verdict(readyRatio <= 1.25)})`,
+);
+console.log(
+  `new commit → all Ready:    ${(newCommitMs / 1000).toFixed(2)} s = ${commitRatio.toFixed(2)}× its floor  (target ≤ 1.25×: ${verdict(commitRatio <= 1.25)}; ${viaWebhook ? 'webhook' : 'annotation'})`,
+);
 
 if (part === undefined && flags.json !== undefined) {
-  await writeFile(flags.json, JSON.stringify({ allReadyMs, newCommitMs, fetchesPerCommit, peakRssMb, steadyWrites: writes.total, firstReads: firstReads.total, steadyReads: reads.total, refLookupsPerRefresh: resolvesDuringSteady / Math.max(1, refreshes), cpuPercent: (cpuUsed / steadyElapsed) * 100 }));
+  await writeFile(
+    flags.json,
+    JSON.stringify({
+      allReadyMs,
+      newCommitMs,
+      fetchesPerCommit,
+      peakRssMb,
+      steadyWrites: writes.total,
+      firstReads: firstReads.total,
+      steadyReads: reads.total,
+      refLookupsPerRefresh: resolvesDuringSteady / Math.max(1, refreshes),
+      cpuPercent: (cpuUsed / steadyElapsed) * 100,
+    }),
+  );
 }
 if (part !== undefined && flags.json !== undefined) {
-  await part.report(flags.json, { allReadyMs, newCommitMs, fetchesPerCommit, peakRssMb, steadyWrites: writes.total, firstReads: firstReads.total, steadyReads: reads.total, refLookupsPerRefresh: resolvesDuringSteady / Math.max(1, refreshes), cpuPercent: (cpuUsed / steadyElapsed) * 100 });
+  await part.report(flags.json, {
+    allReadyMs,
+    newCommitMs,
+    fetchesPerCommit,
+    peakRssMb,
+    steadyWrites: writes.total,
+    firstReads: firstReads.total,
+    steadyReads: reads.total,
+    refLookupsPerRefresh: resolvesDuringSteady / Math.max(1, refreshes),
+    cpuPercent: (cpuUsed / steadyElapsed) * 100,
+  });
 }
 
 /**
@@ -253,7 +421,8 @@ if (part !== undefined && flags.json !== undefined) {
  * is resumed from a fresh LIST.
  */
 async function waitForAll(revision: string): Promise<void> {
-  const readyAt = (cs: ConfigSync): boolean => cs.status?.sourceRevision === revision && cs.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+  const readyAt = (cs: ConfigSync): boolean =>
+    cs.status?.sourceRevision === revision && cs.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
   const ready = new Set<string>();
   const seen = (cs: ConfigSync): void => {
     if (readyAt(cs)) ready.add(cs.metadata.name);
@@ -263,7 +432,10 @@ async function waitForAll(revision: string): Promise<void> {
   const deadline = Date.now() + 600_000;
   let lastReport = Date.now();
   while (Date.now() < deadline) {
-    const list = await rest.request<{ items: ConfigSync[]; metadata: { resourceVersion: string } }>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs` });
+    const list = await rest.request<{ items: ConfigSync[]; metadata: { resourceVersion: string } }>({
+      method: 'GET',
+      path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs`,
+    });
     ready.clear();
     for (const cs of list.items) seen(cs);
     if (ready.size === SYNCS) return;
@@ -274,12 +446,17 @@ async function waitForAll(revision: string): Promise<void> {
       progress(`${ready.size}/${SYNCS} Ready at ${revision.slice(0, 8)}`);
     }, 1000);
     try {
-      await rest.watch(`/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs`, { resourceVersion: list.metadata.resourceVersion, timeoutSeconds: 300 }, (event) => {
-        const { type, object } = event as { type: string; object: ConfigSync };
-        if (type === 'DELETED') ready.delete(object.metadata.name);
-        else if (type === 'ADDED' || type === 'MODIFIED') seen(object);
-        if (ready.size === SYNCS) done.abort();
-      }, done.signal);
+      await rest.watch(
+        `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs`,
+        { resourceVersion: list.metadata.resourceVersion, timeoutSeconds: 300 },
+        (event) => {
+          const { type, object } = event as { type: string; object: ConfigSync };
+          if (type === 'DELETED') ready.delete(object.metadata.name);
+          else if (type === 'ADDED' || type === 'MODIFIED') seen(object);
+          if (ready.size === SYNCS) done.abort();
+        },
+        done.signal,
+      );
     } catch (error) {
       if (!done.signal.aborted) progress(`watch ended (${error instanceof Error ? error.message : String(error)}); listing again`);
     } finally {

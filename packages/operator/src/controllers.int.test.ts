@@ -44,13 +44,24 @@ function stalling(controllers: ControllerManager, stalled: string, stall: Stall)
         const declaration = declare(queue);
         if (name !== stalled) return declaration;
         const done: ReconcileOutcome = { kind: 'done' };
-        return { ...declaration, reconcile: () => (stall.released ? Promise.resolve(done) : new Promise<ReconcileOutcome>((resolve) => stall.waiting.push(() => resolve(done)))) };
+        return {
+          ...declaration,
+          reconcile: () => (stall.released ? Promise.resolve(done) : new Promise<ReconcileOutcome>((resolve) => stall.waiting.push(() => resolve(done)))),
+        };
       }),
   };
 }
 
 const API = '/apis/syncline.dev/v1alpha1';
-const ALL = [CONTROLLER_NAMES.ConfigSync, CONTROLLER_NAMES.ManifestSync, CONTROLLER_NAMES.NamespaceReplication, CONTROLLER_NAMES.RemoteCluster, MIRROR_CONTROLLER, POLICY_CONTROLLER, AUTO_FAILOVER_CONTROLLER];
+const ALL = [
+  CONTROLLER_NAMES.ConfigSync,
+  CONTROLLER_NAMES.ManifestSync,
+  CONTROLLER_NAMES.NamespaceReplication,
+  CONTROLLER_NAMES.RemoteCluster,
+  MIRROR_CONTROLLER,
+  POLICY_CONTROLLER,
+  AUTO_FAILOVER_CONTROLLER,
+];
 
 describe('one controller manager for every controller', () => {
   it('liveness and the queue metrics name each controller that stalls, in turn', async () => {
@@ -64,16 +75,49 @@ describe('one controller manager for every controller', () => {
     const keys = mirrorKeys(`${ns.name}.stall.example`);
     const labels = { [SHARD_LABEL]: shard };
     const create = (plural: string, kind: string, name: string, spec: unknown): Promise<unknown> =>
-      rest.request({ method: 'POST', path: `${API}/namespaces/${ns.name}/${plural}`, body: { apiVersion: 'syncline.dev/v1alpha1', kind, metadata: { name, labels }, spec } });
+      rest.request({
+        method: 'POST',
+        path: `${API}/namespaces/${ns.name}/${plural}`,
+        body: { apiVersion: 'syncline.dev/v1alpha1', kind, metadata: { name, labels }, spec },
+      });
     // One object of each kind, every one suspended or refused (nothing is written outside this namespace).
-    await create('configsyncs', 'ConfigSync', 'app', { source: { git: { repo: 'http://127.0.0.1:1/none.git' } }, targets: [{ name: 'main', namespace: ns.name }], suspend: true });
-    await create('manifestsyncs', 'ManifestSync', 'copy', { sourceRef: { apiVersion: 'v1', kind: 'Secret', name: 'db' }, targets: [{ namespace: ns.name }], suspend: true });
+    await create('configsyncs', 'ConfigSync', 'app', {
+      source: { git: { repo: 'http://127.0.0.1:1/none.git' } },
+      targets: [{ name: 'main', namespace: ns.name }],
+      suspend: true,
+    });
+    await create('manifestsyncs', 'ManifestSync', 'copy', {
+      sourceRef: { apiVersion: 'v1', kind: 'Secret', name: 'db' },
+      targets: [{ namespace: ns.name }],
+      suspend: true,
+    });
     await create('namespacereplications', 'NamespaceReplication', 'standby', { destination: { namespace: `${ns.name}-standby` }, suspend: true });
-    await create('remoteclusters', 'RemoteCluster', 'far', { server: 'https://127.0.0.1:1', tokenSecretRef: { name: 'none', key: 'token' }, probeInterval: '1h' });
-    await create('namespacereplicationpolicies', 'NamespaceReplicationPolicy', 'gold', { namespaceSelector: { matchLabels: { [`${ns.name}-dr`]: 'gold' } }, template: { destination: { cluster: { name: 'dr' } } }, suspend: true });
-    await rest.request({ method: 'POST', path: `/api/v1/namespaces/${ns.name}/secrets`, body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'mirrored', labels: { [keys.syncSource]: 'true' }, annotations: { [keys.targets]: `${ns.name}-nowhere` } }, stringData: { k: 'v' } } });
+    await create('remoteclusters', 'RemoteCluster', 'far', {
+      server: 'https://127.0.0.1:1',
+      tokenSecretRef: { name: 'none', key: 'token' },
+      probeInterval: '1h',
+    });
+    await create('namespacereplicationpolicies', 'NamespaceReplicationPolicy', 'gold', {
+      namespaceSelector: { matchLabels: { [`${ns.name}-dr`]: 'gold' } },
+      template: { destination: { cluster: { name: 'dr' } } },
+      suspend: true,
+    });
+    await rest.request({
+      method: 'POST',
+      path: `/api/v1/namespaces/${ns.name}/secrets`,
+      body: {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'mirrored', labels: { [keys.syncSource]: 'true' }, annotations: { [keys.targets]: `${ns.name}-nowhere` } },
+        stringData: { k: 'v' },
+      },
+    });
     // Automatic failover sees no heartbeat: it checks, and promotes nothing of the other tests sharing the cluster.
-    const noHeartbeats: KubeRest = { server: rest.server, watch: (...args) => rest.watch(...args), request: (req) => (req.method === 'GET' && req.path.endsWith('/leases') ? Promise.resolve({ items: [] } as never) : rest.request(req)) };
+    const noHeartbeats: KubeRest = {
+      server: rest.server,
+      watch: (...args) => rest.watch(...args),
+      request: (req) => (req.method === 'GET' && req.path.endsWith('/leases') ? Promise.resolve({ items: [] } as never) : rest.request(req)),
+    };
     const clock = { now: () => new Date() };
     const logger = pino({ level: 'silent' });
     const events = createEventRecorder({ rest, component: 'syncline', host: 'test', clock });
@@ -83,10 +127,55 @@ describe('one controller manager for every controller', () => {
         const metrics = createMetrics();
         const stall: Stall = { released: false, waiting: [] };
         const controllers = stalling(createManager({ logger, metrics, stallTimeoutMs: 1500 }), stalled, stall);
-        const manager = startManager({ rest, git: createGitSource({ cacheDir }), applyClient, templates: new TemplateCache(), clock, logger, metrics, events, mirrorKeys: keys, concurrency: 2, watchNamespace: ns.name, shard, controllers });
-        registerMirrorController(controllers, { rest, applyClient: () => applyClient(undefined), clock, logger, metrics, events, keys, sourceNamespaces: [], trusted: new Set(), staleMode: StalePolicy.Mark, resyncMs: 60_000 });
-        registerReplicationPolicies(controllers, { rest, applyClient: () => applyClient(undefined), clock, logger, metrics, events, trusted: new Set(), shard });
-        registerAutoFailover(controllers, { rest: noHeartbeats, applyClient: () => applyClient(undefined), graceMs: 60_000, clock, logger, metrics, events, keys, identity: 'stall-test' });
+        const manager = startManager({
+          rest,
+          git: createGitSource({ cacheDir }),
+          applyClient,
+          templates: new TemplateCache(),
+          clock,
+          logger,
+          metrics,
+          events,
+          mirrorKeys: keys,
+          concurrency: 2,
+          watchNamespace: ns.name,
+          shard,
+          controllers,
+        });
+        registerMirrorController(controllers, {
+          rest,
+          applyClient: () => applyClient(undefined),
+          clock,
+          logger,
+          metrics,
+          events,
+          keys,
+          sourceNamespaces: [],
+          trusted: new Set(),
+          staleMode: StalePolicy.Mark,
+          resyncMs: 60_000,
+        });
+        registerReplicationPolicies(controllers, {
+          rest,
+          applyClient: () => applyClient(undefined),
+          clock,
+          logger,
+          metrics,
+          events,
+          trusted: new Set(),
+          shard,
+        });
+        registerAutoFailover(controllers, {
+          rest: noHeartbeats,
+          applyClient: () => applyClient(undefined),
+          graceMs: 60_000,
+          clock,
+          logger,
+          metrics,
+          events,
+          keys,
+          identity: 'stall-test',
+        });
         controllers.start();
         try {
           const reason = await eventually(() => {
@@ -94,7 +183,8 @@ describe('one controller manager for every controller', () => {
             return !live.ok && live.reason.includes(`controller ${stalled}:`) ? live.reason : undefined;
           }, `liveness to name ${stalled}`);
           expect(reason).toMatch(new RegExp(`controller ${stalled}: its work queue has had work and finished none of it for \\d+s`));
-          const series = async (metric: string): Promise<number | undefined> => (await metrics.registry.getSingleMetric(metric)?.get())?.values.find((v) => v.labels['controller'] === stalled)?.value;
+          const series = async (metric: string): Promise<number | undefined> =>
+            (await metrics.registry.getSingleMetric(metric)?.get())?.values.find((v) => v.labels['controller'] === stalled)?.value;
           expect(await series('syncline_workqueue_in_flight')).toBe(1);
           expect(await series('syncline_workqueue_stalled_seconds')).toBeGreaterThan(1.5);
           // Every controller has its lane in the metrics.

@@ -3,7 +3,15 @@
 // namespace (no LIST, no GET), says in the target's status when the API server refuses it that watch or the
 // watch budget has no room for it (and reads there instead), and gives the watch back when no sync applies there
 // any more.
-import { connectionFromKubeConfig, createEventRecorder, createKubeRest, WatchBudget, WatchBudgetError, type KubeConnection, type KubeRest } from '@syncline/kube';
+import {
+  connectionFromKubeConfig,
+  createEventRecorder,
+  createKubeRest,
+  WatchBudget,
+  WatchBudgetError,
+  type KubeConnection,
+  type KubeRest,
+} from '@syncline/kube';
 import type { ApplyClient } from '@syncline/apply';
 import { TemplateCache } from '@syncline/render';
 import { createGitSource } from '@syncline/source-git';
@@ -32,7 +40,10 @@ const eventually = async <T>(probe: () => Promise<T | undefined> | T | undefined
     } catch (error) {
       last = error;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last === undefined ? '' : ` (last error: ${last instanceof Error ? last.message : JSON.stringify(last)})`}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out waiting for ${what}${last === undefined ? '' : ` (last error: ${last instanceof Error ? last.message : JSON.stringify(last)})`}`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
 };
@@ -83,10 +94,18 @@ describe('drift watches in the namespaces syncs apply into', () => {
     // in `app`, and none in `locked`; a tenant's ServiceAccount may write ConfigMaps in both.
     const rbac = (namespace: string, name: string, rules: unknown[], account: string) => [
       { path: `/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/roles`, body: { metadata: { name }, rules } },
-      { path: `/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/rolebindings`, body: { metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name }, subjects: [{ kind: 'ServiceAccount', name: account, namespace: home.name }] } },
+      {
+        path: `/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/rolebindings`,
+        body: {
+          metadata: { name },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+          subjects: [{ kind: 'ServiceAccount', name: account, namespace: home.name }],
+        },
+      },
     ];
     const configMaps = [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] }];
-    for (const account of ['operator', 'deployer']) await admin.request({ method: 'POST', path: `/api/v1/namespaces/${home.name}/serviceaccounts`, body: { metadata: { name: account } } });
+    for (const account of ['operator', 'deployer'])
+      await admin.request({ method: 'POST', path: `/api/v1/namespaces/${home.name}/serviceaccounts`, body: { metadata: { name: account } } });
     for (const { path, body } of [
       ...rbac(home.name, 'operator', [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }], 'operator'),
       ...rbac(app.name, 'operator', configMaps, 'operator'),
@@ -95,9 +114,19 @@ describe('drift watches in the namespaces syncs apply into', () => {
     ]) {
       await admin.request({ method: 'POST', path, body });
     }
-    const token = (await admin.request<{ status: { token: string } }>({ method: 'POST', path: `/api/v1/namespaces/${home.name}/serviceaccounts/operator/token`, body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } } })).status.token;
+    const token = (
+      await admin.request<{ status: { token: string } }>({
+        method: 'POST',
+        path: `/api/v1/namespaces/${home.name}/serviceaccounts/operator/token`,
+        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+      })
+    ).status.token;
     const adminConnection = await connectionFromKubeConfig(testKubeConfig());
-    const connection: KubeConnection = { server: adminConnection.server, tls: { ca: adminConnection.tls.ca, rejectUnauthorized: adminConnection.tls.rejectUnauthorized, servername: adminConnection.tls.servername }, authHeaders: () => Promise.resolve({ Authorization: `Bearer ${token}` }) };
+    const connection: KubeConnection = {
+      server: adminConnection.server,
+      tls: { ca: adminConnection.tls.ca, rejectUnauthorized: adminConnection.tls.rejectUnauthorized, servername: adminConnection.tls.servername },
+      authHeaders: () => Promise.resolve({ Authorization: `Bearer ${token}` }),
+    };
 
     await using git = await startGitServer();
     const repo = await git.createRepo('drift-namespaces');
@@ -131,14 +160,27 @@ describe('drift watches in the namespaces syncs apply into', () => {
       admin.request({
         method: 'POST',
         path: `/apis/syncline.dev/v1alpha1/namespaces/${home.name}/configsyncs`,
-        body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name }, spec: { source: { git: { repo: repo.url, path: 'app' } }, refreshInterval: '1s', serviceAccountName: 'deployer', targets: [{ name: 'main', namespace }] } },
+        body: {
+          apiVersion: 'syncline.dev/v1alpha1',
+          kind: 'ConfigSync',
+          metadata: { name },
+          spec: {
+            source: { git: { repo: repo.url, path: 'app' } },
+            refreshInterval: '1s',
+            serviceAccountName: 'deployer',
+            targets: [{ name: 'main', namespace }],
+          },
+        },
       });
-    const read = (name: string): Promise<ConfigSync> => admin.request<ConfigSync>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${home.name}/configsyncs/${name}` });
+    const read = (name: string): Promise<ConfigSync> =>
+      admin.request<ConfigSync>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${home.name}/configsyncs/${name}` });
     const lastStatus = new Map<string, unknown>();
     const ready = async (name: string): Promise<ConfigSync | undefined> => {
       const cs = await read(name);
       lastStatus.set(name, cs.status);
-      return cs.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true && cs.status.observedGeneration === cs.metadata.generation ? cs : undefined;
+      return cs.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true && cs.status.observedGeneration === cs.metadata.generation
+        ? cs
+        : undefined;
     };
     const reconciles = async (): Promise<number> => (await metrics.reconcileTotal.get()).values.reduce((sum, v) => sum + v.value, 0);
     try {
@@ -163,7 +205,8 @@ describe('drift watches in the namespaces syncs apply into', () => {
         await new Promise((resolve) => setTimeout(resolve, 3_000));
         return counter.reads(app.name) === reads ? true : undefined;
       }, 'reads in app to settle');
-      const versions = async (): Promise<string[]> => Promise.all(['to-app', 'to-locked'].map(async (name) => (await read(name)).metadata.resourceVersion ?? ''));
+      const versions = async (): Promise<string[]> =>
+        Promise.all(['to-app', 'to-locked'].map(async (name) => (await read(name)).metadata.resourceVersion ?? ''));
       const versionsBefore = await versions();
       const appReads = counter.reads(app.name);
       const lockedReads = counter.reads(locked.name);
@@ -175,12 +218,17 @@ describe('drift watches in the namespaces syncs apply into', () => {
       expect(counter.reads(app.name) - appReads).toBe(0);
       expect(await versions()).toEqual(versionsBefore);
       expect(counter.reads(locked.name)).toBeGreaterThan(lockedReads);
-      expect(lockedSync.status?.targets?.[0]?.message).toMatch(new RegExp(`cannot watch ConfigMap in namespace ${locked.name} for drift \\(forbidden: .*\\); checked every 1s instead`));
+      expect(lockedSync.status?.targets?.[0]?.message).toMatch(
+        new RegExp(`cannot watch ConfigMap in namespace ${locked.name} for drift \\(forbidden: .*\\); checked every 1s instead`),
+      );
       expect((await read('to-app')).status?.targets?.[0]?.message ?? '').not.toMatch(/cannot watch/);
 
       // When: the sync that applies into `app` is deleted (its objects pruned). Then: the watch of `app` is given back.
       await admin.request({ method: 'DELETE', path: `/apis/syncline.dev/v1alpha1/namespaces/${home.name}/configsyncs/to-app` });
-      await eventually(() => (budget.open === watchesWithApp - 1 ? true : undefined), `the watch of ${app.name} to stop (open: ${budget.open}, before: ${watchesWithApp})`);
+      await eventually(
+        () => (budget.open === watchesWithApp - 1 ? true : undefined),
+        `the watch of ${app.name} to stop (open: ${budget.open}, before: ${watchesWithApp})`,
+      );
     } finally {
       await manager.stop();
       await rm(cacheDir, { recursive: true, force: true });
@@ -199,7 +247,8 @@ describe('drift watches in the namespaces syncs apply into', () => {
     // Given: a budget with room for every watch but the one of the namespace the sync applies into.
     class FullFor extends WatchBudget {
       override check(count: number, what: string): void {
-        if (what.includes(`/namespaces/${app.name}/`)) throw new WatchBudgetError(`the watch budget (--watch-budget=${this.limit}) is exhausted: ${what} needs ${count} more`);
+        if (what.includes(`/namespaces/${app.name}/`))
+          throw new WatchBudgetError(`the watch budget (--watch-budget=${this.limit}) is exhausted: ${what} needs ${count} more`);
         super.check(count, what);
       }
     }
@@ -226,15 +275,26 @@ describe('drift watches in the namespaces syncs apply into', () => {
       await rest.request({
         method: 'POST',
         path: `/apis/syncline.dev/v1alpha1/namespaces/${home.name}/configsyncs`,
-        body: { apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: 'to-full' }, spec: { source: { git: { repo: repo.url, path: 'app' } }, targets: [{ name: 'main', namespace: app.name }] } },
+        body: {
+          apiVersion: 'syncline.dev/v1alpha1',
+          kind: 'ConfigSync',
+          metadata: { name: 'to-full' },
+          spec: { source: { git: { repo: repo.url, path: 'app' } }, targets: [{ name: 'main', namespace: app.name }] },
+        },
       });
       // Then: it is applied (the apply does not wait for the watch) and the target says why drift is read instead.
       const cs = await eventually(async () => {
         const read = await rest.request<ConfigSync>({ method: 'GET', path: `/apis/syncline.dev/v1alpha1/namespaces/${home.name}/configsyncs/to-full` });
         return read.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? read : undefined;
       }, 'to-full to be Ready');
-      expect(cs.status?.targets?.[0]?.message).toMatch(new RegExp(`cannot watch ConfigMap in namespace ${app.name} for drift \\(the watch budget \\(--watch-budget=100\\) is exhausted.*\\); checked every 5m instead`));
-      expect((await rest.request<{ data?: Record<string, string> }>({ method: 'GET', path: `/api/v1/namespaces/${app.name}/configmaps/settings` })).data).toEqual({ mode: 'one' });
+      expect(cs.status?.targets?.[0]?.message).toMatch(
+        new RegExp(
+          `cannot watch ConfigMap in namespace ${app.name} for drift \\(the watch budget \\(--watch-budget=100\\) is exhausted.*\\); checked every 5m instead`,
+        ),
+      );
+      expect(
+        (await rest.request<{ data?: Record<string, string> }>({ method: 'GET', path: `/api/v1/namespaces/${app.name}/configmaps/settings` })).data,
+      ).toEqual({ mode: 'one' });
     } finally {
       await manager.stop();
       await rm(cacheDir, { recursive: true, force: true });

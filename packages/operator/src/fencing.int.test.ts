@@ -39,7 +39,10 @@ describe('leader fencing', () => {
     const rest: KubeRest = {
       server: real.server,
       watch: (...args) => real.watch(...args),
-      request: (req) => (cut && req.path.includes('/leases') ? Promise.reject(new KubeApiError({ status: 0, reason: 'TransportError', message: 'connection reset' })) : real.request(req)),
+      request: (req) =>
+        cut && req.path.includes('/leases')
+          ? Promise.reject(new KubeApiError({ status: 0, reason: 'TransportError', message: 'connection reset' }))
+          : real.request(req),
     };
     const clock = { now: () => new Date() };
     const metrics = createMetrics();
@@ -79,10 +82,18 @@ describe('leader fencing', () => {
       expect(await healthz()).toBe(500);
       expect(await (await fetch(`http://${probes.address}/healthz`)).text()).toMatch(/lost leadership/);
       expect(manager.isLeader()).toBe(false);
-      const write = await real.request({ method: 'POST', path: `/api/v1/namespaces/${ns.name}/configmaps`, body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'after-fence' } } }).catch((e: unknown) => e);
+      const write = await real
+        .request({
+          method: 'POST',
+          path: `/api/v1/namespaces/${ns.name}/configmaps`,
+          body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'after-fence' } },
+        })
+        .catch((e: unknown) => e);
       expect(write).toMatchObject({ reason: 'Fenced' });
-      const apply = await (await createApplyClients({ connection, rest, clock, writeFence: fence.signal })(undefined))
-        .apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'after-fence', namespace: ns.name } }, { fieldManager: 'syncline' , force: true })
+      const apply = await (
+        await createApplyClients({ connection, rest, clock, writeFence: fence.signal })(undefined)
+      )
+        .apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'after-fence', namespace: ns.name } }, { fieldManager: 'syncline', force: true })
         .catch((e: unknown) => e);
       expect(apply).toMatchObject({ reason: 'Fenced' });
       const unfenced = await createKubeRest(connection);

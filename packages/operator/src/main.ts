@@ -1,7 +1,17 @@
 #!/usr/bin/env node
 // The composition root: reads flags and environment once, builds { kube, git, clock, logger, metrics }
 // and hands them to the command. Nothing deeper reads process.env.
-import { createEventRecorder, connectKubeconfig, type KubeConnection, loadKubeConfig, createKubeRest, WatchBudget, type EventRecorder, type KubeObject, type KubeRest } from '@syncline/kube';
+import {
+  createEventRecorder,
+  connectKubeconfig,
+  type KubeConnection,
+  loadKubeConfig,
+  createKubeRest,
+  WatchBudget,
+  type EventRecorder,
+  type KubeObject,
+  type KubeRest,
+} from '@syncline/kube';
 import { parseShard, shardLeaseName, shardedWaker } from './shard.ts';
 import { EngineRenderCache, RenderEngine, TemplateCache, type AwsCredentials } from '@syncline/render';
 import { existsSync } from 'node:fs';
@@ -93,7 +103,11 @@ export type NotificationsPart = (options: {
 };
 
 /** `syncline run`: the operator, until SIGTERM/SIGINT or lost leadership. `parts`: the web UI and notifications, when there are. */
-export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv, parts: { readonly ui?: WebUi; readonly notifications?: NotificationsPart } = {}): Promise<number> {
+export async function runOperator(
+  flags: RunOptions,
+  env: NodeJS.ProcessEnv,
+  parts: { readonly ui?: WebUi; readonly notifications?: NotificationsPart } = {},
+): Promise<number> {
   boundHeap(env);
   const shard = parseShard(flags.shard);
   const logger = createLogger({ level: flags.logLevel, format: flags.logFormat, base: { pid: process.pid, shard: shard ?? 'default' } });
@@ -109,9 +123,13 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv, par
   const identity = `${hostname()}-${process.pid}`;
   const podNamespace = env['POD_NAMESPACE'];
 
-  const secretNamespaces = flags.secretNamespaces?.split(',').map((n) => n.trim()).filter((n) => n !== '');
+  const secretNamespaces = flags.secretNamespaces
+    ?.split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
   // Mirroring watches Secrets in every namespace: it cannot run on per-namespace Secret rights.
-  if (secretNamespaces !== undefined && flags.mirror === 'on') throw new Error('--secret-namespaces needs --mirror off (mirroring watches Secrets in every namespace)');
+  if (secretNamespaces !== undefined && flags.mirror === 'on')
+    throw new Error('--secret-namespaces needs --mirror off (mirroring watches Secrets in every namespace)');
   const keys = mirrorKeys(flags.mirrorPrefix);
   const sourceNamespaces = parseMirrorSourceNamespaces(flags.mirrorSourceNamespaces ?? '');
   // Whose objects may write outside their own namespace with the operator's rights (see tenancy.ts).
@@ -120,7 +138,13 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv, par
   const standby = standbyRules({ operatorNamespace: flags.operatorNamespace ?? podNamespace, allow: flags.drAllowStandbyNamespaces });
   const applyClient = createApplyClients({ connection, rest, clock, writeFence: fence.signal });
   // The web UI's recent activity: what this recorder records, remembered in memory as it goes.
-  const recorder = createEventRecorder({ rest, component: 'syncline', host: identity, clock, onError: (error) => logger.debug({ err: String(error) }, 'could not record an event') });
+  const recorder = createEventRecorder({
+    rest,
+    component: 'syncline',
+    host: identity,
+    clock,
+    onError: (error) => logger.debug({ err: String(error) }, 'could not record an event'),
+  });
   const recorded = parts.ui === undefined ? recorder : parts.ui.record(recorder);
 
   const shutdown = new AbortController();
@@ -129,7 +153,17 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv, par
   // Every controller of the process registers here and runs on its queue (a lane each), leadership and liveness.
   const controllers = await createControllerManager(flags, { logger, metrics, connection, identity, podNamespace, shard, fence, shutdown });
   // Every Event the operator records is also offered to the NotificationAlerts (NotificationProviders and NotificationAlerts: @syncline/notify).
-  const notifications = parts.notifications?.({ rest, logger, metrics, clock, trusted, budget: watchBudget, watchNamespace: flags.namespace, controllers, recorder: recorded }) ?? { events: recorded, observeConfigSync: () => undefined, stop: () => Promise.resolve() };
+  const notifications = parts.notifications?.({
+    rest,
+    logger,
+    metrics,
+    clock,
+    trusted,
+    budget: watchBudget,
+    watchNamespace: flags.namespace,
+    controllers,
+    recorder: recorded,
+  }) ?? { events: recorded, observeConfigSync: () => undefined, stop: () => Promise.resolve() };
   const events = notifications.events;
   const manager = startManager({
     rest,
@@ -152,7 +186,9 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv, par
       environmentAws: flags.sopsAllowEnvironmentCredentials === true ? awsEnvironmentCredentials(env) : undefined,
       ...(flags.sopsKmsEndpoint === undefined ? {} : { kmsEndpoint: () => flags.sopsKmsEndpoint ?? '' }),
     }),
-    ...(flags.webhookSecret === undefined || flags.webhookAddr === 'off' ? {} : { webhookSecret: parseSecretRef(flags.webhookSecret, podNamespace ?? 'default') }),
+    ...(flags.webhookSecret === undefined || flags.webhookAddr === 'off'
+      ? {}
+      : { webhookSecret: parseSecretRef(flags.webhookSecret, podNamespace ?? 'default') }),
     watchNamespace: flags.namespace,
     ...(secretNamespaces === undefined ? {} : { secretNamespaces }),
     ...(shard === undefined ? {} : { shard }),
@@ -163,7 +199,21 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv, par
   manager.observe((kind, type, object) => {
     if (kind === 'ConfigSync') notifications.observeConfigSync(type, object);
   });
-  const mirror = registerOptionalControllers(controllers, flags, { rest, applyClient, clock, logger, metrics, events, keys, sourceNamespaces, trusted, standby, identity, shard, watchBudget });
+  const mirror = registerOptionalControllers(controllers, flags, {
+    rest,
+    applyClient,
+    clock,
+    logger,
+    metrics,
+    events,
+    keys,
+    sourceNamespaces,
+    trusted,
+    standby,
+    identity,
+    shard,
+    watchBudget,
+  });
   // Every controller registered: the watches start, and the election (or the work, without one).
   controllers.start();
   // Ready: every controller's caches (the operator's kinds' and mirroring's watches) listed and alive.
@@ -171,8 +221,30 @@ export async function runOperator(flags: RunOptions, env: NodeJS.ProcessEnv, par
   const webhooks = await startWebhooks(flags, { rest, manager, logger, metrics, podNamespace });
   // The UI reads the manager's caches; its actions are checked against the viewer's own RBAC first.
   if (flags.uiAddr !== 'off' && parts.ui === undefined) logger.warn('--ui-addr: this process was started without the web UI; none is served');
-  const ui = flags.uiAddr === 'off' || parts.ui === undefined ? undefined : await parts.ui.start({ address: flags.uiAddr, flags, podNamespace, rest, source: manager, logger, diffs: { git, client: () => applyClient(undefined), engine: renderEngine }, ...(mirror === undefined ? {} : { mirrors: () => mirror.mirrors() }) });
-  logger.info({ probes: probes.address, webhooks: webhooks?.address ?? 'off', ui: ui?.address ?? 'off', identity, leaderElection: flags.leaderElect === true, trustedNamespaces: [...trusted].sort() }, 'syncline started');
+  const ui =
+    flags.uiAddr === 'off' || parts.ui === undefined
+      ? undefined
+      : await parts.ui.start({
+          address: flags.uiAddr,
+          flags,
+          podNamespace,
+          rest,
+          source: manager,
+          logger,
+          diffs: { git, client: () => applyClient(undefined), engine: renderEngine },
+          ...(mirror === undefined ? {} : { mirrors: () => mirror.mirrors() }),
+        });
+  logger.info(
+    {
+      probes: probes.address,
+      webhooks: webhooks?.address ?? 'off',
+      ui: ui?.address ?? 'off',
+      identity,
+      leaderElection: flags.leaderElect === true,
+      trustedNamespaces: [...trusted].sort(),
+    },
+    'syncline started',
+  );
 
   return untilStopped(shutdown.signal, flags.shutdownTimeout, logger, { webhooks, ui, manager, notifications, probes, renderEngine });
 }
@@ -221,7 +293,12 @@ async function untilStopped(
 }
 
 /** Where the syncs' sources come from: the Git cache, the render process (when found) and published charts. */
-function openSources(flags: RunOptions, env: NodeJS.ProcessEnv, logger: Logger, metrics: Metrics): { git: GitSource; renderEngine: RenderEngine | undefined; charts: ChartSource | undefined } {
+function openSources(
+  flags: RunOptions,
+  env: NodeJS.ProcessEnv,
+  logger: Logger,
+  metrics: Metrics,
+): { git: GitSource; renderEngine: RenderEngine | undefined; charts: ChartSource | undefined } {
   const cacheDir = flags.cacheDir ?? join(env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'syncline', 'snapshots');
   const git = createGitSource({
     cacheDir,
@@ -231,7 +308,8 @@ function openSources(flags: RunOptions, env: NodeJS.ProcessEnv, logger: Logger, 
     environmentProxy: proxyFromEnvironment(env),
     onFetch: (event) => metrics.gitCacheHits.inc({ outcome: event.cached ? 'hit' : 'miss' }),
     // One line per closing of a host's gate (not per waiting request): every sync of that host waits it out.
-    onRateLimited: (event) => logger.warn({ host: event.host, status: event.status, waitMs: event.waitMs }, 'the Git host rate-limited us; every request to it waits'),
+    onRateLimited: (event) =>
+      logger.warn({ host: event.host, status: event.status, waitMs: event.waitMs }, 'the Git host rate-limited us; every request to it waits'),
   });
   const renderEngine = startRenderEngine(flags, env, logger);
   // Published charts (spec.source.helm.repository), cached by digest in the cache directory beside the Git
@@ -239,7 +317,11 @@ function openSources(flags: RunOptions, env: NodeJS.ProcessEnv, logger: Logger, 
   const charts =
     renderEngine === undefined
       ? undefined
-      : createChartSource({ chooseVersion: (versions, version) => renderEngine.chooseChartVersion(versions, version), allowInsecureHttp: flags.allowInsecureHttp === true, cacheDir: join(cacheDir, 'charts') });
+      : createChartSource({
+          chooseVersion: (versions, version) => renderEngine.chooseChartVersion(versions, version),
+          allowInsecureHttp: flags.allowInsecureHttp === true,
+          cacheDir: join(cacheDir, 'charts'),
+        });
   return { git, renderEngine, charts };
 }
 
@@ -249,7 +331,16 @@ function openSources(flags: RunOptions, env: NodeJS.ProcessEnv, logger: Logger, 
  */
 async function createControllerManager(
   flags: RunOptions,
-  deps: { logger: Logger; metrics: Metrics; connection: KubeConnection; identity: string; podNamespace: string | undefined; shard: string | undefined; fence: AbortController; shutdown: AbortController },
+  deps: {
+    logger: Logger;
+    metrics: Metrics;
+    connection: KubeConnection;
+    identity: string;
+    podNamespace: string | undefined;
+    shard: string | undefined;
+    fence: AbortController;
+    shutdown: AbortController;
+  },
 ): Promise<Manager> {
   const { logger, metrics, connection, identity, podNamespace, shard, fence, shutdown } = deps;
   return createManager({
@@ -323,10 +414,33 @@ function registerOptionalControllers(
       : undefined;
   // Standby side: promote a standby namespace whose primary stopped renewing its heartbeat (off by default).
   if (flags.drAutoFailoverGrace !== undefined && flags.drAutoFailoverGrace !== 'off') {
-    registerAutoFailover(controllers, { rest, applyClient: () => applyClient(undefined), graceMs: flags.drAutoFailoverGrace, clock, logger, metrics, events, keys, identity, standbyRules: standby });
+    registerAutoFailover(controllers, {
+      rest,
+      applyClient: () => applyClient(undefined),
+      graceMs: flags.drAutoFailoverGrace,
+      clock,
+      logger,
+      metrics,
+      events,
+      keys,
+      identity,
+      standbyRules: standby,
+    });
   }
   // One NamespaceReplication per namespace a policy selects: it watches every namespace (not in --namespace mode).
-  if (flags.namespace === undefined) registerReplicationPolicies(controllers, { rest, applyClient: () => applyClient(undefined), clock, logger, metrics, events, trusted, standbyRules: standby, shard, watchBudget });
+  if (flags.namespace === undefined)
+    registerReplicationPolicies(controllers, {
+      rest,
+      applyClient: () => applyClient(undefined),
+      clock,
+      logger,
+      metrics,
+      events,
+      trusted,
+      standbyRules: standby,
+      shard,
+      watchBudget,
+    });
   return mirror;
 }
 

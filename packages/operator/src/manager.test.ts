@@ -3,7 +3,13 @@ import type { ConfigSync } from '@syncline/api';
 import { onlyStatusChanged, projectManaged, sameButStatus, writtenLastBy } from './manager.ts';
 
 const base = (patch: Partial<ConfigSync['metadata']> = {}, status: ConfigSync['status'] = {}): ConfigSync =>
-  ({ apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: 'a', namespace: 'n', generation: 1, resourceVersion: '1', ...patch }, spec: {}, status }) as unknown as ConfigSync;
+  ({
+    apiVersion: 'syncline.dev/v1alpha1',
+    kind: 'ConfigSync',
+    metadata: { name: 'a', namespace: 'n', generation: 1, resourceVersion: '1', ...patch },
+    spec: {},
+    status,
+  }) as unknown as ConfigSync;
 
 describe('onlyStatusChanged', () => {
   it('ignores updates that touched only status and resourceVersion (our own writes)', () => {
@@ -25,9 +31,23 @@ describe('managed-object watches: status-only changes', () => {
     projectManaged({
       apiVersion: 'apps/v1',
       kind: 'Deployment',
-      metadata: { name: 'web', namespace: 'shop', resourceVersion: String(generation * 100 + readyReplicas), generation, labels, annotations: { 'syncline.dev/owned-by': 'ops/web/prod' } },
+      metadata: {
+        name: 'web',
+        namespace: 'shop',
+        resourceVersion: String(generation * 100 + readyReplicas),
+        generation,
+        labels,
+        annotations: { 'syncline.dev/owned-by': 'ops/web/prod' },
+      },
       spec: { replicas: 2 },
-      status: { observedGeneration: generation, replicas: 2, updatedReplicas: 2, readyReplicas, availableReplicas: readyReplicas, conditions: [{ type: 'Available', status: 'True' }] },
+      status: {
+        observedGeneration: generation,
+        replicas: 2,
+        updatedReplicas: 2,
+        readyReplicas,
+        availableReplicas: readyReplicas,
+        conditions: [{ type: 'Available', status: 'True' }],
+      },
     });
 
   it('sees a status-only change, and tells whether it changed the health', () => {
@@ -42,17 +62,25 @@ describe('managed-object watches: status-only changes', () => {
   });
 
   it('never treats a change of a kind without a generation as status-only', () => {
-    const cm = (data: string) => projectManaged({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'shop', resourceVersion: data }, data: { k: data } });
+    const cm = (data: string) =>
+      projectManaged({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'shop', resourceVersion: data }, data: { k: data } });
     expect(sameButStatus(cm('1'), cm('2'))).toBe(false);
   });
 });
 
 describe('writtenLastBy', () => {
   const object = (fields: unknown) => ({ metadata: { name: 'x', managedFields: fields } });
-  const entry = (manager: string, time: string, subresource?: string) => ({ manager, operation: 'Apply', time, ...(subresource === undefined ? {} : { subresource }) });
+  const entry = (manager: string, time: string, subresource?: string) => ({
+    manager,
+    operation: 'Apply',
+    time,
+    ...(subresource === undefined ? {} : { subresource }),
+  });
 
   it('is the time of our apply when it is the latest write, alone', () => {
-    expect(writtenLastBy(object([entry('kubectl-edit', '2026-01-01T00:00:00Z'), entry('syncline', '2026-01-01T00:00:05Z')]), 'syncline')).toBe('2026-01-01T00:00:05Z');
+    expect(writtenLastBy(object([entry('kubectl-edit', '2026-01-01T00:00:00Z'), entry('syncline', '2026-01-01T00:00:05Z')]), 'syncline')).toBe(
+      '2026-01-01T00:00:05Z',
+    );
   });
 
   it('is undefined after someone else wrote, in the same second, to status, or without managedFields', () => {

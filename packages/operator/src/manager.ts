@@ -7,7 +7,15 @@
 import { DEFAULT_WATCH_BUDGET, WatchBudget, WatchBudgetError, type Informer, type KubeObject } from '@syncline/kube';
 import type { ConfigSync } from '@syncline/api';
 import { configSyncController } from './controller/configsync-controller.ts';
-import { errorMessage, type Controller, type ControllerContext, type ControllerKeys, type ManagerOptions, type WatchedChange, type WatchedKind } from './controller/controller.ts';
+import {
+  errorMessage,
+  type Controller,
+  type ControllerContext,
+  type ControllerKeys,
+  type ManagerOptions,
+  type WatchedChange,
+  type WatchedKind,
+} from './controller/controller.ts';
 import { createDriftWatches } from './controller/drift-watches.ts';
 import { manifestSyncController } from './controller/manifestsync-controller.ts';
 import { SlotPool, createManager, type ControllerQueue, type LaneState, type Liveness, type Manager as ControllerManager } from '@syncline/runtime';
@@ -25,13 +33,22 @@ export { errorMessage, onlyStatusChanged } from './controller/controller.ts';
 export type { ManagerOptions, WatchedChange, WatchedKind } from './controller/controller.ts';
 export { DEFAULT_STALL_TIMEOUT_MS, type Liveness } from '@syncline/runtime';
 
-const LEFT_KIND = { configsync: ResourceKind.ConfigSync, manifestsync: ResourceKind.ManifestSync, namespacereplication: ResourceKind.NamespaceReplication } as const;
+const LEFT_KIND = {
+  configsync: ResourceKind.ConfigSync,
+  manifestsync: ResourceKind.ManifestSync,
+  namespacereplication: ResourceKind.NamespaceReplication,
+} as const;
 
 /** Log when a sync leaves this operator's view: deleted, or relabelled to another shard (see shard.ts). */
 export const LEFT_SHARD_MESSAGE = 'left this shard (deleted, or relabelled to another shard); forgotten, nothing pruned';
 
 /** The controller names of the operator's kinds (queue metrics, logs, liveness). */
-export const CONTROLLER_NAMES: Readonly<Record<WatchedKind, string>> = { ConfigSync: 'configsync', ManifestSync: 'manifestsync', NamespaceReplication: 'namespacereplication', RemoteCluster: 'remotecluster' };
+export const CONTROLLER_NAMES: Readonly<Record<WatchedKind, string>> = {
+  ConfigSync: 'configsync',
+  ManifestSync: 'manifestsync',
+  NamespaceReplication: 'namespacereplication',
+  RemoteCluster: 'remotecluster',
+};
 
 export type Manager = {
   /** Caches synced and watches alive (every registered controller's that declares readiness). */
@@ -137,23 +154,47 @@ export function startManager(options: ManagerOptions): Manager {
   const ready = (): boolean => shared.every((i) => i.synced && i.healthy);
   // The four kinds share --concurrency as one queue did: a slot of the pool, whichever kind's key waits.
   const pool = new SlotPool(options.concurrency);
-  const register = <Kind extends WatchedKind, R>(kind: Kind, build: (ctx: ControllerContext<ControllerKeys[Kind]>) => R, pick: (built: R) => Controller<ControllerKeys[Kind]>): R => {
+  const register = <Kind extends WatchedKind, R>(
+    kind: Kind,
+    build: (ctx: ControllerContext<ControllerKeys[Kind]>) => R,
+    pick: (built: R) => Controller<ControllerKeys[Kind]>,
+  ): R => {
     let built: R | undefined;
-    runtime.register<ControllerKeys[Kind], ReturnType<typeof declaration<ControllerKeys[Kind]>>>(CONTROLLER_NAMES[kind], { concurrency: options.concurrency, pool }, (queue) => {
-      const made = build({ ...base, queue });
-      built = made;
-      const controller = pick(made);
-      lanes.set(kind, { controller, queue });
-      return declaration(controller, { caches: shared, ready, ...(options.resyncMs === undefined ? {} : { resyncMs: options.resyncMs }) });
-    });
+    runtime.register<ControllerKeys[Kind], ReturnType<typeof declaration<ControllerKeys[Kind]>>>(
+      CONTROLLER_NAMES[kind],
+      { concurrency: options.concurrency, pool },
+      (queue) => {
+        const made = build({ ...base, queue });
+        built = made;
+        const controller = pick(made);
+        lanes.set(kind, { controller, queue });
+        return declaration(controller, { caches: shared, ready, ...(options.resyncMs === undefined ? {} : { resyncMs: options.resyncMs }) });
+      },
+    );
     return built as R;
   };
-  const remoteClusters = register('RemoteCluster', (ctx) => remoteClusterController(ctx), (r) => r.controller);
-  const configSyncs = register('ConfigSync', (ctx) => configSyncController(ctx, remoteClusters.remote), (r) => r.controller);
-  const manifestSyncs = register('ManifestSync', (ctx) => manifestSyncController(ctx, remoteClusters.remote), (r) => r);
+  const remoteClusters = register(
+    'RemoteCluster',
+    (ctx) => remoteClusterController(ctx),
+    (r) => r.controller,
+  );
+  const configSyncs = register(
+    'ConfigSync',
+    (ctx) => configSyncController(ctx, remoteClusters.remote),
+    (r) => r.controller,
+  );
+  const manifestSyncs = register(
+    'ManifestSync',
+    (ctx) => manifestSyncController(ctx, remoteClusters.remote),
+    (r) => r,
+  );
   const replications = register(
     'NamespaceReplication',
-    (ctx) => replicationController(ctx, { remote: remoteClusters.remote, credentials: { remoteClusters: remoteClusters.controller.for, configSyncs: configSyncs.controller.for, otherShards: configSyncs.otherShards } }),
+    (ctx) =>
+      replicationController(ctx, {
+        remote: remoteClusters.remote,
+        credentials: { remoteClusters: remoteClusters.controller.for, configSyncs: configSyncs.controller.for, otherShards: configSyncs.otherShards },
+      }),
     (r) => r.controller,
   );
   wakeReplicationsOf = replications.wakeReplicationsOf;
@@ -217,13 +258,18 @@ function declaration<K extends string>(controller: Controller<K>, input: { cache
  * The controller and key of the sync an owned-by annotation names: `namespace/name/target` for a ConfigSync,
  * `namespace/ManifestSync:name/target` for a ManifestSync (see manifestSyncOwner); none for a mirroring replica.
  */
-export function queueKeyOfOwner(ownedBy: string): { [Kind in 'ConfigSync' | 'ManifestSync' | 'NamespaceReplication']: { readonly kind: Kind; readonly key: ControllerKeys[Kind] } }['ConfigSync' | 'ManifestSync' | 'NamespaceReplication'] | undefined {
+export function queueKeyOfOwner(
+  ownedBy: string,
+):
+  | { [Kind in 'ConfigSync' | 'ManifestSync' | 'NamespaceReplication']: { readonly kind: Kind; readonly key: ControllerKeys[Kind] } }[
+      'ConfigSync' | 'ManifestSync' | 'NamespaceReplication']
+  | undefined {
   const [namespace, name] = ownedBy.split('/');
   if (namespace === undefined || name === undefined || namespace === '' || name === '') return undefined;
   // Mirroring replicas (`Mirror:Kind:name`): the mirror controller's own replica watch handles their edits.
   if (name.startsWith('Mirror:')) return undefined;
   if (name.startsWith('ManifestSync:')) return { kind: 'ManifestSync', key: `${MANIFESTSYNC_KEY_PREFIX}${namespace}/${name.slice('ManifestSync:'.length)}` };
-  if (name.startsWith('NamespaceReplication:')) return { kind: 'NamespaceReplication', key: `${NAMESPACEREPLICATION_KEY_PREFIX}${namespace}/${name.slice('NamespaceReplication:'.length)}` };
+  if (name.startsWith('NamespaceReplication:'))
+    return { kind: 'NamespaceReplication', key: `${NAMESPACEREPLICATION_KEY_PREFIX}${namespace}/${name.slice('NamespaceReplication:'.length)}` };
   return { kind: 'ConfigSync', key: `${namespace}/${name}` };
 }
-

@@ -8,7 +8,9 @@ function families(text: string): Array<{ name: string; type: string }> {
 
 /** Label names of every sample line. */
 function labelNames(text: string): string[] {
-  return [...text.matchAll(/^[a-z_:][a-zA-Z0-9_:]*\{([^}]*)\}/gm)].flatMap((m) => [...(m[1] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="/g)].map((l) => l[1] ?? ''));
+  return [...text.matchAll(/^[a-z_:][a-zA-Z0-9_:]*\{([^}]*)\}/gm)].flatMap((m) =>
+    [...(m[1] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="/g)].map((l) => l[1] ?? ''),
+  );
 }
 
 /**
@@ -27,7 +29,8 @@ function namingProblems(family: { name: string; type: string }): string[] {
   if (name.endsWith('_info') && type !== 'gauge') problems.push('_info on a non-gauge');
   if (type !== 'histogram' && type !== 'summary' && /_(count|sum|bucket)$/.test(name)) problems.push('a histogram suffix on a non-histogram');
   // Base units only: seconds and bytes, never milli/micro/kilo/minutes.
-  if (/_(milliseconds|microseconds|nanoseconds|minutes|hours|days|ms|us|ns|kilobytes|megabytes|gigabytes|kb|mb|gb|percent)(_|$)/.test(name)) problems.push('not a base unit');
+  if (/_(milliseconds|microseconds|nanoseconds|minutes|hours|days|ms|us|ns|kilobytes|megabytes|gigabytes|kb|mb|gb|percent)(_|$)/.test(name))
+    problems.push('not a base unit');
   if (/(duration|latency|lag|time)(_|$)/.test(name) && !/_seconds(_total)?$/.test(name)) problems.push('a time without _seconds');
   if (/_(size|heap|memory)$/.test(name)) problems.push('a size without _bytes');
   return problems;
@@ -90,7 +93,13 @@ describe('syncline_resource_info', () => {
       { metadata: { namespace: 'ops', name: 'web' }, spec: { suspend: false }, status: { conditions: [{ type: 'Ready', status: 'True' }] } },
       { metadata: { namespace: 'ops', name: 'db' }, spec: { suspend: true } },
     ];
-    const untrack = metrics.trackResources(() => [{ kind: ResourceKind.ConfigSync, objects }, { kind: ResourceKind.RemoteCluster, objects: [{ metadata: { namespace: 'ops', name: 'east' }, status: { conditions: [{ type: 'Ready', status: 'False' }] } }] }]);
+    const untrack = metrics.trackResources(() => [
+      { kind: ResourceKind.ConfigSync, objects },
+      {
+        kind: ResourceKind.RemoteCluster,
+        objects: [{ metadata: { namespace: 'ops', name: 'east' }, status: { conditions: [{ type: 'Ready', status: 'False' }] } }],
+      },
+    ]);
     const info = async (): Promise<string[]> => ((await metrics.registry.metrics()).match(/^syncline_resource_info\{.*$/gm) ?? []).sort();
 
     expect(await info()).toEqual([
@@ -101,7 +110,9 @@ describe('syncline_resource_info', () => {
 
     // web turns not ready, db is deleted: the old series go.
     objects = [{ metadata: { namespace: 'ops', name: 'web' }, spec: { suspend: false }, status: { conditions: [{ type: 'Ready', status: 'False' }] } }];
-    expect((await info()).filter((l) => l.includes('ConfigSync'))).toEqual(['syncline_resource_info{kind="ConfigSync",namespace="ops",name="web",ready="False",suspended="false"} 1']);
+    expect((await info()).filter((l) => l.includes('ConfigSync'))).toEqual([
+      'syncline_resource_info{kind="ConfigSync",namespace="ops",name="web",ready="False",suspended="false"} 1',
+    ]);
 
     untrack();
     expect(await info()).toEqual([]);

@@ -69,14 +69,50 @@ export function createMetrics() {
     });
   laneGauge({ name: 'syncline_workqueue_depth', help: 'Keys waiting to be reconciled, by controller.' }, (lane) => lane.depth);
   laneGauge({ name: 'syncline_workqueue_in_flight', help: 'Reconciles running now, by controller.' }, (lane) => lane.inFlight);
-  laneGauge({ name: 'syncline_workqueue_stalled_seconds', help: 'How long a controller has had work and finished none of it (0: idle or moving); liveness fails past --stall-timeout.' }, (lane) => lane.stalledSeconds);
+  laneGauge(
+    {
+      name: 'syncline_workqueue_stalled_seconds',
+      help: 'How long a controller has had work and finished none of it (0: idle or moving); liveness fails past --stall-timeout.',
+    },
+    (lane) => lane.stalledSeconds,
+  );
   const perObject = {
-    targetFailures: new Counter({ name: 'syncline_target_failures_total', help: 'Targets that finished a sync with failures, by sync (namespace, name) and target.', labelNames: ['namespace', 'name', 'target'], registers }),
-    managedObjects: new Gauge({ name: 'syncline_managed_objects', help: 'Objects in the inventory of each ConfigSync.', labelNames: ['namespace', 'name'], registers }),
-    drLag: new Gauge({ name: 'syncline_dr_replication_lag_seconds', help: 'NamespaceReplication: from the first source change not yet replicated to its replication.', labelNames: ['namespace', 'name'], registers }),
-    drObjects: new Gauge({ name: 'syncline_dr_objects', help: 'NamespaceReplication: objects by replicated kind and result (replicated, failed, skipped).', labelNames: ['namespace', 'name', 'kind', 'result'], registers }),
-    drPruneHeld: new Gauge({ name: 'syncline_dr_prune_held_objects', help: 'NamespaceReplication: standby objects whose deletion is held for a confirmation (0: none held).', labelNames: ['namespace', 'name'], registers }),
-    mirrorConflicts: new Gauge({ name: 'syncline_mirror_conflicts', help: 'Replicas a mirroring source (kind, namespace, name) could not write because another object holds the name.', labelNames: ['kind', 'namespace', 'name'], registers }),
+    targetFailures: new Counter({
+      name: 'syncline_target_failures_total',
+      help: 'Targets that finished a sync with failures, by sync (namespace, name) and target.',
+      labelNames: ['namespace', 'name', 'target'],
+      registers,
+    }),
+    managedObjects: new Gauge({
+      name: 'syncline_managed_objects',
+      help: 'Objects in the inventory of each ConfigSync.',
+      labelNames: ['namespace', 'name'],
+      registers,
+    }),
+    drLag: new Gauge({
+      name: 'syncline_dr_replication_lag_seconds',
+      help: 'NamespaceReplication: from the first source change not yet replicated to its replication.',
+      labelNames: ['namespace', 'name'],
+      registers,
+    }),
+    drObjects: new Gauge({
+      name: 'syncline_dr_objects',
+      help: 'NamespaceReplication: objects by replicated kind and result (replicated, failed, skipped).',
+      labelNames: ['namespace', 'name', 'kind', 'result'],
+      registers,
+    }),
+    drPruneHeld: new Gauge({
+      name: 'syncline_dr_prune_held_objects',
+      help: 'NamespaceReplication: standby objects whose deletion is held for a confirmation (0: none held).',
+      labelNames: ['namespace', 'name'],
+      registers,
+    }),
+    mirrorConflicts: new Gauge({
+      name: 'syncline_mirror_conflicts',
+      help: 'Replicas a mirroring source (kind, namespace, name) could not write because another object holds the name.',
+      labelNames: ['kind', 'namespace', 'name'],
+      registers,
+    }),
   };
   /** The per-object metrics whose series belong to an object of that kind. */
   const ofKind: Record<ResourceKind, ReadonlyArray<Gauge | Counter>> = {
@@ -87,13 +123,45 @@ export function createMetrics() {
   };
   return {
     registry,
-    reconcileDuration: new Histogram({ name: 'syncline_reconcile_duration_seconds', help: 'Duration of reconciles by result.', labelNames: ['result'], buckets: DURATION_BUCKETS, registers }),
+    reconcileDuration: new Histogram({
+      name: 'syncline_reconcile_duration_seconds',
+      help: 'Duration of reconciles by result.',
+      labelNames: ['result'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    }),
     reconcileTotal: new Counter({ name: 'syncline_reconcile_total', help: 'Reconciles by result.', labelNames: ['result'], registers }),
-    objectsApplied: new Counter({ name: 'syncline_objects_applied_total', help: 'Objects written by action (created, configured, deleted, skipped, failed).', labelNames: ['action'], registers }),
-    gitDuration: new Histogram({ name: 'syncline_git_duration_seconds', help: 'Duration of git operations (resolve, fetch).', labelNames: ['operation'], buckets: DURATION_BUCKETS, registers }),
-    gitCacheHits: new Counter({ name: 'syncline_git_fetches_total', help: 'Snapshot requests by outcome (hit = served from cache, miss = fetched).', labelNames: ['outcome'], registers }),
-    webhookDeliveries: new Counter({ name: 'syncline_webhook_deliveries_total', help: 'Webhook deliveries by provider and result.', labelNames: ['provider', 'result'], registers }),
-    drPromotions: new Counter({ name: 'syncline_dr_promotions_total', help: 'Standby namespaces promoted by this (standby-side) operator, by namespace and trigger.', labelNames: ['namespace', 'trigger'], registers }),
+    objectsApplied: new Counter({
+      name: 'syncline_objects_applied_total',
+      help: 'Objects written by action (created, configured, deleted, skipped, failed).',
+      labelNames: ['action'],
+      registers,
+    }),
+    gitDuration: new Histogram({
+      name: 'syncline_git_duration_seconds',
+      help: 'Duration of git operations (resolve, fetch).',
+      labelNames: ['operation'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    }),
+    gitCacheHits: new Counter({
+      name: 'syncline_git_fetches_total',
+      help: 'Snapshot requests by outcome (hit = served from cache, miss = fetched).',
+      labelNames: ['outcome'],
+      registers,
+    }),
+    webhookDeliveries: new Counter({
+      name: 'syncline_webhook_deliveries_total',
+      help: 'Webhook deliveries by provider and result.',
+      labelNames: ['provider', 'result'],
+      registers,
+    }),
+    drPromotions: new Counter({
+      name: 'syncline_dr_promotions_total',
+      help: 'Standby namespaces promoted by this (standby-side) operator, by namespace and trigger.',
+      labelNames: ['namespace', 'trigger'],
+      registers,
+    }),
     leader: new Gauge({ name: 'syncline_leader', help: '1 while this replica holds the leader lease.', registers }),
     ...perObject,
     resourceInfo,

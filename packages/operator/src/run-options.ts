@@ -35,7 +35,10 @@ const duration = z.string().transform((text, context) => {
 const durationOrOff = z.union([z.literal('off'), duration]);
 
 /** `host:port` (port 0 picks a free one), `[ipv6]:port`, or `off` where the flag allows it. */
-const address = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]*):([0-9]{1,5})$/, 'must be host:port, such as 0.0.0.0:8080').refine((text) => Number(text.slice(text.lastIndexOf(':') + 1)) <= 65_535, 'must have a port of at most 65535');
+const address = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]*):([0-9]{1,5})$/, 'must be host:port, such as 0.0.0.0:8080')
+  .refine((text) => Number(text.slice(text.lastIndexOf(':') + 1)) <= 65_535, 'must have a port of at most 65535');
 const addressOrOff = z.union([z.literal('off'), address]);
 
 export const RunOptionsSchema = z.object({

@@ -28,7 +28,13 @@ export async function listen(server: Server, address: string): Promise<string> {
   return `${bound.address}:${bound.port}`;
 }
 
-export async function startProbeServer(options: { address: string; metrics: Metrics; ready: () => boolean; live: () => Liveness; logger: Logger }): Promise<ProbeServer> {
+export async function startProbeServer(options: {
+  address: string;
+  metrics: Metrics;
+  ready: () => boolean;
+  live: () => Liveness;
+  logger: Logger;
+}): Promise<ProbeServer> {
   let failing: string | undefined;
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];

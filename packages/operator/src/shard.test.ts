@@ -38,7 +38,11 @@ describe('shards', () => {
   it("wakes its own syncs itself and another shard's through the other waker", () => {
     const own: string[] = [];
     const other: string[] = [];
-    const wake = shardedWaker((key) => key.endsWith('/theirs'), (key) => own.push(key), (key) => other.push(key));
+    const wake = shardedWaker(
+      (key) => key.endsWith('/theirs'),
+      (key) => own.push(key),
+      (key) => other.push(key),
+    );
     for (const key of ['ns/mine', 'ns/theirs', 'ns/unknown']) wake(key);
     expect(own).toEqual(['ns/mine', 'ns/unknown']);
     expect(other).toEqual(['ns/theirs']);

@@ -13,9 +13,12 @@ const SHARD_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 export function parseShard(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
   if (value.length > 63 || !SHARD_NAME.test(value)) {
-    throw new Error(`--shard ${JSON.stringify(value)}: expected a DNS label (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)`);
+    throw new Error(
+      `--shard ${JSON.stringify(value)}: expected a DNS label (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)`,
+    );
   }
-  if (value === 'default') throw new Error('--shard default: the default shard is the operator without --shard (it takes the unlabelled syncs); name the others');
+  if (value === 'default')
+    throw new Error('--shard default: the default shard is the operator without --shard (it takes the unlabelled syncs); name the others');
   return value;
 }
 

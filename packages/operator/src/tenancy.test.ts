@@ -1,5 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { NAMESPACE_NOT_ALLOWED, SYSTEM_NAMESPACES, allowedStandby, allowedWrite, claimedFirst, describeRefusal, refusedObjects, standbyNamespaceRefusal, standbyRules, trustedNamespaces, type StandbyClaim } from './tenancy.ts';
+import {
+  NAMESPACE_NOT_ALLOWED,
+  SYSTEM_NAMESPACES,
+  allowedStandby,
+  allowedWrite,
+  claimedFirst,
+  describeRefusal,
+  refusedObjects,
+  standbyNamespaceRefusal,
+  standbyRules,
+  trustedNamespaces,
+  type StandbyClaim,
+} from './tenancy.ts';
 
 const trusted = trustedNamespaces({ operatorNamespace: 'syncline-system', list: 'platform, ops' });
 const tenant = { objectNamespace: 'team-a', serviceAccount: undefined, trusted };
@@ -69,14 +81,23 @@ describe('refusedObjects', () => {
 
   it('describes a refusal once, with the objects and the rule', () => {
     const message = describeRefusal(refusedObjects(tenant, objects));
-    expect(message).toMatch(/^NamespaceNotAllowed: nothing written; refused ConfigMap\/kube-system\/planted, ClusterRole\/escalate, Namespace\/new: an object in namespace team-a that names no serviceAccountName writes only into its own namespace/);
+    expect(message).toMatch(
+      /^NamespaceNotAllowed: nothing written; refused ConfigMap\/kube-system\/planted, ClusterRole\/escalate, Namespace\/new: an object in namespace team-a that names no serviceAccountName writes only into its own namespace/,
+    );
     expect(describeRefusal([])).toBe('');
   });
 });
 
 describe('allowedStandby', () => {
   const rules = standbyRules({ operatorNamespace: 'syncline-system' });
-  const claim = (replication: string, standbyNamespace: string, extra: Partial<StandbyClaim> = {}): StandbyClaim => ({ replication, createdAt: '2026-01-01T00:00:00Z', sourceNamespace: 'shop', cluster: 'ops/dr', standbyNamespace, ...extra });
+  const claim = (replication: string, standbyNamespace: string, extra: Partial<StandbyClaim> = {}): StandbyClaim => ({
+    replication,
+    createdAt: '2026-01-01T00:00:00Z',
+    sourceNamespace: 'shop',
+    cluster: 'ops/dr',
+    standbyNamespace,
+    ...extra,
+  });
 
   it('refuses every system namespace and the operator namespace as a standby, in this cluster and any other', () => {
     for (const namespace of [...SYSTEM_NAMESPACES, 'syncline-system']) {
@@ -102,7 +123,9 @@ describe('allowedStandby', () => {
     const later = claim('team/later', 'shop-dr', { createdAt: '2026-01-02T00:00:00Z', sourceNamespace: 'blog' });
     expect(allowedStandby({ claim: first, rules, others: [first, later] })).toEqual({ allowed: true });
     const refused = allowedStandby({ claim: later, rules, others: [first, later] });
-    expect(refused.allowed ? '' : refused.message).toMatch(/standby namespace shop-dr \(RemoteCluster ops\/dr\) is already the standby namespace of NamespaceReplication ops\/first, created first/);
+    expect(refused.allowed ? '' : refused.message).toMatch(
+      /standby namespace shop-dr \(RemoteCluster ops\/dr\) is already the standby namespace of NamespaceReplication ops\/first, created first/,
+    );
     // another cluster is another namespace
     expect(allowedStandby({ claim: { ...later, cluster: 'ops/dr-2' }, rules, others: [first] })).toEqual({ allowed: true });
     // the same second: the name decides, and a replication not created yet comes after every existing one

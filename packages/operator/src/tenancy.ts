@@ -14,13 +14,17 @@ import { NAMESPACE_NOT_ALLOWED, type TrustedNamespaces } from '@syncline/runtime
 export { NAMESPACE_NOT_ALLOWED, type TrustedNamespaces };
 
 /** The operator's namespace (when known) and the names given to --trusted-namespaces (comma-separated). */
-export function trustedNamespaces(input: { readonly operatorNamespace?: string | undefined; readonly list?: string | readonly string[] | undefined }): TrustedNamespaces {
+export function trustedNamespaces(input: {
+  readonly operatorNamespace?: string | undefined;
+  readonly list?: string | readonly string[] | undefined;
+}): TrustedNamespaces {
   const listed = typeof input.list === 'string' ? input.list.split(',') : (input.list ?? []);
   const names = new Set<string>();
   for (const raw of listed) {
     const name = raw.trim();
     if (name === '') continue;
-    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name) || name.length > 63) throw new Error(`--trusted-namespaces: ${JSON.stringify(name)} is not a namespace name (names only, no globs)`);
+    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name) || name.length > 63)
+      throw new Error(`--trusted-namespaces: ${JSON.stringify(name)} is not a namespace name (names only, no globs)`);
     names.add(name);
   }
   if (input.operatorNamespace !== undefined && input.operatorNamespace !== '') names.add(input.operatorNamespace);
@@ -71,7 +75,11 @@ export function refusedObjects(actor: Actor, objects: readonly ScopedObject[]): 
   for (const object of objects) {
     const namespace = object.metadata.namespace ?? '';
     const verdict = allowedWrite(namespace === '' ? { ...actor, clusterScoped: true } : { ...actor, targetNamespace: namespace });
-    if (!verdict.allowed) refused.push({ object: namespace === '' ? `${object.kind}/${object.metadata.name}` : `${object.kind}/${namespace}/${object.metadata.name}`, message: verdict.message });
+    if (!verdict.allowed)
+      refused.push({
+        object: namespace === '' ? `${object.kind}/${object.metadata.name}` : `${object.kind}/${namespace}/${object.metadata.name}`,
+        message: verdict.message,
+      });
   }
   return refused;
 }
@@ -112,7 +120,10 @@ export function standbyRules(input: { readonly operatorNamespace?: string | unde
   for (const raw of (input.allow ?? '').split(',')) {
     const name = raw.trim();
     if (name === '') continue;
-    if (!SYSTEM_NAMESPACES.has(name)) throw new Error(`--dr-allow-standby-namespaces: ${JSON.stringify(name)} is not one of ${[...SYSTEM_NAMESPACES].join(', ')} (only system namespaces need opting in; the operator's own namespace is never a standby)`);
+    if (!SYSTEM_NAMESPACES.has(name))
+      throw new Error(
+        `--dr-allow-standby-namespaces: ${JSON.stringify(name)} is not one of ${[...SYSTEM_NAMESPACES].join(', ')} (only system namespaces need opting in; the operator's own namespace is never a standby)`,
+      );
     allowedSystem.add(name);
   }
   return { operatorNamespace: input.operatorNamespace === '' ? undefined : input.operatorNamespace, allowedSystem };
@@ -120,7 +131,8 @@ export function standbyRules(input: { readonly operatorNamespace?: string | unde
 
 /** Why `namespace` may never be a standby by its name alone (any cluster), or undefined when it may. */
 export function standbyNamespaceRefusal(namespace: string, rules: StandbyRules): string | undefined {
-  if (namespace === rules.operatorNamespace) return `${NAMESPACE_NOT_ALLOWED}: standby namespace ${namespace}: the operator's own namespace is never a DR standby`;
+  if (namespace === rules.operatorNamespace)
+    return `${NAMESPACE_NOT_ALLOWED}: standby namespace ${namespace}: the operator's own namespace is never a DR standby`;
   if (SYSTEM_NAMESPACES.has(namespace) && !rules.allowedSystem.has(namespace)) {
     return `${NAMESPACE_NOT_ALLOWED}: standby namespace ${namespace}: a system namespace (${[...SYSTEM_NAMESPACES].join(', ')}) is never a DR standby unless the operator's --dr-allow-standby-namespaces names it`;
   }
@@ -161,7 +173,11 @@ function sharedWith(claim: StandbyClaim, other: StandbyClaim): string | undefine
  * that another replication created earlier uses as its standby (same cluster) or its source (this cluster):
  * the earlier one keeps it, whatever order they are reconciled in.
  */
-export function allowedStandby(input: { readonly claim: StandbyClaim; readonly rules: StandbyRules; readonly others: readonly StandbyClaim[] }): { readonly allowed: true } | { readonly allowed: false; readonly reason: typeof NAMESPACE_NOT_ALLOWED; readonly message: string } {
+export function allowedStandby(input: {
+  readonly claim: StandbyClaim;
+  readonly rules: StandbyRules;
+  readonly others: readonly StandbyClaim[];
+}): { readonly allowed: true } | { readonly allowed: false; readonly reason: typeof NAMESPACE_NOT_ALLOWED; readonly message: string } {
   const { claim } = input;
   const byName = standbyNamespaceRefusal(claim.standbyNamespace, input.rules);
   if (byName !== undefined) return { allowed: false, reason: NAMESPACE_NOT_ALLOWED, message: byName };

@@ -41,14 +41,21 @@ function overlay50(): EngineFile[] {
   const files: EngineFile[] = [];
   const resources: string[] = [];
   for (let i = 0; i < 25; i++) {
-    files.push({ path: `base/deploy-${i}.yaml`, content: `apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app-${i}\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: app-${i}}\n  template:\n    metadata:\n      labels: {app: app-${i}}\n    spec:\n      containers:\n        - name: app\n          image: nginx:1.27\n          env: [{name: INDEX, value: "${i}"}]\n` });
-    files.push({ path: `base/config-${i}.yaml`, content: `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: config-${i}\ndata:\n  index: "${i}"\n  text: ${'x'.repeat(200)}\n` });
+    files.push({
+      path: `base/deploy-${i}.yaml`,
+      content: `apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app-${i}\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: app-${i}}\n  template:\n    metadata:\n      labels: {app: app-${i}}\n    spec:\n      containers:\n        - name: app\n          image: nginx:1.27\n          env: [{name: INDEX, value: "${i}"}]\n`,
+    });
+    files.push({
+      path: `base/config-${i}.yaml`,
+      content: `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: config-${i}\ndata:\n  index: "${i}"\n  text: ${'x'.repeat(200)}\n`,
+    });
     resources.push(`deploy-${i}.yaml`, `config-${i}.yaml`);
   }
   files.push({ path: 'base/kustomization.yaml', content: `resources:\n${resources.map((r) => `  - ${r}`).join('\n')}\n` });
   files.push({
     path: 'overlays/prod/kustomization.yaml',
-    content: 'namespace: prod\nnamePrefix: prod-\nresources:\n  - ../../base\nlabels:\n  - pairs: {env: prod}\nimages:\n  - name: nginx\n    newTag: "1.28"\npatches:\n  - target: {kind: Deployment}\n    patch: |-\n      - op: replace\n        path: /spec/replicas\n        value: 3\n',
+    content:
+      'namespace: prod\nnamePrefix: prod-\nresources:\n  - ../../base\nlabels:\n  - pairs: {env: prod}\nimages:\n  - name: nginx\n    newTag: "1.28"\npatches:\n  - target: {kind: Deployment}\n    patch: |-\n      - op: replace\n        path: /spec/replicas\n        value: 3\n',
   });
   return files;
 }
@@ -58,7 +65,11 @@ function chart(count: number): EngineFile[] {
   return [
     { path: 'big/Chart.yaml', content: 'apiVersion: v2\nname: big\nversion: 0.1.0\n' },
     { path: 'big/values.yaml', content: `count: ${count}\n` },
-    { path: 'big/templates/cm.yaml', content: '{{- range $i := until (int .Values.count) }}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ $.Release.Name }}-{{ $i }}\n  labels:\n    app.kubernetes.io/instance: {{ $.Release.Name }}\ndata:\n  index: {{ $i | quote }}\n{{- end }}\n' },
+    {
+      path: 'big/templates/cm.yaml',
+      content:
+        '{{- range $i := until (int .Values.count) }}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ $.Release.Name }}-{{ $i }}\n  labels:\n    app.kubernetes.io/instance: {{ $.Release.Name }}\ndata:\n  index: {{ $i | quote }}\n{{- end }}\n',
+    },
   ];
 }
 
@@ -77,7 +88,11 @@ function cpuMs(pid: number | 'self'): number {
 function cli(binary: string, args: readonly string[], cwd: string, home: string): Cost {
   const start = performance.now();
   const cpu = cpuMs('self');
-  const result = spawnSync(binary, [...args], { cwd, env: { HOME: home, HELM_CACHE_HOME: join(home, 'c'), HELM_CONFIG_HOME: join(home, 'f'), HELM_DATA_HOME: join(home, 'd') }, maxBuffer: 64 * 1024 * 1024 });
+  const result = spawnSync(binary, [...args], {
+    cwd,
+    env: { HOME: home, HELM_CACHE_HOME: join(home, 'c'), HELM_CONFIG_HOME: join(home, 'f'), HELM_DATA_HOME: join(home, 'd') },
+    maxBuffer: 64 * 1024 * 1024,
+  });
   if (result.status !== 0) throw new Error(`${binary} ${args.join(' ')}: ${result.stderr.toString()}`);
   return { wall: performance.now() - start, cpu: cpuMs('self') - cpu };
 }
@@ -122,19 +137,35 @@ export async function benchEngines(): Promise<void> {
     const kWarm = summary(await sequence(rounds, () => timed(engine, () => engine.render(kRequest))));
     const kCli = summary(await sequence(rounds, () => Promise.resolve(cli(kustomize, ['build', 'overlays/prod'], join(work, 'k'), work))));
 
-    const hRequest = { engine: EngineName.Helm, files: syncline, input: { chart: 'charts/syncline', releaseName: 'syncline', namespace: 'syncline-system', includeCRDs: true, skipTests: true } };
+    const hRequest = {
+      engine: EngineName.Helm,
+      files: syncline,
+      input: { chart: 'charts/syncline', releaseName: 'syncline', namespace: 'syncline-system', includeCRDs: true, skipTests: true },
+    };
     await engine.render(hRequest);
     const hWarm = summary(await sequence(rounds, () => timed(engine, () => engine.render(hRequest))));
-    const hCli = summary(await sequence(rounds, () => Promise.resolve(cli(helm, ['template', 'syncline', join(root, 'charts', 'syncline'), '--namespace', 'syncline-system', '--include-crds'], work, work))));
+    const hCli = summary(
+      await sequence(rounds, () =>
+        Promise.resolve(cli(helm, ['template', 'syncline', join(root, 'charts', 'syncline'), '--namespace', 'syncline-system', '--include-crds'], work, work)),
+      ),
+    );
     const bigRequest = { engine: EngineName.Helm, files: big, input: { chart: 'big', releaseName: 'big', namespace: 'x', includeCRDs: true, skipTests: true } };
     const bigObjects = (await engine.render(bigRequest)).length;
     const bigWarm = summary(await sequence(rounds, () => timed(engine, () => engine.render(bigRequest))));
-    const bigCli = summary(await sequence(rounds, () => Promise.resolve(cli(helm, ['template', 'big', join(work, 'h', 'big'), '--namespace', 'x'], work, work))));
+    const bigCli = summary(
+      await sequence(rounds, () => Promise.resolve(cli(helm, ['template', 'big', join(work, 'h', 'big'), '--namespace', 'x'], work, work))),
+    );
 
     const jRequest = { engine: EngineName.Jsonnet, files: jsonnetFiles, input: { main: 'main.jsonnet', libraryPaths: ['vendor'], extVars: { env: 'prod' } } };
     await engine.render(jRequest);
     const jWarm = summary(await sequence(rounds, () => timed(engine, () => engine.render(jRequest))));
-    const jCli = summary(await sequence(rounds, () => Promise.resolve(cli(jsonnet, ['-J', 'vendor', '-V', 'env=prod', 'main.jsonnet'], join(root, 'packages', 'render', 'src', 'engines', 'testdata', 'jsonnet'), work))));
+    const jCli = summary(
+      await sequence(rounds, () =>
+        Promise.resolve(
+          cli(jsonnet, ['-J', 'vendor', '-V', 'env=prod', 'main.jsonnet'], join(root, 'packages', 'render', 'src', 'engines', 'testdata', 'jsonnet'), work),
+        ),
+      ),
+    );
 
     // 200 renders of different inputs (200 syncs' first renders), then the render process's resident memory.
     for (let i = 0; i < 100; i++) {
@@ -149,11 +180,17 @@ export async function benchEngines(): Promise<void> {
       console.log(
         `${what}: warm ${warm.wall.toFixed(1)} ms wall, ${warm.cpu.toFixed(1)} ms CPU vs the CLI as a process ${cliCost.wall.toFixed(1)} ms wall, ${cliCost.cpu.toFixed(1)} ms CPU = ${ratio(warm.wall, cliCost.wall)} wall, ${ratio(warm.cpu, cliCost.cpu)} CPU (target ≤ 0.5×: wall ${warm.wall <= cliCost.wall / 2 ? 'met' : 'NOT met'}, CPU ${warm.cpu <= cliCost.cpu / 2 ? 'met' : 'NOT met'})`,
       );
-    console.log(`engines: syncline-render (one process, files in memory), ${rounds} runs each (wall: median; CPU: mean, render process + client); CLIs built from the same module versions`);
+    console.log(
+      `engines: syncline-render (one process, files in memory), ${rounds} runs each (wall: median; CPU: mean, render process + client); CLIs built from the same module versions`,
+    );
     line(`kustomize overlay of ${objects} objects`, kWarm, kCli);
-    console.log(`kustomize first render after start (process start included): ${first.wall.toFixed(0)} ms (target ≤ 1000 ms: ${first.wall <= 1000 ? 'met' : 'NOT met'})`);
+    console.log(
+      `kustomize first render after start (process start included): ${first.wall.toFixed(0)} ms (target ≤ 1000 ms: ${first.wall <= 1000 ? 'met' : 'NOT met'})`,
+    );
     line('helm charts/syncline (default values, CRDs)', hWarm, hCli);
-    console.log(`helm chart of ${bigObjects} objects: warm ${bigWarm.wall.toFixed(1)} ms wall, ${bigWarm.cpu.toFixed(1)} ms CPU (target ≤ 200 ms: ${bigWarm.wall <= 200 ? 'met' : 'NOT met'}); helm template as a process ${bigCli.wall.toFixed(1)} ms wall, ${bigCli.cpu.toFixed(1)} ms CPU`);
+    console.log(
+      `helm chart of ${bigObjects} objects: warm ${bigWarm.wall.toFixed(1)} ms wall, ${bigWarm.cpu.toFixed(1)} ms CPU (target ≤ 200 ms: ${bigWarm.wall <= 200 ? 'met' : 'NOT met'}); helm template as a process ${bigCli.wall.toFixed(1)} ms wall, ${bigCli.cpu.toFixed(1)} ms CPU`,
+    );
     line('jsonnet (testdata, library path, ext var)', jWarm, jCli);
     console.log(`render process RSS after 200 renders (100 overlays, 100 charts/syncline): ${rss.toFixed(0)} MB`);
   } finally {

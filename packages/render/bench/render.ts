@@ -58,7 +58,13 @@ const files: SourceFile[] = [
   ...Array.from({ length: templates }, (_, i) => ({ path: `apps/fleet/svc-${String(i).padStart(4, '0')}.yaml.hbs`, content: deployment(i) })),
 ];
 const values = layerValues([
-  { replicas: 2, image: { repository: 'registry.example.com/app', tag: '1.2.3' }, region: 'eu-west-1', monitoring: true, resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '256Mi' } } },
+  {
+    replicas: 2,
+    image: { repository: 'registry.example.com/app', tag: '1.2.3' },
+    region: 'eu-west-1',
+    monitoring: true,
+    resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '256Mi' } },
+  },
 ]);
 const discovery = createStaticDiscovery();
 const bytes = files.reduce((n, f) => n + (typeof f.content === 'string' ? f.content.length : f.content.byteLength), 0);
@@ -91,7 +97,11 @@ function renderAll(cache: TemplateCache | undefined, sources: readonly SourceFil
 
 /** The next commit: 1% of the templates changed (a new label value). */
 function nextCommit(previous: readonly SourceFile[], round: number): SourceFile[] {
-  return previous.map((file, i) => (i > 0 && i % 100 === round % 100 && typeof file.content === 'string' ? { ...file, content: file.content.replace('component: ', `commit: c${round}\n    component: `) } : file));
+  return previous.map((file, i) =>
+    i > 0 && i % 100 === round % 100 && typeof file.content === 'string'
+      ? { ...file, content: file.content.replace('component: ', `commit: c${round}\n    component: `) }
+      : file,
+  );
 }
 
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -128,11 +138,17 @@ const c = wall(cold);
 const u = wall(uncached);
 const perObject = (ms: number): string => `${((ms * 1000) / objects).toFixed(1)} µs/object`;
 const cpuNote = (runs: readonly Measured[]): string => `CPU ${cpuOf(runs).toFixed(0)} ms`;
-console.log(`render: ${templates} templates (${(bytes / 1024).toFixed(0)} KiB) × ${targets} targets = ${objects} objects, median of ${rounds} rounds, Node ${process.versions.node}`);
+console.log(
+  `render: ${templates} templates (${(bytes / 1024).toFixed(0)} KiB) × ${targets} targets = ${objects} objects, median of ${rounds} rounds, Node ${process.versions.node}`,
+);
 console.log(`no cache (compile every target):         total ${u.toFixed(0)} ms (${cpuNote(uncached)}), ${perObject(u)}`);
-console.log(`cold cache (compile each template once): total ${c.toFixed(0)} ms (${cpuNote(cold)}), ${perObject(c)}, compiles ${coldStats.misses}, cache hits ${coldStats.hits}`);
+console.log(
+  `cold cache (compile each template once): total ${c.toFixed(0)} ms (${cpuNote(cold)}), ${perObject(c)}, compiles ${coldStats.misses}, cache hits ${coldStats.hits}`,
+);
 console.log(`new commit (1% of templates changed):    total ${n.toFixed(0)} ms (${cpuNote(commit)}), ${perObject(n)}, compiles ${commitCompiles}`);
-console.log(`target: ${objects} objects after a new commit ≤ 1000 ms: ${n.toFixed(0)} ms ${n <= 1000 ? 'met' : 'NOT met'} (CPU ${cpuOf(commit).toFixed(0)} ms); cold cache ${c.toFixed(0)} ms (${c <= 1000 ? 'also within' : 'over'} 1000 ms)`);
+console.log(
+  `target: ${objects} objects after a new commit ≤ 1000 ms: ${n.toFixed(0)} ms ${n <= 1000 ? 'met' : 'NOT met'} (CPU ${cpuOf(commit).toFixed(0)} ms); cold cache ${c.toFixed(0)} ms (${c <= 1000 ? 'also within' : 'over'} 1000 ms)`,
+);
 
 // SOPS: 200 age-encrypted Secrets (written by the real sops CLI, built from its Go module on first use) in one
 // sync. After a commit (one value of one Secret changed with `sops set`, which keeps the file's data key: its
@@ -150,24 +166,62 @@ const keyRing = await parseKeySecret('Secret bench/sops-keys', { 'identity.ageke
 const secretCount = 200;
 const secretYaml = (i: number, round: number): string =>
   `apiVersion: v1\nkind: Secret\nmetadata:\n  name: secret-${i}\n  labels:\n    app: svc-${i}\ntype: Opaque\nstringData:\n  username: user-${i}\n  password: pw-${i}-${round}-${'x'.repeat(24)}\n  url: postgres://db-${i}.example.com:5432/app\n`;
-const encryptSecret = (i: number, round: number): Uint8Array => new Uint8Array(sopsCli.encrypt({ name: `secret-${i}.yaml`, plaintext: secretYaml(i, round), args: ['--age', ageKey.recipient, '--encrypted-regex', '^(data|stringData)$'] }));
-const plainFiles: SourceFile[] = Array.from({ length: secretCount }, (_, i) => ({ path: `apps/secrets/secret-${String(i).padStart(3, '0')}.yaml`, content: secretYaml(i, 0) }));
-let encryptedFiles: SourceFile[] = Array.from({ length: secretCount }, (_, i) => ({ path: `apps/secrets/secret-${String(i).padStart(3, '0')}.yaml`, content: encryptSecret(i, 0) }));
+const encryptSecret = (i: number, round: number): Uint8Array =>
+  new Uint8Array(
+    sopsCli.encrypt({
+      name: `secret-${i}.yaml`,
+      plaintext: secretYaml(i, round),
+      args: ['--age', ageKey.recipient, '--encrypted-regex', '^(data|stringData)$'],
+    }),
+  );
+const plainFiles: SourceFile[] = Array.from({ length: secretCount }, (_, i) => ({
+  path: `apps/secrets/secret-${String(i).padStart(3, '0')}.yaml`,
+  content: secretYaml(i, 0),
+}));
+let encryptedFiles: SourceFile[] = Array.from({ length: secretCount }, (_, i) => ({
+  path: `apps/secrets/secret-${String(i).padStart(3, '0')}.yaml`,
+  content: encryptSecret(i, 0),
+}));
 // A commit as a user makes it: `sops set` (or `sops edit`) of one value keeps the file's data key.
 const sopsRounds = 15;
-const commits = Array.from({ length: sopsRounds + 1 }, (_, r) =>
-  new Uint8Array(sopsCli.set({ name: `secret-${r}.yaml`, encrypted: encryptedFiles[r]?.content ?? '', path: '["stringData"]["password"]', value: JSON.stringify(`pw-${r}-${r + 1}-${'x'.repeat(24)}`), env: { SOPS_AGE_KEY: ageKey.identity } })),
+const commits = Array.from(
+  { length: sopsRounds + 1 },
+  (_, r) =>
+    new Uint8Array(
+      sopsCli.set({
+        name: `secret-${r}.yaml`,
+        encrypted: encryptedFiles[r]?.content ?? '',
+        path: '["stringData"]["password"]',
+        value: JSON.stringify(`pw-${r}-${r + 1}-${'x'.repeat(24)}`),
+        env: { SOPS_AGE_KEY: ageKey.identity },
+      }),
+    ),
 );
 const dataKeys = new DataKeyCache();
 const decryptedFiles = new DecryptedFileCache();
 const renderSecrets = (sources: readonly SourceFile[]): number =>
-  renderTarget({ files: sources, path: 'apps/secrets', values: {}, target: { name: 'prod', namespace: 'prod' }, source: { repo: 'https://git.example.com/org/configs.git', revision }, discovery, cache: operatorCache }).length;
+  renderTarget({
+    files: sources,
+    path: 'apps/secrets',
+    values: {},
+    target: { name: 'prod', namespace: 'prod' },
+    source: { repo: 'https://git.example.com/org/configs.git', revision },
+    discovery,
+    cache: operatorCache,
+  }).length;
 async function decryptAndRender(sources: readonly SourceFile[]): Promise<Measured> {
   const cpu = process.cpuUsage();
   const start = performance.now();
   const decrypted: SourceFile[] = [];
   for (const file of sources) {
-    decrypted.push(isSopsEncrypted(file.path, file.content) ? { path: file.path, content: await decryptSopsFile({ path: file.path, content: file.content, keys: keyRing, cache: dataKeys, decrypted: decryptedFiles }) } : file);
+    decrypted.push(
+      isSopsEncrypted(file.path, file.content)
+        ? {
+            path: file.path,
+            content: await decryptSopsFile({ path: file.path, content: file.content, keys: keyRing, cache: dataKeys, decrypted: decryptedFiles }),
+          }
+        : file,
+    );
   }
   decryptOnly.push(performance.now() - start);
   const count = renderSecrets(decrypted);
@@ -201,8 +255,12 @@ const s = wall(sopsRuns);
 const p = wall(plainRuns);
 const ratio = s / p;
 const cpuRatio = cpuOf(sopsRuns) / cpuOf(plainRuns);
-console.log(`sops: ${secretCount} age-encrypted Secrets, decrypt + render after a commit (median of ${sopsRounds}): ${s.toFixed(1)} ms (${cpuNote(sopsRuns)}); the same Secrets in plaintext: ${p.toFixed(1)} ms (${cpuNote(plainRuns)})`);
-console.log(`sops: of which decryption ${median(decryptOnly).toFixed(1)} ms (one file decrypted with its cached data key, ${secretCount - 1} from the in-memory cache)`);
+console.log(
+  `sops: ${secretCount} age-encrypted Secrets, decrypt + render after a commit (median of ${sopsRounds}): ${s.toFixed(1)} ms (${cpuNote(sopsRuns)}); the same Secrets in plaintext: ${p.toFixed(1)} ms (${cpuNote(plainRuns)})`,
+);
+console.log(
+  `sops: of which decryption ${median(decryptOnly).toFixed(1)} ms (one file decrypted with its cached data key, ${secretCount - 1} from the in-memory cache)`,
+);
 {
   const fresh = encryptSecret(7, 99);
   const t0 = performance.now();

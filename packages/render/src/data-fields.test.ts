@@ -11,7 +11,8 @@ const secretB64 = Buffer.from(secret).toString('base64');
 // 27 bytes, so the last four characters encode 0xfb 0xff 0xbf: '-_-_' in the URL-safe alphabet.
 const secretB64Url = Buffer.concat([Buffer.from(secret.slice(0, 24)), Buffer.from([0xfb, 0xff, 0xbf])]).toString('base64url');
 
-const secretYaml = (value: string, field = 'data'): string => `apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n${field}:\n  user: YWRtaW4=\n  password: ${value}\n`;
+const secretYaml = (value: string, field = 'data'): string =>
+  `apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n${field}:\n  user: YWRtaW4=\n  password: ${value}\n`;
 
 function expectNoLeak(message: string, value: string): void {
   expect(message).not.toContain(secret);
@@ -96,8 +97,14 @@ describe('stringData values must be strings', () => {
 
 describe('data keys', () => {
   it.each(['a b', '.', '..', '..hidden', 'key/with/slash', 'ключ', 'k'.repeat(254), ''])('refuses the key %j in data, stringData and binaryData', (key) => {
-    for (const [kind, field] of [['Secret', 'data'], ['Secret', 'stringData'], ['ConfigMap', 'binaryData']] as const) {
-      const error = renderError({ files: { 'app/o.yaml': `apiVersion: v1\nkind: ${kind}\nmetadata:\n  name: o\n${field}:\n  ${JSON.stringify(key)}: YWI=\n` } });
+    for (const [kind, field] of [
+      ['Secret', 'data'],
+      ['Secret', 'stringData'],
+      ['ConfigMap', 'binaryData'],
+    ] as const) {
+      const error = renderError({
+        files: { 'app/o.yaml': `apiVersion: v1\nkind: ${kind}\nmetadata:\n  name: o\n${field}:\n  ${JSON.stringify(key)}: YWI=\n` },
+      });
       expect(error.reason, `${kind} ${field}`).toBe(RenderErrorReason.InvalidObject);
       expect(error.message).toContain(`\`${field}\` key`);
       expect(error.message).toContain('is not a valid key');
@@ -113,7 +120,11 @@ describe('data keys', () => {
 
 describe('ConfigMap binaryData follows the Secret data rule', () => {
   it('refuses a value that is not base64, at its key', () => {
-    const error = renderError({ files: { 'app/cm.yaml': `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  namespace: other\nbinaryData:\n  logo.png: ${JSON.stringify(secret)}\n` } });
+    const error = renderError({
+      files: {
+        'app/cm.yaml': `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  namespace: other\nbinaryData:\n  logo.png: ${JSON.stringify(secret)}\n`,
+      },
+    });
     expect(error.message.startsWith('app/cm.yaml:7:3: ConfigMap/cfg in other: the value of `binaryData` key `logo.png` is not valid base64')).toBe(true);
     expectNoLeak(error.message, secret);
   });
@@ -137,13 +148,19 @@ describe('where the error points', () => {
     expect(error.message).toContain('b64enc');
     expectNoLeak(error.message, secret);
 
-    const [object] = render({ files: { 'app/secret.yaml.hbs': template.replace('{{values.password}}', '{{b64enc values.password}}') }, values: { name: 'db', password: secret } });
+    const [object] = render({
+      files: { 'app/secret.yaml.hbs': template.replace('{{values.password}}', '{{b64enc values.password}}') },
+      values: { name: 'db', password: secret },
+    });
     expect(object?.data).toEqual({ user: 'YWRtaW4=', password: secretB64 });
   });
 
   it('a key written in a partial: the partial line', () => {
     const error = renderError({
-      files: { 'app/secret.yaml.hbs': 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  {{> creds}}\n', 'app/_partials/creds.hbs': 'user: YWRtaW4=\npassword: {{values.password}}\n' },
+      files: {
+        'app/secret.yaml.hbs': 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  {{> creds}}\n',
+        'app/_partials/creds.hbs': 'user: YWRtaW4=\npassword: {{values.password}}\n',
+      },
       values: { password: secret },
     });
     expect(error.file).toBe('app/_partials/creds.hbs');
@@ -184,7 +201,11 @@ describe('data mode stays valid', () => {
 
   it('a Secret from text, a template and binary files is all canonical base64', () => {
     const [object] = render({
-      files: new Map<string, string | Uint8Array>([['app/a.txt', secret], ['app/b.bin', bytes], ['app/c.conf.hbs', 'pw={{values.pw}}\n']]),
+      files: new Map<string, string | Uint8Array>([
+        ['app/a.txt', secret],
+        ['app/b.bin', bytes],
+        ['app/c.conf.hbs', 'pw={{values.pw}}\n'],
+      ]),
       values: { pw: secret },
       target: { name: 's', namespace: 'ns', data: { type: 'Secret', name: 'creds' } },
     });
@@ -195,12 +216,19 @@ describe('data mode stays valid', () => {
   });
 
   it('a ConfigMap keeps binary files in canonical binaryData', () => {
-    const [object] = render({ files: new Map<string, string | Uint8Array>([['app/b.bin', bytes]]), target: { name: 's', namespace: 'ns', data: { type: 'ConfigMap', name: 'cfg' } } });
+    const [object] = render({
+      files: new Map<string, string | Uint8Array>([['app/b.bin', bytes]]),
+      target: { name: 's', namespace: 'ns', data: { type: 'ConfigMap', name: 'cfg' } },
+    });
     expect(base64Problem((object?.binaryData as Record<string, string>)['b.bin'] ?? 'x')).toBeUndefined();
   });
 
   it.each(['..x', '.'])('refuses the key %j', (key) => {
-    const error = renderError({ files: { 'app/a.txt': 'x' }, path: 'app/a.txt', target: { name: 's', namespace: 'ns', data: { type: 'Secret', name: 'creds', key } } });
+    const error = renderError({
+      files: { 'app/a.txt': 'x' },
+      path: 'app/a.txt',
+      target: { name: 's', namespace: 'ns', data: { type: 'Secret', name: 'creds', key } },
+    });
     expect(error.reason).toBe(RenderErrorReason.InvalidDataMode);
     expect(error.message).toContain('not a valid data key');
   });

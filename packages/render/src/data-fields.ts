@@ -37,8 +37,10 @@ export function base64Problem(value: string): string | undefined {
   const text = value.replace(/[\r\n]/g, '');
   if (canonicalBase64.test(text)) return undefined;
   if (/[ \t]/.test(text)) return 'is not valid base64: it holds spaces or tabs (only line breaks may separate base64 characters)';
-  if (/[-_]/.test(text) && /^[-_A-Za-z0-9+/=]*$/.test(text)) return "is not valid base64: it uses the URL-safe alphabet ('-', '_'); Kubernetes decodes standard base64 ('+', '/')";
-  if (/[^A-Za-z0-9+/=]/.test(text)) return 'is not valid base64: it holds characters outside the base64 alphabet (for plain text use stringData, or b64enc in a template)';
+  if (/[-_]/.test(text) && /^[-_A-Za-z0-9+/=]*$/.test(text))
+    return "is not valid base64: it uses the URL-safe alphabet ('-', '_'); Kubernetes decodes standard base64 ('+', '/')";
+  if (/[^A-Za-z0-9+/=]/.test(text))
+    return 'is not valid base64: it holds characters outside the base64 alphabet (for plain text use stringData, or b64enc in a template)';
   if (/=[^=]/.test(text) || /={3}/.test(text)) return "is not valid base64: '=' padding may only end it, at most twice";
   // What is left: the right characters, but not a multiple of 4 of them.
   return "is not valid base64: its length is not a multiple of 4 (missing or extra '=' padding?)";
@@ -110,7 +112,8 @@ export function checkDataFields(objects: readonly PlacedObject[], locate: Locate
     if (problem === undefined) continue;
     const id = `${object.kind}/${object.metadata.name}${object.metadata.namespace === undefined ? '' : ` in ${object.metadata.namespace}`}`;
     // A patched object's key may come from the patch, so point at the document, not at a line of it.
-    const where = placed.patched === true ? locate(placed.origin) : locate(placed.origin, problem.key === undefined ? [problem.field] : [problem.field, problem.key]);
+    const where =
+      placed.patched === true ? locate(placed.origin) : locate(placed.origin, problem.key === undefined ? [problem.field] : [problem.field, problem.key]);
     throw new RenderError({
       reason: RenderErrorReason.InvalidObject,
       ...where,

@@ -25,24 +25,75 @@ const cases: readonly Case[] = [
     says: ['`{app: {{values.name}}}`', 'triple-stash', '`{ app: {{values.name}} }`'],
   },
   { fixture: 'invalid-yaml.yaml', reason: RenderErrorReason.InvalidYaml, at: 'bad/invalid-yaml.yaml:7:1', says: ['invalid YAML', 'same column'] },
-  { fixture: 'invalid-yaml-output.yaml.hbs', reason: RenderErrorReason.InvalidYaml, at: 'bad/invalid-yaml-output.yaml.hbs:6:', says: ["template's output", 'Flow sequence'] },
-  { fixture: 'unclosed-block.yaml.hbs', reason: RenderErrorReason.TemplateSyntax, at: 'bad/unclosed-block.yaml.hbs:5:1', says: ['`{{#if}}` is never closed', '{{/if}}'] },
+  {
+    fixture: 'invalid-yaml-output.yaml.hbs',
+    reason: RenderErrorReason.InvalidYaml,
+    at: 'bad/invalid-yaml-output.yaml.hbs:6:',
+    says: ["template's output", 'Flow sequence'],
+  },
+  {
+    fixture: 'unclosed-block.yaml.hbs',
+    reason: RenderErrorReason.TemplateSyntax,
+    at: 'bad/unclosed-block.yaml.hbs:5:1',
+    says: ['`{{#if}}` is never closed', '{{/if}}'],
+  },
   { fixture: 'mismatched-block.yaml.hbs', reason: RenderErrorReason.TemplateSyntax, at: 'bad/mismatched-block.yaml.hbs:1:', says: ["each doesn't match if"] },
-  { fixture: 'unknown-helper.yaml.hbs', reason: RenderErrorReason.UnknownHelper, at: 'bad/unknown-helper.yaml.hbs:4:9', says: ['unknown helper `shout`', 'toYaml'] },
-  { fixture: 'missing-partial.yaml.hbs', reason: RenderErrorReason.MissingPartial, at: 'bad/missing-partial.yaml.hbs:6:5', says: ['partial `nope` not found', '_partials/nope.hbs'] },
-  { fixture: 'dynamic-partial.yaml.hbs', reason: RenderErrorReason.MissingPartial, at: 'bad/dynamic-partial.yaml.hbs:4:9', says: ['dynamic partial names are not supported'] },
-  { fixture: 'recursive-partial.yaml.hbs', reason: RenderErrorReason.PartialDepth, at: 'bad/_partials/loop.hbs:2:1', says: ['deeper than 16 levels', '{{> loop}}'] },
-  { fixture: 'missing-value.yaml.hbs', reason: RenderErrorReason.MissingValue, at: 'bad/missing-value.yaml.hbs:4:11', says: ['missing value `values.image.tag`', 'values.image is a string'] },
+  {
+    fixture: 'unknown-helper.yaml.hbs',
+    reason: RenderErrorReason.UnknownHelper,
+    at: 'bad/unknown-helper.yaml.hbs:4:9',
+    says: ['unknown helper `shout`', 'toYaml'],
+  },
+  {
+    fixture: 'missing-partial.yaml.hbs',
+    reason: RenderErrorReason.MissingPartial,
+    at: 'bad/missing-partial.yaml.hbs:6:5',
+    says: ['partial `nope` not found', '_partials/nope.hbs'],
+  },
+  {
+    fixture: 'dynamic-partial.yaml.hbs',
+    reason: RenderErrorReason.MissingPartial,
+    at: 'bad/dynamic-partial.yaml.hbs:4:9',
+    says: ['dynamic partial names are not supported'],
+  },
+  {
+    fixture: 'recursive-partial.yaml.hbs',
+    reason: RenderErrorReason.PartialDepth,
+    at: 'bad/_partials/loop.hbs:2:1',
+    says: ['deeper than 16 levels', '{{> loop}}'],
+  },
+  {
+    fixture: 'missing-value.yaml.hbs',
+    reason: RenderErrorReason.MissingValue,
+    at: 'bad/missing-value.yaml.hbs:4:11',
+    says: ['missing value `values.image.tag`', 'values.image is a string'],
+  },
   { fixture: 'mapping-in-scalar.yaml.hbs', reason: RenderErrorReason.NotAScalar, at: 'bad/mapping-in-scalar.yaml.hbs:6:11', says: ['got a mapping', 'toYaml'] },
   { fixture: 'required.yaml.hbs', reason: RenderErrorReason.HelperFailed, at: 'bad/required.yaml.hbs:6:13', says: ['values.password is required'] },
   { fixture: 'alias-bomb.yaml', reason: RenderErrorReason.InvalidYaml, at: 'bad/alias-bomb.yaml:2:8', says: ['alias bomb'] },
   { fixture: 'invalid.json', reason: RenderErrorReason.InvalidJson, at: 'bad/invalid.json:3:29', says: ['invalid JSON'] },
   { fixture: 'no-name.yaml', reason: RenderErrorReason.InvalidObject, at: 'bad/no-name.yaml:1:1', says: ['ConfigMap has no metadata.name'] },
-  { fixture: 'constructor.yaml.hbs', reason: RenderErrorReason.MissingValue, at: 'bad/constructor.yaml.hbs:4:11', says: ['missing value `values.constructor`'] },
+  {
+    fixture: 'constructor.yaml.hbs',
+    reason: RenderErrorReason.MissingValue,
+    at: 'bad/constructor.yaml.hbs:4:11',
+    says: ['missing value `values.constructor`'],
+  },
   // lookup cannot reach the prototype either: it finds nothing, so the object has no name.
   { fixture: 'lookup-proto.yaml.hbs', reason: RenderErrorReason.InvalidObject, at: 'bad/lookup-proto.yaml.hbs:1:1', says: ['has no metadata.name'] },
-  { fixture: 'too-much-work.yaml.hbs', reason: RenderErrorReason.LimitExceeded, at: 'bad/too-much-work.yaml.hbs:7:3', says: ['more than 10000 helper calls'], limits: { maxOperations: 10_000 } },
-  { fixture: 'bad-wave.yaml', reason: RenderErrorReason.InvalidObject, at: 'bad/bad-wave.yaml:1:1', says: ['ConfigMap/web: annotation syncline.dev/apply-wave must be an integer', '"first"'] },
+  {
+    fixture: 'too-much-work.yaml.hbs',
+    reason: RenderErrorReason.LimitExceeded,
+    at: 'bad/too-much-work.yaml.hbs:7:3',
+    says: ['more than 10000 helper calls'],
+    limits: { maxOperations: 10_000 },
+  },
+  {
+    fixture: 'bad-wave.yaml',
+    reason: RenderErrorReason.InvalidObject,
+    at: 'bad/bad-wave.yaml:1:1',
+    says: ['ConfigMap/web: annotation syncline.dev/apply-wave must be an integer', '"first"'],
+  },
   { fixture: 'unknown-kind.yaml', reason: RenderErrorReason.UnknownKind, at: 'bad/unknown-kind.yaml:1:1', says: ['Widget/w', 'CustomResourceDefinition'] },
 ];
 
@@ -72,7 +123,9 @@ describe('bad input fails with a precise RenderError', () => {
 
   it('maps output lines after a loop back to the template line', () => {
     const error = renderError({
-      files: { 'app/cm.yaml.hbs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n{{#each values.keys}}\n  k{{@index}}: v\n{{/each}}\n  bad: [\n' },
+      files: {
+        'app/cm.yaml.hbs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n{{#each values.keys}}\n  k{{@index}}: v\n{{/each}}\n  bad: [\n',
+      },
       values: { keys: [1, 2, 3, 4, 5] },
     });
     expect(error.reason).toBe(RenderErrorReason.InvalidYaml);
@@ -81,7 +134,11 @@ describe('bad input fails with a precise RenderError', () => {
   });
 
   it('fails on the output size limit', () => {
-    const error = renderError({ files: { 'app/a.yaml.hbs': '{{#each values.items}}{{toJson ../values.big}}{{/each}}' }, values: { items: [1, 2, 3, 4], big: 'x'.repeat(400) }, limits: { maxOutputBytes: 1000 } });
+    const error = renderError({
+      files: { 'app/a.yaml.hbs': '{{#each values.items}}{{toJson ../values.big}}{{/each}}' },
+      values: { items: [1, 2, 3, 4], big: 'x'.repeat(400) },
+      limits: { maxOutputBytes: 1000 },
+    });
     expect(error.reason).toBe(RenderErrorReason.LimitExceeded);
     expect(error.message).toContain('more than 1000 bytes');
   });

@@ -18,7 +18,14 @@ const cache = new TemplateCache();
 
 describe('multi-environment example', () => {
   it.each(targets.map((target) => [target.name, target] as const))('renders %s as the golden file says', async (name, target) => {
-    const objects = render({ files, path: 'multi-env/apps/web', values, target, cache, source: { repo: 'https://git.example.com/org/configs.git', revision: 'c0ffee0000000000000000000000000000000000' } });
+    const objects = render({
+      files,
+      path: 'multi-env/apps/web',
+      values,
+      target,
+      cache,
+      source: { repo: 'https://git.example.com/org/configs.git', revision: 'c0ffee0000000000000000000000000000000000' },
+    });
     const text = objects.map((object) => jsyaml.dump(object, { lineWidth: -1, noRefs: true })).join('---\n');
     await expect(text).toMatchFileSnapshot(join(example, 'golden', `${name}.yaml`));
   });

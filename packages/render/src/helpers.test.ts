@@ -17,7 +17,8 @@ describe('helpers', () => {
 
   it('toYaml and sha256 give the same text in every file of a render, and follow the values of each render', () => {
     // Given two files that dump the same mapping and hash the same value
-    const file = (name: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n  m: |{{nindent 4 (toYaml values.m)}}\n  h: {{sha256 values.s}}\n`;
+    const file = (name: string) =>
+      `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n  m: |{{nindent 4 (toYaml values.m)}}\n  h: {{sha256 values.s}}\n`;
     const files = { 'app/a.yaml.hbs': file('a'), 'app/b.yaml.hbs': file('b') };
     // When two renders with different values run one after the other
     const first = render({ files, values: { m: { k: 'v' }, s: 'one' } });

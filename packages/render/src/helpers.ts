@@ -27,8 +27,32 @@ export class HelperMemo {
 
 /** The names templates may use, besides Handlebars' if, unless, each, with and lookup. */
 export const helperNames = [
-  'toYaml', 'toJson', 'indent', 'nindent', 'quote', 'squote', 'default', 'required', 'b64enc', 'b64dec', 'sha256',
-  'upper', 'lower', 'trim', 'replace', 'join', 'eq', 'ne', 'lt', 'le', 'gt', 'ge', 'and', 'or', 'not', 'empty',
+  'toYaml',
+  'toJson',
+  'indent',
+  'nindent',
+  'quote',
+  'squote',
+  'default',
+  'required',
+  'b64enc',
+  'b64dec',
+  'sha256',
+  'upper',
+  'lower',
+  'trim',
+  'replace',
+  'join',
+  'eq',
+  'ne',
+  'lt',
+  'le',
+  'gt',
+  'ge',
+  'and',
+  'or',
+  'not',
+  'empty',
 ] as const;
 
 type Helper = (...args: unknown[]) => unknown;
@@ -53,17 +77,27 @@ export function createHelpers(runtime: HelperRuntime): Record<(typeof helperName
   const indentLines = (width: unknown, value: unknown, options: unknown, name: string): string => {
     if (typeof width !== 'number' || !Number.isInteger(width) || width < 0 || width > 1000) fail(options, `${name} needs a width between 0 and 1000 first`);
     const pad = ' '.repeat(width as number);
-    return text(name, value, options).split('\n').map((line) => (line === '' ? line : pad + line)).join('\n');
+    return text(name, value, options)
+      .split('\n')
+      .map((line) => (line === '' ? line : pad + line))
+      .join('\n');
   };
-  const compare = (name: string, test: (a: number | string, b: number | string) => boolean): Helper => (...args) => {
-    const { params: [a, b], options } = arity(name, args, 2);
-    const comparable = (v: unknown): v is number | string => typeof v === 'number' || typeof v === 'string';
-    if (!comparable(a) || !comparable(b) || typeof a !== typeof b) fail(options, `${name} compares two numbers or two strings`);
-    return test(a as number | string, b as number | string);
-  };
+  const compare =
+    (name: string, test: (a: number | string, b: number | string) => boolean): Helper =>
+    (...args) => {
+      const {
+        params: [a, b],
+        options,
+      } = arity(name, args, 2);
+      const comparable = (v: unknown): v is number | string => typeof v === 'number' || typeof v === 'string';
+      if (!comparable(a) || !comparable(b) || typeof a !== typeof b) fail(options, `${name} compares two numbers or two strings`);
+      return test(a as number | string, b as number | string);
+    };
   return {
     toYaml: (...args) => {
-      const { params: [value] } = arity('toYaml', args, 1);
+      const {
+        params: [value],
+      } = arity('toYaml', args, 1);
       if (value === undefined) return raw('');
       const remembered = value !== null && typeof value === 'object' ? memo() : undefined;
       let yaml = remembered?.yaml.get(value as object);
@@ -74,48 +108,76 @@ export function createHelpers(runtime: HelperRuntime): Record<(typeof helperName
       return raw(yaml);
     },
     toJson: (...args) => {
-      const { params: [value] } = arity('toJson', args, 1);
+      const {
+        params: [value],
+      } = arity('toJson', args, 1);
       return raw(value === undefined ? 'null' : JSON.stringify(value));
     },
     indent: (...args) => {
-      const { params: [width, value], options } = arity('indent', args, 2);
+      const {
+        params: [width, value],
+        options,
+      } = arity('indent', args, 2);
       return raw(indentLines(width, value, options, 'indent'));
     },
     nindent: (...args) => {
-      const { params: [width, value], options } = arity('nindent', args, 2);
+      const {
+        params: [width, value],
+        options,
+      } = arity('nindent', args, 2);
       return raw(`\n${indentLines(width, value, options, 'nindent')}`);
     },
     quote: (...args) => {
-      const { params: [value], options } = arity('quote', args, 1);
+      const {
+        params: [value],
+        options,
+      } = arity('quote', args, 1);
       return raw(doubleQuoted(text('quote', value, options)));
     },
     squote: (...args) => {
-      const { params: [value], options } = arity('squote', args, 1);
+      const {
+        params: [value],
+        options,
+      } = arity('squote', args, 1);
       const s = text('squote', value, options);
       // A single-quoted YAML scalar cannot hold line breaks or non-printable characters faithfully.
       return raw(/[\p{Cc}]/u.test(s) ? doubleQuoted(s) : `'${s.replaceAll("'", "''")}'`);
     },
     default: (...args) => {
-      const { params: [fallback, value] } = arity('default', args, 2);
+      const {
+        params: [fallback, value],
+      } = arity('default', args, 2);
       return isEmpty(value) ? fallback : value;
     },
     required: (...args) => {
-      const { params: [message, value], options } = arity('required', args, 2);
+      const {
+        params: [message, value],
+        options,
+      } = arity('required', args, 2);
       if (isEmpty(value)) fail(options, typeof message === 'string' ? message : 'a required value is not set');
       return value;
     },
     b64enc: (...args) => {
-      const { params: [value], options } = arity('b64enc', args, 1);
+      const {
+        params: [value],
+        options,
+      } = arity('b64enc', args, 1);
       return Buffer.from(text('b64enc', value, options), 'utf8').toString('base64');
     },
     b64dec: (...args) => {
-      const { params: [value], options } = arity('b64dec', args, 1);
+      const {
+        params: [value],
+        options,
+      } = arity('b64dec', args, 1);
       const s = text('b64dec', value, options);
       if (!/^[A-Za-z0-9+/]*={0,2}$/.test(s) || s.length % 4 !== 0) fail(options, 'b64dec got a string that is not base64');
       return Buffer.from(s, 'base64').toString('utf8');
     },
     sha256: (...args) => {
-      const { params: [value], options } = arity('sha256', args, 1);
+      const {
+        params: [value],
+        options,
+      } = arity('sha256', args, 1);
       const input = text('sha256', value, options);
       const remembered = memo();
       let digest = remembered?.sha256.get(input);
@@ -126,34 +188,53 @@ export function createHelpers(runtime: HelperRuntime): Record<(typeof helperName
       return digest;
     },
     upper: (...args) => {
-      const { params: [value], options } = arity('upper', args, 1);
+      const {
+        params: [value],
+        options,
+      } = arity('upper', args, 1);
       return text('upper', value, options).toUpperCase();
     },
     lower: (...args) => {
-      const { params: [value], options } = arity('lower', args, 1);
+      const {
+        params: [value],
+        options,
+      } = arity('lower', args, 1);
       return text('lower', value, options).toLowerCase();
     },
     trim: (...args) => {
-      const { params: [value], options } = arity('trim', args, 1);
+      const {
+        params: [value],
+        options,
+      } = arity('trim', args, 1);
       return text('trim', value, options).trim();
     },
     // Helm's argument order: replace OLD NEW STRING. Literal, not a regular expression.
     replace: (...args) => {
-      const { params: [from, to, value], options } = arity('replace', args, 3);
+      const {
+        params: [from, to, value],
+        options,
+      } = arity('replace', args, 3);
       return text('replace', value, options).replaceAll(text('replace', from, options), text('replace', to, options));
     },
     // Helm's argument order: join SEPARATOR LIST.
     join: (...args) => {
-      const { params: [separator, list], options } = arity('join', args, 2);
+      const {
+        params: [separator, list],
+        options,
+      } = arity('join', args, 2);
       if (!Array.isArray(list)) fail(options, 'join needs a list second');
       return (list as unknown[]).map((item) => text('join', unwrap(item), options)).join(text('join', separator, options));
     },
     eq: (...args) => {
-      const { params: [a, b] } = arity('eq', args, 2);
+      const {
+        params: [a, b],
+      } = arity('eq', args, 2);
       return a === b;
     },
     ne: (...args) => {
-      const { params: [a, b] } = arity('ne', args, 2);
+      const {
+        params: [a, b],
+      } = arity('ne', args, 2);
       return a !== b;
     },
     lt: compare('lt', (a, b) => a < b),
@@ -171,11 +252,15 @@ export function createHelpers(runtime: HelperRuntime): Record<(typeof helperName
       return params.some((p) => !isFalsy(p));
     },
     not: (...args) => {
-      const { params: [value] } = arity('not', args, 1);
+      const {
+        params: [value],
+      } = arity('not', args, 1);
       return isFalsy(value);
     },
     empty: (...args) => {
-      const { params: [value] } = arity('empty', args, 1);
+      const {
+        params: [value],
+      } = arity('empty', args, 1);
       return isFalsy(value);
     },
   };

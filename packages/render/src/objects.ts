@@ -57,7 +57,8 @@ function isMapping(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
-const isHook = (annotations: unknown): boolean => isMapping(annotations) && (typeof annotations['syncline.dev/hook'] === 'string' || typeof annotations['argocd.argoproj.io/hook'] === 'string');
+const isHook = (annotations: unknown): boolean =>
+  isMapping(annotations) && (typeof annotations['syncline.dev/hook'] === 'string' || typeof annotations['argocd.argoproj.io/hook'] === 'string');
 
 /** Check a document is an object with apiVersion, kind and metadata.name. */
 export function checkObject(document: unknown, origin: DocumentOrigin, locate: Locate): KubernetesObject {
@@ -71,7 +72,13 @@ export function checkObject(document: unknown, origin: DocumentOrigin, locate: L
   if (!isMapping(metadata)) return fail(`${document.kind} has no metadata`);
   // A hook (syncline.dev/hook, argocd.argoproj.io/hook) may name itself by generateName: it stands in as the name
   // here, and the operator derives the object's name per run (reconcile/hooks.ts).
-  if ((metadata.name === undefined || metadata.name === '') && typeof metadata.generateName === 'string' && metadata.generateName !== '' && isHook(metadata.annotations)) metadata.name = metadata.generateName;
+  if (
+    (metadata.name === undefined || metadata.name === '') &&
+    typeof metadata.generateName === 'string' &&
+    metadata.generateName !== '' &&
+    isHook(metadata.annotations)
+  )
+    metadata.name = metadata.generateName;
   if (typeof metadata.name !== 'string' || metadata.name === '') return fail(`${document.kind} has no metadata.name`);
   if (metadata.namespace !== undefined && (typeof metadata.namespace !== 'string' || metadata.namespace === '')) {
     return fail(`${document.kind}/${metadata.name} has an invalid metadata.namespace`);
@@ -123,11 +130,19 @@ export function placeNamespaces(objects: readonly PlacedObject[], options: { dis
     if (namespaced) {
       if (object.metadata.namespace !== undefined) continue;
       if (options.namespace === undefined || options.namespace === '') {
-        throw new RenderError({ reason: RenderErrorReason.NamespaceMismatch, ...options.locate(placed.origin), detail: `${id} is namespaced and names no namespace, and the target has none` });
+        throw new RenderError({
+          reason: RenderErrorReason.NamespaceMismatch,
+          ...options.locate(placed.origin),
+          detail: `${id} is namespaced and names no namespace, and the target has none`,
+        });
       }
       object.metadata.namespace = options.namespace;
     } else if (object.metadata.namespace !== undefined) {
-      throw new RenderError({ reason: RenderErrorReason.NamespaceMismatch, ...options.locate(placed.origin), detail: `${id} is cluster-scoped but sets metadata.namespace` });
+      throw new RenderError({
+        reason: RenderErrorReason.NamespaceMismatch,
+        ...options.locate(placed.origin),
+        detail: `${id} is cluster-scoped but sets metadata.namespace`,
+      });
     }
   }
 }
@@ -157,7 +172,10 @@ export function applyPatches(objects: PlacedObject[], patches: readonly TargetPa
       if (patch.target.apiVersion !== undefined && object.apiVersion !== patch.target.apiVersion) continue;
       matched++;
       placed.patched = true;
-      placed.object = checkObject(mergePatch(object, patch.patch), placed.origin, (origin) => ({ ...locate(origin), file: `${locate(origin).file} after ${where}` }));
+      placed.object = checkObject(mergePatch(object, patch.patch), placed.origin, (origin) => ({
+        ...locate(origin),
+        file: `${locate(origin).file} after ${where}`,
+      }));
     }
     if (matched === 0) throw new RenderError({ reason: RenderErrorReason.InvalidPatch, detail: `${where} matches no rendered object` });
   });
@@ -186,10 +204,36 @@ export function rejectDuplicates(objects: readonly PlacedObject[], locate: Locat
 // Namespaces and CRDs first, then what other objects depend on (accounts, config, RBAC), then workloads; the
 // rest (custom resources, webhooks) last. Ties keep file order, so the order only depends on the input.
 const kindOrder = [
-  'Namespace', 'CustomResourceDefinition', 'NetworkPolicy', 'ResourceQuota', 'LimitRange', 'PodDisruptionBudget', 'ServiceAccount',
-  'Secret', 'ConfigMap', 'StorageClass', 'PersistentVolume', 'PersistentVolumeClaim', 'PriorityClass', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding',
-  'Service', 'DaemonSet', 'Pod', 'ReplicationController', 'ReplicaSet', 'Deployment', 'HorizontalPodAutoscaler', 'StatefulSet', 'Job', 'CronJob',
-  'IngressClass', 'Ingress', 'APIService',
+  'Namespace',
+  'CustomResourceDefinition',
+  'NetworkPolicy',
+  'ResourceQuota',
+  'LimitRange',
+  'PodDisruptionBudget',
+  'ServiceAccount',
+  'Secret',
+  'ConfigMap',
+  'StorageClass',
+  'PersistentVolume',
+  'PersistentVolumeClaim',
+  'PriorityClass',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'Role',
+  'RoleBinding',
+  'Service',
+  'DaemonSet',
+  'Pod',
+  'ReplicationController',
+  'ReplicaSet',
+  'Deployment',
+  'HorizontalPodAutoscaler',
+  'StatefulSet',
+  'Job',
+  'CronJob',
+  'IngressClass',
+  'Ingress',
+  'APIService',
 ];
 const kindRank = new Map(kindOrder.map((kind, index) => [kind, index]));
 

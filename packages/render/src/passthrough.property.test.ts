@@ -6,11 +6,22 @@ import { stringify } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { render } from './test-support.ts';
 
-const text = fc.oneof(fc.string(), fc.constantFrom('{{ $labels.instance }}', '{{values.x}}', '{{{raw}}}', '}}}', 'a: b', '- x', '#x', '\uE0000\uE001', 'true', '012', '1e3', '~'));
+const text = fc.oneof(
+  fc.string(),
+  fc.constantFrom('{{ $labels.instance }}', '{{values.x}}', '{{{raw}}}', '}}}', 'a: b', '- x', '#x', '\uE0000\uE001', 'true', '012', '1e3', '~'),
+);
 const key = fc.oneof(fc.string({ minLength: 1 }), fc.constantFrom('constructor', 'toString', '__proto__', '{{x}}', 'a b'));
 const data = fc.letrec((tie) => ({
-  value: fc.oneof({ depthSize: 'small' }, text, fc.integer(), fc.boolean(), fc.constant(null), // -0 is left out: Kubernetes objects are JSON, where -0 and 0 are the same number.
-    fc.double({ noNaN: true, noDefaultInfinity: true }).filter((n) => !Object.is(n, -0)), tie('list'), tie('map')),
+  value: fc.oneof(
+    { depthSize: 'small' },
+    text,
+    fc.integer(),
+    fc.boolean(),
+    fc.constant(null), // -0 is left out: Kubernetes objects are JSON, where -0 and 0 are the same number.
+    fc.double({ noNaN: true, noDefaultInfinity: true }).filter((n) => !Object.is(n, -0)),
+    tie('list'),
+    tie('map'),
+  ),
   list: fc.array(tie('value'), { maxLength: 4 }),
   map: fc.dictionary(key, tie('value'), { maxKeys: 4 }),
 })).map;

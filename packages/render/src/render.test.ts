@@ -8,7 +8,11 @@ const cm = (body: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name
 describe('renderTarget', () => {
   it('gives templates values, target and source', () => {
     const [object] = render({
-      files: { 'app/cm.yaml.hbs': cm('data:\n  who: "{{target.name}}/{{target.namespace}}/{{target.cluster}}"\n  repo: {{source.repo}}\n  rev: {{source.revision}}\n  path: {{source.path}}\n  image: {{values.image}}\n') },
+      files: {
+        'app/cm.yaml.hbs': cm(
+          'data:\n  who: "{{target.name}}/{{target.namespace}}/{{target.cluster}}"\n  repo: {{source.repo}}\n  rev: {{source.revision}}\n  path: {{source.path}}\n  image: {{values.image}}\n',
+        ),
+      },
       values: { image: 'nginx:1' },
       target: { name: 'prod', namespace: 'web-prod', cluster: 'east' },
     });
@@ -23,7 +27,11 @@ describe('renderTarget', () => {
 
   it('types plain interpolations like YAML would and keeps quoted ones strings', () => {
     const [object] = render({
-      files: { 'app/cm.yaml.hbs': cm('spec:\n  n: {{values.n}}\n  s: "{{values.n}}"\n  t: {{values.t}}\n  f: {{values.f}}\n  z: {{values.e}}\n  joined: {{values.n}}{{values.n}}\n') },
+      files: {
+        'app/cm.yaml.hbs': cm(
+          'spec:\n  n: {{values.n}}\n  s: "{{values.n}}"\n  t: {{values.t}}\n  f: {{values.f}}\n  z: {{values.e}}\n  joined: {{values.n}}{{values.n}}\n',
+        ),
+      },
       values: { n: 3, t: 'true', f: 1.5, e: '' },
     });
     expect(object?.spec).toEqual({ n: 3, s: '3', t: true, f: 1.5, z: null, joined: 33 });
@@ -32,8 +40,10 @@ describe('renderTarget', () => {
   it('passes .yaml, .yml and .json through untouched, {{ }} included, and reads multi-document YAML', () => {
     const objects = render({
       files: {
-        'app/rules.yaml': 'apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata:\n  name: r\nspec:\n  summary: "{{ $labels.instance }} is down"\n',
-        'app/two.yml': '---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\n# nothing\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n',
+        'app/rules.yaml':
+          'apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata:\n  name: r\nspec:\n  summary: "{{ $labels.instance }} is down"\n',
+        'app/two.yml':
+          '---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\n# nothing\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n',
         'app/c.json': '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}',
         'app/notes.txt': 'ignored',
         'app/.hidden/x.yaml': 'ignored: true',
@@ -44,14 +54,20 @@ describe('renderTarget', () => {
   });
 
   it('expands kind: List', () => {
-    const objects = render({ files: { 'app/list.yaml': 'apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n- apiVersion: v1\n  kind: Secret\n  metadata: {name: b}\n' } });
+    const objects = render({
+      files: {
+        'app/list.yaml':
+          'apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n- apiVersion: v1\n  kind: Secret\n  metadata: {name: b}\n',
+      },
+    });
     expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual(['Secret/b', 'ConfigMap/a']);
   });
 
   it('puts namespaced objects without a namespace in the target namespace and leaves cluster-scoped ones alone', () => {
     const objects = render({
       files: {
-        'app/all.yaml': 'apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: r\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  namespace: other\n',
+        'app/all.yaml':
+          'apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: r\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  namespace: other\n',
       },
     });
     expect(objects.map((o) => [o.metadata.name, o.metadata.namespace])).toEqual([
@@ -66,7 +82,8 @@ describe('renderTarget', () => {
     const objects = render({
       files: {
         'app/a.yaml': doc('apps/v1', 'Deployment', 'd') + doc('v1', 'Service', 's') + doc('example.com/v1', 'Widget', 'w'),
-        'app/b.yaml': doc('apiextensions.k8s.io/v1', 'CustomResourceDefinition', 'widgets.example.com') + doc('v1', 'Namespace', 'n') + doc('v1', 'ConfigMap', 'c2'),
+        'app/b.yaml':
+          doc('apiextensions.k8s.io/v1', 'CustomResourceDefinition', 'widgets.example.com') + doc('v1', 'Namespace', 'n') + doc('v1', 'ConfigMap', 'c2'),
         'app/c.yaml': doc('v1', 'ConfigMap', 'c1'),
       },
       discovery: { isNamespaced: (_apiVersion, kind) => (kind === 'Widget' ? true : kind !== 'Namespace' && kind !== 'CustomResourceDefinition') },
@@ -75,7 +92,8 @@ describe('renderTarget', () => {
   });
 
   it('learns the scope of a kind from a CRD rendered in the same target', () => {
-    const crd = 'apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Widget, plural: widgets}\n';
+    const crd =
+      'apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Widget, plural: widgets}\n';
     const objects = render({ files: { 'app/crd.yaml': crd, 'app/w.yaml': 'apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n' } });
     expect(objects[1]?.metadata.namespace).toBe('staging');
   });
@@ -83,7 +101,11 @@ describe('renderTarget', () => {
   it('applies target patches after rendering (JSON merge patch)', () => {
     const [object] = render({
       files: { 'app/cm.yaml': cm('data:\n  a: "1"\n  b: "2"\n') },
-      target: { name: 'staging', namespace: 'staging', patches: [{ target: { kind: 'ConfigMap', name: 'web' }, patch: { data: { a: null, c: '3' }, metadata: { labels: { tier: 'web' } } } }] },
+      target: {
+        name: 'staging',
+        namespace: 'staging',
+        patches: [{ target: { kind: 'ConfigMap', name: 'web' }, patch: { data: { a: null, c: '3' }, metadata: { labels: { tier: 'web' } } } }],
+      },
     });
     expect(object?.data).toEqual({ b: '2', c: '3' });
     expect(object?.metadata.labels).toEqual({ tier: 'web' });
@@ -93,36 +115,55 @@ describe('renderTarget', () => {
     const role = 'apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: wide\nrules: []\n';
     const error = renderError({
       files: { 'app/role.yaml': role },
-      target: { name: 'staging', namespace: 'staging', patches: [{ target: { kind: 'ClusterRole', name: 'wide' }, patch: { metadata: { namespace: 'staging' } } }] },
+      target: {
+        name: 'staging',
+        namespace: 'staging',
+        patches: [{ target: { kind: 'ClusterRole', name: 'wide' }, patch: { metadata: { namespace: 'staging' } } }],
+      },
     });
     expect(error.reason).toBe(RenderErrorReason.NamespaceMismatch);
     expect(error.message).toContain('ClusterRole/wide is cluster-scoped but sets metadata.namespace');
     // a patch that drops a namespaced object's namespace puts it back in the target's
-    const [object] = render({ files: { 'app/cm.yaml': cm('data: {}\n') }, target: { name: 'staging', namespace: 'staging', patches: [{ target: { kind: 'ConfigMap', name: 'web' }, patch: { metadata: { namespace: null } } }] } });
+    const [object] = render({
+      files: { 'app/cm.yaml': cm('data: {}\n') },
+      target: { name: 'staging', namespace: 'staging', patches: [{ target: { kind: 'ConfigMap', name: 'web' }, patch: { metadata: { namespace: null } } }] },
+    });
     expect(object?.metadata.namespace).toBe('staging');
   });
 
   it('layers target values over the given values', () => {
-    const [object] = render({ files: { 'app/cm.yaml.hbs': cm('data:\n  a: {{values.a}}\n  b: {{values.b}}\n') }, values: { a: 'base', b: 'base' }, target: { name: 's', namespace: 's', values: { b: 'target' } } });
+    const [object] = render({
+      files: { 'app/cm.yaml.hbs': cm('data:\n  a: {{values.a}}\n  b: {{values.b}}\n') },
+      values: { a: 'base', b: 'base' },
+      target: { name: 's', namespace: 's', values: { b: 'target' } },
+    });
     expect(object?.data).toEqual({ a: 'base', b: 'target' });
   });
 
   it('renders partials from _partials/ with their indentation', () => {
     const [object] = render({
-      files: { 'app/cm.yaml.hbs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  labels:\n    {{> common/labels}}\n', 'app/_partials/common/labels.hbs': 'app: {{values.app}}\nteam: {{values.team}}\n' },
+      files: {
+        'app/cm.yaml.hbs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  labels:\n    {{> common/labels}}\n',
+        'app/_partials/common/labels.hbs': 'app: {{values.app}}\nteam: {{values.team}}\n',
+      },
       values: { app: 'web', team: 'core' },
     });
     expect(object?.metadata.labels).toEqual({ app: 'web', team: 'core' });
   });
 
   it('lets a missing value be tested with if and default, but not printed', () => {
-    const [object] = render({ files: { 'app/cm.yaml.hbs': cm('data:\n  a: {{#if values.nope}}yes{{else}}no{{/if}}\n  b: {{default "dflt" values.nope.deeper}}\n') } });
+    const [object] = render({
+      files: { 'app/cm.yaml.hbs': cm('data:\n  a: {{#if values.nope}}yes{{else}}no{{/if}}\n  b: {{default "dflt" values.nope.deeper}}\n') },
+    });
     expect(object?.data).toEqual({ a: 'no', b: 'dflt' });
     expect(renderError({ files: { 'app/cm.yaml.hbs': cm('data:\n  a: {{values.nope}}\n') } }).reason).toBe(RenderErrorReason.MissingValue);
   });
 
   it('reports a missing value inside a loop relative to the loop item', () => {
-    const error = renderError({ files: { 'app/cm.yaml.hbs': cm('data:\n{{#each values.items}}\n  {{name}}: {{port}}\n{{/each}}\n') }, values: { items: [{ name: 'a' }] } });
+    const error = renderError({
+      files: { 'app/cm.yaml.hbs': cm('data:\n{{#each values.items}}\n  {{name}}: {{port}}\n{{/each}}\n') },
+      values: { items: [{ name: 'a' }] },
+    });
     expect(error.message).toContain('missing value `port`');
     expect(error.message).toContain('enclosing block');
     expect(error.line).toBe(7);
@@ -139,7 +180,10 @@ describe('renderTarget', () => {
       'f: "{{#values.off}}x{{else}}inverse{{/values.off}}{{#unless values.off}}!{{/unless}}"',
     ].join('\n  ');
     // When it renders
-    const [object] = render({ files: { 'app/cm.yaml.hbs': cm(`data:\n  ${body}\n`) }, values: { list: ['a', 'b'], m: { k: 'v' }, n: 3, empty: [], off: false } });
+    const [object] = render({
+      files: { 'app/cm.yaml.hbs': cm(`data:\n  ${body}\n`) },
+      values: { list: ['a', 'b'], m: { k: 'v' }, n: 3, empty: [], off: false },
+    });
     // Then every block gives what Handlebars gives
     expect(object?.data).toEqual({ a: 'a;b;', b: 'v-3', c: '0truea1falseb', d: 'k=v3', e: '0:a1:bnone', f: 'inverse!' });
   });
@@ -211,7 +255,15 @@ describe('TemplateCache', () => {
 describe('RenderError', () => {
   it('carries structured fields and formats file:line:column', () => {
     const error = new RenderError({ reason: RenderErrorReason.InvalidYaml, file: 'a.yaml', line: 3, column: 7, detail: 'broken' });
-    expect(error).toMatchObject({ name: 'RenderError', reason: 'InvalidYaml', file: 'a.yaml', line: 3, column: 7, detail: 'broken', message: 'a.yaml:3:7: broken' });
+    expect(error).toMatchObject({
+      name: 'RenderError',
+      reason: 'InvalidYaml',
+      file: 'a.yaml',
+      line: 3,
+      column: 7,
+      detail: 'broken',
+      message: 'a.yaml:3:7: broken',
+    });
     expect(new RenderError({ reason: RenderErrorReason.InvalidPatch, detail: 'x' }).message).toBe('x');
   });
 });

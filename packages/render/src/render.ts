@@ -124,7 +124,10 @@ export function renderTarget(options: RenderTargetOptions): KubernetesObject[] {
  * What every render's objects go through, whichever engine made them: namespaces placed by the cluster's
  * discovery, the target's patches, Secret and ConfigMap data checked, duplicates refused, apply order.
  */
-export function finishObjects(placed: PlacedObject[], options: { discovery: ApiDiscovery; target: RenderTarget; locate: Locate; manifests: boolean }): KubernetesObject[] {
+export function finishObjects(
+  placed: PlacedObject[],
+  options: { discovery: ApiDiscovery; target: RenderTarget; locate: Locate; manifests: boolean },
+): KubernetesObject[] {
   const { discovery, target, locate } = options;
   if (options.manifests) placeNamespaces(placed, { discovery, namespace: target.namespace, locate });
   if (target.patches !== undefined && target.patches.length > 0) {
@@ -182,7 +185,14 @@ function readManifestFile(state: RenderState, file: SelectedFile): unknown[] {
       return parseYaml(state, file.path, source, {});
     case FileKind.Template: {
       const template = state.compile(file.path, source);
-      const run = runTemplate({ template, context: state.context, memo: state.memo, mode: OutputMode.Yaml, limits: state.limits, partial: (name) => compiledPartial(state, name) });
+      const run = runTemplate({
+        template,
+        context: state.context,
+        memo: state.memo,
+        mode: OutputMode.Yaml,
+        limits: state.limits,
+        partial: (name) => compiledPartial(state, name),
+      });
       state.outputs.set(file.path, { text: run.text, template, mode: OutputMode.Yaml });
       return parseYaml(state, file.path, run.text, { slots: run.slots, parsed: template.outputs });
     }
@@ -204,7 +214,13 @@ function parseJson(path: string, source: string): unknown[] {
     // V8 says "... in JSON at position N (line L column C)"; we keep the position, never the quoted text.
     const message = error instanceof Error ? error.message : '';
     const at = /line (\d+) column (\d+)/.exec(message);
-    return fail({ reason: RenderErrorReason.InvalidJson, file: path, line: at === null ? undefined : Number(at[1]), column: at === null ? undefined : Number(at[2]), detail: 'invalid JSON' });
+    return fail({
+      reason: RenderErrorReason.InvalidJson,
+      file: path,
+      line: at === null ? undefined : Number(at[1]),
+      column: at === null ? undefined : Number(at[2]),
+      detail: 'invalid JSON',
+    });
   }
 }
 
@@ -230,7 +246,11 @@ function parseYaml(state: RenderState, path: string, text: string, from: { reado
     if (error instanceof NodeLimitError) {
       const alias = firstAliasPosition(text);
       const where = alias === undefined ? { file: path } : mapOutputLine(state, path, alias.line, alias.column);
-      throw new RenderError({ reason: RenderErrorReason.InvalidYaml, ...where, detail: `YAML aliases expand to more than ${state.limits.maxYamlNodes} nodes (an alias bomb?)` });
+      throw new RenderError({
+        reason: RenderErrorReason.InvalidYaml,
+        ...where,
+        detail: `YAML aliases expand to more than ${state.limits.maxYamlNodes} nodes (an alias bomb?)`,
+      });
     }
     if (error instanceof DuplicateKeyError) {
       throw new RenderError({ reason: RenderErrorReason.InvalidYaml, file: path, detail: 'two mapping keys are equal once values are substituted' });
@@ -240,7 +260,9 @@ function parseYaml(state: RenderState, path: string, text: string, from: { reado
 }
 
 function outputNote(state: RenderState, path: string, where: { file: string }): string {
-  return state.outputs.get(path)?.template !== undefined || fileKind(path) === FileKind.Template ? ` in the template's output` + (where.file === path ? '' : ` (from ${path})`) : '';
+  return state.outputs.get(path)?.template !== undefined || fileKind(path) === FileKind.Template
+    ? ` in the template's output` + (where.file === path ? '' : ` (from ${path})`)
+    : '';
 }
 
 /**
@@ -284,7 +306,11 @@ function locateDocument(state: RenderState, origin: DocumentOrigin, path: readon
   const output = state.outputs.get(origin.file);
   if (output === undefined) return { file: origin.file };
   const inDocument = origin.item === undefined ? path : ['items', origin.item, ...path];
-  const at = inDocument.length === 0 ? undefined : (nodePosition(output.text, origin.document, inDocument) ?? (origin.item === undefined ? undefined : nodePosition(output.text, origin.document, ['items', origin.item])));
+  const at =
+    inDocument.length === 0
+      ? undefined
+      : (nodePosition(output.text, origin.document, inDocument) ??
+        (origin.item === undefined ? undefined : nodePosition(output.text, origin.document, ['items', origin.item])));
   if (at !== undefined) return mapOutputLine(state, origin.file, at.line, at.column);
   const line = documentStartLine(output.text, origin.document);
   return line === undefined ? { file: origin.file } : mapOutputLine(state, origin.file, line, 1);
@@ -383,7 +409,8 @@ function renderData(state: RenderState, spec: DataModeSpec): KubernetesObject {
   if (spec.type !== DataType.ConfigMap && spec.type !== DataType.Secret) fail(`data mode type must be ConfigMap or Secret`);
   if (spec.name === '') fail('data mode needs an object name');
   if (namespace === undefined || namespace === '') fail(`a ${spec.type} needs a namespace and the target has none`);
-  if (spec.key !== undefined && selection.files.length !== 1) fail(`key is set but the path holds ${selection.files.length} files; key only applies to one file`);
+  if (spec.key !== undefined && selection.files.length !== 1)
+    fail(`key is set but the path holds ${selection.files.length} files; key only applies to one file`);
   if (selection.files.length === 0) fail('the path holds no file');
   const text = new Map<string, string>();
   const binary = new Map<string, string>();
@@ -395,7 +422,14 @@ function renderData(state: RenderState, spec: DataModeSpec): KubernetesObject {
     let content: Uint8Array | string = file.content;
     if (fileKind(file.path) === FileKind.Template) {
       const template = state.compile(file.path, textOf(file));
-      content = runTemplate({ template, context: state.context, memo: state.memo, mode: OutputMode.Text, limits: state.limits, partial: (name) => compiledPartial(state, name) }).text;
+      content = runTemplate({
+        template,
+        context: state.context,
+        memo: state.memo,
+        mode: OutputMode.Text,
+        limits: state.limits,
+        partial: (name) => compiledPartial(state, name),
+      }).text;
     }
     if (spec.type === DataType.Secret) {
       binary.set(key, Buffer.from(contentBytes(content)).toString('base64'));

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { RenderError } from './errors.ts';
 import { render, renderError } from './test-support.ts';
 
-const template = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  plain: {{values.v}}\n  quoted: "{{values.v}}"\n  block: |\n    {{values.v}}\n';
+const template =
+  'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  plain: {{values.v}}\n  quoted: "{{values.v}}"\n  block: |\n    {{values.v}}\n';
 
 describe('injection', () => {
   const attacks = [
@@ -37,13 +38,19 @@ describe('injection', () => {
   });
 
   it('a value in a key position stays one key', () => {
-    const objects = render({ files: { 'app/cm.yaml.hbs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  {{values.k}}: v\n' }, values: { k: 'a: b\nc' } });
+    const objects = render({
+      files: { 'app/cm.yaml.hbs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  {{values.k}}: v\n' },
+      values: { k: 'a: b\nc' },
+    });
     expect(objects[0]?.data).toEqual({ 'a: b\nc': 'v' });
   });
 
   it('toYaml with nindent is the explicit way to emit structure', () => {
     const objects = render({
-      files: { 'app/cm.yaml.hbs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  labels: {{nindent 4 (toYaml values.labels)}}\ndata: {{toJson values.data}}\n' },
+      files: {
+        'app/cm.yaml.hbs':
+          'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  labels: {{nindent 4 (toYaml values.labels)}}\ndata: {{toJson values.data}}\n',
+      },
       values: { labels: { app: 'web', tier: 'front' }, data: { a: '1' } },
     });
     expect(objects[0]?.metadata.labels).toEqual({ app: 'web', tier: 'front' });
@@ -52,16 +59,30 @@ describe('injection', () => {
 });
 
 describe('prototype tricks', () => {
-  const probes = ['values.constructor', 'values.__proto__', 'values.toString', 'values.list.constructor', 'this.constructor', '@root.constructor', 'values.s.length'];
+  const probes = [
+    'values.constructor',
+    'values.__proto__',
+    'values.toString',
+    'values.list.constructor',
+    'this.constructor',
+    '@root.constructor',
+    'values.s.length',
+  ];
 
   it.each(probes)('{{%s}} is a missing value, not a way out', (probe) => {
-    const error = renderError({ files: { 'app/cm.yaml.hbs': `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{${probe}}}\n` }, values: { list: [1], s: 'str' } });
+    const error = renderError({
+      files: { 'app/cm.yaml.hbs': `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{${probe}}}\n` },
+      values: { list: [1], s: 'str' },
+    });
     expect(error.reason).toBe('MissingValue');
   });
 
   it('lookup and each only see own data', () => {
     const objects = render({
-      files: { 'app/cm.yaml.hbs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  a: "{{lookup values "constructor"}}"\n  b: "{{#each values.m}}{{@key}},{{/each}}"\n' },
+      files: {
+        'app/cm.yaml.hbs':
+          'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  a: "{{lookup values "constructor"}}"\n  b: "{{#each values.m}}{{@key}},{{/each}}"\n',
+      },
       values: { m: { x: 1 } },
     });
     expect(objects[0]?.data).toEqual({ a: '', b: 'x,' });
@@ -101,13 +122,16 @@ describe('{{ }} is structure-safe; {{{ }}} is raw by design (README, "Templates 
   const extraDocument = '\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: pwned\n';
   const page = (mustache: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  x: ${mustache}\n`;
 
-  it.each(['{{values.v}}', '"{{values.v}}"', '{{quote values.v}}', '{{squote values.v}}', '{{nindent 4 (toYaml values.v)}}', '{{toJson values.v}}'])('%s cannot add a document or a key', (mustache) => {
-    for (const v of [extraDocument, 'a\nextra: key', '...\n---\nkind: Secret']) {
-      const objects = render({ files: { 'app/cm.yaml.hbs': page(mustache) }, values: { v } });
-      expect(objects).toHaveLength(1);
-      expect(objects[0]?.data).toEqual({ x: v });
-    }
-  });
+  it.each(['{{values.v}}', '"{{values.v}}"', '{{quote values.v}}', '{{squote values.v}}', '{{nindent 4 (toYaml values.v)}}', '{{toJson values.v}}'])(
+    '%s cannot add a document or a key',
+    (mustache) => {
+      for (const v of [extraDocument, 'a\nextra: key', '...\n---\nkind: Secret']) {
+        const objects = render({ files: { 'app/cm.yaml.hbs': page(mustache) }, values: { v } });
+        expect(objects).toHaveLength(1);
+        expect(objects[0]?.data).toEqual({ x: v });
+      }
+    },
+  );
 
   it('{{{ }}} writes the value raw: a value can add a document through it', () => {
     // given a template that uses the documented raw escape hatch on a value

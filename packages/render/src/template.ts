@@ -34,7 +34,19 @@ class SynclineCompiler extends BaseCompiler {
     const base = this.popStack();
     const rest = parts.slice(startPartIndex);
     const prefix = type === 'data' ? '@' : '';
-    this.push(['helpers.__syncline.path(', base, ', ', JSON.stringify(rest), ', ', strict ? 'true' : 'false', ', ', this.position(), ', ', JSON.stringify(prefix), ')']);
+    this.push([
+      'helpers.__syncline.path(',
+      base,
+      ', ',
+      JSON.stringify(rest),
+      ', ',
+      strict ? 'true' : 'false',
+      ', ',
+      this.position(),
+      ', ',
+      JSON.stringify(prefix),
+      ')',
+    ]);
   }
 
   appendEscaped(): void {
@@ -249,7 +261,13 @@ function templateSyntaxError(file: string, source: string, error: unknown): Rend
   if (detail.token === 'EOF') {
     const open = findUnclosedBlock(source);
     if (open !== undefined) {
-      return new RenderError({ reason: RenderErrorReason.TemplateSyntax, file, line: open.line, column: open.column, detail: `\`{{#${open.name}}}\` is never closed (add \`{{/${open.name}}}\`)` });
+      return new RenderError({
+        reason: RenderErrorReason.TemplateSyntax,
+        file,
+        line: open.line,
+        column: open.column,
+        detail: `\`{{#${open.name}}}\` is never closed (add \`{{/${open.name}}}\`)`,
+      });
     }
   }
   return new RenderError({
@@ -395,7 +413,11 @@ class Session {
 
   tick(loc: Loc): void {
     if (++this.operations > this.options.limits.maxOperations) {
-      throw this.error(RenderErrorReason.LimitExceeded, loc, `the template does more than ${this.options.limits.maxOperations} helper calls, loop iterations and partial calls`);
+      throw this.error(
+        RenderErrorReason.LimitExceeded,
+        loc,
+        `the template does more than ${this.options.limits.maxOperations} helper calls, loop iterations and partial calls`,
+      );
     }
   }
 
@@ -495,7 +517,11 @@ function buildHelpers(): Record<string, unknown> {
     if (value instanceof hb.SafeString) return value.toString();
     const current = activeSession();
     if (value !== null && typeof value === 'object') {
-      throw current.error(RenderErrorReason.NotAScalar, unpackPosition(position), `{{ }} got ${kindOf(value)}; write {{toYaml ...}} (with nindent) or {{toJson ...}} to emit structure`);
+      throw current.error(
+        RenderErrorReason.NotAScalar,
+        unpackPosition(position),
+        `{{ }} got ${kindOf(value)}; write {{toYaml ...}} (with nindent) or {{toJson ...}} to emit structure`,
+      );
     }
     if (current.options.mode === OutputMode.Text) return value === null || value === undefined ? '' : `${value as string | number | boolean}`;
     current.slots.push(value);
@@ -526,7 +552,13 @@ const runDecorators = Object.assign(Object.create(null) as Record<string, unknow
 const noPrototypeAccess = {
   properties: { whitelist: Object.assign(Object.create(null) as Record<string, boolean>, { ['__proto__']: false }), defaultValue: false },
   methods: {
-    whitelist: Object.assign(Object.create(null) as Record<string, boolean>, { constructor: false, __defineGetter__: false, __defineSetter__: false, __lookupGetter__: false, __lookupSetter__: false }),
+    whitelist: Object.assign(Object.create(null) as Record<string, boolean>, {
+      constructor: false,
+      __defineGetter__: false,
+      __defineSetter__: false,
+      __lookupGetter__: false,
+      __lookupSetter__: false,
+    }),
     defaultValue: false,
   },
 };
@@ -607,7 +639,11 @@ export function runTemplate(options: RunTemplateOptions): TemplateRun {
     active = outer;
   }
   if (text.length > options.limits.maxOutputBytes) {
-    throw new RenderError({ reason: RenderErrorReason.LimitExceeded, file: options.template.file, detail: `the template produces more than ${options.limits.maxOutputBytes} bytes` });
+    throw new RenderError({
+      reason: RenderErrorReason.LimitExceeded,
+      file: options.template.file,
+      detail: `the template produces more than ${options.limits.maxOutputBytes} bytes`,
+    });
   }
   return { text, slots: session.slots };
 }
@@ -637,7 +673,11 @@ function runtimeError(session: Session, error: unknown): RenderError {
   if (error instanceof Error && error.constructor.name === 'Exception') {
     return new RenderError({ reason: RenderErrorReason.TemplateSyntax, file: session.file, detail: firstLine(error.message) });
   }
-  return new RenderError({ reason: RenderErrorReason.TemplateSyntax, file: session.file, detail: `the template failed (${error instanceof Error ? error.name : 'unknown error'})` });
+  return new RenderError({
+    reason: RenderErrorReason.TemplateSyntax,
+    file: session.file,
+    detail: `the template failed (${error instanceof Error ? error.name : 'unknown error'})`,
+  });
 }
 
 // --- mapping output lines back to template lines (error path only) ---------------------------------------------

@@ -19,7 +19,15 @@ describe('layerValues', () => {
   });
 
   it('keepNulls: a null replaces the lower value and stays, as Helm merges -f files before it deletes chart defaults', () => {
-    expect(layerValues([{ a: { b: 1, c: 2 }, d: 1 }, { a: { b: null }, d: null }], { keepNulls: true })).toEqual({ a: { b: null, c: 2 }, d: null });
+    expect(
+      layerValues(
+        [
+          { a: { b: 1, c: 2 }, d: 1 },
+          { a: { b: null }, d: null },
+        ],
+        { keepNulls: true },
+      ),
+    ).toEqual({ a: { b: null, c: 2 }, d: null });
     expect(layerValues([{ a: { b: null } }, { a: { b: 3 } }], { keepNulls: true })).toEqual({ a: { b: 3 } });
   });
 

@@ -54,7 +54,11 @@ export function layerValues(layers: readonly (Values | undefined)[], options: { 
   layers.forEach((layer, index) => {
     if (layer === undefined) return;
     if (!isPlainMapping(layer)) {
-      throw new RenderError({ reason: RenderErrorReason.InvalidValues, file: `values layer ${index}`, detail: `values must be a mapping, not ${describeKind(layer)}` });
+      throw new RenderError({
+        reason: RenderErrorReason.InvalidValues,
+        file: `values layer ${index}`,
+        detail: `values must be a mapping, not ${describeKind(layer)}`,
+      });
     }
     result = mergeMapping(result, toPlainValues(layer, `values layer ${index}`), keepNulls);
   });
@@ -86,7 +90,11 @@ const maxValuesDepth = 200;
 
 function copyPlain(value: unknown, origin: string, path: string, depth: number): unknown {
   if (depth > maxValuesDepth) {
-    throw new RenderError({ reason: RenderErrorReason.InvalidValues, file: origin, detail: `values nest deeper than ${maxValuesDepth} levels at ${path || '(root)'}` });
+    throw new RenderError({
+      reason: RenderErrorReason.InvalidValues,
+      file: origin,
+      detail: `values nest deeper than ${maxValuesDepth} levels at ${path || '(root)'}`,
+    });
   }
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
   if (typeof value === 'number') return value;
@@ -96,7 +104,11 @@ function copyPlain(value: unknown, origin: string, path: string, depth: number):
     for (const key of Object.keys(value)) defineValue(out, key, copyPlain(value[key], origin, path === '' ? key : `${path}.${key}`, depth + 1));
     return out;
   }
-  throw new RenderError({ reason: RenderErrorReason.InvalidValues, file: origin, detail: `value at ${path || '(root)'} is ${describeKind(value)}, not plain data` });
+  throw new RenderError({
+    reason: RenderErrorReason.InvalidValues,
+    file: origin,
+    detail: `value at ${path || '(root)'} is ${describeKind(value)}, not plain data`,
+  });
 }
 
 /** Sets own data properties, including a key named `__proto__`, without touching any prototype. */

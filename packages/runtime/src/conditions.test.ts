@@ -31,7 +31,11 @@ describe('keepTransitions', () => {
   it('keeps the earlier transition time of a condition that ends the run with the status it started with', () => {
     const before = setCondition([], { type: 'Ready', status: 'False', reason: Reason.Progressing, message: 'waiting' }, { generation: 1, now: 't1' });
     // the apply sets Ready True at t2, then the health check sets it False again
-    const flipped = setCondition(setCondition(before, { type: 'Ready', status: 'True', reason: Reason.Succeeded, message: 'ok' }, { generation: 1, now: 't2' }), { type: 'Ready', status: 'False', reason: Reason.Progressing, message: 'waiting' }, { generation: 1, now: 't2' });
+    const flipped = setCondition(
+      setCondition(before, { type: 'Ready', status: 'True', reason: Reason.Succeeded, message: 'ok' }, { generation: 1, now: 't2' }),
+      { type: 'Ready', status: 'False', reason: Reason.Progressing, message: 'waiting' },
+      { generation: 1, now: 't2' },
+    );
     expect(findCondition(flipped, 'Ready')?.lastTransitionTime).toBe('t2');
     expect(findCondition(keepTransitions(before, flipped), 'Ready')?.lastTransitionTime).toBe('t1');
   });

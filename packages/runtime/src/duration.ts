@@ -25,7 +25,11 @@ export type IntervalBounds = { readonly minMs: number; readonly maxMs: number };
 export function boundedInterval(field: string, text: string, bounds: IntervalBounds): { ms: number; adjusted?: string } {
   const ms = parseDuration(text);
   const maxMs = Math.min(bounds.maxMs, MAX_TIMER_MS);
-  if (ms < bounds.minMs) return { ms: bounds.minMs, adjusted: `${field} ${text} is below the operator's minimum ${formatDuration(bounds.minMs)}; using ${formatDuration(bounds.minMs)}` };
+  if (ms < bounds.minMs)
+    return {
+      ms: bounds.minMs,
+      adjusted: `${field} ${text} is below the operator's minimum ${formatDuration(bounds.minMs)}; using ${formatDuration(bounds.minMs)}`,
+    };
   if (ms > maxMs) return { ms: maxMs, adjusted: `${field} ${text} is above the maximum ${formatDuration(maxMs)}; using ${formatDuration(maxMs)}` };
   return { ms };
 }
@@ -35,7 +39,12 @@ export function formatDuration(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)}ms`;
   let rest = Math.round(ms);
   const parts: string[] = [];
-  for (const [unit, size] of [['h', 3_600_000], ['m', 60_000], ['s', 1000], ['ms', 1]] as const) {
+  for (const [unit, size] of [
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1000],
+    ['ms', 1],
+  ] as const) {
     const n = Math.floor(rest / size);
     if (n > 0) parts.push(`${n}${unit}`);
     rest -= n * size;

@@ -96,14 +96,15 @@ describe('controller manager', () => {
       expect([...lanes.keys()].sort()).toEqual([...NAMES].sort());
       expect(lanes.get(stalledName)).toMatchObject({ depth: 1, inFlight: 1 });
       expect(lanes.get(stalledName)?.stalledSeconds).toBeGreaterThan(0.15);
-      for (const other of NAMES.filter((n) => n !== stalledName)) expect(lanes.get(other)).toEqual({ controller: other, depth: 0, inFlight: 0, stalledSeconds: 0 });
+      for (const other of NAMES.filter((n) => n !== stalledName))
+        expect(lanes.get(other)).toEqual({ controller: other, depth: 0, inFlight: 0, stalledSeconds: 0 });
     } finally {
       await releaseAll(release);
       await manager.stop();
     }
   });
 
-  it('waits for a controller\'s own caches before its first reconcile, without holding the others back', async () => {
+  it("waits for a controller's own caches before its first reconcile, without holding the others back", async () => {
     const { manager, leader } = testManager();
     const slowCache = fakeInformer(false);
     const watch = fakeInformer(false);
@@ -134,7 +135,7 @@ describe('controller manager', () => {
     expect(slowCache.started || watch.started).toBe(false);
   });
 
-  it('gives each lane its own slots: a controller whose reconciles hang does not hold another\'s keys; a shared pool bounds a group', async () => {
+  it("gives each lane its own slots: a controller whose reconciles hang does not hold another's keys; a shared pool bounds a group", async () => {
     const { manager, scrape } = testManager();
     const pool = new SlotPool(2);
     const release: (() => void)[] = [];
@@ -160,7 +161,10 @@ describe('controller manager', () => {
       // A slot freed in the group goes to the lane that waited for one.
       const groupRelease = release.length;
       release.splice(groupRelease - 1, 1)[0]?.();
-      await until(() => (scrape().find((l) => l.controller === 'group-a')?.inFlight ?? 0) + (scrape().find((l) => l.controller === 'group-b')?.inFlight ?? 0) === 2, 'the freed slot to be taken');
+      await until(
+        () => (scrape().find((l) => l.controller === 'group-a')?.inFlight ?? 0) + (scrape().find((l) => l.controller === 'group-b')?.inFlight ?? 0) === 2,
+        'the freed slot to be taken',
+      );
     } finally {
       await releaseAll(release);
       await manager.stop();

@@ -80,7 +80,13 @@ export type ManagerOptions = {
   readonly logger: Logger;
   readonly metrics: ManagerMetrics;
   /** `rest`: the client the Lease is read and renewed with. Undefined: no election, this replica leads. */
-  readonly leaderElection?: { readonly rest: KubeRest; readonly namespace: string; readonly name: string; readonly identity: string; readonly leaseDurationMs?: number };
+  readonly leaderElection?: {
+    readonly rest: KubeRest;
+    readonly namespace: string;
+    readonly name: string;
+    readonly identity: string;
+    readonly leaseDurationMs?: number;
+  };
   /** Fencing: called the moment leadership is lost (the caller aborts its clients' writes and exits). */
   readonly onLostLeadership?: () => void;
   /** Liveness fails when a lane has had work and finished none of it for this long (default 10 min). */
@@ -113,20 +119,30 @@ export function createManager(options: ManagerOptions): Manager {
   const timers: NodeJS.Timeout[] = [];
   let started = false;
   const stallTimeoutMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
-  const informers = (): Set<Informer> => new Set([...lanes.values()].flatMap(({ declaration: d }) => [...(d.for === undefined ? [] : [d.for]), ...(d.caches ?? []), ...(d.watches ?? [])]));
+  const informers = (): Set<Informer> =>
+    new Set([...lanes.values()].flatMap(({ declaration: d }) => [...(d.for === undefined ? [] : [d.for]), ...(d.caches ?? []), ...(d.watches ?? [])]));
   const laneStates = (): LaneState[] =>
-    [...lanes.values()].map(({ name, queue }) => ({ controller: name, depth: queue.depth, inFlight: queue.inFlight, stalledSeconds: queue.stalledForMs() / 1000 }));
+    [...lanes.values()].map(({ name, queue }) => ({
+      controller: name,
+      depth: queue.depth,
+      inFlight: queue.inFlight,
+      stalledSeconds: queue.stalledForMs() / 1000,
+    }));
   const untrack = metrics.trackQueue(laneStates);
 
   const startWork = (): void => {
     metrics.leader.set(1);
-    for (const lane of lanes.values()) void startLane(lane, { leadership, signal: abort.signal, logger, timeoutMs: options.cacheSyncTimeoutMs ?? CACHE_SYNC_TIMEOUT_MS });
+    for (const lane of lanes.values())
+      void startLane(lane, { leadership, signal: abort.signal, logger, timeoutMs: options.cacheSyncTimeoutMs ?? CACHE_SYNC_TIMEOUT_MS });
     for (const lane of lanes.values()) {
       const resyncKeys = lane.declaration.resyncKeys;
       if (resyncKeys === undefined) continue;
-      const timer = setInterval(() => {
-        if (leadership.leader) for (const key of resyncKeys()) lane.queue.add(key);
-      }, lane.declaration.resyncMs ?? options.resyncMs ?? DEFAULT_RESYNC_MS);
+      const timer = setInterval(
+        () => {
+          if (leadership.leader) for (const key of resyncKeys()) lane.queue.add(key);
+        },
+        lane.declaration.resyncMs ?? options.resyncMs ?? DEFAULT_RESYNC_MS,
+      );
       timer.unref();
       timers.push(timer);
     }
@@ -145,7 +161,11 @@ export function createManager(options: ManagerOptions): Manager {
     register(name, controllerOptions, declare) {
       if (started) throw new Error(`controller ${name} registered after the manager started`);
       if (lanes.has(name)) throw new Error(`controller ${name} registered twice`);
-      const queue = new WorkQueue({ concurrency: controllerOptions.concurrency, ...(controllerOptions.pool === undefined ? {} : { pool: controllerOptions.pool }), ...(options.initialBackoffMs === undefined ? {} : { initialBackoffMs: options.initialBackoffMs }) });
+      const queue = new WorkQueue({
+        concurrency: controllerOptions.concurrency,
+        ...(controllerOptions.pool === undefined ? {} : { pool: controllerOptions.pool }),
+        ...(options.initialBackoffMs === undefined ? {} : { initialBackoffMs: options.initialBackoffMs }),
+      });
       const declaration = declare(queue);
       lanes.set(name, { name, queue, declaration });
       return declaration;
@@ -173,7 +193,10 @@ export function createManager(options: ManagerOptions): Manager {
           },
           onStoppedLeading: () => {
             lostLeadership();
-            logger.error({ identity: election.identity }, 'lost leadership (the Lease could not be renewed in time, or another replica holds it): writes fenced, reconciles stopped; exiting so that a fresh process competes again');
+            logger.error(
+              { identity: election.identity },
+              'lost leadership (the Lease could not be renewed in time, or another replica holds it): writes fenced, reconciles stopped; exiting so that a fresh process competes again',
+            );
           },
           onError: (error) => logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'leader election: could not reach the lease'),
         },
@@ -204,17 +227,33 @@ async function startLane(lane: Lane, input: { leadership: { leader: boolean }; s
   const caches = [...(declaration.for === undefined ? [] : [declaration.for]), ...(declaration.caches ?? [])];
   const synced = await Promise.all(caches.map((informer) => informer.waitSynced(input.timeoutMs)));
   if (input.signal.aborted || !input.leadership.leader) return;
-  if (synced.includes(false)) input.logger.warn({ controller: lane.name, timeoutMs: input.timeoutMs }, 'some caches did not sync in time (see the watch errors above); reconciling anyway');
+  if (synced.includes(false))
+    input.logger.warn(
+      { controller: lane.name, timeoutMs: input.timeoutMs },
+      'some caches did not sync in time (see the watch errors above); reconciling anyway',
+    );
   lane.queue.start((key) => declaration.reconcile(key));
   for (const key of declaration.keys()) lane.queue.add(key);
 }
 
-function liveness(input: { leadership: { leader: boolean; lost: boolean; renewedAt: number }; elected: boolean; lanes: readonly Lane[]; stallTimeoutMs: number }): Liveness {
+function liveness(input: {
+  leadership: { leader: boolean; lost: boolean; renewedAt: number };
+  elected: boolean;
+  lanes: readonly Lane[];
+  stallTimeoutMs: number;
+}): Liveness {
   const { leadership } = input;
   if (leadership.lost) return { ok: false, reason: 'lost leadership: writes are fenced and the process is exiting' };
   const sinceRenewal = Date.now() - leadership.renewedAt;
-  if (leadership.leader && input.elected && sinceRenewal > DEFAULT_RENEW_DEADLINE_MS) return { ok: false, reason: `the leader has not renewed its Lease for ${Math.round(sinceRenewal / 1000)}s` };
+  if (leadership.leader && input.elected && sinceRenewal > DEFAULT_RENEW_DEADLINE_MS)
+    return { ok: false, reason: `the leader has not renewed its Lease for ${Math.round(sinceRenewal / 1000)}s` };
   const stalled = input.lanes.map((lane) => ({ name: lane.name, ms: lane.queue.stalledForMs() })).filter((lane) => lane.ms > input.stallTimeoutMs);
-  if (stalled.length > 0) return { ok: false, reason: stalled.map((lane) => `controller ${lane.name}: its work queue has had work and finished none of it for ${Math.round(lane.ms / 1000)}s`).join('; ') };
+  if (stalled.length > 0)
+    return {
+      ok: false,
+      reason: stalled
+        .map((lane) => `controller ${lane.name}: its work queue has had work and finished none of it for ${Math.round(lane.ms / 1000)}s`)
+        .join('; '),
+    };
   return { ok: true };
 }

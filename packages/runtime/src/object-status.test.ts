@@ -5,7 +5,9 @@ import { conditionsDiffer, sameJson } from './object-status.ts';
 /** What sameJson stands for: the serializations with every object's keys sorted are equal. */
 function sortedJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1))) : v,
+    v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)))
+      : v,
   );
 }
 
@@ -13,7 +15,11 @@ function sortedJson(value: unknown): string {
 function reordered(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(reordered);
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.entries(value as Record<string, unknown>).reverse().map(([k, v]) => [k, reordered(v)]));
+  return Object.fromEntries(
+    Object.entries(value as Record<string, unknown>)
+      .reverse()
+      .map(([k, v]) => [k, reordered(v)]),
+  );
 }
 
 describe('sameJson', () => {
@@ -25,7 +31,9 @@ describe('sameJson', () => {
 
   it('tells a status that changed in depth from one that did not', () => {
     const status = { observedGeneration: 2, inventory: [{ target: 'a', entries: ['x', 'y'] }], conditions: [{ type: 'Ready', status: 'True' }] };
-    expect(sameJson(status, { conditions: [{ status: 'True', type: 'Ready' }], inventory: [{ entries: ['x', 'y'], target: 'a' }], observedGeneration: 2 })).toBe(true);
+    expect(
+      sameJson(status, { conditions: [{ status: 'True', type: 'Ready' }], inventory: [{ entries: ['x', 'y'], target: 'a' }], observedGeneration: 2 }),
+    ).toBe(true);
     expect(sameJson(status, { ...status, inventory: [{ target: 'a', entries: ['y', 'x'] }] })).toBe(false);
     expect(sameJson(status, { ...status, lastSyncedTime: '2026-01-01T00:00:00Z' })).toBe(false);
     expect(sameJson({ a: 1 }, { b: 1 })).toBe(false);
@@ -36,7 +44,14 @@ describe('sameJson', () => {
 
 describe('conditionsDiffer', () => {
   it('looks at type, status, reason and message only', () => {
-    const ready = { type: 'Ready', status: 'True', reason: 'Synced', message: 'Applied revision abc', lastTransitionTime: '2026-01-01T00:00:00Z', observedGeneration: 1 } as const;
+    const ready = {
+      type: 'Ready',
+      status: 'True',
+      reason: 'Synced',
+      message: 'Applied revision abc',
+      lastTransitionTime: '2026-01-01T00:00:00Z',
+      observedGeneration: 1,
+    } as const;
     expect(conditionsDiffer([ready], [{ ...ready, lastTransitionTime: '2026-01-02T00:00:00Z', observedGeneration: 2 }])).toBe(false);
     expect(conditionsDiffer([ready], [{ ...ready, message: 'Applied revision def' }])).toBe(true);
     expect(conditionsDiffer([ready], [])).toBe(true);

@@ -30,7 +30,13 @@ export async function patchFinalizers(rest: KubeRest, path: string, object: OwnO
  * with one computed from the older one (a second lastSyncedTime, a second Event). Only for a reconciler that
  * writes nothing else to its own object between reading it and this write.
  */
-export async function writeStatus(rest: KubeRest, path: string, object: OwnObject, status: object, options: { readonly ifUnchanged?: boolean } = {}): Promise<boolean> {
+export async function writeStatus(
+  rest: KubeRest,
+  path: string,
+  object: OwnObject,
+  status: object,
+  options: { readonly ifUnchanged?: boolean } = {},
+): Promise<boolean> {
   const clean = JSON.parse(JSON.stringify(status)) as object;
   if (sameJson(clean, object.status ?? {})) return false;
   try {
@@ -40,7 +46,12 @@ export async function writeStatus(rest: KubeRest, path: string, object: OwnObjec
       contentType: 'application/merge-patch+json',
       // The stored object comes back through the informer; parsing it here too is CPU for nothing.
       discardBody: true,
-      body: { ...(options.ifUnchanged === true && object.metadata.resourceVersion !== undefined ? { metadata: { resourceVersion: object.metadata.resourceVersion } } : {}), status: { ...nullOut(object.status ?? {}, clean), ...clean } },
+      body: {
+        ...(options.ifUnchanged === true && object.metadata.resourceVersion !== undefined
+          ? { metadata: { resourceVersion: object.metadata.resourceVersion } }
+          : {}),
+        status: { ...nullOut(object.status ?? {}, clean), ...clean },
+      },
     });
   } catch (error) {
     if (error instanceof KubeApiError && error.status === 404) return false;
@@ -51,7 +62,8 @@ export async function writeStatus(rest: KubeRest, path: string, object: OwnObjec
 
 /** Whether two condition lists say something different (times and generations aside). */
 export function conditionsDiffer(before: readonly Condition[] | undefined, after: readonly Condition[] | undefined): boolean {
-  const said = (conditions: readonly Condition[] | undefined): unknown[] => (conditions ?? []).map((c) => [c.type, c.status, c.reason ?? null, c.message ?? null]);
+  const said = (conditions: readonly Condition[] | undefined): unknown[] =>
+    (conditions ?? []).map((c) => [c.type, c.status, c.reason ?? null, c.message ?? null]);
   return !sameJson(said(before), said(after));
 }
 

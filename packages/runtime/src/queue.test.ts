@@ -59,8 +59,22 @@ describe('WorkQueue', () => {
   it('backs off transient failures per key and resets after a success', async () => {
     // a backoff whose n-th step waits n ms, so the test sees which step each retry used
     const used: number[] = [];
-    const step = (n: number): IBackoff<unknown> => ({ duration: n, next: () => { used.push(n + 1); return step(n + 1); } });
-    const queue = new WorkQueue({ concurrency: 2, backoff: { next: () => { used.push(1); return step(1); } } });
+    const step = (n: number): IBackoff<unknown> => ({
+      duration: n,
+      next: () => {
+        used.push(n + 1);
+        return step(n + 1);
+      },
+    });
+    const queue = new WorkQueue({
+      concurrency: 2,
+      backoff: {
+        next: () => {
+          used.push(1);
+          return step(1);
+        },
+      },
+    });
     const outcomes: ReconcileOutcome[] = [{ kind: 'retry' }, { kind: 'retry' }, { kind: 'retry' }, { kind: 'done' }, { kind: 'retry' }, { kind: 'done' }];
     let runs = 0;
     queue.start(() => {

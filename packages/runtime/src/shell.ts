@@ -41,7 +41,9 @@ export type ShellObject = OwnObject & {
   readonly status?: { readonly conditions?: Condition[] };
 };
 
-type SafeParse<Spec> = { readonly success: true; readonly data: Spec } | { readonly success: false; readonly error: { readonly issues: readonly { readonly path: readonly PropertyKey[]; readonly message: string }[] } };
+type SafeParse<Spec> =
+  | { readonly success: true; readonly data: Spec }
+  | { readonly success: false; readonly error: { readonly issues: readonly { readonly path: readonly PropertyKey[]; readonly message: string }[] } };
 
 export type ReconcilerShellOptions<T extends ShellObject, Spec, S extends object> = {
   /** The kind, for logs (its lower-case form keys the log context: `configsync: ns/name`). */
@@ -72,7 +74,9 @@ export type ReconcilerShellOptions<T extends ShellObject, Spec, S extends object
   readonly run: (input: { readonly object: T; readonly spec: Spec; readonly key: string; readonly log: Logger }) => Promise<ShellOutcome<S>>;
 };
 
-export function createReconciler<T extends ShellObject, Spec, S extends { conditions?: Condition[] }>(options: ReconcilerShellOptions<T, Spec, S>): (key: string) => Promise<ReconcileOutcome> {
+export function createReconciler<T extends ShellObject, Spec, S extends { conditions?: Condition[] }>(
+  options: ReconcilerShellOptions<T, Spec, S>,
+): (key: string) => Promise<ReconcileOutcome> {
   const logKey = options.kind.toLowerCase();
   // Objects whose last status write got 409 Conflict: the next run reads them from the API server, not the cache.
   // Normally the cache catches up within milliseconds, but a watch that hangs (a dropped connection that sends
@@ -84,7 +88,11 @@ export function createReconciler<T extends ShellObject, Spec, S extends { condit
   const wroteOver = new Map<string, string>();
   const current = async (key: string): Promise<T | undefined> => {
     const cached = options.read(key);
-    const again = conflicted.get(key) ?? (cached !== undefined && wroteOver.get(key) === cached.metadata.resourceVersion ? { namespace: cached.metadata.namespace ?? 'default', name: cached.metadata.name } : undefined);
+    const again =
+      conflicted.get(key) ??
+      (cached !== undefined && wroteOver.get(key) === cached.metadata.resourceVersion
+        ? { namespace: cached.metadata.namespace ?? 'default', name: cached.metadata.name }
+        : undefined);
     wroteOver.delete(key);
     if (again === undefined) return cached;
     conflicted.delete(key);
@@ -144,20 +152,35 @@ async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions
     const message = `invalid spec: ${parsed.error.issues.map((i) => `${i.path.map(String).join('.')}: ${i.message}`).join('; ')}`;
     const reason = options.invalidReason ?? Reason.InvalidSpec;
     const status = options.invalid(object, reason, message, now);
-    const wrote = await report(options, object, { status, result: { kind: 'stalled' }, events: [{ type: 'Warning', reason, message: truncate(message) }] }, log);
+    const wrote = await report(
+      options,
+      object,
+      { status, result: { kind: 'stalled' }, events: [{ type: 'Warning', reason, message: truncate(message) }] },
+      log,
+    );
     return { result: { kind: 'stalled' }, label: 'stalled', wrote };
   }
   const spec = parsed.data;
   if (options.suspend?.when(spec) === true) {
     // Visible, not silent: a Suspended condition (and column) for the generation that asked for it.
     const at = { generation: object.metadata.generation, now };
-    const conditions = setCondition(object.status?.conditions ?? [], { type: 'Suspended', status: 'True', reason: Reason.Suspended, message: options.suspend.message }, at);
-    const wrote = await report(options, object, { status: { ...object.status, observedGeneration: object.metadata.generation, conditions } as unknown as S, result: { kind: 'done' }, events: [] }, log);
+    const conditions = setCondition(
+      object.status?.conditions ?? [],
+      { type: 'Suspended', status: 'True', reason: Reason.Suspended, message: options.suspend.message },
+      at,
+    );
+    const wrote = await report(
+      options,
+      object,
+      { status: { ...object.status, observedGeneration: object.metadata.generation, conditions } as unknown as S, result: { kind: 'done' }, events: [] },
+      log,
+    );
     return { result: { kind: 'done' }, label: 'suspended', wrote };
   }
   const outcome = await options.run({ object, spec, key, log });
   // A resumed object is no longer Suspended, whatever its steps say.
-  const status = outcome.status.conditions === undefined ? outcome.status : { ...outcome.status, conditions: removeCondition(outcome.status.conditions, 'Suspended') };
+  const status =
+    outcome.status.conditions === undefined ? outcome.status : { ...outcome.status, conditions: removeCondition(outcome.status.conditions, 'Suspended') };
   const wrote = await report(options, object, { ...outcome, status }, log);
   return { result: outcome.result, label: outcome.result.kind === 'done' ? 'success' : outcome.result.kind, wrote };
 }
@@ -169,7 +192,12 @@ async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions
  * older one. A Warning is news once: while the conditions say the same, repeats go to debug and count up the
  * first one's Event (a status write for another reason is not news of it); a Normal Event goes with any status write.
  */
-async function report<T extends ShellObject, Spec, S extends object>(options: ReconcilerShellOptions<T, Spec, S>, object: T, outcome: ShellOutcome<S>, log: Logger): Promise<boolean> {
+async function report<T extends ShellObject, Spec, S extends object>(
+  options: ReconcilerShellOptions<T, Spec, S>,
+  object: T,
+  outcome: ShellOutcome<S>,
+  log: Logger,
+): Promise<boolean> {
   const wrote = await writeStatus(options.rest, pathOf(options.plural, object), object, outcome.status, { ifUnchanged: true });
   const news = wrote && conditionsDiffer(object.status?.conditions, (outcome.status as { conditions?: Condition[] }).conditions);
   for (const event of outcome.events) {
@@ -177,7 +205,11 @@ async function report<T extends ShellObject, Spec, S extends object>(options: Re
     // no news to notifications. A Normal Event goes with the status write it explains.
     const repeat = event.type === 'Warning' && !news;
     const recorded = event.type === 'Warning' || wrote;
-    if (event.logged !== true && recorded) log[repeat ? 'debug' : 'info']({ reason: event.reason, message: event.message }, event.type === 'Warning' ? `${options.kind} did not succeed` : event.reason);
+    if (event.logged !== true && recorded)
+      log[repeat ? 'debug' : 'info'](
+        { reason: event.reason, message: event.message },
+        event.type === 'Warning' ? `${options.kind} did not succeed` : event.reason,
+      );
     // Not waited for: the worker is free once the status is written (identical Events still count up in order).
     if (recorded) void options.events.record(object, { type: event.type, reason: event.reason, message: event.message, ...(repeat ? { repeat } : {}) });
   }
@@ -186,7 +218,12 @@ async function report<T extends ShellObject, Spec, S extends object>(options: Re
 
 /** Removes the kind's finalizer (conditioned on the resourceVersion read): the API server may then delete the object. */
 export async function removeFinalizer(rest: KubeRest, plural: string, object: ShellObject, finalizer: string): Promise<void> {
-  await patchFinalizers(rest, pathOf(plural, object), object, (object.metadata.finalizers ?? []).filter((f) => f !== finalizer));
+  await patchFinalizers(
+    rest,
+    pathOf(plural, object),
+    object,
+    (object.metadata.finalizers ?? []).filter((f) => f !== finalizer),
+  );
 }
 
 const pathOf = (plural: string, object: ShellObject): string => objectPath(plural, object.metadata.namespace ?? 'default', object.metadata.name);

@@ -164,15 +164,21 @@ try {
   const tiny = JSON.parse(tinyRun.stdout) as ChildResult;
 
   const ratio = cold.fetchMs / native.ms;
-  console.log(`cold runs (fetch ms): ${colds.map((c) => c.fetchMs.toFixed(0)).join(', ')}; native runs (ms): ${natives.map((n) => n.ms.toFixed(0)).join(', ')}`);
+  console.log(
+    `cold runs (fetch ms): ${colds.map((c) => c.fetchMs.toFixed(0)).join(', ')}; native runs (ms): ${natives.map((n) => n.ms.toFixed(0)).join(', ')}`,
+  );
   console.log(`snapshot on disk: ${(cold.snapshotBytes / MB).toFixed(1)} MB; heap after reads: ${cold.heapUsedMb.toFixed(0)} MB`);
   console.log('--- source-git benchmark (5,000 files / ~50 MB, loopback git http-backend) ---');
   console.log(`native git clone --depth 1:        ${fmt(native.ms)}, peak RSS ${native.rssMb.toFixed(0)} MB`);
-  console.log(`source-git cold fetchSnapshot:     ${fmt(cold.fetchMs)}, peak RSS ${cold.fetchRssMb.toFixed(0)} MB (target ≤ 150 MB: ${cold.fetchRssMb <= 150 ? 'met' : 'NOT met'}; process at start ${cold.startRssMb.toFixed(0)} MB; ${cold.maxRssMb.toFixed(0)} MB after reading all files)`);
+  console.log(
+    `source-git cold fetchSnapshot:     ${fmt(cold.fetchMs)}, peak RSS ${cold.fetchRssMb.toFixed(0)} MB (target ≤ 150 MB: ${cold.fetchRssMb <= 150 ? 'met' : 'NOT met'}; process at start ${cold.startRssMb.toFixed(0)} MB; ${cold.maxRssMb.toFixed(0)} MB after reading all files)`,
+  );
   console.log(`ratio cold fetch / native clone:   ${ratio.toFixed(2)}x (target <= 2.0x)`);
   console.log(`readPath 1 dir (${cold.readDirFiles} files):          ${cold.readDirMs.toFixed(0)} ms`);
   console.log(`readPath all (${cold.readAllFiles} files, ${(cold.readAllBytes / MB).toFixed(1)} MB):  ${fmt(cold.readAllMs)}`);
-  console.log(`re-resolve unchanged revision:     ${resolveMs.toFixed(0)} ms, requests info/refs=${resolveCounts.infoRefs} upload-pack=${resolveCounts.uploadPack}`);
+  console.log(
+    `re-resolve unchanged revision:     ${resolveMs.toFixed(0)} ms, requests info/refs=${resolveCounts.infoRefs} upload-pack=${resolveCounts.uploadPack}`,
+  );
   console.log(`100 concurrent callers of new SHA: ${fmt(herdMs)}, fetches (upload-pack POSTs)=${herdCounts.uploadPack}`);
   console.log(
     `60,000 tiny files: fetch ${fmt(tiny.fetchMs)}, peak RSS ${tiny.fetchRssMb.toFixed(0)} MB (process at start ${tiny.startRssMb.toFixed(0)} MB; ` +

@@ -45,7 +45,8 @@ export interface HttpTransport {
 /** Node's built-in fetch (undici), for callers that want it; the default is nodeHttpTransport. */
 export const fetchTransport: HttpTransport = {
   async request(req) {
-    if (req.ca !== undefined || req.proxy !== undefined) throw new Error('the fetch transport supports neither a private CA nor a proxy; use the default transport');
+    if (req.ca !== undefined || req.proxy !== undefined)
+      throw new Error('the fetch transport supports neither a private CA nor a proxy; use the default transport');
     const res = await fetch(req.url, {
       method: req.method,
       headers: req.headers,
@@ -82,7 +83,13 @@ export const nodeHttpTransport: HttpTransport = {
     const tunnel = req.proxy === undefined ? undefined : await openTunnel(req.proxy, url, req.signal);
     const connection = tunnel === undefined ? undefined : https ? await startTls(tunnel, url, ca) : tunnel;
     return new Promise<HttpResponse>((resolve, reject) => {
-      const options = { method: req.method, headers: req.headers, signal: req.signal, ...(ca === undefined ? {} : { ca }), ...(connection === undefined ? {} : { createConnection: () => connection }) };
+      const options = {
+        method: req.method,
+        headers: req.headers,
+        signal: req.signal,
+        ...(ca === undefined ? {} : { ca }),
+        ...(connection === undefined ? {} : { createConnection: () => connection }),
+      };
       const outgoing = request(url, options, (res) => {
         const headers: Record<string, string> = {};
         for (const [key, value] of Object.entries(res.headers)) {
@@ -348,7 +355,13 @@ export function createHttpSession(opts: SessionOptions): HttpSession {
         }
         if (limit !== undefined) {
           await drain(res.body).catch(() => undefined);
-          throw rateLimited(opts, limit, attempt < opts.retry.attempts ? "waiting that long would pass the operation's deadline" : `gave up after ${attempt} ${attempt === 1 ? 'try' : 'tries'}`);
+          throw rateLimited(
+            opts,
+            limit,
+            attempt < opts.retry.attempts
+              ? "waiting that long would pass the operation's deadline"
+              : `gave up after ${attempt} ${attempt === 1 ? 'try' : 'tries'}`,
+          );
         }
         return await consume(res);
       } catch (err) {
@@ -417,7 +430,10 @@ export function createHttpSession(opts: SessionOptions): HttpSession {
         received += next.value.byteLength;
         tries.bytes += next.value.byteLength;
         if (received > opts.maxResponseBytes) {
-          throw new GitSourceError(GitSourceErrorCode.LimitExceeded, `${opts.shownRepo}: the server sent more than ${opts.maxResponseBytes} bytes; refusing the rest`);
+          throw new GitSourceError(
+            GitSourceErrorCode.LimitExceeded,
+            `${opts.shownRepo}: the server sent more than ${opts.maxResponseBytes} bytes; refusing the rest`,
+          );
         }
         yield next.value;
       }

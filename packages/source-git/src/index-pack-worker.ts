@@ -63,7 +63,9 @@ export function indexInWorker(job: IndexJob, signal: AbortSignal): Promise<Index
     const onAbort = (): void => finish(() => reject(new Error('the operation was aborted while indexing the pack')));
     signal.addEventListener('abort', onAbort, { once: true });
     worker.on('message', (message: { outcome?: IndexOutcome; failure?: string }) => {
-      finish(() => (message.outcome !== undefined ? resolve(message.outcome) : reject(new Error(`indexing the pack failed: ${message.failure ?? 'unknown error'}`))));
+      finish(() =>
+        message.outcome !== undefined ? resolve(message.outcome) : reject(new Error(`indexing the pack failed: ${message.failure ?? 'unknown error'}`)),
+      );
     });
     worker.on('error', (err: unknown) => finish(() => reject(err instanceof Error ? err : new Error(String(err)))));
     worker.on('exit', (code) => finish(() => reject(new Error(`the pack indexer exited with code ${code}`))));

@@ -30,9 +30,16 @@ beforeAll(async () => {
   spawnSync('git', ['init', '-q', '--bare', repo], { env });
   // Near-identical files (packed as deltas), random ones (not), an empty one, and one larger than zlib's chunk.
   const base = Array.from({ length: 300 }, (_, i) => `  key${i}: value-${i}`).join('\n');
-  const blobs = [...Array.from({ length: 20 }, (_, i) => `${base}\n  v: ${i}\n`), ...Array.from({ length: 20 }, () => randomBytes(700).toString('hex')), '', randomBytes(100_000).toString('base64')];
+  const blobs = [
+    ...Array.from({ length: 20 }, (_, i) => `${base}\n  v: ${i}\n`),
+    ...Array.from({ length: 20 }, () => randomBytes(700).toString('hex')),
+    '',
+    randomBytes(100_000).toString('base64'),
+  ];
   const lines = blobs.map((content, i) => `100644 blob ${git(['hash-object', '-w', '--stdin'], content).toString().trim()}\tf${i}`);
-  const tree = git(['mktree'], lines.join('\n') + '\n').toString().trim();
+  const tree = git(['mktree'], lines.join('\n') + '\n')
+    .toString()
+    .trim();
   objects = [tree, ...lines.map((l) => l.split(/\s+/)[2])].join('\n') + '\n';
 });
 afterAll(async () => {

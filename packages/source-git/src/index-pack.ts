@@ -12,7 +12,20 @@ import { open, writeFile } from 'node:fs/promises';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { crc32 } from 'node:zlib';
 import type { PackReadOptions } from './pack.ts';
-import { OFS_DELTA, ObjectType, PackError, PackReader, REF_DELTA, applyDelta, commitTree, inflateExact, objectTypeNames, parseEntryHeader, parseTree, readRange } from './pack.ts';
+import {
+  OFS_DELTA,
+  ObjectType,
+  PackError,
+  PackReader,
+  REF_DELTA,
+  applyDelta,
+  commitTree,
+  inflateExact,
+  objectTypeNames,
+  parseEntryHeader,
+  parseTree,
+  readRange,
+} from './pack.ts';
 
 export interface PackIndex {
   /** The pack's trailer (SHA-1 of all bytes before it), which also names the pack. */
@@ -124,7 +137,7 @@ export async function indexPack(packPath: string, idxPath: string, opts: IndexPa
 async function verifyTrailer(file: FileHandle, size: number): Promise<Buffer> {
   const hash = createHash('sha1');
   const buf = Buffer.allocUnsafeSlow(Math.max(1, Math.min(windowBytes, size - 20)));
-  for (let pos = 0; pos < size - 20; ) {
+  for (let pos = 0; pos < size - 20;) {
     const { bytesRead } = await file.read(buf, 0, Math.min(buf.length, size - 20 - pos), pos);
     if (bytesRead === 0) throw new PackError('short read from pack');
     hash.update(buf.subarray(0, bytesRead));
@@ -359,7 +372,10 @@ async function writeIndex(idxPath: string, checksum: Buffer, s: Scanned): Promis
   }
   at = largeAt + large * 8;
   checksum.copy(out, at);
-  createHash('sha1').update(out.subarray(0, at + 20)).digest().copy(out, at + 20);
+  createHash('sha1')
+    .update(out.subarray(0, at + 20))
+    .digest()
+    .copy(out, at + 20);
   await writeFile(idxPath, out);
   return { shas, offsets, crcs, types };
 }
@@ -401,12 +417,14 @@ export async function verifyReachable(reader: PackReader, index: PackIndex, comm
     if (seen.has(oid)) continue;
     seen.add(oid);
     const edges = index.trees.get(oid);
-    if (edges === undefined || typeIn(index, oid) !== ObjectType.tree) throw new PackError(`tree ${await pathOf(reader, root, oid)} (${oid}) is not in the pack`);
+    if (edges === undefined || typeIn(index, oid) !== ObjectType.tree)
+      throw new PackError(`tree ${await pathOf(reader, root, oid)} (${oid}) is not in the pack`);
     for (let at = 0; at < edges.length; at += 21) {
       const kind = edges[at];
       const entry = edges.toString('hex', at + 1, at + 21);
       if (kind === entryKind.tree) stack.push(entry);
-      else if (kind === entryKind.blob && typeIn(index, entry) !== ObjectType.blob) throw new PackError(`blob ${await pathOf(reader, root, entry)} (${entry}) is not in the pack`);
+      else if (kind === entryKind.blob && typeIn(index, entry) !== ObjectType.blob)
+        throw new PackError(`blob ${await pathOf(reader, root, entry)} (${entry}) is not in the pack`);
     }
     await yielder.maybe();
   }

@@ -17,7 +17,8 @@ const edA = blob('ssh-ed25519', 1);
 const edB = blob('ssh-ed25519', 2);
 const ecdsa = Buffer.concat([sshString('ecdsa-sha2-nistp256'), sshString('nistp256'), sshString(Buffer.alloc(65, 3))]);
 const rsa = Buffer.concat([sshString('ssh-rsa'), sshString(Buffer.from([1, 0, 1])), sshString(Buffer.alloc(257, 4))]);
-const line = (hosts: string, key: Buffer, marker = ''): string => `${marker}${marker === '' ? '' : ' '}${hosts} ${(key === rsa ? 'ssh-rsa' : key === ecdsa ? 'ecdsa-sha2-nistp256' : 'ssh-ed25519')} ${key.toString('base64')} comment`;
+const line = (hosts: string, key: Buffer, marker = ''): string =>
+  `${marker}${marker === '' ? '' : ' '}${hosts} ${key === rsa ? 'ssh-rsa' : key === ecdsa ? 'ecdsa-sha2-nistp256' : 'ssh-ed25519'} ${key.toString('base64')} comment`;
 
 function hashed(name: string): string {
   const salt = Buffer.alloc(20, 7);
@@ -50,9 +51,7 @@ describe('known_hosts', () => {
 
   it('accepts the listed key for the host and reads every key type', () => {
     // given
-    const known = parseKnownHosts(
-      ['# comment', '', line('github.com', edA), line('[127.0.0.1]:2222', ecdsa), line(hashed('gitlab.com'), rsa)].join('\n'),
-    );
+    const known = parseKnownHosts(['# comment', '', line('github.com', edA), line('[127.0.0.1]:2222', ecdsa), line(hashed('gitlab.com'), rsa)].join('\n'));
 
     // then
     expect(known.invalid).toEqual([]);

@@ -115,8 +115,7 @@ function globMatches(pattern: string, name: string): boolean {
 }
 
 export type HostKeyVerdict =
-  | { ok: true; line: number }
-  | { ok: false; reason: 'revoked' | 'mismatch' | 'unknown-host' | 'cert-authority-only'; message: string };
+  { ok: true; line: number } | { ok: false; reason: 'revoked' | 'mismatch' | 'unknown-host' | 'cert-authority-only'; message: string };
 
 /**
  * Whether `blob` is a host key known_hosts accepts for host:port. `shownHost` names the server in messages

@@ -32,7 +32,6 @@ async function newSource() {
   return { cacheDir, source: createGitSource({ cacheDir, allowInsecureHttp: true, retry: { baseDelayMs: 5 } }) };
 }
 
-
 /** A commit big enough that its pack spans some twenty side-band packets (git sends ~8 KiB at a time). */
 async function repoWithPack(): Promise<{ repo: TestRepo; sha: string; files: Record<string, string> }> {
   const repo = await server.createRepo(`integrity${++counter}`);
@@ -84,7 +83,10 @@ const variants: Array<[string, (repo: TestRepo, sha: string) => Behavior]> = [
   ['the trailer missing', () => ({ kind: 'pack', transform: (pack) => pack.subarray(0, -20) })],
   ['a trailer byte corrupted', () => ({ kind: 'pack', transform: (pack) => Buffer.concat([pack.subarray(0, -1), Buffer.from([(pack.at(-1) ?? 0) ^ 0x5a])]) })],
   ['a byte inside an object corrupted', () => ({ kind: 'pack', transform: (pack) => flipByte(pack, Math.floor(pack.length / 2)) })],
-  ['a damaged object under a valid trailer', () => ({ kind: 'pack', transform: (pack) => resealed(flipByte(pack.subarray(0, -20), Math.floor(pack.length / 2))) })],
+  [
+    'a damaged object under a valid trailer',
+    () => ({ kind: 'pack', transform: (pack) => resealed(flipByte(pack.subarray(0, -20), Math.floor(pack.length / 2))) }),
+  ],
   ['one object fewer than the header says', () => ({ kind: 'pack', transform: (pack) => withCount(pack, 1) })],
   ['one object more than the header says', () => ({ kind: 'pack', transform: (pack) => withCount(pack, -1) })],
   ['the last object cut off under a valid trailer', () => ({ kind: 'pack', transform: (pack) => resealed(pack.subarray(0, -40)) })],
@@ -94,27 +96,31 @@ const variants: Array<[string, (repo: TestRepo, sha: string) => Behavior]> = [
 ];
 
 describe('a fetched pack is verified before it is cached', () => {
-  it.each(variants)('%s: fails retryable, caches nothing, and a later fetch succeeds', async (_name, behavior) => {
-    // given
-    const { repo, sha, files } = await repoWithPack();
-    const { source, cacheDir } = await newSource();
-    server.setBehavior({ ...behavior(repo, sha), repo: repo.name, only: 'git-upload-pack' });
+  it.each(variants)(
+    '%s: fails retryable, caches nothing, and a later fetch succeeds',
+    async (_name, behavior) => {
+      // given
+      const { repo, sha, files } = await repoWithPack();
+      const { source, cacheDir } = await newSource();
+      server.setBehavior({ ...behavior(repo, sha), repo: repo.name, only: 'git-upload-pack' });
 
-    // when
-    const err = await failure(source.fetchSnapshot({ repo: repo.url, sha })).finally(() => server.setBehavior(undefined));
+      // when
+      const err = await failure(source.fetchSnapshot({ repo: repo.url, sha })).finally(() => server.setBehavior(undefined));
 
-    // then
-    expect(err.retryable).toBe(true);
-    expect(err.code).toBe('ServerError');
-    expect(err.message).toContain(repo.url);
-    expect(await readdir(join(cacheDir, 'snapshots'))).toEqual([]);
-    expect(await readdir(join(cacheDir, 'tmp'))).toEqual([]);
-    // the fault is deterministic, so it was not retried away: one POST, and the healthy one next
-    expect(server.requests(repo.name).uploadPack).toBe(1);
-    const snapshot = await source.fetchSnapshot({ repo: repo.url, sha });
-    expect(text(await source.readPath(snapshot, ''))).toEqual(files);
-    expect(server.requests(repo.name).uploadPack).toBe(2);
-  }, 30_000);
+      // then
+      expect(err.retryable).toBe(true);
+      expect(err.code).toBe('ServerError');
+      expect(err.message).toContain(repo.url);
+      expect(await readdir(join(cacheDir, 'snapshots'))).toEqual([]);
+      expect(await readdir(join(cacheDir, 'tmp'))).toEqual([]);
+      // the fault is deterministic, so it was not retried away: one POST, and the healthy one next
+      expect(server.requests(repo.name).uploadPack).toBe(1);
+      const snapshot = await source.fetchSnapshot({ repo: repo.url, sha });
+      expect(text(await source.readPath(snapshot, ''))).toEqual(files);
+      expect(server.requests(repo.name).uploadPack).toBe(2);
+    },
+    30_000,
+  );
 
   it('accepts a pack whose objects are deltas of one another (bases resolved, ids computed)', async () => {
     // given: near-identical files, which git packs as deltas against each other

@@ -131,7 +131,9 @@ export async function readRange(file: FileHandle, position: number, length: numb
   let filled = 0;
   while (filled < length) {
     const bytesRead =
-      length <= 64 * 1024 ? readSync(file.fd, raw, filled, length - filled, position + filled) : (await file.read(raw, filled, length - filled, position + filled)).bytesRead;
+      length <= 64 * 1024
+        ? readSync(file.fd, raw, filled, length - filled, position + filled)
+        : (await file.read(raw, filled, length - filled, position + filled)).bytesRead;
     if (bytesRead === 0) throw new PackError('short read from pack');
     filled += bytesRead;
   }

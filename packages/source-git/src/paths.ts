@@ -5,13 +5,7 @@ import { GitSourceError, GitSourceErrorCode } from './errors.ts';
 /** True when `name` is acceptable as one tree entry name (one path segment). */
 export function isSafeEntryName(name: string): boolean {
   return (
-    name.length > 0 &&
-    name !== '.' &&
-    name !== '..' &&
-    name.toLowerCase() !== '.git' &&
-    !name.includes('/') &&
-    !name.includes('\\') &&
-    !name.includes('\0')
+    name.length > 0 && name !== '.' && name !== '..' && name.toLowerCase() !== '.git' && !name.includes('/') && !name.includes('\\') && !name.includes('\0')
   );
 }
 

@@ -31,11 +31,15 @@ export function proxyFromEnvironment(env: Readonly<Record<string, string | undef
   } catch {
     throw new GitSourceError(GitSourceErrorCode.InvalidAuth, 'HTTPS_PROXY is not a URL (http://host:port)');
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new GitSourceError(GitSourceErrorCode.InvalidAuth, 'HTTPS_PROXY must be an http:// or https:// URL');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new GitSourceError(GitSourceErrorCode.InvalidAuth, 'HTTPS_PROXY must be an http:// or https:// URL');
   const username = decodeURIComponent(url.username);
   const password = decodeURIComponent(url.password);
   const proxy: GitProxy = { url: url.origin, ...(username === '' ? {} : { username, password }) };
-  const entries = (env['NO_PROXY'] ?? env['no_proxy'] ?? '').split(',').map((e) => e.trim().toLowerCase()).filter((e) => e !== '');
+  const entries = (env['NO_PROXY'] ?? env['no_proxy'] ?? '')
+    .split(',')
+    .map((e) => e.trim().toLowerCase())
+    .filter((e) => e !== '');
   return { proxy, bypass: noProxyMatcher(entries) };
 }
 

@@ -99,7 +99,9 @@ describe('a host that rate-limits holds every request to it', () => {
     server.setBehavior({ kind: 'rateLimit', seconds: 1, times: 1 });
 
     // when: all at once (how many of them arrive inside the limit's second is up to the scheduler)
-    const shas = await Promise.all(repos.map(({ repo }) => source.resolveRevision({ repo: repo.url, revision: 'main' }))).finally(() => server.setBehavior(undefined));
+    const shas = await Promise.all(repos.map(({ repo }) => source.resolveRevision({ repo: repo.url, revision: 'main' }))).finally(() =>
+      server.setBehavior(undefined),
+    );
 
     // then
     expect(shas).toEqual(repos.map((r) => r.sha));

@@ -75,8 +75,14 @@ describe('SharedListings', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 2, max: 600_000 }),
-        fc.array(fc.record({ gap: fc.integer({ min: 0, max: 1000 }).map((g) => g / 1000), forced: fc.integer({ min: 1, max: 10 }).map((x) => x === 7) }), { minLength: 30, maxLength: 300 }),
-        fc.array(fc.integer({ min: 0, max: 1000 }).map((l) => l / 1000), { minLength: 1, maxLength: 50 }),
+        fc.array(fc.record({ gap: fc.integer({ min: 0, max: 1000 }).map((g) => g / 1000), forced: fc.integer({ min: 1, max: 10 }).map((x) => x === 7) }), {
+          minLength: 30,
+          maxLength: 300,
+        }),
+        fc.array(
+          fc.integer({ min: 0, max: 1000 }).map((l) => l / 1000),
+          { minLength: 1, maxLength: 50 },
+        ),
         async (interval, arrivals, latencies) => {
           // given: resyncs accept half the refresh interval; some callers force a fresh listing (webhooks)
           const half = Math.floor(interval / 2);
@@ -87,7 +93,12 @@ describe('SharedListings', () => {
           const { started, answers } = await simulate(calls, (n) => Math.round((latencies[n % latencies.length] ?? 0) ** 4 * 2 * interval));
 
           // then: the resyncs' own listings, in any closed span of one interval
-          expect(mostInAnySpan(started.filter((s) => !s.forced).map((s) => s.at), 2 * half)).toBeLessThanOrEqual(2);
+          expect(
+            mostInAnySpan(
+              started.filter((s) => !s.forced).map((s) => s.at),
+              2 * half,
+            ),
+          ).toBeLessThanOrEqual(2);
           for (const answer of answers) {
             // a resync gets a listing started at most maxAgeMs before it came, or one still in flight then
             if (answer.call.maxAgeMs > 0) expect(answer.inFlightAtCall || answer.call.at - answer.startedAt <= answer.call.maxAgeMs).toBe(true);
@@ -109,7 +120,8 @@ describe('SharedListings', () => {
     const interval = 30_000;
     const calls: Call[] = [];
     for (let sync = 0; sync < 200; sync++) {
-      for (let at = random() * interval; at < 100 * interval; at += Math.round(interval * (0.9 + random() * 0.2))) calls.push({ at: Math.round(at), maxAgeMs: interval / 2 });
+      for (let at = random() * interval; at < 100 * interval; at += Math.round(interval * (0.9 + random() * 0.2)))
+        calls.push({ at: Math.round(at), maxAgeMs: interval / 2 });
     }
     calls.sort((a, b) => a.at - b.at);
 
@@ -117,7 +129,12 @@ describe('SharedListings', () => {
     const { started, answers } = await simulate(calls, () => 10 + Math.round(random() * 300));
 
     // then
-    expect(mostInAnySpan(started.map((s) => s.at), interval)).toBe(2);
+    expect(
+      mostInAnySpan(
+        started.map((s) => s.at),
+        interval,
+      ),
+    ).toBe(2);
     expect(started.length).toBeLessThanOrEqual(201);
     expect(answers.every((a) => a.inFlightAtCall || a.call.at - a.startedAt <= interval / 2)).toBe(true);
   });

@@ -6,7 +6,10 @@ describe('parseRepoUrl', () => {
   it.each([
     ['ssh://git@github.com/org/repo.git', { url: 'ssh://git@github.com/org/repo.git', user: 'git', host: 'github.com', port: 22, path: '/org/repo.git' }],
     ['ssh://github.com/org/repo.git', { url: 'ssh://git@github.com/org/repo.git', user: 'git', host: 'github.com', port: 22, path: '/org/repo.git' }],
-    ['ssh://deploy@127.0.0.1:2222/srv/configs.git', { url: 'ssh://deploy@127.0.0.1:2222/srv/configs.git', user: 'deploy', host: '127.0.0.1', port: 2222, path: '/srv/configs.git' }],
+    [
+      'ssh://deploy@127.0.0.1:2222/srv/configs.git',
+      { url: 'ssh://deploy@127.0.0.1:2222/srv/configs.git', user: 'deploy', host: '127.0.0.1', port: 2222, path: '/srv/configs.git' },
+    ],
     ['ssh://git@[::1]:2222/r.git', { url: 'ssh://git@[::1]:2222/r.git', user: 'git', host: '::1', port: 2222, path: '/r.git' }],
     ['ssh://git@host/~alice/r.git', { user: 'git', host: 'host', port: 22, path: '~alice/r.git' }],
     ['git+ssh://git@host/r.git', { user: 'git', host: 'host', port: 22, path: '/r.git' }],

@@ -62,9 +62,7 @@ export function parseRepoUrl(input: string, allowInsecureHttp: boolean): RepoUrl
   }
   if (url.hostname === '') throw invalid(`repo ${shown()} names no host`);
   const embedded =
-    url.username !== '' || url.password !== ''
-      ? { username: decodeURIComponent(url.username), password: decodeURIComponent(url.password) }
-      : undefined;
+    url.username !== '' || url.password !== '' ? { username: decodeURIComponent(url.username), password: decodeURIComponent(url.password) } : undefined;
   url.username = '';
   url.password = '';
   url.hash = '';

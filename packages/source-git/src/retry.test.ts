@@ -34,7 +34,6 @@ async function newSource(opts: Partial<GitSourceOptions> = {}) {
   return createGitSource({ cacheDir: await mkdtemp(join(scratch, 'cache-')), allowInsecureHttp: true, ...opts, retry: { baseDelayMs: 5, ...opts.retry } });
 }
 
-
 /** The repo's requests as `METHOD endpoint status`, in arrival order. */
 function trace(repo: string): string[] {
   return server
@@ -98,29 +97,33 @@ describe('a request that fails transiently is retried on its own', () => {
     expect(trace(repo.name)).toEqual(['GET info/refs 200', 'POST upload-pack 502', 'POST upload-pack 502', 'POST upload-pack 200']);
   });
 
-  it.each([1, 2, 3, 4, 5])('random 5xx on 4 requests in 10 (seed %i): every operation of a session succeeds', async (seed) => {
-    // given
-    const { repo } = await newRepo();
-    const source = await newSource({ retry: { attempts: 6 } });
-    server.setBehavior({ kind: 'status', status: 503, repo: repo.name, probability: 0.4, seed });
+  it.each([1, 2, 3, 4, 5])(
+    'random 5xx on 4 requests in 10 (seed %i): every operation of a session succeeds',
+    async (seed) => {
+      // given
+      const { repo } = await newRepo();
+      const source = await newSource({ retry: { attempts: 6 } });
+      server.setBehavior({ kind: 'status', status: 503, repo: repo.name, probability: 0.4, seed });
 
-    // when
-    try {
-      for (let i = 0; i < 5; i++) {
-        const sha = await repo.commit({ 'a.yaml': `a: ${i}\n` });
-        expect(await source.resolveRevision({ repo: repo.url, revision: 'main' })).toBe(sha);
-        expect(text(await source.readPath(await source.fetchSnapshot({ repo: repo.url, sha }), ''))).toEqual({ 'a.yaml': `a: ${i}\n` });
+      // when
+      try {
+        for (let i = 0; i < 5; i++) {
+          const sha = await repo.commit({ 'a.yaml': `a: ${i}\n` });
+          expect(await source.resolveRevision({ repo: repo.url, revision: 'main' })).toBe(sha);
+          expect(text(await source.readPath(await source.fetchSnapshot({ repo: repo.url, sha }), ''))).toEqual({ 'a.yaml': `a: ${i}\n` });
+        }
+      } finally {
+        server.setBehavior(undefined);
       }
-    } finally {
-      server.setBehavior(undefined);
-    }
 
-    // then: the faults happened, and each was answered by one more request
-    const log = server.requestLog().filter((r) => r.repo === repo.name);
-    const faults = log.filter((r) => r.faulted).length;
-    expect(faults).toBeGreaterThan(0);
-    expect(log.length).toBe(5 * 3 + faults);
-  }, 30_000);
+      // then: the faults happened, and each was answered by one more request
+      const log = server.requestLog().filter((r) => r.repo === repo.name);
+      const faults = log.filter((r) => r.faulted).length;
+      expect(faults).toBeGreaterThan(0);
+      expect(log.length).toBe(5 * 3 + faults);
+    },
+    30_000,
+  );
 
   it('retries a connection reset before the response, and one in the middle of the pack', async () => {
     // given

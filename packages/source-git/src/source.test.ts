@@ -33,7 +33,6 @@ async function newSource(opts: Partial<GitSourceOptions> = {}) {
   return { cacheDir, source: createGitSource({ allowInsecureHttp: true, ...opts, cacheDir }) };
 }
 
-
 describe('resolveRevision', () => {
   it('resolves branches, lightweight and annotated tags, refs/ names and full SHAs', async () => {
     // given
@@ -122,7 +121,9 @@ describe('resolveRevision', () => {
     const second = await repo.commit({ 'a.yaml': 'a: 2\n' });
     now += 1;
     const wokenAt = now;
-    const woken = await Promise.all(Array.from({ length: 50 }, () => source.resolveRevision({ repo: repo.url, revision: 'main', maxAgeMs: 0, startedAfter: wokenAt })));
+    const woken = await Promise.all(
+      Array.from({ length: 50 }, () => source.resolveRevision({ repo: repo.url, revision: 'main', maxAgeMs: 0, startedAfter: wokenAt })),
+    );
 
     // then they all see the push, through one new listing (the listing begun before the push was in flight while
     // it landed: it may have seen it or not, depending on when the server answered it)
@@ -450,7 +451,12 @@ describe('the snapshot cache', () => {
   });
 });
 
-async function readdirSizes(source: { fetchSnapshot(r: { repo: string; sha: string }): Promise<Snapshot> }, repo: string, sha: string, cacheDir: string): Promise<number> {
+async function readdirSizes(
+  source: { fetchSnapshot(r: { repo: string; sha: string }): Promise<Snapshot> },
+  repo: string,
+  sha: string,
+  cacheDir: string,
+): Promise<number> {
   await source.fetchSnapshot({ repo, sha });
   const { stat } = await import('node:fs/promises');
   let total = 0;
@@ -565,7 +571,7 @@ describe('auth', () => {
     }
   });
 
-  it("never hands a commit another access fetched to a request without working credentials of its own", async () => {
+  it('never hands a commit another access fetched to a request without working credentials of its own', async () => {
     // given a private repository's commit in the cache, fetched with the right credentials
     const repo = await newRepo(basic);
     const sha = await repo.commit({ 'secret.yaml': 's' });
@@ -577,7 +583,10 @@ describe('auth', () => {
     const anonymous = await failure(source.fetchSnapshot({ repo: repo.url, sha }));
     const wrong = await failure(source.fetchSnapshot({ repo: repo.url, sha, auth: { username: 'deploy', password: 'wrong-pass-xyz' } }));
     const fresh = await repo.commit({ 'secret.yaml': 't' });
-    const [joined, owner] = await Promise.allSettled([source.fetchSnapshot({ repo: repo.url, sha: fresh }), source.fetchSnapshot({ repo: repo.url, sha: fresh, auth: good })]);
+    const [joined, owner] = await Promise.allSettled([
+      source.fetchSnapshot({ repo: repo.url, sha: fresh }),
+      source.fetchSnapshot({ repo: repo.url, sha: fresh, auth: good }),
+    ]);
     // and a branch is resolved without credentials after the good access listed it
     await source.resolveRevision({ repo: repo.url, revision: 'main', auth: good });
     const listing = await failure(source.resolveRevision({ repo: repo.url, revision: 'main', maxAgeMs: 3_600_000 }));
@@ -600,7 +609,9 @@ describe('auth', () => {
     const { source } = await newSource();
 
     // when
-    const sha = await source.resolveRevision({ repo: repo.url, revision: 'main', auth: { username: 'deploy', password: 'hunter2-pass' } }).finally(() => basic.setBehavior(undefined));
+    const sha = await source
+      .resolveRevision({ repo: repo.url, revision: 'main', auth: { username: 'deploy', password: 'hunter2-pass' } })
+      .finally(() => basic.setBehavior(undefined));
 
     // then
     expect(sha).toBe(mirrorSha);
@@ -699,7 +710,11 @@ describe('authFromSecretData', () => {
       knownHosts: 'h ssh-ed25519 AAAA',
       from: 'Secret ns/git-auth',
     });
-    expect(authFromSecretData({ identity: b64('KEY'), known_hosts: b64('h'), password: b64('pw') })).toEqual({ identity: 'KEY', knownHosts: 'h', passphrase: 'pw' });
+    expect(authFromSecretData({ identity: b64('KEY'), known_hosts: b64('h'), password: b64('pw') })).toEqual({
+      identity: 'KEY',
+      knownHosts: 'h',
+      passphrase: 'pw',
+    });
   });
 
   it('refuses an identity without known_hosts: no trust on first use', () => {

@@ -189,7 +189,10 @@ export function authFromSecretData(data: Readonly<Record<string, string>> | unde
   const username = decode('username');
   const password = decode('password');
   if (username !== undefined && password !== undefined && username !== '' && password !== '') return { username, password };
-  throw new GitSourceError(GitSourceErrorCode.InvalidAuth, 'the auth Secret needs identity and known_hosts keys (SSH), a bearerToken key, or both username and password keys');
+  throw new GitSourceError(
+    GitSourceErrorCode.InvalidAuth,
+    'the auth Secret needs identity and known_hosts keys (SSH), a bearerToken key, or both username and password keys',
+  );
 }
 
 /**
@@ -197,7 +200,10 @@ export function authFromSecretData(data: Readonly<Record<string, string>> | unde
  * key, e.g. a public repository behind a private CA) and its `ca.crt` (PEM, as Flux's GitRepository reads it),
  * trusted for the repository's https server besides the system's roots.
  */
-export function gitAccessFromSecretData(data: Readonly<Record<string, string>> | undefined, from?: string): { auth: GitAuth | undefined; caCert: string | undefined } {
+export function gitAccessFromSecretData(
+  data: Readonly<Record<string, string>> | undefined,
+  from?: string,
+): { auth: GitAuth | undefined; caCert: string | undefined } {
   const encodedCa = data?.['ca.crt'];
   const caCert = encodedCa === undefined ? undefined : Buffer.from(encodedCa, 'base64').toString('utf8');
   if (caCert !== undefined) checkCertificates(caCert, 'ca.crt');
@@ -217,15 +223,19 @@ export function proxyFromSecretData(data: Readonly<Record<string, string>> | und
     return v === undefined ? undefined : Buffer.from(v, 'base64').toString('utf8').trim();
   };
   const address = decode('address');
-  if (address === undefined || address === '') throw new GitSourceError(GitSourceErrorCode.InvalidAuth, 'the proxy Secret needs an address key (http://host:port)');
+  if (address === undefined || address === '')
+    throw new GitSourceError(GitSourceErrorCode.InvalidAuth, 'the proxy Secret needs an address key (http://host:port)');
   let url: URL;
   try {
     url = new URL(address);
   } catch {
-    throw new GitSourceError(GitSourceErrorCode.InvalidAuth, 'the proxy Secret\'s address is not a URL (http://host:port)');
+    throw new GitSourceError(GitSourceErrorCode.InvalidAuth, "the proxy Secret's address is not a URL (http://host:port)");
   }
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || (url.pathname !== '/' && url.pathname !== '') || url.username !== '' || url.password !== '') {
-    throw new GitSourceError(GitSourceErrorCode.InvalidAuth, "the proxy Secret's address must be http://host:port or https://host:port (credentials go in its username and password keys)");
+    throw new GitSourceError(
+      GitSourceErrorCode.InvalidAuth,
+      "the proxy Secret's address must be http://host:port or https://host:port (credentials go in its username and password keys)",
+    );
   }
   const username = decode('username');
   const password = decode('password');
@@ -238,7 +248,8 @@ export function proxyFromSecretData(data: Readonly<Record<string, string>> | und
 /** PEM text that must hold at least one X.509 certificate, each parseable. */
 function checkCertificates(pem: string, key: string): void {
   const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
-  if (blocks.length === 0) throw new GitSourceError(GitSourceErrorCode.InvalidAuth, `the Secret's ${key} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
+  if (blocks.length === 0)
+    throw new GitSourceError(GitSourceErrorCode.InvalidAuth, `the Secret's ${key} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
   for (const block of blocks) {
     try {
       new X509Certificate(block);
@@ -279,12 +290,19 @@ function environmentProxyFor(env: EnvironmentProxy | undefined, origin: string):
 }
 
 /** One request's repository, credentials, CA and proxy, checked: the Operation a resolve or fetch runs with. */
-function prepareOperation(input: { repo: string; auth: GitAuth | undefined; connection: GitConnection | undefined; allowInsecureHttp: boolean; environmentProxy: EnvironmentProxy | undefined }): Operation {
+function prepareOperation(input: {
+  repo: string;
+  auth: GitAuth | undefined;
+  connection: GitConnection | undefined;
+  allowInsecureHttp: boolean;
+  environmentProxy: EnvironmentProxy | undefined;
+}): Operation {
   const { repo, auth, connection, allowInsecureHttp } = input;
   const parsed = parseRepoUrl(repo, allowInsecureHttp);
   const secrets: string[] = [];
   if (parsed.kind === 'ssh') {
-    if (connection?.proxy !== undefined) throw new GitSourceError(GitSourceErrorCode.InvalidAuth, `${parsed.url}: a proxy is supported for https repositories only`);
+    if (connection?.proxy !== undefined)
+      throw new GitSourceError(GitSourceErrorCode.InvalidAuth, `${parsed.url}: a proxy is supported for https repositories only`);
     if (auth === undefined || !('identity' in auth)) {
       throw new GitSourceError(
         GitSourceErrorCode.InvalidAuth,
@@ -292,10 +310,23 @@ function prepareOperation(input: { repo: string; auth: GitAuth | undefined; conn
       );
     }
     secrets.push(...sshSecrets(auth));
-    return { shownRepo: parsed.url, ca: undefined, proxy: undefined, url: parsed.url, target: parsed, ssh: auth, authorization: undefined, secrets, failure: undefined };
+    return {
+      shownRepo: parsed.url,
+      ca: undefined,
+      proxy: undefined,
+      url: parsed.url,
+      target: parsed,
+      ssh: auth,
+      authorization: undefined,
+      secrets,
+      failure: undefined,
+    };
   }
   if (auth !== undefined && 'identity' in auth) {
-    throw new GitSourceError(GitSourceErrorCode.InvalidAuth, `${parsed.url}: the auth Secret holds an SSH identity, but the repo is an https URL; use its ssh:// or user@host:path address`);
+    throw new GitSourceError(
+      GitSourceErrorCode.InvalidAuth,
+      `${parsed.url}: the auth Secret holds an SSH identity, but the repo is an https URL; use its ssh:// or user@host:path address`,
+    );
   }
   let authorization: string | undefined;
   const basic = auth !== undefined && 'bearerToken' in auth ? undefined : (auth ?? parsed.embedded);
@@ -334,7 +365,11 @@ async function fetchInto(input: { op: Operation; sha: string; dir: string; conne
     // or so, frees them before the indexer adds its own peak.
     garbageCollector()?.({ type: 'minor' });
     const incomingIdx = join(packDir, 'incoming.idx');
-    const outcome = await indexFetchedPack({ packPath: incoming, idxPath: incomingIdx, commit: sha, maxObjectBytes: input.maxObjectBytes }, packBytes, http.signal).catch((err: unknown) => {
+    const outcome = await indexFetchedPack(
+      { packPath: incoming, idxPath: incomingIdx, commit: sha, maxObjectBytes: input.maxObjectBytes },
+      packBytes,
+      http.signal,
+    ).catch((err: unknown) => {
       throw http.signal.aborted ? new GitSourceError(GitSourceErrorCode.Timeout, `${op.shownRepo}: the operation timed out`) : err;
     });
     if (!outcome.ok) {
@@ -424,16 +459,37 @@ export function createGitSource(options: GitSourceOptions): GitSource {
     const onFailure = (err: GitSourceError): void => {
       op.failure ??= err;
     };
-    const bounds: TransportLimits = { maxResponseBytes: limits.maxResponseBytes, timeoutMs: limits.timeoutMs, idleTimeoutMs: limits.idleTimeoutMs, retry, random, shownRepo: op.shownRepo, onFailure };
+    const bounds: TransportLimits = {
+      maxResponseBytes: limits.maxResponseBytes,
+      timeoutMs: limits.timeoutMs,
+      idleTimeoutMs: limits.idleTimeoutMs,
+      retry,
+      random,
+      shownRepo: op.shownRepo,
+      onFailure,
+    };
     if (op.target.kind === 'ssh') {
       if (op.ssh === undefined) throw new GitSourceError(GitSourceErrorCode.InvalidAuth, `${op.shownRepo}: no SSH credentials`);
       return sshUploadPack({ target: op.target, credentials: op.ssh, ...bounds });
     }
-    const session = createHttpSession({ transport, origin: op.target.origin, authorization: op.authorization, allowInsecureHttp, gates, ca: op.ca, proxy: op.proxy, ...bounds });
+    const session = createHttpSession({
+      transport,
+      origin: op.target.origin,
+      authorization: op.authorization,
+      allowInsecureHttp,
+      gates,
+      ca: op.ca,
+      proxy: op.proxy,
+      ...bounds,
+    });
     return httpUploadPack(session, op.url, op.shownRepo);
   }
 
-  async function guarded<T>(req: { repo: string; auth?: GitAuth | undefined; connection?: GitConnection | undefined }, what: string, fn: (op: Operation) => Promise<T>): Promise<T> {
+  async function guarded<T>(
+    req: { repo: string; auth?: GitAuth | undefined; connection?: GitConnection | undefined },
+    what: string,
+    fn: (op: Operation) => Promise<T>,
+  ): Promise<T> {
     const { repo, auth } = req;
     let op: Operation | undefined;
     try {
@@ -458,7 +514,11 @@ export function createGitSource(options: GitSourceOptions): GitSource {
    * else's access fetched.
    */
   const accessKey = (op: Operation, req: { auth?: GitAuth | undefined; connection?: GitConnection | undefined }): string =>
-    createHash('sha256').update(op.url).update('\0').update(JSON.stringify([req.auth ?? null, req.connection?.caCert ?? null, req.connection?.proxy ?? null])).digest('hex');
+    createHash('sha256')
+      .update(op.url)
+      .update('\0')
+      .update(JSON.stringify([req.auth ?? null, req.connection?.caCert ?? null, req.connection?.proxy ?? null]))
+      .digest('hex');
   /** Accesses that listed or fetched from a repository in this process (bounded by the syncs' distinct credentials). */
   const proven = new Set<string>();
   // Shared per access; see ref-listings.ts for the freshness rule and the bound it gives.
@@ -473,7 +533,8 @@ export function createGitSource(options: GitSourceOptions): GitSource {
   async function resolveRevision(req: ResolveRequest): Promise<string> {
     return guarded(req, `resolving revision ${JSON.stringify(req.revision)}`, async (op) => {
       const revision = req.revision.trim();
-      if (revision === '') throw new GitSourceError(GitSourceErrorCode.InvalidRevision, `${op.shownRepo}: the revision is empty; give a branch, a tag or a full commit SHA`);
+      if (revision === '')
+        throw new GitSourceError(GitSourceErrorCode.InvalidRevision, `${op.shownRepo}: the revision is empty; give a branch, a tag or a full commit SHA`);
       if (fullSha.test(revision)) {
         // A pin: it resolves to itself once we know the commit exists, which fetching it proves (and caches).
         const snapshot = await fetchSnapshot({ repo: req.repo, sha: revision, auth: req.auth, connection: req.connection });
@@ -564,10 +625,18 @@ async function readCommitFromPack(cache: SnapshotCache, snapshot: Snapshot): Pro
   cache.pin(key);
   try {
     const reader = known ? await openPack(snapshot.dir) : undefined;
-    if (reader === undefined) throw new GitSourceError(GitSourceErrorCode.SnapshotUnavailable, `snapshot of ${snapshot.sha} in ${snapshot.repo} is no longer cached; fetch it again`);
+    if (reader === undefined)
+      throw new GitSourceError(GitSourceErrorCode.SnapshotUnavailable, `snapshot of ${snapshot.sha} in ${snapshot.repo} is no longer cached; fetch it again`);
     try {
-      const commit = await reader.read(snapshot.sha, { maxBytes: 1024 * 1024, onTooLarge: (size) => new GitSourceError(GitSourceErrorCode.LimitExceeded, `${snapshot.repo} at ${snapshot.sha}: the commit object is ${size} bytes`) });
-      if (commit === undefined || commit.type !== ObjectType.commit) throw new GitSourceError(GitSourceErrorCode.SnapshotUnavailable, `${snapshot.repo} at ${snapshot.sha}: the commit is missing from the cached snapshot; fetch it again`);
+      const commit = await reader.read(snapshot.sha, {
+        maxBytes: 1024 * 1024,
+        onTooLarge: (size) => new GitSourceError(GitSourceErrorCode.LimitExceeded, `${snapshot.repo} at ${snapshot.sha}: the commit object is ${size} bytes`),
+      });
+      if (commit === undefined || commit.type !== ObjectType.commit)
+        throw new GitSourceError(
+          GitSourceErrorCode.SnapshotUnavailable,
+          `${snapshot.repo} at ${snapshot.sha}: the commit is missing from the cached snapshot; fetch it again`,
+        );
       return parseCommit(commit.data);
     } finally {
       await reader.close();
@@ -718,7 +787,10 @@ class TreeReader {
           continue restart;
         }
         if (entry.mode === gitlinkMode) {
-          throw new GitSourceError(GitSourceErrorCode.UnsupportedEntry, `${this.#where()}: ${[...dir, name].join('/')} is a submodule; submodules are not supported`);
+          throw new GitSourceError(
+            GitSourceErrorCode.UnsupportedEntry,
+            `${this.#where()}: ${[...dir, name].join('/')} is a submodule; submodules are not supported`,
+          );
         }
         current = entry.mode === treeMode ? { kind: 'tree', oid: entry.oid } : { kind: 'blob', oid: entry.oid };
         if (i === path.length - 1) return current;
@@ -747,7 +819,10 @@ class TreeReader {
         case symlinkMode: {
           const located = await this.#locate(segments, JSON.stringify(path));
           if (located.kind === 'tree') {
-            throw new GitSourceError(GitSourceErrorCode.UnsupportedEntry, `${this.#where()}: symlink ${path} points at a directory; only symlinks to files are supported`);
+            throw new GitSourceError(
+              GitSourceErrorCode.UnsupportedEntry,
+              `${this.#where()}: symlink ${path} points at a directory; only symlinks to files are supported`,
+            );
           }
           out.push({ path, content: await this.#blob(located.oid, path) });
           break;
@@ -783,7 +858,8 @@ function toGitSourceError(err: unknown, op: Operation | undefined, what: string,
   const shownRepo = op?.shownRepo ?? 'the repository';
   const make = (code: GitSourceErrorCode, message: string): GitSourceError => new GitSourceError(code, redact(message, secrets));
   const fromStatus = (status: number): GitSourceError => {
-    if (status === 401 || status === 403) return make(GitSourceErrorCode.AuthFailed, `${shownRepo}: ${what}: the server refused the credentials (HTTP ${status})`);
+    if (status === 401 || status === 403)
+      return make(GitSourceErrorCode.AuthFailed, `${shownRepo}: ${what}: the server refused the credentials (HTTP ${status})`);
     if (status === 404) return make(GitSourceErrorCode.RepoNotFound, `${shownRepo}: ${what}: repository not found (HTTP 404)`);
     return make(GitSourceErrorCode.ServerError, `${shownRepo}: ${what}: the server answered HTTP ${status}`);
   };
@@ -795,10 +871,21 @@ function toGitSourceError(err: unknown, op: Operation | undefined, what: string,
   const e = err as { code?: unknown; name?: unknown; cause?: { code?: unknown } };
   if (e.name === 'TimeoutError' || e.name === 'AbortError') return make(GitSourceErrorCode.Timeout, `${shownRepo}: ${what}: timed out`);
   const netCode = typeof e.cause?.code === 'string' ? e.cause.code : typeof e.code === 'string' ? e.code : undefined;
-  if (netCode !== undefined && /^(UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|CERT_UNTRUSTED|ERR_TLS_CERT_ALTNAME_INVALID|CERT_HAS_EXPIRED)$/.test(netCode)) {
-    return make(GitSourceErrorCode.UntrustedCertificate, `${shownRepo}: ${what}: the server's TLS certificate is not trusted (${netCode}); if a private CA signed it, put that CA in the Git Secret's ca.crt key`);
+  if (
+    netCode !== undefined &&
+    /^(UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|CERT_UNTRUSTED|ERR_TLS_CERT_ALTNAME_INVALID|CERT_HAS_EXPIRED)$/.test(
+      netCode,
+    )
+  ) {
+    return make(
+      GitSourceErrorCode.UntrustedCertificate,
+      `${shownRepo}: ${what}: the server's TLS certificate is not trusted (${netCode}); if a private CA signed it, put that CA in the Git Secret's ca.crt key`,
+    );
   }
-  if (netCode !== undefined && /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|EHOSTUNREACH|ENETUNREACH|UND_ERR_SOCKET|UND_ERR_CONNECT_TIMEOUT)$/.test(netCode)) {
+  if (
+    netCode !== undefined &&
+    /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|EHOSTUNREACH|ENETUNREACH|UND_ERR_SOCKET|UND_ERR_CONNECT_TIMEOUT)$/.test(netCode)
+  ) {
     return make(GitSourceErrorCode.Unreachable, `${shownRepo}: ${what}: cannot reach the server (${netCode})`);
   }
   const detail = errorText(err);

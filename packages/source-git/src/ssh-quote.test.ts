@@ -10,6 +10,11 @@ describe('the SSH command line and secrets', () => {
 
   it('lists the key, each of its body lines and the passphrase as secrets to redact', () => {
     const identity = '-----BEGIN OPENSSH PRIVATE KEY-----\nAAAAbodyline1xyz\nAAAAbodyline2xyz\n-----END OPENSSH PRIVATE KEY-----\n';
-    expect(sshSecrets({ identity, knownHosts: 'h ssh-ed25519 AAAA', passphrase: 'pw-123456' })).toEqual([identity, 'AAAAbodyline1xyz', 'AAAAbodyline2xyz', 'pw-123456']);
+    expect(sshSecrets({ identity, knownHosts: 'h ssh-ed25519 AAAA', passphrase: 'pw-123456' })).toEqual([
+      identity,
+      'AAAAbodyline1xyz',
+      'AAAAbodyline2xyz',
+      'pw-123456',
+    ]);
   });
 });

@@ -49,7 +49,11 @@ const auth = (over: Partial<Extract<GitAuth, { identity: string }>> = {}): GitAu
   ...over,
 });
 
-const connections = (): number => ssh.log().split('\n').filter((l) => l.includes('Accepted publickey')).length;
+const connections = (): number =>
+  ssh
+    .log()
+    .split('\n')
+    .filter((l) => l.includes('Accepted publickey')).length;
 
 /** Every string of a private key that must never show up anywhere. */
 function keyParts(key: SshKeyPair): string[] {
@@ -141,7 +145,9 @@ describe('Git over SSH', { timeout: 60_000 }, () => {
     // then
     expect(mismatch.code).toBe('AuthFailed');
     expect(mismatch.retryable).toBe(false);
-    expect(mismatch.message).toMatch(new RegExp(`host key for 127\\.0\\.0\\.1:${ssh.port} does not match known_hosts \\(the server offered ssh-ed25519 SHA256:`));
+    expect(mismatch.message).toMatch(
+      new RegExp(`host key for 127\\.0\\.0\\.1:${ssh.port} does not match known_hosts \\(the server offered ssh-ed25519 SHA256:`),
+    );
     expect(mismatch.message).not.toContain(ssh.knownHosts.split(' ')[2]);
     expect(unknown.code).toBe('AuthFailed');
     expect(unknown.message).toMatch(/known_hosts has no entry for \[127\.0\.0\.1\]:\d+ .*never trusted on first use/);
@@ -156,7 +162,9 @@ describe('Git over SSH', { timeout: 60_000 }, () => {
     const spies = [
       vi.spyOn(process.stdout, 'write').mockImplementation((chunk: unknown) => (written.push(String(chunk)), true)),
       vi.spyOn(process.stderr, 'write').mockImplementation((chunk: unknown) => (written.push(String(chunk)), true)),
-      ...(['log', 'info', 'warn', 'error', 'debug'] as const).map((m) => vi.spyOn(console, m).mockImplementation((...args: unknown[]) => void written.push(args.map(String).join(' ')))),
+      ...(['log', 'info', 'warn', 'error', 'debug'] as const).map((m) =>
+        vi.spyOn(console, m).mockImplementation((...args: unknown[]) => void written.push(args.map(String).join(' '))),
+      ),
     ];
 
     // when
@@ -184,7 +192,11 @@ describe('Git over SSH', { timeout: 60_000 }, () => {
     const source = await newSource();
 
     // when
-    const resolved = await source.resolveRevision({ repo: url, revision: 'main', auth: auth({ identity: locked.privateKey, passphrase: 'correct horse battery' }) });
+    const resolved = await source.resolveRevision({
+      repo: url,
+      revision: 'main',
+      auth: auth({ identity: locked.privateKey, passphrase: 'correct horse battery' }),
+    });
     const without = await failure(source.resolveRevision({ repo: url, revision: 'main', auth: auth({ identity: locked.privateKey }) }));
 
     // then
@@ -218,7 +230,11 @@ describe('Git over SSH', { timeout: 60_000 }, () => {
     // when
     const missing = await failure(source.resolveRevision({ repo: ssh.url('no-such-repo'), revision: 'main', auth: auth() }));
     const unreachable = await failure(
-      source.resolveRevision({ repo: `ssh://git@127.0.0.1:${closedPort}/r.git`, revision: 'main', auth: auth({ knownHosts: `[127.0.0.1]:${closedPort} ${ssh.knownHosts.split(' ').slice(1).join(' ')}` }) }),
+      source.resolveRevision({
+        repo: `ssh://git@127.0.0.1:${closedPort}/r.git`,
+        revision: 'main',
+        auth: auth({ knownHosts: `[127.0.0.1]:${closedPort} ${ssh.knownHosts.split(' ').slice(1).join(' ')}` }),
+      }),
     );
 
     // then

@@ -111,7 +111,10 @@ async function converse(ctx: SshContext, channel: ClientChannel, end: () => Prom
       return await Promise.race([
         step(),
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(fail(GitSourceErrorCode.Timeout, `${opts.shownRepo}: no response from the server for ${opts.idleTimeoutMs} ms`)), opts.idleTimeoutMs);
+          timer = setTimeout(
+            () => reject(fail(GitSourceErrorCode.Timeout, `${opts.shownRepo}: no response from the server for ${opts.idleTimeoutMs} ms`)),
+            opts.idleTimeoutMs,
+          );
           onAbort = () => reject(timedOut());
           signal.addEventListener('abort', onAbort, { once: true });
         }),
@@ -163,7 +166,10 @@ export function sshUploadPack(opts: SshOptions): UploadPackTransport {
   async function open(): Promise<UploadPackConversation> {
     if (known.entries.length === 0) {
       const unreadable = known.invalid.length === 0 ? '' : ` (unreadable lines: ${known.invalid.map((i) => `${i.line}: ${i.reason}`).join('; ')})`;
-      throw fail(GitSourceErrorCode.InvalidAuth, `${opts.shownRepo}: known_hosts in ${from} lists no host key${unreadable}; SSH needs the server's host key (host keys are never trusted on first use)`);
+      throw fail(
+        GitSourceErrorCode.InvalidAuth,
+        `${opts.shownRepo}: known_hosts in ${from} lists no host key${unreadable}; SSH needs the server's host key (host keys are never trusted on first use)`,
+      );
     }
     for (let attempt = 1; ; attempt++) {
       try {
@@ -224,7 +230,12 @@ export function sshUploadPack(opts: SshOptions): UploadPackTransport {
           client.connect(config);
         } catch (err) {
           // ssh2 reads the key synchronously; its messages name the problem, never the key.
-          reject(fail(GitSourceErrorCode.InvalidAuth, `${opts.shownRepo}: the identity in ${from} is not a usable private key (${err instanceof Error ? err.message : String(err)})`));
+          reject(
+            fail(
+              GitSourceErrorCode.InvalidAuth,
+              `${opts.shownRepo}: the identity in ${from} is not a usable private key (${err instanceof Error ? err.message : String(err)})`,
+            ),
+          );
         }
       });
       // Errors after the handshake surface through the channel; keep the client from throwing.
@@ -244,7 +255,10 @@ export function sshUploadPack(opts: SshOptions): UploadPackTransport {
   function connectError(err: Error & { level?: string; code?: unknown }, verdict: HostKeyVerdict | undefined): Error {
     if (verdict !== undefined && !verdict.ok) return fail(GitSourceErrorCode.AuthFailed, `${opts.shownRepo}: ${verdict.message}`);
     if (err.level === 'client-authentication') {
-      return fail(GitSourceErrorCode.AuthFailed, `${opts.shownRepo}: ssh authentication as ${target.user}@${shownHost} failed: the server refused the key from ${from}`);
+      return fail(
+        GitSourceErrorCode.AuthFailed,
+        `${opts.shownRepo}: ssh authentication as ${target.user}@${shownHost} failed: the server refused the key from ${from}`,
+      );
     }
     if (err.level === 'client-timeout') return fail(GitSourceErrorCode.Timeout, `${opts.shownRepo}: the SSH handshake with ${shownHost} timed out`);
     if (err.level === 'protocol' || err.level === 'handshake') {

@@ -5,7 +5,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestCa, startConnectProxy, startGitServer, type ConnectProxy, type GitServer, type TestCa, type TestRepo } from '@syncline/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GitSourceErrorCode, createGitSource, gitAccessFromSecretData, proxyFromEnvironment, proxyFromSecretData, type EnvironmentProxy, type GitSource } from './index.ts';
+import {
+  GitSourceErrorCode,
+  createGitSource,
+  gitAccessFromSecretData,
+  proxyFromEnvironment,
+  proxyFromSecretData,
+  type EnvironmentProxy,
+  type GitSource,
+} from './index.ts';
 import { failure, text } from './test-support.ts';
 
 const b64 = (value: string): string => Buffer.from(value).toString('base64');
@@ -29,7 +37,8 @@ afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
 });
 
-const source = (environmentProxy?: EnvironmentProxy): GitSource => createGitSource({ cacheDir: join(scratch, `c${counter++}`), retry: { attempts: 1 }, environmentProxy });
+const source = (environmentProxy?: EnvironmentProxy): GitSource =>
+  createGitSource({ cacheDir: join(scratch, `c${counter++}`), retry: { attempts: 1 }, environmentProxy });
 const auth = { username: 'ci', password: 's3cret-pass' };
 
 describe('a private CA (ca.crt)', { timeout: 60_000 }, () => {
@@ -89,7 +98,14 @@ describe('a forward proxy', { timeout: 60_000 }, () => {
   });
 
   it("sends the proxy's credentials to the proxy only, and never shows them", async () => {
-    const refused = await failure(source().resolveRevision({ repo: repo.url, revision: 'main', auth, connection: { caCert: ca.caCert, proxy: { url: guarded.url, username: 'proxy-user', password: 'wrong-pass-77' } } }));
+    const refused = await failure(
+      source().resolveRevision({
+        repo: repo.url,
+        revision: 'main',
+        auth,
+        connection: { caCert: ca.caCert, proxy: { url: guarded.url, username: 'proxy-user', password: 'wrong-pass-77' } },
+      }),
+    );
     expect(refused.code).toBe(GitSourceErrorCode.AuthFailed);
     expect(refused.message).toContain('407');
     expect(refused.message).not.toContain('wrong-pass-77');
@@ -105,13 +121,22 @@ describe('a forward proxy', { timeout: 60_000 }, () => {
   it('a proxy that cannot be reached is an Unreachable, retryable failure', async () => {
     const gone = await startConnectProxy();
     await gone.close();
-    const error = await failure(source().resolveRevision({ repo: repo.url, revision: 'main', auth, connection: { caCert: ca.caCert, proxy: { url: gone.url } } }));
+    const error = await failure(
+      source().resolveRevision({ repo: repo.url, revision: 'main', auth, connection: { caCert: ca.caCert, proxy: { url: gone.url } } }),
+    );
     expect(error.code).toBe(GitSourceErrorCode.Unreachable);
     expect(error.retryable).toBe(true);
   });
 
   it('is refused for SSH repositories', async () => {
-    const error = await failure(source().resolveRevision({ repo: 'ssh://git@example.invalid/repo.git', revision: 'main', auth: { identity: 'k', knownHosts: 'h' }, connection: { proxy: { url: proxy.url } } }));
+    const error = await failure(
+      source().resolveRevision({
+        repo: 'ssh://git@example.invalid/repo.git',
+        revision: 'main',
+        auth: { identity: 'k', knownHosts: 'h' },
+        connection: { proxy: { url: proxy.url } },
+      }),
+    );
     expect(error.code).toBe(GitSourceErrorCode.InvalidAuth);
     expect(error.message).toContain('https repositories only');
   });
@@ -119,7 +144,10 @@ describe('a forward proxy', { timeout: 60_000 }, () => {
 
 describe('reading the Secrets', () => {
   it('a Git Secret with ca.crt and credentials, or ca.crt alone', () => {
-    expect(gitAccessFromSecretData({ 'ca.crt': b64(ca.caCert), username: b64('ci'), password: b64('pw') })).toEqual({ auth: { username: 'ci', password: 'pw' }, caCert: ca.caCert });
+    expect(gitAccessFromSecretData({ 'ca.crt': b64(ca.caCert), username: b64('ci'), password: b64('pw') })).toEqual({
+      auth: { username: 'ci', password: 'pw' },
+      caCert: ca.caCert,
+    });
     expect(gitAccessFromSecretData({ 'ca.crt': b64(ca.caCert) })).toEqual({ auth: undefined, caCert: ca.caCert });
     expect(gitAccessFromSecretData({ bearerToken: b64('t') })).toEqual({ auth: { bearerToken: 't' }, caCert: undefined });
   });
@@ -131,7 +159,11 @@ describe('reading the Secrets', () => {
 
   it('a proxy Secret: address, and username with password or neither', () => {
     expect(proxyFromSecretData({ address: b64('http://proxy.corp:3128') })).toEqual({ url: 'http://proxy.corp:3128' });
-    expect(proxyFromSecretData({ address: b64('http://proxy.corp:3128'), username: b64('u'), password: b64('p') })).toEqual({ url: 'http://proxy.corp:3128', username: 'u', password: 'p' });
+    expect(proxyFromSecretData({ address: b64('http://proxy.corp:3128'), username: b64('u'), password: b64('p') })).toEqual({
+      url: 'http://proxy.corp:3128',
+      username: 'u',
+      password: 'p',
+    });
     expect(() => proxyFromSecretData({})).toThrow(/needs an address key/);
     expect(() => proxyFromSecretData({ address: b64('socks5://proxy:1080') })).toThrow(/must be http:\/\/host:port/);
     expect(() => proxyFromSecretData({ address: b64('http://u:p@proxy:3128') })).toThrow(/credentials go in its username and password keys/);
@@ -155,7 +187,9 @@ describe("the operator's environment proxy (HTTPS_PROXY, NO_PROXY)", { timeout: 
     const connection = { caCert: ca.caCert };
     const withCredentials = proxy.url.replace('http://', 'http://env-user:env-pass@');
     const before = proxy.tunnels().length;
-    expect(await source(proxyFromEnvironment({ HTTPS_PROXY: withCredentials })).resolveRevision({ repo: repo.url, revision: 'main', auth, connection })).toBe(sha);
+    expect(await source(proxyFromEnvironment({ HTTPS_PROXY: withCredentials })).resolveRevision({ repo: repo.url, revision: 'main', auth, connection })).toBe(
+      sha,
+    );
     expect(proxy.tunnels().length).toBe(before + 1);
 
     for (const noProxy of ['127.0.0.1', '127.0.0.0/8', `127.0.0.1:${new URL(server.url).port}`, 'example.com,*']) {
@@ -168,7 +202,9 @@ describe("the operator's environment proxy (HTTPS_PROXY, NO_PROXY)", { timeout: 
   it("a ConfigSync's own proxy wins over the environment's", async () => {
     const before = other.tunnels().length;
     const env = proxyFromEnvironment({ HTTPS_PROXY: proxy.url });
-    expect(await source(env).resolveRevision({ repo: repo.url, revision: 'main', auth, connection: { caCert: ca.caCert, proxy: { url: other.url } } })).toBe(sha);
+    expect(await source(env).resolveRevision({ repo: repo.url, revision: 'main', auth, connection: { caCert: ca.caCert, proxy: { url: other.url } } })).toBe(
+      sha,
+    );
     expect(other.tunnels().length).toBe(before + 1);
   });
 
@@ -176,7 +212,14 @@ describe("the operator's environment proxy (HTTPS_PROXY, NO_PROXY)", { timeout: 
     const env = proxyFromEnvironment({ HTTPS_PROXY: 'proxy.corp:3128', NO_PROXY: '.svc.cluster.local, example.com,10.0.0.0/8,git.internal:8443,::1' });
     expect(env?.proxy).toEqual({ url: 'http://proxy.corp:3128' });
     const bypass = (host: string, port = '443'): boolean => env?.bypass(host, port) ?? false;
-    expect([bypass('gitea.tools.svc.cluster.local'), bypass('example.com'), bypass('git.example.com'), bypass('10.2.3.4'), bypass('git.internal', '8443'), bypass('::1')]).toEqual([true, true, true, true, true, true]);
+    expect([
+      bypass('gitea.tools.svc.cluster.local'),
+      bypass('example.com'),
+      bypass('git.example.com'),
+      bypass('10.2.3.4'),
+      bypass('git.internal', '8443'),
+      bypass('::1'),
+    ]).toEqual([true, true, true, true, true, true]);
     expect([bypass('github.com'), bypass('notexample.com'), bypass('11.0.0.1'), bypass('git.internal', '443')]).toEqual([false, false, false, false]);
     expect(proxyFromEnvironment({})).toBeUndefined();
     expect(() => proxyFromEnvironment({ HTTPS_PROXY: 'socks5://proxy:1080' })).toThrow(/http:\/\/ or https:\/\//);

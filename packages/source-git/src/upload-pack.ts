@@ -114,7 +114,14 @@ export async function readAdvertisement(reader: PktReader, shownRepo: string): P
     if (first && text.startsWith('version 2')) throw protocolError(shownRepo, 'the server answered with protocol v2, which was not asked for');
     const nul = line.indexOf(0);
     const head = (nul < 0 ? text : line.toString('utf8', 0, nul)).replace(/\n$/, '');
-    if (first && nul >= 0) capabilities = new Set(line.toString('latin1', nul + 1).trim().split(' ').filter((c) => c !== ''));
+    if (first && nul >= 0)
+      capabilities = new Set(
+        line
+          .toString('latin1', nul + 1)
+          .trim()
+          .split(' ')
+          .filter((c) => c !== ''),
+      );
     first = false;
     const m = /^([0-9a-f]{40}) (\S+)$/.exec(head);
     if (m === null) throw protocolError(shownRepo, 'a ref line is malformed');
@@ -259,7 +266,7 @@ class FileSink {
     this.#parts = [];
     this.#pending = 0;
     for (const part of parts) {
-      for (let at = 0; at < part.length; ) {
+      for (let at = 0; at < part.length;) {
         const { bytesWritten } = await this.#file.write(part, at, part.length - at);
         at += bytesWritten;
         this.#written += bytesWritten;
@@ -362,7 +369,7 @@ export class PktReader {
     const len = Number.parseInt(hex, 16);
     if (len < 5) return this.read();
     this.#buf = this.#buf.subarray(5);
-    for (let remaining = len - 5; remaining > 0; ) {
+    for (let remaining = len - 5; remaining > 0;) {
       if (this.#buf.length === 0) {
         const chunk = await this.#next();
         if (chunk === undefined) throw new PackError('the response breaks off inside a packet');
@@ -403,5 +410,8 @@ function protocolError(shownRepo: string, detail: string): GitSourceError {
 
 function serverSaid(shownRepo: string, message: string): GitSourceError {
   const text = message.trim().replace(/[^\x20-\x7e]/g, '?');
-  return new GitSourceError(GitSourceErrorCode.ServerError, `${shownRepo}: the server reported an error: ${text.length > 200 ? `${text.slice(0, 200)}…` : text}`);
+  return new GitSourceError(
+    GitSourceErrorCode.ServerError,
+    `${shownRepo}: the server reported an error: ${text.length > 200 ? `${text.slice(0, 200)}…` : text}`,
+  );
 }

@@ -54,7 +54,10 @@ export function readChartArchive(archive: Uint8Array, where: string, limits: Arc
     tar = gunzipSync(archive, { maxOutputLength: limits.maxBytes });
   } catch (error) {
     const over = (error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || error instanceof RangeError;
-    throw new ChartSourceError(over ? ChartSourceErrorCode.LimitExceeded : ChartSourceErrorCode.InvalidChart, over ? `${where}: the chart unpacks to more than ${limits.maxBytes} bytes` : `${where}: the chart archive is not gzip`);
+    throw new ChartSourceError(
+      over ? ChartSourceErrorCode.LimitExceeded : ChartSourceErrorCode.InvalidChart,
+      over ? `${where}: the chart unpacks to more than ${limits.maxBytes} bytes` : `${where}: the chart archive is not gzip`,
+    );
   }
   const files: ChartFile[] = [];
   let longName: string | undefined;
@@ -65,7 +68,8 @@ export function readChartArchive(archive: Uint8Array, where: string, limits: Arc
     const size = octal(header, 124, 12);
     const type = String.fromCharCode(header[156] ?? 0);
     const dataStart = offset + BLOCK;
-    if (!Number.isSafeInteger(size) || size < 0 || dataStart + size > tar.length) throw new ChartSourceError(ChartSourceErrorCode.InvalidChart, `${where}: the chart archive is truncated or not a tar`);
+    if (!Number.isSafeInteger(size) || size < 0 || dataStart + size > tar.length)
+      throw new ChartSourceError(ChartSourceErrorCode.InvalidChart, `${where}: the chart archive is truncated or not a tar`);
     const data = tar.subarray(dataStart, dataStart + size);
     offset = dataStart + Math.ceil(size / BLOCK) * BLOCK;
     if (type === 'x') {
@@ -81,17 +85,21 @@ export function readChartArchive(archive: Uint8Array, where: string, limits: Arc
     const name = longName ?? (prefix === '' ? field(header, 0, 100) : `${prefix}/${field(header, 0, 100)}`);
     longName = undefined;
     if (type === '5') continue;
-    if (type !== '0' && type !== '\0' && type !== '7') throw new ChartSourceError(ChartSourceErrorCode.InvalidChart, `${where}: ${name} is not a regular file (links and devices are refused in a chart)`);
+    if (type !== '0' && type !== '\0' && type !== '7')
+      throw new ChartSourceError(ChartSourceErrorCode.InvalidChart, `${where}: ${name} is not a regular file (links and devices are refused in a chart)`);
     const parts = name.split('/').filter((p) => p !== '' && p !== '.');
     if (name.startsWith('/') || parts.includes('..') || name.includes('\\') || parts.length < 2) {
       throw new ChartSourceError(ChartSourceErrorCode.InvalidChart, `${where}: ${name} is outside the chart's directory`);
     }
     files.push({ path: parts.join('/'), content: new Uint8Array(data) });
-    if (files.length > limits.maxFiles) throw new ChartSourceError(ChartSourceErrorCode.LimitExceeded, `${where}: the chart has more than ${limits.maxFiles} files`);
+    if (files.length > limits.maxFiles)
+      throw new ChartSourceError(ChartSourceErrorCode.LimitExceeded, `${where}: the chart has more than ${limits.maxFiles} files`);
   }
   const dirs = new Set(files.map((f) => f.path.split('/')[0] ?? ''));
   const [dir] = dirs;
-  if (dirs.size !== 1 || dir === undefined) throw new ChartSourceError(ChartSourceErrorCode.InvalidChart, `${where}: a chart archive holds one directory, this one ${dirs.size}`);
-  if (!files.some((f) => f.path === `${dir}/Chart.yaml`)) throw new ChartSourceError(ChartSourceErrorCode.InvalidChart, `${where}: the archive has no ${dir}/Chart.yaml`);
+  if (dirs.size !== 1 || dir === undefined)
+    throw new ChartSourceError(ChartSourceErrorCode.InvalidChart, `${where}: a chart archive holds one directory, this one ${dirs.size}`);
+  if (!files.some((f) => f.path === `${dir}/Chart.yaml`))
+    throw new ChartSourceError(ChartSourceErrorCode.InvalidChart, `${where}: the archive has no ${dir}/Chart.yaml`);
   return { dir, files };
 }

@@ -12,7 +12,18 @@ const what = 'the Secret shop/regcred';
 /** What `kubectl create secret docker-registry --dry-run=client` writes, decoded; undefined without kubectl. */
 async function kubectlDockerConfig(server: string, username: string, password: string): Promise<string | undefined> {
   try {
-    const { stdout } = await run('kubectl', ['create', 'secret', 'docker-registry', 'regcred', `--docker-server=${server}`, `--docker-username=${username}`, `--docker-password=${password}`, '--dry-run=client', '-o', 'json']);
+    const { stdout } = await run('kubectl', [
+      'create',
+      'secret',
+      'docker-registry',
+      'regcred',
+      `--docker-server=${server}`,
+      `--docker-username=${username}`,
+      `--docker-password=${password}`,
+      '--dry-run=client',
+      '-o',
+      'json',
+    ]);
     const secret = JSON.parse(stdout) as { data: Record<string, string> };
     return Buffer.from(secret.data['.dockerconfigjson'] ?? '', 'base64').toString('utf8');
   } catch {
@@ -52,14 +63,24 @@ describe('registry credentials from a Docker config', () => {
   });
 
   it('no entry for the host, no JSON, or no credentials is InvalidAuth naming the Secret and never a value', () => {
-    const other = failure(() => credentialsFromDockerConfig(JSON.stringify({ auths: { 'ghcr.io': { username: 'u', password: 'p-secret' } } }), 'quay.io', what));
+    const other = failure(() =>
+      credentialsFromDockerConfig(JSON.stringify({ auths: { 'ghcr.io': { username: 'u', password: 'p-secret' } } }), 'quay.io', what),
+    );
     expect(other.code).toBe(ChartSourceErrorCode.InvalidAuth);
     expect(other.retryable).toBe(false);
     expect(other.message).toBe(`${what}: .dockerconfigjson has no entry for the registry quay.io`);
     // a port is part of the host: 127.0.0.1 is not 127.0.0.1:5000
-    expect(failure(() => credentialsFromDockerConfig(JSON.stringify({ auths: { '127.0.0.1:5000': { username: 'u', password: 'p' } } }), '127.0.0.1', what)).code).toBe(ChartSourceErrorCode.InvalidAuth);
+    expect(
+      failure(() => credentialsFromDockerConfig(JSON.stringify({ auths: { '127.0.0.1:5000': { username: 'u', password: 'p' } } }), '127.0.0.1', what)).code,
+    ).toBe(ChartSourceErrorCode.InvalidAuth);
     expect(failure(() => credentialsFromDockerConfig('{"auths": ', 'ghcr.io', what)).message).toBe(`${what}: .dockerconfigjson is not JSON`);
-    const empty = failure(() => credentialsFromDockerConfig(JSON.stringify({ auths: { 'ghcr.io': { email: 'x@example.com', auth: Buffer.from('only-user').toString('base64') } } }), 'ghcr.io', what));
+    const empty = failure(() =>
+      credentialsFromDockerConfig(
+        JSON.stringify({ auths: { 'ghcr.io': { email: 'x@example.com', auth: Buffer.from('only-user').toString('base64') } } }),
+        'ghcr.io',
+        what,
+      ),
+    );
     expect(empty.message).toContain('neither username and password nor auth');
     expect(empty.message).not.toContain('only-user');
   });

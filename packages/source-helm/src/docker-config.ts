@@ -28,7 +28,8 @@ export function credentialsFromDockerConfig(json: string, registryHost: string, 
   if (typeof auths !== 'object' || auths === null) throw new ChartSourceError(ChartSourceErrorCode.InvalidAuth, `${what}: .dockerconfigjson has no auths`);
   const host = registryHost.toLowerCase();
   const entry = Object.entries(auths as Record<string, unknown>).find(([key]) => keyHost(key) === host)?.[1];
-  if (typeof entry !== 'object' || entry === null) throw new ChartSourceError(ChartSourceErrorCode.InvalidAuth, `${what}: .dockerconfigjson has no entry for the registry ${registryHost}`);
+  if (typeof entry !== 'object' || entry === null)
+    throw new ChartSourceError(ChartSourceErrorCode.InvalidAuth, `${what}: .dockerconfigjson has no entry for the registry ${registryHost}`);
   const { username, password, auth } = entry as { username?: unknown; password?: unknown; auth?: unknown };
   if (typeof username === 'string' && username !== '' && typeof password === 'string' && password !== '') return { username, password };
   if (typeof auth === 'string' && auth !== '') {
@@ -36,7 +37,10 @@ export function credentialsFromDockerConfig(json: string, registryHost: string, 
     const colon = decoded.indexOf(':');
     if (colon > 0 && colon < decoded.length - 1) return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
   }
-  throw new ChartSourceError(ChartSourceErrorCode.InvalidAuth, `${what}: the .dockerconfigjson entry for ${registryHost} has neither username and password nor auth (base64 of username:password)`);
+  throw new ChartSourceError(
+    ChartSourceErrorCode.InvalidAuth,
+    `${what}: the .dockerconfigjson entry for ${registryHost} has neither username and password nor auth (base64 of username:password)`,
+  );
 }
 
 /** host[:port] of an oci:// URL; undefined for any other URL. */

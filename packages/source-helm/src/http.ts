@@ -24,7 +24,14 @@ export interface GetResponse {
   readonly url: string;
 }
 
-const TLS_CODES = new Set(['UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'CERT_HAS_EXPIRED', 'ERR_TLS_CERT_ALTNAME_INVALID', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY']);
+const TLS_CODES = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_HAS_EXPIRED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+]);
 
 /** One GET; any status is returned (the caller decides), transport failures throw. */
 export async function httpGet(transport: HttpTransport = nodeHttpTransport, request: GetRequest): Promise<GetResponse> {
@@ -44,7 +51,8 @@ export async function httpGet(transport: HttpTransport = nodeHttpTransport, requ
     if ([301, 302, 303, 307, 308].includes(response.statusCode) && location !== undefined) {
       for await (const chunk of response.body) void chunk;
       const next = new URL(location, url);
-      if (next.protocol !== 'https:' && next.protocol !== target.protocol) throw new ChartSourceError(ChartSourceErrorCode.ServerError, `${request.what}: a redirect from ${target.protocol} to ${next.protocol} is refused`);
+      if (next.protocol !== 'https:' && next.protocol !== target.protocol)
+        throw new ChartSourceError(ChartSourceErrorCode.ServerError, `${request.what}: a redirect from ${target.protocol} to ${next.protocol} is refused`);
       url = next.toString();
       continue;
     }
@@ -53,7 +61,8 @@ export async function httpGet(transport: HttpTransport = nodeHttpTransport, requ
     try {
       for await (const chunk of response.body) {
         size += chunk.length;
-        if (size > request.maxBytes) throw new ChartSourceError(ChartSourceErrorCode.LimitExceeded, `${request.what}: the answer is over the limit of ${request.maxBytes} bytes`);
+        if (size > request.maxBytes)
+          throw new ChartSourceError(ChartSourceErrorCode.LimitExceeded, `${request.what}: the answer is over the limit of ${request.maxBytes} bytes`);
         chunks.push(Buffer.from(chunk));
       }
     } catch (error) {
@@ -68,13 +77,18 @@ export async function httpGet(transport: HttpTransport = nodeHttpTransport, requ
 function transportError(error: unknown, what: string, signal: AbortSignal): ChartSourceError {
   if (signal.aborted) return new ChartSourceError(ChartSourceErrorCode.Timeout, `${what}: no answer in time`);
   const code = (error as NodeJS.ErrnoException | undefined)?.code ?? '';
-  if (TLS_CODES.has(code)) return new ChartSourceError(ChartSourceErrorCode.UntrustedCertificate, `${what}: the server's certificate does not verify (${code}); a private CA goes in the Secret's ca.crt`);
+  if (TLS_CODES.has(code))
+    return new ChartSourceError(
+      ChartSourceErrorCode.UntrustedCertificate,
+      `${what}: the server's certificate does not verify (${code}); a private CA goes in the Secret's ca.crt`,
+    );
   return new ChartSourceError(ChartSourceErrorCode.Unreachable, `${what}: unreachable (${code === '' ? 'connection failed' : code})`);
 }
 
 /** A status that is not 2xx, as a ChartSourceError naming what was asked for. */
 export function statusError(status: number, what: string): ChartSourceError {
-  if (status === 401 || status === 403) return new ChartSourceError(ChartSourceErrorCode.AuthFailed, `${what}: HTTP ${status} (check the credentials in spec.source.helm.repository.secretRef)`);
+  if (status === 401 || status === 403)
+    return new ChartSourceError(ChartSourceErrorCode.AuthFailed, `${what}: HTTP ${status} (check the credentials in spec.source.helm.repository.secretRef)`);
   if (status === 404) return new ChartSourceError(ChartSourceErrorCode.ChartNotFound, `${what}: not found (HTTP 404)`);
   if (status === 429 || status >= 500) return new ChartSourceError(ChartSourceErrorCode.ServerError, `${what}: HTTP ${status}`);
   return new ChartSourceError(ChartSourceErrorCode.ServerError, `${what}: unexpected HTTP ${status}`);

@@ -19,4 +19,3 @@ export function where(request: ChartRequest): string {
 export function redactUrl(url: string): string {
   return url.replace(/^([a-z]+:\/\/)[^/@]*@/i, '$1***@');
 }
-

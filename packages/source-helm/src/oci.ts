@@ -37,8 +37,22 @@ export async function resolveFromRegistry(context: ResolveContext): Promise<Reso
   const label = where(request);
   let authorization: string | undefined;
   const basic = request.auth === undefined ? undefined : `Basic ${Buffer.from(`${request.auth.username}:${request.auth.password}`).toString('base64')}`;
-  const plain = (url: string, what: string, maxBytes: number, headers: Record<string, string>, auth: { origin: string; value: string } | undefined): Promise<GetResponse> =>
-    httpGet(context.transport, { url, headers, ...(auth === undefined ? {} : { authorization: auth }), ...(request.ca === undefined ? {} : { ca: request.ca }), maxBytes, timeoutMs: limits.timeoutMs, what });
+  const plain = (
+    url: string,
+    what: string,
+    maxBytes: number,
+    headers: Record<string, string>,
+    auth: { origin: string; value: string } | undefined,
+  ): Promise<GetResponse> =>
+    httpGet(context.transport, {
+      url,
+      headers,
+      ...(auth === undefined ? {} : { authorization: auth }),
+      ...(request.ca === undefined ? {} : { ca: request.ca }),
+      maxBytes,
+      timeoutMs: limits.timeoutMs,
+      what,
+    });
 
   /** GET on the registry, answering one 401 with a token (Bearer) or the Secret's credentials (Basic). */
   const get = async (path: string, what: string, maxBytes: number, headers: Record<string, string> = {}): Promise<GetResponse> => {
@@ -51,7 +65,13 @@ export async function resolveFromRegistry(context: ResolveContext): Promise<Reso
       const realm = new URL(asked.params['realm']);
       if (asked.params['service'] !== undefined) realm.searchParams.set('service', asked.params['service']);
       realm.searchParams.set('scope', asked.params['scope'] ?? `repository:${repository}:pull`);
-      const token = await plain(realm.toString(), `${label}: the registry's token service`, 1 << 20, {}, basic === undefined ? undefined : { origin: realm.origin, value: basic });
+      const token = await plain(
+        realm.toString(),
+        `${label}: the registry's token service`,
+        1 << 20,
+        {},
+        basic === undefined ? undefined : { origin: realm.origin, value: basic },
+      );
       if (token.status !== 200) throw statusError(token.status, `${label}: the registry's token service`);
       const body = JSON.parse(token.body.toString('utf8')) as { token?: string; access_token?: string };
       const value = body.token ?? body.access_token;
@@ -65,9 +85,15 @@ export async function resolveFromRegistry(context: ResolveContext): Promise<Reso
   const tags = await listTags(get, repository, label);
   let version: string;
   try {
-    version = await context.chooseVersion(tags.map((t) => t.replaceAll('_', '+')), request.version);
+    version = await context.chooseVersion(
+      tags.map((t) => t.replaceAll('_', '+')),
+      request.version,
+    );
   } catch (error) {
-    throw new ChartSourceError(ChartSourceErrorCode.VersionNotFound, `${label}: ${error instanceof Error ? error.message.replace(/^helm: /, '') : 'no version matches'}`);
+    throw new ChartSourceError(
+      ChartSourceErrorCode.VersionNotFound,
+      `${label}: ${error instanceof Error ? error.message.replace(/^helm: /, '') : 'no version matches'}`,
+    );
   }
   const tag = version.replaceAll('+', '_');
   const manifestWhat = `${label}:${tag}`;
@@ -75,16 +101,25 @@ export async function resolveFromRegistry(context: ResolveContext): Promise<Reso
   if (manifestResponse.status !== 200) throw statusError(manifestResponse.status, manifestWhat);
   const digest = sha256(manifestResponse.body);
   const named = manifestResponse.headers['docker-content-digest'];
-  if (named !== undefined && named.toLowerCase() !== digest) throw new ChartSourceError(ChartSourceErrorCode.DigestMismatch, `${manifestWhat}: the manifest received has digest ${digest}, not ${named} as the registry says`);
+  if (named !== undefined && named.toLowerCase() !== digest)
+    throw new ChartSourceError(
+      ChartSourceErrorCode.DigestMismatch,
+      `${manifestWhat}: the manifest received has digest ${digest}, not ${named} as the registry says`,
+    );
   let manifest: Manifest;
   try {
     manifest = JSON.parse(manifestResponse.body.toString('utf8')) as Manifest;
   } catch {
     throw new ChartSourceError(ChartSourceErrorCode.ServerError, `${manifestWhat}: the manifest is not JSON`);
   }
-  if (manifest.config?.mediaType !== HELM_CONFIG_TYPE) throw new ChartSourceError(ChartSourceErrorCode.InvalidChart, `${manifestWhat}: not a Helm chart (config media type ${manifest.config?.mediaType ?? 'missing'})`);
+  if (manifest.config?.mediaType !== HELM_CONFIG_TYPE)
+    throw new ChartSourceError(
+      ChartSourceErrorCode.InvalidChart,
+      `${manifestWhat}: not a Helm chart (config media type ${manifest.config?.mediaType ?? 'missing'})`,
+    );
   const layer = (manifest.layers ?? []).find((l) => l.mediaType !== undefined && CHART_LAYER_TYPES.has(l.mediaType));
-  if (layer?.digest === undefined || !/^sha256:[0-9a-f]{64}$/.test(layer.digest)) throw new ChartSourceError(ChartSourceErrorCode.InvalidChart, `${manifestWhat}: the manifest has no chart layer`);
+  if (layer?.digest === undefined || !/^sha256:[0-9a-f]{64}$/.test(layer.digest))
+    throw new ChartSourceError(ChartSourceErrorCode.InvalidChart, `${manifestWhat}: the manifest has no chart layer`);
   const layerDigest = layer.digest;
   return {
     version,

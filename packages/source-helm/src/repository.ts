@@ -17,16 +17,26 @@ export async function resolveFromRepository(context: ResolveContext): Promise<Re
   const { request, limits } = context;
   const base = request.url.replace(/\/+$/, '');
   const origin = new URL(base).origin;
-  const authorization = request.auth === undefined ? undefined : { origin, value: `Basic ${Buffer.from(`${request.auth.username}:${request.auth.password}`).toString('base64')}` };
+  const authorization =
+    request.auth === undefined ? undefined : { origin, value: `Basic ${Buffer.from(`${request.auth.username}:${request.auth.password}`).toString('base64')}` };
   const get = (url: string, what: string, maxBytes: number) =>
-    httpGet(context.transport, { url, ...(authorization === undefined ? {} : { authorization }), ...(request.ca === undefined ? {} : { ca: request.ca }), maxBytes, timeoutMs: limits.timeoutMs, what });
+    httpGet(context.transport, {
+      url,
+      ...(authorization === undefined ? {} : { authorization }),
+      ...(request.ca === undefined ? {} : { ca: request.ca }),
+      maxBytes,
+      timeoutMs: limits.timeoutMs,
+      what,
+    });
   // The index is named with the chart asked for: a refusal of the index is a refusal of that chart.
   const indexWhat = `${redactUrl(base)}/index.yaml (chart ${request.chart})`;
   const index = await get(`${base}/index.yaml`, indexWhat, limits.indexBytes);
   if (index.status !== 200) {
     const error = statusError(index.status, indexWhat);
     // No index at all is a wrong URL, not a chart yet to come.
-    throw error.code === ChartSourceErrorCode.ChartNotFound ? new ChartSourceError(ChartSourceErrorCode.ServerError, `${indexWhat}: not found (HTTP 404): is this a Helm repository?`) : error;
+    throw error.code === ChartSourceErrorCode.ChartNotFound
+      ? new ChartSourceError(ChartSourceErrorCode.ServerError, `${indexWhat}: not found (HTTP 404): is this a Helm repository?`)
+      : error;
   }
   let entries: IndexEntry[];
   try {
@@ -43,15 +53,23 @@ export async function resolveFromRepository(context: ResolveContext): Promise<Re
   try {
     version = await context.chooseVersion(versions, request.version);
   } catch (error) {
-    throw new ChartSourceError(ChartSourceErrorCode.VersionNotFound, `${where(request)}: ${error instanceof Error ? error.message.replace(/^helm: /, '') : 'no version matches'}`);
+    throw new ChartSourceError(
+      ChartSourceErrorCode.VersionNotFound,
+      `${where(request)}: ${error instanceof Error ? error.message.replace(/^helm: /, '') : 'no version matches'}`,
+    );
   }
   const entry = entries.find((e) => e.version === version);
   const urls = Array.isArray(entry?.urls) ? entry.urls.filter((u): u is string => typeof u === 'string') : [];
   const first = urls[0];
-  if (entry === undefined || first === undefined) throw new ChartSourceError(ChartSourceErrorCode.ServerError, `${where(request)}@${version}: the index lists no URL for it`);
+  if (entry === undefined || first === undefined)
+    throw new ChartSourceError(ChartSourceErrorCode.ServerError, `${where(request)}@${version}: the index lists no URL for it`);
   const listedDigest = typeof entry.digest === 'string' && entry.digest !== '' ? normalizeDigest(entry.digest) : undefined;
   const digest = listedDigest ?? (request.digest === undefined ? undefined : normalizeDigest(request.digest));
-  if (digest === undefined) throw new ChartSourceError(ChartSourceErrorCode.DigestMismatch, `${where(request)}@${version}: the index gives no digest, so the download cannot be verified (pin one in spec.source.helm.repository.digest)`);
+  if (digest === undefined)
+    throw new ChartSourceError(
+      ChartSourceErrorCode.DigestMismatch,
+      `${where(request)}@${version}: the index gives no digest, so the download cannot be verified (pin one in spec.source.helm.repository.digest)`,
+    );
   const archiveUrl = new URL(first, `${base}/`).toString();
   const label = `${where(request)}@${version}`;
   return {

@@ -11,7 +11,16 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { RenderEngine, createStaticDiscovery, renderWithEngine, EngineName } from '@syncline/render';
-import { createTestCa, ensureHelm, ensureRenderEngine, helmPackage, startHelmRepository, startOciRegistry, type HelmRepository, type OciRegistry } from '@syncline/test-support';
+import {
+  createTestCa,
+  ensureHelm,
+  ensureRenderEngine,
+  helmPackage,
+  startHelmRepository,
+  startOciRegistry,
+  type HelmRepository,
+  type OciRegistry,
+} from '@syncline/test-support';
 import { ChartSourceError, ChartSourceErrorCode, createChartSource, type ChartSource } from './index.ts';
 import { readChartArchive } from './archive.ts';
 
@@ -49,7 +58,11 @@ async function helmTemplate(args: readonly string[]): Promise<unknown[]> {
     .filter((o) => o !== null);
 }
 
-async function renderFetched(chart: { dir: string; files: readonly { path: string; content: Uint8Array }[]; digest: string }, values?: Record<string, unknown>, targetValues?: Record<string, unknown>): Promise<unknown[]> {
+async function renderFetched(
+  chart: { dir: string; files: readonly { path: string; content: Uint8Array }[]; digest: string },
+  values?: Record<string, unknown>,
+  targetValues?: Record<string, unknown>,
+): Promise<unknown[]> {
   const objects = await renderWithEngine({
     engine,
     spec: { engine: EngineName.Helm, options: { chart: chart.dir, releaseName: 'demo', includeCRDs: true, skipTests: true } },
@@ -69,7 +82,8 @@ async function renderFetched(chart: { dir: string; files: readonly { path: strin
   });
 }
 
-const source = (extra: { cacheDir?: string } = {}): ChartSource => createChartSource({ chooseVersion: (versions, version) => engine.chooseChartVersion(versions, version), allowInsecureHttp: true, ...extra });
+const source = (extra: { cacheDir?: string } = {}): ChartSource =>
+  createChartSource({ chooseVersion: (versions, version) => engine.chooseChartVersion(versions, version), allowInsecureHttp: true, ...extra });
 
 beforeAll(async () => {
   engine = new RenderEngine({ binary: await ensureRenderEngine({ onProgress: progress }) });
@@ -77,7 +91,12 @@ beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'syncline-source-helm-'));
   ca = await createTestCa();
   repo = await startHelmRepository({ auth, tls: ca.server, onProgress: progress });
-  for (const [version, greeting] of [['1.0.0', 'hello'], ['1.1.0', 'bonjour'], ['2.0.0-rc.1', 'hallo']] as const) cpSync(await packageVersion(version, greeting), join(repo.dir, `hello-${version}.tgz`));
+  for (const [version, greeting] of [
+    ['1.0.0', 'hello'],
+    ['1.1.0', 'bonjour'],
+    ['2.0.0-rc.1', 'hallo'],
+  ] as const)
+    cpSync(await packageVersion(version, greeting), join(repo.dir, `hello-${version}.tgz`));
   await repo.index();
   registry = await startOciRegistry({ onProgress: progress });
   await registry.push(await packageVersion('0.9.0', 'salut'), 'charts');
@@ -98,12 +117,24 @@ describe('a Helm repository (index.yaml over HTTPS, basic auth, private CA)', ()
     expect(chart.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
     const caFile = join(work, 'ca.crt');
     writeFileSync(caFile, ca.caCert);
-    const expected = await helmTemplate(['hello', '--repo', repo.url, '--version', '^1.0', '--username', auth.username, '--password', auth.password, '--ca-file', caFile]);
+    const expected = await helmTemplate([
+      'hello',
+      '--repo',
+      repo.url,
+      '--version',
+      '^1.0',
+      '--username',
+      auth.username,
+      '--password',
+      auth.password,
+      '--ca-file',
+      caFile,
+    ]);
     expect(await renderFetched(chart)).toEqual(expected);
     expect(JSON.stringify(expected)).toContain('bonjour');
   });
 
-  it('null in the sync\'s or the target\'s values deletes the chart\'s default, as helm template -f does', async () => {
+  it("null in the sync's or the target's values deletes the chart's default, as helm template -f does", async () => {
     const chart = await source().fetchChart({ url: repo.url, chart: 'hello', version: '1.0.0', auth, ca: ca.caCert });
     const sync = { greeting: null, settings: { color: 'red' } };
     const target = { settings: { size: null } };
@@ -111,7 +142,23 @@ describe('a Helm repository (index.yaml over HTTPS, basic auth, private CA)', ()
     writeFileSync(caFile, ca.caCert);
     writeFileSync(join(work, 'sync.json'), JSON.stringify(sync));
     writeFileSync(join(work, 'target.json'), JSON.stringify(target));
-    const expected = await helmTemplate(['hello', '--repo', repo.url, '--version', '1.0.0', '--username', auth.username, '--password', auth.password, '--ca-file', caFile, '-f', join(work, 'sync.json'), '-f', join(work, 'target.json')]);
+    const expected = await helmTemplate([
+      'hello',
+      '--repo',
+      repo.url,
+      '--version',
+      '1.0.0',
+      '--username',
+      auth.username,
+      '--password',
+      auth.password,
+      '--ca-file',
+      caFile,
+      '-f',
+      join(work, 'sync.json'),
+      '-f',
+      join(work, 'target.json'),
+    ]);
     const rendered = await renderFetched(chart, sync, target);
     expect(rendered).toEqual(expected);
     const configMap = rendered.find((o) => (o as { kind: string }).kind === 'ConfigMap') as { data: Record<string, string> };
@@ -132,7 +179,9 @@ describe('a Helm repository (index.yaml over HTTPS, basic auth, private CA)', ()
   });
 
   it('wrong credentials stall with AuthFailed and the message carries no credential', async () => {
-    const error = (await source().fetchChart({ url: repo.url, chart: 'hello', version: '1.0.0', auth: { username: 'reader', password: 'not-the-password' }, ca: ca.caCert }).catch((e: unknown) => e)) as ChartSourceError;
+    const error = (await source()
+      .fetchChart({ url: repo.url, chart: 'hello', version: '1.0.0', auth: { username: 'reader', password: 'not-the-password' }, ca: ca.caCert })
+      .catch((e: unknown) => e)) as ChartSourceError;
     expect(error.code).toBe(ChartSourceErrorCode.AuthFailed);
     expect(error.retryable).toBe(false);
     expect(error.message).not.toContain('not-the-password');
@@ -140,7 +189,9 @@ describe('a Helm repository (index.yaml over HTTPS, basic auth, private CA)', ()
   });
 
   it('a server certificate from an unknown CA is UntrustedCertificate', async () => {
-    const error = (await source().fetchChart({ url: repo.url, chart: 'hello', version: '1.0.0', auth }).catch((e: unknown) => e)) as ChartSourceError;
+    const error = (await source()
+      .fetchChart({ url: repo.url, chart: 'hello', version: '1.0.0', auth })
+      .catch((e: unknown) => e)) as ChartSourceError;
     expect(error.code).toBe(ChartSourceErrorCode.UntrustedCertificate);
   });
 
@@ -155,7 +206,9 @@ describe('a Helm repository (index.yaml over HTTPS, basic auth, private CA)', ()
     writeFileSync(index, stringify(parsed));
     try {
       const charts = source();
-      const error = (await charts.fetchChart({ url: repo.url, chart: 'hello', version: '1.0.0', auth, ca: ca.caCert }).catch((e: unknown) => e)) as ChartSourceError;
+      const error = (await charts
+        .fetchChart({ url: repo.url, chart: 'hello', version: '1.0.0', auth, ca: ca.caCert })
+        .catch((e: unknown) => e)) as ChartSourceError;
       expect(error.code).toBe(ChartSourceErrorCode.DigestMismatch);
       expect(error.retryable).toBe(true);
       expect(error.message).toContain(`sha256:${'0'.repeat(64)}`);
@@ -201,23 +254,31 @@ describe('a Helm repository (index.yaml over HTTPS, basic auth, private CA)', ()
   it('an unreachable repository is Unreachable (retried)', async () => {
     repo.down = true;
     try {
-      const error = (await source().fetchChart({ url: repo.url, chart: 'hello', version: '1.0.0', auth, ca: ca.caCert }).catch((e: unknown) => e)) as ChartSourceError;
+      const error = (await source()
+        .fetchChart({ url: repo.url, chart: 'hello', version: '1.0.0', auth, ca: ca.caCert })
+        .catch((e: unknown) => e)) as ChartSourceError;
       expect(error.code).toBe(ChartSourceErrorCode.ServerError);
       expect(error.retryable).toBe(true);
     } finally {
       repo.down = false;
     }
-    const closed = (await source().fetchChart({ url: 'https://127.0.0.1:9/charts', chart: 'hello', version: '1.0.0' }).catch((e: unknown) => e)) as ChartSourceError;
+    const closed = (await source()
+      .fetchChart({ url: 'https://127.0.0.1:9/charts', chart: 'hello', version: '1.0.0' })
+      .catch((e: unknown) => e)) as ChartSourceError;
     expect(closed.code).toBe(ChartSourceErrorCode.Unreachable);
     expect(closed.retryable).toBe(true);
   });
 
   it('plain http:// is refused unless the operator allows it', async () => {
     const strict = createChartSource({ chooseVersion: (versions, version) => engine.chooseChartVersion(versions, version) });
-    const error = (await strict.fetchChart({ url: 'http://charts.example/stable', chart: 'hello', version: '1.0.0' }).catch((e: unknown) => e)) as ChartSourceError;
+    const error = (await strict
+      .fetchChart({ url: 'http://charts.example/stable', chart: 'hello', version: '1.0.0' })
+      .catch((e: unknown) => e)) as ChartSourceError;
     expect(error.code).toBe(ChartSourceErrorCode.InvalidUrl);
     expect(error.retryable).toBe(false);
-    const inUrl = (await strict.fetchChart({ url: 'https://user:pw-in-url@charts.example/stable', chart: 'hello', version: '1.0.0' }).catch((e: unknown) => e)) as ChartSourceError;
+    const inUrl = (await strict
+      .fetchChart({ url: 'https://user:pw-in-url@charts.example/stable', chart: 'hello', version: '1.0.0' })
+      .catch((e: unknown) => e)) as ChartSourceError;
     expect(inUrl.code).toBe(ChartSourceErrorCode.InvalidUrl);
     expect(inUrl.message).not.toContain('pw-in-url');
   });
@@ -235,7 +296,9 @@ describe('an OCI registry (CNCF distribution, charts pushed by helm push)', () =
   it('resolves a range over the tags (build metadata stored as _), with the digest the registry names', async () => {
     const chart = await source().fetchChart({ url: `oci://${registry.host}/charts`, chart: 'hello', version: '>=0.9', insecure: true });
     expect(chart.version).toBe('1.0.0+build.7');
-    const manifest = await fetch(`http://${registry.host}/v2/charts/hello/manifests/1.0.0_build.7`, { headers: { accept: 'application/vnd.oci.image.manifest.v1+json' } });
+    const manifest = await fetch(`http://${registry.host}/v2/charts/hello/manifests/1.0.0_build.7`, {
+      headers: { accept: 'application/vnd.oci.image.manifest.v1+json' },
+    });
     expect(chart.digest).toBe(manifest.headers.get('docker-content-digest'));
     const expected = await helmTemplate([`oci://${registry.host}/charts/hello`, '--version', '>=0.9', '--plain-http']);
     expect(await renderFetched(chart)).toEqual(expected);
@@ -246,16 +309,22 @@ describe('an OCI registry (CNCF distribution, charts pushed by helm push)', () =
     const right = await charts.fetchChart({ url: `oci://${registry.host}/charts`, chart: 'hello', version: '0.9.0', insecure: true });
     const pinned = await charts.fetchChart({ url: `oci://${registry.host}/charts`, chart: 'hello', version: '0.9.0', insecure: true, digest: right.digest });
     expect(pinned.digest).toBe(right.digest);
-    const error = (await charts.fetchChart({ url: `oci://${registry.host}/charts`, chart: 'hello', version: '0.9.0', insecure: true, digest: `sha256:${'1'.repeat(64)}` }).catch((e: unknown) => e)) as ChartSourceError;
+    const error = (await charts
+      .fetchChart({ url: `oci://${registry.host}/charts`, chart: 'hello', version: '0.9.0', insecure: true, digest: `sha256:${'1'.repeat(64)}` })
+      .catch((e: unknown) => e)) as ChartSourceError;
     expect(error.code).toBe(ChartSourceErrorCode.DigestMismatch);
     expect(error.retryable).toBe(true);
   });
 
   it('a chart that is not in the registry is ChartNotFound; an insecure registry needs the operator flag', async () => {
-    const missing = (await source().fetchChart({ url: `oci://${registry.host}/charts`, chart: 'nothing', version: '1.0.0', insecure: true }).catch((e: unknown) => e)) as ChartSourceError;
+    const missing = (await source()
+      .fetchChart({ url: `oci://${registry.host}/charts`, chart: 'nothing', version: '1.0.0', insecure: true })
+      .catch((e: unknown) => e)) as ChartSourceError;
     expect(missing.code).toBe(ChartSourceErrorCode.ChartNotFound);
     const strict = createChartSource({ chooseVersion: (versions, version) => engine.chooseChartVersion(versions, version) });
-    const refused = (await strict.fetchChart({ url: `oci://${registry.host}/charts`, chart: 'hello', version: '0.9.0', insecure: true }).catch((e: unknown) => e)) as ChartSourceError;
+    const refused = (await strict
+      .fetchChart({ url: `oci://${registry.host}/charts`, chart: 'hello', version: '0.9.0', insecure: true })
+      .catch((e: unknown) => e)) as ChartSourceError;
     expect(refused.code).toBe(ChartSourceErrorCode.InvalidUrl);
   });
 });
@@ -276,8 +345,23 @@ describe('chart archives', () => {
   const limits = { maxBytes: 1 << 20, maxFiles: 100 };
 
   it('reads a chart directory and refuses paths that leave it, links, and two directories', () => {
-    expect(readChartArchive(tar([{ name: 'web/Chart.yaml', body: 'name: web' }, { name: 'web/templates/a.yaml', body: 'a' }]), 'x', limits).dir).toBe('web');
-    for (const bad of [[{ name: '../Chart.yaml' }], [{ name: 'web/Chart.yaml' }, { name: 'web/../../etc/passwd' }], [{ name: 'web/Chart.yaml' }, { name: 'web/link', type: '2' }], [{ name: 'web/Chart.yaml' }, { name: 'api/Chart.yaml' }], [{ name: 'web/values.yaml' }]]) {
+    expect(
+      readChartArchive(
+        tar([
+          { name: 'web/Chart.yaml', body: 'name: web' },
+          { name: 'web/templates/a.yaml', body: 'a' },
+        ]),
+        'x',
+        limits,
+      ).dir,
+    ).toBe('web');
+    for (const bad of [
+      [{ name: '../Chart.yaml' }],
+      [{ name: 'web/Chart.yaml' }, { name: 'web/../../etc/passwd' }],
+      [{ name: 'web/Chart.yaml' }, { name: 'web/link', type: '2' }],
+      [{ name: 'web/Chart.yaml' }, { name: 'api/Chart.yaml' }],
+      [{ name: 'web/values.yaml' }],
+    ]) {
       const error = (() => {
         try {
           readChartArchive(tar(bad), 'x', limits);

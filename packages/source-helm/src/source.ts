@@ -12,11 +12,20 @@ import { ChartSourceError, ChartSourceErrorCode } from './errors.ts';
 import { resolveFromRepository } from './repository.ts';
 import { resolveFromRegistry } from './oci.ts';
 import { normalizeDigest, redactUrl, sha256, where } from './names.ts';
-import { defaultChartLimits, type ChartAuth, type ChartRequest, type FetchedChart, type ChartLimits, type ChartSourceOptions, type Resolution, type ResolveContext, type ChartSource } from './types.ts';
+import {
+  defaultChartLimits,
+  type ChartAuth,
+  type ChartRequest,
+  type FetchedChart,
+  type ChartLimits,
+  type ChartSourceOptions,
+  type Resolution,
+  type ResolveContext,
+  type ChartSource,
+} from './types.ts';
 
 export { defaultChartLimits };
 export type { ChartAuth, ChartRequest, FetchedChart, ChartLimits, ChartSourceOptions, Resolution, ResolveContext, ChartSource };
-
 
 /** Where a request goes and who asks, without the secret itself: resolutions are shared only by equal requests. */
 function requestKey(request: ChartRequest): string {
@@ -52,10 +61,19 @@ export function createChartSource(options: ChartSourceOptions): ChartSource {
     const known = resolutions.get(key);
     if (known !== undefined && now() - known.at <= (request.maxAgeMs ?? 0)) return known.resolution;
     stats.resolutions++;
-    const context: ResolveContext = { request, transport: options.transport, limits, chooseVersion: options.chooseVersion, allowInsecureHttp: options.allowInsecureHttp === true };
+    const context: ResolveContext = {
+      request,
+      transport: options.transport,
+      limits,
+      chooseVersion: options.chooseVersion,
+      allowInsecureHttp: options.allowInsecureHttp === true,
+    };
     const resolution = request.url.startsWith('oci://') ? await resolveFromRegistry(context) : await resolveFromRepository(context);
     if (request.digest !== undefined && normalizeDigest(request.digest) !== resolution.digest) {
-      throw new ChartSourceError(ChartSourceErrorCode.DigestMismatch, `${where(request)}@${resolution.version}: the digest is ${resolution.digest}, not ${normalizeDigest(request.digest)} as spec.source.helm.repository.digest says`);
+      throw new ChartSourceError(
+        ChartSourceErrorCode.DigestMismatch,
+        `${where(request)}@${resolution.version}: the digest is ${resolution.digest}, not ${normalizeDigest(request.digest)} as spec.source.helm.repository.digest says`,
+      );
     }
     resolutions.set(key, { at: now(), resolution });
     if (resolutions.size > 1000) resolutions.delete(resolutions.keys().next().value ?? '');
@@ -78,7 +96,11 @@ export function createChartSource(options: ChartSourceOptions): ChartSource {
       stats.downloads++;
       bytes = await resolution.archive.fetch();
       const got = sha256(bytes);
-      if (got !== digest) throw new ChartSourceError(ChartSourceErrorCode.DigestMismatch, `${label}: the archive downloaded has digest ${got}, not ${digest} as the ${label.startsWith('oci://') ? 'manifest' : 'index'} says`);
+      if (got !== digest)
+        throw new ChartSourceError(
+          ChartSourceErrorCode.DigestMismatch,
+          `${label}: the archive downloaded has digest ${got}, not ${digest} as the ${label.startsWith('oci://') ? 'manifest' : 'index'} says`,
+        );
       if (file !== undefined && options.cacheDir !== undefined) {
         await mkdir(options.cacheDir, { recursive: true });
         const aside = `${file}.${process.pid}.tmp`;
@@ -117,7 +139,15 @@ export function createChartSource(options: ChartSourceOptions): ChartSource {
 /** Removes the oldest archives of the disk cache until it holds at most `maxBytes`. */
 async function trimDiskCache(dir: string, maxBytes: number): Promise<void> {
   const files = await Promise.all(
-    (await readdir(dir)).filter((name) => name.endsWith('.tgz')).map(async (name) => ({ path: join(dir, name), ...(await stat(join(dir, name)).then((s) => ({ bytes: s.size, mtime: s.mtimeMs }), () => ({ bytes: 0, mtime: 0 }))) })),
+    (await readdir(dir))
+      .filter((name) => name.endsWith('.tgz'))
+      .map(async (name) => ({
+        path: join(dir, name),
+        ...(await stat(join(dir, name)).then(
+          (s) => ({ bytes: s.size, mtime: s.mtimeMs }),
+          () => ({ bytes: 0, mtime: 0 }),
+        )),
+      })),
   );
   let total = files.reduce((sum, f) => sum + f.bytes, 0);
   for (const file of files.sort((a, b) => a.mtime - b.mtime)) {
@@ -134,12 +164,23 @@ function checkUrl(request: ChartRequest, allowInsecureHttp: boolean): void {
   } catch {
     throw new ChartSourceError(ChartSourceErrorCode.InvalidUrl, `${redactUrl(request.url)} is not a URL`);
   }
-  if (url.username !== '' || url.password !== '') throw new ChartSourceError(ChartSourceErrorCode.InvalidUrl, `${redactUrl(request.url)}: credentials go in secretRef, not in the URL`);
+  if (url.username !== '' || url.password !== '')
+    throw new ChartSourceError(ChartSourceErrorCode.InvalidUrl, `${redactUrl(request.url)}: credentials go in secretRef, not in the URL`);
   if (url.protocol === 'oci:') {
-    if (request.insecure === true && !allowInsecureHttp) throw new ChartSourceError(ChartSourceErrorCode.InvalidUrl, `${where(request)}: insecure (plain HTTP) registries are refused by this operator (--allow-insecure-http)`);
+    if (request.insecure === true && !allowInsecureHttp)
+      throw new ChartSourceError(
+        ChartSourceErrorCode.InvalidUrl,
+        `${where(request)}: insecure (plain HTTP) registries are refused by this operator (--allow-insecure-http)`,
+      );
     return;
   }
-  if (url.protocol === 'http:' && !allowInsecureHttp) throw new ChartSourceError(ChartSourceErrorCode.InvalidUrl, `${where(request)}: http:// repositories are refused by this operator (https://, or --allow-insecure-http)`);
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ChartSourceError(ChartSourceErrorCode.InvalidUrl, `${redactUrl(request.url)}: a chart repository is https:// or oci://`);
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(request.chart)) throw new ChartSourceError(ChartSourceErrorCode.InvalidUrl, `chart ${JSON.stringify(request.chart)} is not a chart name`);
+  if (url.protocol === 'http:' && !allowInsecureHttp)
+    throw new ChartSourceError(
+      ChartSourceErrorCode.InvalidUrl,
+      `${where(request)}: http:// repositories are refused by this operator (https://, or --allow-insecure-http)`,
+    );
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new ChartSourceError(ChartSourceErrorCode.InvalidUrl, `${redactUrl(request.url)}: a chart repository is https:// or oci://`);
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(request.chart))
+    throw new ChartSourceError(ChartSourceErrorCode.InvalidUrl, `chart ${JSON.stringify(request.chart)} is not a chart name`);
 }

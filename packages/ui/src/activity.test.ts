@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { EventRecorder } from '@syncline/kube';
 import { createActivityLog } from './activity.ts';
 
-describe('activity log (the overview\'s recent activity)', () => {
+describe("activity log (the overview's recent activity)", () => {
   it('remembers what the operator records, passes every event on, and keeps only the newest', async () => {
     // given a recorder wrapped by a log that keeps two entries
     const recorded: string[] = [];
@@ -15,7 +15,10 @@ describe('activity log (the overview\'s recent activity)', () => {
     // when three events are recorded for a sync and one for a mirrored Secret
     await events.record(sync, { type: 'Normal', reason: 'Applied', message: 'one' });
     await events.record(sync, { type: 'Warning', reason: 'RenderFailed', message: 'two' });
-    await events.record({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'db', namespace: 'team' } }, { type: 'Normal', reason: 'Mirrored', message: 'x' });
+    await events.record(
+      { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'db', namespace: 'team' } },
+      { type: 'Normal', reason: 'Mirrored', message: 'x' },
+    );
     stop();
     await events.record(sync, { type: 'Normal', reason: 'Applied', message: 'three' });
     // then all reached the API, the log holds the newest two of the UI's kinds, and listeners saw theirs

@@ -18,14 +18,21 @@ export const PLURALS: Record<WatchedKind, string> = {
 
 /** The TokenReview's answer: the viewer, or undefined when the API server does not accept the token. */
 export async function reviewToken(rest: KubeRest, token: string): Promise<Viewer | undefined> {
-  const review = await rest.request<{ status?: { authenticated?: boolean; user?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> } } }>({
+  const review = await rest.request<{
+    status?: { authenticated?: boolean; user?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> } };
+  }>({
     method: 'POST',
     path: '/apis/authentication.k8s.io/v1/tokenreviews',
     body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } },
   });
   const user = review.status?.user;
   if (review.status?.authenticated !== true || user?.username === undefined || user.username === '') return undefined;
-  return { username: user.username, groups: user.groups ?? [], ...(user.uid === undefined ? {} : { uid: user.uid }), ...(user.extra === undefined ? {} : { extra: user.extra }) };
+  return {
+    username: user.username,
+    groups: user.groups ?? [],
+    ...(user.uid === undefined ? {} : { uid: user.uid }),
+    ...(user.extra === undefined ? {} : { extra: user.extra }),
+  };
 }
 
 export type Access = {
@@ -41,7 +48,8 @@ export function createAccess(options: { rest: KubeRest; ttlMs?: number; now?: ()
   const now = options.now ?? Date.now;
   const cache = new Map<string, { at: number; answer: Promise<boolean> }>();
   const access: Access = {
-    allowed: (viewer, { verb, kind, namespace, name }) => access.allowedResource(viewer, { verb, group: 'syncline.dev', resource: PLURALS[kind], namespace, ...(name === undefined ? {} : { name }) }),
+    allowed: (viewer, { verb, kind, namespace, name }) =>
+      access.allowedResource(viewer, { verb, group: 'syncline.dev', resource: PLURALS[kind], namespace, ...(name === undefined ? {} : { name }) }),
     allowedResource(viewer, { verb, group, resource, namespace, name }) {
       const key = JSON.stringify([viewer.username, viewer.uid, viewer.groups, verb, group, resource, namespace, name]);
       const hit = cache.get(key);

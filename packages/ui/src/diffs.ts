@@ -12,7 +12,11 @@ import { diffRenders, diffSync, readSource, renderSync } from '@syncline/operato
 import { StallError } from '@syncline/operator/client';
 import type { UiDeployDiff, UiSyncDiff } from './model.ts';
 
-export type DiffSource = { git: GitSource; client: () => Promise<ApplyClient>; /** The Kustomize, Helm and Jsonnet render process, for syncs that need it. */ engine?: RenderEngine | undefined };
+export type DiffSource = {
+  git: GitSource;
+  client: () => Promise<ApplyClient>;
+  /** The Kustomize, Helm and Jsonnet render process, for syncs that need it. */ engine?: RenderEngine | undefined;
+};
 
 /** May the viewer `get` this object? Each object's diff is shown only to a viewer who could read it anyway. */
 export type MayGet = (ref: { group: string; resource: string; namespace: string; name: string }) => Promise<boolean>;
@@ -64,7 +68,12 @@ export function createSyncDiffs(options: { rest: KubeRest; source: DiffSource; n
       const targets = [];
       for (const target of shared.targets) {
         const objects = [];
-        for (const o of target.objects) objects.push(o.diff === '' || (await readable(o.label, mayGet)) ? o : { ...o, diff: '', note: `${o.note === undefined ? '' : `${o.note}; `}diff not shown: you may not get this object` });
+        for (const o of target.objects)
+          objects.push(
+            o.diff === '' || (await readable(o.label, mayGet))
+              ? o
+              : { ...o, diff: '', note: `${o.note === undefined ? '' : `${o.note}; `}diff not shown: you may not get this object` },
+          );
         targets.push({ ...target, objects });
       }
       return { ...shared, targets };
@@ -72,13 +81,20 @@ export function createSyncDiffs(options: { rest: KubeRest; source: DiffSource; n
     async deploys(object, { from, to }, mayGet) {
       const history = ((object['status'] as { history?: { revision?: string }[] } | undefined)?.history ?? []).map((h) => h.revision);
       for (const revision of [from, to]) {
-        if (!SHA.test(revision) || !history.includes(revision)) throw new DiffError(`${revision} is not a deploy in the history of ${object.metadata.namespace ?? ''}/${object.metadata.name}`);
+        if (!SHA.test(revision) || !history.includes(revision))
+          throw new DiffError(`${revision} is not a deploy in the history of ${object.metadata.namespace ?? ''}/${object.metadata.name}`);
       }
       const shared = await once(`deploys/${keyOf(object)}/${from}/${to}`, async () => {
         const sync = object as unknown as ConfigSync;
         const discovery = await (await options.source.client()).discovery();
         const render = async (revision: string): ReturnType<typeof renderSync> =>
-          renderSync({ rest: options.rest, object: sync, discovery, engine: options.source.engine, source: await readSource({ rest: options.rest, git: options.source.git, object: sync, revision }) });
+          renderSync({
+            rest: options.rest,
+            object: sync,
+            discovery,
+            engine: options.source.engine,
+            source: await readSource({ rest: options.rest, git: options.source.git, object: sync, revision }),
+          });
         const [a, b] = [await render(from), await render(to)];
         return { from, to, objects: diffRenders(a, b, { from: from.slice(0, 12), to: to.slice(0, 12) }) };
       });

@@ -11,7 +11,9 @@ export async function visibleMirrorRows(access: Access, viewer: Viewer, rows: re
   const may = (kind: string, namespace: string): Promise<boolean> => {
     const resource = RESOURCES[kind];
     if (resource === undefined) return Promise.resolve(false);
-    return access.allowedResource(viewer, { verb: 'list', group: '', resource, namespace: '' }).then((all) => all || (namespace !== '' && access.allowedResource(viewer, { verb: 'list', group: '', resource, namespace })));
+    return access
+      .allowedResource(viewer, { verb: 'list', group: '', resource, namespace: '' })
+      .then((all) => all || (namespace !== '' && access.allowedResource(viewer, { verb: 'list', group: '', resource, namespace })));
   };
   const out: UiMirrorRow[] = [];
   for (const row of rows) {

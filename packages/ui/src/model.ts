@@ -30,7 +30,17 @@ export type UiObject = {
   /** Where it comes from: a Git source for a ConfigSync, the source object of a ManifestSync, and so on. */
   source: Record<string, string>;
   /** Per-target (or per-copy) lines. */
-  targets: { name: string; cluster?: string; namespace?: string; phase?: string; objects?: number; message?: string; health?: string; reason?: string; lastSyncedTime?: string }[];
+  targets: {
+    name: string;
+    cluster?: string;
+    namespace?: string;
+    phase?: string;
+    objects?: number;
+    message?: string;
+    health?: string;
+    reason?: string;
+    lastSyncedTime?: string;
+  }[];
   /** Deploys, newest first (ConfigSync only). */
   history: { revision: string; appliedAt?: string; objects?: number; digest?: string }[];
   /** Kind-specific facts worth a line (a RemoteCluster's version, a replication's lag). */
@@ -42,13 +52,22 @@ export type UiObject = {
 /** The fields of a brief object (the overview's); the others are empty in it. */
 export const BRIEF_FIELDS = ['key', 'kind', 'namespace', 'name', 'state', 'summary', 'labels', 'suspended', 'drifted', 'attention'] as const;
 
-
 /** An Event this operator recorded (the overview's recent activity). */
 export type UiActivity = { id: number; at: string; kind: UiKind; namespace: string; name: string; type: 'Normal' | 'Warning'; reason: string; message: string };
 
 /** A ConfigSync's objects against Git (what `syncline diff` shows), with their health. */
-export type UiObjectDiff = { label: string; change: 'in-sync' | 'drifted' | 'missing' | 'prune' | 'note'; diff: string; note?: string; health?: string; healthMessage?: string };
-export type UiSyncDiff = { revision: string; targets: { name: string; cluster?: string; skipped?: string; blocked?: string; engine?: string; objects: UiObjectDiff[] }[] };
+export type UiObjectDiff = {
+  label: string;
+  change: 'in-sync' | 'drifted' | 'missing' | 'prune' | 'note';
+  diff: string;
+  note?: string;
+  health?: string;
+  healthMessage?: string;
+};
+export type UiSyncDiff = {
+  revision: string;
+  targets: { name: string; cluster?: string; skipped?: string; blocked?: string; engine?: string; objects: UiObjectDiff[] }[];
+};
 /** What changed between two deploys of the history. */
 export type UiDeployDiff = { from: string; to: string; objects: { target: string; label: string; diff: string }[] };
 
@@ -88,4 +107,15 @@ export type UiTreeHook = {
  * A ConfigSync's targets, each with the objects it applied as roots; `hidden` counts those the viewer may not get.
  * `hooks` are the hooks of the commit in `hooksRevision`.
  */
-export type UiTree = { targets: { name: string; namespace?: string; cluster?: string; skipped?: string; nodes: UiTreeNode[]; hidden: number; hooksRevision?: string; hooks?: UiTreeHook[] }[] };
+export type UiTree = {
+  targets: {
+    name: string;
+    namespace?: string;
+    cluster?: string;
+    skipped?: string;
+    nodes: UiTreeNode[];
+    hidden: number;
+    hooksRevision?: string;
+    hooks?: UiTreeHook[];
+  }[];
+};

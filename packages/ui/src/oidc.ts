@@ -63,7 +63,9 @@ export function createOidcSignIn(options: { settings: OidcSettings; rest: KubeRe
       configured.at = now();
       return configured.config;
     }
-    const config = client.discovery(new URL(settings.issuer), settings.clientId, undefined, client.ClientSecretBasic(secret), { execute: [client.enableNonRepudiationChecks] });
+    const config = client.discovery(new URL(settings.issuer), settings.clientId, undefined, client.ClientSecretBasic(secret), {
+      execute: [client.enableNonRepudiationChecks],
+    });
     config.catch(() => (configured = undefined));
     configured = { secret, at: now(), config };
     return config;
@@ -95,7 +97,8 @@ export function createOidcSignIn(options: { settings: OidcSettings; rest: KubeRe
       const state = currentUrl.searchParams.get('state') ?? '';
       const started = pending.get(state);
       // The state must be one this server handed out, to this browser (its cookie), not too long ago.
-      if (started === undefined || cookieState !== state || now() - started.at > PENDING_MS) throw new OidcError('this sign-in was not started here, or took too long: sign in again');
+      if (started === undefined || cookieState !== state || now() - started.at > PENDING_MS)
+        throw new OidcError('this sign-in was not started here, or took too long: sign in again');
       pending.delete(state);
       const error = currentUrl.searchParams.get('error');
       if (error !== null) throw new OidcError(`the issuer refused the sign-in: ${error}`);
@@ -104,7 +107,12 @@ export function createOidcSignIn(options: { settings: OidcSettings; rest: KubeRe
       // The callback as the issuer sent it, at the redirect URL the sign-in began with (a proxy may rewrite Host).
       const callback = new URL(started.redirectUrl);
       callback.search = currentUrl.search;
-      const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: started.verifier, expectedState: state, expectedNonce: started.nonce, idTokenExpected: true });
+      const tokens = await client.authorizationCodeGrant(config, callback, {
+        pkceCodeVerifier: started.verifier,
+        expectedState: state,
+        expectedNonce: started.nonce,
+        idTokenExpected: true,
+      });
       const claims = tokens.claims();
       if (claims === undefined) throw new OidcError('the issuer sent no id token');
       return viewerFromClaims(claims, settings);
@@ -113,17 +121,23 @@ export function createOidcSignIn(options: { settings: OidcSettings; rest: KubeRe
 }
 
 /** The viewer an id token names, as kube-apiserver's OIDC authenticator would name the same person. */
-export function viewerFromClaims(claims: Record<string, unknown>, settings: Pick<OidcSettings, 'issuer' | 'usernameClaim' | 'usernamePrefix' | 'groupsClaim' | 'groupsPrefix'>): Viewer {
+export function viewerFromClaims(
+  claims: Record<string, unknown>,
+  settings: Pick<OidcSettings, 'issuer' | 'usernameClaim' | 'usernamePrefix' | 'groupsClaim' | 'groupsPrefix'>,
+): Viewer {
   const value = claims[settings.usernameClaim];
   if (typeof value !== 'string' || value === '') throw new OidcError(`the id token has no ${settings.usernameClaim} claim`);
-  if (settings.usernameClaim === 'email' && claims['email_verified'] === false) throw new OidcError('the id token\'s email is not verified');
+  if (settings.usernameClaim === 'email' && claims['email_verified'] === false) throw new OidcError("the id token's email is not verified");
   const prefix = settings.usernamePrefix === '-' ? '' : (settings.usernamePrefix ?? (settings.usernameClaim === 'email' ? '' : `${settings.issuer}#`));
   const raw = claims[settings.groupsClaim];
   // The system: names are Kubernetes' own (system:masters, system:serviceaccount:…): an issuer never grants
   // them here, whatever its token says (kube-apiserver refuses them from OIDC claims too).
   const username = `${prefix}${value}`;
   if (username.startsWith('system:')) throw new OidcError(`the id token names ${username}: system: users cannot sign in with OIDC`);
-  const groups = (Array.isArray(raw) ? raw : typeof raw === 'string' ? [raw] : []).filter((g): g is string => typeof g === 'string').map((g) => `${settings.groupsPrefix}${g}`).filter((g) => !g.startsWith('system:'));
+  const groups = (Array.isArray(raw) ? raw : typeof raw === 'string' ? [raw] : [])
+    .filter((g): g is string => typeof g === 'string')
+    .map((g) => `${settings.groupsPrefix}${g}`)
+    .filter((g) => !g.startsWith('system:'));
   return { username, groups };
 }
 
@@ -135,7 +149,19 @@ async function readClientSecret(rest: KubeRest, ref: OidcSettings['clientSecret'
 }
 
 /** The --ui-oidc-* flags as settings; undefined without an issuer. Errors name the flag. */
-export function oidcSettingsFromFlags(flags: { uiOidcIssuer?: string; uiOidcClientId?: string; uiOidcClientSecret?: string; uiOidcRedirectUrl?: string; uiOidcUsernameClaim: string; uiOidcUsernamePrefix?: string; uiOidcGroupsClaim: string; uiOidcGroupsPrefix: string }, defaultNamespace: string): OidcSettings | undefined {
+export function oidcSettingsFromFlags(
+  flags: {
+    uiOidcIssuer?: string;
+    uiOidcClientId?: string;
+    uiOidcClientSecret?: string;
+    uiOidcRedirectUrl?: string;
+    uiOidcUsernameClaim: string;
+    uiOidcUsernamePrefix?: string;
+    uiOidcGroupsClaim: string;
+    uiOidcGroupsPrefix: string;
+  },
+  defaultNamespace: string,
+): OidcSettings | undefined {
   if (flags.uiOidcIssuer === undefined || flags.uiOidcIssuer === '') return undefined;
   let issuer: URL;
   try {
@@ -146,7 +172,8 @@ export function oidcSettingsFromFlags(flags: { uiOidcIssuer?: string; uiOidcClie
   if (issuer.protocol !== 'https:') throw new Error(`--ui-oidc-issuer ${flags.uiOidcIssuer}: the issuer must be https`);
   if (flags.uiOidcClientId === undefined || flags.uiOidcClientId === '') throw new Error('--ui-oidc-issuer needs --ui-oidc-client-id');
   const ref = /^(?:([a-z0-9-]+)\/)?([a-z0-9.-]+)(?::([-._a-zA-Z0-9]+))?$/.exec(flags.uiOidcClientSecret ?? '');
-  if (ref === null) throw new Error('--ui-oidc-issuer needs --ui-oidc-client-secret [NAMESPACE/]NAME[:KEY] (the Secret holding the client secret; key default client-secret)');
+  if (ref === null)
+    throw new Error('--ui-oidc-issuer needs --ui-oidc-client-secret [NAMESPACE/]NAME[:KEY] (the Secret holding the client secret; key default client-secret)');
   return {
     issuer: flags.uiOidcIssuer,
     clientId: flags.uiOidcClientId,

@@ -30,7 +30,8 @@ const KINDS = Object.keys(PLURALS) as WatchedKind[];
 const MAX_FORM_BYTES = 16 * 1024;
 
 const SECURITY_HEADERS = {
-  'Content-Security-Policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+  'Content-Security-Policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
   'X-Content-Type-Options': 'nosniff',
   // same-origin, not no-referrer: with no-referrer Chromium sends `Origin: null` on the page's own form posts.
   'Referrer-Policy': 'same-origin',
@@ -50,7 +51,11 @@ const MAX_UNREAD_BYTES = 8 * 1024 * 1024;
  * Each object's summary as JSON, made once per resourceVersion and shared by every open page: a hundred pages
  * cost one summary per change, and a snapshot is a join of strings already made.
  */
-function createSummaryCache(): { json(kind: WatchedKind, object: KubeObject): string; brief(kind: WatchedKind, object: KubeObject): string; forget(key: string): void } {
+function createSummaryCache(): {
+  json(kind: WatchedKind, object: KubeObject): string;
+  brief(kind: WatchedKind, object: KubeObject): string;
+  forget(key: string): void;
+} {
   const cache = new Map<string, { version: string | undefined; json: string; brief: string }>();
   const entry = (kind: WatchedKind, object: KubeObject): { json: string; brief: string } => {
     const key = `${kind}/${object.metadata.namespace ?? ''}/${object.metadata.name}`;
@@ -59,7 +64,11 @@ function createSummaryCache(): { json(kind: WatchedKind, object: KubeObject): st
     if (hit !== undefined && version !== undefined && hit.version === version) return hit;
     const summary = summarize(kind, object) satisfies UiObject;
     const brief = Object.fromEntries(BRIEF_FIELDS.filter((f) => summary[f] !== undefined).map((f) => [f, summary[f]]));
-    const made = { version, json: JSON.stringify(summary), brief: JSON.stringify({ ...brief, conditions: [], source: {}, targets: [], history: [], facts: {}, brief: true }) };
+    const made = {
+      version,
+      json: JSON.stringify(summary),
+      brief: JSON.stringify({ ...brief, conditions: [], source: {}, targets: [], history: [], facts: {}, brief: true }),
+    };
     cache.set(key, made);
     return made;
   };
@@ -71,7 +80,21 @@ function createSummaryCache(): { json(kind: WatchedKind, object: KubeObject): st
 }
 type Streams = Set<(change: Change) => void>;
 
-type Context = { rest: KubeRest; source: UiSource; logger: Logger; access: Access; sessions: ReturnType<typeof createSessions>; assets: { js: Buffer; css: Buffer }; activity?: ActivityLog; diffs?: SyncDiffs; diffSource?: DiffSource; oidc?: OidcSignIn; anonymous: boolean; summaries: ReturnType<typeof createSummaryCache>; mirrors?: () => readonly UiMirrorRow[] };
+type Context = {
+  rest: KubeRest;
+  source: UiSource;
+  logger: Logger;
+  access: Access;
+  sessions: ReturnType<typeof createSessions>;
+  assets: { js: Buffer; css: Buffer };
+  activity?: ActivityLog;
+  diffs?: SyncDiffs;
+  diffSource?: DiffSource;
+  oidc?: OidcSignIn;
+  anonymous: boolean;
+  summaries: ReturnType<typeof createSummaryCache>;
+  mirrors?: () => readonly UiMirrorRow[];
+};
 
 export type UiServerOptions = {
   address: string;
@@ -138,7 +161,10 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
 }
 
 /** How viewers sign in, from the run flags: OIDC beside tokens when an issuer is given; anonymous only when asked. */
-export function uiSignIn(flags: Parameters<typeof oidcSettingsFromFlags>[0] & { uiAnonymous?: boolean }, podNamespace: string | undefined): Pick<UiServerOptions, 'oidc' | 'anonymous'> {
+export function uiSignIn(
+  flags: Parameters<typeof oidcSettingsFromFlags>[0] & { uiAnonymous?: boolean },
+  podNamespace: string | undefined,
+): Pick<UiServerOptions, 'oidc' | 'anonymous'> {
   const oidc = oidcSettingsFromFlags(flags, podNamespace ?? 'default');
   return { ...(oidc === undefined ? {} : { oidc }), anonymous: flags.uiAnonymous === true };
 }
@@ -152,7 +178,8 @@ async function route(context: Context, streams: Streams, req: IncomingMessage, r
   const method = req.method ?? 'GET';
   if (method === 'GET' && path === '/assets/app.js') return asset(res, 'text/javascript; charset=utf-8', context.assets.js);
   if (method === 'GET' && path === '/assets/app.css') return asset(res, 'text/css; charset=utf-8', context.assets.css);
-  if (method === 'GET' && path === '/login') return html(res, 200, signInPage({ failed: new URL(req.url ?? '/', 'http://ui').searchParams.get('failed'), oidc: context.oidc !== undefined }));
+  if (method === 'GET' && path === '/login')
+    return html(res, 200, signInPage({ failed: new URL(req.url ?? '/', 'http://ui').searchParams.get('failed'), oidc: context.oidc !== undefined }));
   if (method === 'POST' && path === '/login') return signIn(context, req, res);
   if (method === 'GET' && path === '/oidc/login' && context.oidc !== undefined) return beginOidc(context, context.oidc, req, res);
   if (method === 'GET' && path === '/oidc/callback' && context.oidc !== undefined) return finishOidc(context, context.oidc, req, res);
@@ -176,11 +203,29 @@ async function route(context: Context, streams: Streams, req: IncomingMessage, r
       return json(res, 200, { enabled: true, rows: await visibleMirrorRows(context.access, session.viewer, context.mirrors()) });
     }
     const one = /^\/api\/objects\/([A-Za-z]+)\/([^/]+)\/([^/]+)$/.exec(path);
-    if (method === 'GET' && one !== null) return showObject(context, session, { kind: one[1] ?? '', namespace: decodeURIComponent(one[2] ?? ''), name: decodeURIComponent(one[3] ?? '') }, res);
+    if (method === 'GET' && one !== null)
+      return showObject(context, session, { kind: one[1] ?? '', namespace: decodeURIComponent(one[2] ?? ''), name: decodeURIComponent(one[3] ?? '') }, res);
     const extra = /^\/api\/(tree|commits)\/ConfigSync\/([^/]+)\/([^/]+)$/.exec(path);
-    if (method === 'GET' && extra !== null) return showTreeOrCommits(context, session, { which: extra[1] as 'tree' | 'commits', namespace: decodeURIComponent(extra[2] ?? ''), name: decodeURIComponent(extra[3] ?? '') }, res);
+    if (method === 'GET' && extra !== null)
+      return showTreeOrCommits(
+        context,
+        session,
+        { which: extra[1] as 'tree' | 'commits', namespace: decodeURIComponent(extra[2] ?? ''), name: decodeURIComponent(extra[3] ?? '') },
+        res,
+      );
     const diff = /^\/api\/(diff|deploys)\/ConfigSync\/([^/]+)\/([^/]+)$/.exec(path);
-    if (method === 'GET' && diff !== null) return showDiff(context, session, { which: diff[1] as 'diff' | 'deploys', namespace: decodeURIComponent(diff[2] ?? ''), name: decodeURIComponent(diff[3] ?? ''), query: new URL(req.url ?? '/', 'http://ui').searchParams }, res);
+    if (method === 'GET' && diff !== null)
+      return showDiff(
+        context,
+        session,
+        {
+          which: diff[1] as 'diff' | 'deploys',
+          namespace: decodeURIComponent(diff[2] ?? ''),
+          name: decodeURIComponent(diff[3] ?? ''),
+          query: new URL(req.url ?? '/', 'http://ui').searchParams,
+        },
+        res,
+      );
     return json(res, 404, { error: 'not found' });
   }
   if (method !== 'GET') return json(res, 405, { error: 'method not allowed' });
@@ -196,10 +241,13 @@ async function signIn(context: Context, req: IncomingMessage, res: ServerRespons
   const form = new URLSearchParams(await readBody(req, MAX_FORM_BYTES));
   const token = (form.get('token') ?? '').trim();
   // A review that fails (e.g. the operator may not create TokenReviews) is logged, never the token.
-  const viewer = token === '' ? undefined : await reviewToken(context.rest, token).catch((error: unknown) => {
-    context.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'web UI sign-in: the TokenReview failed');
-    return undefined;
-  });
+  const viewer =
+    token === ''
+      ? undefined
+      : await reviewToken(context.rest, token).catch((error: unknown) => {
+          context.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'web UI sign-in: the TokenReview failed');
+          return undefined;
+        });
   if (viewer === undefined) {
     res.writeHead(303, { ...SECURITY_HEADERS, Location: '/login?failed=token' }).end();
     return;
@@ -210,7 +258,8 @@ async function signIn(context: Context, req: IncomingMessage, res: ServerRespons
 }
 
 const secureFlag = (req: IncomingMessage): string => (req.headers['x-forwarded-proto'] === 'https' ? '; Secure' : '');
-const sessionCookie = (req: IncomingMessage, session: Session): string => `${COOKIE}=${session.id}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${8 * 3600}${secureFlag(req)}`;
+const sessionCookie = (req: IncomingMessage, session: Session): string =>
+  `${COOKIE}=${session.id}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${8 * 3600}${secureFlag(req)}`;
 /** This server as the browser reached it (a TLS-terminating proxy says https with X-Forwarded-Proto). */
 const originOf = (req: IncomingMessage): string => `${req.headers['x-forwarded-proto'] === 'https' ? 'https' : 'http'}://${req.headers.host ?? 'localhost'}`;
 
@@ -219,11 +268,20 @@ async function beginOidc(context: Context, oidc: OidcSignIn, req: IncomingMessag
   try {
     started = await oidc.begin(oidc.redirectUrl(originOf(req)));
   } catch (error) {
-    context.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'web UI OIDC sign-in could not start (discovery or the client secret)');
+    context.logger.warn(
+      { err: error instanceof Error ? error.message : String(error) },
+      'web UI OIDC sign-in could not start (discovery or the client secret)',
+    );
     res.writeHead(303, { ...SECURITY_HEADERS, Location: '/login?failed=oidc' }).end();
     return;
   }
-  res.writeHead(303, { ...SECURITY_HEADERS, Location: started.url, 'Set-Cookie': `${OIDC_COOKIE}=${started.state}; HttpOnly; SameSite=Lax; Path=/oidc; Max-Age=600${secureFlag(req)}` }).end();
+  res
+    .writeHead(303, {
+      ...SECURITY_HEADERS,
+      Location: started.url,
+      'Set-Cookie': `${OIDC_COOKIE}=${started.state}; HttpOnly; SameSite=Lax; Path=/oidc; Max-Age=600${secureFlag(req)}`,
+    })
+    .end();
 }
 
 async function finishOidc(context: Context, oidc: OidcSignIn, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -234,7 +292,7 @@ async function finishOidc(context: Context, oidc: OidcSignIn, req: IncomingMessa
   } catch (error) {
     // The exchange's details go to the log (never a token: openid-client's errors name fields, not values).
     context.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'web UI OIDC sign-in refused');
-    const failed = error instanceof OidcError ? error.message : 'the issuer\'s answer did not check out';
+    const failed = error instanceof OidcError ? error.message : "the issuer's answer did not check out";
     res.writeHead(303, { ...SECURITY_HEADERS, Location: `/login?failed=${encodeURIComponent(failed)}`, 'Set-Cookie': clear }).end();
     return;
   }
@@ -243,7 +301,9 @@ async function finishOidc(context: Context, oidc: OidcSignIn, req: IncomingMessa
   // A page, not a redirect: the session cookie is SameSite=Strict, and a redirect chain that began at the
   // issuer (another site) would not carry it to the next request; this page's own navigation does.
   res.writeHead(200, { ...SECURITY_HEADERS, 'Content-Type': 'text/html; charset=utf-8', 'Set-Cookie': [sessionCookie(req, session), clear] });
-  res.end(`${HEAD}<meta http-equiv="refresh" content="0;url=/"></head><body><main class="signin"><p>Signed in as ${escapeHtml(viewer.username)}. <a href="/">Continue</a></p></main></body></html>`);
+  res.end(
+    `${HEAD}<meta http-equiv="refresh" content="0;url=/"></head><body><main class="signin"><p>Signed in as ${escapeHtml(viewer.username)}. <a href="/">Continue</a></p></main></body></html>`,
+  );
 }
 
 function escapeHtml(text: string): string {
@@ -266,13 +326,15 @@ async function stream(context: Context, streams: Streams, session: Session, req:
   // Changes are queued until the snapshot went out, and sent in order after it.
   let chain = Promise.resolve();
   const onChange = (change: Change): void => {
-    chain = chain.then(async () => {
-      if (context.sessions.get(session.id) === undefined) return void res.end();
-      if (!(await visible(context.access, session.viewer, change.kind, change.namespace))) return;
-      if ('activity' in change) send('activity', change.activity);
-      else if (change.deleted) send('delete', { key: change.key });
-      else sendJson('upsert', change.json());
-    }).catch(() => undefined);
+    chain = chain
+      .then(async () => {
+        if (context.sessions.get(session.id) === undefined) return void res.end();
+        if (!(await visible(context.access, session.viewer, change.kind, change.namespace))) return;
+        if ('activity' in change) send('activity', change.activity);
+        else if (change.deleted) send('delete', { key: change.key });
+        else sendJson('upsert', change.json());
+      })
+      .catch(() => undefined);
   };
   streams.add(onChange);
   const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), 20_000);
@@ -301,9 +363,11 @@ async function stream(context: Context, streams: Streams, session: Session, req:
 /** One object's whole summary (the snapshot sends the overview's part), from the cache, for a viewer who may list it. */
 async function showObject(context: Context, session: Session, request: { kind: string; namespace: string; name: string }, res: ServerResponse): Promise<void> {
   const kind = KINDS.find((k) => k === request.kind);
-  const object = kind === undefined ? undefined : context.source.watched(kind).find((o) => o.metadata.namespace === request.namespace && o.metadata.name === request.name);
+  const object =
+    kind === undefined ? undefined : context.source.watched(kind).find((o) => o.metadata.namespace === request.namespace && o.metadata.name === request.name);
   // Not there and not visible read the same: a viewer learns nothing of objects they may not list.
-  if (kind === undefined || object === undefined || !(await visible(context.access, session.viewer, kind, request.namespace))) return json(res, 404, { error: `${request.kind} ${request.namespace}/${request.name} is not there, or you may not list it` });
+  if (kind === undefined || object === undefined || !(await visible(context.access, session.viewer, kind, request.namespace)))
+    return json(res, 404, { error: `${request.kind} ${request.namespace}/${request.name} is not there, or you may not list it` });
   res.writeHead(200, { ...SECURITY_HEADERS, 'Content-Type': 'application/json' }).end(context.summaries.json(kind, object));
 }
 
@@ -312,7 +376,12 @@ async function showObject(context: Context, session: Session, request: { kind: s
  * may `get` it. The answer holds what Git renders and the live objects' fields Syncline writes, each object's
  * only if the viewer may `get` that object too; Secret values are masked.
  */
-async function showDiff(context: Context, session: Session, request: { which: 'diff' | 'deploys'; namespace: string; name: string; query: URLSearchParams }, res: ServerResponse): Promise<void> {
+async function showDiff(
+  context: Context,
+  session: Session,
+  request: { which: 'diff' | 'deploys'; namespace: string; name: string; query: URLSearchParams },
+  res: ServerResponse,
+): Promise<void> {
   const { namespace, name } = request;
   if (context.diffs === undefined) return json(res, 501, { error: 'this operator serves no diffs' });
   if (!(await context.access.allowed(session.viewer, { verb: 'get', kind: 'ConfigSync', namespace, name }))) {
@@ -334,7 +403,12 @@ async function showDiff(context: Context, session: Session, request: { which: 'd
  * A ConfigSync's resource tree (its applied objects and what they own, with health and Events) or its deploys'
  * commits (message, author), for a viewer who may `get` it; each object of the tree only if they may read it.
  */
-async function showTreeOrCommits(context: Context, session: Session, request: { which: 'tree' | 'commits'; namespace: string; name: string }, res: ServerResponse): Promise<void> {
+async function showTreeOrCommits(
+  context: Context,
+  session: Session,
+  request: { which: 'tree' | 'commits'; namespace: string; name: string },
+  res: ServerResponse,
+): Promise<void> {
   const { namespace, name } = request;
   if (context.diffSource === undefined) return json(res, 501, { error: 'this operator serves no trees or commits' });
   if (!(await context.access.allowed(session.viewer, { verb: 'get', kind: 'ConfigSync', namespace, name }))) {
@@ -357,7 +431,12 @@ type Action = (typeof ACTIONS)[number];
  */
 async function act(context: Context, session: Session, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const token = req.headers['x-csrf-token'];
-  if (typeof token !== 'string' || !sameSecret(token, session.csrf) || !sameOrigin(req) || !(req.headers['content-type'] ?? '').startsWith('application/json')) {
+  if (
+    typeof token !== 'string' ||
+    !sameSecret(token, session.csrf) ||
+    !sameOrigin(req) ||
+    !(req.headers['content-type'] ?? '').startsWith('application/json')
+  ) {
     return json(res, 403, { error: 'forbidden: the request did not come from this page (CSRF check failed)' });
   }
   let body: { kind?: unknown; namespace?: unknown; name?: unknown; action?: unknown; revision?: unknown };
@@ -367,7 +446,13 @@ async function act(context: Context, session: Session, req: IncomingMessage, res
     return json(res, 400, { error: 'the body is not JSON' });
   }
   const { kind, namespace, name, action, revision } = body;
-  if (typeof kind !== 'string' || !KINDS.includes(kind as WatchedKind) || typeof namespace !== 'string' || typeof name !== 'string' || !ACTIONS.includes(action as Action)) {
+  if (
+    typeof kind !== 'string' ||
+    !KINDS.includes(kind as WatchedKind) ||
+    typeof namespace !== 'string' ||
+    typeof name !== 'string' ||
+    !ACTIONS.includes(action as Action)
+  ) {
     return json(res, 400, { error: 'expected {kind, namespace, name, action: reconcile|suspend|resume|rollback|failover|failback, revision (rollback)}' });
   }
   const watchedKind = kind as WatchedKind;
@@ -376,7 +461,8 @@ async function act(context: Context, session: Session, req: IncomingMessage, res
   if (action === 'rollback' && (watchedKind !== 'ConfigSync' || typeof revision !== 'string' || !/^[0-9a-f]{40}$/.test(revision))) {
     return json(res, 400, { error: `${id}: rollback takes a ConfigSync and a full 40-character commit SHA` });
   }
-  if ((action === 'failover' || action === 'failback') && watchedKind !== 'NamespaceReplication') return json(res, 400, { error: `${id}: only a NamespaceReplication fails over` });
+  if ((action === 'failover' || action === 'failback') && watchedKind !== 'NamespaceReplication')
+    return json(res, 400, { error: `${id}: only a NamespaceReplication fails over` });
   const viewer = session.viewer;
   if (!(await context.access.allowed(viewer, { verb: 'patch', kind: watchedKind, namespace, name }))) {
     context.logger.info({ user: viewer.username, action, object: id }, 'web UI action refused (RBAC)');
@@ -387,13 +473,22 @@ async function act(context: Context, session: Session, req: IncomingMessage, res
   const suspended = (object['spec'] as { suspend?: boolean } | undefined)?.suspend === true;
   if (action === 'reconcile' && suspended) return json(res, 409, { error: `${id} is suspended: a reconcile request would do nothing; resume it first` });
   const history = ((object['status'] as { history?: { revision?: string }[] } | undefined)?.history ?? []).map((h) => h.revision);
-  if (action === 'rollback' && !history.includes(revision as string)) return json(res, 409, { error: `${id}: ${String(revision)} is not in its deploy history` });
+  if (action === 'rollback' && !history.includes(revision as string))
+    return json(res, 409, { error: `${id}: ${String(revision)} is not in its deploy history` });
   const patch =
-    action === 'reconcile' ? { metadata: { annotations: { [RECONCILE_REQUESTED_ANNOTATION]: new Date().toISOString() } } }
-    : action === 'rollback' ? { spec: { source: { git: { revision } } } }
-    : action === 'failover' || action === 'failback' ? { spec: { failover: action === 'failover' } }
-    : { spec: { suspend: action === 'suspend' } };
-  await context.rest.request({ method: 'PATCH', path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/${PLURALS[watchedKind]}/${name}`, contentType: 'application/merge-patch+json', body: patch });
+    action === 'reconcile'
+      ? { metadata: { annotations: { [RECONCILE_REQUESTED_ANNOTATION]: new Date().toISOString() } } }
+      : action === 'rollback'
+        ? { spec: { source: { git: { revision } } } }
+        : action === 'failover' || action === 'failback'
+          ? { spec: { failover: action === 'failover' } }
+          : { spec: { suspend: action === 'suspend' } };
+  await context.rest.request({
+    method: 'PATCH',
+    path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/${PLURALS[watchedKind]}/${name}`,
+    contentType: 'application/merge-patch+json',
+    body: patch,
+  });
   context.logger.info({ user: viewer.username, action, object: id }, 'web UI action');
   json(res, 200, { ok: true, message: `${action as Action} requested for ${id}` });
 }
@@ -440,13 +535,21 @@ function asset(res: ServerResponse, type: string, body: Buffer): void {
   res.writeHead(200, { ...SECURITY_HEADERS, 'Cache-Control': 'no-cache', 'Content-Type': type }).end(body);
 }
 
-const HEAD = '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="color-scheme" content="light dark"><title>Syncline</title><link rel="stylesheet" href="/assets/app.css">';
+const HEAD =
+  '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="color-scheme" content="light dark"><title>Syncline</title><link rel="stylesheet" href="/assets/app.css">';
 
 const PAGE = `${HEAD}<script type="module" src="/assets/app.js"></script></head><body><div id="app" class="loading">Loading…</div></body></html>`;
 
 function signInPage(options: { failed: string | null; oidc: boolean }): string {
   const { failed } = options;
-  const why = failed === null ? '' : failed === '' || failed === 'token' ? 'The API server did not accept this token.' : failed === 'oidc' ? 'The OIDC sign-in could not start; the operator\'s log says why.' : `The OIDC sign-in failed: ${failed}`;
+  const why =
+    failed === null
+      ? ''
+      : failed === '' || failed === 'token'
+        ? 'The API server did not accept this token.'
+        : failed === 'oidc'
+          ? "The OIDC sign-in could not start; the operator's log says why."
+          : `The OIDC sign-in failed: ${failed}`;
   return `${HEAD}</head><body><main class="signin"><h1>Syncline</h1>
 ${options.oidc ? '<p><a class="button oidc" href="/oidc/login">Sign in with OIDC</a></p><p class="hint">or with a token:</p>' : ''}
 <form method="post" action="/login">

@@ -11,7 +11,8 @@ export { UiState, type UiObject };
 type Loose = Record<string, unknown>;
 const record = (value: unknown): Loose => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Loose) : {});
 const list = (value: unknown): Loose[] => (Array.isArray(value) ? value.map(record) : []);
-const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : typeof value === 'number' || typeof value === 'boolean' ? String(value) : undefined);
+const text = (value: unknown): string | undefined =>
+  typeof value === 'string' ? value : typeof value === 'number' || typeof value === 'boolean' ? String(value) : undefined;
 const num = (value: unknown): number | undefined => (typeof value === 'number' ? value : undefined);
 
 /** A URL without its user and password (https://user:token@host/repo → https://host/repo). */
@@ -64,10 +65,13 @@ export function summarize(kind: WatchedKind, object: KubeObject): UiObject {
     facts: {},
   };
   const parts =
-    kind === 'ConfigSync' ? configSyncParts(spec, status)
-    : kind === 'ManifestSync' ? manifestSyncParts(spec, status)
-    : kind === 'NamespaceReplication' ? replicationParts(spec, status, namespace)
-    : remoteClusterParts(status, conditions);
+    kind === 'ConfigSync'
+      ? configSyncParts(spec, status)
+      : kind === 'ManifestSync'
+        ? manifestSyncParts(spec, status)
+        : kind === 'NamespaceReplication'
+          ? replicationParts(spec, status, namespace)
+          : remoteClusterParts(status, conditions);
   const summary = { ...base, ...parts };
   const attention = attentionOf(summary);
   return attention === undefined ? summary : { ...summary, attention };
@@ -89,7 +93,8 @@ export function attentionOf(o: Pick<UiObject, 'kind' | 'state' | 'summary' | 'dr
   }
   if (o.kind === 'NamespaceReplication') return undefined;
   const failed = o.targets.find((t) => t.phase === 'Failed');
-  if (failed !== undefined) return `${o.kind === 'ManifestSync' ? 'copy' : 'target'} ${failed.cluster === undefined ? '' : `${failed.cluster}/`}${failed.namespace ?? failed.name}: ${failed.message ?? failed.reason ?? 'failed'}`;
+  if (failed !== undefined)
+    return `${o.kind === 'ManifestSync' ? 'copy' : 'target'} ${failed.cluster === undefined ? '' : `${failed.cluster}/`}${failed.namespace ?? failed.name}: ${failed.message ?? failed.reason ?? 'failed'}`;
   return undefined;
 }
 
@@ -134,7 +139,9 @@ function configSyncParts(spec: Loose, status: Loose): Pick<UiObject, 'source' | 
       lastAttemptedRevision: text(status['lastAttemptedRevision']),
     }),
     targets,
-    history: list(status['history']).map((h) => compact({ revision: text(h['revision']) ?? '', appliedAt: text(h['appliedAt']), objects: num(h['objects']), digest: text(h['digest']) })),
+    history: list(status['history']).map((h) =>
+      compact({ revision: text(h['revision']) ?? '', appliedAt: text(h['appliedAt']), objects: num(h['objects']), digest: text(h['digest']) }),
+    ),
     facts: compact({ lastSyncedTime: text(status['lastSyncedTime']), appliedTargets: text(status['appliedTargets']) }),
   };
 }
@@ -145,7 +152,18 @@ function manifestSyncParts(spec: Loose, status: Loose): Pick<UiObject, 'source' 
     source: compact({ apiVersion: text(ref['apiVersion']), kind: text(ref['kind']), namespace: text(ref['namespace']), name: text(ref['name']) }),
     // The map of copies: where each went (namespace, cluster), whether it is current, and why not (a conflict
     // names the object that holds the name).
-    targets: list(status['targets']).map((t) => compact({ name: text(t['name']) ?? text(t['namespace']) ?? '', cluster: text(t['cluster']), namespace: text(t['namespace']), phase: text(t['phase']), objects: num(t['objects']), message: text(t['message']), reason: text(t['reason']), lastSyncedTime: text(t['lastSuccessfulSyncTime']) })),
+    targets: list(status['targets']).map((t) =>
+      compact({
+        name: text(t['name']) ?? text(t['namespace']) ?? '',
+        cluster: text(t['cluster']),
+        namespace: text(t['namespace']),
+        phase: text(t['phase']),
+        objects: num(t['objects']),
+        message: text(t['message']),
+        reason: text(t['reason']),
+        lastSyncedTime: text(t['lastSuccessfulSyncTime']),
+      }),
+    ),
     facts: compact({ sourceResourceVersion: text(status['sourceResourceVersion']) }),
   };
 }
@@ -157,7 +175,8 @@ function replicationParts(spec: Loose, status: Loose, namespace: string): Pick<U
     if (key !== 'observedGeneration' && (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')) facts[key] = String(value);
   }
   const hold = record(status['pruneHold']);
-  if (text(hold['token']) !== undefined) facts['pruneHold'] = `${text(hold['objects']) ?? '?'} deletion(s) held since ${text(hold['since']) ?? '?'} (${text(hold['reason']) ?? ''})`;
+  if (text(hold['token']) !== undefined)
+    facts['pruneHold'] = `${text(hold['objects']) ?? '?'} deletion(s) held since ${text(hold['since']) ?? '?'} (${text(hold['reason']) ?? ''})`;
   const promotion = record(status['standbyPromotion']);
   if (text(promotion['at']) !== undefined) facts['standbyPromotion'] = `promoted at ${text(promotion['at']) ?? ''} by ${text(promotion['by']) ?? '?'}`;
   const destination = record(spec['destination']);
@@ -175,7 +194,11 @@ function replicationParts(spec: Loose, status: Loose, namespace: string): Pick<U
 function remoteClusterParts(status: Loose, conditions: readonly UiCondition[]): Pick<UiObject, 'source' | 'facts'> {
   const ready = conditions.find((c) => c.type === 'Ready');
   const reachable = ready === undefined ? undefined : ready.status === 'True' ? 'yes' : `no (${ready.reason})`;
-  const facts: Record<string, string | undefined> = { reachable, serverVersion: text(status['serverVersion']), server: withoutCredentials(text(status['server']) ?? '') };
+  const facts: Record<string, string | undefined> = {
+    reachable,
+    serverVersion: text(status['serverVersion']),
+    server: withoutCredentials(text(status['server']) ?? ''),
+  };
   for (const [key, value] of Object.entries(status)) if (typeof value === 'string' && facts[key] === undefined && /time|probe/i.test(key)) facts[key] = value;
   return { source: {}, facts: compact(facts) };
 }

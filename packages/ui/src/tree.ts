@@ -25,7 +25,16 @@ const EVENTS_PER_NODE = 5;
 const MAX_NODES = 500;
 
 type Owned = KubeObject & { metadata: KubeObject['metadata'] & { uid?: string; ownerReferences?: Array<{ uid?: string }> } };
-type KubeEvent = { type?: string; reason?: string; message?: string; count?: number; lastTimestamp?: string; eventTime?: string; metadata: { creationTimestamp?: string }; involvedObject?: { uid?: string } };
+type KubeEvent = {
+  type?: string;
+  reason?: string;
+  message?: string;
+  count?: number;
+  lastTimestamp?: string;
+  eventTime?: string;
+  metadata: { creationTimestamp?: string };
+  involvedObject?: { uid?: string };
+};
 
 export async function syncTree(input: { rest: KubeRest; client: ApplyClient; object: KubeObject; mayRead: MayRead }): Promise<UiTree> {
   const sync = input.object as unknown as ConfigSync;
@@ -56,7 +65,15 @@ export async function syncTree(input: { rest: KubeRest; client: ApplyClient; obj
       }
       const live = (await input.client.get(id)) as Owned | undefined;
       if (live === undefined) {
-        nodes.push({ kind: ref.kind, namespace: ref.namespace, name: ref.name, health: 'Missing', healthMessage: 'not in the cluster', events: [], children: [] });
+        nodes.push({
+          kind: ref.kind,
+          namespace: ref.namespace,
+          name: ref.name,
+          health: 'Missing',
+          healthMessage: 'not in the cluster',
+          events: [],
+          children: [],
+        });
         continue;
       }
       nodes.push(await nodeOf(live, ref.namespace === '' ? undefined : await namespaceOf(ref.namespace), 0));
@@ -105,7 +122,9 @@ async function hookOf(
     ...(record.startedAt === undefined ? {} : { startedAt: record.startedAt }),
   };
   if (!withObject || record.uid === undefined) return hook;
-  const live = (await input.client.get(objectId({ apiVersion: record.apiVersion, kind: record.kind, metadata: { name: record.name, ...(namespace === '' ? {} : { namespace }) } }))) as Owned | undefined;
+  const live = (await input.client.get(
+    objectId({ apiVersion: record.apiVersion, kind: record.kind, metadata: { name: record.name, ...(namespace === '' ? {} : { namespace }) } }),
+  )) as Owned | undefined;
   if (live === undefined || live.metadata.uid !== record.uid) return hook;
   return { ...hook, node: await nodeOf(live, namespace === '' ? undefined : await namespaceOf(namespace), 0) };
 }
@@ -124,7 +143,9 @@ async function readNamespace(input: { rest: KubeRest; mayRead: MayRead }, namesp
   let events: Map<string, KubeEvent[]> | undefined;
   if (await input.mayRead({ verb: 'list', group: '', resource: 'events', namespace })) {
     events = new Map();
-    const list = await input.rest.request<{ items: KubeEvent[] }>({ method: 'GET', path: `/api/v1/namespaces/${namespace}/events` }).catch(() => ({ items: [] }));
+    const list = await input.rest
+      .request<{ items: KubeEvent[] }>({ method: 'GET', path: `/api/v1/namespaces/${namespace}/events` })
+      .catch(() => ({ items: [] }));
     for (const event of list.items) {
       const uid = event.involvedObject?.uid;
       if (uid !== undefined) events.set(uid, [...(events.get(uid) ?? []), event]);
@@ -141,7 +162,10 @@ async function nodeOf(object: Owned, namespace: Namespace | undefined, depth: nu
     .sort((a, b) => when(b).localeCompare(when(a)))
     .slice(0, EVENTS_PER_NODE)
     .map((e) => ({ type: e.type ?? '', reason: e.reason ?? '', message: e.message ?? '', count: e.count ?? 1, at: when(e) }));
-  const children = depth >= 3 || uid === undefined ? [] : (namespace?.children ?? []).filter((child) => child.metadata.ownerReferences?.some((owner) => owner.uid === uid) === true);
+  const children =
+    depth >= 3 || uid === undefined
+      ? []
+      : (namespace?.children ?? []).filter((child) => child.metadata.ownerReferences?.some((owner) => owner.uid === uid) === true);
   return {
     kind: object.kind ?? '',
     namespace: object.metadata.namespace ?? '',

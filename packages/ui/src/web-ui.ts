@@ -9,6 +9,7 @@ export function createWebUi(): WebUi {
   const activity = createActivityLog();
   return {
     record: (recorder) => activity.wrap(recorder),
-    start: ({ flags, podNamespace, mirrors, ...options }) => startUiServer({ ...options, activity, ...uiSignIn(flags, podNamespace), ...(mirrors === undefined ? {} : { mirrors }) }),
+    start: ({ flags, podNamespace, mirrors, ...options }) =>
+      startUiServer({ ...options, activity, ...uiSignIn(flags, podNamespace), ...(mirrors === undefined ? {} : { mirrors }) }),
   };
 }

@@ -88,9 +88,30 @@ export interface TokenRequest {
 
 /** The registry's configuration: filesystem storage under `dir`, htpasswd auth and TLS when asked. */
 function registryConfig(dir: string, port: number, options: OciRegistryOptions, token: { realm: string } | undefined): string {
-  const lines = ['version: 0.1', 'log:', '  level: info', 'storage:', '  filesystem:', `    rootdirectory: ${join(dir, 'data')}`, '  delete:', '    enabled: true', 'http:', `  addr: 127.0.0.1:${port}`];
+  const lines = [
+    'version: 0.1',
+    'log:',
+    '  level: info',
+    'storage:',
+    '  filesystem:',
+    `    rootdirectory: ${join(dir, 'data')}`,
+    '  delete:',
+    '    enabled: true',
+    'http:',
+    `  addr: 127.0.0.1:${port}`,
+  ];
   if (options.tls !== undefined) lines.push('  tls:', `    certificate: ${join(dir, 'tls.crt')}`, `    key: ${join(dir, 'tls.key')}`);
-  if (token !== undefined) lines.push('auth:', '  token:', `    realm: ${token.realm}`, `    service: ${TOKEN_SERVICE}`, `    issuer: ${TOKEN_ISSUER}`, `    jwks: ${join(dir, 'jwks.json')}`, '    signingalgorithms:', '      - ES256');
+  if (token !== undefined)
+    lines.push(
+      'auth:',
+      '  token:',
+      `    realm: ${token.realm}`,
+      `    service: ${TOKEN_SERVICE}`,
+      `    issuer: ${TOKEN_ISSUER}`,
+      `    jwks: ${join(dir, 'jwks.json')}`,
+      '    signingalgorithms:',
+      '      - ES256',
+    );
   else if (options.auth !== undefined) lines.push('auth:', '  htpasswd:', '    realm: syncline-test-registry', `    path: ${join(dir, 'htpasswd')}`);
   return `${lines.join('\n')}\n`;
 }
@@ -103,7 +124,11 @@ const TOKEN_ISSUER = 'syncline-test-token-issuer';
  * credentials answers {token, access_token}, an ES256 JWT (kid in the header, the key in the registry's JWKS)
  * granting the scopes asked for; wrong credentials get 401. HTTPS with the registry's certificate.
  */
-async function startTokenService(dir: string, auth: { username: string; password: string }, tls: { key: string; cert: string }): Promise<{ realm: string; requests: TokenRequest[]; close: () => Promise<void> }> {
+async function startTokenService(
+  dir: string,
+  auth: { username: string; password: string },
+  tls: { key: string; cert: string },
+): Promise<{ realm: string; requests: TokenRequest[]; close: () => Promise<void> }> {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const kid = 'syncline-test-key';
   await writeFile(join(dir, 'jwks.json'), JSON.stringify({ keys: [{ ...publicKey.export({ format: 'jwk' }), kid, alg: 'ES256', use: 'sig' }] }));
@@ -116,19 +141,34 @@ async function startTokenService(dir: string, auth: { username: string; password
     const colon = decoded.indexOf(':');
     const username = colon === -1 ? '' : decoded.slice(0, colon);
     const granted = url.pathname === '/token' && colon !== -1 && username === auth.username && decoded.slice(colon + 1) === auth.password;
-    const scopes = url.searchParams.getAll('scope').flatMap((scope) => scope.split(' ')).filter((scope) => scope !== '');
+    const scopes = url.searchParams
+      .getAll('scope')
+      .flatMap((scope) => scope.split(' '))
+      .filter((scope) => scope !== '');
     requests.push({ username, scopes, userAgent: req.headers['user-agent'] ?? '', granted });
-    if (!granted) return void res.writeHead(401, { 'www-authenticate': 'Basic realm="token"', 'content-type': 'application/json' }).end('{"details":"unauthorized"}');
+    if (!granted)
+      return void res.writeHead(401, { 'www-authenticate': 'Basic realm="token"', 'content-type': 'application/json' }).end('{"details":"unauthorized"}');
     const now = Math.floor(Date.now() / 1000);
     const access = scopes.flatMap((scope) => {
       const match = /^([a-z]+):(.+):([a-z*,]+)$/.exec(scope);
       return match === null ? [] : [{ type: match[1], name: match[2], actions: (match[3] ?? '').split(',') }];
     });
-    const claims = { iss: TOKEN_ISSUER, sub: username, aud: url.searchParams.get('service') ?? '', exp: now + 300, nbf: now - 10, iat: now, jti: randomUUID(), access };
+    const claims = {
+      iss: TOKEN_ISSUER,
+      sub: username,
+      aud: url.searchParams.get('service') ?? '',
+      exp: now + 300,
+      nbf: now - 10,
+      iat: now,
+      jti: randomUUID(),
+      access,
+    };
     const signingInput = `${b64({ alg: 'ES256', typ: 'JWT', kid })}.${b64(claims)}`;
     const signature = sign('sha256', Buffer.from(signingInput), { key: privateKey, dsaEncoding: 'ieee-p1363' }).toString('base64url');
     const token = `${signingInput}.${signature}`;
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ token, access_token: token, expires_in: 300, issued_at: new Date().toISOString() }));
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ token, access_token: token, expires_in: 300, issued_at: new Date().toISOString() }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
@@ -153,11 +193,14 @@ export async function startOciRegistry(options: OciRegistryOptions = {}): Promis
   const dir = await mkdtemp(join(tmpdir(), 'syncline-registry-'));
   const port = await freePort();
   const env = { PATH: process.env['PATH'] ?? '', HOME: dir, OTEL_TRACES_EXPORTER: 'none' };
-  const token = options.tokenAuth === true && options.auth !== undefined && options.tls !== undefined ? await startTokenService(dir, options.auth, options.tls) : undefined;
+  const token =
+    options.tokenAuth === true && options.auth !== undefined && options.tls !== undefined ? await startTokenService(dir, options.auth, options.tls) : undefined;
   if (options.tokenAuth === true && token === undefined) throw new Error('tokenAuth needs auth and tls');
   if (options.auth !== undefined && token === undefined) {
     const hashed = await new Promise<string>((resolve, reject) => {
-      const child = execFile(binary, ['htpasswd', options.auth?.username ?? ''], { env }, (error, stdout, stderr) => (error === null ? resolve(stdout) : reject(new Error(`the registry's htpasswd: ${stderr}`))));
+      const child = execFile(binary, ['htpasswd', options.auth?.username ?? ''], { env }, (error, stdout, stderr) =>
+        error === null ? resolve(stdout) : reject(new Error(`the registry's htpasswd: ${stderr}`)),
+      );
       child.stdin?.end(options.auth?.password);
     });
     await writeFile(join(dir, 'htpasswd'), hashed);
@@ -191,7 +234,13 @@ export async function startOciRegistry(options: OciRegistryOptions = {}): Promis
     await token?.close();
     await rm(dir, { recursive: true, force: true });
   };
-  const helmEnv = { PATH: process.env['PATH'] ?? '', HOME: dir, HELM_REGISTRY_CONFIG: join(dir, 'helm-registry.json'), HELM_CACHE_HOME: join(dir, 'helm-cache'), HELM_CONFIG_HOME: join(dir, 'helm-config') };
+  const helmEnv = {
+    PATH: process.env['PATH'] ?? '',
+    HOME: dir,
+    HELM_REGISTRY_CONFIG: join(dir, 'helm-registry.json'),
+    HELM_CACHE_HOME: join(dir, 'helm-cache'),
+    HELM_CONFIG_HOME: join(dir, 'helm-config'),
+  };
   const transport = options.tls === undefined ? ['--plain-http'] : ['--ca-file', join(dir, 'ca.crt')];
   let loggedIn = false;
   return {
@@ -201,7 +250,12 @@ export async function startOciRegistry(options: OciRegistryOptions = {}): Promis
     push: async (archive, repository) => {
       if (options.auth !== undefined && !loggedIn) {
         await new Promise<void>((resolve, reject) => {
-          const login = execFile(helm, ['registry', 'login', host, '--username', options.auth?.username ?? '', '--password-stdin', ...transport], { env: helmEnv }, (error, _stdout, stderr) => (error === null ? resolve() : reject(new Error(`helm registry login: ${stderr}`))));
+          const login = execFile(
+            helm,
+            ['registry', 'login', host, '--username', options.auth?.username ?? '', '--password-stdin', ...transport],
+            { env: helmEnv },
+            (error, _stdout, stderr) => (error === null ? resolve() : reject(new Error(`helm registry login: ${stderr}`))),
+          );
           login.stdin?.end(options.auth?.password);
         });
         loggedIn = true;
@@ -216,10 +270,14 @@ export async function startOciRegistry(options: OciRegistryOptions = {}): Promis
 /** True when the URL answers at all (any status), trusting `ca` besides the system roots. */
 function probe(url: string, ca: string | undefined): Promise<boolean> {
   return new Promise((resolve) => {
-    const request = (url.startsWith('https:') ? httpsRequest : httpRequest)(url, { method: 'GET', ...(ca === undefined ? {} : { ca }), timeout: 5_000 }, (response) => {
-      response.resume();
-      resolve(true);
-    });
+    const request = (url.startsWith('https:') ? httpsRequest : httpRequest)(
+      url,
+      { method: 'GET', ...(ca === undefined ? {} : { ca }), timeout: 5_000 },
+      (response) => {
+        response.resume();
+        resolve(true);
+      },
+    );
     request.on('error', () => resolve(false));
     request.on('timeout', () => request.destroy());
     request.end();
@@ -251,7 +309,9 @@ export interface HelmRepository extends AsyncDisposable {
  * A Helm chart repository as static files under /charts, made by the real `helm repo index`; basic auth when
  * `auth` is given, HTTPS when `tls` is. `down` makes it answer 503 to everything (an outage).
  */
-export async function startHelmRepository(options: GoToolOptions & { auth?: { username: string; password: string }; tls?: { key: string; cert: string } } = {}): Promise<HelmRepository & { down: boolean }> {
+export async function startHelmRepository(
+  options: GoToolOptions & { auth?: { username: string; password: string }; tls?: { key: string; cert: string } } = {},
+): Promise<HelmRepository & { down: boolean }> {
   const helm = await ensureHelm(options);
   const dir = await mkdtemp(join(tmpdir(), 'syncline-helm-repo-'));
   const requests: string[] = [];

@@ -55,7 +55,7 @@ describe('the test Git server', () => {
     await runGit(['fetch', '--quiet', '--depth', '1', repo.url, old], { cwd: clone });
 
     // then
-    expect((await runGit(['cat-file', '-p', `${old}:f.txt`], { cwd: clone }))).toBe('old');
+    expect(await runGit(['cat-file', '-p', `${old}:f.txt`], { cwd: clone })).toBe('old');
   });
 
   it('requires the configured basic or bearer credentials', async () => {

@@ -378,7 +378,15 @@ async function serveBackend(where: Backend, req: IncomingMessage, res: ServerRes
 /** Answers a request with the fault `b` injects (see GitServerBehavior). `limit`: the rate-limit window, shared across requests. */
 async function serveFault(
   b: GitServerBehavior,
-  at: { where: Backend; req: IncomingMessage; res: ServerResponse; url: URL; endpoint: 'info/refs' | 'git-upload-pack'; limit: { until: number }; limited: boolean },
+  at: {
+    where: Backend;
+    req: IncomingMessage;
+    res: ServerResponse;
+    url: URL;
+    endpoint: 'info/refs' | 'git-upload-pack';
+    limit: { until: number };
+    limited: boolean;
+  },
 ): Promise<void> {
   const { where, req, res, url, endpoint, limit, limited } = at;
   switch (b.kind) {
@@ -460,7 +468,11 @@ async function sendJunk(res: ServerResponse, endpoint: 'info/refs' | 'git-upload
   });
   const pkt = (payload: Buffer): Buffer => Buffer.concat([Buffer.from((payload.length + 4).toString(16).padStart(4, '0')), payload]);
   const head = advertisement
-    ? Buffer.concat([pkt(Buffer.from('# service=git-upload-pack\n')), Buffer.from('0000'), pkt(Buffer.from(`${'1'.repeat(40)} HEAD\0side-band-64k ofs-delta shallow\n`))])
+    ? Buffer.concat([
+        pkt(Buffer.from('# service=git-upload-pack\n')),
+        Buffer.from('0000'),
+        pkt(Buffer.from(`${'1'.repeat(40)} HEAD\0side-band-64k ofs-delta shallow\n`)),
+      ])
     : Buffer.concat([pkt(Buffer.from('NAK\n')), pkt(Buffer.concat([Buffer.from([1]), Buffer.from('PACK\0\0\0\x02\xff\xff\xff\xff', 'latin1')]))]);
   const body = advertisement
     ? Buffer.concat(Array.from({ length: 200 }, (_, i) => pkt(Buffer.from(`${'2'.repeat(40)} refs/heads/junk-${String(i).padStart(6, '0')}\n`))))

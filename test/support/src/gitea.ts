@@ -108,7 +108,10 @@ function defaultCacheDir(): string {
 
 /** The cache key: the module version and hash and how it is built, so a change to any of them rebuilds. */
 function buildKey(): string {
-  return createHash('sha256').update(JSON.stringify([GITEA_MODULE, BUILD_TAGS, LDFLAGS, STATIC_DIRS])).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(JSON.stringify([GITEA_MODULE, BUILD_TAGS, LDFLAGS, STATIC_DIRS]))
+    .digest('hex')
+    .slice(0, 16);
 }
 
 /** The environment for the go command: the machine's own Go, modules resolved from go.mod as written. */
@@ -159,7 +162,13 @@ async function downloadGitea(options: Pick<GiteaOptions, 'onProgress'> = {}): Pr
   const started = Date.now();
   const moduleDir = await downloadModule();
   options.onProgress?.(`downloaded ${GITEA_MODULE.path}@${GITEA_MODULE.version} in ${Math.round((Date.now() - started) / 1000)}s`);
-  await downloadModules('Gitea', ['go', 'list', '-deps', '-tags', BUILD_TAGS, '.'], moduleDir, { ...goEnv(), GOFLAGS: '-mod=readonly -buildvcs=false' }, options);
+  await downloadModules(
+    'Gitea',
+    ['go', 'list', '-deps', '-tags', BUILD_TAGS, '.'],
+    moduleDir,
+    { ...goEnv(), GOFLAGS: '-mod=readonly -buildvcs=false' },
+    options,
+  );
   return moduleDir;
 }
 
@@ -169,7 +178,9 @@ async function downloadGitea(options: Pick<GiteaOptions, 'onProgress'> = {}): Pr
  * cgo (sqlite). `go install` refuses a module whose go.mod has replace directives, as Gitea's does, so
  * the module's source is copied out of the module cache and built as the main module.
  */
-export async function ensureGiteaBinary(options: Pick<GiteaOptions, 'cacheDir' | 'onProgress'> & { readonly downloadOnly?: boolean } = {}): Promise<GiteaBinary> {
+export async function ensureGiteaBinary(
+  options: Pick<GiteaOptions, 'cacheDir' | 'onProgress'> & { readonly downloadOnly?: boolean } = {},
+): Promise<GiteaBinary> {
   const root = join(options.cacheDir ?? defaultCacheDir(), 'gitea');
   const dir = join(root, buildKey());
   const result = { binary: join(dir, 'gitea'), staticRoot: join(dir, 'static') };
@@ -177,7 +188,9 @@ export async function ensureGiteaBinary(options: Pick<GiteaOptions, 'cacheDir' |
 
   const go = spawnSync('go', ['version'], { encoding: 'utf8', env: goEnv() });
   if (go.error !== undefined || go.status !== 0) {
-    throw new Error(`Gitea for the forge tests is built from its Go module and needs Go (${GITEA_MODULE.path}@${GITEA_MODULE.version} wants 1.26.2 or newer); 'go version' failed`);
+    throw new Error(
+      `Gitea for the forge tests is built from its Go module and needs Go (${GITEA_MODULE.path}@${GITEA_MODULE.version} wants 1.26.2 or newer); 'go version' failed`,
+    );
   }
   const moduleDir = await downloadGitea(options);
   // Only the download (the integration setup warms the module cache this way while the control plane compiles).
@@ -359,7 +372,11 @@ function giteaEnv(dataDir: string): NodeJS.ProcessEnv {
 
 async function giteaCli(binary: string, dataDir: string, args: readonly string[]): Promise<string> {
   try {
-    const { stdout } = await run(binary, ['--config', join(dataDir, 'app.ini'), '--work-path', dataDir, ...args], { env: giteaEnv(dataDir), timeout: 120_000, maxBuffer: 4 << 20 });
+    const { stdout } = await run(binary, ['--config', join(dataDir, 'app.ini'), '--work-path', dataDir, ...args], {
+      env: giteaEnv(dataDir),
+      timeout: 120_000,
+      maxBuffer: 4 << 20,
+    });
     return stdout;
   } catch (error) {
     const e = error as { stderr?: string; stdout?: string; message: string };
@@ -370,9 +387,18 @@ async function giteaCli(binary: string, dataDir: string, args: readonly string[]
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Starts the web server and waits until /api/healthz answers; rejects with the log's tail when it exits first. */
-async function startWeb(options: { binary: string; dataDir: string; url: string; logPath: string; timeoutMs: number }): Promise<{ child: ChildProcess; exited: Promise<number | null> }> {
+async function startWeb(options: {
+  binary: string;
+  dataDir: string;
+  url: string;
+  logPath: string;
+  timeoutMs: number;
+}): Promise<{ child: ChildProcess; exited: Promise<number | null> }> {
   const log = createWriteStream(options.logPath, { flags: 'a' });
-  const child = spawn(options.binary, ['web', '--config', join(options.dataDir, 'app.ini'), '--work-path', options.dataDir], { env: giteaEnv(options.dataDir), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(options.binary, ['web', '--config', join(options.dataDir, 'app.ini'), '--work-path', options.dataDir], {
+    env: giteaEnv(options.dataDir),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stdout?.pipe(log);
   child.stderr?.pipe(log);
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
@@ -424,8 +450,22 @@ export async function startGitea(options: GiteaOptions = {}): Promise<Gitea> {
       if (attempt === 1) {
         await giteaCli(built.binary, dataDir, ['migrate']);
         const created = await giteaCli(built.binary, dataDir, [
-          'admin', 'user', 'create', '--username', admin.username, '--password', admin.password, '--email', 'admin@syncline.invalid',
-          '--admin', '--must-change-password=false', '--access-token', '--access-token-name', 'syncline-tests', '--access-token-scopes', 'all',
+          'admin',
+          'user',
+          'create',
+          '--username',
+          admin.username,
+          '--password',
+          admin.password,
+          '--email',
+          'admin@syncline.invalid',
+          '--admin',
+          '--must-change-password=false',
+          '--access-token',
+          '--access-token-name',
+          'syncline-tests',
+          '--access-token-scopes',
+          'all',
         ]);
         const token = /Access token was successfully created\.\.\. ([0-9a-f]{40})/.exec(created)?.[1];
         if (token === undefined) throw new Error('gitea admin user create printed no access token');
@@ -445,12 +485,22 @@ export async function startGitea(options: GiteaOptions = {}): Promise<Gitea> {
   }
 }
 
-async function connect(state: { url: string; admin: Gitea['admin']; dataDir: string; logPath: string; web: { child: ChildProcess; exited: Promise<number | null> } }): Promise<Gitea> {
+async function connect(state: {
+  url: string;
+  admin: Gitea['admin'];
+  dataDir: string;
+  logPath: string;
+  web: { child: ChildProcess; exited: Promise<number | null> };
+}): Promise<Gitea> {
   const { url, admin, dataDir, logPath, web } = state;
   const api = async <T>(method: string, path: string, body?: unknown, opts: { authorization?: string } = {}): Promise<T> => {
     const response = await fetch(`${url}/api/v1${path}`, {
       method,
-      headers: { Authorization: opts.authorization ?? `token ${admin.token}`, Accept: 'application/json', ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+      headers: {
+        Authorization: opts.authorization ?? `token ${admin.token}`,
+        Accept: 'application/json',
+        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: AbortSignal.timeout(60_000),
     });

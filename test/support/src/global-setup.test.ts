@@ -10,7 +10,14 @@ describe('needsGitea', () => {
   it('builds for a full run and for filters that reach the Gitea test', () => {
     expect(needsGitea(project(undefined))).toBe(true);
     expect(needsGitea(project([]))).toBe(true);
-    for (const filter of ['gitea', 'test/e2e', 'test/e2e/gitea.int.test.ts', './test/e2e/gitea.int.test.ts', '/repo/test/e2e/gitea.int.test.ts', '/repo/test']) {
+    for (const filter of [
+      'gitea',
+      'test/e2e',
+      'test/e2e/gitea.int.test.ts',
+      './test/e2e/gitea.int.test.ts',
+      '/repo/test/e2e/gitea.int.test.ts',
+      '/repo/test',
+    ]) {
       expect(needsGitea(project([filter])), filter).toBe(true);
     }
   });

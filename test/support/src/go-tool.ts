@@ -59,7 +59,8 @@ function defaultCacheDir(): string {
 
 function toolKey(tool: GoTool): string {
   const hash = createHash('sha256');
-  for (const part of [tool.pkg, tool.version, tool.ldflags ?? '', (tool.tags ?? []).join(','), tool.cgo === true ? 'cgo' : 'nocgo']) hash.update(part).update('\0');
+  for (const part of [tool.pkg, tool.version, tool.ldflags ?? '', (tool.tags ?? []).join(','), tool.cgo === true ? 'cgo' : 'nocgo'])
+    hash.update(part).update('\0');
   return `${tool.version}-${hash.digest('hex').slice(0, 12)}`;
 }
 
@@ -99,7 +100,13 @@ function toolEnv(tool: GoTool, gobin: string): NodeJS.ProcessEnv {
  * -n`, `go list -deps`), outside the build lock. Best effort: when it fails, the build downloads what is
  * missing itself and reports the error.
  */
-export async function downloadModules(name: string, command: readonly [string, ...string[]], cwd: string, env: NodeJS.ProcessEnv, options: GoToolOptions): Promise<void> {
+export async function downloadModules(
+  name: string,
+  command: readonly [string, ...string[]],
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  options: GoToolOptions,
+): Promise<void> {
   const started = Date.now();
   const [file, ...args] = command;
   const outcome = await new Promise<{ code: number | null; output: string; downloaded: boolean }>((resolve) => {
@@ -117,7 +124,8 @@ export async function downloadModules(name: string, command: readonly [string, .
   const seconds = Math.round((Date.now() - started) / 1000);
   if (outcome.code === 0) {
     if (outcome.downloaded) options.onProgress?.(`downloaded the modules ${name} needs in ${seconds}s`);
-  } else options.onProgress?.(`${name}: downloading modules ahead of the build failed (the build will retry): ${outcome.output.trim().split('\n').at(-1) ?? ''}`);
+  } else
+    options.onProgress?.(`${name}: downloading modules ahead of the build failed (the build will retry): ${outcome.output.trim().split('\n').at(-1) ?? ''}`);
 }
 
 async function buildTool(tool: GoTool, dir: string, binary: string, options: GoToolOptions): Promise<void> {
@@ -138,7 +146,9 @@ async function buildTool(tool: GoTool, dir: string, binary: string, options: GoT
       child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
       child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
       child.on('error', reject);
-      child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`go install ${tool.pkg}@${tool.version} failed (exit ${code}):\n${output.slice(-4000)}`))));
+      child.on('close', (code) =>
+        code === 0 ? resolve() : reject(new Error(`go install ${tool.pkg}@${tool.version} failed (exit ${code}):\n${output.slice(-4000)}`)),
+      );
     });
     // `go install` names the binary after the package's last element, or the one before a major-version suffix
     // (sigs.k8s.io/kustomize/kustomize/v5 → kustomize).
@@ -178,7 +188,12 @@ export interface LocalGoBuild {
 export function moduleKey(moduleDir: string, files?: readonly string[], length = 16): string {
   const hash = createHash('sha256');
   const names = files ?? readdirSync(moduleDir).filter((f) => f === 'go.mod' || f === 'go.sum' || (f.endsWith('.go') && !f.endsWith('_test.go')));
-  for (const file of [...names].sort()) hash.update(file).update('\0').update(readFileSync(join(moduleDir, file))).update('\0');
+  for (const file of [...names].sort())
+    hash
+      .update(file)
+      .update('\0')
+      .update(readFileSync(join(moduleDir, file)))
+      .update('\0');
   return hash.digest('hex').slice(0, length);
 }
 

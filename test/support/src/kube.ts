@@ -49,5 +49,5 @@ export async function testNamespace(options: { prefix?: string; labels?: Record<
 }
 
 export function isNotFound(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && 'code' in error && (error).code === 404;
+  return typeof error === 'object' && error !== null && 'code' in error && error.code === 404;
 }

@@ -23,9 +23,16 @@ describe('simulated nodes (KWOK)', () => {
       apiVersion: 'batch/v1',
       kind: 'Job',
       metadata: { name, namespace: 'default' },
-      spec: { backoffLimit: 0, template: { metadata: { labels: outcome === undefined ? {} : { [JOB_OUTCOME_LABEL]: outcome } }, spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'registry.example.com/migrate:1' }] } } },
+      spec: {
+        backoffLimit: 0,
+        template: {
+          metadata: { labels: outcome === undefined ? {} : { [JOB_OUTCOME_LABEL]: outcome } },
+          spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'registry.example.com/migrate:1' }] },
+        },
+      },
     });
-  const jobCondition = (name: string): string => kubectl(['get', 'job', name, '-o', 'jsonpath={range .status.conditions[?(@.status=="True")]}{.type}{" "}{end}']);
+  const jobCondition = (name: string): string =>
+    kubectl(['get', 'job', name, '-o', 'jsonpath={range .status.conditions[?(@.status=="True")]}{.type}{" "}{end}']);
 
   // The first run on a machine builds KWOK from its Go module here (about 10 min on a loaded 2-core machine).
   beforeAll(async () => {

@@ -39,11 +39,17 @@ export function ensureKwok(options: GoToolOptions = {}): Promise<string> {
   return ensureGoTool(KWOK_TOOL, options);
 }
 
-type Stage = { metadata: { name: string }; spec: { selector: { matchExpressions: { key: string; operator: string; values?: string[] }[] }; next: { statusTemplate?: string } } };
+type Stage = {
+  metadata: { name: string };
+  spec: { selector: { matchExpressions: { key: string; operator: string; values?: string[] }[] }; next: { statusTemplate?: string } };
+};
 
 /** KWOK's default stages as its module ships them (kustomize/stage/{node,pod}/fast), read from the Go module cache. */
 function defaultStages(): Stage[] {
-  const download = spawnSync('go', ['mod', 'download', '-json', `sigs.k8s.io/kwok@${KWOK_TOOL.version}`], { encoding: 'utf8', env: { ...process.env, GOFLAGS: '', GOTOOLCHAIN: 'local' } });
+  const download = spawnSync('go', ['mod', 'download', '-json', `sigs.k8s.io/kwok@${KWOK_TOOL.version}`], {
+    encoding: 'utf8',
+    env: { ...process.env, GOFLAGS: '', GOTOOLCHAIN: 'local' },
+  });
   if (download.status !== 0) throw new Error(`go mod download sigs.k8s.io/kwok@${KWOK_TOOL.version} failed: ${download.stderr}`);
   const dir = (JSON.parse(download.stdout) as { Dir: string }).Dir;
   const files = ['node/fast/node-initialize.yaml', 'pod/fast/pod-ready.yaml', 'pod/fast/pod-complete.yaml', 'pod/fast/pod-delete.yaml'];
@@ -66,10 +72,17 @@ export function kwokStages(): Stage[] {
   succeed.spec.selector.matchExpressions.push({ key: outcomeKey, operator: 'In', values: [JobOutcome.Succeed] });
   const fail = structuredClone(succeed);
   fail.metadata.name = 'syncline-pod-fail';
-  fail.spec.selector.matchExpressions = [...complete.spec.selector.matchExpressions.slice(0, -1), { key: outcomeKey, operator: 'In', values: [JobOutcome.Fail] }];
+  fail.spec.selector.matchExpressions = [
+    ...complete.spec.selector.matchExpressions.slice(0, -1),
+    { key: outcomeKey, operator: 'In', values: [JobOutcome.Fail] },
+  ];
   const template = fail.spec.next.statusTemplate ?? '';
-  if (!template.includes('exitCode: 0') || !template.includes('phase: Succeeded')) throw new Error("KWOK's pod-complete stage changed: cannot derive the failing stage");
-  fail.spec.next.statusTemplate = template.replace('exitCode: 0', 'exitCode: 1').replace('reason: Completed', 'reason: Error').replace('phase: Succeeded', 'phase: Failed');
+  if (!template.includes('exitCode: 0') || !template.includes('phase: Succeeded'))
+    throw new Error("KWOK's pod-complete stage changed: cannot derive the failing stage");
+  fail.spec.next.statusTemplate = template
+    .replace('exitCode: 0', 'exitCode: 1')
+    .replace('reason: Completed', 'reason: Error')
+    .replace('phase: Succeeded', 'phase: Failed');
   return [...stages, succeed, fail];
 }
 
@@ -81,12 +94,29 @@ export async function startKwokCluster(options: ControlPlaneOptions & { nodes?: 
   const binary = await ensureKwok(options.onProgress === undefined ? {} : { onProgress: options.onProgress });
   const controlPlane = await startControlPlane({ ...options, workloads: true });
   const configPath = join(controlPlane.dataDir, 'kwok.yaml');
-  await writeFile(configPath, kwokStages().map((stage) => stringify({ apiVersion: 'kwok.x-k8s.io/v1alpha1', kind: 'Stage', ...stage })).join('---\n'));
+  await writeFile(
+    configPath,
+    kwokStages()
+      .map((stage) => stringify({ apiVersion: 'kwok.x-k8s.io/v1alpha1', kind: 'Stage', ...stage }))
+      .join('---\n'),
+  );
   const kwokLogPath = join(controlPlane.dataDir, 'kwok.log');
   const log = createWriteStream(kwokLogPath);
   const child = spawn(
     binary,
-    ['--kubeconfig', controlPlane.kubeconfigPath, '--config', configPath, `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION}=fake`, '--server-address', '127.0.0.1:0', '--node-ip', '10.0.0.1', '--cidr', '10.0.0.0/16'],
+    [
+      '--kubeconfig',
+      controlPlane.kubeconfigPath,
+      '--config',
+      configPath,
+      `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION}=fake`,
+      '--server-address',
+      '127.0.0.1:0',
+      '--node-ip',
+      '10.0.0.1',
+      '--cidr',
+      '10.0.0.0/16',
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   child.stdout.pipe(log);
@@ -118,7 +148,11 @@ function nodeObject(name: string): Record<string, unknown> {
   return {
     apiVersion: 'v1',
     kind: 'Node',
-    metadata: { name, annotations: { [KWOK_NODE_ANNOTATION]: 'fake' }, labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', type: 'kwok' } },
+    metadata: {
+      name,
+      annotations: { [KWOK_NODE_ANNOTATION]: 'fake' },
+      labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', type: 'kwok' },
+    },
     status: { allocatable: resources, capacity: resources },
   };
 }
@@ -135,7 +169,12 @@ async function waitForNodesReady(kubeconfig: string, names: readonly string[], e
   const deadline = Date.now() + 120_000;
   for (;;) {
     if (dead) throw new Error(`kwok exited before its nodes were Ready; log: ${logPath}\n${readFileSync(logPath, 'utf8').slice(-3000)}`);
-    const ready = kubectl(kubeconfig, ['get', 'nodes', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}'])
+    const ready = kubectl(kubeconfig, [
+      'get',
+      'nodes',
+      '-o',
+      'jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}',
+    ])
       .split('\n')
       .filter((line) => line.endsWith('=True'))
       .map((line) => line.slice(0, -'=True'.length));

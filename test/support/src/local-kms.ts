@@ -41,11 +41,17 @@ export async function startLocalKms(onProgress?: (line: string) => void): Promis
   );
   const port = await freePort();
   const region = 'eu-west-2';
-  const child = spawn(binary, [], { env: { PATH: process.env['PATH'] ?? '', PORT: String(port), KMS_REGION: region, KMS_SEED_PATH: join(dir, 'seed.yaml'), KMS_DATA_PATH: join(dir, 'data') }, stdio: 'ignore' });
+  const child = spawn(binary, [], {
+    env: { PATH: process.env['PATH'] ?? '', PORT: String(port), KMS_REGION: region, KMS_SEED_PATH: join(dir, 'seed.yaml'), KMS_DATA_PATH: join(dir, 'data') },
+    stdio: 'ignore',
+  });
   const endpoint = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const up = await fetch(endpoint, { method: 'POST' }).then(() => true, () => false);
+    const up = await fetch(endpoint, { method: 'POST' }).then(
+      () => true,
+      () => false,
+    );
     if (up) break;
     if (Date.now() > deadline || child.exitCode !== null) {
       child.kill();

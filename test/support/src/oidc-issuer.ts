@@ -23,7 +23,12 @@ export type OidcIssuer = {
 
 type Grant = { user: OidcUser; clientId: string; redirectUri: string; challenge: string; nonce: string | undefined; at: number };
 
-export async function startOidcIssuer(options: { tls: { key: string; cert: string }; users: Record<string, OidcUser>; clientId?: string; clientSecret?: string }): Promise<OidcIssuer> {
+export async function startOidcIssuer(options: {
+  tls: { key: string; cert: string };
+  users: Record<string, OidcUser>;
+  clientId?: string;
+  clientSecret?: string;
+}): Promise<OidcIssuer> {
   const clientId = options.clientId ?? 'syncline';
   const clientSecret = options.clientSecret ?? randomBytes(16).toString('hex');
   const { publicKey, privateKey } = await generateKeyPair('RS256');
@@ -60,15 +65,27 @@ export async function startOidcIssuer(options: { tls: { key: string; cert: strin
   const authorizePage = (url: URL, res: ServerResponse): void => {
     const q = url.searchParams;
     const problem =
-      q.get('client_id') !== clientId ? 'unknown client_id'
-      : !redirects.has(q.get('redirect_uri') ?? '') ? `redirect_uri not registered: ${q.get('redirect_uri') ?? ''}`
-      : q.get('response_type') !== 'code' ? 'response_type must be code'
-      : q.get('code_challenge_method') !== 'S256' || (q.get('code_challenge') ?? '') === '' ? 'PKCE (S256) is required'
-      : undefined;
+      q.get('client_id') !== clientId
+        ? 'unknown client_id'
+        : !redirects.has(q.get('redirect_uri') ?? '')
+          ? `redirect_uri not registered: ${q.get('redirect_uri') ?? ''}`
+          : q.get('response_type') !== 'code'
+            ? 'response_type must be code'
+            : q.get('code_challenge_method') !== 'S256' || (q.get('code_challenge') ?? '') === ''
+              ? 'PKCE (S256) is required'
+              : undefined;
     if (problem !== undefined) return page(res, 400, `<p id="problem">${problem}</p>`);
-    const hidden = ['client_id', 'redirect_uri', 'state', 'nonce', 'code_challenge'].map((k) => `<input type="hidden" name="${k}" value="${escape(q.get(k) ?? '')}">`).join('');
-    const buttons = Object.keys(options.users).map((name) => `<button type="submit" name="user" value="${escape(name)}">Sign in as ${escape(name)}</button>`).join('');
-    page(res, 200, `<h1>Test issuer</h1><form method="post" action="/authorize">${hidden}${buttons}<button type="submit" name="deny" value="1">Deny</button></form>`);
+    const hidden = ['client_id', 'redirect_uri', 'state', 'nonce', 'code_challenge']
+      .map((k) => `<input type="hidden" name="${k}" value="${escape(q.get(k) ?? '')}">`)
+      .join('');
+    const buttons = Object.keys(options.users)
+      .map((name) => `<button type="submit" name="user" value="${escape(name)}">Sign in as ${escape(name)}</button>`)
+      .join('');
+    page(
+      res,
+      200,
+      `<h1>Test issuer</h1><form method="post" action="/authorize">${hidden}${buttons}<button type="submit" name="deny" value="1">Deny</button></form>`,
+    );
   };
 
   const authorize = (form: URLSearchParams, res: ServerResponse): void => {
@@ -82,7 +99,14 @@ export async function startOidcIssuer(options: { tls: { key: string; cert: strin
       back.searchParams.set('error', 'access_denied');
     } else {
       const code = randomBytes(24).toString('base64url');
-      grants.set(code, { user, clientId: form.get('client_id') ?? '', redirectUri, challenge: form.get('code_challenge') ?? '', nonce: form.get('nonce') ?? undefined, at: Date.now() });
+      grants.set(code, {
+        user,
+        clientId: form.get('client_id') ?? '',
+        redirectUri,
+        challenge: form.get('code_challenge') ?? '',
+        nonce: form.get('nonce') ?? undefined,
+        at: Date.now(),
+      });
       back.searchParams.set('code', code);
     }
     res.writeHead(302, { Location: back.href }).end();
@@ -91,15 +115,34 @@ export async function startOidcIssuer(options: { tls: { key: string; cert: strin
   const token = async (req: IncomingMessage, form: URLSearchParams, res: ServerResponse): Promise<void> => {
     // client_secret_basic (form-urlencoded id and secret in the Authorization header) or client_secret_post
     const basic = /^Basic (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-    const [id, secret] = basic === undefined ? [form.get('client_id'), form.get('client_secret')] : Buffer.from(basic, 'base64').toString().split(':').map((p) => decodeURIComponent(p.replace(/\+/g, ' ')));
+    const [id, secret] =
+      basic === undefined
+        ? [form.get('client_id'), form.get('client_secret')]
+        : Buffer.from(basic, 'base64')
+            .toString()
+            .split(':')
+            .map((p) => decodeURIComponent(p.replace(/\+/g, ' ')));
     if (id !== clientId || secret !== clientSecret) return json(res, 401, { error: 'invalid_client' });
     const grant = grants.get(form.get('code') ?? '');
     grants.delete(form.get('code') ?? '');
-    if (form.get('grant_type') !== 'authorization_code' || grant === undefined || grant.clientId !== clientId || grant.redirectUri !== form.get('redirect_uri') || Date.now() - grant.at > 60_000) return json(res, 400, { error: 'invalid_grant' });
+    if (
+      form.get('grant_type') !== 'authorization_code' ||
+      grant === undefined ||
+      grant.clientId !== clientId ||
+      grant.redirectUri !== form.get('redirect_uri') ||
+      Date.now() - grant.at > 60_000
+    )
+      return json(res, 400, { error: 'invalid_grant' });
     const verifier = form.get('code_verifier') ?? '';
-    if (createHash('sha256').update(verifier).digest('base64url') !== grant.challenge) return json(res, 400, { error: 'invalid_grant', error_description: 'PKCE verification failed' });
+    if (createHash('sha256').update(verifier).digest('base64url') !== grant.challenge)
+      return json(res, 400, { error: 'invalid_grant', error_description: 'PKCE verification failed' });
     redeemed++;
-    const idToken = await new SignJWT({ email: grant.user.email, email_verified: true, groups: grant.user.groups, ...(grant.nonce === undefined ? {} : { nonce: grant.nonce }) })
+    const idToken = await new SignJWT({
+      email: grant.user.email,
+      email_verified: true,
+      groups: grant.user.groups,
+      ...(grant.nonce === undefined ? {} : { nonce: grant.nonce }),
+    })
       .setProtectedHeader({ alg: 'RS256', kid })
       .setIssuer(issuer)
       .setSubject(grant.user.sub)
@@ -107,7 +150,13 @@ export async function startOidcIssuer(options: { tls: { key: string; cert: strin
       .setIssuedAt()
       .setExpirationTime('5m')
       .sign(privateKey);
-    json(res, 200, { access_token: randomBytes(24).toString('base64url'), token_type: 'Bearer', expires_in: 300, id_token: idToken, scope: 'openid email profile' });
+    json(res, 200, {
+      access_token: randomBytes(24).toString('base64url'),
+      token_type: 'Bearer',
+      expires_in: 300,
+      id_token: idToken,
+      scope: 'openid email profile',
+    });
   };
 
   const listener = (req: IncomingMessage, res: ServerResponse): void => {

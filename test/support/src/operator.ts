@@ -56,7 +56,22 @@ export async function startOperator(options: {
   const [executable, ...prefix] = options.command ?? [process.execPath, ...OPERATOR_NODE_FLAGS, ...(options.nodeArgs ?? []), mainPath];
   const child: ChildProcess = spawn(
     executable,
-    [...prefix, 'run', '--kubeconfig', options.kubeconfig, '--probe-addr', '127.0.0.1:0', '--cache-dir', cacheDir, '--allow-insecure-http', '--webhook-addr', '127.0.0.1:0', '--min-refresh-interval', '1s', ...(options.args ?? [])],
+    [
+      ...prefix,
+      'run',
+      '--kubeconfig',
+      options.kubeconfig,
+      '--probe-addr',
+      '127.0.0.1:0',
+      '--cache-dir',
+      cacheDir,
+      '--allow-insecure-http',
+      '--webhook-addr',
+      '127.0.0.1:0',
+      '--min-refresh-interval',
+      '1s',
+      ...(options.args ?? []),
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'], ...(options.env === undefined ? {} : { env: { ...process.env, ...options.env } }) },
   );
   const logs: Record<string, unknown>[] = [];

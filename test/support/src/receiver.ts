@@ -62,7 +62,13 @@ export async function startHttpReceiver(options: { respond?: Responder } = {}): 
     async waitFor(enough, what, timeoutMs = 60_000) {
       const deadline = Date.now() + timeoutMs;
       while (!enough(requests)) {
-        if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; received ${requests.length} request(s): ${requests.slice(-5).map((r) => `${r.method} ${r.path} ${r.body.slice(0, 300)}`).join(' | ')}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `timed out after ${timeoutMs} ms waiting for ${what}; received ${requests.length} request(s): ${requests
+              .slice(-5)
+              .map((r) => `${r.method} ${r.path} ${r.body.slice(0, 300)}`)
+              .join(' | ')}`,
+          );
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       return [...requests];
@@ -81,7 +87,15 @@ function readBody(req: IncomingMessage): Promise<string> {
   });
 }
 
-export type ForgeStatus = { readonly owner: string; readonly repo: string; readonly sha: string; readonly state: string; readonly context: string; readonly description: string; readonly flavor: 'github' | 'gitea' };
+export type ForgeStatus = {
+  readonly owner: string;
+  readonly repo: string;
+  readonly sha: string;
+  readonly state: string;
+  readonly context: string;
+  readonly description: string;
+  readonly flavor: 'github' | 'gitea';
+};
 
 /**
  * GitHub's (`/repos/...` under the API base) and Gitea's (`/api/v1/repos/...`) commit status API as documented:
@@ -108,7 +122,15 @@ export function forgeStatusApi(token: string): { responder: Responder; statuses:
     const known = new Set(['state', 'context', 'description', 'target_url']);
     const unknown = Object.keys(body).filter((k) => !known.has(k));
     if (unknown.length > 0) return { status: 422, body: { message: `unknown fields ${unknown.join(', ')}` } };
-    const status: ForgeStatus = { owner, repo, sha, state: body['state'], context: typeof body['context'] === 'string' ? body['context'] : 'default', description: typeof body['description'] === 'string' ? body['description'] : '', flavor };
+    const status: ForgeStatus = {
+      owner,
+      repo,
+      sha,
+      state: body['state'],
+      context: typeof body['context'] === 'string' ? body['context'] : 'default',
+      description: typeof body['description'] === 'string' ? body['description'] : '',
+      flavor,
+    };
     statuses.push(status);
     return { status: 201, body: { id: statuses.length, ...status } };
   };

@@ -24,7 +24,15 @@ export interface SopsCli {
 /** Minutes on a cold machine (the Go build), instant afterwards. Call from beforeAll. */
 export async function ensureSops(onProgress?: (line: string) => void): Promise<SopsCli> {
   const binary = await ensureGoTool(SOPS_TOOL, onProgress === undefined ? {} : { onProgress });
-  const run = (name: string, content: string | Uint8Array, args: readonly string[], env: Record<string, string> | undefined, config?: string, after: readonly string[] = [], readBack = false): Buffer => {
+  const run = (
+    name: string,
+    content: string | Uint8Array,
+    args: readonly string[],
+    env: Record<string, string> | undefined,
+    config?: string,
+    after: readonly string[] = [],
+    readBack = false,
+  ): Buffer => {
     const dir = mkdtempSync(join(tmpdir(), 'syncline-sops-'));
     try {
       writeFileSync(join(dir, name), content);

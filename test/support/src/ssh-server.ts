@@ -272,7 +272,10 @@ export async function startSshGitServer(opts: { root: string }): Promise<SshGitS
     user,
     url: (name) => `ssh://${user}@127.0.0.1:${port}/${name}.git`,
     knownHosts: knownHostsByType['ssh-ed25519'].replace('PORT', String(port)),
-    knownHostsByType: Object.fromEntries(Object.entries(knownHostsByType).map(([type, line]) => [type, line.replace('PORT', String(port))])) as Record<keyof typeof hostKeys, string>,
+    knownHostsByType: Object.fromEntries(Object.entries(knownHostsByType).map(([type, line]) => [type, line.replace('PORT', String(port))])) as Record<
+      keyof typeof hostKeys,
+      string
+    >,
     userKey,
     authorize: (publicKey) => appendFile(authorizedKeys, authorizedLine(publicKey)),
     log: () => log,

@@ -36,8 +36,8 @@ function crd(kind: string, plural: string, shortName: string): Record<string, un
           storage: true,
           subresources: { status: {} },
           additionalPrinterColumns: [
-            { name: 'Succeeded', type: 'string', jsonPath: ".status.conditions[?(@.type==\"Succeeded\")].status" },
-            { name: 'Reason', type: 'string', jsonPath: ".status.conditions[?(@.type==\"Succeeded\")].reason" },
+            { name: 'Succeeded', type: 'string', jsonPath: '.status.conditions[?(@.type=="Succeeded")].status' },
+            { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Succeeded")].reason' },
             { name: 'StartTime', type: 'date', jsonPath: '.status.startTime' },
             { name: 'CompletionTime', type: 'date', jsonPath: '.status.completionTime' },
           ],

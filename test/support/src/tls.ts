@@ -19,11 +19,62 @@ export async function createTestCa(): Promise<TestCa> {
   const dir = await mkdtemp(join(tmpdir(), 'syncline-ca-'));
   const at = (name: string): string => join(dir, name);
   try {
-    await run('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', at('ca.key'), '-out', at('ca.crt'), '-days', '2', '-subj', '/CN=Syncline Test CA']);
-    await run('openssl', ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', at('server.key'), '-out', at('server.csr'), '-subj', '/CN=127.0.0.1']);
-    await writeFile(at('ext.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n');
-    await run('openssl', ['x509', '-req', '-in', at('server.csr'), '-CA', at('ca.crt'), '-CAkey', at('ca.key'), '-CAcreateserial', '-out', at('server.crt'), '-days', '2', '-extfile', at('ext.cnf')]);
-    return { caCert: await readFile(at('ca.crt'), 'utf8'), server: { key: await readFile(at('server.key'), 'utf8'), cert: await readFile(at('server.crt'), 'utf8') } };
+    await run('openssl', [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      at('ca.key'),
+      '-out',
+      at('ca.crt'),
+      '-days',
+      '2',
+      '-subj',
+      '/CN=Syncline Test CA',
+    ]);
+    await run('openssl', [
+      'req',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      at('server.key'),
+      '-out',
+      at('server.csr'),
+      '-subj',
+      '/CN=127.0.0.1',
+    ]);
+    await writeFile(
+      at('ext.cnf'),
+      'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n',
+    );
+    await run('openssl', [
+      'x509',
+      '-req',
+      '-in',
+      at('server.csr'),
+      '-CA',
+      at('ca.crt'),
+      '-CAkey',
+      at('ca.key'),
+      '-CAcreateserial',
+      '-out',
+      at('server.crt'),
+      '-days',
+      '2',
+      '-extfile',
+      at('ext.cnf'),
+    ]);
+    return {
+      caCert: await readFile(at('ca.crt'), 'utf8'),
+      server: { key: await readFile(at('server.key'), 'utf8'), cert: await readFile(at('server.crt'), 'utf8') },
+    };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

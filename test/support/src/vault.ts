@@ -41,7 +41,9 @@ export function ensureVaultTransit(options: GoToolOptions = {}): Promise<string>
 export async function startVaultTransit(options: { mounts?: readonly string[]; onProgress?: (line: string) => void } = {}): Promise<VaultTransit> {
   const binary = await ensureVaultTransit(options.onProgress === undefined ? {} : { onProgress: options.onProgress });
   const token = `hvs.test-${randomBytes(12).toString('hex')}`;
-  const child = spawn(binary, ['-listen', '127.0.0.1:0', '-token', token, '-mount', (options.mounts ?? ['transit']).join(',')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(binary, ['-listen', '127.0.0.1:0', '-token', token, '-mount', (options.mounts ?? ['transit']).join(',')], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const address = await listeningAddress(child);
   const createKey = async (mount: string, name: string): Promise<void> => {
     const response = await fetch(`${address}/v1/${mount}/keys/${name}`, { method: 'POST', headers: { 'X-Vault-Token': token }, body: '{}' });

@@ -10,8 +10,12 @@ export type ApplyIdentity = { readonly namespace: string; readonly serviceAccoun
 
 const TOKEN_SECONDS = 3600;
 
-
-export function createApplyClients(options: { connection: KubeConnection; rest: KubeRest; clock: { now(): Date }; writeFence?: AbortSignal }): (identity: ApplyIdentity) => Promise<ApplyClient> {
+export function createApplyClients(options: {
+  connection: KubeConnection;
+  rest: KubeRest;
+  clock: { now(): Date };
+  writeFence?: AbortSignal;
+}): (identity: ApplyIdentity) => Promise<ApplyClient> {
   const clientOptions = options.writeFence === undefined ? {} : { writeFence: options.writeFence };
   const own = createApplyClient(options.connection, clientOptions);
   const tenants = new Map<string, { client: Promise<ApplyClient>; renewAt: number }>();
@@ -30,13 +34,22 @@ export function createApplyClients(options: { connection: KubeConnection; rest: 
         });
         token = response.status.token;
       } catch (error) {
-        if (error instanceof KubeApiError && error.status === 404) throw new ServiceAccountError(`the ServiceAccount ${key} named in spec.serviceAccountName does not exist`);
+        if (error instanceof KubeApiError && error.status === 404)
+          throw new ServiceAccountError(`the ServiceAccount ${key} named in spec.serviceAccountName does not exist`);
         throw error;
       }
       // The cluster's TLS settings, the tenant's token: never the operator's own client certificate or password.
       const { server, tls, proxyUrl } = options.connection;
       const headers = Object.freeze({ Authorization: `Bearer ${token}` });
-      return createApplyClient({ server, proxyUrl, tls: { ca: tls.ca, rejectUnauthorized: tls.rejectUnauthorized, servername: tls.servername }, authHeaders: () => Promise.resolve(headers) }, clientOptions);
+      return createApplyClient(
+        {
+          server,
+          proxyUrl,
+          tls: { ca: tls.ca, rejectUnauthorized: tls.rejectUnauthorized, servername: tls.servername },
+          authHeaders: () => Promise.resolve(headers),
+        },
+        clientOptions,
+      );
     })();
     tenants.set(key, { client, renewAt: options.clock.now().getTime() + (TOKEN_SECONDS * 1000) / 2 });
     client.catch(() => tenants.delete(key));

@@ -42,15 +42,23 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
   };
   const indexReferences = (object: ConfigSync, remove: boolean): void => {
     const namespace = object.metadata.namespace ?? 'default';
-    ctx.references.index(ctx.queue, objectKey(object), remove ? [] : [
-      ...(object.spec.source.git.secretRef !== undefined ? [`${namespace}/Secret/${object.spec.source.git.secretRef.name}`] : []),
-      ...(object.spec.source.git.proxySecretRef !== undefined ? [`${namespace}/Secret/${object.spec.source.git.proxySecretRef.name}`] : []),
-      ...(object.spec.valuesFrom ?? []).map((v) => `${namespace}/${v.kind}/${v.name}`),
-      // The SOPS key Secret: a new or rotated key reconciles at once, as a valuesFrom change does.
-      ...(object.spec.decryption?.secretRef !== undefined ? [`${namespace}/Secret/${object.spec.decryption.secretRef.name}`] : []),
-      // The chart's credentials: a fixed password is tried at once.
-      ...(object.spec.source.helm?.repository?.secretRef !== undefined ? [`${namespace}/Secret/${object.spec.source.helm.repository.secretRef.name}`] : []),
-    ]);
+    ctx.references.index(
+      ctx.queue,
+      objectKey(object),
+      remove
+        ? []
+        : [
+            ...(object.spec.source.git.secretRef !== undefined ? [`${namespace}/Secret/${object.spec.source.git.secretRef.name}`] : []),
+            ...(object.spec.source.git.proxySecretRef !== undefined ? [`${namespace}/Secret/${object.spec.source.git.proxySecretRef.name}`] : []),
+            ...(object.spec.valuesFrom ?? []).map((v) => `${namespace}/${v.kind}/${v.name}`),
+            // The SOPS key Secret: a new or rotated key reconciles at once, as a valuesFrom change does.
+            ...(object.spec.decryption?.secretRef !== undefined ? [`${namespace}/Secret/${object.spec.decryption.secretRef.name}`] : []),
+            // The chart's credentials: a fixed password is tried at once.
+            ...(object.spec.source.helm?.repository?.secretRef !== undefined
+              ? [`${namespace}/Secret/${object.spec.source.helm.repository.secretRef.name}`]
+              : []),
+          ],
+    );
   };
 
   const dependents = new DependentsIndex();
@@ -111,7 +119,10 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
         metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion },
         // secretRefs, decryption: a NamespaceReplication never copies another shard's Git or chart credentials or SOPS keys either.
         spec: {
-          source: { git: { repo: git?.repo, revision: git?.revision, ...(git?.secretRef === undefined ? {} : { secretRef: git.secretRef }) }, ...(chartAuth === undefined ? {} : { helm: { repository: { secretRef: chartAuth } } }) },
+          source: {
+            git: { repo: git?.repo, revision: git?.revision, ...(git?.secretRef === undefined ? {} : { secretRef: git.secretRef }) },
+            ...(chartAuth === undefined ? {} : { helm: { repository: { secretRef: chartAuth } } }),
+          },
           ...(keys === undefined ? {} : { decryption: { secretRef: keys } }),
         },
       };
@@ -123,7 +134,10 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
   const reconcile = createConfigSyncReconciler({
     ...options,
     // The key Secret's resourceVersion from the reference watch: a steady sync reuses its parsed keys without a GET.
-    decryption: createDecryptionContext(options.decryption?.services ?? {}, (namespace, name) => ctx.references.secret(namespace, name)?.metadata.resourceVersion),
+    decryption: createDecryptionContext(
+      options.decryption?.services ?? {},
+      (namespace, name) => ctx.references.secret(namespace, name)?.metadata.resourceVersion,
+    ),
     freshRequest: (key) => freshRequests.get(key),
     // A newer request (another push meanwhile) stands for the next run.
     freshRequestHandled: (key, at) => {
@@ -135,7 +149,11 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
     unwatchedDrift: (ids) => drift.unwatched(ids),
     get: (key) => configSyncs.get(key) as ConfigSync | undefined,
     beforeApply: (ids, cluster) => ctx.watchBeforeApply(ids, cluster),
-    noop: { records: noopRecords, watched: (id, cluster, onStale) => drift.version(id, cluster, onStale), firstApply: { applied: appliedTargets, ownerSeen: (scope, ownerLabel, cluster) => drift.ownerSeen(scope, ownerLabel, cluster) } },
+    noop: {
+      records: noopRecords,
+      watched: (id, cluster, onStale) => drift.version(id, cluster, onStale),
+      firstApply: { applied: appliedTargets, ownerSeen: (scope, ownerLabel, cluster) => drift.ownerSeen(scope, ownerLabel, cluster) },
+    },
   });
 
   const controller: Controller = {
@@ -143,7 +161,9 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
     for: configSyncs,
     watches: [otherShards],
     namingCluster: (namespace, name) =>
-      (configSyncs.list() as unknown as ConfigSync[]).filter((cs) => cs.metadata.namespace === namespace && cs.spec.targets.some((t) => t.cluster?.name === name)).map((cs) => objectKey(cs)),
+      (configSyncs.list() as unknown as ConfigSync[])
+        .filter((cs) => cs.metadata.namespace === namespace && cs.spec.targets.some((t) => t.cluster?.name === name))
+        .map((cs) => objectKey(cs)),
     keys: () => configSyncs.list().map((o) => objectKey(o)),
     resyncKeys: () => configSyncs.list().map((o) => objectKey(o)),
     async reconcile(key) {
@@ -161,5 +181,14 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
 /** What dependents of a ConfigSync look at (see dependencyNotReady): a change wakes them. */
 function readiness(cs: ConfigSync): string {
   const ready = cs.status?.conditions?.find((c) => c.type === 'Ready');
-  return JSON.stringify([cs.metadata.generation, cs.status?.observedGeneration, ready?.status, ready?.reason, ready?.observedGeneration, cs.status?.sourceRevision, cs.status?.lastAttemptedRevision, cs.metadata.deletionTimestamp ?? null]);
+  return JSON.stringify([
+    cs.metadata.generation,
+    cs.status?.observedGeneration,
+    ready?.status,
+    ready?.reason,
+    ready?.observedGeneration,
+    cs.status?.sourceRevision,
+    cs.status?.lastAttemptedRevision,
+    cs.metadata.deletionTimestamp ?? null,
+  ]);
 }

@@ -18,7 +18,10 @@ import type { ReferenceWatches } from './references.ts';
 import type { RemoteClients } from '../remote/clusters.ts';
 
 /** What the manager is started with (main.ts): the reconcilers' dependencies and the manager's own settings. */
-export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply' | 'remote' | 'targetBackoff' | 'remoteWatchesHealthy' | 'unwatchedDrift' | 'freshRequest' | 'freshRequestHandled' | 'noop'> & {
+export type ManagerOptions = Omit<
+  ConfigSyncReconcilerDeps,
+  'get' | 'beforeApply' | 'remote' | 'targetBackoff' | 'remoteWatchesHealthy' | 'unwatchedDrift' | 'freshRequest' | 'freshRequestHandled' | 'noop'
+> & {
   /** Admit RemoteClusters with http:// servers or insecure-skip-tls-verify (tests only). */
   readonly allowInsecureRemote?: boolean;
   /** The webhook receiver's Secret (--webhook-secret): a credential, never replicated by a NamespaceReplication. */
@@ -38,7 +41,13 @@ export type ManagerOptions = Omit<ConfigSyncReconcilerDeps, 'get' | 'beforeApply
    */
   readonly shard?: string;
   /** `rest`: the client the Lease is read and renewed with (default: the manager's own `rest`). */
-  readonly leaderElection?: { readonly namespace: string; readonly name: string; readonly identity: string; readonly leaseDurationMs?: number; readonly rest?: KubeRest };
+  readonly leaderElection?: {
+    readonly namespace: string;
+    readonly name: string;
+    readonly identity: string;
+    readonly leaseDurationMs?: number;
+    readonly rest?: KubeRest;
+  };
   /** Bounds the watches the manager opens, in every cluster (default DEFAULT_WATCH_BUDGET). */
   readonly watchBudget?: WatchBudget;
   /** Re-list every informer this often even when watches look healthy (missed events cannot stall a sync). */
@@ -127,7 +136,13 @@ export type ControllerContext<K extends string = string> = {
  */
 export function onlyStatusChanged(before: Pick<KubeObject, 'metadata'>, after: Pick<KubeObject, 'metadata'>): boolean {
   const relevant = (o: Pick<KubeObject, 'metadata'>): string =>
-    JSON.stringify([o.metadata.generation, o.metadata.annotations ?? {}, o.metadata.labels ?? {}, o.metadata.finalizers ?? [], o.metadata.deletionTimestamp ?? null]);
+    JSON.stringify([
+      o.metadata.generation,
+      o.metadata.annotations ?? {},
+      o.metadata.labels ?? {},
+      o.metadata.finalizers ?? [],
+      o.metadata.deletionTimestamp ?? null,
+    ]);
   return relevant(before) === relevant(after);
 }
 

@@ -68,7 +68,12 @@ describe('drift watches: a silent watch vouches for nothing', () => {
     });
     try {
       // Given: a managed ConfigMap, and its drift watch listed.
-      const configMap = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'app', namespace: ns.name, labels: { [OWNER_LABEL]: 'x' }, annotations: { [OWNED_BY_ANNOTATION]: 'me' } }, data: { a: '1' } };
+      const configMap = {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'app', namespace: ns.name, labels: { [OWNER_LABEL]: 'x' }, annotations: { [OWNED_BY_ANNOTATION]: 'me' } },
+        data: { a: '1' },
+      };
       const path = `/api/v1/namespaces/${ns.name}/configmaps`;
       const created = await rest.request<{ metadata: { resourceVersion: string } }>({ method: 'POST', path, body: configMap });
       const id = objectId(configMap);
@@ -80,7 +85,13 @@ describe('drift watches: a silent watch vouches for nothing', () => {
       expect(proxy.hangOpenWatches()).toBe(1);
       // (as kubectl would: this client's own user agent is syncline's, and an edit whose managedFields entry is
       // syncline's, a second after its create, is the operator's own write, not drift)
-      const edited = await rest.request<{ metadata: { resourceVersion: string } }>({ method: 'PATCH', path: `${path}/app`, query: { fieldManager: 'kubectl-edit' }, contentType: 'application/merge-patch+json', body: { data: { a: 'by hand' } } });
+      const edited = await rest.request<{ metadata: { resourceVersion: string } }>({
+        method: 'PATCH',
+        path: `${path}/app`,
+        query: { fieldManager: 'kubectl-edit' },
+        contentType: 'application/merge-patch+json',
+        body: { data: { a: 'by hand' } },
+      });
       await new Promise((resolve) => setTimeout(resolve, 1_500));
 
       // Then: within the window the watch still vouches for the old version (this is what the window allows) ...
@@ -123,7 +134,12 @@ describe("drift watches: whether a scope holds an owner's objects", () => {
     });
     try {
       const scope = { group: '', kind: 'ConfigMap', namespace: ns.name };
-      const configMap = (name: string, owner: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns.name, labels: { [OWNER_LABEL]: owner }, annotations: { [OWNED_BY_ANNOTATION]: owner } }, data: { a: '1' } });
+      const configMap = (name: string, owner: string) => ({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name, namespace: ns.name, labels: { [OWNER_LABEL]: owner }, annotations: { [OWNED_BY_ANNOTATION]: owner } },
+        data: { a: '1' },
+      });
       // Given no watch of the kind yet: nothing is vouched for.
       expect(drift.ownerSeen(scope, 'mine')).toBeUndefined();
       // When the kind's watch is listed in an empty namespace: no owner has anything there.
@@ -134,10 +150,19 @@ describe("drift watches: whether a scope holds an owner's objects", () => {
       expect(await until(() => drift.ownerSeen(scope, 'theirs') === true, 30_000)).toBe(true);
       expect(drift.ownerSeen(scope, 'mine')).toBe(false);
       // An object of the owner, its label alone (the mark an owner's LIST selects by), is seen.
-      await rest.request({ method: 'POST', path: `/api/v1/namespaces/${ns.name}/configmaps`, body: { ...configMap('app', 'mine'), metadata: { name: 'app', namespace: ns.name, labels: { [OWNER_LABEL]: 'mine' } } } });
+      await rest.request({
+        method: 'POST',
+        path: `/api/v1/namespaces/${ns.name}/configmaps`,
+        body: { ...configMap('app', 'mine'), metadata: { name: 'app', namespace: ns.name, labels: { [OWNER_LABEL]: 'mine' } } },
+      });
       expect(await until(() => drift.ownerSeen(scope, 'mine') === true, 30_000)).toBe(true);
       // Its label removed, then the other owner's object deleted: neither has anything there any more.
-      await rest.request({ method: 'PATCH', path: `/api/v1/namespaces/${ns.name}/configmaps/app`, contentType: 'application/merge-patch+json', body: { metadata: { labels: { [OWNER_LABEL]: null } } } });
+      await rest.request({
+        method: 'PATCH',
+        path: `/api/v1/namespaces/${ns.name}/configmaps/app`,
+        contentType: 'application/merge-patch+json',
+        body: { metadata: { labels: { [OWNER_LABEL]: null } } },
+      });
       await rest.request({ method: 'DELETE', path: `/api/v1/namespaces/${ns.name}/configmaps/theirs` });
       expect(await until(() => drift.ownerSeen(scope, 'mine') === false && drift.ownerSeen(scope, 'theirs') === false, 30_000)).toBe(true);
       // A kind with no watch, and a watch not heard from within the window, vouch for nothing.

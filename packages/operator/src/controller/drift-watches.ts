@@ -17,7 +17,18 @@
 // and a margin: a live watch stays fresh on bookmarks alone); for a silent one it answers "not covered", so the
 // target reads its objects (a LIST of its own kinds per namespace), restarts that watch, and says so in its status.
 import { createHash } from 'node:crypto';
-import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, OWNER_LABEL, decodeInventory, healthOf, parseObjectId, type ApplyClient, type Discovery, type KubeObject as ApplyObject, type ResourceInfo } from '@syncline/apply';
+import {
+  DEFAULT_FIELD_MANAGER,
+  OWNED_BY_ANNOTATION,
+  OWNER_LABEL,
+  decodeInventory,
+  healthOf,
+  parseObjectId,
+  type ApplyClient,
+  type Discovery,
+  type KubeObject as ApplyObject,
+  type ResourceInfo,
+} from '@syncline/apply';
 import { Informer, KubeApiError, WATCH_FRESH_MS, WatchBudgetError, objectKey, type KubeObject, type KubeRest, type WatchBudget } from '@syncline/kube';
 import type { Logger } from 'pino';
 import type { TargetInventory } from '@syncline/api';
@@ -69,7 +80,11 @@ export type DriftWatches = {
    * OWNER_LABEL `ownerLabel`: false when it holds none (an owner's LIST there would come back empty), undefined
    * when no such watch covers the scope.
    */
-  ownerSeen(scope: { readonly group: string; readonly kind: string; readonly namespace: string }, ownerLabel: string, remote?: RemoteClients): boolean | undefined;
+  ownerSeen(
+    scope: { readonly group: string; readonly kind: string; readonly namespace: string },
+    ownerLabel: string,
+    remote?: RemoteClients,
+  ): boolean | undefined;
   /** Why the drift of some of `ids` (in this cluster) cannot be watched, naming the kind and namespace; undefined when it can. */
   unwatched(ids: readonly string[]): string | undefined;
   /** Whether every drift watch in a remote cluster is listed and healthy. */
@@ -78,7 +93,14 @@ export type DriftWatches = {
 };
 
 /** `claimed`: an inventory has named its scope (until then a per-namespace watch is kept for FRESH_WATCH_GRACE_MS). */
-type Watch = { readonly informer: Informer; readonly owners: OwnerIndex; readonly refused: Promise<void>; readonly startedAt: number; claimed: boolean; forbidden?: string };
+type Watch = {
+  readonly informer: Informer;
+  readonly owners: OwnerIndex;
+  readonly refused: Promise<void>;
+  readonly startedAt: number;
+  claimed: boolean;
+  forbidden?: string;
+};
 
 /**
  * The objects of a watch's cache by namespace and OWNER_LABEL value, kept as the cache changes (every event the
@@ -234,7 +256,11 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
       const json = JSON.stringify(inventory ?? []);
       if (seen.get(user) === json) return;
       seen.set(user, json);
-      const scopes = new Set(localIds(inventory).filter((id) => perNamespace(parseObjectId(id).namespace)).map((id) => scopeKey(id)));
+      const scopes = new Set(
+        localIds(inventory)
+          .filter((id) => perNamespace(parseObjectId(id).namespace))
+          .map((id) => scopeKey(id)),
+      );
       for (const scope of scopes) {
         const entry = watches.get(scope);
         if (entry !== undefined) entry.claimed = true;
@@ -258,9 +284,15 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
       const { kind, namespace, name } = parseObjectId(id);
       if (!entry.informer.isFresh(now())) {
         const heardAt = entry.informer.heardAt;
-        if (entry.informer.restart(now())) logger.warn({ scope, silentSeconds: heardAt === undefined ? undefined : Math.round((now() - heardAt) / 1000) }, 'drift watch silent past the bookmark period; restarted, its targets read instead');
+        if (entry.informer.restart(now()))
+          logger.warn(
+            { scope, silentSeconds: heardAt === undefined ? undefined : Math.round((now() - heardAt) / 1000) },
+            'drift watch silent past the bookmark period; restarted, its targets read instead',
+          );
         // No figure that changes from run to run: an unchanged message writes no status.
-        onStale?.(`the drift watch of ${kind}${remote === undefined ? '' : ` in cluster ${remote.cluster}`} was not heard from within ${WATCH_FRESH_MS / 1000}s (restarted); read instead`);
+        onStale?.(
+          `the drift watch of ${kind}${remote === undefined ? '' : ` in cluster ${remote.cluster}`} was not heard from within ${WATCH_FRESH_MS / 1000}s (restarted); read instead`,
+        );
         return undefined;
       }
       return entry.informer.get(namespace === '' ? name : `${namespace}/${name}`)?.metadata.resourceVersion ?? null;
@@ -332,7 +364,14 @@ function missingWatches(
 }
 
 /** A label-selected watch of managed objects: a change someone else made wakes the owner the object names. */
-function driftInformer(input: { rest: KubeRest; budget: WatchBudget; path: string; owners: OwnerIndex; onDrift: (ownedBy: string) => void; onError: (error: unknown) => void }): Informer {
+function driftInformer(input: {
+  rest: KubeRest;
+  budget: WatchBudget;
+  path: string;
+  owners: OwnerIndex;
+  onDrift: (ownedBy: string) => void;
+  onError: (error: unknown) => void;
+}): Informer {
   return new Informer({
     budget: input.budget,
     rest: input.rest,
@@ -368,7 +407,14 @@ export function projectManaged(object: KubeObject): KubeObject {
   return {
     apiVersion: object.apiVersion,
     kind: object.kind,
-    metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion, labels: pickOwnerLabel(object), annotations: pickOwner(object), generation: metadata['generation'] },
+    metadata: {
+      name: object.metadata.name,
+      namespace: object.metadata.namespace,
+      resourceVersion: object.metadata.resourceVersion,
+      labels: pickOwnerLabel(object),
+      annotations: pickOwner(object),
+      generation: metadata['generation'],
+    },
     marks: createHash('sha256').update(marks).digest('base64url').slice(0, 22),
     health: `${health.status}|${health.reason ?? ''}|${health.message}`,
     ownWriteAt: writtenLastBy(object, DEFAULT_FIELD_MANAGER),

@@ -36,7 +36,11 @@ export function manifestSyncController(ctx: ControllerContext<ManifestSyncKey>, 
         return;
       }
       ctx.drift.settle(key, ms.status?.inventory);
-      void sources.watch(key, ms).catch((error: unknown) => logger[error instanceof WatchBudgetError ? 'warn' : 'debug']({ err: errorMessage(error), manifestsync: key }, 'could not watch the source'));
+      void sources
+        .watch(key, ms)
+        .catch((error: unknown) =>
+          logger[error instanceof WatchBudgetError ? 'warn' : 'debug']({ err: errorMessage(error), manifestsync: key }, 'could not watch the source'),
+        );
       if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous, object)) queue.add(key);
     },
     onError: (error) => logger.warn({ err: errorMessage(error) }, 'ManifestSync watch failed; restarting'),
@@ -51,9 +55,15 @@ export function manifestSyncController(ctx: ControllerContext<ManifestSyncKey>, 
     project: namespaceProjection,
     onEvent: (type, object, previous) => {
       // A namespace appeared, left, or changed its labels: selectors may now match differently.
-      if (type === 'MODIFIED' && JSON.stringify(previous?.metadata['labels']) === JSON.stringify(object.metadata['labels']) && previous?.metadata['deletionTimestamp'] === object.metadata['deletionTimestamp']) return;
+      if (
+        type === 'MODIFIED' &&
+        JSON.stringify(previous?.metadata['labels']) === JSON.stringify(object.metadata['labels']) &&
+        previous?.metadata['deletionTimestamp'] === object.metadata['deletionTimestamp']
+      )
+        return;
       for (const ms of manifestSyncs.list() as unknown as ManifestSync[]) {
-        if ((ms.spec.targets as ManifestSync['spec']['targets'] | undefined)?.some((t) => t.namespaceSelector !== undefined) === true) queue.add(manifestKey(ms));
+        if ((ms.spec.targets as ManifestSync['spec']['targets'] | undefined)?.some((t) => t.namespaceSelector !== undefined) === true)
+          queue.add(manifestKey(ms));
       }
     },
     onError: (error) => {
@@ -78,7 +88,11 @@ export function manifestSyncController(ctx: ControllerContext<ManifestSyncKey>, 
     watches: [namespaces],
     namingCluster: (namespace, name) =>
       (manifestSyncs.list() as unknown as ManifestSync[])
-        .filter((ms) => ms.metadata.namespace === namespace && (ms.spec.targets as ManifestSync['spec']['targets'] | undefined)?.some((t) => t.cluster?.name === name) === true)
+        .filter(
+          (ms) =>
+            ms.metadata.namespace === namespace &&
+            (ms.spec.targets as ManifestSync['spec']['targets'] | undefined)?.some((t) => t.cluster?.name === name) === true,
+        )
         .map(manifestKey),
     keys: () => manifestSyncs.list().map(manifestKey),
     resyncKeys: () => manifestSyncs.list().map(manifestKey),
@@ -88,7 +102,11 @@ export function manifestSyncController(ctx: ControllerContext<ManifestSyncKey>, 
 }
 
 /** The source objects of Immediate-mode ManifestSyncs: one single-object watch per source, shared by the syncs copying it. */
-function sourceWatches(ctx: ControllerContext<ManifestSyncKey>): { watch(key: ManifestSyncKey, ms: ManifestSync): Promise<void>; unsubscribe(key: ManifestSyncKey): void; stop(): Promise<void> } {
+function sourceWatches(ctx: ControllerContext<ManifestSyncKey>): {
+  watch(key: ManifestSyncKey, ms: ManifestSync): Promise<void>;
+  unsubscribe(key: ManifestSyncKey): void;
+  stop(): Promise<void>;
+} {
   const { options, queue, logger } = ctx;
   const watches = new Map<string, { informer: Informer; subscribers: Set<ManifestSyncKey> }>();
   const subscriptions = new Map<ManifestSyncKey, string>(); // ManifestSync key → source watch key
@@ -112,7 +130,15 @@ function sourceWatches(ctx: ControllerContext<ManifestSyncKey>): { watch(key: Ma
     const namespace = ref.namespace ?? ms.metadata.namespace ?? 'default';
     // A source the tenancy rule refuses is not watched either (the reconcile reports the refusal).
     const serviceAccount = (ms.spec as { serviceAccountName?: string }).serviceAccountName ?? options.defaultServiceAccount;
-    if (!allowedWrite({ objectNamespace: ms.metadata.namespace ?? 'default', serviceAccount, trusted: options.trusted ?? new Set<string>(), targetNamespace: namespace }).allowed) return unsubscribe(key);
+    if (
+      !allowedWrite({
+        objectNamespace: ms.metadata.namespace ?? 'default',
+        serviceAccount,
+        trusted: options.trusted ?? new Set<string>(),
+        targetNamespace: namespace,
+      }).allowed
+    )
+      return unsubscribe(key);
     const info = (await (await options.applyClient(undefined)).discovery()).resource(ref.apiVersion, ref.kind);
     if (info === undefined || !info.namespaced) return unsubscribe(key);
     const watchKey = `${ref.apiVersion}/${ref.kind}/${namespace}/${ref.name}`;
@@ -128,7 +154,11 @@ function sourceWatches(ctx: ControllerContext<ManifestSyncKey>): { watch(key: Ma
         path: `${info.group === '' ? '/api' : `/apis/${info.group}`}/${info.version}/namespaces/${namespace}/${info.plural}`,
         fieldSelector: `metadata.name=${ref.name}`,
         // Metadata only: a Secret's data is read when a copy is made, never kept here.
-        project: (object) => ({ apiVersion: object.apiVersion, kind: object.kind, metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion } }),
+        project: (object) => ({
+          apiVersion: object.apiVersion,
+          kind: object.kind,
+          metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion },
+        }),
         onEvent: () => {
           for (const subscriber of subscribers) queue.add(subscriber);
         },

@@ -35,14 +35,21 @@ export function createReferenceWatches(input: {
       budget,
       rest,
       path: namespace === undefined ? input.collection('', 'v1', plural) : `/api/v1/namespaces/${namespace}/${plural}`,
-      project: (object) => ({ apiVersion: object.apiVersion, kind, metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion } }),
+      project: (object) => ({
+        apiVersion: object.apiVersion,
+        kind,
+        metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion },
+      }),
       onEvent: (_type, object) => {
-        for (const [queue, keys] of references.get(`${object.metadata.namespace ?? ''}/${kind}/${object.metadata.name}`) ?? []) for (const key of keys) queue.add(key);
+        for (const [queue, keys] of references.get(`${object.metadata.namespace ?? ''}/${kind}/${object.metadata.name}`) ?? [])
+          for (const key of keys) queue.add(key);
       },
       onError: (error) => logger.warn({ err: error instanceof Error ? error.message : String(error) }, `${kind} watch failed; restarting`),
     });
   // One cluster-wide (or watchNamespace) watch, or one per namespace the operator may read Secrets in.
-  const secrets = new Map<string, Informer>(input.secretNamespaces === undefined ? [['', informer('Secret', 'secrets')]] : input.secretNamespaces.map((n) => [n, informer('Secret', 'secrets', n)]));
+  const secrets = new Map<string, Informer>(
+    input.secretNamespaces === undefined ? [['', informer('Secret', 'secrets')]] : input.secretNamespaces.map((n) => [n, informer('Secret', 'secrets', n)]),
+  );
   const configMaps = informer('ConfigMap', 'configmaps');
   return {
     index(queue, key, refs) {

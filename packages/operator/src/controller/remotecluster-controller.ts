@@ -9,9 +9,13 @@ import { createRemoteClusters, type RemoteClusters } from '../remote/clusters.ts
 import { inShard } from '../shard.ts';
 import { errorMessage, onlyStatusChanged, type Controller, type ControllerContext, type ControllerKeys } from './controller.ts';
 
-export function remoteClusterController(ctx: ControllerContext<ControllerKeys['RemoteCluster']>): { controller: Controller<ControllerKeys['RemoteCluster']>; remote: RemoteClusters } {
+export function remoteClusterController(ctx: ControllerContext<ControllerKeys['RemoteCluster']>): {
+  controller: Controller<ControllerKeys['RemoteCluster']>;
+  remote: RemoteClusters;
+} {
   const { options, rest, logger, queue } = ctx;
-  const remoteKey = (object: { metadata: { name: string; namespace?: string } }): ControllerKeys['RemoteCluster'] => `${REMOTECLUSTER_KEY_PREFIX}${objectKey(object)}`;
+  const remoteKey = (object: { metadata: { name: string; namespace?: string } }): ControllerKeys['RemoteCluster'] =>
+    `${REMOTECLUSTER_KEY_PREFIX}${objectKey(object)}`;
   // Every shard watches every RemoteCluster (the syncs of any shard may target it), but only the shard its
   // label selects probes it and writes its status: one writer per object, as with the syncs.
   const probedHere = (rc: RemoteCluster): boolean => inShard(options.shard, rc.metadata.labels);
@@ -32,7 +36,8 @@ export function remoteClusterController(ctx: ControllerContext<ControllerKeys['R
       // Appeared, left, reachable again (or no longer): every object with a target there runs now rather than
       // at its next retry; one that ran before this cache held the RemoteCluster would otherwise keep saying it
       // does not exist.
-      const ready = (o: KubeObject | undefined): string | undefined => (o as RemoteCluster | undefined)?.status?.conditions?.find((c) => c.type === 'Ready')?.status;
+      const ready = (o: KubeObject | undefined): string | undefined =>
+        (o as RemoteCluster | undefined)?.status?.conditions?.find((c) => c.type === 'Ready')?.status;
       if (type !== 'MODIFIED' || ready(previous) !== ready(object)) ctx.wakeNamingCluster(namespace, rc.metadata.name);
     },
     onError: (error) => logger.warn({ err: errorMessage(error) }, 'RemoteCluster watch failed; restarting'),

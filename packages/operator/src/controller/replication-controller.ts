@@ -25,10 +25,14 @@ export type ReplicationController = {
 /** The caches that say which Secrets are the operator's credentials (never replicated). */
 export type CredentialCaches = { readonly remoteClusters: Informer; readonly configSyncs: Informer; readonly otherShards: Informer };
 
-export function replicationController(ctx: ControllerContext<ReplicationKey>, input: { remote: RemoteClusters; credentials: CredentialCaches }): ReplicationController {
+export function replicationController(
+  ctx: ControllerContext<ReplicationKey>,
+  input: { remote: RemoteClusters; credentials: CredentialCaches },
+): ReplicationController {
   const { options, queue, logger } = ctx;
   const { remote, credentials } = input;
-  const replicationKey = (object: { metadata: { name: string; namespace?: string } }): ControllerKeys['NamespaceReplication'] => `${NAMESPACEREPLICATION_KEY_PREFIX}${objectKey(object)}`;
+  const replicationKey = (object: { metadata: { name: string; namespace?: string } }): ControllerKeys['NamespaceReplication'] =>
+    `${NAMESPACEREPLICATION_KEY_PREFIX}${objectKey(object)}`;
   const sources = replicationSources(ctx);
 
   const namespaceReplications: Informer = new Informer({
@@ -41,7 +45,8 @@ export function replicationController(ctx: ControllerContext<ReplicationKey>, in
       ctx.notify('NamespaceReplication', type, object);
       const key = replicationKey(nr);
       if (type === 'DELETED') {
-        if (options.drHeartbeat !== undefined && ctx.isLeader()) void retireHeartbeat({ applyClient: () => options.applyClient(undefined), remote, logger }, nr);
+        if (options.drHeartbeat !== undefined && ctx.isLeader())
+          void retireHeartbeat({ applyClient: () => options.applyClient(undefined), remote, logger }, nr);
         sources.set(key, []);
         ctx.drift.release(key);
         queue.forget(key);
@@ -49,7 +54,9 @@ export function replicationController(ctx: ControllerContext<ReplicationKey>, in
         return;
       }
       ctx.drift.settle(key, nr.status?.inventory);
-      void sources.watch(key, nr).catch((error: unknown) => logger.debug({ err: errorMessage(error), namespacereplication: key }, 'could not watch the source namespace'));
+      void sources
+        .watch(key, nr)
+        .catch((error: unknown) => logger.debug({ err: errorMessage(error), namespacereplication: key }, 'could not watch the source namespace'));
       if (type === 'ADDED' || previous === undefined || !onlyStatusChanged(previous, object)) queue.add(key);
     },
     onError: (error) => logger.warn({ err: errorMessage(error) }, 'NamespaceReplication watch failed; restarting'),
@@ -110,7 +117,10 @@ export function replicationController(ctx: ControllerContext<ReplicationKey>, in
       // The source watches are settled before the run, so that it reports a refusal by the budget (and asks
       // again at every retry: others may have given watches back). Unchanged watches cost nothing here.
       const nr = namespaceReplications.get(key.slice(NAMESPACEREPLICATION_KEY_PREFIX.length)) as NamespaceReplication | undefined;
-      if (nr !== undefined) await sources.watch(key, nr).catch((error: unknown) => logger.debug({ err: errorMessage(error), namespacereplication: key }, 'could not watch the source namespace'));
+      if (nr !== undefined)
+        await sources
+          .watch(key, nr)
+          .catch((error: unknown) => logger.debug({ err: errorMessage(error), namespacereplication: key }, 'could not watch the source namespace'));
       // The lag clock restarts with the changes seen from here on.
       const since = sources.pendingSince.get(key);
       const outcome = await reconcileReplication(key.slice(NAMESPACEREPLICATION_KEY_PREFIX.length));
@@ -163,7 +173,8 @@ function replicationSources(ctx: ControllerContext<ReplicationKey>) {
     // A source the tenancy rule refuses is not watched either (the reconcile reports the refusal).
     const actor = { objectNamespace: nr.metadata.namespace ?? 'default', serviceAccount: undefined, trusted: options.trusted ?? new Set<string>() };
     if (!allowedWrite({ ...actor, targetNamespace: sourceNamespace }).allowed) return watches.set(key, []);
-    if (spec.destination.cluster === undefined && !allowedWrite({ ...actor, targetNamespace: spec.destination.namespace ?? sourceNamespace }).allowed) return watches.set(key, []);
+    if (spec.destination.cluster === undefined && !allowedWrite({ ...actor, targetNamespace: spec.destination.namespace ?? sourceNamespace }).allowed)
+      return watches.set(key, []);
     const discovery = await (await options.applyClient(undefined)).discovery();
     const types = spec.resourceTypes === undefined ? DEFAULT_RESOURCE_TYPES : spec.resourceTypes.map(parseResourceType);
     set(
@@ -171,10 +182,16 @@ function replicationSources(ctx: ControllerContext<ReplicationKey>) {
       types.flatMap((type) => {
         const info = discovery.preferred(type.group, type.kind);
         if (info === undefined || !info.namespaced) return [];
-        return [{
-          path: `${info.group === '' ? '/api' : `/apis/${info.group}`}/${info.version}/namespaces/${sourceNamespace}/${info.plural}`,
-          project: (object: KubeObject) => ({ apiVersion: object.apiVersion, kind: object.kind, metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion } }),
-        }];
+        return [
+          {
+            path: `${info.group === '' ? '/api' : `/apis/${info.group}`}/${info.version}/namespaces/${sourceNamespace}/${info.plural}`,
+            project: (object: KubeObject) => ({
+              apiVersion: object.apiVersion,
+              kind: object.kind,
+              metadata: { name: object.metadata.name, namespace: object.metadata.namespace, resourceVersion: object.metadata.resourceVersion },
+            }),
+          },
+        ];
       }),
     );
   };

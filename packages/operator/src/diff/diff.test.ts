@@ -10,7 +10,9 @@ describe('unifiedDiff', () => {
   it('prints a hunk with three lines of context, deletions before insertions', () => {
     const a = ['1', '2', '3', '4', '5', '6', '7', '8'].join('\n') + '\n';
     const b = ['1', '2', '3', '4', 'five', '6', '7', '8'].join('\n') + '\n';
-    expect(unifiedDiff(a, b, { from: 'live', to: 'desired' })).toBe(['--- live', '+++ desired', '@@ -2,7 +2,7 @@', ' 2', ' 3', ' 4', '-5', '+five', ' 6', ' 7', ' 8', ''].join('\n'));
+    expect(unifiedDiff(a, b, { from: 'live', to: 'desired' })).toBe(
+      ['--- live', '+++ desired', '@@ -2,7 +2,7 @@', ' 2', ' 3', ' 4', '-5', '+five', ' 6', ' 7', ' 8', ''].join('\n'),
+    );
   });
 
   it('splits far-apart changes into hunks and counts lines as diff -u does', () => {
@@ -85,13 +87,24 @@ describe('unifiedDiff of large objects', () => {
 
 describe('projectLive', () => {
   it('keeps only the fields the desired object sets (no status, uid, managedFields, defaults)', () => {
-    const live = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a', uid: 'u', resourceVersion: '9', labels: { x: '1', other: 'y' } }, data: { k: 'old' }, status: {} };
+    const live = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'a', uid: 'u', resourceVersion: '9', labels: { x: '1', other: 'y' } },
+      data: { k: 'old' },
+      status: {},
+    };
     const desired = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a', labels: { x: '1' } }, data: { k: 'new' } };
     expect(projectLive(live, desired)).toEqual({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a', labels: { x: '1' } }, data: { k: 'old' } });
   });
 
   it('matches named list entries by name and leaves out entries other managers added', () => {
-    const live = { containers: [{ name: 'sidecar', image: 's' }, { name: 'app', image: 'v1', terminationMessagePath: '/dev/x' }] };
+    const live = {
+      containers: [
+        { name: 'sidecar', image: 's' },
+        { name: 'app', image: 'v1', terminationMessagePath: '/dev/x' },
+      ],
+    };
     const desired = { containers: [{ name: 'app', image: 'v2' }] };
     expect(projectLive(live, desired)).toEqual({ containers: [{ name: 'app', image: 'v1' }] });
   });
@@ -102,7 +115,10 @@ describe('maskSecrets', () => {
     const live = { kind: 'Secret', data: { password: Buffer.from('hunter2').toString('base64'), user: Buffer.from('admin').toString('base64') } };
     const desired = { kind: 'Secret', stringData: { password: 'correct horse', user: 'admin', token: 'new' } };
     const masked = maskSecrets(live, desired);
-    expect(masked).toEqual({ live: { kind: 'Secret', data: { password: MASK, user: MASK } }, desired: { kind: 'Secret', data: { password: MASK_CHANGED, token: MASK, user: MASK } } });
+    expect(masked).toEqual({
+      live: { kind: 'Secret', data: { password: MASK, user: MASK } },
+      desired: { kind: 'Secret', data: { password: MASK_CHANGED, token: MASK, user: MASK } },
+    });
     const text = unifiedDiff(diffYaml(masked.live), diffYaml(masked.desired), { from: 'l', to: 'd' });
     expect(text).not.toMatch(/hunter2|aHVudGVyMg|correct horse|admin|YWRtaW4/);
     expect(text).toContain('-  password: "***"\n+  password: "*** (changed)"\n+  token: "***"\n');
@@ -111,7 +127,10 @@ describe('maskSecrets', () => {
   it('folds stringData into data as the API server stores it, so the live data projects onto it', () => {
     const desired = normalizeSecret({ kind: 'Secret', data: { a: 'eA==', b: 'eA==' }, stringData: { b: 'y' } });
     expect(desired).toEqual({ kind: 'Secret', data: { a: 'eA==', b: 'eQ==' } });
-    expect(projectLive({ kind: 'Secret', data: { a: 'eA==', b: 'eA==', c: 'eg==' }, type: 'Opaque' }, desired)).toEqual({ kind: 'Secret', data: { a: 'eA==', b: 'eA==' } });
+    expect(projectLive({ kind: 'Secret', data: { a: 'eA==', b: 'eA==', c: 'eg==' }, type: 'Opaque' }, desired)).toEqual({
+      kind: 'Secret',
+      data: { a: 'eA==', b: 'eA==' },
+    });
   });
 
   it('passes other kinds through', () => {

@@ -164,7 +164,10 @@ function lineOps(x: readonly string[], y: readonly string[]): Op[] {
     removed = [];
     added = [];
   };
-  for (const change of changes ?? [{ value: xs, removed: true, added: false }, { value: ys, removed: false, added: true }]) {
+  for (const change of changes ?? [
+    { value: xs, removed: true, added: false },
+    { value: ys, removed: false, added: true },
+  ]) {
     // Loops, not push(...lines): a spread of a whole object's lines can exceed the call stack's argument limit.
     if (change.removed) for (const line of change.value) removed.push(line);
     else if (change.added) for (const line of change.value) added.push(line);
@@ -194,7 +197,12 @@ function splitLines(text: string): string[] {
 
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
-  if (isObject(value)) return Object.fromEntries(Object.keys(value).sort().map((k) => [k, sortKeys(value[k])]));
+  if (isObject(value))
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((k) => [k, sortKeys(value[k])]),
+    );
   return value;
 }
 

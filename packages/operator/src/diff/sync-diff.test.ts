@@ -25,7 +25,9 @@ describe('diffRenders (what changed between two deploys)', () => {
     const from = [{ name: 'dev', objects: [secret('db', { password: 'old-hunter2', user: 'app' })] }];
     const to = [{ name: 'dev', objects: [secret('db', { password: 'new-hunter2', user: 'app' }), secret('api', { token: 'token-hunter2' })] }];
     // when compared
-    const text = diffRenders(from, to, { from: 'a', to: 'b' }).map((d) => d.diff).join('\n');
+    const text = diffRenders(from, to, { from: 'a', to: 'b' })
+      .map((d) => d.diff)
+      .join('\n');
     // then no value (nor its base64) is in the output, and the change is visible
     for (const value of ['old-hunter2', 'new-hunter2', 'token-hunter2', 'app']) {
       expect(text).not.toContain(value);

@@ -30,10 +30,22 @@ export type ObjectDiff = {
   healthMessage?: string;
 };
 
-export type TargetDiff = { name: string; cluster?: string; revision: string; skipped?: string; blocked?: string; objects: ObjectDiff[]; /** The engine that rendered it: handlebars, kustomize, helm or jsonnet. */ engine?: string };
+export type TargetDiff = {
+  name: string;
+  cluster?: string;
+  revision: string;
+  skipped?: string;
+  blocked?: string;
+  objects: ObjectDiff[];
+  /** The engine that rendered it: handlebars, kustomize, helm or jsonnet. */ engine?: string;
+};
 
 /** The source files of a revision, and the revision's SHA. */
-export type SourceRead = { revision: string; files: SourceFile[]; /** Reads another path of the same revision (spec.valuesFiles). */ read?: (path: string) => Promise<SourceFile[]> };
+export type SourceRead = {
+  revision: string;
+  files: SourceFile[];
+  /** Reads another path of the same revision (spec.valuesFiles). */ read?: (path: string) => Promise<SourceFile[]>;
+};
 
 /** The ConfigSync's source as the operator reads it: `revision` (default: spec's) resolved, its path read. */
 export async function readSource(input: { rest: KubeRest; git: GitSource; object: ConfigSync; revision?: string }): Promise<SourceRead> {
@@ -65,7 +77,14 @@ function chartsFor(engine: RenderEngine | undefined): ChartSource | undefined {
  * Each target's rendered objects and the engine that rendered them (targets of another cluster are left out:
  * they are read there, not here). Kustomize, Helm and Jsonnet need the render process (`engine`).
  */
-export async function renderSync(input: { rest: KubeRest; object: ConfigSync; source: SourceRead; discovery: ApiDiscovery; engine?: RenderEngine | undefined; charts?: ChartSource }): Promise<{ name: string; cluster?: string; objects?: ApplyObject[]; engine?: string }[]> {
+export async function renderSync(input: {
+  rest: KubeRest;
+  object: ConfigSync;
+  source: SourceRead;
+  discovery: ApiDiscovery;
+  engine?: RenderEngine | undefined;
+  charts?: ChartSource;
+}): Promise<{ name: string; cluster?: string; objects?: ApplyObject[]; engine?: string }[]> {
   const spec = ConfigSyncSpec.parse(input.object.spec);
   const namespace = input.object.metadata.namespace ?? 'default';
   // SOPS files decrypted in memory with the sync's key Secret, read with the caller's own rights (who may not
@@ -73,9 +92,17 @@ export async function renderSync(input: { rest: KubeRest; object: ConfigSync; so
   const decryption = createDecryptionContext();
   const ring = await readKeyRing(input.rest, decryption, namespace, spec);
   const read = input.source.read ?? (() => Promise.resolve([]));
-  const bytes = (f: SourceFile): { path: string; content: Uint8Array } => ({ path: f.path, content: typeof f.content === 'string' ? new Uint8Array(Buffer.from(f.content)) : f.content });
+  const bytes = (f: SourceFile): { path: string; content: Uint8Array } => ({
+    path: f.path,
+    content: typeof f.content === 'string' ? new Uint8Array(Buffer.from(f.content)) : f.content,
+  });
   const valuesFiles = await readValuesFiles(decryption, spec, ring, async (path) => (await read(path)).map(bytes));
-  const roots = spec.targets.map((target) => targetPath(spec, target).split('/').filter((part) => part !== '' && part !== '.').join('/'));
+  const roots = spec.targets.map((target) =>
+    targetPath(spec, target)
+      .split('/')
+      .filter((part) => part !== '' && part !== '.')
+      .join('/'),
+  );
   const { files } = await decryptFiles(decryption, input.source.files.filter((f) => !valuesFiles.paths.has(f.path)).map(bytes), ring, roots);
   const values = layerValues([valuesFiles.spec, await readValues(input.rest, namespace, spec)], { keepNulls: true });
   // A published chart (helm.repository) is fetched with the sync's own Secret, as the operator fetches it.
@@ -87,40 +114,98 @@ export async function renderSync(input: { rest: KubeRest; object: ConfigSync; so
       continue;
     }
     const path = targetPath(spec, target);
-    const renderTargetSpec = { name: target.name, namespace: target.namespace ?? namespace, values: layerValues([valuesFiles.targets.get(target.name), target.values], { keepNulls: true }), patches: target.patches, data: target.data };
+    const renderTargetSpec = {
+      name: target.name,
+      namespace: target.namespace ?? namespace,
+      values: layerValues([valuesFiles.targets.get(target.name), target.values], { keepNulls: true }),
+      patches: target.patches,
+      data: target.data,
+    };
     const source = { repo: spec.source.git.repo, revision: input.source.revision, path };
     const engineSpec = target.data === undefined ? engineSpecFor(spec, target, files, chart?.dir) : undefined;
     if (engineSpec === undefined) {
-      out.push({ name: target.name, engine: 'handlebars', objects: renderTarget({ files, path, values, target: renderTargetSpec, source, discovery: input.discovery }) });
+      out.push({
+        name: target.name,
+        engine: 'handlebars',
+        objects: renderTarget({ files, path, values, target: renderTargetSpec, source, discovery: input.discovery }),
+      });
       continue;
     }
-    if (input.engine === undefined) throw new Error(`target ${target.name} renders with ${engineSpec.engine}: no render engine here (--render-engine, or SYNCLINE_RENDER_ENGINE)`);
+    if (input.engine === undefined)
+      throw new Error(`target ${target.name} renders with ${engineSpec.engine}: no render engine here (--render-engine, or SYNCLINE_RENDER_ENGINE)`);
     // .Capabilities as the operator gives them: this cluster's version and served API versions.
     const capabilities = engineSpec.engine === 'helm' ? capabilitiesOf(input.discovery, await serverVersion(input.rest)) : {};
-    const objects = await renderWithEngine({ engine: input.engine, spec: engineSpec, files: chart?.files ?? files, path, values, target: renderTargetSpec, source, discovery: input.discovery, capabilities, releaseName: input.object.metadata.name, ...(chart === undefined ? {} : { chartDigest: chart.digest }) });
+    const objects = await renderWithEngine({
+      engine: input.engine,
+      spec: engineSpec,
+      files: chart?.files ?? files,
+      path,
+      values,
+      target: renderTargetSpec,
+      source,
+      discovery: input.discovery,
+      capabilities,
+      releaseName: input.object.metadata.name,
+      ...(chart === undefined ? {} : { chartDigest: chart.digest }),
+    });
     out.push({ name: target.name, engine: engineSpec.engine, objects: objects });
   }
   return out;
 }
 
 /** Live against desired for every target of this cluster: `syncline diff` as data. */
-export async function diffSync(input: { rest: KubeRest; client: ApplyClient; object: ConfigSync; source: SourceRead; engine?: RenderEngine | undefined; charts?: ChartSource }): Promise<TargetDiff[]> {
+export async function diffSync(input: {
+  rest: KubeRest;
+  client: ApplyClient;
+  object: ConfigSync;
+  source: SourceRead;
+  engine?: RenderEngine | undefined;
+  charts?: ChartSource;
+}): Promise<TargetDiff[]> {
   const spec = ConfigSyncSpec.parse(input.object.spec);
   const namespace = input.object.metadata.namespace ?? 'default';
   const discovery = await input.client.discovery();
-  const rendered = await renderSync({ rest: input.rest, object: input.object, source: input.source, discovery, engine: input.engine, ...(input.charts === undefined ? {} : { charts: input.charts }) });
+  const rendered = await renderSync({
+    rest: input.rest,
+    object: input.object,
+    source: input.source,
+    discovery,
+    engine: input.engine,
+    ...(input.charts === undefined ? {} : { charts: input.charts }),
+  });
   const out: TargetDiff[] = [];
   for (const target of rendered) {
     if (target.objects === undefined) {
-      out.push({ name: target.name, ...(target.cluster === undefined ? {} : { cluster: target.cluster }), revision: input.source.revision, skipped: `cluster ${target.cluster ?? ''}: not diffed (diff reads this cluster only)`, objects: [] });
+      out.push({
+        name: target.name,
+        ...(target.cluster === undefined ? {} : { cluster: target.cluster }),
+        revision: input.source.revision,
+        skipped: `cluster ${target.cluster ?? ''}: not diffed (diff reads this cluster only)`,
+        objects: [],
+      });
       continue;
     }
     const inventory = decodeInventory(input.object.status?.inventory?.find((i) => i.target === target.name)?.entries);
     const live = await readLive({ client: input.client, desired: target.objects, inventory });
-    const plan = planApply({ desired: target.objects, inventory, live, owner: { namespace, name: input.object.metadata.name, target: target.name }, policy: spec.policy, drift: spec.drift, prune: spec.prune, allowEmpty: spec.allowEmpty });
+    const plan = planApply({
+      desired: target.objects,
+      inventory,
+      live,
+      owner: { namespace, name: input.object.metadata.name, target: target.name },
+      policy: spec.policy,
+      drift: spec.drift,
+      prune: spec.prune,
+      allowEmpty: spec.allowEmpty,
+    });
     const desired = new Map(target.objects.map((o) => [idOf(o), o]));
     const objects = [...plan.apply, ...plan.prune].map((step) => objectDiff(reportedDrift(step, desired), live.objects.get(step.id)));
-    out.push({ name: target.name, revision: input.source.revision, ...(plan.blocked === undefined ? {} : { blocked: plan.blocked }), ...(target.engine === undefined ? {} : { engine: target.engine }), objects });
+    out.push({
+      name: target.name,
+      revision: input.source.revision,
+      ...(plan.blocked === undefined ? {} : { blocked: plan.blocked }),
+      ...(target.engine === undefined ? {} : { engine: target.engine }),
+      objects,
+    });
   }
   return out;
 }
@@ -139,10 +224,17 @@ function objectDiff(step: PlanStep, live: ApplyObject | undefined): ObjectDiff {
   const { diff, note } = stepDiff(step, live);
   const health = live === undefined ? undefined : healthOf(live);
   const change: ObjectChange =
-    step.type === 'unchanged' ? ObjectChange.InSync
-    : step.type === 'delete' ? ObjectChange.Prune
-    : step.type === 'apply' ? (live === undefined ? ObjectChange.Missing : diff === '' ? ObjectChange.InSync : ObjectChange.Drifted)
-    : ObjectChange.Note;
+    step.type === 'unchanged'
+      ? ObjectChange.InSync
+      : step.type === 'delete'
+        ? ObjectChange.Prune
+        : step.type === 'apply'
+          ? live === undefined
+            ? ObjectChange.Missing
+            : diff === ''
+              ? ObjectChange.InSync
+              : ObjectChange.Drifted
+          : ObjectChange.Note;
   return {
     label: objectLabel(step.id),
     change,
@@ -166,13 +258,22 @@ export function stepDiff(step: PlanStep, live: ApplyObject | undefined): { diff:
       const desired = normalizeSecret(step.object);
       const projected = live === undefined ? undefined : projectLive(live, desired);
       const masked = maskSecrets(projected, desired);
-      const diff = unifiedDiff(diffYaml(masked.live), diffYaml(masked.desired), { from: live === undefined ? '/dev/null' : `live/${label}`, to: `desired/${label}` });
+      const diff = unifiedDiff(diffYaml(masked.live), diffYaml(masked.desired), {
+        from: live === undefined ? '/dev/null' : `live/${label}`,
+        to: `desired/${label}`,
+      });
       return step.reason === undefined ? { diff } : { diff, note: step.reason };
     }
     case 'delete': {
       if (live === undefined) return { diff: '' };
       const { metadata, apiVersion, kind: liveKind } = live;
-      const shown = { ...live, metadata: { name: metadata.name, namespace: metadata.namespace, labels: metadata.labels, annotations: metadata.annotations }, status: undefined, apiVersion, kind: liveKind };
+      const shown = {
+        ...live,
+        metadata: { name: metadata.name, namespace: metadata.namespace, labels: metadata.labels, annotations: metadata.annotations },
+        status: undefined,
+        apiVersion,
+        kind: liveKind,
+      };
       const masked = maskSecrets(shown, undefined);
       return { diff: unifiedDiff(diffYaml(masked.live), '', { from: `live/${label}`, to: '/dev/null' }), note: 'pruned' };
     }
@@ -194,7 +295,11 @@ export function stepDiff(step: PlanStep, live: ApplyObject | undefined): { diff:
  * What changed between two renders of the same sync (two deploys of its history), per target and object:
  * `from` → `to`, Secret values masked on both sides (a changed value shows as changed, never its text).
  */
-export function diffRenders(from: readonly { name: string; objects?: ApplyObject[] }[], to: readonly { name: string; objects?: ApplyObject[] }[], labels: { from: string; to: string }): { target: string; label: string; diff: string }[] {
+export function diffRenders(
+  from: readonly { name: string; objects?: ApplyObject[] }[],
+  to: readonly { name: string; objects?: ApplyObject[] }[],
+  labels: { from: string; to: string },
+): { target: string; label: string; diff: string }[] {
   const out: { target: string; label: string; diff: string }[] = [];
   for (const target of to) {
     const before = new Map((from.find((t) => t.name === target.name)?.objects ?? []).map((o) => [idOf(o), o]));
@@ -204,7 +309,10 @@ export function diffRenders(from: readonly { name: string; objects?: ApplyObject
       const b = normalizeSecret(after.get(id));
       const masked = maskSecrets(a, b);
       const label = objectLabel(id);
-      const diff = unifiedDiff(diffYaml(masked.live), diffYaml(masked.desired), { from: a === undefined ? '/dev/null' : `${labels.from}/${label}`, to: b === undefined ? '/dev/null' : `${labels.to}/${label}` });
+      const diff = unifiedDiff(diffYaml(masked.live), diffYaml(masked.desired), {
+        from: a === undefined ? '/dev/null' : `${labels.from}/${label}`,
+        to: b === undefined ? '/dev/null' : `${labels.to}/${label}`,
+      });
       if (diff !== '') out.push({ target: target.name, label, diff });
     }
   }

@@ -55,7 +55,9 @@ export type AutoFailoverMemory = { readonly held: Set<string>; readonly incomple
 /** One look at every heartbeat in this cluster. */
 export async function checkHeartbeats(deps: AutoFailoverDeps, memory: AutoFailoverMemory): Promise<void> {
   const { held, incomplete } = memory;
-  const leases = (await deps.rest.request<{ items: KubeObject[] }>({ method: 'GET', path: '/apis/coordination.k8s.io/v1/leases', query: { labelSelector: HEARTBEAT_LABEL } })).items;
+  const leases = (
+    await deps.rest.request<{ items: KubeObject[] }>({ method: 'GET', path: '/apis/coordination.k8s.io/v1/leases', query: { labelSelector: HEARTBEAT_LABEL } })
+  ).items;
   const client = await deps.applyClient();
   for (const lease of leases) {
     const heartbeat = readHeartbeat(lease);
@@ -65,12 +67,19 @@ export async function checkHeartbeats(deps: AutoFailoverDeps, memory: AutoFailov
       deps.logger.debug({ lease: key, why: refused }, 'heartbeat in a namespace that is never a standby: ignored');
       continue;
     }
-    const involved = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: heartbeat.name, namespace: heartbeat.namespace, ...(lease.metadata.uid === undefined ? {} : { uid: lease.metadata.uid }) } };
+    const involved = {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: heartbeat.name, namespace: heartbeat.namespace, ...(lease.metadata.uid === undefined ? {} : { uid: lease.metadata.uid }) },
+    };
     let standby: StandbyNamespace | undefined;
     try {
       [standby] = await listStandbyNamespaces(client, [heartbeat.namespace]);
     } catch (error) {
-      deps.logger.debug({ lease: key, err: error instanceof Error ? error.message : String(error) }, 'heartbeat in a namespace that is not a proven standby: ignored');
+      deps.logger.debug(
+        { lease: key, err: error instanceof Error ? error.message : String(error) },
+        'heartbeat in a namespace that is not a proven standby: ignored',
+      );
       continue;
     }
     if (standby === undefined) continue;
@@ -92,7 +101,10 @@ export async function checkHeartbeats(deps: AutoFailoverDeps, memory: AutoFailov
     } catch (error) {
       // The record may be written already (the fence holds); the next check scales what is left.
       incomplete.add(key);
-      deps.logger.warn({ lease: key, err: error instanceof Error ? error.message : String(error) }, 'automatic failover: promotion incomplete; retrying at the next check');
+      deps.logger.warn(
+        { lease: key, err: error instanceof Error ? error.message : String(error) },
+        'automatic failover: promotion incomplete; retrying at the next check',
+      );
       continue;
     }
     incomplete.delete(key);

@@ -52,13 +52,22 @@ export function standbyWriteVerdict(nr: NamespaceReplication, spec: NamespaceRep
   // another cluster is written with that RemoteCluster's credentials, which the API server there judges.
   const actor = { objectNamespace: home, serviceAccount: undefined, trusted: context.trusted };
   if (!allowedWrite({ ...actor, targetNamespace: claim.sourceNamespace }).allowed) {
-    return { allowed: false, reason: Reason.SourceNotAllowed, message: `spec.sourceNamespace ${claim.sourceNamespace}: only a NamespaceReplication in a trusted namespace (the operator's own, --trusted-namespaces) may replicate another namespace` };
+    return {
+      allowed: false,
+      reason: Reason.SourceNotAllowed,
+      message: `spec.sourceNamespace ${claim.sourceNamespace}: only a NamespaceReplication in a trusted namespace (the operator's own, --trusted-namespaces) may replicate another namespace`,
+    };
   }
   // (The standby's Namespace object is cluster-scoped: it is refused whenever its namespace is.)
   const write = allowedWrite({ ...actor, cluster: spec.destination.cluster?.name, targetNamespace: claim.standbyNamespace });
-  if (!write.allowed) return { allowed: false, reason: Reason.NamespaceNotAllowed, message: `destination.namespace ${claim.standbyNamespace}: ${write.message}` };
+  if (!write.allowed)
+    return { allowed: false, reason: Reason.NamespaceNotAllowed, message: `destination.namespace ${claim.standbyNamespace}: ${write.message}` };
   if (claim.cluster === undefined && claim.standbyNamespace === claim.sourceNamespace) {
-    return { allowed: false, reason: Reason.InvalidSpec, message: 'the standby would be the source itself: name destination.cluster or another destination.namespace' };
+    return {
+      allowed: false,
+      reason: Reason.InvalidSpec,
+      message: 'the standby would be the source itself: name destination.cluster or another destination.namespace',
+    };
   }
   const standby = allowedStandby({ claim, rules: context.rules, others: context.claims });
   return standby.allowed ? { allowed: true } : { allowed: false, reason: Reason.NamespaceNotAllowed, message: standby.message };

@@ -2,7 +2,13 @@ import type { KubeObject } from '@syncline/apply';
 import { describe, expect, it } from 'vitest';
 import { credentialSecretsIn, withoutCredentials, type CredentialHolders } from './credentials.ts';
 
-const secret = (name: string, extra: Record<string, unknown> = {}): KubeObject => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: 'shop' }, data: { k: 'dmFsdWU=' }, ...extra });
+const secret = (name: string, extra: Record<string, unknown> = {}): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'Secret',
+  metadata: { name, namespace: 'shop' },
+  data: { k: 'dmFsdWU=' },
+  ...extra,
+});
 const configMap = (name: string): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'shop' }, data: {} });
 
 const holders: CredentialHolders = {
@@ -33,7 +39,7 @@ describe('credentialSecretsIn', () => {
     });
   });
 
-  it("ignores references from other namespaces (a reference names a Secret of its own namespace only)", () => {
+  it('ignores references from other namespaces (a reference names a Secret of its own namespace only)', () => {
     expect([...credentialSecretsIn('other', holders).keys()].sort()).toEqual(['app-values', 'db-password']);
     expect(credentialSecretsIn('empty', holders).size).toBe(0);
   });
@@ -41,9 +47,21 @@ describe('credentialSecretsIn', () => {
 
 describe('withoutCredentials', () => {
   it('leaves out exactly the credential Secrets, by name and never by value; everything else is replicated', () => {
-    const objects = [secret('dr-kubeconfig'), secret('db-password'), secret('app-values'), configMap('dr-kubeconfig'), secret('git-auth'), configMap('settings')];
+    const objects = [
+      secret('dr-kubeconfig'),
+      secret('db-password'),
+      secret('app-values'),
+      configMap('dr-kubeconfig'),
+      secret('git-auth'),
+      configMap('settings'),
+    ];
     const { replicate, excluded } = withoutCredentials(objects, credentialSecretsIn('shop', holders));
-    expect(replicate.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual(['Secret/db-password', 'Secret/app-values', 'ConfigMap/dr-kubeconfig', 'ConfigMap/settings']);
+    expect(replicate.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([
+      'Secret/db-password',
+      'Secret/app-values',
+      'ConfigMap/dr-kubeconfig',
+      'ConfigMap/settings',
+    ]);
     expect(excluded).toEqual([
       { name: 'dr-kubeconfig', why: "a RemoteCluster's kubeconfig" },
       { name: 'git-auth', why: "a ConfigSync's Git credentials" },
@@ -52,7 +70,10 @@ describe('withoutCredentials', () => {
   });
 
   it('a Secret that is only labelled or named like a credential is replicated (references decide, not marks)', () => {
-    const { replicate } = withoutCredentials([secret('kubeconfig', { metadata: { name: 'kubeconfig', namespace: 'shop', labels: { 'syncline.dev/credential': 'true' } } })], credentialSecretsIn('shop', holders));
+    const { replicate } = withoutCredentials(
+      [secret('kubeconfig', { metadata: { name: 'kubeconfig', namespace: 'shop', labels: { 'syncline.dev/credential': 'true' } } })],
+      credentialSecretsIn('shop', holders),
+    );
     expect(replicate).toHaveLength(1);
   });
 });

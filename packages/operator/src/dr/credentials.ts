@@ -15,12 +15,19 @@ import type { KubeObject } from '@syncline/apply';
 export type CredentialHolders = {
   readonly remoteClusters: ReadonlyArray<{
     readonly metadata: { readonly namespace?: string | undefined };
-    readonly spec?: { readonly kubeconfigSecretRef?: { readonly name: string } | undefined; readonly caSecretRef?: { readonly name: string } | undefined; readonly tokenSecretRef?: { readonly name: string } | undefined };
+    readonly spec?: {
+      readonly kubeconfigSecretRef?: { readonly name: string } | undefined;
+      readonly caSecretRef?: { readonly name: string } | undefined;
+      readonly tokenSecretRef?: { readonly name: string } | undefined;
+    };
   }>;
   readonly configSyncs: ReadonlyArray<{
     readonly metadata: { readonly namespace?: string | undefined };
     readonly spec?: {
-      readonly source?: { readonly git?: { readonly secretRef?: { readonly name: string } | undefined }; readonly helm?: { readonly repository?: { readonly secretRef?: { readonly name: string } | undefined } | undefined } | undefined };
+      readonly source?: {
+        readonly git?: { readonly secretRef?: { readonly name: string } | undefined };
+        readonly helm?: { readonly repository?: { readonly secretRef?: { readonly name: string } | undefined } | undefined } | undefined;
+      };
       readonly decryption?: { readonly secretRef?: { readonly name: string } | undefined } | undefined;
     };
   }>;

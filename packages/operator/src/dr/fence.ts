@@ -16,7 +16,8 @@ export function promotionOf(namespace: KubeObject | undefined): Promotion | unde
   return { at, by: namespace?.metadata.annotations?.[PROMOTED_BY_ANNOTATION] ?? 'unknown' };
 }
 
-export type FenceState = { readonly kind: 'clear' } | { readonly kind: 'promoted'; readonly promotion: Promotion } | { readonly kind: 'unknown'; readonly message: string };
+export type FenceState =
+  { readonly kind: 'clear' } | { readonly kind: 'promoted'; readonly promotion: Promotion } | { readonly kind: 'unknown'; readonly message: string };
 
 /** Reads the standby Namespace: a replication pass may run only when it is `clear` (absent counts as clear). */
 export async function readFence(standby: ApplyClient, namespace: string): Promise<FenceState> {
@@ -24,7 +25,10 @@ export async function readFence(standby: ApplyClient, namespace: string): Promis
     const promotion = promotionOf(await standby.get(`/Namespace//${namespace}`));
     return promotion === undefined ? { kind: 'clear' } : { kind: 'promoted', promotion };
   } catch (error) {
-    return { kind: 'unknown', message: `could not read the standby namespace ${namespace} to check for a promotion: ${error instanceof Error ? error.message : String(error)}` };
+    return {
+      kind: 'unknown',
+      message: `could not read the standby namespace ${namespace} to check for a promotion: ${error instanceof Error ? error.message : String(error)}`,
+    };
   }
 }
 

@@ -15,7 +15,10 @@ function standbys() {
     ({
       apply: (object: KubeObject) => {
         if (unreachable.has(cluster)) return Promise.reject(new Error(`cluster ${cluster} unreachable`));
-        leases.set(`${cluster}:${object.metadata.namespace ?? ''}/${object.metadata.name}`, { ...object, metadata: { ...object.metadata, uid: 'u', managedFields: [{ manager: HEARTBEAT_FIELD_MANAGER, operation: 'Apply' }] } });
+        leases.set(`${cluster}:${object.metadata.namespace ?? ''}/${object.metadata.name}`, {
+          ...object,
+          metadata: { ...object.metadata, uid: 'u', managedFields: [{ manager: HEARTBEAT_FIELD_MANAGER, operation: 'Apply' }] },
+        });
         return Promise.resolve(undefined);
       },
       get: (id: string) => {
@@ -99,7 +102,11 @@ describe('renewHeartbeats', () => {
     const renewed = clusters.leases.get('dr-1:shop/syncline-heartbeat-shop');
     expect(renewed).toBeDefined();
     // the standby promoted (the record on its Namespace, as `syncline failover --standby` writes it)
-    const promoted = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shop', annotations: { [PROMOTED_AT_ANNOTATION]: '2026-01-01T00:00:00Z', [PROMOTED_BY_ANNOTATION]: 'alice' } } };
+    const promoted = {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'shop', annotations: { [PROMOTED_AT_ANNOTATION]: '2026-01-01T00:00:00Z', [PROMOTED_BY_ANNOTATION]: 'alice' } },
+    };
     clusters.leases.set('dr-1:/shop', promoted);
     const later = { ...deps, clock: { now: () => new Date('2026-01-01T00:05:00Z') } };
     await renewHeartbeats(later);
@@ -122,8 +129,14 @@ describe('renewHeartbeats', () => {
     const clusters = standbys();
     const deps = heartbeatDeps(clusters, () => replication({ namespace: 'kube-system', cluster: 'dr-1' }));
     await renewHeartbeats(deps);
-    const first = { ...replication({ namespace: 'shop-dr', cluster: 'dr-1' }), metadata: { name: 'first', namespace: 'shop', creationTimestamp: '2026-01-01T00:00:00Z' } } as NamespaceReplication;
-    const later = { ...replication({ namespace: 'shop-dr', cluster: 'dr-1' }), metadata: { name: 'later', namespace: 'shop', creationTimestamp: '2026-01-02T00:00:00Z' } } as NamespaceReplication;
+    const first = {
+      ...replication({ namespace: 'shop-dr', cluster: 'dr-1' }),
+      metadata: { name: 'first', namespace: 'shop', creationTimestamp: '2026-01-01T00:00:00Z' },
+    } as NamespaceReplication;
+    const later = {
+      ...replication({ namespace: 'shop-dr', cluster: 'dr-1' }),
+      metadata: { name: 'later', namespace: 'shop', creationTimestamp: '2026-01-02T00:00:00Z' },
+    } as NamespaceReplication;
     await renewHeartbeats({ ...deps, replications: () => [first, later] });
     expect([...clusters.leases.keys()]).toEqual(['dr-1:shop-dr/syncline-heartbeat-first']);
   });

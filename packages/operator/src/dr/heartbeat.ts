@@ -53,7 +53,11 @@ export function heartbeatLease(options: { nr: NamespaceReplication; namespace: s
         [REPLICATION_READY_ANNOTATION]: ready,
       },
     },
-    spec: { holderIdentity: options.identity, leaseDurationSeconds: Math.max(1, Math.ceil((3 * options.intervalMs) / 1000)), renewTime: options.now.toISOString().replace('Z', '000Z') }, // MicroTime: microseconds
+    spec: {
+      holderIdentity: options.identity,
+      leaseDurationSeconds: Math.max(1, Math.ceil((3 * options.intervalMs) / 1000)),
+      renewTime: options.now.toISOString().replace('Z', '000Z'),
+    }, // MicroTime: microseconds
   };
 }
 
@@ -151,12 +155,16 @@ async function renewOne(deps: HeartbeatDeps, input: { nr: NamespaceReplication; 
     const fence = await readFence(client, here.namespace);
     if (fence.kind === 'unknown') throw new Error(fence.message);
     if (fence.kind === 'promoted') {
-      if (deps.fenced?.has(key) !== true) deps.logger.info({ namespacereplication: key, promotedAt: fence.promotion.at }, 'the standby was promoted: no heartbeat is written there (fenced)');
+      if (deps.fenced?.has(key) !== true)
+        deps.logger.info({ namespacereplication: key, promotedAt: fence.promotion.at }, 'the standby was promoted: no heartbeat is written there (fenced)');
       deps.fenced?.add(key);
       return;
     }
     if (deps.fenced?.delete(key) === true) deps.logger.info({ namespacereplication: key }, 'the standby is no longer promoted: heartbeat renewed again');
-    await client.apply(heartbeatLease({ nr, namespace: here.namespace, now: deps.clock.now(), intervalMs: deps.intervalMs, identity: deps.identity }), { fieldManager: HEARTBEAT_FIELD_MANAGER, force: true });
+    await client.apply(heartbeatLease({ nr, namespace: here.namespace, now: deps.clock.now(), intervalMs: deps.intervalMs, identity: deps.identity }), {
+      fieldManager: HEARTBEAT_FIELD_MANAGER,
+      force: true,
+    });
     deps.renewedAt?.set(key, here);
     if (deps.failing?.delete(key) === true) deps.logger.info({ namespacereplication: key }, 'heartbeat renewed again');
   } catch (error) {
@@ -174,7 +182,11 @@ const sameLocation = (a: HeartbeatLocation, b: HeartbeatLocation): boolean => a.
  * can be), or its expiry would read as the primary's death there, and an automatic failover would promote a
  * standby that is no longer replicated. Back at an old destination, that Lease is this one again: kept.
  */
-async function retireMoved(deps: HeartbeatDeps, replication: { owner: string; name: string }, at: { here: HeartbeatLocation; before: HeartbeatLocation | undefined }): Promise<void> {
+async function retireMoved(
+  deps: HeartbeatDeps,
+  replication: { owner: string; name: string },
+  at: { here: HeartbeatLocation; before: HeartbeatLocation | undefined },
+): Promise<void> {
   const key = `${replication.owner}/${replication.name}`;
   const { here, before } = at;
   const pending = deps.retiring?.get(key) ?? [];
@@ -196,12 +208,24 @@ async function retireMoved(deps: HeartbeatDeps, replication: { owner: string; na
 export async function retireHeartbeat(deps: Pick<HeartbeatDeps, 'applyClient' | 'remote' | 'logger'>, nr: NamespaceReplication): Promise<void> {
   const parsed = NamespaceReplicationSpec.safeParse(nr.spec);
   if (!parsed.success) return;
-  const removed = await removeHeartbeatAt(deps, { owner: nr.metadata.namespace ?? 'default', name: nr.metadata.name }, { cluster: parsed.data.destination.cluster?.name, namespace: standbyNamespaceOf(nr, parsed.data) });
-  if (!removed) deps.logger.warn({ namespacereplication: `${nr.metadata.namespace ?? 'default'}/${nr.metadata.name}` }, 'the heartbeat Lease of a deleted NamespaceReplication could not be removed from its standby: delete it by hand');
+  const removed = await removeHeartbeatAt(
+    deps,
+    { owner: nr.metadata.namespace ?? 'default', name: nr.metadata.name },
+    { cluster: parsed.data.destination.cluster?.name, namespace: standbyNamespaceOf(nr, parsed.data) },
+  );
+  if (!removed)
+    deps.logger.warn(
+      { namespacereplication: `${nr.metadata.namespace ?? 'default'}/${nr.metadata.name}` },
+      'the heartbeat Lease of a deleted NamespaceReplication could not be removed from its standby: delete it by hand',
+    );
 }
 
 /** Deletes a replication's heartbeat Lease at `where` if it is ours (our heartbeat applied it); false when that failed. */
-async function removeHeartbeatAt(deps: Pick<HeartbeatDeps, 'applyClient' | 'remote' | 'logger'>, replication: { owner: string; name: string }, where: HeartbeatLocation): Promise<boolean> {
+async function removeHeartbeatAt(
+  deps: Pick<HeartbeatDeps, 'applyClient' | 'remote' | 'logger'>,
+  replication: { owner: string; name: string },
+  where: HeartbeatLocation,
+): Promise<boolean> {
   try {
     const client = where.cluster === undefined ? await deps.applyClient() : (await deps.remote.clients(replication.owner, where.cluster)).apply;
     const id = `coordination.k8s.io/Lease/${where.namespace}/${heartbeatLeaseName(replication.name)}`;
@@ -211,17 +235,27 @@ async function removeHeartbeatAt(deps: Pick<HeartbeatDeps, 'applyClient' | 'remo
     if (fence.kind === 'unknown') throw new Error(fence.message);
     if (fence.kind === 'promoted') return true;
     const lease = await client.get(id);
-    if (lease !== undefined && appliedBy(lease, HEARTBEAT_FIELD_MANAGER)) await client.delete(id, { apiVersion: lease.apiVersion, ...(lease.metadata.uid === undefined ? {} : { uid: lease.metadata.uid }) });
+    if (lease !== undefined && appliedBy(lease, HEARTBEAT_FIELD_MANAGER))
+      await client.delete(id, { apiVersion: lease.apiVersion, ...(lease.metadata.uid === undefined ? {} : { uid: lease.metadata.uid }) });
     return true;
   } catch (error) {
-    deps.logger.debug({ namespacereplication: `${replication.owner}/${replication.name}`, err: error instanceof Error ? error.message : String(error) }, 'a heartbeat Lease could not be removed');
+    deps.logger.debug(
+      { namespacereplication: `${replication.owner}/${replication.name}`, err: error instanceof Error ? error.message : String(error) },
+      'a heartbeat Lease could not be removed',
+    );
     return false;
   }
 }
 
 /** Renews the heartbeats every interval until stopped. */
 export function startHeartbeats(options: HeartbeatDeps): { stop(): void } {
-  const deps = { ...options, failing: options.failing ?? new Set<string>(), fenced: options.fenced ?? new Set<string>(), renewedAt: options.renewedAt ?? new Map<string, HeartbeatLocation>(), retiring: options.retiring ?? new Map<string, HeartbeatLocation[]>() };
+  const deps = {
+    ...options,
+    failing: options.failing ?? new Set<string>(),
+    fenced: options.fenced ?? new Set<string>(),
+    renewedAt: options.renewedAt ?? new Map<string, HeartbeatLocation>(),
+    retiring: options.retiring ?? new Map<string, HeartbeatLocation[]>(),
+  };
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   const tick = (): void => {

@@ -31,7 +31,8 @@ type Row = NonNullable<NamespaceReplicationPolicyStatus['namespaces']>[number];
 /** The standby name of a source namespace: an explicit name, or prefix + name + suffix; an error when it is no DNS label. */
 export function standbyNamespaceName(source: string, mapping: NamespaceMapping | undefined): { readonly name: string } | { readonly error: string } {
   const name = mapping?.names?.[source] ?? `${mapping?.prefix ?? ''}${source}${mapping?.suffix ?? ''}`;
-  if (name.length > 63 || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name)) return { error: `namespaceMapping makes ${JSON.stringify(name)} of ${source}: not a namespace name (a DNS label of at most 63 characters)` };
+  if (name.length > 63 || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name))
+    return { error: `namespaceMapping makes ${JSON.stringify(name)} of ${source}: not a namespace name (a DNS label of at most 63 characters)` };
   return { name };
 }
 
@@ -92,7 +93,9 @@ export function planPolicy(input: {
   const byName = new Map(input.replications.map((nr) => [nr.metadata.name, nr]));
   const owned = input.replications.filter((nr) => ownedByPolicy(nr, policy));
   const ownedNames = new Set(owned.map((nr) => nr.metadata.name));
-  const inventory: Inventory = owned.map((nr) => ({ replication: nr.metadata.name, uid: nr.metadata.uid ?? '', namespace: nr.spec.sourceNamespace ?? home })).sort((a, b) => (a.replication < b.replication ? -1 : 1));
+  const inventory: Inventory = owned
+    .map((nr) => ({ replication: nr.metadata.name, uid: nr.metadata.uid ?? '', namespace: nr.spec.sourceNamespace ?? home }))
+    .sort((a, b) => (a.replication < b.replication ? -1 : 1));
   // A namespace another replication of this namespace (not the policy's) already replicates is left to it.
   const coveredElsewhere = new Map<string, string>();
   for (const nr of input.replications) if (!ownedNames.has(nr.metadata.name)) coveredElsewhere.set(nr.spec.sourceNamespace ?? home, nr.metadata.name);
@@ -112,7 +115,11 @@ export function planPolicy(input: {
     const existing = byName.get(name);
     const other = coveredElsewhere.get(ns.name);
     if (existing !== undefined && !ownedNames.has(name)) {
-      rows.push({ namespace: ns.name, standbyNamespace: standby.name, message: `a NamespaceReplication ${home}/${name} exists that this policy did not create: left alone, nothing created` });
+      rows.push({
+        namespace: ns.name,
+        standbyNamespace: standby.name,
+        message: `a NamespaceReplication ${home}/${name} exists that this policy did not create: left alone, nothing created`,
+      });
       continue;
     }
     if (other !== undefined && existing === undefined) {
@@ -120,7 +127,10 @@ export function planPolicy(input: {
       continue;
     }
     if (spec.template.destination.cluster === undefined && standby.name === ns.name) {
-      rows.push({ namespace: ns.name, message: 'the standby would be the namespace itself: name template.destination.cluster or rename with namespaceMapping' });
+      rows.push({
+        namespace: ns.name,
+        message: 'the standby would be the namespace itself: name template.destination.cluster or rename with namespaceMapping',
+      });
       continue;
     }
     // The standby rule (tenancy.ts): refused per namespace, nothing created (and a replication it had, removed).
@@ -135,7 +145,9 @@ export function planPolicy(input: {
     if (existing === undefined || !sameSpec(existing, object)) apply.push({ namespace: ns.name, object, exists: existing !== undefined });
     rows.push(rowOf(ns.name, standby.name, name, existing));
   }
-  const remove = owned.filter((nr) => !wanted.has(nr.metadata.name)).map((nr) => ({ name: nr.metadata.name, uid: nr.metadata.uid ?? '', namespace: nr.spec.sourceNamespace ?? home }));
+  const remove = owned
+    .filter((nr) => !wanted.has(nr.metadata.name))
+    .map((nr) => ({ name: nr.metadata.name, uid: nr.metadata.uid ?? '', namespace: nr.spec.sourceNamespace ?? home }));
   return { apply, remove, inventory, rows: rows.slice(0, MAX_ROWS) };
 }
 
@@ -143,14 +155,28 @@ export function planPolicy(input: {
  * The claims the standby rule weighs: every replication of the cluster, this policy's as they would be after
  * this pass (existing ones with their creationTimestamp, new ones after every existing one, by name).
  */
-function standbyClaims(input: { policy: NamespaceReplicationPolicy; spec: NamespaceReplicationPolicySpec; matching: readonly string[]; byName: ReadonlyMap<string, NamespaceReplication>; claims: readonly StandbyClaim[] }): StandbyClaim[] {
+function standbyClaims(input: {
+  policy: NamespaceReplicationPolicy;
+  spec: NamespaceReplicationPolicySpec;
+  matching: readonly string[];
+  byName: ReadonlyMap<string, NamespaceReplication>;
+  claims: readonly StandbyClaim[];
+}): StandbyClaim[] {
   const home = input.policy.metadata.namespace ?? 'default';
   const cluster = input.spec.template.destination.cluster?.name;
   const planned = input.matching.flatMap((namespace): StandbyClaim[] => {
     const standby = standbyNamespaceName(namespace, input.spec.namespaceMapping);
     if ('error' in standby) return [];
     const name = replicationName(input.policy.metadata.name, namespace);
-    return [{ replication: `${home}/${name}`, createdAt: input.byName.get(name)?.metadata.creationTimestamp, sourceNamespace: namespace, cluster: cluster === undefined ? undefined : `${home}/${cluster}`, standbyNamespace: standby.name }];
+    return [
+      {
+        replication: `${home}/${name}`,
+        createdAt: input.byName.get(name)?.metadata.creationTimestamp,
+        sourceNamespace: namespace,
+        cluster: cluster === undefined ? undefined : `${home}/${cluster}`,
+        standbyNamespace: standby.name,
+      },
+    ];
   });
   const plannedNames = new Set(planned.map((c) => c.replication));
   return [...input.claims.filter((c) => !plannedNames.has(c.replication)), ...planned];
@@ -171,7 +197,14 @@ function rowOf(namespace: string, standbyNamespace: string, replication: string,
 }
 
 /** The replication as the policy applies it: the template, this namespace and its standby name, owned by the policy. */
-export function replicationObject(input: { policy: NamespaceReplicationPolicy; spec: NamespaceReplicationPolicySpec; name: string; source: string; standby: string; labels: Readonly<Record<string, string>> }): KubeObject {
+export function replicationObject(input: {
+  policy: NamespaceReplicationPolicy;
+  spec: NamespaceReplicationPolicySpec;
+  name: string;
+  source: string;
+  standby: string;
+  labels: Readonly<Record<string, string>>;
+}): KubeObject {
   const { policy, spec } = input;
   const { destination, ...template } = spec.template;
   return {
@@ -181,9 +214,15 @@ export function replicationObject(input: { policy: NamespaceReplicationPolicy; s
       name: input.name,
       namespace: policy.metadata.namespace ?? 'default',
       labels: { ...input.labels, [POLICY_LABEL]: policy.metadata.name },
-      ownerReferences: [{ apiVersion: API_VERSION, kind: 'NamespaceReplicationPolicy', name: policy.metadata.name, uid: policy.metadata.uid ?? '', controller: true }],
+      ownerReferences: [
+        { apiVersion: API_VERSION, kind: 'NamespaceReplicationPolicy', name: policy.metadata.name, uid: policy.metadata.uid ?? '', controller: true },
+      ],
     },
-    spec: { ...template, sourceNamespace: input.source, destination: { ...(destination.cluster === undefined ? {} : { cluster: destination.cluster }), namespace: input.standby } },
+    spec: {
+      ...template,
+      sourceNamespace: input.source,
+      destination: { ...(destination.cluster === undefined ? {} : { cluster: destination.cluster }), namespace: input.standby },
+    },
   };
 }
 
@@ -199,12 +238,19 @@ function sameSpec(live: NamespaceReplication, desired: KubeObject): boolean {
 }
 
 function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => (v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1))) : v)) ?? 'undefined';
+  return (
+    JSON.stringify(value, (_key, v: unknown) =>
+      v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1))) : v,
+    ) ?? 'undefined'
+  );
 }
 
 /** The policy's summary of its rows: how many match, replicate, were promoted, and the oldest last change. */
 export function summarise(rows: readonly Row[]): Pick<NamespaceReplicationPolicyStatus, 'matched' | 'ready' | 'promoted' | 'oldestChange'> {
-  const changes = rows.map((r) => r.lastChange).filter((t): t is string => t !== undefined).sort();
+  const changes = rows
+    .map((r) => r.lastChange)
+    .filter((t): t is string => t !== undefined)
+    .sort();
   return {
     matched: rows.length,
     ready: rows.filter((r) => r.ready === 'True').length,

@@ -50,7 +50,11 @@ describe('decidePrune', () => {
   it('given the source namespace being deleted or gone, holds even a single deletion', () => {
     const inventory = [ns, ...names(8)];
     for (const sourceNamespace of ['Terminating', 'Absent'] as const) {
-      expect(decidePrune(base({ sourceNamespace, desired: inventory.filter((id) => id !== cm('c3')) }))).toMatchObject({ action: 'hold', held: [cm('c3')], hold: { reason: PruneHoldReason.SourceNamespaceDeleted } });
+      expect(decidePrune(base({ sourceNamespace, desired: inventory.filter((id) => id !== cm('c3')) }))).toMatchObject({
+        action: 'hold',
+        held: [cm('c3')],
+        hold: { reason: PruneHoldReason.SourceNamespaceDeleted },
+      });
     }
     // nothing to delete: nothing to hold
     expect(decidePrune(base({ sourceNamespace: 'Absent' }))).toEqual({ action: 'prune', stale: [] });
@@ -79,7 +83,10 @@ describe('decidePrune', () => {
     expect(confirmed).toEqual({ action: 'prune', stale: names(8).slice(1), released: 'confirmed' });
     // the same token does not confirm a larger deletion
     const later = new Date(now.getTime() + 1000);
-    expect(decidePrune(base({ desired: [ns], previous: first.hold, confirmed: first.hold.token, now: later }))).toMatchObject({ action: 'hold', hold: { objects: 8 } });
+    expect(decidePrune(base({ desired: [ns], previous: first.hold, confirmed: first.hold.token, now: later }))).toMatchObject({
+      action: 'hold',
+      hold: { objects: 8 },
+    });
     // nor the same names deleted again in a later hold (a stale confirmation left in the spec)
     expect(decidePrune(base({ desired: [ns, cm('c0')], confirmed: first.hold.token, now: later }))).toMatchObject({ action: 'hold' });
   });
@@ -89,8 +96,14 @@ describe('decidePrune', () => {
     const first = decidePrune(base({ policy, desired: [ns] }));
     expect(first).toMatchObject({ action: 'hold', retryAfterMs: 3_600_000 });
     if (first.action !== 'hold') throw new Error('held');
-    expect(decidePrune(base({ policy, desired: [ns], previous: first.hold, now: new Date(now.getTime() + 1_800_000) }))).toMatchObject({ action: 'hold', retryAfterMs: 1_800_000 });
-    expect(decidePrune(base({ policy, desired: [ns], previous: first.hold, now: new Date(now.getTime() + 3_600_000) }))).toMatchObject({ action: 'prune', released: 'delay' });
+    expect(decidePrune(base({ policy, desired: [ns], previous: first.hold, now: new Date(now.getTime() + 1_800_000) }))).toMatchObject({
+      action: 'hold',
+      retryAfterMs: 1_800_000,
+    });
+    expect(decidePrune(base({ policy, desired: [ns], previous: first.hold, now: new Date(now.getTime() + 3_600_000) }))).toMatchObject({
+      action: 'prune',
+      released: 'delay',
+    });
   });
 
   it('never holds (nor counts) the deletion of copies that must leave the standby, such as credentials', () => {
@@ -108,12 +121,19 @@ describe('decidePrune', () => {
     if (first.action !== 'settle') throw new Error('settling');
     const later = (ms: number): Date => new Date(now.getTime() + ms);
     // a second deletion arrives: a new set, a new wait
-    const second = decidePrune(base({ desired: inventory.filter((id) => id !== cm('c3') && id !== cm('c4')), settleMs: 5000, settling: first.settling, now: later(2000) }));
+    const second = decidePrune(
+      base({ desired: inventory.filter((id) => id !== cm('c3') && id !== cm('c4')), settleMs: 5000, settling: first.settling, now: later(2000) }),
+    );
     expect(second).toMatchObject({ action: 'settle', retryAfterMs: 5000 });
     if (second.action !== 'settle') throw new Error('settling');
-    expect(decidePrune(base({ desired: inventory.filter((id) => id !== cm('c3') && id !== cm('c4')), settleMs: 5000, settling: second.settling, now: later(7000) }))).toEqual({ action: 'prune', stale: [cm('c3'), cm('c4')] });
+    expect(
+      decidePrune(base({ desired: inventory.filter((id) => id !== cm('c3') && id !== cm('c4')), settleMs: 5000, settling: second.settling, now: later(7000) })),
+    ).toEqual({ action: 'prune', stale: [cm('c3'), cm('c4')] });
     // the rest of a mass deletion arriving while the first ones settle is held as a whole
-    expect(decidePrune(base({ desired: [ns], settleMs: 5000, settling: second.settling, now: later(3000) }))).toMatchObject({ action: 'hold', hold: { objects: 8 } });
+    expect(decidePrune(base({ desired: [ns], settleMs: 5000, settling: second.settling, now: later(3000) }))).toMatchObject({
+      action: 'hold',
+      hold: { objects: 8 },
+    });
   });
 
   describe('within a window', () => {
@@ -132,22 +152,33 @@ describe('decidePrune', () => {
         recent = recordDeletions({ recent, windowMs: windowed.windowMs, now: at, deleted: 1, released: false });
         inventory = inventory.filter((id) => id !== gone);
       }
-      expect(recent).toEqual([{ at: now.toISOString(), objects: 1 }, { at: later(30_000).toISOString(), objects: 1 }]);
+      expect(recent).toEqual([
+        { at: now.toISOString(), objects: 1 },
+        { at: later(30_000).toISOString(), objects: 1 },
+      ]);
       // when a third pass would delete one more
       const third = decidePrune(base({ inventory, desired: inventory.filter((id) => id !== cm('c2')), policy: windowed, recent, now: later(60_000) }));
       // then it is held: three of the eight the window began with
       expect(third).toMatchObject({ action: 'hold', held: [cm('c2')], earlier: 2, hold: { reason: PruneHoldReason.MassDeletion, objects: 1 } });
       // and once the window has passed the earlier deletions no longer count
-      expect(decidePrune(base({ inventory, desired: inventory.filter((id) => id !== cm('c2')), policy: windowed, recent, now: later(30_000 + 600_000) }))).toEqual({ action: 'prune', stale: [cm('c2')] });
+      expect(
+        decidePrune(base({ inventory, desired: inventory.filter((id) => id !== cm('c2')), policy: windowed, recent, now: later(30_000 + 600_000) })),
+      ).toEqual({ action: 'prune', stale: [cm('c2')] });
       // without a window each pass is counted alone, as before
-      expect(decidePrune(base({ inventory, desired: inventory.filter((id) => id !== cm('c2')), policy: { maxDeletions: '25%' }, recent, now: later(60_000) }))).toMatchObject({ action: 'prune' });
+      expect(
+        decidePrune(base({ inventory, desired: inventory.filter((id) => id !== cm('c2')), policy: { maxDeletions: '25%' }, recent, now: later(60_000) })),
+      ).toMatchObject({ action: 'prune' });
     });
 
     it('a confirmed hold starts the count afresh, and old entries leave the record', () => {
       expect(recordDeletions({ recent: [{ at: now.toISOString(), objects: 5 }], windowMs: 600_000, now: later(1000), deleted: 3, released: true })).toEqual([]);
-      expect(recordDeletions({ recent: [{ at: now.toISOString(), objects: 5 }], windowMs: 600_000, now: later(600_000), deleted: 0, released: false })).toEqual([]);
+      expect(recordDeletions({ recent: [{ at: now.toISOString(), objects: 5 }], windowMs: 600_000, now: later(600_000), deleted: 0, released: false })).toEqual(
+        [],
+      );
       expect(recordDeletions({ recent: undefined, windowMs: 0, now, deleted: 4, released: false })).toEqual([]);
-      expect(decidePrune(base({ desired: minus(cm('c7')), policy: windowed, recent: [{ at: now.toISOString(), objects: 1 }] }))).toMatchObject({ action: 'prune' });
+      expect(decidePrune(base({ desired: minus(cm('c7')), policy: windowed, recent: [{ at: now.toISOString(), objects: 1 }] }))).toMatchObject({
+        action: 'prune',
+      });
     });
 
     it('keeps the record bounded, merging the oldest entries (they then count a little longer, never shorter)', () => {

@@ -93,7 +93,10 @@ export function allowedDeletions(maxDeletions: string, total: number): number {
 
 /** The token of a held set: it changes with the set and with the hold's start, so an old confirmation never matches a new hold. */
 export function holdToken(since: string, held: readonly string[]): string {
-  return createHash('sha256').update(`${since}\n${[...held].sort().join('\n')}`).digest('hex').slice(0, 12);
+  return createHash('sha256')
+    .update(`${since}\n${[...held].sort().join('\n')}`)
+    .digest('hex')
+    .slice(0, 12);
 }
 
 /** The deletions of `recent` made within the window before `now`, oldest first. */
@@ -154,7 +157,13 @@ const MAX_RECENT = 20;
  * status.recentDeletions after a pass that pruned `deleted` objects: the window's entries plus this one. A
  * released hold (confirmed by a person, or past its delay) starts the count afresh: what it deleted was decided.
  */
-export function recordDeletions(input: { readonly recent: readonly RecentDeletion[] | undefined; readonly windowMs: number | undefined; readonly now: Date; readonly deleted: number; readonly released: boolean }): RecentDeletion[] {
+export function recordDeletions(input: {
+  readonly recent: readonly RecentDeletion[] | undefined;
+  readonly windowMs: number | undefined;
+  readonly now: Date;
+  readonly deleted: number;
+  readonly released: boolean;
+}): RecentDeletion[] {
   if (input.released) return [];
   const kept = withinWindow(input.recent, input.windowMs, input.now);
   if (input.deleted > 0 && input.windowMs !== undefined && input.windowMs > 0) kept.push({ at: input.now.toISOString(), objects: input.deleted });

@@ -13,7 +13,13 @@ const applied = [{ manager: DEFAULT_FIELD_MANAGER, operation: 'Apply' }];
 const namespace = (extra: Partial<KubeObject['metadata']> = {}): KubeObject => ({
   apiVersion: 'v1',
   kind: 'Namespace',
-  metadata: { name: 'shop', labels: { [OWNER_LABEL]: ownerHash(owner) }, annotations: { [OWNED_BY_ANNOTATION]: ownedBy(owner) }, managedFields: applied, ...extra },
+  metadata: {
+    name: 'shop',
+    labels: { [OWNER_LABEL]: ownerHash(owner) },
+    annotations: { [OWNED_BY_ANNOTATION]: ownedBy(owner) },
+    managedFields: applied,
+    ...extra,
+  },
 });
 
 describe('replicationOwnerOf', () => {
@@ -26,7 +32,9 @@ describe('replicationOwnerOf', () => {
     expect(replicationOwnerOf(namespace({ managedFields: [{ manager: 'kubectl-create', operation: 'Update' }] }))).toBeUndefined();
     expect(replicationOwnerOf(namespace({ labels: { [OWNER_LABEL]: 'someone-else' } }))).toBeUndefined();
     const configSync = { namespace: 'apps', name: 'web', target: 'prod' };
-    expect(replicationOwnerOf(namespace({ labels: { [OWNER_LABEL]: ownerHash(configSync) }, annotations: { [OWNED_BY_ANNOTATION]: ownedBy(configSync) } }))).toBeUndefined();
+    expect(
+      replicationOwnerOf(namespace({ labels: { [OWNER_LABEL]: ownerHash(configSync) }, annotations: { [OWNED_BY_ANNOTATION]: ownedBy(configSync) } })),
+    ).toBeUndefined();
     expect(replicationOwnerOf(namespace({ labels: {}, annotations: {} }))).toBeUndefined();
   });
 });
@@ -34,7 +42,10 @@ describe('replicationOwnerOf', () => {
 describe('listStandbyNamespaces', () => {
   it('never lists a system namespace among all standbys, whatever marks it carries (it says so); a named one is looked at', async () => {
     const marked = ['kube-system', 'shop', 'default'].map((name) => namespace({ name }));
-    const client = { list: () => Promise.resolve(marked), get: (id: string) => Promise.resolve(marked.find((n) => id === `/Namespace//${n.metadata.name}`)) } as unknown as ApplyClient;
+    const client = {
+      list: () => Promise.resolve(marked),
+      get: (id: string) => Promise.resolve(marked.find((n) => id === `/Namespace//${n.metadata.name}`)),
+    } as unknown as ApplyClient;
     const skipped: string[] = [];
     expect((await listStandbyNamespaces(client, [], { skipped: (name) => skipped.push(name) })).map((s) => s.name)).toEqual(['shop']);
     expect(skipped).toEqual(['kube-system', 'default']);
@@ -44,8 +55,14 @@ describe('listStandbyNamespaces', () => {
 
 describe('promotion record (the fence)', () => {
   it('reads promoted-at and promoted-by; absent or empty means not promoted', () => {
-    expect(promotionOf(namespace({ annotations: { [PROMOTED_AT_ANNOTATION]: '2026-11-25T10:00:00Z', [PROMOTED_BY_ANNOTATION]: 'alice' } }))).toEqual({ at: '2026-11-25T10:00:00Z', by: 'alice' });
-    expect(promotionOf(namespace({ annotations: { [PROMOTED_AT_ANNOTATION]: '2026-11-25T10:00:00Z' } }))).toEqual({ at: '2026-11-25T10:00:00Z', by: 'unknown' });
+    expect(promotionOf(namespace({ annotations: { [PROMOTED_AT_ANNOTATION]: '2026-11-25T10:00:00Z', [PROMOTED_BY_ANNOTATION]: 'alice' } }))).toEqual({
+      at: '2026-11-25T10:00:00Z',
+      by: 'alice',
+    });
+    expect(promotionOf(namespace({ annotations: { [PROMOTED_AT_ANNOTATION]: '2026-11-25T10:00:00Z' } }))).toEqual({
+      at: '2026-11-25T10:00:00Z',
+      by: 'unknown',
+    });
     expect(promotionOf(namespace({ annotations: { [PROMOTED_AT_ANNOTATION]: '' } }))).toBeUndefined();
     expect(promotionOf(undefined)).toBeUndefined();
   });
@@ -61,16 +78,29 @@ describe('promotion record (the fence)', () => {
 describe('demoted', () => {
   const keys = mirrorKeys();
   it('puts workloads at zero and CronJobs suspended, keeping their records', () => {
-    const web: KubeObject = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', namespace: 'shop', uid: 'u', annotations: { [ORIGINAL_REPLICAS_ANNOTATION]: '3' } }, spec: { replicas: 3 }, status: { readyReplicas: 3 } };
+    const web: KubeObject = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web', namespace: 'shop', uid: 'u', annotations: { [ORIGINAL_REPLICAS_ANNOTATION]: '3' } },
+      spec: { replicas: 3 },
+      status: { readyReplicas: 3 },
+    };
     expect(demoted(web, keys)).toMatchObject({ metadata: { annotations: { [ORIGINAL_REPLICAS_ANNOTATION]: '3' } }, spec: { replicas: 0 } });
     expect(demoted(web, keys)?.['status']).toBeUndefined();
-    const cron: KubeObject = { apiVersion: 'batch/v1', kind: 'CronJob', metadata: { name: 'r', namespace: 'shop', annotations: { [ORIGINAL_SUSPEND_ANNOTATION]: 'false' } }, spec: { suspend: false } };
+    const cron: KubeObject = {
+      apiVersion: 'batch/v1',
+      kind: 'CronJob',
+      metadata: { name: 'r', namespace: 'shop', annotations: { [ORIGINAL_SUSPEND_ANNOTATION]: 'false' } },
+      spec: { suspend: false },
+    };
     expect(demoted(cron, keys)).toMatchObject({ spec: { suspend: true } });
   });
 
   it('leaves what has no record alone', () => {
     expect(demoted({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'mine', namespace: 'shop' }, spec: { replicas: 2 } }, keys)).toBeUndefined();
-    expect(demoted({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'shop', annotations: { [ORIGINAL_REPLICAS_ANNOTATION]: '3' } } }, keys)).toBeUndefined();
+    expect(
+      demoted({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'shop', annotations: { [ORIGINAL_REPLICAS_ANNOTATION]: '3' } } }, keys),
+    ).toBeUndefined();
   });
 });
 
@@ -80,14 +110,29 @@ describe('heartbeat', () => {
     kind: 'NamespaceReplication',
     metadata: { name: 'shop', namespace: 'apps' },
     spec: { destination: { cluster: { name: 'dr' } } },
-    status: { lastSyncedTime: '2026-11-25T09:59:00Z', conditions: [{ type: 'Ready', status: 'True', reason: 'Replicated', message: '', lastTransitionTime: '2026-11-25T09:00:00Z' }] },
+    status: {
+      lastSyncedTime: '2026-11-25T09:59:00Z',
+      conditions: [{ type: 'Ready', status: 'True', reason: 'Replicated', message: '', lastTransitionTime: '2026-11-25T09:00:00Z' }],
+    },
   } as unknown as NamespaceReplication;
 
   it('is a Lease renewed now that carries the last replicated change, and reads back', () => {
     const now = new Date('2026-11-25T10:00:00.000Z');
     const lease = heartbeatLease({ nr, namespace: 'shop', now, intervalMs: 10_000, identity: 'op-1' });
-    expect(lease).toMatchObject({ kind: 'Lease', metadata: { name: 'syncline-heartbeat-shop', namespace: 'shop' }, spec: { holderIdentity: 'op-1', leaseDurationSeconds: 30, renewTime: '2026-11-25T10:00:00.000000Z' } });
-    expect(readHeartbeat(lease)).toEqual({ namespace: 'shop', name: 'syncline-heartbeat-shop', replication: 'apps/shop', renewedAt: now.getTime(), lastChange: '2026-11-25T09:59:00Z', ready: 'True', held: false });
+    expect(lease).toMatchObject({
+      kind: 'Lease',
+      metadata: { name: 'syncline-heartbeat-shop', namespace: 'shop' },
+      spec: { holderIdentity: 'op-1', leaseDurationSeconds: 30, renewTime: '2026-11-25T10:00:00.000000Z' },
+    });
+    expect(readHeartbeat(lease)).toEqual({
+      namespace: 'shop',
+      name: 'syncline-heartbeat-shop',
+      replication: 'apps/shop',
+      renewedAt: now.getTime(),
+      lastChange: '2026-11-25T09:59:00Z',
+      ready: 'True',
+      held: false,
+    });
   });
 
   it('keeps a long name a valid object name', () => {
@@ -96,8 +141,23 @@ describe('heartbeat', () => {
 });
 
 describe('decideAutoFailover', () => {
-  const standby = (extra: Partial<StandbyNamespace> = {}): StandbyNamespace => ({ name: 'shop', replication: 'apps/shop', owner, promotion: undefined, object: namespace(), ...extra });
-  const heartbeat = { namespace: 'shop', name: 'syncline-heartbeat-shop', replication: 'apps/shop', renewedAt: 1_000_000, lastChange: undefined, ready: 'True', held: false };
+  const standby = (extra: Partial<StandbyNamespace> = {}): StandbyNamespace => ({
+    name: 'shop',
+    replication: 'apps/shop',
+    owner,
+    promotion: undefined,
+    object: namespace(),
+    ...extra,
+  });
+  const heartbeat = {
+    namespace: 'shop',
+    name: 'syncline-heartbeat-shop',
+    replication: 'apps/shop',
+    renewedAt: 1_000_000,
+    lastChange: undefined,
+    ready: 'True',
+    held: false,
+  };
   const graceMs = 60_000;
 
   it('promotes only after the grace period', () => {
@@ -109,8 +169,12 @@ describe('decideAutoFailover', () => {
   it('never while held (on the Lease or the Namespace), nor twice', () => {
     const late = 1_000_000 + 10 * graceMs;
     expect(decideAutoFailover({ heartbeat: { ...heartbeat, held: true }, standby: standby(), nowMs: late, graceMs })).toBe('held');
-    expect(decideAutoFailover({ heartbeat, standby: standby({ object: namespace({ annotations: { [HOLD_ANNOTATION]: 'maintenance' } }) }), nowMs: late, graceMs })).toBe('held');
-    expect(decideAutoFailover({ heartbeat, standby: standby({ object: namespace({ annotations: { [HOLD_ANNOTATION]: 'false' } }) }), nowMs: late, graceMs })).toBe('promote');
+    expect(
+      decideAutoFailover({ heartbeat, standby: standby({ object: namespace({ annotations: { [HOLD_ANNOTATION]: 'maintenance' } }) }), nowMs: late, graceMs }),
+    ).toBe('held');
+    expect(
+      decideAutoFailover({ heartbeat, standby: standby({ object: namespace({ annotations: { [HOLD_ANNOTATION]: 'false' } }) }), nowMs: late, graceMs }),
+    ).toBe('promote');
     expect(decideAutoFailover({ heartbeat, standby: standby({ promotion: { at: 'T', by: 'alice' } }), nowMs: late, graceMs })).toBe('promoted');
     // a stale Lease labelled alike that is not the owning replication's heartbeat counts for nothing
     expect(decideAutoFailover({ heartbeat: { ...heartbeat, replication: 'tenant/fake' }, standby: standby(), nowMs: late, graceMs })).toBe('fresh');

@@ -7,7 +7,18 @@
 // Only what a NamespaceReplication replicated is touched, and ownership is proven, never taken from marks: the
 // Namespace and each workload must carry the replication's exact owner label and annotation AND record a
 // server-side apply by our field manager (a copy made with `kubectl get -o yaml` carries the marks, not that).
-import { DEFAULT_FIELD_MANAGER, OWNED_BY_ANNOTATION, OWNER_LABEL, appliedBy, objectId, ownerHash, ownershipOf, type ApplyClient, type KubeObject, type Owner } from '@syncline/apply';
+import {
+  DEFAULT_FIELD_MANAGER,
+  OWNED_BY_ANNOTATION,
+  OWNER_LABEL,
+  appliedBy,
+  objectId,
+  ownerHash,
+  ownershipOf,
+  type ApplyClient,
+  type KubeObject,
+  type Owner,
+} from '@syncline/apply';
 import type { KubeRest } from '@syncline/kube';
 import { sanitizeCopy, type MirrorKeys } from '../mirror/index.ts';
 import { PROMOTED_KINDS } from './transform.ts';
@@ -46,7 +57,13 @@ export function replicationOwnerOf(namespace: KubeObject): Owner | undefined {
 function standbyNamespace(object: KubeObject): StandbyNamespace | undefined {
   const owner = replicationOwnerOf(object);
   if (owner === undefined) return undefined;
-  return { name: object.metadata.name, replication: `${owner.namespace}/${owner.name.slice('NamespaceReplication:'.length)}`, owner, promotion: promotionOf(object), object };
+  return {
+    name: object.metadata.name,
+    replication: `${owner.namespace}/${owner.name.slice('NamespaceReplication:'.length)}`,
+    owner,
+    promotion: promotionOf(object),
+    object,
+  };
 }
 
 /**
@@ -55,14 +72,19 @@ function standbyNamespace(object: KubeObject): StandbyNamespace | undefined {
  * (tenancy.ts's SYSTEM_NAMESPACES), whatever marks it carries: an admin who opted one in as a standby names it
  * to act on it; `skipped` hears of each one left out.
  */
-export async function listStandbyNamespaces(client: ApplyClient, names: readonly string[] = [], options: { readonly skipped?: (name: string) => void } = {}): Promise<StandbyNamespace[]> {
+export async function listStandbyNamespaces(
+  client: ApplyClient,
+  names: readonly string[] = [],
+  options: { readonly skipped?: (name: string) => void } = {},
+): Promise<StandbyNamespace[]> {
   if (names.length > 0) {
     return Promise.all(
       names.map(async (name) => {
         const object = await client.get(`/Namespace//${name}`);
         if (object === undefined) throw new Error(`namespace ${name} not found in the standby cluster`);
         const standby = standbyNamespace(object);
-        if (standby === undefined) throw new Error(`namespace ${name} is not a standby a NamespaceReplication keeps (no proof of Syncline's replication on it): nothing done`);
+        if (standby === undefined)
+          throw new Error(`namespace ${name} is not a standby a NamespaceReplication keeps (no proof of Syncline's replication on it): nothing done`);
         return standby;
       }),
     );
@@ -149,7 +171,9 @@ export async function resetStandby(standby: StandbyNamespace, options: Omit<Prom
   const desired = (await provenWorkloads(options.client, standby)).map((o) => demoted(o, options.keys)).filter((o): o is KubeObject => o !== undefined);
   const workloads = await applyScaled(options.client, standby, desired, options.now.toISOString());
   const leases = await options.client.list({ group: 'coordination.k8s.io', kind: 'Lease', namespace: standby.name, labelSelector: HEARTBEAT_LABEL });
-  for (const lease of leases) if (appliedBy(lease, HEARTBEAT_FIELD_MANAGER)) await options.client.delete(objectId(lease), { apiVersion: lease.apiVersion, ...(lease.metadata.uid === undefined ? {} : { uid: lease.metadata.uid }) });
+  for (const lease of leases)
+    if (appliedBy(lease, HEARTBEAT_FIELD_MANAGER))
+      await options.client.delete(objectId(lease), { apiVersion: lease.apiVersion, ...(lease.metadata.uid === undefined ? {} : { uid: lease.metadata.uid }) });
   await options.rest.request({
     method: 'PATCH',
     path: `/api/v1/namespaces/${standby.name}`,

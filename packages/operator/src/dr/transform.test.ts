@@ -5,13 +5,24 @@ import { ORIGINAL_REPLICAS_ANNOTATION, ORIGINAL_SUSPEND_ANNOTATION, parseResourc
 
 const keys = mirrorKeys();
 const options = { namespace: 'shop-dr', workloads: 'Zero' as const, keys };
-const meta = (name: string, extra: Record<string, unknown> = {}): KubeObject['metadata'] => ({ name, namespace: 'shop', uid: 'u-1', resourceVersion: '42', creationTimestamp: '2026-01-01T00:00:00Z', managedFields: [{ manager: 'kubectl' }], ...extra });
+const meta = (name: string, extra: Record<string, unknown> = {}): KubeObject['metadata'] => ({
+  name,
+  namespace: 'shop',
+  uid: 'u-1',
+  resourceVersion: '42',
+  creationTimestamp: '2026-01-01T00:00:00Z',
+  managedFields: [{ manager: 'kubectl' }],
+  ...extra,
+});
 
 describe('standbyCopy', () => {
   it.each(['Deployment', 'StatefulSet'])('lands a %s with 0 replicas and the source count recorded', (kind) => {
     const source: KubeObject = { apiVersion: 'apps/v1', kind, metadata: meta('web'), spec: { replicas: 3, template: {} }, status: { readyReplicas: 3 } };
     const copy = standbyCopy(source, options);
-    expect(copy).toMatchObject({ metadata: { name: 'web', namespace: 'shop-dr', annotations: { [ORIGINAL_REPLICAS_ANNOTATION]: '3' } }, spec: { replicas: 0 } });
+    expect(copy).toMatchObject({
+      metadata: { name: 'web', namespace: 'shop-dr', annotations: { [ORIGINAL_REPLICAS_ANNOTATION]: '3' } },
+      spec: { replicas: 0 },
+    });
     expect(copy['status']).toBeUndefined();
     expect(copy.metadata.uid).toBeUndefined();
     expect(copy.metadata.resourceVersion).toBeUndefined();
@@ -29,20 +40,37 @@ describe('standbyCopy', () => {
   it('suspends a CronJob and records whether the source was suspended', () => {
     const running: KubeObject = { apiVersion: 'batch/v1', kind: 'CronJob', metadata: meta('report'), spec: { schedule: '* * * * *', suspend: false } };
     expect(standbyCopy(running, options)).toMatchObject({ metadata: { annotations: { [ORIGINAL_SUSPEND_ANNOTATION]: 'false' } }, spec: { suspend: true } });
-    expect(standbyCopy({ ...running, spec: { schedule: '* * * * *', suspend: true } }, options).metadata.annotations?.[ORIGINAL_SUSPEND_ANNOTATION]).toBe('true');
+    expect(standbyCopy({ ...running, spec: { schedule: '* * * * *', suspend: true } }, options).metadata.annotations?.[ORIGINAL_SUSPEND_ANNOTATION]).toBe(
+      'true',
+    );
   });
 
-  it('drops a Service\'s allocated addresses and nodePorts, keeps headless, and keeps nodePorts on request', () => {
-    const service: KubeObject = { apiVersion: 'v1', kind: 'Service', metadata: meta('api'), spec: { type: 'NodePort', clusterIP: '10.0.0.7', clusterIPs: ['10.0.0.7'], healthCheckNodePort: 31000, ports: [{ port: 80, nodePort: 30080 }] }, status: { loadBalancer: {} } };
+  it("drops a Service's allocated addresses and nodePorts, keeps headless, and keeps nodePorts on request", () => {
+    const service: KubeObject = {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: meta('api'),
+      spec: { type: 'NodePort', clusterIP: '10.0.0.7', clusterIPs: ['10.0.0.7'], healthCheckNodePort: 31000, ports: [{ port: 80, nodePort: 30080 }] },
+      status: { loadBalancer: {} },
+    };
     const copy = standbyCopy(service, options);
     expect(copy['spec']).toEqual({ type: 'NodePort', ports: [{ port: 80 }] });
     expect(copy['status']).toBeUndefined();
     expect((standbyCopy(service, { ...options, keepNodePorts: true })['spec'] as { ports: unknown[] }).ports).toEqual([{ port: 80, nodePort: 30080 }]);
-    expect(standbyCopy({ ...service, spec: { clusterIP: 'None', clusterIPs: ['None'], ports: [{ port: 80 }] } }, options)['spec']).toEqual({ clusterIP: 'None', clusterIPs: ['None'], ports: [{ port: 80 }] });
+    expect(standbyCopy({ ...service, spec: { clusterIP: 'None', clusterIPs: ['None'], ports: [{ port: 80 }] } }, options)['spec']).toEqual({
+      clusterIP: 'None',
+      clusterIPs: ['None'],
+      ports: [{ port: 80 }],
+    });
   });
 
   it('unbinds a claim and maps its storage class', () => {
-    const claim: KubeObject = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: meta('data', { annotations: { 'pv.kubernetes.io/bind-completed': 'yes' } }), spec: { volumeName: 'pv-1', storageClassName: 'fast', resources: {} } };
+    const claim: KubeObject = {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: meta('data', { annotations: { 'pv.kubernetes.io/bind-completed': 'yes' } }),
+      spec: { volumeName: 'pv-1', storageClassName: 'fast', resources: {} },
+    };
     const copy = standbyCopy(claim, { ...options, storageClassMap: { fast: 'dr-fast' } });
     expect(copy['spec']).toEqual({ storageClassName: 'dr-fast', resources: {} });
     expect(copy.metadata.annotations?.['pv.kubernetes.io/bind-completed']).toBeUndefined();
@@ -50,13 +78,27 @@ describe('standbyCopy', () => {
   });
 
   it('copies an HPA with a note that it is inert, and an Ingress without status', () => {
-    expect(standbyCopy({ apiVersion: 'autoscaling/v2', kind: 'HorizontalPodAutoscaler', metadata: meta('web'), spec: {} }, options).metadata.annotations?.['syncline.dev/dr-note']).toMatch(/inert/);
-    expect(standbyCopy({ apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', metadata: meta('web'), spec: {}, status: { loadBalancer: { ingress: [{ ip: '1.2.3.4' }] } } }, options)['status']).toBeUndefined();
+    expect(
+      standbyCopy({ apiVersion: 'autoscaling/v2', kind: 'HorizontalPodAutoscaler', metadata: meta('web'), spec: {} }, options).metadata.annotations?.[
+        'syncline.dev/dr-note'
+      ],
+    ).toMatch(/inert/);
+    expect(
+      standbyCopy(
+        { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', metadata: meta('web'), spec: {}, status: { loadBalancer: { ingress: [{ ip: '1.2.3.4' }] } } },
+        options,
+      )['status'],
+    ).toBeUndefined();
   });
 });
 
 describe('skipReason', () => {
-  const object = (apiVersion: string, kind: string, extra: Partial<KubeObject> = {}, metadata: Record<string, unknown> = {}): KubeObject => ({ apiVersion, kind, metadata: meta('x', metadata), ...extra });
+  const object = (apiVersion: string, kind: string, extra: Partial<KubeObject> = {}, metadata: Record<string, unknown> = {}): KubeObject => ({
+    apiVersion,
+    kind,
+    metadata: meta('x', metadata),
+    ...extra,
+  });
   it.each([
     ['a Pod', object('v1', 'Pod'), /derived/],
     ['a ReplicaSet', object('apps/v1', 'ReplicaSet'), /derived/],
@@ -86,16 +128,29 @@ describe('skipReason', () => {
 
 describe('promoted (failover)', () => {
   it('restores the recorded replicas of a standby workload and the recorded suspend of a CronJob', () => {
-    const standby: KubeObject = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', namespace: 'shop', resourceVersion: '9', annotations: { [ORIGINAL_REPLICAS_ANNOTATION]: '3' } }, spec: { replicas: 0 }, status: {} };
+    const standby: KubeObject = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web', namespace: 'shop', resourceVersion: '9', annotations: { [ORIGINAL_REPLICAS_ANNOTATION]: '3' } },
+      spec: { replicas: 0 },
+      status: {},
+    };
     expect(promoted(standby, keys)).toMatchObject({ spec: { replicas: 3 }, metadata: { annotations: { [ORIGINAL_REPLICAS_ANNOTATION]: '3' } } });
     expect(promoted(standby, keys)?.metadata.resourceVersion).toBeUndefined();
-    const cron: KubeObject = { apiVersion: 'batch/v1', kind: 'CronJob', metadata: { name: 'r', namespace: 'shop', annotations: { [ORIGINAL_SUSPEND_ANNOTATION]: 'false' } }, spec: { suspend: true } };
+    const cron: KubeObject = {
+      apiVersion: 'batch/v1',
+      kind: 'CronJob',
+      metadata: { name: 'r', namespace: 'shop', annotations: { [ORIGINAL_SUSPEND_ANNOTATION]: 'false' } },
+      spec: { suspend: true },
+    };
     expect(promoted(cron, keys)).toMatchObject({ spec: { suspend: false } });
   });
 
   it('leaves objects without a record, and refuses a nonsense count', () => {
     expect(promoted({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' } }, keys)).toBeUndefined();
-    expect(promoted({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd', annotations: { [ORIGINAL_REPLICAS_ANNOTATION]: '-2' } }, spec: {} }, keys)).toBeUndefined();
+    expect(
+      promoted({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd', annotations: { [ORIGINAL_REPLICAS_ANNOTATION]: '-2' } }, spec: {} }, keys),
+    ).toBeUndefined();
   });
 });
 

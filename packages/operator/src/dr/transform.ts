@@ -43,7 +43,16 @@ export const DEFAULT_RESOURCE_TYPES: readonly ResourceType[] = [
 ];
 
 /** Kinds that are always derived from others (controllers recreate them in the standby): never copied. */
-const DERIVED_KINDS = new Set(['/Pod', 'apps/ReplicaSet', 'apps/ControllerRevision', '/Endpoints', 'discovery.k8s.io/EndpointSlice', '/Event', 'events.k8s.io/Event', 'coordination.k8s.io/Lease']);
+const DERIVED_KINDS = new Set([
+  '/Pod',
+  'apps/ReplicaSet',
+  'apps/ControllerRevision',
+  '/Endpoints',
+  'discovery.k8s.io/EndpointSlice',
+  '/Event',
+  'events.k8s.io/Event',
+  'coordination.k8s.io/Lease',
+]);
 
 /** `group/Kind` → the type, from `Kind`, `Kind.group` (kubectl's notation) or `group/Kind`. */
 export function parseResourceType(text: string): ResourceType {
@@ -65,7 +74,8 @@ export function skipReason(object: KubeObject, exclude: readonly Exclusion[]): s
   if (DERIVED_KINDS.has(`${group}/${object.kind}`)) return 'derived: its controller recreates it';
   const owners = object.metadata['ownerReferences'];
   if (Array.isArray(owners) && owners.some((o) => isRecord(o) && o['controller'] === true)) return 'derived: it has a controller owner';
-  if (object.kind === 'Secret' && group === '' && object['type'] === 'kubernetes.io/service-account-token') return 'a service-account token belongs to this cluster';
+  if (object.kind === 'Secret' && group === '' && object['type'] === 'kubernetes.io/service-account-token')
+    return 'a service-account token belongs to this cluster';
   if (object.kind === 'ConfigMap' && group === '' && object.metadata.name === 'kube-root-ca.crt') return "this cluster's CA bundle";
   if (object.kind === 'ServiceAccount' && group === '' && object.metadata.name === 'default') return "every namespace's default account";
   if (object.metadata.labels?.[DR_LABEL] === 'exclude') return `labelled ${DR_LABEL}: exclude`;
@@ -117,7 +127,7 @@ export const DR_RULES: Readonly<Record<string, readonly Rule[]>> = {
   ],
   '/Service': [
     {
-      why: 'nodePorts may collide with the standby\'s own Services: dropped unless kept (clusterIP, healthCheckNodePort always go: sanitize)',
+      why: "nodePorts may collide with the standby's own Services: dropped unless kept (clusterIP, healthCheckNodePort always go: sanitize)",
       apply: (copy, source, options) => {
         if (options.keepNodePorts !== true) return;
         const ports = (copy['spec'] as Json | undefined)?.['ports'];

@@ -10,7 +10,10 @@ describe('classifyExisting', () => {
   it('tells absent, ours, another source’s replica and foreign objects apart', () => {
     expect(classifyExisting({ existing: undefined, source: dev, keys })).toEqual({ kind: 'absent' });
     expect(classifyExisting({ existing: replicaOf({ namespace: 'prod' }), source: dev, keys })).toEqual({ kind: 'ours' });
-    expect(classifyExisting({ existing: replicaOf({ namespace: 'prod', source: 'ops/db' }), source: dev, keys })).toEqual({ kind: 'other-replica', source: 'ops/db' });
+    expect(classifyExisting({ existing: replicaOf({ namespace: 'prod', source: 'ops/db' }), source: dev, keys })).toEqual({
+      kind: 'other-replica',
+      source: 'ops/db',
+    });
     expect(classifyExisting({ existing: secret({ namespace: 'prod' }), source: dev, keys })).toEqual({ kind: 'foreign' });
   });
 
@@ -69,7 +72,10 @@ describe('decideTargetOwner', () => {
   });
 
   it('lets nobody write over a foreign object', () => {
-    expect(decideTargetOwner({ claimants: [newer, older], existing: secret({ namespace: 'prod' }), keys })).toEqual({ kind: 'foreign', blocked: [older, newer] });
+    expect(decideTargetOwner({ claimants: [newer, older], existing: secret({ namespace: 'prod' }), keys })).toEqual({
+      kind: 'foreign',
+      blocked: [older, newer],
+    });
   });
 
   it('has no owner without claimants, and counts a repeated claim once', () => {
@@ -86,18 +92,24 @@ describe('decideTargetOwner', () => {
     });
     const existing = fc.constantFrom<(undefined | string)[]>(undefined, 'a/db', 'c/db', 'z/db', 'foreign');
     fc.assert(
-      fc.property(fc.array(claim, { minLength: 1, maxLength: 6 }).chain((claims) => fc.tuple(fc.constant(claims), fc.shuffledSubarray(claims, { minLength: claims.length }), existing)), ([claims, shuffled, holder]) => {
-        const object = holder === undefined ? undefined : holder === 'foreign' ? secret({ namespace: 'prod' }) : replicaOf({ namespace: 'prod', source: holder });
-        const first = decideTargetOwner({ claimants: claims, existing: object, keys });
-        const second = decideTargetOwner({ claimants: shuffled, existing: object, keys });
-        const id = (d: typeof first) => (d.kind === 'owner' ? `${d.owner.namespace}/${d.owner.name}` : d.kind);
-        expect(id(second)).toBe(id(first));
-        // and once the winner's replica exists, it stays the winner
-        if (first.kind === 'owner') {
-          const after = decideTargetOwner({ claimants: shuffled, existing: replicaOf({ namespace: 'prod', source: id(first) }), keys });
-          expect(id(after)).toBe(id(first));
-        }
-      }),
+      fc.property(
+        fc
+          .array(claim, { minLength: 1, maxLength: 6 })
+          .chain((claims) => fc.tuple(fc.constant(claims), fc.shuffledSubarray(claims, { minLength: claims.length }), existing)),
+        ([claims, shuffled, holder]) => {
+          const object =
+            holder === undefined ? undefined : holder === 'foreign' ? secret({ namespace: 'prod' }) : replicaOf({ namespace: 'prod', source: holder });
+          const first = decideTargetOwner({ claimants: claims, existing: object, keys });
+          const second = decideTargetOwner({ claimants: shuffled, existing: object, keys });
+          const id = (d: typeof first) => (d.kind === 'owner' ? `${d.owner.namespace}/${d.owner.name}` : d.kind);
+          expect(id(second)).toBe(id(first));
+          // and once the winner's replica exists, it stays the winner
+          if (first.kind === 'owner') {
+            const after = decideTargetOwner({ claimants: shuffled, existing: replicaOf({ namespace: 'prod', source: id(first) }), keys });
+            expect(id(after)).toBe(id(first));
+          }
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -106,15 +118,25 @@ describe('decideTargetOwner', () => {
 describe('decideReplicaWrite', () => {
   it('creates a free target, updates its own replica', () => {
     expect(decideReplicaWrite({ source: newer, claimants: [], existing: undefined, keys })).toEqual({ action: 'create' });
-    expect(decideReplicaWrite({ source: newer, claimants: [older], existing: replicaOf({ namespace: 'prod' }), keys })).toEqual({ action: 'update', takeover: false });
+    expect(decideReplicaWrite({ source: newer, claimants: [older], existing: replicaOf({ namespace: 'prod' }), keys })).toEqual({
+      action: 'update',
+      takeover: false,
+    });
   });
 
   it('skips a target held by another source or a foreign object', () => {
-    expect(decideReplicaWrite({ source: newer, claimants: [older], existing: undefined, keys })).toEqual({ action: 'skip', reason: 'HeldByOtherSource', holder: 'ops/db' });
+    expect(decideReplicaWrite({ source: newer, claimants: [older], existing: undefined, keys })).toEqual({
+      action: 'skip',
+      reason: 'HeldByOtherSource',
+      holder: 'ops/db',
+    });
     expect(decideReplicaWrite({ source: newer, claimants: [], existing: secret({ namespace: 'prod' }), keys })).toEqual({ action: 'skip', reason: 'Foreign' });
   });
 
   it('takes over a replica of a source that no longer claims it', () => {
-    expect(decideReplicaWrite({ source: newer, claimants: [newer], existing: replicaOf({ namespace: 'prod', source: 'gone/db' }), keys })).toEqual({ action: 'update', takeover: true });
+    expect(decideReplicaWrite({ source: newer, claimants: [newer], existing: replicaOf({ namespace: 'prod', source: 'gone/db' }), keys })).toEqual({
+      action: 'update',
+      takeover: true,
+    });
   });
 });

@@ -88,7 +88,11 @@ export type TargetOwner =
  * A function of the current state only, so two reconcilers that see the same state decide the same, and one
  * that saw a claim late agrees once the winner's replica exists (rule 2): no flip-flopping.
  */
-export function decideTargetOwner(input: { readonly claimants: readonly SourceClaim[]; readonly existing: KubeObject | undefined; readonly keys: MirrorKeys }): TargetOwner {
+export function decideTargetOwner(input: {
+  readonly claimants: readonly SourceClaim[];
+  readonly existing: KubeObject | undefined;
+  readonly keys: MirrorKeys;
+}): TargetOwner {
   const unique = new Map<string, SourceClaim>();
   for (const claim of [...input.claimants].sort(compareClaims)) {
     const key = formatSourceRef(claim);
@@ -118,7 +122,12 @@ export type ReplicaWrite =
  * {@link decideTargetOwner} from one source's side: what its reconciler does with one target.
  * `claimants` are all sources that want this (namespace, name), `source` among them or not.
  */
-export function decideReplicaWrite(input: { readonly source: SourceClaim; readonly claimants: readonly SourceClaim[]; readonly existing: KubeObject | undefined; readonly keys: MirrorKeys }): ReplicaWrite {
+export function decideReplicaWrite(input: {
+  readonly source: SourceClaim;
+  readonly claimants: readonly SourceClaim[];
+  readonly existing: KubeObject | undefined;
+  readonly keys: MirrorKeys;
+}): ReplicaWrite {
   const decision = decideTargetOwner({ claimants: [input.source, ...input.claimants], existing: input.existing, keys: input.keys });
   switch (decision.kind) {
     case 'foreign':
@@ -127,7 +136,8 @@ export function decideReplicaWrite(input: { readonly source: SourceClaim; readon
       // Unreachable (the source claims), kept for the exhaustive switch.
       return { action: 'skip', reason: 'HeldByOtherSource' };
     case 'owner':
-      if (formatSourceRef(decision.owner) !== formatSourceRef(input.source)) return { action: 'skip', reason: 'HeldByOtherSource', holder: formatSourceRef(decision.owner) };
+      if (formatSourceRef(decision.owner) !== formatSourceRef(input.source))
+        return { action: 'skip', reason: 'HeldByOtherSource', holder: formatSourceRef(decision.owner) };
       if (input.existing === undefined) return { action: 'create' };
       return { action: 'update', takeover: classifyExisting({ existing: input.existing, source: input.source, keys: input.keys }).kind !== 'ours' };
   }

@@ -10,12 +10,27 @@ import { isOwnEcho } from './controller.ts';
 import { MirrorState, mirrorStatusRows } from './status.ts';
 import { keys, secret } from './test-support.ts';
 
-const source = secret({ namespace: 'dev', name: 'db', labels: { [keys.syncSource]: 'true' }, annotations: { [keys.targets]: 'a,b' }, data: { k: 'dg==' }, type: 'Opaque', metadata: { uid: 'u1', creationTimestamp: '2026-01-01T00:00:00Z' } });
+const source = secret({
+  namespace: 'dev',
+  name: 'db',
+  labels: { [keys.syncSource]: 'true' },
+  annotations: { [keys.targets]: 'a,b' },
+  data: { k: 'dg==' },
+  type: 'Opaque',
+  metadata: { uid: 'u1', creationTimestamp: '2026-01-01T00:00:00Z' },
+});
 
 describe('mirror queue keys and owners', () => {
   it('round-trips a source key, with and without a target namespace', () => {
-    expect(parseMirrorQueueKey(mirrorQueueKey('Secret', { namespace: 'dev', name: 'db' }))).toEqual({ kind: 'Secret', source: { namespace: 'dev', name: 'db' } });
-    expect(parseMirrorQueueKey(mirrorQueueKey('ConfigMap', { namespace: 'dev', name: 'db' }, 'prod'))).toEqual({ kind: 'ConfigMap', source: { namespace: 'dev', name: 'db' }, only: 'prod' });
+    expect(parseMirrorQueueKey(mirrorQueueKey('Secret', { namespace: 'dev', name: 'db' }))).toEqual({
+      kind: 'Secret',
+      source: { namespace: 'dev', name: 'db' },
+    });
+    expect(parseMirrorQueueKey(mirrorQueueKey('ConfigMap', { namespace: 'dev', name: 'db' }, 'prod'))).toEqual({
+      kind: 'ConfigMap',
+      source: { namespace: 'dev', name: 'db' },
+      only: 'prod',
+    });
     expect(parseMirrorQueueKey('Pod/dev/db')).toBeUndefined();
   });
 
@@ -58,9 +73,28 @@ describe('mirrorStatusRows', () => {
   it('lists synced replicas, a foreign object as a conflict and a target not written yet as missing', () => {
     const replica = makeReplica({ source, targetNamespace: 'a', keys, strategy: 'override' });
     const foreign = secret({ namespace: 'b', name: 'db' });
-    const rows = mirrorStatusRows({ sources: [source], replicas: [replica], namespaces: [{ name: 'a' }, { name: 'b' }, { name: 'dev' }], occupied: new Map([['Secret/b/db', foreign]]), keys, sourceNamespaces: [], trusted: new Set(['dev']) });
-    expect(rows.map((r) => [r.namespace, r.state])).toEqual([['a', MirrorState.Synced], ['b', MirrorState.Conflict]]);
-    const missing = mirrorStatusRows({ sources: [source], replicas: [], namespaces: [{ name: 'a' }, { name: 'dev' }], occupied: new Map(), keys, sourceNamespaces: [], trusted: new Set(['dev']) });
+    const rows = mirrorStatusRows({
+      sources: [source],
+      replicas: [replica],
+      namespaces: [{ name: 'a' }, { name: 'b' }, { name: 'dev' }],
+      occupied: new Map([['Secret/b/db', foreign]]),
+      keys,
+      sourceNamespaces: [],
+      trusted: new Set(['dev']),
+    });
+    expect(rows.map((r) => [r.namespace, r.state])).toEqual([
+      ['a', MirrorState.Synced],
+      ['b', MirrorState.Conflict],
+    ]);
+    const missing = mirrorStatusRows({
+      sources: [source],
+      replicas: [],
+      namespaces: [{ name: 'a' }, { name: 'dev' }],
+      occupied: new Map(),
+      keys,
+      sourceNamespaces: [],
+      trusted: new Set(['dev']),
+    });
     expect(missing.map((r) => r.state)).toEqual([MirrorState.Missing]);
   });
 });

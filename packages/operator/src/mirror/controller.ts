@@ -104,7 +104,11 @@ function mirrorController(queue: ControllerQueue<string>, options: MirrorControl
         const source = parseSourceRef((object.metadata['annotations'] as Record<string, string> | undefined)?.[keys.source]);
         if (source === undefined) return;
         const id = `/${kind}/${object.metadata.namespace ?? ''}/${object.metadata.name}`;
-        if (type !== 'DELETED' && echoes.isEcho({ id, kind, source, namespace: object.metadata.namespace ?? '' }, (object as unknown as MirrorCacheObject).fingerprint)) return;
+        if (
+          type !== 'DELETED' &&
+          echoes.isEcho({ id, kind, source, namespace: object.metadata.namespace ?? '' }, (object as unknown as MirrorCacheObject).fingerprint)
+        )
+          return;
         // The first list: one reconcile per source (which sees all its replicas), not one per replica.
         queue.add(replicas.synced ? mirrorQueueKey(kind, source, object.metadata.namespace) : mirrorQueueKey(kind, source));
       },
@@ -121,9 +125,22 @@ function mirrorController(queue: ControllerQueue<string>, options: MirrorControl
     onEvent: (type, object, previous) => {
       if (!namespaceInformer.synced || type === 'DELETED') return; // the first list: every source is reconciled anyway
       const name = object.metadata.name;
-      if (type === 'MODIFIED' && JSON.stringify(previous?.metadata['labels']) === JSON.stringify(object.metadata['labels']) && previous?.metadata['deletionTimestamp'] === object.metadata['deletionTimestamp']) return;
+      if (
+        type === 'MODIFIED' &&
+        JSON.stringify(previous?.metadata['labels']) === JSON.stringify(object.metadata['labels']) &&
+        previous?.metadata['deletionTimestamp'] === object.metadata['deletionTimestamp']
+      )
+        return;
       // Only the sources this namespace now matches, or that have a replica in it.
-      for (const key of sourcesTouching(name, { namespaces: namespaceList() ?? [], sources: sourceList, replicas: (kind) => replicaInformers.get(kind)?.list() ?? [], keys, sourceNamespaces: options.sourceNamespaces, trusted: options.trusted })) queue.add(key);
+      for (const key of sourcesTouching(name, {
+        namespaces: namespaceList() ?? [],
+        sources: sourceList,
+        replicas: (kind) => replicaInformers.get(kind)?.list() ?? [],
+        keys,
+        sourceNamespaces: options.sourceNamespaces,
+        trusted: options.trusted,
+      }))
+        queue.add(key);
     },
     onError: (error) => log.warn({ err: errorMessage(error) }, 'mirroring namespace watch failed; restarting'),
   });
@@ -138,7 +155,14 @@ function mirrorController(queue: ControllerQueue<string>, options: MirrorControl
   // for it. Reopened, a watch is heard from at once, and what changed meanwhile arrives as events.
   const fresh = (...informers: (Informer | undefined)[]): boolean => informers.map((informer) => informer?.freshOrRestart() === true).every(Boolean);
 
-  const report = conflictReporter({ rows, isNews, gauge: conflictsGauge, log, events: options.events, source: (kind, key) => sourceInformers.get(kind)?.get(key) });
+  const report = conflictReporter({
+    rows,
+    isNews,
+    gauge: conflictsGauge,
+    log,
+    events: options.events,
+    source: (kind, key) => sourceInformers.get(kind)?.get(key),
+  });
 
   const reconcile = createMirrorReconciler({
     rest,
@@ -214,7 +238,8 @@ function echoTracker(): {
     },
     started: (queueKey) => {
       const parsed = parseMirrorQueueKey(queueKey);
-      if (parsed !== undefined) runAt.set(`${parsed.kind}|${formatSourceRef(parsed.source)}${parsed.only === undefined ? '' : `|${parsed.only}`}`, ++runsStarted);
+      if (parsed !== undefined)
+        runAt.set(`${parsed.kind}|${formatSourceRef(parsed.source)}${parsed.only === undefined ? '' : `|${parsed.only}`}`, ++runsStarted);
     },
     isEcho: (replica, fingerprint) => {
       const tag = `${replica.kind}|${formatSourceRef(replica.source)}`;
@@ -266,21 +291,40 @@ function conflictReporter(deps: {
     if (!deps.isNews(`${sourceKey}#conflicts`, signature) || conflicts.length === 0) return;
     const source = deps.source(key.kind, `${key.source.namespace}/${key.source.name}`);
     if (source === undefined) return;
-    const message = truncate(`${conflicts.length} replica(s) not written, another object holds the name: ${conflicts.map((r) => r.message ?? r.namespace).join('; ')}`);
+    const message = truncate(
+      `${conflicts.length} replica(s) not written, another object holds the name: ${conflicts.map((r) => r.message ?? r.namespace).join('; ')}`,
+    );
     deps.log.warn({ source: sourceKey, conflicts: conflicts.length }, 'mirroring conflict');
-    void deps.events.record({ apiVersion: 'v1', kind: key.kind, metadata: { name: source.metadata.name, namespace: source.metadata.namespace ?? '', uid: source.metadata['uid'] as string | undefined } }, { type: 'Warning', reason: 'Conflict', message });
+    void deps.events.record(
+      {
+        apiVersion: 'v1',
+        kind: key.kind,
+        metadata: { name: source.metadata.name, namespace: source.metadata.namespace ?? '', uid: source.metadata['uid'] as string | undefined },
+      },
+      { type: 'Warning', reason: 'Conflict', message },
+    );
   };
 }
 
 /** Every replica's row: those the reconciles reported, and the replicas left with no source (stale). */
-function mirrorRows(rows: ReadonlyMap<string, ReadonlyMap<string, MirrorRow>>, replicasOf: (kind: MirrorKind) => MirrorCacheObject[], keys: MirrorControllerOptions['keys']): MirrorRow[] {
+function mirrorRows(
+  rows: ReadonlyMap<string, ReadonlyMap<string, MirrorRow>>,
+  replicasOf: (kind: MirrorKind) => MirrorCacheObject[],
+  keys: MirrorControllerOptions['keys'],
+): MirrorRow[] {
   const out = [...rows.values()].flatMap((m) => [...m.values()]);
   const listed = new Set(out.map((r) => `${r.kind}/${r.namespace}/${r.source.split('/')[1] ?? ''}`));
   for (const kind of KINDS) {
     for (const replica of replicasOf(kind)) {
       if (listed.has(`${kind}/${replica.metadata.namespace ?? ''}/${replica.metadata.name}`)) continue;
       const stale = replica.metadata.labels?.[keys.stale] === 'true';
-      out.push({ kind, source: replica.metadata.annotations?.[keys.source] ?? '?', namespace: replica.metadata.namespace ?? '', state: MirrorState.Stale, ...(stale ? { message: `source gone since ${replica.metadata.annotations?.[keys.staleSince] ?? '?'}` } : {}) });
+      out.push({
+        kind,
+        source: replica.metadata.annotations?.[keys.source] ?? '?',
+        namespace: replica.metadata.namespace ?? '',
+        state: MirrorState.Stale,
+        ...(stale ? { message: `source gone since ${replica.metadata.annotations?.[keys.staleSince] ?? '?'}` } : {}),
+      });
     }
   }
   return out.sort(compareRows);
@@ -301,12 +345,16 @@ function sourcesTouching(
   const keys: string[] = [];
   for (const kind of KINDS) {
     const inNamespace = new Set(
-      deps.replicas(kind).filter((r) => r.metadata.namespace === name).map((r) => (r.metadata['annotations'] as Record<string, string> | undefined)?.[deps.keys.source]),
+      deps
+        .replicas(kind)
+        .filter((r) => r.metadata.namespace === name)
+        .map((r) => (r.metadata['annotations'] as Record<string, string> | undefined)?.[deps.keys.source]),
     );
     for (const source of deps.sources(kind) ?? []) {
       const ref = refOf(source);
       const resolved = resolveSource({ source, namespaces: deps.namespaces, keys: deps.keys, sourceNamespaces: deps.sourceNamespaces, trusted: deps.trusted });
-      if (inNamespace.has(formatSourceRef(ref)) || ('resolution' in resolved && resolved.resolution.namespaces.includes(name))) keys.push(mirrorQueueKey(kind, ref, name));
+      if (inNamespace.has(formatSourceRef(ref)) || ('resolution' in resolved && resolved.resolution.namespaces.includes(name)))
+        keys.push(mirrorQueueKey(kind, ref, name));
     }
   }
   return keys;
@@ -319,4 +367,3 @@ function refOf(object: { metadata: { name: string; namespace?: string } }): Sour
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
-

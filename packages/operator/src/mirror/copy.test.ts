@@ -25,11 +25,25 @@ const hash = sourceRefHash({ namespace: 'dev', name: 'db' });
 describe('sanitizeCopy', () => {
   it('drops what the API server owns, owners, finalizers and deletion state, keeps the rest', () => {
     // given a live Secret with server-set metadata, a status and an ordinary label and annotation
-    const live = secret({ metadata: liveMetadata, labels: { app: 'web' }, annotations: { note: 'keep' }, data: { a: 'YQ==' }, type: 'Opaque', extra: { status: { x: 1 }, immutable: true } });
+    const live = secret({
+      metadata: liveMetadata,
+      labels: { app: 'web' },
+      annotations: { note: 'keep' },
+      data: { a: 'YQ==' },
+      type: 'Opaque',
+      extra: { status: { x: 1 }, immutable: true },
+    });
     // when it is sanitized
     const copy = sanitizeCopy(live, { keys });
     // then only what a fresh create accepts is left; type and immutable are kept
-    expect(copy).toEqual({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'db', namespace: 'dev', labels: { app: 'web' }, annotations: { note: 'keep' } }, type: 'Opaque', data: { a: 'YQ==' }, immutable: true });
+    expect(copy).toEqual({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'db', namespace: 'dev', labels: { app: 'web' }, annotations: { note: 'keep' } },
+      type: 'Opaque',
+      data: { a: 'YQ==' },
+      immutable: true,
+    });
   });
 
   it('does not modify its input', () => {
@@ -42,7 +56,12 @@ describe('sanitizeCopy', () => {
   it("strips kubectl's last-applied annotation and Syncline's ownership marks", () => {
     const live = secret({
       labels: { 'syncline.dev/owner': 'abc', app: 'web' },
-      annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{}', 'syncline.dev/owned-by': 'ns/cs/t', 'syncline.dev/applied-digest': 'd', 'syncline.dev/prune': 'disabled' },
+      annotations: {
+        'kubectl.kubernetes.io/last-applied-configuration': '{}',
+        'syncline.dev/owned-by': 'ns/cs/t',
+        'syncline.dev/applied-digest': 'd',
+        'syncline.dev/prune': 'disabled',
+      },
     });
     expect(sanitizeCopy(live, { keys }).metadata).toEqual({ name: 'db', namespace: 'dev', labels: { app: 'web' } });
   });
@@ -50,7 +69,15 @@ describe('sanitizeCopy', () => {
   it('strips every mirroring key, so a copy of a source never becomes a source itself', () => {
     const mv = mirrorKeys('mirrorverse.dev');
     const live = secret({
-      labels: { 'mirrorverse.dev/sync-source': 'true', 'mirrorverse.dev/targets': 'a-b', 'mirrorverse.dev/strategy': 'patch', 'mirrorverse.dev/sync-replica': 'true', 'mirrorverse.dev/stale': 'true', 'mirrorverse.dev/source-hash': 'h', app: 'web' },
+      labels: {
+        'mirrorverse.dev/sync-source': 'true',
+        'mirrorverse.dev/targets': 'a-b',
+        'mirrorverse.dev/strategy': 'patch',
+        'mirrorverse.dev/sync-replica': 'true',
+        'mirrorverse.dev/stale': 'true',
+        'mirrorverse.dev/source-hash': 'h',
+        app: 'web',
+      },
       annotations: { 'mirrorverse.dev/targets': '*', 'mirrorverse.dev/exclude': 'x', 'mirrorverse.dev/source': 'a/b', 'mirrorverse.dev/stale-since': 't' },
     });
     expect(sanitizeCopy(live, { keys: mv }).metadata).toEqual({ name: 'db', namespace: 'dev', labels: { app: 'web' } });
@@ -62,12 +89,17 @@ describe('sanitizeCopy', () => {
     expect(() => sanitizeCopy(token, { keys })).toThrow(expect.objectContaining({ reason: MirrorErrorReason.NotCopyable }) as Error);
   });
 
-  it.each([['identity.agekey'], ['team.asc'], ['sops.vault-token'], ['sops.aws-kms']])('refuses a Secret holding SOPS keys (%s), judged by key names only', (key) => {
-    const keysSecret = secret({ data: { [key]: 'c2VjcmV0', other: 'eA==' } });
-    expect(() => sanitizeCopy(keysSecret, { keys })).toThrow(/^Secret dev\/db: a Secret holding SOPS decryption keys .* is never copied/);
-    expect(() => sanitizeCopy(secret({ extra: { stringData: { [key]: 'x' } } }), { keys })).toThrow(expect.objectContaining({ reason: MirrorErrorReason.NotCopyable }) as Error);
-    expect(() => sanitizeCopy(secret({ data: { 'identity.txt': 'eA==' } }), { keys })).not.toThrow();
-  });
+  it.each([['identity.agekey'], ['team.asc'], ['sops.vault-token'], ['sops.aws-kms']])(
+    'refuses a Secret holding SOPS keys (%s), judged by key names only',
+    (key) => {
+      const keysSecret = secret({ data: { [key]: 'c2VjcmV0', other: 'eA==' } });
+      expect(() => sanitizeCopy(keysSecret, { keys })).toThrow(/^Secret dev\/db: a Secret holding SOPS decryption keys .* is never copied/);
+      expect(() => sanitizeCopy(secret({ extra: { stringData: { [key]: 'x' } } }), { keys })).toThrow(
+        expect.objectContaining({ reason: MirrorErrorReason.NotCopyable }) as Error,
+      );
+      expect(() => sanitizeCopy(secret({ data: { 'identity.txt': 'eA==' } }), { keys })).not.toThrow();
+    },
+  );
 
   it('folds Secret stringData into data, stringData winning', () => {
     const desired = secret({ data: { a: 'b2xk', b: 'Yg==' }, extra: { stringData: { a: 'new' } } });
@@ -77,14 +109,36 @@ describe('sanitizeCopy', () => {
   });
 
   describe('Services', () => {
-    const service = (spec: Record<string, unknown>): KubeObject => ({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: 'dev' }, spec, status: { loadBalancer: {} } });
+    const service = (spec: Record<string, unknown>): KubeObject => ({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'web', namespace: 'dev' },
+      spec,
+      status: { loadBalancer: {} },
+    });
 
     it('lose their allocated cluster IPs, node ports and health-check node port', () => {
       const copy = sanitizeCopy(
-        service({ type: 'LoadBalancer', clusterIP: '10.0.0.7', clusterIPs: ['10.0.0.7'], healthCheckNodePort: 31000, externalTrafficPolicy: 'Local', selector: { app: 'web' }, ports: [{ port: 80, nodePort: 30080 }, { port: 443, nodePort: 30443 }] }),
+        service({
+          type: 'LoadBalancer',
+          clusterIP: '10.0.0.7',
+          clusterIPs: ['10.0.0.7'],
+          healthCheckNodePort: 31000,
+          externalTrafficPolicy: 'Local',
+          selector: { app: 'web' },
+          ports: [
+            { port: 80, nodePort: 30080 },
+            { port: 443, nodePort: 30443 },
+          ],
+        }),
         { keys },
       );
-      expect(copy).toEqual({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: 'dev' }, spec: { type: 'LoadBalancer', externalTrafficPolicy: 'Local', selector: { app: 'web' }, ports: [{ port: 80 }, { port: 443 }] } });
+      expect(copy).toEqual({
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'web', namespace: 'dev' },
+        spec: { type: 'LoadBalancer', externalTrafficPolicy: 'Local', selector: { app: 'web' }, ports: [{ port: 80 }, { port: 443 }] },
+      });
     });
 
     it('stay headless: clusterIP None is kept', () => {
@@ -97,10 +151,19 @@ describe('sanitizeCopy', () => {
     const pvc: KubeObject = {
       apiVersion: 'v1',
       kind: 'PersistentVolumeClaim',
-      metadata: { name: 'data', namespace: 'dev', annotations: { 'pv.kubernetes.io/bind-completed': 'yes', 'volume.kubernetes.io/selected-node': 'n1', keep: 'me' } },
+      metadata: {
+        name: 'data',
+        namespace: 'dev',
+        annotations: { 'pv.kubernetes.io/bind-completed': 'yes', 'volume.kubernetes.io/selected-node': 'n1', keep: 'me' },
+      },
       spec: { volumeName: 'pv-1', storageClassName: 'fast', resources: { requests: { storage: '1Gi' } } },
     };
-    expect(sanitizeCopy(pvc, { keys })).toEqual({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'data', namespace: 'dev', annotations: { keep: 'me' } }, spec: { storageClassName: 'fast', resources: { requests: { storage: '1Gi' } } } });
+    expect(sanitizeCopy(pvc, { keys })).toEqual({
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: 'data', namespace: 'dev', annotations: { keep: 'me' } },
+      spec: { storageClassName: 'fast', resources: { requests: { storage: '1Gi' } } },
+    });
   });
 
   it("Jobs lose the controller's generated selector and uid labels (a manual selector is kept)", () => {
@@ -111,7 +174,18 @@ describe('sanitizeCopy', () => {
       spec: {
         ...(manualSelector === undefined ? {} : { manualSelector }),
         selector: { matchLabels: { 'batch.kubernetes.io/controller-uid': 'u' } },
-        template: { metadata: { labels: { 'batch.kubernetes.io/controller-uid': 'u', 'controller-uid': 'u', 'batch.kubernetes.io/job-name': 'migrate', 'job-name': 'migrate', app: 'db' } }, spec: { restartPolicy: 'Never' } },
+        template: {
+          metadata: {
+            labels: {
+              'batch.kubernetes.io/controller-uid': 'u',
+              'controller-uid': 'u',
+              'batch.kubernetes.io/job-name': 'migrate',
+              'job-name': 'migrate',
+              app: 'db',
+            },
+          },
+          spec: { restartPolicy: 'Never' },
+        },
       },
     });
     const copy = sanitizeCopy(job(), { keys });
@@ -161,7 +235,12 @@ describe('makeReplica', () => {
 
   it('override: the data is exactly the source data, hand-added keys are reported for removal', () => {
     // given a replica someone edited by hand
-    const existing = replicaOf({ namespace: 'prod', data: { user: 'ZXZpbA==', extra: 'eA==' }, labels: { [keys.stale]: 'true' }, annotations: { [keys.staleSince]: 't' } });
+    const existing = replicaOf({
+      namespace: 'prod',
+      data: { user: 'ZXZpbA==', extra: 'eA==' },
+      labels: { [keys.stale]: 'true' },
+      annotations: { [keys.staleSince]: 't' },
+    });
     // when the override replica is made
     const replica = makeReplica({ source, targetNamespace: 'prod', keys, strategy: 'override', existingReplica: existing });
     // then the source data is restored, the stale marks are gone, and `extra` must go
@@ -172,7 +251,12 @@ describe('makeReplica', () => {
   });
 
   it("patch: writes the source's keys and keeps the replica's others (Secret data)", () => {
-    const existing = replicaOf({ namespace: 'prod', data: { user: 'b2xk', local: 'bA==' }, labels: { team: 'prod-owners' }, annotations: { 'prod/note': 'x' } });
+    const existing = replicaOf({
+      namespace: 'prod',
+      data: { user: 'b2xk', local: 'bA==' },
+      labels: { team: 'prod-owners' },
+      annotations: { 'prod/note': 'x' },
+    });
     const replica = makeReplica({ source, targetNamespace: 'prod', keys, strategy: 'patch', existingReplica: existing });
     expect(replica.data).toEqual({ local: 'bA==', user: 'dQ==', password: 'cA==' });
     expect(replica.metadata.labels).toEqual({ team: 'prod-owners', app: 'web', [keys.syncReplica]: 'true', [keys.sourceHash]: hash });
@@ -182,7 +266,15 @@ describe('makeReplica', () => {
 
   it('patch: a ConfigMap key moving between data and binaryData moves in the replica, other keys stay', () => {
     const cmSource = configMap({ labels: { [keys.syncSource]: 'true' }, data: { a: 'new-a' }, binaryData: { b: 'Yg==' } });
-    const existing: KubeObject = { ...configMap({ namespace: 'prod', labels: { [keys.syncReplica]: 'true' }, annotations: { [keys.source]: 'dev/app' }, data: { b: 'old-b', local: 'l' }, binaryData: { a: 'YQ==', bin: 'eA==' } }) };
+    const existing: KubeObject = {
+      ...configMap({
+        namespace: 'prod',
+        labels: { [keys.syncReplica]: 'true' },
+        annotations: { [keys.source]: 'dev/app' },
+        data: { b: 'old-b', local: 'l' },
+        binaryData: { a: 'YQ==', bin: 'eA==' },
+      }),
+    };
     const replica = makeReplica({ source: cmSource, targetNamespace: 'prod', keys, strategy: 'patch', existingReplica: existing });
     expect(replica.data).toEqual({ local: 'l', a: 'new-a' });
     expect(replica.binaryData).toEqual({ bin: 'eA==', b: 'Yg==' });
@@ -197,14 +289,20 @@ describe('makeReplica', () => {
   });
 
   it('patch with no existing replica is a plain copy', () => {
-    expect(makeReplica({ source, targetNamespace: 'prod', keys, strategy: 'patch' })).toEqual(makeReplica({ source, targetNamespace: 'prod', keys, strategy: 'override' }));
+    expect(makeReplica({ source, targetNamespace: 'prod', keys, strategy: 'patch' })).toEqual(
+      makeReplica({ source, targetNamespace: 'prod', keys, strategy: 'override' }),
+    );
   });
 
   it('refuses to build over a foreign object or another source’s replica', () => {
     const foreign = secret({ namespace: 'prod', data: { mine: 'eA==' } });
-    expect(() => makeReplica({ source, targetNamespace: 'prod', keys, strategy: 'patch', existingReplica: foreign })).toThrow(expect.objectContaining({ reason: MirrorErrorReason.NotOurReplica }) as Error);
+    expect(() => makeReplica({ source, targetNamespace: 'prod', keys, strategy: 'patch', existingReplica: foreign })).toThrow(
+      expect.objectContaining({ reason: MirrorErrorReason.NotOurReplica }) as Error,
+    );
     const other = replicaOf({ namespace: 'prod', source: 'ops/db' });
-    expect(() => makeReplica({ source, targetNamespace: 'prod', keys, strategy: 'override', existingReplica: other })).toThrow(/is a replica of ops\/db, not of dev\/db/);
+    expect(() => makeReplica({ source, targetNamespace: 'prod', keys, strategy: 'override', existingReplica: other })).toThrow(
+      /is a replica of ops\/db, not of dev\/db/,
+    );
   });
 
   it('keeps the replica name when given one', () => {
@@ -213,7 +311,13 @@ describe('makeReplica', () => {
 });
 
 describe('replicaReplacementReason', () => {
-  const desired = (init: { data: Record<string, string>; immutable?: boolean; type?: string }) => secret({ namespace: 'prod', data: init.data, ...(init.type === undefined ? {} : { type: init.type }), extra: init.immutable === undefined ? {} : { immutable: init.immutable } });
+  const desired = (init: { data: Record<string, string>; immutable?: boolean; type?: string }) =>
+    secret({
+      namespace: 'prod',
+      data: init.data,
+      ...(init.type === undefined ? {} : { type: init.type }),
+      extra: init.immutable === undefined ? {} : { immutable: init.immutable },
+    });
 
   it('is undefined for a mutable replica, or an immutable one whose data stays', () => {
     expect(replicaReplacementReason(desired({ data: { a: '1' } }), desired({ data: { a: '2' } }))).toBeUndefined();
@@ -221,9 +325,15 @@ describe('replicaReplacementReason', () => {
   });
 
   it('asks for a replacement when an immutable replica must change, or the Secret type changes', () => {
-    expect(replicaReplacementReason(desired({ data: { a: '1' }, immutable: true }), desired({ data: { a: '2' }, immutable: true }))).toBe('the replica is immutable and its data changes');
-    expect(replicaReplacementReason(desired({ data: { a: '1' }, immutable: true }), desired({ data: { a: '1' } }))).toBe('the replica is immutable and the source no longer is');
-    expect(replicaReplacementReason(desired({ data: {} }), desired({ data: {}, type: 'kubernetes.io/tls' }))).toBe('Secret type changes from Opaque to kubernetes.io/tls');
+    expect(replicaReplacementReason(desired({ data: { a: '1' }, immutable: true }), desired({ data: { a: '2' }, immutable: true }))).toBe(
+      'the replica is immutable and its data changes',
+    );
+    expect(replicaReplacementReason(desired({ data: { a: '1' }, immutable: true }), desired({ data: { a: '1' } }))).toBe(
+      'the replica is immutable and the source no longer is',
+    );
+    expect(replicaReplacementReason(desired({ data: {} }), desired({ data: {}, type: 'kubernetes.io/tls' }))).toBe(
+      'Secret type changes from Opaque to kubernetes.io/tls',
+    );
   });
 });
 
@@ -237,17 +347,31 @@ describe('makeCopy (ManifestSync)', () => {
       patch: { metadata: { labels: { tier: 'config' } }, data: { mode: 'overlay' } },
       keys,
     });
-    expect(copy).toEqual({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'app-prod', namespace: 'prod', labels: { app: 'web', tier: 'config' } }, data: { mode: 'prod' } });
+    expect(copy).toEqual({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'app-prod', namespace: 'prod', labels: { app: 'web', tier: 'config' } },
+      data: { mode: 'prod' },
+    });
   });
 
   it('refuses a patch that moves or re-kinds the copy, naming the patch', () => {
-    expect(() => makeCopy({ source, target: { namespace: 'prod' }, patch: { metadata: { name: 'other' } }, keys })).toThrow(/spec\.patch changes metadata\.name/);
+    expect(() => makeCopy({ source, target: { namespace: 'prod' }, patch: { metadata: { name: 'other' } }, keys })).toThrow(
+      /spec\.patch changes metadata\.name/,
+    );
     expect(() => makeCopy({ source, target: { namespace: 'prod', patch: { kind: 'Secret' } }, keys })).toThrow(/the patch of target prod changes kind/);
     expect(() => makeCopy({ source, target: { namespace: 'prod', patch: [] as unknown as Record<string, unknown> }, keys })).toThrow(MirrorError);
   });
 
   it('a patch cannot make the copy a mirroring source or give it an ownership mark', () => {
-    const copy = makeCopy({ source, target: { namespace: 'prod', patch: { metadata: { labels: { [keys.syncSource]: 'true', 'syncline.dev/owner': 'x' }, annotations: { [keys.targets]: '*' } } } }, keys });
+    const copy = makeCopy({
+      source,
+      target: {
+        namespace: 'prod',
+        patch: { metadata: { labels: { [keys.syncSource]: 'true', 'syncline.dev/owner': 'x' }, annotations: { [keys.targets]: '*' } } },
+      },
+      keys,
+    });
     expect(copy.metadata).toEqual({ name: 'app', namespace: 'prod', labels: { app: 'web' } });
   });
 });

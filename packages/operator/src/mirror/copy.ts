@@ -53,11 +53,17 @@ export const COMMON_COPY_RULES: readonly CopyRule[] = [
   },
   {
     why: 'deletion state belongs to the source object',
-    drop: [['metadata', 'deletionTimestamp'], ['metadata', 'deletionGracePeriodSeconds']],
+    drop: [
+      ['metadata', 'deletionTimestamp'],
+      ['metadata', 'deletionGracePeriodSeconds'],
+    ],
   },
   {
     why: "owners and finalizers: the source's owner does not own the copy, and a finalizer no controller handles in the target namespace would block its deletion forever",
-    drop: [['metadata', 'ownerReferences'], ['metadata', 'finalizers']],
+    drop: [
+      ['metadata', 'ownerReferences'],
+      ['metadata', 'finalizers'],
+    ],
   },
   {
     why: "kubectl's last-applied configuration and Syncline's own ownership marks (the apply engine adds the copy's own)",
@@ -79,14 +85,20 @@ export const COPY_RULES: Readonly<Record<string, readonly CopyRule[]>> = {
   Service: [
     {
       why: 'cluster IPs and node ports are allocated per Service: a copy asking for the same ones is refused (headless `None` is kept)',
-      drop: [['spec', 'healthCheckNodePort'], ['spec', 'ports', '[]', 'nodePort']],
+      drop: [
+        ['spec', 'healthCheckNodePort'],
+        ['spec', 'ports', '[]', 'nodePort'],
+      ],
       transform: SERVICE_TRANSFORM,
     },
   ],
   Secret: [
     {
       why: 'a service-account token belongs to one account in one namespace',
-      refuse: (object) => (object.type === SERVICE_ACCOUNT_TOKEN ? `a ${SERVICE_ACCOUNT_TOKEN} Secret is never copied (its token belongs to one service account in one namespace)` : undefined),
+      refuse: (object) =>
+        object.type === SERVICE_ACCOUNT_TOKEN
+          ? `a ${SERVICE_ACCOUNT_TOKEN} Secret is never copied (its token belongs to one service account in one namespace)`
+          : undefined,
     },
     {
       why: 'SOPS decryption keys are a credential the operator decrypts with, for the syncs of one namespace',
@@ -243,7 +255,10 @@ export function makeReplica(input: MakeReplicaInput): KubeObject {
       throw new MirrorError({
         reason: MirrorErrorReason.NotOurReplica,
         object: describeObject(existing),
-        detail: found.kind === 'other-replica' ? `is a replica of ${found.source}, not of ${formatSourceRef(sourceRef)}` : `is not a replica of ${formatSourceRef(sourceRef)}: it is left alone`,
+        detail:
+          found.kind === 'other-replica'
+            ? `is a replica of ${found.source}, not of ${formatSourceRef(sourceRef)}`
+            : `is not a replica of ${formatSourceRef(sourceRef)}: it is left alone`,
       });
     }
   }
@@ -255,7 +270,11 @@ export function makeReplica(input: MakeReplicaInput): KubeObject {
   if (input.strategy === MirrorStrategy.Patch && existing !== undefined) {
     const fields = DATA_FIELDS[source.kind];
     if (fields === undefined) {
-      throw new MirrorError({ reason: MirrorErrorReason.UnsupportedKind, object: describeObject(source), detail: `the patch strategy merges data keys of Secrets and ConfigMaps only` });
+      throw new MirrorError({
+        reason: MirrorErrorReason.UnsupportedKind,
+        object: describeObject(source),
+        detail: `the patch strategy merges data keys of Secrets and ConfigMaps only`,
+      });
     }
     // Sanitize the existing replica too: its stringData (if any) folded, its marks and bookkeeping gone.
     const kept = sanitizeCopy(existing, { keys }) as Json & KubeObject;
@@ -334,10 +353,18 @@ export interface MakeCopyInput {
 export function makeCopy(input: MakeCopyInput): KubeObject {
   const { source, keys } = input;
   let copy: unknown = sanitizeCopy(source, { keys });
-  const patches: [string, Readonly<Record<string, unknown>> | undefined][] = [['spec.patch', input.patch], [`the patch of target ${input.target.namespace}`, input.target.patch]];
+  const patches: [string, Readonly<Record<string, unknown>> | undefined][] = [
+    ['spec.patch', input.patch],
+    [`the patch of target ${input.target.namespace}`, input.target.patch],
+  ];
   for (const [where, patch] of patches) {
     if (patch === undefined) continue;
-    if (!isRecord(patch)) throw new MirrorError({ reason: MirrorErrorReason.InvalidPatch, object: describeObject(source), detail: `${where} is not a JSON merge patch (a mapping)` });
+    if (!isRecord(patch))
+      throw new MirrorError({
+        reason: MirrorErrorReason.InvalidPatch,
+        object: describeObject(source),
+        detail: `${where} is not a JSON merge patch (a mapping)`,
+      });
     const patched = mergePatch(copy, patch);
     const before = copy as KubeObject;
     const after = patched as Partial<KubeObject>;
@@ -347,7 +374,8 @@ export function makeCopy(input: MakeCopyInput): KubeObject {
       after.metadata?.name !== before.metadata.name && 'metadata.name (use the target name to rename)',
       after.metadata?.namespace !== before.metadata.namespace && 'metadata.namespace',
     ].filter((field): field is string => typeof field === 'string');
-    if (moved.length > 0) throw new MirrorError({ reason: MirrorErrorReason.InvalidPatch, object: describeObject(source), detail: `${where} changes ${moved.join(', ')}` });
+    if (moved.length > 0)
+      throw new MirrorError({ reason: MirrorErrorReason.InvalidPatch, object: describeObject(source), detail: `${where} changes ${moved.join(', ')}` });
     copy = patched;
   }
   const result = sanitizeCopy(copy as KubeObject, { keys });

@@ -14,7 +14,8 @@ const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 /** Why `text` is not a name or glob, or `undefined` when it is one. */
 export function patternProblem(text: string): string | undefined {
-  if (!PATTERN.test(text)) return `${JSON.stringify(text)} is not a namespace name or glob (lowercase letters, digits, '-', '*' and '?'; at most 63 characters)`;
+  if (!PATTERN.test(text))
+    return `${JSON.stringify(text)} is not a namespace name or glob (lowercase letters, digits, '-', '*' and '?'; at most 63 characters)`;
   if (!isGlob(text) && !DNS_LABEL.test(text)) return `${JSON.stringify(text)} is not a namespace name (it must start and end with a letter or digit)`;
   return undefined;
 }

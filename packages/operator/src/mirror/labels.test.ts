@@ -1,7 +1,17 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { MirrorError } from './errors.ts';
-import { formatSourceRef, isMirrorDisabled, isMirrorReplica, isMirrorSource, mirrorKeys, parseSourceRef, replicaSelector, sourceRefHash, sourceSelector } from './labels.ts';
+import {
+  formatSourceRef,
+  isMirrorDisabled,
+  isMirrorReplica,
+  isMirrorSource,
+  mirrorKeys,
+  parseSourceRef,
+  replicaSelector,
+  sourceRefHash,
+  sourceSelector,
+} from './labels.ts';
 
 describe('mirrorKeys', () => {
   it('puts every key under the default prefix syncline.dev', () => {
@@ -51,7 +61,9 @@ describe('source references', () => {
   it('give selectors for all replicas, the replicas of one source, and the sources', () => {
     const keys = mirrorKeys();
     expect(replicaSelector(keys)).toBe('syncline.dev/sync-replica=true');
-    expect(replicaSelector(keys, { namespace: 'dev', name: 'db' })).toBe(`syncline.dev/sync-replica=true,syncline.dev/source-hash=${sourceRefHash({ namespace: 'dev', name: 'db' })}`);
+    expect(replicaSelector(keys, { namespace: 'dev', name: 'db' })).toBe(
+      `syncline.dev/sync-replica=true,syncline.dev/source-hash=${sourceRefHash({ namespace: 'dev', name: 'db' })}`,
+    );
     expect(sourceSelector(keys)).toBe('syncline.dev/sync-source=true');
   });
 });

@@ -42,7 +42,11 @@ const SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0
 
 export function mirrorKeys(prefix: string = DEFAULT_MIRROR_PREFIX): MirrorKeys {
   if (!SUBDOMAIN.test(prefix)) {
-    throw new MirrorError({ reason: MirrorErrorReason.InvalidPrefix, object: '', detail: `mirror prefix ${JSON.stringify(prefix)} is not a DNS subdomain (e.g. syncline.dev)` });
+    throw new MirrorError({
+      reason: MirrorErrorReason.InvalidPrefix,
+      object: '',
+      detail: `mirror prefix ${JSON.stringify(prefix)} is not a DNS subdomain (e.g. syncline.dev)`,
+    });
   }
   return {
     prefix,

@@ -29,7 +29,7 @@ import type { NamePattern } from './glob.ts';
 import { formatSourceRef, isMirrorSource, type MirrorKeys, type SourceRef } from './labels.ts';
 import { DATA_FIELDS, makeReplica, replicaExtraKeys, replicaReplacementReason } from './copy.ts';
 import { MirrorStrategy, type MirrorKind } from './spec.ts';
-import type { StalePolicy} from './stale.ts';
+import type { StalePolicy } from './stale.ts';
 import { planReplicaCleanup, type ReplicaAction, type SourceState } from './stale.ts';
 import { MirrorState, notAcceptedRows, resolveSource, type MirrorRow } from './status.ts';
 import type { TrustedNamespaces } from '../tenancy.ts';
@@ -151,7 +151,11 @@ export function createMirrorReconciler(deps: MirrorReconcilerDeps): (key: string
       const claimants = claimantsOf({ kind, ref, sources, namespaces, deps });
       const targets = state.resolution.namespaces.filter((ns) => only === undefined || ns === only);
       const live = source;
-      steps.push(...(await pool(targets, deps.namespaceConcurrency, (namespace) => writeReplica({ deps, client, kind, source: live, ref, namespace, strategy, claimants: claimants(namespace), log }))));
+      steps.push(
+        ...(await pool(targets, deps.namespaceConcurrency, (namespace) =>
+          writeReplica({ deps, client, kind, source: live, ref, namespace, strategy, claimants: claimants(namespace), log }),
+        )),
+      );
     }
 
     // Step 3: replicas that should no longer be, or no longer be stale.
@@ -171,9 +175,23 @@ export function createMirrorReconciler(deps: MirrorReconcilerDeps): (key: string
     if (state === undefined) {
       deps.report({ kind, source: ref, ...(only === undefined ? {} : { only }) }, undefined);
     } else {
-      const rows = state.kind === 'active' && !state.resolution.sourceAllowed
-        ? [{ kind, source: sourceText, namespace: '', state: MirrorState.NotAllowed, message: `namespace ${ref.namespace} may not hold mirroring sources (--mirror-source-namespaces)` }]
-        : [...steps.map((s) => s.row), ...(state.kind === 'active' ? notAcceptedRows(kind, sourceText, state.resolution, deps.keys).filter((r) => only === undefined || r.namespace === only) : [])];
+      const rows =
+        state.kind === 'active' && !state.resolution.sourceAllowed
+          ? [
+              {
+                kind,
+                source: sourceText,
+                namespace: '',
+                state: MirrorState.NotAllowed,
+                message: `namespace ${ref.namespace} may not hold mirroring sources (--mirror-source-namespaces)`,
+              },
+            ]
+          : [
+              ...steps.map((s) => s.row),
+              ...(state.kind === 'active'
+                ? notAcceptedRows(kind, sourceText, state.resolution, deps.keys).filter((r) => only === undefined || r.namespace === only)
+                : []),
+            ];
       deps.report({ kind, source: ref, ...(only === undefined ? {} : { only }) }, rows);
     }
     if (failed) return { kind: 'retry' };
@@ -182,11 +200,23 @@ export function createMirrorReconciler(deps: MirrorReconcilerDeps): (key: string
 }
 
 /** Other sources of the same kind and name that target a namespace (for "the first wins, stably"). */
-function claimantsOf(input: { kind: MirrorKind; ref: SourceRef; sources: readonly MirrorCacheObject[]; namespaces: readonly MirrorNamespace[]; deps: MirrorReconcilerDeps }): (namespace: string) => SourceClaim[] {
+function claimantsOf(input: {
+  kind: MirrorKind;
+  ref: SourceRef;
+  sources: readonly MirrorCacheObject[];
+  namespaces: readonly MirrorNamespace[];
+  deps: MirrorReconcilerDeps;
+}): (namespace: string) => SourceClaim[] {
   const others: { claim: SourceClaim; resolution: TargetResolution }[] = [];
   for (const other of input.sources) {
     if (other.metadata.name !== input.ref.name || other.metadata.namespace === input.ref.namespace) continue;
-    const resolved = resolveSource({ source: other, namespaces: input.namespaces, keys: input.deps.keys, sourceNamespaces: input.deps.sourceNamespaces, trusted: input.deps.trusted });
+    const resolved = resolveSource({
+      source: other,
+      namespaces: input.namespaces,
+      keys: input.deps.keys,
+      sourceNamespaces: input.deps.sourceNamespaces,
+      trusted: input.deps.trusted,
+    });
     if ('invalid' in resolved || !resolved.resolution.sourceAllowed) continue;
     others.push({ claim: claimOf(other), resolution: resolved.resolution });
   }
@@ -206,24 +236,42 @@ async function writeReplica(input: {
 }): Promise<Step> {
   const { deps, client, kind, source, ref, namespace, log } = input;
   const sourceText = formatSourceRef(ref);
-  const row = (state: MirrorState, message?: string): MirrorRow => ({ kind, source: sourceText, namespace, state, ...(message === undefined ? {} : { message }) });
+  const row = (state: MirrorState, message?: string): MirrorRow => ({
+    kind,
+    source: sourceText,
+    namespace,
+    state,
+    ...(message === undefined ? {} : { message }),
+  });
   const id = objectId({ apiVersion: 'v1', kind, metadata: { namespace, name: ref.name } });
   const owner = mirrorOwner(kind, ref, namespace);
   try {
     let live = await client.get(id);
     const decision = decideReplicaWrite({ source: claimOf(source), claimants: input.claimants, existing: live, keys: deps.keys });
     if (decision.action === 'skip') {
-      const message = decision.reason === 'Foreign'
-        ? `${kind} ${namespace}/${ref.name} exists and is not a replica of ${sourceText}: left alone`
-        : `${kind} ${namespace}/${ref.name} is held by ${decision.holder ?? 'another source'} (it came first)`;
+      const message =
+        decision.reason === 'Foreign'
+          ? `${kind} ${namespace}/${ref.name} exists and is not a replica of ${sourceText}: left alone`
+          : `${kind} ${namespace}/${ref.name} is held by ${decision.holder ?? 'another source'} (it came first)`;
       return { row: row(MirrorState.Conflict, message), failed: false };
     }
     const ours = decision.action === 'update' && !decision.takeover ? live : undefined;
-    const desired = makeReplica({ source, targetNamespace: namespace, keys: deps.keys, strategy: input.strategy === MirrorStrategy.Patch ? MirrorStrategy.Patch : MirrorStrategy.Override, existingReplica: ours });
+    const desired = makeReplica({
+      source,
+      targetNamespace: namespace,
+      keys: deps.keys,
+      strategy: input.strategy === MirrorStrategy.Patch ? MirrorStrategy.Patch : MirrorStrategy.Override,
+      existingReplica: ours,
+    });
 
     // An update the API server would refuse (immutable data, Secret type) or another source's leftover replica:
     // delete exactly the object we looked at, then create.
-    const replace = live === undefined ? undefined : decision.action === 'update' && decision.takeover ? 'it is the replica of a source that no longer claims it' : replicaReplacementReason(live, desired);
+    const replace =
+      live === undefined
+        ? undefined
+        : decision.action === 'update' && decision.takeover
+          ? 'it is the replica of a source that no longer claims it'
+          : replicaReplacementReason(live, desired);
     // Deleting asks for proof, not marks: the replica labels and the source annotation are copied along by
     // `kubectl get -o yaml`, so only an object our own apply is on may be deleted to make room.
     if (live !== undefined && replace !== undefined && !appliedBy(live, DEFAULT_FIELD_MANAGER)) {
@@ -244,7 +292,10 @@ async function writeReplica(input: {
         desired: [object],
         // A replica has no recorded inventory: ours when it carries our mark and our own apply (a copy carrying
         // the mark alone is not ours, see @syncline/apply's provenOwnership).
-        inventory: current !== undefined && current.metadata.annotations?.[OWNED_BY_ANNOTATION] === ownedBy(owner) && appliedBy(current, DEFAULT_FIELD_MANAGER) ? encodeInventory([{ id }]) : [],
+        inventory:
+          current !== undefined && current.metadata.annotations?.[OWNED_BY_ANNOTATION] === ownedBy(owner) && appliedBy(current, DEFAULT_FIELD_MANAGER)
+            ? encodeInventory([{ id }])
+            : [],
         owner,
         // A replica of this source without our owner mark (written before the marks, or by another tool under
         // the same prefix) is taken over; anything else that is not marked ours stays a conflict.

@@ -22,7 +22,14 @@ describe('parseMirrorSpec', () => {
     expect(spec).toEqual({
       source: { namespace: 'dev', name: 'db' },
       kind: 'Secret',
-      targets: { form: 'list', patterns: [{ text: 'staging', glob: false }, { text: 'prod', glob: false }, { text: 'team-*', glob: true }] },
+      targets: {
+        form: 'list',
+        patterns: [
+          { text: 'staging', glob: false },
+          { text: 'prod', glob: false },
+          { text: 'team-*', glob: true },
+        ],
+      },
       exclude: { form: 'list', patterns: [] },
       strategy: 'override',
       warnings: [],
@@ -52,7 +59,13 @@ describe('parseMirrorSpec', () => {
     const object = configMap({ labels: { [keys.syncSource]: 'true' }, annotations: { [keys.targets]: '*', [keys.exclude]: 'prod-*,qa' } });
     const spec = parseMirrorSpec(object, keys);
     expect(spec.kind).toBe('ConfigMap');
-    expect(spec.exclude).toEqual({ form: 'list', patterns: [{ text: 'prod-*', glob: true }, { text: 'qa', glob: false }] });
+    expect(spec.exclude).toEqual({
+      form: 'list',
+      patterns: [
+        { text: 'prod-*', glob: true },
+        { text: 'qa', glob: false },
+      ],
+    });
   });
 
   it('warns that a kube-* glob never matches', () => {
@@ -89,7 +102,11 @@ describe('parseMirrorSpec', () => {
     });
 
     it('a kind other than Secret and ConfigMap', () => {
-      const role = { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'r', namespace: 'dev', labels: { [keys.syncSource]: 'true' }, annotations: { [keys.targets]: '*' } } };
+      const role = {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        metadata: { name: 'r', namespace: 'dev', labels: { [keys.syncSource]: 'true' }, annotations: { [keys.targets]: '*' } },
+      };
       expect(errorOf(() => parseMirrorSpec(role, keys)).reason).toBe(MirrorErrorReason.UnsupportedKind);
     });
 

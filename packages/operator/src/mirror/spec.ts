@@ -40,7 +40,8 @@ export interface MirrorSpec {
 /** The Secret type that is never copied (copy.ts refuses it too). */
 export const SERVICE_ACCOUNT_TOKEN = 'kubernetes.io/service-account-token';
 
-export const SOPS_KEYS_NEVER_COPIED = 'a Secret holding SOPS decryption keys (*.agekey, *.asc, sops.vault-token, sops.aws-kms) is never copied: it is a credential the operator decrypts with for this namespace';
+export const SOPS_KEYS_NEVER_COPIED =
+  'a Secret holding SOPS decryption keys (*.agekey, *.asc, sops.vault-token, sops.aws-kms) is never copied: it is a credential the operator decrypts with for this namespace';
 
 /** A Secret with the keys spec.decryption reads. Judged by its data's key names, never its values. */
 export function isSopsKeySecret(object: KubeObject): boolean {
@@ -65,16 +66,25 @@ export function parseMirrorSpec(object: KubeObject, keys: MirrorKeys): MirrorSpe
   };
   const { metadata } = object;
   if (object.apiVersion !== 'v1' || (object.kind !== MirrorKind.Secret && object.kind !== MirrorKind.ConfigMap)) {
-    return fail(MirrorErrorReason.UnsupportedKind, `label-driven mirroring handles v1 Secrets and ConfigMaps only (use a ManifestSync for ${object.apiVersion} ${object.kind})`);
+    return fail(
+      MirrorErrorReason.UnsupportedKind,
+      `label-driven mirroring handles v1 Secrets and ConfigMaps only (use a ManifestSync for ${object.apiVersion} ${object.kind})`,
+    );
   }
   if (metadata.namespace === undefined || metadata.namespace === '') return fail(MirrorErrorReason.InvalidSpec, 'has no namespace');
   const labels = metadata.labels ?? {};
   const annotations = metadata.annotations ?? {};
   if (labels[keys.syncSource] !== 'true') {
-    return fail(MirrorErrorReason.InvalidSpec, `is not a mirroring source (label ${keys.syncSource} is ${JSON.stringify(labels[keys.syncSource] ?? null)}, not "true")`);
+    return fail(
+      MirrorErrorReason.InvalidSpec,
+      `is not a mirroring source (label ${keys.syncSource} is ${JSON.stringify(labels[keys.syncSource] ?? null)}, not "true")`,
+    );
   }
   if (object.kind === MirrorKind.Secret && object.type === SERVICE_ACCOUNT_TOKEN) {
-    return fail(MirrorErrorReason.NotCopyable, `a ${SERVICE_ACCOUNT_TOKEN} Secret is never mirrored (the token belongs to one service account in one namespace)`);
+    return fail(
+      MirrorErrorReason.NotCopyable,
+      `a ${SERVICE_ACCOUNT_TOKEN} Secret is never mirrored (the token belongs to one service account in one namespace)`,
+    );
   }
   if (object.kind === MirrorKind.Secret && isSopsKeySecret(object)) return fail(MirrorErrorReason.NotCopyable, SOPS_KEYS_NEVER_COPIED);
 
@@ -92,7 +102,10 @@ export function parseMirrorSpec(object: KubeObject, keys: MirrorKeys): MirrorSpe
   const readList = (key: string, found: { text: string; from: 'annotation' | 'label' }): NamespaceList => {
     if (found.from === 'label') {
       if (!DASHED.test(found.text)) {
-        fail(MirrorErrorReason.InvalidSpec, `label ${key}: ${JSON.stringify(found.text)} is not dash-separated namespace names (use the annotation for globs and lists)`);
+        fail(
+          MirrorErrorReason.InvalidSpec,
+          `label ${key}: ${JSON.stringify(found.text)} is not dash-separated namespace names (use the annotation for globs and lists)`,
+        );
       }
       return { form: 'dashed', value: found.text };
     }

@@ -20,7 +20,13 @@ const replica = (namespace: string, extra: { stale?: string; uid?: string } = {}
 
 describe('planReplicaCleanup', () => {
   it('does nothing for replicas of an active source in targeted namespaces', () => {
-    const plan = planReplicaCleanup({ replicas: [replica('prod'), replica('qa')], sources: new Map([['dev/db', active(['prod', 'qa'])]]), now, policy: 'Delete', keys });
+    const plan = planReplicaCleanup({
+      replicas: [replica('prod'), replica('qa')],
+      sources: new Map([['dev/db', active(['prod', 'qa'])]]),
+      now,
+      policy: 'Delete',
+      keys,
+    });
     expect(plan).toEqual({ actions: [], ignored: [] });
   });
 
@@ -41,7 +47,13 @@ describe('planReplicaCleanup', () => {
   it('marks replicas stale with the time now (RFC 3339) under policy Mark, and requeues for the TTL', () => {
     const plan = planReplicaCleanup({ replicas: [replica('prod')], sources: new Map(), now, policy: 'Mark', staleTtlMs: 24 * hour, keys });
     expect(plan.actions).toEqual([
-      { type: 'mark-stale', namespace: 'prod', name: 'db', source: 'dev/db', patch: { metadata: { labels: { [keys.stale]: 'true' }, annotations: { [keys.staleSince]: '2026-11-21T12:00:00Z' } } } },
+      {
+        type: 'mark-stale',
+        namespace: 'prod',
+        name: 'db',
+        source: 'dev/db',
+        patch: { metadata: { labels: { [keys.stale]: 'true' }, annotations: { [keys.staleSince]: '2026-11-21T12:00:00Z' } } },
+      },
     ]);
     expect(plan.requeueAfterMs).toBe(24 * hour);
   });
@@ -60,7 +72,9 @@ describe('planReplicaCleanup', () => {
       staleTtlMs: 24 * hour,
       keys,
     });
-    expect(plan.actions).toEqual([{ type: 'delete', namespace: 'old', name: 'db', source: 'dev/db', reason: 'StaleExpired', preconditions: { uid: 'uid-old', resourceVersion: '7' } }]);
+    expect(plan.actions).toEqual([
+      { type: 'delete', namespace: 'old', name: 'db', source: 'dev/db', reason: 'StaleExpired', preconditions: { uid: 'uid-old', resourceVersion: '7' } },
+    ]);
     expect(plan.requeueAfterMs).toBe(22 * hour);
   });
 
@@ -75,12 +89,37 @@ describe('planReplicaCleanup', () => {
   });
 
   it('unmarks stale replicas when their source is back and targets them', () => {
-    const plan = planReplicaCleanup({ replicas: [replica('prod', { stale: '2026-11-21T11:00:00Z' })], sources: new Map([['dev/db', active(['prod'])]]), now, policy: 'Mark', keys });
-    expect(plan.actions).toEqual([{ type: 'unmark-stale', namespace: 'prod', name: 'db', source: 'dev/db', patch: { metadata: { labels: { [keys.stale]: null }, annotations: { [keys.staleSince]: null } } } }]);
+    const plan = planReplicaCleanup({
+      replicas: [replica('prod', { stale: '2026-11-21T11:00:00Z' })],
+      sources: new Map([['dev/db', active(['prod'])]]),
+      now,
+      policy: 'Mark',
+      keys,
+    });
+    expect(plan.actions).toEqual([
+      {
+        type: 'unmark-stale',
+        namespace: 'prod',
+        name: 'db',
+        source: 'dev/db',
+        patch: { metadata: { labels: { [keys.stale]: null }, annotations: { [keys.staleSince]: null } } },
+      },
+    ]);
   });
 
   it('deletes a replica in a namespace that stopped matching, whatever the stale policy; not in a terminating one', () => {
-    const sources = new Map([['dev/db', active(['prod'], [{ namespace: 'off', reason: 'MirrorDisabled' }, { namespace: 'going', reason: 'Terminating' }])]]);
+    const sources = new Map([
+      [
+        'dev/db',
+        active(
+          ['prod'],
+          [
+            { namespace: 'off', reason: 'MirrorDisabled' },
+            { namespace: 'going', reason: 'Terminating' },
+          ],
+        ),
+      ],
+    ]);
     const plan = planReplicaCleanup({ replicas: [replica('prod'), replica('qa'), replica('off'), replica('going')], sources, now, policy: 'Mark', keys });
     expect(plan.actions.map((a) => [a.type, a.namespace, 'reason' in a ? a.reason : ''])).toEqual([
       ['delete', 'off', 'MirrorDisabled'],
@@ -95,7 +134,13 @@ describe('planReplicaCleanup', () => {
   });
 
   it('leaves every replica of a source with an invalid spec alone (a typo must not wipe replicas)', () => {
-    const plan = planReplicaCleanup({ replicas: [replica('prod'), replica('qa')], sources: new Map<string, SourceState>([['dev/db', { kind: 'invalid' }]]), now, policy: 'Delete', keys });
+    const plan = planReplicaCleanup({
+      replicas: [replica('prod'), replica('qa')],
+      sources: new Map<string, SourceState>([['dev/db', { kind: 'invalid' }]]),
+      now,
+      policy: 'Delete',
+      keys,
+    });
     expect(plan.actions).toEqual([]);
   });
 

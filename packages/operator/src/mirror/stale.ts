@@ -38,7 +38,11 @@ interface ReplicaId {
 
 export type ReplicaAction =
   /** Delete with these preconditions, so an object recreated meanwhile (maybe someone else's) survives. */
-  | (ReplicaId & { readonly type: 'delete'; readonly reason: CleanupReason; readonly preconditions: { readonly uid?: string; readonly resourceVersion?: string } })
+  | (ReplicaId & {
+      readonly type: 'delete';
+      readonly reason: CleanupReason;
+      readonly preconditions: { readonly uid?: string; readonly resourceVersion?: string };
+    })
   | (ReplicaId & { readonly type: 'mark-stale'; readonly patch: MetadataPatch })
   /** The source is back and targets the namespace again: the replica is mirrored again. */
   | (ReplicaId & { readonly type: 'unmark-stale'; readonly patch: MetadataPatch });

@@ -112,7 +112,13 @@ export function mirrorStatusRows(input: {
       continue;
     }
     if (!result.resolution.sourceAllowed) {
-      rows.push({ kind: source.kind, source: sourceText, namespace: '', state: MirrorState.NotAllowed, message: `namespace ${ref.namespace} may not hold mirroring sources (--mirror-source-namespaces)` });
+      rows.push({
+        kind: source.kind,
+        source: sourceText,
+        namespace: '',
+        state: MirrorState.NotAllowed,
+        message: `namespace ${ref.namespace} may not hold mirroring sources (--mirror-source-namespaces)`,
+      });
       continue;
     }
     rows.push(...notAcceptedRows(source.kind, sourceText, result.resolution, keys));
@@ -126,11 +132,23 @@ export function mirrorStatusRows(input: {
         const stale = existing?.metadata.labels?.[keys.stale] === 'true';
         rows.push({ kind: source.kind, source: sourceText, namespace, state: stale ? MirrorState.Stale : MirrorState.Synced });
       } else if (found.kind === 'foreign') {
-        rows.push({ kind: source.kind, source: sourceText, namespace, state: MirrorState.Conflict, message: `a ${source.kind} of that name exists and is not a replica${ownerNote(existing)}: left alone` });
+        rows.push({
+          kind: source.kind,
+          source: sourceText,
+          namespace,
+          state: MirrorState.Conflict,
+          message: `a ${source.kind} of that name exists and is not a replica${ownerNote(existing)}: left alone`,
+        });
       } else if (found.kind === 'other-replica') {
         rows.push({ kind: source.kind, source: sourceText, namespace, state: MirrorState.Conflict, message: `held by the replica of ${found.source}` });
       } else if (decision.kind === 'owner' && formatSourceRef(decision.owner) !== sourceText) {
-        rows.push({ kind: source.kind, source: sourceText, namespace, state: MirrorState.Conflict, message: `${formatSourceRef(decision.owner)} targets it too and came first` });
+        rows.push({
+          kind: source.kind,
+          source: sourceText,
+          namespace,
+          state: MirrorState.Conflict,
+          message: `${formatSourceRef(decision.owner)} targets it too and came first`,
+        });
       } else {
         rows.push({ kind: source.kind, source: sourceText, namespace, state: MirrorState.Missing });
       }
@@ -172,7 +190,17 @@ function ownerNote(existing: KubeObject | undefined): string {
 }
 
 export function formatMirrorRows(rows: readonly MirrorRow[]): string {
-  const table = [['KIND', 'SOURCE', 'TARGET', 'STATE', 'MESSAGE'], ...rows.map((r) => [r.kind, r.source, r.namespace === '' ? '-' : r.namespace, r.state, r.message ?? ''])];
+  const table = [
+    ['KIND', 'SOURCE', 'TARGET', 'STATE', 'MESSAGE'],
+    ...rows.map((r) => [r.kind, r.source, r.namespace === '' ? '-' : r.namespace, r.state, r.message ?? '']),
+  ];
   const widths = table[0]?.map((_, i) => Math.max(...table.map((row) => (row[i] ?? '').length))) ?? [];
-  return `${table.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  ').trimEnd()).join('\n')}\n`;
+  return `${table
+    .map((row) =>
+      row
+        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n')}\n`;
 }

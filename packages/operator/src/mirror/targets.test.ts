@@ -3,14 +3,26 @@ import { describe, expect, it } from 'vitest';
 import { MirrorError } from './errors.ts';
 import { parsePatternList } from './glob.ts';
 import type { NamespaceList } from './spec.ts';
-import { expandCopyTargets, matchesLabelSelector, mayBeMirrorSource, parseMirrorSourceNamespaces, resolveTargetNamespaces, splitDashedNames, type MirrorNamespace } from './targets.ts';
+import {
+  expandCopyTargets,
+  matchesLabelSelector,
+  mayBeMirrorSource,
+  parseMirrorSourceNamespaces,
+  resolveTargetNamespaces,
+  splitDashedNames,
+  type MirrorNamespace,
+} from './targets.ts';
 import { keys, namespaces } from './test-support.ts';
 
 const list = (text: string): NamespaceList => ({ form: 'list', patterns: parsePatternList(text).patterns });
 const dashed = (value: string): NamespaceList => ({ form: 'dashed', value });
 const none: NamespaceList = { form: 'list', patterns: [] };
 
-function resolve(targets: NamespaceList, cluster: MirrorNamespace[], options: { exclude?: NamespaceList; sourceNamespace?: string; sourceNamespaceAllowed?: boolean; sourceTrusted?: boolean } = {}) {
+function resolve(
+  targets: NamespaceList,
+  cluster: MirrorNamespace[],
+  options: { exclude?: NamespaceList; sourceNamespace?: string; sourceNamespaceAllowed?: boolean; sourceTrusted?: boolean } = {},
+) {
   return resolveTargetNamespaces({
     spec: { source: { namespace: options.sourceNamespace ?? 'dev', name: 'db' }, targets, exclude: options.exclude ?? none },
     namespaces: cluster,
@@ -53,7 +65,10 @@ describe('splitDashedNames (the label form)', () => {
 
   it('gives the same reading whatever order the namespaces were listed in', () => {
     fc.assert(
-      fc.property(fc.shuffledSubarray(['team-a', 'team', 'a', 'prod', 'a-prod', 'team-a-prod-x'], { minLength: 0 }), fc.array(fc.constantFrom('team', 'a', 'prod', 'x'), { minLength: 1, maxLength: 6 }), (names, pieces) => {
+      fc.property(
+        fc.shuffledSubarray(['team-a', 'team', 'a', 'prod', 'a-prod', 'team-a-prod-x'], { minLength: 0 }),
+        fc.array(fc.constantFrom('team', 'a', 'prod', 'x'), { minLength: 1, maxLength: 6 }),
+        (names, pieces) => {
           const value = pieces.join('-');
           const once = splitDashedNames(value, new Set(names));
           const again = splitDashedNames(value, new Set([...names].reverse()));
@@ -62,7 +77,8 @@ describe('splitDashedNames (the label form)', () => {
           for (const name of once.names) expect(names).toContain(name);
           expect(new Set(once.names).size).toBe(once.names.length);
           for (const name of once.missing) expect(names).not.toContain(name);
-        }),
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -97,7 +113,15 @@ describe('resolveTargetNamespaces', () => {
     const result = resolve(list('*,kube-system'), opted, { sourceTrusted: false });
     // then only that namespace receives a replica; every other one is skipped as NotAccepted
     expect(result.namespaces).toEqual(['team-a']);
-    expect(result.skipped.filter((s) => s.reason === 'NotAccepted').map((s) => s.namespace)).toEqual(['default', 'eu-prod', 'kube-system', 'prod', 'staging', 'team-ab', 'team-b']);
+    expect(result.skipped.filter((s) => s.reason === 'NotAccepted').map((s) => s.namespace)).toEqual([
+      'default',
+      'eu-prod',
+      'kube-system',
+      'prod',
+      'staging',
+      'team-ab',
+      'team-b',
+    ]);
     // and a namespace's opt-out still beats its opt-in
     const both = opted.map((n) => (n.name === 'team-a' ? { ...n, labels: { [keys.namespaceAccept]: 'true', [keys.namespaceMirror]: 'disabled' } } : n));
     expect(resolve(list('*'), both, { sourceTrusted: false }).namespaces).toEqual([]);
@@ -121,7 +145,10 @@ describe('resolveTargetNamespaces', () => {
   });
 
   it('gives nothing to a terminating namespace', () => {
-    const result = resolve(list('*'), namespaces('dev', { name: 'old', phase: 'Terminating' }, { name: 'going', deletionTimestamp: '2026-01-01T00:00:00Z' }, 'new'));
+    const result = resolve(
+      list('*'),
+      namespaces('dev', { name: 'old', phase: 'Terminating' }, { name: 'going', deletionTimestamp: '2026-01-01T00:00:00Z' }, 'new'),
+    );
     expect(result.namespaces).toEqual(['new']);
     expect(result.skipped).toEqual([
       { namespace: 'dev', reason: 'SourceNamespace' },
@@ -159,13 +186,21 @@ describe('resolveTargetNamespaces', () => {
   });
 
   it('targets nothing when the source namespace may not be a source', () => {
-    expect(resolve(list('*'), cluster, { sourceNamespaceAllowed: false })).toEqual({ sourceAllowed: false, namespaces: [], skipped: [], missing: [], ambiguities: [] });
+    expect(resolve(list('*'), cluster, { sourceNamespaceAllowed: false })).toEqual({
+      sourceAllowed: false,
+      namespaces: [],
+      skipped: [],
+      missing: [],
+      ambiguities: [],
+    });
   });
 
   it('does not depend on the order namespaces are listed in', () => {
     fc.assert(
       fc.property(fc.shuffledSubarray(cluster, { minLength: cluster.length }), (shuffled) => {
-        expect(resolve(list('*,kube-system'), shuffled, { exclude: list('team-b') })).toEqual(resolve(list('*,kube-system'), cluster, { exclude: list('team-b') }));
+        expect(resolve(list('*,kube-system'), shuffled, { exclude: list('team-b') })).toEqual(
+          resolve(list('*,kube-system'), cluster, { exclude: list('team-b') }),
+        );
       }),
       { numRuns: 50 },
     );
@@ -216,7 +251,8 @@ describe('expandCopyTargets (ManifestSync)', () => {
     { name: 'kube-system', labels: { env: 'nonprod' } },
     { name: 'gone', labels: { env: 'nonprod' }, phase: 'Terminating' },
   );
-  const expand = (targets: Parameters<typeof expandCopyTargets>[0]['targets']) => expandCopyTargets({ source: { namespace: 'dev', name: 'db' }, targets, namespaces: all, keys });
+  const expand = (targets: Parameters<typeof expandCopyTargets>[0]['targets']) =>
+    expandCopyTargets({ source: { namespace: 'dev', name: 'db' }, targets, namespaces: all, keys });
 
   it('expands a selector over existing namespaces, skipping kube-*, disabled and terminating ones', () => {
     const result = expand([{ namespaceSelector: { matchLabels: { env: 'nonprod' } }, patch: { data: { a: 'x' } } }]);
@@ -255,7 +291,10 @@ describe('expandCopyTargets (ManifestSync)', () => {
   });
 
   it('keeps targets on another cluster without checking this cluster, and does not expand selectors there', () => {
-    const result = expand([{ namespace: 'dev', cluster: { name: 'east' } }, { namespaceSelector: {}, cluster: { name: 'east' } }]);
+    const result = expand([
+      { namespace: 'dev', cluster: { name: 'east' } },
+      { namespaceSelector: {}, cluster: { name: 'east' } },
+    ]);
     expect(result.targets).toEqual([{ index: 0, namespace: 'dev', name: 'db', cluster: { name: 'east' } }]);
   });
 });

@@ -21,7 +21,12 @@ export function namespaceProjection(object: InformerObject): InformerObject {
   return {
     apiVersion: 'v1',
     kind: 'Namespace',
-    metadata: { name: object.metadata.name, resourceVersion: object.metadata.resourceVersion, labels: object.metadata['labels'], deletionTimestamp: object.metadata['deletionTimestamp'] },
+    metadata: {
+      name: object.metadata.name,
+      resourceVersion: object.metadata.resourceVersion,
+      labels: object.metadata['labels'],
+      deletionTimestamp: object.metadata['deletionTimestamp'],
+    },
     status: { phase: (object['status'] as { phase?: string } | undefined)?.phase },
   };
 }
@@ -219,7 +224,8 @@ export function resolveTargetNamespaces(input: ResolveTargetsInput): TargetResol
   const targets = matchList(spec.targets, names, existing);
   const exclude = matchList(spec.exclude, names, existing);
   const excludedNames = new Set(exclude.matched.keys());
-  const excludes = (name: string): boolean => excludedNames.has(name) || (spec.exclude.form === 'list' && spec.exclude.patterns.some((p) => matchesPattern(p, name)));
+  const excludes = (name: string): boolean =>
+    excludedNames.has(name) || (spec.exclude.form === 'list' && spec.exclude.patterns.some((p) => matchesPattern(p, name)));
 
   const receiving: string[] = [];
   const skipped: SkippedNamespace[] = [];
@@ -227,19 +233,20 @@ export function resolveTargetNamespaces(input: ResolveTargetsInput): TargetResol
     const exact = targets.matched.get(name);
     if (exact === undefined) continue;
     const namespace = byName.get(name) as MirrorNamespace;
-    const reason = name === spec.source.namespace
-      ? SkipReason.SourceNamespace
-      : isTerminating(namespace)
-        ? SkipReason.Terminating
-        : isMirrorDisabled(namespace, keys)
-          ? SkipReason.MirrorDisabled
-          : excludes(name)
-            ? SkipReason.Excluded
-            : !exact && isKubeNamespace(name)
-              ? SkipReason.KubeNamespace
-              : !input.sourceTrusted && !acceptsReplicas(namespace, keys)
-                ? SkipReason.NotAccepted
-                : undefined;
+    const reason =
+      name === spec.source.namespace
+        ? SkipReason.SourceNamespace
+        : isTerminating(namespace)
+          ? SkipReason.Terminating
+          : isMirrorDisabled(namespace, keys)
+            ? SkipReason.MirrorDisabled
+            : excludes(name)
+              ? SkipReason.Excluded
+              : !exact && isKubeNamespace(name)
+                ? SkipReason.KubeNamespace
+                : !input.sourceTrusted && !acceptsReplicas(namespace, keys)
+                  ? SkipReason.NotAccepted
+                  : undefined;
     if (reason === undefined) receiving.push(name);
     else skipped.push({ namespace: name, reason });
   }
@@ -253,7 +260,8 @@ export function resolveTargetNamespaces(input: ResolveTargetsInput): TargetResol
  */
 export function parseMirrorSourceNamespaces(flag: string | readonly string[]): NamePattern[] {
   const { patterns, problems } = parsePatternList(typeof flag === 'string' ? flag : flag.join(','));
-  if (problems.length > 0) throw new MirrorError({ reason: MirrorErrorReason.InvalidSpec, object: '', detail: `--mirror-source-namespaces: ${problems.join('; ')}` });
+  if (problems.length > 0)
+    throw new MirrorError({ reason: MirrorErrorReason.InvalidSpec, object: '', detail: `--mirror-source-namespaces: ${problems.join('; ')}` });
   return patterns;
 }
 
@@ -286,7 +294,11 @@ export function matchesLabelSelector(selector: LabelSelector, labels: Readonly<R
       case 'In':
       case 'NotIn':
         if (values.length === 0) {
-          throw new MirrorError({ reason: MirrorErrorReason.InvalidSpec, object: '', detail: `namespaceSelector: operator ${requirement.operator} on ${requirement.key} needs values` });
+          throw new MirrorError({
+            reason: MirrorErrorReason.InvalidSpec,
+            object: '',
+            detail: `namespaceSelector: operator ${requirement.operator} on ${requirement.key} needs values`,
+          });
         }
         if (requirement.operator === 'In' ? value === undefined || !values.includes(value) : value !== undefined && values.includes(value)) return false;
         break;
@@ -297,7 +309,11 @@ export function matchesLabelSelector(selector: LabelSelector, labels: Readonly<R
         if (value !== undefined) return false;
         break;
       default:
-        throw new MirrorError({ reason: MirrorErrorReason.InvalidSpec, object: '', detail: `namespaceSelector: unknown operator ${JSON.stringify(requirement.operator)} (In, NotIn, Exists, DoesNotExist)` });
+        throw new MirrorError({
+          reason: MirrorErrorReason.InvalidSpec,
+          object: '',
+          detail: `namespaceSelector: unknown operator ${JSON.stringify(requirement.operator)} (In, NotIn, Exists, DoesNotExist)`,
+        });
     }
   }
   return true;
@@ -360,23 +376,30 @@ export function expandCopyTargets(input: {
     for (const { namespace, exact } of chosen) {
       const live = local ? byName.get(namespace) : undefined;
       const key = `${target.cluster?.name ?? ''}/${namespace}/${name}`;
-      const reason = local && namespace === input.source.namespace && name === input.source.name
-        ? SkipReason.SourceNamespace
-        : live !== undefined && isTerminating(live)
-          ? SkipReason.Terminating
-          : live !== undefined && isMirrorDisabled(live, input.keys)
-            ? SkipReason.MirrorDisabled
-            : !exact && isKubeNamespace(namespace)
-              ? SkipReason.KubeNamespace
-              : seen.has(key)
-                ? SkipReason.DuplicateTarget
-                : undefined;
+      const reason =
+        local && namespace === input.source.namespace && name === input.source.name
+          ? SkipReason.SourceNamespace
+          : live !== undefined && isTerminating(live)
+            ? SkipReason.Terminating
+            : live !== undefined && isMirrorDisabled(live, input.keys)
+              ? SkipReason.MirrorDisabled
+              : !exact && isKubeNamespace(namespace)
+                ? SkipReason.KubeNamespace
+                : seen.has(key)
+                  ? SkipReason.DuplicateTarget
+                  : undefined;
       if (reason !== undefined) {
         skipped.push({ index, namespace, name, reason });
         continue;
       }
       seen.add(key);
-      targets.push({ index, namespace, name, ...(target.patch === undefined ? {} : { patch: target.patch }), ...(target.cluster === undefined ? {} : { cluster: target.cluster }) });
+      targets.push({
+        index,
+        namespace,
+        name,
+        ...(target.patch === undefined ? {} : { patch: target.patch }),
+        ...(target.cluster === undefined ? {} : { cluster: target.cluster }),
+      });
     }
   });
   const order = (t: CopyTarget) => `${t.cluster?.name ?? ''}\u0000${t.namespace}\u0000${t.name}`;

@@ -31,7 +31,14 @@ export function secret(init: {
   };
 }
 
-export function configMap(init: { namespace?: string; name?: string; labels?: Record<string, string>; annotations?: Record<string, string>; data?: Record<string, string>; binaryData?: Record<string, string> }): KubeObject {
+export function configMap(init: {
+  namespace?: string;
+  name?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  data?: Record<string, string>;
+  binaryData?: Record<string, string>;
+}): KubeObject {
   return {
     apiVersion: 'v1',
     kind: 'ConfigMap',
@@ -56,13 +63,25 @@ export function namespaces(...names: (string | MirrorNamespace)[]): MirrorNamesp
 }
 
 /** A replica of `dev/db` (or `source`) as mirroring writes it. */
-export function replicaOf(init: { namespace: string; source?: string; name?: string; labels?: Record<string, string>; annotations?: Record<string, string>; data?: Record<string, string>; uid?: string; resourceVersion?: string }): KubeObject {
+export function replicaOf(init: {
+  namespace: string;
+  source?: string;
+  name?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  data?: Record<string, string>;
+  uid?: string;
+  resourceVersion?: string;
+}): KubeObject {
   return secret({
     namespace: init.namespace,
     name: init.name ?? (init.source ?? 'dev/db').split('/')[1] ?? 'db',
     labels: { [keys.syncReplica]: 'true', ...init.labels },
     annotations: { [keys.source]: init.source ?? 'dev/db', ...init.annotations },
     ...(init.data === undefined ? {} : { data: init.data }),
-    metadata: { ...(init.uid === undefined ? {} : { uid: init.uid }), ...(init.resourceVersion === undefined ? {} : { resourceVersion: init.resourceVersion }) },
+    metadata: {
+      ...(init.uid === undefined ? {} : { uid: init.uid }),
+      ...(init.resourceVersion === undefined ? {} : { resourceVersion: init.resourceVersion }),
+    },
   });
 }

@@ -86,7 +86,11 @@ async function createConfigSync(namespace: string, name: string, repo: string, e
 }
 
 /** Runs until a run gets past adding the finalizer (the first run of a new sync only adds it). */
-async function untilApplied(run: (namespace: string, name: string) => Promise<{ result: ReconcileOutcome; object: ConfigSync }>, namespace: string, name: string) {
+async function untilApplied(
+  run: (namespace: string, name: string) => Promise<{ result: ReconcileOutcome; object: ConfigSync }>,
+  namespace: string,
+  name: string,
+) {
   await run(namespace, name);
   return run(namespace, name);
 }
@@ -152,7 +156,8 @@ describe('the ConfigSync reconciler in process', () => {
     // given an API server that cannot be reached for applies, when reconciled, then the run is retried with backoff
     const unreachable = (client: ApplyClient): ApplyClient => ({
       ...client,
-      apply: () => Promise.reject(new ApiError({ status: 0, reason: 'TransportError', message: 'PATCH /api/v1/namespaces/x/configmaps/a: connect ECONNREFUSED' })),
+      apply: () =>
+        Promise.reject(new ApiError({ status: 0, reason: 'TransportError', message: 'PATCH /api/v1/namespaces/x/configmaps/a: connect ECONNREFUSED' })),
     });
     await createConfigSync(ns.name, 'unreachable', repo.url);
     const retried = await untilApplied(await reconcilerFor(unreachable), ns.name, 'unreachable');

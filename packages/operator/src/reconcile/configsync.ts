@@ -4,11 +4,32 @@
 // It reconciles from current state, never from the event that woke it, so running it twice changes nothing.
 import { type EventRecorder, type KubeRest } from '@syncline/kube';
 import { decodeInventory, digestRendered, encodeInventory, objectId, ownedBy, recordHistory, type ApplyClient, type InventoryEntry } from '@syncline/apply';
-import { EngineFailure, RenderError, RenderErrorReason, layerValues, renderTarget, renderWithEngine, type EngineRenderCache, type RenderEngine, type TemplateCache, type KubernetesObject, type Values } from '@syncline/render';
+import {
+  EngineFailure,
+  RenderError,
+  RenderErrorReason,
+  layerValues,
+  renderTarget,
+  renderWithEngine,
+  type EngineRenderCache,
+  type RenderEngine,
+  type TemplateCache,
+  type KubernetesObject,
+  type Values,
+} from '@syncline/render';
 import { GitSourceError, type GitSource } from '@syncline/source-git';
 import { ChartSourceError, type ChartSource, type FetchedChart } from '@syncline/source-helm';
 import type { Logger } from 'pino';
-import { ConfigSyncSpec, INTERVAL_BOUNDS, type Condition, type ConfigSync, type ConfigSyncStatus, type HistoryEntry, type TargetInventory, type TargetStatus } from '@syncline/api';
+import {
+  ConfigSyncSpec,
+  INTERVAL_BOUNDS,
+  type Condition,
+  type ConfigSync,
+  type ConfigSyncStatus,
+  type HistoryEntry,
+  type TargetInventory,
+  type TargetStatus,
+} from '@syncline/api';
 import type { RemoteClients, RemoteClusters } from '../remote/clusters.ts';
 import type { TargetBackoff } from '../remote/backoff.ts';
 import type { ReconcileOutcome } from '@syncline/runtime';
@@ -21,8 +42,29 @@ import { MAX_TIMER_MS, boundedInterval, parseDuration, type IntervalBounds } fro
 import { objectPath, writeStatus } from '@syncline/runtime';
 import { createReconciler, removeFinalizer, type ShellEvent, type ShellOutcome } from '@syncline/runtime';
 import { StallError, readGitAccess, readValues } from './inputs.ts';
-import { DecryptionFailure, createDecryptionContext, decryptFiles, readKeyRing, readValuesFiles, type DecryptionContext, type LayeredValuesFiles } from './decryption.ts';
-import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, onlyRefused, partitionInventory, readableId, truncate, type TargetApplyInput, type TargetNoop, type TargetOutcome } from './target.ts';
+import {
+  DecryptionFailure,
+  createDecryptionContext,
+  decryptFiles,
+  readKeyRing,
+  readValuesFiles,
+  type DecryptionContext,
+  type LayeredValuesFiles,
+} from './decryption.ts';
+import {
+  appliedConditions,
+  applyTarget,
+  combineTargets,
+  describeChanges,
+  emptyCounts,
+  onlyRefused,
+  partitionInventory,
+  readableId,
+  truncate,
+  type TargetApplyInput,
+  type TargetNoop,
+  type TargetOutcome,
+} from './target.ts';
 import { dependencyNotReady, findCycle } from './dependencies.ts';
 import { healthConditions } from './health.ts';
 import { fetchPublishedChart } from './charts.ts';
@@ -92,7 +134,10 @@ export type ConfigSyncReconcilerDeps = {
     readonly records: Map<string, TargetNoop>;
     readonly watched: (id: string, remote?: RemoteClients, onStale?: (why: string) => void) => string | null | undefined;
     /** A first apply's owner LIST answered from the drift watches (see applyTarget's FirstApply). */
-    readonly firstApply?: { readonly applied: Set<string>; readonly ownerSeen: (scope: { group: string; kind: string; namespace: string }, ownerLabel: string, remote?: RemoteClients) => boolean | undefined };
+    readonly firstApply?: {
+      readonly applied: Set<string>;
+      readonly ownerSeen: (scope: { group: string; kind: string; namespace: string }, ownerLabel: string, remote?: RemoteClients) => boolean | undefined;
+    };
   };
   /** SOPS decryption: key-service settings, the in-memory data key cache and parsed key rings (default: a private one). */
   readonly decryption?: DecryptionContext;
@@ -103,7 +148,6 @@ export type ConfigSyncReconcilerDeps = {
  * lowers the operator's floor for tests and demos) and the API's ceiling.
  */
 export const DEFAULT_INTERVAL_BOUNDS: IntervalBounds = { minMs: 10_000, maxMs: parseDuration(INTERVAL_BOUNDS.max) };
-
 
 type SyncEvent = ShellEvent;
 
@@ -205,7 +249,8 @@ async function sync(run: SyncRun): Promise<Outcome> {
   const outcome = withRenderedBy(syncedOutcome(run, source.value.revision, targets, desired), renderedBy);
   // A target waiting out its backoff asks to run again when that ends, not at the next refresh.
   const retryAt = Math.min(...run.spec.targets.map((t) => run.deps.targetBackoff?.waiting(backoffKey(run, t.name))?.retryInMs ?? Infinity));
-  if (Number.isFinite(retryAt) && outcome.result.kind === 'done') return { ...outcome, result: { kind: 'done', requeueAfterMs: Math.min(outcome.result.requeueAfterMs ?? retryAt, Math.max(retryAt, 1000)) } };
+  if (Number.isFinite(retryAt) && outcome.result.kind === 'done')
+    return { ...outcome, result: { kind: 'done', requeueAfterMs: Math.min(outcome.result.requeueAfterMs ?? retryAt, Math.max(retryAt, 1000)) } };
   return outcome;
 }
 
@@ -220,7 +265,14 @@ function reconcileDependencies(run: SyncRun): Step<undefined> {
   const lookup = (name: string): ConfigSync | undefined => run.deps.get(`${run.namespace}/${name}`);
   const cycle = findCycle(self, (name) => (name === self ? names : (lookup(name)?.spec.dependsOn ?? []).map((d) => d.name)));
   if (cycle !== undefined) {
-    return { ok: false, outcome: stalled(run, Reason.DependencyCycle, `spec.dependsOn forms a cycle: ${cycle.join(' → ')}; nothing is applied until one of them drops the dependency`) };
+    return {
+      ok: false,
+      outcome: stalled(
+        run,
+        Reason.DependencyCycle,
+        `spec.dependsOn forms a cycle: ${cycle.join(' → ')}; nothing is applied until one of them drops the dependency`,
+      ),
+    };
   }
   const waiting = names.flatMap((name) => {
     const why = dependencyNotReady(lookup(name));
@@ -230,9 +282,20 @@ function reconcileDependencies(run: SyncRun): Step<undefined> {
   const previous = run.object.status ?? {};
   const at = { generation: run.object.metadata.generation, now: run.now };
   const message = truncate(`waiting for ${waiting.length === 1 ? 'dependency' : 'dependencies'} ${waiting.join(', ')}`);
-  const conditions = setCondition(baseConditions(run, previous.conditions ?? []), { type: 'Ready', status: 'False', reason: Reason.DependencyNotReady, message }, at);
+  const conditions = setCondition(
+    baseConditions(run, previous.conditions ?? []),
+    { type: 'Ready', status: 'False', reason: Reason.DependencyNotReady, message },
+    at,
+  );
   // Their status changes wake this sync (manager); the retry bounds a missed event.
-  return { ok: false, outcome: { status: { ...previous, observedGeneration: run.object.metadata.generation, conditions }, result: { kind: 'wait', requeueAfterMs: Math.min(DEPENDENCY_RETRY_MS, run.refreshMs) }, events: [] } };
+  return {
+    ok: false,
+    outcome: {
+      status: { ...previous, observedGeneration: run.object.metadata.generation, conditions },
+      result: { kind: 'wait', requeueAfterMs: Math.min(DEPENDENCY_RETRY_MS, run.refreshMs) },
+      events: [],
+    },
+  };
 }
 
 type Snapshot = Awaited<ReturnType<GitSource['fetchSnapshot']>>;
@@ -260,7 +323,8 @@ async function reconcileChart(run: SyncRun, source: Source): Promise<Step<Source
     if (error instanceof StallError) return { ok: false, outcome: stalled(run, error.reason, error.message, source.revision) };
     // The message names the sync too: it travels beyond the object (events, logs, notifications).
     const sync = `ConfigSync ${run.namespace}/${run.object.metadata.name}: chart`;
-    if (error instanceof ChartSourceError && !error.retryable) return { ok: false, outcome: stalled(run, Reason.FetchFailed, `${sync} ${error.message}`, source.revision) };
+    if (error instanceof ChartSourceError && !error.retryable)
+      return { ok: false, outcome: stalled(run, Reason.FetchFailed, `${sync} ${error.message}`, source.revision) };
     const message = error instanceof ChartSourceError ? error.message : safeError(error).message;
     return { ok: false, outcome: failed(run, Reason.FetchFailed, `${sync} ${message}`, { kind: 'retry' }) };
   }
@@ -271,7 +335,16 @@ async function reconcileSource(run: SyncRun): Promise<Step<Source>> {
   const { deps, spec } = run;
   try {
     const { auth, connection } = await readGitAccess(deps.rest, run.namespace, spec.source.git);
-    const revision = await timed(deps, 'resolve', () => deps.git.resolveRevision({ repo: spec.source.git.repo, revision: spec.source.git.revision, auth, connection, maxAgeMs: run.refAgeMs, startedAfter: run.refStartedAfter }));
+    const revision = await timed(deps, 'resolve', () =>
+      deps.git.resolveRevision({
+        repo: spec.source.git.repo,
+        revision: spec.source.git.revision,
+        auth,
+        connection,
+        maxAgeMs: run.refAgeMs,
+        startedAfter: run.refStartedAfter,
+      }),
+    );
     const snapshot = await timed(deps, 'fetch', () => deps.git.fetchSnapshot({ repo: spec.source.git.repo, sha: revision, auth, connection }));
     // An engine's overlay reaches bases elsewhere in the repository: then the whole snapshot is read.
     let files = readsWholeRepository(spec) ? await deps.git.readPath(snapshot, '') : await deps.git.readPath(snapshot, spec.source.git.path);
@@ -310,16 +383,34 @@ async function reconcileDecryption(run: SyncRun, source: Source): Promise<Step<S
   try {
     const ring = await readKeyRing(deps.rest, context, run.namespace, spec);
     const valuesFiles = await readValuesFiles(context, spec, ring, (path) => deps.git.readPath(source.snapshot, path));
-    const roots = spec.targets.map((target) => targetPath(spec, target).split('/').filter((part) => part !== '' && part !== '.').join('/'));
-    const { files, withheld } = await decryptFiles(context, source.files.filter((file) => !valuesFiles.paths.has(file.path)), ring, roots);
+    const roots = spec.targets.map((target) =>
+      targetPath(spec, target)
+        .split('/')
+        .filter((part) => part !== '' && part !== '.')
+        .join('/'),
+    );
+    const { files, withheld } = await decryptFiles(
+      context,
+      source.files.filter((file) => !valuesFiles.paths.has(file.path)),
+      ring,
+      roots,
+    );
     return { ok: true, value: { ...source, files, valuesFiles, withheld } };
   } catch (error) {
     const message = truncate(`${error instanceof Error ? error.message : 'decryption failed'}`);
-    if (error instanceof DecryptionFailure && !error.retryable) return { ok: false, outcome: stalled(run, Reason.DecryptionFailed, `DecryptionFailed: ${message}`, source.revision) };
-    if (error instanceof DecryptionFailure) return { ok: false, outcome: failed(run, Reason.DecryptionFailed, `DecryptionFailed: ${message}`, { kind: 'retry' }) };
+    if (error instanceof DecryptionFailure && !error.retryable)
+      return { ok: false, outcome: stalled(run, Reason.DecryptionFailed, `DecryptionFailed: ${message}`, source.revision) };
+    if (error instanceof DecryptionFailure)
+      return { ok: false, outcome: failed(run, Reason.DecryptionFailed, `DecryptionFailed: ${message}`, { kind: 'retry' }) };
     if (error instanceof RenderError) return { ok: false, outcome: stalled(run, Reason.RenderFailed, error.message, source.revision) };
-    if (error instanceof GitSourceError && !error.retryable) return { ok: false, outcome: stalled(run, Reason.RenderFailed, `valuesFiles: ${error.message}`, source.revision) };
-    return { ok: false, outcome: failed(run, Reason.DecryptionFailed, `DecryptionFailed: reading the key Secret or values files failed: ${safeError(error).message}`, { kind: 'retry' }) };
+    if (error instanceof GitSourceError && !error.retryable)
+      return { ok: false, outcome: stalled(run, Reason.RenderFailed, `valuesFiles: ${error.message}`, source.revision) };
+    return {
+      ok: false,
+      outcome: failed(run, Reason.DecryptionFailed, `DecryptionFailed: reading the key Secret or values files failed: ${safeError(error).message}`, {
+        kind: 'retry',
+      }),
+    };
   }
 }
 
@@ -372,7 +463,12 @@ function withRenderedBy(outcome: Outcome, renderedBy: ReadonlyMap<string, Render
 }
 
 /** Render every target before applying any, so a bad template never half-applies. */
-async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAccess, renderedBy: Map<string, RenderedBy>): Promise<Step<Map<string, KubernetesObject[]>>> {
+async function reconcileRender(
+  run: SyncRun,
+  source: Source,
+  clusters: ClusterAccess,
+  renderedBy: Map<string, RenderedBy>,
+): Promise<Step<Map<string, KubernetesObject[]>>> {
   const { deps, spec } = run;
   const rendered = new Map<string, KubernetesObject[]>();
   try {
@@ -386,18 +482,47 @@ async function reconcileRender(run: SyncRun, source: Source, clusters: ClusterAc
         // Each cluster's own discovery says which kinds it serves and which are namespaced.
         const client = access === undefined ? defaultClient : access.clients.apply;
         const path = targetPath(spec, target);
-        const renderTargetSpec = { name: target.name, namespace: target.namespace ?? run.namespace, values: targetValues(source, target.name, target.values), patches: target.patches, data: target.data, ...(target.cluster === undefined ? {} : { cluster: target.cluster.name }) };
+        const renderTargetSpec = {
+          name: target.name,
+          namespace: target.namespace ?? run.namespace,
+          values: targetValues(source, target.name, target.values),
+          patches: target.patches,
+          data: target.data,
+          ...(target.cluster === undefined ? {} : { cluster: target.cluster.name }),
+        };
         const renderSource = { repo: spec.source.git.repo, revision: source.revision, path };
         const discovery = await client.discovery(refresh ? { refresh: true } : {});
         const engine = target.data === undefined ? engineSpecFor(spec, target, source.files, source.chart?.dir) : undefined;
         const repository = spec.source.helm?.repository;
-        if (target.data === undefined) renderedBy.set(target.name, { engine: engine?.engine ?? 'handlebars', ...(source.chart === undefined || repository === undefined ? {} : { chart: `${repository.chart}@${source.chart.version} (${source.chart.digest})` }) });
+        if (target.data === undefined)
+          renderedBy.set(target.name, {
+            engine: engine?.engine ?? 'handlebars',
+            ...(source.chart === undefined || repository === undefined
+              ? {}
+              : { chart: `${repository.chart}@${source.chart.version} (${source.chart.digest})` }),
+          });
         if (engine === undefined) {
-          const render = (): KubernetesObject[] => renderTarget({ files: source.files, path, values, target: renderTargetSpec, source: renderSource, discovery, cache: deps.templates });
-          rendered.set(target.name, renderMemoOf(deps).render({ slot: `${run.namespace}/${run.object.metadata.name}\u0000${target.name}`, files: source.files, discovery, inputs: [path, values, renderTargetSpec, renderSource] }, render));
+          const render = (): KubernetesObject[] =>
+            renderTarget({ files: source.files, path, values, target: renderTargetSpec, source: renderSource, discovery, cache: deps.templates });
+          rendered.set(
+            target.name,
+            renderMemoOf(deps).render(
+              {
+                slot: `${run.namespace}/${run.object.metadata.name}\u0000${target.name}`,
+                files: source.files,
+                discovery,
+                inputs: [path, values, renderTargetSpec, renderSource],
+              },
+              render,
+            ),
+          );
           continue;
         }
-        if (deps.renderEngine === undefined) throw new StallError(Reason.RenderFailed, `${path === '' ? 'the repository root' : path} needs ${engine.engine}, and this operator runs without the render engine (syncline run --render-engine)`);
+        if (deps.renderEngine === undefined)
+          throw new StallError(
+            Reason.RenderFailed,
+            `${path === '' ? 'the repository root' : path} needs ${engine.engine}, and this operator runs without the render engine (syncline run --render-engine)`,
+          );
         const rest = access === undefined ? deps.rest : access.clients.rest;
         rendered.set(
           target.name,
@@ -480,17 +605,30 @@ async function applyClientFor(run: SyncRun, revision: string): Promise<Step<Appl
  * target removed from the spec is pruned where its inventory says it was applied.
  */
 /** applyTarget's `noop` for one target: the sync's records and what the drift watches (of its cluster) hold. */
-function targetNoop(noop: NonNullable<ConfigSyncReconcilerDeps['noop']>, key: string, remote: RemoteClients | undefined, stale: Set<string>): NonNullable<TargetApplyInput['noop']> {
+function targetNoop(
+  noop: NonNullable<ConfigSyncReconcilerDeps['noop']>,
+  key: string,
+  remote: RemoteClients | undefined,
+  stale: Set<string>,
+): NonNullable<TargetApplyInput['noop']> {
   const { firstApply } = noop;
   return {
     records: noop.records,
     key,
     watched: (id: string) => noop.watched(id, remote, (why) => stale.add(why)),
-    ...(firstApply === undefined ? {} : { firstApply: { applied: firstApply.applied, ownerSeen: (scope, ownerLabel) => firstApply.ownerSeen(scope, ownerLabel, remote) } }),
+    ...(firstApply === undefined
+      ? {}
+      : { firstApply: { applied: firstApply.applied, ownerSeen: (scope, ownerLabel) => firstApply.ownerSeen(scope, ownerLabel, remote) } }),
   };
 }
 
-async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: ReadonlyMap<string, KubernetesObject[]>, clusters: ClusterAccess, revision: string): Promise<TargetOutcome[]> {
+async function reconcileTargets(
+  run: SyncRun,
+  client: ApplyClient,
+  rendered: ReadonlyMap<string, KubernetesObject[]>,
+  clusters: ClusterAccess,
+  revision: string,
+): Promise<TargetOutcome[]> {
   const previous = run.object.status ?? {};
   const previousInventory = new Map((previous.inventory ?? []).map((i) => [i.target, i]));
   const previousTargets = new Map((previous.targets ?? []).map((t) => [t.name, t]));
@@ -507,7 +645,9 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
   // they prune (below), so a renamed target's objects are handed over, never deleted and created again.
   const leaving = [...previousInventory.values()].filter((entry) => !specNames.has(entry.target) && entry.entries.length > 0);
   const handoffIn = (cluster: string | undefined): ReadonlySet<string> | undefined => {
-    const owners = leaving.filter((e) => e.cluster === cluster).map((e) => ownedBy({ namespace: run.namespace, name: run.object.metadata.name, target: e.target }));
+    const owners = leaving
+      .filter((e) => e.cluster === cluster)
+      .map((e) => ownedBy({ namespace: run.namespace, name: run.object.metadata.name, target: e.target }));
     return owners.length === 0 ? undefined : new Set(owners);
   };
   const applyOne = async (target: ConfigSyncSpec['targets'][number]): Promise<TargetOutcome> => {
@@ -517,46 +657,69 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
     const access = clusters.get(target.name);
     const desired = rendered.get(target.name);
     if (desired === undefined || (access !== undefined && 'unavailable' in access)) {
-      return unavailableTarget({ name: target.name, namespace: target.namespace, cluster }, access !== undefined && 'unavailable' in access ? access.unavailable : 'not rendered', inventory, previousTargets.get(target.name));
+      return unavailableTarget(
+        { name: target.name, namespace: target.namespace, cluster },
+        access !== undefined && 'unavailable' in access ? access.unavailable : 'not rendered',
+        inventory,
+        previousTargets.get(target.name),
+      );
     }
     const remote = access?.clients;
     // A drift watch gone silent proves nothing: the target read instead, and says so (see drift-watches.ts).
     const stale = new Set<string>();
     // Hooks (syncline.dev/hook, argocd.argoproj.io/hook) run around the apply of the other objects (hook-run.ts).
-    const applied = await applyTargetWithHooks({
-      revision,
-      hookTimeoutMs: parseDuration(run.spec.timeout ?? DEFAULT_HEALTH_TIMEOUT),
-      client: remote?.apply ?? client,
-      target: { name: target.name, ...(target.namespace === undefined ? {} : { namespace: target.namespace }), ...(cluster === undefined ? {} : { cluster }) },
-      desired,
-      inventory,
-      policy: run.spec.policy,
-      ...(handoff === undefined ? {} : { handoff }),
-      drift: run.spec.drift,
-      prune: run.spec.prune,
-      allowEmpty: run.spec.allowEmpty,
-      ...(run.deps.beforeApply === undefined ? {} : { beforeApply: (ids: readonly string[]) => run.deps.beforeApply?.(ids, remote) ?? Promise.resolve() }),
-      ...(noop === undefined ? {} : { noop: targetNoop(noop, `${run.namespace}/${run.object.metadata.name}/${target.name}@${cluster ?? ''}`, remote, stale) }),
-      health: { wait: target.wait ?? run.spec.wait },
-      tenancy: actorOf(run.deps, run.namespace, run.spec, cluster),
-      ...common(target.name),
-    }, applyTarget);
-    const outcome = stale.size > 0 && applied.status.phase === 'Synced' ? { ...applied, status: { ...applied.status, message: truncate([...stale].join('; ')) } } : applied;
+    const applied = await applyTargetWithHooks(
+      {
+        revision,
+        hookTimeoutMs: parseDuration(run.spec.timeout ?? DEFAULT_HEALTH_TIMEOUT),
+        client: remote?.apply ?? client,
+        target: {
+          name: target.name,
+          ...(target.namespace === undefined ? {} : { namespace: target.namespace }),
+          ...(cluster === undefined ? {} : { cluster }),
+        },
+        desired,
+        inventory,
+        policy: run.spec.policy,
+        ...(handoff === undefined ? {} : { handoff }),
+        drift: run.spec.drift,
+        prune: run.spec.prune,
+        allowEmpty: run.spec.allowEmpty,
+        ...(run.deps.beforeApply === undefined ? {} : { beforeApply: (ids: readonly string[]) => run.deps.beforeApply?.(ids, remote) ?? Promise.resolve() }),
+        ...(noop === undefined
+          ? {}
+          : { noop: targetNoop(noop, `${run.namespace}/${run.object.metadata.name}/${target.name}@${cluster ?? ''}`, remote, stale) }),
+        health: { wait: target.wait ?? run.spec.wait },
+        tenancy: actorOf(run.deps, run.namespace, run.spec, cluster),
+        ...common(target.name),
+      },
+      applyTarget,
+    );
+    const outcome =
+      stale.size > 0 && applied.status.phase === 'Synced' ? { ...applied, status: { ...applied.status, message: truncate([...stale].join('; ')) } } : applied;
     if (remote !== undefined) {
       const unreachable = outcome.findings.find(isUnreachable);
       // Kept as the skipped runs will word it (unavailableTarget names the target again).
-      if (unreachable !== undefined) run.deps.targetBackoff?.failed(backoffKey(run, target.name), unreachable.subject === target.name ? unreachable.reason : findingMessage(unreachable));
+      if (unreachable !== undefined)
+        run.deps.targetBackoff?.failed(backoffKey(run, target.name), unreachable.subject === target.name ? unreachable.reason : findingMessage(unreachable));
       else run.deps.targetBackoff?.succeeded(backoffKey(run, target.name));
       // Drift there is seen by watches in that cluster; when it cannot be watched, the refresh interval stands in.
       if (outcome.status.phase === 'Synced' && run.deps.remoteWatchesHealthy?.(remote) === false) {
-        return withCluster({ ...outcome, status: { ...outcome.status, message: `cannot watch cluster ${remote.cluster} for drift; checked every ${run.spec.refreshInterval} instead` } }, cluster);
+        return withCluster(
+          {
+            ...outcome,
+            status: { ...outcome.status, message: `cannot watch cluster ${remote.cluster} for drift; checked every ${run.spec.refreshInterval} instead` },
+          },
+          cluster,
+        );
       }
       return withCluster(outcome, cluster);
     }
     // Here, a namespace the operator may not watch (or the watch budget has no room for) is read at every refresh.
     // The interval as the spec says it, not this run's jittered one: an unchanged message writes no status.
     const unwatched = outcome.status.phase === 'Synced' ? run.deps.unwatchedDrift?.(desired.map((object) => objectId(object))) : undefined;
-    if (unwatched !== undefined) return { ...outcome, status: { ...outcome.status, message: truncate(`${unwatched}; checked every ${run.spec.refreshInterval} instead`) } };
+    if (unwatched !== undefined)
+      return { ...outcome, status: { ...outcome.status, message: truncate(`${unwatched}; checked every ${run.spec.refreshInterval} instead`) } };
     return outcome;
   };
   const removed = async (entry: TargetInventory, applied: readonly TargetOutcome[]): Promise<TargetOutcome> => {
@@ -565,7 +728,9 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
     // target there that was not rendered (its cluster unavailable) may want anything: nothing is pruned.
     const sameCluster = run.spec.targets.filter((t) => t.cluster?.name === entry.cluster);
     const { waiting, rest } = awaitingHandoff(entry, {
-      wanted: sameCluster.some((t) => !rendered.has(t.name)) ? 'all' : sameCluster.flatMap((t) => (rendered.get(t.name) ?? []).map((object) => objectId(object))),
+      wanted: sameCluster.some((t) => !rendered.has(t.name))
+        ? 'all'
+        : sameCluster.flatMap((t) => (rendered.get(t.name) ?? []).map((object) => objectId(object))),
       held: applied.filter((o) => o.inventory.cluster === entry.cluster).flatMap((o) => decodeInventory(o.inventory.entries).map((e) => e.id)),
     });
     let targetClient = client;
@@ -574,7 +739,12 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
         if (run.deps.remote === undefined) throw new Error('remote clusters are not enabled');
         targetClient = (await run.deps.remote.clients(run.namespace, entry.cluster)).apply;
       } catch (error) {
-        return unavailableTarget({ name: entry.target, cluster: entry.cluster }, `removed from the spec; not pruned yet: ${safeError(error).message}`, entry.entries, previousTargets.get(entry.target));
+        return unavailableTarget(
+          { name: entry.target, cluster: entry.cluster },
+          `removed from the spec; not pruned yet: ${safeError(error).message}`,
+          entry.entries,
+          previousTargets.get(entry.target),
+        );
       }
     }
     const outcome = await applyTarget({
@@ -595,7 +765,9 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
         status: {
           ...outcome.status,
           objects: kept.length + waiting.length,
-          message: truncate(`removed from the spec; ${waiting.length} object(s) kept until a target in the spec takes them over: ${waiting.map((e) => readableId(e.id)).join(', ')}`),
+          message: truncate(
+            `removed from the spec; ${waiting.length} object(s) kept until a target in the spec takes them over: ${waiting.map((e) => readableId(e.id)).join(', ')}`,
+          ),
         },
         inventory: { ...outcome.inventory, entries: encodeInventory([...kept, ...waiting]) },
       },
@@ -610,7 +782,10 @@ async function reconcileTargets(run: SyncRun, client: ApplyClient, rendered: Rea
  * A removed target's inventory split in two: the objects a target still in the spec wants but does not hold yet
  * (`waiting`: not pruned), and the rest (encoded, to prune as usual).
  */
-function awaitingHandoff(entry: TargetInventory, targets: { wanted: readonly string[] | 'all'; held: readonly string[] }): { waiting: InventoryEntry[]; rest: string[] } {
+function awaitingHandoff(
+  entry: TargetInventory,
+  targets: { wanted: readonly string[] | 'all'; held: readonly string[] },
+): { waiting: InventoryEntry[]; rest: string[] } {
   const wanted = targets.wanted === 'all' ? { has: () => true } : new Set(targets.wanted);
   const held = new Set(targets.held);
   const waiting: InventoryEntry[] = [];
@@ -628,7 +803,12 @@ function withCluster(outcome: TargetOutcome, cluster: string | undefined): Targe
 }
 
 /** A target that could not be tried: it keeps its inventory and last sync time, and says why. */
-function unavailableTarget(target: { name: string; namespace?: string | undefined; cluster?: string | undefined }, why: string, inventory: readonly string[] | undefined, previous: TargetStatus | undefined): TargetOutcome {
+function unavailableTarget(
+  target: { name: string; namespace?: string | undefined; cluster?: string | undefined },
+  why: string,
+  inventory: readonly string[] | undefined,
+  previous: TargetStatus | undefined,
+): TargetOutcome {
   return {
     status: {
       name: target.name,
@@ -654,7 +834,10 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   const { deps, object, spec, log, now } = run;
   const previous = object.status ?? {};
   const { counts, findings, failures, conflicts, drift, orphaned, changed, changes } = combineTargets(targets);
-  deps.metrics.managedObjects.set({ namespace: run.namespace, name: object.metadata.name }, targets.reduce((n, t) => n + t.status.objects, 0));
+  deps.metrics.managedObjects.set(
+    { namespace: run.namespace, name: object.metadata.name },
+    targets.reduce((n, t) => n + t.status.objects, 0),
+  );
   // A target removed from the spec stays listed only while its inventory still holds objects to prune: once they
   // are pruned or handed to a renamed target, this status write drops it (no later reconcile is needed for that).
   const inSpec = new Set(spec.targets.map((t) => t.name));
@@ -672,10 +855,20 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   const continuing = previous.lastAttemptedRevision === revision && (previous.targets ?? []).some((t) => t.phase === 'Pending');
   const revisionChanged = previous.sourceRevision !== revision && !continuing;
   const lastSyncedTime = ok && (changed || revisionChanged || previous.lastSyncedTime === undefined) ? now : previous.lastSyncedTime;
-  let conditions = clampNotice(run, appliedConditions(previous.conditions ?? [], { failures, conflicts, drift }, { readyMessage: `Applied revision ${revision}`, applied, total: spec.targets.length, at, refused: onlyRefused(targets) }));
+  let conditions = clampNotice(
+    run,
+    appliedConditions(
+      previous.conditions ?? [],
+      { failures, conflicts, drift },
+      { readyMessage: `Applied revision ${revision}`, applied, total: spec.targets.length, at, refused: onlyRefused(targets) },
+    ),
+  );
   const waitOf = new Map(spec.targets.map((t) => [t.name, t.wait ?? spec.wait]));
   const judged = targets.flatMap((t) => (t.health === undefined ? [] : [{ name: t.status.name, wait: waitOf.get(t.status.name) ?? false, report: t.health }]));
-  const health = judged.length === 0 ? undefined : healthConditions({ conditions, targets: judged, lastSyncedTime, timeoutMs: parseDuration(spec.timeout ?? DEFAULT_HEALTH_TIMEOUT), at });
+  const health =
+    judged.length === 0
+      ? undefined
+      : healthConditions({ conditions, targets: judged, lastSyncedTime, timeoutMs: parseDuration(spec.timeout ?? DEFAULT_HEALTH_TIMEOUT), at });
   if (health !== undefined) conditions = keepTransitions(previous.conditions, health.conditions);
   conditions = keepTransitions(previous.conditions, hookConditions(conditions, targets, at));
 
@@ -701,10 +894,16 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
     // Forbidden needs an RBAC change and a conflict a person's decision, not hammering: wait for the refresh interval.
     // A tenancy refusal too: it needs a ServiceAccount or a trusted namespace.
     const waitForPerson = findings.every((f) => !isTransient(f.cause));
-    if (conflicts.length > 0) events.push({ type: 'Warning', reason: Reason.Conflict, message: truncate(`${conflicts.length} object(s) not applied: ${conflicts.join('; ')}`) });
+    if (conflicts.length > 0)
+      events.push({ type: 'Warning', reason: Reason.Conflict, message: truncate(`${conflicts.length} object(s) not applied: ${conflicts.join('; ')}`) });
     // The failures as the Ready condition lists them (what the other targets wrote is in the log line above):
     // the same failure next time is the same message, which counts up one Event.
-    if (failures.length > 0) events.push({ type: 'Warning', reason: onlyRefused(targets) ? Reason.NamespaceNotAllowed : hooksFailed(targets.map((t) => t.status)) ? Reason.HookFailed : Reason.ApplyFailed, message: truncate(`${failures.length} failed: ${failures.join('; ')}`) });
+    if (failures.length > 0)
+      events.push({
+        type: 'Warning',
+        reason: onlyRefused(targets) ? Reason.NamespaceNotAllowed : hooksFailed(targets.map((t) => t.status)) ? Reason.HookFailed : Reason.ApplyFailed,
+        message: truncate(`${failures.length} failed: ${failures.join('; ')}`),
+      });
     return { status, result: waitForPerson ? { kind: 'wait', requeueAfterMs: run.refreshMs } : { kind: 'retry' }, events };
   }
   // A commit whose PreSync hooks run has written nothing yet: its Synced Event comes with the apply.
@@ -712,7 +911,13 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   if (announce) log.info({ revision, ...counts }, 'synced');
   else log.debug({ revision }, 'no changes');
   // Once per change (the event is recorded only with the status write it explains), naming what changed.
-  if (announce) events.push({ type: 'Normal', reason: 'Synced', message: truncate(`revision ${revision.slice(0, 12)}: ${summary}${changes.length === 0 ? '' : `: ${describeChanges(changes)}`}`), logged: true });
+  if (announce)
+    events.push({
+      type: 'Normal',
+      reason: 'Synced',
+      message: truncate(`revision ${revision.slice(0, 12)}: ${summary}${changes.length === 0 ? '' : `: ${describeChanges(changes)}`}`),
+      logged: true,
+    });
   if (health?.failure !== undefined) events.push({ type: 'Warning', reason: Reason.HealthCheckFailed, message: health.failure });
   // Still converging: the objects' status changes wake this sync; the timeout's expiry is the latest re-check.
   const hookPoll = hooksRunning(targets.map((t) => t.status)) ? HOOK_POLL_MS : Infinity;
@@ -784,7 +989,13 @@ function stalledStatus(deps: ConfigSyncReconcilerDeps, object: ConfigSync, reaso
     reason === Reason.RenderFailed || reason === Reason.FetchFailed
       ? setCondition(conditions, { type: 'InvalidSource', status: 'True', reason, message: short }, at)
       : removeCondition(conditions, 'InvalidSource');
-  return { ...previous, observedGeneration: object.metadata.generation, conditions, lastHandledReconcileAt: handledRequest(object), ...(revision !== undefined ? { lastAttemptedRevision: revision } : {}) };
+  return {
+    ...previous,
+    observedGeneration: object.metadata.generation,
+    conditions,
+    lastHandledReconcileAt: handledRequest(object),
+    ...(revision !== undefined ? { lastAttemptedRevision: revision } : {}),
+  };
 }
 
 function failed(run: SyncRun, reason: Reason, message: string, result: ReconcileOutcome): Outcome {
@@ -795,7 +1006,11 @@ function failed(run: SyncRun, reason: Reason, message: string, result: Reconcile
   const input: ConditionInput = { type: 'Ready', status: 'False', reason, message: short };
   conditions = setCondition(conditions, input, at);
   conditions = setCondition(conditions, { ...input, type: 'Failed', status: 'True' }, at);
-  return { status: { ...previous, observedGeneration: run.object.metadata.generation, conditions, lastHandledReconcileAt: handledRequest(run.object) }, result, events: [{ type: 'Warning', reason, message: short }] };
+  return {
+    status: { ...previous, observedGeneration: run.object.metadata.generation, conditions, lastHandledReconcileAt: handledRequest(run.object) },
+    result,
+    events: [{ type: 'Warning', reason, message: short }],
+  };
 }
 
 /** A failed or stalled attempt handled the reconcile request too (as Flux records it): `syncline reconcile --wait` stops waiting. */
@@ -821,7 +1036,9 @@ async function finalize(deps: ConfigSyncReconcilerDeps, object: ConfigSync, log:
       if (targetClient === undefined) continue;
       const { allowed, refused } = partitionInventory(actorOf(deps, namespace, parsed.success ? parsed.data : undefined, cluster), entries);
       if (refused.length > 0) {
-        const message = truncate(`${refused.length} object(s) of target ${target} left in place: ${NAMESPACE_NOT_ALLOWED}: this ConfigSync may not delete outside its namespace (${refused.slice(0, 5).map(readableId).join(', ')})`);
+        const message = truncate(
+          `${refused.length} object(s) of target ${target} left in place: ${NAMESPACE_NOT_ALLOWED}: this ConfigSync may not delete outside its namespace (${refused.slice(0, 5).map(readableId).join(', ')})`,
+        );
         await deps.events.record(object, { type: 'Warning', reason: Reason.NamespaceNotAllowed, message });
       }
       const outcome = await applyTarget({
@@ -858,7 +1075,8 @@ async function finalize(deps: ConfigSyncReconcilerDeps, object: ConfigSync, log:
       const message = truncate(`deletion waits: could not prune every target (deletionPolicy Orphan releases the objects): ${blocked.join('; ')}`);
       const at = { generation: object.metadata.generation, now: deps.clock.now().toISOString() };
       const conditions = setCondition(object.status?.conditions ?? [], { type: 'Ready', status: 'False', reason: Reason.PruneFailed, message }, at);
-      if (await writeStatus(deps.rest, pathOf(object), object, { ...object.status, conditions })) await deps.events.record(object, { type: 'Warning', reason: Reason.PruneFailed, message });
+      if (await writeStatus(deps.rest, pathOf(object), object, { ...object.status, conditions }))
+        await deps.events.record(object, { type: 'Warning', reason: Reason.PruneFailed, message });
       log.warn({ blocked: blocked.length }, 'could not delete every object; retrying');
       return { kind: 'retry' };
     }
@@ -868,9 +1086,11 @@ async function finalize(deps: ConfigSyncReconcilerDeps, object: ConfigSync, log:
   return { kind: 'done' };
 }
 
-
 /** The client of a target's cluster: this cluster's (the sync's identity), or the RemoteCluster's. */
-async function clusterClient(deps: ConfigSyncReconcilerDeps, input: { namespace: string; cluster: string | undefined; client: ApplyClient }): Promise<ApplyClient> {
+async function clusterClient(
+  deps: ConfigSyncReconcilerDeps,
+  input: { namespace: string; cluster: string | undefined; client: ApplyClient },
+): Promise<ApplyClient> {
   if (input.cluster === undefined) return input.client;
   if (deps.remote === undefined) throw new Error('remote clusters are not enabled in this operator');
   return (await deps.remote.clients(input.namespace, input.cluster)).apply;
@@ -888,7 +1108,6 @@ async function timed<T>(deps: ConfigSyncReconcilerDeps, operation: 'resolve' | '
 function jittered(ms: number, random: () => number): number {
   return Math.round(ms * (0.9 + random() * 0.2));
 }
-
 
 /** Errors that may carry request details are reduced to their message; source-git and render redact theirs. */
 export function safeError(error: unknown): { message: string; name?: string } {

@@ -3,7 +3,20 @@
 // namespace. A sync without spec.decryption that meets an encrypted file fails naming it: ciphertext is never
 // applied. spec.valuesFiles and targets[].valuesFiles are read from the same snapshot and decrypted the same way.
 import { KubeApiError, type KubeRest } from '@syncline/kube';
-import { DataKeyCache, DecryptedFileCache, SopsError, SopsErrorCause, decryptSopsFile, isSopsEncrypted, layerValues, parseKeySecret, parseValues, type KeyServiceOptions, type SopsKeyRing, type Values } from '@syncline/render';
+import {
+  DataKeyCache,
+  DecryptedFileCache,
+  SopsError,
+  SopsErrorCause,
+  decryptSopsFile,
+  isSopsEncrypted,
+  layerValues,
+  parseKeySecret,
+  parseValues,
+  type KeyServiceOptions,
+  type SopsKeyRing,
+  type Values,
+} from '@syncline/render';
 import type { ConfigSyncSpec } from '@syncline/api';
 
 /** What the operator gives every sync's decryption: key-service settings and the in-memory data key cache. */
@@ -18,8 +31,17 @@ export type DecryptionContext = {
   readonly watchedVersion?: (namespace: string, name: string) => string | undefined;
 };
 
-export function createDecryptionContext(services: KeyServiceOptions = {}, watchedVersion?: (namespace: string, name: string) => string | undefined): DecryptionContext {
-  return { services, cache: new DataKeyCache(), decrypted: new DecryptedFileCache(), rings: new Map(), ...(watchedVersion === undefined ? {} : { watchedVersion }) };
+export function createDecryptionContext(
+  services: KeyServiceOptions = {},
+  watchedVersion?: (namespace: string, name: string) => string | undefined,
+): DecryptionContext {
+  return {
+    services,
+    cache: new DataKeyCache(),
+    decrypted: new DecryptedFileCache(),
+    rings: new Map(),
+    ...(watchedVersion === undefined ? {} : { watchedVersion }),
+  };
 }
 
 /** A stalling (input must change) or retryable (a key service was unreachable) decryption failure; the message carries no secret. */
@@ -43,7 +65,15 @@ export async function readKeyRing(rest: KubeRest, context: DecryptionContext, na
   if (spec.decryption === undefined) return undefined;
   if (name === undefined) {
     // No Secret: only the operator's own AWS credentials (when the admin allowed them) can open files.
-    return { source: 'the operator environment', age: [], pgp: [], vaultToken: undefined, vaultAddresses: undefined, aws: undefined, fingerprint: 'environment' };
+    return {
+      source: 'the operator environment',
+      age: [],
+      pgp: [],
+      vaultToken: undefined,
+      vaultAddresses: undefined,
+      aws: undefined,
+      fingerprint: 'environment',
+    };
   }
   const key = `${namespace}/${name}`;
   const known = context.rings.get(key);
@@ -83,7 +113,12 @@ const under = (path: string, root: string): boolean => root === '' || path === r
  * decrypt or the sync fails, one outside them that does not decrypt is left out of what the engine sees and
  * named in `withheld` (a render that needs it then fails on the missing file, never on ciphertext).
  */
-export async function decryptFiles(context: DecryptionContext, files: readonly { readonly path: string; readonly content: Uint8Array | string }[], ring: SopsKeyRing | undefined, roots: readonly string[] = ['']): Promise<DecryptedFiles> {
+export async function decryptFiles(
+  context: DecryptionContext,
+  files: readonly { readonly path: string; readonly content: Uint8Array | string }[],
+  ring: SopsKeyRing | undefined,
+  roots: readonly string[] = [''],
+): Promise<DecryptedFiles> {
   const out: SourceFile[] = [];
   const withheld: string[] = [];
   for (const file of files) {
@@ -92,7 +127,14 @@ export async function decryptFiles(context: DecryptionContext, files: readonly {
       continue;
     }
     try {
-      const plain = await decryptSopsFile({ path: file.path, content: file.content, keys: ring, services: context.services, cache: context.cache, decrypted: context.decrypted });
+      const plain = await decryptSopsFile({
+        path: file.path,
+        content: file.content,
+        keys: ring,
+        services: context.services,
+        cache: context.cache,
+        decrypted: context.decrypted,
+      });
       out.push({ path: file.path, content: typeof plain === 'string' ? new Uint8Array(Buffer.from(plain, 'utf8')) : plain });
     } catch (error) {
       const strict = roots.some((root) => under(file.path, root));
@@ -117,8 +159,17 @@ export type LayeredValuesFiles = {
 };
 
 /** Reads and parses the values files the spec lists, through `read` (one snapshot), decrypting encrypted ones. */
-export async function readValuesFiles(context: DecryptionContext, spec: ConfigSyncSpec, ring: SopsKeyRing | undefined, read: (path: string) => Promise<SourceFile[]>): Promise<LayeredValuesFiles> {
-  const normalize = (path: string): string => path.split('/').filter((part) => part !== '' && part !== '.').join('/');
+export async function readValuesFiles(
+  context: DecryptionContext,
+  spec: ConfigSyncSpec,
+  ring: SopsKeyRing | undefined,
+  read: (path: string) => Promise<SourceFile[]>,
+): Promise<LayeredValuesFiles> {
+  const normalize = (path: string): string =>
+    path
+      .split('/')
+      .filter((part) => part !== '' && part !== '.')
+      .join('/');
   const parsed = new Map<string, Values>();
   const load = async (path: string, field: string): Promise<Values> => {
     const at = normalize(path);
@@ -126,7 +177,8 @@ export async function readValuesFiles(context: DecryptionContext, spec: ConfigSy
     if (done !== undefined) return done;
     const files = await read(at);
     const file = files.find((f) => normalize(f.path) === at);
-    if (file === undefined || files.length !== 1) throw new DecryptionFailure(SopsErrorCause.MalformedFile, `${field}: ${at} is not a file of the source`, false);
+    if (file === undefined || files.length !== 1)
+      throw new DecryptionFailure(SopsErrorCause.MalformedFile, `${field}: ${at} is not a file of the source`, false);
     const [plain] = (await decryptFiles(context, [file], ring)).files;
     const values = parseValues(Buffer.from(plain?.content ?? new Uint8Array()).toString('utf8'), at);
     parsed.set(at, values);

@@ -28,12 +28,26 @@ describe('findCycle', () => {
 });
 
 describe('dependencyNotReady', () => {
-  const sync = (status: ConfigSync['status'], generation = 2): ConfigSync =>
-    ({ apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name: 'crds', namespace: 'ops', generation }, spec: {} as ConfigSync['spec'], status });
-  const ready = (status: 'True' | 'False', observedGeneration = 2) => ({ type: 'Ready', status, observedGeneration, lastTransitionTime: 't', reason: status === 'True' ? 'ReconciliationSucceeded' : 'Progressing', message: 'm' });
+  const sync = (status: ConfigSync['status'], generation = 2): ConfigSync => ({
+    apiVersion: 'syncline.dev/v1alpha1',
+    kind: 'ConfigSync',
+    metadata: { name: 'crds', namespace: 'ops', generation },
+    spec: {} as ConfigSync['spec'],
+    status,
+  });
+  const ready = (status: 'True' | 'False', observedGeneration = 2) => ({
+    type: 'Ready',
+    status,
+    observedGeneration,
+    lastTransitionTime: 't',
+    reason: status === 'True' ? 'ReconciliationSucceeded' : 'Progressing',
+    message: 'm',
+  });
 
   it('is ready when Ready=True at the current generation and the attempted revision is applied', () => {
-    expect(dependencyNotReady(sync({ observedGeneration: 2, sourceRevision: 'abc', lastAttemptedRevision: 'abc', conditions: [ready('True')] }))).toBeUndefined();
+    expect(
+      dependencyNotReady(sync({ observedGeneration: 2, sourceRevision: 'abc', lastAttemptedRevision: 'abc', conditions: [ready('True')] })),
+    ).toBeUndefined();
   });
 
   it('says why not: missing, not reconciled, stale generation, not Ready, revision pending', () => {
@@ -41,12 +55,15 @@ describe('dependencyNotReady', () => {
     expect(dependencyNotReady(sync(undefined))).toBe('not reconciled yet');
     expect(dependencyNotReady(sync({ observedGeneration: 1, conditions: [ready('True', 1)] }))).toBe('its latest spec is not reconciled yet');
     expect(dependencyNotReady(sync({ observedGeneration: 2, conditions: [ready('False')] }))).toBe('not Ready (Progressing: m)');
-    expect(dependencyNotReady(sync({ observedGeneration: 2, sourceRevision: 'old', lastAttemptedRevision: 'newrevision1234', conditions: [ready('True')] }))).toBe('revision newrevision1 is not applied yet');
+    expect(
+      dependencyNotReady(sync({ observedGeneration: 2, sourceRevision: 'old', lastAttemptedRevision: 'newrevision1234', conditions: [ready('True')] })),
+    ).toBe('revision newrevision1 is not applied yet');
   });
 });
 
 describe('DependentsIndex', () => {
-  const sync = (namespace: string, name: string, dependsOn: string[]) => ({ metadata: { namespace, name }, spec: { dependsOn: dependsOn.map((n) => ({ name: n })) } }) as unknown as ConfigSync;
+  const sync = (namespace: string, name: string, dependsOn: string[]) =>
+    ({ metadata: { namespace, name }, spec: { dependsOn: dependsOn.map((n) => ({ name: n })) } }) as unknown as ConfigSync;
 
   it('answers the dependents of a sync in its own namespace, following spec changes and deletions', () => {
     const index = new DependentsIndex();
@@ -77,7 +94,10 @@ describe('DependentsIndex', () => {
           index.set(`ns/${name}`, deps === undefined ? undefined : sync('ns', name, deps));
         }
         for (const name of names) {
-          const scanned = [...live].filter(([, deps]) => deps.includes(name)).map(([n]) => `ns/${n}`).sort();
+          const scanned = [...live]
+            .filter(([, deps]) => deps.includes(name))
+            .map(([n]) => `ns/${n}`)
+            .sort();
           expect([...index.of(`ns/${name}`)].sort()).toEqual(scanned);
         }
       }),

@@ -32,7 +32,8 @@ export function dependencyNotReady(dependency: ConfigSync | undefined): string |
   const ready = dependency.status?.conditions?.find((c) => c.type === 'Ready');
   const generation = dependency.metadata.generation;
   if (ready === undefined) return 'not reconciled yet';
-  if (dependency.status?.observedGeneration !== generation || (ready.observedGeneration !== undefined && ready.observedGeneration !== generation)) return 'its latest spec is not reconciled yet';
+  if (dependency.status?.observedGeneration !== generation || (ready.observedGeneration !== undefined && ready.observedGeneration !== generation))
+    return 'its latest spec is not reconciled yet';
   if (ready.status !== 'True') return `not Ready (${ready.reason}${ready.message === '' ? '' : `: ${ready.message.slice(0, 200)}`})`;
   const attempted = dependency.status?.lastAttemptedRevision;
   if (attempted !== undefined && dependency.status?.sourceRevision !== attempted) return `revision ${attempted.slice(0, 12)} is not applied yet`;

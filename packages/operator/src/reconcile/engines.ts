@@ -34,7 +34,17 @@ export function engineSpecFor(spec: ConfigSyncSpec, target: Target, files: Sourc
   if (source.helm !== undefined) {
     const { releaseName, includeCRDs, skipTests, kubeVersion, apiVersions } = source.helm;
     const chart = source.helm.repository === undefined ? source.helm.chart : (publishedChart ?? source.helm.repository.chart);
-    return { engine: EngineName.Helm, options: { ...(chart === undefined ? {} : { chart }), ...(releaseName === undefined ? {} : { releaseName }), includeCRDs, skipTests, ...(kubeVersion === undefined ? {} : { kubeVersion }), ...(apiVersions === undefined ? {} : { apiVersions }) } };
+    return {
+      engine: EngineName.Helm,
+      options: {
+        ...(chart === undefined ? {} : { chart }),
+        ...(releaseName === undefined ? {} : { releaseName }),
+        includeCRDs,
+        skipTests,
+        ...(kubeVersion === undefined ? {} : { kubeVersion }),
+        ...(apiVersions === undefined ? {} : { apiVersions }),
+      },
+    };
   }
   if (source.jsonnet !== undefined) {
     const j = source.jsonnet;
@@ -68,7 +78,16 @@ function kustomizeOptions(sync: KustomizeFields | undefined, target: KustomizeFi
     ...(namePrefix === undefined ? {} : { namePrefix }),
     ...(nameSuffix === undefined ? {} : { nameSuffix }),
     ...(images.length === 0 ? {} : { images }),
-    ...(patches.length === 0 ? {} : { patches: patches.map((p) => ({ patch: p.patch, ...(p.target === undefined ? {} : { target: Object.fromEntries(Object.entries(p.target).filter((e): e is [string, string] => e[1] !== undefined)) }) })) }),
+    ...(patches.length === 0
+      ? {}
+      : {
+          patches: patches.map((p) => ({
+            patch: p.patch,
+            ...(p.target === undefined
+              ? {}
+              : { target: Object.fromEntries(Object.entries(p.target).filter((e): e is [string, string] => e[1] !== undefined)) }),
+          })),
+        }),
     ...(components.length === 0 ? {} : { components }),
     ...(Object.keys(labels).length === 0 && Object.keys(annotations).length === 0 ? {} : { commonMetadata: { labels, annotations } }),
   };
@@ -79,7 +98,7 @@ export function capabilitiesOf(discovery: object, kubeVersion: string | undefine
   const versions = new Set<string>();
   // The operator's discovery lists what it serves; a fixed discovery (no cluster) lists nothing.
   const listed = (discovery as { kinds?: unknown }).kinds;
-  const kinds = typeof listed === 'function' ? ((listed as () => readonly { group: string; version: string; kind: string }[]).call(discovery)) : [];
+  const kinds = typeof listed === 'function' ? (listed as () => readonly { group: string; version: string; kind: string }[]).call(discovery) : [];
   for (const r of kinds) {
     const groupVersion = r.group === '' ? r.version : `${r.group}/${r.version}`;
     versions.add(groupVersion);

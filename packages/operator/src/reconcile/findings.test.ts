@@ -40,14 +40,22 @@ describe('the lint rule against deciding from error text in reconcilers', () => 
   it.each([
     ['a prefix of a change set entry', "export const f = (entry: { reason?: string }) => entry.reason?.startsWith('Conflict:') === true;"],
     ['a regex over the failure messages', 'export const f = (failures: string[]) => failures.every((f) => /forbidden/i.test(f));'],
-    ['a regex over an error message', "export const f = (error: Error) => /Timeout|TransportError/.test(error.message);"],
+    ['a regex over an error message', 'export const f = (error: Error) => /Timeout|TransportError/.test(error.message);'],
     ['a substring of a message', "export const f = (message: string) => message.includes('404');"],
     ['splitting a failure apart', "export const f = (failure: string) => failure.split(': ')[0];"],
-  ])('flags %s', async (_what, code) => {
-    expect(await flagged(code)).toBeGreaterThan(0);
-  }, 60_000);
+  ])(
+    'flags %s',
+    async (_what, code) => {
+      expect(await flagged(code)).toBeGreaterThan(0);
+    },
+    60_000,
+  );
 
   it('leaves matching on what a reconciler built itself alone (ids, keys, revisions)', async () => {
-    expect(await flagged("export const f = (id: string, key: string, revision: string) => id.startsWith('/Namespace/') || key.startsWith('ns/') || /^[0-9a-f]{40}$/.test(revision);")).toBe(0);
+    expect(
+      await flagged(
+        "export const f = (id: string, key: string, revision: string) => id.startsWith('/Namespace/') || key.startsWith('ns/') || /^[0-9a-f]{40}$/.test(revision);",
+      ),
+    ).toBe(0);
   }, 60_000);
 });

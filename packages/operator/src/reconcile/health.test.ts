@@ -8,18 +8,35 @@ const FIVE_MIN = 5 * 60_000;
 const t0 = '2026-11-23T10:00:00.000Z';
 const plus = (ms: number): string => new Date(Date.parse(t0) + ms).toISOString();
 const readyTrue = setCondition([], { type: 'Ready', status: 'True', reason: Reason.Succeeded, message: 'Applied revision abc' }, { generation: 1, now: t0 });
-const target = (health: Record<string, Health>, wait = true, name = 'prod'): TargetHealthInput => ({ name, wait, report: summarizeHealth(new Map(Object.entries(health))) });
+const target = (health: Record<string, Health>, wait = true, name = 'prod'): TargetHealthInput => ({
+  name,
+  wait,
+  report: summarizeHealth(new Map(Object.entries(health))),
+});
 const current: Health = { status: 'Current', message: 'ok' };
 const rolling: Health = { status: 'InProgress', reason: 'LessReady', message: 'ready: 0/1' };
 const stuck: Health = { status: 'Failed', reason: 'ProgressDeadlineExceeded', message: 'ReplicaSet "web-1" has timed out progressing.' };
 
 /** As syncedOutcome calls it: the apply has just set Ready=True again. */
 const judge = (conditions: readonly Condition[], targets: TargetHealthInput[], now: string, lastSyncedTime = t0) =>
-  healthConditions({ conditions: setCondition(conditions, { type: 'Ready', status: 'True', reason: Reason.Succeeded, message: 'Applied revision abc' }, { generation: 1, now }), targets, lastSyncedTime, timeoutMs: FIVE_MIN, at: { generation: 1, now } });
+  healthConditions({
+    conditions: setCondition(conditions, { type: 'Ready', status: 'True', reason: Reason.Succeeded, message: 'Applied revision abc' }, { generation: 1, now }),
+    targets,
+    lastSyncedTime,
+    timeoutMs: FIVE_MIN,
+    at: { generation: 1, now },
+  });
 
 describe('summarizeHealth', () => {
   it('counts per status and names what is not healthy as Kind/name: Reason: message', () => {
-    const report = summarizeHealth(new Map<string, Health>([['apps/Deployment/shop/web', stuck], ['apps/Deployment/shop/api', rolling], ['/ConfigMap/shop/c', current]]), ['/ConfigMap/shop/late']);
+    const report = summarizeHealth(
+      new Map<string, Health>([
+        ['apps/Deployment/shop/web', stuck],
+        ['apps/Deployment/shop/api', rolling],
+        ['/ConfigMap/shop/c', current],
+      ]),
+      ['/ConfigMap/shop/late'],
+    );
     expect(report.counts).toEqual({ healthy: 1, progressing: 2, failed: 1, unknown: 0 });
     expect(report.failed).toEqual(['Deployment/web: ProgressDeadlineExceeded: ReplicaSet "web-1" has timed out progressing.']);
     expect(report.progressing).toEqual(['Deployment/api: LessReady: ready: 0/1', '1 object(s) of later apply waves not applied yet']);
@@ -76,9 +93,19 @@ describe('healthConditions', () => {
 
   it('does not override an apply failure, and judges only the targets that wait for Ready', () => {
     const failedApply = setCondition([], { type: 'Ready', status: 'False', reason: Reason.ApplyFailed, message: 'x' }, { generation: 1, now: t0 });
-    const verdict = healthConditions({ conditions: failedApply, targets: [target({ 'apps/Deployment/shop/web': stuck })], lastSyncedTime: t0, timeoutMs: FIVE_MIN, at: { generation: 1, now: t0 } });
+    const verdict = healthConditions({
+      conditions: failedApply,
+      targets: [target({ 'apps/Deployment/shop/web': stuck })],
+      lastSyncedTime: t0,
+      timeoutMs: FIVE_MIN,
+      at: { generation: 1, now: t0 },
+    });
     expect(findCondition(verdict.conditions, 'Ready')?.reason).toBe('ApplyFailed');
-    const mixed = judge(readyTrue, [target({ 'apps/Deployment/dev/web': stuck }, false, 'dev'), target({ 'apps/Deployment/prod/web': current }, true, 'prod')], t0);
+    const mixed = judge(
+      readyTrue,
+      [target({ 'apps/Deployment/dev/web': stuck }, false, 'dev'), target({ 'apps/Deployment/prod/web': current }, true, 'prod')],
+      t0,
+    );
     expect(findCondition(mixed.conditions, 'Ready')?.status).toBe('True');
     expect(findCondition(mixed.conditions, 'Healthy')?.message).toContain('dev: Deployment/web');
   });

@@ -122,11 +122,17 @@ export function healthConditions(input: {
   const ready = findCondition(conditions, 'Ready');
   if (ready?.status !== 'True' || (waitFailed.length === 0 && waitProgressing.length === 0)) return verdict;
   if (waitFailed.length > 0 || timedOut) {
-    const message = truncate(waitFailed.length > 0 ? `health check failed: ${named(waitFailed)}` : `health check failed: not healthy within ${formatDuration(timeoutMs)}: ${named(waitProgressing)}`);
+    const message = truncate(
+      waitFailed.length > 0
+        ? `health check failed: ${named(waitFailed)}`
+        : `health check failed: not healthy within ${formatDuration(timeoutMs)}: ${named(waitProgressing)}`,
+    );
     conditions = setCondition(conditions, { type: 'Ready', status: 'False', reason: Reason.HealthCheckFailed, message }, at);
     return { ...verdict, conditions, failure: message };
   }
-  const message = truncate(`applied; waiting (up to ${formatDuration(timeoutMs)}) for ${waitProgressing.length} object(s) to become healthy: ${named(waitProgressing)}`);
+  const message = truncate(
+    `applied; waiting (up to ${formatDuration(timeoutMs)}) for ${waitProgressing.length} object(s) to become healthy: ${named(waitProgressing)}`,
+  );
   conditions = setCondition(conditions, { type: 'Ready', status: 'False', reason: Reason.Progressing, message }, at);
   conditions = setCondition(conditions, { type: 'Reconciling', status: 'True', reason: Reason.Progressing, message }, at);
   return { ...verdict, conditions };

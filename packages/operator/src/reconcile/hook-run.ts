@@ -47,7 +47,8 @@ type Run = {
 type PhaseResult = { readonly state: 'done' | 'running' | 'failed'; readonly message: string };
 
 const recordKey = (phase: HookPhase, source: string): string => `${phase}|${source}`;
-const hookLabel = (record: HookStatus): string => `${record.hook} hook ${readableId(`${record.apiVersion.includes('/') ? record.apiVersion.slice(0, record.apiVersion.indexOf('/')) : ''}/${record.kind}/${record.namespace ?? ''}/${record.name}`)}`;
+const hookLabel = (record: HookStatus): string =>
+  `${record.hook} hook ${readableId(`${record.apiVersion.includes('/') ? record.apiVersion.slice(0, record.apiVersion.indexOf('/')) : ''}/${record.kind}/${record.namespace ?? ''}/${record.name}`)}`;
 
 /**
  * Applies a target whose render may hold hooks. Without hooks (now and in its last status) this is applyTarget's
@@ -59,7 +60,10 @@ export async function applyTargetWithHooks(input: HookedApplyInput, apply: (inpu
   if (split.hooks.length === 0 && split.invalid.length === 0 && previous?.hooks === undefined) return apply(input);
   if (split.invalid.length > 0) return notApplied(input, 'Failed', Reason.HookFailed, `invalid hook(s): ${split.invalid.join('; ')}`, {});
   if (input.tenancy !== undefined) {
-    const refused = refusedObjects(input.tenancy, split.hooks.map((h) => h.object));
+    const refused = refusedObjects(
+      input.tenancy,
+      split.hooks.map((h) => h.object),
+    );
     if (refused.length > 0) return refusedTarget(input, describeRefusal(refused));
   }
   const sameCommit = previous?.hooksRevision === input.revision;
@@ -101,7 +105,11 @@ function waitForHealth(run: Run, progressing: readonly string[]): PhaseResult {
   const since = run.input.previous?.lastSyncedTime;
   const waited = since === undefined ? 0 : Date.parse(run.input.now) - Date.parse(since);
   const what = `${progressing.slice(0, 3).join('; ')}${progressing.length > 3 ? '; …' : ''}`;
-  if (waited > run.input.hookTimeoutMs) return { state: 'failed', message: `PostSync hooks not run: the objects did not become healthy within ${formatDuration(run.input.hookTimeoutMs)} (${what})` };
+  if (waited > run.input.hookTimeoutMs)
+    return {
+      state: 'failed',
+      message: `PostSync hooks not run: the objects did not become healthy within ${formatDuration(run.input.hookTimeoutMs)} (${what})`,
+    };
   return { state: 'running', message: `PostSync hooks wait for the objects to become healthy (${what})` };
 }
 
@@ -114,7 +122,13 @@ async function afterApply(run: Run, outcome: TargetOutcome, result: PhaseResult)
   const lastSyncedTime = outcome.changed ? outcome.status.lastSyncedTime : (run.input.previous?.lastSyncedTime ?? outcome.status.lastSyncedTime);
   return withHooks(run, {
     ...outcome,
-    status: { ...outcome.status, phase: failed ? 'Failed' : 'Pending', reason: failed ? Reason.HookFailed : Reason.HookRunning, message: truncate(result.message), ...(lastSyncedTime === undefined ? {} : { lastSyncedTime }) },
+    status: {
+      ...outcome.status,
+      phase: failed ? 'Failed' : 'Pending',
+      reason: failed ? Reason.HookFailed : Reason.HookRunning,
+      message: truncate(result.message),
+      ...(lastSyncedTime === undefined ? {} : { lastSyncedTime }),
+    },
     ...(failed ? sortFindings([...outcome.findings, { cause: FindingCause.HookFailed, subject: run.input.target.name, reason: result.message }]) : {}),
   });
 }
@@ -141,7 +155,13 @@ function withHooks(run: Run, outcome: TargetOutcome): TargetOutcome {
 }
 
 /** The target when its objects were not applied (a PreSync hook runs or failed): its inventory and sync time kept. */
-function notApplied(input: HookedApplyInput, phase: 'Pending' | 'Failed', reason: string, message: string, hooks: Pick<TargetStatus, 'hooks' | 'hooksRevision'>): TargetOutcome {
+function notApplied(
+  input: HookedApplyInput,
+  phase: 'Pending' | 'Failed',
+  reason: string,
+  message: string,
+  hooks: Pick<TargetStatus, 'hooks' | 'hooksRevision'>,
+): TargetOutcome {
   const { target, previous } = input;
   const inventory = input.inventory ?? [];
   return {
@@ -177,7 +197,13 @@ async function runPhase(run: Run, phase: HookPhase): Promise<PhaseResult> {
   const failed = results.filter((r) => r.phase === 'Failed');
   if (failed.length > 0) return { state: 'failed', message: failed.map((r) => `${hookLabel(r)} failed: ${r.message ?? ''}`).join('; ') };
   const waiting = results.filter((r) => r.phase !== 'Succeeded');
-  if (waiting.length > 0) return { state: 'running', message: waiting.map((r) => `${hookLabel(r)} ${r.phase === 'Pending' ? 'waits' : 'is running'}${r.message === undefined ? '' : `: ${r.message}`}`).join('; ') };
+  if (waiting.length > 0)
+    return {
+      state: 'running',
+      message: waiting
+        .map((r) => `${hookLabel(r)} ${r.phase === 'Pending' ? 'waits' : 'is running'}${r.message === undefined ? '' : `: ${r.message}`}`)
+        .join('; '),
+    };
   return { state: 'done', message: '' };
 }
 
@@ -185,7 +211,10 @@ async function runPhase(run: Run, phase: HookPhase): Promise<PhaseResult> {
 function hookObject(run: Run, hook: Hook, phase: HookPhase): KubeObject {
   const runKey = hookRunKey({ owner: ownedBy(run.input.owner), revision: run.input.revision }, phase);
   const { generateName: _g, ...metadata } = hook.object.metadata;
-  const object = { ...hook.object, metadata: { ...metadata, name: hookObjectName(hook, runKey), annotations: { ...hook.object.metadata.annotations, [HOOK_RUN_ANNOTATION]: runKey } } };
+  const object = {
+    ...hook.object,
+    metadata: { ...metadata, name: hookObjectName(hook, runKey), annotations: { ...hook.object.metadata.annotations, [HOOK_RUN_ANNOTATION]: runKey } },
+  };
   return withOwnership(object, run.input.owner);
 }
 
@@ -219,9 +248,11 @@ async function stepHook(run: Run, hook: Hook, phase: HookPhase): Promise<HookSta
       return save(finish(run, { ...record }, { phase: 'Failed', message: 'its object was deleted before its result was seen; not run again for this commit' }));
     }
     if (live !== undefined && live.metadata.annotations?.[HOOK_RUN_ANNOTATION] !== desired.metadata.annotations?.[HOOK_RUN_ANNOTATION]) {
-      if (!proven(live, owner)) return save({ ...base, phase: 'Failed', message: `${readableId(id)} exists and was not created by this sync's hooks; left alone` });
+      if (!proven(live, owner))
+        return save({ ...base, phase: 'Failed', message: `${readableId(id)} exists and was not created by this sync's hooks; left alone` });
       // The previous run's object of a named hook: it goes before this run creates its own.
-      if (live.metadata['deletionTimestamp'] === undefined) await client.delete(id, { apiVersion: live.apiVersion, ...(live.metadata.uid === undefined ? {} : { uid: live.metadata.uid }) });
+      if (live.metadata['deletionTimestamp'] === undefined)
+        await client.delete(id, { apiVersion: live.apiVersion, ...(live.metadata.uid === undefined ? {} : { uid: live.metadata.uid }) });
       return save({ ...base, message: "waiting for the previous run's object to be deleted" });
     }
     if (live === undefined) {
@@ -242,7 +273,14 @@ async function stepHook(run: Run, hook: Hook, phase: HookPhase): Promise<HookSta
     const result = hookResult(live);
     const timeoutMs = hook.timeoutMs ?? run.input.hookTimeoutMs;
     if (result.phase === 'Running' && Date.parse(run.input.now) - Date.parse(started) > timeoutMs) {
-      return save(await cleanUp(run, hook, finish(run, running, { phase: 'Failed', message: `did not finish within ${formatDuration(timeoutMs)} (${result.message})` }), live));
+      return save(
+        await cleanUp(
+          run,
+          hook,
+          finish(run, running, { phase: 'Failed', message: `did not finish within ${formatDuration(timeoutMs)} (${result.message})` }),
+          live,
+        ),
+      );
     }
     // No progress text while it runs: a Job's active count or a pipeline's task tally would cost a status write each.
     if (result.phase === 'Running') return save(running);
@@ -294,10 +332,15 @@ export function hooksFailed(targets: readonly Pick<TargetStatus, 'reason'>[]): b
  * Ready waits on hooks: False with HookRunning while a PreSync, Sync or PostSync hook of the commit runs (or
  * PostSync waits for health), HookFailed when a hook failed, naming the hooks.
  */
-export function hookConditions(conditions: readonly Condition[], targets: readonly TargetOutcome[], at: { readonly generation: number | undefined; readonly now: string }): Condition[] {
+export function hookConditions(
+  conditions: readonly Condition[],
+  targets: readonly TargetOutcome[],
+  at: { readonly generation: number | undefined; readonly now: string },
+): Condition[] {
   const running = targets.filter((t) => t.status.reason === Reason.HookRunning);
   const failed = targets.filter((t) => t.status.reason === Reason.HookFailed);
-  const lines = (list: readonly TargetOutcome[]): string => truncate(list.map((t) => (targets.length > 1 ? `${t.status.name}: ${t.status.message ?? ''}` : (t.status.message ?? ''))).join('; '));
+  const lines = (list: readonly TargetOutcome[]): string =>
+    truncate(list.map((t) => (targets.length > 1 ? `${t.status.name}: ${t.status.message ?? ''}` : (t.status.message ?? ''))).join('; '));
   if (failed.length > 0) return setCondition([...conditions], { type: 'Ready', status: 'False', reason: Reason.HookFailed, message: lines(failed) }, at);
   if (running.length === 0) return [...conditions];
   const next = setCondition([...conditions], { type: 'Ready', status: 'False', reason: Reason.HookRunning, message: lines(running) }, at);
@@ -311,12 +354,21 @@ export function hookConditions(conditions: readonly Condition[], targets: readon
  * same name) that our field manager applied with this target's marks is deleted, and none where the sync may not
  * write (tenancy). Returns what it deleted, and the failures that should hold the finalizer.
  */
-export async function deleteHookObjects(input: { client: ApplyClient; owner: Owner; hooks: readonly HookStatus[]; tenancy?: Actor }): Promise<{ deleted: string[]; failures: string[] }> {
+export async function deleteHookObjects(input: {
+  client: ApplyClient;
+  owner: Owner;
+  hooks: readonly HookStatus[];
+  tenancy?: Actor;
+}): Promise<{ deleted: string[]; failures: string[] }> {
   const deleted: string[] = [];
   const failures: string[] = [];
   for (const record of input.hooks) {
     if (record.uid === undefined) continue;
-    const object = { apiVersion: record.apiVersion, kind: record.kind, metadata: { name: record.name, ...(record.namespace === undefined ? {} : { namespace: record.namespace }) } };
+    const object = {
+      apiVersion: record.apiVersion,
+      kind: record.kind,
+      metadata: { name: record.name, ...(record.namespace === undefined ? {} : { namespace: record.namespace }) },
+    };
     if (input.tenancy !== undefined && refusedObjects(input.tenancy, [object]).length > 0) continue;
     const id = objectId(object);
     try {

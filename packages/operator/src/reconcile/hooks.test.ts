@@ -25,7 +25,9 @@ describe('splitHooks', () => {
   });
 
   it('takes several hook types, a generated name (render puts generateName in as the name) and a timeout', () => {
-    const [hook] = splitHooks([object('Job', 'check-', { 'syncline.dev/hook': 'PreSync, PostSync', 'syncline.dev/hook-timeout': '30m' }, { generateName: 'check-' })]).hooks;
+    const [hook] = splitHooks([
+      object('Job', 'check-', { 'syncline.dev/hook': 'PreSync, PostSync', 'syncline.dev/hook-timeout': '30m' }, { generateName: 'check-' }),
+    ]).hooks;
     expect(hook).toMatchObject({ source: 'Job/check-', phases: ['PreSync', 'PostSync'], generateName: 'check-', timeoutMs: 1_800_000 });
   });
 
@@ -75,7 +77,13 @@ describe('hookResult', () => {
   it('reads a Job from its Complete and Failed conditions', () => {
     expect(hookResult(withStatus('Job', { active: 1 }))).toEqual({ phase: 'Running', message: '1 active pod(s)' });
     expect(hookResult(withStatus('Job', { conditions: [{ type: 'Complete', status: 'True' }] })).phase).toBe('Succeeded');
-    expect(hookResult(withStatus('Job', { conditions: [{ type: 'Failed', status: 'True', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit' }] }))).toEqual({
+    expect(
+      hookResult(
+        withStatus('Job', {
+          conditions: [{ type: 'Failed', status: 'True', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit' }],
+        }),
+      ),
+    ).toEqual({
       phase: 'Failed',
       message: 'BackoffLimitExceeded: Job has reached the specified backoff limit',
     });
@@ -85,7 +93,11 @@ describe('hookResult', () => {
     expect(hookResult(withStatus('PipelineRun', {})).phase).toBe('Running');
     expect(hookResult(withStatus('PipelineRun', { conditions: [{ type: 'Succeeded', status: 'Unknown', reason: 'Running' }] })).phase).toBe('Running');
     expect(hookResult(withStatus('PipelineRun', { conditions: [{ type: 'Succeeded', status: 'True', reason: 'Succeeded' }] })).phase).toBe('Succeeded');
-    expect(hookResult(withStatus('PipelineRun', { conditions: [{ type: 'Succeeded', status: 'False', reason: 'Failed', message: 'Tasks Completed: 1 (Failed: 1)' }] }))).toEqual({ phase: 'Failed', message: 'Failed: Tasks Completed: 1 (Failed: 1)' });
+    expect(
+      hookResult(
+        withStatus('PipelineRun', { conditions: [{ type: 'Succeeded', status: 'False', reason: 'Failed', message: 'Tasks Completed: 1 (Failed: 1)' }] }),
+      ),
+    ).toEqual({ phase: 'Failed', message: 'Failed: Tasks Completed: 1 (Failed: 1)' });
   });
 
   it('reads a Pod from its phase and any other kind by kstatus', () => {
@@ -104,7 +116,11 @@ describe('formatDuration', () => {
 
 describe('hookSummary', () => {
   it('counts the hooks of every target by phase, failures first, and is absent without hooks', () => {
-    const targets = [{ hooks: [{ phase: 'Succeeded' as const }, { phase: 'Running' as const }] }, { hooks: [{ phase: 'Succeeded' as const }, { phase: 'Failed' as const }] }, {}];
+    const targets = [
+      { hooks: [{ phase: 'Succeeded' as const }, { phase: 'Running' as const }] },
+      { hooks: [{ phase: 'Succeeded' as const }, { phase: 'Failed' as const }] },
+      {},
+    ];
     expect(hookSummary(targets)).toBe('1 Failed, 1 Running, 2 Succeeded');
     expect(hookSummary([{}, { hooks: [] }])).toBeUndefined();
   });

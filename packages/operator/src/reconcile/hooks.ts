@@ -45,7 +45,11 @@ const POLICIES = new Set<string>(Object.values(HookDeletePolicy));
 /** Argo CD hook types that run around deleting an application: nothing here runs them. */
 const DELETION_HOOKS = new Set(['PreDelete', 'PostDelete']);
 
-const list = (value: string | undefined): string[] => (value ?? '').split(',').map((v) => v.trim()).filter((v) => v !== '');
+const list = (value: string | undefined): string[] =>
+  (value ?? '')
+    .split(',')
+    .map((v) => v.trim())
+    .filter((v) => v !== '');
 
 /**
  * Separates hooks from ordinary objects. syncline.dev/hook wins over argocd.argoproj.io/hook on the same object;
@@ -65,7 +69,8 @@ export function splitHooks(rendered: readonly KubeObject[]): HookSplit {
     }
     // Render puts a hook's generateName in as its name when it has none (render's checkObject).
     const generated = object.metadata['generateName'];
-    const generateName = typeof generated === 'string' && generated !== '' && (object.metadata.name === '' || object.metadata.name === generated) ? generated : undefined;
+    const generateName =
+      typeof generated === 'string' && generated !== '' && (object.metadata.name === '' || object.metadata.name === generated) ? generated : undefined;
     const source = `${object.kind}/${generateName ?? object.metadata.name}`;
     const types = list(value);
     if (own === undefined && types.includes('Skip')) continue;
@@ -76,7 +81,8 @@ export function splitHooks(rendered: readonly KubeObject[]): HookSplit {
       return [`${annotation}: unknown hook "${t}" (PreSync, Sync, PostSync or SyncFail)`];
     });
     if (types.length === 0) problems.push(`${annotation} is empty`);
-    const policyValue = annotations[own === undefined ? ARGOCD_HOOK_DELETE_POLICY_ANNOTATION : HOOK_DELETE_POLICY_ANNOTATION] ?? annotations[HOOK_DELETE_POLICY_ANNOTATION];
+    const policyValue =
+      annotations[own === undefined ? ARGOCD_HOOK_DELETE_POLICY_ANNOTATION : HOOK_DELETE_POLICY_ANNOTATION] ?? annotations[HOOK_DELETE_POLICY_ANNOTATION];
     const policies = list(policyValue);
     for (const p of policies) if (!POLICIES.has(p)) problems.push(`unknown hook-delete-policy "${p}" (BeforeHookCreation, HookSucceeded or HookFailed)`);
     let timeoutMs: number | undefined;
@@ -186,5 +192,7 @@ export function hookSummary(targets: readonly { readonly hooks?: readonly { read
   const counts = new Map<string, number>();
   for (const target of targets) for (const hook of target.hooks ?? []) counts.set(hook.phase, (counts.get(hook.phase) ?? 0) + 1);
   if (counts.size === 0) return undefined;
-  return SUMMARY_ORDER.filter((phase) => counts.has(phase)).map((phase) => `${counts.get(phase) ?? 0} ${phase}`).join(', ');
+  return SUMMARY_ORDER.filter((phase) => counts.has(phase))
+    .map((phase) => `${counts.get(phase) ?? 0} ${phase}`)
+    .join(', ');
 }

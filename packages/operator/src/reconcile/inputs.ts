@@ -18,13 +18,18 @@ export class StallError extends Error {
 /** How a ConfigSync reaches its repository: credentials and CA from secretRef, a proxy from proxySecretRef. */
 export type GitAccess = { auth: GitAuth | undefined; connection: GitConnection | undefined };
 
-export async function readGitAccess(rest: KubeRest, namespace: string, git: { secretRef?: { name: string } | undefined; proxySecretRef?: { name: string } | undefined }): Promise<GitAccess> {
+export async function readGitAccess(
+  rest: KubeRest,
+  namespace: string,
+  git: { secretRef?: { name: string } | undefined; proxySecretRef?: { name: string } | undefined },
+): Promise<GitAccess> {
   const data = async (field: string, name: string): Promise<Record<string, string> | undefined> => {
     const secret = await readObject<{ data?: Record<string, string> }>(rest, `/api/v1/namespaces/${namespace}/secrets/${name}`);
     if (secret === undefined) throw new StallError(Reason.FetchFailed, `the Secret ${namespace}/${name} named in spec.source.git.${field} does not exist`);
     return secret.data;
   };
-  const invalid = (name: string, error: unknown): StallError => new StallError(Reason.FetchFailed, `the Secret ${namespace}/${name}: ${error instanceof Error ? error.message : String(error)}`);
+  const invalid = (name: string, error: unknown): StallError =>
+    new StallError(Reason.FetchFailed, `the Secret ${namespace}/${name}: ${error instanceof Error ? error.message : String(error)}`);
   let auth: GitAuth | undefined;
   let caCert: string | undefined;
   let proxy: GitProxy | undefined;

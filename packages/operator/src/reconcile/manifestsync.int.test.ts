@@ -25,7 +25,8 @@ beforeAll(async () => {
 }, 120_000);
 
 const msPath = (namespace: string, name: string): string => `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/manifestsyncs/${name}`;
-const secretUid = async (namespace: string): Promise<string | undefined> => (await core.readNamespacedSecret({ name: 'db', namespace }).catch(() => undefined))?.metadata?.uid;
+const secretUid = async (namespace: string): Promise<string | undefined> =>
+  (await core.readNamespacedSecret({ name: 'db', namespace }).catch(() => undefined))?.metadata?.uid;
 
 /**
  * The reconciler as the operator builds it, reading its ManifestSync fresh; `namespaces` is what the Namespace
@@ -70,10 +71,17 @@ describe('a ManifestSync while the namespaces its selector picks are unknown', (
         apiVersion: 'syncline.dev/v1alpha1',
         kind: 'ManifestSync',
         metadata: { name: 'db' },
-        spec: { sourceRef: { apiVersion: 'v1', kind: 'Secret', name: 'db' }, targets: [{ namespace: named.name }, { namespaceSelector: { matchLabels: { [`pick-${home.name}`]: 'yes' } } }] },
+        spec: {
+          sourceRef: { apiVersion: 'v1', kind: 'Secret', name: 'db' },
+          targets: [{ namespace: named.name }, { namespaceSelector: { matchLabels: { [`pick-${home.name}`]: 'yes' } } }],
+        },
       },
     });
-    const known = mirrorNamespaces((await rest.request<{ items: Parameters<typeof namespaceProjection>[0][] }>({ method: 'GET', path: '/api/v1/namespaces' })).items.map(namespaceProjection));
+    const known = mirrorNamespaces(
+      (await rest.request<{ items: Parameters<typeof namespaceProjection>[0][] }>({ method: 'GET', path: '/api/v1/namespaces' })).items.map(
+        namespaceProjection,
+      ),
+    );
 
     // The Namespace cache listed: both copies are written (the finalizer first, then the sync).
     const full = await reconcilerFor(home.name, { list: () => known, listing: () => false });
@@ -92,7 +100,11 @@ describe('a ManifestSync while the namespaces its selector picks are unknown', (
 
     // The operator may not list Namespaces: the selected copy stays (same object), its line and inventory too;
     // the named namespace is written as before (a source change reaches it); the status says why.
-    await core.patchNamespacedSecret({ name: 'db', namespace: home.name, body: [{ op: 'replace', path: '/data/password', value: Buffer.from('second').toString('base64') }] });
+    await core.patchNamespacedSecret({
+      name: 'db',
+      namespace: home.name,
+      body: [{ op: 'replace', path: '/data/password', value: Buffer.from('second').toString('base64') }],
+    });
     const blind = await reconcilerFor(home.name, { list: () => undefined, listing: () => false });
     const after = (await blind(home.name, 'db')).object;
     expect(await secretUid(picked.name)).toBe(uid);

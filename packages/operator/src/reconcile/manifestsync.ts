@@ -14,7 +14,17 @@ import { Reason, removeCondition, setCondition } from '@syncline/runtime';
 import type { ApplyIdentity } from '../cluster/identity.ts';
 import { MAX_TIMER_MS, boundedInterval, type IntervalBounds } from '@syncline/runtime';
 import { createReconciler, removeFinalizer, type ShellEvent, type ShellOutcome } from '@syncline/runtime';
-import { appliedConditions, applyTarget, combineTargets, describeChanges, emptyCounts, onlyRefused, partitionInventory, truncate, type TargetOutcome } from './target.ts';
+import {
+  appliedConditions,
+  applyTarget,
+  combineTargets,
+  describeChanges,
+  emptyCounts,
+  onlyRefused,
+  partitionInventory,
+  truncate,
+  type TargetOutcome,
+} from './target.ts';
 import { NAMESPACE_NOT_ALLOWED, allowedWrite, type Actor, type TrustedNamespaces } from '../tenancy.ts';
 import { RemoteClusterError, type RemoteClients, type RemoteClusters } from '../remote/clusters.ts';
 import { FindingCause, findingMessage, isConflict, isTransient, sortFindings, type Finding } from './findings.ts';
@@ -58,7 +68,6 @@ export type ManifestSyncReconcilerDeps = {
 
 /** Target namespaces applied at once: each is a handful of requests; the API server is the limit. */
 const TARGET_CONCURRENCY = 16;
-
 
 type SyncEvent = ShellEvent;
 type Outcome = ShellOutcome<ManifestSyncStatus>;
@@ -128,9 +137,16 @@ async function sync(deps: ManifestSyncReconcilerDeps, object: ManifestSync, spec
   const copies = desiredCopies(run, read.source, read.sourceNamespace);
   if (isStall(copies)) return stalled(copies);
   // The operator has just started: what a selector picks is known in a moment. Nothing is written meanwhile.
-  if (copies.selectorsUnknown && deps.namespacesListing?.() === true) return { status: object.status ?? {}, result: { kind: 'wait', requeueAfterMs: 1000 }, events: [] };
+  if (copies.selectorsUnknown && deps.namespacesListing?.() === true)
+    return { status: object.status ?? {}, result: { kind: 'wait', requeueAfterMs: 1000 }, events: [] };
   const outcomes = await applyCopies(run, read.client, copies.desired, copies.selectorsUnknown);
-  return copyOutcome(run, log, { source: read.source, sourceNamespace: read.sourceNamespace, desired: copies.desired, unresolved: copies.unresolved, outcomes });
+  return copyOutcome(run, log, {
+    source: read.source,
+    sourceNamespace: read.sourceNamespace,
+    desired: copies.desired,
+    unresolved: copies.unresolved,
+    outcomes,
+  });
 }
 
 /** Step 1: the source, read with the identity that will write the copies. */
@@ -157,34 +173,62 @@ async function readSource(run: CopyRun): Promise<Stall | { client: ApplyClient; 
   const info = discovery.resource(spec.sourceRef.apiVersion, spec.sourceRef.kind);
   if (info === undefined) return stall(Reason.SourceNotFound, `the API server does not serve ${spec.sourceRef.apiVersion} ${spec.sourceRef.kind}`);
   if (!info.namespaced) return stall(Reason.InvalidSpec, `${spec.sourceRef.kind} is cluster-scoped: a ManifestSync copies namespaced objects into namespaces`);
-  const sourceId = objectId({ apiVersion: spec.sourceRef.apiVersion, kind: spec.sourceRef.kind, metadata: { name: spec.sourceRef.name, namespace: sourceNamespace } });
+  const sourceId = objectId({
+    apiVersion: spec.sourceRef.apiVersion,
+    kind: spec.sourceRef.kind,
+    metadata: { name: spec.sourceRef.name, namespace: sourceNamespace },
+  });
   let source: KubeObject | undefined;
   try {
     source = await client.get(sourceId);
   } catch (error) {
-    if (causeOfError(error) === ApplyCause.Forbidden) return stall(Reason.SourceForbidden, `reading the source ${sourceNamespace}/${spec.sourceRef.name}: ${error instanceof Error ? error.message : String(error)}`);
+    if (causeOfError(error) === ApplyCause.Forbidden)
+      return stall(
+        Reason.SourceForbidden,
+        `reading the source ${sourceNamespace}/${spec.sourceRef.name}: ${error instanceof Error ? error.message : String(error)}`,
+      );
     throw error;
   }
-  if (source === undefined) return stall(Reason.SourceNotFound, `the source ${spec.sourceRef.kind} ${sourceNamespace}/${spec.sourceRef.name} does not exist; copies are left as they are`);
+  if (source === undefined)
+    return stall(
+      Reason.SourceNotFound,
+      `the source ${spec.sourceRef.kind} ${sourceNamespace}/${spec.sourceRef.name} does not exist; copies are left as they are`,
+    );
   return { client, source, sourceNamespace };
 }
 
 /** Step 2: one copy per target namespace (pure). A target in another cluster is keyed `cluster/namespace`. */
-function desiredCopies(run: CopyRun, source: KubeObject, sourceNamespace: string): Stall | { desired: Map<string, DesiredTarget>; unresolved: string[]; selectorsUnknown: boolean } {
+function desiredCopies(
+  run: CopyRun,
+  source: KubeObject,
+  sourceNamespace: string,
+): Stall | { desired: Map<string, DesiredTarget>; unresolved: string[]; selectorsUnknown: boolean } {
   const { deps, spec } = run;
   const namespaces = deps.namespaces();
   const desired = new Map<string, DesiredTarget>();
   const unresolved: string[] = [];
   const selectorsUnknown = namespaces === undefined && spec.targets.some((t) => t.namespaceSelector !== undefined && t.cluster === undefined);
-  if (selectorsUnknown) unresolved.push('namespaceSelector: the operator cannot list namespaces (yet); copies in the namespaces it selected are left as they are');
+  if (selectorsUnknown)
+    unresolved.push('namespaceSelector: the operator cannot list namespaces (yet); copies in the namespaces it selected are left as they are');
   for (const target of spec.targets) {
-    if (target.cluster !== undefined && target.namespaceSelector !== undefined) unresolved.push(`cluster ${target.cluster.name}: a namespaceSelector in another cluster is not supported yet; name the namespace`);
+    if (target.cluster !== undefined && target.namespaceSelector !== undefined)
+      unresolved.push(`cluster ${target.cluster.name}: a namespaceSelector in another cluster is not supported yet; name the namespace`);
   }
   try {
-    const { targets } = expandCopyTargets({ source: { namespace: sourceNamespace, name: spec.sourceRef.name }, targets: spec.targets, namespaces: namespaces ?? [], keys: deps.mirrorKeys });
+    const { targets } = expandCopyTargets({
+      source: { namespace: sourceNamespace, name: spec.sourceRef.name },
+      targets: spec.targets,
+      namespaces: namespaces ?? [],
+      keys: deps.mirrorKeys,
+    });
     for (const target of targets) {
       const id = target.cluster === undefined ? target.namespace : `${target.cluster.name}/${target.namespace}`;
-      const copy = makeCopy({ source, target: { namespace: target.namespace, name: target.name, patch: target.patch }, patch: spec.patch, keys: deps.mirrorKeys });
+      const copy = makeCopy({
+        source,
+        target: { namespace: target.namespace, name: target.name, patch: target.patch },
+        patch: spec.patch,
+        keys: deps.mirrorKeys,
+      });
       const entry = desired.get(id) ?? { namespace: target.namespace, ...(target.cluster === undefined ? {} : { cluster: target.cluster.name }), objects: [] };
       entry.objects.push(copy);
       desired.set(id, entry);
@@ -202,7 +246,12 @@ function desiredCopies(run: CopyRun, source: KubeObject, sourceNamespace: string
  * picks are unknown (`selectorsUnknown`: the Namespace cache has not listed, or may not), a namespace of this
  * cluster that is not named is not known to have left: its copy is kept, and its line of the status too.
  */
-async function applyCopies(run: CopyRun, client: ApplyClient, desired: ReadonlyMap<string, DesiredTarget>, selectorsUnknown: boolean): Promise<TargetOutcome[]> {
+async function applyCopies(
+  run: CopyRun,
+  client: ApplyClient,
+  desired: ReadonlyMap<string, DesiredTarget>,
+  selectorsUnknown: boolean,
+): Promise<TargetOutcome[]> {
   const { deps, object, spec, namespace, now } = run;
   const previous = object.status ?? {};
   const previousInventory = new Map((previous.inventory ?? []).map((i) => [i.target, i]));
@@ -211,7 +260,8 @@ async function applyCopies(run: CopyRun, client: ApplyClient, desired: ReadonlyM
   const applyOne = async (id: string): Promise<TargetOutcome> => {
     const want = desired.get(id);
     const recorded = previousInventory.get(id);
-    if (want === undefined && recorded !== undefined && recorded.cluster === undefined && selectorsUnknown) return keptAsItWas(recorded, previousTargets.get(id));
+    if (want === undefined && recorded !== undefined && recorded.cluster === undefined && selectorsUnknown)
+      return keptAsItWas(recorded, previousTargets.get(id));
     const cluster = want?.cluster ?? recorded?.cluster;
     const targetNamespace = want?.namespace ?? id.slice(id.lastIndexOf('/') + 1);
     const before = previousTargets.get(id);
@@ -223,9 +273,21 @@ async function applyCopies(run: CopyRun, client: ApplyClient, desired: ReadonlyM
         remote = await deps.remote.clients(namespace, cluster);
         targetClient = remote.apply;
       } catch (error) {
-        const finding: Finding = { cause: error instanceof RemoteClusterError ? FindingCause.ClusterUnavailable : causeOfError(error), subject: id, reason: error instanceof Error ? error.message : String(error) };
+        const finding: Finding = {
+          cause: error instanceof RemoteClusterError ? FindingCause.ClusterUnavailable : causeOfError(error),
+          subject: id,
+          reason: error instanceof Error ? error.message : String(error),
+        };
         return {
-          status: { name: id, namespace: targetNamespace, cluster, phase: 'Failed', objects: recorded?.entries.length ?? 0, message: truncate(findingMessage(finding)), ...(before?.lastSuccessfulSyncTime === undefined ? {} : { lastSyncedTime: before.lastSuccessfulSyncTime }) },
+          status: {
+            name: id,
+            namespace: targetNamespace,
+            cluster,
+            phase: 'Failed',
+            objects: recorded?.entries.length ?? 0,
+            message: truncate(findingMessage(finding)),
+            ...(before?.lastSuccessfulSyncTime === undefined ? {} : { lastSyncedTime: before.lastSuccessfulSyncTime }),
+          },
           inventory: { target: id, cluster, entries: [...(recorded?.entries ?? [])] },
           counts: emptyCounts(),
           ...sortFindings([finding]),
@@ -260,7 +322,12 @@ async function applyCopies(run: CopyRun, client: ApplyClient, desired: ReadonlyM
 
 /** A target left untouched this run: its inventory and status line as they were. */
 function keptAsItWas(recorded: TargetInventory, before: ManifestTargetStatus | undefined): TargetOutcome {
-  const { lastSuccessfulSyncTime, ...line } = before ?? { name: recorded.target, namespace: recorded.target, phase: 'Synced' as const, objects: decodeInventory(recorded.entries).length };
+  const { lastSuccessfulSyncTime, ...line } = before ?? {
+    name: recorded.target,
+    namespace: recorded.target,
+    phase: 'Synced' as const,
+    objects: decodeInventory(recorded.entries).length,
+  };
   return {
     status: { ...line, ...(lastSuccessfulSyncTime === undefined ? {} : { lastSyncedTime: lastSuccessfulSyncTime }) },
     inventory: recorded,
@@ -277,7 +344,13 @@ function keptAsItWas(recorded: TargetInventory, before: ManifestTargetStatus | u
 function copyOutcome(
   run: CopyRun,
   log: Logger,
-  done: { source: KubeObject; sourceNamespace: string; desired: ReadonlyMap<string, DesiredTarget>; unresolved: readonly string[]; outcomes: readonly TargetOutcome[] },
+  done: {
+    source: KubeObject;
+    sourceNamespace: string;
+    desired: ReadonlyMap<string, DesiredTarget>;
+    unresolved: readonly string[];
+    outcomes: readonly TargetOutcome[];
+  },
 ): Outcome {
   const { object, spec, now, requeueAfterMs } = run;
   const { source, sourceNamespace, desired, unresolved, outcomes } = done;
@@ -287,13 +360,17 @@ function copyOutcome(
   const live = outcomes.filter((o) => desired.has(o.status.name) || o.inventory.entries.length > 0 || o.status.phase === 'Failed');
   const applied = live.filter((o) => o.status.phase === 'Synced').length;
   const at = { generation: object.metadata.generation, now };
-  const conditions = appliedConditions(previous.conditions ?? [], { failures, conflicts: combined.conflicts, drift: combined.drift }, {
-    readyMessage: `Copied ${spec.sourceRef.kind} ${sourceNamespace}/${spec.sourceRef.name} into ${applied} namespace(s)`,
-    applied,
-    total: live.length + unresolved.length,
-    at,
-    refused: unresolved.length === 0 && onlyRefused(outcomes),
-  });
+  const conditions = appliedConditions(
+    previous.conditions ?? [],
+    { failures, conflicts: combined.conflicts, drift: combined.drift },
+    {
+      readyMessage: `Copied ${spec.sourceRef.kind} ${sourceNamespace}/${spec.sourceRef.name} into ${applied} namespace(s)`,
+      applied,
+      total: live.length + unresolved.length,
+      at,
+      refused: unresolved.length === 0 && onlyRefused(outcomes),
+    },
+  );
   const ok = failures.length === 0 && combined.conflicts.length === 0;
   const changed = combined.changed || previous.sourceResourceVersion !== source.metadata.resourceVersion;
   const status: ManifestSyncStatus = {
@@ -307,8 +384,18 @@ function copyOutcome(
   };
   const summary = `${combined.counts.created} created, ${combined.counts.configured} configured, ${combined.counts.deleted} deleted`;
   const events: SyncEvent[] = combined.orphaned.map((o) => ({ type: 'Warning', reason: Reason.NamespaceOrphaned, message: truncate(o) }));
-  if (combined.conflicts.length > 0) events.push({ type: 'Warning', reason: Reason.Conflict, message: truncate(`${combined.conflicts.length} copy(ies) not written: ${combined.conflicts.join('; ')}`) });
-  if (failures.length > 0) events.push({ type: 'Warning', reason: unresolved.length === 0 && onlyRefused(outcomes) ? Reason.NamespaceNotAllowed : Reason.ApplyFailed, message: truncate(`${summary}; ${failures.join('; ')}`) });
+  if (combined.conflicts.length > 0)
+    events.push({
+      type: 'Warning',
+      reason: Reason.Conflict,
+      message: truncate(`${combined.conflicts.length} copy(ies) not written: ${combined.conflicts.join('; ')}`),
+    });
+  if (failures.length > 0)
+    events.push({
+      type: 'Warning',
+      reason: unresolved.length === 0 && onlyRefused(outcomes) ? Reason.NamespaceNotAllowed : Reason.ApplyFailed,
+      message: truncate(`${summary}; ${failures.join('; ')}`),
+    });
   if (ok && combined.changed) {
     events.push({ type: 'Normal', reason: 'Synced', message: truncate(`${summary}: ${describeChanges(combined.changes)}`), logged: true });
     log.info(combined.counts, 'copied');
@@ -356,7 +443,8 @@ async function finalize(deps: ManifestSyncReconcilerDeps, object: ManifestSync, 
         }
       }
       const { allowed, refused } = partitionInventory(actorOf(deps, namespace, parsed.success ? parsed.data : undefined, cluster), entries);
-      if (refused.length > 0) log.warn({ target, left: refused.length }, `copies left in place: ${NAMESPACE_NOT_ALLOWED} (this ManifestSync may not delete outside its namespace)`);
+      if (refused.length > 0)
+        log.warn({ target, left: refused.length }, `copies left in place: ${NAMESPACE_NOT_ALLOWED} (this ManifestSync may not delete outside its namespace)`);
       const outcome = await applyTarget({
         client: targetClient,
         target: { name: target },

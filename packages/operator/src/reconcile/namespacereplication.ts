@@ -84,7 +84,11 @@ export function createNamespaceReplicationReconciler(options: NamespaceReplicati
       const requeueAfterMs = Math.min(boundedInterval('interval', spec.interval, deps.intervalBounds).ms, MAX_TIMER_MS);
       const result = await replicate(deps, object, spec, deps.clock.now().toISOString(), key);
       const next = Math.min(requeueAfterMs, result.requeueAfterMs ?? requeueAfterMs);
-      return { status: result.status, events: result.events, result: result.ok ? { kind: 'done', requeueAfterMs: next } : result.stall ? { kind: 'wait', requeueAfterMs: next } : { kind: 'retry' } };
+      return {
+        status: result.status,
+        events: result.events,
+        result: result.ok ? { kind: 'done', requeueAfterMs: next } : result.stall ? { kind: 'wait', requeueAfterMs: next } : { kind: 'retry' },
+      };
     },
   });
 }
@@ -99,7 +103,12 @@ function stalled(object: NamespaceReplication, reason: Reason, message: string, 
   const short = truncate(message);
   let conditions: Condition[] = setCondition(object.status?.conditions ?? [], { type: 'Ready', status: 'False', reason, message: short }, at);
   conditions = setCondition(conditions, { type: 'Stalled', status: 'True', reason, message: short }, at);
-  return { ok: false, stall: true, status: { ...object.status, observedGeneration: object.metadata.generation, conditions }, events: [{ type: 'Warning', reason, message: short }] };
+  return {
+    ok: false,
+    stall: true,
+    status: { ...object.status, observedGeneration: object.metadata.generation, conditions },
+    events: [{ type: 'Warning', reason, message: short }],
+  };
 }
 
 async function replicate(deps: ReplicationRun, object: NamespaceReplication, spec: NamespaceReplicationSpec, now: string, key: string): Promise<Result> {
@@ -112,12 +121,24 @@ async function replicate(deps: ReplicationRun, object: NamespaceReplication, spe
   const metricKey = `${namespace}/${object.metadata.name}`;
 
   // Tenancy and the standby rule (dr/claims.ts): asked before anything is read from or written to the standby.
-  const verdict = standbyWriteVerdict(object, spec, { trusted: deps.trusted ?? new Set(), rules: deps.standbyRules ?? DEFAULT_STANDBY_RULES, claims: claimsOf(deps.replications?.() ?? []) });
+  const verdict = standbyWriteVerdict(object, spec, {
+    trusted: deps.trusted ?? new Set(),
+    rules: deps.standbyRules ?? DEFAULT_STANDBY_RULES,
+    claims: claimsOf(deps.replications?.() ?? []),
+  });
   if (!verdict.allowed) return stalled(object, verdict.reason, verdict.message, now);
   const refused = deps.watchRefusal?.(key);
   if (refused !== undefined) {
-    const conditions = setCondition(previous.conditions ?? [], { type: 'Ready', status: 'False', reason: Reason.WatchBudgetExceeded, message: truncate(refused) }, at);
-    return { ok: false, status: { ...previous, observedGeneration: object.metadata.generation, conditions }, events: [{ type: 'Warning', reason: Reason.WatchBudgetExceeded, message: truncate(refused) }] };
+    const conditions = setCondition(
+      previous.conditions ?? [],
+      { type: 'Ready', status: 'False', reason: Reason.WatchBudgetExceeded, message: truncate(refused) },
+      at,
+    );
+    return {
+      ok: false,
+      status: { ...previous, observedGeneration: object.metadata.generation, conditions },
+      events: [{ type: 'Warning', reason: Reason.WatchBudgetExceeded, message: truncate(refused) }],
+    };
   }
   const source = await deps.applyClient(undefined);
   let remote: RemoteClients | undefined;
@@ -126,7 +147,11 @@ async function replicate(deps: ReplicationRun, object: NamespaceReplication, spe
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     const conditions = setCondition(previous.conditions ?? [], { type: 'Ready', status: 'False', reason: Reason.Unreachable, message: truncate(message) }, at);
-    return { ok: false, status: { ...previous, observedGeneration: object.metadata.generation, conditions }, events: [{ type: 'Warning', reason: Reason.Unreachable, message: truncate(message) }] };
+    return {
+      ok: false,
+      status: { ...previous, observedGeneration: object.metadata.generation, conditions },
+      events: [{ type: 'Warning', reason: Reason.Unreachable, message: truncate(message) }],
+    };
   }
   const standby = remote?.apply ?? source;
   const owner = namespaceReplicationOwner(namespace, object.metadata.name);
@@ -164,7 +189,13 @@ async function replicate(deps: ReplicationRun, object: NamespaceReplication, spe
       continue;
     }
     desired.push(
-      standbyCopy(item, { namespace: destinationNamespace, workloads: spec.workloads.replicas, storageClassMap: spec.storageClassMap, keepNodePorts: spec.services.nodePorts === 'Keep', keys: deps.mirrorKeys }),
+      standbyCopy(item, {
+        namespace: destinationNamespace,
+        workloads: spec.workloads.replicas,
+        storageClassMap: spec.storageClassMap,
+        keepNodePorts: spec.services.nodePorts === 'Keep',
+        keys: deps.mirrorKeys,
+      }),
     );
   }
   const guard = guardPrune({
@@ -199,10 +230,27 @@ async function replicate(deps: ReplicationRun, object: NamespaceReplication, spe
     syncKey: metricKey,
   });
   const outcome = guard.action === 'prune' ? applied : { ...applied, inventory: keepHeld(applied.inventory, inventory, guard.held) };
-  const held = guard.action === 'hold' ? heldPruneReport(guard, { spec, sourceNamespace, command: `syncline confirm-prune ${object.metadata.name} -n ${namespace}` }) : undefined;
+  const held =
+    guard.action === 'hold'
+      ? heldPruneReport(guard, { spec, sourceNamespace, command: `syncline confirm-prune ${object.metadata.name} -n ${namespace}` })
+      : undefined;
   deps.metrics.drPruneHeld.set(objectLabels(metricKey), guard.action === 'hold' ? guard.held.length : 0);
 
-  return replicationResult(deps, { object, spec, key, now, desired, skipped, unserved, cluster, destinationNamespace, outcome, guard, held, excludedCredentials: replicable.excluded.length });
+  return replicationResult(deps, {
+    object,
+    spec,
+    key,
+    now,
+    desired,
+    skipped,
+    unserved,
+    cluster,
+    destinationNamespace,
+    outcome,
+    guard,
+    held,
+    excludedCredentials: replicable.excluded.length,
+  });
 }
 
 /** What one replication pass produced, as status, Events and metrics: counts by kind, failures, the prune guard. */
@@ -233,7 +281,10 @@ function replicationResult(
   for (const [kind, count] of byKind) deps.metrics.drObjects.set({ ...objectLabels(metricKey), kind, result: 'replicated' }, count);
   for (const [kind, count] of skipped) deps.metrics.drObjects.set({ ...objectLabels(metricKey), kind, result: 'skipped' }, count);
   // Failures, then conflicts, as status.failed lists them: the object (or the target as a whole) and why.
-  const failed = [...outcome.findings.filter((f) => !isConflict(f)), ...outcome.findings.filter(isConflict)].map((f) => ({ id: f.subject ?? '', reason: truncate(f.reason, 300) }));
+  const failed = [...outcome.findings.filter((f) => !isConflict(f)), ...outcome.findings.filter(isConflict)].map((f) => ({
+    id: f.subject ?? '',
+    reason: truncate(f.reason, 300),
+  }));
   deps.metrics.drObjects.set({ ...objectLabels(metricKey), kind: '*', result: 'failed' }, failed.length);
   const ok = failed.length === 0;
   let conditions = removeCondition(previous.conditions ?? [], 'Stalled');
@@ -241,9 +292,28 @@ function replicationResult(
   const replicated = `${desired.length - 1} object(s) replicated to ${cluster ?? 'this cluster'}/${destinationNamespace}${unserved.length > 0 ? ` (not served here: ${unserved.join(', ')})` : ''}`;
   conditions = pruneHeldConditions(conditions, held?.condition, at);
   conditions = ok
-    ? setCondition(conditions, held === undefined ? { type: 'Ready', status: 'True', reason: Reason.Replicated, message: replicated } : { type: 'Ready', status: 'False', reason: Reason.PruneHeld, message: truncate(`${replicated}; ${held.message}`) }, at)
-    : setCondition(conditions, { type: 'Ready', status: 'False', reason: Reason.ApplyFailed, message: truncate(`${failed.length} object(s) not replicated: ${failed.map((f) => `${f.id}: ${f.reason}`).join('; ')}`) }, at);
-  conditions = setCondition(conditions, { type: 'FailedOver', status: 'False', reason: Reason.Replicated, message: 'the standby follows the source; workloads at zero' }, at);
+    ? setCondition(
+        conditions,
+        held === undefined
+          ? { type: 'Ready', status: 'True', reason: Reason.Replicated, message: replicated }
+          : { type: 'Ready', status: 'False', reason: Reason.PruneHeld, message: truncate(`${replicated}; ${held.message}`) },
+        at,
+      )
+    : setCondition(
+        conditions,
+        {
+          type: 'Ready',
+          status: 'False',
+          reason: Reason.ApplyFailed,
+          message: truncate(`${failed.length} object(s) not replicated: ${failed.map((f) => `${f.id}: ${f.reason}`).join('; ')}`),
+        },
+        at,
+      );
+  conditions = setCondition(
+    conditions,
+    { type: 'FailedOver', status: 'False', reason: Reason.Replicated, message: 'the standby follows the source; workloads at zero' },
+    at,
+  );
   if (ok && (outcome.changed || previous.lastSyncedTime === undefined)) {
     const since = deps.pendingSince?.(key);
     if (since !== undefined) deps.metrics.drLag.set(objectLabels(metricKey), (Date.now() - since) / 1000);
@@ -273,14 +343,31 @@ function replicationResult(
   if (guard.action !== 'hold') delete status.pruneHold;
   const summary = `${outcome.counts.created} created, ${outcome.counts.configured} configured, ${outcome.counts.deleted} deleted`;
   const events: Event[] = [];
-  if (wasFailedOver) events.push({ type: 'Normal', reason: Reason.FailedBack, message: `failed back: replicating again, workloads in ${destinationNamespace} at zero` });
+  if (wasFailedOver)
+    events.push({ type: 'Normal', reason: Reason.FailedBack, message: `failed back: replicating again, workloads in ${destinationNamespace} at zero` });
   if (held !== undefined) events.push({ type: 'Warning', reason: Reason.PruneHeld, message: truncate(held.message) });
   if (guard.action === 'prune' && guard.released !== undefined && ok) {
-    events.push({ type: 'Normal', reason: guard.released === 'confirmed' ? Reason.PruneConfirmed : Reason.PruneReleased, message: truncate(`held deletion ${guard.released === 'confirmed' ? 'confirmed' : `released after ${spec.pruneGuard.delay ?? ''}`}: ${outcome.counts.deleted} object(s) deleted from the standby`) });
+    events.push({
+      type: 'Normal',
+      reason: guard.released === 'confirmed' ? Reason.PruneConfirmed : Reason.PruneReleased,
+      message: truncate(
+        `held deletion ${guard.released === 'confirmed' ? 'confirmed' : `released after ${spec.pruneGuard.delay ?? ''}`}: ${outcome.counts.deleted} object(s) deleted from the standby`,
+      ),
+    });
   }
-  if (!ok) events.push({ type: 'Warning', reason: Reason.ApplyFailed, message: truncate(`${summary}; ${failed.length} failed: ${failed.map((f) => `${f.id}: ${f.reason}`).join('; ')}`) });
+  if (!ok)
+    events.push({
+      type: 'Warning',
+      reason: Reason.ApplyFailed,
+      message: truncate(`${summary}; ${failed.length} failed: ${failed.map((f) => `${f.id}: ${f.reason}`).join('; ')}`),
+    });
   else if (outcome.changed) events.push({ type: 'Normal', reason: Reason.Replicated, message: truncate(`${summary}: ${describeChanges(outcome.changes)}`) });
-  return { ok, status, events, ...(guard.action !== 'prune' && guard.retryAfterMs !== undefined ? { requeueAfterMs: Math.min(guard.retryAfterMs + 250, MAX_TIMER_MS) } : {}) };
+  return {
+    ok,
+    status,
+    events,
+    ...(guard.action !== 'prune' && guard.retryAfterMs !== undefined ? { requeueAfterMs: Math.min(guard.retryAfterMs + 250, MAX_TIMER_MS) } : {}),
+  };
 }
 
 /** Failover: the standby's workloads to their recorded counts, CronJobs resumed; nothing else is touched. */
@@ -306,22 +393,31 @@ async function promote(
   // A kind the standby will not list (rights, not served) leaves its workloads to the inventory, as before. The
   // label finds candidates; only those our own apply is on are ours (a copy carrying the marks is not, see
   // @syncline/apply's provenOwnership).
-  const marked = (await Promise.all(PROMOTED_KINDS.map((k) => standby.list({ ...k, namespace: context.destinationNamespace, labelSelector }).catch((): KubeObject[] => []))))
+  const marked = (
+    await Promise.all(PROMOTED_KINDS.map((k) => standby.list({ ...k, namespace: context.destinationNamespace, labelSelector }).catch((): KubeObject[] => [])))
+  )
     .flat()
     .filter((o) => appliedBy(o, DEFAULT_FIELD_MANAGER));
   const listed = new Set(marked.map((o) => objectId(o)));
   const promotable = (id: string): boolean => PROMOTED_KINDS.some((k) => id.startsWith(`${k.group}/${k.kind}/`));
-  const recorded = decodeInventory(inventory).map((e) => e.id).filter((id) => !listed.has(id) && promotable(id));
+  const recorded = decodeInventory(inventory)
+    .map((e) => e.id)
+    .filter((id) => !listed.has(id) && promotable(id));
   // A recorded name proves nothing about what sits there now: an object re-created there (marks and recorded
   // count copied along) is someone else's, and only one our own apply is on is scaled.
-  const live = [...marked, ...(await Promise.all(recorded.map((id) => standby.get(id)))).filter((o): o is KubeObject => o !== undefined && appliedBy(o, DEFAULT_FIELD_MANAGER))];
+  const live = [
+    ...marked,
+    ...(await Promise.all(recorded.map((id) => standby.get(id)))).filter((o): o is KubeObject => o !== undefined && appliedBy(o, DEFAULT_FIELD_MANAGER)),
+  ];
   const desired = live.map((o) => promoted(o, deps.mirrorKeys)).filter((o): o is KubeObject => o !== undefined);
   // Only the promoted objects are planned (their own inventory): nothing else is applied or pruned.
   const outcome = await applyTarget({
     client: standby,
     target: { name: STANDBY_TARGET },
     desired,
-    inventory: desired.map((d) => `${d.apiVersion.includes('/') ? d.apiVersion.slice(0, d.apiVersion.indexOf('/')) : ''}/${d.kind}/${d.metadata.namespace ?? ''}/${d.metadata.name}`),
+    inventory: desired.map(
+      (d) => `${d.apiVersion.includes('/') ? d.apiVersion.slice(0, d.apiVersion.indexOf('/')) : ''}/${d.kind}/${d.metadata.namespace ?? ''}/${d.metadata.name}`,
+    ),
     owner,
     policy: 'Sync',
     prune: false,
@@ -329,23 +425,45 @@ async function promote(
     syncKey: `${object.metadata.namespace ?? 'default'}/${object.metadata.name}`,
   });
   const ok = outcome.failures.length === 0 && outcome.conflicts.length === 0;
-  const message = ok ? `failed over at ${previous.failedOverAt ?? now}: ${desired.length} workload(s) restored to their recorded counts, replication stopped` : truncate(`failover incomplete: ${[...outcome.failures, ...outcome.conflicts].join('; ')}`);
-  let conditions = setCondition(previous.conditions ?? [], { type: 'FailedOver', status: ok ? 'True' : 'False', reason: ok ? Reason.FailedOver : Reason.ApplyFailed, message }, at);
+  const message = ok
+    ? `failed over at ${previous.failedOverAt ?? now}: ${desired.length} workload(s) restored to their recorded counts, replication stopped`
+    : truncate(`failover incomplete: ${[...outcome.failures, ...outcome.conflicts].join('; ')}`);
+  let conditions = setCondition(
+    previous.conditions ?? [],
+    { type: 'FailedOver', status: ok ? 'True' : 'False', reason: ok ? Reason.FailedOver : Reason.ApplyFailed, message },
+    at,
+  );
   conditions = setCondition(conditions, { type: 'Ready', status: ok ? 'True' : 'False', reason: ok ? Reason.FailedOver : Reason.ApplyFailed, message }, at);
-  const status: NamespaceReplicationStatus = { ...previous, observedGeneration: object.metadata.generation, conditions, ...(ok ? { failedOverAt: previous.failedOverAt ?? now } : {}) };
-  const events: Event[] = ok ? (outcome.changed ? [{ type: 'Normal', reason: Reason.FailedOver, message }] : []) : [{ type: 'Warning', reason: Reason.ApplyFailed, message }];
+  const status: NamespaceReplicationStatus = {
+    ...previous,
+    observedGeneration: object.metadata.generation,
+    conditions,
+    ...(ok ? { failedOverAt: previous.failedOverAt ?? now } : {}),
+  };
+  const events: Event[] = ok
+    ? outcome.changed
+      ? [{ type: 'Normal', reason: Reason.FailedOver, message }]
+      : []
+    : [{ type: 'Warning', reason: Reason.ApplyFailed, message }];
   return { ok, status, events };
 }
 
 /** A promoted standby (fence.ts) or one whose promotion could not be checked: nothing is replicated. */
-function fenced(object: NamespaceReplication, options: { fence: Exclude<FenceState, { kind: 'clear' }>; cluster: string; destinationNamespace: string; now: string }): Result {
+function fenced(
+  object: NamespaceReplication,
+  options: { fence: Exclude<FenceState, { kind: 'clear' }>; cluster: string; destinationNamespace: string; now: string },
+): Result {
   const previous = object.status ?? {};
   const at = { generation: object.metadata.generation, now: options.now };
   const { fence } = options;
   if (fence.kind === 'unknown') {
     const message = truncate(fence.message);
     const conditions = setCondition(previous.conditions ?? [], { type: 'Ready', status: 'False', reason: Reason.Unreachable, message }, at);
-    return { ok: false, status: { ...previous, observedGeneration: object.metadata.generation, conditions }, events: [{ type: 'Warning', reason: Reason.Unreachable, message }] };
+    return {
+      ok: false,
+      status: { ...previous, observedGeneration: object.metadata.generation, conditions },
+      events: [{ type: 'Warning', reason: Reason.Unreachable, message }],
+    };
   }
   const message = truncate(fencedMessage({ namespace: options.destinationNamespace, cluster: options.cluster, promotion: fence.promotion }));
   let conditions = setCondition(previous.conditions ?? [], { type: 'Ready', status: 'False', reason: Reason.StandbyPromoted, message }, at);

@@ -8,7 +8,14 @@
 import { Informer, objectKey, type EventRecorder, type KubeRest, type WatchBudget } from '@syncline/kube';
 import type { ApplyClient } from '@syncline/apply';
 import type { Logger } from 'pino';
-import { API_VERSION, NamespaceReplicationPolicySpec, type Condition, type NamespaceReplication, type NamespaceReplicationPolicy, type NamespaceReplicationPolicyStatus } from '@syncline/api';
+import {
+  API_VERSION,
+  NamespaceReplicationPolicySpec,
+  type Condition,
+  type NamespaceReplication,
+  type NamespaceReplicationPolicy,
+  type NamespaceReplicationPolicyStatus,
+} from '@syncline/api';
 import type { ControllerDeclaration, ControllerQueue, ControllerRegistry, ReconcileOutcome } from '@syncline/runtime';
 import { POLICY_FIELD_MANAGER, planPolicy, summarise, type PolicyNamespace } from '../dr/policy.ts';
 import type { Metrics } from '../metrics.ts';
@@ -94,8 +101,12 @@ function replicationPolicies(queue: ControllerQueue<string>, options: Replicatio
     ...options,
     logger: log,
     get: (key) => policies.get(key) as NamespaceReplicationPolicy | undefined,
-    namespaces: () => (namespaces.synced ? namespaces.list().map((ns) => ({ name: ns.metadata.name, labels: ns.metadata['labels'] as Record<string, string> | undefined })) : undefined),
-    replications: (namespace) => (replications.synced ? (replications.list() as unknown as NamespaceReplication[]).filter((nr) => nr.metadata.namespace === namespace) : undefined),
+    namespaces: () =>
+      namespaces.synced
+        ? namespaces.list().map((ns) => ({ name: ns.metadata.name, labels: ns.metadata['labels'] as Record<string, string> | undefined }))
+        : undefined,
+    replications: (namespace) =>
+      replications.synced ? (replications.list() as unknown as NamespaceReplication[]).filter((nr) => nr.metadata.namespace === namespace) : undefined,
     allReplications: () => (replications.synced ? (replications.list() as unknown as NamespaceReplication[]) : undefined),
   });
   const keys = (): string[] => policies.list().map((policy) => objectKey(policy));
@@ -124,7 +135,10 @@ export function createPolicyReconciler(deps: PolicyReconcilerDeps): (key: string
     read: deps.get,
     parse: (spec) => NamespaceReplicationPolicySpec.safeParse(spec),
     invalid: (object, reason, message, now) => stalled(object, reason, message, now).status,
-    suspend: { when: (spec) => spec.suspend, message: 'spec.suspend is true: no NamespaceReplication is created or removed; the ones created keep replicating' },
+    suspend: {
+      when: (spec) => spec.suspend,
+      message: 'spec.suspend is true: no NamespaceReplication is created or removed; the ones created keep replicating',
+    },
     run: async ({ object, spec }) => enforcePolicy(deps, object, spec),
   });
 }
@@ -135,7 +149,11 @@ function stalled(object: NamespaceReplicationPolicy, reason: Reason, message: st
   const at = { generation: object.metadata.generation, now };
   let conditions: Condition[] = setCondition(object.status?.conditions ?? [], { type: 'Ready', status: 'False', reason, message: truncate(message) }, at);
   conditions = setCondition(conditions, { type: 'Stalled', status: 'True', reason, message: truncate(message) }, at);
-  return { status: { ...object.status, observedGeneration: object.metadata.generation, conditions }, events: [{ type: 'Warning', reason, message: truncate(message) }], result: { kind: 'stalled' } };
+  return {
+    status: { ...object.status, observedGeneration: object.metadata.generation, conditions },
+    events: [{ type: 'Warning', reason, message: truncate(message) }],
+    result: { kind: 'stalled' },
+  };
 }
 
 /** One pass: the plan, its writes (creations and updates, then removals), and the status that follows from them. */
@@ -145,14 +163,28 @@ async function enforcePolicy(deps: PolicyReconcilerDeps, policy: NamespaceReplic
   const at = { generation: policy.metadata.generation, now };
   // Not allowedWrite's own-namespace case: every replication it makes reads another namespace.
   if (!deps.trusted.has(home)) {
-    return stalled(policy, Reason.NamespaceNotAllowed, `${Reason.NamespaceNotAllowed}: a NamespaceReplicationPolicy replicates other namespaces, so only one in a trusted namespace (the operator's own, --trusted-namespaces) is honoured; ${home} is not: nothing created`, now);
+    return stalled(
+      policy,
+      Reason.NamespaceNotAllowed,
+      `${Reason.NamespaceNotAllowed}: a NamespaceReplicationPolicy replicates other namespaces, so only one in a trusted namespace (the operator's own, --trusted-namespaces) is honoured; ${home} is not: nothing created`,
+      now,
+    );
   }
   const namespaces = deps.namespaces();
   const replications = deps.replications(home);
-  if (namespaces === undefined || replications === undefined) return { status: policy.status ?? {}, events: [], result: { kind: 'wait', requeueAfterMs: 1000 } };
+  if (namespaces === undefined || replications === undefined)
+    return { status: policy.status ?? {}, events: [], result: { kind: 'wait', requeueAfterMs: 1000 } };
   const shard = policy.metadata.labels?.[SHARD_LABEL];
   const claims = claimsOf(deps.allReplications?.() ?? replications);
-  const plan = planPolicy({ policy, spec, namespaces, replications, labels: shard === undefined ? {} : { [SHARD_LABEL]: shard }, rules: deps.standbyRules ?? { allowedSystem: new Set() }, claims });
+  const plan = planPolicy({
+    policy,
+    spec,
+    namespaces,
+    replications,
+    labels: shard === undefined ? {} : { [SHARD_LABEL]: shard },
+    rules: deps.standbyRules ?? { allowedSystem: new Set() },
+    claims,
+  });
 
   const client = await deps.applyClient();
   const inventory = [...plan.inventory];
@@ -165,7 +197,11 @@ async function enforcePolicy(deps: PolicyReconcilerDeps, policy: NamespaceReplic
       // Bookkeeping follows the confirmed write: the uid the API server gave the replication.
       if (uid !== undefined && !inventory.some((e) => e.replication === item.object.metadata.name && e.uid === uid)) {
         inventory.push({ replication: item.object.metadata.name, uid, namespace: item.namespace });
-        events.push({ type: 'Normal', reason: 'ReplicationCreated', message: `NamespaceReplication ${home}/${item.object.metadata.name} replicates namespace ${item.namespace}` });
+        events.push({
+          type: 'Normal',
+          reason: 'ReplicationCreated',
+          message: `NamespaceReplication ${home}/${item.object.metadata.name} replicates namespace ${item.namespace}`,
+        });
       }
     } catch (error) {
       failures.push(`${item.namespace}: ${errorText(error)}`);
@@ -175,8 +211,15 @@ async function enforcePolicy(deps: PolicyReconcilerDeps, policy: NamespaceReplic
     try {
       // The replication only: a NamespaceReplication keeps no finalizer, so its standby stays as it is.
       await client.delete(`syncline.dev/NamespaceReplication/${home}/${item.name}`, { apiVersion: API_VERSION, uid: item.uid });
-      inventory.splice(inventory.findIndex((e) => e.replication === item.name && e.uid === item.uid), 1);
-      events.push({ type: 'Normal', reason: 'ReplicationRemoved', message: `namespace ${item.namespace} no longer matches: NamespaceReplication ${home}/${item.name} removed; its standby stays as it is` });
+      inventory.splice(
+        inventory.findIndex((e) => e.replication === item.name && e.uid === item.uid),
+        1,
+      );
+      events.push({
+        type: 'Normal',
+        reason: 'ReplicationRemoved',
+        message: `namespace ${item.namespace} no longer matches: NamespaceReplication ${home}/${item.name} removed; its standby stays as it is`,
+      });
     } catch (error) {
       failures.push(`${item.namespace} (removing ${item.name}): ${errorText(error)}`);
     }
@@ -190,9 +233,22 @@ async function enforcePolicy(deps: PolicyReconcilerDeps, policy: NamespaceReplic
     ? `${summary.matched ?? 0} namespace(s) matched, ${summary.ready ?? 0} replicating${summary.promoted === 0 ? '' : `, ${summary.promoted ?? 0} promoted`}${refused.length === 0 ? '' : `; ${refused.length} not replicated: ${refused.map((r) => `${r.namespace}: ${r.message ?? ''}`).join('; ')}`}`
     : `${failures.length} write(s) failed: ${failures.join('; ')}`;
   let conditions = removeCondition(policy.status?.conditions ?? [], 'Stalled');
-  conditions = setCondition(conditions, ok && refused.length === 0 ? { type: 'Ready', status: 'True', reason: Reason.Succeeded, message: truncate(message) } : { type: 'Ready', status: 'False', reason: ok ? Reason.Conflict : Reason.ApplyFailed, message: truncate(message) }, at);
+  conditions = setCondition(
+    conditions,
+    ok && refused.length === 0
+      ? { type: 'Ready', status: 'True', reason: Reason.Succeeded, message: truncate(message) }
+      : { type: 'Ready', status: 'False', reason: ok ? Reason.Conflict : Reason.ApplyFailed, message: truncate(message) },
+    at,
+  );
   if (!ok) events.push({ type: 'Warning', reason: Reason.ApplyFailed, message: truncate(message) });
-  const status: NamespaceReplicationPolicyStatus = { ...policy.status, observedGeneration: policy.metadata.generation, conditions, ...summary, namespaces: [...plan.rows], inventory };
+  const status: NamespaceReplicationPolicyStatus = {
+    ...policy.status,
+    observedGeneration: policy.metadata.generation,
+    conditions,
+    ...summary,
+    namespaces: [...plan.rows],
+    inventory,
+  };
   if (summary.oldestChange === undefined) delete status.oldestChange;
   return { status, events, result: ok ? { kind: 'done' } : { kind: 'retry' } };
 }

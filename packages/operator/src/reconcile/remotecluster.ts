@@ -40,7 +40,8 @@ export function createRemoteClusterReconciler(deps: RemoteClusterReconcilerDeps)
     parse: (spec) => RemoteClusterSpec.safeParse(spec),
     // An invalid spec is an unusable kubeconfig: it waits for a change of the object or its Secret (both are watched).
     invalidReason: asReason(RemoteClusterReason.InvalidKubeconfig),
-    invalid: (object, _reason, message, now) => probed(object, { ok: false, reason: RemoteClusterReason.InvalidKubeconfig, message: truncate(message) }, now).status,
+    invalid: (object, _reason, message, now) =>
+      probed(object, { ok: false, reason: RemoteClusterReason.InvalidKubeconfig, message: truncate(message) }, now).status,
     run: async ({ object, spec }) => {
       const namespace = object.metadata.namespace ?? 'default';
       const now = deps.clock.now().toISOString();
@@ -60,7 +61,9 @@ export function createRemoteClusterReconciler(deps: RemoteClusterReconcilerDeps)
   });
 }
 
-type Probe = { readonly ok: true; readonly version: string; readonly server: string } | { readonly ok: false; readonly reason: RemoteClusterReason; readonly message: string };
+type Probe =
+  | { readonly ok: true; readonly version: string; readonly server: string }
+  | { readonly ok: false; readonly reason: RemoteClusterReason; readonly message: string };
 
 /** What a probe found, as status and Event. */
 function probed(object: RemoteCluster, found: Probe, now: string): { status: RemoteClusterStatus; event: ShellEvent } {
@@ -72,7 +75,14 @@ function probed(object: RemoteCluster, found: Probe, now: string): { status: Rem
   if (found.ok) {
     const message = `Kubernetes ${found.version} at ${found.server}`;
     conditions = setCondition(previous.conditions ?? [], { type: 'Ready', status: 'True', reason: asReason(RemoteClusterReason.Connected), message }, at);
-    status = { ...previous, observedGeneration: object.metadata.generation, conditions, serverVersion: found.version, server: found.server, lastProbeTime: now };
+    status = {
+      ...previous,
+      observedGeneration: object.metadata.generation,
+      conditions,
+      serverVersion: found.version,
+      server: found.server,
+      lastProbeTime: now,
+    };
     event = { type: 'Normal', reason: RemoteClusterReason.Connected, message };
   } else {
     conditions = setCondition(previous.conditions ?? [], { type: 'Ready', status: 'False', reason: asReason(found.reason), message: found.message }, at);
@@ -81,7 +91,11 @@ function probed(object: RemoteCluster, found: Probe, now: string): { status: Rem
   }
   // An unchanged probe writes nothing (zero writes at steady state): lastProbeTime is the last probe that
   // found something new, and the next probe is at most probeInterval away.
-  const unchanged = !conditionsDiffer(previous.conditions, conditions) && status.serverVersion === previous.serverVersion && status.server === previous.server && previous.lastProbeTime !== undefined;
+  const unchanged =
+    !conditionsDiffer(previous.conditions, conditions) &&
+    status.serverVersion === previous.serverVersion &&
+    status.server === previous.server &&
+    previous.lastProbeTime !== undefined;
   if (unchanged) status = { ...status, lastProbeTime: previous.lastProbeTime };
   return { status, event };
 }

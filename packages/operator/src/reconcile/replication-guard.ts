@@ -29,7 +29,11 @@ export async function sourceNamespaceState(client: ApplyClient, name: string): P
  * The source namespace's objects without the operator's credentials; undefined while the caches that say which
  * Secrets those are have not been read yet (replicating then could copy one).
  */
-export function replicableObjects(objects: readonly KubeObject[], sourceNamespace: string, holders: CredentialHolders | undefined): ReturnType<typeof withoutCredentials> | undefined {
+export function replicableObjects(
+  objects: readonly KubeObject[],
+  sourceNamespace: string,
+  holders: CredentialHolders | undefined,
+): ReturnType<typeof withoutCredentials> | undefined {
   if (holders === undefined) return undefined;
   return withoutCredentials(objects, credentialSecretsIn(sourceNamespace, holders));
 }
@@ -56,7 +60,11 @@ export function guardPrune(input: {
     desired,
     alwaysPrunable: input.credentialIds,
     sourceNamespace: input.sourceNamespace,
-    policy: { maxDeletions: spec.pruneGuard.maxDeletions, delayMs: spec.pruneGuard.delay === undefined ? undefined : parseDuration(spec.pruneGuard.delay), windowMs: parseDuration(spec.pruneGuard.window) },
+    policy: {
+      maxDeletions: spec.pruneGuard.maxDeletions,
+      delayMs: spec.pruneGuard.delay === undefined ? undefined : parseDuration(spec.pruneGuard.delay),
+      windowMs: parseDuration(spec.pruneGuard.window),
+    },
     recent: input.previous?.recentDeletions,
     previous: input.previous?.pruneHold,
     confirmed: spec.confirmPrune,
@@ -84,7 +92,9 @@ export async function guardedInventory(input: {
 }): Promise<readonly string[] | undefined> {
   if (input.inventory !== undefined && input.inventory.length > 0) return input.inventory;
   const labelSelector = `${OWNER_LABEL}=${ownerHash(input.owner)}`;
-  const lists = await Promise.all(input.types.map((t) => input.standby.list({ group: t.group, kind: t.kind, namespace: input.namespace, labelSelector }).catch((): KubeObject[] => [])));
+  const lists = await Promise.all(
+    input.types.map((t) => input.standby.list({ group: t.group, kind: t.kind, namespace: input.namespace, labelSelector }).catch((): KubeObject[] => [])),
+  );
   const ids = lists.flat().map((o) => ({ id: objectId(o) }));
   return ids.length === 0 ? input.inventory : encodeInventory(ids);
 }
@@ -105,7 +115,10 @@ function sample(ids: readonly string[], max = 5): string {
 }
 
 /** The PruneHeld condition and the Event message of a held prune; `command` is how a person confirms it. */
-export function heldPruneReport(decision: Extract<PruneDecision, { action: 'hold' }>, context: { spec: NamespaceReplicationSpec; sourceNamespace: string; command: string }): { condition: ConditionInput; message: string } {
+export function heldPruneReport(
+  decision: Extract<PruneDecision, { action: 'hold' }>,
+  context: { spec: NamespaceReplicationSpec; sourceNamespace: string; command: string },
+): { condition: ConditionInput; message: string } {
   const { hold, held } = decision;
   const why =
     hold.reason === PruneHoldReason.SourceNamespaceDeleted
@@ -117,7 +130,10 @@ export function heldPruneReport(decision: Extract<PruneDecision, { action: 'hold
 }
 
 /** Conditions after a pass: PruneHeld set while held, removed otherwise. */
-export function pruneHeldConditions(conditions: readonly Condition[], held: ConditionInput | undefined, at: { generation: number | undefined; now: string }): Condition[] {
+export function pruneHeldConditions(
+  conditions: readonly Condition[],
+  held: ConditionInput | undefined,
+  at: { generation: number | undefined; now: string },
+): Condition[] {
   return held === undefined ? removeCondition(conditions, 'PruneHeld') : setCondition(conditions, held, at);
 }
-

@@ -48,8 +48,9 @@ function fakeCluster(initial: Omit<Widget, 'apiVersion' | 'kind'>) {
       next.metadata.resourceVersion = String(Number(stored.metadata.resourceVersion) + 1);
       if (req.path === `${PATH}/status`) {
         const merged: Record<string, unknown> = { ...next.status };
-        for (const [k, v] of Object.entries(body.status ?? {})) if (v === null) delete merged[k];
-        else merged[k] = v;
+        for (const [k, v] of Object.entries(body.status ?? {}))
+          if (v === null) delete merged[k];
+          else merged[k] = v;
         next.status = merged;
       } else if (body.metadata?.finalizers !== undefined) next.metadata.finalizers = body.metadata.finalizers;
       stored = next;
@@ -100,10 +101,21 @@ const readyStatus = (object: Widget, spec: Spec, message: string): Status => ({
   ...object.status,
   observedGeneration: object.metadata.generation,
   value: spec.value,
-  conditions: setCondition(object.status?.conditions ?? [], { type: 'Ready', status: message === 'ok' ? 'True' : 'False', reason: message === 'ok' ? Reason.Succeeded : Reason.ApplyFailed, message }, { generation: object.metadata.generation, now: 't' }),
+  conditions: setCondition(
+    object.status?.conditions ?? [],
+    { type: 'Ready', status: message === 'ok' ? 'True' : 'False', reason: message === 'ok' ? Reason.Succeeded : Reason.ApplyFailed, message },
+    { generation: object.metadata.generation, now: 't' },
+  ),
 });
 
-function reconcilerFor(cluster: Cluster, options: { run?: (object: Widget, spec: Spec) => ShellOutcome<Status>; finalize?: (object: Widget) => Promise<ReconcileOutcome>; withFinalizer?: boolean } = {}) {
+function reconcilerFor(
+  cluster: Cluster,
+  options: {
+    run?: (object: Widget, spec: Spec) => ShellOutcome<Status>;
+    finalize?: (object: Widget) => Promise<ReconcileOutcome>;
+    withFinalizer?: boolean;
+  } = {},
+) {
   const sink = logSink();
   const metrics = createMetrics();
   const runs: Widget[] = [];
@@ -116,20 +128,43 @@ function reconcilerFor(cluster: Cluster, options: { run?: (object: Widget, spec:
     clock: { now: () => new Date('2026-01-01T00:00:00Z') },
     metrics,
     read: cluster.read,
-    ...(options.withFinalizer === false ? {} : { finalizer: { name: FINALIZER, finalize: options.finalize ?? (() => Promise.resolve({ kind: 'done' as const })) } }),
+    ...(options.withFinalizer === false
+      ? {}
+      : { finalizer: { name: FINALIZER, finalize: options.finalize ?? (() => Promise.resolve({ kind: 'done' as const })) } }),
     parse: (spec) => Spec.safeParse(spec),
-    invalid: (object, reason, message) => ({ ...object.status, observedGeneration: object.metadata.generation, conditions: setCondition(object.status?.conditions ?? [], { type: 'Stalled', status: 'True', reason, message }, { generation: object.metadata.generation, now: 't' }) }),
+    invalid: (object, reason, message) => ({
+      ...object.status,
+      observedGeneration: object.metadata.generation,
+      conditions: setCondition(
+        object.status?.conditions ?? [],
+        { type: 'Stalled', status: 'True', reason, message },
+        { generation: object.metadata.generation, now: 't' },
+      ),
+    }),
     suspend: { when: (spec) => spec.suspend, message: 'suspended for the test' },
     run: ({ object, spec }) => {
       runs.push(object);
-      return Promise.resolve(options.run?.(object, spec) ?? { status: readyStatus(object, spec, 'ok'), result: { kind: 'done' }, events: [{ type: 'Normal', reason: 'Synced', message: `value ${spec.value}` }] });
+      return Promise.resolve(
+        options.run?.(object, spec) ?? {
+          status: readyStatus(object, spec, 'ok'),
+          result: { kind: 'done' },
+          events: [{ type: 'Normal', reason: 'Synced', message: `value ${spec.value}` }],
+        },
+      );
     },
   });
   return { reconcile: () => reconcile('team/w'), runs, logs: sink.lines, metrics };
 }
 
 const widget = (overrides: { finalizers?: string[]; spec?: unknown; status?: Status; deletionTimestamp?: string } = {}) => ({
-  metadata: { name: 'w', namespace: 'team', resourceVersion: '1', generation: 1, finalizers: overrides.finalizers ?? [FINALIZER], ...(overrides.deletionTimestamp === undefined ? {} : { deletionTimestamp: overrides.deletionTimestamp }) },
+  metadata: {
+    name: 'w',
+    namespace: 'team',
+    resourceVersion: '1',
+    generation: 1,
+    finalizers: overrides.finalizers ?? [FINALIZER],
+    ...(overrides.deletionTimestamp === undefined ? {} : { deletionTimestamp: overrides.deletionTimestamp }),
+  },
   spec: overrides.spec ?? { value: 'a' },
   ...(overrides.status === undefined ? {} : { status: overrides.status }),
 });
@@ -235,7 +270,9 @@ describe('createReconciler', () => {
   it('a run from a cache that has not seen its last status write reads the object first, so that write cannot outlive the run', async () => {
     const cluster = fakeCluster(widget());
     let health = 'ok';
-    const { reconcile } = reconcilerFor(cluster, { run: (object, spec) => ({ status: readyStatus(object, spec, health), result: { kind: 'done' }, events: [] }) });
+    const { reconcile } = reconcilerFor(cluster, {
+      run: (object, spec) => ({ status: readyStatus(object, spec, health), result: { kind: 'done' }, events: [] }),
+    });
     await reconcile();
     cluster.catchUp();
     // given: a run writes Ready False (a pod flapped), and the next run comes before the cache has seen that write
@@ -261,7 +298,11 @@ describe('createReconciler', () => {
       run: (object, spec) => {
         attempt += 1;
         // the same failure each time, with a new detail in the status (a count): the status is written each time
-        return { status: { ...readyStatus(object, spec, 'broken'), value: `attempt ${attempt}` }, result: { kind: 'retry' }, events: [{ type: 'Warning', reason: Reason.ApplyFailed, message: 'broken' }] };
+        return {
+          status: { ...readyStatus(object, spec, 'broken'), value: `attempt ${attempt}` },
+          result: { kind: 'retry' },
+          events: [{ type: 'Warning', reason: Reason.ApplyFailed, message: 'broken' }],
+        };
       },
     });
     for (let i = 0; i < 3; i += 1) {
@@ -277,10 +318,20 @@ describe('createReconciler', () => {
   it('an Event the run has logged itself is recorded without a second log line; others get one', async () => {
     const cluster = fakeCluster(widget());
     const { reconcile, logs } = reconcilerFor(cluster, {
-      run: (object, spec) => ({ status: readyStatus(object, spec, 'ok'), result: { kind: 'done' }, events: [{ type: 'Normal', reason: 'Synced', message: 'value a', logged: true }, { type: 'Normal', reason: 'Pruned', message: 'one gone' }] }),
+      run: (object, spec) => ({
+        status: readyStatus(object, spec, 'ok'),
+        result: { kind: 'done' },
+        events: [
+          { type: 'Normal', reason: 'Synced', message: 'value a', logged: true },
+          { type: 'Normal', reason: 'Pruned', message: 'one gone' },
+        ],
+      }),
     });
     await reconcile();
-    expect(cluster.recorded).toEqual([{ type: 'Normal', reason: 'Synced', message: 'value a' }, { type: 'Normal', reason: 'Pruned', message: 'one gone' }]);
+    expect(cluster.recorded).toEqual([
+      { type: 'Normal', reason: 'Synced', message: 'value a' },
+      { type: 'Normal', reason: 'Pruned', message: 'one gone' },
+    ]);
     expect(logs.map((l) => l.msg)).toEqual(['Pruned']);
   });
 
@@ -289,7 +340,9 @@ describe('createReconciler', () => {
     const { reconcile, runs, metrics } = reconcilerFor(cluster);
     expect(await reconcile()).toEqual({ kind: 'done' });
     expect(runs).toHaveLength(0);
-    expect(cluster.stored().status?.conditions).toEqual([expect.objectContaining({ type: 'Suspended', status: 'True', reason: Reason.Suspended, message: 'suspended for the test' })]);
+    expect(cluster.stored().status?.conditions).toEqual([
+      expect.objectContaining({ type: 'Suspended', status: 'True', reason: Reason.Suspended, message: 'suspended for the test' }),
+    ]);
     expect((await metrics.reconcileTotal.get()).values.find((v) => v.labels.result === 'suspended')?.value).toBe(1);
     cluster.catchUp();
     await reconcile();
@@ -324,7 +377,9 @@ describe('createReconciler', () => {
       read: cluster.read,
       parse: (spec) => Spec.safeParse(spec),
       invalidReason: Reason.InvalidKubeconfig,
-      invalid: (object, reason, message) => ({ conditions: setCondition([], { type: 'Ready', status: 'False', reason, message }, { generation: object.metadata.generation, now: 't' }) }),
+      invalid: (object, reason, message) => ({
+        conditions: setCondition([], { type: 'Ready', status: 'False', reason, message }, { generation: object.metadata.generation, now: 't' }),
+      }),
       run: () => Promise.reject(new Error('unreachable')),
     });
     expect(await reconcile('team/w')).toEqual({ kind: 'stalled' });

@@ -97,7 +97,10 @@ describe('applyTarget skips a no-op resync without requests', () => {
 
       // Someone edits `a`: once the watch has the new version, the next resync applies and corrects it.
       const edited = await core.patchNamespacedConfigMap({ name: 'a', namespace, body: [{ op: 'replace', path: '/data/k', value: 'edited' }] });
-      await eventually(() => (watch.get(`${namespace}/a`)?.metadata.resourceVersion === edited.metadata?.resourceVersion ? true : undefined), 'the watch to see the edit');
+      await eventually(
+        () => (watch.get(`${namespace}/a`)?.metadata.resourceVersion === edited.metadata?.resourceVersion ? true : undefined),
+        'the watch to see the edit',
+      );
       const corrected = await sync();
       expect(client.calls()).toBeGreaterThan(before);
       expect(corrected.counts.configured).toBe(1);
@@ -139,7 +142,12 @@ describe('applyTarget skips a no-op resync without requests', () => {
     await using ns = await testNamespace({ prefix: 'proven' });
     const namespace = ns.name;
     await using other = await testNamespace({ prefix: 'proven-b' });
-    const cmIn = (name: string, value: string, where = namespace): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: where }, data: { k: value } });
+    const cmIn = (name: string, value: string, where = namespace): KubeObject => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name, namespace: where },
+      data: { k: value },
+    });
     const watch = new Informer({ rest, path: '/api/v1/configmaps', labelSelector: OWNER_LABEL, onEvent: () => undefined });
     watch.start();
     try {
@@ -169,7 +177,8 @@ describe('applyTarget skips a no-op resync without requests', () => {
         inventory = outcome.inventory.entries;
         return outcome;
       };
-      const seen = (objects: KubeObject[]): Promise<true> => eventually(() => (objects.every((o) => watch.get(objectKey(o)) !== undefined) ? true : undefined), 'the watch to see the objects');
+      const seen = (objects: KubeObject[]): Promise<true> =>
+        eventually(() => (objects.every((o) => watch.get(objectKey(o)) !== undefined) ? true : undefined), 'the watch to see the objects');
       const recorded = async (desired: KubeObject[]): Promise<void> => {
         await seen(desired);
         await eventually(async () => ((await sync(desired)).changed === false && records.size === 1 ? true : undefined), 'a clean no-op to be recorded');
@@ -192,7 +201,10 @@ describe('applyTarget skips a no-op resync without requests', () => {
       expect(applied.counts).toMatchObject({ configured: 2, failed: 0 });
       expect((await core.readNamespacedConfigMap({ name: 'c', namespace: other.name })).data).toEqual({ k: '2' });
       // and the resync after it is skipped, without a request, once the watch has the written versions
-      await eventually(() => (versionOf(two[0] as KubeObject) !== before[0] && versionOf(two[2] as KubeObject) !== before[2] ? true : undefined), 'the watch to see the commit');
+      await eventually(
+        () => (versionOf(two[0] as KubeObject) !== before[0] && versionOf(two[2] as KubeObject) !== before[2] ? true : undefined),
+        'the watch to see the commit',
+      );
       const calls = client.calls();
       expect((await sync(two)).changed).toBe(false);
       expect(client.calls()).toBe(calls);
@@ -201,7 +213,10 @@ describe('applyTarget skips a no-op resync without requests', () => {
       // other namespace, still proven, is not.
       await recorded(two);
       const edited = await core.patchNamespacedConfigMap({ name: 'b', namespace, body: [{ op: 'replace', path: '/data/k', value: 'edited' }] });
-      await eventually(() => (watch.get(`${namespace}/b`)?.metadata.resourceVersion === edited.metadata?.resourceVersion ? true : undefined), 'the watch to see the edit');
+      await eventually(
+        () => (watch.get(`${namespace}/b`)?.metadata.resourceVersion === edited.metadata?.resourceVersion ? true : undefined),
+        'the watch to see the edit',
+      );
       const three = [cmIn('a', '3'), cmIn('b', '1'), cmIn('c', '3', other.name)];
       reads = client.reads();
       const corrected = await sync(three);
@@ -223,17 +238,29 @@ describe('applyTarget skips a no-op resync without requests', () => {
 });
 
 describe("a target's first apply in a process: the owner's LIST answered by the drift watch", () => {
-  it('sends no LIST where the watch vouches the owner has nothing; lists where it holds the owner\'s objects (a lost status write is still pruned), and on every later apply', async () => {
+  it("sends no LIST where the watch vouches the owner has nothing; lists where it holds the owner's objects (a lost status write is still pruned), and on every later apply", async () => {
     await using ns = await testNamespace({ prefix: 'first' });
     const namespace = ns.name;
     const cmIn = (name: string): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace }, data: { k: name } });
-    const drift = createDriftWatches({ rest, budget: new WatchBudget(50), logger: { debug: () => undefined, warn: () => undefined } as never, watchNamespace: namespace, applyClient: () => Promise.resolve(admin), onDrift: () => undefined });
+    const drift = createDriftWatches({
+      rest,
+      budget: new WatchBudget(50),
+      logger: { debug: () => undefined, warn: () => undefined } as never,
+      watchNamespace: namespace,
+      applyClient: () => Promise.resolve(admin),
+      onDrift: () => undefined,
+    });
     try {
       const client = counting(admin);
       const records = new Map<string, TargetNoop>();
       // A process: the targets it has applied (none yet) and the drift watches' answer.
       let firstApply: FirstApply = { applied: new Set(), ownerSeen: (scope, label) => drift.ownerSeen(scope, label) };
-      const sync = async (name: string, desired: KubeObject[], inventory: readonly string[] | undefined, options: { noop?: boolean } = {}): Promise<Awaited<ReturnType<typeof applyTarget>>> => {
+      const sync = async (
+        name: string,
+        desired: KubeObject[],
+        inventory: readonly string[] | undefined,
+        options: { noop?: boolean } = {},
+      ): Promise<Awaited<ReturnType<typeof applyTarget>>> => {
         const owner: Owner = { namespace, name, target: 'main' };
         const key = `${namespace}/${name}/main@`;
         return applyTarget({
@@ -263,7 +290,11 @@ describe("a target's first apply in a process: the owner's LIST answered by the 
       expect((await sync('lossy', [cmIn('x'), cmIn('lost')], recorded, { noop: false })).counts.created).toBe(1);
       // ... when a new process applies it for the first time, the watch holds its objects: it lists, and prunes `lost`.
       firstApply = { applied: new Set(), ownerSeen: (scope, label) => drift.ownerSeen(scope, label) };
-      await eventually(() => (drift.ownerSeen({ group: '', kind: 'ConfigMap', namespace }, ownerHash({ namespace, name: 'lossy', target: 'main' })) === true ? true : undefined), 'the watch to see the lossy sync\'s objects');
+      await eventually(
+        () =>
+          drift.ownerSeen({ group: '', kind: 'ConfigMap', namespace }, ownerHash({ namespace, name: 'lossy', target: 'main' })) === true ? true : undefined,
+        "the watch to see the lossy sync's objects",
+      );
       client.lists.length = 0;
       const pruned = await sync('lossy', [cmIn('x')], recorded);
       expect(client.lists).toEqual([`${OWNER_LABEL}=${ownerHash({ namespace, name: 'lossy', target: 'main' })}`]);

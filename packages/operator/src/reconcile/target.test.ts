@@ -5,20 +5,38 @@ import { applyTarget, combineTargets, describeChanges, onlyRefused, partitionInv
 import { trustedNamespaces } from '../tenancy.ts';
 
 const input = { target: { name: 'prod', namespace: 'shop' }, now: '2026-11-22T10:00:00Z', syncKey: 'ops/web' };
-const changes = (entries: ChangeSet['entries'], extra: Partial<ChangeSet> = {}): ChangeSet => ({ entries, inventory: entries.filter((e) => e.action !== 'deleted').map((e) => ({ id: e.id })), pruned: true, ...extra });
+const changes = (entries: ChangeSet['entries'], extra: Partial<ChangeSet> = {}): ChangeSet => ({
+  entries,
+  inventory: entries.filter((e) => e.action !== 'deleted').map((e) => ({ id: e.id })),
+  pruned: true,
+  ...extra,
+});
 
 describe('summarizeChanges', () => {
   it('given only unchanged objects, when summarized, then the target is Synced, unchanged and keeps its last sync time', () => {
-    const outcome = summarizeChanges({ ...input, previous: { name: 'prod', phase: 'Synced', objects: 1, lastSyncedTime: 'earlier' } }, changes([{ id: '/ConfigMap/shop/a', action: 'unchanged' }]));
+    const outcome = summarizeChanges(
+      { ...input, previous: { name: 'prod', phase: 'Synced', objects: 1, lastSyncedTime: 'earlier' } },
+      changes([{ id: '/ConfigMap/shop/a', action: 'unchanged' }]),
+    );
     expect(outcome.status).toEqual({ name: 'prod', namespace: 'shop', phase: 'Synced', objects: 1, lastSyncedTime: 'earlier' });
     expect(outcome.changed).toBe(false);
   });
 
   it.each([
     ['another sync owns it', ApplyCause.Conflict, 'Conflict: the object is owned by ops/api/prod'],
-    ['nobody we may take it from owns it', ApplyCause.NotOwned, 'Conflict: the object exists and is not managed by Syncline (field managers: kubectl); policy Sync leaves it (Adopt or Overwrite take it over)'],
+    [
+      'nobody we may take it from owns it',
+      ApplyCause.NotOwned,
+      'Conflict: the object exists and is not managed by Syncline (field managers: kubectl); policy Sync leaves it (Adopt or Overwrite take it over)',
+    ],
   ] as const)('given a skipped object because %s, then it is a conflict naming the owner, not a silent success', (_why, cause, reason) => {
-    const outcome = summarizeChanges(input, changes([{ id: '/ConfigMap/shop/a', action: 'skipped', cause, reason }, { id: '/ConfigMap/shop/b', action: 'created' }]));
+    const outcome = summarizeChanges(
+      input,
+      changes([
+        { id: '/ConfigMap/shop/a', action: 'skipped', cause, reason },
+        { id: '/ConfigMap/shop/b', action: 'created' },
+      ]),
+    );
     expect(outcome.conflicts).toEqual([`/ConfigMap/shop/a: ${reason}`]);
     expect(outcome.findings).toEqual([{ cause, subject: '/ConfigMap/shop/a', reason }]);
     expect(outcome.status.phase).toBe('Failed');
@@ -28,20 +46,38 @@ describe('summarizeChanges', () => {
   });
 
   it('given a skip that is a policy choice (Keep), then it is neither a conflict nor a failure', () => {
-    const outcome = summarizeChanges(input, changes([{ id: '/ConfigMap/shop/a', action: 'skipped', cause: ApplyCause.Kept, reason: 'the object exists; policy Keep never modifies it' }]));
+    const outcome = summarizeChanges(
+      input,
+      changes([{ id: '/ConfigMap/shop/a', action: 'skipped', cause: ApplyCause.Kept, reason: 'the object exists; policy Keep never modifies it' }]),
+    );
     expect(outcome.conflicts).toEqual([]);
     expect(outcome.findings).toEqual([]);
     expect(outcome.status.phase).toBe('Synced');
   });
 
   it('given an orphaned Namespace, then it is reported without failing the target', () => {
-    const outcome = summarizeChanges(input, changes([{ id: '/Namespace//team', action: 'skipped', cause: ApplyCause.Orphaned, reason: "not pruned: it holds objects that are not this sync's (/ConfigMap/team/x); the Namespace is left in place" }]));
-    expect(outcome.orphaned).toEqual(["/Namespace//team: not pruned: it holds objects that are not this sync's (/ConfigMap/team/x); the Namespace is left in place"]);
+    const outcome = summarizeChanges(
+      input,
+      changes([
+        {
+          id: '/Namespace//team',
+          action: 'skipped',
+          cause: ApplyCause.Orphaned,
+          reason: "not pruned: it holds objects that are not this sync's (/ConfigMap/team/x); the Namespace is left in place",
+        },
+      ]),
+    );
+    expect(outcome.orphaned).toEqual([
+      "/Namespace//team: not pruned: it holds objects that are not this sync's (/ConfigMap/team/x); the Namespace is left in place",
+    ]);
     expect(outcome.status.phase).toBe('Synced');
   });
 
   it('given a refused plan and a failed object, then both are failures and the counts say so', () => {
-    const outcome = summarizeChanges(input, changes([{ id: '/ConfigMap/shop/a', action: 'failed', cause: ApplyCause.Forbidden, reason: 'Forbidden: no' }], { blocked: 'refusing to prune' }));
+    const outcome = summarizeChanges(
+      input,
+      changes([{ id: '/ConfigMap/shop/a', action: 'failed', cause: ApplyCause.Forbidden, reason: 'Forbidden: no' }], { blocked: 'refusing to prune' }),
+    );
     expect(outcome.failures).toEqual(['refusing to prune', '/ConfigMap/shop/a: Forbidden: no']);
     expect(outcome.findings.map((f) => f.cause)).toEqual([FindingCause.EmptyRender, FindingCause.Forbidden]);
     expect(outcome.counts.failed).toBe(1);
@@ -50,25 +86,36 @@ describe('summarizeChanges', () => {
 
 describe('combineTargets', () => {
   it('prefixes each finding with its target once and adds the counts up', () => {
-    const a = summarizeChanges(input, changes([{ id: '/ConfigMap/shop/a', action: 'created' }, { id: '/ConfigMap/shop/x', action: 'skipped', cause: ApplyCause.Conflict, reason: 'Conflict: the object is owned by ops/api/prod' }]));
+    const a = summarizeChanges(
+      input,
+      changes([
+        { id: '/ConfigMap/shop/a', action: 'created' },
+        { id: '/ConfigMap/shop/x', action: 'skipped', cause: ApplyCause.Conflict, reason: 'Conflict: the object is owned by ops/api/prod' },
+      ]),
+    );
     const b = summarizeChanges({ ...input, target: { name: 'dev', namespace: 'dev' } }, changes([{ id: '/ConfigMap/dev/a', action: 'configured' }]));
     const combined = combineTargets([a, b]);
     expect(combined.counts).toMatchObject({ created: 1, configured: 1 });
     expect(combined.conflicts).toEqual(['prod: /ConfigMap/shop/x: Conflict: the object is owned by ops/api/prod']);
-    expect(combined.findings).toEqual([{ cause: ApplyCause.Conflict, subject: 'prod', reason: '/ConfigMap/shop/x: Conflict: the object is owned by ops/api/prod' }]);
+    expect(combined.findings).toEqual([
+      { cause: ApplyCause.Conflict, subject: 'prod', reason: '/ConfigMap/shop/x: Conflict: the object is owned by ops/api/prod' },
+    ]);
     expect(combined.changed).toBe(true);
   });
 });
 
 describe('what changed, for the Event', () => {
   it('given created, configured, deleted and unchanged objects, then the written ones are named like Flux names them', () => {
-    const outcome = summarizeChanges(input, changes([
-      { id: 'apps/Deployment/shop/web', action: 'configured' },
-      { id: '/ConfigMap/shop/a', action: 'unchanged' },
-      { id: '/ConfigMap/shop/b', action: 'created' },
-      { id: 'rbac.authorization.k8s.io/ClusterRole//reader', action: 'deleted' },
-      { id: '/Secret/shop/s', action: 'skipped', cause: ApplyCause.Kept, reason: 'the object exists; policy Keep never modifies it' },
-    ]));
+    const outcome = summarizeChanges(
+      input,
+      changes([
+        { id: 'apps/Deployment/shop/web', action: 'configured' },
+        { id: '/ConfigMap/shop/a', action: 'unchanged' },
+        { id: '/ConfigMap/shop/b', action: 'created' },
+        { id: 'rbac.authorization.k8s.io/ClusterRole//reader', action: 'deleted' },
+        { id: '/Secret/shop/s', action: 'skipped', cause: ApplyCause.Kept, reason: 'the object exists; policy Keep never modifies it' },
+      ]),
+    );
     expect(outcome.changes).toEqual(['Deployment/shop/web configured', 'ConfigMap/shop/b created', 'ClusterRole/reader deleted']);
   });
 
@@ -81,9 +128,15 @@ describe('what changed, for the Event', () => {
     const many = Array.from({ length: 22 }, (_, i) => `ConfigMap/shop/c${i} created`);
     expect(describeChanges(many)).toBe(`${many.slice(0, 10).join(', ')} and 12 more`);
     expect(describeChanges(many.slice(0, 10))).toBe(many.slice(0, 10).join(', '));
-    const east = summarizeChanges({ ...input, target: { name: 'east', namespace: 'shop', cluster: 'east' } }, changes([{ id: '/ConfigMap/shop/a', action: 'created' }]));
+    const east = summarizeChanges(
+      { ...input, target: { name: 'east', namespace: 'shop', cluster: 'east' } },
+      changes([{ id: '/ConfigMap/shop/a', action: 'created' }]),
+    );
     const here = summarizeChanges(input, changes([{ id: '/ConfigMap/shop/a', action: 'created' }]));
-    expect(combineTargets([here, { ...east, inventory: { ...east.inventory, cluster: 'east' } }]).changes).toEqual(['ConfigMap/shop/a created', 'ConfigMap/shop/a created in cluster east']);
+    expect(combineTargets([here, { ...east, inventory: { ...east.inventory, cluster: 'east' } }]).changes).toEqual([
+      'ConfigMap/shop/a created',
+      'ConfigMap/shop/a created in cluster east',
+    ]);
   });
 });
 
@@ -91,8 +144,18 @@ describe('applyTarget under the tenancy rule', () => {
   // Any request fails the test: a refused target reads and writes nothing.
   const untouchable = new Proxy({}, { get: (_target, method) => () => Promise.reject(new Error(`unexpected ${String(method)}`)) }) as ApplyClient;
   const tenant = { objectNamespace: 'team-a', serviceAccount: undefined, trusted: trustedNamespaces({ list: 'platform' }) };
-  const cm = (name: string, namespace?: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...(namespace === undefined ? {} : { namespace }) } });
-  const base = { client: untouchable, target: { name: 'main', namespace: 'team-a' }, owner: { namespace: 'team-a', name: 'app', target: 'main' }, now: '2026-11-25T10:00:00Z', syncKey: 'team-a/app' };
+  const cm = (name: string, namespace?: string) => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name, ...(namespace === undefined ? {} : { namespace }) },
+  });
+  const base = {
+    client: untouchable,
+    target: { name: 'main', namespace: 'team-a' },
+    owner: { namespace: 'team-a', name: 'app', target: 'main' },
+    now: '2026-11-25T10:00:00Z',
+    syncKey: 'team-a/app',
+  };
 
   it('refuses the whole target, before any request, when a desired object lies in another namespace or outside every namespace', async () => {
     for (const stray of [cm('planted', 'kube-system'), { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'escalate' } }]) {
@@ -113,8 +176,15 @@ describe('applyTarget under the tenancy rule', () => {
   });
 
   it('splits a deleted sync’s inventory into what it may prune and what it must leave', () => {
-    const inventory = encodeInventory([{ id: '/ConfigMap/team-a/mine' }, { id: '/ConfigMap/team-b/theirs' }, { id: 'rbac.authorization.k8s.io/ClusterRole//wide' }]);
-    expect(partitionInventory(tenant, inventory)).toEqual({ allowed: encodeInventory([{ id: '/ConfigMap/team-a/mine' }]), refused: ['/ConfigMap/team-b/theirs', 'rbac.authorization.k8s.io/ClusterRole//wide'] });
+    const inventory = encodeInventory([
+      { id: '/ConfigMap/team-a/mine' },
+      { id: '/ConfigMap/team-b/theirs' },
+      { id: 'rbac.authorization.k8s.io/ClusterRole//wide' },
+    ]);
+    expect(partitionInventory(tenant, inventory)).toEqual({
+      allowed: encodeInventory([{ id: '/ConfigMap/team-a/mine' }]),
+      refused: ['/ConfigMap/team-b/theirs', 'rbac.authorization.k8s.io/ClusterRole//wide'],
+    });
     expect(partitionInventory({ ...tenant, objectNamespace: 'platform' }, inventory).refused).toEqual([]);
   });
 });

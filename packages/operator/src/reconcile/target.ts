@@ -135,7 +135,6 @@ export type TargetOutcome = {
 
 export const emptyCounts = (): Counts => ({ created: 0, configured: 0, deleted: 0, failed: 0, drifted: 0 });
 
-
 /** Never throws for the cluster's answers: a failure to read or write becomes the target's Failed status. */
 export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcome> {
   const previousInventory = decodeInventory(input.inventory);
@@ -151,10 +150,25 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
           desired: input.desired,
           inventory: input.inventory,
           owner: input.owner,
-          options: { policy: input.policy, namespacePolicy: input.namespacePolicy, handoff: input.handoff === undefined ? undefined : [...input.handoff].sort().join(','), drift: input.drift, prune: input.prune, allowEmpty: input.allowEmpty, pruneScope: input.pruneScope, wait: input.health?.wait },
+          options: {
+            policy: input.policy,
+            namespacePolicy: input.namespacePolicy,
+            handoff: input.handoff === undefined ? undefined : [...input.handoff].sort().join(','),
+            drift: input.drift,
+            prune: input.prune,
+            allowEmpty: input.allowEmpty,
+            pruneScope: input.pruneScope,
+            wait: input.health?.wait,
+          },
         });
   const last = noop?.records.get(noop.key);
-  if (fingerprint !== undefined && noop !== undefined && last !== undefined && (input.health === undefined || last.health !== undefined) && stillUnchanged(last.record, fingerprint, noop.watched)) {
+  if (
+    fingerprint !== undefined &&
+    noop !== undefined &&
+    last !== undefined &&
+    (input.health === undefined || last.health !== undefined) &&
+    stillUnchanged(last.record, fingerprint, noop.watched)
+  ) {
     const outcome = summarizeChanges(input, unchangedChangeSet(input.desired, previousInventory));
     return last.health === undefined ? outcome : { ...outcome, status: { ...outcome.status, health: last.health.counts }, health: last.health };
   }
@@ -165,7 +179,14 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
   let changes: ChangeSet;
   let live: LiveState;
   try {
-    live = await readLive({ client: input.client, desired: input.desired, inventory: previousInventory, owner: input.owner, ...(proven === undefined ? {} : { proven }), ...(ownerAbsent === undefined ? {} : { ownerAbsent }) });
+    live = await readLive({
+      client: input.client,
+      desired: input.desired,
+      inventory: previousInventory,
+      owner: input.owner,
+      ...(proven === undefined ? {} : { proven }),
+      ...(ownerAbsent === undefined ? {} : { ownerAbsent }),
+    });
     const plan = planApply({
       desired: input.desired,
       inventory: previousInventory,
@@ -198,7 +219,13 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
     const finding: Finding = { cause: causeOfError(error), subject: input.target.name, reason: error instanceof Error ? error.message : String(error) };
     input.metrics?.targetFailures.inc({ ...objectLabels(input.syncKey), target: input.target.name });
     return {
-      status: { ...statusBase(input), phase: 'Failed', objects: previousInventory.length, message: findingMessage(finding), lastSyncedTime: input.previous?.lastSyncedTime },
+      status: {
+        ...statusBase(input),
+        phase: 'Failed',
+        objects: previousInventory.length,
+        message: findingMessage(finding),
+        lastSyncedTime: input.previous?.lastSyncedTime,
+      },
       inventory: { target: input.target.name, entries: encodeInventory(previousInventory) },
       counts: { ...emptyCounts(), failed: 1 },
       ...sortFindings([finding]),
@@ -209,13 +236,20 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
     };
   }
   const outcome = summarizeChanges(input, changes);
-  const record = noop === undefined || fingerprint === undefined ? undefined : recordNoop(fingerprint, { desired: input.desired, inventory: previousInventory, live, changes, owner: input.owner });
+  const record =
+    noop === undefined || fingerprint === undefined
+      ? undefined
+      : recordNoop(fingerprint, { desired: input.desired, inventory: previousInventory, live, changes, owner: input.owner });
   if (input.health === undefined) {
     if (noop !== undefined && record !== undefined) noop.records.set(noop.key, { record });
     return outcome;
   }
-  const heldBack = changes.heldBack === undefined ? [] : changes.entries.filter((e) => e.action === 'skipped' && e.cause === ApplyCause.HeldBack).map((e) => e.id);
-  const health = summarizeHealth(await readHealth({ client: input.client, entries: changes.entries, desired: input.desired, live, owner: input.owner }), heldBack);
+  const heldBack =
+    changes.heldBack === undefined ? [] : changes.entries.filter((e) => e.action === 'skipped' && e.cause === ApplyCause.HeldBack).map((e) => e.id);
+  const health = summarizeHealth(
+    await readHealth({ client: input.client, entries: changes.entries, desired: input.desired, live, owner: input.owner }),
+    heldBack,
+  );
   if (noop !== undefined && record !== undefined) noop.records.set(noop.key, { record, health });
   return { ...outcome, status: { ...outcome.status, health: health.counts }, health };
 }
@@ -282,7 +316,8 @@ export function summarizeChanges(input: Pick<TargetApplyInput, 'target' | 'previ
       counts.failed++;
       findings.push({ cause: entry.cause, subject: entry.id, reason: entry.reason ?? 'failed' });
     }
-    if (entry.action === 'skipped' && (entry.cause === ApplyCause.Conflict || entry.cause === ApplyCause.NotOwned)) findings.push({ cause: entry.cause, subject: entry.id, reason: entry.reason ?? 'conflict' });
+    if (entry.action === 'skipped' && (entry.cause === ApplyCause.Conflict || entry.cause === ApplyCause.NotOwned))
+      findings.push({ cause: entry.cause, subject: entry.id, reason: entry.reason ?? 'conflict' });
     if (entry.action === 'skipped' && entry.cause === ApplyCause.Orphaned) orphaned.push(`${entry.id}: ${entry.reason ?? ''}`);
     if (entry.drift !== undefined && entry.drift.length > 0 && entry.action !== 'configured') {
       counts.drifted++;
@@ -303,7 +338,11 @@ export function summarizeChanges(input: Pick<TargetApplyInput, 'target' | 'previ
       // Later apply waves held back (waiting for an earlier wave's health): applied so far, not done.
       phase: ok ? (changes.heldBack === undefined ? 'Synced' : 'Pending') : 'Failed',
       objects: changes.inventory.length,
-      ...(ok ? (changes.heldBack === undefined ? {} : { message: truncate(`later apply waves wait: ${changes.heldBack}`) }) : { message: truncate(problems.join('; ')) }),
+      ...(ok
+        ? changes.heldBack === undefined
+          ? {}
+          : { message: truncate(`later apply waves wait: ${changes.heldBack}`) }
+        : { message: truncate(problems.join('; ')) }),
       lastSyncedTime: ok && (changed || before?.phase !== 'Synced' || before.lastSyncedTime === undefined) ? input.now : before?.lastSyncedTime,
     },
     inventory: { target: input.target.name, entries: encodeInventory(changes.inventory) },
@@ -353,7 +392,9 @@ export function combineTargets(outcomes: readonly TargetOutcome[]): {
 } {
   const counts = emptyCounts();
   // Each finding named by its target: one about the target as a whole names it already.
-  const named = outcomes.flatMap((o) => o.findings.map((f): Finding => (f.subject === o.status.name ? f : { cause: f.cause, subject: o.status.name, reason: findingMessage(f) })));
+  const named = outcomes.flatMap((o) =>
+    o.findings.map((f): Finding => (f.subject === o.status.name ? f : { cause: f.cause, subject: o.status.name, reason: findingMessage(f) })),
+  );
   for (const o of outcomes) for (const key of Object.keys(counts) as (keyof Counts)[]) counts[key] += o.counts[key];
   return {
     counts,
@@ -384,12 +425,17 @@ export function appliedConditions(
     next = setCondition(next, { type: 'Ready', status: 'True', reason: Reason.Succeeded, message: options.readyMessage }, at);
     next = setCondition(next, { type: 'Synced', status: 'True', reason: Reason.Succeeded, message: `${options.applied} target(s) synced` }, at);
     next = removeCondition(next, 'Failed');
-    if (drift.length > 0) next = setCondition(next, { type: 'Synced', status: 'False', reason: Reason.DriftDetected, message: truncate(`drifted: ${drift.join('; ')}`) }, at);
+    if (drift.length > 0)
+      next = setCondition(next, { type: 'Synced', status: 'False', reason: Reason.DriftDetected, message: truncate(`drifted: ${drift.join('; ')}`) }, at);
     return next;
   }
   const reason = failures.length === 0 ? Reason.Conflict : options.refused === true ? Reason.NamespaceNotAllowed : Reason.ApplyFailed;
   const message = truncate([...failures, ...conflicts].join('; '));
   next = setCondition(next, { type: 'Ready', status: 'False', reason, message }, at);
-  next = setCondition(next, { type: 'Synced', status: 'False', reason, message: truncate(`${options.applied} of ${options.total} target(s) synced: ${message}`) }, at);
+  next = setCondition(
+    next,
+    { type: 'Synced', status: 'False', reason, message: truncate(`${options.applied} of ${options.total} target(s) synced: ${message}`) },
+    at,
+  );
   return setCondition(next, { type: 'Failed', status: 'True', reason, message }, at);
 }

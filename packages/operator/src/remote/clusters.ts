@@ -64,11 +64,13 @@ export function createRemoteClusters(options: RemoteClustersOptions): RemoteClus
     try {
       secret = await options.rest.request<{ data?: Record<string, string> }>({ method: 'GET', path: `/api/v1/namespaces/${namespace}/secrets/${ref.name}` });
     } catch (error) {
-      if (error instanceof KubeApiError && error.status === 404) throw new RemoteClusterError(RemoteClusterReason.SecretNotFound, `RemoteCluster ${cluster}: the Secret ${namespace}/${ref.name} does not exist`);
+      if (error instanceof KubeApiError && error.status === 404)
+        throw new RemoteClusterError(RemoteClusterReason.SecretNotFound, `RemoteCluster ${cluster}: the Secret ${namespace}/${ref.name} does not exist`);
       throw error;
     }
     const value = secret.data?.[ref.key];
-    if (value === undefined) throw new RemoteClusterError(RemoteClusterReason.SecretNotFound, `RemoteCluster ${cluster}: the Secret ${namespace}/${ref.name} has no key ${ref.key}`);
+    if (value === undefined)
+      throw new RemoteClusterError(RemoteClusterReason.SecretNotFound, `RemoteCluster ${cluster}: the Secret ${namespace}/${ref.name} has no key ${ref.key}`);
     return Buffer.from(value, 'base64').toString('utf8');
   };
 
@@ -76,12 +78,14 @@ export function createRemoteClusters(options: RemoteClustersOptions): RemoteClus
     const cluster = `${namespace}/${name}`;
     try {
       if (spec.kubeconfigSecretRef !== undefined) return parseKubeconfig(await readSecretKey(namespace, spec.kubeconfigSecretRef, cluster), options);
-      if (spec.server === undefined || spec.tokenSecretRef === undefined) throw new InvalidCredentialsError('give either kubeconfigSecretRef or server + tokenSecretRef');
+      if (spec.server === undefined || spec.tokenSecretRef === undefined)
+        throw new InvalidCredentialsError('give either kubeconfigSecretRef or server + tokenSecretRef');
       const token = await readSecretKey(namespace, spec.tokenSecretRef, cluster);
       const caPem = spec.caSecretRef === undefined ? undefined : await readSecretKey(namespace, spec.caSecretRef, cluster);
       return credentialsFromParts({ server: spec.server, token, ...(caPem === undefined ? {} : { caPem }) }, options);
     } catch (error) {
-      if (error instanceof InvalidCredentialsError) throw new RemoteClusterError(RemoteClusterReason.InvalidKubeconfig, `RemoteCluster ${cluster}: ${error.message}`);
+      if (error instanceof InvalidCredentialsError)
+        throw new RemoteClusterError(RemoteClusterReason.InvalidKubeconfig, `RemoteCluster ${cluster}: ${error.message}`);
       throw error;
     }
   };
@@ -91,18 +95,26 @@ export function createRemoteClusters(options: RemoteClustersOptions): RemoteClus
     const connection = toKubeConnection(credentials);
     const timeout = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     const fence = options.writeFence === undefined ? {} : { writeFence: options.writeFence };
-    const [rest, apply] = await Promise.all([createKubeRest(connection, { userAgent: 'syncline-operator', ...fence }), createApplyClient(connection, { requestTimeoutMs: timeout, ...fence })]);
+    const [rest, apply] = await Promise.all([
+      createKubeRest(connection, { userAgent: 'syncline-operator', ...fence }),
+      createApplyClient(connection, { requestTimeoutMs: timeout, ...fence }),
+    ]);
     return { key, cluster: `${namespace}/${name}`, server: credentials.server, rest, apply };
   };
 
-  const secretsOf = (spec: RemoteClusterSpec): string[] => [spec.kubeconfigSecretRef?.name, spec.caSecretRef?.name, spec.tokenSecretRef?.name].filter((n): n is string => n !== undefined);
+  const secretsOf = (spec: RemoteClusterSpec): string[] =>
+    [spec.kubeconfigSecretRef?.name, spec.caSecretRef?.name, spec.tokenSecretRef?.name].filter((n): n is string => n !== undefined);
 
   return {
     secretsOf,
     async clients(namespace, name) {
       const id = `${namespace}/${name}`;
       const object = options.getRemoteCluster(id);
-      if (object === undefined) throw new RemoteClusterError(RemoteClusterReason.NotFound, `RemoteCluster ${id} does not exist (a target can name only a RemoteCluster in its own namespace)`);
+      if (object === undefined)
+        throw new RemoteClusterError(
+          RemoteClusterReason.NotFound,
+          `RemoteCluster ${id} does not exist (a target can name only a RemoteCluster in its own namespace)`,
+        );
       const versions = secretsOf(object.spec).map((secret) => `${secret}=${options.secretVersion(namespace, secret) ?? '?'}`);
       const key = `${id}@${object.metadata.generation ?? 0}:${versions.join(',')}`;
       const cached = cache.get(id);
@@ -121,7 +133,9 @@ export function createRemoteClusters(options: RemoteClustersOptions): RemoteClus
 /** The connection of checked credentials: everything in memory; nothing in it can run or read a file. */
 export function toKubeConnection(credentials: RemoteCredentials): KubeConnection {
   const { auth } = credentials;
-  const headers: Readonly<Record<string, string>> = Object.freeze<Record<string, string>>(auth.kind === 'token' ? { Authorization: `Bearer ${auth.token}` } : {});
+  const headers: Readonly<Record<string, string>> = Object.freeze<Record<string, string>>(
+    auth.kind === 'token' ? { Authorization: `Bearer ${auth.token}` } : {},
+  );
   return {
     server: credentials.server,
     tls: {
@@ -145,7 +159,10 @@ export async function probeCluster(clients: RemoteClients, timeoutMs: number): P
     return { version: version.gitVersion ?? 'unknown' };
   } catch (error) {
     if (error instanceof KubeApiError && (error.status === 401 || error.status === 403)) {
-      throw new RemoteClusterError(RemoteClusterReason.Unauthorized, `RemoteCluster ${clients.cluster}: ${clients.server} refused the credentials (HTTP ${error.status})`);
+      throw new RemoteClusterError(
+        RemoteClusterReason.Unauthorized,
+        `RemoteCluster ${clients.cluster}: ${clients.server} refused the credentials (HTTP ${error.status})`,
+      );
     }
     const why = signal.aborted ? `no answer within ${timeoutMs / 1000}s` : error instanceof Error ? error.message : String(error);
     throw new RemoteClusterError(RemoteClusterReason.Unreachable, `RemoteCluster ${clients.cluster}: ${clients.server} is unreachable: ${why}`);

@@ -6,7 +6,9 @@ const pem = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
 const b64 = (text: string): string => Buffer.from(text).toString('base64');
 const SECRET = 'tok-3f9a7c1e-do-not-leak';
 
-function kubeconfig(overrides: { cluster?: Record<string, unknown>; user?: Record<string, unknown>; contexts?: unknown[]; current?: string | null } = {}): string {
+function kubeconfig(
+  overrides: { cluster?: Record<string, unknown>; user?: Record<string, unknown>; contexts?: unknown[]; current?: string | null } = {},
+): string {
   return stringify({
     apiVersion: 'v1',
     kind: 'Config',
@@ -23,7 +25,10 @@ describe('parseKubeconfig', () => {
   });
 
   it('reads a client certificate and a single context without current-context', () => {
-    const text = kubeconfig({ user: { token: undefined, 'client-certificate-data': b64(pem), 'client-key-data': b64(pem.replace('CERTIFICATE', 'PRIVATE KEY')) }, current: null });
+    const text = kubeconfig({
+      user: { token: undefined, 'client-certificate-data': b64(pem), 'client-key-data': b64(pem.replace('CERTIFICATE', 'PRIVATE KEY')) },
+      current: null,
+    });
     expect(parseKubeconfig(text).auth).toMatchObject({ kind: 'clientCertificate' });
   });
 
@@ -37,7 +42,17 @@ describe('parseKubeconfig', () => {
     ['insecure TLS', { cluster: { 'insecure-skip-tls-verify': true } }, /insecure-skip-tls-verify is set: refused/],
     ['plain http', { cluster: { server: 'http://east.example.com' } }, /must be an https:\/\/ URL/],
     ['a server URL with credentials', { cluster: { server: 'https://admin:pw@east.example.com' } }, /must not carry credentials/],
-    ['several contexts, none chosen', { contexts: [{ name: 'a', context: { cluster: 'east', user: 'deployer' } }, { name: 'b', context: { cluster: 'east', user: 'deployer' } }], current: null }, /2 contexts and no current-context/],
+    [
+      'several contexts, none chosen',
+      {
+        contexts: [
+          { name: 'a', context: { cluster: 'east', user: 'deployer' } },
+          { name: 'b', context: { cluster: 'east', user: 'deployer' } },
+        ],
+        current: null,
+      },
+      /2 contexts and no current-context/,
+    ],
     ['a current-context that names nothing', { current: 'west' }, /names no context/],
     ['a user without credentials', { user: { token: undefined } }, /has no credentials/],
     ['a CA that is not PEM', { cluster: { 'certificate-authority-data': b64('hello') } }, /not base64 of a PEM block/],
@@ -65,7 +80,11 @@ describe('parseKubeconfig', () => {
 
 describe('credentialsFromParts', () => {
   it('takes server, CA and token', () => {
-    expect(credentialsFromParts({ server: 'https://east:6443/', caPem: pem, token: ` ${SECRET}\n` })).toEqual({ server: 'https://east:6443', caData: pem, auth: { kind: 'token', token: SECRET } });
+    expect(credentialsFromParts({ server: 'https://east:6443/', caPem: pem, token: ` ${SECRET}\n` })).toEqual({
+      server: 'https://east:6443',
+      caData: pem,
+      auth: { kind: 'token', token: SECRET },
+    });
   });
   it.each([
     [{ server: 'http://east', token: 't' }, /https/],

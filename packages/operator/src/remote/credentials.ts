@@ -83,29 +83,45 @@ export function parseKubeconfig(text: string, options: CredentialOptions = {}): 
   const ctx = (context?.['context'] ?? {}) as { cluster?: unknown; user?: unknown };
   const clusterEntry = list<KubeconfigCluster>('clusters').find((c) => c.name === ctx.cluster);
   const userEntry = list<KubeconfigUser>('users').find((u) => u.name === ctx.user);
-  if (clusterEntry === undefined) throw new InvalidCredentialsError(`the context names cluster ${JSON.stringify(ctx.cluster)}, which the kubeconfig does not define`);
+  if (clusterEntry === undefined)
+    throw new InvalidCredentialsError(`the context names cluster ${JSON.stringify(ctx.cluster)}, which the kubeconfig does not define`);
   if (userEntry === undefined) throw new InvalidCredentialsError(`the context names user ${JSON.stringify(ctx.user)}, which the kubeconfig does not define`);
-  const cluster = (clusterEntry['cluster'] ?? {});
-  const user = (userEntry['user'] ?? {});
+  const cluster = clusterEntry['cluster'] ?? {};
+  const user = userEntry['user'] ?? {};
 
   // Refusals first: nothing here is ever run or read from the operator's disk.
-  if (user['exec'] !== undefined) throw new InvalidCredentialsError('the user runs a command (exec): refused, a kubeconfig in a Secret must not run code in the operator; use a token or a client certificate');
-  if (user['auth-provider'] !== undefined) throw new InvalidCredentialsError('the user uses an auth-provider plugin: refused; use a token or a client certificate');
-  for (const field of FILE_FIELDS.cluster) if (cluster[field] !== undefined) throw new InvalidCredentialsError(`the cluster reads a file (${field}): refused; embed it as ${field}-data`);
-  for (const field of FILE_FIELDS.user) if (user[field] !== undefined) throw new InvalidCredentialsError(`the user reads a file (${field}): refused; embed it${field.startsWith('token') ? ' as token' : ` as ${field}-data`}`);
+  if (user['exec'] !== undefined)
+    throw new InvalidCredentialsError(
+      'the user runs a command (exec): refused, a kubeconfig in a Secret must not run code in the operator; use a token or a client certificate',
+    );
+  if (user['auth-provider'] !== undefined)
+    throw new InvalidCredentialsError('the user uses an auth-provider plugin: refused; use a token or a client certificate');
+  for (const field of FILE_FIELDS.cluster)
+    if (cluster[field] !== undefined) throw new InvalidCredentialsError(`the cluster reads a file (${field}): refused; embed it as ${field}-data`);
+  for (const field of FILE_FIELDS.user)
+    if (user[field] !== undefined)
+      throw new InvalidCredentialsError(`the user reads a file (${field}): refused; embed it${field.startsWith('token') ? ' as token' : ` as ${field}-data`}`);
   if (cluster['insecure-skip-tls-verify'] === true && options.allowInsecureTLS !== true) {
-    throw new InvalidCredentialsError('insecure-skip-tls-verify is set: refused (the operator would send credentials to whoever answers); give certificate-authority-data');
+    throw new InvalidCredentialsError(
+      'insecure-skip-tls-verify is set: refused (the operator would send credentials to whoever answers); give certificate-authority-data',
+    );
   }
   if (cluster['proxy-url'] !== undefined) throw new InvalidCredentialsError('proxy-url is not supported');
 
   const server = checkServer(cluster['server'], options, 'the cluster');
-  const caData = cluster['certificate-authority-data'] === undefined ? undefined : decodePem(cluster['certificate-authority-data'], 'certificate-authority-data');
+  const caData =
+    cluster['certificate-authority-data'] === undefined ? undefined : decodePem(cluster['certificate-authority-data'], 'certificate-authority-data');
   const tlsServerName = typeof cluster['tls-server-name'] === 'string' ? cluster['tls-server-name'] : undefined;
   let auth: RemoteAuth;
   if (typeof user['token'] === 'string' && user['token'] !== '') auth = { kind: 'token', token: user['token'].trim() };
   else if (user['client-certificate-data'] !== undefined || user['client-key-data'] !== undefined) {
-    auth = { kind: 'clientCertificate', certData: decodePem(user['client-certificate-data'], 'client-certificate-data'), keyData: decodePem(user['client-key-data'], 'client-key-data') };
-  } else if (typeof user['username'] === 'string' && typeof user['password'] === 'string') auth = { kind: 'basic', username: user['username'], password: user['password'] };
+    auth = {
+      kind: 'clientCertificate',
+      certData: decodePem(user['client-certificate-data'], 'client-certificate-data'),
+      keyData: decodePem(user['client-key-data'], 'client-key-data'),
+    };
+  } else if (typeof user['username'] === 'string' && typeof user['password'] === 'string')
+    auth = { kind: 'basic', username: user['username'], password: user['password'] };
   else throw new InvalidCredentialsError('the user has no credentials (token, client certificate, or username and password)');
   return {
     server,

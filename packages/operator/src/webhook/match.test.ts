@@ -4,7 +4,12 @@ import { followersOf } from './match.ts';
 import type { Push } from './providers.ts';
 
 const cs = (name: string, repo: string, revision: string): ConfigSync =>
-  ({ apiVersion: 'syncline.dev/v1alpha1', kind: 'ConfigSync', metadata: { name, namespace: 'ns' }, spec: { source: { git: { repo, revision, path: '' } }, targets: [] } }) as unknown as ConfigSync;
+  ({
+    apiVersion: 'syncline.dev/v1alpha1',
+    kind: 'ConfigSync',
+    metadata: { name, namespace: 'ns' },
+    spec: { source: { git: { repo, revision, path: '' } }, targets: [] },
+  }) as unknown as ConfigSync;
 
 const push = (refs: string[], extra: Partial<Push> = {}): Push => ({ kind: 'push', repos: ['git.example.com/acme/configs'], repoSuffixes: [], refs, ...extra });
 

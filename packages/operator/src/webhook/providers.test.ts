@@ -41,7 +41,8 @@ describe('signatures', () => {
 });
 
 describe('push payloads', () => {
-  const parse = (provider: Provider, headers: Record<string, string>, body: Buffer | string) => providerSpecs[provider].parse(headers, Buffer.isBuffer(body) ? body : Buffer.from(body));
+  const parse = (provider: Provider, headers: Record<string, string>, body: Buffer | string) =>
+    providerSpecs[provider].parse(headers, Buffer.isBuffer(body) ? body : Buffer.from(body));
 
   it('GitHub push (JSON and form-encoded), ping and other events', () => {
     const body = fixture('github-push.json');
@@ -114,7 +115,12 @@ describe('push payloads', () => {
   });
 
   it('generic push', () => {
-    expect(parse('generic', {}, '{"repo":"git@github.com:acme/configs.git","ref":"refs/tags/v2"}')).toEqual({ kind: 'push', refs: ['refs/tags/v2'], repos: ['github.com/acme/configs'], repoSuffixes: [] });
+    expect(parse('generic', {}, '{"repo":"git@github.com:acme/configs.git","ref":"refs/tags/v2"}')).toEqual({
+      kind: 'push',
+      refs: ['refs/tags/v2'],
+      repos: ['github.com/acme/configs'],
+      repoSuffixes: [],
+    });
     expect(parse('generic', { 'x-syncline-event': 'ping' }, '')).toEqual({ kind: 'ping' });
   });
 

@@ -182,7 +182,14 @@ const BitbucketServerPush = z.object({
   repository: z.object({
     slug: z.string().min(1).max(256),
     project: z.object({ key: z.string().min(1).max(256) }),
-    links: z.object({ clone: z.array(z.object({ href: url })).max(20).nullish() }).nullish(),
+    links: z
+      .object({
+        clone: z
+          .array(z.object({ href: url }))
+          .max(20)
+          .nullish(),
+      })
+      .nullish(),
   }),
 });
 

@@ -171,7 +171,8 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       answer(res, provider, WebhookResult.duplicate, 200, { result: 'duplicate' });
       return;
     }
-    if (sighting?.kind === 'redelivery') log.info({ provider, delivery: deliveryId, agoS: Math.round(sighting.agoMs / 1000) }, 'webhook redelivery; processed like a new delivery');
+    if (sighting?.kind === 'redelivery')
+      log.info({ provider, delivery: deliveryId, agoS: Math.round(sighting.agoMs / 1000) }, 'webhook redelivery; processed like a new delivery');
     switch (delivery.kind) {
       case 'ping':
         log.info({ provider, delivery: deliveryId }, 'webhook ping');
@@ -184,8 +185,14 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       case 'push': {
         const keys = followersOf(delivery, options.configSyncs());
         coalescer.add(delivery.repos[0] ?? delivery.repoSuffixes[0] ?? '', keys);
-        log.info({ provider, delivery: deliveryId, repo: delivery.repos[0] ?? delivery.repoSuffixes[0], refs: delivery.refs.slice(0, 10), woken: keys.length }, 'webhook push');
-        answer(res, provider, keys.length > 0 ? WebhookResult.accepted : WebhookResult.unfollowed, 202, { result: keys.length > 0 ? 'accepted' : 'unfollowed', woken: keys.length });
+        log.info(
+          { provider, delivery: deliveryId, repo: delivery.repos[0] ?? delivery.repoSuffixes[0], refs: delivery.refs.slice(0, 10), woken: keys.length },
+          'webhook push',
+        );
+        answer(res, provider, keys.length > 0 ? WebhookResult.accepted : WebhookResult.unfollowed, 202, {
+          result: keys.length > 0 ? 'accepted' : 'unfollowed',
+          woken: keys.length,
+        });
         return;
       }
     }

@@ -31,6 +31,7 @@ describe('repoKey', () => {
   });
 
   it('refuses text that is no repository address', () => {
-    for (const text of ['', '   ', 'not a url', 'https://github.com', 'https://github.com/', 'https://', '/just/a/path']) expect(repoKey(text), text).toBeUndefined();
+    for (const text of ['', '   ', 'not a url', 'https://github.com', 'https://github.com/', 'https://', '/just/a/path'])
+      expect(repoKey(text), text).toBeUndefined();
   });
 });

@@ -50,7 +50,9 @@ export function createWebhookSecrets(options: {
           cached = { at: now(), values: new Map() };
           return cached.values;
         }
-        throw new Error(`could not read the webhook Secret ${options.namespace}/${options.name}: ${isStatus(error, 403) ? 'forbidden' : error instanceof Error ? error.message : String(error)}`);
+        throw new Error(
+          `could not read the webhook Secret ${options.namespace}/${options.name}: ${isStatus(error, 403) ? 'forbidden' : error instanceof Error ? error.message : String(error)}`,
+        );
       } finally {
         reading = undefined;
       }

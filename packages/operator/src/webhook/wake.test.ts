@@ -78,26 +78,31 @@ describe('createCoalescer', () => {
 
   it('wakes exactly once per window coalescingWindows counts, for any arrival pattern', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: 2_500 }), { minLength: 1, maxLength: 60 }), fc.integer({ min: 1, max: 300 }), fc.integer({ min: 1, max: 3_000 }), (gaps, quietMs, maxWaitMs) => {
-        // given pushes to one repository arriving `gaps` ms apart (the first at once)
-        const wakes: CoalescedWake[] = [];
-        const coalescer = createCoalescer({ wake: () => undefined, onWake: (wake) => wakes.push(wake), quietMs, maxWaitMs });
-        const times: number[] = [];
-        let now = 0;
-        for (const [index, gap] of gaps.entries()) {
-          if (index > 0) {
-            vi.advanceTimersByTime(gap);
-            now += gap;
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 2_500 }), { minLength: 1, maxLength: 60 }),
+        fc.integer({ min: 1, max: 300 }),
+        fc.integer({ min: 1, max: 3_000 }),
+        (gaps, quietMs, maxWaitMs) => {
+          // given pushes to one repository arriving `gaps` ms apart (the first at once)
+          const wakes: CoalescedWake[] = [];
+          const coalescer = createCoalescer({ wake: () => undefined, onWake: (wake) => wakes.push(wake), quietMs, maxWaitMs });
+          const times: number[] = [];
+          let now = 0;
+          for (const [index, gap] of gaps.entries()) {
+            if (index > 0) {
+              vi.advanceTimersByTime(gap);
+              now += gap;
+            }
+            times.push(now);
+            coalescer.add('r', ['ns/a']);
           }
-          times.push(now);
-          coalescer.add('r', ['ns/a']);
-        }
-        vi.advanceTimersByTime(maxWaitMs + quietMs);
-        // then it woke once per window, every push was passed on, and none was held past the ceiling
-        expect(wakes).toHaveLength(coalescingWindows(times, { quietMs, maxWaitMs }));
-        expect(wakes.reduce((sum, wake) => sum + wake.pushes, 0)).toBe(gaps.length);
-        for (const wake of wakes) expect(wake.heldMs).toBeLessThanOrEqual(maxWaitMs);
-      }),
+          vi.advanceTimersByTime(maxWaitMs + quietMs);
+          // then it woke once per window, every push was passed on, and none was held past the ceiling
+          expect(wakes).toHaveLength(coalescingWindows(times, { quietMs, maxWaitMs }));
+          expect(wakes.reduce((sum, wake) => sum + wake.pushes, 0)).toBe(gaps.length);
+          for (const wake of wakes) expect(wake.heldMs).toBeLessThanOrEqual(maxWaitMs);
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -177,7 +182,9 @@ describe('createWaker on a follower', () => {
   it('retries asking the leader through an API outage, so an acknowledged push is not lost', async () => {
     // given a REST client that fails twice (the API server cut), then answers
     let calls = 0;
-    const rest = { request: () => (++calls <= 2 ? Promise.reject(new Error('connect ECONNREFUSED')) : Promise.resolve(undefined)) } as unknown as Parameters<typeof createWaker>[0]['rest'];
+    const rest = { request: () => (++calls <= 2 ? Promise.reject(new Error('connect ECONNREFUSED')) : Promise.resolve(undefined)) } as unknown as Parameters<
+      typeof createWaker
+    >[0]['rest'];
     const wake = createWaker({ rest, isLeader: () => false, enqueue: () => undefined, logger, retryDelaysMs: [1, 1, 1] });
     // when a push wakes a sync
     wake('ns/web');
@@ -190,14 +197,25 @@ describe('createWaker on a follower', () => {
     let calls = 0;
     let leader = false;
     const enqueued: string[] = [];
-    const rest = { request: () => { calls++; leader = true; return Promise.reject(new Error('503')); } } as unknown as Parameters<typeof createWaker>[0]['rest'];
+    const rest = {
+      request: () => {
+        calls++;
+        leader = true;
+        return Promise.reject(new Error('503'));
+      },
+    } as unknown as Parameters<typeof createWaker>[0]['rest'];
     createWaker({ rest, isLeader: () => leader, enqueue: (key) => enqueued.push(key), logger, retryDelaysMs: [1] })('ns/web');
     for (let i = 0; i < 50 && enqueued.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
     await flush();
     expect([calls, enqueued]).toEqual([1, ['ns/web']]);
 
     let tries = 0;
-    const down = { request: () => { tries++; return Promise.reject(new Error('connect ECONNREFUSED')); } } as unknown as Parameters<typeof createWaker>[0]['rest'];
+    const down = {
+      request: () => {
+        tries++;
+        return Promise.reject(new Error('connect ECONNREFUSED'));
+      },
+    } as unknown as Parameters<typeof createWaker>[0]['rest'];
     createWaker({ rest: down, isLeader: () => false, enqueue: () => undefined, logger, retryDelaysMs: [1, 1] })('ns/web');
     for (let i = 0; i < 400 && tries < 3; i++) await new Promise((resolve) => setTimeout(resolve, 5));
     await new Promise((resolve) => setTimeout(resolve, 30));

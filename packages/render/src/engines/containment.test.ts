@@ -79,14 +79,25 @@ describe('a render reads only the snapshot', () => {
   });
 
   it('a file outside the kustomization root is refused by the root-only load restrictor', async () => {
-    const error = await failure(kustomize, { 'app/kustomization.yaml': kustomization('configMapGenerator:\n  - name: x\n    files:\n      - ../secret.txt\n'), 'secret.txt': 'top secret' }, 'app');
+    const error = await failure(
+      kustomize,
+      { 'app/kustomization.yaml': kustomization('configMapGenerator:\n  - name: x\n    files:\n      - ../secret.txt\n'), 'secret.txt': 'top secret' },
+      'app',
+    );
     expect(error.message).toContain('security');
     expect(error.message).not.toContain('top secret');
   });
 
   it('a Helm values schema that points at a file or URL is refused before Helm reads it', async () => {
     for (const ref of ['file:///etc/passwd', `${base}/schema.json`]) {
-      const error = await failure(helm, chart({ 'cm.yaml': cm('x') }, { 'chart/values.schema.json': JSON.stringify({ $schema: 'http://json-schema.org/draft-07/schema#', properties: { a: { $ref: ref } } }) }), 'chart');
+      const error = await failure(
+        helm,
+        chart(
+          { 'cm.yaml': cm('x') },
+          { 'chart/values.schema.json': JSON.stringify({ $schema: 'http://json-schema.org/draft-07/schema#', properties: { a: { $ref: ref } } }) },
+        ),
+        'chart',
+      );
       expect(error.reason).toBe(RenderErrorReason.EngineRefused);
       expect(error.message).toContain(ref);
     }
@@ -116,9 +127,15 @@ describe('a render fetches nothing and runs nothing', () => {
       'file:///srv/git/configs.git//base?ref=main',
     ];
     for (const remote of remotes) {
-      const error = await failure(kustomize, { 'app/kustomization.yaml': kustomization(`resources:\n  - cm.yaml\n  - ${remote}\n`), 'app/cm.yaml': cm('a') }, 'app');
+      const error = await failure(
+        kustomize,
+        { 'app/kustomization.yaml': kustomization(`resources:\n  - cm.yaml\n  - ${remote}\n`), 'app/cm.yaml': cm('a') },
+        'app',
+      );
       expect(error.reason).toBe(RenderErrorReason.EngineRefused);
-      expect(error.message).toBe(`kustomize: app/kustomization.yaml: resources entry ${JSON.stringify(remote)} is a remote base or resource, and remote bases are not fetched: a render reads only the repository (vendor it into the repository)`);
+      expect(error.message).toBe(
+        `kustomize: app/kustomization.yaml: resources entry ${JSON.stringify(remote)} is a remote base or resource, and remote bases are not fetched: a render reads only the repository (vendor it into the repository)`,
+      );
     }
   });
 
@@ -134,7 +151,11 @@ describe('a render fetches nothing and runs nothing', () => {
     );
     expect(nested.reason).toBe(RenderErrorReason.EngineRefused);
     expect(nested.message).toContain('base/kustomization.yaml: resources entry "https://git.example.com/org/shared.git//common?ref=v1" is a remote base');
-    const component = await failure(kustomize, { 'app/kustomization.yaml': kustomization('components:\n  - github.com/org/repo//components/x?ref=v2\n') }, 'app');
+    const component = await failure(
+      kustomize,
+      { 'app/kustomization.yaml': kustomization('components:\n  - github.com/org/repo//components/x?ref=v2\n') },
+      'app',
+    );
     expect(component.message).toContain('app/kustomization.yaml: components entry "github.com/org/repo//components/x?ref=v2" is a remote base');
     const legacy = await failure(kustomize, { 'app/kustomization.yaml': kustomization('bases:\n  - github.com/org/repo//base?ref=v1\n') }, 'app');
     expect(legacy.message).toContain('app/kustomization.yaml: resources entry "github.com/org/repo//base?ref=v1" is a remote base');
@@ -144,7 +165,12 @@ describe('a render fetches nothing and runs nothing', () => {
     const objects = await renderWithEngine({
       engine,
       spec: kustomize,
-      files: files({ 'app/kustomization.yaml': kustomization('resources:\n  - example.com/cm.yaml\n  - conf.d\n'), 'app/example.com/cm.yaml': cm('hosted'), 'app/conf.d/kustomization.yaml': kustomization('resources:\n  - cm.yaml\n'), 'app/conf.d/cm.yaml': cm('confd') }),
+      files: files({
+        'app/kustomization.yaml': kustomization('resources:\n  - example.com/cm.yaml\n  - conf.d\n'),
+        'app/example.com/cm.yaml': cm('hosted'),
+        'app/conf.d/kustomization.yaml': kustomization('resources:\n  - cm.yaml\n'),
+        'app/conf.d/cm.yaml': cm('confd'),
+      }),
       path: 'app',
       target: { name: 't', namespace: 'ns' },
       source: { repo: 'https://git.example.com/r.git', revision: 'a'.repeat(40) },
@@ -162,8 +188,13 @@ describe('a render fetches nothing and runs nothing', () => {
   });
 
   it('an exec KRM function is refused, and nothing runs', async () => {
-    const fn = 'apiVersion: example.com/v1\nkind: Run\nmetadata:\n  name: run\n  annotations:\n    config.kubernetes.io/function: |\n      exec:\n        path: /bin/touch\n';
-    const error = await failure(kustomize, { 'app/kustomization.yaml': kustomization('resources:\n  - cm.yaml\ntransformers:\n  - fn.yaml\n'), 'app/cm.yaml': cm('a'), 'app/fn.yaml': fn }, 'app');
+    const fn =
+      'apiVersion: example.com/v1\nkind: Run\nmetadata:\n  name: run\n  annotations:\n    config.kubernetes.io/function: |\n      exec:\n        path: /bin/touch\n';
+    const error = await failure(
+      kustomize,
+      { 'app/kustomization.yaml': kustomization('resources:\n  - cm.yaml\ntransformers:\n  - fn.yaml\n'), 'app/cm.yaml': cm('a'), 'app/fn.yaml': fn },
+      'app',
+    );
     expect(error.message).toMatch(/^kustomize: /);
     expect([RenderErrorReason.EngineRefused, RenderErrorReason.EngineFailed]).toContain(error.reason);
   });
@@ -175,7 +206,15 @@ describe('a render fetches nothing and runs nothing', () => {
   });
 
   it('a chart dependency missing from charts/ is not downloaded', async () => {
-    const error = await failure(helm, { ...chart({ 'cm.yaml': cm('x') }), 'chart/Chart.yaml': 'apiVersion: v2\nname: c\nversion: 0.1.0\ndependencies:\n  - name: redis\n    version: 1.0.0\n    repository: https://charts.example.com\n' }, 'chart');
+    const error = await failure(
+      helm,
+      {
+        ...chart({ 'cm.yaml': cm('x') }),
+        'chart/Chart.yaml':
+          'apiVersion: v2\nname: c\nversion: 0.1.0\ndependencies:\n  - name: redis\n    version: 1.0.0\n    repository: https://charts.example.com\n',
+      },
+      'chart',
+    );
     expect(error.reason).toBe(RenderErrorReason.EngineFailed);
     expect(error.message).toContain('missing in charts/ directory: redis');
   });
@@ -198,12 +237,21 @@ describe('limits: stopped, reported, and the process keeps serving', () => {
 
   it('a YAML alias bomb fails the render', async () => {
     const lol = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'];
-    for (let i = 1; i < 10; i++) lol.push(`${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(9).fill(`*${String.fromCharCode(96 + i)}`).join(',')}]`);
+    for (let i = 1; i < 10; i++)
+      lol.push(
+        `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(9)
+          .fill(`*${String.fromCharCode(96 + i)}`)
+          .join(',')}]`,
+      );
     const bomb = `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\ndata:\n  ${lol.join('\n  ')}\n`;
-    const error = await failure(kustomize, { 'app/kustomization.yaml': kustomization('resources:\n  - bomb.yaml\n'), 'app/bomb.yaml': bomb }, 'app', { memoryBytes: 256 * 1024 * 1024 });
+    const error = await failure(kustomize, { 'app/kustomization.yaml': kustomization('resources:\n  - bomb.yaml\n'), 'app/bomb.yaml': bomb }, 'app', {
+      memoryBytes: 256 * 1024 * 1024,
+    });
     expect([RenderErrorReason.EngineFailed, RenderErrorReason.LimitExceeded]).toContain(error.reason);
     await ok();
-    const helmError = await failure(helm, chart({ 'cm.yaml': cm('x') }, { 'chart/values.yaml': `x:\n  ${lol.join('\n  ')}\n` }), 'chart', { memoryBytes: 256 * 1024 * 1024 });
+    const helmError = await failure(helm, chart({ 'cm.yaml': cm('x') }, { 'chart/values.yaml': `x:\n  ${lol.join('\n  ')}\n` }), 'chart', {
+      memoryBytes: 256 * 1024 * 1024,
+    });
     expect([RenderErrorReason.EngineFailed, RenderErrorReason.LimitExceeded]).toContain(helmError.reason);
     await ok();
   }, 180_000);
@@ -220,8 +268,12 @@ describe('limits: stopped, reported, and the process keeps serving', () => {
   }, 60_000);
 
   it('a render that explodes in memory is killed at the memory limit', async () => {
-    const explode = "{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { n: std.toString(std.length(std.makeArray(1e9, function(i) i))) } }";
-    const error = await failure({ engine: EngineName.Jsonnet, options: {} }, { 'j/main.jsonnet': explode }, 'j/main.jsonnet', { memoryBytes: 128 * 1024 * 1024, timeoutMs: 120_000 });
+    const explode =
+      "{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { n: std.toString(std.length(std.makeArray(1e9, function(i) i))) } }";
+    const error = await failure({ engine: EngineName.Jsonnet, options: {} }, { 'j/main.jsonnet': explode }, 'j/main.jsonnet', {
+      memoryBytes: 128 * 1024 * 1024,
+      timeoutMs: 120_000,
+    });
     expect(error.reason).toBe(RenderErrorReason.LimitExceeded);
     expect(error.message).toBe('jsonnet: the render used more than the memory limit of 128 MiB and was stopped');
     await ok();
@@ -229,7 +281,19 @@ describe('limits: stopped, reported, and the process keeps serving', () => {
 
   it('an output over the limit is refused', async () => {
     const many = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`app/cm-${i}.yaml`, cm(`cm-${i}`)]));
-    const error = await failure(kustomize, { ...many, 'app/kustomization.yaml': kustomization(`resources:\n${Object.keys(many).map((p) => `  - ${p.slice(4)}`).join('\n')}\n`) }, 'app', { maxOutputBytes: 10_000 });
+    const error = await failure(
+      kustomize,
+      {
+        ...many,
+        'app/kustomization.yaml': kustomization(
+          `resources:\n${Object.keys(many)
+            .map((p) => `  - ${p.slice(4)}`)
+            .join('\n')}\n`,
+        ),
+      },
+      'app',
+      { maxOutputBytes: 10_000 },
+    );
     expect(error.reason).toBe(RenderErrorReason.LimitExceeded);
     expect(error.message).toMatch(/^kustomize: the output is \d+ bytes, over the limit of 10000 bytes$/);
     await ok();
@@ -237,7 +301,9 @@ describe('limits: stopped, reported, and the process keeps serving', () => {
 
   it('a missing binary is a transient failure, not a finding about the repository', async () => {
     const broken = new RenderEngine({ binary: '/nonexistent/syncline-render' });
-    await expect(broken.render({ engine: EngineName.Jsonnet, files: [], input: { main: 'x.jsonnet' } })).rejects.toMatchObject({ kind: EngineFailureKind.Unavailable });
+    await expect(broken.render({ engine: EngineName.Jsonnet, files: [], input: { main: 'x.jsonnet' } })).rejects.toMatchObject({
+      kind: EngineFailureKind.Unavailable,
+    });
   });
 });
 

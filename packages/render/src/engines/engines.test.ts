@@ -34,7 +34,13 @@ function run(binary: string, args: readonly string[], options: { cwd?: string; h
   const result = spawnSync(binary, [...args], {
     cwd: options.cwd,
     encoding: 'utf8',
-    env: { PATH: process.env['PATH'] ?? '', HOME: options.home, HELM_CACHE_HOME: join(options.home, 'c'), HELM_CONFIG_HOME: join(options.home, 'f'), HELM_DATA_HOME: join(options.home, 'd') },
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HOME: options.home,
+      HELM_CACHE_HOME: join(options.home, 'c'),
+      HELM_CONFIG_HOME: join(options.home, 'f'),
+      HELM_DATA_HOME: join(options.home, 'd'),
+    },
     maxBuffer: 64 * 1024 * 1024,
   });
   if (result.status !== 0) throw new Error(`${binary} ${args.join(' ')} failed: ${result.stderr}`);
@@ -85,7 +91,10 @@ describe('kustomize: objects equal `kustomize build`', () => {
       namePrefix: 'a-',
       nameSuffix: '-v2',
       images: [{ name: 'nginx', newTag: '1.28' }],
-      patches: [{ patch: 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 7\n' }, { target: { kind: 'Service' }, patch: '- op: add\n  path: /metadata/labels/exposed\n  value: "yes"\n' }],
+      patches: [
+        { patch: 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 7\n' },
+        { target: { kind: 'Service' }, patch: '- op: add\n  path: /metadata/labels/exposed\n  value: "yes"\n' },
+      ],
       components: ['../../components/monitoring'],
     };
     // The same change written into a copy of the overlay, for the CLI.
@@ -98,7 +107,10 @@ describe('kustomize: objects equal `kustomize build`', () => {
         path,
         original
           .replace('namespace: web-dev', 'namespace: team-a')
-          .replace('namePrefix: dev-', 'namePrefix: a-\nnameSuffix: -v2\ncomponents:\n  - ../../components/monitoring\nlabels:\n  - pairs:\n      owner: team-a\ncommonAnnotations:\n  contact: a@example.com')
+          .replace(
+            'namePrefix: dev-',
+            'namePrefix: a-\nnameSuffix: -v2\ncomponents:\n  - ../../components/monitoring\nlabels:\n  - pairs:\n      owner: team-a\ncommonAnnotations:\n  contact: a@example.com',
+          )
           .replace('    newTag: 1.27-alpine', '    newTag: 1.27-alpine\n  - name: nginx\n    newTag: "1.28"')
           .replace(
             '  - path: replicas.yaml',
@@ -106,7 +118,12 @@ describe('kustomize: objects equal `kustomize build`', () => {
           ),
       );
       const expected = yamlObjects(run(kustomize, ['build', join(copy, 'overlays', 'dev')], { home }));
-      const actual = await renderObjects(EngineName.Kustomize, files(), { path: 'overlays/dev', ...fields, labels: { owner: 'team-a' }, annotations: { contact: 'a@example.com' } });
+      const actual = await renderObjects(EngineName.Kustomize, files(), {
+        path: 'overlays/dev',
+        ...fields,
+        labels: { owner: 'team-a' },
+        annotations: { contact: 'a@example.com' },
+      });
       expect(actual).toEqual(expected);
       expect(JSON.stringify(actual)).toContain('"replicas":7');
     } finally {
@@ -129,11 +146,43 @@ describe('helm: objects equal `helm template`', () => {
 
   it.each([
     ['default values', [] as string[], {}],
-    ['production values', ['-f', join(testdata, 'helm', 'web', 'values-prod.yaml')], yamlObjects(readFileSync(join(testdata, 'helm', 'web', 'values-prod.yaml'), 'utf8'))[0]],
+    [
+      'production values',
+      ['-f', join(testdata, 'helm', 'web', 'values-prod.yaml')],
+      yamlObjects(readFileSync(join(testdata, 'helm', 'web', 'values-prod.yaml'), 'utf8'))[0],
+    ],
     ['the dependency disabled', ['--set', 'cache.enabled=false'], { cache: { enabled: false } }],
   ])('a chart with a dependency, CRDs, helpers and hooks: %s', async (_name, args, values) => {
-    const expected = yamlObjects(run(helm, ['template', 'shop', join(testdata, 'helm', 'web'), '--namespace', 'store', '--include-crds', '--skip-tests', '--kube-version', '1.31.2', '--api-versions', 'monitoring.coreos.com/v1', ...args], { home }));
-    const actual = await renderObjects(EngineName.Helm, webFiles(), { chart: 'web', releaseName: 'shop', namespace: 'store', values, includeCRDs: true, skipTests: true, kubeVersion: '1.31.2', apiVersions: ['monitoring.coreos.com/v1'] });
+    const expected = yamlObjects(
+      run(
+        helm,
+        [
+          'template',
+          'shop',
+          join(testdata, 'helm', 'web'),
+          '--namespace',
+          'store',
+          '--include-crds',
+          '--skip-tests',
+          '--kube-version',
+          '1.31.2',
+          '--api-versions',
+          'monitoring.coreos.com/v1',
+          ...args,
+        ],
+        { home },
+      ),
+    );
+    const actual = await renderObjects(EngineName.Helm, webFiles(), {
+      chart: 'web',
+      releaseName: 'shop',
+      namespace: 'store',
+      values,
+      includeCRDs: true,
+      skipTests: true,
+      kubeVersion: '1.31.2',
+      apiVersions: ['monitoring.coreos.com/v1'],
+    });
     expect(actual).toEqual(expected);
     expect(JSON.stringify(actual)).toContain('"value":"v1.31.2"');
     expect(JSON.stringify(actual)).not.toContain('ignored by .helmignore');
@@ -141,7 +190,13 @@ describe('helm: objects equal `helm template`', () => {
 
   it('test hooks are kept when skipTests is off, as helm template prints them', async () => {
     const expected = yamlObjects(run(helm, ['template', 'shop', join(testdata, 'helm', 'web'), '--namespace', 'store'], { home }));
-    const actual = await renderObjects(EngineName.Helm, webFiles(), { chart: 'web', releaseName: 'shop', namespace: 'store', includeCRDs: false, skipTests: false });
+    const actual = await renderObjects(EngineName.Helm, webFiles(), {
+      chart: 'web',
+      releaseName: 'shop',
+      namespace: 'store',
+      includeCRDs: false,
+      skipTests: false,
+    });
     expect(actual).toEqual(expected);
     expect(JSON.stringify(actual)).toContain('shop-web-test');
   });
@@ -150,12 +205,29 @@ describe('helm: objects equal `helm template`', () => {
   it.each([
     ['default values', {}],
     ['namespace-scoped RBAC', { rbac: { scope: 'namespace' }, shards: ['a', 'b'] }],
-    ['UI, network policy and metrics', { ui: { enabled: true }, networkPolicy: { enabled: true }, metrics: { prometheusRule: { enabled: true }, dashboard: { enabled: true } }, replicaCount: 3 }],
+    [
+      'UI, network policy and metrics',
+      {
+        ui: { enabled: true },
+        networkPolicy: { enabled: true },
+        metrics: { prometheusRule: { enabled: true }, dashboard: { enabled: true } },
+        replicaCount: 3,
+      },
+    ],
   ])("the project's own chart (charts/syncline): %s", async (_name, values) => {
     const valuesFile = join(home, 'values.json');
     writeFileSync(valuesFile, JSON.stringify(values));
-    const expected = yamlObjects(run(helm, ['template', 'syncline', join(repoRoot, 'charts', 'syncline'), '--namespace', 'syncline-system', '--include-crds', '-f', valuesFile], { home }));
-    const actual = await renderObjects(EngineName.Helm, syncline(), { chart: 'charts/syncline', releaseName: 'syncline', namespace: 'syncline-system', values, includeCRDs: true, skipTests: true });
+    const expected = yamlObjects(
+      run(helm, ['template', 'syncline', join(repoRoot, 'charts', 'syncline'), '--namespace', 'syncline-system', '--include-crds', '-f', valuesFile], { home }),
+    );
+    const actual = await renderObjects(EngineName.Helm, syncline(), {
+      chart: 'charts/syncline',
+      releaseName: 'syncline',
+      namespace: 'syncline-system',
+      values,
+      includeCRDs: true,
+      skipTests: true,
+    });
     expect(actual.length).toBeGreaterThan(10);
     expect(actual).toEqual(expected);
   });
@@ -166,11 +238,22 @@ describe('jsonnet: objects equal the `jsonnet` CLI', () => {
     ['dev', { env: 'dev' }, {}],
     ['prod with top-level arguments', { env: 'prod' }, { tier: 'api' }],
   ])('%s', async (_name, extVars, tlas) => {
-    const args = ['-J', 'vendor', ...Object.entries(extVars).flatMap(([k, v]) => ['-V', `${k}=${v}`]), ...Object.entries(tlas).flatMap(([k, v]) => ['-A', `${k}=${v}`]), 'main.jsonnet'];
+    const args = [
+      '-J',
+      'vendor',
+      ...Object.entries(extVars).flatMap(([k, v]) => ['-V', `${k}=${v}`]),
+      ...Object.entries(tlas).flatMap(([k, v]) => ['-A', `${k}=${v}`]),
+      'main.jsonnet',
+    ];
     const output = JSON.parse(run(jsonnet, args, { cwd: join(testdata, 'jsonnet'), home })) as { deployment: unknown; config: unknown; extra: unknown[] };
     // Objects nested in the output are collected in key order (config, deployment, extra[...]).
     const expected = [output.config, output.deployment, ...output.extra];
-    const actual = await renderObjects(EngineName.Jsonnet, readTree(join(testdata, 'jsonnet'), 'jsonnet/'), { main: 'jsonnet/main.jsonnet', libraryPaths: ['jsonnet/vendor'], extVars, tlas });
+    const actual = await renderObjects(EngineName.Jsonnet, readTree(join(testdata, 'jsonnet'), 'jsonnet/'), {
+      main: 'jsonnet/main.jsonnet',
+      libraryPaths: ['jsonnet/vendor'],
+      extVars,
+      tlas,
+    });
     expect(actual).toEqual(expected);
     expect(actual).toHaveLength(5);
   });

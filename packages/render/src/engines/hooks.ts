@@ -23,14 +23,21 @@ export function mapHelmHooks(placed: PlacedObject[], options: { skipTests: boole
     const annotations: Record<string, unknown> = raw !== null && typeof raw === 'object' ? (raw as Record<string, unknown>) : {};
     const hook = annotations[HOOK];
     if (typeof hook !== 'string') continue;
-    const events = hook.split(',').map((e) => e.trim()).filter((e) => e !== '');
+    const events = hook
+      .split(',')
+      .map((e) => e.trim())
+      .filter((e) => e !== '');
     const id = `${entry.object.kind}/${entry.object.metadata.name}`;
     if (events.some((e) => testEvents.has(e))) {
       if (options.skipTests) {
         placed.splice(i, 1);
         continue;
       }
-      throw new RenderError({ reason: RenderErrorReason.EngineRefused, file: entry.origin.file, detail: `helm: ${id} is a test hook (${hook}): Syncline does not run helm test; leave skipTests on` });
+      throw new RenderError({
+        reason: RenderErrorReason.EngineRefused,
+        file: entry.origin.file,
+        detail: `helm: ${id} is a test hook (${hook}): Syncline does not run helm test; leave skipTests on`,
+      });
     }
     const pre = events.some((e) => preEvents.has(e));
     const post = events.some((e) => postEvents.has(e));
@@ -42,7 +49,10 @@ export function mapHelmHooks(placed: PlacedObject[], options: { skipTests: boole
       });
     }
     if (annotations[APPLY_WAVE] !== undefined) continue;
-    const weight = Math.max(-(HOOK_WAVE_OFFSET - 1), Math.min(HOOK_WAVE_OFFSET - 1, Number.parseInt(typeof annotations[HOOK_WEIGHT] === 'string' ? annotations[HOOK_WEIGHT] : '0', 10) || 0));
+    const weight = Math.max(
+      -(HOOK_WAVE_OFFSET - 1),
+      Math.min(HOOK_WAVE_OFFSET - 1, Number.parseInt(typeof annotations[HOOK_WEIGHT] === 'string' ? annotations[HOOK_WEIGHT] : '0', 10) || 0),
+    );
     const wave = pre ? weight - HOOK_WAVE_OFFSET : weight + HOOK_WAVE_OFFSET;
     entry.object = { ...entry.object, metadata: { ...entry.object.metadata, annotations: { ...annotations, [APPLY_WAVE]: String(wave) } } };
   }

@@ -172,7 +172,17 @@ export class RenderEngine {
         child.kill('SIGKILL');
         finish(failure);
       };
-      const timer = setTimeout(() => kill(new EngineFailure(EngineFailureKind.Limit, request.engine, `${request.engine}: the render did not finish within the time limit of ${limits.timeoutMs / 1000}s and was stopped`)), limits.timeoutMs);
+      const timer = setTimeout(
+        () =>
+          kill(
+            new EngineFailure(
+              EngineFailureKind.Limit,
+              request.engine,
+              `${request.engine}: the render did not finish within the time limit of ${limits.timeoutMs / 1000}s and was stopped`,
+            ),
+          ),
+        limits.timeoutMs,
+      );
       const onData = (chunk: Buffer): void => {
         chunks.push(chunk);
         received += chunk.length;
@@ -180,7 +190,13 @@ export class RenderEngine {
         const head = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
         const size = head.readUInt32BE(0);
         if (size > maxFrame) {
-          kill(new EngineFailure(EngineFailureKind.Limit, request.engine, `${request.engine}: the output is over the limit of ${limits.maxOutputBytes} bytes; the render was stopped`));
+          kill(
+            new EngineFailure(
+              EngineFailureKind.Limit,
+              request.engine,
+              `${request.engine}: the output is over the limit of ${limits.maxOutputBytes} bytes; the render was stopped`,
+            ),
+          );
           return;
         }
         if (received < 4 + size) return;
@@ -196,10 +212,22 @@ export class RenderEngine {
       const onExit = (code: number | null, signal: NodeJS.Signals | null): void => {
         if (this.#child === child) this.#child = undefined;
         if (code === 3) {
-          finish(new EngineFailure(EngineFailureKind.Limit, request.engine, `${request.engine}: the render used more than the memory limit of ${Math.round(limits.memoryBytes / 1024 / 1024)} MiB and was stopped`));
+          finish(
+            new EngineFailure(
+              EngineFailureKind.Limit,
+              request.engine,
+              `${request.engine}: the render used more than the memory limit of ${Math.round(limits.memoryBytes / 1024 / 1024)} MiB and was stopped`,
+            ),
+          );
           return;
         }
-        finish(new EngineFailure(EngineFailureKind.Unavailable, request.engine, `${request.engine}: the render process ended (${signal ?? `exit ${code}`})${stderr === '' ? '' : `: ${stderr.trim().split('\n').slice(-3).join(' ')}`}`));
+        finish(
+          new EngineFailure(
+            EngineFailureKind.Unavailable,
+            request.engine,
+            `${request.engine}: the render process ended (${signal ?? `exit ${code}`})${stderr === '' ? '' : `: ${stderr.trim().split('\n').slice(-3).join(' ')}`}`,
+          ),
+        );
       };
       const onError = (error: Error): void => {
         if (this.#child === child) this.#child = undefined;
@@ -212,7 +240,13 @@ export class RenderEngine {
       try {
         child.stdin.write(encodeRequest(request, limits));
       } catch (error) {
-        kill(new EngineFailure(EngineFailureKind.Unavailable, request.engine, `${request.engine}: sending the request failed: ${error instanceof Error ? error.message : String(error)}`));
+        kill(
+          new EngineFailure(
+            EngineFailureKind.Unavailable,
+            request.engine,
+            `${request.engine}: sending the request failed: ${error instanceof Error ? error.message : String(error)}`,
+          ),
+        );
       }
     });
   }
@@ -222,7 +256,13 @@ function encodeRequest(request: EngineRequest, limits: EngineLimits): Buffer {
   const body = Buffer.from(
     JSON.stringify({
       engine: request.operation ?? request.engine,
-      files: request.files.map((file) => ({ path: file.path, data: (typeof file.content === 'string' ? Buffer.from(file.content, 'utf8') : Buffer.from(file.content.buffer, file.content.byteOffset, file.content.byteLength)).toString('base64') })),
+      files: request.files.map((file) => ({
+        path: file.path,
+        data: (typeof file.content === 'string'
+          ? Buffer.from(file.content, 'utf8')
+          : Buffer.from(file.content.buffer, file.content.byteOffset, file.content.byteLength)
+        ).toString('base64'),
+      })),
       [request.operation ?? request.engine]: request.input,
       maxOutputBytes: limits.maxOutputBytes,
     }),

@@ -110,7 +110,10 @@ export async function renderWithEngine(options: EngineRenderOptions): Promise<Ku
   const path = normalizePath(options.path);
   const { engine, input } = engineInput(options, path);
   const files = fileList(options.files).map((file) => ({ path: normalizePath(file.path), content: file.content }));
-  const key = options.cache === undefined ? undefined : renderKey(`${options.source.revision}${options.chartDigest === undefined ? '' : `+${options.chartDigest}`}`, path, engine, input, options.target);
+  const key =
+    options.cache === undefined
+      ? undefined
+      : renderKey(`${options.source.revision}${options.chartDigest === undefined ? '' : `+${options.chartDigest}`}`, path, engine, input, options.target);
   let objects = key === undefined ? undefined : options.cache?.get(key);
   if (objects === undefined) {
     objects = await runEngine(options.engine, { engine, files, input }, options.limits);
@@ -120,7 +123,10 @@ export async function renderWithEngine(options: EngineRenderOptions): Promise<Ku
   const locate: Locate = (origin) => ({ file: origin.file });
   const placed: PlacedObject[] = [];
   objects.forEach((entry, index) => {
-    const file = entry.source === undefined ? `${engine} ${label === '' ? '.' : label}` : `${engine} ${label === '' ? '' : `${label}/`}${entry.source.replace(/^[^/]+\//, '')}`;
+    const file =
+      entry.source === undefined
+        ? `${engine} ${label === '' ? '.' : label}`
+        : `${engine} ${label === '' ? '' : `${label}/`}${entry.source.replace(/^[^/]+\//, '')}`;
     // A copy: the cached output stays as the engine gave it.
     const items = expandLists(structuredClone(entry.object));
     items.forEach((item, i) => {
@@ -175,7 +181,11 @@ function engineInput(options: EngineRenderOptions, path: string): { engine: Engi
       const o = spec.options;
       const main = o.main === undefined ? path : normalizePath(path === '' ? o.main : `${path}/${o.main}`);
       if (main === '' || !main.endsWith('sonnet')) {
-        throw new RenderError({ reason: RenderErrorReason.PathNotFound, file: main === '' ? '.' : main, detail: 'jsonnet: name the file to evaluate (spec.source.jsonnet.main, or a path that is a .jsonnet file)' });
+        throw new RenderError({
+          reason: RenderErrorReason.PathNotFound,
+          file: main === '' ? '.' : main,
+          detail: 'jsonnet: name the file to evaluate (spec.source.jsonnet.main, or a path that is a .jsonnet file)',
+        });
       }
       return {
         engine: spec.engine,
@@ -192,7 +202,11 @@ function engineInput(options: EngineRenderOptions, path: string): { engine: Engi
   }
 }
 
-async function runEngine(engine: RenderEngine, request: { engine: EngineName; files: EngineFile[]; input: Record<string, unknown> }, limits: Partial<EngineLimits> | undefined): Promise<EngineObject[]> {
+async function runEngine(
+  engine: RenderEngine,
+  request: { engine: EngineName; files: EngineFile[]; input: Record<string, unknown> },
+  limits: Partial<EngineLimits> | undefined,
+): Promise<EngineObject[]> {
   try {
     return await engine.render(request, limits);
   } catch (error) {

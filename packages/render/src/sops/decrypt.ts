@@ -175,7 +175,11 @@ export async function decryptSopsFile(options: DecryptFileOptions): Promise<Uint
   const max = options.maxBytes ?? DEFAULT_MAX_ENCRYPTED_BYTES;
   if (size > max) throw fail(path, SopsErrorCause.TooLarge, `the encrypted file is ${size} bytes, over the limit of ${max}`);
   if (path.endsWith('.hbs')) {
-    throw fail(path, SopsErrorCause.Unsupported, 'a template is never decrypted: encrypt a values file (spec.valuesFiles) and reference its values from the template');
+    throw fail(
+      path,
+      SopsErrorCause.Unsupported,
+      'a template is never decrypted: encrypt a values file (spec.valuesFiles) and reference its values from the template',
+    );
   }
   // An unchanged file of an earlier commit (same bytes, same keys) is looked up before anything is decoded.
   const memo = options.keys === undefined ? undefined : options.decrypted?.get(path, options.content, options.keys);
@@ -185,7 +189,11 @@ export async function decryptSopsFile(options: DecryptFileOptions): Promise<Uint
   const loaded = load(path, text);
   const metadata = readMetadata(path, loaded);
   if (options.keys === undefined) {
-    throw fail(path, SopsErrorCause.NotConfigured, `the file is encrypted with sops but the sync has no spec.decryption; it was encrypted for ${recipients(metadata)}`);
+    throw fail(
+      path,
+      SopsErrorCause.NotConfigured,
+      `the file is encrypted with sops but the sync has no spec.decryption; it was encrypted for ${recipients(metadata)}`,
+    );
   }
   const dataKey = await recoverDataKey(path, metadata, options.keys, options);
   let tree;
@@ -194,7 +202,8 @@ export async function decryptSopsFile(options: DecryptFileOptions): Promise<Uint
   } catch (error) {
     if (!(error instanceof TreeWalkError)) throw error;
     const at = error.path.length === 0 ? 'the top level' : error.path.join('.');
-    if (error.kind === 'authentication') throw fail(path, SopsErrorCause.MacMismatch, `MAC mismatch: the value at ${at} does not authenticate (tampered or moved)`);
+    if (error.kind === 'authentication')
+      throw fail(path, SopsErrorCause.MacMismatch, `MAC mismatch: the value at ${at} does not authenticate (tampered or moved)`);
     throw fail(path, SopsErrorCause.MalformedFile, `the value at ${at} is not encrypted although the file's rules say it must be (a half-encrypted file?)`);
   }
   verifyMac(path, metadata, dataKey, tree.mac);
@@ -222,7 +231,8 @@ function readMetadata(path: string, loaded: LoadedAny): SopsMetadata {
     if (!(error instanceof MetadataError)) throw error;
     throw fail(path, error.kind === 'version' ? SopsErrorCause.UnsupportedVersion : SopsErrorCause.MalformedFile, error.message);
   }
-  if (metadata.unsupportedRule !== undefined) throw fail(path, SopsErrorCause.Unsupported, `sops.${metadata.unsupportedRule} is not supported; use encrypted_regex or unencrypted_suffix`);
+  if (metadata.unsupportedRule !== undefined)
+    throw fail(path, SopsErrorCause.Unsupported, `sops.${metadata.unsupportedRule} is not supported; use encrypted_regex or unencrypted_suffix`);
   return metadata;
 }
 
@@ -231,7 +241,11 @@ function verifyMac(path: string, metadata: SopsMetadata, dataKey: Uint8Array, co
   const stored = typeof opened === 'object' ? Buffer.from(opened.raw) : undefined;
   const expected = Buffer.from(computed, 'utf8');
   if (stored === undefined || stored.length !== expected.length || !timingSafeEqual(stored, expected)) {
-    throw fail(path, SopsErrorCause.MacMismatch, 'MAC mismatch: the file was changed after it was encrypted (a value, key, document or option differs from what was signed)');
+    throw fail(
+      path,
+      SopsErrorCause.MacMismatch,
+      'MAC mismatch: the file was changed after it was encrypted (a value, key, document or option differs from what was signed)',
+    );
   }
 }
 
@@ -287,7 +301,12 @@ function keyName(key: MasterKey): string {
 const ORDER: Record<MasterKey['type'], number> = { age: 0, pgp: 1, hc_vault: 2, kms: 3, unsupported: 4 };
 
 async function recoverDataKey(path: string, metadata: SopsMetadata, ring: SopsKeyRing, options: DecryptFileOptions): Promise<Uint8Array> {
-  const cacheKey = createHash('sha256').update(ring.fingerprint).update('\0').update(JSON.stringify(metadata.keyGroups)).update(String(metadata.shamirThreshold)).digest('hex');
+  const cacheKey = createHash('sha256')
+    .update(ring.fingerprint)
+    .update('\0')
+    .update(JSON.stringify(metadata.keyGroups))
+    .update(String(metadata.shamirThreshold))
+    .digest('hex');
   const cached = options.cache?.get(cacheKey);
   if (cached !== undefined) return cached;
   const parts: Uint8Array[] = [];
@@ -323,7 +342,12 @@ async function recoverDataKey(path: string, metadata: SopsMetadata, ring: SopsKe
   return dataKey;
 }
 
-async function unwrapGroup(group: readonly MasterKey[], ring: SopsKeyRing, services: KeyServiceOptions, failures: KeyServiceFailure[]): Promise<Uint8Array | undefined> {
+async function unwrapGroup(
+  group: readonly MasterKey[],
+  ring: SopsKeyRing,
+  services: KeyServiceOptions,
+  failures: KeyServiceFailure[],
+): Promise<Uint8Array | undefined> {
   const ordered = [...group].sort((a, b) => ORDER[a.type] - ORDER[b.type]);
   for (const key of ordered) {
     try {

@@ -69,7 +69,7 @@ function fromYamlNode(node: unknown, doc: Document, budget: { left: number }, po
     const value = node.value;
     if (value !== null && node.range !== undefined && node.range !== null) positions.leaves.push([node.range[0], node.range[1]]);
     if (value === null || typeof value === 'string' || typeof value === 'bigint' || typeof value === 'number' || typeof value === 'boolean') return value;
-    return value instanceof Date ? value.toISOString() : JSON.stringify(value) ?? '';
+    return value instanceof Date ? value.toISOString() : (JSON.stringify(value) ?? '');
   }
   throw new FormatError('unexpected YAML node');
 }
@@ -167,7 +167,11 @@ function loadDotenv(text: string): LoadedFile & { comments: Map<number, string> 
   return { branches: [new SopsMap(items)], metadata: unflatten(flat), comments };
 }
 
-export type LoadedAny = LoadedFile & { readonly format: SopsFormat; readonly comments?: Map<number, string>; readonly ini?: Pick<LoadedIni, 'lines' | 'kinds'> };
+export type LoadedAny = LoadedFile & {
+  readonly format: SopsFormat;
+  readonly comments?: Map<number, string>;
+  readonly ini?: Pick<LoadedIni, 'lines' | 'kinds'>;
+};
 
 export function loadEncrypted(format: SopsFormat, text: string): LoadedAny {
   switch (format) {
@@ -191,7 +195,11 @@ export function loadEncrypted(format: SopsFormat, text: string): LoadedAny {
  * documents `sops decrypt` prints, with every line where it is in the committed file, so an error in a
  * decrypted file points at the line a user can open. Undefined when a value has no one-line form here.
  */
-export function emitInPlace(source: NonNullable<LoadedFile['source']>, opened: ReadonlyArray<string | bigint | number | boolean | undefined>, json: boolean): string | undefined {
+export function emitInPlace(
+  source: NonNullable<LoadedFile['source']>,
+  opened: ReadonlyArray<string | bigint | number | boolean | undefined>,
+  json: boolean,
+): string | undefined {
   if (opened.length !== source.leaves.length) return undefined;
   const edits: Array<readonly [number, number, string]> = [];
   for (const [index, value] of opened.entries()) {
@@ -222,7 +230,8 @@ const YAML11_SPECIAL = /^(y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|Fals
 function scalarText(value: string | bigint | number | boolean, json: boolean): string | undefined {
   if (typeof value === 'string' && !json && PLAIN.test(value) && !YAML11_SPECIAL.test(value)) return value;
   // JSON's escapes are YAML's; the few characters YAML readers refuse raw in a stream are escaped too.
-  if (typeof value === 'string') return JSON.stringify(value).replace(/[\u007f-\u009f\ufeff\ufffe\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  if (typeof value === 'string')
+    return JSON.stringify(value).replace(/[\u007f-\u009f\ufeff\ufffe\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
   if (typeof value === 'bigint' || typeof value === 'boolean') return String(value);
   if (Number.isFinite(value)) return String(value);
   if (json) return undefined;
@@ -261,7 +270,14 @@ export function emitDotenv(branch: SopsMap, comments: ReadonlyMap<number, string
     .map(([key, value], index) => {
       const comment = comments.get(index);
       if (comment !== undefined) return `#${comment}\n`;
-      const text = typeof value === 'string' ? value.replaceAll('\n', '\\n') : typeof value === 'number' ? formatFloat(value) : typeof value === 'bigint' || typeof value === 'boolean' ? String(value) : '';
+      const text =
+        typeof value === 'string'
+          ? value.replaceAll('\n', '\\n')
+          : typeof value === 'number'
+            ? formatFloat(value)
+            : typeof value === 'bigint' || typeof value === 'boolean'
+              ? String(value)
+              : '';
       return `${key}=${text}\n`;
     })
     .join('');

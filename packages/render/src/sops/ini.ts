@@ -64,7 +64,8 @@ export function loadIni(text: string): LoadedIni {
   let currentName = DEFAULT_SECTION;
   const flat: Array<[string, string]> = [];
   const startSection = (name: string): void => {
-    if (currentName !== 'sops' && (currentName !== DEFAULT_SECTION || current.length > 0 || sections.length > 0)) sections.push([currentName, new SopsMap(current)]);
+    if (currentName !== 'sops' && (currentName !== DEFAULT_SECTION || current.length > 0 || sections.length > 0))
+      sections.push([currentName, new SopsMap(current)]);
     current = [];
     currentName = name;
   };

@@ -61,11 +61,19 @@ export async function parseKeySecret(source: string, data: Readonly<Record<strin
     if (key.endsWith('.agekey')) age.push(...(await readAgeIdentities(source, key, content)));
     else if (key.endsWith('.asc')) pgp.push(...(await readPgpKeys(source, key, content)));
     else if (key === 'sops.vault-token') vaultToken = content.trim();
-    else if (key === 'sops.vault-addresses') vaultAddresses = content.split('\n').map((line) => line.trim().replace(/\/+$/, '')).filter((line) => line !== '' && !line.startsWith('#'));
+    else if (key === 'sops.vault-addresses')
+      vaultAddresses = content
+        .split('\n')
+        .map((line) => line.trim().replace(/\/+$/, ''))
+        .filter((line) => line !== '' && !line.startsWith('#'));
     else if (key === 'sops.aws-kms') aws = readAwsCredentials(source, key, content);
   }
   if (age.length === 0 && pgp.length === 0 && vaultToken === undefined && aws === undefined) {
-    throw new SopsError({ cause: SopsErrorCause.KeySecretInvalid, file: source, detail: 'holds no key: expected *.agekey, *.asc, sops.vault-token or sops.aws-kms' });
+    throw new SopsError({
+      cause: SopsErrorCause.KeySecretInvalid,
+      file: source,
+      detail: 'holds no key: expected *.agekey, *.asc, sops.vault-token or sops.aws-kms',
+    });
   }
   return { source, age, pgp, vaultToken, vaultAddresses, aws, fingerprint: hash.digest('hex') };
 }
@@ -81,7 +89,11 @@ async function readAgeIdentities(source: string, key: string, content: string): 
       if (!line.startsWith('AGE-SECRET-KEY-')) throw new Error('not an identity');
       identities.push({ identity: line, recipient: await identityToRecipient(line) });
     } catch {
-      throw new SopsError({ cause: SopsErrorCause.InvalidKey, file: source, detail: `key ${key} line ${index + 1} is not an age identity (AGE-SECRET-KEY-1…)` });
+      throw new SopsError({
+        cause: SopsErrorCause.InvalidKey,
+        file: source,
+        detail: `key ${key} line ${index + 1} is not an age identity (AGE-SECRET-KEY-1…)`,
+      });
     }
   }
   if (identities.length === 0) throw new SopsError({ cause: SopsErrorCause.InvalidKey, file: source, detail: `key ${key} holds no age identity` });
@@ -97,7 +109,11 @@ async function readPgpKeys(source: string, key: string, content: string): Promis
   }
   for (const privateKey of keys) {
     if (!privateKey.isDecrypted()) {
-      throw new SopsError({ cause: SopsErrorCause.InvalidKey, file: source, detail: `key ${key} holds a passphrase-protected OpenPGP key (${privateKey.getFingerprint().toUpperCase()}); export it without a passphrase` });
+      throw new SopsError({
+        cause: SopsErrorCause.InvalidKey,
+        file: source,
+        detail: `key ${key} holds a passphrase-protected OpenPGP key (${privateKey.getFingerprint().toUpperCase()}); export it without a passphrase`,
+      });
     }
   }
   return keys;

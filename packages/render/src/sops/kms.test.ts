@@ -19,7 +19,12 @@ afterAll(async () => {
   await kms?.stop();
 });
 
-const sopsEnv = (): Record<string, string> => ({ AWS_ACCESS_KEY_ID: 'AKIDSYNCLINETEST', AWS_SECRET_ACCESS_KEY: 'x', AWS_REGION: kms.region, AWS_ENDPOINT_URL_KMS: kms.endpoint });
+const sopsEnv = (): Record<string, string> => ({
+  AWS_ACCESS_KEY_ID: 'AKIDSYNCLINETEST',
+  AWS_SECRET_ACCESS_KEY: 'x',
+  AWS_REGION: kms.region,
+  AWS_ENDPOINT_URL_KMS: kms.endpoint,
+});
 
 async function failure(promise: Promise<unknown>): Promise<SopsError> {
   try {
@@ -47,14 +52,21 @@ describe('AWS KMS (local-kms)', () => {
     const refused = await failure(decryptSopsFile({ path: 'v.yaml', content: encrypted, keys: ageOnly, services: { kmsEndpoint: () => kms.endpoint } }));
     expect(refused.code).toBe(SopsErrorCause.NoMatchingKey);
     expect(refused.message).toContain(`kms ${kms.keyArn}`);
-    const allowed = await decryptSopsFile({ path: 'v.yaml', content: encrypted, keys: ageOnly, services: { kmsEndpoint: () => kms.endpoint, environmentAws: { accessKeyId: 'AKIDOPERATOR', secretAccessKey: 'op' } } });
+    const allowed = await decryptSopsFile({
+      path: 'v.yaml',
+      content: encrypted,
+      keys: ageOnly,
+      services: { kmsEndpoint: () => kms.endpoint, environmentAws: { accessKeyId: 'AKIDOPERATOR', secretAccessKey: 'op' } },
+    });
     expect(allowed).toContain('token: t');
   });
 
   it('says KMS is unreachable (retryable), naming the key and not the credentials', async () => {
     const encrypted = sops.encrypt({ name: 'u.yaml', plaintext: 'token: t\n', args: ['--kms', kms.keyArn], env: sopsEnv() });
     const keys = await parseKeySecret('Secret ns/aws', { 'sops.aws-kms': credentials });
-    const error = await failure(decryptSopsFile({ path: 'u.yaml', content: encrypted, keys, services: { kmsEndpoint: () => 'http://127.0.0.1:9', timeoutMs: 2000 } }));
+    const error = await failure(
+      decryptSopsFile({ path: 'u.yaml', content: encrypted, keys, services: { kmsEndpoint: () => 'http://127.0.0.1:9', timeoutMs: 2000 } }),
+    );
     expect(error.code).toBe(SopsErrorCause.ProviderUnavailable);
     expect(error.retryable).toBe(true);
     expect(error.message).toContain(`AWS KMS ${kms.keyArn}: unreachable`);

@@ -24,7 +24,9 @@ export interface LoadedFile {
    * YAML and JSON: the committed text, the range of every leaf scalar in tree walk order, and the ranges of
    * the `sops` entries. Undefined when the text cannot be written back in place (aliases).
    */
-  readonly source?: { readonly text: string; readonly leaves: ReadonlyArray<readonly [number, number]>; readonly removed: ReadonlyArray<readonly [number, number]> } | undefined;
+  readonly source?:
+    | { readonly text: string; readonly leaves: ReadonlyArray<readonly [number, number]>; readonly removed: ReadonlyArray<readonly [number, number]> }
+    | undefined;
 }
 
 /** sops' unflattenTreeBranch: `a__map_b` is a.b, `a__list_0` is a[0]; keys sorted as sops sorts them. */

@@ -4,7 +4,6 @@
 import { SopsMap } from './tree.ts';
 import type { CryptRules, SopsValue } from './tree.ts';
 
-
 export type MasterKey =
   | { readonly type: 'age'; readonly recipient: string; readonly enc: string }
   | { readonly type: 'pgp'; readonly fingerprint: string; readonly enc: string }
@@ -73,7 +72,13 @@ function masterKeys(group: Map<string, SopsValue>, where: string): MasterKey[] {
           keys.push({ type: 'pgp', fingerprint: required(key, 'fp', at), enc: required(key, 'enc', at) });
           break;
         case 'hc_vault':
-          keys.push({ type: 'hc_vault', address: required(key, 'vault_address', at), enginePath: required(key, 'engine_path', at), keyName: required(key, 'key_name', at), enc: required(key, 'enc', at) });
+          keys.push({
+            type: 'hc_vault',
+            address: required(key, 'vault_address', at),
+            enginePath: required(key, 'engine_path', at),
+            keyName: required(key, 'key_name', at),
+            enc: required(key, 'enc', at),
+          });
           break;
         case 'kms': {
           const context: Record<string, string> = {};
@@ -106,20 +111,29 @@ export function parseMetadata(value: SopsValue): SopsMetadata {
   const seconds = Date.parse(lastModified);
   if (Number.isNaN(seconds)) throw new MetadataError('sops.lastmodified is not an RFC 3339 time');
   const rules: Record<string, string> = {};
-  const ruleFields = { unencrypted_suffix: 'unencryptedSuffix', encrypted_suffix: 'encryptedSuffix', unencrypted_regex: 'unencryptedRegex', encrypted_regex: 'encryptedRegex' } as const;
+  const ruleFields = {
+    unencrypted_suffix: 'unencryptedSuffix',
+    encrypted_suffix: 'encryptedSuffix',
+    unencrypted_regex: 'unencryptedRegex',
+    encrypted_regex: 'encryptedRegex',
+  } as const;
   for (const [field, name] of Object.entries(ruleFields)) {
     const rule = text(map, field, 'sops');
     if (rule !== undefined) rules[name] = rule;
   }
   const commentRule = ['unencrypted_comment_regex', 'encrypted_comment_regex'].find((field) => text(map, field, 'sops') !== undefined);
-  if (Object.keys(rules).length + (commentRule === undefined ? 0 : 1) > 1) throw new MetadataError('sops metadata sets more than one of the encrypted/unencrypted suffix/regex rules');
+  if (Object.keys(rules).length + (commentRule === undefined ? 0 : 1) > 1)
+    throw new MetadataError('sops metadata sets more than one of the encrypted/unencrypted suffix/regex rules');
   if (Object.keys(rules).length === 0 && commentRule === undefined) rules['unencryptedSuffix'] = '_unencrypted';
   const topLevel = masterKeys(map, 'sops');
-  const keyGroups = topLevel.length > 0 ? [topLevel] : list(map, 'key_groups', 'sops').map((group, index) => masterKeys(asObject(group), `sops.key_groups[${index}]`));
-  if (keyGroups.length === 0 || keyGroups.some((group) => group.length === 0)) throw new MetadataError('sops metadata lists no master key (or an empty key group)');
+  const keyGroups =
+    topLevel.length > 0 ? [topLevel] : list(map, 'key_groups', 'sops').map((group, index) => masterKeys(asObject(group), `sops.key_groups[${index}]`));
+  if (keyGroups.length === 0 || keyGroups.some((group) => group.length === 0))
+    throw new MetadataError('sops metadata lists no master key (or an empty key group)');
   const thresholdText = text(map, 'shamir_threshold', 'sops');
   const threshold = thresholdText === undefined ? keyGroups.length : Number(thresholdText);
-  if (!Number.isInteger(threshold) || threshold < 0 || threshold > keyGroups.length) throw new MetadataError('sops.shamir_threshold is not a number of key groups');
+  if (!Number.isInteger(threshold) || threshold < 0 || threshold > keyGroups.length)
+    throw new MetadataError('sops.shamir_threshold is not a number of key groups');
   const macOnly = map.get('mac_only_encrypted');
   return {
     version,

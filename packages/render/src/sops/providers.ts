@@ -35,7 +35,13 @@ async function post(options: KeyServiceOptions, service: string, url: string, in
   const fetcher = options.fetch ?? fetch;
   let response: Response;
   try {
-    response = await fetcher(url, { method: 'POST', headers: init.headers, body: init.body, redirect: 'error', signal: AbortSignal.timeout(options.timeoutMs ?? 15_000) });
+    response = await fetcher(url, {
+      method: 'POST',
+      headers: init.headers,
+      body: init.body,
+      redirect: 'error',
+      signal: AbortSignal.timeout(options.timeoutMs ?? 15_000),
+    });
   } catch (error) {
     const code = (error as { cause?: { code?: unknown } }).cause?.code;
     const why = (error as Error).name === 'TimeoutError' ? 'timed out' : typeof code === 'string' ? `unreachable (${code})` : 'unreachable';
@@ -70,7 +76,11 @@ function base64Field(value: unknown, service: string, field: string): Uint8Array
 }
 
 /** Vault transit: POST /v1/<engine>/decrypt/<key> with the ring's token. */
-export async function unwrapVault(ring: SopsKeyRing, key: { address: string; enginePath: string; keyName: string; enc: string }, options: KeyServiceOptions): Promise<Uint8Array> {
+export async function unwrapVault(
+  ring: SopsKeyRing,
+  key: { address: string; enginePath: string; keyName: string; enc: string },
+  options: KeyServiceOptions,
+): Promise<Uint8Array> {
   const address = key.address.replace(/\/+$/, '');
   const service = `Vault ${address} ${key.enginePath}/keys/${key.keyName}`;
   if (ring.vaultToken === undefined) throw new KeyServiceFailure(service, `${ring.source} holds no sops.vault-token`, false);
@@ -78,18 +88,26 @@ export async function unwrapVault(ring: SopsKeyRing, key: { address: string; eng
     throw new KeyServiceFailure(service, `${ring.source} sops.vault-addresses does not list this address, so the token is not sent to it`, false);
   }
   const url = `${address}/v1/${key.enginePath.replace(/^\/+|\/+$/g, '')}/decrypt/${encodeURIComponent(key.keyName)}`;
-  const body = (await post(options, service, url, { headers: { 'X-Vault-Token': ring.vaultToken, 'Content-Type': 'application/json' }, body: JSON.stringify({ ciphertext: key.enc }) })) as { data?: { plaintext?: unknown } };
+  const body = (await post(options, service, url, {
+    headers: { 'X-Vault-Token': ring.vaultToken, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ ciphertext: key.enc }),
+  })) as { data?: { plaintext?: unknown } };
   return base64Field(body.data?.plaintext, service, 'plaintext');
 }
 
 const ARN = /^arn:aws[\w-]*:kms:([^:]+):[0-9]+:(key|alias)\/.+$/;
 
 /** AWS KMS Decrypt with the ring's credentials (or the operator's, when allowed). */
-export async function unwrapKms(ring: SopsKeyRing, key: { arn: string; role: string | undefined; context: Readonly<Record<string, string>>; enc: string }, options: KeyServiceOptions): Promise<Uint8Array> {
+export async function unwrapKms(
+  ring: SopsKeyRing,
+  key: { arn: string; role: string | undefined; context: Readonly<Record<string, string>>; enc: string },
+  options: KeyServiceOptions,
+): Promise<Uint8Array> {
   const service = `AWS KMS ${key.arn}`;
   const region = ARN.exec(key.arn)?.[1];
   if (region === undefined) throw new KeyServiceFailure(service, 'the key is not a KMS key ARN', false);
-  if (key.role !== undefined) throw new KeyServiceFailure(service, 'assuming a role for a KMS key is not supported; give the Secret credentials that may use the key', false);
+  if (key.role !== undefined)
+    throw new KeyServiceFailure(service, 'assuming a role for a KMS key is not supported; give the Secret credentials that may use the key', false);
   const credentials = ring.aws ?? options.environmentAws;
   if (credentials === undefined) {
     throw new KeyServiceFailure(service, `${ring.source} holds no sops.aws-kms credentials (the operator's own are used only when its admin allows it)`, false);
@@ -105,7 +123,15 @@ const sha256 = (data: string): string => createHash('sha256').update(data, 'utf8
 const hmac = (key: Buffer | string, data: string): Buffer => createHmac('sha256', key).update(data, 'utf8').digest();
 
 /** AWS Signature Version 4 for one JSON POST to the endpoint's root path. */
-export function signV4(request: { credentials: AwsCredentials; region: string; service: string; endpoint: string; body: string; target: string; now: Date }): Record<string, string> {
+export function signV4(request: {
+  credentials: AwsCredentials;
+  region: string;
+  service: string;
+  endpoint: string;
+  body: string;
+  target: string;
+  now: Date;
+}): Record<string, string> {
   const url = new URL(request.endpoint);
   const amzDate = request.now.toISOString().replace(/[:-]|\.\d{3}/g, '');
   const day = amzDate.slice(0, 8);
@@ -117,12 +143,23 @@ export function signV4(request: { credentials: AwsCredentials; region: string; s
   };
   if (request.credentials.sessionToken !== undefined) headers['x-amz-security-token'] = request.credentials.sessionToken;
   const names = Object.keys(headers).sort();
-  const canonical = ['POST', url.pathname === '' ? '/' : url.pathname, '', ...names.map((name) => `${name}:${headers[name]?.trim() ?? ''}`), '', names.join(';'), sha256(request.body)].join('\n');
+  const canonical = [
+    'POST',
+    url.pathname === '' ? '/' : url.pathname,
+    '',
+    ...names.map((name) => `${name}:${headers[name]?.trim() ?? ''}`),
+    '',
+    names.join(';'),
+    sha256(request.body),
+  ].join('\n');
   const scope = `${day}/${request.region}/${request.service}/aws4_request`;
   const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha256(canonical)].join('\n');
   const signingKey = hmac(hmac(hmac(hmac(`AWS4${request.credentials.secretAccessKey}`, day), request.region), request.service), 'aws4_request');
   const signature = createHmac('sha256', signingKey).update(toSign, 'utf8').digest('hex');
   // fetch sets Host from the URL itself (the same value that was signed).
   const { host: _signedHost, ...sent } = headers;
-  return { ...sent, authorization: `AWS4-HMAC-SHA256 Credential=${request.credentials.accessKeyId}/${scope}, SignedHeaders=${names.join(';')}, Signature=${signature}` };
+  return {
+    ...sent,
+    authorization: `AWS4-HMAC-SHA256 Credential=${request.credentials.accessKeyId}/${scope}, SignedHeaders=${names.join(';')}, Signature=${signature}`,
+  };
 }

@@ -180,14 +180,24 @@ describe('files written by the sops CLI (age)', () => {
 
 describe('files written by the sops CLI (OpenPGP)', () => {
   it('decrypts with an armored private key from the Secret, as sops decrypt does with gpg', async () => {
-    const { privateKey, publicKey } = await openpgp.generateKey({ type: 'ecc', curve: 'curve25519Legacy', userIDs: [{ name: 'sync', email: 'sync@example.com' }], format: 'armored' });
+    const { privateKey, publicKey } = await openpgp.generateKey({
+      type: 'ecc',
+      curve: 'curve25519Legacy',
+      userIDs: [{ name: 'sync', email: 'sync@example.com' }],
+      format: 'armored',
+    });
     const fingerprint = (await openpgp.readKey({ armoredKey: publicKey })).getFingerprint().toUpperCase();
     const home = mkdtempSync(join(tmpdir(), 'syncline-gpg-'));
     try {
       writeFileSync(join(home, 'key.asc'), privateKey);
       const imported = spawnSync('gpg', ['--batch', '--homedir', home, '--import', join(home, 'key.asc')], { encoding: 'utf8' });
       expect(imported.status, imported.stderr).toBe(0);
-      const encrypted = sops.encrypt({ name: 'pgp.yaml', plaintext: 'apiKey: pgp-secret\nport: 5432\n', args: ['--pgp', fingerprint], env: { GNUPGHOME: home } });
+      const encrypted = sops.encrypt({
+        name: 'pgp.yaml',
+        plaintext: 'apiKey: pgp-secret\nport: 5432\n',
+        args: ['--pgp', fingerprint],
+        env: { GNUPGHOME: home },
+      });
       expect(encrypted.toString()).toContain(`fp: ${fingerprint}`);
       const keys = await parseKeySecret('Secret ns/k', { 'sync.asc': privateKey });
       const ours = await decrypt('pgp.yaml', encrypted, keys);
@@ -198,7 +208,13 @@ describe('files written by the sops CLI (OpenPGP)', () => {
   });
 
   it('refuses a passphrase-protected key, naming the Secret key and fingerprint only', async () => {
-    const { privateKey } = await openpgp.generateKey({ type: 'ecc', curve: 'curve25519Legacy', userIDs: [{ name: 'x' }], passphrase: 'pass-phrase', format: 'armored' });
+    const { privateKey } = await openpgp.generateKey({
+      type: 'ecc',
+      curve: 'curve25519Legacy',
+      userIDs: [{ name: 'x' }],
+      passphrase: 'pass-phrase',
+      format: 'armored',
+    });
     const error = await failure(parseKeySecret('Secret ns/k', { 'locked.asc': privateKey }));
     expect(error.code).toBe(SopsErrorCause.InvalidKey);
     expect(error.message).toMatch(/locked\.asc holds a passphrase-protected OpenPGP key \([0-9A-F]{40}\)/);
@@ -337,7 +353,9 @@ describe('keys and bad input', () => {
     // and the metadata is gone: only blank lines are left where it was
     expect(ours).not.toMatch(/^sops:/m);
     expect(ours.trimEnd().split('\n').length).toBeLessThan(committed.length);
-    const json = sops.encrypt({ name: 'v.json', plaintext: '{\n  "a": {"b": "secret-b", "n": 7},\n  "c": [true, "x"]\n}\n', args: ['--age', recipient(0)] }).toString();
+    const json = sops
+      .encrypt({ name: 'v.json', plaintext: '{\n  "a": {"b": "secret-b", "n": 7},\n  "c": [true, "x"]\n}\n', args: ['--age', recipient(0)] })
+      .toString();
     const plainJson = (await decrypt('v.json', json)) as string;
     expect(JSON.parse(plainJson)).toEqual({ a: { b: 'secret-b', n: 7 }, c: [true, 'x'] });
     expect(plainJson.split('\n').findIndex((line) => line.includes('secret-b'))).toBe(json.split('\n').findIndex((line) => line.includes('"b"')));
@@ -345,7 +363,8 @@ describe('keys and bad input', () => {
 
   it('points a render error in a decrypted manifest at the line of the committed file, without quoting values', async () => {
     // given a committed encrypted file whose second document is a ConfigMap without a name
-    const plaintext = 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n# the password below\nstringData:\n  password: hidden-pw-1\n  user: app\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels:\n    team: secret-team-label\ndata:\n  k: v\n';
+    const plaintext =
+      'apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n# the password below\nstringData:\n  password: hidden-pw-1\n  user: app\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels:\n    team: secret-team-label\ndata:\n  k: v\n';
     const encrypted = sops.encrypt({ name: 'db.yaml', plaintext, args: ['--age', recipient(0)] }).toString();
     const secondDocument = encrypted.split('\n').findIndex((line) => line === '---') + 2;
     // when it is decrypted and rendered
@@ -426,7 +445,10 @@ describe('INI files written by the sops CLI', () => {
   it('feeds the data mode: the decrypted INI file becomes a Secret key holding what sops decrypt prints', async () => {
     const encrypted = sops.encrypt({ name: 'app.ini', plaintext: ini, args: ['--age', recipient(0)] });
     const plain = await decrypt('app/app.ini', encrypted);
-    const [secret] = render({ files: { 'app/app.ini': plain as string }, target: { name: 's', namespace: 'ns', data: { type: 'Secret', name: 'app-config' } } });
+    const [secret] = render({
+      files: { 'app/app.ini': plain as string },
+      target: { name: 's', namespace: 'ns', data: { type: 'Secret', name: 'app-config' } },
+    });
     expect(secret?.['data']).toEqual({ 'app.ini': sops.decrypt({ name: 'app.ini', encrypted, env: ageEnv(0) }).toString('base64') });
   });
 

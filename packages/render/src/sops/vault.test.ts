@@ -43,7 +43,9 @@ describe('Vault transit (Vault’s transit engine on loopback)', () => {
     expect(encrypted.toString()).toContain('engine_path: transit');
     expect(encrypted.toString()).toMatch(/enc: vault:v1:/);
     const ours = await decryptSopsFile({ path: 'db.yaml', content: encrypted, keys });
-    expect(parseAllDocuments(ours as string).map((doc): unknown => doc.toJS() as unknown)).toEqual(parseAllDocuments(sops.decrypt({ name: 'db.yaml', encrypted, env: sopsEnv() }).toString()).map((doc): unknown => doc.toJS() as unknown));
+    expect(parseAllDocuments(ours as string).map((doc): unknown => doc.toJS() as unknown)).toEqual(
+      parseAllDocuments(sops.decrypt({ name: 'db.yaml', encrypted, env: sopsEnv() }).toString()).map((doc): unknown => doc.toJS() as unknown),
+    );
     expect(ours).toContain('password: vault-wrapped');
 
     const env = 'PASSWORD=from-a-second-mount\n#a comment\nUSER=app\n';
@@ -84,7 +86,12 @@ describe('Vault transit (Vault’s transit engine on loopback)', () => {
   it('says Vault is unreachable (retryable), naming the provider and the cause and not the token', async () => {
     const other = await startVaultTransit();
     await other.createKey('transit', 'gone');
-    const encrypted = sops.encrypt({ name: 'u.yaml', plaintext: 'token: t\n', args: ['--hc-vault-transit', `${other.address}/v1/transit/keys/gone`], env: { VAULT_TOKEN: other.token } });
+    const encrypted = sops.encrypt({
+      name: 'u.yaml',
+      plaintext: 'token: t\n',
+      args: ['--hc-vault-transit', `${other.address}/v1/transit/keys/gone`],
+      env: { VAULT_TOKEN: other.token },
+    });
     await other.stop();
     const keys = await parseKeySecret('Secret ns/vault', { 'sops.vault-token': other.token });
     const error = await failure(decryptSopsFile({ path: 'u.yaml', content: encrypted, keys, services: { timeoutMs: 5000 } }));

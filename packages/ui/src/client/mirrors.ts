@@ -18,21 +18,61 @@ export function Mirrors({ url }: { url: URL }): ComponentChildren {
     return () => clearInterval(timer);
   }, []);
   const text = (url.searchParams.get('q') ?? '').toLowerCase();
-  const rows = (state.rows ?? []).filter((r) => text === '' || `${r.kind} ${r.source} ${r.namespace} ${r.state} ${r.message ?? ''}`.toLowerCase().includes(text));
+  const rows = (state.rows ?? []).filter(
+    (r) => text === '' || `${r.kind} ${r.source} ${r.namespace} ${r.state} ${r.message ?? ''}`.toLowerCase().includes(text),
+  );
   const sources = [...new Set(rows.map((r) => `${r.kind} ${r.source}`))];
   if (state.error !== undefined) return html`<p class="result bad" role="alert">${state.error}</p>`;
   if (state.rows === undefined) return html`<p class="empty">Loading…</p>`;
   if (state.enabled === false) return html`<p class="empty">Label-driven mirroring is off in this operator (--mirror off, or a named shard).</p>`;
-  return html`<section class="mirrors"><h1>Mirrors</h1>
+  return html`<section class="mirrors">
+    <h1>Mirrors</h1>
     <p class="hint">Secrets and ConfigMaps labelled as mirroring sources, and where their copies are. Names and states only; no data.</p>
-    <section class="filters"><input type="search" aria-label="Search" placeholder="search source, namespace, state" value=${url.searchParams.get('q') ?? ''} onInput=${(e: Event) => {
-      const next = new URL(url);
-      const value = (e.target as HTMLInputElement).value;
-      if (value === '') next.searchParams.delete('q');
-      else next.searchParams.set('q', value);
-      navigate(next.pathname + next.search, true);
-    }} /></section>
-    ${sources.length === 0 ? html`<p class="empty">No mirroring sources you may list.</p>` : sources.map((source) => html`<h3>${source}</h3><div class="scroll"><table><thead><tr><th>Copy in</th><th>State</th><th>Message</th></tr></thead>
-      <tbody>${rows.filter((r) => `${r.kind} ${r.source}` === source).map((r) => html`<tr class=${BAD.has(r.state) ? 'bad' : ''} data-mirror=${`${r.kind}/${r.source}/${r.namespace}`}><td>${r.namespace === '' ? '(the source)' : r.namespace}</td><td>${r.state}</td><td class="msg">${r.message ?? ''}</td></tr>`)}</tbody></table></div>`)}
+    <section class="filters">
+      <input
+        type="search"
+        aria-label="Search"
+        placeholder="search source, namespace, state"
+        value=${url.searchParams.get('q') ?? ''}
+        onInput=${(e: Event) => {
+          const next = new URL(url);
+          const value = (e.target as HTMLInputElement).value;
+          if (value === '') next.searchParams.delete('q');
+          else next.searchParams.set('q', value);
+          navigate(next.pathname + next.search, true);
+        }}
+      />
+    </section>
+    ${
+      sources.length === 0
+        ? html`<p class="empty">No mirroring sources you may list.</p>`
+        : sources.map(
+            (source) =>
+              html`<h3>${source}</h3>
+                <div class="scroll">
+                  <table>
+                    <thead>
+                      <tr>
+                        <th>Copy in</th>
+                        <th>State</th>
+                        <th>Message</th>
+                      </tr>
+                    </thead>
+                    <tbody>
+                      ${rows
+                        .filter((r) => `${r.kind} ${r.source}` === source)
+                        .map(
+                          (r) =>
+                            html`<tr class=${BAD.has(r.state) ? 'bad' : ''} data-mirror=${`${r.kind}/${r.source}/${r.namespace}`}>
+                              <td>${r.namespace === '' ? '(the source)' : r.namespace}</td>
+                              <td>${r.state}</td>
+                              <td class="msg">${r.message ?? ''}</td>
+                            </tr>`,
+                        )}
+                    </tbody>
+                  </table>
+                </div>`,
+          )
+    }
   </section>`;
 }

@@ -21,11 +21,30 @@ export function Badge({ state }: { state: UiState | 'drifted' }): ComponentChild
 type Filter = { kind: string; namespace: string; state: string; label: string; text: string };
 
 /** Words people type for a state (kubectl's READY column, condition reasons) → the filter's value. */
-const STATE_ALIASES: Record<string, string> = { true: 'ready', healthy: 'ready', synced: 'ready', false: 'failed', notready: 'failed', stalled: 'failed', error: 'failed', degraded: 'failed', reconciling: 'progressing', pending: 'progressing', unknown: 'progressing', suspend: 'suspended', paused: 'suspended', drift: 'drifted', outofsync: 'drifted' };
+const STATE_ALIASES: Record<string, string> = {
+  true: 'ready',
+  healthy: 'ready',
+  synced: 'ready',
+  false: 'failed',
+  notready: 'failed',
+  stalled: 'failed',
+  error: 'failed',
+  degraded: 'failed',
+  reconciling: 'progressing',
+  pending: 'progressing',
+  unknown: 'progressing',
+  suspend: 'suspended',
+  paused: 'suspended',
+  drift: 'drifted',
+  outofsync: 'drifted',
+};
 
 /** `?state=` as typed (any case, an alias) → one of the filter's values, or the text as given (then nothing matches and the page says why). */
 export function stateFilter(typed: string): string {
-  const lower = typed.trim().toLowerCase().replace(/[\s_-]/g, '');
+  const lower = typed
+    .trim()
+    .toLowerCase()
+    .replace(/[\s_-]/g, '');
   return (STATE_FILTERS as readonly string[]).includes(lower) ? lower : (STATE_ALIASES[lower] ?? typed);
 }
 
@@ -45,9 +64,25 @@ export function matches(o: UiObject, filter: Filter): boolean {
   return text === '' || `${o.kind} ${o.namespace}/${o.name} ${o.summary}`.toLowerCase().includes(text);
 }
 
-export function Overview({ objects, activity, url, connected }: { objects: UiObject[]; activity: UiActivity[]; url: URL; connected: boolean }): ComponentChildren {
+export function Overview({
+  objects,
+  activity,
+  url,
+  connected,
+}: {
+  objects: UiObject[];
+  activity: UiActivity[];
+  url: URL;
+  connected: boolean;
+}): ComponentChildren {
   const q = url.searchParams;
-  const filter: Filter = { kind: q.get('kind') ?? '', namespace: q.get('namespace') ?? '', state: stateFilter(q.get('state') ?? ''), label: q.get('label') ?? '', text: q.get('q') ?? '' };
+  const filter: Filter = {
+    kind: q.get('kind') ?? '',
+    namespace: q.get('namespace') ?? '',
+    state: stateFilter(q.get('state') ?? ''),
+    label: q.get('label') ?? '',
+    text: q.get('q') ?? '',
+  };
   const unknownState = filter.state !== '' && !(STATE_FILTERS as readonly string[]).includes(filter.state);
   const setFilter = (key: string, value: string): void => {
     const next = new URL(url);
@@ -66,42 +101,94 @@ export function Overview({ objects, activity, url, connected }: { objects: UiObj
   const stateHref = (kind: string, state: string): string => `/?kind=${kind}&state=${state}`;
   const select = (label: string, key: keyof Filter, param: string, options: readonly string[], every: string): ComponentChildren =>
     html`<select aria-label=${label} value=${filter[key]} onChange=${(e: Event) => setFilter(param, (e.target as HTMLSelectElement).value)}>
-      <option value="">${every}</option>${options.map((v) => html`<option value=${v}>${v}</option>`)}
+      <option value="">${every}</option>
+      ${options.map((v) => html`<option value=${v}>${v}</option>`)}
     </select>`;
-  return html`
-    <section class=${`banner ${failed === 0 && attention.length === 0 ? 'ok' : 'bad'}`} role="status">
+  return html` <section class=${`banner ${failed === 0 && attention.length === 0 ? 'ok' : 'bad'}`} role="status">
       ${attention.length === 0 ? `All ${objects.length} objects you may see are ready, progressing or suspended.` : `${attention.length} of ${objects.length} need attention (${failed} failed).`}
     </section>
     <section class="counts">
-      <table><thead><tr><th>Kind</th>${STATE_FILTERS.map((s) => html`<th>${s}</th>`)}</tr></thead>
-      <tbody>${KINDS.map((k) => html`<tr><th scope="row"><a href=${`/?kind=${k}`}>${k}</a></th>${STATE_FILTERS.map((s) => html`<td><a class=${count(k, s) > 0 ? `n ${s}` : 'n'} data-count=${`${k}/${s}`} href=${stateHref(k, s)}>${count(k, s)}</a></td>`)}</tr>`)}</tbody></table>
+      <table>
+        <thead>
+          <tr>
+            <th>Kind</th>
+            ${STATE_FILTERS.map((s) => html`<th>${s}</th>`)}
+          </tr>
+        </thead>
+        <tbody>
+          ${KINDS.map(
+            (k) =>
+              html`<tr>
+                <th scope="row"><a href=${`/?kind=${k}`}>${k}</a></th>
+                ${STATE_FILTERS.map((s) => html`<td><a class=${count(k, s) > 0 ? `n ${s}` : 'n'} data-count=${`${k}/${s}`} href=${stateHref(k, s)}>${count(k, s)}</a></td>`)}
+              </tr>`,
+          )}
+        </tbody>
+      </table>
     </section>
     <div class="columns">
-      ${attention.length > 0 &&
-      html`<section class="attention"><h2>Needs attention</h2><ul>${attention.slice(0, 50).map((o) => html`<li data-attention=${o.key}><a href=${objectHref(o)}>${o.kind} ${o.namespace}/${o.name}</a><span class="msg">${o.attention}</span></li>`)}</ul>${attention.length > 50 && html`<p class="hint">and ${attention.length - 50} more: <a href="/?state=failed">every failed one</a></p>`}</section>`}
+      ${
+        attention.length > 0 &&
+        html`<section class="attention">
+          <h2>Needs attention</h2>
+          <ul>
+            ${attention.slice(0, 50).map((o) => html`<li data-attention=${o.key}><a href=${objectHref(o)}>${o.kind} ${o.namespace}/${o.name}</a><span class="msg">${o.attention}</span></li>`)}
+          </ul>
+          ${attention.length > 50 && html`<p class="hint">and ${attention.length - 50} more: <a href="/?state=failed">every failed one</a></p>`}
+        </section>`
+      }
       <${Activity} entries=${activity} />
     </div>
     <section class="filters" aria-label="Filters">
-      ${select('Kind', 'kind', 'kind', KINDS, 'every kind')}
-      ${select('Namespace', 'namespace', 'namespace', namespaces, 'every namespace')}
+      ${select('Kind', 'kind', 'kind', KINDS, 'every kind')} ${select('Namespace', 'namespace', 'namespace', namespaces, 'every namespace')}
       ${select('State', 'state', 'state', STATE_FILTERS, 'every state')}
-      <input type="search" aria-label="Label" class="label" placeholder="label key=value" value=${filter.label} onChange=${(e: Event) => setFilter('label', (e.target as HTMLInputElement).value.trim())} />
-      <input type="search" aria-label="Search" placeholder="search name, namespace, message" value=${filter.text} onInput=${(e: Event) => setFilter('q', (e.target as HTMLInputElement).value)} />
+      <input
+        type="search"
+        aria-label="Label"
+        class="label"
+        placeholder="label key=value"
+        value=${filter.label}
+        onChange=${(e: Event) => setFilter('label', (e.target as HTMLInputElement).value.trim())}
+      />
+      <input
+        type="search"
+        aria-label="Search"
+        placeholder="search name, namespace, message"
+        value=${filter.text}
+        onInput=${(e: Event) => setFilter('q', (e.target as HTMLInputElement).value)}
+      />
     </section>
     <section class="list">
       ${unknownState && html`<p class="result bad" role="alert">No state "${filter.state}": the states are ${STATE_FILTERS.join(', ')}.</p>`}
-      ${shown.length === 0
-        ? html`<p class="empty">Nothing matches${filter.state === '' || unknownState ? '' : ` state ${filter.state}`}.</p>`
-        : html`<ul class="rows">${shown.slice(0, limit).map((o) => html`<li class="row" data-key=${o.key}><a href=${objectHref(o)}><span class="badges"><${Badge} state=${o.state} />${o.drifted && html`<${Badge} state="drifted" />`}</span><span class="kind">${o.kind}</span><span class="id">${o.namespace}/${o.name}</span><span class="msg">${o.summary}</span></a></li>`)}</ul>
-          ${shown.length > limit && html`<p class="hint">${shown.length - limit} more: <a href=${`${url.pathname}${url.search === '' ? '?' : `${url.search}&`}all`}>show all</a>, or narrow the filters.</p>`}`}
+      ${
+        shown.length === 0
+          ? html`<p class="empty">Nothing matches${filter.state === '' || unknownState ? '' : ` state ${filter.state}`}.</p>`
+          : html`<ul class="rows">
+                ${shown.slice(0, limit).map(
+                  (o) =>
+                    html`<li class="row" data-key=${o.key}>
+                      <a href=${objectHref(o)}
+                        ><span class="badges"><${Badge} state=${o.state} />${o.drifted && html`<${Badge} state="drifted" />`}</span
+                        ><span class="kind">${o.kind}</span><span class="id">${o.namespace}/${o.name}</span><span class="msg">${o.summary}</span></a
+                      >
+                    </li>`,
+                )}
+              </ul>
+              ${shown.length > limit && html`<p class="hint">${shown.length - limit} more: <a href=${`${url.pathname}${url.search === '' ? '?' : `${url.search}&`}all`}>show all</a>, or narrow the filters.</p>`}`
+      }
     </section>`;
 }
 
 export function Activity({ entries, title = 'Recent activity' }: { entries: readonly UiActivity[]; title?: string }): ComponentChildren {
   const newest = entries.slice(-ACTIVITY_SHOWN).reverse();
-  return html`<section class="activity"><h2>${title}</h2>
-    ${newest.length === 0
-      ? html`<p class="empty">No events recorded since the operator started.</p>`
-      : html`<ul>${newest.map((e) => html`<li class=${`event ${e.type === 'Warning' ? 'warning' : 'normal'}`}><time datetime=${e.at}>${e.at.slice(11, 19)}</time> <a href=${objectHref(e)}>${e.kind} ${e.namespace}/${e.name}</a> <span class="reason">${e.reason}</span><span class="msg">${e.message}</span></li>`)}</ul>`}
+  return html`<section class="activity">
+    <h2>${title}</h2>
+    ${
+      newest.length === 0
+        ? html`<p class="empty">No events recorded since the operator started.</p>`
+        : html`<ul>
+            ${newest.map((e) => html`<li class=${`event ${e.type === 'Warning' ? 'warning' : 'normal'}`}><time datetime=${e.at}>${e.at.slice(11, 19)}</time> <a href=${objectHref(e)}>${e.kind} ${e.namespace}/${e.name}</a> <span class="reason">${e.reason}</span><span class="msg">${e.message}</span></li>`)}
+          </ul>`
+    }
   </section>`;
 }

@@ -3,7 +3,15 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { UiActivity, UiObject } from '../model.ts';
 
-export type Store = { objects: Map<string, UiObject>; activity: UiActivity[]; username: string; csrf: string; connected: boolean; version: number; put: (object: UiObject) => void };
+export type Store = {
+  objects: Map<string, UiObject>;
+  activity: UiActivity[];
+  username: string;
+  csrf: string;
+  connected: boolean;
+  version: number;
+  put: (object: UiObject) => void;
+};
 
 /** Activity entries kept in the page (newest last). */
 const ACTIVITY_KEPT = 200;
@@ -17,7 +25,8 @@ export function useStore(): Store {
     connected: false,
     version: 0,
     // A whole object fetched for its page replaces its brief form (unless an upsert came first).
-    put: (object) => setStore((s) => (s.objects.get(object.key)?.brief === true ? { ...s, objects: new Map(s.objects).set(object.key, object), version: s.version + 1 } : s)),
+    put: (object) =>
+      setStore((s) => (s.objects.get(object.key)?.brief === true ? { ...s, objects: new Map(s.objects).set(object.key, object), version: s.version + 1 } : s)),
   }));
   useEffect(() => {
     const events = new EventSource('/api/events');
@@ -25,7 +34,13 @@ export function useStore(): Store {
     const data = <T>(e: Event): T => JSON.parse((e as MessageEvent<string>).data) as T;
     events.addEventListener('snapshot', (e) => {
       const snapshot = data<{ username: string; csrf: string; objects: UiObject[]; activity?: UiActivity[] }>(e);
-      update(() => ({ objects: new Map(snapshot.objects.map((o) => [o.key, o])), activity: snapshot.activity ?? [], username: snapshot.username, csrf: snapshot.csrf, connected: true }));
+      update(() => ({
+        objects: new Map(snapshot.objects.map((o) => [o.key, o])),
+        activity: snapshot.activity ?? [],
+        username: snapshot.username,
+        csrf: snapshot.csrf,
+        connected: true,
+      }));
     });
     events.addEventListener('upsert', (e) => {
       const object = data<UiObject>(e);
@@ -93,4 +108,5 @@ export async function getJson<T>(path: string): Promise<{ ok: true; value: T } |
   }
 }
 
-export const objectHref = (o: { kind: string; namespace: string; name: string }): string => `/objects/${o.kind}/${encodeURIComponent(o.namespace)}/${encodeURIComponent(o.name)}`;
+export const objectHref = (o: { kind: string; namespace: string; name: string }): string =>
+  `/objects/${o.kind}/${encodeURIComponent(o.namespace)}/${encodeURIComponent(o.name)}`;
