@@ -31,7 +31,7 @@ import { ResourceKind, objectLabels } from './metrics.ts';
 export { projectManaged, sameButStatus, writtenLastBy } from './controller/drift-watches.ts';
 export { errorMessage, onlyStatusChanged } from './controller/controller.ts';
 export type { ManagerOptions, WatchedChange, WatchedKind } from './controller/controller.ts';
-export { DEFAULT_STALL_TIMEOUT_MS, type Liveness } from '@syncline/runtime';
+export type { Liveness } from '@syncline/runtime';
 
 const LEFT_KIND = {
   configsync: ResourceKind.ConfigSync,

@@ -9,6 +9,7 @@
 // standby: a NamespaceReplication keeps no finalizer, so its standby stays as it is.
 import { createHash } from 'node:crypto';
 import { appliedBy, type KubeObject } from '@syncline/apply';
+import { sameJson } from '@syncline/runtime';
 import {
   API_VERSION,
   type NamespaceMapping,
@@ -234,15 +235,7 @@ function sameSpec(live: NamespaceReplication, desired: KubeObject): boolean {
   if (Object.entries(labels).some(([k, v]) => live.metadata.labels?.[k] !== v)) return false;
   const uid = ownerReferencesOf(desired)[0]?.uid;
   if (!ownerReferencesOf(live).some((ref) => ref.uid === uid && ref.controller === true)) return false;
-  return Object.entries(want).every(([key, value]) => canonical(have[key]) === canonical(value));
-}
-
-function canonical(value: unknown): string {
-  return (
-    JSON.stringify(value, (_key, v: unknown) =>
-      v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1))) : v,
-    ) ?? 'undefined'
-  );
+  return Object.entries(want).every(([key, value]) => sameJson(have[key], value));
 }
 
 /** The policy's summary of its rows: how many match, replicate, were promoted, and the oldest last change. */
