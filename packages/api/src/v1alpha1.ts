@@ -1000,6 +1000,32 @@ export const ProviderType = z.enum(['slack', 'msteams', 'discord', 'webhook', 'g
 
 export const COMMIT_STATUS_PROVIDERS = ['github', 'gitlab', 'gitea', 'forgejo', 'bitbucket'] as const;
 
+/** Bounds of a batch window: long enough to gather a commit's events, short enough that a message is not stale. */
+export const BATCH_WINDOW_BOUNDS = { min: '100ms', max: '10m' } as const;
+
+const BatchWindow = Duration.meta({
+  description: `A duration from ${BATCH_WINDOW_BOUNDS.min} to ${BATCH_WINDOW_BOUNDS.max}.`,
+  'x-kubernetes-validations': [
+    {
+      rule: `duration(self) >= duration('${BATCH_WINDOW_BOUNDS.min}') && duration(self) <= duration('${BATCH_WINDOW_BOUNDS.max}')`,
+      message: `must be between ${BATCH_WINDOW_BOUNDS.min} and ${BATCH_WINDOW_BOUNDS.max}`,
+    },
+  ],
+});
+
+export const ProviderBatch = z.object({
+  window: BatchWindow.default('2s').meta({
+    description: `How long a batch gathers events, from its first (${BATCH_WINDOW_BOUNDS.min} to ${BATCH_WINDOW_BOUNDS.max}).`,
+  }),
+  maxEvents: z
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .default(100)
+    .meta({ description: 'A batch is sent as soon as it holds this many events, before its window ends.' }),
+});
+
 export const ProviderSpec = z
   .object({
     type: ProviderType,
@@ -1048,10 +1074,18 @@ export const ProviderSpec = z
       .optional()
       .meta({ description: 'How fast this NotificationProvider sends (default 20 messages per minute).' }),
     timeout: Duration.default('15s').meta({ description: 'How long one delivery attempt may take.' }),
+    batch: ProviderBatch.optional().meta({
+      description:
+        "Send this NotificationProvider's events in batches instead of one request per event (the default, as Flux's notification-controller and Argo CD do). The first event opens a window; its batch is sent when the window ends or it holds maxEvents, in the type's own form: webhook a JSON array of the event objects (signed as one body), discord up to 10 embeds per message, slack several blocks in one message, msteams one Adaptive Card with a section per event. A batch larger than the receiver takes (Discord 10 embeds and 6,000 characters, Slack 50 blocks, Teams 28 KB) goes as several requests. rateLimit counts requests. Not with a template, nor for commit statuses.",
+    }),
     suspend: z.boolean().default(false).meta({ description: 'Send nothing while true (events meanwhile are not kept).' }),
   })
   .meta({
-    'x-kubernetes-validations': [{ rule: "!has(self.template) || self.type == 'webhook'", message: 'template is for the webhook type only' }],
+    'x-kubernetes-validations': [
+      { rule: "!has(self.template) || self.type == 'webhook'", message: 'template is for the webhook type only' },
+      { rule: '!has(self.batch) || !has(self.template)', message: 'batch is not available with a template (a template words one event)' },
+      { rule: "!has(self.batch) || self.type in ['slack', 'msteams', 'discord', 'webhook']", message: 'batch is for the chat and webhook types' },
+    ],
   });
 
 export const ProviderStatus = z.object({
@@ -1116,6 +1150,7 @@ export const NotificationAlert = z.object({
 
 export type ProviderType = z.infer<typeof ProviderType>;
 export type ProviderSpec = z.infer<typeof ProviderSpec>;
+export type ProviderBatch = z.infer<typeof ProviderBatch>;
 export type NotificationProvider = z.infer<typeof NotificationProvider>;
 export type EventCategory = z.infer<typeof EventCategory>;
 export type EventSource = z.infer<typeof EventSource>;
