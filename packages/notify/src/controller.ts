@@ -11,11 +11,20 @@ import { nodeHttpTransport, type HttpTransport } from '@syncline/source-git';
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { AlertSpec, type Condition, type ConfigSync, type NotificationProvider } from '@syncline/api';
-import { objectPath, writeStatus, type ControllerDeclaration, type ControllerQueue, type ControllerRegistry, type TrustedNamespaces } from '@syncline/runtime';
+import {
+  parseDuration,
+  objectPath,
+  writeStatus,
+  type ControllerDeclaration,
+  type ControllerQueue,
+  type ControllerRegistry,
+  type TrustedNamespaces,
+} from '@syncline/runtime';
 import { alertMatches, refusedSources, sourceMatches, sourceNamespace, type AlertView } from './alerts.ts';
 import { createDispatcher, DeliveryResult, type Dispatcher, type DispatcherOptions } from './delivery.ts';
 import { RecoveryTracker, notificationEvent, type InvolvedObject, type NotificationEvent, type RecordedEvent } from './event.ts';
 import { commitContext, commitStates, commitStatusRequest, forgeRepository, type CommitStatus } from './forge.ts';
+import { chatBatchRequests } from './batch-payloads.ts';
 import { chatRequest, type ChatProvider, type Message } from './payloads.ts';
 import {
   ProviderError,
@@ -282,9 +291,13 @@ function notificationsController(
     },
     idle: () => dispatcher.idle(),
     // The watches are the controller manager's, stopped with it.
+    // What is queued, in flight or gathered in a batch's window is dropped, not flushed: a flush would send while the
+    // process is asked to end, and a batch may wait its whole window. The log says how many.
     stop() {
       stopped = true;
-      dispatcher.stop();
+      const givenUp = dispatcher.stop();
+      if (givenUp > 0)
+        log.info({ notifications: givenUp }, 'notifications given up unsent (queued, gathered in a batch or in flight): the operator is stopping');
       return Promise.resolve();
     },
   };
@@ -334,6 +347,16 @@ function deliverChat(
   const providerKey = `${view.namespace}/${view.spec.providerRef.name}`;
   const message: Message = { event: notification, alert: alertKey, summary: view.spec.summary };
   const { timestamp: _timestamp, ...identity } = notification;
+  const resolvedChat = async (): Promise<{ resolved: ResolvedProvider; chat: ChatProvider }> => {
+    const resolved = await deps.providerFor(providerKey);
+    return { resolved, chat: { ...resolved.spec, type: resolved.spec.type as ChatProvider['type'], template: resolved.template } };
+  };
+  const transport = (resolved: ResolvedProvider) => ({
+    ca: resolved.ca,
+    proxy: resolved.proxy,
+    okField: resolved.spec.type === 'slack' && resolved.credentials.token !== undefined,
+  });
+  const batch = provider.spec.batch;
   deps.dispatcher.deliver({
     provider: providerKey,
     providerType: provider.spec.type,
@@ -341,16 +364,27 @@ function deliverChat(
     dedupKey: JSON.stringify([identity, view.spec.summary ?? '']),
     settings: channelSettings(provider.spec),
     prepare: async () => {
-      const resolved = await deps.providerFor(providerKey);
-      const chat = { ...resolved.spec, type: resolved.spec.type as ChatProvider['type'], template: resolved.template };
-      return {
-        ...chatRequest(chat, resolved.credentials, message),
-        ca: resolved.ca,
-        proxy: resolved.proxy,
-        okField: resolved.spec.type === 'slack' && resolved.credentials.token !== undefined,
-      };
+      const { resolved, chat } = await resolvedChat();
+      return { ...chatRequest(chat, resolved.credentials, message), ...transport(resolved) };
     },
     done: deps.delivered(alertKey, providerKey, provider.spec.type),
+    // The batch's requests are built from the NotificationProvider as it is when the batch's turn comes.
+    ...(batch === undefined || provider.spec.template !== undefined
+      ? {}
+      : {
+          batch: {
+            windowMs: parseDuration(batch.window ?? '2s'),
+            maxEvents: batch.maxEvents ?? 100,
+            message,
+            prepare: async (messages: readonly Message[]) => {
+              const { resolved, chat } = await resolvedChat();
+              return chatBatchRequests(chat, resolved.credentials, messages).map(({ request, count }) => ({
+                request: { ...request, ...transport(resolved) },
+                count,
+              }));
+            },
+          },
+        }),
   });
 }
 

@@ -4,7 +4,8 @@ import { nodeHttpTransport } from '@syncline/source-git';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { TokenBucket, createDispatcher, type Delivery, type DeliveryResult } from './delivery.ts';
+import { TokenBucket, createDispatcher, type Delivery, type DeliveryBatch, type DeliveryResult } from './delivery.ts';
+import type { Message } from './payloads.ts';
 
 const settings = { messages: 100, intervalMs: 60_000, timeoutMs: 2_000 };
 
@@ -160,5 +161,154 @@ describe('delivery', () => {
     expect(bucket.tryTake()).toBe(1_000);
     now = 1_000;
     expect(bucket.tryTake()).toBe(0);
+  });
+});
+
+describe('batches', () => {
+  const messageOf = (name: string): Message => ({
+    event: {
+      kind: 'ConfigSync',
+      namespace: 'ns',
+      name,
+      labels: {},
+      severity: 'info',
+      reason: 'Synced',
+      category: 'Applied',
+      message: name,
+      recovered: false,
+      timestamp: '2026-11-25T12:00:00.000Z',
+    },
+    alert: `ns/${name}`,
+  });
+  /** A batch whose requests carry `per` messages each, the body their names joined (as a receiver's format would). */
+  const batchOf = (url: () => string, name: string, plan: { windowMs: number; maxEvents: number; per?: number }): DeliveryBatch => ({
+    windowMs: plan.windowMs,
+    maxEvents: plan.maxEvents,
+    message: messageOf(name),
+    prepare: (messages) => {
+      const per = plan.per ?? messages.length;
+      const requests = [];
+      for (let at = 0; at < messages.length; at += per) {
+        const run = messages.slice(at, at + per);
+        requests.push({ request: { url: url(), method: 'POST' as const, headers: {}, body: run.map((m) => m.event.name).join(',') }, count: run.length });
+      }
+      return Promise.resolve(requests);
+    },
+  });
+  const batched = (receiverUrl: string, name: string, plan: { windowMs: number; maxEvents: number; per?: number }, results: string[]): Delivery => ({
+    provider: 'ns/p',
+    providerType: 'webhook',
+    dedupKey: name,
+    settings,
+    prepare: () => Promise.reject(new Error('a batched delivery is prepared with its batch')),
+    done: (result, error) => results.push(`${name}:${result}${error === undefined ? '' : `:${error}`}`),
+    batch: batchOf(() => `${receiverUrl}/batch`, name, plan),
+  });
+
+  it('the first delivery opens a window; its end sends the batch as one request, each delivery told', async () => {
+    await using receiver = await startHttpReceiver();
+    const results: string[] = [];
+    const counted: DeliveryResult[] = [];
+    const dispatcher = createDispatcher({ transport: nodeHttpTransport, count: (_type, result) => counted.push(result) });
+    const opened = Date.now();
+    for (const name of ['a', 'b', 'c']) dispatcher.deliver(batched(receiver.url, name, { windowMs: 400, maxEvents: 10 }, results));
+    await dispatcher.idle();
+    dispatcher.stop();
+    expect(receiver.requests.map((r) => r.body)).toEqual(['a,b,c']);
+    // A timer never fires early: the request left when the window ended, not before.
+    expect((receiver.requests[0]?.at ?? 0) - opened).toBeGreaterThanOrEqual(390);
+    expect(results).toEqual(['a:sent', 'b:sent', 'c:sent']);
+    expect(counted).toEqual(['sent', 'sent', 'sent']);
+  });
+
+  it('maxEvents sends a batch before its window ends; the next delivery opens a new one', async () => {
+    await using receiver = await startHttpReceiver();
+    const results: string[] = [];
+    const dispatcher = createDispatcher({ transport: nodeHttpTransport, count: () => undefined });
+    for (const name of ['a', 'b', 'c', 'd']) dispatcher.deliver(batched(receiver.url, name, { windowMs: 600_000, maxEvents: 2 }, results));
+    // Both batches filled: neither waits for its ten minutes.
+    await dispatcher.idle();
+    dispatcher.stop();
+    expect(receiver.requests.map((r) => r.body)).toEqual(['a,b', 'c,d']);
+    expect(results).toEqual(['a:sent', 'b:sent', 'c:sent', 'd:sent']);
+  });
+
+  it('a batch split into several requests: each is sent, rate-limited and reported for the deliveries it carries', async () => {
+    // The second request (c,d) is refused for good; the first and third are delivered.
+    await using receiver = await startHttpReceiver({ respond: (r) => (r.body === 'c,d' ? { status: 400, body: 'too big' } : { status: 200, body: 'ok' }) });
+    const results: string[] = [];
+    const dispatcher = createDispatcher({ transport: nodeHttpTransport, count: () => undefined });
+    for (const name of ['a', 'b', 'c', 'd', 'e']) dispatcher.deliver(batched(receiver.url, name, { windowMs: 100, maxEvents: 5, per: 2 }, results));
+    await dispatcher.idle();
+    dispatcher.stop();
+    expect(receiver.requests.map((r) => r.body)).toEqual(['a,b', 'c,d', 'e']);
+    expect(results).toEqual(['a:sent', 'b:sent', 'c:failed:the receiver answered HTTP 400', 'd:failed:the receiver answered HTTP 400', 'e:sent']);
+  });
+
+  it('a failed batch is retried as a batch, with backoff, and told once', async () => {
+    let calls = 0;
+    await using receiver = await startHttpReceiver({ respond: () => ({ status: ++calls < 3 ? 503 : 200, body: 'ok' }) });
+    const results: string[] = [];
+    const dispatcher = createDispatcher({ transport: nodeHttpTransport, count: () => undefined, attempts: 4, initialBackoffMs: 20 });
+    for (const name of ['a', 'b', 'c']) dispatcher.deliver(batched(receiver.url, name, { windowMs: 50, maxEvents: 10 }, results));
+    await dispatcher.idle();
+    dispatcher.stop();
+    expect(receiver.requests.map((r) => r.body)).toEqual(['a,b,c', 'a,b,c', 'a,b,c']);
+    expect(results).toEqual(['a:sent', 'b:sent', 'c:sent']);
+  });
+
+  it('the bound counts deliveries gathered in a batch; duplicates are sent once; a batch that cannot be built fails all it holds', async () => {
+    await using receiver = await startHttpReceiver();
+    const results: string[] = [];
+    const counted: DeliveryResult[] = [];
+    const dispatcher = createDispatcher({ transport: nodeHttpTransport, count: (_type, result) => counted.push(result), queueSize: 2 });
+    for (const name of ['a', 'a', 'b', 'c']) dispatcher.deliver(batched(receiver.url, name, { windowMs: 100, maxEvents: 10 }, results));
+    await dispatcher.idle();
+    expect(results).toEqual(['a:deduplicated', 'c:dropped:the queue of this NotificationProvider is full (2 waiting)', 'a:sent', 'b:sent']);
+    expect(counted.sort()).toEqual(['deduplicated', 'dropped', 'sent', 'sent']);
+    const broken: Delivery = {
+      ...batched(receiver.url, 'd', { windowMs: 50, maxEvents: 10 }, results),
+      batch: { windowMs: 50, maxEvents: 10, message: messageOf('d'), prepare: () => Promise.reject(new Error('msteams needs the Workflows webhook URL')) },
+    };
+    dispatcher.deliver(broken);
+    await dispatcher.idle();
+    dispatcher.stop();
+    expect(results.at(-1)).toBe('d:failed:msteams needs the Workflows webhook URL');
+    expect(receiver.requests).toHaveLength(1);
+  });
+
+  it('a delivery that is not batched sends what was gathered first, in order', async () => {
+    await using receiver = await startHttpReceiver();
+    const results: string[] = [];
+    const dispatcher = createDispatcher({ transport: nodeHttpTransport, count: () => undefined });
+    for (const name of ['a', 'b']) dispatcher.deliver(batched(receiver.url, name, { windowMs: 600_000, maxEvents: 10 }, results));
+    dispatcher.deliver({
+      provider: 'ns/p',
+      providerType: 'webhook',
+      dedupKey: 'c',
+      settings,
+      prepare: () => Promise.resolve({ url: `${receiver.url}/one`, method: 'POST', headers: {}, body: 'c' }),
+      done: (result) => results.push(`c:${result}`),
+    });
+    await dispatcher.idle();
+    dispatcher.stop();
+    expect(receiver.requests.map((r) => r.body)).toEqual(['a,b', 'c']);
+    expect(results).toEqual(['a:sent', 'b:sent', 'c:sent']);
+  });
+
+  it('stop() gives up a batch in its window: nothing is sent or told, the count is returned, idle() resolves', async () => {
+    await using receiver = await startHttpReceiver();
+    const results: string[] = [];
+    const dispatcher = createDispatcher({ transport: nodeHttpTransport, count: (_type, result) => results.push(result) });
+    for (const name of ['a', 'b', 'c']) dispatcher.deliver(batched(receiver.url, name, { windowMs: 300, maxEvents: 10 }, results));
+    expect(dispatcher.stop()).toBe(3);
+    await dispatcher.idle();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(receiver.requests).toHaveLength(0);
+    expect(results).toEqual([]);
+    // After stop, nothing is taken.
+    dispatcher.deliver(batched(receiver.url, 'd', { windowMs: 10, maxEvents: 10 }, results));
+    await dispatcher.idle();
+    expect(results).toEqual([]);
   });
 });

@@ -5,10 +5,14 @@
 // A message costs what its one HTTP request costs and little more: the channel is a plain queue, an attempt one
 // AbortController (one timer watches every attempt's deadline), nothing is aborted after an answer (an abort builds
 // an error and wakes listeners), and a token at hand is taken without waiting.
+// A NotificationProvider with spec.batch gathers its deliveries, Alertmanager-style: the first opens a window, and
+// the batch joins the queue when the window ends or it holds maxEvents. A batch is one unit of the queue: its
+// requests (one, or several where the receiver's limit splits it) take a token each, are retried each as a whole,
+// and report to every delivery they carry. The queue's bound counts deliveries, batched or not.
 // Nothing here logs or returns a URL, a header or a response body: they may hold credentials.
 import { ExponentialBackoff, type IBackoff } from 'cockatiel';
 import type { HttpProxy, HttpTransport } from '@syncline/source-git';
-import type { OutgoingRequest } from './payloads.ts';
+import type { Message, OutgoingRequest } from './payloads.ts';
 
 export const DeliveryResult = { Sent: 'sent', Failed: 'failed', Dropped: 'dropped', Deduplicated: 'deduplicated' } as const;
 export type DeliveryResult = (typeof DeliveryResult)[keyof typeof DeliveryResult];
@@ -35,7 +39,22 @@ export type Delivery = {
   readonly prepare: () => Promise<PreparedRequest>;
   /** Told once, with an error message that names no URL or credential. */
   readonly done?: (result: DeliveryResult, error?: string) => void;
+  /** Opt-in: sent with the NotificationProvider's other deliveries of a window (its spec.batch); `prepare` is then unused. */
+  readonly batch?: DeliveryBatch;
 };
+
+export type DeliveryBatch = {
+  readonly windowMs: number;
+  readonly maxEvents: number;
+  readonly message: Message;
+  /**
+   * Builds the requests of a batch from its deliveries' messages (in order) when its turn comes; each request carries
+   * the next `count` of them. Throws: a failure of all of them, not retried.
+   */
+  readonly prepare: (messages: readonly Message[]) => Promise<readonly PreparedBatchRequest[]>;
+};
+
+export type PreparedBatchRequest = { readonly request: PreparedRequest; readonly count: number };
 
 /** A failed delivery, described without its URL. */
 export class DeliveryError extends Error {
@@ -63,15 +82,29 @@ export type DispatcherOptions = {
 
 export type Dispatcher = {
   deliver(delivery: Delivery): void;
-  /** Resolves when nothing is queued or in flight (tests, shutdown). */
+  /** Resolves when nothing is queued, gathered in a batch or in flight (tests, shutdown). */
   idle(): Promise<void>;
-  stop(): void;
+  /** Gives up what is queued, gathered or in flight, unreported: returns how many deliveries that was. */
+  stop(): number;
 };
 
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
-/** One NotificationProvider's deliveries: those waiting, whether one is in flight, and its rate. */
-type Channel = { readonly waiting: Delivery[]; busy: boolean; bucket: TokenBucket; settings: ChannelSettings };
+/**
+ * One NotificationProvider's deliveries: those waiting (a unit is one delivery, or a batch), how many deliveries
+ * that is with the batch being gathered, whether a unit is in flight, and its rate.
+ */
+type Channel = {
+  readonly waiting: Delivery[][];
+  queued: number;
+  gathering?: Gathering | undefined;
+  busy: boolean;
+  bucket: TokenBucket;
+  settings: ChannelSettings;
+};
+
+/** A batch in its window: its deliveries so far and the timer that ends the window. */
+type Gathering = { readonly members: Delivery[]; readonly timer: NodeJS.Timeout };
 
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const now = options.now ?? Date.now;
@@ -99,6 +132,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     }
     const channel: Channel = {
       waiting: [],
+      queued: 0,
       busy: false,
       bucket: new TokenBucket(delivery.settings.messages, delivery.settings.intervalMs, now),
       settings: delivery.settings,
@@ -138,14 +172,12 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     }
   };
 
-  const send = async (delivery: Delivery): Promise<void> => {
-    const request = await delivery.prepare().catch((error: unknown) => {
-      throw new DeliveryError(error instanceof Error ? error.message : String(error), false);
-    });
+  /** Sends one request: its attempts, with backoff between them, while they fail in a way worth retrying. */
+  const send = async (request: PreparedRequest, timeoutMs: number): Promise<void> => {
     let wait: IBackoff<unknown> | undefined;
     for (let tries = 1; ; tries++) {
       try {
-        await attempt(request, delivery.settings.timeoutMs);
+        await attempt(request, timeoutMs);
         return;
       } catch (error) {
         const retryable = !(error instanceof DeliveryError) || error.retryable;
@@ -156,29 +188,87 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     }
   };
 
-  /** Runs the channel's deliveries one after another until its queue is empty. */
+  /** Tells each delivery of `members` its result, counted (after stop(), nothing is told), and finishes them. */
+  const report = (members: readonly Delivery[], error: unknown): void => {
+    for (const delivery of members) {
+      if (!stopped.signal.aborted) {
+        const result = error === undefined ? DeliveryResult.Sent : DeliveryResult.Failed;
+        options.count(delivery.providerType, result);
+        if (result === DeliveryResult.Sent) delivery.done?.(result);
+        else delivery.done?.(result, describe(error));
+      }
+      finished();
+    }
+  };
+
+  /** The requests of a unit: one delivery's, or a batch's (each with the deliveries it carries). */
+  const prepare = async (unit: readonly Delivery[]): Promise<readonly { request: PreparedRequest; members: readonly Delivery[] }[]> => {
+    try {
+      const [first] = unit;
+      if (first === undefined) return [];
+      if (first.batch === undefined) return [{ request: await first.prepare(), members: unit }];
+      const messages = unit.map((d) => (d.batch as DeliveryBatch).message);
+      let at = 0;
+      const requests = (await first.batch.prepare(messages)).map(({ request, count }) => ({ request, members: unit.slice(at, (at += count)) }));
+      if (at !== unit.length) throw new Error(`the batch's requests carry ${at} of its ${unit.length} messages`);
+      return requests;
+    } catch (error) {
+      throw new DeliveryError(error instanceof Error ? error.message : String(error), false);
+    }
+  };
+
+  /** Runs the channel's units one after another until its queue is empty: each request waits for a token, then is sent. */
   const drain = async (channel: Channel): Promise<void> => {
     channel.busy = true;
-    for (let delivery = channel.waiting.shift(); delivery !== undefined; delivery = channel.waiting.shift()) {
+    for (let unit = channel.waiting.shift(); unit !== undefined; unit = channel.waiting.shift()) {
+      channel.queued -= unit.length;
+      let requests: Awaited<ReturnType<typeof prepare>> = [];
       try {
-        if (channel.bucket.tryTake() !== 0) await channel.bucket.take(stopped.signal);
-        await send(delivery);
-        options.count(delivery.providerType, DeliveryResult.Sent);
-        delivery.done?.(DeliveryResult.Sent);
+        requests = await prepare(unit);
       } catch (error) {
-        if (!stopped.signal.aborted) {
-          options.count(delivery.providerType, DeliveryResult.Failed);
-          delivery.done?.(DeliveryResult.Failed, describe(error));
-        }
-      } finally {
-        finished();
+        report(unit, error);
+      }
+      for (const { request, members } of requests) {
+        let failure: unknown = stopped.signal.aborted ? new Error('stopped') : undefined;
+        if (failure === undefined)
+          try {
+            if (channel.bucket.tryTake() !== 0) await channel.bucket.take(stopped.signal);
+            await send(request, channel.settings.timeoutMs);
+          } catch (error) {
+            failure = error;
+          }
+        report(members, failure);
       }
       if (stopped.signal.aborted) {
         // What is still queued is given up unreported, as a stopped process would.
-        for (let rest = channel.waiting.shift(); rest !== undefined; rest = channel.waiting.shift()) finished();
+        for (let rest = channel.waiting.shift(); rest !== undefined; rest = channel.waiting.shift()) for (const _ of rest) finished();
+        channel.queued = 0;
       }
     }
     channel.busy = false;
+  };
+
+  /** Ends the window of the channel's batch, if one is gathering: the batch joins the queue. */
+  const closeBatch = (channel: Channel): void => {
+    const gathering = channel.gathering;
+    if (gathering === undefined) return;
+    clearTimeout(gathering.timer);
+    channel.gathering = undefined;
+    channel.waiting.push(gathering.members);
+    if (!channel.busy) void drain(channel);
+  };
+
+  /** Adds a batched delivery to the channel's batch, opening one (and its window) if none is gathering. */
+  const gather = (channel: Channel, delivery: Delivery, batch: DeliveryBatch): void => {
+    if (channel.gathering === undefined) {
+      const timer = setTimeout(() => {
+        if (channel.gathering?.timer === timer) closeBatch(channel);
+      }, batch.windowMs);
+      timer.unref();
+      channel.gathering = { members: [], timer };
+    }
+    channel.gathering.members.push(delivery);
+    if (channel.gathering.members.length >= batch.maxEvents) closeBatch(channel);
   };
 
   return {
@@ -190,14 +280,21 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         return;
       }
       const channel = channelOf(delivery);
-      // One in flight and `queueSize` waiting behind it.
-      if (channel.waiting.length >= queueSize) {
+      // One unit in flight and `queueSize` deliveries waiting behind it, in batches or not.
+      if (channel.queued >= queueSize) {
         options.count(delivery.providerType, DeliveryResult.Dropped);
         delivery.done?.(DeliveryResult.Dropped, `the queue of this NotificationProvider is full (${queueSize} waiting)`);
         return;
       }
       pending++;
-      channel.waiting.push(delivery);
+      channel.queued++;
+      if (delivery.batch !== undefined) {
+        gather(channel, delivery, delivery.batch);
+        return;
+      }
+      // Not batched (any more): what was gathered goes first, in the order it came.
+      closeBatch(channel);
+      channel.waiting.push([delivery]);
       if (!channel.busy) void drain(channel);
     },
     idle() {
@@ -205,9 +302,20 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       return new Promise((resolve) => idleWaiters.push(resolve));
     },
     stop() {
+      const givenUp = pending;
       stopped.abort();
       for (const abort of attemptsInFlight.keys()) abort.abort();
       deadlines.disarm();
+      // Batches in their window are given up too: their deliveries were never sent.
+      for (const channel of channels.values()) {
+        const gathering = channel.gathering;
+        if (gathering === undefined) continue;
+        clearTimeout(gathering.timer);
+        channel.gathering = undefined;
+        channel.queued -= gathering.members.length;
+        for (const _ of gathering.members) finished();
+      }
+      return givenUp;
     },
   };
 }

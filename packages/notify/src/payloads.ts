@@ -71,12 +71,21 @@ export function chatRequest(provider: ChatProvider, credentials: ProviderCredent
     case 'slack':
       return slackRequest(provider, credentials, message);
     case 'msteams':
-      return json(need(credentials.address, "msteams needs the Workflows webhook URL (the Secret's address key, or spec.address)"), teamsBody(message));
     case 'discord':
-      return json(need(credentials.address, "discord needs the webhook URL (the Secret's address key, or spec.address)"), discordBody(provider, message));
+      return json(addressOf(provider.type, credentials), provider.type === 'msteams' ? teamsBody(message) : discordBody(provider, message));
     case 'webhook':
       return webhookRequest(provider, credentials, message);
   }
+}
+
+/** The URL of an msteams, discord or webhook NotificationProvider. Throws when there is none. */
+export function addressOf(type: 'msteams' | 'discord' | 'webhook', credentials: ProviderCredentials): string {
+  const what = {
+    msteams: "msteams needs the Workflows webhook URL (the Secret's address key, or spec.address)",
+    discord: "discord needs the webhook URL (the Secret's address key, or spec.address)",
+    webhook: "webhook needs a URL (the Secret's address key, or spec.address)",
+  }[type];
+  return need(credentials.address, what);
 }
 
 function need(value: string | undefined, what: string): string {
@@ -113,41 +122,50 @@ export function slackBody(provider: Pick<ChatProvider, 'channel' | 'username'>, 
 }
 
 function slackRequest(provider: ChatProvider, credentials: ProviderCredentials, message: Message): OutgoingRequest {
-  const body = slackBody(provider, message);
+  return { ...slackDestination(provider, credentials), body: JSON.stringify(slackBody(provider, message)) };
+}
+
+/** Where a Slack message goes: chat.postMessage with the bot token, or the incoming webhook. */
+export function slackDestination(provider: Pick<ChatProvider, 'channel'>, credentials: ProviderCredentials): Omit<OutgoingRequest, 'body'> {
   if (credentials.token !== undefined && credentials.token !== '') {
     need(provider.channel, 'slack with a token (chat.postMessage) needs spec.channel');
     return {
       url: credentials.address ?? SLACK_POST_MESSAGE_URL,
       method: 'POST',
       headers: { 'content-type': 'application/json; charset=utf-8', authorization: `Bearer ${credentials.token}` },
-      body: JSON.stringify(body),
     };
   }
-  return json(need(credentials.address, "slack needs an incoming webhook URL (the Secret's address key) or a bot token (token key) and spec.channel"), body);
+  const url = need(credentials.address, "slack needs an incoming webhook URL (the Secret's address key) or a bot token (token key) and spec.channel");
+  return { url, method: 'POST', headers: { 'content-type': 'application/json' } };
 }
 
 /** Microsoft Teams Workflows ("Post to a channel when a webhook request is received"): a message with one Adaptive Card. */
 export function teamsBody(message: Message): Record<string, unknown> {
-  const { event } = message;
+  return teamsMessage(teamsItems(message));
+}
+
+/** A Teams message of one Adaptive Card whose body is `items`. */
+export function teamsMessage(items: readonly unknown[]): Record<string, unknown> {
   return {
     type: 'message',
     attachments: [
       {
         contentType: 'application/vnd.microsoft.card.adaptive',
         contentUrl: null,
-        content: {
-          $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',
-          type: 'AdaptiveCard',
-          version: '1.4',
-          body: [
-            { type: 'TextBlock', text: title(event), weight: 'Bolder', size: 'Medium', wrap: true, color: event.severity === 'error' ? 'Attention' : 'Good' },
-            { type: 'TextBlock', text: cut(event.message, 4000), wrap: true },
-            { type: 'FactSet', facts: facts(message).map((f) => ({ title: f.name, value: f.value })) },
-          ],
-        },
+        content: { $schema: 'http://adaptivecards.io/schemas/adaptive-card.json', type: 'AdaptiveCard', version: '1.4', body: items },
       },
     ],
   };
+}
+
+/** One message as Adaptive Card elements: its title, its text and its facts. */
+export function teamsItems(message: Message): Record<string, unknown>[] {
+  const { event } = message;
+  return [
+    { type: 'TextBlock', text: title(event), weight: 'Bolder', size: 'Medium', wrap: true, color: event.severity === 'error' ? 'Attention' : 'Good' },
+    { type: 'TextBlock', text: cut(event.message, 4000), wrap: true },
+    { type: 'FactSet', facts: facts(message).map((f) => ({ title: f.name, value: f.value })) },
+  ];
 }
 
 const DISCORD_RED = 0xd73a49;
@@ -177,7 +195,7 @@ export function webhookBody(message: Message): Record<string, unknown> {
 }
 
 function webhookRequest(provider: ChatProvider, credentials: ProviderCredentials, message: Message): OutgoingRequest {
-  const url = need(credentials.address, "webhook needs a URL (the Secret's address key, or spec.address)");
+  const url = addressOf('webhook', credentials);
   const body = provider.template === undefined ? JSON.stringify(webhookBody(message)) : provider.template(webhookBody(message));
   const headers: Record<string, string> = {
     'content-type': provider.template === undefined ? 'application/json' : (provider.contentType ?? 'application/json'),

@@ -63,6 +63,10 @@ export async function resolveProvider(rest: KubeRest, provider: NotificationProv
   if (!parsed.success)
     throw new ProviderError('InvalidSpec', `invalid spec: ${parsed.error.issues.map((i) => `${i.path.map(String).join('.')}: ${i.message}`).join('; ')}`);
   const spec = parsed.data;
+  // The API server refuses both (the CRD's rules); an object stored before those rules is refused here.
+  if (spec.batch !== undefined && spec.template !== undefined)
+    throw new ProviderError('InvalidSpec', 'batch is not available with a template (a template words one event)');
+  if (spec.batch !== undefined && isCommitStatusType(spec.type)) throw new ProviderError('InvalidSpec', 'batch is for the chat and webhook types');
   const secret = async (ref: { name: string } | undefined, what: string): Promise<SecretData | undefined> => {
     if (ref === undefined) return undefined;
     const data = await readSecretData(rest, namespace, ref.name);
