@@ -46,7 +46,11 @@ describe('webhook batches', () => {
     expect(request?.url).toBe(HOOK);
     expect(request?.headers['content-type']).toBe('application/json');
     expect(JSON.parse(request?.body ?? '')).toEqual(batch.map((m) => webhookBody(m)));
-    expect(request?.headers['x-syncline-signature']).toBe(`sha256=${createHmac('sha256', 'k').update(request?.body ?? '').digest('hex')}`);
+    expect(request?.headers['x-syncline-signature']).toBe(
+      `sha256=${createHmac('sha256', 'k')
+        .update(request?.body ?? '')
+        .digest('hex')}`,
+    );
   });
 
   it('a batch of one is an array too; no hmacKey, no signature; no address, an error', () => {
@@ -68,10 +72,17 @@ describe('Discord batches', () => {
   });
 
   it('6,000 characters across the embeds of a message at most: long messages are split', () => {
-    const requests = chatBatchRequests({ type: 'discord' }, { address: HOOK }, messages(6, () => 'x'.repeat(2500)));
+    const requests = chatBatchRequests(
+      { type: 'discord' },
+      { address: HOOK },
+      messages(6, () => 'x'.repeat(2500)),
+    );
     for (const r of requests) {
       const { embeds } = JSON.parse(r.request.body) as { embeds: { title: string; description: string; fields: { name: string; value: string }[] }[] };
-      const characters = embeds.reduce((sum, e) => sum + e.title.length + e.description.length + e.fields.reduce((s, f) => s + f.name.length + f.value.length, 0), 0);
+      const characters = embeds.reduce(
+        (sum, e) => sum + e.title.length + e.description.length + e.fields.reduce((s, f) => s + f.name.length + f.value.length, 0),
+        0,
+      );
       expect(characters).toBeLessThanOrEqual(BATCH_LIMITS.discord.weight);
     }
     expect(counts(requests)).toEqual([2, 2, 2]);
@@ -95,7 +106,11 @@ describe('Slack batches', () => {
   });
 
   it('chat.postMessage with a token: its URL, Bearer token and channel; long texts split at 12,000 characters of blocks', () => {
-    const requests = chatBatchRequests({ type: 'slack', channel: '#deploys' }, { token: 'xoxb-1' }, messages(10, () => 'y'.repeat(2800)));
+    const requests = chatBatchRequests(
+      { type: 'slack', channel: '#deploys' },
+      { token: 'xoxb-1' },
+      messages(10, () => 'y'.repeat(2800)),
+    );
     expect(counts(requests)).toEqual([4, 4, 2]);
     for (const r of requests) {
       expect(r.request.url).toBe(SLACK_POST_MESSAGE_URL);
