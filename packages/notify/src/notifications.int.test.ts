@@ -58,13 +58,21 @@ const readyOf = async (namespace: string, plural: string, name: string): Promise
   return object.status?.conditions?.find((c) => c.type === 'Ready');
 };
 
-async function webhookSetup(namespace: string, options: { address: string; rateLimit?: { messages: number; interval: string } }): Promise<void> {
+async function webhookSetup(
+  namespace: string,
+  options: { address: string; rateLimit?: { messages: number; interval: string }; batch?: { window: string; maxEvents: number } },
+): Promise<void> {
   await create(namespace, 'secrets', { metadata: { name: 'hook' }, stringData: { address: options.address, hmacKey: 'shared-key' } });
   await create(namespace, 'notificationproviders', {
     apiVersion: 'syncline.dev/v1alpha1',
     kind: 'NotificationProvider',
     metadata: { name: 'hook' },
-    spec: { type: 'webhook', secretRef: { name: 'hook' }, ...(options.rateLimit === undefined ? {} : { rateLimit: options.rateLimit }) },
+    spec: {
+      type: 'webhook',
+      secretRef: { name: 'hook' },
+      ...(options.rateLimit === undefined ? {} : { rateLimit: options.rateLimit }),
+      ...(options.batch === undefined ? {} : { batch: options.batch }),
+    },
   });
   await create(namespace, 'notificationalerts', {
     apiVersion: 'syncline.dev/v1alpha1',
@@ -130,6 +138,55 @@ describe('notifications against the real control plane', () => {
       await notifications.stop();
     }
   }, 180_000);
+
+  it('a batched NotificationProvider: a window of events arrives as JSON arrays of at most maxEvents, each signed as one body; the API server refuses a batch with a template', async () => {
+    await using ns = await testNamespace({ prefix: 'notify-batch' });
+    await using receiver = await startHttpReceiver();
+    const metrics = { registry: new Registry() };
+    const notifications = started({
+      rest,
+      logger: pino({ level: 'silent' }),
+      metrics,
+      clock: { now: () => new Date() },
+      trusted: new Set(),
+      recorder: { record: () => Promise.resolve() },
+    });
+    try {
+      await webhookSetup(ns.name, { address: `${receiver.url}/batched`, batch: { window: '1s', maxEvents: 50 } });
+      // 120 events of 120 syncs, as a commit's reconciles record them: 50, 50, then 20 when the window ends.
+      for (let i = 0; i < 120; i++)
+        void notifications.events.record(involved(ns.name, `s${i}`), { type: 'Normal', reason: 'Synced', message: `revision 0123456789ab: ${i} created` });
+      await receiver.waitFor((r) => r.length >= 3, 'three batches');
+      await notifications.idle();
+      const { createHmac } = await import('node:crypto');
+      const bodies = receiver.requests.map((r) => {
+        expect(r.path).toBe('/batched');
+        expect(r.headers['content-type']).toBe('application/json');
+        expect(r.headers['x-syncline-signature']).toBe(`sha256=${createHmac('sha256', 'shared-key').update(r.body).digest('hex')}`);
+        return JSON.parse(r.body) as { kind: string; name: string; alert: string; message: string }[];
+      });
+      expect(bodies.map((b) => b.length)).toEqual([50, 50, 20]);
+      const events = bodies.flat();
+      expect(events.map((e) => e.name)).toEqual(Array.from({ length: 120 }, (_, i) => `s${i}`));
+      expect(events[7]).toMatchObject({ kind: 'ConfigSync', alert: `${ns.name}/all`, message: 'revision 0123456789ab: 7 created', category: 'Applied' });
+      const sent = (await metrics.registry.getSingleMetric('syncline_notifications_total')?.get())?.values.find((v) => v.labels['result'] === 'sent');
+      expect(sent?.value).toBe(120);
+      expect((await readyOf(ns.name, 'notificationalerts', 'all'))?.status).toBe('True');
+      // A template words one event: the CRD's rule refuses it beside a batch.
+      const refused = await create(ns.name, 'notificationproviders', {
+        apiVersion: 'syncline.dev/v1alpha1',
+        kind: 'NotificationProvider',
+        metadata: { name: 'templated' },
+        spec: { type: 'webhook', secretRef: { name: 'hook' }, template: '{{json message}}', batch: { window: '1s' } },
+      }).then(
+        () => 'created',
+        (error: unknown) => (error instanceof Error ? error.message : String(error)),
+      );
+      expect(refused).toMatch(/batch is not available with a template/);
+    } finally {
+      await notifications.stop();
+    }
+  }, 120_000);
 
   it('an event meets exactly the NotificationAlerts whose sources name it: by name, any name, any kind; not another name, kind or namespace', async () => {
     await using ns = await testNamespace({ prefix: 'notify-match' });
