@@ -1,11 +1,15 @@
-// `pnpm bench notify [--syncs 200] [--rounds 5] [--profile DIR]`: the reconcile figures of `bench operator` (N
-// ConfigSyncs × 5 objects on one repo, the real control plane and the real operator process) in two namespaces,
-// each with its own operator (the JavaScript bundle the image runs): one without notifications, one with one NotificationAlert per sync sending every event to one
-// webhook NotificationProvider (a real HTTP receiver). Prints, per variant, the time until all Ready and the median time a
-// new commit takes to reach all syncs (rounds alternate between the variants), the operator's CPU per commit, and
-// the API server requests each new commit caused (leases apart): the notifications must add none (the Events
-// they are made of are recorded either way). DIR gets both operators' CPU profiles (DIR/<namespace>/).
+// `pnpm bench notify [--syncs 200] [--rounds 5] [--batch WINDOW] [--profile DIR]`: the reconcile figures of `bench
+// operator` (N ConfigSyncs × 5 objects on one repo, the real control plane and the real operator process) in two
+// namespaces, each with its own operator (the JavaScript bundle the image runs): one without notifications, one with
+// one NotificationAlert per sync sending every event to one webhook NotificationProvider (a real HTTP receiver), one
+// request per event. `--batch WINDOW` adds a third namespace and operator whose NotificationProvider batches
+// (spec.batch.window WINDOW, maxEvents at its default). Prints, per variant, the time until all Ready and the median
+// time a new commit takes to reach all syncs (rounds alternate between the variants), the operator's CPU per commit,
+// and the API server requests each new commit caused (leases apart): the notifications must add none (the Events
+// they are made of are recorded either way). Its last lines: the CPU per commit with notifications, one request per
+// event and batched, against the target (+5 % at most). DIR gets every operator's CPU profile (DIR/<namespace>/).
 import type { ConfigSync } from '@syncline/operator';
+import { parseDuration } from '@syncline/runtime';
 import { OPERATOR_NODE_FLAGS, startHttpReceiver, startOperator } from '@syncline/test-support';
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
@@ -13,8 +17,10 @@ import { benchEnvironment, cpuSeconds, diff, pool, requestCounts, sleep } from '
 import { buildOperatorBundle } from './_bundle.ts';
 
 const { values: flags } = parseArgs({
-  options: { syncs: { type: 'string', default: '200' }, rounds: { type: 'string', default: '5' }, profile: { type: 'string' } },
+  options: { syncs: { type: 'string', default: '200' }, rounds: { type: 'string', default: '5' }, batch: { type: 'string' }, profile: { type: 'string' } },
 });
+const BATCH_WINDOW = flags.batch;
+const batchWindowMs = BATCH_WINDOW === undefined ? 0 : parseDuration(BATCH_WINDOW);
 const SYNCS = Number(flags.syncs);
 const ROUNDS = Number(flags.rounds);
 const progress = (line: string): void => console.error(`[bench] ${line}`);
@@ -35,6 +41,7 @@ const bundle = buildOperatorBundle();
 type Variant = {
   namespace: string;
   alerts: boolean;
+  batched: boolean;
   pid: number;
   allReadyMs: number;
   commitMs: number[];
@@ -53,13 +60,13 @@ const apiRequests = (): ReturnType<typeof requestCounts> =>
   requestCounts(rest, (verb, resource) => resource !== '' && resource !== 'leases' && resource !== 'services' && verb !== 'WATCH');
 
 /** The namespace, its NotificationProvider and NotificationAlerts (with alerts), and its own operator watching only it. */
-async function setUp(namespace: string, alerts: boolean): Promise<Variant & { operator: AsyncDisposable }> {
+async function setUp(namespace: string, alerts: boolean, batched = false): Promise<Variant & { operator: AsyncDisposable }> {
   if (namespace !== 'bench-plain') await rest.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: namespace } } });
   if (alerts) {
     await rest.request({
       method: 'POST',
       path: `/api/v1/namespaces/${namespace}/secrets`,
-      body: { metadata: { name: 'hook' }, stringData: { address: `${receiver.url}/hook` } },
+      body: { metadata: { name: 'hook' }, stringData: { address: `${receiver.url}/${namespace}` } },
     });
     await rest.request({
       method: 'POST',
@@ -68,7 +75,12 @@ async function setUp(namespace: string, alerts: boolean): Promise<Variant & { op
         apiVersion: 'syncline.dev/v1alpha1',
         kind: 'NotificationProvider',
         metadata: { name: 'hook' },
-        spec: { type: 'webhook', secretRef: { name: 'hook' }, rateLimit: { messages: 10_000, interval: '1m' } },
+        spec: {
+          type: 'webhook',
+          secretRef: { name: 'hook' },
+          rateLimit: { messages: 10_000, interval: '1m' },
+          ...(batched && BATCH_WINDOW !== undefined ? { batch: { window: BATCH_WINDOW } } : {}),
+        },
       },
     });
     await pool(
@@ -102,7 +114,7 @@ async function setUp(namespace: string, alerts: boolean): Promise<Variant & { op
     if (list.items.filter((a) => a.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length === SYNCS) break;
     await sleep(1000);
   }
-  return { namespace, alerts, pid: operator.pid, allReadyMs: 0, commitMs: [], cpuMs: [], requestsPerCommit: [], windows: [], operator };
+  return { namespace, alerts, batched, pid: operator.pid, allReadyMs: 0, commitMs: [], cpuMs: [], requestsPerCommit: [], windows: [], operator };
 }
 
 async function createSyncs(variant: Variant): Promise<void> {
@@ -150,7 +162,8 @@ async function commitRound(variant: Variant, round: number): Promise<void> {
   );
   await waitForAll(variant.namespace, revision);
   variant.commitMs.push(Date.now() - started);
-  await sleep(2000); // Events are written after the status (and notifications sent after the Events): let them land
+  // Events are written after the status (and notifications sent after the Events, batched ones when their window ends): let them land.
+  await sleep(2000 + batchWindowMs);
   variant.cpuMs.push(Math.round((cpuSeconds(variant.pid) - cpuBefore) * 1000));
   variant.windows.push({ fromUs, toUs: monotonicUs() });
   variant.requestsPerCommit.push(diff(await apiRequests(), before).byVerbResource);
@@ -161,63 +174,73 @@ async function commitRound(variant: Variant, round: number): Promise<void> {
 // the machine's load (it is shared) falls on both variants alike.
 const plain = await setUp('bench-plain', false);
 const notified = await setUp('bench-alerts', true);
+const batched = BATCH_WINDOW === undefined ? undefined : await setUp('bench-batched', true, true);
+const variants = [plain, notified, ...(batched === undefined ? [] : [batched])];
 // Every sync's events: created (Synced) and one per round.
 const expected = SYNCS * (1 + ROUNDS);
-let delivered = 0;
+/** Events the receiver got from a variant's NotificationProvider: a request each, or a batch's array. */
+const deliveredTo = (variant: Variant): number =>
+  receiver.requests
+    .filter((r) => r.path === `/${variant.namespace}`)
+    .reduce((sum, r) => sum + (variant.batched ? (JSON.parse(r.body) as unknown[]).length : 1), 0);
 try {
-  await createSyncs(plain);
-  const received = receiver.requests.length;
-  await createSyncs(notified);
-  for (let round = 1; round <= ROUNDS; round++) {
-    await commitRound(plain, round);
-    await commitRound(notified, round);
-  }
+  for (const variant of variants) await createSyncs(variant);
+  for (let round = 1; round <= ROUNDS; round++) for (const variant of variants) await commitRound(variant, round);
   const deadline = Date.now() + 60_000;
-  while (receiver.requests.length - received < expected && Date.now() < deadline) await sleep(200);
-  delivered = receiver.requests.length - received;
+  while (variants.some((v) => v.alerts && deliveredTo(v) < expected) && Date.now() < deadline) await sleep(200);
 } finally {
-  await plain.operator[Symbol.asyncDispose]();
-  await notified.operator[Symbol.asyncDispose]();
+  for (const variant of variants) await variant.operator[Symbol.asyncDispose]();
 }
 // The rounds' spans beside each profile: `node scripts/cpu-profile.ts DIR/bench-alerts/CPU…cpuprofile --window
 // DIR/bench-alerts/rounds.json --minus DIR/bench-plain/CPU…cpuprofile --minus-window DIR/bench-plain/rounds.json` is then
 // what the notifications cost over the rounds.
 if (flags.profile !== undefined)
-  for (const variant of [plain, notified]) await writeFile(`${flags.profile}/${variant.namespace}/rounds.json`, JSON.stringify(variant.windows));
+  for (const variant of variants) await writeFile(`${flags.profile}/${variant.namespace}/rounds.json`, JSON.stringify(variant.windows));
 
 const median = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
-/** The bench's own requests (the reconcile-request PATCHes, its LIST and watch) are the same in both variants. */
+/** The bench's own requests (the reconcile-request PATCHes, its LIST and watch) are the same in every variant. */
 const total = (counts: readonly Record<string, number>[]): number => median(counts.map((c) => Object.values(c).reduce((a, b) => a + b, 0)));
-const plainCommit = median(plain.commitMs);
-const notifiedCommit = median(notified.commitMs);
-const slower = (notifiedCommit - plainCommit) / plainCommit;
-const slowerReady = (notified.allReadyMs - plain.allReadyMs) / plain.allReadyMs;
-const extraRequests = total(notified.requestsPerCommit) - total(plain.requestsPerCommit);
 const verdict = (ok: boolean): string => (ok ? 'met' : 'NOT met');
 const pct = (x: number): string => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%`;
+const label = (variant: Variant): string => (variant.batched ? `batched (window ${BATCH_WINDOW ?? ''})` : 'one request per event');
+const withAlerts = variants.filter((v) => v.alerts);
 console.log(
-  `notify bench: ${SYNCS} ConfigSyncs × 5 objects, one NotificationAlert each to one webhook Provider; ${ROUNDS} new commits per variant; Node ${process.versions.node}`,
+  `notify bench: ${SYNCS} ConfigSyncs × 5 objects, one NotificationAlert each to one webhook Provider${BATCH_WINDOW === undefined ? '' : ` (one request per event, and batched with a window of ${BATCH_WINDOW})`}; ${ROUNDS} new commits per variant; Node ${process.versions.node}`,
 );
-console.log(
-  `time until all ${SYNCS} Ready (from creation):  without ${(plain.allReadyMs / 1000).toFixed(2)} s, with alerts ${(notified.allReadyMs / 1000).toFixed(2)} s (${pct(slowerReady)}; target within 5%: ${verdict(slowerReady <= 0.05)})`,
-);
-console.log(
-  `new commit → all Ready (median of ${ROUNDS}, alternating): without ${(plainCommit / 1000).toFixed(2)} s, with alerts ${(notifiedCommit / 1000).toFixed(2)} s (${pct(slower)}; target within 5%: ${verdict(slower <= 0.05)})`,
-);
-console.log(`  each round, without: ${plain.commitMs.join(', ')} ms; with: ${notified.commitMs.join(', ')} ms`);
+const plainCommit = median(plain.commitMs);
 const plainCpu = median(plain.cpuMs);
-const notifiedCpu = median(notified.cpuMs);
-const moreCpu = (notifiedCpu - plainCpu) / plainCpu;
-console.log(
-  `operator CPU per new commit (median):      without ${plainCpu} ms, with alerts ${notifiedCpu} ms (${pct(moreCpu)}; less load-dependent than the times; target within 5%: ${verdict(moreCpu <= 0.05)})`,
-);
-console.log(`  each round, without: ${plain.cpuMs.join(', ')} ms; with: ${notified.cpuMs.join(', ')} ms`);
-console.log(
-  `API server requests per new commit (median; leases and watches apart): without ${total(plain.requestsPerCommit)}, with alerts ${total(notified.requestsPerCommit)} (difference ${extraRequests}; target 0: ${verdict(extraRequests <= 0)})`,
-);
-console.log(`  without: ${JSON.stringify(plain.requestsPerCommit.at(-1))}`);
-console.log(`  with:    ${JSON.stringify(notified.requestsPerCommit.at(-1))}`);
-console.log(`notifications delivered to the receiver:   ${delivered} of ${expected} events (target all: ${verdict(delivered >= expected)})`);
+for (const variant of withAlerts) {
+  const slowerReady = (variant.allReadyMs - plain.allReadyMs) / plain.allReadyMs;
+  const slower = (median(variant.commitMs) - plainCommit) / plainCommit;
+  const extraRequests = total(variant.requestsPerCommit) - total(plain.requestsPerCommit);
+  console.log(`with alerts, ${label(variant)}:`);
+  console.log(
+    `  time until all ${SYNCS} Ready (from creation): without ${(plain.allReadyMs / 1000).toFixed(2)} s, with alerts ${(variant.allReadyMs / 1000).toFixed(2)} s (${pct(slowerReady)}; target within 5%: ${verdict(slowerReady <= 0.05)})`,
+  );
+  console.log(
+    `  new commit → all Ready (median of ${ROUNDS}, alternating): without ${(plainCommit / 1000).toFixed(2)} s, with alerts ${(median(variant.commitMs) / 1000).toFixed(2)} s (${pct(slower)}; target within 5%: ${verdict(slower <= 0.05)})`,
+  );
+  console.log(`    each round, without: ${plain.commitMs.join(', ')} ms; with: ${variant.commitMs.join(', ')} ms`);
+  console.log(`  operator CPU per new commit, each round, without: ${plain.cpuMs.join(', ')} ms; with: ${variant.cpuMs.join(', ')} ms`);
+  console.log(
+    `  API server requests per new commit (median; leases and watches apart): without ${total(plain.requestsPerCommit)}, with alerts ${total(variant.requestsPerCommit)} (difference ${extraRequests}; target 0: ${verdict(extraRequests <= 0)})`,
+  );
+  console.log(`    without: ${JSON.stringify(plain.requestsPerCommit.at(-1))}`);
+  console.log(`    with:    ${JSON.stringify(variant.requestsPerCommit.at(-1))}`);
+  const delivered = deliveredTo(variant);
+  const requests = receiver.requests.filter((r) => r.path === `/${variant.namespace}`).length;
+  console.log(
+    `  notifications delivered to the receiver: ${delivered} of ${expected} events in ${requests} requests (target all: ${verdict(delivered >= expected)})`,
+  );
+}
+// The last lines: the CPU each new commit costs the operator with notifications, against the target.
+for (const variant of withAlerts) {
+  const cpu = median(variant.cpuMs);
+  const more = (cpu - plainCpu) / plainCpu;
+  console.log(
+    `operator CPU per new commit (median of ${ROUNDS}), ${label(variant)}: without ${plainCpu} ms, with alerts ${cpu} ms (${pct(more)}; target within 5%: ${verdict(more <= 0.05)})`,
+  );
+}
 
 /** Resolves when every sync of `namespace` is Ready at `sha`, as a watch sees it (no polling of N objects). */
 async function waitForAll(namespace: string, sha: string): Promise<void> {
