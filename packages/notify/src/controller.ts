@@ -21,7 +21,15 @@ import {
   type TrustedNamespaces,
 } from '@syncline/runtime';
 import { alertMatches, refusedSources, sourceMatches, sourceNamespace, type AlertView } from './alerts.ts';
-import { createDispatcher, DeliveryResult, type Dispatcher, type DispatcherOptions } from './delivery.ts';
+import {
+  createDispatcher,
+  DeliveryResult,
+  type ChannelSettings,
+  type DeliveryBatch,
+  type Dispatcher,
+  type DispatcherOptions,
+  type PreparedRequest,
+} from './delivery.ts';
 import { RecoveryTracker, notificationEvent, type InvolvedObject, type NotificationEvent, type RecordedEvent } from './event.ts';
 import { commitContext, commitStates, commitStatusRequest, forgeRepository, type CommitStatus } from './forge.ts';
 import { chatBatchRequests } from './batch-payloads.ts';
@@ -141,6 +149,7 @@ function notificationsController(
   let stopped = false;
 
   const providerFor = providerResolver(rest, providerStates, (key) => providers.get(key) as NotificationProvider | undefined);
+  const plan = providerPlans(providerFor);
 
   /** Checks a NotificationProvider (and the NotificationAlerts that use it) and says so in their status. */
   const checkProvider = async (key: string): Promise<void> => {
@@ -253,7 +262,7 @@ function notificationsController(
       if (view === undefined || !alertMatches(view, notification, trusted)) continue;
       const provider = providers.get(`${view.namespace}/${view.spec.providerRef.name}`) as NotificationProvider | undefined;
       if (provider === undefined || provider.spec.suspend === true || isCommitStatusType(provider.spec.type)) continue;
-      deliverChat({ dispatcher, providerFor, delivered }, { alertKey: objectKey(alert), view, provider, notification });
+      deliverChat({ dispatcher, providerFor, delivered, plan }, { alertKey: objectKey(alert), view, provider, notification });
     }
   };
 
@@ -338,53 +347,81 @@ function createDeliveryReporter(deps: {
   };
 }
 
+/** What every delivery through a NotificationProvider shares: its channel's settings and, batched, its batch's plan. */
+type ProviderPlan = { readonly settings: ChannelSettings; readonly batch?: Omit<DeliveryBatch, 'message'> | undefined };
+
+/**
+ * The plans of NotificationProviders by cached object (the informer holds a new one per change): worked out once,
+ * not per event. A batch's requests are built from the NotificationProvider as it is when the batch's turn comes.
+ */
+function providerPlans(providerFor: (key: string) => Promise<ResolvedProvider>): (provider: NotificationProvider) => ProviderPlan {
+  const plans = new WeakMap<NotificationProvider, ProviderPlan>();
+  return (provider) => {
+    const cached = plans.get(provider);
+    if (cached !== undefined) return cached;
+    const key = objectKey(provider);
+    const { batch, template } = provider.spec;
+    const plan: ProviderPlan = {
+      settings: channelSettings(provider.spec),
+      batch:
+        batch === undefined || template !== undefined
+          ? undefined
+          : {
+              windowMs: parseDuration(batch.window),
+              maxEvents: batch.maxEvents,
+              prepare: async (messages) => {
+                const { resolved, chat } = await resolvedChat(providerFor, key);
+                return chatBatchRequests(chat, resolved.credentials, messages).map(({ request, count }) => ({
+                  request: { ...request, ...requestTransport(resolved) },
+                  count,
+                }));
+              },
+            },
+    };
+    plans.set(provider, plan);
+    return plan;
+  };
+}
+
+async function resolvedChat(providerFor: (key: string) => Promise<ResolvedProvider>, key: string): Promise<{ resolved: ResolvedProvider; chat: ChatProvider }> {
+  const resolved = await providerFor(key);
+  return { resolved, chat: { ...resolved.spec, type: resolved.spec.type as ChatProvider['type'], template: resolved.template } };
+}
+
+/** How a chat request reaches its receiver: the NotificationProvider's CA and proxy, and how to read Slack's Web API answer. */
+const requestTransport = (resolved: ResolvedProvider): Pick<PreparedRequest, 'ca' | 'proxy' | 'okField'> => ({
+  ca: resolved.ca,
+  proxy: resolved.proxy,
+  okField: resolved.spec.type === 'slack' && resolved.credentials.token !== undefined,
+});
+
 /** One chat or webhook message of one NotificationAlert, to the dispatcher; the request is built when its turn comes. */
 function deliverChat(
-  deps: { readonly dispatcher: Dispatcher; readonly providerFor: (key: string) => Promise<ResolvedProvider>; readonly delivered: Reporter },
+  deps: {
+    readonly dispatcher: Dispatcher;
+    readonly providerFor: (key: string) => Promise<ResolvedProvider>;
+    readonly delivered: Reporter;
+    readonly plan: (provider: NotificationProvider) => ProviderPlan;
+  },
   input: { readonly alertKey: string; readonly view: AlertView; readonly provider: NotificationProvider; readonly notification: NotificationEvent },
 ): void {
   const { alertKey, view, provider, notification } = input;
   const providerKey = `${view.namespace}/${view.spec.providerRef.name}`;
   const message: Message = { event: notification, alert: alertKey, summary: view.spec.summary };
   const { timestamp: _timestamp, ...identity } = notification;
-  const resolvedChat = async (): Promise<{ resolved: ResolvedProvider; chat: ChatProvider }> => {
-    const resolved = await deps.providerFor(providerKey);
-    return { resolved, chat: { ...resolved.spec, type: resolved.spec.type as ChatProvider['type'], template: resolved.template } };
-  };
-  const transport = (resolved: ResolvedProvider) => ({
-    ca: resolved.ca,
-    proxy: resolved.proxy,
-    okField: resolved.spec.type === 'slack' && resolved.credentials.token !== undefined,
-  });
-  const batch = provider.spec.batch;
+  const plan = deps.plan(provider);
   deps.dispatcher.deliver({
     provider: providerKey,
     providerType: provider.spec.type,
     // Identical to the receiver: the same words about the same object (the time aside).
     dedupKey: JSON.stringify([identity, view.spec.summary ?? '']),
-    settings: channelSettings(provider.spec),
+    settings: plan.settings,
     prepare: async () => {
-      const { resolved, chat } = await resolvedChat();
-      return { ...chatRequest(chat, resolved.credentials, message), ...transport(resolved) };
+      const { resolved, chat } = await resolvedChat(deps.providerFor, providerKey);
+      return { ...chatRequest(chat, resolved.credentials, message), ...requestTransport(resolved) };
     },
     done: deps.delivered(alertKey, providerKey, provider.spec.type),
-    // The batch's requests are built from the NotificationProvider as it is when the batch's turn comes.
-    ...(batch === undefined || provider.spec.template !== undefined
-      ? {}
-      : {
-          batch: {
-            windowMs: parseDuration(batch.window ?? '2s'),
-            maxEvents: batch.maxEvents ?? 100,
-            message,
-            prepare: async (messages: readonly Message[]) => {
-              const { resolved, chat } = await resolvedChat();
-              return chatBatchRequests(chat, resolved.credentials, messages).map(({ request, count }) => ({
-                request: { ...request, ...transport(resolved) },
-                count,
-              }));
-            },
-          },
-        }),
+    ...(plan.batch === undefined ? {} : { batch: { ...plan.batch, message } }),
   });
 }
 
