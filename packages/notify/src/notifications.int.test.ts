@@ -188,6 +188,63 @@ describe('notifications against the real control plane', () => {
     }
   }, 120_000);
 
+  it('a batch the receiver refuses is retried whole, then each NotificationAlert it carried says DeliveryFailed; the next batch that succeeds clears it', async () => {
+    await using ns = await testNamespace({ prefix: 'notify-batch-500' });
+    await using receiver = await startHttpReceiver({ respond: () => ({ status: 500, body: 'boom' }) });
+    const notifications = started({
+      rest,
+      logger: pino({ level: 'silent' }),
+      metrics: { registry: new Registry() },
+      clock: { now: () => new Date() },
+      trusted: new Set(),
+      recorder: createEventRecorder({ rest, component: 'syncline', host: 'test', clock: { now: () => new Date() } }),
+      delivery: { attempts: 3, initialBackoffMs: 100 },
+    });
+    try {
+      await webhookSetup(ns.name, { address: `${receiver.url}/batched`, batch: { window: '500ms', maxEvents: 10 } });
+      // A second NotificationAlert on the same NotificationProvider, for ConfigSync web only (its summary makes its
+      // message differ from the first's: one channel does not carry the same words twice).
+      await create(ns.name, 'notificationalerts', {
+        apiVersion: 'syncline.dev/v1alpha1',
+        kind: 'NotificationAlert',
+        metadata: { name: 'web' },
+        spec: { providerRef: { name: 'hook' }, eventSources: [{ kind: 'ConfigSync', name: 'web' }], summary: 'web team' },
+      });
+      await eventually(
+        async () => ((await readyOf(ns.name, 'notificationalerts', 'web'))?.status === 'True' ? true : undefined),
+        'NotificationAlert web Ready',
+      );
+      void notifications.events.record(involved(ns.name, 'web'), { type: 'Normal', reason: 'Synced', message: 'revision 0123456789ab: 1 created' });
+      void notifications.events.record(involved(ns.name, 'api'), { type: 'Normal', reason: 'Synced', message: 'revision 0123456789ab: 2 created' });
+      await receiver.waitFor((r) => r.length >= 3, 'three attempts');
+      await notifications.idle();
+      // One batch of three messages (web to both NotificationAlerts, api to "all"), sent three times as it was.
+      expect(receiver.requests).toHaveLength(3);
+      expect(new Set(receiver.requests.map((r) => r.body)).size).toBe(1);
+      expect((JSON.parse(receiver.requests[0]?.body ?? '[]') as { alert: string }[]).map((m) => m.alert).sort()).toEqual([
+        `${ns.name}/all`,
+        `${ns.name}/all`,
+        `${ns.name}/web`,
+      ]);
+      for (const name of ['all', 'web'])
+        await eventually(
+          async () => ((await readyOf(ns.name, 'notificationalerts', name))?.reason === 'DeliveryFailed' ? true : undefined),
+          `NotificationAlert ${name} to say DeliveryFailed`,
+        );
+      // The receiver is back: the next batch is delivered and both NotificationAlerts are Ready again.
+      receiver.respond(() => ({ status: 200, body: 'ok' }));
+      void notifications.events.record(involved(ns.name, 'web'), { type: 'Normal', reason: 'Synced', message: 'revision 0123456789ab: 3 created' });
+      await receiver.waitFor((r) => r.length >= 4, 'the next batch');
+      for (const name of ['all', 'web'])
+        await eventually(
+          async () => ((await readyOf(ns.name, 'notificationalerts', name))?.status === 'True' ? true : undefined),
+          `NotificationAlert ${name} Ready again`,
+        );
+    } finally {
+      await notifications.stop();
+    }
+  }, 120_000);
+
   it('an event meets exactly the NotificationAlerts whose sources name it: by name, any name, any kind; not another name, kind or namespace', async () => {
     await using ns = await testNamespace({ prefix: 'notify-match' });
     await using other = await testNamespace({ prefix: 'notify-match-other' });
