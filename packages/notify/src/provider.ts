@@ -63,7 +63,7 @@ export async function resolveProvider(rest: KubeRest, provider: NotificationProv
   if (!parsed.success)
     throw new ProviderError('InvalidSpec', `invalid spec: ${parsed.error.issues.map((i) => `${i.path.map(String).join('.')}: ${i.message}`).join('; ')}`);
   const spec = parsed.data;
-  // The API server refuses both (the CRD's rules); an object stored before those rules is refused here.
+  // The CRD's rules refuse both at admission; said again here for a spec that did not go through them.
   if (spec.batch !== undefined && spec.template !== undefined)
     throw new ProviderError('InvalidSpec', 'batch is not available with a template (a template words one event)');
   if (spec.batch !== undefined && isCommitStatusType(spec.type)) throw new ProviderError('InvalidSpec', 'batch is for the chat and webhook types');
