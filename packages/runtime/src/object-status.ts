@@ -37,6 +37,8 @@ export async function writeStatus(
   status: object,
   options: { readonly ifUnchanged?: boolean } = {},
 ): Promise<boolean> {
+  // The common case, a no-op resync, serialises nothing: see sameAsStored.
+  if (sameAsStored(status, object.status ?? {})) return false;
   const clean = JSON.parse(JSON.stringify(status)) as object;
   if (sameJson(clean, object.status ?? {})) return false;
   try {
@@ -58,6 +60,34 @@ export async function writeStatus(
     throw error;
   }
   return true;
+}
+
+/**
+ * Whether `value`, as JSON would write it, says what `stored` (parsed from JSON) says. Only for plain objects,
+ * arrays and primitives, where JSON changes nothing but dropping a field that is undefined: anything else (a Date,
+ * a Map, a function, an array holding undefined) answers false, and the caller compares the JSON itself.
+ */
+export function sameAsStored(value: unknown, stored: unknown): boolean {
+  if (value === stored) return value !== undefined;
+  if (value === null || stored === null || typeof value !== 'object' || typeof stored !== 'object') return false;
+  if (Array.isArray(value)) {
+    if (!Array.isArray(stored) || value.length !== stored.length) return false;
+    for (let i = 0; i < value.length; i++) if (!sameAsStored(value[i], stored[i])) return false;
+    return true;
+  }
+  if (Array.isArray(stored)) return false;
+  const prototype = Object.getPrototypeOf(value) as unknown;
+  if (prototype !== Object.prototype && prototype !== null) return false;
+  const left = value as Record<string, unknown>;
+  const right = stored as Record<string, unknown>;
+  let fields = 0;
+  for (const key in left) {
+    if (!Object.hasOwn(left, key) || left[key] === undefined) continue;
+    fields++;
+    if (!Object.hasOwn(right, key) || !sameAsStored(left[key], right[key])) return false;
+  }
+  for (const key in right) if (Object.hasOwn(right, key) && right[key] !== undefined) fields--;
+  return fields === 0;
 }
 
 /** Whether two condition lists say something different (times and generations aside). */

@@ -68,7 +68,7 @@ import {
 import { dependencyNotReady, findCycle } from './dependencies.ts';
 import { healthConditions } from './health.ts';
 import { fetchPublishedChart } from './charts.ts';
-import { RenderMemo } from './render-memo.ts';
+import { DigestMemo, RenderMemo } from './render-memo.ts';
 import { capabilitiesOf, engineSpecFor, readsWholeRepository, serverVersion, targetPath } from './engines.ts';
 import { NAMESPACE_NOT_ALLOWED, type Actor, type TrustedNamespaces } from '../tenancy.ts';
 import { HOOK_POLL_MS, applyTargetWithHooks, deleteHookObjects, hookConditions, hooksFailed, hooksRunning } from './hook-run.ts';
@@ -360,6 +360,8 @@ async function reconcileSource(run: SyncRun): Promise<Step<Source>> {
 
 const defaultDecryption = new WeakMap<ConfigSyncReconcilerDeps, DecryptionContext>();
 const renderMemos = new WeakMap<ConfigSyncReconcilerDeps, RenderMemo>();
+/** The history digests of the kept renders (a resync's objects are the kept ones: see DigestMemo). */
+const renderedDigests = new DigestMemo();
 /** The reconciler's kept renders (render-memo.ts): one memo per reconciler, as its template cache is. */
 function renderMemoOf(deps: ConfigSyncReconcilerDeps): RenderMemo {
   let memo = renderMemos.get(deps);
@@ -847,7 +849,11 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   // Later apply waves held back: the revision is not fully applied yet (not recorded as applied, no history).
   const complete = ok && targets.every((t) => t.status.phase !== 'Pending');
   const history: HistoryEntry[] = complete
-    ? recordHistory(previous.history ?? [], { revision, appliedAt: now, objects: allDesired.length, digest: digestRendered(allDesired) }, spec.historyLimit)
+    ? recordHistory(
+        previous.history ?? [],
+        { revision, appliedAt: now, objects: allDesired.length, digest: renderedDigests.digest(allDesired, digestRendered) },
+        spec.historyLimit,
+      )
     : (previous.history ?? []);
   const summary = `${counts.created} created, ${counts.configured} configured, ${counts.deleted} deleted`;
   const at = { generation: object.metadata.generation, now };
