@@ -2,7 +2,6 @@
 // Watches(Secret/ConfigMap it references; RemoteCluster a target names; ConfigSync it depends on), plus the
 // other shards' ConfigSyncs (metadata and Git source only) that a push to this shard's webhook receiver wakes.
 import { Informer, objectKey, withoutManagedFields } from '@syncline/kube';
-import { decodeInventory } from '@syncline/apply';
 import type { ConfigSync } from '@syncline/api';
 import { createConfigSyncReconciler } from '../reconcile/configsync.ts';
 import { createDecryptionContext } from '../reconcile/decryption.ts';
