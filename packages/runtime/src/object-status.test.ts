@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { conditionsDiffer, sameAsStored, sameJson } from './object-status.ts';
+import { conditionsDiffer, sameAsStored, sameJson, writeStatus } from './object-status.ts';
+import type { KubeRest } from '@syncline/kube';
 
 /** What sameJson stands for: the serializations with every object's keys sorted are equal. */
 function sortedJson(value: unknown): string {
@@ -88,5 +89,23 @@ describe('conditionsDiffer', () => {
     expect(conditionsDiffer([ready], [{ ...ready, message: 'Applied revision def' }])).toBe(true);
     expect(conditionsDiffer([ready], [])).toBe(true);
     expect(conditionsDiffer(undefined, [])).toBe(false);
+  });
+});
+
+describe('writeStatus', () => {
+  it('writes nothing for a status that says what is stored, however often it comes, and writes a changed one', async () => {
+    const writes: unknown[] = [];
+    const rest = { request: (req: { body?: unknown }) => (writes.push(req.body), Promise.resolve({})) } as unknown as KubeRest;
+    const stored = { observedGeneration: 1, targets: [{ name: 'a', phase: 'Synced' }] };
+    const object = { metadata: { name: 'w', namespace: 'ns', resourceVersion: '5' }, status: stored };
+    const same = { observedGeneration: 1, targets: [{ name: 'a', phase: 'Synced', message: undefined }] };
+    expect(await writeStatus(rest, '/p', object, same)).toBe(false);
+    expect(await writeStatus(rest, '/p', object, same)).toBe(false);
+    expect(writes).toEqual([]);
+    expect(await writeStatus(rest, '/p', object, { ...same, observedGeneration: 2 })).toBe(true);
+    expect(writes).toHaveLength(1);
+    // the same status against another stored one (the object changed) is compared again
+    expect(await writeStatus(rest, '/p', { ...object, status: { ...stored, observedGeneration: 0 } }, same)).toBe(true);
+    expect(writes).toHaveLength(2);
   });
 });

@@ -23,6 +23,9 @@ export async function patchFinalizers(rest: KubeRest, path: string, object: OwnO
   });
 }
 
+/** Stored statuses (as the cache holds them) and the status object last found to say the same: neither is ever changed. */
+const provenSame = new WeakMap<object, object>();
+
 /**
  * Writes status only when it differs from what is stored: a no-op resync writes nothing. With `ifUnchanged`,
  * the write is conditioned on the resourceVersion that was read: a run that started from a cache that had not
@@ -37,10 +40,16 @@ export async function writeStatus(
   status: object,
   options: { readonly ifUnchanged?: boolean } = {},
 ): Promise<boolean> {
-  // The common case, a no-op resync, serialises nothing: see sameAsStored.
-  if (sameAsStored(status, object.status ?? {})) return false;
+  // The common case, a no-op resync, serialises nothing: see sameAsStored. A status object already found to say
+  // what this very stored status says (a reconciler that kept its no-op outcome hands the same one) is not walked again.
+  const stored = object.status ?? {};
+  if (provenSame.get(stored) === status) return false;
+  if (sameAsStored(status, stored)) {
+    provenSame.set(stored, status);
+    return false;
+  }
   const clean = JSON.parse(JSON.stringify(status)) as object;
-  if (sameJson(clean, object.status ?? {})) return false;
+  if (sameJson(clean, stored)) return false;
   try {
     await rest.request({
       method: 'PATCH',

@@ -190,7 +190,9 @@ async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions
   const outcome = await options.run({ object, spec, key, log });
   // A resumed object is no longer Suspended, whatever its steps say.
   const status =
-    outcome.status.conditions === undefined ? outcome.status : { ...outcome.status, conditions: removeCondition(outcome.status.conditions, 'Suspended') };
+    outcome.status.conditions?.some((c) => c.type === 'Suspended') === true
+      ? { ...outcome.status, conditions: removeCondition(outcome.status.conditions, 'Suspended') }
+      : outcome.status;
   const wrote = await report(options, object, { ...outcome, status }, log);
   return { result: outcome.result, label: outcome.result.kind === 'done' ? 'success' : outcome.result.kind, wrote };
 }

@@ -39,7 +39,7 @@ import { FINALIZER, RECONCILE_REQUESTED_ANNOTATION } from '@syncline/api';
 import type { Metrics } from '../metrics.ts';
 import { Reason, keepTransitions, removeCondition, setCondition, type ConditionInput } from '@syncline/runtime';
 import { MAX_TIMER_MS, boundedInterval, parseDuration, type IntervalBounds } from '@syncline/runtime';
-import { objectPath, writeStatus } from '@syncline/runtime';
+import { objectPath, sameAsStored, writeStatus } from '@syncline/runtime';
 import { createReconciler, removeFinalizer, type ShellEvent, type ShellOutcome } from '@syncline/runtime';
 import { StallError, readGitAccess, readValues } from './inputs.ts';
 import {
@@ -69,6 +69,7 @@ import { dependencyNotReady, findCycle } from './dependencies.ts';
 import { healthConditions } from './health.ts';
 import { fetchPublishedChart } from './charts.ts';
 import { DigestMemo, RenderMemo } from './render-memo.ts';
+import { SteadyOutcomes } from './steady-outcome.ts';
 import { capabilitiesOf, engineSpecFor, readsWholeRepository, serverVersion, targetPath } from './engines.ts';
 import { NAMESPACE_NOT_ALLOWED, type Actor, type TrustedNamespaces } from '../tenancy.ts';
 import { HOOK_POLL_MS, applyTargetWithHooks, deleteHookObjects, hookConditions, hooksFailed, hooksRunning } from './hook-run.ts';
@@ -246,7 +247,7 @@ async function sync(run: SyncRun): Promise<Outcome> {
   if (!client.ok) return client.outcome;
   const targets = await reconcileTargets(run, client.value, rendered.value, clusters, source.value.revision);
   const desired = [...rendered.value.values()].flat();
-  const outcome = withRenderedBy(syncedOutcome(run, source.value.revision, targets, desired), renderedBy);
+  const outcome = outcomeOf(run, source.value.revision, targets, desired, renderedBy);
   // A target waiting out its backoff asks to run again when that ends, not at the next refresh.
   const retryAt = Math.min(...run.spec.targets.map((t) => run.deps.targetBackoff?.waiting(backoffKey(run, t.name))?.retryInMs ?? Infinity));
   if (Number.isFinite(retryAt) && outcome.result.kind === 'done')
@@ -829,6 +830,33 @@ function unavailableTarget(
     changed: false,
     changes: [],
   };
+}
+
+const steadyOutcomes = new SteadyOutcomes<ConfigSyncStatus>();
+
+/** syncedOutcome, or the one kept from the last no-op resync when every input is the same (see steady-outcome.ts). */
+function outcomeOf(
+  run: SyncRun,
+  revision: string,
+  targets: readonly TargetOutcome[],
+  desired: readonly KubernetesObject[],
+  renderedBy: ReadonlyMap<string, RenderedBy>,
+): Outcome {
+  const inputs = {
+    object: run.object,
+    spec: run.spec,
+    revision,
+    targets,
+    desired,
+    renderedBy: JSON.stringify([...renderedBy]),
+    refreshAdjusted: run.refreshAdjusted,
+  };
+  const kept = steadyOutcomes.status(inputs);
+  if (kept !== undefined) return { status: kept, result: { kind: 'done', requeueAfterMs: run.refreshMs }, events: [] };
+  const computed = withRenderedBy(syncedOutcome(run, revision, targets, desired), renderedBy);
+  const outcome = { ...computed, status: withRevisionColumn(computed.status) };
+  steadyOutcomes.keep(inputs, outcome, { stored: sameAsStored(outcome.status, run.object.status ?? {}), refreshMs: run.refreshMs });
+  return outcome;
 }
 
 /** The status, requeue and events of a sync that got as far as applying. */
