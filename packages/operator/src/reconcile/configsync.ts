@@ -57,6 +57,7 @@ import {
   combineTargets,
   describeChanges,
   emptyCounts,
+  provenByWatches,
   onlyRefused,
   partitionInventory,
   readableId,
@@ -720,7 +721,9 @@ async function reconcileTargets(
     }
     // Here, a namespace the operator may not watch (or the watch budget has no room for) is read at every refresh.
     // The interval as the spec says it, not this run's jittered one: an unchanged message writes no status.
-    const unwatched = outcome.status.phase === 'Synced' ? run.deps.unwatchedDrift?.(desired.map((object) => objectId(object))) : undefined;
+    // (A no-op the drift watches proved is watched, every object of it: nothing to ask.)
+    const unwatched =
+      outcome.status.phase === 'Synced' && !provenByWatches(outcome) ? run.deps.unwatchedDrift?.(desired.map((object) => objectId(object))) : undefined;
     if (unwatched !== undefined)
       return { ...outcome, status: { ...outcome.status, message: truncate(`${unwatched}; checked every ${run.spec.refreshInterval} instead`) } };
     return outcome;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApplyCause, applyFingerprint, encodeInventory, type ApplyClient, type ChangeSet, type KubeObject } from '@syncline/apply';
 import { FindingCause } from './findings.ts';
-import { applyTarget, combineTargets, type TargetNoop, describeChanges, onlyRefused, partitionInventory, summarizeChanges } from './target.ts';
+import { applyTarget, combineTargets, provenByWatches, type TargetNoop, describeChanges, onlyRefused, partitionInventory, summarizeChanges } from './target.ts';
 import { trustedNamespaces } from '../tenancy.ts';
 
 const input = { target: { name: 'prod', namespace: 'shop' }, now: '2026-11-22T10:00:00Z', syncKey: 'ops/web' };
@@ -221,6 +221,7 @@ describe('applyTarget on a no-op resync', () => {
     expect(first.status).toEqual(synced);
     expect(first.changed).toBe(false);
     expect(await run(records)).toBe(first);
+    expect(provenByWatches(first)).toBe(true);
     // (a status line that is not Synced takes this run's time: that one is summarized each time)
     const pending = { ...synced, phase: 'Pending' as const };
     expect((await run(records, { previous: pending })).status.lastSyncedTime).toBe(input.now);
@@ -243,6 +244,7 @@ describe('applyTarget on a no-op resync', () => {
       const outcome = await run(records, change, watched);
       expect(outcome.status.phase, why).toBe('Failed');
       expect(outcome.status.message, why).toContain('unexpected');
+      expect(provenByWatches(outcome), why).toBe(false);
     }
   });
 });

@@ -270,6 +270,16 @@ type UnchangedOutcome = {
   readonly outcome: TargetOutcome;
 };
 const unchangedOutcomes = new WeakMap<TargetNoop, UnchangedOutcome>();
+/** Outcomes of a proven no-op: every desired object's version came from a synced, healthy and fresh drift watch. */
+const provenOutcomes = new WeakSet<TargetOutcome>();
+
+/**
+ * Whether `outcome` is a no-op proven by the drift watches: each desired object is watched by a synced, healthy and
+ * fresh watch (else it would not have been proven), so none of them needs saying that its drift cannot be watched.
+ */
+export function provenByWatches(outcome: TargetOutcome): boolean {
+  return provenOutcomes.has(outcome);
+}
 
 function unchangedOutcome(input: TargetApplyInput, last: TargetNoop, previousInventory: Inventory): TargetOutcome {
   const { previous, target } = input;
@@ -288,6 +298,7 @@ function unchangedOutcome(input: TargetApplyInput, last: TargetNoop, previousInv
   const outcome = last.health === undefined ? summarized : { ...summarized, status: { ...summarized.status, health: last.health.counts }, health: last.health };
   if (previous?.phase === 'Synced' && previous.lastSyncedTime !== undefined)
     unchangedOutcomes.set(last, { previous, target: { ...target }, desired: input.desired, inventory: input.inventory, outcome });
+  provenOutcomes.add(outcome);
   return outcome;
 }
 
