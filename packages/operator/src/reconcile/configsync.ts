@@ -1142,8 +1142,14 @@ async function timed<T>(deps: ConfigSyncReconcilerDeps, operation: 'resolve' | '
   }
 }
 
+/**
+ * ±10 % of the interval, in steps of a hundredth of it: the syncs still spread over the fifth of an interval, and
+ * their timers share Node's per-duration timer lists (a distinct duration per sync would give each its own list to
+ * build and sort in, for every resync).
+ */
 function jittered(ms: number, random: () => number): number {
-  return Math.round(ms * (0.9 + random() * 0.2));
+  const step = Math.max(1, Math.round(ms / 100));
+  return Math.round((ms * (0.9 + random() * 0.2)) / step) * step;
 }
 
 /** Errors that may carry request details are reduced to their message; source-git and render redact theirs. */
