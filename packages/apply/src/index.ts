@@ -46,6 +46,6 @@ export type { ChangeSet, ChangeSetEntry, ExecuteOptions, WaveResult } from './ex
 export { healthOf, healthNeedsLiveObject, HealthStatus } from './health.ts';
 export type { Health } from './health.ts';
 export { recordHistory, digestRendered, rollbackTarget } from './history.ts';
-export { applyFingerprint, provenObjects, recordNoop, stillUnchanged, unchangedChangeSet } from './unchanged.ts';
+export { FingerprintMemo, applyFingerprint, provenObjects, recordNoop, stillUnchanged, unchangedChangeSet } from './unchanged.ts';
 export type { NoopRecord, WatchedVersion, FingerprintInput } from './unchanged.ts';
 export type { HistoryEntry } from './history.ts';

@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import type { ChangeSet } from './execute.ts';
 import type { KubeObject } from './identity.ts';
 import { proofOf } from './execute.ts';
 import { APPLIED_DIGEST_ANNOTATION, ownerHash } from './identity.ts';
 import { withOwnership } from './plan.ts';
-import { applyFingerprint, provenObjects, recordNoop, stillUnchanged, unchangedChangeSet } from './unchanged.ts';
+import { FingerprintMemo, applyFingerprint, provenObjects, recordNoop, stillUnchanged, unchangedChangeSet } from './unchanged.ts';
 
 const cm = (name: string, data = 'v'): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'ns' }, data: { k: data } });
 const digestOf = (name: string): string => `sha256:${name}`;
@@ -34,6 +35,61 @@ describe('applyFingerprint', () => {
     expect(applyFingerprint({ ...base, inventory: [] })).not.toBe(f);
     expect(applyFingerprint({ ...base, owner: { ...owner, target: 'u' } })).not.toBe(f);
     expect(applyFingerprint({ ...base, options: { policy: 'Adopt' } })).not.toBe(f);
+  });
+});
+
+describe('FingerprintMemo', () => {
+  it('hands back the remembered fingerprint only for the very same list and the same inventory, owner and options', () => {
+    // given a fingerprint remembered for one render's list
+    const memo = new FingerprintMemo();
+    const list = [cm('a'), cm('b')];
+    const base = { desired: list, inventory: ['/ConfigMap/ns/a,b'], owner, options: { policy: 'Sync', prune: true } };
+    const f = memo.fingerprint(base);
+    expect(f).toBe(applyFingerprint(base));
+    // when a resync brings the same list with equal inputs (new arrays and records of the same values), then it is the same
+    expect(memo.fingerprint({ ...base, inventory: ['/ConfigMap/ns/a,b'], owner: { ...owner }, options: { prune: true, policy: 'Sync' } })).toBe(f);
+    // and any input that changed gives the fingerprint of what it is now
+    const changed = [
+      { ...base, desired: [cm('a', 'x'), cm('b')] },
+      { ...base, desired: [list[0]!] },
+      { ...base, inventory: ['/ConfigMap/ns/a'] },
+      { ...base, inventory: undefined },
+      { ...base, owner: { ...owner, name: 'other' } },
+      { ...base, options: { policy: 'Adopt', prune: true } },
+      { ...base, options: { policy: 'Sync' } },
+      { ...base, options: { policy: 'Sync', prune: true, drift: 'Report' } },
+    ];
+    for (const input of changed) expect(memo.fingerprint(input)).toBe(applyFingerprint(input));
+    expect(memo.fingerprint(base)).toBe(f);
+  });
+
+  it('always answers what applyFingerprint answers, whatever resyncs and changes come (lists shared as the render memo shares them)', () => {
+    const name = fc.constantFrom('a', 'b', 'c');
+    const object = fc.record({ name, data: fc.constantFrom('v', 'w') }).map(({ name: n, data }) => cm(n, data));
+    const step = fc.record({
+      // a kept list again (a resync) or a new render
+      list: fc.oneof(
+        fc.nat({ max: 3 }).map((kept) => ({ kept })),
+        fc.array(object, { maxLength: 3 }).map((fresh) => ({ fresh })),
+      ),
+      inventory: fc.option(fc.array(fc.constantFrom('/ConfigMap/ns/a', '/ConfigMap/ns/a,b', '/Secret/ns/s'), { maxLength: 2 }), { nil: undefined }),
+      target: fc.constantFrom('t', 'u'),
+      options: fc.record({ policy: fc.constantFrom('Sync', 'Adopt'), prune: fc.option(fc.boolean(), { nil: undefined }) }),
+    });
+    fc.assert(
+      fc.property(fc.array(step, { minLength: 1, maxLength: 25 }), (steps) => {
+        const memo = new FingerprintMemo();
+        const kept: KubeObject[][] = [[cm('a')]];
+        for (const s of steps) {
+          let desired: KubeObject[];
+          if ('fresh' in s.list) kept.push((desired = s.list.fresh));
+          else desired = kept[s.list.kept % kept.length]!;
+          const input = { desired, inventory: s.inventory, owner: { ...owner, target: s.target }, options: s.options };
+          if (memo.fingerprint(input) !== applyFingerprint(input)) return false;
+        }
+        return true;
+      }),
+    );
   });
 });
 

@@ -55,6 +55,67 @@ export function applyFingerprint(input: FingerprintInput): string {
 }
 
 /**
+ * applyFingerprint, remembered for the desired list it was computed for. A resync at the same commit with the same
+ * inputs gets the very list the render memo kept (the operator's reconcile/render-memo.ts), so its fingerprint is
+ * looked up instead of serialising and hashing every object again. Served only when every input is the one it was
+ * computed from: the same list holding the same objects (by identity: nothing changes a desired object after its
+ * render, see that memo; a list rendered anew, or filtered anew, is another list), an inventory with the same
+ * lines, and the same owner and options (by value). Anything else computes it afresh and remembers that instead.
+ */
+export class FingerprintMemo {
+  readonly #known = new WeakMap<readonly KubeObject[], RememberedFingerprint>();
+
+  fingerprint(input: FingerprintInput): string {
+    const known = this.#known.get(input.desired);
+    if (
+      known !== undefined &&
+      sameItems(known.desired, input.desired) &&
+      sameItems(known.inventory, input.inventory ?? []) &&
+      sameFlat(known.owner, input.owner) &&
+      sameFlat(known.options, input.options)
+    )
+      return known.fingerprint;
+    const fingerprint = applyFingerprint(input);
+    this.#known.set(input.desired, {
+      desired: [...input.desired],
+      inventory: [...(input.inventory ?? [])],
+      owner: { ...input.owner },
+      options: { ...input.options },
+      fingerprint,
+    });
+    return fingerprint;
+  }
+}
+
+type RememberedFingerprint = {
+  readonly desired: readonly KubeObject[];
+  readonly inventory: readonly string[];
+  readonly owner: Owner;
+  readonly options: Readonly<Record<string, string | boolean | undefined>>;
+  readonly fingerprint: string;
+};
+
+function sameItems<T>(a: readonly T[], b: readonly T[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** Two records of plain values (strings, booleans, undefined) with the same keys and values. */
+function sameFlat(a: object, b: object): boolean {
+  const left = a as Record<string, unknown>;
+  const right = b as Record<string, unknown>;
+  let count = 0;
+  for (const key in left) {
+    if (!Object.hasOwn(left, key)) continue;
+    count++;
+    if (!Object.hasOwn(right, key) || left[key] !== right[key]) return false;
+  }
+  for (const key in right) if (Object.hasOwn(right, key)) count--;
+  return count === 0;
+}
+
+/**
  * The record to keep after a full apply: the versions of the desired objects it read unchanged (from `live`) or
  * wrote and proved (ChangeSet.written), with the fingerprint when that covers every desired object and the
  * apply was otherwise clean (nothing failed, skipped, pruned or unreadable, the inventory did not move).

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { conditionsDiffer, sameJson } from './object-status.ts';
+import { conditionsDiffer, sameAsStored, sameJson, writeStatus } from './object-status.ts';
+import type { KubeRest } from '@syncline/kube';
 
 /** What sameJson stands for: the serializations with every object's keys sorted are equal. */
 function sortedJson(value: unknown): string {
@@ -42,6 +43,38 @@ describe('sameJson', () => {
   });
 });
 
+describe('sameAsStored', () => {
+  it('says the same only when the JSON of the value says what the stored value says', () => {
+    const stored = fc.jsonValue().map((v) => JSON.parse(JSON.stringify(v)) as unknown);
+    // values as a status is built: JSON values, fields left undefined, and things JSON rewrites (a Date, NaN, undefined in a list)
+    const value = fc.letrec((tie) => ({
+      any: fc.oneof(
+        { depthSize: 'small' },
+        fc.jsonValue(),
+        fc.constant(undefined),
+        fc.constant(Number.NaN),
+        fc.date({ noInvalidDate: true }),
+        fc.array(tie('any'), { maxLength: 3 }),
+        fc.dictionary(fc.constantFrom('a', 'b', 'c'), tie('any'), { maxKeys: 3 }),
+      ),
+    })).any;
+    const asJson = (v: unknown): unknown => (v === undefined ? undefined : (JSON.parse(JSON.stringify(v)) as unknown));
+    fc.assert(fc.property(value, stored, (v, s) => !sameAsStored(v, s) || sameJson(asJson(v), s)));
+    // a value is the same as its own JSON when JSON leaves it as it is (fields that are undefined apart)
+    fc.assert(fc.property(fc.jsonValue(), (v) => sameAsStored(v, asJson(v))));
+    // and what was stored as it is says the same, whatever the order of its keys
+    fc.assert(fc.property(stored, (s) => sameAsStored(reordered(s), s)));
+  });
+
+  it('sees a status unchanged but for fields left undefined, and a changed one as changed', () => {
+    const stored = { observedGeneration: 2, targets: [{ name: 'a', phase: 'Synced' }] };
+    expect(sameAsStored({ observedGeneration: 2, targets: [{ name: 'a', phase: 'Synced', message: undefined }], chart: undefined }, stored)).toBe(true);
+    expect(sameAsStored({ observedGeneration: 3, targets: [{ name: 'a', phase: 'Synced' }] }, stored)).toBe(false);
+    expect(sameAsStored({ observedGeneration: 2, targets: [{ name: 'a', phase: 'Synced' }], at: new Date(0) }, { ...stored, at: {} })).toBe(false);
+    expect(sameAsStored({ observedGeneration: 2, targets: [undefined] }, { observedGeneration: 2, targets: [null] })).toBe(false);
+  });
+});
+
 describe('conditionsDiffer', () => {
   it('looks at type, status, reason and message only', () => {
     const ready = {
@@ -56,5 +89,23 @@ describe('conditionsDiffer', () => {
     expect(conditionsDiffer([ready], [{ ...ready, message: 'Applied revision def' }])).toBe(true);
     expect(conditionsDiffer([ready], [])).toBe(true);
     expect(conditionsDiffer(undefined, [])).toBe(false);
+  });
+});
+
+describe('writeStatus', () => {
+  it('writes nothing for a status that says what is stored, however often it comes, and writes a changed one', async () => {
+    const writes: unknown[] = [];
+    const rest = { request: (req: { body?: unknown }) => (writes.push(req.body), Promise.resolve({})) } as unknown as KubeRest;
+    const stored = { observedGeneration: 1, targets: [{ name: 'a', phase: 'Synced' }] };
+    const object = { metadata: { name: 'w', namespace: 'ns', resourceVersion: '5' }, status: stored };
+    const same = { observedGeneration: 1, targets: [{ name: 'a', phase: 'Synced', message: undefined }] };
+    expect(await writeStatus(rest, '/p', object, same)).toBe(false);
+    expect(await writeStatus(rest, '/p', object, same)).toBe(false);
+    expect(writes).toEqual([]);
+    expect(await writeStatus(rest, '/p', object, { ...same, observedGeneration: 2 })).toBe(true);
+    expect(writes).toHaveLength(1);
+    // the same status against another stored one (the object changed) is compared again
+    expect(await writeStatus(rest, '/p', { ...object, status: { ...stored, observedGeneration: 0 } }, same)).toBe(true);
+    expect(writes).toHaveLength(2);
   });
 });

@@ -23,6 +23,9 @@ export async function patchFinalizers(rest: KubeRest, path: string, object: OwnO
   });
 }
 
+/** Stored statuses (as the cache holds them) and the status object last found to say the same: neither is ever changed. */
+const provenSame = new WeakMap<object, object>();
+
 /**
  * Writes status only when it differs from what is stored: a no-op resync writes nothing. With `ifUnchanged`,
  * the write is conditioned on the resourceVersion that was read: a run that started from a cache that had not
@@ -37,8 +40,16 @@ export async function writeStatus(
   status: object,
   options: { readonly ifUnchanged?: boolean } = {},
 ): Promise<boolean> {
+  // The common case, a no-op resync, serialises nothing: see sameAsStored. A status object already found to say
+  // what this very stored status says (a reconciler that kept its no-op outcome hands the same one) is not walked again.
+  const stored = object.status ?? {};
+  if (provenSame.get(stored) === status) return false;
+  if (sameAsStored(status, stored)) {
+    provenSame.set(stored, status);
+    return false;
+  }
   const clean = JSON.parse(JSON.stringify(status)) as object;
-  if (sameJson(clean, object.status ?? {})) return false;
+  if (sameJson(clean, stored)) return false;
   try {
     await rest.request({
       method: 'PATCH',
@@ -58,6 +69,34 @@ export async function writeStatus(
     throw error;
   }
   return true;
+}
+
+/**
+ * Whether `value`, as JSON would write it, says what `stored` (parsed from JSON) says. Only for plain objects,
+ * arrays and primitives, where JSON changes nothing but dropping a field that is undefined: anything else (a Date,
+ * a Map, a function, an array holding undefined) answers false, and the caller compares the JSON itself.
+ */
+export function sameAsStored(value: unknown, stored: unknown): boolean {
+  if (value === stored) return value !== undefined;
+  if (value === null || stored === null || typeof value !== 'object' || typeof stored !== 'object') return false;
+  if (Array.isArray(value)) {
+    if (!Array.isArray(stored) || value.length !== stored.length) return false;
+    for (let i = 0; i < value.length; i++) if (!sameAsStored(value[i], stored[i])) return false;
+    return true;
+  }
+  if (Array.isArray(stored)) return false;
+  const prototype = Object.getPrototypeOf(value) as unknown;
+  if (prototype !== Object.prototype && prototype !== null) return false;
+  const left = value as Record<string, unknown>;
+  const right = stored as Record<string, unknown>;
+  let fields = 0;
+  for (const key in left) {
+    if (!Object.hasOwn(left, key) || left[key] === undefined) continue;
+    fields++;
+    if (!Object.hasOwn(right, key) || !sameAsStored(left[key], right[key])) return false;
+  }
+  for (const key in right) if (Object.hasOwn(right, key) && right[key] !== undefined) fields--;
+  return fields === 0;
 }
 
 /** Whether two condition lists say something different (times and generations aside). */

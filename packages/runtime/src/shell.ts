@@ -86,6 +86,16 @@ export function createReconciler<T extends ShellObject, Spec, S extends { condit
   // version, it has not seen the write, and a run from it would compute the status of one write ago (and, finding
   // it equal to the cached one, leave the newer status standing). Such a run reads the object first.
   const wroteOver = new Map<string, string>();
+  // A spec parsed once per object read: the cache hands every run the same spec object until the object changes
+  // (an update is a new object), so a resync does not validate the same spec again. Nothing changes a parsed spec.
+  const parsedSpecs = new WeakMap<object, SafeParse<Spec>>();
+  const parse = (spec: unknown): SafeParse<Spec> => {
+    if (typeof spec !== 'object' || spec === null) return options.parse(spec);
+    let parsed = parsedSpecs.get(spec);
+    if (parsed === undefined) parsedSpecs.set(spec, (parsed = options.parse(spec)));
+    return parsed;
+  };
+  const shell = { ...options, parse };
   const current = async (key: string): Promise<T | undefined> => {
     const cached = options.read(key);
     const again =
@@ -110,7 +120,7 @@ export function createReconciler<T extends ShellObject, Spec, S extends { condit
     const log = options.logger.child({ [logKey]: key });
     let label = 'success';
     try {
-      const outcome = await reconcileOnce(options, object, key, log);
+      const outcome = await reconcileOnce(shell, object, key, log);
       label = outcome.label;
       if (outcome.wrote && object.metadata.resourceVersion !== undefined) wroteOver.set(key, object.metadata.resourceVersion);
       return outcome.result;
@@ -180,7 +190,9 @@ async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions
   const outcome = await options.run({ object, spec, key, log });
   // A resumed object is no longer Suspended, whatever its steps say.
   const status =
-    outcome.status.conditions === undefined ? outcome.status : { ...outcome.status, conditions: removeCondition(outcome.status.conditions, 'Suspended') };
+    outcome.status.conditions?.some((c) => c.type === 'Suspended') === true
+      ? { ...outcome.status, conditions: removeCondition(outcome.status.conditions, 'Suspended') }
+      : outcome.status;
   const wrote = await report(options, object, { ...outcome, status }, log);
   return { result: outcome.result, label: outcome.result.kind === 'done' ? 'success' : outcome.result.kind, wrote };
 }

@@ -439,6 +439,9 @@ class ReadMemo {
   }
 }
 
+/** How many distinct URLs, and accesses, the source remembers the hash of (the syncs' repositories and credentials). */
+const HASH_MEMO_ENTRIES = 1_000;
+
 export function createGitSource(options: GitSourceOptions): GitSource {
   const limits: GitSourceLimits = { ...defaultLimits, ...options.limits };
   const transport = options.transport ?? nodeHttpTransport;
@@ -502,8 +505,21 @@ export function createGitSource(options: GitSourceOptions): GitSource {
     }
   }
 
+  // The hashes below are asked for at every resync of every sync, for a handful of distinct inputs: remembered
+  // (bounded: cleared whole when full, then computed again).
+  const urlHashes = new Map<string, string>();
+  const accessKeys = new Map<string, string>();
+  const remembered = (memo: Map<string, string>, input: string, compute: () => string): string => {
+    let value = memo.get(input);
+    if (value === undefined) {
+      if (memo.size >= HASH_MEMO_ENTRIES) memo.clear();
+      memo.set(input, (value = compute()));
+    }
+    return value;
+  };
+
   function cacheKey(url: string, sha: string): string {
-    return `${createHash('sha256').update(url).digest('hex').slice(0, 16)}-${sha}`;
+    return `${remembered(urlHashes, url, () => createHash('sha256').update(url).digest('hex').slice(0, 16))}-${sha}`;
   }
 
   /**
@@ -513,12 +529,10 @@ export function createGitSource(options: GitSourceOptions): GitSource {
    * credentials, or a CA that does not verify the server, fails as it would alone, never reading what someone
    * else's access fetched.
    */
-  const accessKey = (op: Operation, req: { auth?: GitAuth | undefined; connection?: GitConnection | undefined }): string =>
-    createHash('sha256')
-      .update(op.url)
-      .update('\0')
-      .update(JSON.stringify([req.auth ?? null, req.connection?.caCert ?? null, req.connection?.proxy ?? null]))
-      .digest('hex');
+  const accessKey = (op: Operation, req: { auth?: GitAuth | undefined; connection?: GitConnection | undefined }): string => {
+    const access = JSON.stringify([req.auth ?? null, req.connection?.caCert ?? null, req.connection?.proxy ?? null]);
+    return remembered(accessKeys, `${op.url}\0${access}`, () => createHash('sha256').update(op.url).update('\0').update(access).digest('hex'));
+  };
   /** Accesses that listed or fetched from a repository in this process (bounded by the syncs' distinct credentials). */
   const proven = new Set<string>();
   // Shared per access; see ref-listings.ts for the freshness rule and the bound it gives.

@@ -2,7 +2,6 @@
 // Watches(Secret/ConfigMap it references; RemoteCluster a target names; ConfigSync it depends on), plus the
 // other shards' ConfigSyncs (metadata and Git source only) that a push to this shard's webhook receiver wakes.
 import { Informer, objectKey, withoutManagedFields } from '@syncline/kube';
-import { decodeInventory } from '@syncline/apply';
 import type { ConfigSync } from '@syncline/api';
 import { createConfigSyncReconciler } from '../reconcile/configsync.ts';
 import { createDecryptionContext } from '../reconcile/decryption.ts';
@@ -168,10 +167,12 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
     resyncKeys: () => configSyncs.list().map((o) => objectKey(o)),
     async reconcile(key) {
       const outcome = await reconcile(key);
-      // After a restart the kinds of the inventory are watched again, whether or not this run wrote anything.
+      // After a restart the kinds of the inventory are watched again, whether or not this run wrote anything (a
+      // resync with the inventory of the last call, whose kinds all stayed watched, does nothing: see watchInventory).
       const object = configSyncs.get(key) as ConfigSync | undefined;
-      const ids = (object?.status?.inventory ?? []).flatMap((i) => decodeInventory(i.entries).map((e) => e.id));
-      if (ids.length > 0) await drift.watch(ids).catch((error: unknown) => ctx.logger.debug({ err: errorMessage(error) }, 'could not watch managed objects'));
+      await drift
+        .watchInventory(key, object?.status?.inventory)
+        .catch((error: unknown) => ctx.logger.debug({ err: errorMessage(error) }, 'could not watch managed objects'));
       return outcome;
     },
   };

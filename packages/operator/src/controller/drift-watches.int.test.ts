@@ -6,7 +6,7 @@ import { readFile, writeFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { OWNED_BY_ANNOTATION, OWNER_LABEL, createApplyClient, objectId } from '@syncline/apply';
+import { OWNED_BY_ANNOTATION, OWNER_LABEL, createApplyClient, encodeInventory, objectId } from '@syncline/apply';
 import { WATCH_FRESH_MS, WatchBudget, createKubeRest } from '@syncline/kube';
 import { startWatchHangProxy, type WatchHangProxy } from '@syncline/test-support';
 import { testKubeconfigPath, testNamespace } from '@syncline/test-support/kube';
@@ -169,6 +169,66 @@ describe("drift watches: whether a scope holds an owner's objects", () => {
       expect(drift.ownerSeen({ ...scope, kind: 'Secret' }, 'mine')).toBeUndefined();
       skew = WATCH_FRESH_MS + 1_000;
       expect(drift.ownerSeen(scope, 'theirs')).toBeUndefined();
+    } finally {
+      await drift.stop();
+    }
+  });
+});
+
+describe("drift watches: a sync's inventory watched after each reconcile", () => {
+  it('does nothing again for the same inventory while its watches stay, and watches again once one stopped, the inventory changed or a kind was not watched', async () => {
+    await using home = await testNamespace({ prefix: 'drift-inv' });
+    await using other = await testNamespace({ prefix: 'drift-inv-app' });
+    const config = new KubeConfig();
+    config.loadFromFile(testKubeconfigPath());
+    const rest = await createKubeRest(config);
+    const client = await createApplyClient(config);
+    // Each call that does the work asks for the apply client (its discovery) first.
+    let asked = 0;
+    const drift = createDriftWatches({
+      rest,
+      budget: new WatchBudget(50),
+      logger: { debug: () => undefined, warn: () => undefined } as never,
+      // a namespace-scoped operator: the application's namespace gets a watch of its own, which stops when no inventory needs it
+      watchNamespace: home.name,
+      applyClient: () => {
+        asked++;
+        return Promise.resolve(client);
+      },
+      onDrift: () => undefined,
+    });
+    try {
+      const id = `/ConfigMap/${other.name}/app`;
+      const inventory = [{ target: 'main', entries: encodeInventory([{ id }]) }];
+      // Given the inventory watched once: its kind's watch in that namespace is listed.
+      await drift.watchInventory('a/sync', inventory);
+      expect(asked).toBe(1);
+      expect(drift.version(id)).toBeNull();
+      // When the same inventory comes after the next reconciles, then nothing is done.
+      await drift.watchInventory('a/sync', inventory);
+      await drift.watchInventory('a/sync', inventory);
+      expect(asked).toBe(1);
+      // An inventory read anew (a status write) is looked at once, even with the same entries.
+      const again = [{ target: 'main', entries: encodeInventory([{ id }]) }];
+      await drift.watchInventory('a/sync', again);
+      await drift.watchInventory('a/sync', again);
+      expect(asked).toBe(2);
+      // When the watch stopped (its last user left), then the next call watches again, and for every user.
+      await drift.watchInventory('b/sync', inventory);
+      expect(asked).toBe(3);
+      drift.settle('a/sync', again);
+      drift.release('a/sync');
+      expect(drift.version(id)).toBeUndefined();
+      await drift.watchInventory('b/sync', inventory);
+      expect(asked).toBe(4);
+      expect(drift.version(id)).toBeNull();
+      await drift.watchInventory('b/sync', inventory);
+      expect(asked).toBe(4);
+      // A kind discovery does not know yet is not watched: every call tries again.
+      const unknown = [{ target: 'main', entries: encodeInventory([{ id: `example.com/Widget/${other.name}/w` }]) }];
+      await drift.watchInventory('c/sync', unknown);
+      await drift.watchInventory('c/sync', unknown);
+      expect(asked).toBe(6);
     } finally {
       await drift.stop();
     }

@@ -65,6 +65,13 @@ export type DriftWatches = {
    * Throws WatchBudgetError when a kind-wide watch does not fit the budget: drift the apply writes would go unseen.
    */
   watch(ids: readonly string[], remote?: RemoteClients): Promise<void>;
+  /**
+   * Watches the kinds of everything `user`'s inventory names (in this cluster's watches), as `watch` does: after a
+   * restart they are watched again, whether or not a run writes. Nothing to do, and nothing done, when it is the
+   * very inventory of `user`'s last call, that call left every one of its kinds watched (nothing refused, no kind
+   * unknown to discovery), and no watch has stopped since: then every watch it needs is still there.
+   */
+  watchInventory(user: string, inventory: readonly TargetInventory[] | undefined): Promise<void>;
   /** The per-namespace watches `user` (a queue key) needs are those of its inventory now; unused ones stop. */
   settle(user: string, inventory: readonly TargetInventory[] | undefined): void;
   /** `user` left: the per-namespace watches only it needed stop. */
@@ -143,11 +150,14 @@ type WatchState = {
   /** cluster → the credentials version its watches use. */
   readonly clusterWatchKeys: Map<string, string>;
   readonly now: () => number;
+  /** Counts the watches stopped (forgotten, or all of them): a watch once there may be missing since. */
+  stopped: number;
 };
 
 function forgetWatch(state: WatchState, scope: string): void {
   const entry = state.watches.get(scope);
   state.watches.delete(scope);
+  state.stopped++;
   void entry?.informer.stop();
 }
 
@@ -174,9 +184,11 @@ function stopStaleClusterWatches(state: WatchState, remote: RemoteClients): void
 export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
   const { rest, budget, logger, watchNamespace } = options;
   const now = options.now ?? Date.now;
-  const state: WatchState = { watches: new Map(), refusals: new Map(), users: new Map(), clusterWatchKeys: new Map(), now };
+  const state: WatchState = { watches: new Map(), refusals: new Map(), users: new Map(), clusterWatchKeys: new Map(), now, stopped: 0 };
   const { watches, refusals, users } = state;
   const seen = new Map<string, string>();
+  /** Each user's inventory whose kinds its last watchInventory left all watched, with the count of stopped watches then. */
+  const covered = new Map<string, { readonly inventory: readonly TargetInventory[]; readonly stopped: number }>();
   const forget = (scope: string): void => forgetWatch(state, scope);
   const sweep = (): void => sweepWatches(state);
 
@@ -217,37 +229,49 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
     informer.start();
     return entry;
   };
-  return {
-    async watch(ids, remote) {
-      const discovery = await (remote?.apply ?? (await options.applyClient())).discovery();
-      if (remote !== undefined) stopStaleClusterWatches(state, remote);
-      const { kindWide, namespaced } = missingWatches(ids, {
-        discovery,
-        scopeKey: (id) => scopeKey(id, remote),
-        perNamespace: (namespace) => remote === undefined && perNamespace(namespace),
-        // Only a new watch is waited for: one that cannot list (403 for a cluster-scoped kind in namespace
-        // mode) must not delay every later apply; a refused namespace is not asked again for a while.
-        skip: (scope) => {
-          const refusal = refusals.get(scope);
-          return watches.has(scope) || (refusal !== undefined && now() - refusal.at < REFUSAL_RETRY_MS);
-        },
-      });
-      // All or none: the drift of every kind about to be written is watched, or the apply fails naming the budget.
-      budget.check(kindWide.size, `the drift watches of ${kindWide.size} kind(s) in ${remote === undefined ? 'this cluster' : `cluster ${remote.cluster}`}`);
-      const started: Watch[] = [];
-      for (const [scope, spec] of kindWide) started.push(start(scope, { ...spec, remote }));
-      // A namespace past the budget is checked by reads instead (its targets say so): the apply goes on.
-      for (const [scope, spec] of namespaced) {
-        try {
-          // A refusal stands until the watch lists: meanwhile the target keeps saying why (its status unchanged).
-          started.push(start(scope, spec));
-        } catch (error) {
-          if (!(error instanceof WatchBudgetError)) throw error;
-          refusals.set(scope, { at: now(), why: error.message });
-        }
+  const watch = async (ids: readonly string[], remote?: RemoteClients): Promise<void> => {
+    const discovery = await (remote?.apply ?? (await options.applyClient())).discovery();
+    if (remote !== undefined) stopStaleClusterWatches(state, remote);
+    const { kindWide, namespaced } = missingWatches(ids, {
+      discovery,
+      scopeKey: (id) => scopeKey(id, remote),
+      perNamespace: (namespace) => remote === undefined && perNamespace(namespace),
+      // Only a new watch is waited for: one that cannot list (403 for a cluster-scoped kind in namespace
+      // mode) must not delay every later apply; a refused namespace is not asked again for a while.
+      skip: (scope) => {
+        const refusal = refusals.get(scope);
+        return watches.has(scope) || (refusal !== undefined && now() - refusal.at < REFUSAL_RETRY_MS);
+      },
+    });
+    // All or none: the drift of every kind about to be written is watched, or the apply fails naming the budget.
+    budget.check(kindWide.size, `the drift watches of ${kindWide.size} kind(s) in ${remote === undefined ? 'this cluster' : `cluster ${remote.cluster}`}`);
+    const started: Watch[] = [];
+    for (const [scope, spec] of kindWide) started.push(start(scope, { ...spec, remote }));
+    // A namespace past the budget is checked by reads instead (its targets say so): the apply goes on.
+    for (const [scope, spec] of namespaced) {
+      try {
+        // A refusal stands until the watch lists: meanwhile the target keeps saying why (its status unchanged).
+        started.push(start(scope, spec));
+      } catch (error) {
+        if (!(error instanceof WatchBudgetError)) throw error;
+        refusals.set(scope, { at: now(), why: error.message });
       }
-      // Bounded: a kind we may not watch (403) must not hold the apply back; its drift waits for the next resync.
-      await Promise.all(started.map((entry) => Promise.race([entry.informer.waitSynced(WATCH_SYNC_MS), entry.refused])));
+    }
+    // Bounded: a kind we may not watch (403) must not hold the apply back; its drift waits for the next resync.
+    await Promise.all(started.map((entry) => Promise.race([entry.informer.waitSynced(WATCH_SYNC_MS), entry.refused])));
+  };
+  return {
+    watch,
+
+    async watchInventory(user, inventory) {
+      const known = covered.get(user);
+      if (inventory !== undefined && known?.inventory === inventory && known.stopped === state.stopped) return;
+      covered.delete(user);
+      const stopped = state.stopped;
+      const ids = (inventory ?? []).flatMap((target) => decodeInventory(target.entries).map((entry) => entry.id));
+      if (ids.length === 0) return;
+      await watch(ids);
+      if (inventory !== undefined && ids.every((id) => watches.has(scopeKey(id)))) covered.set(user, { inventory, stopped });
     },
 
     settle(user, inventory) {
@@ -273,6 +297,7 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
 
     release(user) {
       seen.delete(user);
+      covered.delete(user);
       if (!users.delete(user)) return;
       sweep();
     },
@@ -321,6 +346,7 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
     async stop() {
       const all = [...watches.values()];
       watches.clear();
+      state.stopped++;
       await Promise.all(all.map((entry) => entry.informer.stop()));
     },
   };

@@ -39,7 +39,7 @@ import { FINALIZER, RECONCILE_REQUESTED_ANNOTATION } from '@syncline/api';
 import type { Metrics } from '../metrics.ts';
 import { Reason, keepTransitions, removeCondition, setCondition, type ConditionInput } from '@syncline/runtime';
 import { MAX_TIMER_MS, boundedInterval, parseDuration, type IntervalBounds } from '@syncline/runtime';
-import { objectPath, writeStatus } from '@syncline/runtime';
+import { objectPath, sameAsStored, writeStatus } from '@syncline/runtime';
 import { createReconciler, removeFinalizer, type ShellEvent, type ShellOutcome } from '@syncline/runtime';
 import { StallError, readGitAccess, readValues } from './inputs.ts';
 import {
@@ -57,6 +57,7 @@ import {
   combineTargets,
   describeChanges,
   emptyCounts,
+  provenByWatches,
   onlyRefused,
   partitionInventory,
   readableId,
@@ -68,7 +69,8 @@ import {
 import { dependencyNotReady, findCycle } from './dependencies.ts';
 import { healthConditions } from './health.ts';
 import { fetchPublishedChart } from './charts.ts';
-import { RenderMemo } from './render-memo.ts';
+import { DigestMemo, RenderMemo } from './render-memo.ts';
+import { SteadyOutcomes } from './steady-outcome.ts';
 import { capabilitiesOf, engineSpecFor, readsWholeRepository, serverVersion, targetPath } from './engines.ts';
 import { NAMESPACE_NOT_ALLOWED, type Actor, type TrustedNamespaces } from '../tenancy.ts';
 import { HOOK_POLL_MS, applyTargetWithHooks, deleteHookObjects, hookConditions, hooksFailed, hooksRunning } from './hook-run.ts';
@@ -246,7 +248,7 @@ async function sync(run: SyncRun): Promise<Outcome> {
   if (!client.ok) return client.outcome;
   const targets = await reconcileTargets(run, client.value, rendered.value, clusters, source.value.revision);
   const desired = [...rendered.value.values()].flat();
-  const outcome = withRenderedBy(syncedOutcome(run, source.value.revision, targets, desired), renderedBy);
+  const outcome = outcomeOf(run, source.value.revision, targets, desired, renderedBy);
   // A target waiting out its backoff asks to run again when that ends, not at the next refresh.
   const retryAt = Math.min(...run.spec.targets.map((t) => run.deps.targetBackoff?.waiting(backoffKey(run, t.name))?.retryInMs ?? Infinity));
   if (Number.isFinite(retryAt) && outcome.result.kind === 'done')
@@ -360,6 +362,8 @@ async function reconcileSource(run: SyncRun): Promise<Step<Source>> {
 
 const defaultDecryption = new WeakMap<ConfigSyncReconcilerDeps, DecryptionContext>();
 const renderMemos = new WeakMap<ConfigSyncReconcilerDeps, RenderMemo>();
+/** The history digests of the kept renders (a resync's objects are the kept ones: see DigestMemo). */
+const renderedDigests = new DigestMemo();
 /** The reconciler's kept renders (render-memo.ts): one memo per reconciler, as its template cache is. */
 function renderMemoOf(deps: ConfigSyncReconcilerDeps): RenderMemo {
   let memo = renderMemos.get(deps);
@@ -717,7 +721,9 @@ async function reconcileTargets(
     }
     // Here, a namespace the operator may not watch (or the watch budget has no room for) is read at every refresh.
     // The interval as the spec says it, not this run's jittered one: an unchanged message writes no status.
-    const unwatched = outcome.status.phase === 'Synced' ? run.deps.unwatchedDrift?.(desired.map((object) => objectId(object))) : undefined;
+    // (A no-op the drift watches proved is watched, every object of it: nothing to ask.)
+    const unwatched =
+      outcome.status.phase === 'Synced' && !provenByWatches(outcome) ? run.deps.unwatchedDrift?.(desired.map((object) => objectId(object))) : undefined;
     if (unwatched !== undefined)
       return { ...outcome, status: { ...outcome.status, message: truncate(`${unwatched}; checked every ${run.spec.refreshInterval} instead`) } };
     return outcome;
@@ -829,6 +835,33 @@ function unavailableTarget(
   };
 }
 
+const steadyOutcomes = new SteadyOutcomes<ConfigSyncStatus>();
+
+/** syncedOutcome, or the one kept from the last no-op resync when every input is the same (see steady-outcome.ts). */
+function outcomeOf(
+  run: SyncRun,
+  revision: string,
+  targets: readonly TargetOutcome[],
+  desired: readonly KubernetesObject[],
+  renderedBy: ReadonlyMap<string, RenderedBy>,
+): Outcome {
+  const inputs = {
+    object: run.object,
+    spec: run.spec,
+    revision,
+    targets,
+    desired,
+    renderedBy: JSON.stringify([...renderedBy]),
+    refreshAdjusted: run.refreshAdjusted,
+  };
+  const kept = steadyOutcomes.status(inputs);
+  if (kept !== undefined) return { status: kept, result: { kind: 'done', requeueAfterMs: run.refreshMs }, events: [] };
+  const computed = withRenderedBy(syncedOutcome(run, revision, targets, desired), renderedBy);
+  const outcome = { ...computed, status: withRevisionColumn(computed.status) };
+  steadyOutcomes.keep(inputs, outcome, { stored: sameAsStored(outcome.status, run.object.status ?? {}), refreshMs: run.refreshMs });
+  return outcome;
+}
+
 /** The status, requeue and events of a sync that got as far as applying. */
 function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetOutcome[], allDesired: readonly KubernetesObject[]): Outcome {
   const { deps, object, spec, log, now } = run;
@@ -847,7 +880,11 @@ function syncedOutcome(run: SyncRun, revision: string, targets: readonly TargetO
   // Later apply waves held back: the revision is not fully applied yet (not recorded as applied, no history).
   const complete = ok && targets.every((t) => t.status.phase !== 'Pending');
   const history: HistoryEntry[] = complete
-    ? recordHistory(previous.history ?? [], { revision, appliedAt: now, objects: allDesired.length, digest: digestRendered(allDesired) }, spec.historyLimit)
+    ? recordHistory(
+        previous.history ?? [],
+        { revision, appliedAt: now, objects: allDesired.length, digest: renderedDigests.digest(allDesired, digestRendered) },
+        spec.historyLimit,
+      )
     : (previous.history ?? []);
   const summary = `${counts.created} created, ${counts.configured} configured, ${counts.deleted} deleted`;
   const at = { generation: object.metadata.generation, now };
@@ -1105,8 +1142,14 @@ async function timed<T>(deps: ConfigSyncReconcilerDeps, operation: 'resolve' | '
   }
 }
 
+/**
+ * ±10 % of the interval, in steps of a hundredth of it: the syncs still spread over the fifth of an interval, and
+ * their timers share Node's per-duration timer lists (a distinct duration per sync would give each its own list to
+ * build and sort in, for every resync).
+ */
 function jittered(ms: number, random: () => number): number {
-  return Math.round(ms * (0.9 + random() * 0.2));
+  const step = Math.max(1, Math.round(ms / 100));
+  return Math.round((ms * (0.9 + random() * 0.2)) / step) * step;
 }
 
 /** Errors that may carry request details are reduced to their message; source-git and render redact theirs. */

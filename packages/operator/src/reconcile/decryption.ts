@@ -107,6 +107,13 @@ export type DecryptedFiles = { readonly files: SourceFile[]; readonly withheld: 
 const under = (path: string, root: string): boolean => root === '' || path === root || path.startsWith(`${root}/`);
 
 /**
+ * Snapshot files found not encrypted. The snapshot reader hands the same file objects to every read of a path (read
+ * only: nothing changes a file's bytes), so a resync does not scan their text again; a file read anew is another
+ * object and is looked at.
+ */
+const plainFiles = new WeakSet<object>();
+
+/**
  * The files with every encrypted one replaced by its plaintext; files that are not encrypted are handed on as
  * they are. An engine reads the whole snapshot (an overlay reaches bases elsewhere), which may hold files
  * encrypted for other teams' keys: an encrypted file under one of `roots` (the paths the targets render) must
@@ -122,7 +129,8 @@ export async function decryptFiles(
   const out: SourceFile[] = [];
   const withheld: string[] = [];
   for (const file of files) {
-    if (!isSopsEncrypted(file.path, file.content)) {
+    if (plainFiles.has(file) || !isSopsEncrypted(file.path, file.content)) {
+      if (typeof file.content !== 'string') plainFiles.add(file);
       out.push(typeof file.content === 'string' ? { path: file.path, content: new Uint8Array(Buffer.from(file.content, 'utf8')) } : (file as SourceFile));
       continue;
     }

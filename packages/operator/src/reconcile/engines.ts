@@ -8,6 +8,33 @@ import type { ConfigSyncSpec } from '@syncline/api';
 type Target = ConfigSyncSpec['targets'][number];
 type KustomizeFields = NonNullable<ConfigSyncSpec['source']['kustomize']>;
 
+/**
+ * detectEngine, remembered for the files it looked at. The snapshot reader hands every read of a path the same
+ * file objects (in a new list each time), so a resync asks about the very same files: told apart by identity, in
+ * order (a new commit, or a file decrypted anew, is another object and is looked at again). Keyed by the first
+ * file, so what is remembered goes with the files.
+ */
+const detected = new WeakMap<object, { readonly files: readonly object[]; readonly engines: Map<string, EngineName | undefined> }>();
+
+function engineAt(files: SourceFiles, path: string): EngineName | undefined {
+  if (!Array.isArray(files)) return detectEngine(files, path);
+  const list = files as readonly object[];
+  const first = list[0];
+  if (first === undefined) return detectEngine(files, path);
+  let known = detected.get(first);
+  if (known === undefined || !sameItems(known.files, list)) detected.set(first, (known = { files: [...list], engines: new Map() }));
+  if (known.engines.has(path)) return known.engines.get(path);
+  const engine = detectEngine(files, path);
+  known.engines.set(path, engine);
+  return engine;
+}
+
+function sameItems(a: readonly object[], b: readonly object[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** The repo-relative path a target renders. */
 export function targetPath(spec: ConfigSyncSpec, target: Target): string {
   return target.path ?? spec.source.git.path;
@@ -22,7 +49,7 @@ export function readsWholeRepository(spec: ConfigSyncSpec, files?: SourceFiles):
   // A published chart (helm.repository) is fetched on its own: the Git source holds only values files then.
   if (source.kustomize !== undefined || (source.helm !== undefined && source.helm.repository === undefined) || source.jsonnet !== undefined) return true;
   if (spec.targets.some((t) => t.path !== undefined && t.path !== source.git.path)) return true;
-  return files !== undefined && detectEngine(files, source.git.path) !== undefined;
+  return files !== undefined && engineAt(files, source.git.path) !== undefined;
 }
 
 /**
@@ -58,7 +85,7 @@ export function engineSpecFor(spec: ConfigSyncSpec, target: Target, files: Sourc
       },
     };
   }
-  const detected = source.kustomize === undefined ? detectEngine(files, targetPath(spec, target)) : EngineName.Kustomize;
+  const detected = source.kustomize === undefined ? engineAt(files, targetPath(spec, target)) : EngineName.Kustomize;
   if (detected === EngineName.Kustomize) return { engine: EngineName.Kustomize, options: kustomizeOptions(source.kustomize, target.kustomize) };
   if (detected === EngineName.Helm) return { engine: EngineName.Helm, options: { includeCRDs: true, skipTests: true } };
   return undefined;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { KubernetesObject } from '@syncline/render';
-import { RenderMemo } from './render-memo.ts';
+import { DigestMemo, RenderMemo } from './render-memo.ts';
 
 const configMap = (value: string): KubernetesObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'ns' }, data: { value } });
 
@@ -30,5 +30,28 @@ describe('RenderMemo', () => {
     // and another target of the same inputs has its own
     memo.render({ slot: 'ns/s\u0000other', files, discovery, inputs: ['app', { v: 1 }] }, render('one'));
     expect(renders).toBe(5);
+  });
+});
+
+describe('DigestMemo', () => {
+  it('digests again unless it is the very same objects in the same order', () => {
+    // given a digest of two kept objects
+    const memo = new DigestMemo();
+    let digests = 0;
+    const digest = (objects: readonly KubernetesObject[]): string => {
+      digests++;
+      return objects.map((o) => JSON.stringify(o)).join('|');
+    };
+    const [a, b] = [configMap('a'), configMap('b')];
+    const first = memo.digest([a, b], digest);
+    // when the same objects come in a new list (a resync), then the digest is the kept one
+    expect(memo.digest([a, b], digest)).toBe(first);
+    expect(digests).toBe(1);
+    // and another order, another object (even an equal one, rendered anew), one fewer or none digest afresh
+    expect(memo.digest([b, a], digest)).not.toBe(first);
+    expect(memo.digest([a, configMap('b')], digest)).toBe(first);
+    expect(memo.digest([a], digest)).toBe(JSON.stringify(a));
+    expect(memo.digest([], digest)).toBe('');
+    expect(digests).toBe(5);
   });
 });

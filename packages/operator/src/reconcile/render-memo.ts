@@ -42,3 +42,23 @@ function sameItems(a: readonly object[], b: readonly object[]): boolean {
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
 }
+
+/**
+ * The digest of a sync's rendered objects (the history entry's), remembered for the objects it was computed from:
+ * a resync that got every target's kept render hands the very same objects, in the same order, and gets the
+ * digest without serialising them again. Told apart by identity, as the render memo tells its renders apart (no
+ * step changes a rendered object); any other list, or an object rendered anew, digests afresh.
+ */
+export class DigestMemo {
+  readonly #known = new WeakMap<object, { readonly objects: readonly object[]; readonly digest: string }>();
+
+  digest<T extends object>(objects: readonly T[], digest: (objects: readonly T[]) => string): string {
+    const first = objects[0];
+    if (first === undefined) return digest(objects);
+    const known = this.#known.get(first);
+    if (known !== undefined && sameItems(known.objects, objects)) return known.digest;
+    const value = digest(objects);
+    this.#known.set(first, { objects: [...objects], digest: value });
+    return value;
+  }
+}

@@ -119,6 +119,7 @@ function reconcilerFor(
   const sink = logSink();
   const metrics = createMetrics();
   const runs: Widget[] = [];
+  let parses = 0;
   const reconcile = createReconciler<Widget, Spec, Status>({
     kind: 'Widget',
     plural: 'widgets',
@@ -131,7 +132,10 @@ function reconcilerFor(
     ...(options.withFinalizer === false
       ? {}
       : { finalizer: { name: FINALIZER, finalize: options.finalize ?? (() => Promise.resolve({ kind: 'done' as const })) } }),
-    parse: (spec) => Spec.safeParse(spec),
+    parse: (spec) => {
+      parses++;
+      return Spec.safeParse(spec);
+    },
     invalid: (object, reason, message) => ({
       ...object.status,
       observedGeneration: object.metadata.generation,
@@ -153,7 +157,7 @@ function reconcilerFor(
       );
     },
   });
-  return { reconcile: () => reconcile('team/w'), runs, logs: sink.lines, metrics };
+  return { reconcile: () => reconcile('team/w'), runs, logs: sink.lines, metrics, parses: () => parses };
 }
 
 const widget = (overrides: { finalizers?: string[]; spec?: unknown; status?: Status; deletionTimestamp?: string } = {}) => ({
@@ -170,6 +174,30 @@ const widget = (overrides: { finalizers?: string[]; spec?: unknown; status?: Sta
 });
 
 describe('createReconciler', () => {
+  it('validates a spec once per object the cache holds, and anew when the object changes', async () => {
+    // given a cache that hands out the same object until it changes, as an informer does
+    const cluster = fakeCluster(widget());
+    let cached = structuredClone(cluster.stored());
+    const { reconcile, parses, runs } = reconcilerFor({ ...cluster, read: () => cached });
+    await reconcile();
+    cached = structuredClone(cluster.stored()); // the status write comes back
+    const before = parses();
+    // when the same object is reconciled again (resyncs), then its spec is not parsed again
+    await reconcile();
+    await reconcile();
+    expect(parses()).toBe(before + 1);
+    expect(runs).toHaveLength(3);
+    // when the object changes, then the new spec is parsed and is the one that runs
+    cached = { ...cached, spec: { value: 'b' } };
+    await reconcile();
+    expect(parses()).toBe(before + 2);
+    expect(cluster.stored().status?.value).toBe('b');
+    // and an invalid one is refused as before
+    cached = { ...structuredClone(cluster.stored()), spec: { value: 1 } };
+    await reconcile();
+    expect(cluster.stored().status?.conditions?.find((c) => c.type === 'Stalled')?.status).toBe('True');
+  });
+
   it('adds its finalizer first and runs nothing else until the object comes back with it', async () => {
     const cluster = fakeCluster(widget({ finalizers: ['someone.else/keep'] }));
     const { reconcile, runs } = reconcilerFor(cluster);

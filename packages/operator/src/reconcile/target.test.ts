@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ApplyCause, encodeInventory, type ApplyClient, type ChangeSet } from '@syncline/apply';
+import { ApplyCause, applyFingerprint, encodeInventory, type ApplyClient, type ChangeSet, type KubeObject } from '@syncline/apply';
 import { FindingCause } from './findings.ts';
-import { applyTarget, combineTargets, describeChanges, onlyRefused, partitionInventory, summarizeChanges } from './target.ts';
+import { applyTarget, combineTargets, provenByWatches, type TargetNoop, describeChanges, onlyRefused, partitionInventory, summarizeChanges } from './target.ts';
 import { trustedNamespaces } from '../tenancy.ts';
 
 const input = { target: { name: 'prod', namespace: 'shop' }, now: '2026-11-22T10:00:00Z', syncKey: 'ops/web' };
@@ -186,5 +186,65 @@ describe('applyTarget under the tenancy rule', () => {
       refused: ['/ConfigMap/team-b/theirs', 'rbac.authorization.k8s.io/ClusterRole//wide'],
     });
     expect(partitionInventory({ ...tenant, objectNamespace: 'platform' }, inventory).refused).toEqual([]);
+  });
+});
+
+describe('applyTarget on a no-op resync', () => {
+  // Any request fails the apply: a no-op resync reads and writes nothing, and one that is not a no-op shows up as Failed.
+  const untouchable = new Proxy({}, { get: (_target, method) => () => Promise.reject(new Error(`unexpected ${String(method)}`)) }) as ApplyClient;
+  const cm = (name: string, value = 'v'): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'shop' }, data: { value } });
+  const owner = { namespace: 'ops', name: 'web', target: 'prod' };
+  const desired = [cm('a'), cm('b')];
+  const inventory = encodeInventory([{ id: '/ConfigMap/shop/a' }, { id: '/ConfigMap/shop/b' }]);
+  const versions = new Map([
+    ['/ConfigMap/shop/a', '10'],
+    ['/ConfigMap/shop/b', '11'],
+  ]);
+  const proof = (): TargetNoop => ({
+    record: {
+      fingerprint: applyFingerprint({ desired, inventory, owner, options: {} }),
+      versions,
+      digests: new Map([...versions.keys()].map((id) => [id, 'sha256:x'])),
+      owner: 'unused',
+    },
+  });
+  const synced = { name: 'prod', namespace: 'shop', phase: 'Synced' as const, objects: 2, lastSyncedTime: '2026-11-22T09:00:00Z' };
+  const run = (
+    records: Map<string, TargetNoop>,
+    change: Partial<Parameters<typeof applyTarget>[0]> = {},
+    watched: (id: string) => string | null | undefined = (id) => versions.get(id),
+  ) => applyTarget({ ...input, client: untouchable, desired, inventory, owner, previous: synced, noop: { records, key: 'ops/web/prod@', watched }, ...change });
+
+  it('given the proof still holds, then the outcome of the last no-op is handed back, unchanged and without a request', async () => {
+    const records = new Map([['ops/web/prod@', proof()]]);
+    const first = await run(records);
+    expect(first.status).toEqual(synced);
+    expect(first.changed).toBe(false);
+    expect(await run(records)).toBe(first);
+    expect(provenByWatches(first)).toBe(true);
+    // (a status line that is not Synced takes this run's time: that one is summarized each time)
+    const pending = { ...synced, phase: 'Pending' as const };
+    expect((await run(records, { previous: pending })).status.lastSyncedTime).toBe(input.now);
+    expect((await run(records, { previous: pending, now: '2026-11-22T11:00:00Z' })).status.lastSyncedTime).toBe('2026-11-22T11:00:00Z');
+  });
+
+  it('given a drifted object, a new render, another inventory or new options, then it is never the kept answer but a full apply', async () => {
+    const changes: [string, Partial<Parameters<typeof applyTarget>[0]>, ((id: string) => string | null | undefined)?][] = [
+      ['an object edited (another version in the watch)', {}, (id) => (id === '/ConfigMap/shop/b' ? '12' : versions.get(id))],
+      ['an object deleted', {}, (id) => (id === '/ConfigMap/shop/b' ? null : versions.get(id))],
+      ['no watch vouching', {}, () => undefined],
+      ['a new commit (another object)', { desired: [cm('a'), cm('b', 'w')] }],
+      ['another inventory', { inventory: encodeInventory([{ id: '/ConfigMap/shop/a' }]) }],
+      ['another option', { prune: true }],
+      ['another owner', { owner: { ...owner, name: 'api' } }],
+    ];
+    for (const [why, change, watched] of changes) {
+      const records = new Map([['ops/web/prod@', proof()]]);
+      expect((await run(records)).status.phase, why).toBe('Synced');
+      const outcome = await run(records, change, watched);
+      expect(outcome.status.phase, why).toBe('Failed');
+      expect(outcome.status.message, why).toContain('unexpected');
+      expect(provenByWatches(outcome), why).toBe(false);
+    }
   });
 });

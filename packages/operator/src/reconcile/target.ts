@@ -4,7 +4,7 @@
 // then turns the change set into the target's status line and the findings the sync reports.
 import {
   ApplyCause,
-  applyFingerprint,
+  FingerprintMemo,
   causeOfError,
   decodeInventory,
   encodeInventory,
@@ -18,6 +18,7 @@ import {
   recordNoop,
   stillUnchanged,
   unchangedChangeSet,
+  type Inventory,
   type LiveState,
   type NoopRecord,
   type WatchedVersion,
@@ -146,7 +147,7 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
   const fingerprint =
     noop === undefined
       ? undefined
-      : applyFingerprint({
+      : fingerprints.fingerprint({
           desired: input.desired,
           inventory: input.inventory,
           owner: input.owner,
@@ -168,10 +169,8 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
     last !== undefined &&
     (input.health === undefined || last.health !== undefined) &&
     stillUnchanged(last.record, fingerprint, noop.watched)
-  ) {
-    const outcome = summarizeChanges(input, unchangedChangeSet(input.desired, previousInventory));
-    return last.health === undefined ? outcome : { ...outcome, status: { ...outcome.status, health: last.health.counts }, health: last.health };
-  }
+  )
+    return unchangedOutcome(input, last, previousInventory);
   noop?.records.delete(noop.key);
   // The inputs changed (a new commit): what the last apply read or wrote, and the watch still holds, needs no read.
   const proven = noop === undefined ? undefined : provenObjects(last?.record, input.owner, noop.watched);
@@ -252,6 +251,55 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
   );
   if (noop !== undefined && record !== undefined) noop.records.set(noop.key, { record, health });
   return { ...outcome, status: { ...outcome.status, health: health.counts }, health };
+}
+
+/** The fingerprints of the desired lists applied, remembered (a resync's render hands back the same list). */
+const fingerprints = new FingerprintMemo();
+
+/**
+ * The outcome of a no-op resync, by the proof it stands on: kept for the next no-op of the same target. It is a
+ * function of the target's status line, its name and place, the desired list, the inventory and the proof (with
+ * the health judged then); a status line that is not Synced with a sync time would take this run's time, so
+ * that one is summarized every time. Any other input summarizes anew.
+ */
+type UnchangedOutcome = {
+  readonly previous: TargetStatus;
+  readonly target: TargetApplyInput['target'];
+  readonly desired: readonly KubeObject[];
+  readonly inventory: readonly string[] | undefined;
+  readonly outcome: TargetOutcome;
+};
+const unchangedOutcomes = new WeakMap<TargetNoop, UnchangedOutcome>();
+/** Outcomes of a proven no-op: every desired object's version came from a synced, healthy and fresh drift watch. */
+const provenOutcomes = new WeakSet<TargetOutcome>();
+
+/**
+ * Whether `outcome` is a no-op proven by the drift watches: each desired object is watched by a synced, healthy and
+ * fresh watch (else it would not have been proven), so none of them needs saying that its drift cannot be watched.
+ */
+export function provenByWatches(outcome: TargetOutcome): boolean {
+  return provenOutcomes.has(outcome);
+}
+
+function unchangedOutcome(input: TargetApplyInput, last: TargetNoop, previousInventory: Inventory): TargetOutcome {
+  const { previous, target } = input;
+  const known = unchangedOutcomes.get(last);
+  if (
+    known !== undefined &&
+    known.previous === previous &&
+    known.desired === input.desired &&
+    known.inventory === input.inventory &&
+    known.target.name === target.name &&
+    known.target.namespace === target.namespace &&
+    known.target.cluster === target.cluster
+  )
+    return known.outcome;
+  const summarized = summarizeChanges(input, unchangedChangeSet(input.desired, previousInventory));
+  const outcome = last.health === undefined ? summarized : { ...summarized, status: { ...summarized.status, health: last.health.counts }, health: last.health };
+  if (previous?.phase === 'Synced' && previous.lastSyncedTime !== undefined)
+    unchangedOutcomes.set(last, { previous, target: { ...target }, desired: input.desired, inventory: input.inventory, outcome });
+  provenOutcomes.add(outcome);
+  return outcome;
 }
 
 /** An inventory id as the tenancy rule reads it (namespace '' = cluster-scoped). */
