@@ -12,15 +12,27 @@ export type OwnObject = {
 /** The REST path of a namespaced syncline.dev object. */
 export const objectPath = (plural: string, namespace: string, name: string): string => `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/${plural}/${name}`;
 
-export async function patchFinalizers(rest: KubeRest, path: string, object: OwnObject, finalizers: readonly string[]): Promise<void> {
-  await rest.request({
+/**
+ * Sets the object's finalizers, conditioned on the resourceVersion read. With `read`, returns the resourceVersion
+ * the patch left the object at (undefined when the answer names none).
+ */
+export async function patchFinalizers(
+  rest: KubeRest,
+  path: string,
+  object: OwnObject,
+  finalizers: readonly string[],
+  options: { readonly read?: boolean } = {},
+): Promise<string | undefined> {
+  const stored = await rest.request<{ metadata?: { resourceVersion?: unknown } } | undefined>({
     method: 'PATCH',
     path,
     contentType: 'application/merge-patch+json',
-    discardBody: true,
+    discardBody: options.read !== true,
     // resourceVersion makes this an optimistic update: a concurrent change fails it and we retry fresh.
     body: { metadata: { finalizers, resourceVersion: object.metadata.resourceVersion } },
   });
+  const version = stored?.metadata?.resourceVersion;
+  return typeof version === 'string' && version !== '' ? version : undefined;
 }
 
 /**

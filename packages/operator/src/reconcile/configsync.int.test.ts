@@ -14,7 +14,7 @@ import { startGitServer, type GitServer } from '@syncline/test-support';
 import { testKubeConfig, testNamespace } from '@syncline/test-support/kube';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RECONCILE_REQUESTED_ANNOTATION } from '@syncline/api';
+import { FINALIZER, RECONCILE_REQUESTED_ANNOTATION } from '@syncline/api';
 import type { ConfigSync } from '@syncline/api';
 import { installCrds } from '@syncline/runtime';
 import { createApplyClients, type ApplyIdentity } from '../cluster/identity.ts';
@@ -85,14 +85,15 @@ async function createConfigSync(namespace: string, name: string, repo: string, e
   });
 }
 
-/** Runs until a run gets past adding the finalizer (the first run of a new sync only adds it). */
+/** A new sync's first run: it stores the finalizer, then goes on with the sync in the same run. */
 async function untilApplied(
   run: (namespace: string, name: string) => Promise<{ result: ReconcileOutcome; object: ConfigSync }>,
   namespace: string,
   name: string,
 ) {
-  await run(namespace, name);
-  return run(namespace, name);
+  const first = await run(namespace, name);
+  expect(first.object.metadata.finalizers).toContain(FINALIZER);
+  return first;
 }
 
 /** What `syncline reconcile` does: the next run reads the branch as it is now, not a recent ref listing. */

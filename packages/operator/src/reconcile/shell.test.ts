@@ -13,7 +13,15 @@ const Spec = z.object({ value: z.string(), suspend: z.boolean().default(false) }
 type Spec = z.infer<typeof Spec>;
 type Status = { observedGeneration?: number; conditions?: Condition[]; value?: string };
 type Widget = ShellObject & {
-  metadata: { name: string; namespace: string; resourceVersion: string; generation: number; finalizers?: string[]; deletionTimestamp?: string };
+  metadata: {
+    name: string;
+    namespace: string;
+    uid?: string;
+    resourceVersion: string;
+    generation: number;
+    finalizers?: string[];
+    deletionTimestamp?: string;
+  };
   spec: unknown;
   status?: Status;
 };
@@ -81,6 +89,11 @@ function fakeCluster(initial: Omit<Widget, 'apiVersion' | 'kind'>) {
       cached = structuredClone(stored);
     },
     statusWrites: () => patches.filter((p) => p.path.endsWith('/status')).length,
+    /** Someone changes the stored object; the cache does not see it yet. */
+    changeStored: (change: (w: Widget) => void) => {
+      change(stored);
+      stored.metadata.resourceVersion = String(Number(stored.metadata.resourceVersion) + 1);
+    },
   };
 }
 
@@ -114,6 +127,10 @@ function reconcilerFor(
     run?: (object: Widget, spec: Spec) => ShellOutcome<Status>;
     finalize?: (object: Widget) => Promise<ReconcileOutcome>;
     withFinalizer?: boolean;
+    /** Called as the steps start. */
+    onRun?: () => void;
+    /** Called with every spec the shell validates. */
+    onParse?: (spec: unknown) => void;
   } = {},
 ) {
   const sink = logSink();
@@ -131,7 +148,10 @@ function reconcilerFor(
     ...(options.withFinalizer === false
       ? {}
       : { finalizer: { name: FINALIZER, finalize: options.finalize ?? (() => Promise.resolve({ kind: 'done' as const })) } }),
-    parse: (spec) => Spec.safeParse(spec),
+    parse: (spec) => {
+      options.onParse?.(spec);
+      return Spec.safeParse(spec);
+    },
     invalid: (object, reason, message) => ({
       ...object.status,
       observedGeneration: object.metadata.generation,
@@ -143,6 +163,7 @@ function reconcilerFor(
     }),
     suspend: { when: (spec) => spec.suspend, message: 'suspended for the test' },
     run: ({ object, spec }) => {
+      options.onRun?.();
       runs.push(object);
       return Promise.resolve(
         options.run?.(object, spec) ?? {
@@ -170,16 +191,50 @@ const widget = (overrides: { finalizers?: string[]; spec?: unknown; status?: Sta
 });
 
 describe('createReconciler', () => {
-  it('adds its finalizer first and runs nothing else until the object comes back with it', async () => {
+  it('stores its finalizer before the steps run, then goes on in the same run from the version the patch left', async () => {
     const cluster = fakeCluster(widget({ finalizers: ['someone.else/keep'] }));
-    const { reconcile, runs } = reconcilerFor(cluster);
+    const finalizersWhenRun: (readonly string[] | undefined)[] = [];
+    const { reconcile, runs } = reconcilerFor(cluster, { onRun: () => finalizersWhenRun.push(cluster.stored().metadata.finalizers) });
     expect(await reconcile()).toEqual({ kind: 'done' });
     expect(cluster.stored().metadata.finalizers).toEqual(['someone.else/keep', FINALIZER]);
+    // The steps ran once, after the finalizer was stored, and were handed the object with it.
+    expect(finalizersWhenRun).toEqual([['someone.else/keep', FINALIZER]]);
+    expect(runs).toHaveLength(1);
+    expect(runs[0]?.metadata.finalizers).toEqual(['someone.else/keep', FINALIZER]);
+    // The status write was conditioned on the version the finalizer's patch left (2), and succeeded.
+    expect(cluster.patches.map((p) => [p.path, (p.body as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion])).toEqual([
+      [PATH, '1'],
+      [`${PATH}/status`, '2'],
+    ]);
+    expect(cluster.statusWrites()).toBe(1);
+    expect(cluster.stored().status?.value).toBe('a');
+  });
+
+  it('a new object changed since it was read gets no finalizer and no step: 409, then a run from the object read afresh', async () => {
+    const cluster = fakeCluster(widget({ finalizers: [] }));
+    const { reconcile, runs } = reconcilerFor(cluster);
+    // Someone changes the object after the cache read it (the cache has not seen it).
+    cluster.changeStored((w) => (w.spec = { value: 'b' }));
+    expect(await reconcile()).toEqual({ kind: 'retry' });
     expect(runs).toHaveLength(0);
-    expect(cluster.statusWrites()).toBe(0);
-    cluster.catchUp();
+    expect(cluster.stored().metadata.finalizers).toEqual([]);
+    expect(await reconcile()).toEqual({ kind: 'done' });
+    expect(runs).toHaveLength(1);
+    expect(cluster.stored().metadata.finalizers).toEqual([FINALIZER]);
+    expect(cluster.stored().status?.value).toBe('b');
+  });
+
+  it('after a new object was finalized and synced in one run, a run from a cache that saw neither write reads the object first', async () => {
+    const cluster = fakeCluster(widget({ finalizers: [] }));
+    const { reconcile, runs } = reconcilerFor(cluster);
     await reconcile();
     expect(runs).toHaveLength(1);
+    const patches = cluster.patches.length;
+    // The cache still holds the object as first read (no finalizer, no status): not trusted, read afresh.
+    expect(await reconcile()).toEqual({ kind: 'done' });
+    expect(cluster.reads).toHaveLength(1);
+    expect(cluster.patches).toHaveLength(patches);
+    expect(runs).toHaveLength(2);
   });
 
   it('on deletion runs finalize only while its finalizer holds, and removeFinalizer keeps the others', async () => {
@@ -210,6 +265,33 @@ describe('createReconciler', () => {
     cluster.catchUp((w) => (w.metadata.deletionTimestamp = '2026-01-01T00:00:00Z'));
     expect(await reconcile()).toEqual({ kind: 'done' });
     expect(runs).toHaveLength(1);
+  });
+
+  it('validates a spec once per generation: a resync reuses it, a new generation or a new object of the same name is validated', async () => {
+    const cluster = fakeCluster({ ...widget(), metadata: { ...widget().metadata, uid: 'u1' } });
+    const parsed: unknown[] = [];
+    const { reconcile, runs } = reconcilerFor(cluster, { onParse: (spec) => parsed.push(spec) });
+    await reconcile();
+    cluster.catchUp();
+    await reconcile();
+    expect(runs).toHaveLength(2);
+    expect(parsed).toEqual([{ value: 'a' }]);
+    // A spec change (the API server bumps the generation): validated, and the run sees the new value.
+    cluster.catchUp((w) => {
+      w.spec = { value: 'b' };
+      w.metadata.generation = 2;
+    });
+    await reconcile();
+    expect(parsed).toEqual([{ value: 'a' }, { value: 'b' }]);
+    expect(cluster.stored().status?.value).toBe('b');
+    // Deleted and created again under the same name, at generation 2 again: another uid, validated anew.
+    cluster.catchUp((w) => {
+      w.metadata.uid = 'u2';
+      w.spec = { value: 'c' };
+    });
+    await reconcile();
+    expect(parsed).toEqual([{ value: 'a' }, { value: 'b' }, { value: 'c' }]);
+    expect(cluster.stored().status?.value).toBe('c');
   });
 
   it('writes status once: an unchanged resync writes nothing and records no Event', async () => {
