@@ -49,8 +49,9 @@ export async function writeStatus(
   status: object,
   options: { readonly ifUnchanged?: boolean } = {},
 ): Promise<boolean> {
-  const clean = JSON.parse(JSON.stringify(status)) as object;
-  if (sameJson(clean, object.status ?? {})) return false;
+  // Compared as it will be sent (sameJson skips undefined fields, which JSON leaves out), not through a JSON copy
+  // of it: a status holds the inventory and history, and every reconcile compares one.
+  if (sameJson(status, object.status ?? {})) return false;
   try {
     await rest.request({
       method: 'PATCH',
@@ -62,7 +63,7 @@ export async function writeStatus(
         ...(options.ifUnchanged === true && object.metadata.resourceVersion !== undefined
           ? { metadata: { resourceVersion: object.metadata.resourceVersion } }
           : {}),
-        status: { ...nullOut(object.status ?? {}, clean), ...clean },
+        status: { ...status, ...nullOut(object.status ?? {}, status) },
       },
     });
   } catch (error) {
@@ -79,10 +80,11 @@ export function conditionsDiffer(before: readonly Condition[] | undefined, after
   return !sameJson(said(before), said(after));
 }
 
-/** Merge patch deletes a field only when told to: null out what the new status no longer has. */
+/** Merge patch deletes a field only when told to: null out what the new status no longer has (or has as undefined, which JSON leaves out). */
 function nullOut(before: object, after: object): Record<string, null> {
   const out: Record<string, null> = {};
-  for (const key of Object.keys(before)) if (!(key in after)) out[key] = null;
+  const next = after as Record<string, unknown>;
+  for (const key of Object.keys(before)) if (next[key] === undefined) out[key] = null;
   return out;
 }
 
