@@ -42,7 +42,9 @@ describe('canonicalJson', () => {
   });
 
   it('leaves undefined fields out, writes undefined array items as null, and escapes keys and strings', () => {
-    expect(canonicalJson({ b: [1, undefined, 'x"y'], a: undefined, 'k"\n': { z: null, y: true } })).toBe('{"b":[1,null,"x\\"y"],"k\\"\\n":{"y":true,"z":null}}');
+    expect(canonicalJson({ b: [1, undefined, 'x"y'], a: undefined, 'k"\n': { z: null, y: true } })).toBe(
+      '{"b":[1,null,"x\\"y"],"k\\"\\n":{"y":true,"z":null}}',
+    );
     expect(canonicalJson(undefined)).toBe('null');
   });
 

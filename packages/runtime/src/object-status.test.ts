@@ -78,7 +78,13 @@ describe('writeStatus', () => {
 
   it('writes nothing when the status says what is stored, whatever its key order and undefined fields', async () => {
     const { rest, sent } = recording();
-    const same = { shortRevision: 'abc', inventory: [{ entries: ['x'], target: 'a' }], sourceRevision: 'abc', observedGeneration: 1, lastSyncedTime: undefined };
+    const same = {
+      shortRevision: 'abc',
+      inventory: [{ entries: ['x'], target: 'a' }],
+      sourceRevision: 'abc',
+      observedGeneration: 1,
+      lastSyncedTime: undefined,
+    };
     expect(await writeStatus(rest, '/p', object(stored), same, { ifUnchanged: true })).toBe(false);
     expect(sent).toEqual([]);
   });

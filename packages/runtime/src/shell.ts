@@ -165,11 +165,12 @@ async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions
     // deletion. The patch is conditioned on the resourceVersion read (a concurrent change fails it with 409 and
     // the run starts again from the current object); once stored, the run goes on from the object as the patch
     // left it: its new resourceVersion conditions the status write as the read one would have. A new object costs
-    // one reconcile, not two (the patch's watch event is no news to act on: see finalizerAdded).
+    // one reconcile, not two (the operator's controllers take the patch's own watch event for no news).
     const withFinalizer = [...finalizers, options.finalizer.name];
     const resourceVersion = await patchFinalizers(options.rest, path, object, withFinalizer, { read: true });
     // An answer without a version (no API server sends one): run again, from the object read afresh.
-    if (resourceVersion === undefined) return { result: { kind: 'retry' }, label: 'retry', wroteOver: read.metadata.resourceVersion === undefined ? [] : [read.metadata.resourceVersion] };
+    if (resourceVersion === undefined)
+      return { result: { kind: 'retry' }, label: 'retry', wroteOver: read.metadata.resourceVersion === undefined ? [] : [read.metadata.resourceVersion] };
     object = { ...object, metadata: { ...object.metadata, finalizers: withFinalizer, resourceVersion } };
   }
   // The versions this run's writes replace: a cache that still holds one has not seen them (see wroteOver).
