@@ -86,6 +86,8 @@ describe('writeStatus', () => {
       lastSyncedTime: undefined,
     };
     expect(await writeStatus(rest, '/p', object(stored), same, { ifUnchanged: true })).toBe(false);
+    // An undefined array item is what JSON writes as null.
+    expect(await writeStatus(rest, '/p', object({ ...stored, history: [null] }), { ...same, history: [undefined] }, { ifUnchanged: true })).toBe(false);
     expect(sent).toEqual([]);
   });
 

@@ -97,7 +97,8 @@ export function sameJson(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
   if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((item, i) => sameJson(item, b[i]));
+  // An undefined item is written as null in JSON.
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((item: unknown, i) => sameJson(item ?? null, b[i] ?? null));
   const left = a as Record<string, unknown>;
   const right = b as Record<string, unknown>;
   const keys = Object.keys(left).filter((k) => left[k] !== undefined);
