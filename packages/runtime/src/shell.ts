@@ -36,7 +36,7 @@ export type ShellOutcome<S> = { readonly status: S; readonly result: ReconcileOu
 export type ShellObject = OwnObject & {
   readonly apiVersion: string;
   readonly kind: string;
-  readonly metadata: OwnObject['metadata'] & { readonly uid?: string; readonly generation?: number; readonly deletionTimestamp?: string };
+  readonly metadata: OwnObject['metadata'] & { readonly generation?: number; readonly deletionTimestamp?: string };
   readonly spec?: unknown;
   readonly status?: { readonly conditions?: Condition[] };
 };
@@ -87,18 +87,6 @@ export function createReconciler<T extends ShellObject, Spec, S extends { condit
   // compute the status of one write ago (and, finding it equal to the cached one, leave the newer status
   // standing). Such a run reads the object first.
   const wroteOver = new Map<string, readonly string[]>();
-  // Each object's spec as parsed for its generation: the API server bumps the generation with every change of the
-  // spec, so the same uid and generation are the same spec, and a resync or a woken run does not validate it again.
-  const parsedSpecs = new Map<string, { readonly uid: string; readonly generation: number; readonly parsed: SafeParse<Spec> }>();
-  const parseSpec = (key: string, object: T): SafeParse<Spec> => {
-    const { uid, generation } = object.metadata;
-    const kept = parsedSpecs.get(key);
-    if (kept !== undefined && kept.uid === uid && kept.generation === generation) return kept.parsed;
-    const parsed = options.parse(object.spec);
-    if (uid === undefined || generation === undefined) parsedSpecs.delete(key);
-    else parsedSpecs.set(key, { uid, generation, parsed });
-    return parsed;
-  };
   const current = async (key: string): Promise<T | undefined> => {
     const cached = options.read(key);
     const again =
@@ -118,15 +106,12 @@ export function createReconciler<T extends ShellObject, Spec, S extends { condit
   };
   return async (key) => {
     const object = await current(key);
-    if (object === undefined) {
-      parsedSpecs.delete(key);
-      return { kind: 'done' };
-    }
+    if (object === undefined) return { kind: 'done' };
     const started = performance.now();
     const log = options.logger.child({ [logKey]: key });
     let label = 'success';
     try {
-      const outcome = await reconcileOnce(options, object, key, log, parseSpec);
+      const outcome = await reconcileOnce(options, object, key, log);
       label = outcome.label;
       if (outcome.wroteOver.length > 0) wroteOver.set(key, outcome.wroteOver);
       return outcome.result;
@@ -151,7 +136,6 @@ async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions
   read: T,
   key: string,
   log: Logger,
-  parseSpec: (key: string, object: T) => SafeParse<Spec>,
 ): Promise<{ result: ReconcileOutcome; label: string; wroteOver: readonly string[] }> {
   let object = read;
   const path = pathOf(options.plural, object);
@@ -181,7 +165,7 @@ async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions
     return versions;
   };
   const now = options.clock.now().toISOString();
-  const parsed = parseSpec(key, object);
+  const parsed = options.parse(object.spec);
   if (!parsed.success) {
     const message = `invalid spec: ${parsed.error.issues.map((i) => `${i.path.map(String).join('.')}: ${i.message}`).join('; ')}`;
     const reason = options.invalidReason ?? Reason.InvalidSpec;

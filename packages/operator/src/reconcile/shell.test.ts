@@ -13,15 +13,7 @@ const Spec = z.object({ value: z.string(), suspend: z.boolean().default(false) }
 type Spec = z.infer<typeof Spec>;
 type Status = { observedGeneration?: number; conditions?: Condition[]; value?: string };
 type Widget = ShellObject & {
-  metadata: {
-    name: string;
-    namespace: string;
-    uid?: string;
-    resourceVersion: string;
-    generation: number;
-    finalizers?: string[];
-    deletionTimestamp?: string;
-  };
+  metadata: { name: string; namespace: string; resourceVersion: string; generation: number; finalizers?: string[]; deletionTimestamp?: string };
   spec: unknown;
   status?: Status;
 };
@@ -129,8 +121,6 @@ function reconcilerFor(
     withFinalizer?: boolean;
     /** Called as the steps start. */
     onRun?: () => void;
-    /** Called with every spec the shell validates. */
-    onParse?: (spec: unknown) => void;
   } = {},
 ) {
   const sink = logSink();
@@ -148,10 +138,7 @@ function reconcilerFor(
     ...(options.withFinalizer === false
       ? {}
       : { finalizer: { name: FINALIZER, finalize: options.finalize ?? (() => Promise.resolve({ kind: 'done' as const })) } }),
-    parse: (spec) => {
-      options.onParse?.(spec);
-      return Spec.safeParse(spec);
-    },
+    parse: (spec) => Spec.safeParse(spec),
     invalid: (object, reason, message) => ({
       ...object.status,
       observedGeneration: object.metadata.generation,
@@ -265,33 +252,6 @@ describe('createReconciler', () => {
     cluster.catchUp((w) => (w.metadata.deletionTimestamp = '2026-01-01T00:00:00Z'));
     expect(await reconcile()).toEqual({ kind: 'done' });
     expect(runs).toHaveLength(1);
-  });
-
-  it('validates a spec once per generation: a resync reuses it, a new generation or a new object of the same name is validated', async () => {
-    const cluster = fakeCluster({ ...widget(), metadata: { ...widget().metadata, uid: 'u1' } });
-    const parsed: unknown[] = [];
-    const { reconcile, runs } = reconcilerFor(cluster, { onParse: (spec) => parsed.push(spec) });
-    await reconcile();
-    cluster.catchUp();
-    await reconcile();
-    expect(runs).toHaveLength(2);
-    expect(parsed).toEqual([{ value: 'a' }]);
-    // A spec change (the API server bumps the generation): validated, and the run sees the new value.
-    cluster.catchUp((w) => {
-      w.spec = { value: 'b' };
-      w.metadata.generation = 2;
-    });
-    await reconcile();
-    expect(parsed).toEqual([{ value: 'a' }, { value: 'b' }]);
-    expect(cluster.stored().status?.value).toBe('b');
-    // Deleted and created again under the same name, at generation 2 again: another uid, validated anew.
-    cluster.catchUp((w) => {
-      w.metadata.uid = 'u2';
-      w.spec = { value: 'c' };
-    });
-    await reconcile();
-    expect(parsed).toEqual([{ value: 'a' }, { value: 'b' }, { value: 'c' }]);
-    expect(cluster.stored().status?.value).toBe('c');
   });
 
   it('writes status once: an unchanged resync writes nothing and records no Event', async () => {
