@@ -1,39 +1,29 @@
 // Canonical JSON (sorted keys) and digests over it: the same objects give the same digest whatever the key order.
 import { createHash } from 'node:crypto';
 
-function write(value: unknown, out: string[]): void {
-  if (value === null || typeof value !== 'object') {
-    out.push(JSON.stringify(value) ?? 'null');
-    return;
-  }
+/** Built by concatenation (V8 joins the pieces once, when the string is hashed): no array of pieces per value. */
+function write(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
   if (Array.isArray(value)) {
-    out.push('[');
-    for (let i = 0; i < value.length; i++) {
-      if (i > 0) out.push(',');
-      write(value[i], out);
-    }
-    out.push(']');
-    return;
+    let out = '[';
+    for (let i = 0; i < value.length; i++) out += (i > 0 ? ',' : '') + write(value[i]);
+    return `${out}]`;
   }
   const record = value as Record<string, unknown>;
   const keys = Object.keys(record).sort();
-  out.push('{');
+  let out = '{';
   let first = true;
   for (const key of keys) {
     const v = record[key];
     if (v === undefined) continue;
-    if (!first) out.push(',');
+    out += (first ? '' : ',') + JSON.stringify(key) + ':' + write(v);
     first = false;
-    out.push(JSON.stringify(key), ':');
-    write(v, out);
   }
-  out.push('}');
+  return `${out}}`;
 }
 
 export function canonicalJson(value: unknown): string {
-  const out: string[] = [];
-  write(value, out);
-  return out.join('');
+  return write(value);
 }
 
 /** sha256 over canonical JSON, as `sha256:<hex>`. */

@@ -9,7 +9,7 @@
 // (--trigger: how the new commit reaches the syncs: `webhook`, the default, is what users do, one signed GitHub push to the
 // operator's receiver, which wakes every sync of the repository; `annotation` patches each ConfigSync's reconcile-requested-at)
 // (--encrypted, with --layout namespace-per-sync: one object of the five is a SOPS-encrypted Secret, age, decrypted by every sync)
-// (--profile DIR: DIR gets the operator's CPU profile and steady-window.json (the steady window, for scripts/cpu-profile.ts --window), and the report its busy time and top functions per phase, see _profile.ts; layout and scope: see _layout.ts; --mixed: the figures alone and beside a NamespaceReplication
+// (--profile DIR: DIR gets the operator's CPU profile, ready-window.json, commit-window.json and steady-window.json (the phases' windows, for scripts/cpu-profile.ts --window), and the report its busy time and top functions per phase, see _profile.ts; layout and scope: see _layout.ts; --mixed: the figures alone and beside a NamespaceReplication
 // and mirrored Secrets, see _mixed.ts): N ConfigSyncs × 5 objects on one repo against the
 // real control plane and the real operator process. Prints time until all Ready, git fetches per new
 // commit, operator peak RSS, and for the steady state (nothing changing, refreshInterval 30s) the write
@@ -321,8 +321,8 @@ console.log(
 console.log(
   `CPU until all Ready / for the new commit:           control plane ${readyCpu.controlPlane.toFixed(2)} s, operator ${readyCpu.operator.toFixed(2)} s / control plane ${commitCpu.controlPlane.toFixed(2)} s, operator ${commitCpu.operator.toFixed(2)} s`,
 );
-// A new sync runs twice (its finalizer, then the sync), a woken one once: more are resyncs and retries within the phase.
-console.log(`reconciles until all Ready / for the new commit:  ${readyReconciles} / ${commitReconciles}  (the least: ${2 * SYNCS} / ${SYNCS})`);
+// A new sync runs once (its finalizer, then the sync, in one run), a woken one once: more are resyncs and retries within the phase.
+console.log(`reconciles until all Ready / for the new commit:  ${readyReconciles} / ${commitReconciles}  (the least: ${SYNCS} / ${SYNCS})`);
 console.log(`git fetches for the new commit:                    ${fetchesPerCommit}  (target: 1)`);
 if (STEADY_SECONDS === 0) console.log('steady state: not measured (--steady 0)');
 else {
@@ -365,6 +365,9 @@ if (flags.profile !== undefined) {
     console.log(
       `operator CPU profile: ${file} (\`node packages/operator/bench/_profile.ts FILE\` for the whole run; wall time here counts time the process waited for a core)`,
     );
+    // The phases' windows, for `node scripts/cpu-profile.ts PROFILE --window DIR/ready-window.json` (or commit-window.json).
+    await writeFile(`${flags.profile}/ready-window.json`, JSON.stringify({ fromUs: readyMark, toUs: readyEndMark }));
+    await writeFile(`${flags.profile}/commit-window.json`, JSON.stringify({ fromUs: commitMark, toUs: commitEndMark }));
     for (const line of formatSpan('until all Ready', profileSpan(file, readyMark, readyEndMark))) console.log(line);
     for (const line of formatSpan('new commit → all Ready', profileSpan(file, commitMark, commitEndMark))) console.log(line);
   }

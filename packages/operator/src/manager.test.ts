@@ -19,10 +19,18 @@ describe('onlyStatusChanged', () => {
   it.each([
     ['a spec change (generation)', { generation: 2 }],
     ['the reconcile-requested-at annotation', { annotations: { 'syncline.dev/reconcile-requested-at': 'now' } }],
-    ['a finalizer', { finalizers: ['syncline.dev/finalizer'] }],
+    ["another controller's finalizer", { finalizers: ['someone.else/keep'] }],
     ['a deletion', { deletionTimestamp: '2026-01-01T00:00:00Z' }],
   ])('acts on %s', (_what, patch) => {
     expect(onlyStatusChanged(base(), base(patch))).toBe(false);
+  });
+
+  it('takes our finalizer, added, as no news (the run that added it went on), and its removal as news', () => {
+    const added = base({ resourceVersion: '2', finalizers: ['syncline.dev/finalizer'] });
+    expect(onlyStatusChanged(base(), added)).toBe(true);
+    expect(onlyStatusChanged(base({ finalizers: ['someone.else/keep'] }), base({ finalizers: ['someone.else/keep', 'syncline.dev/finalizer'] }))).toBe(true);
+    expect(onlyStatusChanged(added, base({ resourceVersion: '3' }))).toBe(false);
+    expect(onlyStatusChanged(base(), base({ finalizers: ['syncline.dev/finalizer', 'someone.else/keep'] }))).toBe(false);
   });
 });
 

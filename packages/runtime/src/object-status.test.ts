@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { conditionsDiffer, sameAsStored, sameJson, writeStatus } from './object-status.ts';
-import type { KubeRest } from '@syncline/kube';
+import type { KubeRequest, KubeRest } from '@syncline/kube';
 
 /** What sameJson stands for: the serializations with every object's keys sorted are equal. */
 function sortedJson(value: unknown): string {
@@ -107,5 +107,53 @@ describe('writeStatus', () => {
     // the same status against another stored one (the object changed) is compared again
     expect(await writeStatus(rest, '/p', { ...object, status: { ...stored, observedGeneration: 0 } }, same)).toBe(true);
     expect(writes).toHaveLength(2);
+  });
+
+  const recording = () => {
+    const sent: KubeRequest[] = [];
+    const rest: KubeRest = {
+      server: 'https://fake',
+      request: <T>(req: KubeRequest): Promise<T> => {
+        sent.push(req);
+        return Promise.resolve(undefined as T);
+      },
+      watch: () => Promise.resolve(),
+    };
+    return { rest, sent };
+  };
+  const object = (status: object) => ({ metadata: { name: 'w', namespace: 'team', resourceVersion: '7' }, status });
+  const stored = { observedGeneration: 1, sourceRevision: 'abc', inventory: [{ target: 'a', entries: ['x'] }], shortRevision: 'abc' };
+
+  it('writes nothing when the status says what is stored, whatever its key order and undefined fields', async () => {
+    const { rest, sent } = recording();
+    const same = {
+      shortRevision: 'abc',
+      inventory: [{ entries: ['x'], target: 'a' }],
+      sourceRevision: 'abc',
+      observedGeneration: 1,
+      lastSyncedTime: undefined,
+    };
+    expect(await writeStatus(rest, '/p', object(stored), same, { ifUnchanged: true })).toBe(false);
+    // An undefined array item is what JSON writes as null.
+    expect(await writeStatus(rest, '/p', object({ ...stored, history: [null] }), { ...same, history: [undefined] }, { ifUnchanged: true })).toBe(false);
+    expect(sent).toEqual([]);
+  });
+
+  it('sends the new status conditioned on the version read, and nulls what it no longer has, or has as undefined', async () => {
+    const { rest, sent } = recording();
+    const next = { observedGeneration: 2, sourceRevision: 'def', inventory: [{ target: 'a', entries: ['x', 'y'] }], shortRevision: undefined };
+    expect(await writeStatus(rest, '/p', object(stored), next, { ifUnchanged: true })).toBe(true);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]?.path).toBe('/p/status');
+    // As the API server reads it: JSON, where undefined fields are left out.
+    expect(JSON.parse(JSON.stringify(sent[0]?.body))).toEqual({
+      metadata: { resourceVersion: '7' },
+      status: { observedGeneration: 2, sourceRevision: 'def', inventory: [{ target: 'a', entries: ['x', 'y'] }], shortRevision: null },
+    });
+    const { rest: rest2, sent: sent2 } = recording();
+    await writeStatus(rest2, '/p', object(stored), { observedGeneration: 2 });
+    expect(JSON.parse(JSON.stringify(sent2[0]?.body))).toEqual({
+      status: { observedGeneration: 2, sourceRevision: null, inventory: null, shortRevision: null },
+    });
   });
 });

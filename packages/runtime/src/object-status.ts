@@ -12,15 +12,27 @@ export type OwnObject = {
 /** The REST path of a namespaced syncline.dev object. */
 export const objectPath = (plural: string, namespace: string, name: string): string => `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/${plural}/${name}`;
 
-export async function patchFinalizers(rest: KubeRest, path: string, object: OwnObject, finalizers: readonly string[]): Promise<void> {
-  await rest.request({
+/**
+ * Sets the object's finalizers, conditioned on the resourceVersion read. With `read`, returns the resourceVersion
+ * the patch left the object at (undefined when the answer names none).
+ */
+export async function patchFinalizers(
+  rest: KubeRest,
+  path: string,
+  object: OwnObject,
+  finalizers: readonly string[],
+  options: { readonly read?: boolean } = {},
+): Promise<string | undefined> {
+  const stored = await rest.request<{ metadata?: { resourceVersion?: unknown } } | undefined>({
     method: 'PATCH',
     path,
     contentType: 'application/merge-patch+json',
-    discardBody: true,
+    discardBody: options.read !== true,
     // resourceVersion makes this an optimistic update: a concurrent change fails it and we retry fresh.
     body: { metadata: { finalizers, resourceVersion: object.metadata.resourceVersion } },
   });
+  const version = stored?.metadata?.resourceVersion;
+  return typeof version === 'string' && version !== '' ? version : undefined;
 }
 
 /** Stored statuses (as the cache holds them) and the status object last found to say the same: neither is ever changed. */
@@ -48,8 +60,9 @@ export async function writeStatus(
     provenSame.set(stored, status);
     return false;
   }
-  const clean = JSON.parse(JSON.stringify(status)) as object;
-  if (sameJson(clean, stored)) return false;
+  // Otherwise compared as it will be sent (sameJson skips undefined fields, which JSON leaves out), not through a
+  // JSON copy of it: a status holds the inventory and history.
+  if (sameJson(status, stored)) return false;
   try {
     await rest.request({
       method: 'PATCH',
@@ -61,7 +74,7 @@ export async function writeStatus(
         ...(options.ifUnchanged === true && object.metadata.resourceVersion !== undefined
           ? { metadata: { resourceVersion: object.metadata.resourceVersion } }
           : {}),
-        status: { ...nullOut(object.status ?? {}, clean), ...clean },
+        status: { ...status, ...nullOut(object.status ?? {}, status) },
       },
     });
   } catch (error) {
@@ -106,10 +119,11 @@ export function conditionsDiffer(before: readonly Condition[] | undefined, after
   return !sameJson(said(before), said(after));
 }
 
-/** Merge patch deletes a field only when told to: null out what the new status no longer has. */
+/** Merge patch deletes a field only when told to: null out what the new status no longer has (or has as undefined, which JSON leaves out). */
 function nullOut(before: object, after: object): Record<string, null> {
   const out: Record<string, null> = {};
-  for (const key of Object.keys(before)) if (!(key in after)) out[key] = null;
+  const next = after as Record<string, unknown>;
+  for (const key of Object.keys(before)) if (next[key] === undefined) out[key] = null;
   return out;
 }
 
@@ -122,7 +136,8 @@ export function sameJson(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
   if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((item, i) => sameJson(item, b[i]));
+  // An undefined item is written as null in JSON.
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((item: unknown, i) => sameJson(item ?? null, b[i] ?? null));
   const left = a as Record<string, unknown>;
   const right = b as Record<string, unknown>;
   const keys = Object.keys(left).filter((k) => left[k] !== undefined);

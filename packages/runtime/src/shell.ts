@@ -82,10 +82,11 @@ export function createReconciler<T extends ShellObject, Spec, S extends { condit
   // Normally the cache catches up within milliseconds, but a watch that hangs (a dropped connection that sends
   // nothing until it is detected) leaves it stale, and retrying from a stale cache would conflict again every time.
   const conflicted = new Map<string, { namespace: string; name: string }>();
-  // The resourceVersion each object had when this shell last wrote its status: while the cache still holds that
-  // version, it has not seen the write, and a run from it would compute the status of one write ago (and, finding
-  // it equal to the cached one, leave the newer status standing). Such a run reads the object first.
-  const wroteOver = new Map<string, string>();
+  // The resourceVersions each object had before this shell last wrote its status (and, on a new object, its
+  // finalizer): while the cache still holds one of them, it has not seen the write, and a run from it would
+  // compute the status of one write ago (and, finding it equal to the cached one, leave the newer status
+  // standing). Such a run reads the object first.
+  const wroteOver = new Map<string, readonly string[]>();
   // A spec parsed once per object read: the cache hands every run the same spec object until the object changes
   // (an update is a new object), so a resync does not validate the same spec again. Nothing changes a parsed spec.
   const parsedSpecs = new WeakMap<object, SafeParse<Spec>>();
@@ -100,7 +101,7 @@ export function createReconciler<T extends ShellObject, Spec, S extends { condit
     const cached = options.read(key);
     const again =
       conflicted.get(key) ??
-      (cached !== undefined && wroteOver.get(key) === cached.metadata.resourceVersion
+      (cached !== undefined && cached.metadata.resourceVersion !== undefined && wroteOver.get(key)?.includes(cached.metadata.resourceVersion) === true
         ? { namespace: cached.metadata.namespace ?? 'default', name: cached.metadata.name }
         : undefined);
     wroteOver.delete(key);
@@ -122,7 +123,7 @@ export function createReconciler<T extends ShellObject, Spec, S extends { condit
     try {
       const outcome = await reconcileOnce(shell, object, key, log);
       label = outcome.label;
-      if (outcome.wrote && object.metadata.resourceVersion !== undefined) wroteOver.set(key, object.metadata.resourceVersion);
+      if (outcome.wroteOver.length > 0) wroteOver.set(key, outcome.wroteOver);
       return outcome.result;
     } catch (error) {
       label = 'error';
@@ -142,20 +143,37 @@ export function createReconciler<T extends ShellObject, Spec, S extends { condit
 
 async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions?: Condition[] }>(
   options: ReconcilerShellOptions<T, Spec, S>,
-  object: T,
+  read: T,
   key: string,
   log: Logger,
-): Promise<{ result: ReconcileOutcome; label: string; wrote?: boolean }> {
+): Promise<{ result: ReconcileOutcome; label: string; wroteOver: readonly string[] }> {
+  let object = read;
   const path = pathOf(options.plural, object);
   const finalizers = object.metadata.finalizers ?? [];
   if (object.metadata.deletionTimestamp !== undefined) {
-    if (options.finalizer === undefined || !finalizers.includes(options.finalizer.name)) return { result: { kind: 'done' }, label: 'success' };
-    return { result: await options.finalizer.finalize(object, log), label: 'success' };
+    if (options.finalizer === undefined || !finalizers.includes(options.finalizer.name)) return { result: { kind: 'done' }, label: 'success', wroteOver: [] };
+    return { result: await options.finalizer.finalize(object, log), label: 'success', wroteOver: [] };
   }
   if (options.finalizer !== undefined && !finalizers.includes(options.finalizer.name)) {
-    await patchFinalizers(options.rest, path, object, [...finalizers, options.finalizer.name]);
-    return { result: { kind: 'done' }, label: 'success' }; // the update event brings us back with a fresh object
+    // The finalizer is stored before anything else is written, so whatever this run applies is finalized on
+    // deletion. The patch is conditioned on the resourceVersion read (a concurrent change fails it with 409 and
+    // the run starts again from the current object); once stored, the run goes on from the object as the patch
+    // left it: its new resourceVersion conditions the status write as the read one would have. A new object costs
+    // one reconcile, not two (the operator's controllers take the patch's own watch event for no news).
+    const withFinalizer = [...finalizers, options.finalizer.name];
+    const resourceVersion = await patchFinalizers(options.rest, path, object, withFinalizer, { read: true });
+    // An answer without a version (no API server sends one): run again, from the object read afresh.
+    if (resourceVersion === undefined)
+      return { result: { kind: 'retry' }, label: 'retry', wroteOver: read.metadata.resourceVersion === undefined ? [] : [read.metadata.resourceVersion] };
+    object = { ...object, metadata: { ...object.metadata, finalizers: withFinalizer, resourceVersion } };
   }
+  // The versions this run's writes replace: a cache that still holds one has not seen them (see wroteOver).
+  const replaced = (wrote: boolean): string[] => {
+    const versions: string[] = [];
+    if (object !== read && read.metadata.resourceVersion !== undefined) versions.push(read.metadata.resourceVersion); // the finalizer's patch
+    if (wrote && object.metadata.resourceVersion !== undefined) versions.push(object.metadata.resourceVersion);
+    return versions;
+  };
   const now = options.clock.now().toISOString();
   const parsed = options.parse(object.spec);
   if (!parsed.success) {
@@ -168,7 +186,7 @@ async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions
       { status, result: { kind: 'stalled' }, events: [{ type: 'Warning', reason, message: truncate(message) }] },
       log,
     );
-    return { result: { kind: 'stalled' }, label: 'stalled', wrote };
+    return { result: { kind: 'stalled' }, label: 'stalled', wroteOver: replaced(wrote) };
   }
   const spec = parsed.data;
   if (options.suspend?.when(spec) === true) {
@@ -185,7 +203,7 @@ async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions
       { status: { ...object.status, observedGeneration: object.metadata.generation, conditions } as unknown as S, result: { kind: 'done' }, events: [] },
       log,
     );
-    return { result: { kind: 'done' }, label: 'suspended', wrote };
+    return { result: { kind: 'done' }, label: 'suspended', wroteOver: replaced(wrote) };
   }
   const outcome = await options.run({ object, spec, key, log });
   // A resumed object is no longer Suspended, whatever its steps say.
@@ -194,12 +212,12 @@ async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions
       ? { ...outcome.status, conditions: removeCondition(outcome.status.conditions, 'Suspended') }
       : outcome.status;
   const wrote = await report(options, object, { ...outcome, status }, log);
-  return { result: outcome.result, label: outcome.result.kind === 'done' ? 'success' : outcome.result.kind, wrote };
+  return { result: outcome.result, label: outcome.result.kind === 'done' ? 'success' : outcome.result.kind, wroteOver: replaced(wrote) };
 }
 
 /**
- * Status and Events. The write is conditioned on the resourceVersion this run read (the shell writes nothing
- * else to the object on the way here): a run that started from a cache that had not yet seen the previous run's
+ * Status and Events. The write is conditioned on the resourceVersion this run read (or, on a new object, the one
+ * its finalizer's patch left: the shell writes nothing else to the object on the way here): a run that started from a cache that had not yet seen the previous run's
  * status write gets 409 Conflict and runs again, instead of overwriting that status with one computed from the
  * older one. A Warning is news once: while the conditions say the same, repeats go to debug and count up the
  * first one's Event (a status write for another reason is not news of it); a Normal Event goes with any status write.

@@ -6,6 +6,7 @@
 // starts and stops the watches, waits for the caches before the first reconcile and enqueues every key at the
 // start of leadership and at each resync. What it writes (Owns) wakes it through the drift watches
 // (drift-watches.ts), which map the owned-by annotation of a changed object to its owner's controller and key.
+import { FINALIZER } from '@syncline/api';
 import type { Informer, KubeObject, KubeRest, WatchBudget } from '@syncline/kube';
 import type { Logger } from 'pino';
 import type { MirrorKeys } from '../mirror/index.ts';
@@ -132,18 +133,21 @@ export type ControllerContext<K extends string = string> = {
 
 /**
  * True when an update touched nothing but status (spec changes bump generation; metadata is compared). For any
- * of the watched kinds: it reads metadata only.
+ * of the watched kinds: it reads metadata only. Our finalizer, added, is no news either: the reconcile shell adds
+ * it and goes on with the same run (@syncline/runtime's shell.ts). Removed, it is: the next run puts it back.
  */
 export function onlyStatusChanged(before: Pick<KubeObject, 'metadata'>, after: Pick<KubeObject, 'metadata'>): boolean {
-  const relevant = (o: Pick<KubeObject, 'metadata'>): string =>
+  const finalizers = (o: Pick<KubeObject, 'metadata'>): readonly string[] => (o.metadata.finalizers as readonly string[] | undefined) ?? [];
+  const added = !finalizers(before).includes(FINALIZER);
+  const relevant = (o: Pick<KubeObject, 'metadata'>, ours: boolean): string =>
     JSON.stringify([
       o.metadata.generation,
       o.metadata.annotations ?? {},
       o.metadata.labels ?? {},
-      o.metadata.finalizers ?? [],
+      ours ? finalizers(o) : finalizers(o).filter((f) => f !== FINALIZER),
       o.metadata.deletionTimestamp ?? null,
     ]);
-  return relevant(before) === relevant(after);
+  return relevant(before, true) === relevant(after, !added);
 }
 
 export function errorMessage(error: unknown): string {

@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { ApiError, type ApplyClient } from '@syncline/apply';
+import { ApiError, decodeInventory, type ApplyClient } from '@syncline/apply';
 import { connectionFromKubeConfig, createKubeRest, type EventRecorder, type KubeRest } from '@syncline/kube';
 import { TemplateCache } from '@syncline/render';
 import { createGitSource } from '@syncline/source-git';
@@ -14,7 +14,7 @@ import { startGitServer, type GitServer } from '@syncline/test-support';
 import { testKubeConfig, testNamespace } from '@syncline/test-support/kube';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RECONCILE_REQUESTED_ANNOTATION } from '@syncline/api';
+import { FINALIZER, RECONCILE_REQUESTED_ANNOTATION } from '@syncline/api';
 import type { ConfigSync } from '@syncline/api';
 import { installCrds } from '@syncline/runtime';
 import { createApplyClients, type ApplyIdentity } from '../cluster/identity.ts';
@@ -85,14 +85,15 @@ async function createConfigSync(namespace: string, name: string, repo: string, e
   });
 }
 
-/** Runs until a run gets past adding the finalizer (the first run of a new sync only adds it). */
+/** A new sync's first run: it stores the finalizer, then goes on with the sync in the same run. */
 async function untilApplied(
   run: (namespace: string, name: string) => Promise<{ result: ReconcileOutcome; object: ConfigSync }>,
   namespace: string,
   name: string,
 ) {
-  await run(namespace, name);
-  return run(namespace, name);
+  const first = await run(namespace, name);
+  expect(first.object.metadata.finalizers).toContain(FINALIZER);
+  return first;
 }
 
 /** What `syncline reconcile` does: the next run reads the branch as it is now, not a recent ref listing. */
@@ -138,6 +139,28 @@ describe('the ConfigSync reconciler in process', () => {
     expect(resumed.result.kind).toBe('done');
     expect(ready(resumed.object)?.status).toBe('True');
     expect((await core.readNamespacedConfigMap({ name: 'theirs', namespace: ns.name })).data).toEqual({ v: '2' });
+  }, 120_000);
+
+  it("a new sync's one run stores the finalizer, applies and records what it applied: deleted then, it prunes it all and lets go", async () => {
+    await using ns = await testNamespace({ prefix: 'cs-inproc-delete' });
+    const repo = await git.createRepo(`inproc-delete-${ns.name}`);
+    await repo.commit({ 'app/a.yaml': configMap('a', '1'), 'app/b.yaml': configMap('b', '1') });
+    await createConfigSync(ns.name, 'app', repo.url, { deletionPolicy: 'Delete' });
+    const run = await reconcilerFor();
+
+    // One run: the finalizer first, then the apply, and the status write (conditioned on the version the
+    // finalizer's patch left) records both objects in the inventory.
+    const first = await untilApplied(run, ns.name, 'app');
+    expect(ready(first.object)?.status).toBe('True');
+    expect(decodeInventory(first.object.status?.inventory?.[0]?.entries).map((e) => e.id)).toEqual([`/ConfigMap/${ns.name}/a`, `/ConfigMap/${ns.name}/b`]);
+    expect((await core.readNamespacedConfigMap({ name: 'a', namespace: ns.name })).data).toEqual({ v: '1' });
+
+    // Deleted: the finalizer holds it until the next run has pruned what the first one applied.
+    await rest.request({ method: 'DELETE', path: csPath(ns.name, 'app') });
+    const finalized = await run(ns.name, 'app').catch((error: unknown) => error);
+    expect(finalized).toBeInstanceOf(Error); // the object is gone once its finalizer is released: the read after the run finds nothing
+    for (const name of ['a', 'b']) await expect(core.readNamespacedConfigMap({ name, namespace: ns.name })).rejects.toMatchObject({ code: 404 });
+    await expect(rest.request({ method: 'GET', path: csPath(ns.name, 'app') })).rejects.toMatchObject({ status: 404 });
   }, 120_000);
 
   it('waits for a person when its ServiceAccount may not write (Forbidden), and retries with backoff when the API server cannot be reached', async () => {

@@ -83,10 +83,10 @@ describe('a ManifestSync while the namespaces its selector picks are unknown', (
       ),
     );
 
-    // The Namespace cache listed: both copies are written (the finalizer first, then the sync).
+    // The Namespace cache listed: both copies are written (the finalizer first, then the sync, in one run).
     const full = await reconcilerFor(home.name, { list: () => known, listing: () => false });
-    await full(home.name, 'db');
     const first = (await full(home.name, 'db')).object;
+    expect(first.metadata.finalizers).toContain('syncline.dev/finalizer');
     expect(first.status?.targets?.map((t) => t.name).sort()).toEqual([named.name, picked.name].sort());
     const uid = await secretUid(picked.name);
     expect(uid).toBeDefined();

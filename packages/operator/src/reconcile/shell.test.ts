@@ -81,6 +81,11 @@ function fakeCluster(initial: Omit<Widget, 'apiVersion' | 'kind'>) {
       cached = structuredClone(stored);
     },
     statusWrites: () => patches.filter((p) => p.path.endsWith('/status')).length,
+    /** Someone changes the stored object; the cache does not see it yet. */
+    changeStored: (change: (w: Widget) => void) => {
+      change(stored);
+      stored.metadata.resourceVersion = String(Number(stored.metadata.resourceVersion) + 1);
+    },
   };
 }
 
@@ -114,6 +119,8 @@ function reconcilerFor(
     run?: (object: Widget, spec: Spec) => ShellOutcome<Status>;
     finalize?: (object: Widget) => Promise<ReconcileOutcome>;
     withFinalizer?: boolean;
+    /** Called as the steps start. */
+    onRun?: () => void;
   } = {},
 ) {
   const sink = logSink();
@@ -147,6 +154,7 @@ function reconcilerFor(
     }),
     suspend: { when: (spec) => spec.suspend, message: 'suspended for the test' },
     run: ({ object, spec }) => {
+      options.onRun?.();
       runs.push(object);
       return Promise.resolve(
         options.run?.(object, spec) ?? {
@@ -198,16 +206,50 @@ describe('createReconciler', () => {
     expect(cluster.stored().status?.conditions?.find((c) => c.type === 'Stalled')?.status).toBe('True');
   });
 
-  it('adds its finalizer first and runs nothing else until the object comes back with it', async () => {
+  it('stores its finalizer before the steps run, then goes on in the same run from the version the patch left', async () => {
     const cluster = fakeCluster(widget({ finalizers: ['someone.else/keep'] }));
-    const { reconcile, runs } = reconcilerFor(cluster);
+    const finalizersWhenRun: (readonly string[] | undefined)[] = [];
+    const { reconcile, runs } = reconcilerFor(cluster, { onRun: () => finalizersWhenRun.push(cluster.stored().metadata.finalizers) });
     expect(await reconcile()).toEqual({ kind: 'done' });
     expect(cluster.stored().metadata.finalizers).toEqual(['someone.else/keep', FINALIZER]);
+    // The steps ran once, after the finalizer was stored, and were handed the object with it.
+    expect(finalizersWhenRun).toEqual([['someone.else/keep', FINALIZER]]);
+    expect(runs).toHaveLength(1);
+    expect(runs[0]?.metadata.finalizers).toEqual(['someone.else/keep', FINALIZER]);
+    // The status write was conditioned on the version the finalizer's patch left (2), and succeeded.
+    expect(cluster.patches.map((p) => [p.path, (p.body as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion])).toEqual([
+      [PATH, '1'],
+      [`${PATH}/status`, '2'],
+    ]);
+    expect(cluster.statusWrites()).toBe(1);
+    expect(cluster.stored().status?.value).toBe('a');
+  });
+
+  it('a new object changed since it was read gets no finalizer and no step: 409, then a run from the object read afresh', async () => {
+    const cluster = fakeCluster(widget({ finalizers: [] }));
+    const { reconcile, runs } = reconcilerFor(cluster);
+    // Someone changes the object after the cache read it (the cache has not seen it).
+    cluster.changeStored((w) => (w.spec = { value: 'b' }));
+    expect(await reconcile()).toEqual({ kind: 'retry' });
     expect(runs).toHaveLength(0);
-    expect(cluster.statusWrites()).toBe(0);
-    cluster.catchUp();
+    expect(cluster.stored().metadata.finalizers).toEqual([]);
+    expect(await reconcile()).toEqual({ kind: 'done' });
+    expect(runs).toHaveLength(1);
+    expect(cluster.stored().metadata.finalizers).toEqual([FINALIZER]);
+    expect(cluster.stored().status?.value).toBe('b');
+  });
+
+  it('after a new object was finalized and synced in one run, a run from a cache that saw neither write reads the object first', async () => {
+    const cluster = fakeCluster(widget({ finalizers: [] }));
+    const { reconcile, runs } = reconcilerFor(cluster);
     await reconcile();
     expect(runs).toHaveLength(1);
+    const patches = cluster.patches.length;
+    // The cache still holds the object as first read (no finalizer, no status): not trusted, read afresh.
+    expect(await reconcile()).toEqual({ kind: 'done' });
+    expect(cluster.reads).toHaveLength(1);
+    expect(cluster.patches).toHaveLength(patches);
+    expect(runs).toHaveLength(2);
   });
 
   it('on deletion runs finalize only while its finalizer holds, and removeFinalizer keeps the others', async () => {
