@@ -1,8 +1,7 @@
 // The I/O edge of apply: discovery, LIST, GET, server-side apply, DELETE and CRD waits over @syncline/kube's
-// REST client (one keep-alive socket pool per client). The typed clients of @kubernetes/client-node cost a lot
-// per call on this hot path and know nothing of arbitrary kinds; a KubeConnection (@syncline/kube) supplies the
-// server, TLS material and credentials.
-// undici (HTTP/1.1 and h2) and node:http2 were measured too: no clearly lower client CPU per apply here.
+// REST client (one keep-alive connection pool per client, undici's). The typed clients of @kubernetes/client-node
+// cost a lot per call on this hot path and know nothing of arbitrary kinds; a KubeConnection (@syncline/kube)
+// supplies the server, TLS material and credentials.
 import { ApiError, createKubeRest, type KubeConfigLike, type KubeConnection } from '@syncline/kube';
 
 /** The error class of the API server's answers (@syncline/kube's), which every call here rejects with. */
