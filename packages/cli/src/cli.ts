@@ -688,7 +688,11 @@ export function formatError(error: unknown): string {
     return `Error from server (${api.reason === 'Unknown' || /^[0-9]+$/.test(api.reason) ? httpReason(api.status) : api.reason}): ${message}`;
   }
   const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EHOSTUNREACH|ETIMEDOUT|EAI_AGAIN|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_)/.test(code))
+  // Node's own codes, and undici's (the REST client's transport) for a connection the server closed or never opened
+  if (
+    typeof code === 'string' &&
+    /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EHOSTUNREACH|ETIMEDOUT|EAI_AGAIN|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_|UND_ERR_SOCKET|UND_ERR_CONNECT)/.test(code)
+  )
     return `Unable to connect to the server: ${message}`;
   return `error: ${message}`;
 }
