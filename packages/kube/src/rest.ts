@@ -16,8 +16,9 @@ import { ApiError as KubeApiError, dispatcherFor, secureContextFor, toKubeConnec
 export { ApiError as KubeApiError } from './transport.ts';
 
 /**
- * Sockets for ordinary requests to one API server; requests beyond it wait (within their deadline). Each costs
- * ~165 KB of memory while it is open (TLS and parser buffers), and a burst of status writes opens them all.
+ * Connections for ordinary requests to one API server (the default of `requestSockets`, `syncline run
+ * --api-connections`); requests beyond it wait (within their deadline). Each holds memory while it is open (TLS
+ * and parser buffers: ~165 KB with Node's client), and a burst of status writes opens them all.
  */
 export const REQUEST_SOCKETS = 16;
 /** A request's deadline when it names none: from the call, including the wait for a socket, to the last byte. */
