@@ -15,6 +15,7 @@ type Seen = { method: string; url: string; headers: IncomingMessage['headers']; 
 async function localServer(answer: (req: Seen, res: ServerResponse) => void): Promise<{
   url: string;
   seen: Seen[];
+  connections: () => number;
   closed: () => number;
   close(): Promise<void>;
 }> {
@@ -31,12 +32,17 @@ async function localServer(answer: (req: Seen, res: ServerResponse) => void): Pr
       answer(got, res);
     });
   });
-  server.on('connection', (socket) => socket.on('close', () => closed++));
+  let connections = 0;
+  server.on('connection', (socket) => {
+    connections++;
+    socket.on('close', () => closed++);
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
   return {
     url: `http://127.0.0.1:${port}`,
     seen,
+    connections: () => connections,
     closed: () => closed,
     close: async () => {
       for (const res of open) res.destroy();
@@ -188,6 +194,30 @@ describe('createKubeRest over undici: waiting for a connection', () => {
       expect(await first).toMatchObject({ name: 'AbortError' });
       expect(await rest.request({ method: 'GET', path: '/answered' })).toEqual({ ok: true });
       expect(server.seen.map((s) => s.url)).toEqual(['/first', '/answered']);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('takes a request that gave up waiting out of the queue: the connection it waited for goes on serving the others', async () => {
+    const release = Promise.withResolvers<void>();
+    const server = await localServer((req, res) => {
+      if (req.url === '/slow') void release.promise.then(() => json(res, 200, { slow: true }));
+      else json(res, 200, { url: req.url });
+    });
+    try {
+      const rest = await createKubeRest(connectionTo(server.url), { requestSockets: 1 });
+      const slow = rest.request({ method: 'GET', path: '/slow' });
+      await until(() => server.seen.length === 1, 'the slow request');
+      const gaveUp = await Promise.all(
+        Array.from({ length: 5 }, (_, i) => rest.request({ method: 'PATCH', path: `/gave-up-${i}`, body: {}, timeoutMs: 200 }).catch((e: unknown) => e)),
+      );
+      expect(gaveUp.map((e) => (e as KubeApiError).reason)).toEqual(['Timeout', 'Timeout', 'Timeout', 'Timeout', 'Timeout']);
+      release.resolve();
+      expect(await slow).toEqual({ slow: true });
+      expect(await rest.request({ method: 'GET', path: '/next' })).toEqual({ url: '/next' });
+      expect(server.seen.map((s) => s.url)).toEqual(['/slow', '/next']);
+      expect([server.connections(), server.closed()]).toEqual([1, 0]);
     } finally {
       await server.close();
     }

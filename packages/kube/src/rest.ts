@@ -10,7 +10,15 @@
 // requests get a capped pool and an overall deadline that includes the wait for a socket.
 import type { Dispatcher } from 'undici';
 import { requestSignal } from './request-signal.ts';
-import { ApiError as KubeApiError, dispatcherFor, secureContextFor, toKubeConnection, type KubeConfigLike, type KubeConnection } from './transport.ts';
+import {
+  ApiError as KubeApiError,
+  dispatcherFor,
+  kQueuedAbort,
+  secureContextFor,
+  toKubeConnection,
+  type KubeConfigLike,
+  type KubeConnection,
+} from './transport.ts';
 
 /** The API server answered with an error status: the same class apply's client throws. */
 export { ApiError as KubeApiError } from './transport.ts';
@@ -127,14 +135,17 @@ function abortError(reason: unknown): Error {
 
 /**
  * One request on a pool, handed to undici's dispatch: the response goes to the sink as it arrives, with no
- * stream in between. The signal settles it at once, waiting for a connection or not: one still queued is
- * never sent (undici starts it only to be aborted), one under way has its connection cut (a fenced write does
- * not finish). Once settled it lets go of the sink: undici may keep the exchange reachable a while (its queue,
- * a connection's last request), and through the sink it would keep the answer and the caller's promise.
+ * stream in between. The signal settles it at once, waiting for a connection or not: one still waiting is
+ * taken out of the pool's queue, never sent and costing no connection (undici's hook for a queued request,
+ * `queued` below, as its own request API uses it); one under way has its connection cut (a fenced write does
+ * not finish). Once settled it lets go of the sink: undici may keep the exchange reachable a while (a
+ * connection's last request), and through the sink it would keep the answer and the caller's promise.
  */
 class Exchange implements Dispatcher.DispatchHandler {
   #sink: Sink | undefined;
   #controller: Dispatcher.DispatchController | undefined;
+  /** Takes the request out of the queue it waits in for a connection (undefined once it started). */
+  #dequeue: ((reason: Error) => void) | undefined;
   readonly #signal: AbortSignal;
 
   constructor(signal: AbortSignal, sink: Sink) {
@@ -151,9 +162,18 @@ class Exchange implements Dispatcher.DispatchHandler {
   /** Settles it with an error and cuts the exchange (a response it does not want, a line it cannot parse). */
   fail(error: Error): void {
     const sink = this.#settle();
-    this.#controller?.abort(error);
+    const dequeue = this.#dequeue;
+    this.#dequeue = undefined;
+    if (this.#controller !== undefined) this.#controller.abort(error);
+    else dequeue?.(error);
     sink?.fail(error);
   }
+
+  /** undici's hook while the request waits for a connection, in the pool's queue or a connection's. */
+  readonly queued = (dequeue: (reason: Error) => void): void => {
+    if (this.#sink === undefined) dequeue(abortError(this.#signal.reason));
+    else this.#dequeue = dequeue;
+  };
 
   /** Settles it, the response wanted no further: whatever still comes is read and dropped, the connection is kept. */
   release(): Sink | undefined {
@@ -173,6 +193,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   };
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#dequeue = undefined;
+    // settled just as undici handed it to a connection: cut before a byte is written
     if (this.#sink === undefined) controller.abort(abortError(this.#signal.reason));
     else this.#controller = controller;
   }
@@ -225,7 +247,15 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
         if (basic !== undefined && auth['Authorization'] === undefined && auth['authorization'] === undefined) headers['authorization'] = basic;
         if (payload !== undefined) headers['content-type'] = req.contentType ?? 'application/json';
         try {
-          dispatcher.dispatch({ origin, path: requestTarget(req.path, req.query), method: req.method, headers, body: payload ?? null }, exchange);
+          const opts = {
+            origin,
+            path: requestTarget(req.path, req.query),
+            method: req.method,
+            headers,
+            body: payload ?? null,
+            [kQueuedAbort]: exchange.queued,
+          };
+          dispatcher.dispatch(opts, exchange);
         } catch (error) {
           exchange.fail(error instanceof Error ? error : new Error(String(error)));
         }

@@ -10,6 +10,15 @@ import type { Dispatcher } from 'undici';
 // more resident memory in the operator than the pool and the proxy agent alone.
 import Pool from 'undici/lib/dispatcher/pool.js';
 import ProxyAgent from 'undici/lib/dispatcher/proxy-agent.js';
+import undiciSymbols from 'undici/lib/core/symbols.js';
+
+/**
+ * The dispatch option undici's pools call while a request waits for a connection, with a function that takes
+ * it out of their queue (its own request API passes it for a request with a signal). Without it a request
+ * that gave up waiting stays queued until a connection frees, and starting it only to abort it then costs that
+ * connection. An internal of undici: its version is pinned, and rest-transport.test.ts checks what it does.
+ */
+export const kQueuedAbort: symbol = undiciSymbols.kQueuedAbort;
 
 /** An error answer of the API server (or a transport failure, status 0). */
 export class ApiError extends Error {
