@@ -1,8 +1,7 @@
 // The I/O edge of apply: discovery, LIST, GET, server-side apply, DELETE and CRD waits over @syncline/kube's
-// REST client (one keep-alive socket pool per client). The typed clients of @kubernetes/client-node cost a lot
-// per call on this hot path and know nothing of arbitrary kinds; a KubeConnection (@syncline/kube) supplies the
-// server, TLS material and credentials.
-// undici (HTTP/1.1 and h2) and node:http2 were measured too: no clearly lower client CPU per apply here.
+// REST client (one keep-alive connection pool per client, undici's). The typed clients of @kubernetes/client-node
+// cost a lot per call on this hot path and know nothing of arbitrary kinds; a KubeConnection (@syncline/kube)
+// supplies the server, TLS material and credentials.
 import { ApiError, createKubeRest, type KubeConfigLike, type KubeConnection } from '@syncline/kube';
 
 /** The error class of the API server's answers (@syncline/kube's), which every call here rejects with. */
@@ -78,7 +77,7 @@ type Transport = <T>(req: Request) => Promise<T>;
 async function createTransport(target: KubeConnection | KubeConfigLike, options: ClientOptions): Promise<Transport> {
   const rest = await createKubeRest(target, {
     userAgent: 'syncline-apply',
-    requestSockets: REQUEST_SOCKETS,
+    requestSockets: options.requestSockets ?? REQUEST_SOCKETS,
     ...(options.writeFence === undefined ? {} : { writeFence: options.writeFence }),
   });
   const timeoutMs = options.requestTimeoutMs ?? DEFAULT_APPLY_TIMEOUT_MS;
@@ -239,9 +238,9 @@ const DEFAULT_APPLY_TIMEOUT_MS = 60_000;
  */
 const NO_OBJECT_HAS_THIS_VERSION = '18446744073709551615';
 /**
- * Sockets for one apply client's requests (parallel applies of many targets). Each keep-alive TLS connection
- * holds ~165 KB outside the JavaScript heap for as long as it lives (Node's 64 KiB read buffer, OpenSSL's state,
- * the HTTP parser), and a burst of applies opens every one of them: 64 of them were ~10 MB of the operator's peak
+ * Connections for one apply client's requests (parallel applies of many targets). Each keep-alive TLS connection
+ * holds memory outside the JavaScript heap for as long as it lives (read buffers, OpenSSL's state, the HTTP
+ * parser; ~165 KB with Node's http client), and a burst of applies opens every one of them: 64 of them were ~10 MB of the operator's peak
  * RSS. 16 requests in flight keep an API server busy (bench operator, 1,000 syncs: the same times to all Ready).
  */
 const REQUEST_SOCKETS = 16;
@@ -251,6 +250,8 @@ export type ClientOptions = {
   readonly requestTimeoutMs?: number;
   /** Once aborted, every write (apply, delete) fails at once and writes in flight are cut (a leader that lost its Lease). */
   readonly writeFence?: AbortSignal;
+  /** Connections for the client's requests (default REQUEST_SOCKETS): `syncline run --api-connections`. */
+  readonly requestSockets?: number;
 };
 
 /** An ApplyClient for the cluster and identity of a connection (or of a client-node KubeConfig's current context). */

@@ -80,6 +80,7 @@ describe('formatError', () => {
     expect(formatError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }))).toBe(
       'Unable to connect to the server: connect ECONNREFUSED 127.0.0.1:1',
     );
+    expect(formatError(Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }))).toBe('Unable to connect to the server: other side closed');
     expect(formatError(new Error('rollback needs exactly one of --to SHA or --steps N'))).toBe('error: rollback needs exactly one of --to SHA or --steps N');
   });
 });

@@ -5,7 +5,7 @@
 //
 // Exit codes: 0 success; 1 error (a usage error, the API server refused, a wait that failed or timed out);
 // diff: 0 no differences, 1 differences, 2 error (as kubectl diff and flux diff).
-import { DEFAULT_WATCH_BUDGET } from '@syncline/kube';
+import { DEFAULT_WATCH_BUDGET, REQUEST_SOCKETS } from '@syncline/kube';
 import { Argument, Command, CommanderError, Option } from 'commander';
 import type * as Commands from './commands.ts';
 import type * as Verbs from './verbs.ts';
@@ -576,6 +576,11 @@ function addRunCommand(program: Command, context: CliContext, done: (code: numbe
       'watch streams open at once, over every kind and cluster; past it the object that needs another watch reports WatchBudgetExceeded',
       String(DEFAULT_WATCH_BUDGET),
     )
+    .option(
+      '--api-connections <n>',
+      "connections to the API server for ordinary requests (reads, applies, status writes, Events), per client: the operator's own and each identity it applies as; more wait for one within their deadline. Watches have connections of their own, one each",
+      String(REQUEST_SOCKETS),
+    )
     .option('--operator-namespace <ns>', "the operator's own namespace (default: $POD_NAMESPACE); trusted (see --trusted-namespaces)")
     .option(
       '--trusted-namespaces <ns,...>',
@@ -683,7 +688,11 @@ export function formatError(error: unknown): string {
     return `Error from server (${api.reason === 'Unknown' || /^[0-9]+$/.test(api.reason) ? httpReason(api.status) : api.reason}): ${message}`;
   }
   const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EHOSTUNREACH|ETIMEDOUT|EAI_AGAIN|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_)/.test(code))
+  // Node's own codes, and undici's (the REST client's transport) for a connection the server closed or never opened
+  if (
+    typeof code === 'string' &&
+    /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EHOSTUNREACH|ETIMEDOUT|EAI_AGAIN|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_|UND_ERR_SOCKET|UND_ERR_CONNECT)/.test(code)
+  )
     return `Unable to connect to the server: ${message}`;
   return `error: ${message}`;
 }

@@ -24,6 +24,7 @@ describe('syncline run: flags validated once, before anything starts', () => {
     expect(code).toBe(0);
     expect(options).toMatchObject({
       concurrency: 32,
+      apiConnections: 16,
       leaseDuration: 15_000,
       renderTimeout: 30_000,
       renderMemoryLimit: 512,
@@ -56,8 +57,17 @@ describe('syncline run: flags validated once, before anything starts', () => {
       '1048576',
       '--ui-addr',
       '[::1]:0',
+      '--api-connections',
+      '8',
     ]);
-    expect(options).toMatchObject({ concurrency: 4, drHeartbeatInterval: 'off', drAutoFailoverGrace: 90_000, cacheMaxBytes: 1_048_576, uiAddr: '[::1]:0' });
+    expect(options).toMatchObject({
+      apiConnections: 8,
+      concurrency: 4,
+      drHeartbeatInterval: 'off',
+      drAutoFailoverGrace: 90_000,
+      cacheMaxBytes: 1_048_576,
+      uiAddr: '[::1]:0',
+    });
     expect(options?.mirrorStaleTtl).toBeUndefined();
   });
 
@@ -66,6 +76,7 @@ describe('syncline run: flags validated once, before anything starts', () => {
     [['--concurrency', '3x'], '--concurrency must be the number of reconciles at once: a whole number of at least 1, not "3x"'],
     [['--lease-duration', '15s'], '--lease-duration must be a number of seconds: a whole number of at least 1, not "15s"'],
     [['--watch-budget', '-1'], '--watch-budget must be a number of watch streams: a whole number of at least 1, not "-1"'],
+    [['--api-connections', '0'], '--api-connections must be a number of connections: a whole number of at least 1, not "0"'],
     [['--render-memory-limit', '32'], '--render-memory-limit must be a number of MiB: a whole number of at least 64, not "32"'],
     [['--stall-timeout', '10 minutes'], '--stall-timeout must be a duration such as 30s, 5m or 1h30m, not "10 minutes"'],
     [['--min-refresh-interval', '0s'], '--min-refresh-interval must be longer than zero, not "0s"'],

@@ -5,7 +5,7 @@
 //
 // Use: `const connection = await connectKubeconfig(loadKubeConfig({ env }))`;
 // `const rest = await createKubeRest(connection)`; `new Informer({ rest, path, onEvent, budget }).start()`.
-export { ApiError, agentFor, connectionFromKubeConfig, toKubeConnection } from './transport.ts';
+export { ApiError, connectionFromKubeConfig, dispatcherFor, secureContextFor, toKubeConnection } from './transport.ts';
 export type { KubeConnection, KubeConfigLike, KubeTlsOptions } from './transport.ts';
 export { connectKubeconfig } from './connection.ts';
 export {
@@ -19,7 +19,7 @@ export {
   inClusterKubeconfig,
 } from './kubeconfig.ts';
 export type { KubeconfigCluster, KubeconfigUser, KubeconfigContext, KubeconfigData, KubeConfigOptions } from './kubeconfig.ts';
-export { KubeApiError, BOOKMARK_PERIOD_MS, DEFAULT_REQUEST_TIMEOUT_MS, WATCH_FRESH_MS, createKubeRest, isStatus } from './rest.ts';
+export { KubeApiError, BOOKMARK_PERIOD_MS, DEFAULT_REQUEST_TIMEOUT_MS, REQUEST_SOCKETS, WATCH_FRESH_MS, createKubeRest, isStatus } from './rest.ts';
 export type { KubeRequest, KubeRest, KubeRestOptions } from './rest.ts';
 export { Informer, objectKey, withoutManagedFields } from './informer.ts';
 export type { KubeObject, InformerEvent, InformerOptions } from './informer.ts';

@@ -1,6 +1,6 @@
 // The REST client against the real control plane: watches have a connection pool of their own, so however
 // many are open, a request (a status write, an Event, a Lease renewal) still gets a socket and an answer.
-import { createTestCa } from '@syncline/test-support';
+import { createTestCa, startConnectProxy } from '@syncline/test-support';
 import { testKubeConfig, testNamespace } from '@syncline/test-support/kube';
 import { describe, expect, it } from 'vitest';
 import { createKubeRest } from './rest.ts';
@@ -74,5 +74,35 @@ describe('createKubeRest: TLS', () => {
     const wrong = await createKubeRest({ ...connection, tls: { ...connection.tls, ca: Buffer.from(other.caCert) } });
     await expect(wrong.request({ method: 'GET', path: '/api/v1/namespaces/default', timeoutMs: 10_000 })).rejects.toThrow(/certificate/i);
     await expect(wrong.watch('/api/v1/namespaces', { timeoutSeconds: 5 }, () => undefined, new AbortController().signal)).rejects.toThrow(/certificate/i);
+  });
+});
+
+describe('createKubeRest: proxy-url', () => {
+  it("tunnels requests and watches through an http proxy (CONNECT), with the credentials of the proxy's URL", async () => {
+    await using proxy = await startConnectProxy({ auth: { username: 'syncline', password: 'p@ss word' } });
+    const connection = await connectionFromKubeConfig(testKubeConfig());
+    const proxyUrl = new URL(proxy.url);
+    proxyUrl.username = 'syncline';
+    proxyUrl.password = encodeURIComponent('p@ss word');
+    const rest = await createKubeRest({ ...connection, proxyUrl: proxyUrl.toString() });
+
+    expect(await rest.request<{ kind: string }>({ method: 'GET', path: '/api/v1/namespaces/default' })).toMatchObject({ kind: 'Namespace' });
+    const abort = new AbortController();
+    const seen: unknown[] = [];
+    await rest.watch(
+      '/api/v1/namespaces',
+      { fieldSelector: 'metadata.name=default', timeoutSeconds: 30 },
+      (event) => {
+        seen.push(event);
+        abort.abort();
+      },
+      abort.signal,
+    );
+
+    expect(seen).toMatchObject([{ type: 'ADDED', object: { metadata: { name: 'default' } } }]);
+    const server = new URL(connection.server);
+    // one tunnel for the requests' pool, one for the watch's
+    expect(proxy.tunnels()).toEqual([`${server.hostname}:${server.port}`, `${server.hostname}:${server.port}`]);
+    expect(proxy.refused()).toBe(0);
   });
 });

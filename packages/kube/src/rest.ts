@@ -1,25 +1,34 @@
-// A small Kubernetes REST client over node:https with keep-alive: the operator's watches, status
-// patches, events and leases. Typed clients are not worth their per-call overhead on these hot paths.
+// A small Kubernetes REST client over undici's connection pools with keep-alive: the operator's watches,
+// status patches, events and leases. Typed clients are not worth their per-call overhead on these hot paths,
+// nor is Node's http client (its request and response streams): undici's dispatch hands the response to a
+// handler as it arrives, which costs less CPU per request (`pnpm bench transport`).
 //
 // Watches and requests never share a connection pool: a watch holds its socket for minutes, so with one
 // capped pool enough watches leave no socket for a status write, an Event or a Lease renewal, which then
-// wait forever (Node's `timeout` option counts socket idle time only, not the wait for a socket). Watches
+// wait forever (a client's own timeouts count socket idle time only, not the wait for a socket). Watches
 // get a pool of their own without a cap (the watch budget bounds them, see watch-budget.ts);
 // requests get a capped pool and an overall deadline that includes the wait for a socket.
-import { request as httpsRequest, type RequestOptions } from 'node:https';
-import { request as httpRequest } from 'node:http';
-import { createInterface } from 'node:readline';
+import type { Dispatcher } from 'undici';
 import { requestSignal } from './request-signal.ts';
-import { ApiError as KubeApiError, agentFor, toKubeConnection, type KubeConfigLike, type KubeConnection } from './transport.ts';
+import {
+  ApiError as KubeApiError,
+  dispatcherFor,
+  kQueuedAbort,
+  secureContextFor,
+  toKubeConnection,
+  type KubeConfigLike,
+  type KubeConnection,
+} from './transport.ts';
 
 /** The API server answered with an error status: the same class apply's client throws. */
 export { ApiError as KubeApiError } from './transport.ts';
 
 /**
- * Sockets for ordinary requests to one API server; requests beyond it wait (within their deadline). Each costs
- * ~165 KB of memory while it is open (TLS and parser buffers), and a burst of status writes opens them all.
+ * Connections for ordinary requests to one API server (the default of `requestSockets`, `syncline run
+ * --api-connections`); requests beyond it wait (within their deadline). Each holds memory while it is open (TLS
+ * and parser buffers: ~165 KB with Node's client), and a burst of status writes opens them all.
  */
-const REQUEST_SOCKETS = 16;
+export const REQUEST_SOCKETS = 16;
 /** A request's deadline when it names none: from the call, including the wait for a socket, to the last byte. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 /** How long after the server-side timeoutSeconds a silent watch is given up (a hung socket never ends on its own). */
@@ -76,10 +85,22 @@ export type KubeRest = {
   ): Promise<void>;
 };
 
-function url(server: string, path: string, query: KubeRequest['query']): URL {
-  const u = new URL(path, server);
-  for (const [key, value] of Object.entries(query ?? {})) if (value !== undefined) u.searchParams.set(key, String(value));
-  return u;
+/** The request target: the path (from the server's root, as `new URL(path, server)` resolves it) and its query. */
+function requestTarget(path: string, query: KubeRequest['query']): string {
+  let search: URLSearchParams | undefined;
+  for (const key in query) {
+    const value = query[key];
+    if (value === undefined) continue;
+    search ??= new URLSearchParams();
+    search.set(key, String(value));
+  }
+  if (search === undefined) return path;
+  const at = path.indexOf('?');
+  if (at === -1) return `${path}?${search.toString()}`;
+  // a query in the path itself: the named parameters replace its own of the same name
+  const merged = new URLSearchParams(path.slice(at + 1));
+  for (const [key, value] of search) merged.set(key, value);
+  return `${path.slice(0, at)}?${merged.toString()}`;
 }
 
 /** A REST client for a connection (or for a client-node KubeConfig's current context: tests and benches). */
@@ -90,45 +111,157 @@ export type KubeRestOptions = {
    * lost its Lease must not write another byte (fencing). Reads go on.
    */
   readonly writeFence?: AbortSignal;
-  /** Sockets for ordinary requests (default REQUEST_SOCKETS); watches have their own pool. */
+  /** Connections for ordinary requests (default REQUEST_SOCKETS); watches have their own pool. */
   readonly requestSockets?: number;
   /** Silence after which a watch with allowWatchBookmarks is given up (default DEFAULT_WATCH_IDLE_MS). */
   readonly watchIdleMs?: number;
 };
 
+/** What an exchange hands its response to, until it settles. */
+type Sink = {
+  start(status: number): void;
+  data(chunk: Buffer): void;
+  end(): void;
+  fail(error: Error): void;
+};
+
+/** The error a request its caller aborted fails with: an AbortError with the caller's reason as its cause, as Node's own clients raise. */
+function abortError(reason: unknown): Error {
+  const error = new Error('The operation was aborted', { cause: reason }) as Error & { code: string };
+  error.name = 'AbortError';
+  error.code = 'ABORT_ERR';
+  return error;
+}
+
+/**
+ * One request on a pool, handed to undici's dispatch: the response goes to the sink as it arrives, with no
+ * stream in between. The signal settles it at once, waiting for a connection or not: one still waiting is
+ * taken out of the pool's queue, never sent and costing no connection (undici's hook for a queued request,
+ * `queued` below, as its own request API uses it); one under way has its connection cut (a fenced write does
+ * not finish). Once settled it lets go of the sink: undici may keep the exchange reachable a while (a
+ * connection's last request), and through the sink it would keep the answer and the caller's promise.
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  #sink: Sink | undefined;
+  #controller: Dispatcher.DispatchController | undefined;
+  /** Takes the request out of the queue it waits in for a connection (undefined once it started). */
+  #dequeue: ((reason: Error) => void) | undefined;
+  readonly #signal: AbortSignal;
+
+  constructor(signal: AbortSignal, sink: Sink) {
+    this.#signal = signal;
+    this.#sink = sink;
+    if (signal.aborted) this.#onAbort();
+    else signal.addEventListener('abort', this.#onAbort);
+  }
+
+  get open(): boolean {
+    return this.#sink !== undefined;
+  }
+
+  /** Settles it with an error and cuts the exchange (a response it does not want, a line it cannot parse). */
+  fail(error: Error): void {
+    const sink = this.#settle();
+    const dequeue = this.#dequeue;
+    this.#dequeue = undefined;
+    if (this.#controller !== undefined) this.#controller.abort(error);
+    else dequeue?.(error);
+    sink?.fail(error);
+  }
+
+  /** undici's hook while the request waits for a connection, in the pool's queue or a connection's. */
+  readonly queued = (dequeue: (reason: Error) => void): void => {
+    if (this.#sink === undefined) dequeue(abortError(this.#signal.reason));
+    else this.#dequeue = dequeue;
+  };
+
+  /** Settles it, the response wanted no further: whatever still comes is read and dropped, the connection is kept. */
+  release(): Sink | undefined {
+    return this.#settle();
+  }
+
+  #settle(): Sink | undefined {
+    const sink = this.#sink;
+    this.#sink = undefined;
+    this.#signal.removeEventListener('abort', this.#onAbort);
+    return sink;
+  }
+
+  readonly #onAbort = (): void => {
+    const reason: unknown = this.#signal.reason;
+    this.fail(abortError(reason));
+  };
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#dequeue = undefined;
+    // settled just as undici handed it to a connection: cut before a byte is written
+    if (this.#sink === undefined) controller.abort(abortError(this.#signal.reason));
+    else this.#controller = controller;
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, status: number): void {
+    this.#sink?.start(status);
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.#sink?.data(chunk);
+  }
+
+  onResponseEnd(): void {
+    this.#controller = undefined;
+    this.#settle()?.end();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.#controller = undefined;
+    this.#settle()?.fail(error);
+  }
+}
+
+/** The text of a response's chunks. */
+function textOf(chunks: readonly Buffer[]): string {
+  if (chunks.length === 0) return '';
+  return (chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)).toString('utf8');
+}
+
+type Target = { method: KubeRequest['method']; path: string; query?: KubeRequest['query']; body?: unknown; contentType?: string; accept?: string };
+
 export async function createKubeRest(target: KubeConnection | KubeConfigLike, options: KubeRestOptions = {}): Promise<KubeRest> {
   const connection = await toKubeConnection(target);
   const server = connection.server;
-  const requestAgent = agentFor(connection, { maxSockets: options.requestSockets ?? REQUEST_SOCKETS });
-  const watchAgent = agentFor(connection, { maxSockets: Infinity });
+  const origin = new URL(server).origin;
+  const secureContext = secureContextFor(connection);
+  const requests = dispatcherFor(connection, { connections: options.requestSockets ?? REQUEST_SOCKETS, secureContext });
+  const watches = dispatcherFor(connection, { connections: null, secureContext });
   const userAgent = options.userAgent ?? 'syncline';
-  const isHttps = server.startsWith('https:');
+  const basic = connection.basicAuth === undefined ? undefined : `Basic ${Buffer.from(connection.basicAuth).toString('base64')}`;
 
-  type Send = { req: KubeRequest; signal: AbortSignal; watch: boolean };
-  const send = ({ req, signal, watch }: Send, onResponse: (status: number, body: NodeJS.ReadableStream) => void, reject: (error: Error) => void): void => {
-    const target = url(server, req.path, req.query);
+  /** Sends it once the credential headers are known, unless the exchange settled meanwhile. */
+  const send = (dispatcher: Dispatcher, req: Target, exchange: Exchange): void => {
     const payload = req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body);
-    connection.authHeaders().then((auth) => {
-      if (signal.aborted) {
-        reject(signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)));
-        return;
-      }
-      const opts: RequestOptions = {
-        method: req.method,
-        agent: isHttps ? (watch ? watchAgent : requestAgent) : undefined,
-        auth: connection.basicAuth,
-        headers: {
-          ...auth,
-          'User-Agent': userAgent,
-          Accept: req.accept ?? 'application/json',
-          ...(payload !== undefined ? { 'Content-Type': req.contentType ?? 'application/json', 'Content-Length': Buffer.byteLength(payload) } : {}),
-        },
-        signal,
-      };
-      const r = (isHttps ? httpsRequest : httpRequest)(target, opts, (res) => onResponse(res.statusCode ?? 0, res));
-      r.on('error', reject);
-      r.end(payload);
-    }, reject);
+    connection.authHeaders().then(
+      (auth) => {
+        if (!exchange.open) return;
+        const headers: Record<string, string> = { ...auth, 'user-agent': userAgent, accept: req.accept ?? 'application/json' };
+        // as Node's `auth` option did: a credential header of the kubeconfig's wins over its username and password
+        if (basic !== undefined && auth['Authorization'] === undefined && auth['authorization'] === undefined) headers['authorization'] = basic;
+        if (payload !== undefined) headers['content-type'] = req.contentType ?? 'application/json';
+        try {
+          const opts = {
+            origin,
+            path: requestTarget(req.path, req.query),
+            method: req.method,
+            headers,
+            body: payload ?? null,
+            [kQueuedAbort]: exchange.queued,
+          };
+          dispatcher.dispatch(opts, exchange);
+        } catch (error) {
+          exchange.fail(error instanceof Error ? error : new Error(String(error)));
+        }
+      },
+      (error: unknown) => exchange.fail(error instanceof Error ? error : new Error(String(error))),
+    );
   };
 
   return {
@@ -144,67 +277,58 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
         });
       if (fence?.aborted === true) return Promise.reject(fenced());
       const abort = requestSignal({ timeoutMs, signal: req.signal, fence });
-      const signal = abort.signal;
-      return new Promise<T>((resolveRaw, rejectRaw) => {
-        // The listeners below can outlive the request: Node's agent keeps the request that opened a keep-alive
-        // socket reachable from the socket, listeners and all. Through the promise they would keep its answer (a
-        // LIST's parsed items) in memory as long as the socket; they let go of it once it settles.
-        let pending: { resolve: (value: T) => void; reject: (error: Error) => void } | undefined = { resolve: resolveRaw, reject: rejectRaw };
-        const settle = (): typeof pending => {
-          abort.done();
-          const settling = pending;
-          pending = undefined;
-          return settling;
-        };
-        const resolve = (value: T): void => settle()?.resolve(value);
+      return new Promise<T>((resolve, rejectRaw) => {
         // The caller's own abort stays an AbortError; the deadline and the fence become API errors that say why.
         const reject = (error: Error): void => {
-          const settling = settle();
+          abort.done();
           const cause = abort.cause();
-          if (cause === 'fence') settling?.reject(fenced());
+          if (cause === 'fence') rejectRaw(fenced());
           else if (cause === 'deadline')
-            settling?.reject(new KubeApiError({ status: 0, reason: 'Timeout', message: `${req.method} ${req.path}: no answer within ${timeoutMs / 1000}s` }));
-          else settling?.reject(error);
+            rejectRaw(new KubeApiError({ status: 0, reason: 'Timeout', message: `${req.method} ${req.path}: no answer within ${timeoutMs / 1000}s` }));
+          else rejectRaw(error);
         };
-        send(
-          { req, signal, watch: false },
-          (status, body) => {
-            const chunks: Buffer[] = [];
-            const discard = req.discardBody === true && status >= 200 && status < 300;
-            body.on('data', (c: Buffer) => {
-              if (!discard) chunks.push(c);
-            });
-            body.on('error', reject);
-            body.on('end', () => {
-              if (discard) {
-                resolve(undefined as T);
-                return;
-              }
-              const text = Buffer.concat(chunks).toString('utf8');
-              chunks.length = 0;
-              let parsed: unknown;
-              try {
-                parsed = text === '' ? undefined : JSON.parse(text);
-              } catch {
-                parsed = undefined;
-              }
-              if (status >= 200 && status < 300) {
-                resolve((req.text === true ? text : parsed) as T);
-                return;
-              }
-              const st = parsed as { reason?: string; message?: string } | undefined;
-              reject(
-                new KubeApiError({
-                  status,
-                  reason: st?.reason ?? 'Unknown',
-                  message: `${req.method} ${req.path}: ${status} ${st?.message ?? text.slice(0, 200)}`,
-                  serverMessage: st?.message,
-                }),
-              );
-            });
+        let status = 0;
+        let discard = false;
+        const chunks: Buffer[] = [];
+        const sink: Sink = {
+          start(code) {
+            status = code;
+            discard = req.discardBody === true && status >= 200 && status < 300;
           },
-          reject,
-        );
+          data(chunk) {
+            if (!discard) chunks.push(chunk);
+          },
+          end() {
+            abort.done();
+            if (discard) {
+              resolve(undefined as T);
+              return;
+            }
+            const text = textOf(chunks);
+            chunks.length = 0;
+            let parsed: unknown;
+            try {
+              parsed = text === '' ? undefined : JSON.parse(text);
+            } catch {
+              parsed = undefined;
+            }
+            if (status >= 200 && status < 300) {
+              resolve((req.text === true ? text : parsed) as T);
+              return;
+            }
+            const st = parsed as { reason?: string; message?: string } | undefined;
+            reject(
+              new KubeApiError({
+                status,
+                reason: st?.reason ?? 'Unknown',
+                message: `${req.method} ${req.path}: ${status} ${st?.message ?? text.slice(0, 200)}`,
+                serverMessage: st?.message,
+              }),
+            );
+          },
+          fail: reject,
+        };
+        send(requests, req, new Exchange(abort.signal, sink));
       });
     },
     watch(path, query, onEvent, callerSignal, onOpen) {
@@ -223,40 +347,65 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
       };
       heard();
       const signal = AbortSignal.any([callerSignal, idle.signal, AbortSignal.timeout(seconds * 1000 + WATCH_GRACE_MS)]);
-      const settled =
-        <T>(fn: (value: T) => void) =>
-        (value: T): void => {
-          clearTimeout(idleTimer);
-          fn(value);
-        };
       return new Promise<void>((resolveRaw, rejectRaw) => {
-        const resolve = settled<void>(resolveRaw);
-        const reject = settled<unknown>(rejectRaw);
-        send(
-          { req: { method: 'GET', path, query: { timeoutSeconds: seconds, ...query, watch: true } }, signal, watch: true },
-          (status, body) => {
+        const resolve = (): void => {
+          clearTimeout(idleTimer);
+          resolveRaw();
+        };
+        const reject = (error: Error): void => {
+          clearTimeout(idleTimer);
+          rejectRaw(error);
+        };
+        // one JSON event per line; a line may span chunks
+        let partial: Buffer[] = [];
+        const line = (text: string, failed: (error: Error) => void): void => {
+          if (text.trim() === '') return;
+          try {
+            onEvent(JSON.parse(text));
+          } catch (error) {
+            failed(error instanceof Error ? error : new Error(String(error)));
+          }
+        };
+        const cut = (error: Error): void => exchange.fail(error);
+        const sink: Sink = {
+          start(status) {
             if (status !== 200) {
+              // the rest of the answer is read and dropped: the connection stays usable
+              exchange.release();
               reject(new KubeApiError({ status, reason: 'WatchFailed', message: `watch ${path}: ${status}` }));
               return;
             }
-            body.on('data', heard);
             onOpen?.();
-            const lines = createInterface({ input: body });
-            lines.on('line', (line) => {
-              if (line.trim() === '') return;
-              try {
-                onEvent(JSON.parse(line));
-              } catch (error) {
-                (body as unknown as { destroy(): void }).destroy();
-                reject(error instanceof Error ? error : new Error(String(error)));
-              }
-            });
-            lines.on('close', () => resolve());
-            lines.on('error', (error: Error) => (signal.aborted ? resolve() : reject(error)));
-            body.on('error', (error: Error) => (signal.aborted ? resolve() : reject(error)));
           },
-          (error) => (signal.aborted ? resolve() : reject(error)),
-        );
+          data(chunk) {
+            heard();
+            let from = 0;
+            for (let newline = chunk.indexOf(10); newline !== -1 && exchange.open; newline = chunk.indexOf(10, from)) {
+              const piece = chunk.subarray(from, newline);
+              from = newline + 1;
+              if (partial.length === 0) line(piece.toString('utf8'), cut);
+              else {
+                partial.push(piece);
+                const text = textOf(partial);
+                partial = [];
+                line(text, cut);
+              }
+            }
+            if (from < chunk.length) partial.push(from === 0 ? chunk : chunk.subarray(from));
+          },
+          end() {
+            const last = partial;
+            partial = [];
+            let failure: Error | undefined;
+            if (last.length > 0) line(textOf(last), (error) => (failure = error));
+            if (failure === undefined) resolve();
+            else reject(failure);
+          },
+          // an error once the signal aborted is the watch ending as asked (or as given up): not a failure
+          fail: (error) => (signal.aborted ? resolve() : reject(error)),
+        };
+        const exchange = new Exchange(signal, sink);
+        send(watches, { method: 'GET', path, query: { timeoutSeconds: seconds, ...query, watch: true } }, exchange);
       });
     },
   };

@@ -114,7 +114,7 @@ export async function runOperator(
   const connection = await connectKubeconfig(loadKubeConfig({ kubeconfig: flags.kubeconfig, context: flags.context, env }));
   // Aborted when this replica loses its leadership: from then on no client of the process writes.
   const fence = new AbortController();
-  const rest = await createKubeRest(connection, { userAgent: 'syncline-operator', writeFence: fence.signal });
+  const rest = await createKubeRest(connection, { userAgent: 'syncline-operator', writeFence: fence.signal, requestSockets: flags.apiConnections });
   const clock = { now: () => new Date() };
   const metrics = createMetrics();
   // A named shard's series carry its name; the default shard's stay as they are (one operator = no label).
@@ -136,7 +136,7 @@ export async function runOperator(
   const trusted = trustedNamespaces({ operatorNamespace: flags.operatorNamespace ?? podNamespace, list: flags.trustedNamespaces });
   // Where a DR standby may never be, whoever writes it (see tenancy.ts's allowedStandby).
   const standby = standbyRules({ operatorNamespace: flags.operatorNamespace ?? podNamespace, allow: flags.drAllowStandbyNamespaces });
-  const applyClient = createApplyClients({ connection, rest, clock, writeFence: fence.signal });
+  const applyClient = createApplyClients({ connection, rest, clock, writeFence: fence.signal, requestSockets: flags.apiConnections });
   // The web UI's recent activity: what this recorder records, remembered in memory as it goes.
   const recorder = createEventRecorder({
     rest,

@@ -62,6 +62,8 @@ export const RunOptionsSchema = z.object({
   renderMemoryLimit: count('a number of MiB', 64),
   concurrency: count('the number of reconciles at once', 1),
   watchBudget: count('a number of watch streams', 1),
+  /** Connections to the API server for ordinary requests, per client (watches have their own). */
+  apiConnections: count('a number of connections', 1),
   /** Milliseconds. */
   stallTimeout: duration,
   /** Milliseconds. */

@@ -15,8 +15,13 @@ export function createApplyClients(options: {
   rest: KubeRest;
   clock: { now(): Date };
   writeFence?: AbortSignal;
+  /** Connections for each client's requests (default: apply's own). */
+  requestSockets?: number;
 }): (identity: ApplyIdentity) => Promise<ApplyClient> {
-  const clientOptions = options.writeFence === undefined ? {} : { writeFence: options.writeFence };
+  const clientOptions = {
+    ...(options.writeFence === undefined ? {} : { writeFence: options.writeFence }),
+    ...(options.requestSockets === undefined ? {} : { requestSockets: options.requestSockets }),
+  };
   const own = createApplyClient(options.connection, clientOptions);
   const tenants = new Map<string, { client: Promise<ApplyClient>; renewAt: number }>();
   return async (identity) => {
