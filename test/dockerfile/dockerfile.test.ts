@@ -7,7 +7,7 @@ import { cp, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'n
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
-import { OPERATOR_NODE_FLAGS } from '@syncline/test-support';
+import { BUNDLE_SHEBANG_FLAGS, OPERATOR_NODE_FLAGS } from '@syncline/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildContextFiles, repositoryRoot } from './context.ts';
 
@@ -120,10 +120,15 @@ describe('Dockerfile', () => {
     expect(render.stdout).toContain('env: prod');
   });
 
-  it('runs the operator with the Node flags the tests and benchmarks start it with, which Node takes from NODE_OPTIONS', async () => {
+  it("runs the operator with the Node flags the tests and benchmarks start it with: NODE_OPTIONS, then the bundle's first line", async () => {
     const dockerfile = await readFile(join(root, 'Dockerfile'), 'utf8');
     const options = /^ENV NODE_OPTIONS=(.+)$/m.exec(dockerfile)?.[1];
-    expect(options).toBe(OPERATOR_NODE_FLAGS.join(' '));
+    const entry = await readFile(join(root, 'packages/cli/src/bundle-entry.ts'), 'utf8');
+    const shebang = /^#!\/usr\/bin\/env -S node (.+)$/m.exec(entry.split('\n')[0] ?? '')?.[1];
+    expect(shebang).toBe(BUNDLE_SHEBANG_FLAGS.join(' '));
+    expect([options, shebang].join(' ')).toBe(OPERATOR_NODE_FLAGS.join(' '));
+    const bundled = await readFile(join(work, 'packages/cli/dist/syncline/syncline.mjs'), 'utf8');
+    expect(bundled.split('\n')[0]).toBe(`#!/usr/bin/env -S node ${BUNDLE_SHEBANG_FLAGS.join(' ')}`);
     const node = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.execArgv.length))'], {
       encoding: 'utf8',
       env: { ...process.env, NODE_OPTIONS: options },

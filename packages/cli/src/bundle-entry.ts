@@ -1,4 +1,7 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --liftoff-only
+// --liftoff-only: the API client's HTTP parser (undici's llhttp) is WebAssembly, and V8's optimizing tier would
+// compile it a second time, about 9 MB of resident memory for no measurable speed. V8 takes the flag only on
+// the command line (not from NODE_OPTIONS, not at run time), hence here, where the image's `syncline` starts.
 // The entry of the prebuilt `syncline`: build/bundle.ts bundles it into dist/syncline/syncline.mjs (what the image
 // runs), and scripts/release.ts into the one CommonJS script of the standalone executable. It is bin/syncline.js
 // without the Node version check (the image, the bundle's target and the executable carry Node 24), with no

@@ -26,7 +26,14 @@ export type OperatorProcess = {
 };
 
 /**
- * The Node flags the operator ships with (the image's NODE_OPTIONS; test/dockerfile checks they agree): a young
+ * The Node flags the bundle's first line starts it with (packages/cli/src/bundle-entry.ts; test/dockerfile checks
+ * they agree): --liftoff-only keeps V8 from compiling undici's WebAssembly HTTP parser twice (about 9 MB of RSS).
+ * V8 takes it only on the command line.
+ */
+export const BUNDLE_SHEBANG_FLAGS: readonly string[] = ['--liftoff-only'];
+
+/**
+ * The Node flags the operator ships with (the image's NODE_OPTIONS, then the bundle's shebang; test/dockerfile checks they agree): a young
  * generation of at most 3 × 4 MB. V8's default lets it grow to 3 × 32 MB in a burst of reconciles, and reads the
  * bound only at start. `pnpm bench operator` (200 syncs), two runs each: 8 MB: peak RSS 176–177 MB, new commit
  * 1.88–1.96 s; 16 MB: 183–213 MB, 1.72–2.56 s; V8 defaults: 205 MB, 1.74 s; --optimize-for-size (main.ts's
@@ -34,7 +41,7 @@ export type OperatorProcess = {
  * against 8 MB: peak RSS 119–120 MB against 128–130 MB, the operator's CPU to all Ready and for the new commit
  * 2.21–2.25 s and 1.33–1.67 s against 2.31–2.38 s and 1.88–2.01 s (2 MB: 117 MB, the same CPU).
  */
-export const OPERATOR_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4'];
+export const OPERATOR_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4', ...BUNDLE_SHEBANG_FLAGS];
 
 export async function startOperator(options: {
   kubeconfig: string;
