@@ -113,44 +113,13 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const attempts = options.attempts ?? 4;
   const backoff = new ExponentialBackoff({ initialDelay: options.initialBackoffMs ?? 500, maxDelay: 30_000 });
   const channels = new Map<string, Channel>();
-  const recent = new Map<string, number>();
+  const isDuplicate = dedupWindow(now, dedupWindowMs);
   const stopped = new AbortController();
   /** The attempts in flight and when each times out (ms since the epoch): stop() aborts them all. */
   const attemptsInFlight = new Map<AbortController, number>();
   const deadlines = deadlineWatch(attemptsInFlight);
   let pending = 0;
   let idleWaiters: (() => void)[] = [];
-
-  const channelOf = (delivery: Delivery): Channel => {
-    const existing = channels.get(delivery.provider);
-    if (existing !== undefined) {
-      // A changed rate starts a new bucket; the queue stays.
-      if (existing.settings.messages !== delivery.settings.messages || existing.settings.intervalMs !== delivery.settings.intervalMs)
-        existing.bucket = new TokenBucket(delivery.settings.messages, delivery.settings.intervalMs, now);
-      existing.settings = delivery.settings;
-      return existing;
-    }
-    const channel: Channel = {
-      waiting: [],
-      queued: 0,
-      busy: false,
-      bucket: new TokenBucket(delivery.settings.messages, delivery.settings.intervalMs, now),
-      settings: delivery.settings,
-    };
-    channels.set(delivery.provider, channel);
-    return channel;
-  };
-
-  const isDuplicate = (key: string): boolean => {
-    const at = now();
-    for (const [k, t] of recent) {
-      if (at - t < dedupWindowMs) break;
-      recent.delete(k);
-    }
-    if (recent.has(key)) return true;
-    recent.set(key, at);
-    return false;
-  };
 
   const finished = (): void => {
     pending--;
@@ -160,33 +129,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     }
   };
 
-  /** One attempt under its timeout: the abort is the timer's (or stop's), never the answer's. */
-  const attempt = async (request: PreparedRequest, timeoutMs: number): Promise<void> => {
-    const abort = new AbortController();
-    attemptsInFlight.set(abort, Date.now() + timeoutMs);
-    deadlines.arm();
-    try {
-      await sendOnce(options.transport, request, abort.signal);
-    } finally {
-      attemptsInFlight.delete(abort);
-    }
-  };
-
-  /** Sends one request: its attempts, with backoff between them, while they fail in a way worth retrying. */
-  const send = async (request: PreparedRequest, timeoutMs: number): Promise<void> => {
-    let wait: IBackoff<unknown> | undefined;
-    for (let tries = 1; ; tries++) {
-      try {
-        await attempt(request, timeoutMs);
-        return;
-      } catch (error) {
-        const retryable = !(error instanceof DeliveryError) || error.retryable;
-        if (!retryable || tries >= attempts || stopped.signal.aborted) throw error;
-      }
-      wait = (wait ?? backoff).next(undefined);
-      await sleep(wait.duration, stopped.signal);
-    }
-  };
+  const send = sender({ transport: options.transport, attempts, backoff, stopped: stopped.signal, attemptsInFlight, deadlines });
 
   /** Tells each delivery of `members` its result, counted (after stop(), nothing is told), and finishes them. */
   const report = (members: readonly Delivery[], error: unknown): void => {
@@ -201,30 +144,14 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     }
   };
 
-  /** The requests of a unit: one delivery's, or a batch's (each with the deliveries it carries). */
-  const prepare = async (unit: readonly Delivery[]): Promise<readonly { request: PreparedRequest; members: readonly Delivery[] }[]> => {
-    try {
-      const [first] = unit;
-      if (first === undefined) return [];
-      if (first.batch === undefined) return [{ request: await first.prepare(), members: unit }];
-      const messages = unit.map((d) => (d.batch as DeliveryBatch).message);
-      let at = 0;
-      const requests = (await first.batch.prepare(messages)).map(({ request, count }) => ({ request, members: unit.slice(at, (at += count)) }));
-      if (at !== unit.length) throw new Error(`the batch's requests carry ${at} of its ${unit.length} messages`);
-      return requests;
-    } catch (error) {
-      throw new DeliveryError(error instanceof Error ? error.message : String(error), false);
-    }
-  };
-
   /** Runs the channel's units one after another until its queue is empty: each request waits for a token, then is sent. */
   const drain = async (channel: Channel): Promise<void> => {
     channel.busy = true;
     for (let unit = channel.waiting.shift(); unit !== undefined; unit = channel.waiting.shift()) {
       channel.queued -= unit.length;
-      let requests: Awaited<ReturnType<typeof prepare>> = [];
+      let requests: Awaited<ReturnType<typeof prepareUnit>> = [];
       try {
-        requests = await prepare(unit);
+        requests = await prepareUnit(unit);
       } catch (error) {
         report(unit, error);
       }
@@ -279,7 +206,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         delivery.done?.(DeliveryResult.Deduplicated);
         return;
       }
-      const channel = channelOf(delivery);
+      const channel = channelOf(channels, delivery, now);
       // One unit in flight and `queueSize` deliveries waiting behind it, in batches or not.
       if (channel.queued >= queueSize) {
         options.count(delivery.providerType, DeliveryResult.Dropped);
@@ -317,6 +244,106 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       }
       return givenUp;
     },
+  };
+}
+
+/** The provider's channel, made on its first delivery; a changed rate starts a new bucket, the queue stays. */
+function channelOf(channels: Map<string, Channel>, delivery: Delivery, now: () => number): Channel {
+  const existing = channels.get(delivery.provider);
+  if (existing !== undefined) {
+    // A changed rate starts a new bucket; the queue stays.
+    if (existing.settings.messages !== delivery.settings.messages || existing.settings.intervalMs !== delivery.settings.intervalMs)
+      existing.bucket = new TokenBucket(delivery.settings.messages, delivery.settings.intervalMs, now);
+    existing.settings = delivery.settings;
+    return existing;
+  }
+  const channel: Channel = {
+    waiting: [],
+    queued: 0,
+    busy: false,
+    bucket: new TokenBucket(delivery.settings.messages, delivery.settings.intervalMs, now),
+    settings: delivery.settings,
+  };
+  channels.set(delivery.provider, channel);
+  return channel;
+}
+
+/** The requests of a unit: one delivery's, or a batch's (each with the deliveries it carries). */
+async function prepareUnit(unit: readonly Delivery[]): Promise<readonly { request: PreparedRequest; members: readonly Delivery[] }[]> {
+  try {
+    const [first] = unit;
+    if (first === undefined) return [];
+    if (first.batch === undefined) return [{ request: await first.prepare(), members: unit }];
+    const messages = unit.map((d) => (d.batch as DeliveryBatch).message);
+    let at = 0;
+    const requests = (await first.batch.prepare(messages)).map(({ request, count }) => ({ request, members: unit.slice(at, (at += count)) }));
+    if (at !== unit.length) throw new Error(`the batch's requests carry ${at} of its ${unit.length} messages`);
+    return requests;
+  } catch (error) {
+    throw new DeliveryError(error instanceof Error ? error.message : String(error), false);
+  }
+}
+
+/** What sender() needs of the dispatcher: the transport, the retry policy, and the deadlines of attempts in flight. */
+type SenderOptions = {
+  readonly transport: DispatcherOptions['transport'];
+  readonly attempts: number;
+  readonly backoff: ExponentialBackoff<unknown>;
+  readonly stopped: AbortSignal;
+  readonly attemptsInFlight: Map<AbortController, number>;
+  readonly deadlines: { arm(): void };
+};
+
+/** Sends one request: its attempts, each under its timeout, with backoff between them while they fail in a way worth retrying. */
+function sender({
+  transport,
+  attempts,
+  backoff,
+  stopped,
+  attemptsInFlight,
+  deadlines,
+}: SenderOptions): (request: PreparedRequest, timeoutMs: number) => Promise<void> {
+  /** One attempt under its timeout: the abort is the timer's (or stop's), never the answer's. */
+  const attempt = async (request: PreparedRequest, timeoutMs: number): Promise<void> => {
+    const abort = new AbortController();
+    attemptsInFlight.set(abort, Date.now() + timeoutMs);
+    deadlines.arm();
+    try {
+      await sendOnce(transport, request, abort.signal);
+    } finally {
+      attemptsInFlight.delete(abort);
+    }
+  };
+
+  const send = async (request: PreparedRequest, timeoutMs: number): Promise<void> => {
+    let wait: IBackoff<unknown> | undefined;
+    for (let tries = 1; ; tries++) {
+      try {
+        await attempt(request, timeoutMs);
+        return;
+      } catch (error) {
+        const retryable = !(error instanceof DeliveryError) || error.retryable;
+        if (!retryable || tries >= attempts || stopped.aborted) throw error;
+      }
+      wait = (wait ?? backoff).next(undefined);
+      await sleep(wait.duration, stopped);
+    }
+  };
+  return send;
+}
+
+/** Whether a key was seen within the window (and remembers it): keys are kept in the order they came, so the old ones go first. */
+function dedupWindow(now: () => number, windowMs: number): (key: string) => boolean {
+  const recent = new Map<string, number>();
+  return (key) => {
+    const at = now();
+    for (const [k, t] of recent) {
+      if (at - t < windowMs) break;
+      recent.delete(k);
+    }
+    if (recent.has(key)) return true;
+    recent.set(key, at);
+    return false;
   };
 }
 
