@@ -217,10 +217,11 @@ async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions
 
 /**
  * Status and Events. The write is conditioned on the resourceVersion this run read (or, on a new object, the one
- * its finalizer's patch left: the shell writes nothing else to the object on the way here): a run that started from a cache that had not yet seen the previous run's
- * status write gets 409 Conflict and runs again, instead of overwriting that status with one computed from the
- * older one. A Warning is news once: while the conditions say the same, repeats go to debug and count up the
- * first one's Event (a status write for another reason is not news of it); a Normal Event goes with any status write.
+ * its finalizer's patch left: the shell writes nothing else to the object on the way here): a run that started
+ * from a cache that had not yet seen the previous run's status write gets 409 Conflict and runs again, instead of
+ * overwriting that status with one computed from the older one. A Warning is news once: while the conditions say
+ * the same, repeats go to debug and count up the first one's Event (a status write for another reason is not news
+ * of it); a Normal Event goes with any status write.
  */
 async function report<T extends ShellObject, Spec, S extends object>(
   options: ReconcilerShellOptions<T, Spec, S>,
