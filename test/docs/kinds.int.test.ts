@@ -23,10 +23,14 @@ afterAll(async () => {
   await rm(cacheDir, { recursive: true, force: true });
 });
 
-/** Runs a shell script with the test cluster as kubectl's cluster; a fresh discovery cache per file. */
+/**
+ * Runs a shell script with the test cluster as kubectl's cluster; a fresh discovery cache per file. Its stdin is
+ * not a socket (Node's default pipes are): bash started with a socket for stdin and SHLVL under 2 takes itself for
+ * a remote shell and reads /etc/bash.bashrc, which fails under -u on some systems.
+ */
 function shell(script: string): { status: number | null; stdout: string; stderr: string } {
   const env = { ...process.env, KUBECONFIG: testKubeconfigPath(), KUBECACHEDIR: cacheDir };
-  return spawnSync('bash', ['-euo', 'pipefail', '-c', script], { encoding: 'utf8', env, cwd: root, timeout: 120_000 });
+  return spawnSync('bash', ['-euo', 'pipefail', '-c', script], { encoding: 'utf8', env, cwd: root, timeout: 120_000, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 /** One valid object per kind, as small as the schema admits. */
