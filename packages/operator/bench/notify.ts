@@ -1,24 +1,44 @@
-// `pnpm bench notify [--syncs 200] [--rounds 5] [--batch WINDOW] [--profile DIR]`: the reconcile figures of `bench
-// operator` (N ConfigSyncs × 5 objects on one repo, the real control plane and the real operator process) in two
-// namespaces, each with its own operator (the JavaScript bundle the image runs): one without notifications, one with
-// one NotificationAlert per sync sending every event to one webhook NotificationProvider (a real HTTP receiver), one
-// request per event. `--batch WINDOW` adds a third namespace and operator whose NotificationProvider batches
-// (spec.batch.window WINDOW, maxEvents at its default). Prints, per variant, the time until all Ready and the median
-// time a new commit takes to reach all syncs (rounds alternate between the variants), the operator's CPU per commit,
-// and the API server requests each new commit caused (leases apart): the notifications must add none (the Events
-// they are made of are recorded either way). Its last lines: the CPU per commit with notifications, one request per
-// event and batched, against the target (+5 % at most). DIR gets every operator's CPU profile (DIR/<namespace>/).
+// `pnpm bench notify [--syncs 200] [--rounds 10] [--batch WINDOW] [--trigger webhook|annotation] [--bundle FILE] [--profile DIR]`:
+// the reconcile figures of `bench operator` (N ConfigSyncs × 5 objects on one repo, the real control plane and the
+// real operator process) in two namespaces, each with its own operator (the JavaScript bundle the image runs): one
+// without notifications, one with one NotificationAlert per sync sending every event to one webhook
+// NotificationProvider (a real HTTP receiver), one request per event. `--batch WINDOW` adds a third namespace and
+// operator whose NotificationProvider batches (spec.batch.window WINDOW, maxEvents at its default). A new commit
+// reaches a variant's syncs as it reaches users' (--trigger webhook, the default): one signed GitHub push to that
+// variant's operator; `--trigger annotation` asks each sync to reconcile instead (N PATCHes).
+// Rounds alternate between the variants (their order turns every round), so each round of a variant with alerts is
+// paired with the round without alerts next to it: the machine is shared and its speed changes over minutes (a
+// vCPU's time is not a fixed amount of work), and the pair sees the same machine. Each round's line says what the
+// operator did (reconciles, API requests, its main thread's and helper threads' CPU) and how fast the machine was
+// (the CPU a fixed piece of work took the bench right after the round, and the time the hypervisor stole).
+// Its last lines: the median over the pairs of the CPU a new commit costs with notifications beyond without, one
+// request per event and batched, their spread, against the target (+5 % at most). DIR gets every operator's CPU
+// profile (DIR/<namespace>/) and what the profile says the notifications cost (alerts minus plain, by function).
 import type { ConfigSync } from '@syncline/operator';
 import { parseDuration } from '@syncline/runtime';
 import { OPERATOR_NODE_FLAGS, startHttpReceiver, startOperator } from '@syncline/test-support';
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { benchEnvironment, cpuSeconds, diff, pool, requestCounts, sleep } from './_environment.ts';
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { benchEnvironment, cpuSeconds, cpuSecondsByThread, diff, metricSum, percentile, pool, requestCounts, sleep } from './_environment.ts';
 import { buildOperatorBundle } from './_bundle.ts';
+import { deliverPush } from './_push.ts';
 
 const { values: flags } = parseArgs({
-  options: { syncs: { type: 'string', default: '200' }, rounds: { type: 'string', default: '5' }, batch: { type: 'string' }, profile: { type: 'string' } },
+  options: {
+    syncs: { type: 'string', default: '200' },
+    rounds: { type: 'string', default: '10' },
+    batch: { type: 'string' },
+    profile: { type: 'string' },
+    trigger: { type: 'string', default: 'webhook' },
+    bundle: { type: 'string' },
+  },
 });
+if (flags.trigger !== 'webhook' && flags.trigger !== 'annotation') throw new Error(`--trigger ${flags.trigger}: expected webhook or annotation`);
+const viaWebhook = flags.trigger === 'webhook';
+const webhookSecret = 'bench-github-secret';
 const BATCH_WINDOW = flags.batch;
 const batchWindowMs = BATCH_WINDOW === undefined ? 0 : parseDuration(BATCH_WINDOW);
 const SYNCS = Number(flags.syncs);
@@ -34,8 +54,16 @@ const template = (i: number, rev: string): string =>
   `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "{{ target.name }}-${i}"\ndata:\n  revision: "${rev}"\n`;
 const commitAll = (rev: string): Promise<string> => repo.commit(Object.fromEntries([1, 2, 3, 4, 5].map((i) => [`app/cm-${i}.yaml.hbs`, template(i, rev)])));
 let revision = await commitAll('r0');
-// What the image runs: the operator bundled into JavaScript (packages/cli/build/bundle.ts), for both operators.
-const bundle = buildOperatorBundle();
+// What the image runs: the operator bundled into JavaScript (packages/cli/build/bundle.ts), for every operator;
+// --bundle FILE runs one built before (another branch's, for a before/after in the same conditions).
+const bundle = flags.bundle ?? buildOperatorBundle();
+
+/**
+ * What one new commit cost a variant: the operator's CPU (all threads; its main thread; V8's and libuv's helpers),
+ * its reconciles, the API requests, and the machine's speed right after (`calibrationMs`: the CPU a fixed piece
+ * of work took the bench; `stealMs`: CPU time the hypervisor gave others while the round ran, both cores).
+ */
+type Round = { cpuMs: number; mainMs: number; helpersMs: number; reconciles: number; requests: number; calibrationMs: number; stealMs: number };
 
 /** `windows`: each round's span on the monotonic clock a CPU profile's timestamps use (scripts/cpu-profile.ts --window). */
 type Variant = {
@@ -43,9 +71,12 @@ type Variant = {
   alerts: boolean;
   batched: boolean;
   pid: number;
+  probeAddress: string;
+  webhookAddress: string | undefined;
   allReadyMs: number;
   commitMs: number[];
   cpuMs: number[];
+  rounds: Round[];
   requestsPerCommit: Record<string, number>[];
   windows: { fromUs: number; toUs: number }[];
 };
@@ -62,6 +93,12 @@ const apiRequests = (): ReturnType<typeof requestCounts> =>
 /** The namespace, its NotificationProvider and NotificationAlerts (with alerts), and its own operator watching only it. */
 async function setUp(namespace: string, alerts: boolean, batched = false): Promise<Variant & { operator: AsyncDisposable }> {
   if (namespace !== 'bench-plain') await rest.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: namespace } } });
+  if (viaWebhook)
+    await rest.request({
+      method: 'POST',
+      path: `/api/v1/namespaces/${namespace}/secrets`,
+      body: { metadata: { name: 'webhooks' }, stringData: { github: webhookSecret } },
+    });
   if (alerts) {
     await rest.request({
       method: 'POST',
@@ -102,7 +139,7 @@ async function setUp(namespace: string, alerts: boolean, batched = false): Promi
   const nodeArgs = flags.profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${flags.profile}/${namespace}`];
   const operator = await startOperator({
     kubeconfig: controlPlane.kubeconfigPath,
-    args: ['--namespace', namespace],
+    args: ['--namespace', namespace, ...(viaWebhook ? ['--webhook-secret', `${namespace}/webhooks`] : [])],
     command: [process.execPath, ...OPERATOR_NODE_FLAGS, ...nodeArgs, bundle],
   });
   // The NotificationAlerts' first status writes are setup, not reconcile work: wait them out before the syncs are created.
@@ -114,7 +151,21 @@ async function setUp(namespace: string, alerts: boolean, batched = false): Promi
     if (list.items.filter((a) => a.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length === SYNCS) break;
     await sleep(1000);
   }
-  return { namespace, alerts, batched, pid: operator.pid, allReadyMs: 0, commitMs: [], cpuMs: [], requestsPerCommit: [], windows: [], operator };
+  return {
+    namespace,
+    alerts,
+    batched,
+    pid: operator.pid,
+    probeAddress: operator.probeAddress,
+    webhookAddress: operator.webhookAddress,
+    allReadyMs: 0,
+    commitMs: [],
+    cpuMs: [],
+    rounds: [],
+    requestsPerCommit: [],
+    windows: [],
+    operator,
+  };
 }
 
 async function createSyncs(variant: Variant): Promise<void> {
@@ -140,38 +191,77 @@ async function createSyncs(variant: Variant): Promise<void> {
   variant.allReadyMs = Date.now() - started;
 }
 
-/** A new commit, every sync of the variant asked to reconcile now: the time until all are Ready at it, and the requests it caused. */
+/** A new commit, pushed to the variant's operator (or every sync asked to reconcile): the time until all are Ready at it, and what it cost. */
 async function commitRound(variant: Variant, round: number): Promise<void> {
   await sleep(3000); // the status writes and Events of the last round land
   revision = await commitAll(`${variant.namespace}-${round}`);
   const before = await apiRequests();
+  const reconcilesBefore = await metricSum(variant.probeAddress, 'syncline_reconcile_total');
+  const threadsBefore = cpuSecondsByThread(variant.pid);
+  const stealBefore = stealTicks();
   const cpuBefore = cpuSeconds(variant.pid);
   const fromUs = monotonicUs();
-  const at = new Date().toISOString();
   const started = Date.now();
-  await pool(
-    Array.from({ length: SYNCS }, (_, i) => i),
-    16,
-    (i) =>
-      rest.request({
-        method: 'PATCH',
-        path: `/apis/syncline.dev/v1alpha1/namespaces/${variant.namespace}/configsyncs/s${i}`,
-        contentType: 'application/merge-patch+json',
-        body: { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': at } } },
-      }),
-  );
+  if (viaWebhook) {
+    if (variant.webhookAddress === undefined) throw new Error('the operator started without a webhook receiver');
+    await deliverPush({ address: variant.webhookAddress, secret: webhookSecret, repoUrl: repo.url, sha: revision });
+  } else {
+    const at = new Date().toISOString();
+    await pool(
+      Array.from({ length: SYNCS }, (_, i) => i),
+      16,
+      (i) =>
+        rest.request({
+          method: 'PATCH',
+          path: `/apis/syncline.dev/v1alpha1/namespaces/${variant.namespace}/configsyncs/s${i}`,
+          contentType: 'application/merge-patch+json',
+          body: { metadata: { annotations: { 'syncline.dev/reconcile-requested-at': at } } },
+        }),
+    );
+  }
   await waitForAll(variant.namespace, revision);
   variant.commitMs.push(Date.now() - started);
   // Events are written after the status (and notifications sent after the Events, batched ones when their window ends): let them land.
   await sleep(2000 + batchWindowMs);
-  variant.cpuMs.push(Math.round((cpuSeconds(variant.pid) - cpuBefore) * 1000));
+  const cpuMs = Math.round((cpuSeconds(variant.pid) - cpuBefore) * 1000);
   variant.windows.push({ fromUs, toUs: monotonicUs() });
-  variant.requestsPerCommit.push(diff(await apiRequests(), before).byVerbResource);
-  progress(`${variant.namespace}: commit ${round} → all Ready in ${variant.commitMs.at(-1)} ms`);
+  const stealMs = ((stealTicks() - stealBefore) * 1000) / 100;
+  const threads = cpuSecondsByThread(variant.pid);
+  const mainMs = Math.round(((threads.get('main') ?? 0) - (threadsBefore.get('main') ?? 0)) * 1000);
+  const requests = diff(await apiRequests(), before);
+  const reconciles = (await metricSum(variant.probeAddress, 'syncline_reconcile_total')) - reconcilesBefore;
+  variant.cpuMs.push(cpuMs);
+  variant.requestsPerCommit.push(requests.byVerbResource);
+  variant.rounds.push({ cpuMs, mainMs, helpersMs: cpuMs - mainMs, reconciles, requests: requests.total, calibrationMs: calibrate(), stealMs });
+  const r = variant.rounds.at(-1) as Round;
+  progress(
+    `${variant.namespace}: commit ${round} → all Ready in ${variant.commitMs.at(-1)} ms; operator CPU ${r.cpuMs} ms (main ${r.mainMs}, helpers ${r.helpersMs}); ${r.reconciles} reconciles, ${r.requests} requests; calibration ${r.calibrationMs} ms, steal ${r.stealMs} ms`,
+  );
 }
 
-// Both operators run side by side, each idle while the other's round runs; the rounds alternate, so a change of
-// the machine's load (it is shared) falls on both variants alike.
+/** CPU time the hypervisor stole from this machine's CPUs so far (/proc/stat, clock ticks of 10 ms). */
+function stealTicks(): number {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]?.trim().split(/\s+/) ?? [];
+  return Number(fields[8] ?? 0);
+}
+
+/** The CPU (ms, this process's) a fixed piece of work takes now: the machine's speed at the moment, to read a round's CPU against. */
+function calibrate(): number {
+  const started = process.cpuUsage();
+  let seed = 1;
+  const values = Array.from({ length: 200_000 }, () => (seed = (seed * 16807) % 2147483647));
+  let text = '';
+  for (let i = 0; i < 3; i++) {
+    values.slice().sort((a, b) => a - b);
+    text = JSON.stringify(values.slice(0, 50_000));
+  }
+  if ((JSON.parse(text) as number[]).length !== 50_000) throw new Error('calibration');
+  const used = process.cpuUsage(started);
+  return Math.round((used.user + used.system) / 1000);
+}
+
+// The operators run side by side, each idle while another's round runs; the rounds alternate, and their order turns
+// every round (plain first, then last), so a change of the machine's speed (it is shared) falls on every variant alike.
 const plain = await setUp('bench-plain', false);
 const notified = await setUp('bench-alerts', true);
 const batched = BATCH_WINDOW === undefined ? undefined : await setUp('bench-batched', true, true);
@@ -185,7 +275,8 @@ const deliveredTo = (variant: Variant): number =>
     .reduce((sum, r) => sum + (variant.batched ? (JSON.parse(r.body) as unknown[]).length : 1), 0);
 try {
   for (const variant of variants) await createSyncs(variant);
-  for (let round = 1; round <= ROUNDS; round++) for (const variant of variants) await commitRound(variant, round);
+  for (let round = 1; round <= ROUNDS; round++)
+    for (const variant of round % 2 === 1 ? variants : [...variants].reverse()) await commitRound(variant, round);
   const deadline = Date.now() + 60_000;
   while (variants.some((v) => v.alerts && deliveredTo(v) < expected) && Date.now() < deadline) await sleep(200);
 } finally {
@@ -208,7 +299,6 @@ console.log(
   `notify bench: ${SYNCS} ConfigSyncs × 5 objects, one NotificationAlert each to one webhook Provider${BATCH_WINDOW === undefined ? '' : ` (one request per event, and batched with a window of ${BATCH_WINDOW})`}; ${ROUNDS} new commits per variant; Node ${process.versions.node}`,
 );
 const plainCommit = median(plain.commitMs);
-const plainCpu = median(plain.cpuMs);
 for (const variant of withAlerts) {
   const slowerReady = (variant.allReadyMs - plain.allReadyMs) / plain.allReadyMs;
   const slower = (median(variant.commitMs) - plainCommit) / plainCommit;
@@ -233,13 +323,66 @@ for (const variant of withAlerts) {
     `  notifications delivered to the receiver: ${delivered} of ${expected} events in ${requests} requests (target all: ${verdict(delivered >= expected)})`,
   );
 }
+// Each round of each variant: what the operator did and how fast the machine was. A round that cost more CPU with
+// as many reconciles and requests, and a slower calibration or more steal, was a slower machine, not more work.
+for (const variant of variants) {
+  console.log(`rounds of ${variant.namespace} (${variant.alerts ? label(variant) : 'no alerts'}):`);
+  variant.rounds.forEach((r, i) =>
+    console.log(
+      `  ${String(i + 1).padStart(2)}: CPU ${String(r.cpuMs).padStart(5)} ms (main ${String(r.mainMs).padStart(5)}, helpers ${String(r.helpersMs).padStart(4)}), ${r.reconciles} reconciles, ${r.requests} requests, ready in ${variant.commitMs[i]} ms; calibration ${r.calibrationMs} ms, steal ${r.stealMs} ms`,
+    ),
+  );
+}
+if (flags.profile !== undefined) for (const variant of withAlerts) printProfileDifference(flags.profile, variant);
+
+/**
+ * The CPU notifications cost per commit, round by round: each round with alerts against the round without them next
+ * to it (the same minute of the same machine), as a share of the round without. Also read against the calibration
+ * (each round's CPU divided by the CPU the fixed work took right after it), which takes out what is left of the
+ * machine's changes of speed within a pair.
+ */
+const paired = (variant: Variant): { raw: number[]; calibrated: number[] } => {
+  const raw: number[] = [];
+  const calibrated: number[] = [];
+  variant.rounds.forEach((r, i) => {
+    const p = plain.rounds[i];
+    if (p === undefined) return;
+    raw.push((r.cpuMs - p.cpuMs) / p.cpuMs);
+    calibrated.push(r.cpuMs / r.calibrationMs / (p.cpuMs / p.calibrationMs) - 1);
+  });
+  return { raw, calibrated };
+};
+const spread = (values: readonly number[]): string =>
+  `middle half ${pct(percentile(values, 25))} to ${pct(percentile(values, 75))}, all ${pct(Math.min(...values))} to ${pct(Math.max(...values))}, more in ${values.filter((v) => v > 0).length} of ${values.length}`;
 // The last lines: the CPU each new commit costs the operator with notifications, against the target.
 for (const variant of withAlerts) {
-  const cpu = median(variant.cpuMs);
-  const more = (cpu - plainCpu) / plainCpu;
+  const { raw, calibrated } = paired(variant);
+  console.log(`operator CPU per new commit, ${label(variant)} vs without, pair by pair: ${raw.map(pct).join(', ')}`);
+  console.log(`  ${spread(raw)}; read against the calibration: median ${pct(median(calibrated))} (${spread(calibrated)})`);
+}
+for (const variant of withAlerts) {
+  const more = median(paired(variant).raw);
+  const upper = percentile(paired(variant).raw, 75);
+  const firm = more <= 0.05 ? (upper <= 0.05 ? '; three pairs in four within it' : `; but a quarter of the pairs above ${pct(upper)}`) : '';
   console.log(
-    `operator CPU per new commit (median of ${ROUNDS}), ${label(variant)}: without ${plainCpu} ms, with alerts ${cpu} ms (${pct(more)}; target within 5%: ${verdict(more <= 0.05)})`,
+    `operator CPU per new commit with one NotificationAlert per sync, ${label(variant)}: median of ${ROUNDS} pairs ${pct(more)} (without ${median(plain.cpuMs)} ms, with ${median(variant.cpuMs)} ms; target ≤ +5%: ${verdict(more <= 0.05)}${firm})`,
   );
+}
+
+/** What the variant's operator spent in its rounds beyond the plain one in its rounds, by function (scripts/cpu-profile.ts --minus). */
+function printProfileDifference(dir: string, variant: Variant): void {
+  const profileOf = (namespace: string): string | undefined => {
+    const name = readdirSync(join(dir, namespace)).find((f) => f.endsWith('.cpuprofile'));
+    return name === undefined ? undefined : join(dir, namespace, name);
+  };
+  const mine = profileOf(variant.namespace);
+  const theirs = profileOf(plain.namespace);
+  if (mine === undefined || theirs === undefined) return;
+  const script = join(import.meta.dirname, '..', '..', '..', 'scripts', 'cpu-profile.ts');
+  const rounds = (v: Variant): string => join(dir, v.namespace, 'rounds.json');
+  const args = [script, mine, '--window', rounds(variant), '--minus', theirs, '--minus-window', rounds(plain), '--top', '20'];
+  console.log(`profile of ${variant.namespace} minus ${plain.namespace} over their ${ROUNDS} rounds (${label(variant)}):`);
+  console.log(execFileSync(process.execPath, args, { encoding: 'utf8' }).trimEnd());
 }
 
 /** Resolves when every sync of `namespace` is Ready at `sha`, as a watch sees it (no polling of N objects). */
