@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { alertMatches, refusedSources, type AlertView } from './alerts.ts';
+import { alertIndex, alertMatches, refusedSources, type AlertView } from './alerts.ts';
+import { dedupKey } from './controller.ts';
 import { RecoveryTracker, categorize, notificationEvent } from './event.ts';
 
 const trusted = new Set(['platform']);
@@ -81,5 +82,62 @@ describe('categories', () => {
     expect(tracker.observe('x', 'Warning')).toBe(false);
     expect(tracker.observe('x', 'Normal')).toBe(true);
     expect(tracker.observe('x', 'Normal')).toBe(false);
+  });
+});
+
+describe('alertIndex', () => {
+  const view = (namespace: string, name: string, eventSources: AlertView['spec']['eventSources']): AlertView => ({
+    ...alert(namespace, { eventSources }),
+    name,
+  });
+  const sync = (namespace: string, name: string) => ({ namespace, kind: 'ConfigSync', name });
+
+  it('an object meets the NotificationAlerts that name it, its kind or any kind, in its own namespace, each once', () => {
+    const alerts = [
+      view('team', 'exact', [{ kind: 'ConfigSync', name: 'web' }]),
+      view('team', 'other', [{ kind: 'ConfigSync', name: 'db' }]),
+      view('team', 'kind', [{ kind: 'ConfigSync', name: '*' }]),
+      view('team', 'any', [{ kind: '*', name: '*' }]),
+      view('team', 'twice', [
+        { kind: 'ConfigSync', name: 'web' },
+        { kind: '*', name: 'web' },
+      ]),
+      view('elsewhere', 'exact', [{ kind: 'ConfigSync', name: 'web' }]),
+      view('platform', 'remote', [{ kind: 'ConfigSync', name: 'web', namespace: 'team' }]),
+    ];
+    const index = alertIndex(() => alerts, (a) => a);
+    const names = (found: readonly AlertView[]) => found.map((a) => `${a.namespace}/${a.name}`).sort();
+    expect(names(index.of(sync('team', 'web')))).toEqual(['platform/remote', 'team/any', 'team/exact', 'team/kind', 'team/twice']);
+    expect(names(index.of(sync('team', 'db')))).toEqual(['team/any', 'team/kind', 'team/other']);
+    expect(names(index.of({ namespace: 'team', kind: 'Replication', name: 'web' }))).toEqual(['team/any', 'team/twice']);
+    expect(index.of(sync('nobody', 'web'))).toEqual([]);
+  });
+
+  it('the NotificationAlerts of one object under one key come back as that list, without copies; reset reads them again', () => {
+    let alerts = [view('team', 'exact', [{ kind: 'ConfigSync', name: 'web' }])];
+    const index = alertIndex(() => alerts, (a) => a);
+    const first = index.of(sync('team', 'web'));
+    expect(index.of(sync('team', 'web'))).toBe(first);
+    alerts = [...alerts, view('team', 'more', [{ kind: 'ConfigSync', name: 'web' }])];
+    expect(index.of(sync('team', 'web'))).toHaveLength(1);
+    index.reset();
+    expect(index.of(sync('team', 'web'))).toHaveLength(2);
+  });
+
+  it('an invalid NotificationAlert (no view) is filed nowhere', () => {
+    const index = alertIndex(() => [{ spec: 'invalid' }], () => undefined);
+    expect(index.of(sync('team', 'web'))).toEqual([]);
+  });
+});
+
+describe('dedupKey', () => {
+  const at = (now: number, message = 'm') =>
+    notificationEvent({ object: object('team'), event: { type: 'Normal', reason: 'Synced', message }, recovered: false, now: new Date(now) });
+
+  it('the same words about the same object are one key, whenever they come; other words or another summary are another', () => {
+    expect(dedupKey(at(0), undefined)).toBe(dedupKey(at(60_000), undefined));
+    expect(dedupKey(at(0), undefined)).not.toBe(dedupKey(at(0, 'n'), undefined));
+    expect(dedupKey(at(0), 'one')).not.toBe(dedupKey(at(0), 'two'));
+    expect(dedupKey(at(0), undefined)).not.toBe(dedupKey({ ...at(0), name: 'api' }, undefined));
   });
 });

@@ -49,3 +49,63 @@ export function alertMatches(alert: AlertView, event: NotificationEvent, trusted
   if (reasons === undefined || reasons.length === 0) return true;
   return reasons.includes(event.category) || reasons.includes(event.reason) || (event.recovered && reasons.includes('Failed'));
 }
+
+/** Where a NotificationAlert's source is filed: its namespace, kind and name (either may be `*`). */
+const sourceKey = (namespace: string, kind: string, name: string): string => `${namespace}\u0000${kind}\u0000${name}`;
+
+const NONE: readonly never[] = [];
+
+/**
+ * NotificationAlerts by the objects their sources name (namespace, kind or *, name or *): an event meets only the
+ * NotificationAlerts that could ask for it, not every NotificationAlert of its namespace (one NotificationAlert per
+ * sync is a common layout). Built on first use after `reset` (any NotificationAlert changed). `of` allocates nothing
+ * when the NotificationAlerts that could ask are filed under one key (the common case: they name the object): it
+ * returns that key's list, which the caller must not change.
+ */
+export function alertIndex<T extends object>(
+  list: () => readonly T[],
+  view: (alert: T) => AlertView | undefined,
+): { of: (object: { namespace: string; kind: string; name: string }) => readonly T[]; reset: () => void } {
+  let bySource: Map<string, T[]> | undefined;
+  const build = (): Map<string, T[]> => {
+    const index = new Map<string, T[]>();
+    for (const alert of list()) {
+      const parsed = view(alert);
+      if (parsed === undefined) continue;
+      for (const key of new Set(parsed.spec.eventSources.map((s) => sourceKey(sourceNamespace(parsed, s), s.kind, s.name)))) {
+        const filed = index.get(key);
+        if (filed === undefined) index.set(key, [alert]);
+        else filed.push(alert);
+      }
+    }
+    return index;
+  };
+  return {
+    of: (object) => {
+      bySource ??= build();
+      if (bySource.size === 0) return NONE;
+      let found: readonly T[] = NONE;
+      let merged: Set<T> | undefined;
+      for (const key of [
+        sourceKey(object.namespace, object.kind, object.name),
+        sourceKey(object.namespace, object.kind, '*'),
+        sourceKey(object.namespace, '*', object.name),
+        sourceKey(object.namespace, '*', '*'),
+      ]) {
+        const filed = bySource.get(key);
+        if (filed === undefined) continue;
+        if (found.length === 0) {
+          found = filed;
+          continue;
+        }
+        // A NotificationAlert filed under two of the keys is met once.
+        merged ??= new Set(found);
+        for (const alert of filed) merged.add(alert);
+      }
+      return merged === undefined ? found : [...merged];
+    },
+    reset: () => {
+      bySource = undefined;
+    },
+  };
+}

@@ -20,7 +20,7 @@ import {
   type ControllerRegistry,
   type TrustedNamespaces,
 } from '@syncline/runtime';
-import { alertMatches, refusedSources, sourceMatches, sourceNamespace, type AlertView } from './alerts.ts';
+import { alertIndex, alertMatches, refusedSources, sourceMatches, type AlertView } from './alerts.ts';
 import {
   createDispatcher,
   DeliveryResult,
@@ -215,7 +215,7 @@ function notificationsController(
     },
     onError: (error) => log.warn({ err: error instanceof Error ? error.message : String(error) }, 'Provider watch failed; restarting'),
   });
-  const alertsFor = alertIndex(() => alerts.list());
+  const alertsFor = alertIndex(() => alerts.list(), alertView);
   const alerts = new Informer({
     rest,
     ...(options.budget === undefined ? {} : { budget: options.budget }),
@@ -256,8 +256,11 @@ function notificationsController(
     // A repeat counts up an Event already sent: one notification per failure until its cause changes.
     if (stopped || event.repeat === true || object.kind === 'NotificationAlert' || object.kind === 'NotificationProvider') return;
     const recovered = recovery.observe(`${object.kind}/${object.metadata.namespace ?? ''}/${object.metadata.name}`, event.type);
+    // Most objects have no NotificationAlert: their Events are not made into notifications at all.
+    const candidates = alertsFor.of({ namespace: object.metadata.namespace ?? '', kind: object.kind, name: object.metadata.name });
+    if (candidates.length === 0) return;
     const notification = notificationEvent({ object, event, recovered, now: options.clock.now() });
-    for (const alert of alertsFor.of(notification)) {
+    for (const alert of candidates) {
       const view = alertView(alert);
       if (view === undefined || !alertMatches(view, notification, trusted)) continue;
       const provider = providers.get(`${view.namespace}/${view.spec.providerRef.name}`) as NotificationProvider | undefined;
@@ -408,13 +411,11 @@ function deliverChat(
   const { alertKey, view, provider, notification } = input;
   const providerKey = `${view.namespace}/${view.spec.providerRef.name}`;
   const message: Message = { event: notification, alert: alertKey, summary: view.spec.summary };
-  const { timestamp: _timestamp, ...identity } = notification;
   const plan = deps.plan(provider);
   deps.dispatcher.deliver({
     provider: providerKey,
     providerType: provider.spec.type,
-    // Identical to the receiver: the same words about the same object (the time aside).
-    dedupKey: JSON.stringify([identity, view.spec.summary ?? '']),
+    dedupKey: dedupKey(notification, view.spec.summary),
     settings: plan.settings,
     prepare: async () => {
       const { resolved, chat } = await resolvedChat(deps.providerFor, providerKey);
@@ -423,6 +424,12 @@ function deliverChat(
     done: deps.delivered(alertKey, providerKey, provider.spec.type),
     ...(plan.batch === undefined ? {} : { batch: { ...plan.batch, message } }),
   });
+}
+
+/** Identical to the receiver: the same words about the same object (the time aside), and the same summary. */
+export function dedupKey(event: NotificationEvent, summary: string | undefined): string {
+  const { kind, namespace, name, labels, severity, reason, category, message, recovered, revision } = event;
+  return JSON.stringify([kind, namespace, name, labels, severity, reason, category, message, recovered, revision ?? null, summary ?? '']);
 }
 
 function notificationsCounter(registry: Registry): Counter<'provider' | 'result'> {
@@ -448,46 +455,6 @@ function alertView(object: KubeObject | undefined): AlertView | undefined {
   parsedAlerts.set(object, view);
   return view ?? undefined;
 }
-
-/**
- * NotificationAlerts by the objects their sources name (namespace, kind or *, name or *): an event meets only the NotificationAlerts that
- * could ask for it, not every NotificationAlert of its namespace (one NotificationAlert per sync is a common layout). Built on first use
- * after `reset` (any NotificationAlert changed).
- */
-function alertIndex(list: () => readonly KubeObject[]): {
-  of: (object: { namespace: string; kind: string; name: string }) => readonly KubeObject[];
-  reset: () => void;
-} {
-  let bySource: Map<string, KubeObject[]> | undefined;
-  const build = (): Map<string, KubeObject[]> => {
-    const index = new Map<string, KubeObject[]>();
-    for (const alert of list()) {
-      const view = alertView(alert);
-      if (view === undefined) continue;
-      for (const key of new Set(view.spec.eventSources.map((s) => sourceKey(sourceNamespace(view, s), s.kind, s.name)))) {
-        const filed = index.get(key);
-        if (filed === undefined) index.set(key, [alert]);
-        else filed.push(alert);
-      }
-    }
-    return index;
-  };
-  return {
-    of: (object) => {
-      bySource ??= build();
-      const found = new Set<KubeObject>();
-      for (const kind of [object.kind, '*'])
-        for (const name of [object.name, '*']) for (const alert of bySource.get(sourceKey(object.namespace, kind, name)) ?? []) found.add(alert);
-      return [...found];
-    },
-    reset: () => {
-      bySource = undefined;
-    },
-  };
-}
-
-/** Where a NotificationAlert's source is filed: its namespace, kind and name (either may be `*`). */
-const sourceKey = (namespace: string, kind: string, name: string): string => `${namespace}\u0000${kind}\u0000${name}`;
 
 const providerKeyOf = (alert: KubeObject): string | undefined => {
   const ref = (alert['spec'] as { providerRef?: { name?: string } } | undefined)?.providerRef?.name;

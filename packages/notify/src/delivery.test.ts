@@ -128,6 +128,69 @@ describe('delivery', () => {
     }
   });
 
+  it('answers are read to their end (past 64 KiB too), so one kept-alive connection carries every delivery', async () => {
+    let connections = 0;
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.end('x'.repeat(100 * 1024)));
+    });
+    server.on('connection', () => connections++);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const results: string[] = [];
+      const dispatcher = createDispatcher({ transport: nodeHttpTransport, count: () => undefined });
+      for (const name of ['a', 'b', 'c'])
+        dispatcher.deliver({
+          provider: 'ns/p',
+          providerType: 'webhook',
+          dedupKey: name,
+          settings,
+          prepare: () => Promise.resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, method: 'POST', headers: {}, body: name }),
+          done: (result) => results.push(`${name}:${result}`),
+        });
+      await dispatcher.idle();
+      dispatcher.stop();
+      expect(results).toEqual(['a:sent', 'b:sent', 'c:sent']);
+      expect(connections).toBe(1);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('an answer cut short (the connection closes before its body ends) is retried, then fails without naming the receiver', async () => {
+    let received = 0;
+    const server = createServer((req, res) => {
+      received++;
+      req.resume();
+      res.writeHead(200, { 'content-length': '1000' });
+      res.write('only a part');
+      setTimeout(() => res.destroy(), 20);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const dispatcher = createDispatcher({ transport: nodeHttpTransport, count: () => undefined, attempts: 2, initialBackoffMs: 10 });
+      const port = (server.address() as AddressInfo).port;
+      const outcome = await new Promise<{ result: DeliveryResult; error?: string }>((resolve) =>
+        dispatcher.deliver({
+          provider: 'ns/p',
+          providerType: 'webhook',
+          dedupKey: 'k',
+          settings,
+          prepare: () => Promise.resolve({ url: `http://127.0.0.1:${port}/`, method: 'POST', headers: {}, body: '{}' }),
+          done: (result, error) => resolve({ result, ...(error === undefined ? {} : { error }) }),
+        }),
+      );
+      expect(outcome.result).toBe('failed');
+      expect(outcome.error).not.toContain(String(port));
+      expect(received).toBe(2);
+      dispatcher.stop();
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   it('stop(): what is in flight or queued is given up, unreported; idle() resolves', async () => {
     const hanging = createServer(() => undefined);
     await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));

@@ -10,6 +10,7 @@
 // requests (one, or several where the receiver's limit splits it) take a token each, are retried each as a whole,
 // and report to every delivery they carry. The queue's bound counts deliveries, batched or not.
 // Nothing here logs or returns a URL, a header or a response body: they may hold credentials.
+import { Readable } from 'node:stream';
 import { ExponentialBackoff, type IBackoff } from 'cockatiel';
 import type { HttpProxy, HttpTransport } from '@syncline/source-git';
 import type { Message, OutgoingRequest } from './payloads.ts';
@@ -389,7 +390,7 @@ async function sendOnce(transport: HttpTransport, request: PreparedRequest, sign
       url: request.url,
       method: request.method,
       headers: { ...request.headers, 'user-agent': 'syncline-notifications' },
-      body: new TextEncoder().encode(request.body),
+      body: Buffer.from(request.body),
       signal,
       ca: request.ca,
       proxy: request.proxy,
@@ -420,7 +421,9 @@ async function sendOnce(transport: HttpTransport, request: PreparedRequest, sign
   }
 }
 
+/** The answer's body as text, its first 64 KiB (the rest is read and dropped, so the connection can be kept). */
 async function readBody(body: AsyncIterable<Uint8Array>): Promise<string> {
+  if (body instanceof Readable) return readStream(body);
   const chunks: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of body) {
@@ -428,6 +431,31 @@ async function readBody(body: AsyncIterable<Uint8Array>): Promise<string> {
     size += chunk.length;
   }
   return Buffer.concat(chunks).toString('utf8').slice(0, MAX_RESPONSE_BYTES);
+}
+
+/**
+ * readBody for Node's own response streams, by their events: an async iterator costs a promise per chunk and more
+ * to set up than the one or two chunks of a receiver's answer take to read. Ends as the iterator would: an error,
+ * or a stream closed before its end, rejects.
+ */
+function readStream(stream: Readable): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let ended = false;
+    stream.on('data', (chunk: Buffer) => {
+      if (size < MAX_RESPONSE_BYTES) chunks.push(chunk);
+      size += chunk.length;
+    });
+    stream.once('end', () => {
+      ended = true;
+      resolve(Buffer.concat(chunks).toString('utf8').slice(0, MAX_RESPONSE_BYTES));
+    });
+    stream.once('error', reject);
+    stream.once('close', () => {
+      if (!ended) reject(new Error('the answer ended early'));
+    });
+  });
 }
 
 function describe(error: unknown): string {

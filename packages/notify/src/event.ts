@@ -45,21 +45,26 @@ const HOOK_REASONS = new Set(['HookFailed']);
  * applied is a correction of drift (something in the cluster changed back to what Git says); a Normal Event
  * after a Warning of the same object is a recovery.
  */
-export function categorize(object: InvolvedObject, event: RecordedEvent, recovered: boolean): EventCategory {
+export function categorize(
+  object: InvolvedObject,
+  event: RecordedEvent,
+  recovered: boolean,
+  revision: string | undefined = object.kind === 'ConfigSync' ? revisionIn(event.message) : undefined,
+): EventCategory {
   if (FAILOVER_REASONS.has(event.reason)) return 'Failover';
   if (HEALTH_REASONS.has(event.reason)) return 'HealthDegraded';
   if (HOOK_REASONS.has(event.reason)) return 'HookFailed';
   if (event.type === 'Warning') return 'Failed';
   if (recovered) return 'Recovered';
-  if ((event.reason === 'Synced' || event.reason === 'Replicated') && sameRevisionAndGeneration(object, event)) return 'DriftCorrected';
+  if ((event.reason === 'Synced' || event.reason === 'Replicated') && sameRevisionAndGeneration(object, revision)) return 'DriftCorrected';
   return 'Applied';
 }
 
-function sameRevisionAndGeneration(object: InvolvedObject, event: RecordedEvent): boolean {
+/** `revision`: the one the ConfigSync's Event names (revisionIn), read once by the caller. */
+function sameRevisionAndGeneration(object: InvolvedObject, revision: string | undefined): boolean {
   const status = (object.status ?? {}) as { observedGeneration?: number; sourceRevision?: string };
   if (status.observedGeneration === undefined || status.observedGeneration !== object.metadata.generation) return false;
   if (object.kind !== 'ConfigSync') return true;
-  const revision = revisionIn(event.message);
   return revision !== undefined && status.sourceRevision !== undefined && status.sourceRevision.startsWith(revision);
 }
 
@@ -106,7 +111,7 @@ export function notificationEvent(input: { object: InvolvedObject; event: Record
     labels: object.metadata.labels ?? {},
     severity: event.type === 'Warning' ? 'error' : 'info',
     reason: event.reason,
-    category: categorize(object, event, input.recovered),
+    category: categorize(object, event, input.recovered, revision),
     message: event.message,
     recovered: input.recovered,
     ...(revision === undefined ? {} : { revision }),
