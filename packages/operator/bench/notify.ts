@@ -13,15 +13,14 @@
 // did (reconciles, its main thread's and helper threads' CPU) and the time the hypervisor stole.
 // Its last lines: the median over the rounds of the CPU a new commit costs with notifications beyond without, one
 // request per event and batched, their spread, against the target (+5 % at most). DIR gets every operator's CPU
-// profile (DIR/<namespace>/) and what the profile says the notifications cost (alerts minus plain, by function).
+// profile (DIR/<namespace>/) and the time the notifications' own frames took in each (their code and what it calls).
 import type { ConfigSync } from '@syncline/operator';
 import { parseDuration } from '@syncline/runtime';
 import { OPERATOR_NODE_FLAGS, startHttpReceiver, startOperator } from '@syncline/test-support';
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { benchEnvironment, cpuSeconds, cpuSecondsByThread, diff, metricSum, percentile, pool, requestCounts, sleep } from './_environment.ts';
 import { buildOperatorBundle } from './_bundle.ts';
 import { deliverPush } from './_push.ts';
@@ -347,7 +346,15 @@ for (const variant of variants) {
     ),
   );
 }
-if (flags.profile !== undefined) for (const variant of withAlerts) printProfileDifference(flags.profile, variant);
+if (flags.profile !== undefined) {
+  const chunk = notificationsChunk();
+  for (const variant of variants) {
+    const ms = notificationFramesMs(flags.profile, variant, chunk) / ROUNDS;
+    console.log(
+      `notifications' own frames in ${variant.namespace}'s profile: ${ms.toFixed(0)} ms per commit (${pct(ms / median(plain.cpuMs))} of the operator's CPU per commit without alerts)`,
+    );
+  }
+}
 
 /** The CPU notifications cost per commit, round by round: with alerts against without in the same round, as a share of without. */
 const paired = (variant: Variant): number[] => variant.rounds.map((r, i) => (r.cpuMs - (plain.rounds[i]?.cpuMs ?? NaN)) / (plain.rounds[i]?.cpuMs ?? NaN));
@@ -368,20 +375,53 @@ for (const variant of withAlerts) {
   );
 }
 
-/** What the variant's operator spent in its rounds beyond the plain one in its rounds, by function (scripts/cpu-profile.ts --minus). */
-function printProfileDifference(dir: string, variant: Variant): void {
-  const profileOf = (namespace: string): string | undefined => {
-    const name = readdirSync(join(dir, namespace)).find((f) => f.endsWith('.cpuprofile'));
-    return name === undefined ? undefined : join(dir, namespace, name);
+/** The bundle's files that hold the notifications' code (packages/notify: it defines startNotifications; a rebuilt bundle's directory may keep an old one). */
+function notificationsChunk(): string[] {
+  const dir = dirname(bundle);
+  return readdirSync(dir).filter((f) => f.endsWith('.mjs') && readFileSync(join(dir, f), 'utf8').includes('function startNotifications('));
+}
+
+/**
+ * The sampled time (ms, over all the variant's rounds) the notifications' own code held the CPU: the samples whose
+ * stack holds a frame of their chunk, what they call included (Node's http client sending a request), except
+ * beneath the tap's `record` when the frame nearest the sample is the Event recorder's (Events are recorded with
+ * or without notifications). Not in it: what runs from a socket's callbacks (an answer's parsing) and the garbage
+ * collector, which a profile does not tie to the code that made the work: the difference of the whole CPU says those.
+ */
+function notificationFramesMs(dir: string, variant: Variant, chunks: readonly string[]): number {
+  const name = readdirSync(join(dir, variant.namespace)).find((f) => f.endsWith('.cpuprofile'));
+  if (name === undefined) return NaN;
+  type Node = { id: number; callFrame: { functionName: string; url: string }; children?: number[] };
+  const profile = JSON.parse(readFileSync(join(dir, variant.namespace, name), 'utf8')) as { nodes: Node[]; startTime: number; samples: number[]; timeDeltas: number[] };
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const ours = (node: Node): boolean => chunks.some((chunk) => node.callFrame.url.endsWith(`/${chunk}`));
+  const counted = new Map<number, boolean>();
+  const countsFor = (leaf: number): boolean => {
+    const known = counted.get(leaf);
+    if (known !== undefined) return known;
+    let nearestBundleFrameIsOurs: boolean | undefined;
+    let result = false;
+    for (let id: number | undefined = leaf; id !== undefined; id = parent.get(id)) {
+      const node = byId.get(id) as Node;
+      const inBundle = node.callFrame.url.includes(dirname(bundle));
+      if (inBundle && nearestBundleFrameIsOurs === undefined) nearestBundleFrameIsOurs = ours(node);
+      if (!ours(node)) continue;
+      result = node.callFrame.functionName !== 'record' || nearestBundleFrameIsOurs === true;
+      break;
+    }
+    counted.set(leaf, result);
+    return result;
   };
-  const mine = profileOf(variant.namespace);
-  const theirs = profileOf(plain.namespace);
-  if (mine === undefined || theirs === undefined) return;
-  const script = join(import.meta.dirname, '..', '..', '..', 'scripts', 'cpu-profile.ts');
-  const rounds = (v: Variant): string => join(dir, v.namespace, 'rounds.json');
-  const args = [script, mine, '--window', rounds(variant), '--minus', theirs, '--minus-window', rounds(plain), '--top', '20'];
-  console.log(`profile of ${variant.namespace} minus ${plain.namespace} over their ${ROUNDS} rounds (${label(variant)}):`);
-  console.log(execFileSync(process.execPath, args, { encoding: 'utf8' }).trimEnd());
+  let at = profile.startTime;
+  let us = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    at += profile.timeDeltas[i] ?? 0;
+    if (!variant.windows.some((w) => at >= w.fromUs && at <= w.toUs)) continue;
+    if (countsFor(profile.samples[i] ?? -1)) us += profile.timeDeltas[i + 1] ?? 0;
+  }
+  return us / 1000;
 }
 
 /** Resolves when every sync of `namespace` is Ready at `sha`, as a watch sees it (no polling of N objects). */
