@@ -105,7 +105,10 @@ describe('alertIndex', () => {
       view('elsewhere', 'exact', [{ kind: 'ConfigSync', name: 'web' }]),
       view('platform', 'remote', [{ kind: 'ConfigSync', name: 'web', namespace: 'team' }]),
     ];
-    const index = alertIndex(() => alerts, (a) => a);
+    const index = alertIndex(
+      () => alerts,
+      (a) => a,
+    );
     const names = (found: readonly AlertView[]) => found.map((a) => `${a.namespace}/${a.name}`).sort();
     expect(names(index.of(sync('team', 'web')))).toEqual(['platform/remote', 'team/any', 'team/exact', 'team/kind', 'team/twice']);
     expect(names(index.of(sync('team', 'db')))).toEqual(['team/any', 'team/kind', 'team/other']);
@@ -115,7 +118,10 @@ describe('alertIndex', () => {
 
   it('the NotificationAlerts of one object under one key come back as that list, without copies; reset reads them again', () => {
     let alerts = [view('team', 'exact', [{ kind: 'ConfigSync', name: 'web' }])];
-    const index = alertIndex(() => alerts, (a) => a);
+    const index = alertIndex(
+      () => alerts,
+      (a) => a,
+    );
     const first = index.of(sync('team', 'web'));
     expect(index.of(sync('team', 'web'))).toBe(first);
     alerts = [...alerts, view('team', 'more', [{ kind: 'ConfigSync', name: 'web' }])];
@@ -125,7 +131,10 @@ describe('alertIndex', () => {
   });
 
   it('an invalid NotificationAlert (no view) is filed nowhere', () => {
-    const index = alertIndex(() => [{ spec: 'invalid' }], () => undefined);
+    const index = alertIndex(
+      () => [{ spec: 'invalid' }],
+      () => undefined,
+    );
     expect(index.of(sync('team', 'web'))).toEqual([]);
   });
 });

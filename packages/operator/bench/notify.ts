@@ -392,7 +392,12 @@ function notificationFramesMs(dir: string, variant: Variant, chunks: readonly st
   const name = readdirSync(join(dir, variant.namespace)).find((f) => f.endsWith('.cpuprofile'));
   if (name === undefined) return NaN;
   type Node = { id: number; callFrame: { functionName: string; url: string }; children?: number[] };
-  const profile = JSON.parse(readFileSync(join(dir, variant.namespace, name), 'utf8')) as { nodes: Node[]; startTime: number; samples: number[]; timeDeltas: number[] };
+  const profile = JSON.parse(readFileSync(join(dir, variant.namespace, name), 'utf8')) as {
+    nodes: Node[];
+    startTime: number;
+    samples: number[];
+    timeDeltas: number[];
+  };
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
