@@ -1,4 +1,4 @@
-// `pnpm bench notify [--syncs 200] [--rounds 10] [--batch WINDOW] [--trigger webhook|annotation] [--bundle FILE] [--profile DIR]`:
+// `pnpm bench notify [--syncs 200] [--rounds 12] [--batch WINDOW] [--trigger webhook|annotation] [--bundle FILE] [--profile DIR]`:
 // the reconcile figures of `bench operator` (N ConfigSyncs × 5 objects on one repo, the real control plane and the
 // real operator process) in two namespaces, each with its own operator (the JavaScript bundle the image runs): one
 // without notifications, one with one NotificationAlert per sync sending every event to one webhook
@@ -28,7 +28,7 @@ import { deliverPush } from './_push.ts';
 const { values: flags } = parseArgs({
   options: {
     syncs: { type: 'string', default: '200' },
-    rounds: { type: 'string', default: '10' },
+    rounds: { type: 'string', default: '12' },
     batch: { type: 'string' },
     profile: { type: 'string' },
     trigger: { type: 'string', default: 'webhook' },
