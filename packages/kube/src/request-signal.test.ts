@@ -1,7 +1,8 @@
 // A request's signal says what aborted it (the caller, the write fence or the deadline), and lets go of all
 // three once the request settled.
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { requestSignal } from './request-signal.ts';
+import { requestSignal, watchersOfSignal } from './request-signal.ts';
 
 describe('requestSignal', () => {
   it('names the caller, the fence or the deadline as the cause', async () => {
@@ -33,5 +34,44 @@ describe('requestSignal', () => {
     settled.done();
     later.abort();
     expect([settled.signal.aborted, settled.cause()]).toEqual([false, undefined]);
+  });
+});
+
+describe('requestSignal on a signal many requests share', () => {
+  it('adds one listener to the fence whatever the requests in flight, aborts them all, and forgets each settled one', () => {
+    const fence = new AbortController();
+    const caller = new AbortController();
+    const requests = Array.from({ length: 100 }, () => requestSignal({ timeoutMs: 60_000, signal: caller.signal, fence: fence.signal }));
+    expect([getEventListeners(fence.signal, 'abort').length, getEventListeners(caller.signal, 'abort').length]).toEqual([1, 1]);
+    expect(watchersOfSignal(fence.signal)).toBe(100);
+
+    const settled = requests.slice(0, 40);
+    for (const request of settled) request.done();
+    expect([watchersOfSignal(fence.signal), watchersOfSignal(caller.signal)]).toEqual([60, 60]);
+
+    fence.abort(new Error('lost leadership'));
+    expect(requests.slice(40).map((request) => [request.signal.aborted, request.cause()])).toEqual(Array.from({ length: 60 }, () => [true, 'fence']));
+    expect(settled.every((request) => !request.signal.aborted && request.cause() === undefined)).toBe(true);
+    expect(watchersOfSignal(fence.signal)).toBe(0);
+    // the caller's later abort reaches none of them: each was aborted once, by the fence
+    caller.abort();
+    expect(requests.slice(40).every((request) => request.cause() === 'fence')).toBe(true);
+    for (const request of requests.slice(40)) request.done();
+    expect(watchersOfSignal(caller.signal)).toBe(0);
+  });
+
+  it('still aborts the others when one request abort handler throws', async () => {
+    const fence = new AbortController();
+    const first = requestSignal({ timeoutMs: 60_000, fence: fence.signal });
+    const second = requestSignal({ timeoutMs: 60_000, fence: fence.signal });
+    first.signal.addEventListener('abort', () => {
+      throw new Error('a handler that fails');
+    });
+    const reported = new Promise<unknown>((resolve) => process.once('uncaughtException', resolve));
+    fence.abort();
+    expect([first.cause(), second.cause(), second.signal.aborted]).toEqual(['fence', 'fence', true]);
+    expect(await reported).toBeInstanceOf(Error);
+    first.done();
+    second.done();
   });
 });
