@@ -75,3 +75,37 @@ describe('requestSignal on a signal many requests share', () => {
     second.done();
   });
 });
+
+describe('requestSignal as an Abortable', () => {
+  it('runs each listener once on abort, none that left, and none added after it aborted', () => {
+    const fence = new AbortController();
+    const request = requestSignal({ timeoutMs: 60_000, fence: fence.signal });
+    const heard: string[] = [];
+    request.listen(() => heard.push('first'));
+    const leave = request.listen(() => heard.push('left'));
+    request.listen(() => heard.push('third'));
+    leave();
+    expect(request.aborted).toBe(false);
+    fence.abort(new Error('lost leadership'));
+    expect([request.aborted, (request.reason as Error).message, heard]).toEqual([true, 'lost leadership', ['first', 'third']]);
+    request.listen(() => heard.push('late'));
+    fence.abort();
+    expect(heard).toEqual(['first', 'third']);
+    request.done();
+  });
+
+  it('makes its AbortSignal only when asked, aborted with the same reason', () => {
+    const caller = new AbortController();
+    const early = requestSignal({ timeoutMs: 60_000, signal: caller.signal });
+    const { signal } = early;
+    caller.abort(new Error('cancelled'));
+    expect([signal.aborted, (signal.reason as Error).message, early.cause()]).toEqual([true, 'cancelled', 'caller']);
+    // asked for after the abort: made aborted already
+    const other = new AbortController();
+    other.abort(new Error('gone'));
+    const late = requestSignal({ timeoutMs: 60_000, signal: other.signal });
+    expect([late.signal.aborted, (late.signal.reason as Error).message]).toEqual([true, 'gone']);
+    early.done();
+    late.done();
+  });
+});

@@ -14,6 +14,17 @@ type Watchers = Set<() => void>;
 
 const watchersOf = new WeakMap<AbortSignal, Watchers>();
 
+/** Runs `run` as an event listener runs: one that throws is reported (an uncaught exception), and the others still run. */
+function reported(run: () => void): void {
+  try {
+    run();
+  } catch (error) {
+    queueMicrotask(() => {
+      throw error;
+    });
+  }
+}
+
 /** Runs `onAbort` when `signal` aborts (not yet aborted); returns what stops it. */
 function watch(signal: AbortSignal, onAbort: () => void): () => void {
   let watchers = watchersOf.get(signal);
@@ -26,16 +37,7 @@ function watch(signal: AbortSignal, onAbort: () => void): () => void {
       () => {
         const now = [...set];
         set.clear();
-        for (const run of now) {
-          // as with a listener of its own: one that throws is reported, and the others still run
-          try {
-            run();
-          } catch (error) {
-            queueMicrotask(() => {
-              throw error;
-            });
-          }
-        }
+        for (const run of now) reported(run);
       },
       { once: true },
     );
@@ -50,7 +52,36 @@ export function watchersOfSignal(signal: AbortSignal): number {
   return watchersOf.get(signal)?.size ?? 0;
 }
 
-export type RequestSignal = {
+/**
+ * What a request's exchange listens to for its end: an AbortSignal has this shape through `abortable`, and a
+ * RequestSignal has it without an AbortController of its own (one fewer object and listener per request).
+ */
+export type Abortable = {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  /** Runs `onAbort` once, when it aborts (never when it already has); returns what stops it. */
+  listen(onAbort: () => void): () => void;
+};
+
+/** An AbortSignal as an Abortable. */
+export function abortable(signal: AbortSignal): Abortable {
+  return {
+    get aborted() {
+      return signal.aborted;
+    },
+    get reason(): unknown {
+      const reason: unknown = signal.reason;
+      return reason;
+    },
+    listen(onAbort) {
+      signal.addEventListener('abort', onAbort, { once: true });
+      return () => signal.removeEventListener('abort', onAbort);
+    },
+  };
+}
+
+export type RequestSignal = Abortable & {
+  /** The same as an AbortSignal (made on first use: the REST client listens through `listen`). */
   readonly signal: AbortSignal;
   /** What aborted it, if anything: the caller, the fence or the deadline. */
   cause(): 'caller' | 'fence' | 'deadline' | undefined;
@@ -59,12 +90,36 @@ export type RequestSignal = {
 };
 
 export function requestSignal(options: { timeoutMs: number; signal?: AbortSignal | undefined; fence?: AbortSignal | undefined }): RequestSignal {
-  const controller = new AbortController();
   let cause: 'caller' | 'fence' | 'deadline' | undefined;
-  const abort = (why: 'caller' | 'fence' | 'deadline', reason: unknown): void => {
+  let reason: unknown;
+  let listener: (() => void) | undefined;
+  let listeners: (() => void)[] | undefined;
+  let controller: AbortController | undefined;
+  const abort = (why: 'caller' | 'fence' | 'deadline', given: unknown): void => {
     if (cause !== undefined) return;
     cause = why;
-    controller.abort(reason);
+    reason = given;
+    const run = listener;
+    const more = listeners;
+    listener = undefined;
+    listeners = undefined;
+    if (run !== undefined) reported(run);
+    if (more !== undefined) for (const each of more) reported(each);
+  };
+  const listen = (onAbort: () => void): (() => void) => {
+    if (cause !== undefined) return () => undefined;
+    if (listener === undefined && listeners === undefined) {
+      listener = onAbort;
+      return () => {
+        if (listener === onAbort) listener = undefined;
+      };
+    }
+    (listeners ??= []).push(onAbort);
+    return () => {
+      if (listener === onAbort) listener = undefined;
+      const at = listeners?.indexOf(onAbort) ?? -1;
+      if (at !== -1) listeners?.splice(at, 1);
+    };
   };
   const { signal, fence } = options;
   let leaveCaller: (() => void) | undefined;
@@ -76,7 +131,22 @@ export function requestSignal(options: { timeoutMs: number; signal?: AbortSignal
   const timer = setTimeout(() => abort('deadline', new DOMException('The operation timed out.', 'TimeoutError')), options.timeoutMs);
   timer.unref();
   return {
-    signal: controller.signal,
+    get aborted() {
+      return cause !== undefined;
+    },
+    get reason(): unknown {
+      return reason;
+    },
+    listen,
+    get signal() {
+      if (controller === undefined) {
+        const made = new AbortController();
+        controller = made;
+        if (cause !== undefined) made.abort(reason);
+        else listen(() => made.abort(reason));
+      }
+      return controller.signal;
+    },
     cause: () => cause,
     done() {
       clearTimeout(timer);
