@@ -13,6 +13,8 @@
 type Watchers = Set<() => void>;
 
 const watchersOf = new WeakMap<AbortSignal, Watchers>();
+/** The signal watched last and its watchers (a weak reference would cost more than it saves: it is one signal). */
+const last: { signal: AbortSignal | undefined; watchers: Watchers | undefined } = { signal: undefined, watchers: undefined };
 
 /** Runs `run` as an event listener runs: one that throws is reported (an uncaught exception), and the others still run. */
 function reported(run: () => void): void {
@@ -27,7 +29,8 @@ function reported(run: () => void): void {
 
 /** Runs `onAbort` when `signal` aborts (not yet aborted); returns what stops it. */
 function watch(signal: AbortSignal, onAbort: () => void): () => void {
-  let watchers = watchersOf.get(signal);
+  // most requests watch the same signal as the last one (their client's fence): no WeakMap look-up then
+  let watchers = signal === last.signal ? last.watchers : watchersOf.get(signal);
   if (watchers === undefined) {
     const set: Watchers = new Set();
     watchers = set;
@@ -42,6 +45,8 @@ function watch(signal: AbortSignal, onAbort: () => void): () => void {
       { once: true },
     );
   }
+  last.signal = signal;
+  last.watchers = watchers;
   watchers.add(onAbort);
   const joined = watchers;
   return () => joined.delete(onAbort);
@@ -89,69 +94,87 @@ export type RequestSignal = Abortable & {
   done(): void;
 };
 
-export function requestSignal(options: { timeoutMs: number; signal?: AbortSignal | undefined; fence?: AbortSignal | undefined }): RequestSignal {
-  let cause: 'caller' | 'fence' | 'deadline' | undefined;
-  let reason: unknown;
-  let listener: (() => void) | undefined;
-  let listeners: (() => void)[] | undefined;
-  let controller: AbortController | undefined;
-  const abort = (why: 'caller' | 'fence' | 'deadline', given: unknown): void => {
-    if (cause !== undefined) return;
-    cause = why;
-    reason = given;
-    const run = listener;
-    const more = listeners;
-    listener = undefined;
-    listeners = undefined;
-    if (run !== undefined) reported(run);
-    if (more !== undefined) for (const each of more) reported(each);
-  };
-  const listen = (onAbort: () => void): (() => void) => {
-    if (cause !== undefined) return () => undefined;
-    if (listener === undefined && listeners === undefined) {
-      listener = onAbort;
+type Cause = 'caller' | 'fence' | 'deadline';
+
+/** A class, not an object of closures and accessors: one is made per request. */
+class Request implements RequestSignal {
+  #cause: Cause | undefined;
+  #reason: unknown;
+  /** The one listener most requests have (their exchange), and any beyond it. */
+  #listener: (() => void) | undefined;
+  #more: (() => void)[] | undefined;
+  #controller: AbortController | undefined;
+  #leaveCaller: (() => void) | undefined;
+  #leaveFence: (() => void) | undefined;
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(options: { timeoutMs: number; signal?: AbortSignal | undefined; fence?: AbortSignal | undefined }) {
+    const { signal, fence } = options;
+    if (signal?.aborted === true) this.#abort('caller', signal.reason);
+    else if (signal !== undefined) this.#leaveCaller = watch(signal, () => this.#abort('caller', signal.reason));
+    if (fence?.aborted === true) this.#abort('fence', fence.reason);
+    else if (fence !== undefined) this.#leaveFence = watch(fence, () => this.#abort('fence', fence.reason));
+    this.#timer = setTimeout(() => this.#abort('deadline', new DOMException('The operation timed out.', 'TimeoutError')), options.timeoutMs);
+    this.#timer.unref();
+  }
+
+  get aborted(): boolean {
+    return this.#cause !== undefined;
+  }
+
+  get reason(): unknown {
+    return this.#reason;
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      const made = new AbortController();
+      this.#controller = made;
+      if (this.#cause !== undefined) made.abort(this.#reason);
+      else this.listen(() => made.abort(this.#reason));
+    }
+    return this.#controller.signal;
+  }
+
+  listen(onAbort: () => void): () => void {
+    if (this.#cause !== undefined) return () => undefined;
+    if (this.#listener === undefined && this.#more === undefined) {
+      this.#listener = onAbort;
       return () => {
-        if (listener === onAbort) listener = undefined;
+        if (this.#listener === onAbort) this.#listener = undefined;
       };
     }
-    (listeners ??= []).push(onAbort);
+    (this.#more ??= []).push(onAbort);
     return () => {
-      if (listener === onAbort) listener = undefined;
-      const at = listeners?.indexOf(onAbort) ?? -1;
-      if (at !== -1) listeners?.splice(at, 1);
+      if (this.#listener === onAbort) this.#listener = undefined;
+      const at = this.#more?.indexOf(onAbort) ?? -1;
+      if (at !== -1) this.#more?.splice(at, 1);
     };
-  };
-  const { signal, fence } = options;
-  let leaveCaller: (() => void) | undefined;
-  let leaveFence: (() => void) | undefined;
-  if (signal?.aborted === true) abort('caller', signal.reason);
-  else if (signal !== undefined) leaveCaller = watch(signal, () => abort('caller', signal.reason));
-  if (fence?.aborted === true) abort('fence', fence.reason);
-  else if (fence !== undefined) leaveFence = watch(fence, () => abort('fence', fence.reason));
-  const timer = setTimeout(() => abort('deadline', new DOMException('The operation timed out.', 'TimeoutError')), options.timeoutMs);
-  timer.unref();
-  return {
-    get aborted() {
-      return cause !== undefined;
-    },
-    get reason(): unknown {
-      return reason;
-    },
-    listen,
-    get signal() {
-      if (controller === undefined) {
-        const made = new AbortController();
-        controller = made;
-        if (cause !== undefined) made.abort(reason);
-        else listen(() => made.abort(reason));
-      }
-      return controller.signal;
-    },
-    cause: () => cause,
-    done() {
-      clearTimeout(timer);
-      leaveCaller?.();
-      leaveFence?.();
-    },
-  };
+  }
+
+  cause(): Cause | undefined {
+    return this.#cause;
+  }
+
+  done(): void {
+    clearTimeout(this.#timer);
+    this.#leaveCaller?.();
+    this.#leaveFence?.();
+  }
+
+  #abort(why: Cause, reason: unknown): void {
+    if (this.#cause !== undefined) return;
+    this.#cause = why;
+    this.#reason = reason;
+    const first = this.#listener;
+    const more = this.#more;
+    this.#listener = undefined;
+    this.#more = undefined;
+    if (first !== undefined) reported(first);
+    if (more !== undefined) for (const each of more) reported(each);
+  }
+}
+
+export function requestSignal(options: { timeoutMs: number; signal?: AbortSignal | undefined; fence?: AbortSignal | undefined }): RequestSignal {
+  return new Request(options);
 }
