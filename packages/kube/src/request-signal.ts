@@ -97,7 +97,7 @@ export type RequestSignal = Abortable & {
 type Cause = 'caller' | 'fence' | 'deadline';
 
 /** A class, not an object of closures and accessors: one is made per request. */
-class Request implements RequestSignal {
+class PendingRequest implements RequestSignal {
   #cause: Cause | undefined;
   #reason: unknown;
   /** The one listener most requests have (their exchange), and any beyond it. */
@@ -176,5 +176,5 @@ class Request implements RequestSignal {
 }
 
 export function requestSignal(options: { timeoutMs: number; signal?: AbortSignal | undefined; fence?: AbortSignal | undefined }): RequestSignal {
-  return new Request(options);
+  return new PendingRequest(options);
 }
