@@ -1,5 +1,5 @@
 // Canonical JSON (sorted keys) and digests over it: the same objects give the same digest whatever the key order.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /** Built by concatenation (V8 joins the pieces once, when the string is hashed): no array of pieces per value. */
 function write(value: unknown): string {
@@ -28,5 +28,5 @@ export function canonicalJson(value: unknown): string {
 
 /** sha256 over canonical JSON, as `sha256:<hex>`. */
 export function digestOf(value: unknown): string {
-  return `sha256:${createHash('sha256').update(canonicalJson(value)).digest('hex')}`;
+  return `sha256:${hash('sha256', canonicalJson(value), 'hex')}`;
 }

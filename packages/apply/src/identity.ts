@@ -1,5 +1,5 @@
 // Object identity and the ownership mark: how a sync recognises what it applied.
-import { createHash } from 'node:crypto';
+import { hash as sha } from 'node:crypto';
 
 /** The part of a Kubernetes object the apply package reads; every object has at least this. */
 export type KubeObject = {
@@ -74,7 +74,7 @@ export function ownerHash(owner: Owner): string {
   const key = ownedBy(owner);
   let hash = ownerHashes.get(key);
   if (hash === undefined) {
-    hash = createHash('sha256').update(key).digest('hex').slice(0, 40);
+    hash = sha('sha256', key, 'hex').slice(0, 40);
     // Planning asks for the same few owners once per object: remember them (bounded, a pure memo).
     if (ownerHashes.size >= 10_000) ownerHashes.clear();
     ownerHashes.set(key, hash);

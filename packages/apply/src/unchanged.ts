@@ -11,7 +11,7 @@
 // recorded one: ours, without drift, carrying the recorded digest. provenObjects hands those to readLive, which
 // then reads only what is not proven, and the plan is the one a full read would give. Such proofs are kept even
 // when the apply was not clean (for the objects it did prove), without a fingerprint.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { ChangeSet } from './execute.ts';
 import { APPLIED_DIGEST_ANNOTATION, objectId, ownerHash, type KubeObject, type Owner } from './identity.ts';
 import type { Inventory } from './inventory.ts';
@@ -51,7 +51,7 @@ export type FingerprintInput = {
  */
 export function applyFingerprint(input: FingerprintInput): string {
   const json = JSON.stringify({ desired: input.desired, inventory: input.inventory ?? [], owner: input.owner, options: input.options });
-  return `sha256:${createHash('sha256').update(json).digest('base64url')}`;
+  return `sha256:${hash('sha256', json, 'base64url')}`;
 }
 
 /**

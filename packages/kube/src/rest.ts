@@ -9,7 +9,7 @@
 // get a pool of their own without a cap (the watch budget bounds them, see watch-budget.ts);
 // requests get a capped pool and an overall deadline that includes the wait for a socket.
 import type { Dispatcher } from 'undici';
-import { requestSignal } from './request-signal.ts';
+import { abortable, requestSignal, type Abortable } from './request-signal.ts';
 import {
   ApiError as KubeApiError,
   dispatcherFor,
@@ -146,13 +146,14 @@ class Exchange implements Dispatcher.DispatchHandler {
   #controller: Dispatcher.DispatchController | undefined;
   /** Takes the request out of the queue it waits in for a connection (undefined once it started). */
   #dequeue: ((reason: Error) => void) | undefined;
-  readonly #signal: AbortSignal;
+  readonly #signal: Abortable;
+  #unlisten: (() => void) | undefined;
 
-  constructor(signal: AbortSignal, sink: Sink) {
+  constructor(signal: Abortable, sink: Sink) {
     this.#signal = signal;
     this.#sink = sink;
     if (signal.aborted) this.#onAbort();
-    else signal.addEventListener('abort', this.#onAbort);
+    else this.#unlisten = signal.listen(this.#onAbort);
   }
 
   get open(): boolean {
@@ -183,7 +184,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   #settle(): Sink | undefined {
     const sink = this.#sink;
     this.#sink = undefined;
-    this.#signal.removeEventListener('abort', this.#onAbort);
+    this.#unlisten?.();
+    this.#unlisten = undefined;
     return sink;
   }
 
@@ -328,7 +330,7 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
           },
           fail: reject,
         };
-        send(requests, req, new Exchange(abort.signal, sink));
+        send(requests, req, new Exchange(abort, sink));
       });
     },
     watch(path, query, onEvent, callerSignal, onOpen) {
@@ -404,7 +406,7 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
           // an error once the signal aborted is the watch ending as asked (or as given up): not a failure
           fail: (error) => (signal.aborted ? resolve() : reject(error)),
         };
-        const exchange = new Exchange(signal, sink);
+        const exchange = new Exchange(abortable(signal), sink);
         send(watches, { method: 'GET', path, query: { timeoutSeconds: seconds, ...query, watch: true } }, exchange);
       });
     },

@@ -16,7 +16,7 @@
 // nothing. `version` answers only from a watch heard from within WATCH_FRESH_MS (the API server's bookmark period
 // and a margin: a live watch stays fresh on bookmarks alone); for a silent one it answers "not covered", so the
 // target reads its objects (a LIST of its own kinds per namespace), restarts that watch, and says so in its status.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import {
   DEFAULT_FIELD_MANAGER,
   OWNED_BY_ANNOTATION,
@@ -441,7 +441,7 @@ export function projectManaged(object: KubeObject): KubeObject {
       annotations: pickOwner(object),
       generation: metadata['generation'],
     },
-    marks: createHash('sha256').update(marks).digest('base64url').slice(0, 22),
+    marks: hash('sha256', marks, 'base64url').slice(0, 22),
     health: `${health.status}|${health.reason ?? ''}|${health.message}`,
     ownWriteAt: writtenLastBy(object, DEFAULT_FIELD_MANAGER),
   };
