@@ -395,6 +395,35 @@ describe('the snapshot cache', () => {
     expect(new Set(snapshots.map((s) => s.dir)).size).toBe(1);
   });
 
+  it('fetches a commit its listing just resolved with one request (the listing advertised the capabilities); a failed fetch asks for them again', async () => {
+    // given a source that listed the repository (a push announced its new commit)
+    const repo = await newRepo();
+    const sha = await repo.commit({ 'a.yaml': 'a: 1\n' });
+    const { source } = await newSource({ retry: { attempts: 1 } });
+    server.resetRequests();
+    const resolved = await source.resolveRevision({ repo: repo.url, revision: 'main', maxAgeMs: 0 });
+
+    // when it fetches what it resolved
+    const snapshot = await source.fetchSnapshot({ repo: repo.url, sha: resolved });
+
+    // then the fetch is one POST: no second advertisement
+    expect(resolved).toBe(sha);
+    expect(text(await source.readPath(snapshot, ''))).toEqual({ 'a.yaml': 'a: 1\n' });
+    expect(server.requests(repo.name)).toEqual({ infoRefs: 1, uploadPack: 1 });
+
+    // when the next commit's fetch fails (the server errs), then its retry reads the advertisement first
+    const next = await repo.commit({ 'a.yaml': 'a: 2\n' });
+    await source.resolveRevision({ repo: repo.url, revision: 'main', maxAgeMs: 0 });
+    server.resetRequests();
+    server.setBehavior({ kind: 'status', status: 500, only: 'git-upload-pack', repo: repo.name, times: 1 });
+    const err = await failure(source.fetchSnapshot({ repo: repo.url, sha: next })).finally(() => server.setBehavior(undefined));
+    expect(err.code).toBe('ServerError');
+    expect(server.requests(repo.name)).toEqual({ infoRefs: 0, uploadPack: 1 });
+    const retried = await source.fetchSnapshot({ repo: repo.url, sha: next });
+    expect(text(await source.readPath(retried, ''))).toEqual({ 'a.yaml': 'a: 2\n' });
+    expect(server.requests(repo.name)).toEqual({ infoRefs: 1, uploadPack: 2 });
+  });
+
   it('survives a restart, and never serves a half-written snapshot', async () => {
     // given
     const repo = await newRepo();
