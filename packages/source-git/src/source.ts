@@ -546,8 +546,8 @@ export function createGitSource(options: GitSourceOptions): GitSource {
   /**
    * The capabilities each access's latest listing advertised, and when: a fetch over HTTP within
    * CAPABILITIES_FRESH_MS of it words its request from them instead of asking for the advertisement again (the
-   * new commit a push announced: resolved by one listing, fetched by one POST right after). Forgotten when a
-   * fetch that used them fails, so its retry asks the server afresh.
+   * new commit a push announced: resolved by one listing, fetched by one POST right after). A fetch that fails with
+   * them forgets them and tries once more the usual way (the advertisement, then the request).
    */
   const capabilities = new Map<string, { readonly set: ReadonlySet<string>; readonly at: number }>();
   const listRefs = async (op: Operation, req: Pick<ResolveRequest, 'auth' | 'connection' | 'maxAgeMs' | 'startedAfter'>): Promise<Advertisement> => {
@@ -623,13 +623,25 @@ export function createGitSource(options: GitSourceOptions): GitSource {
         if (hit !== undefined) return { repo: op.url, sha, dir: hit.dir };
         const scratch = await cache.scratch();
         const known = knownCapabilities(op, access);
+        const fetchWith = (advertised: ReadonlySet<string> | undefined): Promise<void> =>
+          fetchInto({ op, sha, dir: scratch, connect: () => uploadPack(op, advertised), maxObjectBytes: limits.maxResponseBytes });
         try {
-          await fetchInto({ op, sha, dir: scratch, connect: () => uploadPack(op, known), maxObjectBytes: limits.maxResponseBytes });
+          await fetchWith(known).catch(async (err: unknown) => {
+            // Worded from a listing's capabilities, the request may not suit the server (one that wants its
+            // advertisement asked for first, or whose capabilities changed): once more, as a fetch without a listing.
+            if (
+              known === undefined ||
+              (err instanceof GitSourceError && (err.code === GitSourceErrorCode.Timeout || err.code === GitSourceErrorCode.LimitExceeded))
+            )
+              throw err;
+            if (capabilities.get(access)?.set === known) capabilities.delete(access);
+            op.failure = undefined;
+            await fetchWith(undefined);
+          });
           const entry = await cache.commit(key, scratch, { repo: op.url, sha, bytes: await directoryBytes(scratch), format: snapshotFormat });
           proven.add(access);
           return { repo: op.url, sha, dir: entry.dir };
         } catch (err) {
-          if (known !== undefined && capabilities.get(access)?.set === known) capabilities.delete(access);
           await cache.discard(scratch);
           throw err;
         }
