@@ -1,4 +1,4 @@
-// `pnpm bench operator [--syncs 200] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed] [--encrypted] [--trigger webhook|annotation] [--sources | --bundle FILE] [--logs FILE] [--log-level debug] [--heap-snapshot DIR] [--memory-trace FILE] [--engine handlebars|kustomize|helm] [--engines]`
+// `pnpm bench operator [--syncs 200] [--trace FILE] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed] [--encrypted] [--trigger webhook|annotation] [--sources | --bundle FILE] [--logs FILE] [--log-level debug] [--heap-snapshot DIR] [--memory-trace FILE] [--engine handlebars|kustomize|helm] [--engines]`
 // (--sources: runs the operator's .ts sources rather than the JavaScript bundle the image runs, packages/cli/build/bundle.ts;
 // --bundle FILE: runs that bundle's entry instead of building one, e.g. an earlier commit's, for a before/after in the same conditions)
 // (--engine: what renders the syncs, see _engines.ts; --engines: all three runs side by side)
@@ -6,6 +6,7 @@
 // `node scripts/heap-by-type.ts FILE` sums it by constructor)
 // (--memory-trace: FILE gets the operator's memory every 250 ms, RSS split into V8's spaces and what is outside them;
 // the last lines say, per phase, what its RSS peak was made of, see _memory.ts)
+// (--trace FILE: the operator writes a wall-clock trace of its reconciles to FILE, read per phase at the end: see _trace.ts)
 // (--trigger: how the new commit reaches the syncs: `webhook`, the default, is what users do, one signed GitHub push to the
 // operator's receiver, which wakes every sync of the repository; `annotation` patches each ConfigSync's reconcile-requested-at)
 // (--encrypted, with --layout namespace-per-sync: one object of the five is a SOPS-encrypted Secret, age, decrypted by every sync)
@@ -16,7 +17,7 @@
 // requests the API server counted (by verb, leases apart) and the operator's CPU time.
 import type { ConfigSync } from '@syncline/operator';
 import { OPERATOR_NODE_FLAGS, ensureRenderEngine, ensureSops, generateAgeKey, startOperator } from '@syncline/test-support';
-import { readdirSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
@@ -41,6 +42,7 @@ import { BenchEngine, engineFiles, engineSource, parseBenchEngine, runEngineComp
 import { buildOperatorBundle } from './_bundle.ts';
 import { cpuPressure, cpuTimeline, formatSpan, monotonicMicros, profileSpan } from './_profile.ts';
 import { memoryTraceReport, memoryTraceStart } from './_memory.ts';
+import { readTrace, traceReport } from './_trace.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -50,6 +52,7 @@ const { values: flags } = parseArgs({
     profile: { type: 'string' },
     'heap-snapshot': { type: 'string' },
     'memory-trace': { type: 'string' },
+    trace: { type: 'string' },
     layout: { type: 'string', default: 'shared' },
     scope: { type: 'string', default: 'namespace' },
     mixed: { type: 'boolean', default: false },
@@ -119,6 +122,21 @@ const commitAll = (rev: string): Promise<string> =>
     ...(encryptedSecret === undefined ? {} : { 'app/db.yaml': encryptedSecret }),
   });
 const first = await commitAll('one');
+// The API server's first create of a ConfigSync can wait about 2 s on its own start-up (seen on a loaded machine,
+// with or without an operator running; a create 3 s later takes milliseconds): one created and deleted here, before
+// the operator starts, keeps that wait out of the first phase.
+const warmUp = `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs`;
+await rest.request({
+  method: 'POST',
+  path: warmUp,
+  body: {
+    apiVersion: 'syncline.dev/v1alpha1',
+    kind: 'ConfigSync',
+    metadata: { name: 'warm-up' },
+    spec: { source: { git: { repo: repo.url, path: 'app' } }, targets: [{ name: 'warm-up', namespace }] },
+  },
+});
+await rest.request({ method: 'DELETE', path: `${warmUp}/warm-up` });
 const part = await mixedPart(flags.part, { rest, namespace });
 
 // What the image runs: the operator bundled into JavaScript (packages/cli/build/bundle.ts); --sources runs the .ts files instead.
@@ -141,7 +159,9 @@ await using operator = await startOperator({
     ...(part?.operatorArgs ?? []),
   ],
   nodeArgs,
-  ...(memoryTrace === undefined ? {} : { env: memoryTrace.env }),
+  ...(memoryTrace === undefined && flags.trace === undefined
+    ? {}
+    : { env: { ...memoryTrace?.env, ...(flags.trace === undefined ? {} : { SYNCLINE_TRACE: flags.trace }) } }),
 }); // info level: startOperator waits for the 'syncline started' line
 
 const progress = (line: string): void => console.error(`[bench] ${line}`);
@@ -168,7 +188,12 @@ async function startPhase(): Promise<
   readyNow = 0;
   const pressure = cpuPressure();
   const reconciles = await metricSum(operator.probeAddress, 'syncline_reconcile_total');
-  const timeline = cpuTimeline({ 'control plane': () => cpuSeconds(controlPlane.pid), operator: () => cpuSeconds(operator.pid) }, () => readyNow);
+  // The bench's own process (its watch of the syncs, the Git server and the git http-backend processes it ran) shares
+  // the cores too: a tenth where the three together stay under the cores' worth is time nobody used.
+  const timeline = cpuTimeline(
+    { 'control plane': () => cpuSeconds(controlPlane.pid), operator: () => cpuSeconds(operator.pid), 'bench + git': benchCpuSeconds },
+    () => readyNow,
+  );
   return async () => {
     const after = cpuNow();
     const slices = timeline.stop();
@@ -190,31 +215,40 @@ const marks = [
   { label: 'until all Ready', at: started },
 ];
 git.resetRequests();
+/** When each ConfigSync's POST was answered (--trace reports the first and the last). */
+const created: number[] = [];
 await pool(
   Array.from({ length: SYNCS }, (_, i) => i),
   16,
   (i) =>
-    rest.request({
-      method: 'POST',
-      path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs`,
-      body: {
-        apiVersion: 'syncline.dev/v1alpha1',
-        kind: 'ConfigSync',
-        metadata: { name: `s${i}` },
-        spec: {
-          source: { git: { repo: repo.url, path: 'app' }, ...engineSource(engine, i) },
-          refreshInterval: '30s',
-          ...(sopsKey === undefined ? {} : { decryption: { provider: 'sops', secretRef: { name: 'sops-keys' } } }),
-          targets: [{ name: `s${i}`, namespace: layout.targetNamespace(i) }],
+    rest
+      .request({
+        method: 'POST',
+        path: `/apis/syncline.dev/v1alpha1/namespaces/${namespace}/configsyncs`,
+        body: {
+          apiVersion: 'syncline.dev/v1alpha1',
+          kind: 'ConfigSync',
+          metadata: { name: `s${i}` },
+          spec: {
+            source: { git: { repo: repo.url, path: 'app' }, ...engineSource(engine, i) },
+            refreshInterval: '30s',
+            ...(sopsKey === undefined ? {} : { decryption: { provider: 'sops', secretRef: { name: 'sops-keys' } } }),
+            targets: [{ name: `s${i}`, namespace: layout.targetNamespace(i) }],
+          },
         },
-      },
-    }),
+      })
+      .then(() => created.push(Date.now())),
 );
 await waitForAll(first);
 const allReadyMs = Date.now() - started;
 const readyEndMark = monotonicMicros();
 const { requests: readyRequests, cpu: readyCpu, timeline: readyTimeline, pressure: readyPressure, reconciles: readyReconciles } = await endReadyPhase();
 const initialFetches = git.requests('configs').uploadPack;
+/** The Git server's requests of a phase, on the epoch clock of the trace. */
+const gitRequests = (): { at: number; what: string }[] =>
+  git.requestLog().map((r) => ({ at: performance.timeOrigin + r.at, what: r.method === 'GET' ? 'refs' : 'pack' }));
+const readyGit = gitRequests();
+const readyEnded = Date.now();
 
 progress(`all Ready in ${allReadyMs} ms; committing a change`);
 // Phase 2: a new commit, every sync asked to reconcile now → fetches for that commit.
@@ -248,6 +282,8 @@ const commitEndMark = monotonicMicros();
 marks.push({ label: 'first resync after it', at: Date.now() });
 const { requests: commitRequests, cpu: commitCpu, timeline: commitTimeline, pressure: commitPressure, reconciles: commitReconciles } = await endCommitPhase();
 const fetchesPerCommit = git.requests('configs').uploadPack;
+const commitGit = gitRequests();
+const commitEnded = Date.now();
 // With an engine, the render process is the operator's too: its peak is added (an upper bound of the pair's peak).
 const renderRssMb = childrenPeakRss(operator.pid);
 const peakRssMb = peakRss(operator.pid) + renderRssMb;
@@ -353,6 +389,15 @@ console.log(`until all Ready, by tenths of the phase (count: syncs Ready):`);
 for (const line of readyTimeline) console.log(line);
 console.log(`new commit → all Ready, by tenths of the phase:`);
 for (const line of commitTimeline) console.log(line);
+if (flags.trace !== undefined) {
+  await sleep(1000); // the operator flushes its trace every half second
+  const marks = readTrace(flags.trace);
+  console.log(
+    `the bench's ${SYNCS} POSTs of ConfigSyncs: the first answered at +${((Math.min(...created) - started) / 1000).toFixed(3)} s, the last at +${((Math.max(...created) - started) / 1000).toFixed(3)} s`,
+  );
+  for (const line of traceReport({ label: 'until all Ready', marks, from: started, to: readyEnded, gitRequests: readyGit })) console.log(line);
+  for (const line of traceReport({ label: 'new commit → all Ready', marks, from: commitStarted, to: commitEnded, gitRequests: commitGit })) console.log(line);
+}
 for (const line of requestTable({ 'until all Ready': readyRequests.byVerbResource, 'new commit': commitRequests.byVerbResource })) console.log(line);
 if (flags.profile !== undefined) {
   // The profile is written when the operator exits: stopped here, after the steady window.
@@ -423,6 +468,12 @@ if (part !== undefined && flags.json !== undefined) {
  * without polling 1,000 ConfigSyncs (whose LISTs would load the API server being measured). A watch that ends
  * is resumed from a fresh LIST.
  */
+/** This process's CPU seconds, with those of the children it waited for (the Git server's git http-backend runs). */
+function benchCpuSeconds(): number {
+  const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / 100;
+}
+
 async function waitForAll(revision: string): Promise<void> {
   const readyAt = (cs: ConfigSync): boolean =>
     cs.status?.sourceRevision === revision && cs.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;

@@ -12,3 +12,4 @@ export * from './object-status.ts';
 export * from './duration.ts';
 export * from './trust.ts';
 export * from './crds.ts';
+export * from './trace.ts';

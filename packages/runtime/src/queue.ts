@@ -4,6 +4,7 @@
 import { ExponentialBackoff, type IBackoff, type IBackoffFactory } from 'cockatiel';
 import { MAX_TIMER_MS } from './duration.ts';
 import type { ReconcileOutcome } from './shell.ts';
+import { trace } from './trace.ts';
 
 export type { ReconcileOutcome };
 
@@ -119,6 +120,7 @@ export class WorkQueue {
     if (this.#pending.length === 0 && this.#running.size === 0) this.#progressAt = this.#now();
     this.#queued.add(key);
     this.#pending.push(key);
+    trace(key, 'queued');
     this.#options.onDepthChange?.(this.#pending.length);
     this.#pump();
   }
@@ -178,6 +180,7 @@ export class WorkQueue {
       this.#queued.delete(key);
       this.#options.onDepthChange?.(this.#pending.length);
       this.#running.add(key);
+      trace(key, 'start');
       void this.#run(key, handler);
     }
   }
@@ -190,6 +193,7 @@ export class WorkQueue {
       outcome = { kind: 'retry' };
     }
     this.#running.delete(key);
+    trace(key, `end:${outcome.kind}`);
     this.#options.pool?.release();
     this.#progressAt = this.#now();
     const state = this.#backoff.get(key) ?? { backoff: undefined };

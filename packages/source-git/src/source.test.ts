@@ -395,6 +395,51 @@ describe('the snapshot cache', () => {
     expect(new Set(snapshots.map((s) => s.dir)).size).toBe(1);
   });
 
+  it('fetches a commit its listing just resolved with one request (the listing advertised the capabilities); a fetch the server refuses so is done again the usual way', async () => {
+    // given a source that listed the repository (a push announced its new commit)
+    const repo = await newRepo();
+    const sha = await repo.commit({ 'a.yaml': 'a: 1\n' });
+    const { source } = await newSource({ retry: { attempts: 1 } });
+    server.resetRequests();
+    const resolved = await source.resolveRevision({ repo: repo.url, revision: 'main', maxAgeMs: 0 });
+
+    // when it fetches what it resolved
+    const snapshot = await source.fetchSnapshot({ repo: repo.url, sha: resolved });
+
+    // then the fetch is one POST: no second advertisement
+    expect(resolved).toBe(sha);
+    expect(text(await source.readPath(snapshot, ''))).toEqual({ 'a.yaml': 'a: 1\n' });
+    expect(server.requests(repo.name)).toEqual({ infoRefs: 1, uploadPack: 1 });
+
+    // when the server refuses the next commit's request worded so (as one that wants its advertisement asked for first)
+    const next = await repo.commit({ 'a.yaml': 'a: 2\n' });
+    await source.resolveRevision({ repo: repo.url, revision: 'main', maxAgeMs: 0 });
+    server.resetRequests();
+    server.setBehavior({ kind: 'status', status: 400, only: 'git-upload-pack', repo: repo.name, times: 1 });
+    const fetched = await source.fetchSnapshot({ repo: repo.url, sha: next }).finally(() => server.setBehavior(undefined));
+
+    // then the same fetch asks for the advertisement and sends its request again, and succeeds
+    expect(text(await source.readPath(fetched, ''))).toEqual({ 'a.yaml': 'a: 2\n' });
+    expect(server.requests(repo.name)).toEqual({ infoRefs: 1, uploadPack: 2 });
+  });
+
+  it('a fetch worded from a listing that the server refuses twice fails as any fetch does', async () => {
+    // given
+    const repo = await newRepo();
+    const sha = await repo.commit({ 'a.yaml': 'a: 1\n' });
+    const { source } = await newSource({ retry: { attempts: 1 } });
+    await source.resolveRevision({ repo: repo.url, revision: 'main', maxAgeMs: 0 });
+    server.resetRequests();
+
+    // when
+    server.setBehavior({ kind: 'status', status: 500, only: 'git-upload-pack', repo: repo.name, times: 2 });
+    const err = await failure(source.fetchSnapshot({ repo: repo.url, sha })).finally(() => server.setBehavior(undefined));
+
+    // then: one try with the listing's capabilities, one the usual way, and the error of the last
+    expect(err.code).toBe('ServerError');
+    expect(server.requests(repo.name)).toEqual({ infoRefs: 1, uploadPack: 2 });
+  });
+
   it('survives a restart, and never serves a half-written snapshot', async () => {
     // given
     const repo = await newRepo();

@@ -13,7 +13,7 @@ import { indexFetchedPack } from './index-pack-worker.ts';
 import { ObjectType, PackError, PackReader, commitTree, ownBuffer, parseCommit, parseTree } from './pack.ts';
 import type { CommitMetadata, TreeEntry } from './pack.ts';
 import { fetchPack, httpUploadPack, listRefs as listAdvertisedRefs } from './upload-pack.ts';
-import type { AdvertisedRef, UploadPackTransport } from './upload-pack.ts';
+import type { Advertisement, UploadPackTransport } from './upload-pack.ts';
 import { isSafeEntryName, parseRequestPath, resolveSymlinkTarget } from './paths.ts';
 import { SharedListings } from './ref-listings.ts';
 import { parseRepoUrl } from './repo-url.ts';
@@ -439,6 +439,9 @@ class ReadMemo {
   }
 }
 
+/** How long after a listing a fetch over HTTP trusts the capabilities it advertised (see `capabilities` in createGitSource). */
+const CAPABILITIES_FRESH_MS = 60_000;
+
 /** How many distinct URLs, and accesses, the source remembers the hash of (the syncs' repositories and credentials). */
 const HASH_MEMO_ENTRIES = 1_000;
 
@@ -457,8 +460,11 @@ export function createGitSource(options: GitSourceOptions): GitSource {
   const prepare = (repo: string, auth: GitAuth | undefined, connection: GitConnection | undefined): Operation =>
     prepareOperation({ repo, auth, connection, allowInsecureHttp, environmentProxy: options.environmentProxy });
 
-  /** One resolve's or fetch's way to git-upload-pack, chosen by the URL's scheme: its deadline, byte budget and retries. */
-  function uploadPack(op: Operation): UploadPackTransport {
+  /**
+   * One resolve's or fetch's way to git-upload-pack, chosen by the URL's scheme: its deadline, byte budget and
+   * retries. `known`: the server's capabilities from this access's latest listing (HTTP fetches skip their own).
+   */
+  function uploadPack(op: Operation, known?: ReadonlySet<string>): UploadPackTransport {
     const onFailure = (err: GitSourceError): void => {
       op.failure ??= err;
     };
@@ -485,7 +491,7 @@ export function createGitSource(options: GitSourceOptions): GitSource {
       proxy: op.proxy,
       ...bounds,
     });
-    return httpUploadPack(session, op.url, op.shownRepo);
+    return httpUploadPack(session, op.url, op.shownRepo, known);
   }
 
   async function guarded<T>(
@@ -536,12 +542,28 @@ export function createGitSource(options: GitSourceOptions): GitSource {
   /** Accesses that listed or fetched from a repository in this process (bounded by the syncs' distinct credentials). */
   const proven = new Set<string>();
   // Shared per access; see ref-listings.ts for the freshness rule and the bound it gives.
-  const listings = new SharedListings<AdvertisedRef[]>({ now: () => clock.now() });
-  const listRefs = async (op: Operation, req: Pick<ResolveRequest, 'auth' | 'connection' | 'maxAgeMs' | 'startedAfter'>): Promise<AdvertisedRef[]> => {
+  const listings = new SharedListings<Advertisement>({ now: () => clock.now() });
+  /**
+   * The capabilities each access's latest listing advertised, and when: a fetch over HTTP within
+   * CAPABILITIES_FRESH_MS of it words its request from them instead of asking for the advertisement again (the
+   * new commit a push announced: resolved by one listing, fetched by one POST right after). A fetch that fails with
+   * them forgets them and tries once more the usual way (the advertisement, then the request).
+   */
+  const capabilities = new Map<string, { readonly set: ReadonlySet<string>; readonly at: number }>();
+  const listRefs = async (op: Operation, req: Pick<ResolveRequest, 'auth' | 'connection' | 'maxAgeMs' | 'startedAfter'>): Promise<Advertisement> => {
     const key = accessKey(op, req);
-    const refs = await listings.get(key, { maxAgeMs: req.maxAgeMs ?? 0, startedAfter: req.startedAfter }, () => listAdvertisedRefs(uploadPack(op)));
+    const advertisement = await listings.get(key, { maxAgeMs: req.maxAgeMs ?? 0, startedAfter: req.startedAfter }, () =>
+      listAdvertisedRefs(uploadPack(op)).then((listed) => {
+        capabilities.set(key, { set: listed.capabilities, at: clock.now() });
+        return listed;
+      }),
+    );
     proven.add(key);
-    return refs;
+    return advertisement;
+  };
+  const knownCapabilities = (op: Operation, access: string): ReadonlySet<string> | undefined => {
+    const known = capabilities.get(access);
+    return op.target.kind !== 'ssh' && known !== undefined && clock.now() - known.at <= CAPABILITIES_FRESH_MS ? known.set : undefined;
   };
 
   async function resolveRevision(req: ResolveRequest): Promise<string> {
@@ -554,7 +576,7 @@ export function createGitSource(options: GitSourceOptions): GitSource {
         const snapshot = await fetchSnapshot({ repo: req.repo, sha: revision, auth: req.auth, connection: req.connection });
         return snapshot.sha;
       }
-      const refs = await listRefs(op, req);
+      const { refs } = await listRefs(op, req);
       const byName = new Map(refs.map((r) => [r.ref, r]));
       // Git's own order (git rev-parse): exact, then tags, then branches.
       const candidates = revision === 'HEAD' || revision.startsWith('refs/') ? [revision] : [`refs/tags/${revision}`, `refs/heads/${revision}`];
@@ -600,8 +622,22 @@ export function createGitSource(options: GitSourceOptions): GitSource {
         options.onFetch?.({ repo: op.shownRepo, sha, cached: hit !== undefined });
         if (hit !== undefined) return { repo: op.url, sha, dir: hit.dir };
         const scratch = await cache.scratch();
+        const known = knownCapabilities(op, access);
+        const fetchWith = (advertised: ReadonlySet<string> | undefined): Promise<void> =>
+          fetchInto({ op, sha, dir: scratch, connect: () => uploadPack(op, advertised), maxObjectBytes: limits.maxResponseBytes });
         try {
-          await fetchInto({ op, sha, dir: scratch, connect: () => uploadPack(op), maxObjectBytes: limits.maxResponseBytes });
+          await fetchWith(known).catch(async (err: unknown) => {
+            // Worded from a listing's capabilities, the request may not suit the server (one that wants its
+            // advertisement asked for first, or whose capabilities changed): once more, as a fetch without a listing.
+            if (
+              known === undefined ||
+              (err instanceof GitSourceError && (err.code === GitSourceErrorCode.Timeout || err.code === GitSourceErrorCode.LimitExceeded))
+            )
+              throw err;
+            if (capabilities.get(access)?.set === known) capabilities.delete(access);
+            op.failure = undefined;
+            await fetchWith(undefined);
+          });
           const entry = await cache.commit(key, scratch, { repo: op.url, sha, bytes: await directoryBytes(scratch), format: snapshotFormat });
           proven.add(access);
           return { repo: op.url, sha, dir: entry.dir };

@@ -56,11 +56,11 @@ export interface FetchPackOptions {
 
 export const userAgent = 'git/syncline';
 
-/** The repository's refs (branches, tags peeled, HEAD and its target). */
-export async function listRefs(transport: UploadPackTransport): Promise<AdvertisedRef[]> {
+/** The repository's advertisement: its refs (branches, tags peeled, HEAD and its target) and capabilities. */
+export async function listRefs(transport: UploadPackTransport): Promise<Advertisement> {
   const conversation = await transport.open();
   await conversation.close();
-  return conversation.advertisement.refs;
+  return conversation.advertisement;
 }
 
 /** Fetches `sha` into `packPath`. Returns the bytes written. */
@@ -144,11 +144,38 @@ export async function readAdvertisement(reader: PktReader, shownRepo: string): P
   return { refs, capabilities };
 }
 
-/** Smart HTTP: GET info/refs for the advertisement, then POST git-upload-pack with the request. */
-export function httpUploadPack(session: HttpSession, url: string, shownRepo: string): UploadPackTransport {
+/**
+ * Smart HTTP: GET info/refs for the advertisement, then POST git-upload-pack with the request. With `known`, the
+ * capabilities of an advertisement this access read moments ago, there is no GET: HTTP is stateless (each POST runs
+ * its own upload-pack, which checks the wants against the refs itself), so a fetch needs the server's capabilities
+ * to word its request and nothing else of the advertisement.
+ */
+export function httpUploadPack(session: HttpSession, url: string, shownRepo: string, known?: ReadonlySet<string>): UploadPackTransport {
+  const conversation = (advertisement: Advertisement): UploadPackConversation => ({
+    advertisement,
+    request: (body, consume) =>
+      session.exchange(
+        {
+          url: `${url}/git-upload-pack`,
+          method: 'POST',
+          headers: {
+            'content-type': 'application/x-git-upload-pack-request',
+            accept: 'application/x-git-upload-pack-result',
+            'user-agent': userAgent,
+          },
+          body,
+        },
+        async (res) => {
+          expectGit(res, 'application/x-git-upload-pack-result', shownRepo);
+          return consume(new PktReader(res.body));
+        },
+      ),
+    close: () => Promise.resolve(),
+  });
   return {
     signal: session.signal,
     async open() {
+      if (known !== undefined) return conversation({ refs: [], capabilities: new Set(known) });
       const advertisement = await session.exchange(
         { url: `${url}/info/refs?service=git-upload-pack`, method: 'GET', headers: { accept: '*/*', 'user-agent': userAgent } },
         async (res) => {
@@ -165,27 +192,7 @@ export function httpUploadPack(session: HttpSession, url: string, shownRepo: str
           return adv;
         },
       );
-      return {
-        advertisement,
-        request: (body, consume) =>
-          session.exchange(
-            {
-              url: `${url}/git-upload-pack`,
-              method: 'POST',
-              headers: {
-                'content-type': 'application/x-git-upload-pack-request',
-                accept: 'application/x-git-upload-pack-result',
-                'user-agent': userAgent,
-              },
-              body,
-            },
-            async (res) => {
-              expectGit(res, 'application/x-git-upload-pack-result', shownRepo);
-              return consume(new PktReader(res.body));
-            },
-          ),
-        close: () => Promise.resolve(),
-      };
+      return conversation(advertisement);
     },
   };
 }

@@ -40,7 +40,7 @@ import type { Metrics } from '../metrics.ts';
 import { Reason, keepTransitions, removeCondition, setCondition, type ConditionInput } from '@syncline/runtime';
 import { MAX_TIMER_MS, boundedInterval, parseDuration, type IntervalBounds } from '@syncline/runtime';
 import { objectPath, sameAsStored, writeStatus } from '@syncline/runtime';
-import { createReconciler, removeFinalizer, type ShellEvent, type ShellOutcome } from '@syncline/runtime';
+import { createReconciler, removeFinalizer, trace, type ShellEvent, type ShellOutcome } from '@syncline/runtime';
 import { StallError, readGitAccess, readValues } from './inputs.ts';
 import {
   DecryptionFailure,
@@ -244,9 +244,11 @@ async function sync(run: SyncRun): Promise<Outcome> {
   const renderedBy = new Map<string, RenderedBy>();
   const rendered = await reconcileRender(run, chart.value, clusters, renderedBy);
   if (!rendered.ok) return rendered.outcome;
+  trace(objectKeyOf(run.object), 'rendered');
   const client = await applyClientFor(run, source.value.revision);
   if (!client.ok) return client.outcome;
   const targets = await reconcileTargets(run, client.value, rendered.value, clusters, source.value.revision);
+  trace(objectKeyOf(run.object), 'applied');
   const desired = [...rendered.value.values()].flat();
   const outcome = outcomeOf(run, source.value.revision, targets, desired, renderedBy);
   // A target waiting out its backoff asks to run again when that ends, not at the next refresh.
@@ -347,7 +349,9 @@ async function reconcileSource(run: SyncRun): Promise<Step<Source>> {
         startedAfter: run.refStartedAfter,
       }),
     );
+    trace(objectKeyOf(run.object), 'resolved');
     const snapshot = await timed(deps, 'fetch', () => deps.git.fetchSnapshot({ repo: spec.source.git.repo, sha: revision, auth, connection }));
+    trace(objectKeyOf(run.object), 'fetched');
     // An engine's overlay reaches bases elsewhere in the repository: then the whole snapshot is read.
     let files = readsWholeRepository(spec) ? await deps.git.readPath(snapshot, '') : await deps.git.readPath(snapshot, spec.source.git.path);
     if (spec.source.git.path !== '' && !readsWholeRepository(spec) && readsWholeRepository(spec, files)) files = await deps.git.readPath(snapshot, '');

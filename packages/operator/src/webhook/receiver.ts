@@ -5,6 +5,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { ConfigSync } from '@syncline/api';
+import { trace } from '@syncline/runtime';
 import type { Metrics } from '../metrics.ts';
 import { listen } from '../server.ts';
 import { BodyError, readBody } from './body.ts';
@@ -80,7 +81,10 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   const coalescer = createCoalescer({
     wake: options.wake,
     // One line per wake (not per push): what a burst cost, and the receiver-side timing tests measure.
-    onWake: (wake) => log.info(wake, 'webhook wake'),
+    onWake: (wake) => {
+      trace(wake.repo, 'webhook-wake');
+      log.info(wake, 'webhook wake');
+    },
     ...(options.coalesceMs === undefined ? {} : { quietMs: options.coalesceMs }),
   });
 
@@ -183,6 +187,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
         answer(res, provider, WebhookResult.ignored, 200, { result: 'ignored' });
         return;
       case 'push': {
+        trace(delivery.repos[0] ?? delivery.repoSuffixes[0] ?? '', 'webhook-push');
         const keys = followersOf(delivery, options.configSyncs());
         coalescer.add(delivery.repos[0] ?? delivery.repoSuffixes[0] ?? '', keys);
         log.info(
