@@ -13,7 +13,7 @@ import { followersOf } from './match.ts';
 import { PayloadError, providerSpecs, providers, type Delivery, type Provider } from './providers.ts';
 import { DeliveryLog } from './replay.ts';
 import type { WebhookSecrets } from './secrets.ts';
-import { createCoalescer } from './wake.ts';
+import { createCoalescer, type CoalescedWake } from './wake.ts';
 
 export const WebhookResult = {
   /** A push that woke at least one ConfigSync. */
@@ -72,6 +72,14 @@ function lingerThenClose(req: IncomingMessage): void {
   req.socket.once('close', () => clearTimeout(timer));
 }
 
+/** Reports a wake: the log line, and the opt-in reconcile trace's mark. */
+function wakeReporter(log: Logger): (wake: CoalescedWake) => void {
+  return (wake) => {
+    trace(wake.repo, 'webhook-wake');
+    log.info(wake, 'webhook wake');
+  };
+}
+
 export async function startWebhookServer(options: WebhookServerOptions): Promise<WebhookServer> {
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
   const readTimeoutMs = options.readTimeoutMs ?? 10_000;
@@ -81,10 +89,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   const coalescer = createCoalescer({
     wake: options.wake,
     // One line per wake (not per push): what a burst cost, and the receiver-side timing tests measure.
-    onWake: (wake) => {
-      trace(wake.repo, 'webhook-wake');
-      log.info(wake, 'webhook wake');
-    },
+    onWake: wakeReporter(log),
     ...(options.coalesceMs === undefined ? {} : { quietMs: options.coalesceMs }),
   });
 
