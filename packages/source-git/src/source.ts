@@ -296,9 +296,11 @@ function prepareOperation(input: {
   connection: GitConnection | undefined;
   allowInsecureHttp: boolean;
   environmentProxy: EnvironmentProxy | undefined;
+  /** parseRepoUrl, or a memo of it. */
+  parse?: (repo: string, allowInsecureHttp: boolean) => RepoUrl;
 }): Operation {
   const { repo, auth, connection, allowInsecureHttp } = input;
-  const parsed = parseRepoUrl(repo, allowInsecureHttp);
+  const parsed = (input.parse ?? parseRepoUrl)(repo, allowInsecureHttp);
   const secrets: string[] = [];
   if (parsed.kind === 'ssh') {
     if (connection?.proxy !== undefined)
@@ -439,6 +441,12 @@ class ReadMemo {
   }
 }
 
+/** A parsed repo URL as the memo hands it out: nothing can change it for the next caller. */
+function deepFreeze<T extends object>(value: T): T {
+  for (const field of Object.values(value)) if (typeof field === 'object' && field !== null) Object.freeze(field);
+  return Object.freeze(value);
+}
+
 /** How many distinct URLs, and accesses, the source remembers the hash of (the syncs' repositories and credentials). */
 const HASH_MEMO_ENTRIES = 1_000;
 
@@ -454,8 +462,21 @@ export function createGitSource(options: GitSourceOptions): GitSource {
   const readMemo = new ReadMemo(READ_MEMO_BYTES);
   const gates = new HostGates({ onClosed: options.onRateLimited });
 
+  // A repo URL is parsed (a WHATWG URL and its setters) for every resolve and fetch, at every resync of every sync,
+  // for a handful of distinct URLs: each distinct one is parsed once (bounded, like the hashes below). A URL that
+  // does not parse throws every time. The parsed URL is only read.
+  const repoUrls = new Map<string, RepoUrl>();
+  const parse = (repo: string): RepoUrl => {
+    let parsed = repoUrls.get(repo);
+    if (parsed === undefined) {
+      parsed = deepFreeze(parseRepoUrl(repo, allowInsecureHttp));
+      if (repoUrls.size >= HASH_MEMO_ENTRIES) repoUrls.clear();
+      repoUrls.set(repo, parsed);
+    }
+    return parsed;
+  };
   const prepare = (repo: string, auth: GitAuth | undefined, connection: GitConnection | undefined): Operation =>
-    prepareOperation({ repo, auth, connection, allowInsecureHttp, environmentProxy: options.environmentProxy });
+    prepareOperation({ repo, auth, connection, allowInsecureHttp, environmentProxy: options.environmentProxy, parse });
 
   /** One resolve's or fetch's way to git-upload-pack, chosen by the URL's scheme: its deadline, byte budget and retries. */
   function uploadPack(op: Operation): UploadPackTransport {
