@@ -554,6 +554,14 @@ export function createGitSource(options: GitSourceOptions): GitSource {
     const access = JSON.stringify([req.auth ?? null, req.connection?.caCert ?? null, req.connection?.proxy ?? null]);
     return remembered(accessKeys, `${op.url}\0${access}`, () => createHash('sha256').update(op.url).update('\0').update(access).digest('hex'));
   };
+  // A listing is shared by every sync of the repository until the next one: its refs are indexed by name once,
+  // not at every resolve (a repository may advertise thousands of tags).
+  const indexedListings = new WeakMap<readonly AdvertisedRef[], ReadonlyMap<string, AdvertisedRef>>();
+  const refsByName = (refs: readonly AdvertisedRef[]): ReadonlyMap<string, AdvertisedRef> => {
+    let byName = indexedListings.get(refs);
+    if (byName === undefined) indexedListings.set(refs, (byName = new Map(refs.map((r) => [r.ref, r]))));
+    return byName;
+  };
   /** Accesses that listed or fetched from a repository in this process (bounded by the syncs' distinct credentials). */
   const proven = new Set<string>();
   // Shared per access; see ref-listings.ts for the freshness rule and the bound it gives.
@@ -575,8 +583,7 @@ export function createGitSource(options: GitSourceOptions): GitSource {
         const snapshot = await fetchSnapshot({ repo: req.repo, sha: revision, auth: req.auth, connection: req.connection });
         return snapshot.sha;
       }
-      const refs = await listRefs(op, req);
-      const byName = new Map(refs.map((r) => [r.ref, r]));
+      const byName = refsByName(await listRefs(op, req));
       // Git's own order (git rev-parse): exact, then tags, then branches.
       const candidates = revision === 'HEAD' || revision.startsWith('refs/') ? [revision] : [`refs/tags/${revision}`, `refs/heads/${revision}`];
       for (const name of candidates) {
