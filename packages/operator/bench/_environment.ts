@@ -129,6 +129,12 @@ export function cpuSecondsByThread(pid: number): Map<string, number> {
   return byName;
 }
 
+/** A process's CPU time so far split into user and system (kernel) seconds, every thread together. */
+export function cpuSplit(pid: number): { user: number; system: number } {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 };
+}
+
 /** The `p`th percentile of `values` (nearest rank). */
 export function percentile(values: readonly number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);

@@ -1,4 +1,4 @@
-// `pnpm bench operator [--syncs 200] [--trace FILE] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed] [--encrypted] [--trigger webhook|annotation] [--sources | --bundle FILE] [--logs FILE] [--log-level debug] [--heap-snapshot DIR] [--memory-trace FILE] [--engine handlebars|kustomize|helm] [--engines]`
+// `pnpm bench operator [--syncs 200] [--trace FILE] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed] [--encrypted] [--trigger webhook|annotation] [--sources | --bundle FILE] [--logs FILE] [--log-level debug] [--heap-snapshot DIR] [--memory-trace FILE] [--engine handlebars|kustomize|helm] [--engines] [--perf-map]`
 // (--sources: runs the operator's .ts sources rather than the JavaScript bundle the image runs, packages/cli/build/bundle.ts;
 // --bundle FILE: runs that bundle's entry instead of building one, e.g. an earlier commit's, for a before/after in the same conditions)
 // (--engine: what renders the syncs, see _engines.ts; --engines: all three runs side by side)
@@ -28,6 +28,7 @@ import {
   childrenPeakRss,
   cpuSeconds,
   cpuSecondsByThread,
+  cpuSplit,
   diff,
   metricSum,
   peakRss,
@@ -66,6 +67,7 @@ const { values: flags } = parseArgs({
     'log-level': { type: 'string' },
     part: { type: 'string' },
     json: { type: 'string' },
+    'perf-map': { type: 'boolean', default: false },
   },
 });
 if (flags.mixed) await runMixedComparison(import.meta.filename, process.argv.slice(2));
@@ -145,6 +147,8 @@ const nodeArgs = [
   ...(flags.profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${flags.profile}`]),
   ...(flags['heap-snapshot'] === undefined ? [] : ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${flags['heap-snapshot']}`]),
   ...(memoryTrace?.nodeArgs ?? []),
+  // --perf-map: the operator writes /tmp/perf-PID.map, so Linux `perf record -g -p PID` names its JavaScript functions.
+  ...(flags['perf-map'] ? ['--perf-basic-prof-only-functions'] : []),
 ];
 const bundle = flags.sources ? undefined : (flags.bundle ?? buildOperatorBundle());
 await using operator = await startOperator({
@@ -307,8 +311,11 @@ const firstReadsBefore = await readRequests();
 if (STEADY_SECONDS > 0) await sleep(35_000); // --steady 0: the phases' figures alone, no steady state
 const firstReads = diff(await readRequests(), firstReadsBefore);
 const readsBefore = await readRequests();
+// The resyncs the window held (read from the operator's metrics outside the CPU measurement): the proof runs each time.
+const reconcilesBeforeSteady = await metricSum(operator.probeAddress, 'syncline_reconcile_total');
 const cpuBefore = cpuSeconds(operator.pid);
 const threadsBefore = cpuSecondsByThread(operator.pid);
+const splitBefore = cpuSplit(operator.pid);
 git.resetRequests(); // ref lookups are counted over the steady window alone, the span they are divided by
 const steadyStarted = Date.now();
 const steadyFromUs = Number(process.hrtime.bigint() / 1000n);
@@ -316,6 +323,7 @@ marks.push({ label: 'steady state', at: steadyStarted });
 await sleep(STEADY_SECONDS * 1000);
 const steadyElapsed = (Date.now() - steadyStarted) / 1000;
 const cpuUsed = cpuSeconds(operator.pid) - cpuBefore;
+const splitAfter = cpuSplit(operator.pid);
 const threadsUsed = [...cpuSecondsByThread(operator.pid)]
   .map(([name, s]) => [name, s - (threadsBefore.get(name) ?? 0)] as const)
   .filter(([, s]) => s > 0)
@@ -326,6 +334,7 @@ if (flags.profile !== undefined)
   await mkdir(flags.profile, { recursive: true }).then(() =>
     writeFile(`${flags.profile}/steady-window.json`, JSON.stringify({ fromUs: steadyFromUs, toUs: Number(process.hrtime.bigint() / 1000n) })),
   );
+const steadyReconciles = (await metricSum(operator.probeAddress, 'syncline_reconcile_total')) - reconcilesBeforeSteady;
 const writesAfter = await writeRequests(rest);
 const writes = diff(writesAfter, writesBefore);
 const reads = diff(await readRequests(), readsBefore);
@@ -379,6 +388,8 @@ else {
     `  operator CPU:                                    ${cpuUsed.toFixed(2)} s (${((cpuUsed / steadyElapsed) * 100).toFixed(2)}% of one core; target ≤ ${steadyCpuTarget * 100}%: ${verdict(cpuUsed / steadyElapsed <= steadyCpuTarget)})`,
   );
   console.log(`    by thread: ${threadsUsed.map(([name, s]) => `${name} ${s.toFixed(2)} s`).join(', ')}`);
+  console.log(`    reconciles in the window: ${steadyReconciles}`);
+  console.log(`    user ${(splitAfter.user - splitBefore.user).toFixed(2)} s, system ${(splitAfter.system - splitBefore.system).toFixed(2)} s`);
 }
 if (flags['memory-trace'] !== undefined) for (const line of memoryTraceReport(flags['memory-trace'], marks)) console.log(line);
 console.log(

@@ -97,6 +97,15 @@ export function createReconciler<T extends ShellObject, Spec, S extends { condit
     return parsed;
   };
   const shell = { ...options, parse };
+  // The run's logger, one per object read: pino builds a child's bindings (each value through the redaction
+  // paths) at creation, so a resync, which reads the very object the last run read, takes the child that run made.
+  // Kept by the cached object: an update (a new object) makes a new one, and a deleted object takes its own along.
+  const loggers = new WeakMap<object, Logger>();
+  const loggerFor = (object: T, key: string): Logger => {
+    let log = loggers.get(object);
+    if (log === undefined) loggers.set(object, (log = options.logger.child({ [logKey]: key })));
+    return log;
+  };
   const current = async (key: string): Promise<T | undefined> => {
     const cached = options.read(key);
     const again =
@@ -118,7 +127,7 @@ export function createReconciler<T extends ShellObject, Spec, S extends { condit
     const object = await current(key);
     if (object === undefined) return { kind: 'done' };
     const started = performance.now();
-    const log = options.logger.child({ [logKey]: key });
+    const log = loggerFor(object, key);
     let label = 'success';
     try {
       const outcome = await reconcileOnce(shell, object, key, log);

@@ -546,6 +546,35 @@ describe('repo URLs', () => {
     expect(https.message).not.toContain('hunter2');
   });
 
+  it('parses a repo URL once per source: later requests for it are answered alike, and a URL refused once is refused every time', async () => {
+    // given a repository behind basic auth, named with its credentials in the URL, and a bad URL
+    const basic = await startGitServer({ auth: { username: 'deploy', password: 'hunter2-pass' } });
+    try {
+      const repo = await newRepo(basic);
+      const sha = await repo.commit({ 'a.yaml': 'a' });
+      const embedded = repo.url.replace('http://', 'http://deploy:hunter2-pass@');
+      const { source } = await newSource();
+
+      // when each is asked for again (a resync), through resolve and fetch alike
+      const requests: { infoRefs: number; uploadPack: number }[] = [];
+      for (let round = 0; round < 2; round++) {
+        expect(await source.resolveRevision({ repo: embedded, revision: 'main', maxAgeMs: 0 })).toBe(sha);
+        const snapshot = await source.fetchSnapshot({ repo: embedded, sha });
+        expect(snapshot.repo).not.toContain('hunter2');
+        expect(text(await source.readPath(snapshot, ''))).toEqual({ 'a.yaml': 'a' });
+        const err = await failure(source.resolveRevision({ repo: 'file:///etc', revision: 'main' }));
+        expect(err.code).toBe('InvalidRepoUrl');
+        requests.push(basic.requests(repo.name));
+      }
+
+      // then the second round listed again with the embedded credentials, and read the commit it had fetched
+      expect(requests[1]?.infoRefs).toBe((requests[0]?.infoRefs ?? 0) + 1);
+      expect(requests[1]?.uploadPack).toBe(requests[0]?.uploadPack);
+    } finally {
+      await basic.close();
+    }
+  });
+
   it('refuses plain http unless told otherwise (tests only)', async () => {
     // given
     const repo = await newRepo();

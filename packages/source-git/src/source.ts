@@ -296,9 +296,11 @@ function prepareOperation(input: {
   connection: GitConnection | undefined;
   allowInsecureHttp: boolean;
   environmentProxy: EnvironmentProxy | undefined;
+  /** parseRepoUrl, or a memo of it. */
+  parse?: (repo: string, allowInsecureHttp: boolean) => RepoUrl;
 }): Operation {
   const { repo, auth, connection, allowInsecureHttp } = input;
-  const parsed = parseRepoUrl(repo, allowInsecureHttp);
+  const parsed = (input.parse ?? parseRepoUrl)(repo, allowInsecureHttp);
   const secrets: string[] = [];
   if (parsed.kind === 'ssh') {
     if (connection?.proxy !== undefined)
@@ -442,6 +444,12 @@ class ReadMemo {
 /** How long after a listing a fetch over HTTP trusts the capabilities it advertised (see `capabilities` in createGitSource). */
 const CAPABILITIES_FRESH_MS = 60_000;
 
+/** A parsed repo URL as the memo hands it out: nothing can change it for the next caller. */
+function deepFreeze<T extends object>(value: T): T {
+  for (const field of Object.values(value)) if (typeof field === 'object' && field !== null) Object.freeze(field);
+  return Object.freeze(value);
+}
+
 /** How many distinct URLs, and accesses, the source remembers the hash of (the syncs' repositories and credentials). */
 const HASH_MEMO_ENTRIES = 1_000;
 
@@ -457,8 +465,21 @@ export function createGitSource(options: GitSourceOptions): GitSource {
   const readMemo = new ReadMemo(READ_MEMO_BYTES);
   const gates = new HostGates({ onClosed: options.onRateLimited });
 
+  // A repo URL is parsed (a WHATWG URL and its setters) for every resolve and fetch, at every resync of every sync,
+  // for a handful of distinct URLs: each distinct one is parsed once (bounded, like the hashes below). A URL that
+  // does not parse throws every time. The parsed URL is only read.
+  const repoUrls = new Map<string, RepoUrl>();
+  const parse = (repo: string): RepoUrl => {
+    let parsed = repoUrls.get(repo);
+    if (parsed === undefined) {
+      parsed = deepFreeze(parseRepoUrl(repo, allowInsecureHttp));
+      if (repoUrls.size >= HASH_MEMO_ENTRIES) repoUrls.clear();
+      repoUrls.set(repo, parsed);
+    }
+    return parsed;
+  };
   const prepare = (repo: string, auth: GitAuth | undefined, connection: GitConnection | undefined): Operation =>
-    prepareOperation({ repo, auth, connection, allowInsecureHttp, environmentProxy: options.environmentProxy });
+    prepareOperation({ repo, auth, connection, allowInsecureHttp, environmentProxy: options.environmentProxy, parse });
 
   /**
    * One resolve's or fetch's way to git-upload-pack, chosen by the URL's scheme: its deadline, byte budget and
@@ -539,6 +560,14 @@ export function createGitSource(options: GitSourceOptions): GitSource {
     const access = JSON.stringify([req.auth ?? null, req.connection?.caCert ?? null, req.connection?.proxy ?? null]);
     return remembered(accessKeys, `${op.url}\0${access}`, () => createHash('sha256').update(op.url).update('\0').update(access).digest('hex'));
   };
+  // A listing is shared by every sync of the repository until the next one: its refs are indexed by name once,
+  // not at every resolve (a repository may advertise thousands of tags).
+  const indexedListings = new WeakMap<readonly AdvertisedRef[], ReadonlyMap<string, AdvertisedRef>>();
+  const refsByName = (refs: readonly AdvertisedRef[]): ReadonlyMap<string, AdvertisedRef> => {
+    let byName = indexedListings.get(refs);
+    if (byName === undefined) indexedListings.set(refs, (byName = new Map(refs.map((r) => [r.ref, r]))));
+    return byName;
+  };
   /** Accesses that listed or fetched from a repository in this process (bounded by the syncs' distinct credentials). */
   const proven = new Set<string>();
   // Shared per access; see ref-listings.ts for the freshness rule and the bound it gives.
@@ -576,8 +605,7 @@ export function createGitSource(options: GitSourceOptions): GitSource {
         const snapshot = await fetchSnapshot({ repo: req.repo, sha: revision, auth: req.auth, connection: req.connection });
         return snapshot.sha;
       }
-      const { refs } = await listRefs(op, req);
-      const byName = new Map(refs.map((r) => [r.ref, r]));
+      const byName = refsByName((await listRefs(op, req)).refs);
       // Git's own order (git rev-parse): exact, then tags, then branches.
       const candidates = revision === 'HEAD' || revision.startsWith('refs/') ? [revision] : [`refs/tags/${revision}`, `refs/heads/${revision}`];
       for (const name of candidates) {

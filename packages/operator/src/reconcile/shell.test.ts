@@ -1,5 +1,5 @@
 import { KubeApiError, type EventRecorder, type KubeRequest, type KubeRest } from '@syncline/kube';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -126,6 +126,7 @@ function reconcilerFor(
   const sink = logSink();
   const metrics = createMetrics();
   const runs: Widget[] = [];
+  const loggers: Logger[] = [];
   let parses = 0;
   const reconcile = createReconciler<Widget, Spec, Status>({
     kind: 'Widget',
@@ -153,9 +154,10 @@ function reconcilerFor(
       ),
     }),
     suspend: { when: (spec) => spec.suspend, message: 'suspended for the test' },
-    run: ({ object, spec }) => {
+    run: ({ object, spec, log }) => {
       options.onRun?.();
       runs.push(object);
+      loggers.push(log);
       return Promise.resolve(
         options.run?.(object, spec) ?? {
           status: readyStatus(object, spec, 'ok'),
@@ -165,7 +167,7 @@ function reconcilerFor(
       );
     },
   });
-  return { reconcile: () => reconcile('team/w'), runs, logs: sink.lines, metrics, parses: () => parses };
+  return { reconcile: () => reconcile('team/w'), runs, loggers, logs: sink.lines, metrics, parses: () => parses };
 }
 
 const widget = (overrides: { finalizers?: string[]; spec?: unknown; status?: Status; deletionTimestamp?: string } = {}) => ({
@@ -204,6 +206,24 @@ describe('createReconciler', () => {
     cached = { ...structuredClone(cluster.stored()), spec: { value: 1 } };
     await reconcile();
     expect(cluster.stored().status?.conditions?.find((c) => c.type === 'Stalled')?.status).toBe('True');
+  });
+
+  it('hands a resync of the same object the logger of the run before, and a changed object a new one, each naming the object', async () => {
+    // given a cache that hands out the same object until it changes, as an informer does
+    const cluster = fakeCluster(widget());
+    let cached = structuredClone(cluster.stored());
+    const { reconcile, loggers } = reconcilerFor({ ...cluster, read: () => cached });
+    await reconcile();
+    cached = structuredClone(cluster.stored());
+    // when the same object is reconciled again (resyncs), then the run gets the same child logger
+    await reconcile();
+    await reconcile();
+    expect(loggers[2]).toBe(loggers[1]);
+    // when the object changes, then a new one, bound to the same key, as a fresh child would be
+    cached = { ...cached, spec: { value: 'b' } };
+    await reconcile();
+    expect(loggers[3]).not.toBe(loggers[2]);
+    for (const log of loggers) expect(log.bindings()).toEqual({ widget: 'team/w' });
   });
 
   it('stores its finalizer before the steps run, then goes on in the same run from the version the patch left', async () => {
