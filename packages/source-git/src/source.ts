@@ -13,7 +13,7 @@ import { indexFetchedPack } from './index-pack-worker.ts';
 import { ObjectType, PackError, PackReader, commitTree, ownBuffer, parseCommit, parseTree } from './pack.ts';
 import type { CommitMetadata, TreeEntry } from './pack.ts';
 import { fetchPack, httpUploadPack, listRefs as listAdvertisedRefs } from './upload-pack.ts';
-import type { Advertisement, UploadPackTransport } from './upload-pack.ts';
+import type { AdvertisedRef, Advertisement, UploadPackTransport } from './upload-pack.ts';
 import { isSafeEntryName, parseRequestPath, resolveSymlinkTarget } from './paths.ts';
 import { SharedListings } from './ref-listings.ts';
 import { parseRepoUrl } from './repo-url.ts';
