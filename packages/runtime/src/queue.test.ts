@@ -1,7 +1,6 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
 import type { IBackoff } from 'cockatiel';
-import { LONG_DELAY_MS, SLOT_MS, WorkQueue, type ReconcileOutcome } from './queue.ts';
+import { WorkQueue, type ReconcileOutcome } from './queue.ts';
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve = (): void => {};
@@ -134,108 +133,6 @@ describe('WorkQueue', () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(runs).toBe(0);
     await queue.shutdown();
-  });
-
-  describe('long delays on the shared grid', () => {
-    afterEach(() => {
-      vi.useRealTimers();
-    });
-
-    /** A started queue on fake timers that records when (ms from the start) each key ran. */
-    const fakeQueue = () => {
-      vi.useFakeTimers({ now: 1_000_000_123 });
-      const started = Date.now();
-      const queue = new WorkQueue({ concurrency: 4 });
-      const runs: { key: string; at: number }[] = [];
-      queue.start((key) => {
-        runs.push({ key, at: Date.now() - started });
-        return Promise.resolve({ kind: 'done' });
-      });
-      return { queue, runs, started };
-    };
-
-    it('adds every key due in one slot with one timer, never before its delay and at most a slot late', async () => {
-      const { queue, runs, started } = fakeQueue();
-      const delays = { a: LONG_DELAY_MS, b: LONG_DELAY_MS + 300, c: LONG_DELAY_MS + 700, d: 30_000, e: 29_400 };
-      for (const [key, delay] of Object.entries(delays)) queue.addAfter(key, delay);
-      // one timer for the grid, not one per key
-      expect(vi.getTimerCount()).toBe(1);
-      expect(queue.scheduled).toBe(5);
-      await vi.advanceTimersByTimeAsync(31_000);
-      expect(runs.map((r) => r.key).sort()).toEqual(['a', 'b', 'c', 'd', 'e']);
-      for (const run of runs) {
-        const delay = delays[run.key as keyof typeof delays];
-        expect(run.at).toBeGreaterThanOrEqual(delay);
-        expect(run.at).toBeLessThanOrEqual(delay + SLOT_MS);
-        expect((started + run.at) % SLOT_MS).toBe(0);
-      }
-      // a, b and c share a slot: they ran at the same moment
-      expect(new Set(runs.filter((r) => 'abc'.includes(r.key)).map((r) => r.at)).size).toBe(1);
-      expect(queue.scheduled).toBe(0);
-      expect(vi.getTimerCount()).toBe(0);
-    });
-
-    it('keeps the earliest schedule whether it is on the grid or its own timer, and forgets a key in a slot', async () => {
-      const { queue, runs } = fakeQueue();
-      queue.addAfter('early-own', 20_000);
-      queue.addAfter('early-own', 100); // earlier, on a timer of its own: wins
-      queue.addAfter('early-grid', 500);
-      queue.addAfter('early-grid', 20_000); // later: ignored
-      queue.addAfter('gone', 15_000);
-      queue.forget('gone');
-      queue.addAfter('moved', 25_000);
-      queue.addAfter('moved', 12_000); // an earlier slot: the grid's timer is armed for it
-      await vi.advanceTimersByTimeAsync(1_000);
-      expect(runs.map((r) => r.key).sort()).toEqual(['early-grid', 'early-own']);
-      await vi.advanceTimersByTimeAsync(30_000);
-      expect(runs.map((r) => r.key).sort()).toEqual(['early-grid', 'early-own', 'moved']);
-      expect(runs.find((r) => r.key === 'moved')?.at).toBeLessThanOrEqual(12_000 + SLOT_MS);
-      expect(queue.scheduled).toBe(0);
-    });
-
-    it('runs each key once, at its earliest requested time (a long one rounded up to its slot), whatever the order of the requests', async () => {
-      await fc.assert(
-        fc.asyncProperty(
-          fc.array(
-            fc.record({ key: fc.constantFrom('a', 'b', 'c', 'd'), delay: fc.integer({ min: 1, max: 40_000 }), after: fc.integer({ min: 0, max: 3_000 }) }),
-            {
-              minLength: 1,
-              maxLength: 12,
-            },
-          ),
-          async (requests) => {
-            const { queue, runs, started } = fakeQueue();
-            // the earliest due time each key asked for, as the queue promises it
-            const due = new Map<string, { min: number; max: number }>();
-            let elapsed = 0;
-            for (const { key, delay, after } of requests) {
-              // a request after the key already ran starts its own schedule; keep the property to one run per key
-              if (elapsed + after >= Math.min(...[...due.values()].map((d) => d.min), Infinity) - 1) continue;
-              await vi.advanceTimersByTimeAsync(after);
-              elapsed += after;
-              queue.addAfter(key, delay);
-              const now = started + elapsed;
-              const min = elapsed + delay;
-              const max = delay >= LONG_DELAY_MS ? Math.ceil((now + delay) / SLOT_MS) * SLOT_MS - started : min;
-              const previous = due.get(key);
-              if (previous === undefined || min < previous.min) due.set(key, { min, max: previous === undefined ? max : Math.min(max, previous.max) });
-              else if (max < previous.max) due.set(key, { min: previous.min, max });
-            }
-            await vi.advanceTimersByTimeAsync(50_000);
-            expect(runs.map((r) => r.key).sort()).toEqual([...due.keys()].sort());
-            for (const run of runs) {
-              const want = due.get(run.key);
-              // never before a delay it asked for; exactly at the earliest schedule (fake timers fire on time)
-              expect(run.at).toBeGreaterThanOrEqual(want?.min ?? 0);
-              expect(run.at).toBe(want?.max);
-            }
-            queue.halt();
-            vi.useRealTimers();
-          },
-        ),
-        { numRuns: 200 },
-      );
-    });
   });
 
   describe('progress (liveness)', () => {

@@ -57,30 +57,13 @@ export type WorkQueueOptions = {
 
 type BackoffState = { backoff: IBackoff<unknown> | undefined };
 
-/**
- * Delays of at least this long (a refresh interval, not a backoff) are due on a grid of SLOT_MS: every key due in
- * the same slot is added by one timer. Each timer that fires wakes the process (a few hundred microseconds of CPU
- * on a busy host, whatever the callback does), and the syncs' refresh timers, one per sync, are most of an idle
- * operator's wake-ups: on the grid they share one per second. A key is added at most SLOT_MS late (and at most
- * SLOT_EARLY_MS early, see fireSlots).
- */
-export const LONG_DELAY_MS = 10_000;
-export const SLOT_MS = 1_000;
-const SLOT_EARLY_MS = 50;
-
-/** A key's schedule: its own timer, or a slot of the shared grid (see LONG_DELAY_MS). */
-type Schedule = { readonly at: number; readonly timer: NodeJS.Timeout | undefined };
-
 export class WorkQueue {
   readonly #options: WorkQueueOptions;
   readonly #pending: string[] = [];
   readonly #queued = new Set<string>();
   readonly #running = new Set<string>();
   readonly #dirty = new Set<string>();
-  readonly #timers = new Map<string, Schedule>();
-  /** The grid's slots (due time → the keys due then), and the one timer armed for the earliest of them. */
-  readonly #slots = new Map<number, Set<string>>();
-  #slotTimer: { readonly at: number; readonly timer: NodeJS.Timeout } | undefined;
+  readonly #timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
   readonly #backoff = new Map<string, BackoffState>();
   readonly #policy: IBackoffFactory<unknown>;
   #handler: ((key: string) => Promise<ReconcileOutcome>) | undefined;
@@ -124,7 +107,11 @@ export class WorkQueue {
   /** Enqueue now; a no-op when the key is already waiting. */
   add(key: string): void {
     if (this.#stopped) return;
-    this.#unschedule(key);
+    const timer = this.#timers.get(key);
+    if (timer !== undefined) {
+      clearTimeout(timer.timer);
+      this.#timers.delete(key);
+    }
     if (this.#running.has(key)) {
       this.#dirty.add(key);
       return;
@@ -147,20 +134,10 @@ export class WorkQueue {
       this.add(key);
       return;
     }
-    const now = Date.now();
-    const long = delayMs >= LONG_DELAY_MS;
-    const at = long ? Math.ceil((now + delayMs) / SLOT_MS) * SLOT_MS : now + delayMs;
+    const at = Date.now() + delayMs;
     const existing = this.#timers.get(key);
     if (existing !== undefined && existing.at <= at) return;
-    this.#unschedule(key);
-    if (long) {
-      let slot = this.#slots.get(at);
-      if (slot === undefined) this.#slots.set(at, (slot = new Set()));
-      slot.add(key);
-      this.#timers.set(key, { at, timer: undefined });
-      if (this.#slotTimer === undefined || at < this.#slotTimer.at) this.#armSlots(at, now);
-      return;
-    }
+    if (existing !== undefined) clearTimeout(existing.timer);
     const timer = setTimeout(() => {
       this.#timers.delete(key);
       this.add(key);
@@ -171,69 +148,17 @@ export class WorkQueue {
 
   /** Forget a key entirely (its object is gone). */
   forget(key: string): void {
-    this.#unschedule(key);
+    const timer = this.#timers.get(key);
+    if (timer !== undefined) clearTimeout(timer.timer);
+    this.#timers.delete(key);
     this.#backoff.delete(key);
   }
 
   /** Stops taking work at once: nothing waiting or scheduled starts any more (the running reconciles go on). */
   halt(): void {
     this.#stopped = true;
-    for (const { timer } of this.#timers.values()) if (timer !== undefined) clearTimeout(timer);
+    for (const { timer } of this.#timers.values()) clearTimeout(timer);
     this.#timers.clear();
-    this.#slots.clear();
-    if (this.#slotTimer !== undefined) clearTimeout(this.#slotTimer.timer);
-    this.#slotTimer = undefined;
-  }
-
-  /** Keys scheduled on a timer or the grid (tests). */
-  get scheduled(): number {
-    return this.#timers.size;
-  }
-
-  /** Drops a key's schedule, its own timer or its place in a slot (an emptied slot's timer stays: it finds nothing). */
-  #unschedule(key: string): void {
-    const existing = this.#timers.get(key);
-    if (existing === undefined) return;
-    this.#timers.delete(key);
-    if (existing.timer !== undefined) clearTimeout(existing.timer);
-    else {
-      const slot = this.#slots.get(existing.at);
-      slot?.delete(key);
-      if (slot?.size === 0) this.#slots.delete(existing.at);
-    }
-  }
-
-  /** Arms the grid's one timer for the slot due at `at`. */
-  #armSlots(at: number, now: number): void {
-    if (this.#slotTimer !== undefined) clearTimeout(this.#slotTimer.timer);
-    // Rounded up to the slot, the longest delay (MAX_TIMER_MS) would overflow the timer: held at the bound, the
-    // timer fires before the slot is due and arms again.
-    const timer = setTimeout(() => this.#fireSlots(), Math.min(Math.max(0, at - now), MAX_TIMER_MS));
-    timer.unref();
-    this.#slotTimer = { at, timer };
-  }
-
-  /** Adds the keys of every slot that is due, then arms the timer for the next slot. */
-  #fireSlots(): void {
-    this.#slotTimer = undefined;
-    const now = Date.now();
-    let next = Infinity;
-    const due: string[] = [];
-    for (const [at, keys] of this.#slots) {
-      // Node counts a timer from the event loop's time, which a long tick leaves behind the clock: a timer may
-      // fire a few milliseconds before its slot by Date.now. Such a slot is due, not armed for again.
-      if (at > now + SLOT_EARLY_MS) {
-        next = Math.min(next, at);
-        continue;
-      }
-      this.#slots.delete(at);
-      for (const key of keys) {
-        this.#timers.delete(key);
-        due.push(key);
-      }
-    }
-    for (const key of due) this.add(key);
-    if (Number.isFinite(next) && !this.#stopped) this.#armSlots(next, now);
   }
 
   /** Stops taking work and waits for the running reconciles to finish. */
