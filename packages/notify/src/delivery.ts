@@ -275,7 +275,10 @@ async function prepareUnit(unit: readonly Delivery[]): Promise<readonly { reques
     const [first] = unit;
     if (first === undefined) return [];
     if (first.batch === undefined) return [{ request: await first.prepare(), members: unit }];
-    const messages = unit.map((d) => (d.batch as DeliveryBatch).message);
+    const messages = unit.map((d) => {
+      if (d.batch === undefined) throw new Error('a batch holds a delivery that is not batched');
+      return d.batch.message;
+    });
     let at = 0;
     const requests = (await first.batch.prepare(messages)).map(({ request, count }) => ({ request, members: unit.slice(at, (at += count)) }));
     if (at !== unit.length) throw new Error(`the batch's requests carry ${at} of its ${unit.length} messages`);

@@ -409,7 +409,8 @@ function notificationFramesMs(dir: string, variant: Variant, chunks: readonly st
     let nearestBundleFrameIsOurs: boolean | undefined;
     let result = false;
     for (let id: number | undefined = leaf; id !== undefined; id = parent.get(id)) {
-      const node = byId.get(id) as Node;
+      const node = byId.get(id);
+      if (node === undefined) break;
       const inBundle = node.callFrame.url.includes(dirname(bundle));
       if (inBundle && nearestBundleFrameIsOurs === undefined) nearestBundleFrameIsOurs = ours(node);
       if (!ours(node)) continue;
