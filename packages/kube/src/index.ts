@@ -21,7 +21,7 @@ export {
 export type { KubeconfigCluster, KubeconfigUser, KubeconfigContext, KubeconfigData, KubeConfigOptions } from './kubeconfig.ts';
 export { KubeApiError, BOOKMARK_PERIOD_MS, DEFAULT_REQUEST_TIMEOUT_MS, REQUEST_SOCKETS, WATCH_FRESH_MS, createKubeRest, isStatus } from './rest.ts';
 export type { KubeRequest, KubeRest, KubeRestOptions } from './rest.ts';
-export { Informer, objectKey, withoutManagedFields } from './informer.ts';
+export { Informer, objectKey, withUnchangedSpec, withoutManagedFields } from './informer.ts';
 export type { KubeObject, InformerEvent, InformerOptions } from './informer.ts';
 export { SharedWatches } from './shared-watches.ts';
 export type { WatchSpec } from './shared-watches.ts';

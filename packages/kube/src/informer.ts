@@ -30,8 +30,11 @@ export type InformerOptions = {
   readonly labelSelector?: string;
   /** E.g. `metadata.name=db`: watch one object of a collection. */
   readonly fieldSelector?: string;
-  /** What to keep of each object in the cache (e.g. metadata only); default the whole object. */
-  readonly project?: (object: KubeObject) => KubeObject;
+  /**
+   * What to keep of each object in the cache (e.g. metadata only); default the whole object. `previous` is the
+   * cached object it replaces (projected), for a projection that shares what did not change (see withUnchangedSpec).
+   */
+  readonly project?: (object: KubeObject, previous?: KubeObject) => KubeObject;
   /** `previous` is the cached object a MODIFIED replaces (undefined after a re-list found it new). */
   readonly onEvent: (type: InformerEvent, object: KubeObject, previous?: KubeObject) => void;
   readonly onError?: (error: unknown) => void;
@@ -56,6 +59,22 @@ export function withoutManagedFields(object: KubeObject): KubeObject {
   if (object.metadata['managedFields'] === undefined) return object;
   const { managedFields: _managedFields, ...metadata } = object.metadata;
   return { ...object, metadata };
+}
+
+/**
+ * The object with the cached object's spec when both are one object (one uid) at one generation: for a kind whose
+ * metadata.generation counts every change of its spec (a custom resource with the status subresource, as every
+ * Syncline kind is), the same generation is the same spec. A status write (ours coming back, or anyone's) or a
+ * metadata change then keeps the very spec object the cache held, so what is derived from a spec and kept by its
+ * identity (the reconcile shell's parsed spec, see @syncline/runtime's shell.ts) is not derived again. The rest of
+ * the object is the new one: a change to status, labels, annotations, finalizers or a deletion is seen as it comes.
+ * An object deleted and created again under its name (a new uid, generation 1 again) keeps nothing.
+ */
+export function withUnchangedSpec(object: KubeObject, previous: KubeObject | undefined): KubeObject {
+  if (previous === undefined || previous['spec'] === undefined || object['spec'] === undefined || previous['spec'] === object['spec']) return object;
+  const { generation, uid } = object.metadata;
+  if (generation === undefined || uid === undefined || previous.metadata['generation'] !== generation || previous.metadata['uid'] !== uid) return object;
+  return { ...object, spec: previous['spec'] };
 }
 
 export class Informer {
@@ -196,10 +215,10 @@ export class Informer {
       // Items of a list carry no apiVersion/kind of their own.
       raw.apiVersion ??= list.apiVersion;
       raw.kind ??= list.kind?.replace(/List$/, '');
-      const item = project(raw);
-      const key = objectKey(item);
-      seen.add(key);
+      const key = objectKey(raw);
       const previous = this.#cache.get(key);
+      const item = project(raw, previous);
+      seen.add(key);
       this.#cache.set(key, item);
       if (previous === undefined) this.#options.onEvent('ADDED', item);
       else if (previous.metadata.resourceVersion !== item.metadata.resourceVersion) this.#options.onEvent('MODIFIED', item, previous);
@@ -246,9 +265,9 @@ export class Informer {
           const rv = event.object.metadata.resourceVersion;
           if (rv !== undefined) resourceVersion = rv;
           if (event.type === 'BOOKMARK') return;
-          const object = project(event.object);
-          const key = objectKey(object);
+          const key = objectKey(event.object);
           const previous = this.#cache.get(key);
+          const object = event.type === 'DELETED' ? project(event.object) : project(event.object, previous);
           if (event.type === 'DELETED') this.#cache.delete(key);
           else this.#cache.set(key, object);
           this.#options.onEvent(event.type as InformerEvent, object, previous);

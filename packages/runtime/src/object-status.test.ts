@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { conditionsDiffer, sameAsStored, sameJson, writeStatus } from './object-status.ts';
+import { changedFields, conditionsDiffer, sameAsStored, sameJson, writeStatus } from './object-status.ts';
 import type { KubeRequest, KubeRest } from '@syncline/kube';
 
 /** What sameJson stands for: the serializations with every object's keys sorted are equal. */
@@ -156,4 +156,50 @@ describe('writeStatus', () => {
       status: { observedGeneration: 2, sourceRevision: null, inventory: null, shortRevision: null },
     });
   });
+
+  it('sends, conditioned on the version read, only the fields that changed: an inventory that stays is not sent', async () => {
+    const { rest, sent } = recording();
+    const before = { ...stored, history: [{ revision: 'abc' }], conditions: [{ type: 'Ready', status: 'True', message: 'Applied revision abc' }] };
+    const next = { ...before, sourceRevision: 'def', shortRevision: 'def', history: [{ revision: 'def' }, { revision: 'abc' }] };
+    expect(await writeStatus(rest, '/p', object(before), { ...next, conditions: [{ message: 'Applied revision abc', status: 'True', type: 'Ready' }] }, { ifUnchanged: true })).toBe(true);
+    expect(JSON.parse(JSON.stringify(sent[0]?.body))).toEqual({
+      metadata: { resourceVersion: '7' },
+      status: { sourceRevision: 'def', shortRevision: 'def', history: [{ revision: 'def' }, { revision: 'abc' }] },
+    });
+    // Not conditioned (a writer that may not have read the status it writes over): the whole status, as before.
+    const { rest: rest2, sent: sent2 } = recording();
+    await writeStatus(rest2, '/p', object(before), next);
+    expect(JSON.parse(JSON.stringify(sent2[0]?.body))).toEqual({ status: next });
+  });
 });
+
+/** RFC 7386 JSON merge patch, as the API server applies an application/merge-patch+json body. */
+function mergePatch(target: unknown, patch: unknown): unknown {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
+  const out: Record<string, unknown> = target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  for (const [key, value] of Object.entries(patch as Record<string, unknown>)) {
+    if (value === null) delete out[key];
+    else out[key] = mergePatch(out[key], value);
+  }
+  return out;
+}
+
+describe('changedFields', () => {
+  it('patches the stored status into what the whole status would have made of it', () => {
+    const json = (v: unknown): unknown => JSON.parse(JSON.stringify(v)) as unknown;
+    const field = fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.constant(undefined));
+    const status = fc.dictionary(fc.constantFrom('a', 'b', 'c', 'd', 'e'), field, { maxKeys: 5 });
+    fc.assert(
+      fc.property(status, status, (storedValue, next) => {
+        const stored = json(storedValue) as Record<string, unknown>;
+        const whole = json({ ...next, ...Object.fromEntries(Object.keys(stored).filter((k) => next[k] === undefined).map((k) => [k, null])) });
+        const patch = changedFields(stored, next);
+        if (patch === undefined) return sameJson(json(next), stored);
+        // and it holds nothing the stored status already says (a null removes a field)
+        const sent = json(patch) as Record<string, unknown>;
+        return sameJson(mergePatch(stored, sent), mergePatch(stored, whole)) && Object.keys(sent).every((k) => sent[k] === null || !sameJson(sent[k], stored[k]));
+      }),
+    );
+  });
+});
+

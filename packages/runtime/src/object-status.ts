@@ -43,7 +43,10 @@ const provenSame = new WeakMap<object, object>();
  * the write is conditioned on the resourceVersion that was read: a run that started from a cache that had not
  * yet seen the previous run's status write gets 409 Conflict (and runs again) instead of overwriting that status
  * with one computed from the older one (a second lastSyncedTime, a second Event). Only for a reconciler that
- * writes nothing else to its own object between reading it and this write.
+ * writes nothing else to its own object between reading it and this write. Such a write sends only the fields
+ * that changed: the server merges them into the very status that was read (any other is refused), so what it
+ * stores is the whole status all the same, and a field that stays (an inventory on a new commit of the same
+ * objects) is neither serialised nor sent nor merged again.
  */
 export async function writeStatus(
   rest: KubeRest,
@@ -60,9 +63,11 @@ export async function writeStatus(
     provenSame.set(stored, status);
     return false;
   }
-  // Otherwise compared as it will be sent (sameJson skips undefined fields, which JSON leaves out), not through a
-  // JSON copy of it: a status holds the inventory and history.
-  if (sameJson(status, stored)) return false;
+  // Otherwise compared field by field as it will be sent (sameJson skips undefined fields, which JSON leaves
+  // out), not through a JSON copy of it: a status holds the inventory and history.
+  const changed = changedFields(stored, status);
+  if (changed === undefined) return false;
+  const conditioned = options.ifUnchanged === true && object.metadata.resourceVersion !== undefined;
   try {
     await rest.request({
       method: 'PATCH',
@@ -70,18 +75,38 @@ export async function writeStatus(
       contentType: 'application/merge-patch+json',
       // The stored object comes back through the informer; parsing it here too is CPU for nothing.
       discardBody: true,
-      body: {
-        ...(options.ifUnchanged === true && object.metadata.resourceVersion !== undefined
-          ? { metadata: { resourceVersion: object.metadata.resourceVersion } }
-          : {}),
-        status: { ...status, ...nullOut(object.status ?? {}, status) },
-      },
+      body: conditioned
+        ? { metadata: { resourceVersion: object.metadata.resourceVersion }, status: changed }
+        : { status: { ...status, ...nullOut(stored, status) } },
     });
   } catch (error) {
     if (error instanceof KubeApiError && error.status === 404) return false;
     throw error;
   }
   return true;
+}
+
+/**
+ * The merge patch that turns `stored` into `status`: the fields whose value differs (a list or an object whole,
+ * as JSON would write it), and null for each field `status` no longer has; undefined when there is none.
+ */
+export function changedFields(stored: object, status: object): Record<string, unknown> | undefined {
+  const before = stored as Record<string, unknown>;
+  const after = status as Record<string, unknown>;
+  const patch: Record<string, unknown> = {};
+  let any = false;
+  for (const key of Object.keys(after)) {
+    const value = after[key];
+    if (value === undefined || (Object.hasOwn(before, key) && sameJson(value, before[key]))) continue;
+    patch[key] = value;
+    any = true;
+  }
+  for (const key of Object.keys(before)) {
+    if (after[key] !== undefined || before[key] === undefined) continue;
+    patch[key] = null;
+    any = true;
+  }
+  return any ? patch : undefined;
 }
 
 /**

@@ -97,13 +97,18 @@ export function createReconciler<T extends ShellObject, Spec, S extends { condit
     return parsed;
   };
   const shell = { ...options, parse };
-  // The run's logger, one per object read: pino builds a child's bindings (each value through the redaction
-  // paths) at creation, so a resync, which reads the very object the last run read, takes the child that run made.
-  // Kept by the cached object: an update (a new object) makes a new one, and a deleted object takes its own along.
-  const loggers = new WeakMap<object, Logger>();
+  // The run's logger, one per spec read: pino builds a child's bindings (each value through the redaction paths)
+  // at creation, so a resync, which reads the very object the last run read, takes the child that run made, and so
+  // does a run after a status write (a cache that keeps the spec of a status change, see @syncline/kube's
+  // withUnchangedSpec, hands the same spec object). Kept by the cached spec (the object when it has none): a new
+  // spec makes a new one, and a deleted object takes its own along. The child says only the key.
+  const loggers = new WeakMap<object, { readonly key: string; readonly log: Logger }>();
   const loggerFor = (object: T, key: string): Logger => {
-    let log = loggers.get(object);
-    if (log === undefined) loggers.set(object, (log = options.logger.child({ [logKey]: key })));
+    const holder = typeof object.spec === 'object' && object.spec !== null ? object.spec : object;
+    const kept = loggers.get(holder);
+    if (kept !== undefined && kept.key === key) return kept.log;
+    const log = options.logger.child({ [logKey]: key });
+    loggers.set(holder, { key, log });
     return log;
   };
   const current = async (key: string): Promise<T | undefined> => {

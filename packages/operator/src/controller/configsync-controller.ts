@@ -1,7 +1,7 @@
 // The ConfigSync controller: For(ConfigSync, this shard's), Owns(what it applies: the drift watches),
 // Watches(Secret/ConfigMap it references; RemoteCluster a target names; ConfigSync it depends on), plus the
 // other shards' ConfigSyncs (metadata and Git source only) that a push to this shard's webhook receiver wakes.
-import { Informer, objectKey, withoutManagedFields } from '@syncline/kube';
+import { Informer, objectKey, withUnchangedSpec, withoutManagedFields } from '@syncline/kube';
 import type { ConfigSync } from '@syncline/api';
 import { createConfigSyncReconciler } from '../reconcile/configsync.ts';
 import { createDecryptionContext } from '../reconcile/decryption.ts';
@@ -68,14 +68,18 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
     path: ctx.collection('syncline.dev', 'v1alpha1', 'configsyncs'),
     labelSelector: ctx.shardLabelSelector,
     // Nothing reads a sync's managedFields (its status and spec are what a reconcile reads): most of its bytes.
-    project: withoutManagedFields,
+    // A status write (every reconcile's own comes back so) keeps the spec the cache held: see withUnchangedSpec.
+    project: (object, previous) => withUnchangedSpec(withoutManagedFields(object), previous),
     onEvent: (type, object, previous) => {
       // The informer holds untyped objects; this path serves only ConfigSyncs, whose shape the CRD's schema enforces.
       const cs = object as unknown as ConfigSync;
       const key = objectKey(object);
       ctx.notify('ConfigSync', type, object);
-      indexReferences(cs, type === 'DELETED');
-      dependents.set(key, type === 'DELETED' ? undefined : cs);
+      // What the spec names (its references, its dependencies) is indexed anew only for a new spec.
+      if (type === 'DELETED' || previous?.['spec'] !== cs.spec) {
+        indexReferences(cs, type === 'DELETED');
+        dependents.set(key, type === 'DELETED' ? undefined : cs);
+      }
       if (type === 'DELETED') {
         // Deleted (the finalizer already ran, on a MODIFIED with a deletionTimestamp) or relabelled to another
         // shard (no deletionTimestamp: nothing is pruned, the new shard adopts the inventory as it stands).
@@ -95,7 +99,7 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
         if (cs.spec.source.git.secretRef !== undefined) ctx.wakeReplicationsOf(cs.metadata.namespace ?? 'default');
       }
       // spec.dependsOn: a dependency that became Ready (or stopped being Ready, or left) wakes its dependents.
-      if (type !== 'MODIFIED' || previous === undefined || readiness(previous as unknown as ConfigSync) !== readiness(cs)) {
+      if (type !== 'MODIFIED' || previous === undefined || readinessChanged(previous as unknown as ConfigSync, cs)) {
         for (const dependent of dependents.of(key)) queue.add(dependent);
       }
     },
@@ -180,9 +184,9 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
 }
 
 /** What dependents of a ConfigSync look at (see dependencyNotReady): a change wakes them. */
-function readiness(cs: ConfigSync): string {
+function readiness(cs: ConfigSync): readonly unknown[] {
   const ready = cs.status?.conditions?.find((c) => c.type === 'Ready');
-  return JSON.stringify([
+  return [
     cs.metadata.generation,
     cs.status?.observedGeneration,
     ready?.status,
@@ -190,6 +194,13 @@ function readiness(cs: ConfigSync): string {
     ready?.observedGeneration,
     cs.status?.sourceRevision,
     cs.status?.lastAttemptedRevision,
-    cs.metadata.deletionTimestamp ?? null,
-  ]);
+    cs.metadata.deletionTimestamp,
+  ];
+}
+
+/** Whether what dependents of a ConfigSync look at changed (compared as read: every status write comes back through here). */
+function readinessChanged(before: ConfigSync, after: ConfigSync): boolean {
+  const was = readiness(before);
+  const now = readiness(after);
+  return was.some((value, i) => value !== now[i]);
 }

@@ -14,7 +14,7 @@ import type { ConfigSyncReconcilerDeps } from '../reconcile/configsync.ts';
 import type { StandbyRules } from '../tenancy.ts';
 import type { Metrics } from '../metrics.ts';
 import type { DriftWatches } from './drift-watches.ts';
-import type { ControllerQueue, Manager as ControllerManager, ReconcileOutcome } from '@syncline/runtime';
+import { sameJson, type ControllerQueue, type Manager as ControllerManager, type ReconcileOutcome } from '@syncline/runtime';
 import type { ReferenceWatches } from './references.ts';
 import type { RemoteClients } from '../remote/clusters.ts';
 
@@ -137,18 +137,21 @@ export type ControllerContext<K extends string = string> = {
  * it and goes on with the same run (@syncline/runtime's shell.ts). Removed, it is: the next run puts it back.
  */
 export function onlyStatusChanged(before: Pick<KubeObject, 'metadata'>, after: Pick<KubeObject, 'metadata'>): boolean {
-  const finalizers = (o: Pick<KubeObject, 'metadata'>): readonly string[] => (o.metadata.finalizers as readonly string[] | undefined) ?? [];
-  const added = !finalizers(before).includes(FINALIZER);
-  const relevant = (o: Pick<KubeObject, 'metadata'>, ours: boolean): string =>
-    JSON.stringify([
-      o.metadata.generation,
-      o.metadata.annotations ?? {},
-      o.metadata.labels ?? {},
-      ours ? finalizers(o) : finalizers(o).filter((f) => f !== FINALIZER),
-      o.metadata.deletionTimestamp ?? null,
-    ]);
-  return relevant(before, true) === relevant(after, !added);
+  // Compared field by field, not through JSON copies: every status write of ours comes back through here.
+  const was = finalizersOf(before);
+  const now = finalizersOf(after);
+  const ours = was.includes(FINALIZER) ? now : now.filter((f) => f !== FINALIZER);
+  return (
+    before.metadata['generation'] === after.metadata['generation'] &&
+    (before.metadata['deletionTimestamp'] ?? null) === (after.metadata['deletionTimestamp'] ?? null) &&
+    sameJson(before.metadata['annotations'] ?? {}, after.metadata['annotations'] ?? {}) &&
+    sameJson(before.metadata['labels'] ?? {}, after.metadata['labels'] ?? {}) &&
+    was.length === ours.length &&
+    was.every((f, i) => ours[i] === f)
+  );
 }
+
+const finalizersOf = (o: Pick<KubeObject, 'metadata'>): readonly string[] => (o.metadata['finalizers'] as readonly string[] | undefined) ?? [];
 
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

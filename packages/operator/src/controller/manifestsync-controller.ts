@@ -1,7 +1,7 @@
 // The ManifestSync controller: For(ManifestSync, this shard's), Owns(its copies: the drift watches),
 // Watches(its source object: one single-object watch per source in Immediate mode; Namespace: a selector may
 // match differently; RemoteCluster a target names).
-import { Informer, WatchBudgetError, objectKey, withoutManagedFields } from '@syncline/kube';
+import { Informer, WatchBudgetError, objectKey, withUnchangedSpec, withoutManagedFields } from '@syncline/kube';
 import type { ManifestSync } from '@syncline/api';
 import { mirrorNamespaces, namespaceProjection, type MirrorNamespace } from '../mirror/index.ts';
 import { DEFAULT_INTERVAL_BOUNDS } from '../reconcile/configsync.ts';
@@ -23,7 +23,8 @@ export function manifestSyncController(ctx: ControllerContext<ManifestSyncKey>, 
     path: ctx.collection('syncline.dev', 'v1alpha1', 'manifestsyncs'),
     labelSelector: ctx.shardLabelSelector,
     // Nothing reads a sync's managedFields (its status and spec are what a reconcile reads): most of its bytes.
-    project: withoutManagedFields,
+    // A status write keeps the spec the cache held: see withUnchangedSpec.
+    project: (object, previous) => withUnchangedSpec(withoutManagedFields(object), previous),
     onEvent: (type, object, previous) => {
       const ms = object as unknown as ManifestSync;
       ctx.notify('ManifestSync', type, object);
