@@ -161,7 +161,15 @@ describe('writeStatus', () => {
     const { rest, sent } = recording();
     const before = { ...stored, history: [{ revision: 'abc' }], conditions: [{ type: 'Ready', status: 'True', message: 'Applied revision abc' }] };
     const next = { ...before, sourceRevision: 'def', shortRevision: 'def', history: [{ revision: 'def' }, { revision: 'abc' }] };
-    expect(await writeStatus(rest, '/p', object(before), { ...next, conditions: [{ message: 'Applied revision abc', status: 'True', type: 'Ready' }] }, { ifUnchanged: true })).toBe(true);
+    expect(
+      await writeStatus(
+        rest,
+        '/p',
+        object(before),
+        { ...next, conditions: [{ message: 'Applied revision abc', status: 'True', type: 'Ready' }] },
+        { ifUnchanged: true },
+      ),
+    ).toBe(true);
     expect(JSON.parse(JSON.stringify(sent[0]?.body))).toEqual({
       metadata: { resourceVersion: '7' },
       status: { sourceRevision: 'def', shortRevision: 'def', history: [{ revision: 'def' }, { revision: 'abc' }] },
@@ -176,7 +184,8 @@ describe('writeStatus', () => {
 /** RFC 7386 JSON merge patch, as the API server applies an application/merge-patch+json body. */
 function mergePatch(target: unknown, patch: unknown): unknown {
   if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
-  const out: Record<string, unknown> = target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  const out: Record<string, unknown> =
+    target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
   for (const [key, value] of Object.entries(patch as Record<string, unknown>)) {
     if (value === null) delete out[key];
     else out[key] = mergePatch(out[key], value);
@@ -192,14 +201,22 @@ describe('changedFields', () => {
     fc.assert(
       fc.property(status, status, (storedValue, next) => {
         const stored = json(storedValue) as Record<string, unknown>;
-        const whole = json({ ...next, ...Object.fromEntries(Object.keys(stored).filter((k) => next[k] === undefined).map((k) => [k, null])) });
+        const whole = json({
+          ...next,
+          ...Object.fromEntries(
+            Object.keys(stored)
+              .filter((k) => next[k] === undefined)
+              .map((k) => [k, null]),
+          ),
+        });
         const patch = changedFields(stored, next);
         if (patch === undefined) return sameJson(json(next), stored);
         // and it holds nothing the stored status already says (a null removes a field)
         const sent = json(patch) as Record<string, unknown>;
-        return sameJson(mergePatch(stored, sent), mergePatch(stored, whole)) && Object.keys(sent).every((k) => sent[k] === null || !sameJson(sent[k], stored[k]));
+        return (
+          sameJson(mergePatch(stored, sent), mergePatch(stored, whole)) && Object.keys(sent).every((k) => sent[k] === null || !sameJson(sent[k], stored[k]))
+        );
       }),
     );
   });
 });
-
