@@ -16,6 +16,7 @@ import {
   kc,
   patchConfigSync,
   readConfigSync,
+  rest,
   waitForReady,
 } from './harness.ts';
 
@@ -196,6 +197,40 @@ describe('ConfigSync end to end', () => {
     await waitForReady(ns.name, 'pushed-app', (cs) => cs.status?.sourceRevision === pushed, 60_000);
     expect(await configMapData(ns.name, 'pushed-app')).toEqual({ v: '2' });
   }, 180_000);
+
+  // Every run's own status write comes back through the watch; the cache keeps the spec it held for it (same
+  // object, same generation) and the write sends only the fields that changed. Someone else's change after it is
+  // still what the next run starts from.
+  it('acts on a spec change and starts from a status someone edited, after its own status write came back', async () => {
+    const echoRepo = await git.createRepo('own-write-echo');
+    const sha = await echoRepo.commit({ 'echo/greeting.yaml.hbs': cm('echo-greeting', '  greeting: {{ values.greeting }}') });
+    await applyConfigSync(
+      configSync(ns.name, 'echo', {
+        source: { git: { repo: echoRepo.url, revision: 'main', path: 'echo' } },
+        refreshInterval: '1h',
+        values: { greeting: 'one' },
+        targets: [{ name: 'dev', namespace: ns.name }],
+      }),
+    );
+    const ready = await waitForReady(ns.name, 'echo', (c) => c.status?.sourceRevision === sha, 60_000);
+    expect(await configMapData(ns.name, 'echo-greeting')).toEqual({ greeting: 'one' });
+
+    // when someone edits the status the operator wrote (fields its next write would leave as they were)
+    await rest.request({
+      method: 'PATCH',
+      path: `/apis/syncline.dev/v1alpha1/namespaces/${ns.name}/configsyncs/echo/status`,
+      contentType: 'application/merge-patch+json',
+      body: { status: { followedRef: 'edited', drifted: 7, inventory: [{ target: 'dev', entries: [] }] } },
+    });
+    // and the spec changes (a new generation; nothing else asks for a run: the refresh interval is an hour)
+    await patchConfigSync(ns.name, 'echo', { spec: { values: { greeting: 'two' } } });
+
+    // then the new spec is applied, and the status is the operator's again, the edited fields included
+    const after = await waitForReady(ns.name, 'echo', (c) => c.status?.observedGeneration === (ready.metadata.generation ?? 1) + 1, 60_000);
+    expect(await configMapData(ns.name, 'echo-greeting')).toEqual({ greeting: 'two' });
+    expect(after.status).toMatchObject({ followedRef: 'main', drifted: 0, sourceRevision: sha });
+    expect(after.status?.inventory).toEqual(ready.status?.inventory);
+  }, 120_000);
 });
 
 /** One ConfigSync as `kubectl get` prints it: the API server's Table, column name → cell. */

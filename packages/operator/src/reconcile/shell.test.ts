@@ -226,6 +226,36 @@ describe('createReconciler', () => {
     for (const log of loggers) expect(log.bindings()).toEqual({ widget: 'team/w' });
   });
 
+  it('takes a status write that came back with the spec the cache kept (see withUnchangedSpec) for no new spec: no parse, the same logger', async () => {
+    const cluster = fakeCluster(widget());
+    let cached = structuredClone(cluster.stored());
+    const { reconcile, loggers, parses, runs } = reconcilerFor({ ...cluster, read: () => cached });
+    await reconcile();
+    const parsed = parses();
+    // given the run's own status write back in the cache as a new object that keeps the cached spec object
+    const spec = cached.spec;
+    cached = { ...structuredClone(cluster.stored()), spec };
+    // and someone's status change after it, the same way
+    cluster.changeStored((w) => {
+      w.status = { ...w.status, value: 'theirs' };
+    });
+    cached = { ...structuredClone(cluster.stored()), spec };
+    await reconcile();
+    // then the spec is not validated again and the run keeps its logger, and it runs from the status as it is now
+    expect(parses()).toBe(parsed);
+    expect(loggers[1]).toBe(loggers[0]);
+    expect(runs[1]?.status?.value).toBe('theirs');
+    expect(cluster.stored().status?.value).toBe('a');
+    // its status write sent only what it changed back, conditioned on the version that holds their change
+    expect(cluster.patches.at(-1)?.body).toEqual({ metadata: { resourceVersion: '3' }, status: { value: 'a' } });
+    // a new spec (a new generation) is parsed, and gets a logger of its own naming the same object
+    cached = { ...structuredClone(cluster.stored()), spec: { value: 'b' } };
+    await reconcile();
+    expect(parses()).toBe(parsed + 1);
+    expect(loggers[2]).not.toBe(loggers[1]);
+    expect(loggers[2]?.bindings()).toEqual({ widget: 'team/w' });
+  });
+
   it('stores its finalizer before the steps run, then goes on in the same run from the version the patch left', async () => {
     const cluster = fakeCluster(widget({ finalizers: ['someone.else/keep'] }));
     const finalizersWhenRun: (readonly string[] | undefined)[] = [];
