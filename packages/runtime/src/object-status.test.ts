@@ -90,6 +90,20 @@ describe('conditionsDiffer', () => {
     expect(conditionsDiffer([ready], [])).toBe(true);
     expect(conditionsDiffer(undefined, [])).toBe(false);
   });
+
+  it('says what comparing their type, status, reason and message as JSON says', () => {
+    const condition = fc.record({
+      type: fc.constantFrom('Ready', 'Synced'),
+      status: fc.constantFrom('True', 'False'),
+      reason: fc.constantFrom('A', 'B'),
+      message: fc.constantFrom('x', 'y'),
+      lastTransitionTime: fc.constantFrom('t1', 't2'),
+    });
+    const list = fc.option(fc.array(condition, { maxLength: 3 }), { nil: undefined });
+    const said = (conditions: readonly { type: string; status: string; reason: string; message: string }[] | undefined) =>
+      (conditions ?? []).map((c) => [c.type, c.status, c.reason, c.message]);
+    fc.assert(fc.property(list, list, (a, b) => conditionsDiffer(a as never, b as never) === !sameJson(said(a), said(b))));
+  });
 });
 
 describe('writeStatus', () => {

@@ -139,9 +139,14 @@ export function sameAsStored(value: unknown, stored: unknown): boolean {
 
 /** Whether two condition lists say something different (times and generations aside). */
 export function conditionsDiffer(before: readonly Condition[] | undefined, after: readonly Condition[] | undefined): boolean {
-  const said = (conditions: readonly Condition[] | undefined): unknown[] =>
-    (conditions ?? []).map((c) => [c.type, c.status, c.reason ?? null, c.message ?? null]);
-  return !sameJson(said(before), said(after));
+  // Compared in place, not through copies: every status write asks.
+  const was = before ?? [];
+  const now = after ?? [];
+  if (was.length !== now.length) return true;
+  return was.some((c, i) => {
+    const d = now[i];
+    return d === undefined || c.type !== d.type || c.status !== d.status || (c.reason ?? null) !== (d.reason ?? null) || (c.message ?? null) !== (d.message ?? null);
+  });
 }
 
 /** Merge patch deletes a field only when told to: null out what the new status no longer has (or has as undefined, which JSON leaves out). */
