@@ -145,7 +145,9 @@ export function conditionsDiffer(before: readonly Condition[] | undefined, after
   if (was.length !== now.length) return true;
   return was.some((c, i) => {
     const d = now[i];
-    return d === undefined || c.type !== d.type || c.status !== d.status || (c.reason ?? null) !== (d.reason ?? null) || (c.message ?? null) !== (d.message ?? null);
+    return (
+      d === undefined || c.type !== d.type || c.status !== d.status || (c.reason ?? null) !== (d.reason ?? null) || (c.message ?? null) !== (d.message ?? null)
+    );
   });
 }
 
