@@ -63,10 +63,9 @@ export async function writeStatus(
     provenSame.set(stored, status);
     return false;
   }
-  // Otherwise compared field by field as it will be sent (sameJson skips undefined fields, which JSON leaves
-  // out), not through a JSON copy of it: a status holds the inventory and history.
-  const changed = changedFields(stored, status);
-  if (changed === undefined) return false;
+  // Otherwise compared as it will be sent (sameJson skips undefined fields, which JSON leaves out), not through
+  // a JSON copy of it: a status holds the inventory and history.
+  if (sameJson(status, stored)) return false;
   const conditioned = options.ifUnchanged === true && object.metadata.resourceVersion !== undefined;
   try {
     await rest.request({
@@ -76,7 +75,7 @@ export async function writeStatus(
       // The stored object comes back through the informer; parsing it here too is CPU for nothing.
       discardBody: true,
       body: conditioned
-        ? { metadata: { resourceVersion: object.metadata.resourceVersion }, status: changed }
+        ? { metadata: { resourceVersion: object.metadata.resourceVersion }, status: changedFields(stored, status) ?? {} }
         : { status: { ...status, ...nullOut(stored, status) } },
     });
   } catch (error) {
@@ -87,8 +86,10 @@ export async function writeStatus(
 }
 
 /**
- * The merge patch that turns `stored` into `status`: the fields whose value differs (a list or an object whole,
- * as JSON would write it), and null for each field `status` no longer has; undefined when there is none.
+ * The merge patch that turns `stored` into `status`: each field that may differ (a list or an object whole), and
+ * null for each field `status` no longer has; undefined when every field is the one stored. A field is left out
+ * only when sameAsStored proves it the same (a walk that builds nothing, at the cost of sending now and then a
+ * field that says the same in a way it does not prove, e.g. a Date: the server stores what it would have).
  */
 export function changedFields(stored: object, status: object): Record<string, unknown> | undefined {
   const before = stored as Record<string, unknown>;
@@ -97,7 +98,7 @@ export function changedFields(stored: object, status: object): Record<string, un
   let any = false;
   for (const key of Object.keys(after)) {
     const value = after[key];
-    if (value === undefined || (Object.hasOwn(before, key) && sameJson(value, before[key]))) continue;
+    if (value === undefined || (Object.hasOwn(before, key) && sameAsStored(value, before[key]))) continue;
     patch[key] = value;
     any = true;
   }
