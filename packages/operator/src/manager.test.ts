@@ -25,6 +25,13 @@ describe('onlyStatusChanged', () => {
     expect(onlyStatusChanged(base(), base(patch))).toBe(false);
   });
 
+  it('compares labels and annotations by what they say, not by the order the API server wrote their keys in', () => {
+    const marks = { labels: { a: '1', b: '2' }, annotations: { x: '1', y: '2' } };
+    expect(onlyStatusChanged(base(marks), base({ resourceVersion: '2', labels: { b: '2', a: '1' }, annotations: { y: '2', x: '1' } }))).toBe(true);
+    expect(onlyStatusChanged(base(marks), base({ resourceVersion: '2', ...marks, labels: { a: '1' } }))).toBe(false);
+    expect(onlyStatusChanged(base(marks), base({ resourceVersion: '2', ...marks, annotations: { x: '1', y: '3' } }))).toBe(false);
+  });
+
   it('takes our finalizer, added, as no news (the run that added it went on), and its removal as news', () => {
     const added = base({ resourceVersion: '2', finalizers: ['syncline.dev/finalizer'] });
     expect(onlyStatusChanged(base(), added)).toBe(true);
