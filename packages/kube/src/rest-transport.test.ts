@@ -119,7 +119,9 @@ describe('createKubeRest over undici: what is sent and what comes back', () => {
       await rest.request({ method: 'PATCH', path: '/api/v1/namespaces/a/configmaps/b', body: {}, contentType: 'application/merge-patch+json' });
       await rest.request({ method: 'GET', path: '/metrics?name=a&keep=1', query: { name: 'b c', added: 'd' } });
       await rest.request({ method: 'GET', path: '/api' });
-      const expected = queries.map((query) => `/api/v1/configmaps?${new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)])).toString()}`);
+      const expected = queries.map(
+        (query) => `/api/v1/configmaps?${new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString()}`,
+      );
       expect(server.seen.map((s) => s.url)).toEqual([...expected, '/api/v1/namespaces/a/configmaps/b', '/metrics?name=b+c&keep=1&added=d', '/api']);
       expect(server.seen.map((s) => [s.method, s.headers['content-type'], s.headers['authorization']])).toEqual([
         ['GET', undefined, 'Bearer t'],

@@ -12,6 +12,7 @@ import {
   executePlan,
   objectId,
   ownerHash,
+  scopeOf,
   provenObjects,
   planApply,
   readHealth,
@@ -115,7 +116,11 @@ async function ownerAbsentFor(
   const earlier = first.applied.has(noop.key);
   first.applied.add(noop.key);
   if (earlier) return undefined;
-  if (first.watch !== undefined) await first.watch([...input.desired.map((o) => objectId(o)), ...inventory.map((e) => e.id)]);
+  // Only for scopes where the inventory names nothing: where it does, the owner has objects there (the watch
+  // would say so) and the LIST goes out anyway, so a restarted process's first applies do not wait for a watch.
+  const recorded = new Set(inventory.map((e) => scopeOf(e.id)));
+  const fresh = input.desired.map((o) => objectId(o)).filter((id) => !recorded.has(scopeOf(id)));
+  if (first.watch !== undefined && fresh.length > 0) await first.watch(fresh);
   const label = ownerHash(input.owner);
   return (scope) => first.ownerSeen(scope, label) === false;
 }
