@@ -56,6 +56,8 @@ export type ApplyClient = {
 };
 
 type Request = {
+  /** Set by the transport (the client's request timeout). */
+  timeoutMs?: number;
   method: 'GET' | 'PATCH' | 'DELETE';
   path: string;
   query?: Record<string, string>;
@@ -81,26 +83,31 @@ async function createTransport(target: KubeConnection | KubeConfigLike, options:
     ...(options.writeFence === undefined ? {} : { writeFence: options.writeFence }),
   });
   const timeoutMs = options.requestTimeoutMs ?? DEFAULT_APPLY_TIMEOUT_MS;
-  return async <T>(req: Request): Promise<T> => {
-    try {
-      return await rest.request<T>({ ...req, timeoutMs });
-    } catch (error) {
-      if (error instanceof ApiError) {
-        if (error.serverMessage === undefined && error.status < 300) throw error; // Timeout, Fenced: already say why
-        throw new ApiError({
-          status: error.status,
-          reason: error.reason === 'Unknown' ? String(error.status) : error.reason,
-          message: error.serverMessage ?? `${req.method} ${req.path}: HTTP ${error.status}`,
-        });
-      }
-      if (req.signal?.aborted === true) throw error;
-      throw new ApiError({
-        status: 0,
-        reason: 'TransportError',
-        message: `${req.method} ${req.path}: ${error instanceof Error ? error.message : String(error)}`,
-      });
-    }
+  // The request itself carries the deadline (no copy of it per call), and a failure is reworded on the way out.
+  return <T>(req: Request): Promise<T> => {
+    req.timeoutMs = timeoutMs;
+    return rest.request<T>(req).catch((error: unknown) => {
+      throw reworded(req, error);
+    });
   };
+}
+
+/** A failed request's error as apply's callers read it: the API server's own message, or a TransportError. */
+function reworded(req: Request, error: unknown): unknown {
+  if (error instanceof ApiError) {
+    if (error.serverMessage === undefined && error.status < 300) return error; // Timeout, Fenced: already say why
+    return new ApiError({
+      status: error.status,
+      reason: error.reason === 'Unknown' ? String(error.status) : error.reason,
+      message: error.serverMessage ?? `${req.method} ${req.path}: HTTP ${error.status}`,
+    });
+  }
+  if (req.signal?.aborted === true) return error;
+  return new ApiError({
+    status: 0,
+    reason: 'TransportError',
+    message: `${req.method} ${req.path}: ${error instanceof Error ? error.message : String(error)}`,
+  });
 }
 
 type DiscoveredResource = {
@@ -258,25 +265,32 @@ export type ClientOptions = {
 export async function createApplyClient(target: KubeConnection | KubeConfigLike, options: ClientOptions = {}): Promise<ApplyClient> {
   const send = await createTransport(target, options);
   let cached: Promise<Discovery> | undefined;
+  /** What `cached` resolved to, once it has: every request looks its kind up here without waiting on a promise. */
+  let known: Discovery | undefined;
   const discovery = (options: { refresh?: boolean } = {}): Promise<Discovery> => {
     if (cached === undefined || options.refresh === true) {
       const next = discover(send);
       cached = next;
-      next.catch(() => {
-        if (cached === next) cached = undefined;
-      });
+      known = undefined;
+      next.then(
+        (found) => {
+          if (cached === next) known = found;
+        },
+        () => {
+          if (cached === next) cached = undefined;
+        },
+      );
     }
     return cached;
   };
-  const infoFor = async (group: string, kind: string, apiVersion?: string): Promise<ResourceInfo | undefined> => {
-    const d = await discovery();
-    return (apiVersion === undefined ? undefined : d.resource(apiVersion, kind)) ?? d.preferred(group, kind);
-  };
+  /** A kind's resource in discovery `d` (its apiVersion's, else the preferred version). */
+  const infoIn = (d: Discovery, group: string, kind: string, apiVersion?: string): ResourceInfo | undefined =>
+    (apiVersion === undefined ? undefined : d.resource(apiVersion, kind)) ?? d.preferred(group, kind);
 
   const client: ApplyClient = {
     discovery,
     async list({ group, kind, namespace, labelSelector }, signal) {
-      const info = await infoFor(group, kind);
+      const info = infoIn(known ?? (await discovery()), group, kind);
       if (info === undefined) throw notServed(`${group}/${kind}`);
       if (info.namespaced && namespace === '')
         throw new ApiError({ status: 400, reason: 'BadRequest', message: `${group}/${kind} is namespaced and the object names no namespace` });
@@ -304,7 +318,7 @@ export async function createApplyClient(target: KubeConnection | KubeConfigLike,
     },
     async get(id, signal) {
       const ref = parseObjectId(id);
-      const info = await infoFor(ref.group, ref.kind);
+      const info = infoIn(known ?? (await discovery()), ref.group, ref.kind);
       if (info === undefined) return undefined;
       try {
         const obj = await send<KubeObject>({ method: 'GET', path: objectPath(info, ref), signal });
@@ -315,7 +329,7 @@ export async function createApplyClient(target: KubeConnection | KubeConfigLike,
       }
     },
     async apply(object, { fieldManager, force, read, ifAbsent, signal }) {
-      let info = await infoFor(groupOf(object.apiVersion), object.kind, object.apiVersion);
+      let info = infoIn(known ?? (await discovery()), groupOf(object.apiVersion), object.kind, object.apiVersion);
       // A kind from a CRD applied moments ago: read discovery again once.
       if (info === undefined || info.version !== (object.apiVersion.split('/')[1] ?? object.apiVersion)) {
         info = (await discovery({ refresh: true })).resource(object.apiVersion, object.kind);
@@ -333,13 +347,13 @@ export async function createApplyClient(target: KubeConnection | KubeConfigLike,
     },
     async jsonPatch(id, operations, { apiVersion, signal }) {
       const ref = parseObjectId(id);
-      const info = await infoFor(ref.group, ref.kind, apiVersion);
+      const info = infoIn(known ?? (await discovery()), ref.group, ref.kind, apiVersion);
       if (info === undefined) throw notServed(`${ref.group}/${ref.kind}`);
       await send({ discardBody: true, method: 'PATCH', path: objectPath(info, ref), body: operations, contentType: 'application/json-patch+json', signal });
     },
     async delete(id, { apiVersion, uid, signal }) {
       const ref = parseObjectId(id);
-      const info = await infoFor(ref.group, ref.kind, apiVersion);
+      const info = infoIn(known ?? (await discovery()), ref.group, ref.kind, apiVersion);
       if (info === undefined) return 'absent';
       try {
         await send({

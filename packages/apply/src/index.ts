@@ -12,6 +12,7 @@
 export {
   objectId,
   parseObjectId,
+  scopeOf,
   groupOf,
   ownerHash,
   ownedBy,

@@ -104,6 +104,38 @@ describe('createKubeRest over undici: what is sent and what comes back', () => {
     }
   });
 
+  it('encodes a query as URLSearchParams does, merged into a query the path carries, and sends no body headers with a read', async () => {
+    const server = await localServer((_req, res) => json(res, 200, {}));
+    try {
+      // One credential object for every request (a connection's cache): the headers built for one are reused.
+      const auth = { Authorization: 'Bearer t' };
+      const rest = await createKubeRest(connectionTo(server.url, { authHeaders: () => Promise.resolve(auth) }));
+      const queries = [
+        { fieldManager: 'syncline', limit: 1000, force: true },
+        { labelSelector: 'syncline.dev/owner in (a b),tier!=x', fieldSelector: 'metadata.name=é*~' },
+        { continue: "eyJ2Ijoi+/=!'()" },
+      ];
+      for (const query of queries) await rest.request({ method: 'GET', path: '/api/v1/configmaps', query });
+      await rest.request({ method: 'PATCH', path: '/api/v1/namespaces/a/configmaps/b', body: {}, contentType: 'application/merge-patch+json' });
+      await rest.request({ method: 'GET', path: '/metrics?name=a&keep=1', query: { name: 'b c', added: 'd' } });
+      await rest.request({ method: 'GET', path: '/api' });
+      const expected = queries.map(
+        (query) => `/api/v1/configmaps?${new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString()}`,
+      );
+      expect(server.seen.map((s) => s.url)).toEqual([...expected, '/api/v1/namespaces/a/configmaps/b', '/metrics?name=b+c&keep=1&added=d', '/api']);
+      expect(server.seen.map((s) => [s.method, s.headers['content-type'], s.headers['authorization']])).toEqual([
+        ['GET', undefined, 'Bearer t'],
+        ['GET', undefined, 'Bearer t'],
+        ['GET', undefined, 'Bearer t'],
+        ['PATCH', 'application/merge-patch+json', 'Bearer t'],
+        ['GET', undefined, 'Bearer t'],
+        ['GET', undefined, 'Bearer t'],
+      ]);
+    } finally {
+      await server.close();
+    }
+  });
+
   it("sends the kubeconfig's username and password as basic auth, unless a credential header is set", async () => {
     const server = await localServer((_req, res) => json(res, 200, {}));
     try {

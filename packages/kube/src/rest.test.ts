@@ -87,6 +87,41 @@ describe('createKubeRest: hung watches', () => {
     }
   });
 
+  it('keeps a watch with bookmarks that keeps being heard from, however long it runs past the idle limit', async () => {
+    const responses = new Set<ServerResponse>();
+    const server = createHttpServer((_req, res) => {
+      responses.add(res);
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      let n = 0;
+      const beat = setInterval(() => {
+        if (res.destroyed) clearInterval(beat);
+        else res.write(`${JSON.stringify({ type: 'BOOKMARK', object: { metadata: { resourceVersion: String(++n) } } })}\n`);
+      }, 50);
+      res.on('close', () => clearInterval(beat));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    try {
+      const rest = await createKubeRest({ server: url, tls: {}, authHeaders: () => Promise.resolve({}) }, { watchIdleMs: 400 });
+      const abort = new AbortController();
+      let events = 0;
+      let ended = false;
+      const watching = rest
+        .watch('/api/v1/configmaps', { allowWatchBookmarks: true, timeoutSeconds: 300 }, () => events++, abort.signal)
+        .then(() => (ended = true));
+      // five idle limits: a bookmark every 50 ms keeps it open
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      expect(ended).toBe(false);
+      expect(events).toBeGreaterThan(5);
+      abort.abort();
+      await watching;
+      expect(ended).toBe(true);
+    } finally {
+      for (const res of responses) res.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   it('leaves a watch without bookmarks to its timeoutSeconds (silence is normal there)', async () => {
     const server = await frozenWatchServer();
     try {

@@ -85,8 +85,31 @@ export type KubeRest = {
   ): Promise<void>;
 };
 
-/** The request target: the path (from the server's root, as `new URL(path, server)` resolves it) and its query. */
+/**
+ * Names and values that URLSearchParams (application/x-www-form-urlencoded) leaves as they are: ASCII letters and
+ * digits, `*`, `-`, `.` and `_`.
+ */
+const PLAIN_QUERY_TEXT = /^[\w*.-]*$/;
+
+/**
+ * The request target: the path (from the server's root, as `new URL(path, server)` resolves it) and its query,
+ * encoded as URLSearchParams encodes it. A query of plain names and values (an apply's field manager, a LIST's
+ * limit) is written out directly: most requests have one, and a URLSearchParams per request cost more than the rest
+ * of the target.
+ */
 function requestTarget(path: string, query: KubeRequest['query']): string {
+  let plain = '';
+  for (const key in query) {
+    const value = query[key];
+    if (value === undefined) continue;
+    const text = String(value);
+    if (!PLAIN_QUERY_TEXT.test(key) || !PLAIN_QUERY_TEXT.test(text) || path.includes('?')) return encodedTarget(path, query);
+    plain += `${plain === '' ? '' : '&'}${key}=${text}`;
+  }
+  return plain === '' ? path : `${path}?${plain}`;
+}
+
+function encodedTarget(path: string, query: KubeRequest['query']): string {
   let search: URLSearchParams | undefined;
   for (const key in query) {
     const value = query[key];
@@ -237,6 +260,28 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
   const watches = dispatcherFor(connection, { connections: null, secureContext });
   const userAgent = options.userAgent ?? 'syncline';
   const basic = connection.basicAuth === undefined ? undefined : `Basic ${Buffer.from(connection.basicAuth).toString('base64')}`;
+  /**
+   * The headers of a request, by its Accept and Content-Type, for the credential headers the connection answered
+   * last: a connection answers from its cache with the same object until the credentials change, so most requests
+   * reuse the headers built for an earlier one (undici reads them, never changes them).
+   */
+  const headerSets = new Map<string, Readonly<Record<string, string>>>();
+  let headersAuth: Readonly<Record<string, string>> | undefined;
+  const headersFor = (auth: Readonly<Record<string, string>>, accept: string, contentType: string | undefined): Readonly<Record<string, string>> => {
+    if (auth !== headersAuth) {
+      headersAuth = auth;
+      headerSets.clear();
+    }
+    const key = contentType === undefined ? accept : `${accept}\n${contentType}`;
+    const known = headerSets.get(key);
+    if (known !== undefined) return known;
+    const headers: Record<string, string> = { ...auth, 'user-agent': userAgent, accept };
+    // as Node's `auth` option did: a credential header of the kubeconfig's wins over its username and password
+    if (basic !== undefined && auth['Authorization'] === undefined && auth['authorization'] === undefined) headers['authorization'] = basic;
+    if (contentType !== undefined) headers['content-type'] = contentType;
+    headerSets.set(key, headers);
+    return headers;
+  };
 
   /** Sends it once the credential headers are known, unless the exchange settled meanwhile. */
   const send = (dispatcher: Dispatcher, req: Target, exchange: Exchange): void => {
@@ -244,10 +289,7 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
     connection.authHeaders().then(
       (auth) => {
         if (!exchange.open) return;
-        const headers: Record<string, string> = { ...auth, 'user-agent': userAgent, accept: req.accept ?? 'application/json' };
-        // as Node's `auth` option did: a credential header of the kubeconfig's wins over its username and password
-        if (basic !== undefined && auth['Authorization'] === undefined && auth['authorization'] === undefined) headers['authorization'] = basic;
-        if (payload !== undefined) headers['content-type'] = req.contentType ?? 'application/json';
+        const headers = headersFor(auth, req.accept ?? 'application/json', payload === undefined ? undefined : (req.contentType ?? 'application/json'));
         try {
           const opts = {
             origin,
@@ -340,14 +382,23 @@ export async function createKubeRest(target: KubeConnection | KubeConfigLike, op
       // With bookmarks asked for, silence is itself a sign of a hung stream (see DEFAULT_WATCH_IDLE_MS).
       const idle = new AbortController();
       const idleMs = query['allowWatchBookmarks'] === true ? (options.watchIdleMs ?? DEFAULT_WATCH_IDLE_MS) : undefined;
+      // One timer, not one per chunk: each chunk only notes the time, and the timer, when it fires, gives the
+      // watch up or waits out the rest of the limit from the last chunk.
       let idleTimer: NodeJS.Timeout | undefined;
+      let heardAt = performance.now();
       const heard = (): void => {
-        if (idleMs === undefined) return;
-        clearTimeout(idleTimer);
-        idleTimer = setTimeout(() => idle.abort(new Error(`watch ${path}: silent for ${idleMs / 1000}s`)), idleMs);
+        heardAt = performance.now();
+      };
+      const armIdle = (ms: number): void => {
+        idleTimer = setTimeout(() => {
+          const silentMs = performance.now() - heardAt;
+          if (idleMs === undefined) return;
+          if (silentMs >= idleMs) idle.abort(new Error(`watch ${path}: silent for ${idleMs / 1000}s`));
+          else armIdle(idleMs - silentMs);
+        }, ms);
         idleTimer.unref();
       };
-      heard();
+      if (idleMs !== undefined) armIdle(idleMs);
       const signal = AbortSignal.any([callerSignal, idle.signal, AbortSignal.timeout(seconds * 1000 + WATCH_GRACE_MS)]);
       return new Promise<void>((resolveRaw, rejectRaw) => {
         const resolve = (): void => {

@@ -155,7 +155,12 @@ export function configSyncController(ctx: ControllerContext, remote: RemoteClust
     noop: {
       records: noopRecords,
       watched: (id, cluster, onStale) => drift.version(id, cluster, onStale),
-      firstApply: { applied: appliedTargets, ownerSeen: (scope, ownerLabel, cluster) => drift.ownerSeen(scope, ownerLabel, cluster) },
+      firstApply: {
+        applied: appliedTargets,
+        ownerSeen: (scope, ownerLabel, cluster) => drift.ownerSeen(scope, ownerLabel, cluster),
+        // A watch that does not fit the budget leaves the LIST; the write's beforeApply then fails the target saying so.
+        watch: (ids, cluster) => ctx.watchBeforeApply(ids, cluster).catch(() => undefined),
+      },
     },
   });
 

@@ -61,7 +61,8 @@ export type DriftWatchesOptions = {
 
 export type DriftWatches = {
   /**
-   * Watches the kinds (and, for a namespace-scoped operator, the namespaces) of `ids` before they are written.
+   * Watches the kinds (and, for a namespace-scoped operator, the namespaces) of `ids` before they are written or
+   * first read, and waits (bounded) until each watch it started, or found still listing, has listed.
    * Throws WatchBudgetError when a kind-wide watch does not fit the budget: drift the apply writes would go unseen.
    */
   watch(ids: readonly string[], remote?: RemoteClients): Promise<void>;
@@ -173,6 +174,11 @@ function sweepWatches(state: WatchState): void {
   for (const scope of state.refusals.keys()) if (!used.has(scope)) state.refusals.delete(scope);
 }
 
+/** Whether a watch is listing for the first time, refused by nothing yet and within WATCH_SYNC_MS of its start (worth waiting for). */
+function stillListing(entry: Watch, at: number): boolean {
+  return !entry.informer.synced && entry.forbidden === undefined && at - entry.startedAt < WATCH_SYNC_MS;
+}
+
 /** A remote cluster's credentials changed: its watches, started with the old ones, stop. */
 function stopStaleClusterWatches(state: WatchState, remote: RemoteClients): void {
   const before = state.clusterWatchKeys.get(remote.cluster);
@@ -232,15 +238,21 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
   const watch = async (ids: readonly string[], remote?: RemoteClients): Promise<void> => {
     const discovery = await (remote?.apply ?? (await options.applyClient())).discovery();
     if (remote !== undefined) stopStaleClusterWatches(state, remote);
+    // Watches already there that are still listing for the first time: joined, so a burst of new targets waits
+    // for the one list the first of them started rather than each reading on its own meanwhile.
+    const listing = new Set<Watch>();
     const { kindWide, namespaced } = missingWatches(ids, {
       discovery,
       scopeKey: (id) => scopeKey(id, remote),
       perNamespace: (namespace) => remote === undefined && perNamespace(namespace),
-      // Only a new watch is waited for: one that cannot list (403 for a cluster-scoped kind in namespace
-      // mode) must not delay every later apply; a refused namespace is not asked again for a while.
+      // Only a new watch, or one within WATCH_SYNC_MS of its start, is waited for: one that cannot list (403 for a
+      // cluster-scoped kind in namespace mode) must not delay every later apply; a refused namespace is not asked
+      // again for a while.
       skip: (scope) => {
+        const entry = watches.get(scope);
+        if (entry !== undefined && stillListing(entry, now())) listing.add(entry);
         const refusal = refusals.get(scope);
-        return watches.has(scope) || (refusal !== undefined && now() - refusal.at < REFUSAL_RETRY_MS);
+        return entry !== undefined || (refusal !== undefined && now() - refusal.at < REFUSAL_RETRY_MS);
       },
     });
     // All or none: the drift of every kind about to be written is watched, or the apply fails naming the budget.
@@ -258,7 +270,10 @@ export function createDriftWatches(options: DriftWatchesOptions): DriftWatches {
       }
     }
     // Bounded: a kind we may not watch (403) must not hold the apply back; its drift waits for the next resync.
-    await Promise.all(started.map((entry) => Promise.race([entry.informer.waitSynced(WATCH_SYNC_MS), entry.refused])));
+    await Promise.all([
+      ...started.map((entry) => Promise.race([entry.informer.waitSynced(WATCH_SYNC_MS), entry.refused])),
+      ...[...listing].map((entry) => Promise.race([entry.informer.waitSynced(Math.max(0, entry.startedAt + WATCH_SYNC_MS - now())), entry.refused])),
+    ]);
   };
   return {
     watch,

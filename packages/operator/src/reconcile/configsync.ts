@@ -139,6 +139,8 @@ export type ConfigSyncReconcilerDeps = {
     readonly firstApply?: {
       readonly applied: Set<string>;
       readonly ownerSeen: (scope: { group: string; kind: string; namespace: string }, ownerLabel: string, remote?: RemoteClients) => boolean | undefined;
+      /** Starts (or joins) the drift watches of a first apply's ids before it reads; never rejects (see FirstApply's `watch`). */
+      readonly watch?: (ids: readonly string[], remote?: RemoteClients) => Promise<void>;
     };
   };
   /** SOPS decryption: key-service settings, the in-memory data key cache and parsed key rings (default: a private one). */
@@ -626,7 +628,13 @@ function targetNoop(
     watched: (id: string) => noop.watched(id, remote, (why) => stale.add(why)),
     ...(firstApply === undefined
       ? {}
-      : { firstApply: { applied: firstApply.applied, ownerSeen: (scope, ownerLabel) => firstApply.ownerSeen(scope, ownerLabel, remote) } }),
+      : {
+          firstApply: {
+            applied: firstApply.applied,
+            ownerSeen: (scope, ownerLabel) => firstApply.ownerSeen(scope, ownerLabel, remote),
+            ...(firstApply.watch === undefined ? {} : { watch: (ids: readonly string[]) => firstApply.watch?.(ids, remote) ?? Promise.resolve() }),
+          },
+        }),
   };
 }
 

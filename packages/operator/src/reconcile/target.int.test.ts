@@ -305,4 +305,67 @@ describe("a target's first apply in a process: the owner's LIST answered by the 
       await drift.stop();
     }
   });
+
+  it('starts the drift watch of its kinds before it reads: new targets applied at once wait for the one watch to list and send no LIST', async () => {
+    await using ns = await testNamespace({ prefix: 'first-join' });
+    const namespace = ns.name;
+    const cmIn = (name: string): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace }, data: { k: name } });
+    const drift = createDriftWatches({
+      rest,
+      budget: new WatchBudget(50),
+      logger: { debug: () => undefined, warn: () => undefined } as never,
+      watchNamespace: namespace,
+      applyClient: () => Promise.resolve(admin),
+      onDrift: () => undefined,
+    });
+    try {
+      const client = counting(admin);
+      const records = new Map<string, TargetNoop>();
+      // No watch of ConfigMaps yet: the first target starts it, the others join it while it lists.
+      let started = 0;
+      const firstApply: FirstApply = {
+        applied: new Set(),
+        ownerSeen: (scope, label) => drift.ownerSeen(scope, label),
+        watch: (ids) => {
+          started++;
+          return drift.watch(ids).catch(() => undefined);
+        },
+      };
+      const sync = (
+        name: string,
+        options: { inventory?: readonly string[]; process?: FirstApply; objects?: readonly string[] } = {},
+      ): ReturnType<typeof applyTarget> => {
+        const { inventory, process = firstApply, objects = ['a', 'b'] } = options;
+        return applyTarget({
+          client,
+          target: { name: 'main', namespace },
+          desired: objects.map((o) => cmIn(`${name}-${o}`)),
+          inventory,
+          owner: { namespace, name, target: 'main' },
+          now: new Date().toISOString(),
+          syncKey: `${namespace}/${name}`,
+          noop: { records, key: `${namespace}/${name}/main@`, firstApply: process, watched: (id) => drift.version(id) },
+        });
+      };
+      const outcomes = await Promise.all(['one', 'two', 'three'].map((name) => sync(name)));
+      for (const outcome of outcomes) expect(outcome.counts).toMatchObject({ created: 2, failed: 0 });
+      expect(started).toBe(3);
+      expect(client.reads()).toBe(0);
+      // A later apply of the same target in this process (a new object) lists as before (its own writes may not be in the watch yet).
+      const again = await sync('one', { inventory: outcomes[0]?.inventory.entries, objects: ['a', 'b', 'c'] });
+      expect(again.counts).toMatchObject({ created: 1, failed: 0 });
+      const selectorOf = (name: string): string => `${OWNER_LABEL}=${ownerHash({ namespace, name, target: 'main' })}`;
+      expect(client.lists).toEqual([selectorOf('one')]);
+      // A restarted process (no records, nothing applied yet): a target whose inventory names the scope has objects
+      // there, so it lists (their managedFields are the proof) without waiting for a watch first.
+      client.lists.length = 0;
+      records.clear();
+      const restarted = await sync('two', { inventory: outcomes[1]?.inventory.entries, process: { ...firstApply, applied: new Set() } });
+      expect(restarted.counts).toMatchObject({ failed: 0 });
+      expect(started).toBe(3);
+      expect(client.lists).toEqual([selectorOf('two')]);
+    } finally {
+      await drift.stop();
+    }
+  });
 });

@@ -10,7 +10,9 @@ import {
   encodeInventory,
   parseObjectId,
   executePlan,
+  objectId,
   ownerHash,
+  scopeOf,
   provenObjects,
   planApply,
   readHealth,
@@ -94,16 +96,32 @@ export type FirstApply = {
   readonly applied: Set<string>;
   /** Whether a synced, fresh watch holds an object of the scope carrying OWNER_LABEL `ownerLabel`; undefined: none vouches. */
   readonly ownerSeen: (scope: { readonly group: string; readonly kind: string; readonly namespace: string }, ownerLabel: string) => boolean | undefined;
+  /**
+   * Starts (or joins) the drift watches of these ids before the first read, resolving once they listed (or gave
+   * up waiting): the targets of a burst of new syncs then ask ownerSeen of a listed watch instead of each sending
+   * its LIST while the first one's watch is still listing. Best effort: it never rejects (a watch that cannot
+   * start leaves the LIST, and the write's own beforeApply says why).
+   */
+  readonly watch?: (ids: readonly string[]) => Promise<void>;
 };
 
-/** readLive's ownerAbsent for this apply of the target: only for its first in this process. */
-function ownerAbsentFor(noop: TargetApplyInput['noop'], owner: Owner): ((scope: { group: string; kind: string; namespace: string }) => boolean) | undefined {
+/** readLive's ownerAbsent for this apply of the target: only for its first in this process, once the watches of its scopes are there. */
+async function ownerAbsentFor(
+  noop: TargetApplyInput['noop'],
+  input: Pick<TargetApplyInput, 'owner' | 'desired'>,
+  inventory: Inventory,
+): Promise<((scope: { group: string; kind: string; namespace: string }) => boolean) | undefined> {
   const first = noop?.firstApply;
   if (noop === undefined || first === undefined) return undefined;
   const earlier = first.applied.has(noop.key);
   first.applied.add(noop.key);
   if (earlier) return undefined;
-  const label = ownerHash(owner);
+  // Only for scopes where the inventory names nothing: where it does, the owner has objects there (the watch
+  // would say so) and the LIST goes out anyway, so a restarted process's first applies do not wait for a watch.
+  const recorded = new Set(inventory.map((e) => scopeOf(e.id)));
+  const fresh = input.desired.map((o) => objectId(o)).filter((id) => !recorded.has(scopeOf(id)));
+  if (first.watch !== undefined && fresh.length > 0) await first.watch(fresh);
+  const label = ownerHash(input.owner);
   return (scope) => first.ownerSeen(scope, label) === false;
 }
 
@@ -174,10 +192,10 @@ export async function applyTarget(input: TargetApplyInput): Promise<TargetOutcom
   noop?.records.delete(noop.key);
   // The inputs changed (a new commit): what the last apply read or wrote, and the watch still holds, needs no read.
   const proven = noop === undefined ? undefined : provenObjects(last?.record, input.owner, noop.watched);
-  const ownerAbsent = ownerAbsentFor(noop, input.owner);
   let changes: ChangeSet;
   let live: LiveState;
   try {
+    const ownerAbsent = await ownerAbsentFor(noop, input, previousInventory);
     live = await readLive({
       client: input.client,
       desired: input.desired,
