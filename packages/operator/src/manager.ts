@@ -200,6 +200,14 @@ export function startManager(options: ManagerOptions): Manager {
   wakeReplicationsOf = replications.wakeReplicationsOf;
   shared.push(...[...lanes.values()].map(({ controller }) => controller.for), ...base.references.informers);
   if (own) runtime.start();
+  // The API server's discovery (which kinds it serves, and where), read now while the caches list rather than by
+  // the first sync that renders: every run of a first wave would wait on that one read (two GETs, the larger a
+  // JSON document of every served kind) between its fetch and its render. The same requests, made earlier; a
+  // failure caches nothing, and the first render reads it then.
+  void options
+    .applyClient(undefined)
+    .then((client) => client.discovery())
+    .catch(() => undefined);
 
   const byKind = new Map([...lanes.entries()].map(([kind, { controller }]) => [kind, controller.for]));
   // syncline_resource_info: reported by the replica that leads (one series per object across replicas), from
