@@ -1,7 +1,8 @@
 // The reconcile shell every Syncline kind runs in (the controller-runtime shape): read the object from the
-// informer cache (from the API server after a 409) → deletion (the kind's finalize) → add the finalizer → parse the spec (an invalid one is
-// Stalled) → suspend (a Suspended condition, nothing else) → the kind's steps → status, written only when it
-// changed and conditioned on the resourceVersion that was read → Events that are news once → metrics.
+// informer cache (from the API server after a 409) → deletion (the kind's finalize) → add the finalizer (stored
+// before anything is written; a kind whose steps read first may let them read meanwhile) → parse the spec (an
+// invalid one is Stalled) → suspend (a Suspended condition, nothing else) → the kind's steps → status, written only
+// when it changed and conditioned on the resourceVersion that was read → Events that are news once → metrics.
 // A reconciler supplies only its steps; a fix to any of the above lands in every kind.
 import { KubeApiError, type EventRecorder, type KubeRest } from '@syncline/kube';
 import type { Logger } from 'pino';
