@@ -1,14 +1,23 @@
 // --trace FILE: the operator writes a wall-clock trace of its reconciles (SYNCLINE_TRACE, packages/runtime's
-// trace.ts): queued, started, source resolved, commit fetched, rendered, applied, ended. Read here per phase:
-// where each run's wall time went (waiting for a worker, the ref listing, the fetch, the render, the applies,
-// the status write), and by tenths of the phase how many runs were in each step and which Git requests the
-// server saw: a tenth with few runs in flight and idle processes is a gap in the pipeline, not work.
+// trace.ts): queued, started, finalizer stored (a new sync's first run), source resolved, commit fetched, rendered,
+// applied, ended. Read here per phase: where each run's wall time went (waiting for a worker, the finalizer's patch,
+// the ref listing, the fetch, the render, the applies, the status write), and by tenths of the phase how many runs
+// were in each step and which Git requests the server saw: a tenth with few runs in flight and idle processes is a
+// gap in the pipeline, not work.
 import { readFileSync } from 'node:fs';
 
-const STEPS = ['wait', 'resolve', 'fetch', 'render', 'apply', 'finish'] as const;
+const STEPS = ['wait', 'finalizer', 'resolve', 'fetch', 'render', 'apply', 'finish'] as const;
 type Step = (typeof STEPS)[number];
-/** The marker that ends each step (a step starts where the previous one ended). */
-const ENDS: Record<Step, string> = { wait: 'start', resolve: 'resolved', fetch: 'fetched', render: 'rendered', apply: 'applied', finish: 'end' };
+/** The marker that ends each step (a step starts where the previous one ended; the finalizer's, at the run's start). */
+const ENDS: Record<Step, string> = {
+  wait: 'start',
+  finalizer: 'finalized',
+  resolve: 'resolved',
+  fetch: 'fetched',
+  render: 'rendered',
+  apply: 'applied',
+  finish: 'end',
+};
 
 type Mark = { readonly at: number; readonly key: string; readonly step: string };
 type Run = { readonly key: string; readonly spans: Partial<Record<Step, readonly [number, number]>>; readonly from: number; readonly to: number };
@@ -46,6 +55,11 @@ function runsIn(marks: readonly Mark[], from: number, to: number): Run[] {
       } else if (current !== undefined) {
         const step = STEPS.find((s) => ENDS[s] === mark.step || (s === 'finish' && mark.step.startsWith('end:')));
         if (step === undefined) continue;
+        // A new sync's finalizer is stored alongside its first steps (from its start), not between two of them.
+        if (step === 'finalizer') {
+          current.spans.finalizer = [current.start, mark.at];
+          continue;
+        }
         current.spans[step] = [current.last, mark.at];
         current.last = mark.at;
         if (step === 'finish') {

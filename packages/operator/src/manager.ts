@@ -6,6 +6,7 @@
 // wiring is in its own module under controller/.
 import { DEFAULT_WATCH_BUDGET, WatchBudget, WatchBudgetError, type Informer, type KubeObject } from '@syncline/kube';
 import type { ConfigSync } from '@syncline/api';
+import type { ApplyClient } from '@syncline/apply';
 import { configSyncController } from './controller/configsync-controller.ts';
 import {
   errorMessage,
@@ -200,6 +201,7 @@ export function startManager(options: ManagerOptions): Manager {
   wakeReplicationsOf = replications.wakeReplicationsOf;
   shared.push(...[...lanes.values()].map(({ controller }) => controller.for), ...base.references.informers);
   if (own) runtime.start();
+  readDiscoveryAhead(() => options.applyClient(undefined));
 
   const byKind = new Map([...lanes.entries()].map(([kind, { controller }]) => [kind, controller.for]));
   // syncline_resource_info: reported by the replica that leads (one series per object across replicas), from
@@ -237,6 +239,18 @@ export function startManager(options: ManagerOptions): Manager {
       await drift.stop();
     },
   };
+}
+
+/**
+ * Reads the API server's discovery (which kinds it serves, and where) now, while the caches list, rather than by
+ * the first sync that renders: every run of a first wave would wait on that one read (two GETs, one of them a JSON
+ * document of every served kind) between its fetch and its render. The same requests, made earlier; a failure
+ * caches nothing (the client drops a failed read), and the first render reads it then.
+ */
+export function readDiscoveryAhead(applyClient: () => Promise<Pick<ApplyClient, 'discovery'>>): void {
+  void applyClient()
+    .then((client) => client.discovery())
+    .catch(() => undefined);
 }
 
 /** One of the four kinds as the controller manager runs it: its own cache and the shared ones, its keys. */

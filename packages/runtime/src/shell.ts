@@ -1,13 +1,15 @@
 // The reconcile shell every Syncline kind runs in (the controller-runtime shape): read the object from the
-// informer cache (from the API server after a 409) → deletion (the kind's finalize) → add the finalizer → parse the spec (an invalid one is
-// Stalled) → suspend (a Suspended condition, nothing else) → the kind's steps → status, written only when it
-// changed and conditioned on the resourceVersion that was read → Events that are news once → metrics.
+// informer cache (from the API server after a 409) → deletion (the kind's finalize) → add the finalizer (stored
+// before anything is written; a kind whose steps read first may let them read meanwhile) → parse the spec (an
+// invalid one is Stalled) → suspend (a Suspended condition, nothing else) → the kind's steps → status, written only
+// when it changed and conditioned on the resourceVersion that was read → Events that are news once → metrics.
 // A reconciler supplies only its steps; a fix to any of the above lands in every kind.
 import { KubeApiError, type EventRecorder, type KubeRest } from '@syncline/kube';
 import type { Logger } from 'pino';
 import type { Condition } from '@syncline/api';
 import { Reason, removeCondition, setCondition, truncate } from './conditions.ts';
 import { conditionsDiffer, objectPath, patchFinalizers, writeStatus, type OwnObject } from './object-status.ts';
+import { trace } from './trace.ts';
 
 /** The reconcile metrics the shell records (the operator's syncline_reconcile_duration_seconds and _total). */
 export type ShellMetrics = {
@@ -70,8 +72,24 @@ export type ReconcilerShellOptions<T extends ShellObject, Spec, S extends object
   readonly invalidReason?: Reason;
   /** Whether the spec asks to stop, and what the Suspended condition then says. Omitted: the kind has no suspend. */
   readonly suspend?: { readonly when: (spec: Spec) => boolean; readonly message: string };
-  /** The kind's steps, from a parsed, unsuspended spec. Errors thrown here are retried (409 quietly). */
-  readonly run: (input: { readonly object: T; readonly spec: Spec; readonly key: string; readonly log: Logger }) => Promise<ShellOutcome<S>>;
+  /**
+   * The kind's steps, from a parsed, unsuspended spec. Errors thrown here are retried (409 quietly). `writable`
+   * resolves once the object's finalizer is stored: with `finalizeWhileReading`, the steps await it before their
+   * first write; otherwise it is stored before they start.
+   */
+  readonly run: (input: {
+    readonly object: T;
+    readonly spec: Spec;
+    readonly key: string;
+    readonly log: Logger;
+    readonly writable: () => Promise<void>;
+  }) => Promise<ShellOutcome<S>>;
+  /**
+   * The kind's steps read (a source, a render) before they write anything, and await `writable()` before the first
+   * write: a new object's finalizer patch then goes while they read instead of before them. Omitted: the patch
+   * is stored before the steps start.
+   */
+  readonly finalizeWhileReading?: boolean;
 };
 
 export function createReconciler<T extends ShellObject, Spec, S extends { conditions?: Condition[] }>(
@@ -168,18 +186,29 @@ async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions
     if (options.finalizer === undefined || !finalizers.includes(options.finalizer.name)) return { result: { kind: 'done' }, label: 'success', wroteOver: [] };
     return { result: await options.finalizer.finalize(object, log), label: 'success', wroteOver: [] };
   }
-  if (options.finalizer !== undefined && !finalizers.includes(options.finalizer.name)) {
-    // The finalizer is stored before anything else is written, so whatever this run applies is finalized on
-    // deletion. The patch is conditioned on the resourceVersion read (a concurrent change fails it with 409 and
-    // the run starts again from the current object); once stored, the run goes on from the object as the patch
-    // left it: its new resourceVersion conditions the status write as the read one would have. A new object costs
-    // one reconcile, not two (the operator's controllers take the patch's own watch event for no news).
-    const withFinalizer = [...finalizers, options.finalizer.name];
-    const resourceVersion = await patchFinalizers(options.rest, path, object, withFinalizer, { read: true });
+  // The finalizer is stored before anything else is written, so whatever this run applies is finalized on
+  // deletion. The patch is conditioned on the resourceVersion read (a concurrent change fails it with 409 and
+  // the run starts again from the current object); once stored, the run goes on from the object as the patch
+  // left it: its new resourceVersion conditions the status write as the read one would have. A new object costs
+  // one reconcile, not two (the operator's controllers take the patch's own watch event for no news).
+  const stored = storeFinalizer(options, object, path, key);
+  // With finalizeWhileReading the kind's steps read while the patch is on its way (they await `writable` before
+  // their first write); every write of the shell's own waits for it here.
+  if (stored !== undefined) stored.catch(() => undefined);
+  const writable = async (): Promise<void> => {
+    if (stored === undefined) return;
+    const patched = await stored;
     // An answer without a version (no API server sends one): run again, from the object read afresh.
-    if (resourceVersion === undefined)
+    if (patched === undefined) throw new FinalizerNotStored();
+    object = patched;
+  };
+  if (options.finalizeWhileReading !== true) {
+    try {
+      await writable();
+    } catch (error) {
+      if (!(error instanceof FinalizerNotStored)) throw error;
       return { result: { kind: 'retry' }, label: 'retry', wroteOver: read.metadata.resourceVersion === undefined ? [] : [read.metadata.resourceVersion] };
-    object = { ...object, metadata: { ...object.metadata, finalizers: withFinalizer, resourceVersion } };
+    }
   }
   // The versions this run's writes replace: a cache that still holds one has not seen them (see wroteOver).
   const replaced = (wrote: boolean): string[] => {
@@ -193,6 +222,7 @@ async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions
   if (!parsed.success) {
     const message = `invalid spec: ${parsed.error.issues.map((i) => `${i.path.map(String).join('.')}: ${i.message}`).join('; ')}`;
     const reason = options.invalidReason ?? Reason.InvalidSpec;
+    await writable();
     const status = options.invalid(object, reason, message, now);
     const wrote = await report(
       options,
@@ -205,6 +235,7 @@ async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions
   const spec = parsed.data;
   if (options.suspend?.when(spec) === true) {
     // Visible, not silent: a Suspended condition (and column) for the generation that asked for it.
+    await writable();
     const at = { generation: object.metadata.generation, now };
     const conditions = setCondition(
       object.status?.conditions ?? [],
@@ -219,7 +250,14 @@ async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions
     );
     return { result: { kind: 'done' }, label: 'suspended', wroteOver: replaced(wrote) };
   }
-  const outcome = await options.run({ object, spec, key, log });
+  let outcome: ShellOutcome<S>;
+  try {
+    outcome = await options.run({ object, spec, key, log, writable });
+  } finally {
+    // Never leave a patch of ours in flight behind the run (whatever it answers, the next run starts after it).
+    await stored?.catch(() => undefined);
+  }
+  await writable();
   // A resumed object is no longer Suspended, whatever its steps say.
   const status =
     outcome.status.conditions?.some((c) => c.type === 'Suspended') === true
@@ -227,6 +265,32 @@ async function reconcileOnce<T extends ShellObject, Spec, S extends { conditions
       : outcome.status;
   const wrote = await report(options, object, { ...outcome, status }, log);
   return { result: outcome.result, label: outcome.result.kind === 'done' ? 'success' : outcome.result.kind, wroteOver: replaced(wrote) };
+}
+
+/** The finalizer's patch answered without a resourceVersion (no API server does): the run starts again. */
+class FinalizerNotStored extends Error {
+  constructor() {
+    super('the finalizer patch was answered without a resourceVersion');
+  }
+}
+
+/**
+ * Stores the kind's finalizer on an object (not being deleted) that lacks it: the object as the patch left it, or
+ * undefined when the answer carried no resourceVersion. Nothing to store: undefined.
+ */
+function storeFinalizer<T extends ShellObject, Spec, S extends object>(
+  options: ReconcilerShellOptions<T, Spec, S>,
+  object: T,
+  path: string,
+  key: string,
+): Promise<T | undefined> | undefined {
+  const finalizers = object.metadata.finalizers ?? [];
+  if (options.finalizer === undefined || finalizers.includes(options.finalizer.name)) return undefined;
+  const withFinalizer = [...finalizers, options.finalizer.name];
+  return patchFinalizers(options.rest, path, object, withFinalizer, { read: true }).then((resourceVersion) => {
+    trace(key, 'finalized');
+    return resourceVersion === undefined ? undefined : { ...object, metadata: { ...object.metadata, finalizers: withFinalizer, resourceVersion } };
+  });
 }
 
 /**

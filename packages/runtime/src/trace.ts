@@ -1,7 +1,8 @@
 // An opt-in wall-clock trace of where reconciles spend their time, for the operator bench: with the environment
-// variable SYNCLINE_TRACE set to a file, the work queue, the ConfigSync reconciler, the webhook receiver and the
-// Git source append one line per step (`<epoch ms> <key> <step>`) to it, flushed every half second. Unset (the
-// default, and what the image runs), `trace` is a function that does nothing: no line is built, no timer runs.
+// variable SYNCLINE_TRACE set to a file, the work queue, the reconcile shell (a stored finalizer), the ConfigSync
+// reconciler, the webhook receiver and the Git source append one line per step (`<epoch ms> <key> <step>`) to it,
+// flushed every half second. Unset (the default, and what the image runs), `trace` is a function that does nothing:
+// no line is built, no timer runs.
 import { appendFileSync } from 'node:fs';
 
 /** Records that `key` (a reconcile's key, a repository, a webhook delivery) reached `step` now. */

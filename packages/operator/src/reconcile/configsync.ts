@@ -182,6 +182,8 @@ type SyncRun = {
   /** Set when spec.refreshInterval was clamped: the IntervalClamped condition says so. */
   readonly refreshAdjusted: string | undefined;
   readonly now: string;
+  /** Resolves once the object's finalizer is stored (a new sync's is stored while the run reads): awaited before any write. */
+  readonly writable: () => Promise<void>;
 };
 
 const objectKeyOf = (object: ConfigSync): string => `${object.metadata.namespace ?? 'default'}/${object.metadata.name}`;
@@ -201,14 +203,17 @@ export function createConfigSyncReconciler(deps: ConfigSyncReconcilerDeps): (key
     parse: (spec) => ConfigSyncSpec.safeParse(spec),
     invalid: (object, reason, message) => withRevisionColumn(stalledStatus(deps, object, reason, message)),
     suspend: { when: (spec) => spec.suspend, message: 'spec.suspend is true: nothing is fetched, applied or pruned until it is false' },
-    run: async ({ object, spec, log }) => {
-      const outcome = await sync(startRun(deps, object, spec, log));
+    // A new sync's finalizer is stored while it resolves, fetches and renders (none of which writes): its first
+    // apply, which waits for it, comes one API round trip sooner.
+    finalizeWhileReading: true,
+    run: async ({ object, spec, log, writable }) => {
+      const outcome = await sync(startRun(deps, object, spec, log, writable));
       return { ...outcome, status: withRevisionColumn(outcome.status) };
     },
   });
 }
 
-function startRun(deps: ConfigSyncReconcilerDeps, object: ConfigSync, spec: ConfigSyncSpec, log: Logger): SyncRun {
+function startRun(deps: ConfigSyncReconcilerDeps, object: ConfigSync, spec: ConfigSyncSpec, log: Logger, writable: () => Promise<void>): SyncRun {
   const refresh = boundedInterval('refreshInterval', spec.refreshInterval, deps.intervalBounds ?? DEFAULT_INTERVAL_BOUNDS);
   const now = deps.clock.now();
   const wokenAt = deps.freshRequest?.(objectKeyOf(object));
@@ -228,6 +233,7 @@ function startRun(deps: ConfigSyncReconcilerDeps, object: ConfigSync, spec: Conf
     wokenAt,
     refreshAdjusted: refresh.adjusted,
     now: now.toISOString(),
+    writable,
   };
 }
 
@@ -247,6 +253,8 @@ async function sync(run: SyncRun): Promise<Outcome> {
   const rendered = await reconcileRender(run, chart.value, clusters, renderedBy);
   if (!rendered.ok) return rendered.outcome;
   trace(objectKeyOf(run.object), 'rendered');
+  // Everything above only read: the first write (a hook, an apply) comes after the finalizer is stored.
+  await run.writable();
   const client = await applyClientFor(run, source.value.revision);
   if (!client.ok) return client.outcome;
   const targets = await reconcileTargets(run, client.value, rendered.value, clusters, source.value.revision);

@@ -121,6 +121,8 @@ function reconcilerFor(
     withFinalizer?: boolean;
     /** Called as the steps start. */
     onRun?: () => void;
+    /** The steps read first and await `writable` before they write (finalizeWhileReading); replaces `run`. */
+    whileReading?: (input: { object: Widget; spec: Spec; writable: () => Promise<void> }) => Promise<ShellOutcome<Status>>;
   } = {},
 ) {
   const sink = logSink();
@@ -154,10 +156,12 @@ function reconcilerFor(
       ),
     }),
     suspend: { when: (spec) => spec.suspend, message: 'suspended for the test' },
-    run: ({ object, spec, log }) => {
+    ...(options.whileReading === undefined ? {} : { finalizeWhileReading: true }),
+    run: ({ object, spec, log, writable }) => {
       options.onRun?.();
       runs.push(object);
       loggers.push(log);
+      if (options.whileReading !== undefined) return options.whileReading({ object, spec, writable });
       return Promise.resolve(
         options.run?.(object, spec) ?? {
           status: readyStatus(object, spec, 'ok'),
@@ -273,6 +277,72 @@ describe('createReconciler', () => {
     ]);
     expect(cluster.statusWrites()).toBe(1);
     expect(cluster.stored().status?.value).toBe('a');
+  });
+
+  it('with finalizeWhileReading, the steps read while the finalizer is stored; their first write and the status wait for it', async () => {
+    // given an API server that holds the answer to the finalizer's patch until the test lets it go
+    const cluster = fakeCluster(widget({ finalizers: [] }));
+    let answer: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (answer = resolve));
+    const request = cluster.rest.request.bind(cluster.rest);
+    cluster.rest.request = async <T>(req: KubeRequest): Promise<T> => {
+      if (req.method === 'PATCH' && req.path === PATH) await held;
+      return request<T>(req);
+    };
+    const steps: string[] = [];
+    let readingDone: () => void = () => undefined;
+    const read = new Promise<void>((resolve) => (readingDone = resolve));
+    const { reconcile } = reconcilerFor(cluster, {
+      whileReading: async ({ object, spec, writable }) => {
+        steps.push('read');
+        readingDone();
+        await writable();
+        steps.push(`write, finalizer stored: ${String(cluster.stored().metadata.finalizers?.includes(FINALIZER))}`);
+        return { status: readyStatus(object, spec, 'ok'), result: { kind: 'done' }, events: [] };
+      },
+    });
+    // when a new object is reconciled
+    const done = reconcile();
+    await read;
+    // then its steps read while the patch is unanswered, and wrote nothing yet
+    expect(steps).toEqual(['read']);
+    expect(cluster.statusWrites()).toBe(0);
+    answer();
+    expect(await done).toEqual({ kind: 'done' });
+    // and wrote once the finalizer was stored; the status write was conditioned on the version the patch left
+    expect(steps).toEqual(['read', 'write, finalizer stored: true']);
+    expect(cluster.patches.map((p) => [p.path, (p.body as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion])).toEqual([
+      [PATH, '1'],
+      [`${PATH}/status`, '2'],
+    ]);
+  });
+
+  it('with finalizeWhileReading, a finalizer patch refused with 409 lets no step write, and a run that never asked to write waits for it too', async () => {
+    // given a new object someone changed after the cache read it
+    const cluster = fakeCluster(widget({ finalizers: [] }));
+    const wrote: string[] = [];
+    let askToWrite = true;
+    const { reconcile } = reconcilerFor(cluster, {
+      whileReading: async ({ object, spec, writable }) => {
+        if (askToWrite) {
+          await writable();
+          wrote.push('apply');
+        }
+        return { status: readyStatus(object, spec, 'ok'), result: { kind: 'done' }, events: [] };
+      },
+    });
+    cluster.changeStored((w) => (w.spec = { value: 'b' }));
+    // when it is reconciled, then the patch's 409 ends the run before any write, to run again from the object read afresh
+    expect(await reconcile()).toEqual({ kind: 'retry' });
+    expect(wrote).toEqual([]);
+    expect(cluster.statusWrites()).toBe(0);
+    expect(cluster.stored().metadata.finalizers).toEqual([]);
+    // when the steps return without asking to write (a source that failed), then the status still waits for the finalizer
+    askToWrite = false;
+    expect(await reconcile()).toEqual({ kind: 'done' });
+    expect(cluster.patches.map((p) => p.path)).toEqual([PATH, PATH, `${PATH}/status`]);
+    expect(cluster.stored().metadata.finalizers).toEqual([FINALIZER]);
+    expect(cluster.stored().status?.value).toBe('b');
   });
 
   it('a new object changed since it was read gets no finalizer and no step: 409, then a run from the object read afresh', async () => {

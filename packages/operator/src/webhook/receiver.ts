@@ -50,7 +50,7 @@ export type WebhookServerOptions = {
   readonly maxBodyBytes?: number;
   /** Headers and body must arrive within this (default 10 s). */
   readonly readTimeoutMs?: number;
-  /** Pushes to one repository are passed on once it has been quiet this long (default 150 ms); see createCoalescer. */
+  /** A push to a repository quiet this long (default 150 ms) wakes at once; closer ones are held into one wake; see createCoalescer. */
   readonly coalesceMs?: number;
 };
 

@@ -7,31 +7,41 @@ describe('createCoalescer', () => {
   beforeEach(() => void vi.useFakeTimers());
   afterEach(() => void vi.useRealTimers());
 
-  it('wakes each sync of a repository once after a burst, and at the latest maxWaitMs after its first push', () => {
+  it('wakes a quiet repository at once, then once more after a burst, and at the latest maxWaitMs after the first held push', () => {
     // given a coalescer with a 150 ms quiet period and a 2 s ceiling
     const woken: string[] = [];
     const coalescer = createCoalescer({ wake: (key) => woken.push(key), quietMs: 150, maxWaitMs: 2_000 });
 
-    // when 50 pushes arrive within a second, then nothing is woken until the repository is quiet, then each sync once
+    // when one push arrives at a quiet repository, then its syncs are woken at once
+    coalescer.add('git.example.com/acme/configs', ['ns/a']);
+    expect(woken).toEqual(['ns/a']);
+    vi.advanceTimersByTime(150);
+    expect(woken).toEqual(['ns/a']);
+
+    // when 50 pushes arrive within a second, then the first wakes at once, the others are held until the
+    // repository is quiet, then wake each sync once
+    woken.length = 0;
     for (let i = 0; i < 50; i++) {
       coalescer.add('git.example.com/acme/configs', ['ns/a', i % 2 === 0 ? 'ns/b' : 'ns/a']);
       vi.advanceTimersByTime(20);
     }
-    expect(woken).toEqual([]);
-    vi.advanceTimersByTime(150);
     expect(woken.sort()).toEqual(['ns/a', 'ns/b']);
+    vi.advanceTimersByTime(150);
+    expect(woken.sort()).toEqual(['ns/a', 'ns/a', 'ns/b', 'ns/b']);
 
     // when pushes never stop, then the ceiling still wakes
     woken.length = 0;
+    vi.advanceTimersByTime(1_000);
     for (let i = 0; i < 30; i++) {
       coalescer.add('git.example.com/acme/configs', ['ns/a']);
       vi.advanceTimersByTime(100);
     }
-    expect(woken.length).toBeGreaterThanOrEqual(1);
-    expect(woken.length).toBeLessThanOrEqual(2);
+    expect(woken).toEqual(['ns/a', 'ns/a']); // at once, then the ceiling 2 s after the first held push
+    vi.advanceTimersByTime(150);
+    expect(woken).toEqual(['ns/a', 'ns/a', 'ns/a']);
   });
 
-  it('a push after a quiet gap starts a new window; a window never outlasts the ceiling', () => {
+  it('a push after a quiet gap wakes at once; held pushes never wait past the ceiling', () => {
     // given a coalescer on a fake clock
     const wakes: CoalescedWake[] = [];
     const coalescer = createCoalescer({ wake: () => undefined, onWake: (wake) => wakes.push(wake), quietMs: 150, maxWaitMs: 2_000 });
@@ -44,14 +54,14 @@ describe('createCoalescer', () => {
     coalescer.add('r', ['ns/a']);
     vi.advanceTimersByTime(150);
 
-    // then the first two were one wake, held 149 + 150 ms, and the third another
+    // then the first woke at once, the second was held 150 ms (until the quiet), the third woke at once
     expect(wakes).toEqual([
-      { repo: 'r', syncs: 1, pushes: 2, heldMs: 299 },
+      { repo: 'r', syncs: 1, pushes: 1, heldMs: 0 },
       { repo: 'r', syncs: 1, pushes: 1, heldMs: 150 },
+      { repo: 'r', syncs: 1, pushes: 1, heldMs: 0 },
     ]);
 
-    // when pushes come every 149 ms for 5 s, then a wake fires exactly every 2 s
-    wakes.length = 0;
+    // when pushes come every 149 ms for 5 s, then the first wakes at once and the held ones every 2 s
     const fired: number[] = [];
     const started = Date.now();
     const timed = createCoalescer({ wake: () => fired.push(Date.now() - started), quietMs: 150, maxWaitMs: 2_000 });
@@ -60,8 +70,8 @@ describe('createCoalescer', () => {
       vi.advanceTimersByTime(149);
     }
     vi.advanceTimersByTime(150);
-    expect(fired.slice(0, 2)).toEqual([2_000, 4_086]);
-    expect(fired).toHaveLength(3);
+    expect(fired.slice(0, 3)).toEqual([0, 2_149, 4_235]);
+    expect(fired).toHaveLength(4);
   });
 
   it('repositories coalesce independently', () => {
@@ -72,11 +82,13 @@ describe('createCoalescer', () => {
       coalescer.add('two', ['ns/b', 'ns/c']);
       vi.advanceTimersByTime(50);
     }
-    vi.advanceTimersByTime(150);
+    // the first push of each woke at once
     expect(woken.sort()).toEqual(['ns/a', 'ns/b', 'ns/c']);
+    vi.advanceTimersByTime(150);
+    expect(woken.sort()).toEqual(['ns/a', 'ns/a', 'ns/b', 'ns/b', 'ns/c', 'ns/c']);
   });
 
-  it('wakes exactly once per window coalescingWindows counts, for any arrival pattern', () => {
+  it('wakes exactly as often as coalescingWindows counts, for any arrival pattern', () => {
     fc.assert(
       fc.property(
         fc.array(fc.integer({ min: 0, max: 2_500 }), { minLength: 1, maxLength: 60 }),
@@ -97,9 +109,11 @@ describe('createCoalescer', () => {
             coalescer.add('r', ['ns/a']);
           }
           vi.advanceTimersByTime(maxWaitMs + quietMs);
-          // then it woke once per window, every push was passed on, and none was held past the ceiling
+          // then it woke as often as counted, every push was passed on, the first at once, and none was held
+          // past the ceiling
           expect(wakes).toHaveLength(coalescingWindows(times, { quietMs, maxWaitMs }));
           expect(wakes.reduce((sum, wake) => sum + wake.pushes, 0)).toBe(gaps.length);
+          expect(wakes[0]).toMatchObject({ pushes: 1, heldMs: 0 });
           for (const wake of wakes) expect(wake.heldMs).toBeLessThanOrEqual(maxWaitMs);
         },
       ),
@@ -107,42 +121,65 @@ describe('createCoalescer', () => {
     );
   });
 
-  it('never splits a window when a timer fires before the clock says the repository was quiet (a busy event loop)', () => {
+  it('never wakes at once when a timer fires before the clock says the repository was quiet (a busy event loop)', () => {
     // given a push handled 20 ms after the event loop last read the clock: its timer is due 20 ms early
     const wakes: CoalescedWake[] = [];
     let lag = 20;
     const coalescer = createCoalescer({ wake: () => undefined, onWake: (wake) => wakes.push(wake), quietMs: 150, now: () => Date.now() + lag });
-    coalescer.add('r', ['ns/a']); // at 20 by the clock
+    coalescer.add('r', ['ns/a']); // at 20 by the clock: woken at once
     lag = 0;
-    // when the next push comes 140 ms after it by the clock (inside the quiet time), after that early timer
+    // when two more pushes come 140 and 180 ms after it by the clock (inside the quiet time), after that early timer
     vi.advanceTimersByTime(160);
     coalescer.add('r', ['ns/a']); // at 160
+    vi.advanceTimersByTime(40);
+    coalescer.add('r', ['ns/a']); // at 200
     vi.advanceTimersByTime(400);
-    // then both were one window, woken once
-    expect(wakes).toHaveLength(1);
-    expect(wakes[0]?.pushes).toBe(2);
-    expect(coalescingWindows([20, 160], { quietMs: 150 })).toBe(1);
+    // then the two were held into one trailing wake, as coalescingWindows counts
+    expect(wakes.map((wake) => wake.pushes)).toEqual([1, 2]);
+    expect(coalescingWindows([20, 160, 200], { quietMs: 150 })).toBe(2);
+  });
+
+  it('a reminder that has not run when the repository is quiet again passes its held pushes with the next push, in one wake', () => {
+    // given a push held behind a wake, and a clock that runs ahead of the timers (a blocked event loop)
+    const wakes: CoalescedWake[] = [];
+    let lag = 0;
+    const coalescer = createCoalescer({ wake: () => undefined, onWake: (wake) => wakes.push(wake), quietMs: 150, now: () => Date.now() + lag });
+    coalescer.add('r', ['ns/a']);
+    vi.advanceTimersByTime(100);
+    coalescer.add('r', ['ns/b']);
+    // when the next push comes 300 ms later by the clock, before the held one's reminder ran
+    lag = 300;
+    coalescer.add('r', ['ns/c']);
+    // then it wakes at once together with the held one, and the reminder finds nothing left
+    vi.advanceTimersByTime(1_000);
+    expect(wakes).toEqual([
+      { repo: 'r', syncs: 1, pushes: 1, heldMs: 0 },
+      { repo: 'r', syncs: 2, pushes: 2, heldMs: 300 },
+    ]);
   });
 
   it('flush wakes what is held at once', () => {
     const woken: string[] = [];
     const coalescer = createCoalescer({ wake: (key) => woken.push(key) });
     coalescer.add('r', ['ns/a']);
-    coalescer.flush();
+    coalescer.add('r', ['ns/b']);
     expect(woken).toEqual(['ns/a']);
+    coalescer.flush();
+    expect(woken).toEqual(['ns/a', 'ns/b']);
   });
 });
 
 describe('coalescingWindows', () => {
-  it('counts a window per quiet gap and per ceiling', () => {
+  it('counts a wake per quiet gap, and one per held run of pushes, cut by the ceiling', () => {
     expect(coalescingWindows([])).toBe(0);
-    // 50 pushes in a second: one window
-    expect(coalescingWindows(Array.from({ length: 50 }, (_, i) => i * 20))).toBe(1);
-    // the same 50 spread over 5 s (100 ms apart): the 2 s ceiling cuts it in three
-    expect(coalescingWindows(Array.from({ length: 50 }, (_, i) => i * 100))).toBe(3);
-    // 200 ms apart: every push is its own window
+    expect(coalescingWindows([0])).toBe(1);
+    // 50 pushes in a second: the first at once, the rest in one trailing wake
+    expect(coalescingWindows(Array.from({ length: 50 }, (_, i) => i * 20))).toBe(2);
+    // the same 50 spread over 5 s (100 ms apart): the first at once, the held ones cut in three by the 2 s ceiling
+    expect(coalescingWindows(Array.from({ length: 50 }, (_, i) => i * 100))).toBe(4);
+    // 200 ms apart: every push wakes at once
     expect(coalescingWindows(Array.from({ length: 50 }, (_, i) => i * 200))).toBe(50);
-    expect(coalescingWindows([0, 149, 298, 448], { quietMs: 150 })).toBe(2);
+    expect(coalescingWindows([0, 149, 298, 448], { quietMs: 150 })).toBe(3);
   });
 });
 

@@ -58,22 +58,24 @@ export function createWaker(options: {
 }
 
 export type CoalescingOptions = {
-  /** A repository's held pushes are passed on once it has had no push for this long (default 150 ms). */
+  /** A repository is quiet once it has had no push for this long (default 150 ms): its next push wakes at once. */
   readonly quietMs?: number;
-  /** ... and at the latest this long after its first held push, so a never-ending stream still syncs (default 2 s). */
+  /** Pushes held behind a wake are passed on at the latest this long after the first of them, so a never-ending stream still syncs (default 2 s). */
   readonly maxWaitMs?: number;
 };
 
-/** What one wake passed on: the syncs, how many pushes it held, and how long it held the first. */
+/** What one wake passed on: the syncs, how many pushes it carried, and how long it held the first (0: woken at once). */
 export type CoalescedWake = { readonly repo: string; readonly syncs: number; readonly pushes: number; readonly heldMs: number };
 
 /**
- * Coalesces the wakes of one repository: a push is passed on once the repository has been quiet for
- * `quietMs` (or `maxWaitMs` after the first held push). Why not wake at once: every write a sync makes
- * re-runs it (its watch events), and each run resolves the branch again, so during a burst a sync woken on
- * the first push would chase the branch tip and fetch every few commits. Woken once after the burst, it
- * fetches once: 50 pushes in a second cost one fetch, or two when the burst outlasts `maxWaitMs`. How many
- * wakes a given arrival pattern costs at most is `coalescingWindows`.
+ * Coalesces the wakes of one repository, leading edge first: the first push to a quiet repository wakes its
+ * syncs at once; the pushes that follow it less than `quietMs` apart are held and passed on as one trailing
+ * wake once the repository is quiet again (or `maxWaitMs` after the first held push). Why hold the followers:
+ * each wake makes a sync resolve the branch again and fetch its tip, so during a burst a sync woken on every
+ * push would chase the branch tip and fetch every few commits. The leading wake costs nothing in a burst of
+ * one (the usual push) and, in a longer burst, one fetch more than waiting for the quiet: 50 pushes in a
+ * second cost two fetches (the first commit's, the last's), or three when the burst outlasts `maxWaitMs`.
+ * How many wakes a given arrival pattern costs at most is `coalescingWindows`.
  */
 export function createCoalescer(options: CoalescingOptions & { wake: (key: string) => void; onWake?: (wake: CoalescedWake) => void; now?: () => number }): {
   add(repo: string, keys: readonly string[]): void;
@@ -82,62 +84,92 @@ export function createCoalescer(options: CoalescingOptions & { wake: (key: strin
   const quietMs = options.quietMs ?? 150;
   const maxWaitMs = options.maxWaitMs ?? 2_000;
   const now = options.now ?? Date.now;
-  const held = new Map<string, { keys: Set<string>; firstAt: number; lastAt: number; pushes: number; timer: NodeJS.Timeout }>();
-  const fire = (repo: string): void => {
-    const entry = held.get(repo);
-    if (entry === undefined) return;
-    clearTimeout(entry.timer);
-    held.delete(repo);
-    options.onWake?.({ repo, syncs: entry.keys.size, pushes: entry.pushes, heldMs: now() - entry.firstAt });
-    for (const key of entry.keys) options.wake(key);
+  type Held = { keys: Set<string>; firstAt: number; pushes: number };
+  /** A repository that is not quiet: when its last push came, what waits for the trailing wake, the reminder. */
+  const open = new Map<string, { lastAt: number; held: Held | undefined; timer: NodeJS.Timeout }>();
+  const pass = (repo: string, held: Held, at: number): void => {
+    options.onWake?.({ repo, syncs: held.keys.size, pushes: held.pushes, heldMs: at - held.firstAt });
+    for (const key of held.keys) options.wake(key);
   };
   // A timer is due from the event loop's idea of now, which a busy loop leaves behind the clock: it can fire
   // before the repository was quiet for quietMs. So it is only a reminder to look at the clock.
   const due = (repo: string): void => {
-    const entry = held.get(repo);
+    const entry = open.get(repo);
     if (entry === undefined) return;
-    const wait = Math.min(entry.lastAt + quietMs, entry.firstAt + maxWaitMs) - now();
-    if (wait > 0) entry.timer = setTimeout(() => due(repo), wait);
-    else fire(repo);
+    const at = now();
+    const quietAt = entry.lastAt + quietMs;
+    const deadline = entry.held === undefined ? quietAt : Math.min(quietAt, entry.held.firstAt + maxWaitMs);
+    if (deadline > at) {
+      entry.timer = setTimeout(() => due(repo), deadline - at);
+      return;
+    }
+    const held = entry.held;
+    entry.held = undefined;
+    if (quietAt <= at) open.delete(repo);
+    else entry.timer = setTimeout(() => due(repo), quietAt - at); // the ceiling: the stream goes on, held anew
+    if (held !== undefined) pass(repo, held, at);
   };
   return {
     add(repo, keys) {
       if (keys.length === 0) return;
       const at = now();
-      const entry = held.get(repo);
-      if (entry !== undefined) {
-        for (const key of keys) entry.keys.add(key);
+      const entry = open.get(repo);
+      if (entry !== undefined && at - entry.lastAt < quietMs) {
+        if (entry.held === undefined) {
+          // The first held push: the reminder is due by the ceiling too (when it is shorter than the quiet time).
+          entry.held = { keys: new Set(), firstAt: at, pushes: 0 };
+          clearTimeout(entry.timer);
+          entry.timer = setTimeout(() => due(repo), Math.min(quietMs, maxWaitMs));
+        }
+        for (const key of keys) entry.held.keys.add(key);
+        entry.held.pushes++;
         entry.lastAt = at;
-        entry.pushes++;
         return;
       }
-      const timer = setTimeout(() => due(repo), Math.min(quietMs, maxWaitMs));
-      held.set(repo, { keys: new Set(keys), firstAt: at, lastAt: at, pushes: 1, timer });
+      // Quiet: wake at once. A reminder that has not run yet (a busy event loop) passes its held pushes along.
+      const wake: Held = { keys: new Set(keys), firstAt: at, pushes: 1 };
+      if (entry !== undefined) {
+        clearTimeout(entry.timer);
+        if (entry.held !== undefined) {
+          for (const key of entry.held.keys) wake.keys.add(key);
+          wake.pushes += entry.held.pushes;
+          wake.firstAt = entry.held.firstAt;
+        }
+      }
+      open.set(repo, { lastAt: at, held: undefined, timer: setTimeout(() => due(repo), quietMs) });
+      pass(repo, wake, at);
     },
     flush() {
-      for (const repo of [...held.keys()]) fire(repo);
+      for (const [repo, entry] of [...open]) {
+        clearTimeout(entry.timer);
+        open.delete(repo);
+        if (entry.held !== undefined) pass(repo, entry.held, now());
+      }
     },
   };
 }
 
 /**
- * The most wakes pushes to one repository arriving at `times` (ms, ascending) can cost: a window holds every
- * push that comes less than `quietMs` after the previous one, for at most `maxWaitMs` after its first push.
- * The coalescer wakes once per window; late timers only merge windows, never split them. This is the
- * design's promise in a form a test can check against arrivals it measured, however slow the machine was.
+ * The most wakes pushes to one repository arriving at `times` (ms, ascending) can cost: a push that comes
+ * `quietMs` or more after the previous one wakes at once; the pushes after it, each less than `quietMs` after
+ * the previous, are one trailing wake when the quiet comes, or `maxWaitMs` after the first of them (the later
+ * ones are held anew). Late timers only merge wakes, never add one. This is the design's promise in a form a
+ * test can check against arrivals it measured, however slow the machine was.
  */
 export function coalescingWindows(times: readonly number[], options: CoalescingOptions = {}): number {
   const quietMs = options.quietMs ?? 150;
   const maxWaitMs = options.maxWaitMs ?? 2_000;
-  let windows = 0;
-  let firstAt = Number.NEGATIVE_INFINITY;
+  let wakes = 0;
   let lastAt = Number.NEGATIVE_INFINITY;
+  let heldFrom: number | undefined;
   for (const at of times) {
-    if (at - lastAt >= quietMs || at - firstAt >= maxWaitMs) {
-      windows++;
-      firstAt = at;
+    if (heldFrom !== undefined && Math.min(lastAt + quietMs, heldFrom + maxWaitMs) <= at) {
+      wakes++; // the trailing wake, before this push
+      heldFrom = undefined;
     }
+    if (at - lastAt >= quietMs) wakes++;
+    else heldFrom ??= at;
     lastAt = at;
   }
-  return windows;
+  return wakes + (heldFrom === undefined ? 0 : 1);
 }
