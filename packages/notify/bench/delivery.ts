@@ -6,7 +6,8 @@
 import { spawn } from 'node:child_process';
 import { request, Agent } from 'node:http';
 import { parseArgs } from 'node:util';
-import { nodeHttpTransport } from '@syncline/source-git';
+import { nodeHttpTransport, type HttpTransport } from '@syncline/source-git';
+import { createReceiverTransport } from '../src/transport.ts';
 import { createDispatcher } from '../src/delivery.ts';
 import { chatRequest, type Message } from '../src/payloads.ts';
 
@@ -84,27 +85,33 @@ const floor = await measure(async () => {
   }
 });
 
-const dispatched = await measure(async (round) => {
-  const dispatcher = createDispatcher({ transport: nodeHttpTransport, count: () => undefined, queueSize: MESSAGES });
-  let answered = 0;
-  const all = Promise.withResolvers<void>();
-  for (let i = 0; i < MESSAGES; i++) {
-    dispatcher.deliver({
-      provider: 'bench/hook',
-      providerType: 'webhook',
-      dedupKey: `${round}/${i}`,
-      settings: { messages: 1_000_000, intervalMs: 60_000, timeoutMs: 15_000 },
-      prepare: () => Promise.resolve(chatRequest({ type: 'webhook' }, { address: url }, message(i))),
-      done: (result) => {
-        if (result !== 'sent') all.reject(new Error(`a delivery was ${result}`));
-        if (++answered === MESSAGES) all.resolve();
-      },
-    });
-    await pause();
-  }
-  await all.promise;
-  dispatcher.stop();
-});
+const dispatchedBy =
+  (transport: HttpTransport) =>
+  async (round: number): Promise<void> => {
+    const dispatcher = createDispatcher({ transport, count: () => undefined, queueSize: MESSAGES });
+    let answered = 0;
+    const all = Promise.withResolvers<void>();
+    for (let i = 0; i < MESSAGES; i++) {
+      dispatcher.deliver({
+        provider: 'bench/hook',
+        providerType: 'webhook',
+        dedupKey: `${round}/${i}`,
+        settings: { messages: 1_000_000, intervalMs: 60_000, timeoutMs: 15_000 },
+        prepare: () => Promise.resolve(chatRequest({ type: 'webhook' }, { address: url }, message(i))),
+        done: (result) => {
+          if (result !== 'sent') all.reject(new Error(`a delivery was ${result}`));
+          if (++answered === MESSAGES) all.resolve();
+        },
+      });
+      await pause();
+    }
+    await all.promise;
+    dispatcher.stop();
+  };
+const dispatched = await measure(dispatchedBy(nodeHttpTransport));
+const pools = createReceiverTransport();
+const pooled = await measure(dispatchedBy(pools));
+await pools.close();
 
 receiver.send('count');
 const { connections } = await new Promise<{ connections: number }>((resolve) => receiver.once('message', (m) => resolve(m as { connections: number })));
@@ -121,4 +128,7 @@ console.log(`Node's http alone, one at a time, kept alive (the floor): ${(median
 console.log(
   `the dispatcher and the operator's transport:             ${(median(dispatched) - waits).toFixed(0)} µs CPU per message  (runs: ${show(dispatched)}; ${((median(dispatched) - waits) / (median(floor) - waits)).toFixed(2)}× the floor)`,
 );
-console.log(`connections the receiver was opened: ${connections} for ${MESSAGES * (RUNS + 1) * 2} messages`);
+console.log(
+  `the dispatcher and the receivers' pools (undici):       ${(median(pooled) - waits).toFixed(0)} µs CPU per message  (runs: ${show(pooled)}; ${((median(pooled) - waits) / (median(floor) - waits)).toFixed(2)}× the floor)`,
+);
+console.log(`connections the receiver was opened: ${connections} for ${MESSAGES * (RUNS + 1) * 3} messages`);
