@@ -194,11 +194,16 @@ function notificationsController(
       );
   };
 
+  /** Whether a NotificationProvider sets commit statuses: looked at once per change of the NotificationProviders, not per ConfigSync change. */
+  let commitStatusProviders: boolean | undefined;
+  const setsCommitStatuses = (): boolean =>
+    (commitStatusProviders ??= providers.list().some((p) => isCommitStatusType(String((p['spec'] as { type?: unknown } | undefined)?.type))));
   const providers = new Informer({
     rest,
     ...(options.budget === undefined ? {} : { budget: options.budget }),
     path: collection('notificationproviders'),
     onEvent: (type, object, previous) => {
+      commitStatusProviders = undefined;
       const key = objectKey(object);
       if (type === 'DELETED') {
         providerStates.delete(key);
@@ -295,8 +300,8 @@ function notificationsController(
     },
     observeConfigSync: (type, object) => {
       if (stopped || !isLeader()) return;
-      // The common case costs one look at the NotificationProviders: none sets commit statuses.
-      if (!providers.list().some((p) => isCommitStatusType(String((p['spec'] as { type?: unknown } | undefined)?.type)))) return;
+      // The common case costs one look at a flag: no NotificationProvider sets commit statuses.
+      if (!setsCommitStatuses()) return;
       try {
         commitStatuses(type, object as unknown as ConfigSync);
       } catch (error) {
