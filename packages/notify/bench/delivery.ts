@@ -1,8 +1,9 @@
 // `pnpm bench delivery [--messages 2000] [--runs 5] [--gap MS]`: the CPU one notification costs the operator's process on its way
-// out: the dispatcher (dedup, queue, rate limit, timeout, retry policy) and the webhook payload, sent with the
-// transport the operator uses to a real HTTP receiver in another process (whose CPU is not counted). Beside it, the
-// floor: the same requests sent one after another with Node's http module alone on a kept-alive connection, which
-// no dispatcher built on it can go under. Prints CPU µs per message (user + system, median of the runs).
+// out: the dispatcher (dedup, queue, rate limit, timeout, retry policy) and the webhook payload, sent to a real HTTP
+// receiver in another process (whose CPU is not counted) by the transport the operator uses (the receivers' undici
+// pools, transport.ts) and by the Git source's (Node's http client), which notifications used before. Beside them,
+// Node's http module alone, one request after another on a kept-alive connection: the floor of any dispatcher built
+// on that client. Prints CPU µs per message (user + system, median of the runs).
 import { spawn } from 'node:child_process';
 import { request, Agent } from 'node:http';
 import { parseArgs } from 'node:util';
@@ -126,9 +127,9 @@ console.log(
 if (GAP_MS > 0) console.log(`the waits between messages alone: ${waits.toFixed(0)} µs CPU each (taken off the figures below)`);
 console.log(`Node's http alone, one at a time, kept alive (the floor): ${(median(floor) - waits).toFixed(0)} µs CPU per message  (runs: ${show(floor)})`);
 console.log(
-  `the dispatcher and the operator's transport:             ${(median(dispatched) - waits).toFixed(0)} µs CPU per message  (runs: ${show(dispatched)}; ${((median(dispatched) - waits) / (median(floor) - waits)).toFixed(2)}× the floor)`,
+  `the dispatcher and Node's http client (the Git transport): ${(median(dispatched) - waits).toFixed(0)} µs CPU per message  (runs: ${show(dispatched)}; ${((median(dispatched) - waits) / (median(floor) - waits)).toFixed(2)}× the floor)`,
 );
 console.log(
-  `the dispatcher and the receivers' pools (undici):       ${(median(pooled) - waits).toFixed(0)} µs CPU per message  (runs: ${show(pooled)}; ${((median(pooled) - waits) / (median(floor) - waits)).toFixed(2)}× the floor)`,
+  `the dispatcher and the receivers' pools (the operator's):  ${(median(pooled) - waits).toFixed(0)} µs CPU per message  (runs: ${show(pooled)}; ${((median(pooled) - waits) / (median(floor) - waits)).toFixed(2)}× the floor)`,
 );
 console.log(`connections the receiver was opened: ${connections} for ${MESSAGES * (RUNS + 1) * 3} messages`);
