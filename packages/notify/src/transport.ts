@@ -1,30 +1,30 @@
-// How notifications reach their receivers: undici's connection pools, one per receiver (its origin, path and CA: a
-// NotificationProvider's, as a rule) holding one connection, kept alive from one message to the next (a provider
-// sends one message at a time; providers that share an address take turns on its connection), the request handed to undici's dispatch and its answer read
-// into a buffer (no request or response stream, no agent, no URL parsed per message: Node's http client costs most
+// How notifications reach their receivers: undici's clients, one per receiver (its origin, path and CA: a
+// NotificationProvider's, as a rule) and its one connection, kept alive from one message to the next (a provider
+// sends one message at a time; providers that share an address take turns on its connection), the request handed to
+// undici's dispatch and its answer read into a buffer (no request or response stream, no agent, no URL parsed per message: Node's http client costs most
 // of what one notification costs the operator; `pnpm bench delivery` measures both). A receiver's own CA is parsed
-// once per pool, beside the system's roots (as the Git transport trusts it). Through a forward proxy a message goes
+// once per receiver, beside the system's roots (as the Git transport trusts it). Through a forward proxy a message goes
 // by the Git source's transport (an HTTP CONNECT tunnel per request, as before): proxies are rare for receivers.
 // Errors are the transport's own (their codes name no URL); the delivery words them.
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import { nodeHttpTransport, type HttpRequest, type HttpResponse, type HttpTransport } from '@syncline/source-git';
 import type { Dispatcher } from 'undici';
 // By its own file, not the package's entry (which loads all of undici): @syncline/kube's transport does the same.
-import Pool from 'undici/lib/dispatcher/pool.js';
+import Client from 'undici/lib/dispatcher/client.js';
 
 /** A transport that can let go of its connections (the notifications stopping). */
 export type ReceiverTransport = HttpTransport & { close(): Promise<void> };
 
 /** At most this many of an answer's bytes are kept; the rest is read and dropped, so the connection can be kept. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
-/** Receiver addresses whose pools are kept (a NotificationProvider each, as a rule): past it the oldest pool is closed. */
-const MAX_POOLS = 64;
+/** Receiver addresses whose clients are kept (a NotificationProvider each, as a rule): past it the oldest client is closed. */
+const MAX_CLIENTS = 64;
 
-type Target = { readonly pool: Dispatcher; readonly origin: string; readonly path: string };
+type Target = { readonly client: Dispatcher; readonly origin: string; readonly path: string };
 
 export function createReceiverTransport(viaProxy: HttpTransport = nodeHttpTransport): ReceiverTransport {
-  /** By address (and CA): its pool, and its origin and path, worked out on its first message. */
-  const pools = new Map<string, Dispatcher>();
+  /** By address (and CA): its client, and its origin and path, worked out on its first message. */
+  const clients = new Map<string, Dispatcher>();
   const targets = new Map<string, Target>();
 
   const targetOf = (url: string, ca: string | undefined): Target => {
@@ -34,22 +34,23 @@ export function createReceiverTransport(viaProxy: HttpTransport = nodeHttpTransp
     const parsed = new URL(url);
     // A receiver is its origin and path (a webhook's URL names its channel in its path), with its CA.
     const key = `${parsed.origin}${parsed.pathname}${ca === undefined ? '' : `\u0000${ca}`}`;
-    let pool = pools.get(key);
-    if (pool === undefined) {
+    let client = clients.get(key);
+    if (client === undefined) {
       const secureContext: SecureContext | undefined =
         ca === undefined || parsed.protocol !== 'https:' ? undefined : createSecureContext({ ca: [...rootCertificates, ca] });
-      pool = new Pool(parsed.origin, { connections: 1, pipelining: 1, allowH2: false, ...(secureContext === undefined ? {} : { connect: { secureContext } }) });
-      pools.set(key, pool);
-      for (const [oldKey, old] of pools) {
-        if (pools.size <= MAX_POOLS) break;
-        pools.delete(oldKey);
+      // One connection (a Client, not a Pool): an idle one writes the request within dispatch, not from a later tick.
+      client = new Client(parsed.origin, { pipelining: 1, allowH2: false, ...(secureContext === undefined ? {} : { connect: { secureContext } }) });
+      clients.set(key, client);
+      for (const [oldKey, old] of clients) {
+        if (clients.size <= MAX_CLIENTS) break;
+        clients.delete(oldKey);
         void old.close();
-        for (const [a, t] of targets) if (t.pool === old) targets.delete(a);
+        for (const [a, t] of targets) if (t.client === old) targets.delete(a);
       }
     }
-    const target = { pool, origin: parsed.origin, path: `${parsed.pathname}${parsed.search}` };
-    // Addresses that differ in their query only (rare) share a pool; the remembered ones are bounded all the same.
-    if (targets.size >= MAX_POOLS * 4) targets.clear();
+    const target = { client, origin: parsed.origin, path: `${parsed.pathname}${parsed.search}` };
+    // Addresses that differ in their query only (rare) share a client; the remembered ones are bounded all the same.
+    if (targets.size >= MAX_CLIENTS * 4) targets.clear();
     targets.set(address, target);
     return target;
   };
@@ -67,17 +68,17 @@ export function createReceiverTransport(viaProxy: HttpTransport = nodeHttpTransp
         const exchange = new Exchange(req.signal, resolve, reject);
         if (!exchange.open) return;
         try {
-          target.pool.dispatch({ origin: target.origin, path: target.path, method: req.method, headers: req.headers, body: bodyOf(req) }, exchange);
+          target.client.dispatch({ origin: target.origin, path: target.path, method: req.method, headers: req.headers, body: bodyOf(req) }, exchange);
         } catch (error) {
           exchange.fail(error instanceof Error ? error : new Error(String(error)));
         }
       });
     },
     async close() {
-      const all = [...pools.values()];
-      pools.clear();
+      const all = [...clients.values()];
+      clients.clear();
       targets.clear();
-      await Promise.all(all.map((pool) => pool.close().catch(() => undefined)));
+      await Promise.all(all.map((client) => client.close().catch(() => undefined)));
     },
   };
 }
