@@ -1,7 +1,7 @@
 // `pnpm bench delivery [--messages 2000] [--runs 5] [--gap MS]`: the CPU one notification costs the operator's process on its way
 // out: the dispatcher (dedup, queue, rate limit, timeout, retry policy) and the webhook payload, sent to a real HTTP
 // receiver in another process (whose CPU is not counted) by the transport the operator uses (the receivers' undici
-// pools, transport.ts) and by the Git source's (Node's http client), which notifications used before. Beside them,
+// clients, transport.ts) and by the Git source's (Node's http client), which notifications used before. Beside them,
 // Node's http module alone, one request after another on a kept-alive connection: the floor of any dispatcher built
 // on that client. Prints CPU µs per message (user + system, median of the runs).
 import { spawn } from 'node:child_process';
@@ -110,9 +110,9 @@ const dispatchedBy =
     dispatcher.stop();
   };
 const dispatched = await measure(dispatchedBy(nodeHttpTransport));
-const pools = createReceiverTransport();
-const pooled = await measure(dispatchedBy(pools));
-await pools.close();
+const clients = createReceiverTransport();
+const pooled = await measure(dispatchedBy(clients));
+await clients.close();
 
 receiver.send('count');
 const { connections } = await new Promise<{ connections: number }>((resolve) => receiver.once('message', (m) => resolve(m as { connections: number })));
@@ -130,6 +130,6 @@ console.log(
   `the dispatcher and Node's http client (the Git transport): ${(median(dispatched) - waits).toFixed(0)} µs CPU per message  (runs: ${show(dispatched)}; ${((median(dispatched) - waits) / (median(floor) - waits)).toFixed(2)}× the floor)`,
 );
 console.log(
-  `the dispatcher and the receivers' pools (the operator's):  ${(median(pooled) - waits).toFixed(0)} µs CPU per message  (runs: ${show(pooled)}; ${((median(pooled) - waits) / (median(floor) - waits)).toFixed(2)}× the floor)`,
+  `the dispatcher and the receivers' clients (the operator's):${(median(pooled) - waits).toFixed(0)} µs CPU per message  (runs: ${show(pooled)}; ${((median(pooled) - waits) / (median(floor) - waits)).toFixed(2)}× the floor)`,
 );
 console.log(`connections the receiver was opened: ${connections} for ${MESSAGES * (RUNS + 1) * 3} messages`);

@@ -324,7 +324,7 @@ function notificationsController(
   return { notifications, declaration };
 }
 
-/** The transport handed over, or the receivers' connection pools of this process's own (which stop() closes). */
+/** The transport handed over, or the receivers' undici clients of this process's own (which stop() closes). */
 function transportOf(given: HttpTransport | undefined): { transport: HttpTransport; close: () => Promise<void> } {
   if (given !== undefined) return { transport: given, close: () => Promise.resolve() };
   const own = createReceiverTransport();

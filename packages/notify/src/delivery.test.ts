@@ -8,7 +8,7 @@ import type { Message } from './payloads.ts';
 import { createReceiverTransport } from './transport.ts';
 
 const settings = { messages: 100, intervalMs: 60_000, timeoutMs: 2_000 };
-// What the operator sends with (the receivers' pools), for every guarantee below.
+// What the operator sends with (the receivers' undici clients), for every guarantee below.
 const nodeHttpTransport = createReceiverTransport();
 afterAll(() => nodeHttpTransport.close());
 
