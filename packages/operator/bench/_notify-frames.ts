@@ -7,8 +7,8 @@
 // times the main thread's CPU in the round (/proc), is the CPU the frames took (`settled`). Counting every sample
 // instead (`all`) reads the writes high: an upper reading, printed beside it.
 // Checked: a bundle whose Event tap spins ~1.1 ms of CPU per notification (200 per commit, ~230 ms in all) read
-// ~210 ms more per commit settled, ~240 ms with every sample (summing the samples' own time spans, a wall clock,
-// read 340-380 ms more).
+// 180-210 ms more per commit this way (190-220 ms counting every sample; summing the samples' own time spans, a
+// wall clock, read 340-380 ms more): the figure may miss a fifth of a long stretch of CPU, it does not invent any.
 //
 // What "the notifications' frames" count: every sample whose stack holds a function of the notifications' chunk
 // (packages/notify: the Event tap, matching, rendering, the dispatcher, the transport it calls, what those call:

@@ -403,7 +403,7 @@ function reportAttributed(dir: string): void {
     const all = reading((r) => r.all);
     attributed.set(variant, { settled, all });
     console.log(
-      `notifications' frames in ${variant.namespace}, CPU per commit by round: ${settled.framesMs.map((ms) => ms.toFixed(0)).join(', ')} ms (median ${median(settled.framesMs).toFixed(0)}; every sample: ${median(all.framesMs).toFixed(0)}); undici's own work (the REST client's requests too): ${median(settled.undiciMs).toFixed(0)} ms (every sample: ${median(all.undiciMs).toFixed(0)}); the collector in proportion, an estimate: ${median(settled.gcMs).toFixed(0)} ms`,
+      `notifications' frames in ${variant.namespace}, CPU per commit by round: ${settled.framesMs.map((ms) => ms.toFixed(0)).join(', ')} ms (median ${median(settled.framesMs).toFixed(0)}; every sample: ${median(all.framesMs).toFixed(0)}); undici reading answers (the REST client's too): ${median(settled.undiciMs).toFixed(0)} ms (every sample: ${median(all.undiciMs).toFixed(0)}); the collector in proportion, an estimate: ${median(settled.gcMs).toFixed(0)} ms`,
     );
   }
   const base = attributed.get(plain);
