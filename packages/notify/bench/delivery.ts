@@ -1,12 +1,14 @@
 // `pnpm bench delivery [--messages 2000] [--runs 5] [--gap MS]`: the CPU one notification costs the operator's process on its way
-// out: the dispatcher (dedup, queue, rate limit, timeout, retry policy) and the webhook payload, sent with the
-// transport the operator uses to a real HTTP receiver in another process (whose CPU is not counted). Beside it, the
-// floor: the same requests sent one after another with Node's http module alone on a kept-alive connection, which
-// no dispatcher built on it can go under. Prints CPU µs per message (user + system, median of the runs).
+// out: the dispatcher (dedup, queue, rate limit, timeout, retry policy) and the webhook payload, sent to a real HTTP
+// receiver in another process (whose CPU is not counted) by the transport the operator uses (the receivers' undici
+// clients, transport.ts) and by the Git source's (Node's http client), which notifications used before. Beside them,
+// Node's http module alone, one request after another on a kept-alive connection: the floor of any dispatcher built
+// on that client. Prints CPU µs per message (user + system, median of the runs).
 import { spawn } from 'node:child_process';
 import { request, Agent } from 'node:http';
 import { parseArgs } from 'node:util';
-import { nodeHttpTransport } from '@syncline/source-git';
+import { nodeHttpTransport, type HttpTransport } from '@syncline/source-git';
+import { createReceiverTransport } from '../src/transport.ts';
 import { createDispatcher } from '../src/delivery.ts';
 import { chatRequest, type Message } from '../src/payloads.ts';
 
@@ -84,27 +86,33 @@ const floor = await measure(async () => {
   }
 });
 
-const dispatched = await measure(async (round) => {
-  const dispatcher = createDispatcher({ transport: nodeHttpTransport, count: () => undefined, queueSize: MESSAGES });
-  let answered = 0;
-  const all = Promise.withResolvers<void>();
-  for (let i = 0; i < MESSAGES; i++) {
-    dispatcher.deliver({
-      provider: 'bench/hook',
-      providerType: 'webhook',
-      dedupKey: `${round}/${i}`,
-      settings: { messages: 1_000_000, intervalMs: 60_000, timeoutMs: 15_000 },
-      prepare: () => Promise.resolve(chatRequest({ type: 'webhook' }, { address: url }, message(i))),
-      done: (result) => {
-        if (result !== 'sent') all.reject(new Error(`a delivery was ${result}`));
-        if (++answered === MESSAGES) all.resolve();
-      },
-    });
-    await pause();
-  }
-  await all.promise;
-  dispatcher.stop();
-});
+const dispatchedBy =
+  (transport: HttpTransport) =>
+  async (round: number): Promise<void> => {
+    const dispatcher = createDispatcher({ transport, count: () => undefined, queueSize: MESSAGES });
+    let answered = 0;
+    const all = Promise.withResolvers<void>();
+    for (let i = 0; i < MESSAGES; i++) {
+      dispatcher.deliver({
+        provider: 'bench/hook',
+        providerType: 'webhook',
+        dedupKey: `${round}/${i}`,
+        settings: { messages: 1_000_000, intervalMs: 60_000, timeoutMs: 15_000 },
+        prepare: () => Promise.resolve(chatRequest({ type: 'webhook' }, { address: url }, message(i))),
+        done: (result) => {
+          if (result !== 'sent') all.reject(new Error(`a delivery was ${result}`));
+          if (++answered === MESSAGES) all.resolve();
+        },
+      });
+      await pause();
+    }
+    await all.promise;
+    dispatcher.stop();
+  };
+const dispatched = await measure(dispatchedBy(nodeHttpTransport));
+const clients = createReceiverTransport();
+const pooled = await measure(dispatchedBy(clients));
+await clients.close();
 
 receiver.send('count');
 const { connections } = await new Promise<{ connections: number }>((resolve) => receiver.once('message', (m) => resolve(m as { connections: number })));
@@ -119,6 +127,9 @@ console.log(
 if (GAP_MS > 0) console.log(`the waits between messages alone: ${waits.toFixed(0)} µs CPU each (taken off the figures below)`);
 console.log(`Node's http alone, one at a time, kept alive (the floor): ${(median(floor) - waits).toFixed(0)} µs CPU per message  (runs: ${show(floor)})`);
 console.log(
-  `the dispatcher and the operator's transport:             ${(median(dispatched) - waits).toFixed(0)} µs CPU per message  (runs: ${show(dispatched)}; ${((median(dispatched) - waits) / (median(floor) - waits)).toFixed(2)}× the floor)`,
+  `the dispatcher and Node's http client (the Git transport): ${(median(dispatched) - waits).toFixed(0)} µs CPU per message  (runs: ${show(dispatched)}; ${((median(dispatched) - waits) / (median(floor) - waits)).toFixed(2)}× the floor)`,
 );
-console.log(`connections the receiver was opened: ${connections} for ${MESSAGES * (RUNS + 1) * 2} messages`);
+console.log(
+  `the dispatcher and the receivers' clients (the operator's):${(median(pooled) - waits).toFixed(0)} µs CPU per message  (runs: ${show(pooled)}; ${((median(pooled) - waits) / (median(floor) - waits)).toFixed(2)}× the floor)`,
+);
+console.log(`connections the receiver was opened: ${connections} for ${MESSAGES * (RUNS + 1) * 3} messages`);

@@ -7,7 +7,7 @@
 // the API server per event. Failures are Warning Events on the NotificationAlert and a Ready condition on NotificationAlert and
 // Provider; nothing that is logged, recorded or written names a URL or a credential.
 import { Informer, objectKey, type EventRecorder, type KubeObject, type KubeRest, type WatchBudget } from '@syncline/kube';
-import { nodeHttpTransport, type HttpTransport } from '@syncline/source-git';
+import type { HttpTransport } from '@syncline/source-git';
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { AlertSpec, type Condition, type ConfigSync, type NotificationProvider } from '@syncline/api';
@@ -33,6 +33,7 @@ import {
 import { RecoveryTracker, notificationEvent, type InvolvedObject, type NotificationEvent, type RecordedEvent } from './event.ts';
 import { commitContext, commitStates, commitStatusRequest, forgeRepository, type CommitStatus } from './forge.ts';
 import { chatBatchRequests } from './batch-payloads.ts';
+import { createReceiverTransport } from './transport.ts';
 import { chatRequest, type ChatProvider, type Message } from './payloads.ts';
 import {
   ProviderError,
@@ -130,8 +131,9 @@ function notificationsController(
   const isLeader = (): boolean => options.controllers.isLeader();
   const log = logger.child({ component: 'notifications' });
   const counter = notificationsCounter(options.metrics.registry);
+  const transport = transportOf(options.transport);
   const dispatcher: Dispatcher = createDispatcher({
-    transport: options.transport ?? nodeHttpTransport,
+    transport: transport.transport,
     count: (provider, result) => counter.inc({ provider, result }),
     ...options.delivery,
   });
@@ -192,11 +194,16 @@ function notificationsController(
       );
   };
 
+  /** Whether a NotificationProvider sets commit statuses: looked at once per change of the NotificationProviders, not per ConfigSync change. */
+  let commitStatusProviders: boolean | undefined;
+  const setsCommitStatuses = (): boolean =>
+    (commitStatusProviders ??= providers.list().some((p) => isCommitStatusType(String((p['spec'] as { type?: unknown } | undefined)?.type))));
   const providers = new Informer({
     rest,
     ...(options.budget === undefined ? {} : { budget: options.budget }),
     path: collection('notificationproviders'),
     onEvent: (type, object, previous) => {
+      commitStatusProviders = undefined;
       const key = objectKey(object);
       if (type === 'DELETED') {
         providerStates.delete(key);
@@ -293,8 +300,8 @@ function notificationsController(
     },
     observeConfigSync: (type, object) => {
       if (stopped || !isLeader()) return;
-      // The common case costs one look at the NotificationProviders: none sets commit statuses.
-      if (!providers.list().some((p) => isCommitStatusType(String((p['spec'] as { type?: unknown } | undefined)?.type)))) return;
+      // The common case costs one look at a flag: no NotificationProvider sets commit statuses.
+      if (!setsCommitStatuses()) return;
       try {
         commitStatuses(type, object as unknown as ConfigSync);
       } catch (error) {
@@ -308,12 +315,20 @@ function notificationsController(
     stop() {
       stopped = true;
       const givenUp = dispatcher.stop();
+      void transport.close();
       if (givenUp > 0)
         log.info({ notifications: givenUp }, 'notifications given up unsent (queued, gathered in a batch or in flight): the operator is stopping');
       return Promise.resolve();
     },
   };
   return { notifications, declaration };
+}
+
+/** The transport handed over, or the receivers' undici clients of this process's own (which stop() closes). */
+function transportOf(given: HttpTransport | undefined): { transport: HttpTransport; close: () => Promise<void> } {
+  if (given !== undefined) return { transport: given, close: () => Promise.resolve() };
+  const own = createReceiverTransport();
+  return { transport: own, close: () => own.close() };
 }
 
 type Reporter = (alertKey: string, providerKey: string, providerType: string) => (result: DeliveryResult, error?: string) => void;

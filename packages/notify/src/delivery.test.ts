@@ -1,13 +1,16 @@
 // The dispatcher against a real local HTTP receiver: what counts as delivered, what is retried, what is not.
 import { startHttpReceiver } from '@syncline/test-support';
-import { nodeHttpTransport } from '@syncline/source-git';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { TokenBucket, createDispatcher, type Delivery, type DeliveryBatch, type DeliveryResult } from './delivery.ts';
 import type { Message } from './payloads.ts';
+import { createReceiverTransport } from './transport.ts';
 
 const settings = { messages: 100, intervalMs: 60_000, timeoutMs: 2_000 };
+// What the operator sends with (the receivers' undici clients), for every guarantee below.
+const nodeHttpTransport = createReceiverTransport();
+afterAll(() => nodeHttpTransport.close());
 
 async function deliverOnce(respond: Parameters<typeof startHttpReceiver>[0], delivery: Partial<Delivery> & { okField?: boolean } = {}) {
   await using receiver = await startHttpReceiver(respond);

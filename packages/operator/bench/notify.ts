@@ -11,19 +11,24 @@
 // without run in the same seconds of the same machine (it is shared, and what a second of a vCPU does changes from
 // one minute to the next), and each operator's CPU is its own process's. Each round's line says what each operator
 // did (reconciles, its main thread's and helper threads' CPU) and the time the hypervisor stole.
-// Its last lines: the median over the rounds of the CPU a new commit costs with notifications beyond without, one
-// request per event and batched, their spread, against the target (+5 % at most). DIR gets every operator's CPU
-// profile (DIR/<namespace>/) and the time the notifications' own frames took in each (their code and what it calls).
+// Its last lines, against the target (+5 % at most), one request per event and batched: the median over the rounds
+// of the CPU a new commit costs with notifications beyond without (two whole processes' totals: the machine's
+// noise is in them), and the firm figure: the CPU the notifications' own frames took in each operator's CPU profile
+// beyond the operator without alerts, round by round, over that operator's CPU (_notify-frames.ts says what it
+// counts and what it cannot). Every operator runs with --cpu-prof (the same sampling cost in each); DIR (default:
+// a temporary directory) keeps the profiles (DIR/<namespace>/) and the rounds' spans.
 import type { ConfigSync } from '@syncline/operator';
 import { parseDuration } from '@syncline/runtime';
 import { OPERATOR_NODE_FLAGS, startHttpReceiver, startOperator } from '@syncline/test-support';
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { benchEnvironment, cpuSeconds, cpuSecondsByThread, diff, metricSum, percentile, pool, requestCounts, sleep } from './_environment.ts';
 import { buildOperatorBundle } from './_bundle.ts';
 import { deliverPush } from './_push.ts';
+import { notificationChunks, notificationSamples, profileIn, type RoundCounts, type RoundSamples } from './_notify-frames.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -42,6 +47,8 @@ const BATCH_WINDOW = flags.batch;
 const batchWindowMs = BATCH_WINDOW === undefined ? 0 : parseDuration(BATCH_WINDOW);
 const SYNCS = Number(flags.syncs);
 const ROUNDS = Number(flags.rounds);
+/** Where the operators' CPU profiles go: the firm figure is read from them. */
+const profileDir = flags.profile ?? mkdtempSync(join(tmpdir(), 'bench-notify-'));
 const progress = (line: string): void => console.error(`[bench] ${line}`);
 const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
 
@@ -136,7 +143,7 @@ async function setUp(namespace: string, alerts: boolean, batched = false): Promi
         }),
     );
   }
-  const nodeArgs = flags.profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${flags.profile}/${namespace}`];
+  const nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${profileDir}/${namespace}`];
   const operator = await startOperator({
     kubeconfig: controlPlane.kubeconfigPath,
     args: ['--namespace', namespace, ...(viaWebhook ? ['--webhook-secret', `${namespace}/webhooks`] : [])],
@@ -296,8 +303,7 @@ try {
 // The rounds' spans beside each profile: `node scripts/cpu-profile.ts DIR/bench-alerts/CPU…cpuprofile --window
 // DIR/bench-alerts/rounds.json --minus DIR/bench-plain/CPU…cpuprofile --minus-window DIR/bench-plain/rounds.json` is then
 // what the notifications cost over the rounds.
-if (flags.profile !== undefined)
-  for (const variant of variants) await writeFile(`${flags.profile}/${variant.namespace}/rounds.json`, JSON.stringify(variant.windows));
+for (const variant of variants) await writeFile(`${profileDir}/${variant.namespace}/rounds.json`, JSON.stringify(variant.windows));
 
 const median = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
 /** The bench's own requests (the reconcile-request PATCHes, its LIST and watch) are the same in every variant. */
@@ -346,16 +352,6 @@ for (const variant of variants) {
     ),
   );
 }
-if (flags.profile !== undefined) {
-  const chunk = notificationsChunk();
-  for (const variant of variants) {
-    const ms = notificationFramesMs(flags.profile, variant, chunk) / ROUNDS;
-    console.log(
-      `notifications' own frames in ${variant.namespace}'s profile: ${ms.toFixed(0)} ms per commit (${((ms / median(plain.cpuMs)) * 100).toFixed(1)}% of the operator's CPU per commit without alerts)`,
-    );
-  }
-}
-
 /** The CPU notifications cost per commit, round by round: with alerts against without in the same round, as a share of without. */
 const paired = (variant: Variant): number[] => variant.rounds.map((r, i) => (r.cpuMs - (plain.rounds[i]?.cpuMs ?? NaN)) / (plain.rounds[i]?.cpuMs ?? NaN));
 const spread = (values: readonly number[]): string =>
@@ -375,59 +371,60 @@ for (const variant of withAlerts) {
   );
 }
 
-/** The bundle's files that hold the notifications' code (packages/notify: it defines startNotifications; a rebuilt bundle's directory may keep an old one). */
-function notificationsChunk(): string[] {
-  const dir = dirname(bundle);
-  return readdirSync(dir).filter((f) => f.endsWith('.mjs') && readFileSync(join(dir, f), 'utf8').includes('function startNotifications('));
-}
+reportAttributed(profileDir);
 
 /**
- * The sampled time (ms, over all the variant's rounds) the notifications' own code held the CPU: the samples whose
- * stack holds a frame of their chunk, what they call included (Node's http client sending a request), except
- * beneath the tap's `record` when the frame nearest the sample is the Event recorder's (Events are recorded with
- * or without notifications). Not in it: what runs from a socket's callbacks (an answer's parsing) and the garbage
- * collector, which a profile does not tie to the code that made the work: the difference of the whole CPU says those.
+ * The firm figure (_notify-frames.ts says what it counts and what it cannot): each round, the CPU the notifications'
+ * frames took in a variant beyond what they took in the operator without alerts (its Event tap meets no
+ * NotificationAlert), over that operator's CPU in the round. Both come from the same seconds of the same machine and
+ * neither is a difference of two whole processes' totals, so its spread is the frames' own, not the machine's.
  */
-function notificationFramesMs(dir: string, variant: Variant, chunks: readonly string[]): number {
-  const name = readdirSync(join(dir, variant.namespace)).find((f) => f.endsWith('.cpuprofile'));
-  if (name === undefined) return NaN;
-  type Node = { id: number; callFrame: { functionName: string; url: string }; children?: number[] };
-  const profile = JSON.parse(readFileSync(join(dir, variant.namespace, name), 'utf8')) as {
-    nodes: Node[];
-    startTime: number;
-    samples: number[];
-    timeDeltas: number[];
-  };
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  const parent = new Map<number, number>();
-  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  const ours = (node: Node): boolean => chunks.some((chunk) => node.callFrame.url.endsWith(`/${chunk}`));
-  const counted = new Map<number, boolean>();
-  const countsFor = (leaf: number): boolean => {
-    const known = counted.get(leaf);
-    if (known !== undefined) return known;
-    let nearestBundleFrameIsOurs: boolean | undefined;
-    let result = false;
-    for (let id: number | undefined = leaf; id !== undefined; id = parent.get(id)) {
-      const node = byId.get(id);
-      if (node === undefined) break;
-      const inBundle = node.callFrame.url.includes(dirname(bundle));
-      if (inBundle && nearestBundleFrameIsOurs === undefined) nearestBundleFrameIsOurs = ours(node);
-      if (!ours(node)) continue;
-      result = node.callFrame.functionName !== 'record' || nearestBundleFrameIsOurs === true;
-      break;
-    }
-    counted.set(leaf, result);
-    return result;
-  };
-  let at = profile.startTime;
-  let us = 0;
-  for (let i = 0; i < profile.samples.length; i++) {
-    at += profile.timeDeltas[i] ?? 0;
-    if (!variant.windows.some((w) => at >= w.fromUs && at <= w.toUs)) continue;
-    if (countsFor(profile.samples[i] ?? -1)) us += profile.timeDeltas[i + 1] ?? 0;
+function reportAttributed(dir: string): void {
+  const bundleDir = dirname(bundle);
+  const chunks = notificationChunks(bundleDir);
+  type Reading = { framesMs: number[]; undiciMs: number[]; gcMs: number[] };
+  const attributed = new Map<Variant, { settled: Reading; all: Reading }>();
+  for (const variant of variants) {
+    const file = profileIn(join(dir, variant.namespace), variant.pid);
+    const rounds = file === undefined ? [] : notificationSamples(file, variant.windows, bundleDir, chunks);
+    const mainMs = (i: number): number => variant.rounds[i]?.mainMs ?? NaN;
+    // A round's samples stand for its main thread's CPU, in equal parts.
+    const reading = (pick: (r: RoundSamples) => RoundCounts): Reading => {
+      const share = (i: number, n: number): number => (n / (rounds[i] === undefined ? NaN : pick(rounds[i]).busy)) * mainMs(i);
+      const framesMs = rounds.map((r, i) => share(i, pick(r).own + pick(r).http));
+      return {
+        framesMs,
+        undiciMs: rounds.map((r, i) => share(i, pick(r).undici)),
+        // If the collector's work followed JavaScript time: an estimate, not a measurement.
+        gcMs: rounds.map((r, i) => (framesMs[i] ?? NaN) * (pick(r).gc / Math.max(1, pick(r).busy - pick(r).gc - pick(r).program))),
+      };
+    };
+    const settled = reading((r) => r.settled);
+    const all = reading((r) => r.all);
+    attributed.set(variant, { settled, all });
+    console.log(
+      `notifications' frames in ${variant.namespace}, CPU per commit by round: ${settled.framesMs.map((ms) => ms.toFixed(0)).join(', ')} ms (median ${median(settled.framesMs).toFixed(0)}; every sample: ${median(all.framesMs).toFixed(0)}); undici reading answers (the REST client's too): ${median(settled.undiciMs).toFixed(0)} ms (every sample: ${median(all.undiciMs).toFixed(0)}); the collector in proportion, an estimate: ${median(settled.gcMs).toFixed(0)} ms`,
+    );
   }
-  return us / 1000;
+  const base = attributed.get(plain);
+  for (const variant of withAlerts) {
+    const mine = attributed.get(variant);
+    if (base === undefined || mine === undefined) continue;
+    // The frames beyond without alerts, and undici's work beyond without alerts (the same REST requests in both).
+    const beyond = (m: Reading, b: Reading, i: number): number =>
+      (m.framesMs[i] ?? NaN) - (b.framesMs[i] ?? NaN) + (m.undiciMs[i] ?? NaN) - (b.undiciMs[i] ?? NaN);
+    const over = (i: number): number => plain.rounds[i]?.cpuMs ?? NaN;
+    const share = mine.settled.framesMs.map((_, i) => beyond(mine.settled, base.settled, i) / over(i));
+    const upperReading = mine.all.framesMs.map((_, i) => beyond(mine.all, base.all, i) / over(i));
+    const withGc = mine.settled.framesMs.map(
+      (_, i) => (beyond(mine.settled, base.settled, i) + (mine.settled.gcMs[i] ?? 0) - (base.settled.gcMs[i] ?? 0)) / over(i),
+    );
+    const more = median(share);
+    const upper = percentile(share, 75);
+    console.log(
+      `operator CPU per new commit in the notifications' own frames (with alerts beyond without, over the CPU without), ${label(variant)}: median of ${ROUNDS} rounds ${pct(more)}, ${spread(share)}; with the collector in proportion ${pct(median(withGc))}; counting every sample ${pct(median(upperReading))} (target ≤ +5%: ${verdict(more <= 0.05)}${more <= 0.05 ? (upper <= 0.05 ? ', three rounds in four within it' : `, but a quarter of the rounds at ${pct(upper)} or more`) : ''})`,
+    );
+  }
 }
 
 /** Resolves when every sync of `namespace` is Ready at `sha`, as a watch sees it (no polling of N objects). */
