@@ -108,7 +108,6 @@ describe('writtenLastBy', () => {
   });
 });
 
-
 describe('readDiscoveryAhead', () => {
   it('asks the client for its discovery once, at once; a failed read is left for the first render to read again', async () => {
     // given an apply client whose discovery read is counted
