@@ -56,6 +56,28 @@ export function writeRequests(client: KubeRest): Promise<Map<string, number>> {
   return requestCounts(client, (verb, resource) => WRITE_VERBS.includes(verb) && resource !== 'leases');
 }
 
+/**
+ * Waits (up to `timeoutMs`) until the control plane's own controllers have filled every namespace: its `default`
+ * ServiceAccount and its `kube-root-ca.crt` ConfigMap. A bench that made many namespaces calls it before a steady
+ * window, so the writes counted there are the operator's, not the namespace controllers' catching up. Returns
+ * whether they caught up.
+ */
+export async function namespacesFilled(client: KubeRest, timeoutMs = 120_000): Promise<boolean> {
+  type Names = { items: { metadata: { namespace?: string; name: string } }[] };
+  const count = async (path: string): Promise<number> => (await client.request<Names>({ method: 'GET', path })).items.length;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const [namespaces, accounts, roots] = await Promise.all([
+      count('/api/v1/namespaces'),
+      count('/api/v1/serviceaccounts?fieldSelector=metadata.name%3Ddefault'),
+      count('/api/v1/configmaps?fieldSelector=metadata.name%3Dkube-root-ca.crt'),
+    ]);
+    if (accounts >= namespaces && roots >= namespaces) return true;
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+
 /** What `after` counted beyond `before`. */
 export function diff(after: Map<string, number>, before: Map<string, number>): { total: number; byVerbResource: Record<string, number> } {
   const byVerbResource: Record<string, number> = {};

@@ -31,6 +31,7 @@ import {
   cpuSplit,
   diff,
   metricSum,
+  namespacesFilled,
   peakRss,
   pool,
   requestCounts,
@@ -298,6 +299,10 @@ if (flags['heap-snapshot'] !== undefined) await heapSnapshot(operator.pid, flags
 progress(`new commit applied everywhere in ${newCommitMs} ms; steady state for ${STEADY_SECONDS} s`);
 // Phase 3: steady state — nothing changes; resyncs every 30 s must write nothing.
 await sleep(3000); // let the status writes of phase 2 land
+// The control plane's namespace controllers still filling the namespaces this bench made (a namespace per sync)
+// write a ServiceAccount and a ConfigMap into each: counted in the window, they would be taken for the operator's.
+const filled = await namespacesFilled(rest);
+if (!filled) progress('the control plane had not filled every namespace (default ServiceAccount, kube-root-ca.crt) after 120 s; its writes count below');
 const writesBefore = await writeRequests(rest);
 // Reads other than watches: GET and LIST of resources (leases apart; `resource` is empty for /metrics itself;
 // Services apart too: the API server's own ClusterIP and NodePort repair loops LIST every Service every 3 minutes,
