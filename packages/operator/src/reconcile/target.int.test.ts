@@ -238,11 +238,9 @@ describe('applyTarget skips a no-op resync without requests', () => {
 });
 
 describe("a target's first apply in a process: the owner's LIST answered by the drift watch", () => {
-  it("sends no LIST where the watch vouches the owner has nothing; lists where it holds the owner's objects (a lost status write is still pruned), and on every later apply", async () => {
-    await using ns = await testNamespace({ prefix: 'first' });
-    const namespace = ns.name;
-    const cmIn = (name: string): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace }, data: { k: name } });
-    const drift = createDriftWatches({
+  /** The drift watches of one namespace, as a namespace-scoped operator runs them, applying as the admin. */
+  const driftWatchesIn = (namespace: string): ReturnType<typeof createDriftWatches> =>
+    createDriftWatches({
       rest,
       budget: new WatchBudget(50),
       logger: { debug: () => undefined, warn: () => undefined } as never,
@@ -250,6 +248,12 @@ describe("a target's first apply in a process: the owner's LIST answered by the 
       applyClient: () => Promise.resolve(admin),
       onDrift: () => undefined,
     });
+
+  it("sends no LIST where the watch vouches the owner has nothing; lists where it holds the owner's objects (a lost status write is still pruned), and on every later apply", async () => {
+    await using ns = await testNamespace({ prefix: 'first' });
+    const namespace = ns.name;
+    const cmIn = (name: string): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace }, data: { k: name } });
+    const drift = driftWatchesIn(namespace);
     try {
       const client = counting(admin);
       const records = new Map<string, TargetNoop>();
@@ -310,14 +314,7 @@ describe("a target's first apply in a process: the owner's LIST answered by the 
     await using ns = await testNamespace({ prefix: 'first-join' });
     const namespace = ns.name;
     const cmIn = (name: string): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace }, data: { k: name } });
-    const drift = createDriftWatches({
-      rest,
-      budget: new WatchBudget(50),
-      logger: { debug: () => undefined, warn: () => undefined } as never,
-      watchNamespace: namespace,
-      applyClient: () => Promise.resolve(admin),
-      onDrift: () => undefined,
-    });
+    const drift = driftWatchesIn(namespace);
     try {
       const client = counting(admin);
       const records = new Map<string, TargetNoop>();
