@@ -1,6 +1,7 @@
 // The operator's logger: pino, with string levels and RFC 3339 times (what Flux's controllers and most log
 // pipelines expect), as JSON lines or as one human-readable line per entry.
 import { pino, type Logger } from 'pino';
+import { standardOutputWriter } from './log-writer.ts';
 
 export const LogFormat = { json: 'json', text: 'text' } as const;
 export type LogFormat = (typeof LogFormat)[keyof typeof LogFormat];
@@ -15,18 +16,16 @@ export type LoggerOptions = {
 };
 
 /**
- * Standard output, written without blocking: a log line never holds up a reconcile while the reader of the pipe
- * (the container runtime, a test harness) is slow. Lines are written in order as soon as the previous write is
- * done; what is still buffered when the process exits (SIGTERM, a crash) is flushed then. Only SIGKILL can
- * lose the last few lines.
+ * Without a destination, standard output (log-writer.ts): lines kept in order and written in batches without
+ * blocking, so a slow reader of the pipe (the container runtime, a test harness) never holds up a reconcile; what is
+ * still waiting when the process exits (SIGTERM, a crash) is written then, and only SIGKILL can lose the last few
+ * lines. A reader that stops reading altogether costs at most about 1 MB of waiting lines; past that, lines are
+ * dropped, and a warning says how many once the reader is back.
  */
-function standardOutput(): { write(line: string): unknown } {
-  return pino.destination({ dest: 1, sync: false });
-}
-
 export function createLogger(options: LoggerOptions): Logger {
-  const out = options.destination ?? standardOutput();
-  return pino(
+  // onDropped runs from a later turn of the event loop, once `logger` is set.
+  const out = options.destination ?? standardOutputWriter({ onDropped: (count) => logger.warn({ dropped: count }, 'log lines dropped: standard output was not read') });
+  const logger: Logger = pino(
     {
       level: options.level,
       base: options.base ?? null,
@@ -37,6 +36,7 @@ export function createLogger(options: LoggerOptions): Logger {
     },
     options.format === LogFormat.text ? { write: (line: string) => out.write(formatTextLine(line)) } : out,
   );
+  return logger;
 }
 
 /**

@@ -3,7 +3,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 
 const mainPath = join(import.meta.dirname, '..', '..', '..', 'packages', 'cli', 'src', 'main.ts');
 
@@ -15,7 +14,10 @@ export type OperatorProcess = {
   readonly webhookAddress: string | undefined;
   /** HOST:PORT of the web UI; undefined unless started with --ui-addr. */
   readonly uiAddress: string | undefined;
-  /** Log lines so far (pino JSON, parsed). */
+  /**
+   * Log lines so far (pino JSON, parsed; a line that is not JSON as `{ msg: line }`). Parsed when read, not as they
+   * arrive: a bench's measured phases do not pay for parsing the operator's output. The same array each time, grown.
+   */
   readonly logs: Record<string, unknown>[];
   readonly exited: Promise<number | null>;
   /** SIGTERM and wait. */
@@ -81,22 +83,12 @@ export async function startOperator(options: {
     ],
     { stdio: ['ignore', 'pipe', 'pipe'], ...(options.env === undefined ? {} : { env: { ...process.env, ...options.env } }) },
   );
-  const logs: Record<string, unknown>[] = [];
+  const output = collectLogLines(child, options.echo === true);
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const stderr: string[] = [];
   child.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk.toString()));
   const started = await new Promise<Record<string, unknown>>((resolve, reject) => {
-    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-    lines.on('line', (line) => {
-      if (options.echo === true) console.log(line);
-      try {
-        const entry = JSON.parse(line) as Record<string, unknown>;
-        logs.push(entry);
-        if (entry['msg'] === 'syncline started') resolve(entry);
-      } catch {
-        logs.push({ msg: line });
-      }
-    });
+    output.onStarted = resolve;
     void exited.then((code) => reject(new Error(`the operator exited (code ${code}) before it started: ${stderr.join('').slice(-2000)}`)));
   });
   const probeAddress = String(started['probes']);
@@ -115,10 +107,62 @@ export async function startOperator(options: {
     probeAddress,
     webhookAddress,
     uiAddress,
-    logs,
+    get logs() {
+      return output.parsed();
+    },
     exited,
     stop,
     kill: () => signal('SIGKILL'),
     [Symbol.asyncDispose]: stop,
   };
+}
+
+const STARTED_MESSAGE = 'syncline started';
+
+/**
+ * The operator's standard output, kept as text and split into parsed lines only when `parsed()` is called. Until
+ * the 'syncline started' line has come (a handful of lines), each chunk is parsed at once to find it, and
+ * `onStarted` gets it.
+ */
+function collectLogLines(child: ChildProcess, echo: boolean): { onStarted?: (entry: Record<string, unknown>) => void; parsed(): Record<string, unknown>[] } {
+  const entries: Record<string, unknown>[] = [];
+  let unparsed: string[] = [];
+  let ended = false;
+  const parsed = (): Record<string, unknown>[] => {
+    if (unparsed.length === 0) return entries;
+    const text = unparsed.join('');
+    const cut = ended ? text.length : text.lastIndexOf('\n') + 1;
+    unparsed = cut < text.length ? [text.slice(cut)] : [];
+    for (const line of text.slice(0, cut).split('\n')) {
+      const trimmed = line.endsWith('\r') ? line.slice(0, -1) : line;
+      if (trimmed === '') continue;
+      try {
+        entries.push(JSON.parse(trimmed) as Record<string, unknown>);
+      } catch {
+        entries.push({ msg: trimmed });
+      }
+    }
+    return entries;
+  };
+  const collector: { onStarted?: (entry: Record<string, unknown>) => void; parsed(): Record<string, unknown>[] } = { parsed };
+  let started = false;
+  const stdout = child.stdout;
+  if (stdout === null) return collector;
+  stdout.setEncoding('utf8');
+  stdout.on('data', (chunk: string) => {
+    if (echo) process.stdout.write(chunk);
+    unparsed.push(chunk);
+    if (started) return;
+    const seen = entries.length;
+    const entry = parsed()
+      .slice(seen)
+      .find((e) => e['msg'] === STARTED_MESSAGE);
+    if (entry === undefined) return;
+    started = true;
+    collector.onStarted?.(entry);
+  });
+  stdout.on('end', () => {
+    ended = true;
+  });
+  return collector;
 }
