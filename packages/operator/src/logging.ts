@@ -24,7 +24,8 @@ export type LoggerOptions = {
  */
 export function createLogger(options: LoggerOptions): Logger {
   // onDropped runs from a later turn of the event loop, once `logger` is set.
-  const out = options.destination ?? standardOutputWriter({ onDropped: (count) => logger.warn({ dropped: count }, 'log lines dropped: standard output was not read') });
+  const out =
+    options.destination ?? standardOutputWriter({ onDropped: (count) => logger.warn({ dropped: count }, 'log lines dropped: standard output was not read') });
   const logger: Logger = pino(
     {
       level: options.level,
