@@ -13,6 +13,8 @@ export type LineWriterOptions = {
   readonly fd: number;
   /** How long a line waits for the ones logged after it, to be written together. */
   readonly delayMs?: number;
+  /** Lines waiting (UTF-16 code units) that are written at once, without waiting for `delayMs`: a burst. */
+  readonly batchChars?: number;
   /** How long to wait before writing again after the reader stopped taking lines (EAGAIN). */
   readonly retryMs?: number;
   /** What may wait unwritten (UTF-16 code units, ~bytes for log lines) while the reader does not read; lines beyond it are dropped and counted. */
@@ -34,6 +36,8 @@ export type LineWriter = {
 
 const DEFAULT_DELAY_MS = 20;
 const DEFAULT_RETRY_MS = 50;
+/** A pipe's capacity on Linux: a larger batch would only be written in parts. */
+const DEFAULT_BATCH_CHARS = 64 * 1024;
 /** About 3,000 lines of a reconcile's size: enough for a reader's pause, small beside the operator's memory. */
 const DEFAULT_MAX_PENDING_CHARS = 1024 * 1024;
 const WriteStatus = { written: 'written', blocked: 'blocked' } as const;
@@ -43,6 +47,7 @@ export function createLineWriter(options: LineWriterOptions): LineWriter {
   const delayMs = options.delayMs ?? DEFAULT_DELAY_MS;
   const retryMs = options.retryMs ?? DEFAULT_RETRY_MS;
   const maxPending = options.maxPendingChars ?? DEFAULT_MAX_PENDING_CHARS;
+  const batchChars = options.batchChars ?? DEFAULT_BATCH_CHARS;
   let lines: string[] = [];
   let linesChars = 0;
   /** The part of the last batch the reader has not taken yet: written before any newer line. */
@@ -82,7 +87,9 @@ export function createLineWriter(options: LineWriterOptions): LineWriter {
     droppedUntold = 0;
     options.onDropped?.(count);
   };
-  const writeLater = (): void => {
+  /** Writes what waits; while the reader is full, tries again `retryMs` later. */
+  const writeNow = (): void => {
+    if (timer !== undefined) clearTimeout(timer);
     timer = undefined;
     const status = writeWaiting();
     if (status === WriteStatus.blocked) schedule(retryMs);
@@ -90,7 +97,7 @@ export function createLineWriter(options: LineWriterOptions): LineWriter {
   };
   const schedule = (ms: number): void => {
     // Unreferenced: a pending batch does not keep the process alive; the exit hook writes it.
-    timer = setTimeout(writeLater, ms);
+    timer = setTimeout(writeNow, ms);
     timer.unref();
   };
   return {
@@ -103,17 +110,26 @@ export function createLineWriter(options: LineWriterOptions): LineWriter {
       }
       lines.push(line);
       linesChars += line.length;
-      if (timer === undefined) schedule(delayMs);
+      // A burst is written at once unless the reader is full already (then `rest` waits for the retry).
+      if (linesChars >= batchChars && rest === undefined) writeNow();
+      else if (timer === undefined) schedule(delayMs);
     },
     flushSync(timeoutMs) {
       if (timer !== undefined) clearTimeout(timer);
       timer = undefined;
       const deadline = performance.now() + timeoutMs;
       const pause = new Int32Array(new SharedArrayBuffer(4));
-      while (writeWaiting() === WriteStatus.blocked) {
-        if (performance.now() >= deadline) return false;
-        Atomics.wait(pause, 0, 0, 5);
+      // Twice at most: the second time for the line that says how many were dropped.
+      for (let pass = 0; pass < 2; pass++) {
+        while (writeWaiting() === WriteStatus.blocked) {
+          if (performance.now() >= deadline) return false;
+          Atomics.wait(pause, 0, 0, 5);
+        }
+        if (droppedUntold === 0) break;
+        tellDropped();
       }
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
       return true;
     },
     get dropped() {
