@@ -30,7 +30,7 @@ export type LineWriter = {
    * later turn of the event loop will. Returns whether everything was written.
    */
   flushSync(timeoutMs: number): boolean;
-  /** Lines dropped so far because the reader did not keep up (or had gone). */
+  /** Lines dropped so far because the reader did not keep up (or had gone: then a batch it did not take counts once). */
   readonly dropped: number;
 };
 
@@ -141,7 +141,7 @@ export function createLineWriter(options: LineWriterOptions): LineWriter {
 /**
  * The process's standard output as a LineWriter whose waiting lines are written when the process exits (a return
  * from main, process.exit after SIGTERM, an uncaught exception; only SIGKILL or a fatal V8 error loses the last
- * `delayMs` of lines). Reading `process.stdout` first makes Node open fd 1 as a libuv stream, which puts a pipe or
+ * `delayMs` of lines; a reader that does not read holds the exit at most `exitTimeoutMs`, 2 s). Reading `process.stdout` first makes Node open fd 1 as a libuv stream, which puts a pipe or
  * socket in non-blocking mode: a reader that stops reading then answers EAGAIN rather than blocking the operator.
  */
 export function standardOutputWriter(options: Omit<LineWriterOptions, 'fd'> & { readonly exitTimeoutMs?: number } = {}): LineWriter {
