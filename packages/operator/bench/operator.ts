@@ -171,6 +171,13 @@ await using operator = await startOperator({
 
 const progress = (line: string): void => console.error(`[bench] ${line}`);
 await part?.ready(progress);
+// The phases measure a running operator, as users meet one: it logs 'syncline started' before its caches have
+// listed and its watches are open (a LIST of every kind it watches, the API server's discovery, a connection per
+// watch, the code of all that compiled), work that would otherwise fall into the first phase and count as the
+// syncs'. The first phase starts once /readyz answers 200 (as a Deployment's readiness probe waits for) and the
+// operator has come to rest.
+const startup = await operatorAtRest(operator);
+progress(`operator ready and at rest ${startup.seconds.toFixed(1)} s after its start line (${startup.cpu.toFixed(2)} s of CPU meanwhile)`);
 progress(`control plane, Git server and operator up; creating ${SYNCS} ConfigSyncs`);
 // Phase 1: N ConfigSyncs created at once → all Ready.
 // What a phase cost: every request the API server counted (the bench's own POST/PATCH/LIST/WATCH included), by
@@ -186,10 +193,12 @@ async function startPhase(): Promise<
     timeline: string[];
     pressure: number | undefined;
     reconciles: number;
+    threads: string;
   }>
 > {
   const requests = await phaseRequests();
   const cpu = cpuNow();
+  const threads = cpuSecondsByThread(operator.pid);
   readyNow = 0;
   const pressure = cpuPressure();
   const reconciles = await metricSum(operator.probeAddress, 'syncline_reconcile_total');
@@ -208,8 +217,18 @@ async function startPhase(): Promise<
       timeline: slices,
       pressure: pressure.stop(),
       reconciles: (await metricSum(operator.probeAddress, 'syncline_reconcile_total')) - reconciles,
+      threads: threadsSince(threads),
     };
   };
+}
+/** The operator's CPU seconds since `before` by thread (main, V8's compiler and GC workers, libuv's pool), busiest first. */
+function threadsSince(before: Map<string, number>): string {
+  return [...cpuSecondsByThread(operator.pid)]
+    .map(([name, s]) => [name, s - (before.get(name) ?? 0)] as const)
+    .filter(([, s]) => s > 0)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, s]) => `${name} ${s.toFixed(2)} s`)
+    .join(', ');
 }
 const endReadyPhase = await startPhase();
 progress(`phase 1 starts at ${new Date().toISOString()}`);
@@ -247,8 +266,16 @@ await pool(
 await waitForAll(first);
 const allReadyMs = Date.now() - started;
 const readyEndMark = monotonicMicros();
-const { requests: readyRequests, cpu: readyCpu, timeline: readyTimeline, pressure: readyPressure, reconciles: readyReconciles } = await endReadyPhase();
-const initialFetches = git.requests('configs').uploadPack;
+const {
+  requests: readyRequests,
+  cpu: readyCpu,
+  timeline: readyTimeline,
+  pressure: readyPressure,
+  reconciles: readyReconciles,
+  threads: readyThreads,
+} = await endReadyPhase();
+const readyGitCounts = git.requests('configs');
+const initialFetches = readyGitCounts.uploadPack;
 /** The Git server's requests of a phase, on the epoch clock of the trace. */
 const gitRequests = (): { at: number; what: string }[] =>
   git.requestLog().map((r) => ({ at: performance.timeOrigin + r.at, what: r.method === 'GET' ? 'refs' : 'pack' }));
@@ -285,8 +312,16 @@ await waitForAll(second);
 const newCommitMs = Date.now() - commitStarted;
 const commitEndMark = monotonicMicros();
 marks.push({ label: 'first resync after it', at: Date.now() });
-const { requests: commitRequests, cpu: commitCpu, timeline: commitTimeline, pressure: commitPressure, reconciles: commitReconciles } = await endCommitPhase();
-const fetchesPerCommit = git.requests('configs').uploadPack;
+const {
+  requests: commitRequests,
+  cpu: commitCpu,
+  timeline: commitTimeline,
+  pressure: commitPressure,
+  reconciles: commitReconciles,
+  threads: commitThreads,
+} = await endCommitPhase();
+const commitGitCounts = git.requests('configs');
+const fetchesPerCommit = commitGitCounts.uploadPack;
 const commitGit = gitRequests();
 const commitEnded = Date.now();
 // With an engine, the render process is the operator's too: its peak is added (an upper bound of the pair's peak).
@@ -371,9 +406,14 @@ console.log(
 console.log(
   `CPU until all Ready / for the new commit:           control plane ${readyCpu.controlPlane.toFixed(2)} s, operator ${readyCpu.operator.toFixed(2)} s / control plane ${commitCpu.controlPlane.toFixed(2)} s, operator ${commitCpu.operator.toFixed(2)} s`,
 );
+console.log(`  operator CPU by thread until all Ready:   ${readyThreads}`);
+console.log(`  operator CPU by thread for the new commit: ${commitThreads}`);
 // A new sync runs once (its finalizer, then the sync, in one run), a woken one once: more are resyncs and retries within the phase.
 console.log(`reconciles until all Ready / for the new commit:  ${readyReconciles} / ${commitReconciles}  (the least: ${SYNCS} / ${SYNCS})`);
 console.log(`git fetches for the new commit:                    ${fetchesPerCommit}  (target: 1)`);
+console.log(
+  `git requests until all Ready / for the new commit: ${readyGitCounts.infoRefs} ref listings, ${readyGitCounts.uploadPack} upload-packs / ${commitGitCounts.infoRefs} ref listings, ${commitGitCounts.uploadPack} upload-packs`,
+);
 if (STEADY_SECONDS === 0) console.log('steady state: not measured (--steady 0)');
 else {
   console.log(`steady state ${steadyElapsed.toFixed(0)} s after the first resync (refreshInterval 30s, ~${Math.round(refreshes * SYNCS)} resyncs):`);
@@ -564,4 +604,33 @@ function requestTable(phases: Record<string, Record<string, number>>): string[] 
     `API requests by verb and resource: ${'verb resource'.padEnd(width)}  ${names.map((n) => n.padStart(16)).join('')}`,
     ...keys.map((k) => `                                   ${k.padEnd(width)}  ${names.map((n) => String(count(n, k)).padStart(16)).join('')}`),
   ];
+}
+
+/**
+ * Waits until the operator's /readyz answers 200 (its caches synced, its watches open), then until half a second
+ * passes in which it uses at most 2 % of a core (the work its start set going, compiles on V8's threads included,
+ * is done); at most 60 s in all. Returns how long that took and the CPU the operator used meanwhile.
+ */
+async function operatorAtRest(started: { readonly pid: number; readonly probeAddress: string }): Promise<{ seconds: number; cpu: number }> {
+  const from = Date.now();
+  const cpuFrom = cpuSeconds(started.pid);
+  const deadline = from + 60_000;
+  const ready = async (): Promise<boolean> => {
+    try {
+      return (await fetch(`http://${started.probeAddress}/readyz`)).status === 200;
+    } catch {
+      return false;
+    }
+  };
+  while (!(await ready())) {
+    if (Date.now() > deadline) throw new Error('the operator did not become ready (/readyz) within 60 s');
+    await sleep(100);
+  }
+  for (let before = cpuSeconds(started.pid); Date.now() < deadline;) {
+    await sleep(500);
+    const now = cpuSeconds(started.pid);
+    if (now - before <= 0.01) break;
+    before = now;
+  }
+  return { seconds: (Date.now() - from) / 1000, cpu: cpuSeconds(started.pid) - cpuFrom };
 }
