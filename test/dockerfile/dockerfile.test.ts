@@ -137,10 +137,10 @@ describe('Dockerfile', () => {
     expect(node.status).toBe(0);
   });
 
-  it('runs the operator with the environment the tests and benchmarks start it with (the final stage\'s ENV)', async () => {
+  it("runs the operator with the environment the tests and benchmarks start it with (the final stage's ENV)", async () => {
     const dockerfile = await readFile(join(root, 'Dockerfile'), 'utf8');
     const finalStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
-    const env = Object.fromEntries([...finalStage.matchAll(/^ENV ([A-Z_]+)=(.*)$/gm)].map((match) => [match[1], match[2]]));
+    const env: Record<string, string> = Object.fromEntries([...finalStage.matchAll(/^ENV ([A-Z_]+)=(.*)$/gm)].map((match) => [match[1] ?? '', match[2] ?? '']));
     expect(env).toEqual({ NODE_ENV: 'production', NODE_OPTIONS: OPERATOR_NODE_FLAGS.slice(0, -BUNDLE_SHEBANG_FLAGS.length).join(' '), ...OPERATOR_ENV });
   });
 

@@ -1,6 +1,6 @@
 // `pnpm bench operator [--syncs 200] [--trace FILE] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed] [--encrypted] [--trigger webhook|annotation] [--sources | --bundle FILE] [--logs FILE] [--log-level debug] [--heap-snapshot DIR] [--memory-trace FILE] [--engine handlebars|kustomize|helm] [--engines] [--perf-map] [--node-arg FLAG]… [--operator-env NAME=VALUE]…`
 // (--node-arg, --operator-env: a Node/V8 flag after OPERATOR_NODE_FLAGS, a variable over OPERATOR_ENV, for the operator only: a candidate
-// setting measured against the shipped ones, e.g. `--node-arg=--heap-growing-percent=30`, `--operator-env MALLOC_ARENA_MAX=0` (glibc's default))
+// setting measured against the shipped ones, e.g. `--node-arg=--heap-growing-percent=40`, `--operator-env MALLOC_ARENA_MAX=0` (glibc's default))
 // (--sources: runs the operator's .ts sources rather than the JavaScript bundle the image runs, packages/cli/build/bundle.ts;
 // --bundle FILE: runs that bundle's entry instead of building one, e.g. an earlier commit's, for a before/after in the same conditions)
 // (--engine: what renders the syncs, see _engines.ts; --engines: all three runs side by side)
