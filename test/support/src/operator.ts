@@ -48,7 +48,7 @@ export const OPERATOR_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4'
  * MALLOC_ARENA_MAX=2: glibc's malloc gives each thread that allocates (V8's compiler and GC helpers, libuv's pool) an
  * arena of its own, up to 8 per core, and what one of them freed stays resident there; two arenas hold the operator's
  * native allocations with less left over. `pnpm bench operator --scope cluster --layout namespace-per-sync --syncs
- * 1000`: memory outside V8's heap at the RSS peak 22-23 MB against 23-27 MB, the operator's CPU per phase the same.
+ * 1000`: memory outside V8's heap at the RSS peak 20–23 MB in most runs against 24–27 MB, the operator's CPU per phase the same.
  */
 export const OPERATOR_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
 
