@@ -7,7 +7,7 @@ import { cp, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'n
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
-import { BUNDLE_SHEBANG_FLAGS, OPERATOR_NODE_FLAGS } from '@syncline/test-support';
+import { BUNDLE_SHEBANG_FLAGS, OPERATOR_ENV, OPERATOR_NODE_FLAGS } from '@syncline/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildContextFiles, repositoryRoot } from './context.ts';
 
@@ -135,6 +135,13 @@ describe('Dockerfile', () => {
     });
     expect(node.stderr).toBe('');
     expect(node.status).toBe(0);
+  });
+
+  it("runs the operator with the environment the tests and benchmarks start it with (the final stage's ENV)", async () => {
+    const dockerfile = await readFile(join(root, 'Dockerfile'), 'utf8');
+    const finalStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+    const env: Record<string, string> = Object.fromEntries([...finalStage.matchAll(/^ENV ([A-Z_]+)=(.*)$/gm)].map((match) => [match[1] ?? '', match[2] ?? '']));
+    expect(env).toEqual({ NODE_ENV: 'production', NODE_OPTIONS: OPERATOR_NODE_FLAGS.slice(0, -BUNDLE_SHEBANG_FLAGS.length).join(' '), ...OPERATOR_ENV });
   });
 
   it('holds production dependencies only, and no tests or benchmarks', async () => {

@@ -92,7 +92,7 @@ describe('the image (Dockerfile, built with buildah, run as uid 1000 on a read-o
   it('declares a non-root user, `syncline run` with the cache directory, and the Node flags', () => {
     expect(image.config.user).toMatchObject({ uid: 1000, gid: 1000 });
     expect(image.config.args).toEqual(['syncline', 'run', `--cache-dir=${CACHE_DIR}`]);
-    expect(image.config.env).toEqual(expect.arrayContaining(['NODE_ENV=production', 'NODE_OPTIONS=--max-semi-space-size=4']));
+    expect(image.config.env).toEqual(expect.arrayContaining(['NODE_ENV=production', 'NODE_OPTIONS=--max-semi-space-size=4', 'MALLOC_ARENA_MAX=2']));
     expect(image.config.cwd).toBe('/app');
   });
 

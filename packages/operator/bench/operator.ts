@@ -1,4 +1,6 @@
-// `pnpm bench operator [--syncs 200] [--trace FILE] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed] [--encrypted] [--trigger webhook|annotation] [--sources | --bundle FILE] [--logs FILE] [--log-level debug] [--heap-snapshot DIR] [--memory-trace FILE] [--engine handlebars|kustomize|helm] [--engines] [--perf-map]`
+// `pnpm bench operator [--syncs 200] [--trace FILE] [--steady 600] [--concurrency N] [--profile DIR] [--layout shared|namespace-per-sync] [--scope namespace|cluster] [--mixed] [--encrypted] [--trigger webhook|annotation] [--sources | --bundle FILE] [--logs FILE] [--log-level debug] [--heap-snapshot DIR] [--memory-trace FILE] [--engine handlebars|kustomize|helm] [--engines] [--perf-map] [--node-arg FLAG]… [--operator-env NAME=VALUE]…`
+// (--node-arg, --operator-env: a Node/V8 flag after OPERATOR_NODE_FLAGS, a variable over OPERATOR_ENV, for the operator only: a candidate
+// setting measured against the shipped ones, e.g. `--node-arg=--heap-growing-percent=40`, `--operator-env MALLOC_ARENA_MAX=0` (glibc's default))
 // (--sources: runs the operator's .ts sources rather than the JavaScript bundle the image runs, packages/cli/build/bundle.ts;
 // --bundle FILE: runs that bundle's entry instead of building one, e.g. an earlier commit's, for a before/after in the same conditions)
 // (--engine: what renders the syncs, see _engines.ts; --engines: all three runs side by side)
@@ -69,6 +71,8 @@ const { values: flags } = parseArgs({
     part: { type: 'string' },
     json: { type: 'string' },
     'perf-map': { type: 'boolean', default: false },
+    'node-arg': { type: 'string', multiple: true, default: [] },
+    'operator-env': { type: 'string', multiple: true, default: [] },
   },
 });
 if (flags.mixed) await runMixedComparison(import.meta.filename, process.argv.slice(2));
@@ -150,7 +154,15 @@ const nodeArgs = [
   ...(memoryTrace?.nodeArgs ?? []),
   // --perf-map: the operator writes /tmp/perf-PID.map, so Linux `perf record -g -p PID` names its JavaScript functions.
   ...(flags['perf-map'] ? ['--perf-basic-prof-only-functions'] : []),
+  ...flags['node-arg'],
 ];
+const operatorEnv = Object.fromEntries(
+  flags['operator-env'].map((pair) => {
+    const at = pair.indexOf('=');
+    if (at <= 0) throw new Error(`--operator-env ${pair}: expected NAME=VALUE`);
+    return [pair.slice(0, at), pair.slice(at + 1)];
+  }),
+);
 const bundle = flags.sources ? undefined : (flags.bundle ?? buildOperatorBundle());
 await using operator = await startOperator({
   kubeconfig: controlPlane.kubeconfigPath,
@@ -164,9 +176,7 @@ await using operator = await startOperator({
     ...(part?.operatorArgs ?? []),
   ],
   nodeArgs,
-  ...(memoryTrace === undefined && flags.trace === undefined
-    ? {}
-    : { env: { ...memoryTrace?.env, ...(flags.trace === undefined ? {} : { SYNCLINE_TRACE: flags.trace }) } }),
+  env: { ...operatorEnv, ...memoryTrace?.env, ...(flags.trace === undefined ? {} : { SYNCLINE_TRACE: flags.trace }) },
 }); // info level: startOperator waits for the 'syncline started' line
 
 const progress = (line: string): void => console.error(`[bench] ${line}`);

@@ -493,11 +493,17 @@ async function within(ms: number, work: () => Promise<void>): Promise<boolean> {
  * against 1.88–1.96 s).
  *
  * The old generation: V8 lets it grow to up to 4× what survived the last full GC before collecting again, and
- * what a burst promoted stays RSS. HEAP_GROWING_PERCENT caps that at 1.4× (read at every GC; a node flag
- * given at start wins). bench operator, 1,000 syncs: peak RSS 232–288 MB → 191–194 MB, new commit 8.5–9.4 s (8.9–11.2 s
- * before, the API server on the same 2 cores being the bottleneck); 200 syncs: 179–183 MB either way.
+ * what a burst promoted stays RSS. HEAP_GROWING_PERCENT caps that at 1.3× (read at every GC; a node flag
+ * given at start wins). The old generation's committed size at the RSS peak is about that factor times what
+ * survived, plus the young generation's capacity: V8 collects when the old generation has grown by the factor or
+ * by 8 MB, whichever is more. bench operator, 1,000 syncs: at 1.4× (before), peak RSS 232–288 MB → 191–194 MB, new
+ * commit 8.5–9.4 s (8.9–11.2 s before, the API server on the same 2 cores being the bottleneck); 200 syncs:
+ * 179–183 MB either way. Later, on a build that needed less (--scope cluster --layout namespace-per-sync, ~31 MB
+ * surviving): 1.3× against 1.4×, the old generation at the peak 44–45 MB against 48–49 MB (peak RSS 142–148 MB
+ * against 149–153 MB, with MALLOC_ARENA_MAX=2), about a fifth more full GCs (13–14 → 16 per run), the operator's
+ * CPU per phase 2–4 % more; 1.25×: 18–19 full GCs for 1 MB less; 1.2×: 42 MB, the 8 MB step then decides.
  */
-const HEAP_GROWING_PERCENT = 40;
+const HEAP_GROWING_PERCENT = 30;
 
 function boundHeap(env: NodeJS.ProcessEnv): void {
   const given = [...process.execArgv, env['NODE_OPTIONS'] ?? ''].join(' ');

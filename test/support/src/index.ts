@@ -8,7 +8,7 @@ export { startGitServer, generateRepo } from './git-server.ts';
 export type { GitServer, TestRepo } from './git-server.ts';
 export { GITEA_MODULE, ensureGiteaBinary, startGitea } from './gitea.ts';
 export type { Gitea, GiteaBinary, GiteaCommitState, GiteaCommitStatus, GiteaHook, GiteaOptions, GiteaRepo } from './gitea.ts';
-export { BUNDLE_SHEBANG_FLAGS, OPERATOR_NODE_FLAGS, startOperator } from './operator.ts';
+export { BUNDLE_SHEBANG_FLAGS, OPERATOR_ENV, OPERATOR_NODE_FLAGS, startOperator } from './operator.ts';
 export type { OperatorProcess } from './operator.ts';
 export { CHROMIUM_PATH, ensureChromium } from './browser.ts';
 export { startSshGitServer, generateSshKey, ensureSshd } from './ssh-server.ts';
